@@ -1,0 +1,1 @@
+"""mis_icc_metric"""

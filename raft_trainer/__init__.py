@@ -1,0 +1,1 @@
+"""raft_trainer"""

@@ -1,0 +1,35 @@
+"""Shared test set-up: offline Hub, no telemetry, and the ../shared data when present."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+SUBSET10 = SHARED_DATA / "MIS-Bench_subset10"
+REAL_TRANSCRIPTS = SHARED_DATA / "mis-bench-transcripts.csv"
+
+
+@pytest.fixture(scope="session")
+def subset10_dir() -> Path:
+    """The real public release subset; skips when ../shared is absent."""
+    if not SUBSET10.is_dir():
+        pytest.skip(f"{SUBSET10} not present (../shared is only laid out for developers and CI)")
+    return SUBSET10
+
+
+@pytest.fixture(scope="session")
+def real_transcripts_csv() -> Path:
+    """The 996 real transcripts; skips when ../shared is absent."""
+    if not REAL_TRANSCRIPTS.is_file():
+        pytest.skip(f"{REAL_TRANSCRIPTS} not present")
+    return REAL_TRANSCRIPTS
