@@ -1,1 +1,5 @@
-"""eval_scripts"""
+"""eval_scripts: the zero-shot harness (prompts, parser, backends, resumable runs), reports and leaderboard."""
+
+from eval_scripts.parse import parse_score
+
+__all__ = ["parse_score"]
