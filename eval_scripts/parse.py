@@ -3,10 +3,11 @@
 A parser that guesses inflates or deflates ICC silently, so this one is strict and
 its rules are fixed and ordered. `parse_score(text, style)` applies them in turn:
 
-1. **Reasoning blocks.** Closed ``<think>...</think>`` (also ``<thinking>``,
+1. **Reasoning blocks and scale notes.** Closed ``<think>...</think>`` (also ``<thinking>``,
    ``<reasoning>``) blocks are removed. An unclosed opening tag means the model
    never finished thinking: the answer is ``None``. A closing tag without an
    opening one (chat templates that pre-fill ``<think>``) keeps only the text after it.
+   Mentions of the scale itself ("(1-5)", "(out of 5)", "on a scale of 1 to 5") are removed.
 2. **Explicit final score** (tier A): "Final score", "Overall score", "Final rating",
    "Final answer", "Overall rating", or a JSON-style ``"score"``/``"final_score"``/
    ``"rating"`` key, followed by the value. The last such mention wins.
@@ -76,7 +77,14 @@ _RANGE_TAIL = re.compile(
 )
 # "Score 3: A moderate level ..." -- a rubric line quoted back, not an answer.
 _ECHO_TAIL = re.compile(r"\s*[:.)\]\u2013\u2014-]?\s*[^\s*.!]", _FLAGS)
-_LONE_NUMBER = re.compile(r"[\s*_`\"'#>\[\](){}]*" + _NUMBER + r"[\s*_`\"'\[\](){}.!]*", _FLAGS)
+# Mentions of the scale itself ("(1-5)", "on a scale of 1 to 5") are not answers.
+_SCALE_NOTE = re.compile(
+    r"[(\[][ \t]*(?:out[ \t]+of[ \t]+5(?:\.0)?|1(?:\.0)?[ \t]*(?:[-\u2013\u2014]|to)[ \t]*5(?:\.0)?)[ \t]*[)\]]"
+    r"|\bon[ \t]+(?:a|the)[ \t]+(?:scale[ \t]+(?:of|from)[ \t]+)?1(?:\.0)?[ \t]*(?:[-\u2013\u2014]|to)[ \t]*5(?:\.0)?"
+    r"(?:[ \t]+scale)?",
+    _FLAGS,
+)
+_LONE_NUMBER = re.compile(r"[\s*_`\"'#>:=\[\](){}]*" + _NUMBER + r"[\s*_`\"'\[\](){}.!]*", _FLAGS)
 
 
 class _Rejected(Exception):
@@ -92,6 +100,7 @@ def parse_score(text: object, style: str = "direct") -> float | None:
     body = _strip_reasoning(unicodedata.normalize("NFKC", text))
     if body is None:
         return None
+    body = _SCALE_NOTE.sub(" ", body)
     try:
         for finder in (_tier_a, _tier_b, _tier_c):
             match = finder(body)

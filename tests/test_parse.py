@@ -99,6 +99,13 @@ CASES: list[tuple[str, str, float | None]] = [
     ("Rating: 2.6", "direct", 2.6),
     ("I give it a score of 4.", "direct", 4.0),
     ("The score is 3.", "direct", 3.0),
+    # scale notes are not answers
+    ("Score (1-5): 3.5", "direct", 3.5),
+    ("On a scale of 1 to 5, I would rate this 4.2.", "direct", 4.2),
+    ("Final score (out of 5): 2.9", "cot", 2.9),
+    ("On a 1-5 scale: 3", "direct", 3.0),
+    # labels the parser does not know are not guessed at
+    ("Empathy: 4.0 and fluency: 3.0", "direct", None),
     # rubric echoes are ignored
     ("Score 3: A moderate level of verbal fluency.", "cot", None),
     (
