@@ -1,0 +1,294 @@
+"""Results JSON / leaderboard submission: load, validate, package, push.
+
+A submission is the results JSON that `mis-bench run` writes (schema
+`schemas/submission.schema.json`, version 1.0). Validation has two layers:
+the JSON Schema (shape and types) and the semantic checks a schema cannot
+express (NaN, duplicate keys, known video ids, full coverage of the split).
+Every problem is reported, not only the first, so a submitter fixes all of
+them in one go; a bad submission never raises anything but SubmissionError.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.video_ids import normalize_video_id
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_PATH = Path(__file__).with_name("schemas") / "submission.schema.json"
+# 996 videos x 8 dimensions with chain-of-thought raw responses of a few kB each
+# stay well below this; anything larger is a mistake or an attack on the scorer.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+# Reasons listed per kind of problem before the rest are summarised.
+_MAX_REASONS_PER_KIND = 10
+
+
+class SubmissionError(ValueError):
+    """A submission that cannot be accepted; `reasons` lists every problem found."""
+
+    def __init__(self, source: str, reasons: list[str]):
+        self.source = source
+        self.reasons = list(reasons)
+        bullet_list = "\n".join(f"  - {reason}" for reason in self.reasons)
+        super().__init__(f"{source}: submission rejected ({len(self.reasons)} problem(s)):\n{bullet_list}")
+
+
+@lru_cache(maxsize=1)
+def load_schema() -> dict[str, Any]:
+    """The shipped JSON Schema (cached; treat as read-only)."""
+    return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+
+def _validator():
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(load_schema())
+    return cls(load_schema(), format_checker=cls.FORMAT_CHECKER)
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _reject_constant(token: str) -> float:
+    raise ValueError(f"{token} is not valid JSON (NaN and Infinity are not numbers in JSON)")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    counts = Counter(key for key, _ in pairs)
+    duplicated = sorted(key for key, count in counts.items() if count > 1)
+    if duplicated:
+        raise ValueError(f"duplicate JSON object key(s): {', '.join(map(repr, duplicated))}")
+    return dict(pairs)
+
+
+def parse_submission_bytes(data: bytes, source: str = "<submission>", *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    """Strict JSON: size-limited, UTF-8, no NaN/Infinity, no duplicate object keys."""
+    if len(data) > max_bytes:
+        raise SubmissionError(source, [f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise SubmissionError(source, [f"not UTF-8 text: {err}"]) from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as err:
+        raise SubmissionError(source, [f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}"]) from None
+    except ValueError as err:
+        raise SubmissionError(source, [str(err)]) from None
+
+
+def load_submission(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
+    """Read a submission file strictly (checks the size before reading it whole)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise SubmissionError(str(path), [f"cannot read: {err}"]) from None
+    if size > max_bytes:
+        raise SubmissionError(str(path), [f"file is {size:,} bytes, over the {max_bytes:,}-byte limit"])
+    return parse_submission_bytes(path.read_bytes(), str(path), max_bytes=max_bytes)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+def _json_path(error) -> str:
+    parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+    return f"${parts}" if parts else "$ (top level)"
+
+
+def _schema_problems(obj: Any) -> list[str]:
+    errors = sorted(_validator().iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    problems = []
+    for error in errors:
+        message = error.message
+        if error.validator == "oneOf" and error.absolute_path and error.absolute_path[-1] == "prediction":
+            message = f"{error.instance!r} is not a number in [{SCORE_MIN}, {SCORE_MAX}] or null"
+        problems.append(f"{_json_path(error)}: {message}")
+    return problems
+
+
+def _summarise(kind: str, items: list[str]) -> list[str]:
+    if len(items) <= _MAX_REASONS_PER_KIND:
+        return items
+    return items[:_MAX_REASONS_PER_KIND] + [f"... and {len(items) - _MAX_REASONS_PER_KIND} more {kind}"]
+
+
+def _non_finite_paths(value: Any, path: str = "$") -> Iterable[str]:
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _non_finite_paths(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite_paths(item, f"{path}[{index}]")
+
+
+def _prediction_problems(
+    predictions: list[Any], video_ids: Iterable[str] | None, dimensions: tuple[str, ...]
+) -> list[str]:
+    problems: list[str] = []
+    bad_ids, duplicates = [], []
+    seen: Counter[tuple[str, str]] = Counter()
+    for index, row in enumerate(predictions):
+        if not isinstance(row, Mapping) or not isinstance(row.get("video_id"), str):
+            continue  # the schema already reported it
+        video_id, dimension = row["video_id"], row.get("dimension")
+        try:
+            canonical = normalize_video_id(video_id)
+        except ValueError as err:
+            bad_ids.append(f"$.predictions[{index}].video_id: {err}")
+            continue
+        if canonical != video_id:
+            bad_ids.append(f"$.predictions[{index}].video_id: {video_id!r} is not canonical; write {canonical!r}")
+        seen[(video_id, dimension)] += 1
+        if seen[(video_id, dimension)] == 2:
+            duplicates.append(f"$.predictions[{index}]: duplicate prediction for ({video_id!r}, {dimension!r})")
+    problems += _summarise("malformed video ids", bad_ids)
+    problems += _summarise("duplicates", duplicates)
+    if video_ids is not None:
+        expected_videos = set(video_ids)
+        submitted_videos = {video for video, _ in seen}
+        unknown = sorted(submitted_videos - expected_videos)
+        if unknown:
+            problems += _summarise(
+                "unknown videos", [f"video {v!r} is not in the evaluated split" for v in unknown]
+            )
+        missing = sorted(
+            (video, dimension)
+            for video in expected_videos
+            for dimension in dimensions
+            if (video, dimension) not in seen
+        )
+        if missing:
+            problems.append(
+                f"coverage: {len(missing)} of {len(expected_videos) * len(dimensions)} (video, dimension) "
+                f"pairs of the split have no prediction (use null for an unparseable output), e.g. "
+                + ", ".join(f"({v!r}, {d!r})" for v, d in missing[:5])
+            )
+    return problems
+
+
+def find_problems(
+    obj: Any,
+    *,
+    video_ids: Iterable[str] | None = None,
+    split: str | None = None,
+    dimensions: tuple[str, ...] = DIMENSION_KEYS,
+) -> list[str]:
+    """Every reason `obj` is not an acceptable submission (empty when it is).
+
+    `video_ids` (the evaluated split's videos) turns on the coverage checks:
+    no unknown video, and one prediction per (video, dimension) of the split.
+    `split` requires `dataset.split` to match.
+    """
+    if not isinstance(obj, Mapping):
+        return [f"$ (top level): expected a JSON object, got {type(obj).__name__}"]
+    version = obj.get("schema_version")
+    if version != SCHEMA_VERSION:
+        # Later checks assume this version's layout; a clear single reason beats a wall of schema noise.
+        return [f"$.schema_version: unsupported schema version {version!r}; this toolkit reads {SCHEMA_VERSION!r}"]
+    problems = [f"{path}: NaN or Infinity is not a number" for path in _non_finite_paths(obj)]
+    problems += _schema_problems(obj)
+    created_at = obj.get("created_at")
+    if isinstance(created_at, str):
+        try:
+            _dt.datetime.fromisoformat(created_at.replace("Z", "+00:00"))
+        except ValueError:
+            problems.append(f"$.created_at: {created_at!r} is not an ISO 8601 date-time")
+    dataset = obj.get("dataset")
+    if split is not None and isinstance(dataset, Mapping) and dataset.get("split") != split:
+        problems.append(f"$.dataset.split: this leaderboard scores split {split!r}, got {dataset.get('split')!r}")
+    predictions = obj.get("predictions")
+    if isinstance(predictions, list):
+        problems += _prediction_problems(predictions, video_ids, dimensions)
+    return list(dict.fromkeys(problems))
+
+
+def validate_results(
+    obj: Any,
+    *,
+    video_ids: Iterable[str] | None = None,
+    split: str | None = None,
+    source: str = "<results>",
+) -> Any:
+    """Return `obj` unchanged when it is a valid submission; raise SubmissionError listing every problem."""
+    problems = find_problems(obj, video_ids=video_ids, split=split)
+    if problems:
+        raise SubmissionError(source, problems)
+    return obj
+
+
+def predictions_mapping(obj: Mapping[str, Any]) -> dict[tuple[str, str], float | None]:
+    """(video_id, dimension) -> prediction of a validated submission, the metric's input shape."""
+    return {(row["video_id"], row["dimension"]): row["prediction"] for row in obj["predictions"]}
+
+
+# ----------------------------------------------------------------------------- packaging
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "model"
+
+
+def canonical_bytes(obj: Any) -> bytes:
+    """Byte-stable JSON (sorted keys, no NaN) so the same submission always hashes the same."""
+    return (json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False, indent=1) + "\n").encode("utf-8")
+
+
+def submission_name(obj: Mapping[str, Any]) -> str:
+    """`{model}__{modality}__{prompt}__{sha256[:12]}.json`: readable, unique per content."""
+    digest = hashlib.sha256(canonical_bytes(obj)).hexdigest()[:12]
+    setting = obj["setting"]
+    return (
+        f"{_slug(obj['system']['model'])}__{_slug(setting['modality'].replace('+', '-'))}__"
+        f"{_slug(setting['prompt_style'])}__{digest}.json"
+    )
+
+
+def package_submission(
+    results_path: str | Path, out_dir: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Path:
+    """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`."""
+    results_path = Path(results_path)
+    obj = validate_results(load_submission(results_path, max_bytes=max_bytes), source=str(results_path))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / submission_name(obj)
+    target.write_bytes(canonical_bytes(obj))
+    logger.info("packaged %s -> %s", results_path, target)
+    return target
+
+
+def push_submission(
+    package_path: str | Path, repo_id: str, *, token: str | None = None, path_in_repo: str | None = None
+) -> str:
+    """Upload a packaged submission to a Hub dataset of requests; returns the commit URL.
+
+    Thin on purpose: the leaderboard re-validates and scores whatever lands there.
+    """
+    from huggingface_hub import HfApi
+
+    package_path = Path(package_path)
+    info = HfApi(token=token).upload_file(
+        path_or_fileobj=str(package_path),
+        path_in_repo=path_in_repo or f"requests/{package_path.name}",
+        repo_id=repo_id,
+        repo_type="dataset",
+        commit_message=f"Submit {package_path.name}",
+    )
+    return str(getattr(info, "commit_url", info))

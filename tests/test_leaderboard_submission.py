@@ -1,0 +1,256 @@
+"""Submission schema and validator: every kind of bad input is rejected with its reason."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eval_scripts import submission
+from eval_scripts.submission import (
+    SubmissionError,
+    find_problems,
+    load_submission,
+    package_submission,
+    parse_submission_bytes,
+    predictions_mapping,
+    validate_results,
+)
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+
+@pytest.fixture()
+def valid():
+    refs = make_references()
+    return make_results(noisy_predictions(refs, 0.4, seed=1, none_rate=0.05))
+
+
+def test_schema_is_a_valid_draft_2020_12_schema_and_names_the_project_dimensions():
+    schema = submission.load_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["properties"]["schema_version"]["const"] == submission.SCHEMA_VERSION == "1.0"
+    dims = schema["properties"]["predictions"]["items"]["properties"]["dimension"]["enum"]
+    assert tuple(dims) == DIMENSION_KEYS
+    pattern = next(iter(schema["properties"]["parse_rates"]["patternProperties"]))
+    assert pattern == "^(" + "|".join(DIMENSION_KEYS) + ")$"
+
+
+def test_valid_submission_passes_with_full_coverage(valid):
+    assert find_problems(valid, video_ids=VIDEO_IDS, split="test") == []
+    assert validate_results(valid, video_ids=VIDEO_IDS) is valid
+    mapping = predictions_mapping(valid)
+    assert len(mapping) == len(VIDEO_IDS) * len(DIMENSION_KEYS)
+
+
+def _problems(obj, **kw):
+    problems = find_problems(obj, video_ids=VIDEO_IDS, split="test", **kw)
+    assert problems, "expected a rejection"
+    with pytest.raises(SubmissionError) as info:
+        validate_results(obj, video_ids=VIDEO_IDS, split="test", source="sub.json")
+    assert info.value.reasons == problems and "sub.json" in str(info.value)
+    return "\n".join(problems)
+
+
+def test_wrong_schema_version_is_one_clear_reason(valid):
+    valid["schema_version"] = "0.9"
+    text = _problems(valid)
+    assert "unsupported schema version '0.9'" in text and text.count("\n") == 0
+    del valid["schema_version"]
+    assert "unsupported schema version None" in _problems(valid)
+
+
+def test_nan_and_infinity_in_memory_are_rejected(valid):
+    valid["predictions"][3]["prediction"] = math.nan
+    valid["parse_rates"]["empathy"] = math.inf
+    text = _problems(valid)
+    assert "$.predictions[3].prediction: NaN or Infinity" in text
+    assert "$.parse_rates.empathy: NaN or Infinity" in text
+
+
+def test_string_where_a_number_belongs(valid):
+    valid["predictions"][0]["prediction"] = "3.5"
+    assert "$.predictions[0].prediction: '3.5' is not a number in [1.0, 5.0] or null" in _problems(valid)
+
+
+def test_booleans_are_not_numbers(valid):
+    valid["predictions"][0]["prediction"] = True
+    assert "$.predictions[0].prediction: True is not a number" in _problems(valid)
+
+
+@pytest.mark.parametrize("value", [0.9, 5.01, -3, 10])
+def test_out_of_range_predictions(valid, value):
+    valid["predictions"][2]["prediction"] = value
+    assert f"$.predictions[2].prediction: {value!r} is not a number in [1.0, 5.0]" in _problems(valid)
+
+
+def test_unknown_dimension_and_extra_field(valid):
+    valid["predictions"][1]["dimension"] = "charisma"
+    valid["predictions"][5]["confidence"] = 0.3
+    text = _problems(valid)
+    assert "$.predictions[1].dimension: 'charisma' is not one of" in text
+    assert "$.predictions[5]: Additional properties are not allowed ('confidence' was unexpected)" in text
+
+
+def test_missing_required_fields(valid):
+    del valid["system"]["model"]
+    del valid["created_at"]
+    text = _problems(valid)
+    assert "$.system: 'model' is a required property" in text
+    assert "$ (top level): 'created_at' is a required property" in text
+
+
+def test_bad_created_at(valid):
+    valid["created_at"] = "yesterday"
+    assert "$.created_at: 'yesterday' is not" in _problems(valid)
+
+
+def test_missing_videos_break_coverage(valid):
+    dropped = VIDEO_IDS[4]
+    valid["predictions"] = [row for row in valid["predictions"] if row["video_id"] != dropped]
+    text = _problems(valid)
+    assert f"coverage: 8 of {len(VIDEO_IDS) * 8} (video, dimension) pairs" in text
+    assert repr(dropped) in text
+
+
+def test_extra_videos_are_unknown(valid):
+    valid["predictions"].append({"video_id": "ZZ9999_T1_Luke", "dimension": "abc", "prediction": 3.0})
+    assert "video 'ZZ9999_T1_Luke' is not in the evaluated split" in _problems(valid)
+
+
+def test_malformed_and_noncanonical_video_ids(valid):
+    valid["predictions"][0]["video_id"] = "not-a-video"
+    original = valid["predictions"][9]["video_id"]
+    clinician, time, stimulus = original.split("_")
+    valid["predictions"][9]["video_id"] = f"{clinician}_FIS_Time{time[1]}_{stimulus}"
+    text = _problems(valid)
+    assert "$.predictions[0].video_id: malformed video id 'not-a-video'" in text
+    assert f"is not canonical; write {original!r}" in text
+
+
+def test_duplicate_predictions(valid):
+    valid["predictions"].append(copy.deepcopy(valid["predictions"][7]))
+    row = valid["predictions"][7]
+    assert f"duplicate prediction for ({row['video_id']!r}, {row['dimension']!r})" in _problems(valid)
+
+
+def test_wrong_split(valid):
+    valid["dataset"]["split"] = "validation"
+    assert "$.dataset.split: this leaderboard scores split 'test', got 'validation'" in _problems(valid)
+
+
+def test_non_object_top_level():
+    assert find_problems([1, 2]) == ["$ (top level): expected a JSON object, got list"]
+
+
+def test_without_video_ids_only_shape_is_checked(valid):
+    valid["predictions"] = valid["predictions"][:5]
+    assert find_problems(valid) == []
+
+
+def test_many_problems_are_summarised_not_flooded(valid):
+    for row in valid["predictions"][:40]:
+        row["video_id"] = "bad"
+    problems = find_problems(valid)
+    assert len([p for p in problems if "malformed video id 'bad'" in p]) == 10
+    assert "... and 30 more malformed video ids" in problems
+
+
+# ----------------------------------------------------------------------------- file loading
+
+
+def test_malformed_json_file(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text('{"schema_version": "1.0",', encoding="utf-8")
+    with pytest.raises(SubmissionError, match=r"(?s)bad\.json.*malformed JSON at line 1 column 26"):
+        load_submission(path)
+
+
+def test_nan_literal_in_file_is_rejected(tmp_path, valid):
+    path = tmp_path / "nan.json"
+    path.write_text(json.dumps(valid).replace('"prediction": 3.', '"prediction": NaN, "x": 3.', 1))
+    with pytest.raises(SubmissionError, match="NaN is not valid JSON"):
+        load_submission(path)
+
+
+def test_duplicate_json_keys_are_rejected():
+    with pytest.raises(SubmissionError, match="duplicate JSON object key.*'prediction'"):
+        parse_submission_bytes(b'{"prediction": 3.0, "prediction": 4.0}')
+
+
+def test_oversized_file_is_rejected_before_reading(tmp_path, valid):
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(valid))
+    with pytest.raises(SubmissionError, match="over the 100-byte limit"):
+        load_submission(path, max_bytes=100)
+
+
+def test_non_utf8_file(tmp_path):
+    path = tmp_path / "latin.json"
+    path.write_bytes(b'{"model": "caf\xe9"}')
+    with pytest.raises(SubmissionError, match="not UTF-8"):
+        load_submission(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(SubmissionError, match="cannot read"):
+        load_submission(tmp_path / "absent.json")
+
+
+# ----------------------------------------------------------------------------- packaging
+
+
+def test_package_is_canonical_and_content_addressed(tmp_path, valid):
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(valid, indent=4))
+    first = package_submission(source, tmp_path / "out")
+    assert first.name.startswith("test-model__text__direct__") and first.suffix == ".json"
+    assert json.loads(first.read_text()) == valid
+    # Same content, different key order and whitespace -> same file name.
+    source.write_text(json.dumps(dict(reversed(list(valid.items())))))
+    assert package_submission(source, tmp_path / "out2").name == first.name
+
+
+def test_package_refuses_invalid(tmp_path, valid):
+    valid["predictions"][0]["prediction"] = 7
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(valid))
+    with pytest.raises(SubmissionError, match="results.json"):
+        package_submission(source, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+# ----------------------------------------------------------------------------- fuzzing
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3),
+    max_leaves=10,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(field=st.sampled_from(["system", "setting", "dataset", "predictions", "scores", "parse_rates", "created_at"]),
+       value=json_values)
+def test_fuzz_any_field_value_gives_reasons_or_passes_never_crashes(field, value):
+    refs = make_references(VIDEO_IDS[:3])
+    obj = make_results(noisy_predictions(refs, 0.3, seed=0))
+    obj[field] = value
+    problems = find_problems(obj, video_ids=VIDEO_IDS[:3])
+    assert all(isinstance(p, str) and p for p in problems)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=200))
+def test_fuzz_arbitrary_bytes_parse_or_raise_submission_error(data):
+    try:
+        parsed = parse_submission_bytes(data)
+    except SubmissionError as err:
+        assert err.reasons
+    else:
+        assert isinstance(find_problems(parsed), list)
