@@ -1,0 +1,90 @@
+"""Figures: per-dimension ICC radar with the human ceiling (paper Figures 2 and 4), and
+predicted-vs-gold scatters per dimension. Matplotlib with the Agg backend (no display)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from eval_scripts.report.table import RunView
+from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, SCORE_MAX, SCORE_MIN
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def radar_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "Per-dimension ICC(3,1)") -> Path:
+    """One polygon per run plus the dashed human single-rater ceiling (Table 2), saved as PNG."""
+    return _save(radar_figure(runs, title=title), path, dpi=110)
+
+
+def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1)"):
+    plt = _pyplot()
+    angles = np.linspace(0, 2 * np.pi, len(DIMENSIONS), endpoint=False)
+    closed = np.append(angles, angles[0])
+    fig = plt.figure(figsize=(6.4, 6.4))
+    ax = fig.add_subplot(projection="polar")
+    ceiling = [HUMAN_CEILING[d.key].icc for d in DIMENSIONS]
+    ax.plot(closed, ceiling + ceiling[:1], "k--", linewidth=1.5, label="Human ceiling (Table 2)")
+    values_seen = list(ceiling)
+    for run in runs:
+        values = [run.dim(d.key).get("icc") for d in DIMENSIONS]
+        values = [np.nan if v is None else float(v) for v in values]
+        values_seen += [v for v in values if np.isfinite(v)]
+        ax.plot(closed, values + values[:1], linewidth=1.5, label=run.label)
+        ax.fill(closed, np.nan_to_num(values + values[:1]), alpha=0.08)
+    low = min(0.0, np.floor(min(values_seen) * 10) / 10)
+    ax.set_ylim(low, max(0.7, np.ceil(max(values_seen) * 10) / 10))
+    ax.set_xticks(angles, [d.abbreviation for d in DIMENSIONS])
+    ax.set_title(title, pad=18)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), fontsize=8, ncol=1, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def scatter_grid(
+    run: RunView, references: Mapping[tuple[str, str], float | None], path: str | Path
+) -> Path:
+    """Predicted vs gold per dimension (parsed predictions only), with the identity line and ICC."""
+    return _save(scatter_figure(run, references), path, dpi=90)
+
+
+def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None]):
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
+    for ax, dim in zip(axes.ravel(), DIMENSIONS):
+        pairs = [
+            (gold, run.predictions.get((video, key)))
+            for (video, key), gold in references.items()
+            if key == dim.key and gold is not None and run.predictions.get((video, key)) is not None
+        ]
+        if pairs:
+            gold, pred = np.asarray(pairs, dtype=float).T
+            ax.scatter(gold, pred, s=10, alpha=0.6)
+        ax.plot([SCORE_MIN, SCORE_MAX], [SCORE_MIN, SCORE_MAX], color="grey", linewidth=0.8)
+        icc = run.dim(dim.key).get("icc")
+        ax.set_title(f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", fontsize=9)
+        ax.set_xlim(SCORE_MIN, SCORE_MAX)
+        ax.set_ylim(SCORE_MIN, SCORE_MAX)
+    for ax in axes[1]:
+        ax.set_xlabel("gold")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("predicted")
+    fig.suptitle(run.label, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def _save(fig, path: str | Path, *, dpi: int) -> Path:
+    path = Path(path)
+    fig.savefig(path, dpi=dpi)
+    _pyplot().close(fig)
+    return path
