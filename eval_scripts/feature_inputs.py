@@ -1,0 +1,278 @@
+"""Feature-derived stand-ins for audio and video, for the public release (no raw media).
+
+A model in the audio/video settings of the public release cannot hear or see the
+therapist; what it gets instead is a short, numeric, plainly labelled summary of
+the released features (and, for vision models, optionally a plot of them). Results
+record `input_source = "features"` so these runs are never mistaken for raw-media runs.
+
+Column layouts (paper Table 1; `mis_bench_dataset.release`):
+
+- `librosa` (50 Hz): 80 log-Mel bands (dB, `power_to_db` with an 80 dB floor), then 13 MFCCs.
+- `prosody` (one row per video, 15 values, unnamed in the release). Only the first
+  two are used, read as mean and s.d. of F0 in Hz: their ranges on the real subset
+  (100-220 Hz and 17-92 Hz, lower for male-sounding voices) fit no other reading.
+  This is an assumption, stated in the text the model sees ("estimated pitch").
+- `openface` (OpenFace 3): 8 action-unit intensities (0-1; the DISFA-8 set AU1, AU2,
+  AU4, AU6, AU9, AU12, AU25, AU26), 98 landmarks as x/y pairs (WFLW layout; 96 and
+  97 are the pupils), 2 gaze angles (radians), then face-detection confidence.
+
+Pauses: a frame is silent when its mean log-Mel energy is more than
+`SILENCE_DB_BELOW_PEAK` dB below the clip's 95th percentile; a pause is a silent run of at
+least `MIN_PAUSE_SECONDS`. Speech rate is transcript words per second of duration.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+FEATURE_FORMATS: tuple[str, ...] = ("text", "plot", "text+plot")
+SILENCE_DB_BELOW_PEAK = 20.0
+MIN_PAUSE_SECONDS = 0.3
+N_MEL = 80
+AU_NAMES: tuple[tuple[str, str], ...] = (
+    ("AU1", "inner brow raiser"),
+    ("AU2", "outer brow raiser"),
+    ("AU4", "brow lowerer"),
+    ("AU6", "cheek raiser"),
+    ("AU9", "nose wrinkler"),
+    ("AU12", "lip corner puller (smile)"),
+    ("AU25", "lips part"),
+    ("AU26", "jaw drop"),
+)
+AU_ACTIVE = 0.5
+_LANDMARKS = slice(8, 204)
+_GAZE = slice(204, 206)
+_CONFIDENCE = 206
+_PUPILS = (96, 97)
+
+
+@dataclass(frozen=True)
+class AudioDescriptors:
+    duration_s: float | None
+    words: int
+    speech_rate_wps: float | None
+    pause_count: int | None
+    pause_total_s: float | None
+    longest_pause_s: float | None
+    speaking_fraction: float | None
+    loudness_sd_db: float | None
+    pitch_mean_hz: float | None
+    pitch_sd_hz: float | None
+
+
+@dataclass(frozen=True)
+class VideoDescriptors:
+    face_detected_fraction: float
+    au_mean: dict[str, float]
+    au_active_fraction: dict[str, float]
+    gaze_sd_deg: tuple[float, float] | None
+    gaze_mean_deg: tuple[float, float] | None
+    head_movement: float | None  # face centroid speed, inter-pupil distances per second
+
+
+def _array(row: Mapping, name: str, width: int) -> np.ndarray:
+    value = row.get(name)
+    if value is None or not row.get(f"has_{name}", True):
+        return np.zeros((0, width), dtype=np.float32)
+    arr = np.asarray(value, dtype=np.float32)
+    return arr.reshape(-1, width) if arr.size else np.zeros((0, width), dtype=np.float32)
+
+
+def _frame_rate(timestamps, n_frames: int, default: float) -> float:
+    ts = np.asarray(timestamps if timestamps is not None else [], dtype=np.float64)
+    if ts.size >= 2:
+        step = float(np.median(np.diff(ts)))
+        if step > 0:
+            return 1.0 / step
+    return default
+
+
+def _runs(mask: np.ndarray) -> np.ndarray:
+    """Lengths of the runs of True in a 1-d boolean array."""
+    padded = np.concatenate(([False], mask, [False])).astype(np.int8)
+    edges = np.flatnonzero(np.diff(padded))
+    return edges[1::2] - edges[::2]
+
+
+def audio_descriptors(row: Mapping) -> AudioDescriptors:
+    words = len((row.get("transcript") or "").split())
+    duration = row.get("duration_seconds")
+    duration = float(duration) if duration is not None and np.isfinite(duration) and duration > 0 else None
+    librosa = _array(row, "librosa", 93)
+    pause_count = pause_total = longest = speaking = loudness = None
+    if len(librosa):
+        rate = _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
+        energy = librosa[:, :N_MEL].mean(axis=1)
+        silent = energy < np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK
+        runs = _runs(silent) / rate
+        pauses = runs[runs >= MIN_PAUSE_SECONDS]
+        pause_count, pause_total = int(pauses.size), float(pauses.sum())
+        longest = float(pauses.max()) if pauses.size else 0.0
+        speaking = float(1.0 - silent.mean())
+        loudness = float(energy[~silent].std()) if (~silent).any() else None
+        duration = duration or len(librosa) / rate
+    prosody = _array(row, "prosody", 15)
+    pitch_mean = float(prosody[0, 0]) if len(prosody) and prosody[0, 0] > 0 else None
+    pitch_sd = float(prosody[0, 1]) if len(prosody) and pitch_mean is not None else None
+    return AudioDescriptors(
+        duration_s=duration,
+        words=words,
+        speech_rate_wps=words / duration if duration else None,
+        pause_count=pause_count,
+        pause_total_s=pause_total,
+        longest_pause_s=longest,
+        speaking_fraction=speaking,
+        loudness_sd_db=loudness,
+        pitch_mean_hz=pitch_mean,
+        pitch_sd_hz=pitch_sd,
+    )
+
+
+def video_descriptors(row: Mapping) -> VideoDescriptors | None:
+    face = _array(row, "openface", 208)
+    if not len(face):
+        return None
+    valid = face[face[:, _CONFIDENCE] >= 0.5]
+    detected = len(valid) / len(face)
+    if not len(valid):
+        return VideoDescriptors(0.0, {}, {}, None, None, None)
+    aus = valid[:, : len(AU_NAMES)]
+    gaze = np.degrees(valid[:, _GAZE])
+    points = valid[:, _LANDMARKS].reshape(len(valid), -1, 2)
+    pupil_distance = np.linalg.norm(points[:, _PUPILS[0]] - points[:, _PUPILS[1]], axis=1)
+    centroid = points.mean(axis=1)
+    movement = None
+    if len(valid) >= 2:
+        rate = _frame_rate(row.get("openface_timestamps"), len(face), 30.0)
+        step = np.linalg.norm(np.diff(centroid, axis=0), axis=1) / np.maximum(pupil_distance[1:], 1e-6)
+        movement = float(np.median(step) * rate)
+    return VideoDescriptors(
+        face_detected_fraction=float(detected),
+        au_mean={name: float(v) for (name, _), v in zip(AU_NAMES, aus.mean(axis=0))},
+        au_active_fraction={name: float(v) for (name, _), v in zip(AU_NAMES, (aus >= AU_ACTIVE).mean(axis=0))},
+        gaze_sd_deg=(float(gaze[:, 0].std()), float(gaze[:, 1].std())),
+        gaze_mean_deg=(float(gaze[:, 0].mean()), float(gaze[:, 1].mean())),
+        head_movement=movement,
+    )
+
+
+def _fmt(value: float | None, spec: str, unit: str = "") -> str:
+    return "unavailable" if value is None else f"{value:{spec}}{unit}"
+
+
+def describe_audio(desc: AudioDescriptors) -> str:
+    lines = [
+        "Audio descriptors (feature-derived from the released prosody and log-Mel features; "
+        "the raw audio is not available):",
+        f"- duration: {_fmt(desc.duration_s, '.1f', ' s')}; {desc.words} transcript words; "
+        f"speech rate {_fmt(desc.speech_rate_wps, '.2f', ' words/s')}",
+        f"- pauses of {MIN_PAUSE_SECONDS:g} s or longer: {_fmt(desc.pause_count, 'd')} "
+        f"(total {_fmt(desc.pause_total_s, '.1f', ' s')}, longest {_fmt(desc.longest_pause_s, '.1f', ' s')}); "
+        f"speaking {_fmt(None if desc.speaking_fraction is None else 100 * desc.speaking_fraction, '.0f', '%')} "
+        "of the time",
+        f"- loudness variation while speaking: s.d. {_fmt(desc.loudness_sd_db, '.1f', ' dB')}",
+        f"- estimated pitch: mean {_fmt(desc.pitch_mean_hz, '.0f', ' Hz')}, "
+        f"s.d. {_fmt(desc.pitch_sd_hz, '.0f', ' Hz')}",
+    ]
+    return "\n".join(lines)
+
+
+def describe_video(desc: VideoDescriptors | None) -> str:
+    head = "Video descriptors (feature-derived from the released OpenFace features; the raw video is not available):"
+    if desc is None:
+        return head + "\n- no facial features were released for this response"
+    if not desc.au_mean:
+        return head + "\n- the face was not detected in any frame"
+    names = dict(AU_NAMES)
+    au_text = "; ".join(
+        f"{au} {names[au]} {desc.au_mean[au]:.2f} (active {100 * desc.au_active_fraction[au]:.0f}%)"
+        for au in desc.au_mean
+    )
+    gaze_sd, gaze_mean = desc.gaze_sd_deg, desc.gaze_mean_deg
+    return "\n".join(
+        [
+            head,
+            f"- face detected in {100 * desc.face_detected_fraction:.0f}% of frames",
+            f"- facial action units, mean intensity 0-1 (share of frames >= {AU_ACTIVE}): {au_text}",
+            f"- gaze: mean direction {gaze_mean[0]:+.0f} deg horizontal, {gaze_mean[1]:+.0f} deg vertical; "
+            f"variability s.d. {gaze_sd[0]:.1f} / {gaze_sd[1]:.1f} deg",
+            f"- head movement: {_fmt(desc.head_movement, '.2f')} inter-pupil distances per second (median)",
+        ]
+    )
+
+
+def feature_plot(row: Mapping, modality: str) -> bytes:
+    """PNG of the feature time series a setting stands for (energy/pauses, AUs, gaze)."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    panels = []
+    if "audio" in modality:
+        panels.append("audio")
+    if "video" in modality:
+        panels += ["au", "gaze"]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.2 * len(panels)), squeeze=False)
+    for ax, panel in zip(axes[:, 0], panels):
+        if panel == "audio":
+            librosa = _array(row, "librosa", 93)
+            ts = np.arange(len(librosa)) / _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
+            energy = librosa[:, :N_MEL].mean(axis=1) if len(librosa) else np.zeros(0)
+            ax.plot(ts, energy, lw=0.6)
+            if len(energy):
+                ax.axhline(np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK, color="grey", ls="--", lw=0.8)
+            ax.set_title("voice energy (dB; dashed = pause threshold)", fontsize=9)
+        else:
+            face = _array(row, "openface", 208)
+            fps = _frame_rate(row.get("openface_timestamps"), len(face), 30.0)
+            ts = np.arange(len(face)) / fps
+            if panel == "au":
+                for i, (au, name) in enumerate(AU_NAMES):
+                    ax.plot(ts, face[:, i], lw=0.6, label=au)
+                ax.legend(fontsize=6, ncol=8, loc="upper right")
+                ax.set_title("facial action units (0-1)", fontsize=9)
+            else:
+                gaze = np.degrees(face[:, _GAZE]) if len(face) else np.zeros((0, 2))
+                ax.plot(ts, gaze[:, 0], lw=0.6, label="horizontal")
+                ax.plot(ts, gaze[:, 1], lw=0.6, label="vertical")
+                ax.legend(fontsize=6)
+                ax.set_title("gaze direction (deg)", fontsize=9)
+        ax.set_xlabel("seconds", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("Feature-derived plot (no raw media)", fontsize=10)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def feature_media_block(row: Mapping, modality: str, fmt: str = "text") -> tuple[str, tuple[bytes, ...]]:
+    """(text block, images) standing in for the media of `modality`."""
+    if fmt not in FEATURE_FORMATS:
+        raise ValueError(f"unknown feature format {fmt!r}; expected one of {FEATURE_FORMATS}")
+    parts = []
+    if "text" in fmt.split("+"):
+        if "audio" in modality:
+            parts.append(describe_audio(audio_descriptors(row)))
+        if "video" in modality:
+            parts.append(describe_video(video_descriptors(row)))
+    images: tuple[bytes, ...] = ()
+    if "plot" in fmt:
+        images = (feature_plot(row, modality),)
+        parts.append("The attached image plots these feature-derived signals over time.")
+    return "\n".join(parts), images
+
+
+def descriptors_dict(row: Mapping) -> dict:
+    """Both descriptor sets as plain JSON-able dicts (for logs and inspection)."""
+    video = video_descriptors(row)
+    return {"audio": asdict(audio_descriptors(row)), "video": None if video is None else asdict(video)}

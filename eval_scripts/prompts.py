@@ -1,0 +1,186 @@
+"""The eight prompt templates (4 modality settings x direct/CoT) and their rendering.
+
+The paper's Appendix A.1 templates are not in the text we have; the files in
+`templates/` are our own, written from its description (§3.1, §4.1): task
+description, the response to evaluate (transcript plus what the setting allows),
+the dimension's rubric (criterion and five score descriptions, paper Table 5), and
+the answer format (direct: only a score with one decimal in [1, 5]; CoT: analysis
+of the observed behaviours, then ``Final score: x.y``).
+
+The template's own wording names the medium through ``${media}``: "audio" when the
+setting gives audio without video (paper §4.1: "video" becomes "audio" for
+audio-only input), "video" otherwise. Rubric text is never rewritten (its "video
+clip" is the client stimulus the therapist watched).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import string
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, RUBRIC, SCORE_LEVELS
+
+MODALITIES: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
+PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
+TEMPLATE_DIR = Path(__file__).with_name("templates")
+
+# Inputs a setting needs besides text, in the vocabulary backends declare.
+SETTING_MEDIA: dict[str, frozenset[str]] = {
+    "text": frozenset(),
+    "audio+text": frozenset({"audio"}),
+    "video+text": frozenset({"video"}),
+    "audio+video+text": frozenset({"audio", "video"}),
+}
+
+
+def check_setting(modality: str, style: str) -> None:
+    if modality not in MODALITIES:
+        raise ValueError(f"unknown modality setting {modality!r}; expected one of {', '.join(MODALITIES)}")
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {style!r}; expected one of {', '.join(PROMPT_STYLES)}")
+
+
+def template_path(modality: str, style: str) -> Path:
+    check_setting(modality, style)
+    return TEMPLATE_DIR / f"{modality.replace('+', '_')}_{style}.txt"
+
+
+@lru_cache(maxsize=None)
+def load_template(modality: str, style: str) -> string.Template:
+    return string.Template(template_path(modality, style).read_text(encoding="utf-8"))
+
+
+def template_hash(modality: str, style: str) -> str:
+    """sha256 of the template file: identifies the prompt wording of a run."""
+    return hashlib.sha256(template_path(modality, style).read_bytes()).hexdigest()
+
+
+def media_word(modality: str) -> str:
+    """'audio' when the setting gives audio but no video (paper §4.1), else 'video'."""
+    return "audio" if modality == "audio+text" else "video"
+
+
+def format_rubric(dimension: str) -> tuple[str, str]:
+    """(criterion, five score lines) of a dimension, from the one rubric module."""
+    rubric = RUBRIC[dimension]
+    lines = "\n".join(f"Score {level}. {rubric.description(level)}" for level in SCORE_LEVELS)
+    return rubric.criterion, lines
+
+
+@dataclass(frozen=True)
+class FewShotExample:
+    video_id: str
+    transcript: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A backend-neutral request: the rendered text and the media it refers to."""
+
+    video_id: str
+    dimension: str
+    text: str
+    images: tuple[bytes, ...] = ()
+    audio_path: str | None = None
+    video_path: str | None = None
+    media: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def prompt_hash(self) -> str:
+        """sha256 over the text and the identity of every attachment."""
+        digest = hashlib.sha256(self.text.encode("utf-8"))
+        for image in self.images:
+            digest.update(b"\0image\0" + hashlib.sha256(image).digest())
+        for name, value in (("audio", self.audio_path), ("video", self.video_path)):
+            if value:
+                digest.update(f"\0{name}\0{value}".encode())
+        return digest.hexdigest()
+
+
+def render_prompt(
+    row: Mapping,
+    modality: str,
+    style: str,
+    *,
+    media_block: str = "",
+    few_shot: Sequence[FewShotExample] = (),
+) -> str:
+    """Fill a template from one `scoring` row (uses its rubric columns when present)."""
+    check_setting(modality, style)
+    dimension = row["dimension"]
+    if dimension not in DIMENSION_BY_KEY:
+        raise ValueError(f"row {row.get('video_id')!r}: unknown dimension {dimension!r}")
+    criterion, rubric_lines = format_rubric(dimension)
+    if row.get("criterion"):
+        criterion = row["criterion"]
+        rubric_lines = "\n".join(f"Score {level}. {row[f'rubric_{level}']}" for level in SCORE_LEVELS)
+    transcript = (row.get("transcript") or "").strip()
+    if not transcript:
+        raise ValueError(f"row {row.get('video_id')!r} ({dimension}): empty transcript")
+    return load_template(modality, style).substitute(
+        media=media_word(modality),
+        dimension_name=DIMENSION_BY_KEY[dimension].name,
+        transcript=transcript,
+        criterion=criterion,
+        rubric=rubric_lines,
+        media_block=media_block.strip() + "\n" if media_block.strip() else "",
+        few_shot=format_few_shot(few_shot, style),
+    )
+
+
+def format_few_shot(examples: Sequence[FewShotExample], style: str) -> str:
+    if not examples:
+        return ""
+    answer = "Final score: {:.1f}" if style == "cot" else "{:.1f}"
+    blocks = [
+        f'Example {i}. Transcript:\n"""\n{ex.transcript.strip()}\n"""\nExpert score: ' + answer.format(ex.score)
+        for i, ex in enumerate(examples, start=1)
+    ]
+    return (
+        "\nScored examples of other therapists' responses (expert scores for this dimension):\n\n"
+        + "\n\n".join(blocks)
+        + "\n"
+    )
+
+
+def select_few_shot(
+    pool: Iterable[Mapping],
+    dimension: str,
+    k: int,
+    *,
+    exclude_videos: Iterable[str] = (),
+    seed: int = 0,
+) -> list[FewShotExample]:
+    """k labelled examples of `dimension`, seeded, never one of `exclude_videos`.
+
+    The pool must be the train split; the runner refuses to draw from the evaluated split.
+    """
+    if k <= 0:
+        return []
+    excluded = set(exclude_videos)
+    candidates = sorted(
+        (
+            FewShotExample(r["video_id"], r["transcript"], round(float(r["score"]), 1))
+            for r in pool
+            if r["dimension"] == dimension and r.get("score") is not None and r["video_id"] not in excluded
+        ),
+        key=lambda ex: ex.video_id,
+    )
+    if len(candidates) < k:
+        raise ValueError(f"few-shot: only {len(candidates)} labelled train examples for {dimension}, need {k}")
+    return random.Random(f"{seed}:{dimension}").sample(candidates, k)
+
+
+def settings_fingerprint(modality: str, style: str, few_shot: Sequence[FewShotExample]) -> str:
+    """Short id of (template, few-shot examples): part of the run's identity."""
+    payload = json.dumps(
+        [template_hash(modality, style), [(ex.video_id, ex.score) for ex in few_shot]], sort_keys=True
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
