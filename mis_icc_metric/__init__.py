@@ -1,1 +1,40 @@
-"""mis_icc_metric"""
+"""mis_icc_metric: exact, fast ICC(3,1) / MSE for MIS-Bench, with bootstrap CIs.
+
+The numpy core (`icc`, `bootstrap`) has no framework dependency; `scoring` applies
+the benchmark's rules; `mis_icc/mis_icc.py` is the `evaluate` module wrapping them.
+"""
+
+from __future__ import annotations
+
+from .icc import ICC3Result, icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
+
+__all__ = [
+    "ICC3Result",
+    "icc3",
+    "icc3_1",
+    "icc3_ci",
+    "icc3_k",
+    "mean_squared_error",
+    "mean_squares",
+    "score_predictions",
+    "paired_comparison",
+    "metric_path",
+    "load",
+]
+
+
+def __getattr__(name: str):
+    # Lazy: keeps `import mis_icc_metric` (and `mis-bench --help`) light.
+    if name == "score_predictions":
+        from .scoring import score_predictions
+
+        return score_predictions
+    if name == "paired_comparison":
+        from .paired import paired_comparison
+
+        return paired_comparison
+    if name in ("metric_path", "load"):
+        from . import module_path
+
+        return getattr(module_path, name)
+    raise AttributeError(f"module 'mis_icc_metric' has no attribute {name!r}")

@@ -1,0 +1,429 @@
+"""The benchmark's scoring rules (paper §3.3 and the captions of Tables 2-4).
+
+- Per dimension: ICC(3,1) of (prediction, gold) over the videos whose prediction
+  parsed; unparsed (None / NaN) predictions are excluded and counted. MSE, n,
+  percentile bootstrap CI over videos, and the F-test CI for reference.
+- Overall: per video, mean of the predicted dimension scores vs mean of the gold
+  ones, excluding every video with any unparsed dimension (the exclusion rate is
+  reported; the paper's mean is 1.5%). Also the mean of the per-dimension ICCs.
+- Because exclusion gives every model its own item set: the same numbers on a
+  caller-given common set of videos, and the sensitivity when unparsed outputs are
+  imputed with the scale midpoint 3.0.
+- Each dimension next to the human single-rater ceiling of Table 2.
+
+All bootstrap CIs (all blocks) come from one shared index matrix over the videos.
+Values are raw fractions; only the CLI shows percent.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mis_bench_dataset.dimensions import (
+    DIMENSION_BY_KEY,
+    DIMENSION_KEYS,
+    HUMAN_CEILING,
+    SCORE_MAX,
+    SCORE_MIDPOINT,
+    SCORE_MIN,
+)
+
+from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
+from .icc import icc3_ci
+
+logger = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+MIN_ITEMS = 3
+CI_METHOD = "percentile bootstrap over videos (one shared index matrix)"
+
+__all__ = ["score_predictions", "AlignedScores", "align", "coerce_score", "MIN_ITEMS", "json_safe"]
+
+
+def coerce_score(value: object, *, what: str) -> float | None:
+    """A prediction/reference value as float (None and NaN -> None).
+
+    float32 values (what a Parquet/`datasets` float32 column gives) are widened via
+    their shortest decimal repr, so a stored 3.7 stays 3.7, not 3.700000047...
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what}: expected a number or None, got {type(value).__name__} {value!r}")
+    if isinstance(value, np.float32):
+        value = float(str(value)) if np.isfinite(value) else float(value)
+    value = float(value)
+    if math.isnan(value):
+        return None
+    return value
+
+
+@dataclass
+class AlignedScores:
+    """Predictions and gold on one (videos x dimensions) grid; NaN where absent."""
+
+    videos: list[str]
+    dimensions: list[str]
+    pred: np.ndarray  # (n, D) NaN = unparsed or missing
+    gold: np.ndarray  # (n, D) NaN = no reference for that pair
+    n_missing: np.ndarray  # (D,) reference pairs without any prediction entry
+    n_out_of_range: np.ndarray  # (D,) parsed predictions outside [1, 5]
+
+    @property
+    def parsed(self) -> np.ndarray:
+        return ~np.isnan(self.pred) & ~np.isnan(self.gold)
+
+    @property
+    def has_gold(self) -> np.ndarray:
+        return ~np.isnan(self.gold)
+
+
+def _check_dimension(dimension: str, where: str) -> None:
+    if dimension not in DIMENSION_BY_KEY:
+        raise ValueError(
+            f"{where}: unknown dimension key {dimension!r}; expected one of {', '.join(DIMENSION_KEYS)}"
+        )
+
+
+def _preview(keys: Iterable[Key], limit: int = 5) -> str:
+    keys = sorted(keys)
+    shown = ", ".join(f"({v!r}, {d!r})" for v, d in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def align(
+    predictions: Mapping[Key, object],
+    references: Mapping[Key, object],
+    *,
+    missing: str = "error",
+    out_of_range: str = "flag",
+) -> AlignedScores:
+    """Validate both mappings and lay them on one grid.
+
+    missing: "error" (default) when a reference pair has no prediction entry, or
+    "unparsed" to count it as an unparsed prediction. out_of_range: "flag" (default:
+    keep the value, count it, warn) or "error".
+    """
+    if missing not in ("error", "unparsed"):
+        raise ValueError(f"missing must be 'error' or 'unparsed', got {missing!r}")
+    if out_of_range not in ("flag", "error"):
+        raise ValueError(f"out_of_range must be 'flag' or 'error', got {out_of_range!r}")
+    if not isinstance(references, Mapping) or not isinstance(predictions, Mapping):
+        raise TypeError("predictions and references must be mappings (video_id, dimension) -> score")
+    if not references:
+        raise ValueError("references are empty: nothing to score against")
+
+    gold_values: dict[Key, float] = {}
+    for key, raw in references.items():
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValueError(f"reference key {key!r} is not a (video_id, dimension) pair")
+        _check_dimension(key[1], f"reference {key!r}")
+        value = coerce_score(raw, what=f"reference {key!r}")
+        if value is None:
+            raise ValueError(f"reference {key!r} is missing (None/NaN); drop unlabelled pairs before scoring")
+        if not SCORE_MIN <= value <= SCORE_MAX:
+            raise ValueError(f"reference {key!r} = {value} is outside the score range [{SCORE_MIN}, {SCORE_MAX}]")
+        gold_values[key] = value
+
+    extra = [key for key in predictions if key not in gold_values]
+    for key in extra:
+        if isinstance(key, tuple) and len(key) == 2:
+            _check_dimension(key[1], f"prediction {key!r}")
+    if extra:
+        raise ValueError(f"{len(extra)} prediction(s) have no reference: {_preview(extra)}")
+    absent = [key for key in gold_values if key not in predictions]
+    if absent and missing == "error":
+        raise ValueError(
+            f"{len(absent)} reference pair(s) have no prediction: {_preview(absent)} "
+            "(pass missing='unparsed' to count them as unparsed)"
+        )
+
+    videos = sorted({video for video, _ in gold_values})
+    present = {dim for _, dim in gold_values}
+    dimensions = [key for key in DIMENSION_KEYS if key in present]
+    row = {video: i for i, video in enumerate(videos)}
+    col = {dim: j for j, dim in enumerate(dimensions)}
+    gold = np.full((len(videos), len(dimensions)), np.nan)
+    pred = np.full_like(gold, np.nan)
+    n_missing = np.zeros(len(dimensions), dtype=int)
+    n_out = np.zeros(len(dimensions), dtype=int)
+    out_examples: list[str] = []
+    for key, value in gold_values.items():
+        i, j = row[key[0]], col[key[1]]
+        gold[i, j] = value
+        if key not in predictions:
+            n_missing[j] += 1
+            continue
+        guess = coerce_score(predictions[key], what=f"prediction {key!r}")
+        if guess is None:
+            continue
+        if math.isinf(guess):
+            raise ValueError(f"prediction {key!r} is infinite")
+        if not SCORE_MIN <= guess <= SCORE_MAX:
+            if out_of_range == "error":
+                raise ValueError(f"prediction {key!r} = {guess} is outside [{SCORE_MIN}, {SCORE_MAX}]")
+            n_out[j] += 1
+            if len(out_examples) < 3:
+                out_examples.append(f"{key!r}={guess}")
+        pred[i, j] = guess
+    if n_out.sum():
+        logger.warning(
+            "%d prediction(s) outside [%s, %s] are scored as given (not clipped), e.g. %s",
+            int(n_out.sum()), SCORE_MIN, SCORE_MAX, ", ".join(out_examples),
+        )
+    return AlignedScores(videos, dimensions, pred, gold, n_missing, n_out)
+
+
+def json_safe(value: object) -> object:
+    """NaN -> None and numpy scalars -> Python, recursively (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value
+
+
+def _overall_block(pred: np.ndarray, gold: np.ndarray, usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(n, 2) ratings (mean predicted, mean gold over the dimensions) and the videos
+    with every dimension usable; other videos get NaN."""
+    complete = usable.all(axis=1)
+    n_dims = max(pred.shape[1], 1)
+    means = np.stack(
+        [np.where(usable, pred, 0.0).sum(axis=1) / n_dims, np.where(usable, gold, 0.0).sum(axis=1) / n_dims],
+        axis=-1,
+    )
+    return np.where(complete[:, None], means, np.nan), complete
+
+
+class _Blocks:
+    """Collects (ratings, valid) blocks so that one bootstrap serves them all."""
+
+    def __init__(self, n: int) -> None:
+        self.ratings: list[np.ndarray] = []
+        self.valid: list[np.ndarray] = []
+        self.n = n
+
+    def add(self, pred: np.ndarray, gold: np.ndarray, valid: np.ndarray) -> int:
+        self.ratings.append(np.stack([pred, gold], axis=-1))
+        self.valid.append(valid)
+        return len(self.ratings) - 1
+
+    def run(self, indices: np.ndarray | None) -> tuple[dict, dict | None]:
+        ratings = np.stack(self.ratings, axis=1)
+        valid = np.stack(self.valid, axis=1)
+        point = point_blocks(ratings, valid)
+        boot = bootstrap_blocks(ratings, valid, indices) if indices is not None else None
+        return point, boot
+
+
+def _note(pred: np.ndarray, gold: np.ndarray, n: int) -> str | None:
+    if n < MIN_ITEMS:
+        return f"fewer than {MIN_ITEMS} usable items: ICC not reported"
+    pred_const = np.ptp(pred) == 0
+    gold_const = np.ptp(gold) == 0
+    if pred_const and gold_const:
+        return "no variance in predictions or gold: ICC undefined"
+    if pred_const:
+        return "constant predictions: ICC(3,1) is exactly 0"
+    if gold_const:
+        return "constant gold scores: ICC(3,1) is exactly 0"
+    return None
+
+
+class _Reporter:
+    """Turns point/bootstrap arrays of one block into the JSON entry."""
+
+    def __init__(self, point: dict, boot: dict | None, confidence: float) -> None:
+        self.point, self.boot, self.confidence = point, boot, confidence
+
+    def ci(self, name: str, block: int) -> list[float] | None:
+        if self.boot is None:
+            return None
+        return percentile_ci(self.boot[name][:, block], self.confidence).tolist()
+
+    def entry(self, block: int, pred: np.ndarray, gold: np.ndarray, valid: np.ndarray) -> dict:
+        n = int(valid.sum())
+        note = _note(pred[valid], gold[valid], n)
+        usable = n >= MIN_ITEMS
+        icc = float(self.point["icc"][block]) if usable else float("nan")
+        result = {
+            "icc": icc,
+            "icc_ci": self.ci("icc", block) if usable else None,
+            "mse": float(self.point["mse"][block]) if n else float("nan"),
+            "mse_ci": self.ci("mse", block) if n else None,
+            "n": n,
+        }
+        if usable:
+            low, high = icc3_ci(np.stack([pred[valid], gold[valid]], axis=-1), self.confidence)
+            result["icc_ci_ftest"] = [float(low), float(high)]
+        else:
+            result["icc_ci_ftest"] = None
+        if self.boot is not None:
+            result["n_bootstrap_undefined"] = int(np.isnan(self.boot["icc"][:, block]).sum()) if usable else None
+        result["note"] = note
+        return result
+
+    def mean_ci(self, blocks: list[int]) -> list[float] | None:
+        if self.boot is None or not blocks:
+            return None
+        return percentile_ci(self.boot["icc"][:, blocks].mean(axis=1), self.confidence).tolist()
+
+
+def _mean_icc(entries: Iterable[dict]) -> float:
+    values = [e["icc"] for e in entries]
+    return float(np.mean(values)) if values and not any(math.isnan(v) for v in values) else float("nan")
+
+
+def score_predictions(
+    predictions: Mapping[Key, object],
+    references: Mapping[Key, object],
+    *,
+    n_bootstrap: int = 10_000,
+    seed: int | None = 0,
+    confidence: float = 0.95,
+    common_videos: Iterable[str] | None = None,
+    missing: str = "error",
+    out_of_range: str = "flag",
+    impute_value: float = SCORE_MIDPOINT,
+) -> dict:
+    """Score one system: the benchmark's JSON (raw fractions; NaN stays NaN, see `json_safe`).
+
+    predictions / references: mappings (video_id, dimension key) -> score; a
+    prediction of None (or NaN) means "unparseable". n_bootstrap=0 skips the CIs.
+    """
+    if n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
+    data = align(predictions, references, missing=missing, out_of_range=out_of_range)
+    n, n_dims = data.pred.shape
+    parsed, has_gold = data.parsed, data.has_gold
+    blocks = _Blocks(n)
+
+    dim_blocks = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j]) for j in range(n_dims)]
+    gold_complete = has_gold.all(axis=1)
+    overall_ratings, overall_valid = _overall_block(data.pred, data.gold, parsed)
+    overall_valid &= gold_complete
+    overall_block = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid)
+
+    unparsed = has_gold & np.isnan(data.pred)
+    imputed_pred = np.where(unparsed, impute_value, data.pred)
+    imputed_dims = [j for j in range(n_dims) if unparsed[:, j].any()]
+    imputed_blocks = {j: blocks.add(imputed_pred[:, j], data.gold[:, j], has_gold[:, j]) for j in imputed_dims}
+    imputed_overall_ratings, imputed_valid = _overall_block(imputed_pred, data.gold, has_gold)
+    imputed_overall = blocks.add(imputed_overall_ratings[:, 0], imputed_overall_ratings[:, 1], imputed_valid)
+
+    common_mask = None
+    if common_videos is not None:
+        common = {str(v) for v in common_videos}
+        unknown = common.difference(data.videos)
+        if unknown:
+            raise ValueError(f"{len(unknown)} common video(s) have no reference: {sorted(unknown)[:5]}")
+        if not common:
+            raise ValueError("common_videos is empty")
+        common_mask = np.isin(np.asarray(data.videos, dtype=object), list(common))
+        common_dim_blocks = [
+            blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j] & common_mask) for j in range(n_dims)
+        ]
+        common_overall = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid & common_mask)
+
+    indices = bootstrap_indices(n, n_bootstrap, seed) if n_bootstrap else None
+    point, boot = blocks.run(indices)
+    report = _Reporter(point, boot, confidence)
+    rat = np.stack(blocks.ratings, axis=1)
+    val = np.stack(blocks.valid, axis=1)
+
+    def entry(block: int) -> dict:
+        return report.entry(block, rat[:, block, 0], rat[:, block, 1], val[:, block])
+
+    dimensions: dict[str, dict] = {}
+    for j, key in enumerate(data.dimensions):
+        dim = DIMENSION_BY_KEY[key]
+        n_total = int(has_gold[:, j].sum())
+        n_unparsed = int(unparsed[:, j].sum())
+        result = {"name": dim.name, "abbreviation": dim.abbreviation, **entry(dim_blocks[j])}
+        ceiling = HUMAN_CEILING[key]
+        result.update(
+            n_total=n_total,
+            n_unparsed=n_unparsed,
+            n_missing=int(data.n_missing[j]),
+            parse_rate=(n_total - n_unparsed) / n_total if n_total else float("nan"),
+            n_out_of_range=int(data.n_out_of_range[j]),
+            human_ceiling={"icc": ceiling.icc, "icc_ci": [ceiling.ci_low, ceiling.ci_high]},
+            gap_to_ceiling=ceiling.icc - result["icc"],
+        )
+        dimensions[key] = result
+
+    n_complete = int(gold_complete.sum())
+    overall = entry(overall_block)
+    overall.update(
+        n_total=n_complete,
+        n_excluded=n_complete - overall["n"],
+        excluded_rate=(n_complete - overall["n"]) / n_complete if n_complete else float("nan"),
+    )
+    if n_complete < n:
+        overall["n_incomplete_gold"] = n - n_complete
+
+    imputed_dimensions = {}
+    for j, key in enumerate(data.dimensions):
+        source = imputed_blocks.get(j, dim_blocks[j])
+        item = entry(source)
+        imputed_dimensions[key] = {
+            "icc": item["icc"], "icc_ci": item["icc_ci"], "mse": item["mse"], "n": item["n"],
+            "n_imputed": int(unparsed[:, j].sum()),
+        }
+    imputed_entry = entry(imputed_overall)
+    midpoint = {
+        "value": impute_value,
+        "n_imputed": int(unparsed.sum()),
+        "dimensions": imputed_dimensions,
+        "overall": {k: imputed_entry[k] for k in ("icc", "icc_ci", "mse", "n")},
+        "mean_icc": _mean_icc(imputed_dimensions.values()),
+        "mean_icc_ci": report.mean_ci([imputed_blocks.get(j, dim_blocks[j]) for j in range(n_dims)]),
+    }
+
+    result = {
+        "dimensions": dimensions,
+        "overall": overall,
+        "mean_icc": _mean_icc(dimensions.values()),
+        "mean_icc_ci": report.mean_ci(dim_blocks),
+        "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
+        "midpoint_imputation": midpoint,
+        "common_set": None,
+        "meta": {
+            "metric": "ICC(3,1)",
+            "ci_method": CI_METHOD,
+            "confidence": confidence,
+            "n_bootstrap": n_bootstrap,
+            "seed": seed,
+            "n_videos": n,
+            "dimensions": list(data.dimensions),
+            "missing": missing,
+            "out_of_range": out_of_range,
+        },
+    }
+    if common_mask is not None:
+        common_dims = {key: entry(common_dim_blocks[j]) for j, key in enumerate(data.dimensions)}
+        result["common_set"] = {
+            "n_videos": int(common_mask.sum()),
+            "dimensions": {k: {f: v[f] for f in ("icc", "icc_ci", "mse", "n")} for k, v in common_dims.items()},
+            "overall": {f: entry(common_overall)[f] for f in ("icc", "icc_ci", "mse", "n")},
+            "mean_icc": _mean_icc(common_dims.values()),
+            "mean_icc_ci": report.mean_ci(common_dim_blocks),
+        }
+    if len(data.dimensions) < len(DIMENSION_KEYS):
+        logger.warning(
+            "references cover %d of %d dimensions; the overall score averages only %s",
+            len(data.dimensions), len(DIMENSION_KEYS), ", ".join(data.dimensions),
+        )
+    return result
