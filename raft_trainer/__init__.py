@@ -1,1 +1,38 @@
-"""raft_trainer"""
+"""MIS-RAFT: regression-aware fine-tuning with the compositional decimal expectation loss (paper §5).
+
+The loss core (`expected_decimal_score`) and digit discovery import only torch; the trainer,
+config and inference helpers are imported lazily so `import raft_trainer` stays light.
+"""
+
+from raft_trainer.digits import DigitTokens, ScoreTokenizationError, format_score
+from raft_trainer.loss import digit_probabilities, expected_decimal_score, raft_loss
+
+__all__ = [
+    "DigitTokens",
+    "ScoreTokenizationError",
+    "format_score",
+    "digit_probabilities",
+    "expected_decimal_score",
+    "raft_loss",
+    "RAFTConfig",
+    "RAFTTrainer",
+    "RAFTDataCollator",
+    "ScoringEncoder",
+    "predict_scores",
+]
+
+_LAZY = {
+    "RAFTConfig": "raft_trainer.config",
+    "RAFTTrainer": "raft_trainer.trainer",
+    "RAFTDataCollator": "raft_trainer.collator",
+    "ScoringEncoder": "raft_trainer.data",
+    "predict_scores": "raft_trainer.predict",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'raft_trainer' has no attribute {name!r}")

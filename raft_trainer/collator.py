@@ -1,0 +1,68 @@
+"""Pads tokenized scoring rows and tells the loss where the score's digits are.
+
+For a completion "... is: 3.4", with the integer digit at token index s, the logits at position
+s - 1 predict the integer digit and those at s + 1 (the '.') predict the fractional digit, which is
+thereby teacher-forced on the gold integer digit. The collator knows each row's padding, so it
+computes these positions for left and right padding alike, and the positions of every completion
+token (for the `ce` part), as a short list of sequence positions `logits_keep` shared by the
+batch: the model computes logits only there (`logits_to_keep`), never the full (B, L, V).
+With left padding (the default) every row's completion ends at the same place, so `logits_keep`
+is just the completion length; right padding works too, at the cost of a longer list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+RAFT_BATCH_KEYS = ("score_positions", "logits_keep", "keep_index", "keep_labels", "score", "dimension_index")
+
+
+@dataclass
+class RAFTDataCollator:
+    pad_token_id: int
+    padding_side: str = "left"
+    pad_to_multiple_of: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.padding_side not in ("left", "right"):
+            raise ValueError(f"padding_side must be 'left' or 'right', got {self.padding_side!r}")
+
+    def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        lengths = np.array([len(ex["input_ids"]) for ex in examples])
+        width = int(lengths.max())
+        if self.pad_to_multiple_of:
+            width = -(-width // self.pad_to_multiple_of) * self.pad_to_multiple_of
+        batch = len(examples)
+        input_ids = np.full((batch, width), self.pad_token_id, dtype=np.int64)
+        labels = np.full((batch, width), -100, dtype=np.int64)
+        attention_mask = np.zeros((batch, width), dtype=np.int64)
+        offsets = width - lengths if self.padding_side == "left" else np.zeros_like(lengths)
+        for row, (ex, offset, n) in enumerate(zip(examples, offsets, lengths)):
+            input_ids[row, offset : offset + n] = ex["input_ids"]
+            labels[row, offset : offset + n] = ex["labels"]
+            attention_mask[row, offset : offset + n] = 1
+
+        score_index = np.array([ex["score_index"] for ex in examples]) + offsets
+        # logits at position t predict token t + 1
+        score_positions = np.stack([score_index - 1, score_index + 1], axis=1)
+        trained = labels[:, 1:] != -100  # (B, L-1): position t predicts a trained token
+        keep = np.flatnonzero(trained.any(axis=0) | np.isin(np.arange(width - 1), score_positions))
+        keep_labels = np.where(trained[:, keep], labels[:, keep + 1], -100)
+        keep_index = np.searchsorted(keep, score_positions)
+
+        out = {
+            "input_ids": torch.from_numpy(input_ids),
+            "attention_mask": torch.from_numpy(attention_mask),
+            "labels": torch.from_numpy(labels),
+            "score_positions": torch.from_numpy(score_positions),
+            "logits_keep": torch.from_numpy(keep),
+            "keep_index": torch.from_numpy(keep_index),
+            "keep_labels": torch.from_numpy(keep_labels),
+            "score": torch.tensor([float(ex["score"]) for ex in examples], dtype=torch.float32),
+            "dimension_index": torch.tensor([int(ex.get("dimension_index", -1)) for ex in examples]),
+        }
+        return out

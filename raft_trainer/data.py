@@ -1,0 +1,190 @@
+"""Scoring rows -> chat messages -> token ids with the score's position, for training and inference.
+
+One row of the `scoring` config (a video and a dimension) becomes: a system instruction, a user
+prompt with the dimension's rubric (paper Table 5, from `mis_bench_dataset.dimensions.RUBRIC`) and
+the transcript, and the assistant completion "The score prediction is: 3.4". Only the completion
+is trained. The score's token index is found here, where the completion is tokenized, by
+matching the gold score's own tokens [digit, '.', digit] after the prompt; the collator turns it
+into the two positions whose logits RAFT reads.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC, resolve_dimension
+from raft_trainer.digits import DigitTokens, format_score
+
+logger = logging.getLogger(__name__)
+
+SYSTEM_INSTRUCTION = (
+    "You are an expert rater of psychotherapists' Facilitative Interpersonal Skills (FIS). "
+    "You rate a therapist's response to a challenging client on one FIS dimension, on a scale "
+    "from 1.0 to 5.0 with one decimal, following the rubric exactly."
+)
+COMPLETION_PREFIX = "The score prediction is: "
+TRUNCATION_MARK = " [...]"
+# Any valid score text works as a stand-in at inference: the prompt and the completion prefix do
+# not depend on the digits, which are exactly three tokens.
+PLACEHOLDER_SCORE = "0.0"
+
+
+def user_prompt(dimension: str, transcript: str) -> str:
+    """The user turn: dimension, criterion, the five rubric levels, then the transcript."""
+    key = resolve_dimension(dimension)
+    rubric = RUBRIC[key]
+    levels = "\n".join(f"Score {level}: {text}" for level, text in enumerate(rubric.scores, start=1))
+    return (
+        f"Rate the therapist's response on the FIS dimension {DIMENSION_BY_KEY[key].name}.\n\n"
+        f"Criterion: {rubric.criterion}\n\n"
+        f"Rubric:\n{levels}\n\n"
+        f"Transcript of the therapist's response:\n{transcript.strip()}\n\n"
+        "Give your score between 1.0 and 5.0 with one decimal."
+    )
+
+
+def completion_text(score_text: str) -> str:
+    return f"{COMPLETION_PREFIX}{score_text}"
+
+
+def prompt_messages(row: Mapping[str, Any], transcript: str | None = None) -> list[dict[str, str]]:
+    text = row["transcript"] if transcript is None else transcript
+    return [
+        {"role": "system", "content": SYSTEM_INSTRUCTION},
+        {"role": "user", "content": user_prompt(row["dimension"], text or "")},
+    ]
+
+
+def conversation(row: Mapping[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """TRL's conversational prompt-completion form of a labelled row (for users who want plain SFT)."""
+    return {
+        "prompt": prompt_messages(row),
+        "completion": [{"role": "assistant", "content": completion_text(format_score(row["score"]))}],
+    }
+
+
+def _row_name(row: Mapping[str, Any]) -> str:
+    return f"row (video_id={row.get('video_id')!r}, dimension={row.get('dimension')!r})"
+
+
+@dataclass
+class ScoringEncoder:
+    """Tokenizes scoring rows with the model's chat template and locates the score tokens.
+
+    The transcript is shortened (never the rubric or the completion) when a row exceeds
+    `max_length`; rows whose prompt alone is too long raise, naming the row.
+    """
+
+    tokenizer: Any
+    digits: DigitTokens
+    max_length: int | None = 512
+
+    def __post_init__(self) -> None:
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(
+                f"tokenizer {getattr(self.tokenizer, 'name_or_path', '')!r} has no chat template; MIS-RAFT renders "
+                "system/user/assistant messages with it. Use an instruct model's tokenizer or set "
+                "`tokenizer.chat_template`."
+            )
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _render(self, row: Mapping[str, Any], transcript: str, score_text: str) -> tuple[list[int], int]:
+        prompt = prompt_messages(row, transcript)
+        prompt_text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        full_text = self.tokenizer.apply_chat_template(
+            prompt + [{"role": "assistant", "content": completion_text(score_text)}], tokenize=False
+        )
+        prompt_ids, full_ids = self._ids(prompt_text), self._ids(full_text)
+        prompt_len = 0
+        for a, b in zip(prompt_ids, full_ids):
+            if a != b:
+                break
+            prompt_len += 1
+        return full_ids, prompt_len
+
+    def encode(self, row: Mapping[str, Any], score_text: str) -> dict[str, Any]:
+        """Token ids, completion-only labels and the integer digit's index for one row."""
+        transcript = row.get("transcript") or ""
+        full_ids, prompt_len = self._render(row, transcript, score_text)
+        truncated = False
+        if self.max_length is not None and len(full_ids) > self.max_length:
+            truncated = True
+            transcript_ids = self._ids(transcript)
+            keep = len(transcript_ids) - (len(full_ids) - self.max_length)
+            for _ in range(4):
+                shortened = self.tokenizer.decode(transcript_ids[: max(keep, 0)]) + TRUNCATION_MARK if keep > 0 else ""
+                full_ids, prompt_len = self._render(row, shortened, score_text)
+                over = len(full_ids) - self.max_length
+                if over <= 0 or keep <= 0:
+                    break
+                keep -= over
+            if len(full_ids) > self.max_length:
+                raise ValueError(
+                    f"{_row_name(row)}: the prompt needs {len(full_ids)} tokens even with the transcript removed, "
+                    f"more than max_length={self.max_length}; raise max_length (the rubric of this dimension is long)"
+                )
+        score_index = self.digits.find_score(
+            full_ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
+        )
+        labels = [-100] * prompt_len + full_ids[prompt_len:]
+        return {
+            "input_ids": full_ids,
+            "labels": labels,
+            "score_index": score_index,
+            "transcript_truncated": truncated,
+        }
+
+    def encode_training_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        if row.get("score") is None:
+            raise ValueError(f"{_row_name(row)} has no gold score; drop unlabelled rows before training")
+        score_text = format_score(row["score"])
+        out = self.encode(row, score_text)
+        out["score"] = float(score_text)
+        out["dimension_index"] = DIMENSION_KEYS.index(resolve_dimension(row["dimension"]))
+        return out
+
+    def encode_prompt(self, row: Mapping[str, Any]) -> list[int]:
+        """Ids up to (excluding) the integer digit: what the model sees when it predicts the score."""
+        out = self.encode(row, PLACEHOLDER_SCORE)
+        return out["input_ids"][: out["score_index"]]
+
+
+def check_scoring_columns(dataset, where: str = "dataset") -> None:
+    missing = {"video_id", "dimension", "transcript", "score"} - set(dataset.column_names)
+    if missing:
+        raise ValueError(
+            f"{where} lacks the scoring columns {sorted(missing)}; pass the `scoring` config of a built "
+            "MIS-Bench dataset (load_dataset(DIR, 'scoring'))"
+        )
+
+
+def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "train", num_proc: int | None = None):
+    """Labelled scoring rows -> tokenized rows (`input_ids`, `labels`, `score_index`, `score`, `dimension_index`).
+
+    Unlabelled rows are dropped with a logged count; transcript truncations are logged too.
+    """
+    check_scoring_columns(dataset, f"{split} split")
+    n_before = len(dataset)
+    dataset = dataset.filter(lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows")
+    if len(dataset) < n_before:
+        logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
+    if len(dataset) == 0:
+        raise ValueError(f"{split} split has no labelled rows to train or evaluate on")
+    keep = {"video_id", "dimension"}
+    encoded = dataset.map(
+        encoder.encode_training_row,
+        remove_columns=[c for c in dataset.column_names if c not in keep],
+        num_proc=num_proc,
+        desc=f"Tokenizing {split} rows for MIS-RAFT",
+    )
+    n_truncated = sum(encoded["transcript_truncated"])
+    if n_truncated:
+        logger.warning(
+            "%s split: %d of %d transcripts shortened to fit max_length=%s",
+            split, n_truncated, len(encoded), encoder.max_length,
+        )
+    return encoded.remove_columns("transcript_truncated")

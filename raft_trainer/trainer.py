@@ -1,0 +1,226 @@
+"""`RAFTTrainer`: TRL's `SFTTrainer` with the MIS-RAFT loss (paper §5, eq. 9-12).
+
+One forward pass per micro-batch computes logits only at the completion's positions (the
+collator's `logits_keep`, passed as `logits_to_keep`), never the full (B, L, V) tensor; the RAFT
+term reads the two score positions, the CE term the completion tokens. Normalisation: the trainer
+counts scored rows and completion tokens over the whole gradient-accumulation window and over all
+processes (`_get_num_items_in_batch`), each micro-batch divides its sums by those counts and, as
+DDP averages gradients, multiplies by the number of processes, so one optimizer step sees exactly
+eq. 12's batch mean whatever the accumulation and process layout.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from trl import SFTTrainer
+
+from raft_trainer.collator import RAFT_BATCH_KEYS, RAFTDataCollator
+from raft_trainer.config import RAFTConfig
+from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
+from raft_trainer.digits import DigitTokens
+from raft_trainer.loss import expected_decimal_score
+
+logger = logging.getLogger(__name__)
+
+_STATS_KEY = "_raft_stats"  # per-step [sum sq error, sum predicted, n scored rows], summed over processes
+_ENCODED_COLUMNS = {"input_ids", "labels", "score_index", "score"}
+
+
+def score_metrics(eval_pred) -> dict[str, float]:
+    """Eval metrics from `prediction_step`'s (N, 2) [predicted score, dimension index] and gold scores:
+    score MSE, mean predicted score, ICC(3,1) over all rows and the mean of per-dimension ICCs."""
+    preds, gold = np.asarray(eval_pred.predictions, dtype=np.float64), np.asarray(eval_pred.label_ids, dtype=np.float64)
+    predicted, dims = preds[:, 0], preds[:, 1].astype(int)
+    metrics = {"score_mse": float(np.mean((predicted - gold) ** 2)), "mean_predicted_score": float(predicted.mean())}
+    try:
+        from mis_icc_metric import icc3_1
+    except ImportError:  # the metric package is optional at import time only while it is being built
+        logger.warning("mis_icc_metric.icc3_1 is unavailable: eval ICC not reported")
+        return metrics
+    if len(gold) >= 2:
+        metrics["icc"] = float(icc3_1(np.stack([gold, predicted], axis=1)))
+        per_dim = [
+            float(icc3_1(np.stack([gold[dims == d], predicted[dims == d]], axis=1)))
+            for d in np.unique(dims)
+            if (dims == d).sum() >= 2
+        ]
+        if per_dim:
+            metrics["mean_dimension_icc"] = float(np.nanmean(per_dim))
+    return metrics
+
+
+class RAFTTrainer(SFTTrainer):
+    """SFTTrainer whose loss is MIS-RAFT's expected-score squared error (or CE, or both).
+
+    `train_dataset` / `eval_dataset` may be `scoring` rows (tokenized here with the chat template)
+    or rows already encoded by `raft_trainer.data.prepare_raft_dataset`.
+    """
+
+    _tag_names = ["trl", "sft", "mis-raft"]
+    _name = "MIS-RAFT"
+    # compute_loss normalises by the counts of the whole accumulation window itself
+    loss_is_scaled_for_ga = True
+
+    def __init__(
+        self,
+        model,
+        args: RAFTConfig | None = None,
+        train_dataset=None,
+        eval_dataset=None,
+        processing_class=None,
+        data_collator=None,
+        compute_metrics=None,
+        digit_tokens: DigitTokens | None = None,
+        **kwargs: Any,
+    ):
+        if args is None:
+            args = RAFTConfig("mis-raft")
+        if not isinstance(args, RAFTConfig):
+            raise TypeError(f"RAFTTrainer needs a RAFTConfig, got {type(args).__name__}")
+        if processing_class is None:
+            raise ValueError("RAFTTrainer needs `processing_class` (the model's tokenizer or processor)")
+        tokenizer = getattr(processing_class, "tokenizer", processing_class)
+        if tokenizer.pad_token is None:
+            if tokenizer.eos_token is None:
+                raise ValueError("the tokenizer has neither a pad nor an eos token; set `tokenizer.pad_token`")
+            logger.info("tokenizer has no pad token: padding with eos %r", tokenizer.eos_token)
+            tokenizer.pad_token = tokenizer.eos_token
+        self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
+        encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length)
+        train_dataset = _encode(train_dataset, encoder, "train", args.dataset_num_proc)
+        if isinstance(eval_dataset, dict):
+            eval_dataset = {k: _encode(v, encoder, k, args.dataset_num_proc) for k, v in eval_dataset.items()}
+        elif eval_dataset is not None:
+            eval_dataset = _encode(eval_dataset, encoder, "eval", args.dataset_num_proc)
+        if data_collator is None:
+            data_collator = RAFTDataCollator(tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of)
+
+        # SFTTrainer validates its own loss_type ("nll"/"dft"); ours is read only in compute_loss.
+        loss_type = args.loss_type
+        args.loss_type = "nll"
+        try:
+            super().__init__(
+                model,
+                args=args,
+                data_collator=data_collator,
+                train_dataset=train_dataset,
+                eval_dataset=eval_dataset,
+                processing_class=processing_class,
+                compute_metrics=compute_metrics or score_metrics,
+                **kwargs,
+            )
+        finally:
+            args.loss_type = loss_type
+        self.model.config.get_text_config().pad_token_id = tokenizer.pad_token_id
+        self._digit_ids = self.digit_tokens.tensor()
+
+    # -- data ---------------------------------------------------------------------------------
+    def _set_signature_columns_if_needed(self):
+        if self._signature_columns is None:
+            self._signature_columns = ["input_ids", "labels", "score_index", "score", "dimension_index"]
+
+    def _get_num_items_in_batch(self, batch_samples: list, device: torch.device) -> torch.Tensor | None:
+        """[completion tokens, scored rows] over the accumulation window (and all processes)."""
+        if not batch_samples or "keep_labels" not in batch_samples[0]:
+            return super()._get_num_items_in_batch(batch_samples, device)
+        counts = torch.stack(
+            [torch.stack([(b["keep_labels"] != -100).sum(), torch.tensor(b["score"].numel())]) for b in batch_samples]
+        ).sum(dim=0)
+        counts = counts.to(device)
+        if self.args.average_tokens_across_devices and self.args.world_size > 1:
+            counts = self.accelerator.gather(counts).view(-1, 2).sum(dim=0)
+        return counts
+
+    # -- loss ---------------------------------------------------------------------------------
+    def _raft_forward(self, model, inputs: dict[str, torch.Tensor]):
+        """Predicted scores and the un-normalised loss sums of one micro-batch."""
+        raft = {k: inputs[k] for k in RAFT_BATCH_KEYS}
+        model_inputs = {k: v for k, v in inputs.items() if k not in RAFT_BATCH_KEYS and k != "labels"}
+        outputs = model(**model_inputs, logits_to_keep=raft["logits_keep"], use_cache=False)
+        logits = outputs.logits  # (B, len(logits_keep), V)
+        rows = torch.arange(logits.size(0), device=logits.device)
+        keep_index = raft["keep_index"].to(logits.device)
+        predicted = expected_decimal_score(
+            logits[rows, keep_index[:, 0]],
+            logits[rows, keep_index[:, 1]],
+            self._digit_ids.to(logits.device),
+            self.args.renormalize_digits,
+        )
+        target = raft["score"].to(predicted.device)
+        sq_error_sum = ((predicted - target) ** 2).sum()
+        keep_labels = raft["keep_labels"].to(logits.device)
+        raft_weight, ce_weight = self.args.loss_weights
+        if ce_weight > 0:
+            ce_sum = F.cross_entropy(
+                logits.flatten(0, 1).float(), keep_labels.flatten(), ignore_index=-100, reduction="sum"
+            )
+        else:
+            ce_sum = sq_error_sum.new_zeros(())
+        local_counts = torch.stack([(keep_labels != -100).sum(), torch.tensor(target.numel(), device=target.device)])
+        return predicted, target, sq_error_sum, ce_sum, local_counts
+
+    def _combine(self, sq_error_sum, ce_sum, counts, scale) -> torch.Tensor:
+        raft_weight, ce_weight = self.args.loss_weights
+        counts = counts.to(sq_error_sum.device).float().clamp(min=1)
+        loss = sq_error_sum.new_zeros(())
+        if raft_weight > 0:
+            loss = loss + raft_weight * sq_error_sum / counts[1]
+        if ce_weight > 0:
+            loss = loss + ce_weight * ce_sum / counts[0]
+        return loss * scale
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        predicted, target, sq_error_sum, ce_sum, local_counts = self._raft_forward(model, inputs)
+        if num_items_in_batch is None:
+            scale = 1.0 / getattr(self, "current_gradient_accumulation_steps", 1) if self.model.training else 1.0
+            loss = self._combine(sq_error_sum, ce_sum, local_counts, scale)
+        else:
+            scale = self.accelerator.num_processes if self.args.average_tokens_across_devices else 1
+            loss = self._combine(sq_error_sum, ce_sum, num_items_in_batch, scale)
+        if self.model.training:
+            stats = torch.stack([sq_error_sum.detach(), predicted.detach().sum(), local_counts[1].to(predicted.dtype)])
+            self._metrics["train"][_STATS_KEY].append(self.accelerator.gather_for_metrics(stats).view(-1, 3).sum(0))
+        if return_outputs:
+            return loss, {"predicted_score": predicted.detach(), "target": target}
+        return loss
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad(), self.compute_loss_context_manager():
+            predicted, target, sq_error_sum, ce_sum, local_counts = self._raft_forward(model, inputs)
+            loss = self._combine(sq_error_sum, ce_sum, local_counts, 1.0)
+        if prediction_loss_only:
+            return loss.detach(), None, None
+        dims = inputs["dimension_index"].to(predicted.device, predicted.dtype)
+        return loss.detach(), torch.stack([predicted.float(), dims.float()], dim=1), target.float()
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        mode = "train" if self.model.training else "eval"
+        stats = self._metrics[mode].pop(_STATS_KEY, None)
+        if stats:
+            sq, pred_sum, n = torch.stack(stats).sum(0).tolist()  # one host sync per logging step
+            if n > 0:
+                prefix = "eval_" if mode == "eval" else ""
+                logs[f"{prefix}score_mse"] = sq / n
+                logs[f"{prefix}mean_predicted_score"] = pred_sum / n
+        super().log(logs, start_time)
+
+
+def _encode(dataset, encoder: ScoringEncoder, split: str, num_proc: int | None):
+    if dataset is None:
+        return None
+    columns = set(dataset.column_names)
+    if "input_ids" in columns:
+        missing = _ENCODED_COLUMNS - columns
+        if missing:
+            raise ValueError(
+                f"{split} dataset is tokenized but lacks {sorted(missing)}; pass scoring rows or the output of "
+                "raft_trainer.data.prepare_raft_dataset"
+            )
+        return dataset
+    return prepare_raft_dataset(dataset, encoder, split=split, num_proc=num_proc)
