@@ -13,6 +13,29 @@ from mis_bench_dataset.dimensions import (
 )
 from mis_bench_dataset.video_ids import VideoId, normalize_video_id, parse_video_id
 
+# The reader/builder/generator import numpy and pyarrow: load them on first use so that
+# `mis-bench --help` (which imports this package) stays fast.
+_LAZY = {
+    "BuildError": "mis_bench_dataset.problems",
+    "Problem": "mis_bench_dataset.problems",
+    "BuildReport": "mis_bench_dataset.build",
+    "build_dataset": "mis_bench_dataset.build",
+    "Labels": "mis_bench_dataset.labels",
+    "read_labels": "mis_bench_dataset.labels",
+    "default_sample": "mis_bench_dataset.sample",
+    "DefaultSample": "mis_bench_dataset.sample",
+    "SyntheticRelease": "mis_bench_dataset.synth",
+    "generate_synthetic_release": "mis_bench_dataset.synth",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'mis_bench_dataset' has no attribute {name!r}")
+
 __all__ = [
     "DIMENSIONS",
     "DIMENSION_KEYS",
@@ -26,4 +49,14 @@ __all__ = [
     "VideoId",
     "parse_video_id",
     "normalize_video_id",
+    "generate_synthetic_release",
+    "SyntheticRelease",
+    "build_dataset",
+    "BuildReport",
+    "BuildError",
+    "Problem",
+    "read_labels",
+    "Labels",
+    "default_sample",
+    "DefaultSample",
 ]

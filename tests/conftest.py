@@ -33,3 +33,19 @@ def real_transcripts_csv() -> Path:
     if not REAL_TRANSCRIPTS.is_file():
         pytest.skip(f"{REAL_TRANSCRIPTS} not present")
     return REAL_TRANSCRIPTS
+
+
+@pytest.fixture(scope="session")
+def synthetic_build(tmp_path_factory) -> Path:
+    """A small labelled SYNTHETIC build (40 short videos, seed 0, split by video).
+
+    Built with `mis_bench_dataset.build_dataset` from `generate_synthetic_release`;
+    `load_dataset(str(path), "scoring", split="test")` works on it. Read-only: copy it
+    before changing anything.
+    """
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+
+    root = tmp_path_factory.mktemp("synthetic_build")
+    release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
+    build_dataset(release.release_dir, root / "mis-bench", labels=release.ratings_csv, progress=False)
+    return root / "mis-bench"

@@ -1,0 +1,311 @@
+"""Build a Hub-ready MIS-Bench folder: Parquet shards + dataset card + build report.
+
+One video is read, validated and written at a time (peak memory does not grow
+with the number of videos). The output appears atomically: everything is written
+into a hidden sibling folder whose card (README.md, the file `load_dataset`
+needs) is written last, and the folder is renamed into place only on success.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset.labels import Labels, read_labels
+from mis_bench_dataset.parquet_writer import ShardedParquetWriter
+from mis_bench_dataset.problems import BuildError, Problem
+from mis_bench_dataset.release import MODALITIES, TEXT_MODALITY, VideoRecord, read_video, scan_release
+from mis_bench_dataset.schema import (
+    arrays_1d,
+    arrays_2d,
+    features_arrow_schema,
+    features_features,
+    scoring_arrow_schema,
+    scoring_features,
+)
+from mis_bench_dataset.splits import SPLIT_BY, SPLITS, assign_splits, split_counts
+from mis_bench_dataset.transcripts import read_transcripts_csv
+
+logger = logging.getLogger(__name__)
+
+CONFIGS: tuple[str, ...] = ("features", "scoring")
+REPORT_NAME = "build_report.json"
+DEFAULT_OUT = "mis-bench"
+
+
+@dataclass
+class BuildReport:
+    """What a build did: where, how many videos per split, what was missing or broken."""
+
+    out_dir: str
+    release_dir: str | None
+    labels_path: str | None
+    transcripts_path: str | None
+    split_by: str
+    seed: int
+    n_videos: int
+    split_counts: dict[str, int]
+    modalities_present: dict[str, int]  # modality -> videos with it present
+    absent_modalities: list[str]
+    n_labeled_videos: int
+    n_scoring_rows: int
+    synthetic: bool
+    fingerprint: str
+    human_ceiling: dict[str, dict] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    bytes_read: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def problem_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for p in self.problems:
+            counts[p.kind] = counts.get(p.kind, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def to_dict(self) -> dict:
+        data = {k: v for k, v in self.__dict__.items() if k != "problems"}
+        data["problem_counts"] = self.problem_counts()
+        data["problems"] = [p.to_dict() for p in self.problems]
+        return data
+
+    def summary(self) -> str:
+        lines = [
+            f"built {self.out_dir}: {self.n_videos} videos "
+            f"({', '.join(f'{k} {v}' for k, v in self.split_counts.items())}; split by {self.split_by}, seed {self.seed}), "
+            f"{self.n_scoring_rows} scoring rows, {self.n_labeled_videos} labelled videos"
+            + (" [SYNTHETIC]" if self.synthetic else ""),
+            "modalities: " + ", ".join(f"{k} {v}/{self.n_videos}" for k, v in self.modalities_present.items()),
+        ]
+        if self.problems:
+            lines.append(f"{len(self.problems)} problem(s): "
+                         + ", ".join(f"{k} x{v}" for k, v in self.problem_counts().items()))
+            lines += [f"  - {p}" for p in self.problems[:20]]
+            if len(self.problems) > 20:
+                lines.append(f"  ... {len(self.problems) - 20} more in {REPORT_NAME}")
+        else:
+            lines.append("no problems")
+        return "\n".join(lines)
+
+
+def _scoring_batch(record: VideoRecord, gold: dict[str, float | None]) -> pa.RecordBatch:
+    n = len(DIMENSION_KEYS)
+    columns = {
+        "video_id": [record.video_id] * n,
+        "clinician": [record.clinician] * n,
+        "time_point": [record.time_point] * n,
+        "stimulus": [record.stimulus] * n,
+        "dimension": list(DIMENSION_KEYS),
+        "dimension_name": [DIMENSION_BY_KEY[k].name for k in DIMENSION_KEYS],
+        "transcript": [record.transcript] * n,
+        "criterion": [RUBRIC[k].criterion for k in DIMENSION_KEYS],
+    }
+    for level in range(1, 6):
+        columns[f"rubric_{level}"] = [RUBRIC[k].scores[level - 1] for k in DIMENSION_KEYS]
+    columns["score"] = pa.array([gold.get(k) for k in DIMENSION_KEYS], type=pa.float32())
+    return pa.RecordBatch.from_pydict(columns, schema=_SCORING_SCHEMA)
+
+
+def _features_batch(record: VideoRecord, gold: dict[str, float | None]) -> pa.RecordBatch:
+    columns: dict[str, pa.Array | list] = {
+        "video_id": [record.video_id],
+        "clinician": [record.clinician],
+        "time_point": [record.time_point],
+        "stimulus": [record.stimulus],
+        "transcript": [record.transcript],
+    }
+    for m in MODALITIES:
+        data = record.modalities[m.name]
+        columns[m.name] = arrays_2d([data.features], m.width)
+        columns[f"{m.name}_timestamps"] = arrays_1d([data.timestamps])
+        columns[f"has_{m.name}"] = [data.present]
+    columns["duration_seconds"] = pa.array([record.duration_seconds], type=pa.float32())
+    for key in DIMENSION_KEYS:
+        columns[key] = pa.array([gold.get(key)], type=pa.float32())
+    return pa.RecordBatch.from_pydict(columns, schema=_FEATURES_SCHEMA)
+
+
+_SCORING_SCHEMA = scoring_arrow_schema()
+_FEATURES_SCHEMA = features_arrow_schema()
+
+
+def _digest(hasher, record: VideoRecord, gold: dict[str, float | None]) -> None:
+    hasher.update(record.video_id.encode())
+    hasher.update(record.transcript.encode())
+    for m in MODALITIES:
+        data = record.modalities[m.name]
+        hasher.update(m.name.encode() + bytes([data.present]))
+        hasher.update(np.ascontiguousarray(data.features).tobytes())
+        hasher.update(np.ascontiguousarray(data.timestamps).tobytes())
+    hasher.update(json.dumps([gold.get(k) for k in DIMENSION_KEYS]).encode())
+
+
+def _prepare_out_dir(out_dir: Path) -> Path:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise BuildError(f"output {out_dir} exists and is not a folder")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / REPORT_NAME).is_file():
+        raise BuildError(f"output {out_dir} is a non-empty folder that is not a MIS-Bench build; refusing to replace it")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    return staging
+
+
+def _publish(staging: Path, out_dir: Path) -> None:
+    """Swap the finished staging folder into place; the old build is removed only afterwards."""
+    old = None
+    if out_dir.exists():
+        old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
+        out_dir.rename(old)
+    staging.rename(out_dir)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def build_dataset(
+    release_dir: str | Path | None,
+    out_dir: str | Path = DEFAULT_OUT,
+    labels: str | Path | Labels | None = None,
+    transcripts: str | Path | None = None,
+    split_by: str = "video",
+    seed: int = 0,
+    strict: bool = False,
+    allow_label_problems: bool = False,
+    progress: bool = True,
+    max_shard_bytes: int = 512 << 20,
+) -> BuildReport:
+    """Build the `features` and `scoring` configs of a release into `out_dir`.
+
+    `release_dir` may be None when `transcripts` gives the text (a text-only build).
+    Modality problems are reported, never fatal, unless `strict`; label problems
+    are fatal unless `allow_label_problems`. Raises `BuildError` with the list.
+    """
+    from tqdm.auto import tqdm
+
+    from mis_bench_dataset.card import write_card
+
+    start = time.perf_counter()
+    if split_by not in SPLIT_BY:
+        raise BuildError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
+    if release_dir is None and transcripts is None:
+        raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
+    out_dir = Path(out_dir).resolve()
+
+    problems: list[Problem] = []
+    transcript_map: dict[str, str] | None = None
+    if transcripts is not None:
+        transcript_map, transcript_problems = read_transcripts_csv(transcripts)
+        problems += transcript_problems
+    index = scan_release(release_dir, extra_video_ids=sorted(transcript_map or {}))
+    index_problems = index.problems
+    if transcript_map is not None:
+        # The CSV supplies the text: a video missing text/words but present in the CSV lacks nothing.
+        index_problems = [
+            p for p in index_problems
+            if not (p.kind == "missing_modality_folder" and p.modality == TEXT_MODALITY)
+            and not (p.kind == "missing_file" and p.modality == TEXT_MODALITY and p.video_id in transcript_map)
+        ]
+    problems = index_problems + problems
+    video_ids = index.video_ids
+    if not video_ids:
+        raise BuildError(f"no videos found in {release_dir}" + (f" or {transcripts}" if transcripts else ""), problems)
+
+    label_set: Labels | None = None
+    if labels is not None:
+        label_set = labels if isinstance(labels, Labels) else read_labels(labels)
+        label_problems = list(label_set.problems)
+        known = set(video_ids)
+        for video_id in sorted(set(label_set.gold) - known):
+            label_problems.append(Problem("label_unknown_video", "labels name a video that is not in the release",
+                                          video_id=video_id, path=str(label_set.path)))
+        problems += label_problems
+        if label_problems and not allow_label_problems and not strict:
+            raise BuildError(f"{len(label_problems)} problem(s) in labels {label_set.path} "
+                             "(pass allow_label_problems / --allow-label-problems to build anyway)", label_problems)
+    gold_by_video = label_set.gold if label_set is not None else {}
+
+    assignment = assign_splits(video_ids, by=split_by, seed=seed)
+    staging = _prepare_out_dir(out_dir)
+    try:
+        writers = {
+            (config, split): ShardedParquetWriter(
+                staging / config, split, _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
+                row_group_bytes=(64 << 20) if config == "features" else (8 << 20),
+                max_shard_bytes=max_shard_bytes,
+            )
+            for config in CONFIGS
+            for split in SPLITS
+        }
+        present = {m.name: 0 for m in MODALITIES}
+        present[TEXT_MODALITY] = 0
+        hasher = hashlib.blake2b(digest_size=16)
+        bytes_read = 0
+        n_labeled = 0
+        empty_gold = dict.fromkeys(DIMENSION_KEYS)
+        for video_id in tqdm(video_ids, desc="building MIS-Bench", unit="video", disable=not progress or None):
+            record = read_video(index, video_id, transcript_map)
+            problems += record.problems
+            bytes_read += record.bytes_read
+            gold = gold_by_video.get(video_id, empty_gold)
+            n_labeled += any(v is not None for v in gold.values())
+            for m in MODALITIES:
+                present[m.name] += record.modalities[m.name].present
+            present[TEXT_MODALITY] += record.has_transcript
+            split = assignment[video_id]
+            writers[("features", split)].write(_features_batch(record, gold))
+            writers[("scoring", split)].write(_scoring_batch(record, gold))
+            _digest(hasher, record, gold)
+        files = {key: writer.close() for key, writer in writers.items()}
+
+        if strict and problems:
+            raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)
+
+        ceiling = {k: v.to_dict() for k, v in (label_set.human_ceiling() if label_set is not None else {}).items()}
+        report = BuildReport(
+            out_dir=str(out_dir),
+            release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
+            labels_path=str(label_set.path) if label_set is not None else None,
+            transcripts_path=str(transcripts) if transcripts is not None else None,
+            split_by=split_by,
+            seed=seed,
+            n_videos=len(video_ids),
+            split_counts=split_counts(assignment),
+            modalities_present=present,
+            absent_modalities=[m for m in index.absent_modalities if not (m == TEXT_MODALITY and transcript_map)],
+            n_labeled_videos=n_labeled,
+            n_scoring_rows=len(video_ids) * len(DIMENSION_KEYS),
+            synthetic=index.is_synthetic,
+            fingerprint=hasher.hexdigest(),
+            human_ceiling=ceiling,
+            problems=problems,
+            bytes_read=bytes_read,
+            bytes_written=sum(p.stat().st_size for paths in files.values() for p in paths),
+        )
+        report.seconds = round(time.perf_counter() - start, 3)
+        (staging / REPORT_NAME).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        write_card(staging, report, features_features(), scoring_features(), files)  # last: makes it loadable
+        _publish(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
+    return report
+
+
+def read_build_report(out_dir: str | Path) -> dict:
+    return json.loads((Path(out_dir) / REPORT_NAME).read_text(encoding="utf-8"))

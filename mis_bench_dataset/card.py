@@ -1,0 +1,146 @@
+"""The dataset card (README.md): YAML configs/features for `load_dataset`, and the
+documentation a Hub dataset needs (provenance, privacy, rubric, splits, problems)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
+from mis_bench_dataset.release import MODALITIES
+from mis_bench_dataset.splits import FRACTIONS, SPLITS
+
+SYNTHETIC_BANNER = (
+    "> **SYNTHETIC DATA.** Every video, feature, transcript and rating in this folder was generated "
+    "by `mis-bench synth` (`mis_bench_dataset.synth`) with planted signal. It is NOT the MIS-Bench "
+    "release and says nothing about real therapists. Use it to test software, never to report results."
+)
+
+
+def card_metadata(report, features_features, scoring_features, files) -> dict:
+    configs = []
+    infos = []
+    for config, feats in (("scoring", scoring_features), ("features", features_features)):
+        configs.append({
+            "config_name": config,
+            **({"default": True} if config == "scoring" else {}),
+            "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in SPLITS],
+        })
+        n_rows = {split: count * (8 if config == "scoring" else 1) for split, count in report.split_counts.items()}
+        infos.append({
+            "config_name": config,
+            "features": feats._to_yaml_list(),
+            "splits": [
+                {"name": split, "num_bytes": sum(p.stat().st_size for p in files[(config, split)]),
+                 "num_examples": n_rows[split]}
+                for split in SPLITS
+            ],
+        })
+    return {
+        "pretty_name": "MIS-Bench (synthetic)" if report.synthetic else "MIS-Bench",
+        "language": ["en"],
+        "license": "other",
+        "task_categories": ["video-classification", "text-classification"],
+        "tags": ["psychotherapy", "interpersonal-skills", "FIS", "ICC", "multimodal"]
+        + (["synthetic"] if report.synthetic else []),
+        "size_categories": ["n<1K"] if report.n_videos < 1000 else ["1K<n<10K"],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def card_body(report) -> str:
+    parts: list[str] = []
+    title = "# MIS-Bench" + (" (SYNTHETIC)" if report.synthetic else "")
+    parts.append(title)
+    if report.synthetic:
+        parts.append(SYNTHETIC_BANNER)
+    parts.append(
+        "MIS-Bench asks whether (multimodal) models can judge psychotherapists' Facilitative "
+        "Interpersonal Skills (FIS) the way trained expert raters do: each therapist response video "
+        "is scored on eight FIS dimensions on a 1.0-5.0 scale (one decimal). Models are evaluated "
+        "by ICC(3,1) against the gold score."
+    )
+    parts.append(
+        "## Loading\n\n```python\nfrom datasets import load_dataset\n"
+        f"scoring = load_dataset(\"{Path(report.out_dir).name}\", \"scoring\", split=\"test\")   # one row per (video, dimension)\n"
+        f"features = load_dataset(\"{Path(report.out_dir).name}\", \"features\", split=\"test\").with_format(\"numpy\")\n"
+        "features[0][\"openface\"].shape   # (T, 208) float32; (0, 208) when absent\n```"
+    )
+    provenance = (
+        f"Built by `mis-bench build` (package `mis-bench`) from `{report.release_dir}`"
+        + (f", transcripts `{report.transcripts_path}`" if report.transcripts_path else "")
+        + (f", labels `{report.labels_path}`" if report.labels_path else ", without labels (all scores null)")
+        + f". Content fingerprint `{report.fingerprint}`; `build_report.json` lists every problem found."
+    )
+    parts.append("## Provenance\n\n" + provenance)
+    parts.append(
+        "## Privacy\n\nThe release holds de-identified features only: OpenFace action units, landmarks, "
+        "gaze and confidence; librosa log-Mel/MFCC; wav2vec 2.0 frame embeddings; prosody descriptors; "
+        "and transcripts. No raw video or audio is included. Video ids carry a clinician code, the time "
+        "point and the standardized-patient stimulus, not names of real clients."
+    )
+    parts.append(
+        "## Configs\n\n"
+        "* `scoring` (default): one row per (video, dimension): `video_id`, `clinician`, `time_point`, "
+        "`stimulus`, `dimension` (key), `dimension_name`, `transcript`, `criterion`, `rubric_1`..`rubric_5` "
+        "(the paper's Table 5), `score` (gold, float32, null when unlabeled).\n"
+        "* `features`: one row per video: ids, `transcript`, and per modality M in "
+        + ", ".join(f"`{m.name}` (W={m.width})" for m in MODALITIES)
+        + ": `M` as `Array2D((None, W), float32)`, `M_timestamps`, `has_M`. An absent or broken modality "
+        "is an empty (0, W) array with `has_M = False` (nulls in Array2D are not safe in `datasets`). "
+        "`duration_seconds` is the last timestamp plus one median frame step of the longest of "
+        "openface/librosa/wav2vec (twice the prosody segment midpoint when only prosody exists; null "
+        "with no timed modality). The eight gold scores are float32 columns named by dimension key."
+    )
+    rows = [[d.key, d.name, d.abbreviation, f"{HUMAN_CEILING[d.key].icc:.2f}",
+             f"{GOLD_STATS[d.key].mean:.3f} ± {GOLD_STATS[d.key].std:.3f}"] for d in DIMENSIONS]
+    parts.append("## Dimensions\n\n" + _table(rows, ["key", "name", "abbr.", "paper human ICC(3,1)", "paper gold mean ± sd"]))
+    rubric_lines = []
+    for d in DIMENSIONS:
+        rubric_lines.append(f"**{d.name}.** {RUBRIC[d.key].criterion}\n")
+        rubric_lines += [f"{i}. {text}" for i, text in enumerate(RUBRIC[d.key].scores, start=1)]
+        rubric_lines.append("")
+    parts.append("## Rubric (paper Table 5)\n\n" + "\n".join(rubric_lines).strip())
+    counts = ", ".join(f"{k}: {v} videos" for k, v in report.split_counts.items())
+    rule = ("by video (the paper's rule: no video in two splits)" if report.split_by == "video" else
+            "by clinician (no clinician in two splits; clinicians shuffled with the seed, each assigned to the "
+            "split furthest below its target share)")
+    parts.append(
+        f"## Splits\n\nTarget {'/'.join(str(round(f * 100)) for f in FRACTIONS)} train/validation/test, grouped "
+        f"{rule}, seed {report.seed}. Counts: {counts}. Deterministic: the same ids, grouping and seed give the same splits."
+    )
+    labels = ("Gold score = arithmetic mean of the available ratings of a (video, dimension), rounded half up "
+              "to one decimal (the paper's rule).")
+    if report.human_ceiling:
+        crow = [[k, f"{v['icc']:.3f}", f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}]", str(v["n_videos"])]
+                for k, v in report.human_ceiling.items()]
+        labels += ("\n\nHuman single-rater ICC(3,1) among the raters on the fully rated videos (cf. paper Table 2):\n\n"
+                   + _table(crow, ["dimension", "ICC(3,1)", "95% CI", "videos"]))
+    parts.append(f"## Labels\n\n{labels}\n\nLabelled videos: {report.n_labeled_videos} of {report.n_videos}.")
+    modal = ", ".join(f"{k} {v}/{report.n_videos}" for k, v in report.modalities_present.items())
+    problems = f"{len(report.problems)} problem(s)" + (
+        ": " + ", ".join(f"{k} x{v}" for k, v in report.problem_counts().items()) if report.problems else "")
+    parts.append(f"## Build report\n\nModalities present: {modal}. {problems}. Details in `build_report.json`.")
+    parts.append(
+        "## Citation\n\nMIS-Bench: a multimodal interpersonal skills benchmark (996 psychotherapy response "
+        "videos, 8 FIS dimensions)."
+    )
+    return "\n\n".join(parts) + "\n"
+
+
+def write_card(folder: Path, report, features_features, scoring_features, files) -> Path:
+    metadata = card_metadata(report, features_features, scoring_features, files)
+    text = "---\n" + yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True) + "---\n\n" + card_body(report)
+    path = Path(folder) / "README.md"
+    tmp = path.with_suffix(".md.partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.rename(path)
+    return path

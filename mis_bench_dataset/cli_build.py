@@ -1,0 +1,57 @@
+"""`mis-bench build RELEASE_DIR [...]`: the Hub-ready Parquet folder plus card and build report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "build",
+        help="build the Hub-ready dataset folder (Parquet + dataset card) from a release tree",
+        description="Read and validate a MIS-Bench release tree and write the `features` and "
+        "`scoring` configs as Parquet with a dataset card, loadable with "
+        "datasets.load_dataset(OUT, 'scoring', split='test'). Problems (missing or broken files) "
+        "are listed in OUT/build_report.json; --strict fails on any.",
+    )
+    parser.add_argument("release_dir", nargs="?", default=None,
+                        help="release folder (optional when --transcripts gives a text-only build)")
+    parser.add_argument("--labels", help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide")
+    parser.add_argument("--transcripts", help="transcripts CSV (video,transcript); supplies the text modality")
+    parser.add_argument("--out", default="mis-bench", help="output folder (default: ./mis-bench)")
+    parser.add_argument("--split-by", choices=("video", "clinician"), default="video",
+                        help="group for the 80/10/10 splits (default: video, as the paper)")
+    parser.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
+    parser.add_argument("--strict", action="store_true", help="fail (exit 1) on any problem")
+    parser.add_argument("--allow-label-problems", action="store_true",
+                        help="build even when the labels file has problems (they are still reported)")
+    parser.add_argument("--push-to-hub", metavar="REPO", help="then upload the folder to this Hub dataset repo")
+    parser.add_argument("--private", action="store_true", help="with --push-to-hub: create a private repo")
+    parser.add_argument("--json", action="store_true", help="print the build report as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mis_bench_dataset.build import build_dataset
+    from mis_bench_dataset.problems import BuildError
+
+    if args.release_dir is None and args.transcripts is None:
+        print("error: give RELEASE_DIR, --transcripts CSV, or both")
+        return 2
+    try:
+        report = build_dataset(
+            args.release_dir, args.out, labels=args.labels, transcripts=args.transcripts,
+            split_by=args.split_by, seed=args.seed, strict=args.strict,
+            allow_label_problems=args.allow_label_problems,
+        )
+    except (BuildError, FileNotFoundError) as exc:
+        print(f"error: {exc}")
+        return 1
+    print(json.dumps(report.to_dict(), indent=2) if args.json else report.summary())
+    if args.push_to_hub:
+        from mis_bench_dataset.hub import push_to_hub
+
+        url = push_to_hub(report.out_dir, args.push_to_hub, private=args.private)
+        print(f"pushed to {url}")
+    return 0

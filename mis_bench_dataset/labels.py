@@ -1,0 +1,280 @@
+"""Labels: per-rater ratings -> gold scores (paper: arithmetic mean of the available
+ratings, one decimal), and the human single-rater ICC(3,1) ceiling (paper Table 2).
+
+Two input forms, told apart by the header:
+
+* long, per rater: ``video_id, rater, dimension, score`` (dimension as key, display
+  name or paper abbreviation);
+* wide, aggregated: an id column (``video_id``, ``video`` or the original file's
+  ``file_name`` such as ``AG0914_FIS_Time1_Jackson``) and one column per dimension
+  (keys as in the original labels file, or names / abbreviations). Empty = unlabeled.
+
+Gold = mean of the available ratings rounded half up to one decimal (decimal
+arithmetic, so 3.25 -> 3.3 and 3.35 -> 3.4, never binary-float ties). Every bad
+row is reported as a `Problem` naming the file and row.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+
+import numpy as np
+
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, resolve_dimension
+from mis_bench_dataset.problems import BuildError, Problem
+from mis_bench_dataset.video_ids import parse_video_id
+
+ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")
+LONG_COLUMNS = ("video_id", "rater", "dimension", "score")
+
+
+@dataclass(frozen=True)
+class CeilingEstimate:
+    """Human single-rater ICC(3,1) on the fully rated videos, with its 95% F-based CI."""
+
+    icc: float
+    ci_low: float
+    ci_high: float
+    n_videos: int
+    n_raters: int
+
+    def to_dict(self) -> dict:
+        return {"icc": self.icc, "ci_low": self.ci_low, "ci_high": self.ci_high,
+                "n_videos": self.n_videos, "n_raters": self.n_raters}
+
+
+@dataclass
+class Labels:
+    """Gold scores per video (None = unlabeled dimension), the raw ratings when per-rater,
+    and the problems found while reading."""
+
+    path: Path
+    form: str  # "long" or "wide"
+    gold: dict[str, dict[str, float | None]]
+    ratings: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (video, dim) -> rater -> score
+    problems: list[Problem] = field(default_factory=list)
+
+    def fully_rated_videos(self) -> list[str]:
+        """Videos rated by every rater of the file on all eight dimensions (the paper's 625)."""
+        if not self.ratings:
+            return []
+        n_raters = max(len(r) for r in self.ratings.values())
+        return sorted(
+            video_id
+            for video_id in {v for v, _ in self.ratings}
+            if all(len(self.ratings.get((video_id, d), {})) == n_raters for d in DIMENSION_KEYS)
+        )
+
+    def human_ceiling(self) -> dict[str, CeilingEstimate]:
+        return human_ceiling(self)
+
+
+def round_half_up(value: float, places: int = 1) -> float:
+    """Round as a person would (half away from zero for positives), on the decimal repr."""
+    quantum = Decimal(1).scaleb(-places)
+    return float(Decimal(repr(float(value))).quantize(quantum, rounding=ROUND_HALF_UP))
+
+
+def aggregate(ratings: list[float]) -> float:
+    """Paper rule: arithmetic mean of the available ratings, one decimal."""
+    if not ratings:
+        raise ValueError("no ratings to aggregate")
+    total = sum(Decimal(repr(float(r))) for r in ratings)
+    mean = total / Decimal(len(ratings))
+    return float(mean.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+
+
+def _icc3_1_numpy(matrix: np.ndarray) -> float:
+    """Paper eq. 3-5 (two-way mixed, consistency, single rater) for an n x k matrix."""
+    y = np.asarray(matrix, dtype=np.float64)
+    n, k = y.shape
+    grand = y.mean()
+    row_means = y.mean(axis=1, keepdims=True)
+    col_means = y.mean(axis=0, keepdims=True)
+    ms_r = k / (n - 1) * ((row_means - grand) ** 2).sum()
+    ms_err = ((y - row_means - col_means + grand) ** 2).sum() / ((n - 1) * (k - 1))
+    return float((ms_r - ms_err) / (ms_r + (k - 1) * ms_err))
+
+
+def icc3_1_with_ci(matrix: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
+    """ICC(3,1) with the F-distribution CI of McGraw & Wong (1996), as pingouin reports it."""
+    from scipy import stats
+
+    y = np.asarray(matrix, dtype=np.float64)
+    n, k = y.shape
+    if n < 2 or k < 2:
+        raise ValueError(f"ICC(3,1) needs at least 2 videos and 2 raters, got {n} x {k}")
+    grand = y.mean()
+    row_means = y.mean(axis=1, keepdims=True)
+    col_means = y.mean(axis=0, keepdims=True)
+    ms_r = k / (n - 1) * ((row_means - grand) ** 2).sum()
+    ms_err = ((y - row_means - col_means + grand) ** 2).sum() / ((n - 1) * (k - 1))
+    icc = float((ms_r - ms_err) / (ms_r + (k - 1) * ms_err))
+    if ms_err == 0:
+        return icc, math.nan, math.nan
+    f_stat = ms_r / ms_err
+    df1, df2 = n - 1, (n - 1) * (k - 1)
+    f_low = f_stat / stats.f.ppf(1 - alpha / 2, df1, df2)
+    f_high = f_stat * stats.f.ppf(1 - alpha / 2, df2, df1)
+    return icc, float((f_low - 1) / (f_low + k - 1)), float((f_high - 1) / (f_high + k - 1))
+
+
+def human_ceiling(labels: Labels) -> dict[str, CeilingEstimate]:
+    """Per dimension, single-rater ICC(3,1) among the raters on the fully rated videos.
+
+    Columns are the raters in sorted-name order; when every video has the same rater
+    names this is the paper's rater-by-video matrix.
+    """
+    videos = labels.fully_rated_videos()
+    if len(videos) < 2:
+        return {}
+    result: dict[str, CeilingEstimate] = {}
+    for dim in DIMENSION_KEYS:
+        matrix = np.array(
+            [[labels.ratings[(v, dim)][r] for r in sorted(labels.ratings[(v, dim)])] for v in videos],
+            dtype=np.float64,
+        )
+        icc, low, high = icc3_1_with_ci(matrix)
+        result[dim] = CeilingEstimate(icc, low, high, len(videos), matrix.shape[1])
+    return result
+
+
+def _parse_score(raw: str, path: Path, row: int, video_id: str, dim: str, problems: list[Problem]) -> float | None:
+    text = (raw or "").strip()
+    if text == "" or text.lower() in {"na", "nan", "null", "none"}:
+        return None
+    try:
+        score = float(text)
+    except ValueError:
+        problems.append(Problem("label_unparseable", f"score {raw!r} is not a number",
+                                video_id=video_id, modality=dim, path=str(path), row=row))
+        return None
+    if not math.isfinite(score) or not SCORE_MIN <= score <= SCORE_MAX:
+        problems.append(Problem("label_out_of_range", f"score {score} outside [{SCORE_MIN}, {SCORE_MAX}]",
+                                video_id=video_id, modality=dim, path=str(path), row=row))
+        return None
+    return score
+
+
+def _video_id(raw: str, path: Path, row: int, problems: list[Problem]) -> str | None:
+    try:
+        return parse_video_id(raw).video_id
+    except ValueError as exc:
+        problems.append(Problem("malformed_id", str(exc), path=str(path), row=row))
+        return None
+
+
+def _read_long(path: Path, reader: csv.DictReader) -> Labels:
+    problems: list[Problem] = []
+    ratings: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
+    for row_number, row in enumerate(reader, start=2):
+        video_id = _video_id(row.get("video_id") or "", path, row_number, problems)
+        if video_id is None:
+            continue
+        try:
+            dim = resolve_dimension(row.get("dimension") or "")
+        except KeyError as exc:
+            problems.append(Problem("label_unknown_dimension", str(exc.args[0]), video_id=video_id,
+                                    path=str(path), row=row_number))
+            continue
+        rater = (row.get("rater") or "").strip()
+        score = _parse_score(row.get("score") or "", path, row_number, video_id, dim, problems)
+        if score is None:
+            continue
+        if rater in ratings[(video_id, dim)]:
+            problems.append(Problem("label_duplicate", f"rater {rater!r} already rated this dimension; first kept",
+                                    video_id=video_id, modality=dim, path=str(path), row=row_number))
+            continue
+        ratings[(video_id, dim)][rater] = score
+    gold: dict[str, dict[str, float | None]] = {}
+    for (video_id, dim), by_rater in ratings.items():
+        gold.setdefault(video_id, dict.fromkeys(DIMENSION_KEYS))[dim] = aggregate(list(by_rater.values()))
+    return Labels(path, "long", gold, dict(ratings), problems)
+
+
+def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
+    problems: list[Problem] = []
+    columns: dict[str, str] = {}
+    for name in reader.fieldnames or []:
+        if name == id_column:
+            continue
+        try:
+            columns[name] = resolve_dimension(name)
+        except KeyError:
+            if name.strip().lower() in {"", "index", "unnamed: 0"}:
+                continue
+            problems.append(Problem("label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored",
+                                    path=str(path), row=1))
+    missing = sorted(set(DIMENSION_KEYS) - set(columns.values()))
+    if missing:
+        problems.append(Problem("label_bad_header", f"no column for dimension(s) {missing}", path=str(path), row=1))
+    gold: dict[str, dict[str, float | None]] = {}
+    for row_number, row in enumerate(reader, start=2):
+        video_id = _video_id(row.get(id_column) or "", path, row_number, problems)
+        if video_id is None:
+            continue
+        if video_id in gold:
+            problems.append(Problem("label_duplicate", "video labelled twice; first row kept",
+                                    video_id=video_id, path=str(path), row=row_number))
+            continue
+        scores = dict.fromkeys(DIMENSION_KEYS)
+        for column, dim in columns.items():
+            scores[dim] = _parse_score(row.get(column) or "", path, row_number, video_id, dim, problems)
+        gold[video_id] = scores
+    return Labels(path, "wide", gold, {}, problems)
+
+
+def read_labels(path: str | Path) -> Labels:
+    """Read a long (per-rater) or wide (aggregated) labels CSV; raises BuildError on an unusable header."""
+    path = Path(path)
+    if not path.is_file():
+        raise BuildError(f"labels file {path} does not exist")
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        header = [h.strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
+        if "rater" in header:
+            missing = [c for c in LONG_COLUMNS if c not in header]
+            if missing:
+                raise BuildError(f"{path}: per-rater labels need columns {list(LONG_COLUMNS)}; missing {missing}")
+            return _read_long(path, reader)
+        id_column = next((c for c in ID_COLUMNS if c in header), None)
+        if id_column is None:
+            raise BuildError(
+                f"{path}: labels need either per-rater columns {list(LONG_COLUMNS)} or an id column "
+                f"({', '.join(ID_COLUMNS)}) plus one column per dimension; found {header}"
+            )
+        return _read_wide(path, reader, id_column)
+
+
+def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]) -> Path:
+    """Write per-rater ratings `(video_id, rater, dimension, score)` as the long CSV."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(LONG_COLUMNS)
+        for video_id, rater, dim, score in rows:
+            writer.writerow([video_id, rater, dim, f"{score:g}"])
+    return path
+
+
+def write_gold_wide(path: str | Path, gold: dict[str, dict[str, float | None]], original_names: bool = False) -> Path:
+    """Write gold scores wide; `original_names` writes `file_name` as `AG0914_FIS_Time1_Jackson`."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["file_name" if original_names else "video_id", *DIMENSION_KEYS])
+        for video_id in sorted(gold):
+            if original_names:
+                parts = parse_video_id(video_id)
+                name = f"{parts.clinician}_FIS_Time{parts.time_point[1:]}_{parts.stimulus}"
+            else:
+                name = video_id
+            writer.writerow([name, *("" if gold[video_id][d] is None else f"{gold[video_id][d]:.1f}"
+                                     for d in DIMENSION_KEYS)])
+    return path

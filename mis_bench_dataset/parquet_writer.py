@@ -1,0 +1,75 @@
+"""Streaming Parquet shards in the Hub layout `{config}/{split}-0000i-of-0000N.parquet`.
+
+Rows are buffered only up to a row-group budget, so memory does not grow with the
+number of videos; shard files roll over at `max_shard_bytes` and get their final
+`-of-N` names when closed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+class ShardedParquetWriter:
+    def __init__(
+        self,
+        directory: Path,
+        split: str,
+        schema: pa.Schema,
+        row_group_bytes: int = 64 << 20,
+        max_shard_bytes: int = 512 << 20,
+    ):
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.split = split
+        self.schema = schema
+        self.row_group_bytes = row_group_bytes
+        self.max_shard_bytes = max_shard_bytes
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffered_bytes = 0
+        self._writer: pq.ParquetWriter | None = None
+        self._shard_bytes = 0
+        self._partials: list[Path] = []
+        self.num_rows = 0
+        self.final_paths: list[Path] = []
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self._buffer.append(batch)
+        self._buffered_bytes += batch.nbytes
+        self.num_rows += batch.num_rows
+        if self._buffered_bytes >= self.row_group_bytes:
+            self._flush()
+
+    def _open_shard(self) -> None:
+        path = self.directory / f"{self.split}-{len(self._partials):05d}.parquet.partial"
+        self._partials.append(path)
+        self._writer = pq.ParquetWriter(path, self.schema, compression="snappy")
+        self._shard_bytes = 0
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        if self._writer is None or self._shard_bytes >= self.max_shard_bytes:
+            if self._writer is not None:
+                self._writer.close()
+            self._open_shard()
+        table = pa.Table.from_batches(self._buffer, schema=self.schema)
+        self._writer.write_table(table, row_group_size=table.num_rows)
+        self._shard_bytes += self._buffered_bytes
+        self._buffer.clear()
+        self._buffered_bytes = 0
+
+    def close(self) -> list[Path]:
+        self._flush()
+        if self._writer is None:  # empty split: one empty file keeps the split loadable
+            self._open_shard()
+        self._writer.close()
+        n = len(self._partials)
+        for i, partial in enumerate(self._partials):
+            final = self.directory / f"{self.split}-{i:05d}-of-{n:05d}.parquet"
+            partial.rename(final)
+            self.final_paths.append(final)
+        return self.final_paths

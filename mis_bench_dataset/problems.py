@@ -1,0 +1,82 @@
+"""Problems found while reading a release, its labels or its transcripts.
+
+A problem never aborts a normal build and never silently drops data: the
+affected modality becomes empty (its presence flag false) and the problem is
+listed in the build report. `--strict` turns any problem into a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Kinds of problems, with a one-line meaning (the card and the report use these).
+PROBLEM_KINDS: dict[str, str] = {
+    "missing_modality_folder": "a modality folder is absent from the whole release; that modality is empty everywhere",
+    "missing_file": "the video has no file for this modality; the modality is empty for that video",
+    "unreadable": "the npz could not be opened (truncated zip, not an npz, pickled object)",
+    "bad_keys": "the npz lacks the expected arrays",
+    "bad_width": "the features array is not T x W with the modality's width",
+    "bad_dtype": "the array is not numeric (or the transcript not a string)",
+    "non_finite": "the features or timestamps contain NaN or infinity",
+    "timestamp_mismatch": "timestamps are not one per feature row",
+    "unknown_file": "a file the release layout does not define (ignored)",
+    "malformed_id": "a file or row whose name is not a valid video id (ignored)",
+    "duplicate_id": "two files or rows map to the same video id (the first kept)",
+    "missing_video": "a video listed in the manifest has no file in any modality",
+    "transcript_conflict": "the transcripts CSV and text/words disagree (the CSV wins)",
+    "label_unknown_video": "labels name a video that is not in the release",
+    "label_unknown_dimension": "labels name a dimension that is not one of the eight",
+    "label_out_of_range": "a score outside [1, 5]",
+    "label_unparseable": "a score that is not a number",
+    "label_duplicate": "the same (video, rater, dimension) rated twice",
+    "label_bad_header": "the labels file lacks the required columns",
+}
+
+LABEL_KINDS = frozenset(k for k in PROBLEM_KINDS if k.startswith("label_"))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One problem: what kind, where (video, modality, file, row) and why."""
+
+    kind: str
+    reason: str
+    video_id: str | None = None
+    modality: str | None = None
+    path: str | None = None
+    row: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in PROBLEM_KINDS:
+            raise ValueError(f"unknown problem kind {self.kind!r}")
+
+    @property
+    def is_label_problem(self) -> bool:
+        return self.kind in LABEL_KINDS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def __str__(self) -> str:
+        where = " ".join(
+            part
+            for part in (
+                self.video_id or "",
+                f"[{self.modality}]" if self.modality else "",
+                f"{self.path}" if self.path else "",
+                f"row {self.row}" if self.row is not None else "",
+            )
+            if part
+        )
+        return f"{self.kind}: {where}: {self.reason}" if where else f"{self.kind}: {self.reason}"
+
+
+class BuildError(RuntimeError):
+    """A build that cannot (or, with --strict, must not) produce a dataset."""
+
+    def __init__(self, message: str, problems: list[Problem] | tuple[Problem, ...] = ()):
+        self.problems = list(problems)
+        listing = "".join(f"\n  - {p}" for p in self.problems[:50])
+        more = f"\n  ... and {len(self.problems) - 50} more" if len(self.problems) > 50 else ""
+        super().__init__(f"{message}{listing}{more}")

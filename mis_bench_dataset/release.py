@@ -1,0 +1,354 @@
+"""Reading and validating a MIS-Bench release tree (de-identified features, one npz per file).
+
+Layout (exactly that of the public release)::
+
+    video/openface3/{id}.npz   features T x 208, timestamps T   (8 AUs, 98 landmarks x/y, gaze 2, confidence 2)
+    audio/librosa/{id}.npz     features T x 93,  timestamps T   (80 log-Mel + 13 MFCC, 50 Hz)
+    audio/wav2vec/{id}.npz     features T x 768, timestamps T
+    audio/prosody/{id}.npz     features 1 x 15,  timestamps 1   (segment midpoint)
+    text/words/{id}.npz        text: 0-d unicode array (the transcript)
+    subset_manifest.csv/json   optional
+
+Files are opened with `allow_pickle=False`. A file that is absent or broken
+never aborts the read: the modality is returned empty and a `Problem` names the
+video, modality, file and reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mis_bench_dataset.problems import Problem
+from mis_bench_dataset.video_ids import parse_video_id
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Modality:
+    """An array modality: its column name in the dataset, its folder and row width."""
+
+    name: str
+    folder: str
+    width: int
+
+
+MODALITIES: tuple[Modality, ...] = (
+    Modality("openface", "video/openface3", 208),
+    Modality("librosa", "audio/librosa", 93),
+    Modality("wav2vec", "audio/wav2vec", 768),
+    Modality("prosody", "audio/prosody", 15),
+)
+MODALITY_BY_NAME: dict[str, Modality] = {m.name: m for m in MODALITIES}
+TEXT_FOLDER = "text/words"
+TEXT_MODALITY = "text"
+# Modalities with a frame rate; prosody has one segment-level row.
+FRAMED_MODALITIES: tuple[str, ...] = ("openface", "librosa", "wav2vec")
+# Top-level files the layout knows (never read as labels: labels are passed explicitly).
+KNOWN_TOP_LEVEL_FILES = frozenset(
+    {"subset_manifest.csv", "subset_manifest.json", "README.md", "ratings.csv", "LICENSE"}
+)
+KNOWN_TOP_LEVEL_DIRS = frozenset({"video", "audio", "text"})
+
+
+@dataclass
+class ReleaseIndex:
+    """What a release tree holds: the video ids, which file serves each (modality, id),
+    which modality folders exist, and the problems found while scanning."""
+
+    root: Path | None
+    video_ids: list[str]
+    files: dict[str, dict[str, Path]]  # modality -> video_id -> path ("text" included)
+    present_modalities: list[str]
+    absent_modalities: list[str]
+    manifest: dict = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def is_synthetic(self) -> bool:
+        return bool(self.manifest.get("synthetic", False))
+
+
+@dataclass
+class ModalityData:
+    """One modality of one video; `features` is (0, W) when absent."""
+
+    features: np.ndarray
+    timestamps: np.ndarray
+    present: bool
+
+
+@dataclass
+class VideoRecord:
+    video_id: str
+    clinician: str
+    time_point: str
+    stimulus: str
+    transcript: str
+    has_transcript: bool
+    modalities: dict[str, ModalityData]
+    problems: list[Problem]
+    bytes_read: int = 0
+
+    @property
+    def duration_seconds(self) -> float | None:
+        return duration_seconds(self.modalities)
+
+
+def _empty(width: int) -> ModalityData:
+    return ModalityData(np.zeros((0, width), np.float32), np.zeros((0,), np.float32), False)
+
+
+def duration_seconds(modalities: dict[str, ModalityData]) -> float | None:
+    """Video duration from the timestamps, since the release has no duration field.
+
+    The longest framed modality (openface, librosa, wav2vec) gives its last
+    timestamp plus one median frame step (the last frame covers that interval);
+    when none is present, the prosody timestamp, which is the segment midpoint,
+    gives twice its value. None when no modality has timestamps.
+    """
+    best: float | None = None
+    for name in FRAMED_MODALITIES:
+        data = modalities.get(name)
+        if data is None or not data.present or data.timestamps.size == 0:
+            continue
+        ts = data.timestamps.astype(np.float64)
+        step = float(np.median(np.diff(ts))) if ts.size > 1 else 0.0
+        value = float(ts[-1]) + step
+        best = value if best is None else max(best, value)
+    if best is None:
+        prosody = modalities.get("prosody")
+        if prosody is not None and prosody.present and prosody.timestamps.size:
+            best = 2.0 * float(prosody.timestamps[-1])
+    return best
+
+
+def _scan_folder(root: Path, folder: str, modality: str, problems: list[Problem]) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted((root / folder).iterdir()):
+        rel = path.relative_to(root).as_posix()
+        if not path.is_file() or path.suffix != ".npz":
+            problems.append(Problem("unknown_file", "not an .npz file; ignored", modality=modality, path=rel))
+            continue
+        try:
+            video_id = parse_video_id(path.stem).video_id
+        except ValueError as exc:
+            problems.append(Problem("malformed_id", str(exc), modality=modality, path=rel))
+            continue
+        if video_id in found:
+            problems.append(
+                Problem(
+                    "duplicate_id",
+                    f"also served by {found[video_id].relative_to(root).as_posix()}; this file ignored",
+                    video_id=video_id,
+                    modality=modality,
+                    path=rel,
+                )
+            )
+            continue
+        found[video_id] = path
+    return found
+
+
+def _read_manifest(root: Path, problems: list[Problem]) -> dict:
+    path = root / "subset_manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        problems.append(Problem("unreadable", f"manifest is not valid JSON: {exc}", path=path.name))
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str, ...] = ()) -> ReleaseIndex:
+    """Index a release tree without reading arrays.
+
+    `extra_video_ids` (e.g. the ids of a transcripts CSV) join the video set, so
+    a text-only build needs no tree at all (`root=None`).
+    """
+    problems: list[Problem] = []
+    files: dict[str, dict[str, Path]] = {}
+    present: list[str] = []
+    absent: list[str] = []
+    manifest: dict = {}
+    ids: set[str] = set(extra_video_ids)
+    folders = [(m.name, m.folder) for m in MODALITIES] + [(TEXT_MODALITY, TEXT_FOLDER)]
+    if root is not None:
+        root = Path(root)
+        if not root.is_dir():
+            raise FileNotFoundError(f"release directory {root} does not exist")
+        manifest = _read_manifest(root, problems)
+        for name, folder in folders:
+            if (root / folder).is_dir():
+                files[name] = _scan_folder(root, folder, name, problems)
+                present.append(name)
+                ids.update(files[name])
+            else:
+                absent.append(name)
+                problems.append(
+                    Problem(
+                        "missing_modality_folder",
+                        f"folder {folder}/ is absent from the release; '{name}' is empty for every video",
+                        modality=name,
+                        path=folder,
+                    )
+                )
+        for path in sorted(root.iterdir()):
+            if path.is_dir() and path.name in KNOWN_TOP_LEVEL_DIRS:
+                for sub in sorted(path.iterdir()):
+                    rel = sub.relative_to(root).as_posix()
+                    if rel not in {f for _, f in folders}:
+                        problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=rel))
+            elif path.name not in KNOWN_TOP_LEVEL_FILES and path.name not in KNOWN_TOP_LEVEL_DIRS:
+                problems.append(
+                    Problem("unknown_file", "not part of the release layout; ignored", path=path.name)
+                )
+        for raw in manifest.get("sample_ids", []) or []:
+            try:
+                video_id = parse_video_id(raw).video_id
+            except ValueError as exc:
+                problems.append(Problem("malformed_id", str(exc), path="subset_manifest.json"))
+                continue
+            if video_id not in ids:
+                problems.append(
+                    Problem("missing_video", "listed in subset_manifest.json but no file in any modality",
+                            video_id=video_id, path="subset_manifest.json")
+                )
+                ids.add(video_id)
+    else:
+        absent = [name for name, _ in folders]
+    for name in present:
+        for video_id in sorted(ids - set(files[name])):
+            folder = dict(folders)[name]
+            problems.append(
+                Problem("missing_file", f"no {folder}/{video_id}.npz", video_id=video_id, modality=name)
+            )
+    logger.info("release %s: %d videos, modalities present: %s", root, len(ids), ", ".join(present) or "none")
+    return ReleaseIndex(
+        root=root,
+        video_ids=sorted(ids),
+        files=files,
+        present_modalities=present,
+        absent_modalities=absent,
+        manifest=manifest,
+        problems=problems,
+    )
+
+
+def _load_npz(path: Path, video_id: str, modality: str, rel: str) -> tuple[dict[str, np.ndarray] | None, Problem | None]:
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return {key: npz[key] for key in npz.files}, None
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
+        reason = f"{type(exc).__name__}: {exc}".strip()
+        return None, Problem("unreadable", reason, video_id=video_id, modality=modality, path=rel)
+
+
+def read_modality(path: Path, modality: Modality, video_id: str, root: Path | None = None) -> tuple[ModalityData, Problem | None]:
+    """Read and validate one array modality file; a broken file gives an empty modality and a Problem."""
+    rel = path.relative_to(root).as_posix() if root is not None else str(path)
+
+    def fail(kind: str, reason: str) -> tuple[ModalityData, Problem]:
+        return _empty(modality.width), Problem(kind, reason, video_id=video_id, modality=modality.name, path=rel)
+
+    arrays, problem = _load_npz(path, video_id, modality.name, rel)
+    if problem is not None:
+        return _empty(modality.width), problem
+    missing = [key for key in ("features", "timestamps") if key not in arrays]
+    if missing:
+        return fail("bad_keys", f"missing array(s) {missing}; found {sorted(arrays)}")
+    features, timestamps = arrays["features"], arrays["timestamps"]
+    if features.dtype.kind not in "fiu" or timestamps.dtype.kind not in "fiu":
+        return fail("bad_dtype", f"features dtype {features.dtype}, timestamps dtype {timestamps.dtype}; expected numbers")
+    if features.ndim != 2 or features.shape[1] != modality.width:
+        return fail("bad_width", f"features shape {features.shape}; expected (T, {modality.width})")
+    if timestamps.ndim != 1 or timestamps.shape[0] != features.shape[0]:
+        return fail(
+            "timestamp_mismatch",
+            f"timestamps shape {timestamps.shape} for {features.shape[0]} feature rows",
+        )
+    features = features.astype(np.float32, copy=False)
+    timestamps = timestamps.astype(np.float32, copy=False)
+    if not np.isfinite(features).all():
+        bad = int((~np.isfinite(features)).sum())
+        return fail("non_finite", f"{bad} NaN/inf value(s) in features")
+    if not np.isfinite(timestamps).all():
+        return fail("non_finite", "NaN/inf value(s) in timestamps")
+    return ModalityData(features, timestamps, True), None
+
+
+def read_transcript(path: Path, video_id: str, root: Path | None = None) -> tuple[str | None, Problem | None]:
+    rel = path.relative_to(root).as_posix() if root is not None else str(path)
+    arrays, problem = _load_npz(path, video_id, TEXT_MODALITY, rel)
+    if problem is not None:
+        return None, problem
+    if "text" not in arrays:
+        return None, Problem("bad_keys", f"missing array 'text'; found {sorted(arrays)}",
+                             video_id=video_id, modality=TEXT_MODALITY, path=rel)
+    text = arrays["text"]
+    if text.dtype.kind != "U" or text.size != 1:
+        return None, Problem("bad_dtype", f"'text' is {text.dtype} of shape {text.shape}; expected a 0-d unicode array",
+                             video_id=video_id, modality=TEXT_MODALITY, path=rel)
+    return str(text.reshape(()).item()), None
+
+
+def read_video(index: ReleaseIndex, video_id: str, transcripts: dict[str, str] | None = None) -> VideoRecord:
+    """Read one video's modalities; problems for absent files were already reported by `scan_release`."""
+    parts = parse_video_id(video_id)
+    problems: list[Problem] = []
+    modalities: dict[str, ModalityData] = {}
+    bytes_read = 0
+    for modality in MODALITIES:
+        path = index.files.get(modality.name, {}).get(video_id)
+        if path is None:
+            modalities[modality.name] = _empty(modality.width)
+            continue
+        bytes_read += path.stat().st_size
+        data, problem = read_modality(path, modality, video_id, index.root)
+        modalities[modality.name] = data
+        if problem is not None:
+            problems.append(problem)
+    text: str | None = None
+    path = index.files.get(TEXT_MODALITY, {}).get(video_id)
+    if path is not None:
+        bytes_read += path.stat().st_size
+        text, problem = read_transcript(path, video_id, index.root)
+        if problem is not None:
+            problems.append(problem)
+    if transcripts is not None and video_id in transcripts:
+        csv_text = transcripts[video_id]
+        if text is not None and text.strip() != csv_text.strip():
+            problems.append(
+                Problem("transcript_conflict", "text/words differs from the transcripts CSV; the CSV is used",
+                        video_id=video_id, modality=TEXT_MODALITY)
+            )
+        text = csv_text
+    return VideoRecord(
+        video_id=video_id,
+        clinician=parts.clinician,
+        time_point=parts.time_point,
+        stimulus=parts.stimulus,
+        transcript=text or "",
+        has_transcript=text is not None,
+        modalities=modalities,
+        problems=problems,
+        bytes_read=bytes_read,
+    )
+
+
+def read_manifest_csv(root: Path) -> list[dict[str, str]]:
+    """The manifest CSV rows (informational; ids come from the files themselves)."""
+    path = root / "subset_manifest.csv"
+    if not path.is_file():
+        return []
+    with path.open(newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))

@@ -1,0 +1,67 @@
+"""The embedded default: a small synthetic release and its build, generated on first use.
+
+Nothing is shipped as data files: the sample is generated deterministically
+(seed 0, 120 short videos) into a cache folder the first time it is asked for,
+then reused. The folder is `$MIS_BENCH_CACHE` if set, else `~/.cache/mis-bench`,
+or any path you pass; inside it, `default-sample-v{GENERATOR_VERSION}/` holds
+`release/` (with `ratings.csv`) and `mis-bench/` (the built dataset). Creation is
+atomic, so concurrent first uses do not see half a sample.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from mis_bench_dataset.synth import GENERATOR_VERSION
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SAMPLE_VIDEOS = 120
+DEFAULT_SAMPLE_SEED = 0
+
+
+@dataclass(frozen=True)
+class DefaultSample:
+    root: Path
+    release_dir: Path
+    ratings_csv: Path
+    build_dir: Path
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir).expanduser()
+    env = os.environ.get("MIS_BENCH_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "mis-bench"
+
+
+def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
+    """The embedded default sample (SYNTHETIC), generating it on first use."""
+    from mis_bench_dataset.build import build_dataset
+    from mis_bench_dataset.synth import generate_synthetic_release
+
+    root = cache_root(cache_dir) / f"default-sample-v{GENERATOR_VERSION}"
+    sample = DefaultSample(root, root / "release", root / "release" / "ratings.csv", root / "mis-bench")
+    if (sample.build_dir / "README.md").is_file() and sample.ratings_csv.is_file():
+        return sample
+    root.parent.mkdir(parents=True, exist_ok=True)
+    staging = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        logger.info("generating the embedded default sample (SYNTHETIC, %d videos) in %s", DEFAULT_SAMPLE_VIDEOS, root)
+        release = generate_synthetic_release(staging / "release", n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED)
+        build_dataset(release.release_dir, staging / "mis-bench", labels=release.ratings_csv, progress=False)
+        if root.exists():  # an incomplete leftover of an interrupted first use
+            shutil.rmtree(root, ignore_errors=True)
+        try:
+            staging.rename(root)
+        except OSError:
+            if not (sample.build_dir / "README.md").is_file():  # not a concurrent winner: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return sample

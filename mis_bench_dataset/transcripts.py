@@ -1,0 +1,51 @@
+"""The transcripts CSV (`video,transcript`), the form the original repository ships for all 996 videos."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from mis_bench_dataset.problems import BuildError, Problem
+from mis_bench_dataset.video_ids import parse_video_id
+
+ID_COLUMNS = ("video", "video_id", "file_name", "sample_id")
+
+
+def read_transcripts_csv(path: str | Path) -> tuple[dict[str, str], list[Problem]]:
+    """Map canonical video id -> transcript. Malformed and duplicate rows are reported, not fatal."""
+    path = Path(path)
+    problems: list[Problem] = []
+    transcripts: dict[str, str] = {}
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        id_column = next((c for c in ID_COLUMNS if c in header), None)
+        if id_column is None or "transcript" not in header:
+            raise BuildError(
+                f"{path}: transcripts CSV needs columns 'video' (or 'video_id') and 'transcript'; found {header}"
+            )
+        for row_number, row in enumerate(reader, start=2):
+            raw = row.get(id_column) or ""
+            try:
+                video_id = parse_video_id(raw).video_id
+            except ValueError as exc:
+                problems.append(Problem("malformed_id", str(exc), path=str(path), row=row_number))
+                continue
+            if video_id in transcripts:
+                problems.append(
+                    Problem("duplicate_id", "video appears twice in the transcripts CSV; first row kept",
+                            video_id=video_id, modality="text", path=str(path), row=row_number)
+                )
+                continue
+            transcripts[video_id] = row.get("transcript") or ""
+    return transcripts, problems
+
+
+def write_transcripts_csv(path: str | Path, transcripts: dict[str, str]) -> Path:
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["video", "transcript"])
+        for video_id in sorted(transcripts):
+            writer.writerow([video_id, transcripts[video_id]])
+    return path
