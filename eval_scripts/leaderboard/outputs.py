@@ -1,0 +1,76 @@
+"""Write a leaderboard dict as JSON, CSV and the static HTML page."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval_scripts.leaderboard.page import render_page
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaderboardFiles:
+    json: Path
+    csv: Path
+    html: Path
+
+
+def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One flat row per ranked entry (raw fractions, like the JSON)."""
+    rows = []
+    for entry in board["entries"]:
+        scores, overall = entry["scores"], entry["scores"]["overall"]
+        ci = overall.get("icc_ci") or [None, None]
+        row = {
+            "rank": entry["rank"], "model": entry["model"], "backend": entry["backend"],
+            "modality": entry["modality"], "prompt_style": entry["prompt_style"],
+            "few_shot_k": entry["few_shot_k"], "input_source": entry["input_source"],
+            "overall_icc": overall.get("icc"), "overall_ci_low": ci[0], "overall_ci_high": ci[1],
+            "overall_mse": overall.get("mse"), "excluded_rate": overall.get("excluded_rate"),
+            "mean_icc": scores.get("mean_icc"),
+            "p_vs_leader": (entry.get("vs_leader") or {}).get("p_value"),
+        }
+        for dim in board["dimensions"]:
+            block = scores["dimensions"].get(dim["key"]) or {}
+            dim_ci = block.get("icc_ci") or [None, None]
+            row[f"{dim['key']}_icc"] = block.get("icc")
+            row[f"{dim['key']}_ci_low"], row[f"{dim['key']}_ci_high"] = dim_ci
+            row[f"{dim['key']}_mse"] = block.get("mse")
+            row[f"{dim['key']}_parse_rate"] = entry["parse_rates"].get(dim["key"])
+        row.update(synthetic=entry["synthetic"], dataset_fingerprint=entry["dataset_fingerprint"], file=entry["file"])
+        rows.append(row)
+    return rows
+
+
+def csv_text(board: Mapping[str, Any]) -> str:
+    rows = csv_rows(board)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]) if rows else ["rank", "model"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def json_text(board: Mapping[str, Any]) -> str:
+    return json.dumps(board, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_leaderboard(board: Mapping[str, Any], out_dir: str | Path, *, title: str = "MIS-Bench leaderboard") -> LeaderboardFiles:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "leaderboard.json"
+    json_path.write_text(json_text(board), encoding="utf-8")
+    csv_path = out_dir / "leaderboard.csv"
+    csv_path.write_text(csv_text(board), encoding="utf-8", newline="")
+    html_path = out_dir / "index.html"
+    html_path.write_text(render_page(board, title=title), encoding="utf-8")
+    logger.info("leaderboard: %d ranked, %d rejected -> %s", len(board["entries"]), len(board["rejected"]), out_dir)
+    return LeaderboardFiles(json_path, csv_path, html_path)

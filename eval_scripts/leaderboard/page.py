@@ -1,0 +1,204 @@
+"""The static leaderboard page: one self-contained HTML file, no external assets.
+
+The table is rendered on the server side (readable without JavaScript); a small
+script sorts it on header clicks and toggles each entry's detail row (CIs, MSE,
+parse rates, the paired comparison). Every cell keeps its raw value in
+`data-value`, and the whole leaderboard JSON is embedded, so the page shows exactly
+the numbers of leaderboard.json. Submitter-controlled text is always escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
+table{border-collapse:collapse;font-size:.88rem}
+th,td{border:1px solid #ccc;padding:.3rem .45rem;text-align:right;white-space:nowrap}
+th{background:#f0f0f5;cursor:pointer;user-select:none}
+th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::after{content:" \\25BC"}
+td.text,th.text{text-align:left}
+tr.entry:hover{background:#f7f7ff;cursor:pointer}
+tr.detail td{text-align:left;background:#fafafa;white-space:normal;font-size:.8rem}
+tbody.reference td{font-style:italic;background:#f3f3f3}
+.notice{background:#fff3cd;border:1px solid #e0c060;padding:.8rem;font-weight:600}
+.rejected li{margin:.3rem 0}
+"""
+
+_SCRIPT = r"""
+(function () {
+  const table = document.getElementById('leaderboard');
+  const body = table.querySelector('tbody.entries');
+  function pairs() {
+    return Array.from(body.querySelectorAll('tr.entry')).map(row => [row, document.getElementById('detail-' + row.dataset.id)]);
+  }
+  function value(row, key, type) {
+    const cell = row.querySelector('td[data-key="' + key + '"]');
+    const raw = cell ? cell.dataset.value : '';
+    if (type === 'num') { return raw === '' || raw === undefined ? null : parseFloat(raw); }
+    return raw || '';
+  }
+  function sortBy(th) {
+    const key = th.dataset.key, type = th.dataset.type;
+    const ascending = th.getAttribute('aria-sort') === 'descending'
+      || (th.getAttribute('aria-sort') === null && th.dataset.default === 'ascending');
+    table.querySelectorAll('thead th').forEach(other => other.removeAttribute('aria-sort'));
+    th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
+    const sorted = pairs().sort((a, b) => {
+      const x = value(a[0], key, type), y = value(b[0], key, type);
+      if (x === null && y === null) return 0;
+      if (x === null) return 1;
+      if (y === null) return -1;
+      const order = type === 'num' ? x - y : String(x).localeCompare(String(y));
+      return ascending ? order : -order;
+    });
+    sorted.forEach(([row, detail]) => { body.appendChild(row); if (detail) body.appendChild(detail); });
+  }
+  table.querySelectorAll('thead th').forEach(th => th.addEventListener('click', () => sortBy(th)));
+  body.addEventListener('click', event => {
+    const row = event.target.closest('tr.entry');
+    if (!row) return;
+    const detail = document.getElementById('detail-' + row.dataset.id);
+    detail.hidden = !detail.hidden;
+  });
+})();
+"""
+
+
+def _esc(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _cell(key: str, value: Any, text: str, *, title: str = "", css: str = "") -> str:
+    raw = "" if value is None or (isinstance(value, float) and not is_number(value)) else value
+    attributes = f' data-key="{_esc(key)}" data-value="{_esc(raw)}"'
+    if title:
+        attributes += f' title="{_esc(title)}"'
+    if css:
+        attributes += f' class="{css}"'
+    return f"<td{attributes}>{_esc(text)}</td>"
+
+
+def _icc_cell(key: str, block: Mapping[str, Any] | None) -> str:
+    block = block or {}
+    ci = block.get("icc_ci")
+    return _cell(key, block.get("icc"), pct(block.get("icc")), title=f"ICC {pct(block.get('icc'))}%, 95% CI {ci_pct(ci)}")
+
+
+def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(key, header, type) of the sortable columns, in order."""
+    cols = [("rank", "#", "num"), ("model", "Model", "text"), ("modality", "Setting", "text"),
+            ("prompt_style", "Prompt", "text"), ("overall", "Overall ICC %", "num"), ("mean_icc", "Mean ICC %", "num")]
+    cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
+    cols += [("excluded_rate", "Excluded %", "num"), ("p_vs_leader", "p vs leader", "num")]
+    return cols
+
+
+def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:
+    scores = entry["scores"]
+    overall = scores.get("overall") or {}
+    comparison = entry.get("vs_leader") or {}
+    p_value = comparison.get("p_value")
+    cells = [
+        _cell("rank", entry["rank"], str(entry["rank"])),
+        _cell("model", entry["model"], entry["model"], css="text", title=f"{entry['backend']} · {entry['file']}"),
+        _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
+        _cell("prompt_style", entry["prompt_style"],
+              entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""), css="text"),
+        _icc_cell("overall", overall),
+        _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
+    ]
+    cells += [_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]]
+    cells.append(_cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))))
+    cells.append(_cell("p_vs_leader", p_value, "leader" if entry["rank"] == 1 else num(p_value, 4),
+                       title="paired bootstrap, two-sided, overall ICC vs the leader"))
+    row_id = f"e{entry['rank']}"
+    details = [
+        f"<b>{_esc(entry['model'])}</b> ({_esc(entry['backend'])}; {_esc(entry['modality'])}; "
+        f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; dataset {_esc(entry['dataset_fingerprint'])})",
+        f"Overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}, "
+        f"n={_esc(overall.get('n', MISSING))}, excluded {pct(overall.get('excluded_rate'))}%",
+    ]
+    for d in board["dimensions"]:
+        block = (scores.get("dimensions") or {}).get(d["key"]) or {}
+        rate = entry["parse_rates"].get(d["key"])
+        details.append(
+            f"{_esc(d['abbreviation'])}: ICC {pct(block.get('icc'))}% {ci_pct(block.get('icc_ci'))}, "
+            f"MSE {num(block.get('mse'))}, n={_esc(block.get('n', MISSING))}, parsed {pct(rate)}%"
+        )
+    if entry["rank"] > 1:
+        details.append(
+            f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
+            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} (n={_esc(comparison.get('n', MISSING))} videos "
+            f"parsed by both)"
+        )
+    detail_html = "<br>".join(details)
+    return (
+        f'<tr class="entry" data-id="{row_id}">{"".join(cells)}</tr>'
+        f'<tr class="detail" id="detail-{row_id}" hidden><td colspan="{n_columns}">{detail_html}</td></tr>'
+    )
+
+
+def _ceiling_row(board: Mapping[str, Any], cols: list[tuple[str, str, str]]) -> str:
+    ceiling = board["human_ceiling"]
+    cells = []
+    for key, _, _ in cols:
+        if key == "model":
+            cells.append('<td class="text">Human single rater (paper Table 2)</td>')
+        elif key == "mean_icc":
+            mean = sum(c["icc"] for c in ceiling.values()) / len(ceiling)
+            cells.append(_cell("mean_icc", mean, pct(mean)))
+        elif key in ceiling:
+            cells.append(_icc_cell(key, ceiling[key]))
+        else:
+            cells.append("<td></td>")
+    return f'<tbody class="reference"><tr class="ceiling">{"".join(cells)}</tr></tbody>'
+
+
+def embedded_json(board: Mapping[str, Any]) -> str:
+    # "<" escaped so no submitted string can close the script element.
+    return json.dumps(board, ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+
+
+def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
+    cols = columns(board)
+    head = "".join(
+        f'<th data-key="{key}" data-type="{kind}"'
+        + (' data-default="ascending"' if kind == "text" or key == "rank" else "")
+        + (' class="text"' if kind == "text" else "")
+        + f">{_esc(header)}</th>"
+        for key, header, kind in cols
+    )
+    rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
+    notice = ""
+    if any(entry["synthetic"] for entry in board["entries"]):
+        notice = ("<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: entries marked synthetic were scored on the "
+                  "toolkit's generated sample, not on MIS-Bench; their numbers say nothing about model skill.</p>")
+    rejected = ""
+    if board["rejected"]:
+        items = "".join(
+            f"<li><code>{_esc(r['file'])}</code><ul>{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
+            for r in board["rejected"]
+        )
+        rejected = f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
+<body><h1>{_esc(title)}</h1>{notice}
+<p>ICC(3,1) in percent against expert ratings on split <b>{_esc(board['split'])}</b> ({board['n_videos']} videos),
+95% bootstrap CIs ({board['n_bootstrap']} resamples) on hover and in each entry's detail row (click a row).
+Overall: the eight scores averaged per video; videos with an unparseable dimension are excluded.
+Ranked by overall ICC; p vs leader: paired bootstrap test of the overall ICC difference on the same videos.
+Generated {_esc(board['generated_at'])}.</p>
+<table id="leaderboard"><thead><tr>{head}</tr></thead>
+<tbody class="entries">{rows}</tbody>{_ceiling_row(board, cols)}</table>
+{rejected}
+<script type="application/json" id="leaderboard-data">{embedded_json(board)}</script>
+<script>{_SCRIPT}</script>
+</body></html>
+"""

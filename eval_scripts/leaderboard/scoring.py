@@ -1,0 +1,173 @@
+"""Score every submission in a folder against hidden labels; never stop on a bad one.
+
+Each file is loaded strictly, validated (schema, known videos, full coverage of
+the split), and scored by the metric from its predictions; the `scores` a
+submitter sent are ignored. A file that fails any step is listed as rejected
+with its reasons; an unexpected crash is caught and reported the same way, so
+one submission can never hide another.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from eval_scripts.submission import (
+    DEFAULT_MAX_BYTES,
+    SubmissionError,
+    load_submission,
+    predictions_mapping,
+    validate_results,
+)
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
+
+logger = logging.getLogger(__name__)
+
+LEADERBOARD_FORMAT_VERSION = "1.0"
+References = Mapping[tuple[str, str], "float | None"]
+
+
+@dataclass
+class _Accepted:
+    file: str
+    results: dict[str, Any]
+    predictions: dict[tuple[str, str], float | None]
+
+
+def _load_all(paths: list[Path], video_ids: set[str], split: str, max_bytes: int):
+    accepted: list[_Accepted] = []
+    rejected: list[dict[str, Any]] = []
+    for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5):
+        try:
+            results = validate_results(
+                load_submission(path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=path.name
+            )
+            accepted.append(_Accepted(path.name, results, predictions_mapping(results)))
+        except SubmissionError as err:
+            rejected.append({"file": path.name, "reasons": err.reasons})
+        except Exception as err:  # noqa: BLE001 - a crash must not hide the other submissions
+            logger.exception("unexpected error while validating %s", path)
+            rejected.append({"file": path.name, "reasons": [f"internal error while validating: {type(err).__name__}: {err}"]})
+    return accepted, rejected
+
+
+def _fully_parsed_videos(predictions: Mapping[tuple[str, str], float | None]) -> set[str]:
+    videos = {video for video, _ in predictions}
+    return {v for v in videos if all(predictions.get((v, d)) is not None for d in DIMENSION_KEYS)}
+
+
+def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
+    system, setting, dataset = sub.results["system"], sub.results["setting"], sub.results["dataset"]
+    return {
+        "id": Path(sub.file).stem,
+        "file": sub.file,
+        "model": system["model"],
+        "backend": system["backend"],
+        "modality": setting["modality"],
+        "prompt_style": setting["prompt_style"],
+        "few_shot_k": setting["few_shot_k"],
+        "input_source": setting["input_source"],
+        "dataset_fingerprint": dataset["fingerprint"],
+        "synthetic": bool(dataset.get("synthetic", False)),
+        "created_at": sub.results["created_at"],
+        "parse_rates": sub.results["parse_rates"],
+        "scores": scores,
+    }
+
+
+def _rank_key(entry: dict[str, Any]) -> tuple:
+    overall = entry["scores"]["overall"].get("icc")
+    mean = entry["scores"].get("mean_icc")
+    return (overall is None, -(overall or 0.0), mean is None, -(mean or 0.0), entry["file"])
+
+
+def _vs_leader(comparison: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of mis_icc_metric.paired_comparison(leader, entry) the page shows.
+
+    `delta` is leader minus entry (positive: the leader is ahead); p-values are two-sided.
+    """
+    overall = comparison["overall"]
+    return {
+        "p_value": overall["p_value"],
+        "delta": overall["delta"],
+        "delta_ci": overall["delta_ci"],
+        "n": overall["n"],
+        "mean_icc_p_value": comparison["mean_icc"]["p_value"],
+        "dimension_p_values": {key: block["p_value"] for key, block in comparison["dimensions"].items()},
+    }
+
+
+def build_leaderboard(
+    submissions_dir: str | Path,
+    references: References,
+    *,
+    split: str = "test",
+    n_bootstrap: int = 10_000,
+    seed: int = 0,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> dict[str, Any]:
+    """The leaderboard as a JSON-ready dict: ranked entries, rejected files, the human ceiling.
+
+    Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
+    carries a paired bootstrap comparison against the leader on the same videos.
+    """
+    from mis_icc_metric import paired_comparison, score_predictions
+    from mis_icc_metric.scoring import json_safe
+
+    submissions_dir = Path(submissions_dir)
+    if not submissions_dir.is_dir():
+        raise FileNotFoundError(f"submissions folder {submissions_dir} does not exist")
+    paths = sorted(p for p in submissions_dir.iterdir() if p.is_file() and p.suffix.lower() == ".json")
+    video_ids = {video for video, _ in references}
+    accepted, rejected = _load_all(paths, video_ids, split, max_bytes)
+    # One common item set for every system: the "overall on common videos" figure.
+    common = sorted(set.intersection(*(_fully_parsed_videos(s.predictions) for s in accepted))) if accepted else []
+
+    entries = []
+    for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5):
+        try:
+            scores = json_safe(score_predictions(
+                sub.predictions, references, n_bootstrap=n_bootstrap, seed=seed, common_videos=common or None
+            ))
+            entries.append((_entry(sub, scores), sub))
+        except Exception as err:  # noqa: BLE001
+            logger.exception("scoring failed for %s", sub.file)
+            rejected.append({"file": sub.file, "reasons": [f"could not be scored: {type(err).__name__}: {err}"]})
+
+    entries.sort(key=lambda pair: _rank_key(pair[0]))
+    for rank, (entry, sub) in enumerate(entries, start=1):
+        entry["rank"] = rank
+        if rank == 1:
+            entry["vs_leader"] = None
+            continue
+        try:
+            comparison = paired_comparison(
+                entries[0][1].predictions, sub.predictions, references, n_bootstrap=n_bootstrap, seed=seed
+            )
+            entry["vs_leader"] = _vs_leader(json_safe(comparison))
+        except Exception as err:  # noqa: BLE001 - a failed comparison only blanks the p-value
+            logger.warning("paired comparison %s vs leader failed: %s", sub.file, err)
+            entry["vs_leader"] = {"p_value": None, "delta": None, "delta_ci": None,
+                                  "error": f"{type(err).__name__}: {err}"}
+
+    return {
+        "format_version": LEADERBOARD_FORMAT_VERSION,
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "split": split,
+        "n_videos": len(video_ids),
+        "n_common_videos": len(common),
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
+        "human_ceiling": {
+            key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()
+        },
+        "entries": [entry for entry, _ in entries],
+        "rejected": sorted(rejected, key=lambda r: r["file"]),
+    }

@@ -1,0 +1,195 @@
+"""Leaderboard: bad submissions rejected with reasons (never stopping the rest), scores
+recomputed from predictions with the metric, CSV / JSON / page agree, Space serves the same page."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
+from eval_scripts.leaderboard import scoring as scoring_module
+from eval_scripts.leaderboard.space_app import make_server, site_files
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
+from mis_icc_metric import paired_comparison, score_predictions
+from mis_icc_metric.scoring import json_safe
+from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+N_BOOT = 200
+
+
+def _write(path, obj):
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def references():
+    return make_references()
+
+
+@pytest.fixture(scope="module")
+def systems(references):
+    return {
+        "strong": noisy_predictions(references, 0.25, seed=11),
+        "weak": noisy_predictions(references, 0.9, seed=12),
+        "gappy": noisy_predictions(references, 0.4, seed=13, none_rate=0.1),
+    }
+
+
+@pytest.fixture(scope="module")
+def board_dir(tmp_path_factory, references, systems):
+    folder = tmp_path_factory.mktemp("submissions")
+    _write(folder / "a_strong.json", make_results(systems["strong"], model="org/strong <b>bold</b>"))
+    weak = make_results(systems["weak"], model="org/weak", modality="audio+text", prompt_style="cot")
+    # A submitter's own (inflated) scores are ignored: the board recomputes from predictions.
+    weak["scores"] = {"dimensions": {}, "overall": {"icc": 0.99}, "mean_icc": 0.99}
+    _write(folder / "b_weak.json", weak)
+    _write(folder / "c_gappy.json", make_results(systems["gappy"], model="org/gappy", modality="video+text"))
+    (folder / "d_malformed.json").write_text('{"schema_version": "1.0", "system": ', encoding="utf-8")
+    wrong_version = make_results(systems["strong"], model="org/old")
+    wrong_version["schema_version"] = "2.0"
+    _write(folder / "e_version.json", wrong_version)
+    missing = make_results({k: v for k, v in systems["strong"].items() if k[0] != VIDEO_IDS[0]}, model="org/missing")
+    _write(folder / "f_missing.json", missing)
+    (folder / "g_nan.json").write_text(
+        json.dumps(make_results(systems["weak"], model="org/nan")).replace('"prediction": 3.', '"prediction": NaN, "n": 3.', 1)
+    )
+    stringy = make_results(systems["weak"], model="org/stringy")
+    stringy["predictions"][0]["prediction"] = "4.0"
+    _write(folder / "h_string.json", stringy)
+    extra = make_results(systems["weak"], model="org/extra")
+    extra["predictions"].append({"video_id": "XX0001_T1_Luke", "dimension": "abc", "prediction": 2.0})
+    _write(folder / "i_extra.json", extra)
+    (folder / "notes.txt").write_text("not a submission")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def board(board_dir, references):
+    return build_leaderboard(board_dir, references, n_bootstrap=N_BOOT, seed=3)
+
+
+def test_every_bad_submission_is_rejected_with_its_reason(board):
+    reasons = {r["file"]: "\n".join(r["reasons"]) for r in board["rejected"]}
+    assert set(reasons) == {"d_malformed.json", "e_version.json", "f_missing.json", "g_nan.json", "h_string.json",
+                            "i_extra.json"}
+    assert "malformed JSON at line 1" in reasons["d_malformed.json"]
+    assert "unsupported schema version '2.0'" in reasons["e_version.json"]
+    assert "coverage: 8 of 240 (video, dimension) pairs" in reasons["f_missing.json"]
+    assert "NaN is not valid JSON" in reasons["g_nan.json"]
+    assert "'4.0' is not a number in [1.0, 5.0] or null" in reasons["h_string.json"]
+    assert "video 'XX0001_T1_Luke' is not in the evaluated split" in reasons["i_extra.json"]
+
+
+def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems):
+    assert [e["model"] for e in board["entries"]] == ["org/strong <b>bold</b>", "org/gappy", "org/weak"]
+    assert [e["rank"] for e in board["entries"]] == [1, 2, 3]
+    fully_parsed = [v for v in VIDEO_IDS if all(systems["gappy"][(v, d)] is not None for d in DIMENSION_KEYS)]
+    assert board["n_common_videos"] == len(fully_parsed)
+    for entry, name in zip(board["entries"], ["strong", "gappy", "weak"]):
+        expected = json_safe(score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3,
+                                               common_videos=fully_parsed))
+        assert entry["scores"] == expected
+    weak = board["entries"][2]
+    assert weak["scores"]["overall"]["icc"] < 0.9  # not the submitted 0.99
+
+
+def test_paired_comparison_against_the_leader(board, references, systems):
+    assert board["entries"][0]["vs_leader"] is None
+    direct = paired_comparison(systems["strong"], systems["weak"], references, n_bootstrap=N_BOOT, seed=3)
+    weak = board["entries"][2]["vs_leader"]
+    assert weak["p_value"] == direct["overall"]["p_value"] and weak["delta"] == direct["overall"]["delta"]
+    assert weak["delta"] > 0 and weak["p_value"] < 0.05
+    assert weak["dimension_p_values"] == {k: v["p_value"] for k, v in direct["dimensions"].items()}
+
+
+def test_human_ceiling_is_table_2(board):
+    assert board["human_ceiling"]["empathy"] == {"icc": HUMAN_CEILING["empathy"].icc, "icc_ci": [0.38, 0.48]}
+
+
+def test_a_crash_while_scoring_rejects_only_that_submission(board_dir, references, monkeypatch):
+    import mis_icc_metric
+
+    real = mis_icc_metric.score_predictions
+
+    def flaky(predictions, *args, **kwargs):
+        if any(v is None for v in predictions.values()):
+            raise RuntimeError("boom")
+        return real(predictions, *args, **kwargs)
+
+    monkeypatch.setattr(mis_icc_metric, "score_predictions", flaky, raising=False)
+    result = build_leaderboard(board_dir, references, n_bootstrap=20)
+    assert [e["model"] for e in result["entries"]] == ["org/strong <b>bold</b>", "org/weak"]
+    crashed = next(r for r in result["rejected"] if r["file"] == "c_gappy.json")
+    assert crashed["reasons"] == ["could not be scored: RuntimeError: boom"]
+
+
+def test_empty_and_missing_folders(tmp_path, references):
+    empty = build_leaderboard(tmp_path, references, n_bootstrap=10)
+    assert empty["entries"] == [] and empty["rejected"] == []
+    assert "<tbody class=\"entries\"></tbody>" in render_page(empty)
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        build_leaderboard(tmp_path / "nope", references)
+
+
+def test_csv_and_json_and_page_agree(tmp_path, board):
+    files = write_leaderboard(board, tmp_path)
+    assert json.loads(files.json.read_text()) == board
+    with files.csv.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(r["rank"]) for r in rows] == [1, 2, 3]
+    for row, entry in zip(rows, board["entries"]):
+        assert float(row["overall_icc"]) == entry["scores"]["overall"]["icc"]
+        assert float(row["empathy_icc"]) == entry["scores"]["dimensions"]["empathy"]["icc"]
+        assert row["model"] == entry["model"]
+    page = files.html.read_text()
+    assert "<b>bold</b>" not in page and "org/strong &lt;b&gt;bold&lt;/b&gt;" in page
+    assert "Human single rater (paper Table 2)" in page and "e_version.json" in page
+
+
+def test_script_breakout_in_a_model_name_is_neutralised(board):
+    hostile = json.loads(json.dumps(board))
+    hostile["entries"][0]["model"] = "</script><script>alert(1)</script>"
+    page = render_page(hostile)
+    assert "<script>alert(1)" not in page
+    embedded = page.split('id="leaderboard-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(embedded)["entries"][0]["model"] == hostile["entries"][0]["model"]
+
+
+def test_space_app_serves_the_same_page(board):
+    files = site_files(board)
+    server = make_server(files, host="127.0.0.1", port=0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        with urllib.request.urlopen(base + "/") as response:
+            assert response.read().decode("utf-8") == render_page(board)
+        with urllib.request.urlopen(base + "/leaderboard.json") as response:
+            assert json.loads(response.read()) == board
+        with pytest.raises(urllib.error.HTTPError) as info:
+            urllib.request.urlopen(base + "/secret-labels.csv")
+        assert info.value.code == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_nan_scores_become_null_in_json(tmp_path, references):
+    # A constant predictor has an undefined/zero ICC; the board must still write strict JSON.
+    constant = {key: 3.0 for key in references}
+    folder = tmp_path / "subs"
+    folder.mkdir()
+    _write(folder / "const.json", make_results(constant, model="const"))
+    result = build_leaderboard(folder, references, n_bootstrap=20)
+    files = write_leaderboard(result, tmp_path / "out")
+    text = files.json.read_text()
+    assert "NaN" not in text
+    icc = json.loads(text)["entries"][0]["scores"]["dimensions"]["empathy"]["icc"]
+    assert icc is None or math.isfinite(icc)

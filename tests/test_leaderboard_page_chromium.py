@@ -1,0 +1,96 @@
+"""The leaderboard page in a real headless Chromium: it loads, sorts on click, the
+numbers shown are the JSON's, and a row click opens its detail row.
+
+A probe script is appended to a copy of the page; it clicks like a user and writes
+what it saw into the DOM, which `chromium --dump-dom` returns. Skips when no
+Chromium is installed (Debian: `apt-get install chromium`).
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from eval_scripts.leaderboard import build_leaderboard, render_page
+from eval_scripts.report.formatting import pct
+from tests._leaderboard_helpers import make_references, make_results, noisy_predictions
+
+BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
+
+PROBE = r"""
+<script>
+(function () {
+  const models = () => Array.from(document.querySelectorAll('#leaderboard tbody.entries tr.entry'))
+    .map(row => row.querySelector('td[data-key="model"]').textContent);
+  const header = key => document.querySelector('#leaderboard thead th[data-key="' + key + '"]');
+  const seen = {initial: models()};
+  header('model').click(); seen.model_first = models();
+  header('model').click(); seen.model_second = models();
+  header('empathy').click(); seen.empathy_first = models(); seen.empathy_sort = header('empathy').getAttribute('aria-sort');
+  header('empathy').click(); seen.empathy_second = models();
+  header('rank').click(); seen.rank_first = models();
+  const detail = document.getElementById('detail-e2');
+  seen.detail_hidden_before = detail.hidden;
+  document.querySelector('tr.entry[data-id="e2"] td[data-key="model"]').click();
+  seen.detail_hidden_after = detail.hidden;
+  seen.detail_follows_row = detail.previousElementSibling.dataset.id;
+  seen.cells = Array.from(document.querySelectorAll('#leaderboard tbody.entries tr.entry')).map(row =>
+    Object.fromEntries(Array.from(row.querySelectorAll('td')).map(td => [td.dataset.key, [td.textContent, td.dataset.value, td.title]])));
+  const out = document.createElement('pre');
+  out.id = 'probe';
+  out.textContent = JSON.stringify(seen);
+  document.body.appendChild(out);
+})();
+</script>
+"""
+
+
+def _run_in_chromium(page: str, tmp_path) -> dict:
+    path = tmp_path / "page.html"
+    path.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+               f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", path.as_uri()]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    match = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout, re.S)
+    assert match, f"probe did not run; chromium rc={result.returncode} stderr={result.stderr[-2000:]}"
+    return json.loads(html_lib.unescape(match.group(1)))
+
+
+@pytest.fixture(scope="module")
+def board(tmp_path_factory):
+    references = make_references()
+    folder = tmp_path_factory.mktemp("subs")
+    for seed, (model, noise) in enumerate([("zeta/good", 0.2), ("alpha/mid", 0.6), ("mu/poor", 1.2)]):
+        results = make_results(noisy_predictions(references, noise, seed=seed + 40, none_rate=0.03), model=model)
+        (folder / f"{model.replace('/', '_')}.json").write_text(json.dumps(results))
+    return build_leaderboard(folder, references, n_bootstrap=100, seed=0)
+
+
+def test_page_loads_sorts_and_shows_the_json_numbers(board, tmp_path):
+    seen = _run_in_chromium(render_page(board), tmp_path)
+    ranked = [e["model"] for e in board["entries"]]
+    assert seen["initial"] == ranked == ["zeta/good", "alpha/mid", "mu/poor"]
+    assert seen["model_first"] == sorted(ranked)
+    assert seen["model_second"] == sorted(ranked, reverse=True)
+    by_empathy = sorted(board["entries"], key=lambda e: e["scores"]["dimensions"]["empathy"]["icc"], reverse=True)
+    assert seen["empathy_first"] == [e["model"] for e in by_empathy]
+    assert seen["empathy_sort"] == "descending"
+    assert seen["empathy_second"] == [e["model"] for e in reversed(by_empathy)]
+    assert seen["rank_first"] == ranked
+    assert seen["detail_hidden_before"] is True and seen["detail_hidden_after"] is False
+    assert seen["detail_follows_row"] == "e2"
+
+    for cells, entry in zip(seen["cells"], board["entries"]):  # after the rank click: ranked order
+        for key, block in entry["scores"]["dimensions"].items():
+            text, raw, title = cells[key]
+            assert float(raw) == block["icc"]  # exact: the page carries the JSON value
+            assert text == pct(block["icc"])
+            assert title == f"ICC {pct(block['icc'])}%, 95% CI [{pct(block['icc_ci'][0])}, {pct(block['icc_ci'][1])}]"
+        assert float(cells["overall"][1]) == entry["scores"]["overall"]["icc"]
+        assert cells["model"][0] == entry["model"]
