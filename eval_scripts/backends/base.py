@@ -1,0 +1,91 @@
+"""The backend interface and registry."""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+
+from eval_scripts.prompts import Prompt
+
+INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
+# name -> "module:Class", imported on first use
+_REGISTRY: dict[str, str] = {
+    "transformers": "eval_scripts.backends.transformers_backend:TransformersBackend",
+    "openai": "eval_scripts.backends.openai_backend:OpenAIBackend",
+    "vllm": "eval_scripts.backends.vllm_backend:VLLMBackend",
+}
+BACKEND_NAMES: tuple[str, ...] = tuple(_REGISTRY)
+
+
+class BackendUnavailable(RuntimeError):
+    """The engine behind a backend is not installed or cannot start here."""
+
+
+class UnsupportedSetting(ValueError):
+    """A setting needs an input the backend does not take."""
+
+
+@dataclass(frozen=True)
+class DecodingConfig:
+    """Decoding parameters; part of every cache key. Greedy (temperature 0) by default."""
+
+    max_new_tokens: int = 32
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def for_style(cls, style: str, **overrides) -> DecodingConfig:
+        """A CoT answer needs room for its analysis; a direct one a few tokens."""
+        base = {"max_new_tokens": 1024 if style == "cot" else 32}
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**base)
+
+
+@dataclass
+class Completion:
+    """One outcome: `text` when ok, `error` when every attempt failed."""
+
+    index: int
+    text: str | None
+    ok: bool
+    error: str | None = None
+    attempts: int = 1
+    latency_s: float = 0.0
+
+
+class Backend(ABC):
+    name: str = "backend"
+    modalities: frozenset[str] = frozenset({"text"})
+
+    def __init__(self, model: str):
+        self.model = model
+
+    def check_inputs(self, needed: set[str] | frozenset[str], what: str) -> None:
+        missing = set(needed) - set(self.modalities)
+        if missing:
+            raise UnsupportedSetting(
+                f"{what} needs {', '.join(sorted(missing))} input, but the {self.name} backend with model "
+                f"{self.model!r} takes only {', '.join(sorted(self.modalities))}; "
+                "refusing rather than running it as text-only"
+            )
+
+    @abstractmethod
+    def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        """Yield one Completion per prompt (any order; `index` says which)."""
+
+    def close(self) -> None:
+        """Release engine resources."""
+
+
+def get_backend(name: str, model: str, **options) -> Backend:
+    if name not in _REGISTRY:
+        raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
+    module_name, class_name = _REGISTRY[name].split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    return cls(model, **options)

@@ -1,0 +1,141 @@
+"""Local Hugging Face models: chat LMs (tokenizer + causal LM) and processor-based MLLMs.
+
+Generation is batched (prompts sorted by length to limit padding, left padding) and
+greedy unless the decoding config asks for a temperature. A model folder with a
+processor that has an image processor, video processor or audio feature extractor
+is loaded with `AutoProcessor` + `AutoModelForImageTextToText` and declares those
+inputs; a plain chat LM declares text only. Models with their own loading code
+(e.g. Qwen2.5-Omni) can be passed in already built (`model_obj`, `processor_obj`).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
+from eval_scripts.prompts import Prompt
+
+logger = logging.getLogger(__name__)
+
+_PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json", "video_preprocessor_config.json")
+
+
+class TransformersBackend(Backend):
+    name = "transformers"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        batch_size: int = 8,
+        dtype: str = "auto",
+        device: str = "auto",
+        model_obj=None,
+        processor_obj=None,
+        trust_remote_code: bool = False,
+        **_ignored,
+    ):
+        super().__init__(model)
+        import torch
+        import transformers
+
+        self.batch_size = max(1, int(batch_size))
+        torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype, None)
+        if torch_dtype is None:
+            raise ValueError(f"unknown --dtype {dtype!r}; use auto, float32, bfloat16 or float16")
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = device
+        local = Path(model)
+        use_processor = processor_obj is not None or (
+            local.is_dir() and any((local / name).is_file() for name in _PROCESSOR_FILES)
+        )
+        try:
+            if use_processor:
+                self.processor = processor_obj or transformers.AutoProcessor.from_pretrained(
+                    model, trust_remote_code=trust_remote_code
+                )
+                self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
+                self.hf_model = model_obj or transformers.AutoModelForImageTextToText.from_pretrained(
+                    model, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                )
+            else:
+                self.processor = None
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
+                self.hf_model = model_obj or transformers.AutoModelForCausalLM.from_pretrained(
+                    model, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                )
+        except OSError as err:
+            raise BackendUnavailable(f"cannot load model {model!r} with transformers: {err}") from err
+        self.hf_model.to(device).eval()
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        kinds = {"text"}
+        if self.processor is not None:
+            if getattr(self.processor, "image_processor", None) is not None:
+                kinds.add("image")
+            if getattr(self.processor, "video_processor", None) is not None:
+                kinds.add("video")
+            if getattr(self.processor, "feature_extractor", None) is not None:
+                kinds.add("audio")
+        self.modalities = frozenset(kinds)
+        self.calls = 0  # prompts sent to generate()
+
+    def _messages(self, prompt: Prompt) -> list[dict]:
+        if self.processor is None:
+            return [{"role": "user", "content": prompt.text}]
+        parts: list[dict] = []
+        if prompt.video_path:
+            parts.append({"type": "video", "path": prompt.video_path})
+        if prompt.audio_path:
+            parts.append({"type": "audio", "path": prompt.audio_path})
+        if prompt.images:
+            from PIL import Image
+
+            parts += [{"type": "image", "image": Image.open(io.BytesIO(img)).convert("RGB")} for img in prompt.images]
+        parts.append({"type": "text", "text": prompt.text})
+        return [{"role": "user", "content": parts}]
+
+    def _encode(self, batch: Sequence[Prompt]):
+        conversations = [self._messages(p) for p in batch]
+        if self.processor is None:
+            texts = [
+                self.tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
+                for c in conversations
+            ]
+            return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        return self.processor.apply_chat_template(
+            conversations, add_generation_prompt=True, tokenize=True, return_dict=True,
+            return_tensors="pt", padding=True,
+        )
+
+    def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        import torch
+
+        order = sorted(range(len(prompts)), key=lambda i: len(prompts[i].text))
+        sampling = decoding.temperature > 0
+        generation_kwargs = {
+            "max_new_tokens": decoding.max_new_tokens,
+            "do_sample": sampling,
+            "pad_token_id": self.tokenizer.pad_token_id,
+        }
+        if sampling:
+            torch.manual_seed(decoding.seed)
+            generation_kwargs.update(temperature=decoding.temperature, top_p=decoding.top_p)
+        for start in range(0, len(order), self.batch_size):
+            indices = order[start : start + self.batch_size]
+            inputs = self._encode([prompts[i] for i in indices]).to(self.device)
+            with torch.inference_mode():
+                output = self.hf_model.generate(**inputs, **generation_kwargs)
+            self.calls += len(indices)
+            new_tokens = output[:, inputs["input_ids"].shape[1] :]
+            texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
+            for index, text in zip(indices, texts):
+                yield Completion(index, text.strip(), True)
+
+    def close(self) -> None:
+        self.hf_model = None

@@ -1,0 +1,62 @@
+"""vLLM's offline engine (GPU only), imported lazily.
+
+Prompts go through `LLM.chat` with OpenAI-style content parts, so images, audio
+and video reach multimodal models the way vLLM's server would pass them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from eval_scripts.backends.base import INPUT_KINDS, Backend, BackendUnavailable, Completion, DecodingConfig
+from eval_scripts.prompts import Prompt
+
+
+class VLLMBackend(Backend):
+    name = "vllm"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        dtype: str = "auto",
+        modalities: Sequence[str] = ("text", "image"),
+        batch_size: int = 256,
+        trust_remote_code: bool = False,
+        **engine_options,
+    ):
+        super().__init__(model)
+        try:
+            import vllm
+        except ImportError as err:
+            raise BackendUnavailable(
+                "the vllm backend needs the `vllm` package (GPU only): pip install vllm; "
+                "or use --backend transformers, or --backend openai against a `vllm serve` endpoint"
+            ) from err
+        unknown = set(modalities) - set(INPUT_KINDS)
+        if unknown:
+            raise ValueError(f"unknown input kinds {sorted(unknown)}; expected a subset of {INPUT_KINDS}")
+        self.modalities = frozenset(modalities) | {"text"}
+        self._vllm = vllm
+        options = {k: v for k, v in engine_options.items() if k in ("tensor_parallel_size", "max_model_len")}
+        self.llm = vllm.LLM(model=model, dtype=dtype, trust_remote_code=trust_remote_code, **options)
+        self.batch_size = batch_size
+        self.calls = 0
+
+    def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        from eval_scripts.backends.openai_backend import OpenAIBackend
+
+        params = self._vllm.SamplingParams(
+            temperature=decoding.temperature,
+            top_p=decoding.top_p,
+            max_tokens=decoding.max_new_tokens,
+            seed=decoding.seed,
+        )
+        to_content = OpenAIBackend._content  # same content parts as the HTTP API
+        for start in range(0, len(prompts), self.batch_size):
+            batch = prompts[start : start + self.batch_size]
+            conversations = [[{"role": "user", "content": to_content(self, p)}] for p in batch]
+            outputs = self.llm.chat(conversations, params, use_tqdm=False)
+            self.calls += len(batch)
+            for offset, output in enumerate(outputs):
+                yield Completion(start + offset, output.outputs[0].text.strip(), True)

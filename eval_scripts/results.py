@@ -1,0 +1,86 @@
+"""The results JSON of one run (= a leaderboard submission, schema 1.0).
+
+`write_results` assembles exactly the contract's fields and validates them with the
+leaderboard's validator (`eval_scripts.submission`) before writing, so a run never
+leaves behind a file `mis-bench submit` would reject. `validate_results` is
+re-exported from there.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = "1.0"
+_VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
+
+
+def package_versions(extra: Iterable[str] = ()) -> dict[str, str]:
+    """Installed versions of the packages a result depends on (missing ones omitted)."""
+    versions = {}
+    for name in (*_VERSIONED_PACKAGES, *extra):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def _finite_or_none(value: Any) -> Any:
+    """JSON has no NaN: undefined statistics become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(v) for v in value]
+    return value
+
+
+def build_results(
+    *,
+    system: Mapping[str, Any],
+    setting: Mapping[str, Any],
+    dataset: Mapping[str, Any],
+    predictions: Iterable[Mapping[str, Any]],
+    scores: Mapping[str, Any] | None,
+    parse_rates: Mapping[str, float],
+    created_at: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "system": dict(system),
+        "setting": dict(setting),
+        "dataset": dict(dataset),
+        "predictions": [dict(p) for p in predictions],
+        "scores": None if scores is None else _finite_or_none(scores),
+        "parse_rates": dict(parse_rates),
+        "created_at": created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_results(path: str | Path, **fields: Any) -> dict[str, Any]:
+    """Build (see `build_results`), validate and atomically write the results JSON."""
+    from eval_scripts.submission import validate_results as _validate
+
+    obj = build_results(**fields)
+    _validate(obj, source=str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return obj
+
+
+def validate_results(obj: Any, **kwargs: Any) -> Any:
+    """The leaderboard's validator (eval_scripts.submission.validate_results)."""
+    from eval_scripts.submission import validate_results as _validate
+
+    return _validate(obj, **kwargs)

@@ -1,0 +1,186 @@
+"""Test helpers for the harness: a tiny chat model, scoring rows, a fault-injecting Chat Completions server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def make_tiny_chat_model(folder: Path, seed: int = 0) -> Path:
+    """A randomly initialised 2-layer Qwen2 and a byte-level BPE tokenizer with a chat template."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    corpus = [RUBRIC[d].criterion for d in DIMENSION_KEYS] + ["Final score: 3.5", "1.0 2.5 4.9 5.0"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tokenizer.train_from_iterator(corpus, trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(seed)
+    config = Qwen2Config(
+        vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+        num_key_value_heads=1, max_position_embeddings=8192, eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id, tie_word_embeddings=True,
+    )
+    model = Qwen2ForCausalLM(config)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    fast.save_pretrained(folder)
+    return folder
+
+
+def scoring_rows(n_videos: int = 3, seed: int = 0, dimensions=DIMENSION_KEYS) -> list[dict]:
+    """Rows with the contract's `scoring` columns (hand-made, labelled)."""
+    rng = random.Random(seed)
+    stimuli = ["Jessica", "Luke", "Bethany", "Savannah"]
+    rows = []
+    for v in range(n_videos):
+        video_id = f"ZZ{1000 + v}_T{1 + v % 3}_{stimuli[v % len(stimuli)]}"
+        clinician, time_point, stimulus = video_id.split("_")
+        transcript = f"I hear that this feels hard for you. Let us work on it together, step {v}."
+        for d in dimensions:
+            rubric = RUBRIC[d]
+            rows.append({
+                "video_id": video_id, "clinician": clinician, "time_point": time_point, "stimulus": stimulus,
+                "dimension": d, "dimension_name": DIMENSION_BY_KEY[d].name, "transcript": transcript,
+                "criterion": rubric.criterion, **{f"rubric_{i}": rubric.description(i) for i in range(1, 6)},
+                "score": round(rng.uniform(2.0, 4.8), 1),
+            })
+    return rows
+
+
+class FaultPlan:
+    """Which fault a request gets, decided by (prompt digest, attempt) so reruns are reproducible."""
+
+    FAULTS = ("ok", "429", "500", "503", "slow", "malformed", "drop", "empty_choices")
+
+    def __init__(self, seed: int, fault_rate: float = 0.35, permanent_rate: float = 0.05):
+        self.seed, self.fault_rate, self.permanent_rate = seed, fault_rate, permanent_rate
+        self.attempts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def next(self, digest: str) -> str:
+        with self.lock:
+            attempt = self.attempts.get(digest, 0)
+            self.attempts[digest] = attempt + 1
+        rng = random.Random(f"{self.seed}:{digest}:{attempt}")
+        if random.Random(f"{self.seed}:{digest}:permanent").random() < self.permanent_rate:
+            return "500"  # this prompt always fails: must end up recorded as failed
+        if rng.random() >= self.fault_rate:
+            return "ok"
+        return rng.choice(self.FAULTS[1:])
+
+
+class ChatServer:
+    """A real HTTP server on 127.0.0.1 speaking Chat Completions, with optional faults and delay."""
+
+    def __init__(self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0):
+        self.plan, self.delay_s, self.slow_s = plan, delay_s, slow_s
+        self.requests = 0
+        self.auth_headers: list[str | None] = []
+        self.bodies: list[dict] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                with server._lock:
+                    server.requests += 1
+                    server.auth_headers.append(self.headers.get("Authorization"))
+                    server.bodies.append(body)
+                content = body["messages"][0]["content"]
+                text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+                digest = hashlib.sha1(text.encode()).hexdigest()
+                fault = server.plan.next(digest) if server.plan else "ok"
+                if server.delay_s:
+                    time.sleep(server.delay_s)
+                if fault in ("429", "500", "503"):
+                    self._send(int(fault), b'{"error": {"message": "injected"}}', retry_after="0")
+                elif fault == "slow":
+                    time.sleep(server.slow_s)
+                    self._send(200, self._answer(text))
+                elif fault == "malformed":
+                    self._send(200, b'{"choices": [ {"message": ')
+                elif fault == "empty_choices":
+                    self._send(200, b'{"choices": []}')
+                elif fault == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                else:
+                    self._send(200, self._answer(text))
+
+            def _answer(self, text: str) -> bytes:
+                match = re.search(r"ZZ(\d+)_", text)
+                value = 1.0 + (int(match.group(1)) % 40) / 10 if match else 3.0
+                reply = f"The therapist is calm.\nFinal score: {value:.1f}" if "Final score: x.y" in text else f"{value:.1f}"
+                return json.dumps({
+                    "id": "cmpl-test", "object": "chat.completion", "model": "fake",
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
+                                 "finish_reason": "stop"}],
+                }).encode()
+
+            def _send(self, status: int, payload: bytes, retry_after: str | None = None):
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                if retry_after is not None:
+                    self.send_header("Retry-After", retry_after)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        class QuietServer(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # clients time out on slow replies
+                pass
+
+        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def serve_forever_main(port_file: str, delay_s: float = 0.0) -> None:
+    """Entry point for a server subprocess (SIGKILL tests): writes its base URL to `port_file`."""
+    with ChatServer(delay_s=delay_s) as server:
+        Path(port_file).write_text(server.base_url)
+        while True:
+            time.sleep(3600)
