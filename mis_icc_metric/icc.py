@@ -8,12 +8,13 @@ cross-product matrix C = Xc^T Xc of the (n items x k raters) matrix:
     ICC(3,1) = (MS_R - MS_err) / (MS_R + (k-1) MS_err) = offdiag(C) / ((k-1) tr C)
 
 so everything here works on C. That form is exact algebra (no approximation), is
-batched for free, and makes a constant rater column give ICC exactly 0.0 (its row
-and column of C are exactly zero), which the paper reports as "-0.0 [-0.0, 0.0]".
+batched for free, and makes a constant rater column contribute exactly zero (its
+row and column of C are exactly zero): with k = 2 a constant prediction gives ICC
+exactly 0.0, which the paper reports as "-0.0 [-0.0, 0.0]".
 
 Degenerate inputs are values, not crashes:
 - every rater column constant (tr C = 0): ICC undefined, returned as NaN;
-- one column constant, another varying: ICC = 0.0 exactly;
+- only one column varies (k = 2: a constant prediction): ICC = 0.0 exactly;
 - perfect agreement (MS_err = 0): ICC = 1.0, F = inf, F-test CI = [1, 1].
 """
 
@@ -73,7 +74,9 @@ def icc3_from_cross_products(cross: np.ndarray) -> np.ndarray:
     trace = np.trace(cross, axis1=-2, axis2=-1)
     offdiag = cross.sum(axis=(-2, -1)) - trace
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(trace > 0, offdiag / ((k - 1) * np.where(trace > 0, trace, 1.0)), np.nan)
+        value = offdiag / ((k - 1) * np.where(trace > 0, trace, 1.0))
+    # The bounds hold exactly (Cauchy-Schwarz); clipping only removes rounding noise like 1 + 2e-16.
+    return np.where(trace > 0, np.clip(value, -1.0 / (k - 1), 1.0), np.nan)
 
 
 def mean_squares(matrix: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:

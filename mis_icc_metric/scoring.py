@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +32,7 @@ from mis_bench_dataset.dimensions import (
     SCORE_MAX,
     SCORE_MIDPOINT,
     SCORE_MIN,
+    resolve_dimension,
 )
 
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
@@ -43,7 +44,15 @@ Key = tuple[str, str]
 MIN_ITEMS = 3
 CI_METHOD = "percentile bootstrap over videos (one shared index matrix)"
 
-__all__ = ["score_predictions", "AlignedScores", "align", "coerce_score", "MIN_ITEMS", "json_safe"]
+__all__ = [
+    "score_predictions",
+    "AlignedScores",
+    "align",
+    "coerce_score",
+    "mappings_from_columns",
+    "MIN_ITEMS",
+    "json_safe",
+]
 
 
 def coerce_score(value: object, *, what: str) -> float | None:
@@ -62,6 +71,34 @@ def coerce_score(value: object, *, what: str) -> float | None:
     if math.isnan(value):
         return None
     return value
+
+
+def mappings_from_columns(
+    predictions: Sequence[object],
+    references: Sequence[object],
+    video_ids: Sequence[str],
+    dimensions: Sequence[str],
+) -> tuple[dict[Key, object], dict[Key, object]]:
+    """Parallel columns (the `evaluate` inputs) -> the two mappings; checks lengths and duplicates.
+
+    Dimensions may be keys, display names or paper abbreviations.
+    """
+    lengths = {"predictions": len(predictions), "references": len(references),
+               "video_ids": len(video_ids), "dimensions": len(dimensions)}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"inputs must have the same length, got {lengths}")
+    preds: dict[Key, object] = {}
+    refs: dict[Key, object] = {}
+    for index, (pred, ref, video, dim) in enumerate(zip(predictions, references, video_ids, dimensions)):
+        try:
+            key = (str(video), resolve_dimension(str(dim)))
+        except KeyError as exc:
+            raise ValueError(f"input {index}: {exc.args[0]}") from None
+        if key in refs:
+            raise ValueError(f"input {index}: duplicate (video_id, dimension) pair {key}")
+        preds[key] = pred
+        refs[key] = ref
+    return preds, refs
 
 
 @dataclass

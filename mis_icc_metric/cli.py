@@ -1,0 +1,161 @@
+"""`mis-bench score` and `mis-bench compare`: the metric from the command line.
+
+Top-level imports stay light (argparse only) so `mis-bench --help` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    score = subparsers.add_parser(
+        "score",
+        help="score predictions against gold: ICC(3,1) per dimension and overall, with bootstrap CIs",
+        description="Score one system's predictions with the benchmark's ICC(3,1) rules (paper §3.3).",
+    )
+    score.add_argument("--predictions", required=True, type=Path,
+                       help="predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON")
+    _add_common(score)
+    score.add_argument("--common-videos", type=Path, default=None,
+                       help="text file with one video id per line: also score on this common set")
+    score.set_defaults(func=run_score)
+
+    compare = subparsers.add_parser(
+        "compare",
+        help="paired bootstrap comparison of two systems (ICC difference, CI, p-value)",
+        description="Paired bootstrap of ICC(A) - ICC(B) on the videos both systems parsed.",
+    )
+    compare.add_argument("a", type=Path, help="predictions of system A")
+    compare.add_argument("b", type=Path, help="predictions of system B")
+    _add_common(compare)
+    compare.set_defaults(func=run_compare)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--references", required=True, type=Path,
+                        help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)")
+    parser.add_argument("--split", default="test", help="dataset split when --references is a folder (default: test)")
+    parser.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples (default: 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    parser.add_argument("--confidence", type=float, default=0.95, help="CI level (default: 0.95)")
+    parser.add_argument("--missing", choices=("error", "unparsed"), default="error",
+                        help="a gold pair without prediction: error (default) or count as unparsed")
+    parser.add_argument("--json", type=Path, default=None, help="write the machine-readable result here")
+
+
+def _pct(value: float | None, width: int = 5) -> str:
+    return "-".rjust(width) if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:{width}.1f}"
+
+
+def _ci(ci: list | None) -> str:
+    if not ci or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in ci):
+        return "".ljust(14)
+    return f"[{100 * ci[0]:5.1f}, {100 * ci[1]:5.1f}]"
+
+
+def _num(value: float | None, fmt: str = ".3f") -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
+
+
+def format_score_table(result: dict) -> str:
+    """Dimensions as rows (paper abbreviations), ICC % with CI, MSE, n, parse rate, Table 2 ceiling."""
+    lines = [f"{'dim':<6} {'ICC %':>6} {'95% CI':<14} {'MSE':>6} {'n':>5} {'parsed':>7}   {'human ceiling (Table 2)':<24}"]
+    for entry in result["dimensions"].values():
+        ceiling = entry["human_ceiling"]
+        lines.append(
+            f"{entry['abbreviation']:<6} {_pct(entry['icc'], 6)} {_ci(entry['icc_ci'])} {_num(entry['mse']):>6} "
+            f"{entry['n']:>5} {_pct(entry['parse_rate'], 6)}%   {_pct(ceiling['icc'])} {_ci(ceiling['icc_ci'])}"
+            + (f"  ({entry['note']})" if entry.get("note") else "")
+        )
+    overall = result["overall"]
+    lines.append(
+        f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'])} {_num(overall['mse']):>6} {overall['n']:>5} "
+        f"excluded {_pct(overall['excluded_rate'], 4).strip()}% of {overall['n_total']} videos"
+    )
+    lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {_ci(result['mean_icc_ci']).strip()}")
+    imputed = result["midpoint_imputation"]
+    if imputed["n_imputed"]:
+        lines.append(
+            f"Sensitivity, {imputed['n_imputed']} unparsed imputed with {imputed['value']}: overall "
+            f"{_pct(imputed['overall']['icc']).strip()} {_ci(imputed['overall']['icc_ci']).strip()}, "
+            f"mean ICC {_pct(imputed['mean_icc']).strip()}"
+        )
+    common = result.get("common_set")
+    if common:
+        lines.append(
+            f"Common set of {common['n_videos']} videos: overall {_pct(common['overall']['icc']).strip()} "
+            f"{_ci(common['overall']['icc_ci']).strip()}, mean ICC {_pct(common['mean_icc']).strip()}"
+        )
+    return "\n".join(lines)
+
+
+def format_compare_table(result: dict) -> str:
+    names = result["systems"]
+    lines = [f"{'dim':<6} {'ICC A %':>8} {'ICC B %':>8} {'A-B':>6} {'95% CI':<14} {'p':>7} {'n':>5}"]
+    rows = [(e["abbreviation"], e) for e in result["dimensions"].values()]
+    rows += [("All", result["overall"]), ("Mean", {**result["mean_icc"], "n": None})]
+    for label, entry in rows:
+        lines.append(
+            f"{label:<6} {_pct(entry['icc_a'], 8)} {_pct(entry['icc_b'], 8)} {_pct(entry['delta'], 6)} "
+            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], '.4f'):>7} {'' if entry['n'] is None else entry['n']:>5}"
+        )
+    lines.append(f"A = {names['a']}, B = {names['b']}; ICC in percent, paired bootstrap over videos both parsed.")
+    return "\n".join(lines)
+
+
+def _write_json(path: Path | None, payload: dict) -> None:
+    if path is None:
+        return
+    from .scoring import json_safe
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+
+
+def _load(args: argparse.Namespace, *prediction_paths: Path):
+    from .predictions_io import predictions_to_mapping, read_predictions, read_references
+
+    references = read_references(args.references, split=args.split)
+    predictions = [predictions_to_mapping(read_predictions(p)) for p in prediction_paths]
+    return references, predictions
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from .scoring import score_predictions
+
+    references, (predictions,) = _load(args, args.predictions)
+    common = None
+    if args.common_videos is not None:
+        from mis_bench_dataset.video_ids import normalize_video_id
+
+        lines = args.common_videos.read_text(encoding="utf-8").splitlines()
+        common = [normalize_video_id(line) for line in lines if line.strip()]
+    result = score_predictions(
+        predictions, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
+        common_videos=common, missing=args.missing,
+    )
+    result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
+    print(f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
+          f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})")
+    print(format_score_table(result))
+    _write_json(args.json, result)
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from .paired import paired_comparison
+
+    references, (pred_a, pred_b) = _load(args, args.a, args.b)
+    result = paired_comparison(
+        pred_a, pred_b, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
+        missing=args.missing, names=(str(args.a), str(args.b)),
+    )
+    result["meta"].update(references=str(args.references), split=args.split)
+    print(format_compare_table(result))
+    _write_json(args.json, result)
+    return 0

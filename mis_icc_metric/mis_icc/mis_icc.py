@@ -1,0 +1,106 @@
+"""MIS-Bench ICC(3,1): the `evaluate` metric module (thin adapter over mis_icc_metric.scoring).
+
+Kept to what evaluate 0.4.6's import scanner accepts: one import per line, no
+trailing comments on import lines, and the metric class is the first
+EvaluationModule subclass defined here (so evaluate is imported as a module).
+"""
+
+import datasets
+import evaluate
+
+import mis_icc_metric.scoring
+
+_CITATION = """\
+@misc{lu2026misbench,
+  title  = {MIS-Bench: Benchmarking Multimodal LLMs for Psychotherapeutic Interpersonal Skills Assessment},
+  author = {Lu, Yuhan and Yao, Yi and Shen, Hua and Aafjes-van Doorn, Katie and Wang, Zhaonan},
+  year   = {2026},
+  note   = {Data and code: https://github.com/calistalu/MIS-Bench}
+}
+@article{shrout1979intraclass,
+  title   = {Intraclass correlations: uses in assessing rater reliability},
+  author  = {Shrout, Patrick E. and Fleiss, Joseph L.},
+  journal = {Psychological Bulletin},
+  volume  = {86},
+  number  = {2},
+  pages   = {420--428},
+  year    = {1979}
+}
+"""
+
+_DESCRIPTION = """\
+ICC(3,1) (two-way mixed effects, consistency, single rater; Shrout & Fleiss case 3)
+between a model's predicted FIS scores and the expert-aggregated gold scores of
+MIS-Bench, per dimension and overall, with MSE, 95% percentile bootstrap CIs over
+videos, the parse (exclusion) accounting of the paper, a common-set and a
+midpoint-imputation sensitivity, and the human single-rater ceiling (Table 2).
+"""
+
+_KWARGS_DESCRIPTION = """\
+Args:
+    predictions (list of float or None): predicted score per (video, dimension); None = unparseable.
+    references (list of float): gold score per (video, dimension), in [1, 5].
+    video_ids (list of str): the video of each pair.
+    dimensions (list of str): the FIS dimension of each pair (key, display name or abbreviation).
+    n_bootstrap (int, default 10000): bootstrap resamples (0 = no CIs).
+    seed (int, default 0): seed of the shared bootstrap index matrix.
+    confidence (float, default 0.95): CI level.
+    common_videos (list of str, optional): also score on this common set of videos.
+    out_of_range (str, default "flag"): "flag" counts predictions outside [1, 5] (never clipped), "error" raises.
+Returns:
+    dict with "dimensions" {key: {"icc", "icc_ci", "mse", "n", "n_unparsed", "parse_rate", "human_ceiling", ...}},
+    "overall" {"icc", "icc_ci", "mse", "n", "excluded_rate"}, "mean_icc", "midpoint_imputation",
+    "common_set", "parse_rates", "meta". Raw fractions (not percent); undefined values are None.
+Examples:
+    >>> import evaluate, mis_icc_metric
+    >>> metric = evaluate.load(mis_icc_metric.metric_path())
+    >>> out = metric.compute(predictions=[3.1, 4.0, None, 2.2], references=[3.0, 4.2, 3.3, 2.0],
+    ...                      video_ids=["a", "b", "c", "d"], dimensions=["empathy"] * 4, n_bootstrap=0)
+    >>> out["dimensions"]["empathy"]["n"], out["dimensions"]["empathy"]["n_unparsed"]
+    (3, 1)
+"""
+
+
+@evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
+class MisIcc(evaluate.Metric):
+    """ICC(3,1) / MSE of MIS-Bench predictions against expert gold scores."""
+
+    def _info(self):
+        return evaluate.MetricInfo(
+            description=_DESCRIPTION,
+            citation=_CITATION,
+            inputs_description=_KWARGS_DESCRIPTION,
+            features=datasets.Features(
+                {
+                    "predictions": datasets.Value("float64"),
+                    "references": datasets.Value("float64"),
+                    "video_ids": datasets.Value("string"),
+                    "dimensions": datasets.Value("string"),
+                }
+            ),
+            reference_urls=["https://github.com/calistalu/MIS-Bench"],
+        )
+
+    def _compute(
+        self,
+        predictions,
+        references,
+        video_ids,
+        dimensions,
+        n_bootstrap=10_000,
+        seed=0,
+        confidence=0.95,
+        common_videos=None,
+        out_of_range="flag",
+    ):
+        preds, refs = mis_icc_metric.scoring.mappings_from_columns(predictions, references, video_ids, dimensions)
+        result = mis_icc_metric.scoring.score_predictions(
+            preds,
+            refs,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            confidence=confidence,
+            common_videos=common_videos,
+            out_of_range=out_of_range,
+        )
+        return mis_icc_metric.scoring.json_safe(result)

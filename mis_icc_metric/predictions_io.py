@@ -1,0 +1,366 @@
+"""Reading and writing predictions and references (interface contract item 2).
+
+Predictions, long form (CSV or JSONL): ``video_id, dimension, prediction`` with an
+empty cell / null when unparseable, optionally ``raw_response``. Also read:
+- wide form: an id column (``video_id``, ``video``, ``file_name`` or ``sample_id``)
+  and one column per dimension (key, display name or paper abbreviation), which
+  covers the original result files (``video`` = ``data/FIS996/CB0326_T3_Jackson``,
+  display-name columns);
+- a results JSON (``{"predictions": [...]}``) or a JSON list of long records.
+Video ids are normalised to ``{clinician}_{T1|T2|T3}_{stimulus}`` and dimensions to
+their keys; every bad cell is an error naming the file, row and column.
+
+References: a built dataset folder (``datasets.load_dataset(dir, "scoring")``), or a
+labels CSV: per-rater (``video_id, rater, dimension, score``, aggregated by
+`mis_bench_dataset.labels` as the paper does: mean, one decimal), aggregated wide,
+or aggregated long (``video_id, dimension, score``; also ``reference``/``gold``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from mis_bench_dataset.dimensions import resolve_dimension
+from mis_bench_dataset.video_ids import normalize_video_id
+
+from .scoring import Key, coerce_score
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "write_predictions",
+    "read_predictions",
+    "read_references",
+    "predictions_to_mapping",
+    "ID_COLUMNS",
+]
+
+ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")
+LONG_COLUMNS = ("video_id", "dimension", "prediction")
+GOLD_VALUE_COLUMNS = ("score", "reference", "gold")
+_NULL_TEXT = {"", "nan", "none", "null", "na", "n/a"}
+_IGNORED_COLUMNS = {"", "index", "unnamed: 0"}
+
+
+class PredictionsFormatError(ValueError):
+    """A predictions/references file that cannot be read as given (names file, row, column)."""
+
+
+def _where(path: Path, row: int | None = None, column: str | None = None) -> str:
+    text = str(path)
+    if row is not None:
+        text += f", row {row}"
+    if column is not None:
+        text += f", column {column!r}"
+    return text
+
+
+def _parse_value(raw: object, path: Path, row: int, column: str) -> float | None:
+    """A prediction cell: None/empty/'nan'/'null' -> None, numbers -> float, else an error."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        text = raw.strip()
+        if text.casefold() in _NULL_TEXT:
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise PredictionsFormatError(
+                f"{_where(path, row, column)}: {raw!r} is not a number (leave the cell empty for unparseable)"
+            ) from None
+    elif isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise PredictionsFormatError(f"{_where(path, row, column)}: expected a number or null, got {raw!r}")
+    else:
+        value = float(raw)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        raise PredictionsFormatError(f"{_where(path, row, column)}: prediction is infinite")
+    return value
+
+
+def _video(raw: object, path: Path, row: int, column: str) -> str:
+    try:
+        return normalize_video_id(str(raw if raw is not None else ""))
+    except ValueError as exc:
+        raise PredictionsFormatError(f"{_where(path, row, column)}: {exc}") from None
+
+
+def _dimension(raw: object, path: Path, row: int | None, column: str) -> str:
+    try:
+        return resolve_dimension(str(raw if raw is not None else ""))
+    except KeyError as exc:
+        raise PredictionsFormatError(f"{_where(path, row, column)}: {exc.args[0]}") from None
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
+    """Header and (row number, row) pairs of a CSV, JSONL or JSON file."""
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    if suffix == ".csv":
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in reader.fieldnames or []]
+            reader.fieldnames = header
+            return header, [(number, row) for number, row in enumerate(reader, start=2)]
+    if suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise PredictionsFormatError(f"{_where(path, number)}: invalid JSON ({exc.msg})") from None
+                if not isinstance(record, dict):
+                    raise PredictionsFormatError(f"{_where(path, number)}: expected a JSON object per line")
+                rows.append((number, record))
+        header = list(dict.fromkeys(k for _, r in rows for k in r))
+        return header, rows
+    if suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise PredictionsFormatError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+        records = data.get("predictions") if isinstance(data, dict) else data
+        if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+            raise PredictionsFormatError(f"{path}: expected a list of records or an object with a 'predictions' list")
+        rows = [(number, record) for number, record in enumerate(records, start=1)]
+        header = list(dict.fromkeys(k for _, r in rows for k in r))
+        return header, rows
+    raise PredictionsFormatError(f"{path}: unsupported file type {suffix!r}; use .csv, .jsonl or .json")
+
+
+def _check_duplicate(seen: dict[Key, int], key: Key, path: Path, row: int) -> None:
+    if key in seen:
+        raise PredictionsFormatError(
+            f"{_where(path, row)}: duplicate prediction for {key} (first given at row {seen[key]})"
+        )
+    seen[key] = row
+
+
+def read_predictions(path: str | Path) -> list[dict]:
+    """Predictions as records ``{video_id, dimension, prediction[, raw_response]}``, long or wide input."""
+    path = Path(path)
+    header, rows = _read_rows(path)
+    records: list[dict] = []
+    seen: dict[Key, int] = {}
+    if all(column in header for column in LONG_COLUMNS):
+        for number, row in rows:
+            video = _video(row.get("video_id"), path, number, "video_id")
+            dim = _dimension(row.get("dimension"), path, number, "dimension")
+            _check_duplicate(seen, (video, dim), path, number)
+            record = {"video_id": video, "dimension": dim,
+                      "prediction": _parse_value(row.get("prediction"), path, number, "prediction")}
+            if "raw_response" in row:
+                record["raw_response"] = row["raw_response"]
+            records.append(record)
+        return records
+    id_column = next((c for c in ID_COLUMNS if c in header), None)
+    if id_column is None:
+        raise PredictionsFormatError(
+            f"{path}: need long columns {list(LONG_COLUMNS)} or an id column ({', '.join(ID_COLUMNS)}) "
+            f"plus one column per dimension; found {header}"
+        )
+    columns: dict[str, str] = {}
+    ignored = []
+    for column in header:
+        if column == id_column:
+            continue
+        try:
+            columns[column] = resolve_dimension(column)
+        except KeyError:
+            ignored.append(column)
+    if not columns:
+        raise PredictionsFormatError(f"{path}: no dimension columns found in {header}")
+    clash = [d for d in set(columns.values()) if list(columns.values()).count(d) > 1]
+    if clash:
+        raise PredictionsFormatError(f"{path}: several columns map to dimension(s) {sorted(clash)}")
+    shown = [c for c in ignored if c.casefold() not in _IGNORED_COLUMNS]
+    if shown:
+        logger.warning("%s: columns %s are not FIS dimensions and were ignored", path, shown)
+    for number, row in rows:
+        video = _video(row.get(id_column), path, number, id_column)
+        for column, dim in columns.items():
+            _check_duplicate(seen, (video, dim), path, number)
+            records.append({"video_id": video, "dimension": dim,
+                            "prediction": _parse_value(row.get(column), path, number, column)})
+    return records
+
+
+def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None]:
+    """``{(video_id, dimension): prediction}`` from records; duplicates are an error."""
+    mapping: dict[Key, float | None] = {}
+    for index, record in enumerate(records):
+        try:
+            key = (str(record["video_id"]), str(record["dimension"]))
+            value = record["prediction"]
+        except KeyError as exc:
+            raise ValueError(f"prediction record {index} lacks field {exc.args[0]!r}") from None
+        if key in mapping:
+            raise ValueError(f"prediction record {index}: duplicate (video_id, dimension) {key}")
+        mapping[key] = coerce_score(value, what=f"prediction record {index} {key}")
+    return mapping
+
+
+def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
+    """Write long-form predictions; format from the suffix (.csv or .jsonl); None -> empty / null."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl"):
+        raise ValueError(f"{path}: unsupported predictions file type {suffix!r}; use .csv or .jsonl")
+    rows: list[dict] = []
+    seen: dict[Key, int] = {}
+    for index, record in enumerate(records):
+        missing = [c for c in LONG_COLUMNS if c not in record]
+        if missing:
+            raise ValueError(f"prediction record {index} lacks field(s) {missing}")
+        video = str(record["video_id"])
+        if not video.strip():
+            raise ValueError(f"prediction record {index}: empty video_id")
+        dim = _dimension(record["dimension"], path, None, f"record {index} dimension")
+        value = coerce_score(record["prediction"], what=f"prediction record {index}")
+        if value is not None and math.isinf(value):
+            raise ValueError(f"prediction record {index}: prediction is infinite")
+        if (video, dim) in seen:
+            raise ValueError(f"prediction record {index}: duplicate {(video, dim)} (first at record {seen[(video, dim)]})")
+        seen[(video, dim)] = index
+        row = {"video_id": video, "dimension": dim, "prediction": value}
+        if record.get("raw_response") is not None or "raw_response" in record:
+            row["raw_response"] = record.get("raw_response")
+        rows.append(row)
+    with_raw = any("raw_response" in r for r in rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if suffix == ".jsonl":
+        with path.open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+    else:
+        columns = [*LONG_COLUMNS, "raw_response"] if with_raw else list(LONG_COLUMNS)
+        with path.open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(columns)
+            for row in rows:
+                value = "" if row["prediction"] is None else repr(row["prediction"])
+                cells = [row["video_id"], row["dimension"], value]
+                if with_raw:
+                    cells.append("" if row.get("raw_response") is None else row["raw_response"])
+                writer.writerow(cells)
+    return path
+
+
+# --- references ----------------------------------------------------------------------
+
+
+def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
+    import datasets
+
+    try:
+        dataset = datasets.load_dataset(str(directory), "scoring", split=split)
+    except ValueError as exc:
+        raise PredictionsFormatError(f"{directory}: cannot load split {split!r} of config 'scoring': {exc}") from exc
+    needed = ["video_id", "dimension", "score"]
+    absent = [c for c in needed if c not in dataset.column_names]
+    if absent:
+        raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
+    table = dataset.select_columns(needed).with_format("arrow")[:]
+    videos = table.column("video_id").to_pylist()
+    dims = table.column("dimension").to_pylist()
+    scores = table.column("score").to_numpy(zero_copy_only=False)
+    references: dict[Key, float] = {}
+    seen: dict[Key, int] = {}
+    unlabeled = 0
+    for row, (video, dim, score) in enumerate(zip(videos, dims, scores)):
+        key = (normalize_video_id(video), _dimension(dim, directory, row, "dimension"))
+        _check_duplicate(seen, key, directory, row)
+        value = coerce_score(score, what=f"{directory} row {row} score")
+        if value is None:
+            unlabeled += 1
+            continue
+        references[key] = value
+    if unlabeled:
+        logger.info("%s [%s]: %d unlabelled (video, dimension) rows have no gold and are not scored",
+                    directory, split, unlabeled)
+    if not references:
+        raise PredictionsFormatError(f"{directory} [{split}]: no labelled rows (every gold score is null)")
+    return references
+
+
+def _references_from_long_gold(path: Path, header: list[str], rows: list[tuple[int, dict]]) -> dict[Key, float]:
+    value_column = next(c for c in GOLD_VALUE_COLUMNS if c in header)
+    references: dict[Key, float] = {}
+    seen: dict[Key, int] = {}
+    for number, row in rows:
+        key = (_video(row.get("video_id"), path, number, "video_id"),
+               _dimension(row.get("dimension"), path, number, "dimension"))
+        _check_duplicate(seen, key, path, number)
+        value = _parse_value(row.get(value_column), path, number, value_column)
+        if value is not None:
+            references[key] = value
+    return references
+
+
+def _references_from_labels(path: Path) -> dict[Key, float]:
+    from mis_bench_dataset.labels import read_labels
+
+    labels = read_labels(path)
+    if labels.problems:
+        shown = "; ".join(
+            f"row {p.row}: {p.reason}" + (f" ({p.video_id}, {p.modality})" if p.video_id else "")
+            for p in labels.problems[:5]
+        )
+        more = f" and {len(labels.problems) - 5} more" if len(labels.problems) > 5 else ""
+        raise PredictionsFormatError(f"{path}: {len(labels.problems)} labels problem(s): {shown}{more}")
+    references = {
+        (video, dim): score
+        for video, scores in labels.gold.items()
+        for dim, score in scores.items()
+        if score is not None
+    }
+    unlabeled = sum(score is None for scores in labels.gold.values() for score in scores.values())
+    if unlabeled:
+        logger.info("%s: %d unlabelled (video, dimension) pairs are not scored", path, unlabeled)
+    return references
+
+
+def _has_dimension_column(header: list[str]) -> bool:
+    for column in header:
+        try:
+            resolve_dimension(column)
+            return True
+        except KeyError:
+            continue
+    return False
+
+
+def read_references(source: str | Path, split: str = "test") -> dict[Key, float]:
+    """Gold scores ``{(video_id, dimension): score}`` from a built dataset folder or a labels file.
+
+    ``split`` applies to dataset folders only. Unlabelled pairs are left out (logged).
+    """
+    path = Path(source)
+    if path.is_dir():
+        return _references_from_dataset(path, split)
+    header, rows = _read_rows(path)
+    if "rater" in header:
+        if path.suffix.lower() != ".csv":
+            raise PredictionsFormatError(f"{path}: per-rater labels are read from CSV only")
+        return _references_from_labels(path)
+    if "video_id" in header and "dimension" in header and any(c in header for c in GOLD_VALUE_COLUMNS):
+        return _references_from_long_gold(path, header, rows)
+    if any(c in header for c in ID_COLUMNS) and _has_dimension_column(header):
+        if path.suffix.lower() == ".csv":
+            return _references_from_labels(path)
+    raise PredictionsFormatError(
+        f"{path}: not a references file; expected a dataset folder, per-rater labels "
+        "(video_id, rater, dimension, score), long gold (video_id, dimension, score) "
+        f"or wide gold (an id column plus one column per dimension); found columns {header}"
+    )
