@@ -184,3 +184,18 @@ def _run_grid_with_decoding(config, modalities, styles, args):
         backend.close()
     order = {(m, s): i for i, (m, s) in enumerate((m, s) for m in modalities for s in styles)}
     return sorted(entries, key=lambda e: order.get(tuple(e.label.split(" ")[:2]), 0))
+
+
+def main(argv=None) -> int:
+    """`python -m eval_scripts.cli_run run ...`: the subcommand without the full `mis-bench` CLI."""
+    import logging
+
+    parser = argparse.ArgumentParser(prog="mis-bench")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
