@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING, MEAN_DURATION_SECONDS, N_FULLY_RATED, N_VIDEOS
-from mis_bench_dataset.labels import _icc3_1_numpy, aggregate, write_ratings_long
+from mis_bench_dataset.labels import _icc3_1_numpy, write_ratings_long
 from mis_bench_dataset.release import MODALITY_BY_NAME, TEXT_FOLDER
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 
@@ -280,6 +280,20 @@ def _ratings(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def _latent_and_ratings(n_videos: int, rng: np.random.Generator) -> tuple[list[str], np.ndarray, np.ndarray]:
+    video_ids = synthetic_video_ids(n_videos, rng)
+    clinicians = sorted({v.split("_")[0] for v in video_ids})
+    clinician_index = np.array([clinicians.index(v.split("_")[0]) for v in video_ids])
+    z = _correlated_skills(len(video_ids), clinician_index, len(clinicians), rng)
+    return video_ids, z, _ratings(z, rng)
+
+
+def synthetic_ratings(n_videos: int = N_VIDEOS, seed: int = 0) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Ids, latent skills (n, 8) and ratings (n, 8, 3; NaN = not rated) exactly as
+    `generate_synthetic_release` draws them for the same seed, without writing arrays."""
+    return _latent_and_ratings(n_videos, np.random.default_rng(seed))
+
+
 def _save(path: Path, compress: bool, **arrays) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     (np.savez_compressed if compress else np.savez)(path, **arrays)
@@ -300,11 +314,8 @@ def generate_synthetic_release(
     if out_dir.exists() and any(out_dir.iterdir()):
         raise FileExistsError(f"{out_dir} exists and is not empty; pick a new folder for the synthetic release")
     rng = np.random.default_rng(seed)
-    video_ids = synthetic_video_ids(n_videos, rng)
+    video_ids, z, ratings = _latent_and_ratings(n_videos, rng)
     clinicians = sorted({v.split("_")[0] for v in video_ids})
-    clinician_index = np.array([clinicians.index(v.split("_")[0]) for v in video_ids])
-    z = _correlated_skills(len(video_ids), clinician_index, len(clinicians), rng)
-    ratings = _ratings(z, rng)
     model = calibrated_rater_model()
     projection = np.random.default_rng(seed + 1).standard_normal((768, len(DIMENSION_KEYS))) * 0.5
     if full_size:
@@ -363,4 +374,4 @@ def gold_from_ratings(ratings_csv: str | Path) -> dict[str, dict[str, float | No
 
 
 __all__ = ["SyntheticRelease", "generate_synthetic_release", "calibrated_rater_model", "synthetic_video_ids",
-           "gold_from_ratings", "aggregate"]
+           "synthetic_ratings", "gold_from_ratings"]

@@ -1,0 +1,150 @@
+"""Labels: per-rater -> gold (mean, one decimal, half up), wide CSVs (incl. the original
+`file_name` form), every bad row named, and the human ICC(3,1) ceiling against pingouin."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, round_half_up, write_gold_wide
+
+
+def _write(path: Path, header: list[str], rows: list[list]) -> Path:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def test_aggregate_is_the_mean_rounded_half_up_to_one_decimal():
+    assert aggregate([3, 4, 4]) == 3.7  # 3.666..
+    assert aggregate([3, 3, 4]) == 3.3  # 3.333..
+    assert aggregate([3, 4]) == 3.5
+    assert aggregate([3.2, 3.3]) == 3.3  # 3.25 -> 3.3 (half up), binary float would give 3.2
+    assert aggregate([2.7, 2.6, 2.6]) == 2.6  # 2.6333..
+    assert round_half_up(2.45) == 2.5 and round_half_up(2.449) == 2.4
+
+
+@given(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+def test_aggregate_matches_exact_fraction_arithmetic(ratings):
+    from fractions import Fraction
+
+    mean = Fraction(sum(ratings), len(ratings))
+    tenths = (mean * 10 + Fraction(1, 2)).__floor__()
+    assert aggregate(ratings) == float(Fraction(tenths, 10))
+    assert 1.0 <= aggregate(ratings) <= 5.0
+
+
+def test_long_csv_gold_and_names(tmp_path):
+    rows = [
+        ["AB1234_T1_Luke", "R1", "verbal_fluency", 3],
+        ["AB1234_T1_Luke", "R2", "VF", 4],  # abbreviation
+        ["AB1234_T1_Luke", "R3", "Verbal Fluency", 4],  # display name
+        ["AB1234_FIS_Time1_Luke", "R1", "empathy", 2],  # original id spelling
+        ["AB1234_T1_Luke", "R2", "empathy", 5],
+    ]
+    labels = read_labels(_write(tmp_path / "r.csv", ["video_id", "rater", "dimension", "score"], rows))
+    assert labels.form == "long" and labels.problems == []
+    assert labels.gold["AB1234_T1_Luke"]["verbal_fluency"] == 3.7
+    assert labels.gold["AB1234_T1_Luke"]["empathy"] == 3.5
+    assert labels.gold["AB1234_T1_Luke"]["abc"] is None
+
+
+def test_long_csv_problems_are_named_by_row(tmp_path):
+    rows = [
+        ["AB1234_T1_Luke", "R1", "verbal_fluency", 3],
+        ["AB1234_T1_Luke", "R1", "verbal_fluency", 4],  # duplicate
+        ["AB1234_T1_Luke", "R2", "charisma", 3],  # unknown dimension
+        ["AB1234_T1_Luke", "R2", "abc", 6],  # out of range
+        ["AB1234_T1_Luke", "R2", "wau", "four"],  # unparseable
+        ["not a video", "R2", "wau", 3],  # malformed id
+    ]
+    labels = read_labels(_write(tmp_path / "r.csv", ["video_id", "rater", "dimension", "score"], rows))
+    got = [(p.kind, p.row) for p in labels.problems]
+    assert got == [("label_duplicate", 3), ("label_unknown_dimension", 4), ("label_out_of_range", 5),
+                   ("label_unparseable", 6), ("malformed_id", 7)]
+    assert all(str(tmp_path / "r.csv") in str(p) for p in labels.problems)
+    assert labels.gold["AB1234_T1_Luke"]["verbal_fluency"] == 3.0  # first rating kept
+
+
+def test_wide_csv_with_original_file_names(tmp_path):
+    gold = {"AG0914_T1_Jackson": dict.fromkeys(DIMENSION_KEYS, 3.3), "CB0326_T3_Jackson": dict.fromkeys(DIMENSION_KEYS, 4.0)}
+    gold["CB0326_T3_Jackson"]["arrr"] = None
+    path = write_gold_wide(tmp_path / "labels.csv", gold, original_names=True)
+    assert "AG0914_FIS_Time1_Jackson" in path.read_text()
+    labels = read_labels(path)
+    assert labels.form == "wide" and labels.problems == []
+    assert labels.gold == gold
+
+
+def test_wide_csv_header_problems(tmp_path):
+    path = _write(tmp_path / "w.csv", ["video_id", "verbal_fluency", "charm"], [["AB1234_T1_Luke", 3.1, 2]])
+    kinds = {p.kind for p in read_labels(path).problems}
+    assert kinds == {"label_unknown_dimension", "label_bad_header"}
+    with pytest.raises(BuildError, match="id column"):
+        read_labels(_write(tmp_path / "x.csv", ["who", "score"], [["a", 1]]))
+
+
+def test_label_problems_fail_the_build_unless_allowed(tmp_path):
+    release = generate_synthetic_release(tmp_path / "rel", n_videos=6, seed=1)
+    lines = release.ratings_csv.read_text().splitlines()
+    lines.append("ZZ9999_T1_Sean,R1,empathy,3")
+    lines.append(f"{release.video_ids[0]},R9,empathy,7")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(BuildError) as info:
+        build_dataset(release.release_dir, tmp_path / "out", labels=bad, progress=False)
+    assert {p.kind for p in info.value.problems} == {"label_unknown_video", "label_out_of_range"}
+    assert "ZZ9999_T1_Sean" in str(info.value)
+    assert not (tmp_path / "out").exists()
+    report = build_dataset(release.release_dir, tmp_path / "out", labels=bad, allow_label_problems=True, progress=False)
+    assert report.problem_counts() == {"label_out_of_range": 1, "label_unknown_video": 1}
+
+
+def _pingouin_icc3(matrix: np.ndarray) -> tuple[float, list[float]]:
+    import pingouin as pg
+
+    n, k = matrix.shape
+    frame = pd.DataFrame({"target": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n),
+                          "score": matrix.ravel()})
+    table = pg.intraclass_corr(frame, targets="target", raters="rater", ratings="score").set_index("Type")
+    name = "ICC(C,1)" if "ICC(C,1)" in table.index else "ICC3"  # pingouin >= 0.6 renamed ICC3
+    return float(table.loc[name, "ICC"]), list(table.loc[name, "CI95"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(3, 30), st.integers(2, 4), st.integers(0, 10_000))
+def test_icc_matches_pingouin(n, k, seed):
+    rng = np.random.default_rng(seed)
+    matrix = rng.integers(1, 6, (n, 1)) + rng.integers(-1, 2, (n, k)).astype(float)
+    if np.ptp(matrix - matrix.mean(axis=1, keepdims=True)) == 0:
+        return  # no residual variance: ICC undefined for both
+    icc, low, high = icc3_1_with_ci(matrix)
+    ref, (ref_low, ref_high) = _pingouin_icc3(matrix)
+    assert icc == pytest.approx(ref, abs=1e-9)
+    assert low == pytest.approx(ref_low, abs=0.006) and high == pytest.approx(ref_high, abs=0.006)  # pingouin rounds CI to 2 dp
+
+
+def test_human_ceiling_uses_fully_rated_videos_and_matches_pingouin(tmp_path):
+    release = generate_synthetic_release(tmp_path / "rel", n_videos=30, seed=2)
+    labels = read_labels(release.ratings_csv)
+    frame = pd.read_csv(release.ratings_csv)
+    counts = frame.groupby("video_id").size()
+    fully = sorted(counts[counts == 24].index)
+    assert labels.fully_rated_videos() == fully and 0 < len(fully) < 30
+    ceiling = labels.human_ceiling()
+    for dim in DIMENSION_KEYS:
+        matrix = (frame[(frame.dimension == dim) & frame.video_id.isin(fully)]
+                  .pivot(index="video_id", columns="rater", values="score").to_numpy())
+        ref, _ = _pingouin_icc3(matrix)
+        assert ceiling[dim].icc == pytest.approx(ref, abs=1e-9)
+        assert ceiling[dim].n_videos == len(fully) and ceiling[dim].n_raters == 3
