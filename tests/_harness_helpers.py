@@ -123,7 +123,7 @@ class ChatServer:
                 fault = server.plan.next(digest) if server.plan else "ok"
                 if server.delay_s:
                     time.sleep(server.delay_s)
-                if fault in ("429", "500", "503"):
+                if fault.isdigit():
                     self._send(int(fault), b'{"error": {"message": "injected"}}', retry_after="0")
                 elif fault == "slow":
                     time.sleep(server.slow_s)
@@ -139,7 +139,7 @@ class ChatServer:
                     self._send(200, self._answer(text))
 
             def _answer(self, text: str) -> bytes:
-                match = re.search(r"ZZ(\d+)_", text)
+                match = re.search(r"step (\d+)\.", text)
                 value = 1.0 + (int(match.group(1)) % 40) / 10 if match else 3.0
                 reply = f"The therapist is calm.\nFinal score: {value:.1f}" if "Final score: x.y" in text else f"{value:.1f}"
                 return json.dumps({

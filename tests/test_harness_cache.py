@@ -1,0 +1,76 @@
+"""The append-only response cache: torn tails, corruption, duplicates, locking."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from eval_scripts.cache import CacheError, ResponseCache, cache_key, iter_records
+
+
+def _record(key: str, status: str = "ok", response: str | None = "3.5") -> dict:
+    return {"key": key, "status": status, "response": response if status == "ok" else None}
+
+
+def test_key_depends_on_every_component() -> None:
+    base = dict(backend="openai", model="m", setting={"modality": "text"}, prompt_hash="p", video_id="v",
+                dimension="wau", decoding={"temperature": 0.0})
+    keys = {cache_key(**base)}
+    for field, value in [("backend", "vllm"), ("model", "m2"), ("setting", {"modality": "audio+text"}),
+                         ("prompt_hash", "q"), ("video_id", "w"), ("dimension", "abc"),
+                         ("decoding", {"temperature": 0.7})]:
+        keys.add(cache_key(**{**base, field: value}))
+    assert len(keys) == 8
+    assert cache_key(**base) == cache_key(**dict(reversed(list(base.items()))))
+
+
+def test_answers_survive_reopen_and_failed_records_are_not_answers(tmp_path) -> None:
+    path = tmp_path / "c.jsonl"
+    with ResponseCache(path) as cache:
+        cache.append(_record("a"))
+        cache.append(_record("b", "failed"))
+        assert "a" in cache and "b" not in cache
+    with ResponseCache(path) as cache:
+        assert cache.get("a")["response"] == "3.5" and "b" not in cache
+        assert cache.stats.failed_records == 1
+        cache.append(_record("b", response="4.0"))
+        cache.append(_record("a", response="1.0"))  # already answered: ignored, not a second row
+    rows = list(iter_records(path))
+    assert [(r["key"], r["status"]) for r in rows] == [("a", "ok"), ("b", "failed"), ("b", "ok")]
+
+
+def test_torn_last_line_is_dropped_then_appending_works(tmp_path) -> None:
+    path = tmp_path / "c.jsonl"
+    with ResponseCache(path) as cache:
+        cache.append(_record("a"))
+    with open(path, "ab") as handle:
+        handle.write(b'{"key": "b", "status": "o')  # killed mid-write
+    with ResponseCache(path) as cache:
+        assert cache.stats.torn_tail_bytes == len(b'{"key": "b", "status": "o')
+        assert "a" in cache and "b" not in cache
+        cache.append(_record("b"))
+    lines = path.read_bytes().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == ["a", "b"]
+
+
+def test_corrupt_middle_line_names_file_and_line(tmp_path) -> None:
+    path = tmp_path / "c.jsonl"
+    path.write_text(json.dumps(_record("a")) + "\nnot json\n" + json.dumps(_record("b")) + "\n")
+    with pytest.raises(CacheError, match=r"c\.jsonl, line 2: malformed cache record"):
+        ResponseCache(path).open()
+
+
+def test_second_writer_is_refused(tmp_path) -> None:
+    path = tmp_path / "c.jsonl"
+    with ResponseCache(path):
+        with pytest.raises(CacheError, match="another run is writing this cache"):
+            ResponseCache(path).open()
+    with ResponseCache(path) as cache:  # released on close
+        assert len(cache) == 0
+
+
+def test_bad_status_is_rejected(tmp_path) -> None:
+    with ResponseCache(tmp_path / "c.jsonl") as cache:
+        with pytest.raises(ValueError, match="ok/failed"):
+            cache.append({"key": "a", "status": "maybe"})
