@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from pathlib import Path
 
 
@@ -125,6 +126,22 @@ def _load(args: argparse.Namespace, *prediction_paths: Path):
     return references, predictions
 
 
+def _user_errors(func):
+    """Bad input files print one clear line on stderr and exit 2, not a traceback."""
+
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return func(args)
+        except (ValueError, TypeError, FileNotFoundError) as exc:
+            print(f"mis-bench {getattr(args, 'command', func.__name__)}: error: {exc}", file=sys.stderr)
+            return 2
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+@_user_errors
 def run_score(args: argparse.Namespace) -> int:
     from .scoring import score_predictions
 
@@ -147,6 +164,7 @@ def run_score(args: argparse.Namespace) -> int:
     return 0
 
 
+@_user_errors
 def run_compare(args: argparse.Namespace) -> int:
     from .paired import paired_comparison
 

@@ -261,20 +261,30 @@ def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
 
 
 def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
+    """The gold column of the `scoring` config, loaded with a private, throw-away cache.
+
+    datasets 5.x keys the cache of a local folder by the folder's name and its card's
+    config, not by the files' content: two different builds in folders with the same
+    name would silently return the first one's rows. A fresh cache_dir per call avoids it.
+    """
+    import tempfile
+
     import datasets
 
-    try:
-        dataset = datasets.load_dataset(str(directory), "scoring", split=split)
-    except ValueError as exc:
-        raise PredictionsFormatError(f"{directory}: cannot load split {split!r} of config 'scoring': {exc}") from exc
     needed = ["video_id", "dimension", "score"]
-    absent = [c for c in needed if c not in dataset.column_names]
-    if absent:
-        raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
-    table = dataset.select_columns(needed).with_format("arrow")[:]
-    videos = table.column("video_id").to_pylist()
-    dims = table.column("dimension").to_pylist()
-    scores = table.column("score").to_numpy(zero_copy_only=False)
+    with tempfile.TemporaryDirectory(prefix="mis_icc_refs_") as cache_dir:
+        try:
+            dataset = datasets.load_dataset(str(directory), "scoring", split=split, cache_dir=cache_dir)
+        except ValueError as exc:
+            raise PredictionsFormatError(f"{directory}: cannot load split {split!r} of config 'scoring': {exc}") from exc
+        absent = [c for c in needed if c not in dataset.column_names]
+        if absent:
+            raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
+        table = dataset.select_columns(needed).with_format("arrow")[:]
+        videos = table.column("video_id").to_pylist()
+        dims = table.column("dimension").to_pylist()
+        scores = table.column("score").to_numpy(zero_copy_only=False).copy()
+        del dataset, table
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     unlabeled = 0

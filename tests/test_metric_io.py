@@ -157,3 +157,11 @@ def test_references_from_the_synthetic_build(synthetic_build):
     for row in labelled[:20]:
         assert refs[(row["video_id"], row["dimension"])] == pytest.approx(row["score"], abs=1e-6)
         assert refs[(row["video_id"], row["dimension"])] == round(refs[(row["video_id"], row["dimension"])], 1)
+
+
+def test_two_builds_in_same_named_folders_are_not_confused(tmp_path):
+    """datasets caches a local folder by its name + card; read_references must not return stale rows."""
+    _, first = make_scores(n=3, seed=1)
+    _, second = make_scores(n=5, seed=2)
+    assert read_references(write_scoring_dataset(tmp_path / "a" / "build", first)) == first
+    assert read_references(write_scoring_dataset(tmp_path / "b" / "build", second)) == second
