@@ -17,9 +17,11 @@ import hashlib
 import json
 import logging
 import re
+import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,18 +111,34 @@ def _slug(text: str) -> str:
 
 
 def load_rows(dataset: Any, config_name: str, split: str) -> list[dict]:
-    """Rows of a built dataset folder (no custom code) or of an in-memory Dataset."""
-    if isinstance(dataset, (str, Path)):
-        from datasets import load_dataset
+    """Rows of a built dataset folder (no custom code) or of an in-memory Dataset.
 
-        path = Path(dataset)
-        if not path.is_dir():
-            raise HarnessError(f"--dataset {path}: not a folder (build one with `mis-bench build`)")
+    A folder is loaded with a throw-away cache: `datasets` keys the cache of a local
+    folder by its name and card, not its content, so two builds in same-named folders
+    would otherwise share rows.
+    """
+    if isinstance(dataset, (str, Path)):
+        with _load_folder(dataset, config_name, split) as loaded:
+            return loaded.to_list()
+    return dataset.to_list() if hasattr(dataset, "to_list") else [dict(r) for r in dataset]
+
+
+@contextmanager
+def _load_folder(folder: str | Path, config_name: str, split: str):
+    from datasets import load_dataset
+
+    path = Path(folder)
+    if not path.is_dir():
+        raise HarnessError(f"--dataset {path}: not a folder (build one with `mis-bench build`)")
+    with tempfile.TemporaryDirectory(prefix="mis_bench_run_") as cache_dir:
         try:
-            dataset = load_dataset(str(path), config_name, split=split)
+            loaded = load_dataset(str(path), config_name, split=split, cache_dir=cache_dir)
         except (ValueError, FileNotFoundError) as err:
             raise HarnessError(f"{path}: cannot load config {config_name!r}, split {split!r}: {err}") from err
-    return dataset.to_list() if hasattr(dataset, "to_list") else [dict(r) for r in dataset]
+        try:
+            yield loaded
+        finally:
+            del loaded
 
 
 def dataset_fingerprint(dataset: Any, split: str, configs: Sequence[str] = ("scoring",)) -> str:
@@ -208,26 +226,21 @@ def resolve_input_source(config: RunConfig, rows: list[dict], backend: Backend) 
 
 def _feature_blocks(config: RunConfig, video_ids: set[str]) -> dict[str, tuple[str, tuple[bytes, ...]]]:
     """video_id -> (text block, images), computed once per video, one video in memory at a time."""
-    from datasets import load_dataset
-
     from eval_scripts.feature_inputs import feature_media_block
 
-    try:
-        features = load_dataset(str(config.dataset), "features", split=config.split)
-    except (ValueError, FileNotFoundError) as err:
-        raise UnsupportedSetting(
-            f"{config.modality}: no `features` config for split {config.split!r} in {config.dataset}: {err}"
-        ) from err
-    columns = ["video_id", "transcript"]
-    for kind in SETTING_MEDIA[config.modality]:
-        columns += [c for c in _FEATURE_COLUMNS[kind] if c in features.column_names]
-    features = features.select_columns(columns).with_format("numpy")
-    ids = features["video_id"]
     blocks = {}
-    for index, video_id in enumerate(ids):
-        video_id = str(video_id)
-        if video_id in video_ids:
-            blocks[video_id] = feature_media_block(features[index], config.modality, config.feature_format)
+    try:
+        with _load_folder(config.dataset, "features", config.split) as features:
+            columns = ["video_id", "transcript"]
+            for kind in SETTING_MEDIA[config.modality]:
+                columns += [c for c in _FEATURE_COLUMNS[kind] if c in features.column_names]
+            features = features.select_columns(columns).with_format("numpy")
+            for index, video_id in enumerate(features["video_id"]):
+                video_id = str(video_id)
+                if video_id in video_ids:
+                    blocks[video_id] = feature_media_block(features[index], config.modality, config.feature_format)
+    except HarnessError as err:
+        raise UnsupportedSetting(f"{config.modality}: no usable `features` config: {err}") from err
     missing = video_ids - blocks.keys()
     if missing:
         raise HarnessError(
@@ -415,7 +428,7 @@ def _write_outputs(config, backend, rows, prompts, keys, answers, failures, inpu
     with open(raw_path, "w", encoding="utf-8") as handle:
         for record in raw_records:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")
-    references = {(r["video_id"], r["dimension"]): float(r["score"]) for r in rows if r.get("score") is not None}
+    references = {(r["video_id"], r["dimension"]): _gold(r["score"]) for r in rows if r.get("score") is not None}
     scores = None
     if references:
         from mis_icc_metric.scoring import score_predictions
@@ -460,6 +473,15 @@ def _write_outputs(config, backend, rows, prompts, keys, answers, failures, inpu
         parse_rates=parse_rates, run_dir=run_dir, predictions_path=predictions_path, raw_responses_path=raw_path,
         results_path=results_path, elapsed_s=time.monotonic() - started,
     )
+
+
+def _gold(value: Any) -> float:
+    """Gold scores are stored as float32: widen via the shortest repr (3.7, not 3.700000047)."""
+    import numpy as np
+
+    from mis_icc_metric.scoring import coerce_score
+
+    return coerce_score(np.float32(value), what="gold score")
 
 
 # ----------------------------------------------------------------------------- grid

@@ -19,8 +19,13 @@ CHAT_TEMPLATE = (
 )
 
 
-def make_tiny_chat_model(folder: Path, seed: int = 0) -> Path:
-    """A randomly initialised 2-layer Qwen2 and a byte-level BPE tokenizer with a chat template."""
+def make_tiny_chat_model(folder: Path, seed: int = 0, answer_tokens: tuple[str, str] | None = None) -> Path:
+    """A randomly initialised 2-layer Qwen2 and a byte-level BPE tokenizer with a chat template.
+
+    With `answer_tokens=(a, b)` the output head is rewired so that greedy decoding
+    always emits `a` or `b` (chosen by the sign of one hidden unit, so it depends
+    on the input): a random model whose first token is a parseable score.
+    """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
@@ -42,9 +47,17 @@ def make_tiny_chat_model(folder: Path, seed: int = 0) -> Path:
     config = Qwen2Config(
         vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
         num_key_value_heads=1, max_position_embeddings=8192, eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id, tie_word_embeddings=True,
+        pad_token_id=fast.pad_token_id, tie_word_embeddings=answer_tokens is None,
     )
     model = Qwen2ForCausalLM(config)
+    if answer_tokens is not None:
+        first, second = fast.convert_tokens_to_ids(list(answer_tokens))
+        with torch.no_grad():
+            model.model.norm.weight.zero_()
+            model.model.norm.weight[0] = 1.0
+            model.lm_head.weight.zero_()
+            model.lm_head.weight[first, 0] = 1.0
+            model.lm_head.weight[second, 0] = -1.0
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     fast.save_pretrained(folder)

@@ -1,0 +1,77 @@
+"""The transformers backend with a tiny random Qwen2, and `mis-bench run` end to end on a synthetic build."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from datasets import Dataset
+
+from _harness_helpers import make_tiny_chat_model, scoring_rows
+from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backend
+from eval_scripts.prompts import Prompt, render_prompt
+from eval_scripts.runner import RunConfig, run_setting
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    return make_tiny_chat_model(tmp_path_factory.mktemp("tiny-qwen2"), answer_tokens=("3", "4"))
+
+
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory):
+    return make_tiny_chat_model(tmp_path_factory.mktemp("tiny-qwen2-random"))
+
+
+def _prompts(n_videos: int = 1) -> list[Prompt]:
+    return [Prompt(r["video_id"], r["dimension"], render_prompt(r, "text", "direct")) for r in scoring_rows(n_videos)]
+
+
+def test_batched_greedy_generation_matches_unbatched(random_model) -> None:
+    prompts = _prompts()[:4] + [Prompt("v", "wau", "short")]
+    decoding = DecodingConfig(max_new_tokens=4)
+    one = get_backend("transformers", str(random_model), batch_size=1, device="cpu")
+    many = get_backend("transformers", str(random_model), batch_size=5, device="cpu")
+    single = {c.index: c.text for c in one.complete(prompts, decoding)}
+    batched = {c.index: c.text for c in many.complete(prompts, decoding)}
+    assert sorted(single) == list(range(len(prompts)))
+    assert batched == single  # left padding + attention mask: batching changes nothing
+    assert {c.index: c.text for c in many.complete(prompts, decoding)} == batched  # greedy is deterministic
+    assert one.modalities == frozenset({"text"}) and many.calls == 2 * len(prompts)
+
+
+def test_text_only_model_refuses_raw_video(tiny_model, tmp_path) -> None:
+    rows = [{**r, "video_path": str(tmp_path / f"{r['video_id']}.mp4")} for r in scoring_rows(1)]
+    config = RunConfig(backend="transformers", model=str(tiny_model), modality="video+text", out=tmp_path,
+                       progress=False, backend_options={"device": "cpu"})
+    with pytest.raises(UnsupportedSetting, match=r"needs video input, but the transformers backend .* takes only text"):
+        run_setting(config, scoring=Dataset.from_list(rows))
+    assert not (tmp_path / "responses.cache.jsonl").exists() or (tmp_path / "responses.cache.jsonl").stat().st_size == 0
+
+
+def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, synthetic_build, tmp_path) -> None:
+    from eval_scripts.cli_run import main
+    from eval_scripts.results import validate_results
+    from mis_icc_metric.predictions_io import read_predictions, read_references
+    from mis_icc_metric.scoring import score_predictions
+
+    out = tmp_path / "runs"
+    args = ["run", "--backend", "transformers", "--model", str(tiny_model), "--dataset", str(synthetic_build),
+            "--split", "test", "--prompt", "direct", "--max-new-tokens", "1", "--device", "cpu",
+            "--batch-size", "16", "--out", str(out), "--n-bootstrap", "200", "--no-progress"]
+    assert main(args) == 0
+    (results_path,) = out.rglob("results.json")
+    results = json.loads(results_path.read_text())
+    validate_results(results, split="test")
+    assert results["system"]["backend"] == "transformers" and results["setting"]["input_source"] == "text"
+    assert results["dataset"]["synthetic"] is True
+    predictions = read_predictions(results_path.parent / "predictions.jsonl")
+    references = read_references(synthetic_build, split="test")
+    assert {(p["video_id"], p["dimension"]) for p in predictions} == set(references)
+    assert {p["prediction"] for p in predictions} <= {3.0, 4.0} and len({p["prediction"] for p in predictions}) == 2
+    assert all(rate == 1.0 for rate in results["parse_rates"].values())
+    rescored = score_predictions({(p["video_id"], p["dimension"]): p["prediction"] for p in predictions},
+                                 references, n_bootstrap=200, seed=0)
+    assert results["scores"]["mean_icc"] == pytest.approx(rescored["mean_icc"], abs=0, rel=1e-12)
+    raw = [json.loads(line) for line in (results_path.parent / "raw_responses.jsonl").read_text().splitlines()]
+    assert all(len(r["prompt_hash"]) == 64 and r["status"] == "ok" for r in raw)
