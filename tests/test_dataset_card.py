@@ -1,0 +1,91 @@
+"""The dataset card and the CLI: synthetic data said loudly, rubric, privacy, report, loading."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import yaml
+
+from mis_bench_dataset import cli_build, cli_synth
+from mis_bench_dataset.dimensions import DIMENSIONS, RUBRIC
+
+
+def _card(folder):
+    text = (folder / "README.md").read_text()
+    _, front, body = text.split("---\n", 2)
+    return yaml.safe_load(front), body
+
+
+def test_card_yaml_declares_configs_splits_and_features(synthetic_build):
+    meta, body = _card(synthetic_build)
+    assert [c["config_name"] for c in meta["configs"]] == ["scoring", "features"]
+    info = {i["config_name"]: i for i in meta["dataset_info"]}
+    report = json.loads((synthetic_build / "build_report.json").read_text())
+    for split in info["scoring"]["splits"]:
+        assert split["num_examples"] == 8 * report["split_counts"][split["name"]]
+    assert "synthetic" in meta["tags"]
+
+
+def test_card_body_documents_everything(synthetic_build):
+    _, body = _card(synthetic_build)
+    assert "SYNTHETIC DATA" in body.split("\n\n")[1]  # right under the title
+    for heading in ("## Provenance", "## Privacy", "## Dimensions", "## Rubric", "## Splits", "## Labels", "## Build report"):
+        assert heading in body
+    for dim in DIMENSIONS:
+        assert dim.name in body and RUBRIC[dim.key].criterion in body
+    assert "duration_seconds" in body and "Human single-rater ICC(3,1)" in body
+
+
+def test_real_release_card_has_no_synthetic_banner(tmp_path):
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+
+    release = generate_synthetic_release(tmp_path / "rel", n_videos=4, seed=0)
+    manifest = json.loads((release.release_dir / "subset_manifest.json").read_text())
+    manifest.pop("synthetic")
+    (release.release_dir / "subset_manifest.json").write_text(json.dumps(manifest))
+    build_dataset(release.release_dir, tmp_path / "out", progress=False)
+    meta, body = _card(tmp_path / "out")
+    assert "SYNTHETIC" not in body and meta["pretty_name"] == "MIS-Bench"
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="mis-bench")
+    sub = parser.add_subparsers()
+    cli_synth.register(sub)
+    cli_build.register(sub)
+    return parser
+
+
+def test_cli_synth_then_build(tmp_path, capsys):
+    parser = _parser()
+    args = parser.parse_args(["synth", str(tmp_path / "rel"), "--videos", "5", "--seed", "2", "--json"])
+    assert args.func(args) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_videos"] == 5 and summary["synthetic"] is True
+    args = parser.parse_args(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
+                              "--out", str(tmp_path / "out"), "--json"])
+    assert args.func(args) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["n_videos"] == 5 and report["n_labeled_videos"] == 5 and report["synthetic"]
+    (tmp_path / "rel" / "audio" / "prosody").joinpath(f"{summary_first(tmp_path)}.npz").unlink()
+    args = parser.parse_args(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"])
+    assert args.func(args) == 1
+    out = capsys.readouterr().out
+    assert "missing_file" in out and summary_first(tmp_path) in out and "prosody" in out
+    assert not (tmp_path / "out2").exists()
+
+
+def summary_first(tmp_path):
+    return sorted(p.stem for p in (tmp_path / "rel" / "video" / "openface3").iterdir())[0]
+
+
+def test_cli_refuses_nonempty_synth_target_and_missing_inputs(tmp_path, capsys):
+    parser = _parser()
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "f").write_text("")
+    args = parser.parse_args(["synth", str(tmp_path / "x")])
+    assert args.func(args) == 2
+    args = parser.parse_args(["build"])
+    assert args.func(args) == 2
+    assert "RELEASE_DIR" in capsys.readouterr().out
