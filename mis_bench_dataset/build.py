@@ -245,7 +245,7 @@ def build_dataset(
         writers = {
             (config, split): ShardedParquetWriter(
                 staging / config, split, _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
-                row_group_bytes=(64 << 20) if config == "features" else (8 << 20),
+                row_group_bytes=(32 << 20) if config == "features" else (8 << 20),
                 max_shard_bytes=max_shard_bytes,
             )
             for config in CONFIGS

@@ -21,6 +21,7 @@ class ShardedParquetWriter:
         schema: pa.Schema,
         row_group_bytes: int = 64 << 20,
         max_shard_bytes: int = 512 << 20,
+        dictionary_columns: list[str] | None = None,
     ):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -28,6 +29,13 @@ class ShardedParquetWriter:
         self.schema = schema
         self.row_group_bytes = row_group_bytes
         self.max_shard_bytes = max_shard_bytes
+        # Dictionary encoding only where values repeat (ids, rubric texts): on float arrays it
+        # is tried and abandoned at a 6x cost in write time; statistics likewise.
+        self.dictionary_columns = (
+            dictionary_columns if dictionary_columns is not None
+            else [f.name for f in schema if pa.types.is_string(f.type)]
+        )
+        self.statistics_columns = [f.name for f in schema if not pa.types.is_list(f.type)]
         self._buffer: list[pa.RecordBatch] = []
         self._buffered_bytes = 0
         self._writer: pq.ParquetWriter | None = None
@@ -46,7 +54,10 @@ class ShardedParquetWriter:
     def _open_shard(self) -> None:
         path = self.directory / f"{self.split}-{len(self._partials):05d}.parquet.partial"
         self._partials.append(path)
-        self._writer = pq.ParquetWriter(path, self.schema, compression="snappy")
+        self._writer = pq.ParquetWriter(
+            path, self.schema, compression="snappy",
+            use_dictionary=self.dictionary_columns, write_statistics=self.statistics_columns,
+        )
         self._shard_bytes = 0
 
     def _flush(self) -> None:
