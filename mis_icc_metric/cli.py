@@ -177,3 +177,16 @@ def run_compare(args: argparse.Namespace) -> int:
     print(format_compare_table(result))
     _write_json(args.json, result)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python3 -m mis_icc_metric.cli score|compare ...`: the same subcommands without the dispatcher."""
+    parser = argparse.ArgumentParser(prog="mis-bench", description="MIS-Bench metric subcommands")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    register(subparsers)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

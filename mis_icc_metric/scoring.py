@@ -63,6 +63,8 @@ def coerce_score(value: object, *, what: str) -> float | None:
     """
     if value is None:
         return None
+    if type(value) is float:  # fast path for the common case
+        return None if value != value else value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{what}: expected a number or None, got {type(value).__name__} {value!r}")
     if isinstance(value, np.float32):
@@ -380,8 +382,12 @@ def score_predictions(
     rat = np.stack(blocks.ratings, axis=1)
     val = np.stack(blocks.valid, axis=1)
 
+    entries: dict[int, dict] = {}
+
     def entry(block: int) -> dict:
-        return report.entry(block, rat[:, block, 0], rat[:, block, 1], val[:, block])
+        if block not in entries:
+            entries[block] = report.entry(block, rat[:, block, 0], rat[:, block, 1], val[:, block])
+        return dict(entries[block])
 
     dimensions: dict[str, dict] = {}
     for j, key in enumerate(data.dimensions):
