@@ -119,6 +119,8 @@ class ChatServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # no 40 ms delayed-ACK stalls on keep-alive
+            wbufsize = -1  # headers and body leave in one write
 
             def log_message(self, *args):  # quiet
                 pass
