@@ -163,3 +163,23 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
         assert json.loads(again.stdout)["called"] == 0
         assert server.requests == requests_before  # a finished run re-run makes zero model calls
         assert len(list(iter_records(cache))) == len(records)
+
+
+def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> None:
+    import re
+
+    from eval_scripts.runner import HarnessError, load_rows
+
+    train_transcripts = {r["transcript"].strip() for r in load_rows(synthetic_build, "scoring", "train")}
+    test_rows = load_rows(synthetic_build, "scoring", "test")
+    with ChatServer() as server:
+        config = _config(tmp_path, server, prompt_style="cot", dataset=synthetic_build, few_shot_k=2, limit=1)
+        result = run_setting(config)
+        assert result.n_failed == 0 and result.n_rows == 8
+        for body in server.bodies:
+            text = body["messages"][0]["content"]
+            shots = re.findall(r'Example \d\. Transcript:\n"""\n(.*?)\n"""\nExpert score: Final score: \d\.\d', text, re.S)
+            assert len(shots) == 2 and all(shot in train_transcripts for shot in shots)
+            assert not any(shot == row["transcript"].strip() for shot in shots for row in test_rows)
+        with pytest.raises(HarnessError, match="few-shot examples come from the train split"):
+            run_setting(_config(tmp_path, server, dataset=synthetic_build, few_shot_k=2, split="train"))
