@@ -89,39 +89,15 @@ def aggregate(ratings: list[float]) -> float:
     return float(mean.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
 
 
-def _icc3_1_numpy(matrix: np.ndarray) -> float:
-    """Paper eq. 3-5 (two-way mixed, consistency, single rater) for an n x k matrix."""
-    y = np.asarray(matrix, dtype=np.float64)
-    n, k = y.shape
-    grand = y.mean()
-    row_means = y.mean(axis=1, keepdims=True)
-    col_means = y.mean(axis=0, keepdims=True)
-    ms_r = k / (n - 1) * ((row_means - grand) ** 2).sum()
-    ms_err = ((y - row_means - col_means + grand) ** 2).sum() / ((n - 1) * (k - 1))
-    return float((ms_r - ms_err) / (ms_r + (k - 1) * ms_err))
-
-
 def icc3_1_with_ci(matrix: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
-    """ICC(3,1) with the F-distribution CI of McGraw & Wong (1996), as pingouin reports it."""
-    from scipy import stats
+    """ICC(3,1) (paper eq. 3-5) with its F-test CI, from the project's one metric core."""
+    from mis_icc_metric import icc3
 
     y = np.asarray(matrix, dtype=np.float64)
-    n, k = y.shape
-    if n < 2 or k < 2:
-        raise ValueError(f"ICC(3,1) needs at least 2 videos and 2 raters, got {n} x {k}")
-    grand = y.mean()
-    row_means = y.mean(axis=1, keepdims=True)
-    col_means = y.mean(axis=0, keepdims=True)
-    ms_r = k / (n - 1) * ((row_means - grand) ** 2).sum()
-    ms_err = ((y - row_means - col_means + grand) ** 2).sum() / ((n - 1) * (k - 1))
-    icc = float((ms_r - ms_err) / (ms_r + (k - 1) * ms_err))
-    if ms_err == 0:
-        return icc, math.nan, math.nan
-    f_stat = ms_r / ms_err
-    df1, df2 = n - 1, (n - 1) * (k - 1)
-    f_low = f_stat / stats.f.ppf(1 - alpha / 2, df1, df2)
-    f_high = f_stat * stats.f.ppf(1 - alpha / 2, df2, df1)
-    return icc, float((f_low - 1) / (f_low + k - 1)), float((f_high - 1) / (f_high + k - 1))
+    if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
+        raise ValueError(f"ICC(3,1) needs at least 2 videos and 2 raters, got shape {y.shape}")
+    result = icc3(y, confidence=1 - alpha)
+    return float(result.icc), float(result.ci[0]), float(result.ci[1])
 
 
 def human_ceiling(labels: Labels) -> dict[str, CeilingEstimate]:
