@@ -183,3 +183,16 @@ def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> No
             assert not any(shot == row["transcript"].strip() for shot in shots for row in test_rows)
         with pytest.raises(HarnessError, match="few-shot examples come from the train split"):
             run_setting(_config(tmp_path, server, dataset=synthetic_build, few_shot_k=2, split="train"))
+
+
+def test_vllm_backend_without_vllm_is_a_clear_error() -> None:
+    import importlib.util
+
+    from eval_scripts.backends import BackendUnavailable, get_backend
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vllm is installed here")
+    with pytest.raises(BackendUnavailable, match="needs the `vllm` package"):
+        get_backend("vllm", "some/model")
+    with pytest.raises(ValueError, match="unknown backend 'tgi'"):
+        get_backend("tgi", "some/model")
