@@ -15,6 +15,7 @@ copies into one item and shrinks the CI; the count formulation cannot do that.
 from __future__ import annotations
 
 import warnings
+from functools import lru_cache
 
 import numpy as np
 
@@ -56,13 +57,25 @@ def resample_counts(indices: np.ndarray, n_items: int) -> np.ndarray:
     return np.bincount(flat, weights=np.ones(flat.size), minlength=b * n_items).reshape(b, n_items)
 
 
+@lru_cache(maxsize=1)
+def _blas_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def resampled_sums(indices: np.ndarray, features: np.ndarray) -> np.ndarray:
-    """sum over each resample's items of each feature column: (B x F), chunked to bound memory."""
+    """sum over each resample's items of each feature column: (B x F), chunked to bound memory.
+
+    The (chunk x n) @ (n x F) products are skinny; one BLAS thread is faster than
+    several for them (measured on 2 cores: 0.44 s vs 0.80 s for the full bootstrap).
+    """
     n_items = features.shape[0]
     out = np.empty((indices.shape[0], features.shape[1]), dtype=np.float64)
-    for start in range(0, indices.shape[0], _CHUNK_ROWS):
-        stop = start + _CHUNK_ROWS
-        out[start:stop] = resample_counts(indices[start:stop], n_items) @ features
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        for start in range(0, indices.shape[0], _CHUNK_ROWS):
+            stop = start + _CHUNK_ROWS
+            out[start:stop] = resample_counts(indices[start:stop], n_items) @ features
     return out
 
 
