@@ -20,7 +20,7 @@ import re
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -511,8 +511,7 @@ def run_grid(
     try:
         for modality in modalities:
             for style in styles:
-                sub = replace(config, modality=modality, prompt_style=style,
-                              decoding=None if config.decoding is None else config.decoding)
+                sub = replace(config, modality=modality, prompt_style=style)
                 try:
                     entries.append(GridEntry(setting_label(sub), run_setting(sub, backend=backend, scoring=scoring)))
                 except UnsupportedSetting as err:
