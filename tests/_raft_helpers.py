@@ -106,3 +106,33 @@ def toy_dataset(n: int, seed: int = 0, **kwargs):
     import datasets
 
     return datasets.Dataset.from_list(toy_rows(n, seed, **kwargs))
+
+
+def short_encoded_toy(tokenizer, n: int, seed: int = 0):
+    """Pre-encoded toy rows with a one-line prompt (~30 tokens instead of the rubric's hundreds),
+    so objective comparisons train many steps quickly; same columns as `prepare_raft_dataset`."""
+    import datasets
+
+    from raft_trainer.data import completion_text
+    from raft_trainer.digits import DigitTokens, format_score
+
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    encoded = []
+    for row in toy_rows(n, seed):
+        prompt = f"<|im_start|>user\n{row['transcript']}<|im_end|>\n<|im_start|>assistant\n"
+        score_text = format_score(row["score"])
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        completion_ids = tokenizer(completion_text(score_text) + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
+        ids = prompt_ids + completion_ids
+        encoded.append(
+            {
+                "video_id": row["video_id"],
+                "dimension": row["dimension"],
+                "input_ids": ids,
+                "labels": [-100] * len(prompt_ids) + completion_ids,
+                "score_index": digits.find_score(ids, score_text, start=len(prompt_ids)),
+                "score": float(score_text),
+                "dimension_index": 5,
+            }
+        )
+    return datasets.Dataset.from_list(encoded)

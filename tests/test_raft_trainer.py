@@ -1,0 +1,127 @@
+"""RAFTTrainer: LoRA steps on a synthetic build, normalisation, CE parity, raft vs ce, ICC in eval."""
+
+from __future__ import annotations
+
+import math
+
+import datasets
+import pytest
+import torch
+from peft import LoraConfig
+
+from _raft_helpers import make_model, make_tokenizer, short_encoded_toy
+from raft_trainer.collator import RAFTDataCollator
+from raft_trainer.config import RAFTConfig
+from raft_trainer.trainer import RAFTTrainer
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return make_tokenizer()
+
+
+def _config(tmp_path, **kwargs) -> RAFTConfig:
+    base = dict(
+        output_dir=str(tmp_path / "out"), report_to="none", use_cpu=True, max_length=None, save_strategy="no",
+        disable_tqdm=True, logging_steps=1, seed=0,
+    )
+    base.update(kwargs)
+    return RAFTConfig(**base)
+
+
+def _lora(dropout=0.1):
+    return LoraConfig(r=8, lora_alpha=16, lora_dropout=dropout, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+
+
+def test_config_defaults_follow_the_paper_and_validate():
+    cfg = RAFTConfig(output_dir="unused", use_cpu=True, report_to="none")
+    assert (cfg.num_train_epochs, cfg.learning_rate, cfg.per_device_train_batch_size, cfg.max_length) == (2.0, 2e-5, 2, 512)
+    assert cfg.loss_type == "raft" and cfg.loss_weights == (1.0, 0.0)
+    assert RAFTConfig(output_dir="u", use_cpu=True, loss_type="raft+ce", ce_weight=0.5).loss_weights == (1.0, 0.5)
+    with pytest.raises(ValueError, match="loss_type"):
+        RAFTConfig(output_dir="u", use_cpu=True, loss_type="nll")
+    with pytest.raises(ValueError, match="packing"):
+        RAFTConfig(output_dir="u", use_cpu=True, packing=True)
+
+
+def test_three_lora_steps_on_the_synthetic_build_and_the_loss_falls(synthetic_build, tokenizer, tmp_path):
+    scoring = datasets.load_dataset(str(synthetic_build), "scoring")
+    train = scoring["train"].select(range(16))
+    model = make_model(tokenizer)
+    base_before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
+    trainer = RAFTTrainer(
+        model, args=_config(tmp_path, max_steps=3, learning_rate=5e-3, per_device_train_batch_size=2),
+        train_dataset=train, eval_dataset=train, processing_class=tokenizer, peft_config=_lora(),
+    )
+    before = trainer.evaluate()
+    lora_before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_B" in n}
+    trainer.train()
+    after = trainer.evaluate()
+    steps = [h for h in trainer.state.log_history if "loss" in h]
+    assert len(steps) == 3 and all(math.isfinite(h["loss"]) for h in steps)
+    assert all("score_mse" in h and "mean_predicted_score" in h for h in steps)
+    assert after["eval_loss"] < before["eval_loss"]
+    assert {"eval_score_mse", "eval_icc", "eval_mean_dimension_icc"} <= set(after), after
+    assert after["eval_loss"] == pytest.approx(after["eval_score_mse"], rel=1e-5)  # raft loss is the score MSE
+    changed = [n for n, p in trainer.model.named_parameters() if "lora_B" in n and not torch.equal(p, lora_before[n])]
+    assert changed
+    base = trainer.model.get_base_model().model.layers[0].self_attn.q_proj.base_layer.weight
+    assert torch.equal(base, base_before)
+
+
+def test_gradient_accumulation_equals_a_larger_batch(tokenizer, tmp_path):
+    """raft+ce exercises both normalisations: scored rows (raft) and completion tokens (ce)."""
+    data = short_encoded_toy(tokenizer, 8, seed=2)
+    logs = {}
+    for batch, accum in ((4, 1), (1, 4)):
+        trainer = RAFTTrainer(
+            make_model(tokenizer, seed=1),
+            args=_config(
+                tmp_path, max_steps=1, per_device_train_batch_size=batch, gradient_accumulation_steps=accum,
+                loss_type="raft+ce", train_sampling_strategy="sequential", learning_rate=1e-3,
+            ),
+            train_dataset=data, processing_class=tokenizer, peft_config=_lora(dropout=0.0),
+        )
+        trainer.train()
+        logs[(batch, accum)] = trainer.state.log_history[0]
+    ref = logs[(4, 1)]
+    for key in ((1, 4),):
+        assert logs[key]["loss"] == pytest.approx(ref["loss"], rel=1e-5)
+        assert logs[key]["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-4)
+        assert logs[key]["score_mse"] == pytest.approx(ref["score_mse"], rel=1e-5)
+
+
+def test_ce_loss_equals_the_causal_lm_loss_and_raft_ce_adds_up(tokenizer, tmp_path):
+    data = short_encoded_toy(tokenizer, 4, seed=4)
+    model = make_model(tokenizer, seed=3)
+    batch = RAFTDataCollator(tokenizer.pad_token_id, padding_side="right")(list(data))
+    reference = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
+    losses = {}
+    for loss_type in ("ce", "raft", "raft+ce"):
+        trainer = RAFTTrainer(
+            model, args=_config(tmp_path, loss_type=loss_type, ce_weight=0.5), train_dataset=data, processing_class=tokenizer
+        )
+        trainer.model.eval()
+        with torch.no_grad():
+            losses[loss_type] = trainer.compute_loss(trainer.model, dict(batch)).item()
+    assert losses["ce"] == pytest.approx(reference.item(), rel=1e-5)
+    assert losses["raft+ce"] == pytest.approx(losses["raft"] + 0.5 * losses["ce"], rel=1e-5)
+
+
+def test_raft_reaches_lower_score_mse_than_ce_in_the_same_steps(tokenizer, tmp_path):
+    """Toy task: the gold score is 1.0 + 0.5 * (number of 'warm' in the text)."""
+    train, held_out = short_encoded_toy(tokenizer, 64, seed=0), short_encoded_toy(tokenizer, 32, seed=1)
+    results = {}
+    for loss_type in ("raft", "ce"):
+        trainer = RAFTTrainer(
+            make_model(tokenizer, seed=0),
+            args=_config(
+                tmp_path, loss_type=loss_type, max_steps=20, per_device_train_batch_size=8, learning_rate=1e-2,
+                lr_scheduler_type="constant", logging_steps=20,
+            ),
+            train_dataset=train, eval_dataset=held_out, processing_class=tokenizer,
+        )
+        trainer.train()
+        results[loss_type] = trainer.evaluate()
+    assert results["raft"]["eval_score_mse"] < 0.5 * results["ce"]["eval_score_mse"]
+    assert results["raft"]["eval_icc"] > results["ce"]["eval_icc"]
