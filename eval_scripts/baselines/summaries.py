@@ -1,0 +1,149 @@
+"""Video-level summaries of the `features` config, one numeric vector per modality group.
+
+Groups match the benchmark's modality settings: `text` (transcript length, speech
+rate, lexical markers), `audio` (log-Mel/MFCC statistics, pauses, prosody, wav2vec
+mean/std when present) and `video` (OpenFace action units, gaze, landmark motion).
+Column layouts follow `mis_bench_dataset.release` (OpenFace 3: 8 AUs, 98 landmarks
+x/y, gaze yaw/pitch, 2 confidence columns; librosa: 80 log-Mel + 13 MFCC).
+A modality a video lacks gives zeros plus a `has_*` indicator set to 0, so the
+regressor sees "absent" instead of a fake measurement.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mis_bench_dataset.release import MODALITY_BY_NAME
+
+# OpenFace 3 columns (release.py: 8 AUs, 98 landmarks x/y, gaze 2, confidence 2).
+OPENFACE_AUS = slice(0, 8)
+OPENFACE_LANDMARKS = slice(8, 204)
+OPENFACE_GAZE = slice(204, 206)
+OPENFACE_CONFIDENCE = slice(206, 208)
+# librosa columns (release.py: 80 log-Mel + 13 MFCC, 50 Hz).
+LIBROSA_MEL = slice(0, 80)
+# A frame this far (dB) below the loudest frame counts as a pause.
+PAUSE_DB_BELOW_PEAK = 30.0
+
+MODALITY_GROUPS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "audio+text": ("audio", "text"),
+    "video+text": ("video", "text"),
+    "audio+video+text": ("audio", "video", "text"),
+}
+
+_WORD = re.compile(r"[a-z']+")
+_FILLERS = frozenset({"um", "uh", "er", "erm", "hmm", "mm"})
+_WE = frozenset({"we", "us", "our", "ours", "together", "let's"})
+_YOU = frozenset({"you", "your", "you're", "yours", "yourself"})
+_I = frozenset({"i", "me", "my", "i'm", "mine", "myself"})
+_FEELING = frozenset({"feel", "feeling", "feelings", "felt", "hear", "sounds", "understand", "sense"})
+_HOPE = frozenset({"hope", "hopeful", "can", "will", "possible", "progress", "change", "better", "forward"})
+
+
+def _array(row: Mapping[str, Any], name: str) -> np.ndarray:
+    width = MODALITY_BY_NAME[name].width
+    if not row.get(f"has_{name}", True):
+        return np.zeros((0, width), dtype=np.float32)
+    values = np.asarray(row.get(name) if row.get(name) is not None else [], dtype=np.float32)
+    return values.reshape(-1, width) if values.size else np.zeros((0, width), dtype=np.float32)
+
+
+def _mean_std(values: np.ndarray) -> np.ndarray:
+    if len(values) == 0:
+        return np.zeros(2 * values.shape[1], dtype=np.float64)
+    return np.concatenate([values.mean(axis=0), values.std(axis=0)])
+
+
+def text_summary(row: Mapping[str, Any]) -> dict[str, float]:
+    """Length, speech rate and lexical markers (fillers, repetitions, we/you/I, feeling and hope words)."""
+    transcript = str(row.get("transcript") or "")
+    words = _WORD.findall(transcript.lower())
+    n_words = len(words)
+    sentences = max(1, len(re.findall(r"[.!?]+", transcript)))
+    duration = row.get("duration_seconds")
+    has_duration = duration is not None and np.isfinite(duration) and duration > 0
+    rate = n_words / float(duration) if has_duration else 0.0
+
+    def share(vocabulary: frozenset[str]) -> float:
+        return sum(w in vocabulary for w in words) / n_words if n_words else 0.0
+
+    repeats = sum(a == b for a, b in zip(words, words[1:])) / n_words if n_words else 0.0
+    return {
+        "text_log_words": float(np.log1p(n_words)),
+        "text_words_per_sentence": n_words / sentences,
+        "text_mean_word_length": float(np.mean([len(w) for w in words])) if words else 0.0,
+        "text_type_token_ratio": len(set(words)) / n_words if n_words else 0.0,
+        "text_speech_rate_wps": rate,
+        "text_has_duration": float(has_duration),
+        "text_questions_per_sentence": transcript.count("?") / sentences,
+        "text_filler_share": share(_FILLERS),
+        "text_repeat_share": repeats,
+        "text_we_share": share(_WE),
+        "text_you_share": share(_YOU),
+        "text_i_share": share(_I),
+        "text_feeling_share": share(_FEELING),
+        "text_hope_share": share(_HOPE),
+    }
+
+
+def audio_summary(row: Mapping[str, Any]) -> np.ndarray:
+    librosa = _array(row, "librosa")
+    pause_stats = np.zeros(3)
+    if len(librosa):
+        energy = librosa[:, LIBROSA_MEL].mean(axis=1)
+        pauses = energy < energy.max() - PAUSE_DB_BELOW_PEAK
+        voiced = energy[~pauses]
+        pause_stats = np.array([pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0])
+    prosody = _array(row, "prosody")
+    wav2vec = _array(row, "wav2vec")
+    return np.concatenate([
+        [float(len(librosa) > 0), float(len(prosody) > 0), float(len(wav2vec) > 0)],
+        _mean_std(librosa), pause_stats,
+        prosody.mean(axis=0) if len(prosody) else np.zeros(prosody.shape[1]),
+        _mean_std(wav2vec),
+    ])
+
+
+def video_summary(row: Mapping[str, Any]) -> np.ndarray:
+    openface = _array(row, "openface")
+    if len(openface) == 0:
+        return np.zeros(1 + 8 * 3 + 4 + 4 + 2)
+    aus = openface[:, OPENFACE_AUS]
+    landmarks = openface[:, OPENFACE_LANDMARKS].reshape(len(openface), -1, 2)
+    # Motion in face-size units, so pixel and normalised coordinates compare.
+    scale = np.sqrt(landmarks.var(axis=1).sum(axis=1)).mean() or 1.0
+    if len(openface) > 1:
+        landmark_speed = np.linalg.norm(np.diff(landmarks, axis=0), axis=2).mean(axis=1) / scale
+        head_speed = np.linalg.norm(np.diff(landmarks.mean(axis=1), axis=0), axis=1) / scale
+    else:
+        landmark_speed = head_speed = np.zeros(1)
+    return np.concatenate([
+        [1.0],
+        aus.mean(axis=0), aus.std(axis=0), np.percentile(aus, 90, axis=0),
+        _mean_std(openface[:, OPENFACE_GAZE]),
+        [landmark_speed.mean(), landmark_speed.std(), head_speed.mean(), head_speed.std()],
+        openface[:, OPENFACE_CONFIDENCE].mean(axis=0),
+    ])
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], groups: Sequence[str]) -> np.ndarray:
+    """(n_videos, n_features) matrix of the chosen groups for `features`-config rows."""
+    unknown = set(groups) - {"text", "audio", "video"}
+    if unknown:
+        raise ValueError(f"unknown modality group(s) {sorted(unknown)}; use text, audio, video")
+    per_row = []
+    for row in rows:
+        parts = []
+        if "text" in groups:
+            parts.append(np.fromiter(text_summary(row).values(), dtype=np.float64))
+        if "audio" in groups:
+            parts.append(audio_summary(row))
+        if "video" in groups:
+            parts.append(video_summary(row))
+        per_row.append(np.concatenate(parts))
+    return np.vstack(per_row) if per_row else np.zeros((0, 0))
