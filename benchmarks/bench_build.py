@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="/tmp/mis-bench-bench")
     parser.add_argument("--compress", action="store_true", help="deflate the npz like the public release")
     parser.add_argument("--naive-videos", type=int, default=100, help="videos for the from_generator baseline (0: skip)")
-    parser.add_argument("--keep", action="store_true", help="keep the generated data")
+    parser.add_argument("--keep", action="store_true", help="keep the built folders")
+    parser.add_argument("--no-control", action="store_true", help="skip the largest-videos control build")
     args = parser.parse_args(argv)
 
     from mis_bench_dataset import generate_synthetic_release
@@ -129,6 +130,22 @@ def main(argv: list[str] | None = None) -> int:
         res["mb_per_s"] = res["bytes_read"] / 1e6 / res["seconds"]
         results["builds"].append(res)
         print(json.dumps(res), flush=True)
+    if not args.no_control:
+        # Control: the N_min largest videos. Peak RSS follows the largest video (one video is
+        # in memory at a time), so this separates "grows with N" from "grows with video size".
+        n = min(args.videos)
+        sizes = {v: sum((release_dir / f / f"{v}.npz").stat().st_size
+                        for f in ("video/openface3", "audio/librosa", "audio/wav2vec")) for v in ids}
+        largest = sorted(ids, key=lambda v: -sizes[v])[:n]
+        tree = subset_tree(release_dir, largest, work / "release_largest")
+        out = work / "out_largest"
+        shutil.rmtree(out, ignore_errors=True)
+        res = run_child(BUILD_CHILD, str(tree), str(out))
+        res["mb_per_s"] = res["bytes_read"] / 1e6 / res["seconds"]
+        res["label"] = f"{n} largest"
+        results["largest_control"] = res
+        print(json.dumps(res), flush=True)
+        shutil.rmtree(out, ignore_errors=True)
     if args.naive_videos:
         n = args.naive_videos
         tree = subset_tree(release_dir, ids[:n], work / f"release_{n}")
@@ -147,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\n| videos | wall s | s/video | MB read | MB/s | peak RSS MB | RSS after imports MB |")
     print("|---|---|---|---|---|---|---|")
-    for b in results["builds"]:
-        print(f"| {b['n_videos']} | {b['seconds']:.1f} | {b['seconds'] / b['n_videos']:.3f} | {b['bytes_read'] / 1e6:.0f} "
+    rows = results["builds"] + ([results["largest_control"]] if "largest_control" in results else [])
+    for b in rows:
+        print(f"| {b.get('label', b['n_videos'])} | {b['seconds']:.1f} | {b['seconds'] / b['n_videos']:.3f} | {b['bytes_read'] / 1e6:.0f} "
               f"| {b['mb_per_s']:.0f} | {b['peak_rss_mb']:.0f} | {b['rss_after_imports_mb']:.0f} |")
     if "naive_from_generator" in results:
         naive = results["naive_from_generator"]

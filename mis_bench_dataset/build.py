@@ -150,8 +150,8 @@ def _digest(hasher, record: VideoRecord, gold: dict[str, float | None]) -> None:
     for m in MODALITIES:
         data = record.modalities[m.name]
         hasher.update(m.name.encode() + bytes([data.present]))
-        hasher.update(np.ascontiguousarray(data.features).tobytes())
-        hasher.update(np.ascontiguousarray(data.timestamps).tobytes())
+        hasher.update(np.ascontiguousarray(data.features).reshape(-1).view(np.uint8))  # no copy of the array
+        hasher.update(np.ascontiguousarray(data.timestamps).reshape(-1).view(np.uint8))
     hasher.update(json.dumps([gold.get(k) for k in DIMENSION_KEYS]).encode())
 
 
@@ -245,7 +245,7 @@ def build_dataset(
         writers = {
             (config, split): ShardedParquetWriter(
                 staging / config, split, _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
-                row_group_bytes=(32 << 20) if config == "features" else (8 << 20),
+                row_group_bytes=(16 << 20) if config == "features" else (8 << 20),
                 max_shard_bytes=max_shard_bytes,
             )
             for config in CONFIGS

@@ -45,6 +45,9 @@ class ShardedParquetWriter:
         self.final_paths: list[Path] = []
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Buffer a batch; the buffer never holds more than max(row_group_bytes, one batch)."""
+        if self._buffer and self._buffered_bytes + batch.nbytes > self.row_group_bytes:
+            self._flush()
         self._buffer.append(batch)
         self._buffered_bytes += batch.nbytes
         self.num_rows += batch.num_rows
@@ -72,6 +75,8 @@ class ShardedParquetWriter:
         self._shard_bytes += self._buffered_bytes
         self._buffer.clear()
         self._buffered_bytes = 0
+        del table
+        pa.default_memory_pool().release_unused()  # keep RSS at the working set, not the high-water mark
 
     def close(self) -> list[Path]:
         self._flush()

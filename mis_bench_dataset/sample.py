@@ -49,19 +49,25 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
     sample = DefaultSample(root, root / "release", root / "release" / "ratings.csv", root / "mis-bench")
     if (sample.build_dir / "README.md").is_file() and sample.ratings_csv.is_file():
         return sample
-    root.parent.mkdir(parents=True, exist_ok=True)
-    staging = root.parent / f".{root.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    try:
-        logger.info("generating the embedded default sample (SYNTHETIC, %d videos) in %s", DEFAULT_SAMPLE_VIDEOS, root)
-        release = generate_synthetic_release(staging / "release", n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED)
-        build_dataset(release.release_dir, staging / "mis-bench", labels=release.ratings_csv, progress=False)
-        if root.exists():  # an incomplete leftover of an interrupted first use
-            shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    if not (sample.ratings_csv.is_file() and (sample.release_dir / "subset_manifest.json").is_file()):
+        # The release is generated aside and renamed into place (manifest last = complete).
+        staging = root / f".release.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
-            staging.rename(root)
-        except OSError:
-            if not (sample.build_dir / "README.md").is_file():  # not a concurrent winner: a real failure
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+            logger.info("generating the embedded default sample (SYNTHETIC, %d videos) in %s",
+                        DEFAULT_SAMPLE_VIDEOS, root)
+            generate_synthetic_release(staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED)
+            shutil.rmtree(sample.release_dir, ignore_errors=True)  # an incomplete leftover
+            try:
+                staging.rename(sample.release_dir)
+            except OSError:
+                if not sample.ratings_csv.is_file():  # not a concurrent winner: a real failure
+                    raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    try:
+        build_dataset(sample.release_dir, sample.build_dir, labels=sample.ratings_csv, progress=False)
+    except OSError:
+        if not (sample.build_dir / "README.md").is_file():
+            raise
     return sample

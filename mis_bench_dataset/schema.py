@@ -95,7 +95,9 @@ def features_arrow_schema(features=None) -> pa.Schema:
 def arrays_2d(arrays: list[np.ndarray], width: int) -> pa.Array:
     """list<list<float32>> from (T_i, W) float32 arrays without Python-level loops over values."""
     flat = [np.ascontiguousarray(a, dtype=np.float32).reshape(-1) for a in arrays]
-    values = pa.array(np.concatenate(flat) if flat else np.zeros(0, np.float32), type=pa.float32())
+    # One array (the build's case) is wrapped without a copy; several are concatenated once.
+    joined = flat[0] if len(flat) == 1 else (np.concatenate(flat) if flat else np.zeros(0, np.float32))
+    values = pa.array(joined, type=pa.float32())
     total_rows = sum(a.shape[0] for a in arrays)
     inner_offsets = pa.array(np.arange(0, total_rows * width + 1, width, dtype=np.int32))
     inner = pa.ListArray.from_arrays(inner_offsets, values)
@@ -104,6 +106,7 @@ def arrays_2d(arrays: list[np.ndarray], width: int) -> pa.Array:
 
 
 def arrays_1d(arrays: list[np.ndarray]) -> pa.Array:
-    values = pa.array(np.concatenate(arrays) if arrays else np.zeros(0, np.float32), type=pa.float32())
+    joined = arrays[0] if len(arrays) == 1 else (np.concatenate(arrays) if arrays else np.zeros(0, np.float32))
+    values = pa.array(np.ascontiguousarray(joined, dtype=np.float32), type=pa.float32())
     offsets = pa.array(np.concatenate([[0], np.cumsum([a.shape[0] for a in arrays])]).astype(np.int32))
     return pa.ListArray.from_arrays(offsets, values)

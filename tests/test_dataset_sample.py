@@ -1,0 +1,58 @@
+"""The embedded default sample (generated on first use into a cache) and the thin Hub push."""
+
+from __future__ import annotations
+
+import json
+
+from mis_bench_dataset.sample import DEFAULT_SAMPLE_VIDEOS, default_sample
+
+
+def test_default_sample_is_generated_once_then_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("MIS_BENCH_CACHE", str(tmp_path / "cache"))
+    first = default_sample()
+    assert first.root.parent == tmp_path / "cache"
+    report = json.loads((first.build_dir / "build_report.json").read_text())
+    assert report["n_videos"] == DEFAULT_SAMPLE_VIDEOS and report["synthetic"] and report["problems"] == []
+    assert report["out_dir"] == str(first.build_dir.resolve())
+    stamp = (first.build_dir / "README.md").stat().st_mtime_ns
+    again = default_sample()
+    assert again == first and (again.build_dir / "README.md").stat().st_mtime_ns == stamp
+
+
+def test_default_sample_rebuilds_a_missing_build_without_regenerating(tmp_path, monkeypatch):
+    import shutil
+
+    import mis_bench_dataset.sample as sample_module
+
+    monkeypatch.setattr(sample_module, "DEFAULT_SAMPLE_VIDEOS", 6)  # the logic, not the size, is under test
+    sample = default_sample(tmp_path)
+    ratings_stamp = sample.ratings_csv.stat().st_mtime_ns
+    shutil.rmtree(sample.build_dir)
+    again = default_sample(tmp_path)
+    assert (again.build_dir / "README.md").is_file()
+    assert sample.ratings_csv.stat().st_mtime_ns == ratings_stamp
+
+
+def test_push_to_hub_uploads_the_folder_as_a_dataset_repo(tmp_path, monkeypatch):
+    import huggingface_hub
+
+    from mis_bench_dataset.hub import push_to_hub
+
+    calls = []
+
+    class FakeApi:
+        def __init__(self, token=None):
+            calls.append(("init", token))
+
+        def create_repo(self, repo_id, **kwargs):
+            calls.append(("create_repo", repo_id, kwargs))
+            return f"https://huggingface.co/datasets/{repo_id}"
+
+        def upload_folder(self, **kwargs):
+            calls.append(("upload_folder", kwargs))
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    url = push_to_hub(tmp_path, "me/mis-bench", private=True)
+    assert url.endswith("me/mis-bench")
+    assert calls[1] == ("create_repo", "me/mis-bench", {"repo_type": "dataset", "private": True, "exist_ok": True})
+    assert calls[2][1]["folder_path"] == str(tmp_path) and calls[2][1]["repo_type"] == "dataset"
