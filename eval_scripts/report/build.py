@@ -23,7 +23,7 @@ SYNTHETIC_NOTICE = (
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;max-width:80rem;color:#222}
 table{border-collapse:collapse;margin:1rem 0;font-size:.9rem}
-th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:right}
+th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:right;white-space:nowrap}
 th:first-child,td:first-child{text-align:left}
 td.best{background:#fde2e2;font-weight:600}
 tr.reference td{font-style:italic;background:#f3f3f3}
@@ -67,7 +67,8 @@ def write_report(
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     synthetic = any(run.synthetic for run in runs)
-    radar = radar_chart(runs, out_dir / f"{stem}-radar.png")
+    radar = radar_chart(runs, out_dir / f"{stem}-radar.png",
+                        title="Per-dimension ICC(3,1)" + (" (SYNTHETIC data)" if synthetic else ""))
     scatters = []
     if references:
         for index, run in enumerate(runs):

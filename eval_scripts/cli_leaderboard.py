@@ -1,0 +1,124 @@
+"""`mis-bench submit` (validate + package a results JSON, optionally push it to the Hub) and
+`mis-bench leaderboard` (score a folder of submissions against hidden labels)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+DEFAULT_MAX_MB = 64
+
+
+def register(subparsers) -> None:
+    submit = subparsers.add_parser(
+        "submit",
+        help="validate and package a results JSON as a leaderboard submission (optionally push it)",
+        description=(
+            "Check a results JSON against the submission schema (and, with --dataset, that it covers every "
+            "video of the split), write a canonical copy named by its content hash into --out, and with "
+            "--push upload it to a Hub dataset of requests."
+        ),
+    )
+    submit.add_argument("results", type=Path, help="results JSON written by `mis-bench run`")
+    submit.add_argument("--dataset", type=Path, help="built dataset folder: also check coverage of its --split")
+    submit.add_argument("--split", default="test")
+    submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
+    submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
+    submit.add_argument("--token-env", default="HF_TOKEN", help="environment variable holding the Hub token")
+    submit.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help="size limit in MB (default 64)")
+    submit.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    submit.set_defaults(func=submit_command)
+
+    board = subparsers.add_parser(
+        "leaderboard",
+        help="score every submission in a folder against hidden labels; write CSV, JSON and an HTML page",
+        description=(
+            "Validate every *.json in SUBMISSIONS_DIR (schema, known videos, full coverage, value ranges, size, "
+            "duplicates; a bad one is listed with its reasons and never stops the others), score each from its "
+            "predictions against --references, and write leaderboard.csv, leaderboard.json and index.html to --out."
+        ),
+    )
+    board.add_argument("submissions", type=Path, help="folder of submission JSON files")
+    board.add_argument("--references", required=True, type=Path,
+                       help="hidden labels: a built dataset folder or a labels file")
+    board.add_argument("--split", default="test")
+    board.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples (default: 10000)")
+    board.add_argument("--seed", type=int, default=0)
+    board.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
+    board.add_argument("--title", default="MIS-Bench leaderboard")
+    board.add_argument("--out", type=Path, default=Path("mis-bench-leaderboard"), help="output folder")
+    board.add_argument("--json", action="store_true", help="print the leaderboard JSON")
+    board.set_defaults(func=leaderboard_command)
+
+
+def _split_video_ids(dataset: Path, split: str) -> list[str]:
+    from datasets import load_dataset
+
+    rows = load_dataset(str(dataset), "scoring", split=split)
+    return sorted(set(rows["video_id"]))
+
+
+def submit_command(args: argparse.Namespace) -> int:
+    from eval_scripts.submission import (
+        SubmissionError,
+        canonical_bytes,
+        load_submission,
+        submission_name,
+        validate_results,
+    )
+
+    max_bytes = int(args.max_mb * 1024 * 1024)
+    try:
+        video_ids = _split_video_ids(args.dataset, args.split) if args.dataset else None
+        obj = validate_results(load_submission(args.results, max_bytes=max_bytes), video_ids=video_ids,
+                               split=args.split if args.dataset else None, source=str(args.results))
+    except SubmissionError as err:
+        if args.json:
+            print(json.dumps({"ok": False, "file": str(args.results), "reasons": err.reasons}, indent=1))
+        else:
+            print(f"mis-bench submit: {err}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    package = args.out / submission_name(obj)
+    package.write_bytes(canonical_bytes(obj))
+    outcome = {"ok": True, "file": str(args.results), "package": str(package), "pushed": None,
+               "coverage_checked": video_ids is not None}
+    if args.push:
+        from eval_scripts.submission import push_submission
+
+        outcome["pushed"] = push_submission(package, args.push, token=os.environ.get(args.token_env))
+    if args.json:
+        print(json.dumps(outcome, indent=1))
+    else:
+        print(f"Valid submission ({obj['system']['model']}, {obj['setting']['modality']}, "
+              f"{obj['setting']['prompt_style']}): {package}")
+        if not outcome["coverage_checked"]:
+            print("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
+        if outcome["pushed"]:
+            print(f"Pushed to {args.push}: {outcome['pushed']}")
+    return 0
+
+
+def leaderboard_command(args: argparse.Namespace) -> int:
+    from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
+    from mis_icc_metric.predictions_io import read_references
+
+    references = read_references(args.references, split=args.split)
+    board = build_leaderboard(args.submissions, references, split=args.split, n_bootstrap=args.bootstrap,
+                              seed=args.seed, max_bytes=int(args.max_mb * 1024 * 1024))
+    files = write_leaderboard(board, args.out, title=args.title)
+    if args.json:
+        print(json.dumps(board, indent=1))
+        return 0
+    print(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {files.html}")
+    for entry in board["entries"][:10]:
+        overall = entry["scores"]["overall"].get("icc")
+        print(f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
+              f"overall ICC {'–' if overall is None else f'{100 * overall:.1f}'}%")
+    for rejected in board["rejected"]:
+        print(f"  rejected {rejected['file']}: {rejected['reasons'][0]}"
+              + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else ""))
+    return 0
