@@ -271,6 +271,9 @@ def build_dataset(
             writers[("scoring", split)].write(_scoring_batch(record, gold))
             _digest(hasher, record, gold)
         files = {key: writer.close() for key, writer in writers.items()}
+        empty_splits = [split for split in SPLITS if not files[("scoring", split)]]
+        if empty_splits:
+            logger.warning("only %d video(s): split(s) %s are empty and not written", len(video_ids), empty_splits)
 
         if strict and problems:
             raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)

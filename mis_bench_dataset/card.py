@@ -25,7 +25,8 @@ def card_metadata(report, features_features, scoring_features, files) -> dict:
         configs.append({
             "config_name": config,
             **({"default": True} if config == "scoring" else {}),
-            "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"} for split in SPLITS],
+            "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"}
+                           for split in SPLITS if files[(config, split)]],
         })
         n_rows = {split: count * (8 if config == "scoring" else 1) for split, count in report.split_counts.items()}
         infos.append({
@@ -34,7 +35,7 @@ def card_metadata(report, features_features, scoring_features, files) -> dict:
             "splits": [
                 {"name": split, "num_bytes": sum(p.stat().st_size for p in files[(config, split)]),
                  "num_examples": n_rows[split]}
-                for split in SPLITS
+                for split in SPLITS if files[(config, split)]
             ],
         })
     return {
@@ -110,6 +111,9 @@ def card_body(report) -> str:
         rubric_lines.append("")
     parts.append("## Rubric (paper Table 5)\n\n" + "\n".join(rubric_lines).strip())
     counts = ", ".join(f"{k}: {v} videos" for k, v in report.split_counts.items())
+    empty = [k for k, v in report.split_counts.items() if v == 0]
+    if empty:
+        counts += f" (too few videos: {', '.join(empty)} not written)"
     rule = ("by video (the paper's rule: no video in two splits)" if report.split_by == "video" else
             "by clinician (no clinician in two splits; clinicians shuffled with the seed, each assigned to the "
             "split furthest below its target share)")

@@ -80,8 +80,8 @@ class ShardedParquetWriter:
 
     def close(self) -> list[Path]:
         self._flush()
-        if self._writer is None:  # empty split: one empty file keeps the split loadable
-            self._open_shard()
+        if self._writer is None:  # empty split: no file (datasets cannot load an empty split)
+            return self.final_paths
         self._writer.close()
         n = len(self._partials)
         for i, partial in enumerate(self._partials):

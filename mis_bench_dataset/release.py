@@ -185,7 +185,7 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
     if root is not None:
         root = Path(root)
         if not root.is_dir():
-            raise FileNotFoundError(f"release directory {root} does not exist")
+            raise FileNotFoundError(f"release directory {root} does not exist or is not a folder")
         manifest = _read_manifest(root, problems)
         for name, folder in folders:
             if (root / folder).is_dir():

@@ -89,3 +89,20 @@ def test_cli_refuses_nonempty_synth_target_and_missing_inputs(tmp_path, capsys):
     args = parser.parse_args(["build"])
     assert args.func(args) == 2
     assert "RELEASE_DIR" in capsys.readouterr().out
+
+
+def test_tiny_release_omits_empty_splits_and_still_loads(tmp_path):
+    import pytest
+    from datasets import load_dataset
+
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+
+    release = generate_synthetic_release(tmp_path / "rel", n_videos=2, seed=0)
+    report = build_dataset(release.release_dir, tmp_path / "out", progress=False)
+    assert report.split_counts == {"train": 2, "validation": 0, "test": 0}
+    assert len(load_dataset(str(tmp_path / "out"), "scoring", split="train")) == 16
+    with pytest.raises(ValueError, match="split"):
+        load_dataset(str(tmp_path / "out"), "scoring", split="test")
+    meta, body = _card(tmp_path / "out")
+    assert [f["split"] for f in meta["configs"][0]["data_files"]] == ["train"]
+    assert "validation, test not written" in body
