@@ -177,3 +177,15 @@ def test_rebuild_is_deterministic(clean_release, tmp_path):
     for config in ("features", "scoring"):
         for path in sorted((tmp_path / "a" / config).iterdir()):
             assert path.read_bytes() == (tmp_path / "b" / config / path.name).read_bytes()
+
+
+def test_load_dataset_sees_a_rebuild_in_the_same_folder(clean_release, tmp_path):
+    from datasets import load_dataset
+
+    out = tmp_path / "out"
+    build_dataset(clean_release.release_dir, out, seed=0, progress=False)
+    first = sorted(set(load_dataset(str(out), "scoring", split="train")["video_id"]))
+    report = build_dataset(clean_release.release_dir, out, seed=5, progress=False)
+    second = sorted(set(load_dataset(str(out), "scoring", split="train")["video_id"]))
+    assert first != second  # not served from the datasets cache of the first build
+    assert len(second) == report.split_counts["train"]
