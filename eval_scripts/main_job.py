@@ -13,8 +13,10 @@ every output.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,7 @@ def _out_dir(args: argparse.Namespace) -> Path:
     return DEFAULT_OUT if out in (None, "", _RUN_DEFAULT_OUT) else Path(out)
 
 
-def _dataset(args: argparse.Namespace) -> tuple[Path, bool]:
+def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:
     """(built dataset folder, is synthetic)."""
     from mis_bench_dataset.build import read_build_report
 
@@ -52,7 +54,7 @@ def _dataset(args: argparse.Namespace) -> tuple[Path, bool]:
         return path, synthetic
     from mis_bench_dataset import default_sample
 
-    print("Preparing the synthetic sample (generated once, then cached) ...", flush=True)
+    say("Preparing the synthetic sample (generated once, then cached) ...")
     return default_sample().build_dir, True
 
 
@@ -67,13 +69,16 @@ def run_default(args: argparse.Namespace) -> int:
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
     started = time.monotonic()
+    as_json = bool(getattr(args, "json", False))
+    # With --json, stdout carries only the JSON; progress and the banner go to stderr.
+    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout, flush=True)
     out_dir = _out_dir(args)
     split = getattr(args, "split", "test") or "test"
     n_bootstrap = int(getattr(args, "n_bootstrap", 1000) or 0)
     seed = int(getattr(args, "seed", 0) or 0)
-    dataset_dir, synthetic = _dataset(args)
+    dataset_dir, synthetic = _dataset(args, say)
     if synthetic:
-        print(SYNTHETIC_BANNER, flush=True)
+        say(SYNTHETIC_BANNER)
 
     train_rows = load_feature_rows(dataset_dir, "train")
     eval_rows = load_feature_rows(dataset_dir, split)
@@ -93,8 +98,8 @@ def run_default(args: argparse.Namespace) -> int:
         run = run_baseline(dataset_dir, runs_dir, baseline=baseline, modality=modality, split=split,
                            n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows)
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
-        print(f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
-              f"  ({run.seconds:.1f}s)", flush=True)
+        say(f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
+            f"  ({run.seconds:.1f}s)")
         runs.append(run)
 
     title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if synthetic else "")
@@ -126,7 +131,7 @@ def run_default(args: argparse.Namespace) -> int:
     }
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
 
-    if getattr(args, "json", False):
+    if as_json:
         print(json.dumps(summary, indent=1))
         return 0
     print()

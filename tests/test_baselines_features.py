@@ -117,6 +117,21 @@ def test_features_learn_the_planted_signal_in_grouped_cv(train_rows):
     assert np.mean(list(model.cv_mse.values())) < 0.8 * np.mean(variances)
 
 
+@pytest.mark.parametrize("shape", [(30, 5), (12, 400)])
+def test_ridge_path_equals_sklearn_ridge(shape):
+    from sklearn.linear_model import Ridge
+
+    from eval_scripts.baselines.models import ridge_path_predictions
+
+    rng = np.random.default_rng(shape[1])
+    x, x_test = rng.normal(2.0, 3.0, shape), rng.normal(2.0, 3.0, (7, shape[1]))
+    y = rng.normal(3.5, 0.5, (shape[0], 3))
+    alphas = [1e-3, 0.5, 10.0, 1e4]
+    path = ridge_path_predictions(x, y, x_test, alphas)
+    for a, alpha in enumerate(alphas):
+        np.testing.assert_allclose(path[a], Ridge(alpha=alpha).fit(x, y).predict(x_test), rtol=1e-7, atol=1e-9)
+
+
 def test_mean_baseline_predicts_train_means(train_rows, test_rows):
     model = MeanBaseline().fit(train_rows)
     predicted = model.predict(test_rows)
