@@ -1,0 +1,106 @@
+"""`mis-bench submit`, `mis-bench leaderboard` and `mis-bench report` through the real CLI dispatcher."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from mis_bench_dataset.cli import main as cli_main
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from tests._leaderboard_helpers import make_results, noisy_predictions
+
+
+@pytest.fixture(scope="module")
+def labelled(synthetic_build):
+    """(dataset folder, test references) of the shared synthetic build."""
+    from mis_icc_metric.predictions_io import read_references
+
+    return synthetic_build, read_references(synthetic_build, split="test")
+
+
+def _results_file(tmp_path, name, references, noise, seed, **kw):
+    path = tmp_path / name
+    path.write_text(json.dumps(make_results(noisy_predictions(references, noise, seed=seed), **kw)))
+    return path
+
+
+def test_submit_packages_a_valid_file_and_checks_coverage(tmp_path, labelled, capsys):
+    dataset, references = labelled
+    source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m")
+    assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
+    outcome = json.loads(capsys.readouterr().out)
+    assert outcome["ok"] and outcome["coverage_checked"] and outcome["pushed"] is None
+    packaged = json.loads(open(outcome["package"]).read())
+    assert packaged == json.loads(source.read_text())
+
+
+def test_submit_rejects_with_reasons_and_exit_code_1(tmp_path, labelled, capsys):
+    dataset, references = labelled
+    partial = {k: v for i, (k, v) in enumerate(sorted(references.items())) if i % 2}
+    source = tmp_path / "partial.json"
+    obj = make_results(noisy_predictions(partial, 0.3, seed=2))
+    obj["predictions"][0]["prediction"] = 9.5
+    source.write_text(json.dumps(obj))
+    assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
+    err = capsys.readouterr().err
+    assert "partial.json: submission rejected" in err and "coverage:" in err and "9.5 is not a number" in err
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_leaderboard_command_writes_csv_json_html(tmp_path, labelled, capsys):
+    dataset, references = labelled
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    _results_file(subs, "good.json", references, 0.2, 3, model="org/good")
+    _results_file(subs, "bad.json", references, 0.2, 3, model="org/bad", split="validation")
+    (subs / "broken.json").write_bytes(b"\xff\xfe not json")
+    out = tmp_path / "board"
+    assert cli_main(["leaderboard", str(subs), "--references", str(dataset), "--out", str(out),
+                     "--bootstrap", "100"]) == 0
+    printed = capsys.readouterr().out
+    assert "1 ranked, 2 rejected" in printed and "rejected bad.json" in printed
+    board = json.loads((out / "leaderboard.json").read_text())
+    assert board["n_videos"] == len({v for v, _ in references})
+    with open(out / "leaderboard.csv", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert row["model"] == "org/good" and float(row["overall_icc"]) == board["entries"][0]["scores"]["overall"]["icc"]
+    assert "org/good" in (out / "index.html").read_text()
+
+
+def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
+    dataset, references = labelled
+    runs = tmp_path / "runs"
+    for i, noise in enumerate((0.2, 0.6)):
+        (runs / f"run{i}").mkdir(parents=True)
+        _results_file(runs / f"run{i}", "results.json", references, noise, 10 + i, model=f"org/m{i}")
+    assert cli_main(["report", str(runs), "--references", str(dataset), "--out", str(tmp_path / "rep"),
+                     "--bootstrap", "50", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert len(summary["runs"]) == 2 and len(summary["figures"]) == 3
+    markdown = (tmp_path / "rep" / "report.md").read_text()
+    assert "org/m0" in markdown and "org/m1" in markdown
+
+
+def test_report_command_needs_scores_or_references(tmp_path, labelled, capsys):
+    _, references = labelled
+    source = _results_file(tmp_path, "results.json", references, 0.3, 5)
+    assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 2
+    assert "pass --references" in capsys.readouterr().err
+    assert cli_main(["report", str(tmp_path / "absent"), "--out", str(tmp_path / "rep")]) == 2
+    assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_report_of_already_scored_results_without_references(tmp_path, labelled):
+    from mis_icc_metric import score_predictions
+    from mis_icc_metric.scoring import json_safe
+
+    _, references = labelled
+    predictions = noisy_predictions(references, 0.3, seed=6)
+    obj = make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=20)))
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(obj))
+    assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 0
+    assert set(DIMENSION_KEYS) <= set(obj["scores"]["dimensions"])
+    assert (tmp_path / "rep" / "report.html").is_file()
