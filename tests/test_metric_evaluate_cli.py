@@ -151,3 +151,14 @@ def test_score_cli_reports_bad_predictions_file(tmp_path, capsys):
     bad.write_text("video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,high\n")
     assert _run(["score", "--predictions", str(bad), "--references", str(dataset)]) == 2
     assert re.search(r"mis-bench score: error: .*bad.csv, row 2, column 'prediction'", capsys.readouterr().err)
+
+
+def test_score_through_the_mis_bench_dispatcher(tmp_path, capsys):
+    from mis_bench_dataset.cli import main
+
+    predictions, references = make_scores(n=12, seed=8)
+    dataset = write_scoring_dataset(tmp_path / "ds", references)
+    preds = write_predictions(tmp_path / "p.csv",
+                              [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()])
+    assert main(["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "100"]) == 0
+    assert re.search(r"^ARRR\s", capsys.readouterr().out, re.M)
