@@ -232,7 +232,8 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
             problems.append(
                 Problem("missing_file", f"no {folder}/{video_id}.npz", video_id=video_id, modality=name)
             )
-    logger.info("release %s: %d videos, modalities present: %s", root, len(ids), ", ".join(present) or "none")
+    logger.info("release %s: %d videos, modalities present: %s", root or "(none: transcripts only)", len(ids),
+                ", ".join(present) or "none")
     return ReleaseIndex(
         root=root,
         video_ids=sorted(ids),
