@@ -40,7 +40,8 @@ def synthetic_build(tmp_path_factory) -> Path:
     """A small labelled SYNTHETIC build (40 short videos, seed 0, split by video).
 
     Built with `mis_bench_dataset.build_dataset` from `generate_synthetic_release`;
-    `load_dataset(str(path), "scoring", split="test")` works on it. Read-only: copy it
+    `load_dataset(str(path), "scoring", split="test")` works on it; the release tree it was
+    built from (with `ratings.csv`) is `path.parent / "release"`. Read-only: copy it
     before changing anything.
     """
     from mis_bench_dataset import build_dataset, generate_synthetic_release
