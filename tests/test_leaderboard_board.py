@@ -98,6 +98,10 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
         assert entry["scores"] == expected
     weak = board["entries"][2]
     assert weak["scores"]["overall"]["icc"] < 0.9  # not the submitted 0.99
+    gappy = board["entries"][1]
+    for key in DIMENSION_KEYS:
+        parsed = sum(systems["gappy"][(v, key)] is not None for v in VIDEO_IDS) / len(VIDEO_IDS)
+        assert gappy["parse_rates"][key] == pytest.approx(parsed)
 
 
 def test_paired_comparison_against_the_leader(board, references, systems):

@@ -76,7 +76,8 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
         "dataset_fingerprint": dataset["fingerprint"],
         "synthetic": bool(dataset.get("synthetic", False)),
         "created_at": sub.results["created_at"],
-        "parse_rates": sub.results["parse_rates"],
+        # Recomputed by the metric from the predictions, like the scores: never the submitter's claim.
+        "parse_rates": scores.get("parse_rates") or {},
         "scores": scores,
     }
 
