@@ -63,6 +63,7 @@ class BuildReport:
     synthetic: bool
     fingerprint: str
     human_ceiling: dict[str, dict] = field(default_factory=dict)
+    synthetic_signal: str | None = None  # the generator's description of its planted signal
     problems: list[Problem] = field(default_factory=list)
     bytes_read: int = 0
     bytes_written: int = 0
@@ -293,6 +294,7 @@ def build_dataset(
             n_labeled_videos=n_labeled,
             n_scoring_rows=len(video_ids) * len(DIMENSION_KEYS),
             synthetic=index.is_synthetic,
+            synthetic_signal=index.manifest.get("planted_signal") if index.is_synthetic else None,
             fingerprint=hasher.hexdigest(),
             human_ceiling=ceiling,
             problems=problems,

@@ -75,13 +75,20 @@ def card_body(report) -> str:
         f"features = load_dataset(\"{Path(report.out_dir).name}\", \"features\", split=\"test\").with_format(\"numpy\")\n"
         "features[0][\"openface\"].shape   # (T, 208) float32; (0, 208) when absent\n```"
     )
+    def name(path):  # folder/file names only: the card is published, local paths are not
+        return Path(path).name
+
     provenance = (
-        f"Built by `mis-bench build` (package `mis-bench`) from `{report.release_dir}`"
-        + (f", transcripts `{report.transcripts_path}`" if report.transcripts_path else "")
-        + (f", labels `{report.labels_path}`" if report.labels_path else ", without labels (all scores null)")
+        "Built by `mis-bench build` (package `mis-bench`) from "
+        + (f"release folder `{name(report.release_dir)}`" if report.release_dir else "no release folder")
+        + (f", transcripts `{name(report.transcripts_path)}`" if report.transcripts_path else "")
+        + (f", labels `{name(report.labels_path)}`" if report.labels_path else ", without labels (all scores null)")
         + f". Content fingerprint `{report.fingerprint}`; `build_report.json` lists every problem found."
     )
     parts.append("## Provenance\n\n" + provenance)
+    if report.synthetic:
+        signal = report.synthetic_signal or "See mis_bench_dataset/synth.py."
+        parts.append("## Synthetic data: the planted signal\n\n" + signal.lstrip(": \n"))
     parts.append(
         "## Privacy\n\nThe release holds de-identified features only: OpenFace action units, landmarks, "
         "gaze and confidence; librosa log-Mel/MFCC; wav2vec 2.0 frame embeddings; prosody descriptors; "

@@ -58,6 +58,8 @@ from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 logger = logging.getLogger(__name__)
 
 GENERATOR_VERSION = "1"
+# The "Planted signal" list of this docstring, copied into the manifest and the dataset card.
+PLANTED_SIGNAL = (__doc__ or "").split("Planted signal", 1)[-1].split(":", 1)[-1].split("Short arrays", 1)[0].strip()
 RATERS: tuple[str, ...] = ("R1", "R2", "R3")
 RATER_BIAS: tuple[float, ...] = (-0.1, 0.0, 0.1)
 DIMENSION_CORRELATION = 0.6
@@ -361,7 +363,7 @@ def generate_synthetic_release(
         "random_seed": seed,
         "full_size": full_size,
         "sample_count": len(video_ids),
-        "planted_signal": (__doc__ or "").split("Planted signal", 1)[-1].strip(),
+        "planted_signal": PLANTED_SIGNAL,
         "modalities": ["audio/librosa", "audio/prosody", "audio/wav2vec", "text/words", "video/openface3"],
         "sample_ids": video_ids,
     }

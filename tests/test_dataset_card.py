@@ -35,6 +35,9 @@ def test_card_body_documents_everything(synthetic_build):
     for dim in DIMENSIONS:
         assert dim.name in body and RUBRIC[dim.key].criterion in body
     assert "duration_seconds" in body and "Human single-rater ICC(3,1)" in body
+    signal = body.split("## Synthetic data: the planted signal", 1)[1].split("\n## ", 1)[0]
+    assert "latent skill" in signal and "Table 2" in signal and "wav2vec" in signal
+    assert "/tmp" not in body.split("## Provenance", 1)[1].split("\n## ", 1)[0]  # no local paths published
 
 
 def test_real_release_card_has_no_synthetic_banner(tmp_path):
