@@ -14,6 +14,7 @@ fractional digit:
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import re
@@ -53,19 +54,51 @@ def _returned_cache(out):
     return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
 
 
-def _next_digit_probs(model, ids, mask, cache, prefix_ids, prefix_mask, digit_ids, renormalize) -> torch.Tensor:
-    """Digit probabilities after appending `ids`; reuses the prefix's KV cache when there is one."""
-    if cache is not None:
+def _next_digit_probs(model, appended, state, digit_ids, renormalize) -> torch.Tensor:
+    """Digit probabilities after appending `appended` (B, 2) to each row, reusing the KV cache."""
+    mask = torch.cat([state["mask"], torch.ones_like(appended)], dim=1)
+    if state["cache"] is None:  # models without a cache: a full pass over prefix + appended tokens
+        out = model(input_ids=torch.cat([state["ids"], appended], dim=1), attention_mask=mask, logits_to_keep=1)
+    else:
+        positions = None
+        if state["last_position"] is not None:
+            positions = state["last_position"][:, None] + torch.arange(1, appended.size(1) + 1, device=appended.device)
         out = model(
-            input_ids=ids, attention_mask=torch.cat([mask, torch.ones_like(ids)], dim=1),
-            use_cache=True, logits_to_keep=1, **{_cache_kwarg(model): cache},
-        )
-    else:  # models without a cache: a full pass over prefix + appended tokens
-        out = model(
-            input_ids=torch.cat([prefix_ids, ids], dim=1),
-            attention_mask=torch.cat([prefix_mask, torch.ones_like(ids)], dim=1), logits_to_keep=1,
+            input_ids=appended, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
+            **{_cache_kwarg(model): state["cache"]},
         )
     return digit_probabilities(out.logits[:, -1], digit_ids, renormalize)
+
+
+def _repeat_state(state: dict, k: int) -> dict:
+    if state["cache"] is not None:
+        state["cache"].batch_repeat_interleave(k)
+    return {
+        "cache": state["cache"],
+        "mask": state["mask"].repeat_interleave(k, dim=0),
+        "ids": state["ids"].repeat_interleave(k, dim=0),
+        "last_position": None if state["last_position"] is None else state["last_position"].repeat_interleave(k, dim=0),
+    }
+
+
+def _common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
+    first = sequences[0]
+    n = min(len(s) for s in sequences)
+    for other in sequences[1:]:
+        i = 0
+        while i < n and other[i] == first[i]:
+            i += 1
+        n = i
+    return n
+
+
+def _can_share_prefix(model) -> bool:
+    """Explicit 1-D position ids are exact for text decoders; multimodal RoPE (e.g. Qwen2.5-VL) is not."""
+    config = getattr(model, "config", None)
+    return config is not None and getattr(config, "vision_config", None) is None and getattr(config, "audio_config", None) is None
+
+
+MIN_SHARED_PREFIX = 16
 
 
 @torch.inference_mode()
@@ -79,9 +112,15 @@ def predict_scores(
     max_length: int | None = None,
     renormalize: bool = True,
     digit_tokens: DigitTokens | None = None,
+    share_prefix: bool = True,
     show_progress: bool = True,
 ) -> np.ndarray:
-    """Expected score of every scoring row (same order), shape (len(rows),)."""
+    """Expected score of every scoring row (same order), shape (len(rows),).
+
+    With `share_prefix` (text models), rows of one dimension share the system + rubric prefix: its
+    KV cache is computed once per dimension and only each row's transcript and tail are run, with
+    explicit position ids so the result equals the unshared computation.
+    """
     if method not in ("greedy", "exact"):
         raise ValueError(f"method must be 'greedy' or 'exact', got {method!r}")
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
@@ -93,35 +132,57 @@ def predict_scores(
     device = next(model.parameters()).device
     digit_ids = digits.tensor(device)
     point = torch.tensor([digits.point_id], device=device)
+    share_prefix = share_prefix and _can_share_prefix(model)
     was_training = model.training
     model.eval()
-    order = np.argsort([len(p) for p in prompts], kind="stable")  # similar lengths share a batch
+    groups: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        groups.setdefault(str(row.get("dimension")) if share_prefix else "", []).append(i)
     scores = np.empty(len(rows), dtype=np.float64)
-    starts = range(0, len(rows), batch_size)
-    for start in tqdm(starts, desc="predict_scores", disable=not show_progress or len(starts) < 2):
-        index = order[start : start + batch_size]
-        ids, mask = _left_pad([prompts[i] for i in index], pad_id, device)
-        out = model(input_ids=ids, attention_mask=mask, use_cache=True, logits_to_keep=1)
-        p_int = digit_probabilities(out.logits[:, -1], digit_ids, renormalize)  # (B, 10)
-        cache = _returned_cache(out)
-        if method == "greedy":
-            chosen = digit_ids[p_int.argmax(dim=-1)]
-            appended = torch.stack([chosen, point.expand_as(chosen)], dim=1)
-            p_frac = _next_digit_probs(model, appended, mask, cache, ids, mask, digit_ids, renormalize)
-            batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
-        else:
-            k = len(VALID_INTEGER_DIGITS)
-            ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
-            if cache is not None:
-                cache.batch_repeat_interleave(k)
-            appended = torch.stack([digit_ids[ints].repeat(len(index)), point.repeat(len(index) * k)], dim=1)
-            mask_k, ids_k = mask.repeat_interleave(k, dim=0), ids.repeat_interleave(k, dim=0)
-            p_frac = _next_digit_probs(model, appended, mask_k, cache, ids_k, mask_k, digit_ids, renormalize)
-            e_frac = expected_digit(p_frac).view(len(index), k)
-            weights = p_int[:, ints]
-            weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
-            batch_scores = (weights * (ints.to(e_frac.dtype) + 0.1 * e_frac)).sum(dim=-1)
-        scores[index] = batch_scores.double().cpu().numpy()
+    progress = tqdm(total=len(rows), desc="predict_scores", disable=not show_progress or len(rows) <= batch_size)
+    for members in groups.values():
+        shared, prefix_cache = 0, None
+        if share_prefix and len(members) > 1:
+            shared = min(_common_prefix_length([prompts[i] for i in members]), min(len(prompts[i]) for i in members) - 1)
+            if shared >= MIN_SHARED_PREFIX:
+                prefix = torch.tensor([prompts[members[0]][:shared]], device=device)
+                prefix_cache = _returned_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1))
+            if prefix_cache is None:
+                shared = 0
+        members = sorted(members, key=lambda i: len(prompts[i]))  # similar lengths share a batch
+        for start in range(0, len(members), batch_size):
+            index = np.array(members[start : start + batch_size])
+            ids, mask = _left_pad([prompts[i][shared:] for i in index], pad_id, device)
+            positions, cache, last_position = None, None, None
+            if shared:
+                cache = copy.deepcopy(prefix_cache)
+                cache.batch_repeat_interleave(len(index))
+                positions = (shared + mask.cumsum(dim=1) - 1).clamp(min=shared)
+                last_position = positions[:, -1]
+                mask = torch.cat([torch.ones(len(index), shared, dtype=mask.dtype, device=device), mask], dim=1)
+            kwargs = {_cache_kwarg(model): cache} if cache is not None else {}
+            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs)
+            p_int = digit_probabilities(out.logits[:, -1], digit_ids, renormalize)  # (B, 10)
+            state = {"cache": _returned_cache(out), "mask": mask, "ids": ids, "last_position": last_position}
+            if state["cache"] is None and shared:
+                raise RuntimeError("the model returned no KV cache after a cached prefix; pass share_prefix=False")
+            if method == "greedy":
+                chosen = digit_ids[p_int.argmax(dim=-1)]
+                appended = torch.stack([chosen, point.expand_as(chosen)], dim=1)
+                p_frac = _next_digit_probs(model, appended, state, digit_ids, renormalize)
+                batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
+            else:
+                k = len(VALID_INTEGER_DIGITS)
+                ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
+                appended = torch.stack([digit_ids[ints].repeat(len(index)), point.repeat(len(index) * k)], dim=1)
+                p_frac = _next_digit_probs(model, appended, _repeat_state(state, k), digit_ids, renormalize)
+                e_frac = expected_digit(p_frac).view(len(index), k)
+                weights = p_int[:, ints]
+                weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+                batch_scores = (weights * (ints.to(e_frac.dtype) + 0.1 * e_frac)).sum(dim=-1)
+            scores[index] = batch_scores.double().cpu().numpy()
+            progress.update(len(index))
+    progress.close()
     model.train(was_training)
     return scores
 

@@ -50,6 +50,8 @@ def test_predict_scores_matches_brute_force(setup, batch_size):
     assert greedy.tolist() == pytest.approx([w[0] for w in want], abs=1e-4)
     assert exact.tolist() == pytest.approx([w[1] for w in want], abs=1e-4)
     assert model.training  # the caller's mode is restored
+    unshared = predict_scores(model, tokenizer, rows, batch_size=batch_size, share_prefix=False, show_progress=False)
+    assert unshared.tolist() == pytest.approx(greedy.tolist(), abs=1e-5)
     model.eval()
 
 

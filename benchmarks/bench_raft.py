@@ -1,0 +1,243 @@
+"""MIS-RAFT speed: training step time of raft vs ce (and TRL's stock SFTTrainer), and
+`predict_scores` vs `generate()` + parse throughput and error, on one machine in one run.
+
+    python3 benchmarks/bench_raft.py [--hidden 256 --layers 4 --vocab 32768 --steps 12 --rows 64]
+
+Step times are measured with the variants alternating step by step in one process (fair on a busy
+machine); each variant also runs alone in a spawned process so its peak resident memory (CPU) or
+peak CUDA memory is its own. The model is a randomly initialised Qwen2 (no download) with the real
+MIS-Bench prompt (rubric + transcript); `--vocab` pads the LM head to a realistic vocabulary size.
+Prints a Markdown table and, with --json PATH, writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def _setup(opts):
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from _raft_helpers import make_tokenizer
+
+    tokenizer = make_tokenizer()
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=max(opts["vocab"], len(tokenizer)), hidden_size=opts["hidden"], intermediate_size=4 * opts["hidden"],
+        num_hidden_layers=opts["layers"], num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=4096,
+        tie_word_embeddings=False, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+    )
+    model = Qwen2ForCausalLM(config)
+    if torch.cuda.is_available():
+        model = model.to("cuda", dtype=torch.bfloat16)
+    return tokenizer, model
+
+
+def _peak_memory_mb() -> float:
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _train_variant(opts, variant, queue):
+    import torch
+
+    from _raft_helpers import toy_dataset
+
+    tokenizer, model = _setup(opts)
+    data = toy_dataset(opts["batch"] * 3, seed=0)
+    common = dict(
+        output_dir="/tmp/bench_raft_out", max_steps=3, per_device_train_batch_size=opts["batch"],
+        report_to="none", save_strategy="no", disable_tqdm=True, logging_steps=1000, max_length=None,
+        use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), train_sampling_strategy="sequential",
+    )
+    if variant == "trl-sft":
+        from trl import SFTConfig, SFTTrainer
+
+        from raft_trainer.data import conversation
+
+        conv = data.map(conversation, remove_columns=data.column_names)
+        trainer = SFTTrainer(model, args=SFTConfig(**common), train_dataset=conv, processing_class=tokenizer)
+    else:
+        from raft_trainer import RAFTConfig, RAFTTrainer
+
+        trainer = RAFTTrainer(
+            model, args=RAFTConfig(loss_type=variant, **common), train_dataset=data, processing_class=tokenizer,
+        )
+    trainer.train()
+    queue.put({"variant": variant, "peak_mb": _peak_memory_mb()})
+
+
+def _interleaved_step_times(opts, queue):
+    """Median optimizer-step time of each variant, the variants alternating step by step in one
+    process so that a busy machine slows them equally (the ratio is what we report)."""
+    import copy
+    import random
+
+    import torch
+    from trl import SFTConfig, SFTTrainer
+
+    from _raft_helpers import toy_dataset
+    from raft_trainer import RAFTConfig, RAFTTrainer
+    from raft_trainer.data import conversation
+
+    tokenizer, model = _setup(opts)
+    data = toy_dataset(opts["batch"] * 4, seed=0)
+    common = dict(
+        output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
+        disable_tqdm=True, max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(),
+        train_sampling_strategy="sequential",
+    )
+    trainers = {}
+    for variant in ("raft", "ce", "raft+ce"):
+        trainers[variant] = RAFTTrainer(
+            copy.deepcopy(model), args=RAFTConfig(loss_type=variant, **common), train_dataset=data, processing_class=tokenizer
+        )
+    conv = data.map(conversation, remove_columns=data.column_names)
+    trainers["trl-sft"] = SFTTrainer(copy.deepcopy(model), args=SFTConfig(**common), train_dataset=conv, processing_class=tokenizer)
+    batches = {}
+    for name, trainer in trainers.items():
+        trainer.create_optimizer()
+        trainer.current_gradient_accumulation_steps = 1
+        batches[name] = list(trainer.get_train_dataloader())
+    times = {name: [] for name in trainers}
+    rng = random.Random(0)
+    for step in range(opts["steps"] + 2):
+        order = list(trainers)
+        rng.shuffle(order)
+        for name in order:
+            trainer, batch = trainers[name], batches[name][step % len(batches[name])]
+            n_items = trainer._get_num_items_in_batch([batch], trainer.args.device)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            trainer.training_step(trainer.model, batch, n_items)
+            trainer.optimizer.step()
+            trainer.optimizer.zero_grad()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            if step >= 2:
+                times[name].append(time.perf_counter() - t0)
+    queue.put({name: statistics.median(t) for name, t in times.items()})
+
+
+def _predict_variant(opts, queue):
+    import numpy as np
+    import torch
+
+    from _raft_helpers import toy_dataset, toy_rows
+    from raft_trainer import RAFTConfig, RAFTTrainer
+    from raft_trainer.predict import generate_scores, predict_scores
+
+    tokenizer, model = _setup(opts)
+    # teach the format and the task first (raft+ce: the completion text and the score), so generate() has
+    # something to parse and the error comparison means something
+    trainer = RAFTTrainer(
+        model,
+        args=RAFTConfig(
+            output_dir="/tmp/bench_raft_out", loss_type="raft+ce", max_steps=opts["fit_steps"], per_device_train_batch_size=8,
+            learning_rate=3e-3, lr_scheduler_type="constant", report_to="none", save_strategy="no", disable_tqdm=True,
+            max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), logging_steps=1000,
+        ),
+        train_dataset=toy_dataset(256, seed=0), processing_class=tokenizer,
+    )
+    trainer.train()
+    model = trainer.model.eval()
+    rows = toy_rows(opts["rows"], seed=11)
+    gold = np.array([r["score"] for r in rows])
+    out = []
+
+    def timed(name, fn):
+        fn(rows[: opts["predict_batch"]])  # warm-up
+        elapsed = []
+        for _ in range(opts["repeats"]):
+            t0 = time.perf_counter()
+            values = fn(rows)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            elapsed.append(time.perf_counter() - t0)
+        elapsed = statistics.median(elapsed)
+        parsed = np.array([np.nan if v is None else v for v in values], dtype=float)
+        ok = ~np.isnan(parsed)
+        out.append({
+            "method": name, "rows_per_s": len(rows) / elapsed, "parse_rate": float(ok.mean()),
+            "mse": float(np.mean((parsed[ok] - gold[ok]) ** 2)) if ok.any() else float("nan"),
+        })
+
+    b = opts["predict_batch"]
+    timed("predict_scores (greedy)", lambda r: predict_scores(model, tokenizer, r, batch_size=b, show_progress=False))
+    timed("predict_scores (exact)", lambda r: predict_scores(model, tokenizer, r, batch_size=b, method="exact", show_progress=False))
+    timed("generate() + parse", lambda r: generate_scores(model, tokenizer, r, batch_size=b, max_new_tokens=opts["max_new_tokens"], show_progress=False)[0])
+    queue.put(out)
+
+
+def _run(target, *args):
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue))
+    proc.start()
+    result = queue.get()
+    proc.join()
+    return result
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--vocab", type=int, default=32768)
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--steps", type=int, default=12, help="timed steps (after 2 warm-up steps)")
+    p.add_argument("--rows", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3, help="timed repeats of each inference method (median)")
+    p.add_argument("--predict-batch", type=int, default=8)
+    p.add_argument("--fit-steps", type=int, default=60)
+    p.add_argument("--max-new-tokens", type=int, default=12, help="'The score prediction is: 3.4' + end token")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args(argv)
+    opts = vars(args).copy()
+    opts.pop("json")
+
+    step_times = _run(_interleaved_step_times, opts)
+    training = [_run(_train_variant, opts, v) for v in ("raft", "ce", "raft+ce", "trl-sft")]
+    for r in training:
+        r["median_step_s"] = step_times[r["variant"]]  # interleaved timing; the separate run gives peak memory
+    by_name = {r["variant"]: r for r in training}
+    inference = _run(_predict_variant, opts)
+    base = next(r for r in inference if r["method"].startswith("generate"))
+
+    import torch
+
+    where = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
+    print(f"## MIS-RAFT benchmark on {where}: Qwen2 hidden {args.hidden}, {args.layers} layers, vocab {args.vocab}\n")
+    print("| training variant | median step (s) | vs raft | peak memory (MB) |\n|---|---|---|---|")
+    for r in training:
+        print(f"| {r['variant']} | {r['median_step_s']:.4f} | {r['median_step_s'] / by_name['raft']['median_step_s']:.3f}x | {r['peak_mb']:.0f} |")
+    print(f"\nraft / ce step-time ratio: {by_name['raft']['median_step_s'] / by_name['ce']['median_step_s']:.3f}")
+    print(f"\n| inference ({args.rows} rows, batch {args.predict_batch}) | rows/s | speed-up | parse rate | MSE |\n|---|---|---|---|---|")
+    for r in inference:
+        print(f"| {r['method']} | {r['rows_per_s']:.1f} | {r['rows_per_s'] / base['rows_per_s']:.2f}x | {r['parse_rate']:.2f} | {r['mse']:.3f} |")
+    if args.json:
+        args.json.write_text(json.dumps({"device": where, "options": opts, "training": training, "inference": inference}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
