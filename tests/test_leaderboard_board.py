@@ -197,3 +197,14 @@ def test_nan_scores_become_null_in_json(tmp_path, references):
     assert "NaN" not in text
     icc = json.loads(text)["entries"][0]["scores"]["dimensions"]["empathy"]["icc"]
     assert icc is None or math.isfinite(icc)
+
+
+def test_csv_neutralises_spreadsheet_formulas(board):
+    from eval_scripts.leaderboard.outputs import csv_rows
+
+    hostile = json.loads(json.dumps(board))
+    hostile["entries"][0]["model"] = '=HYPERLINK("http://x","click")'
+    hostile["entries"][0]["backend"] = "@SUM(A1)"
+    row = csv_rows(hostile)[0]
+    assert row["model"] == "'" + hostile["entries"][0]["model"] and row["backend"] == "'@SUM(A1)"
+    assert csv_rows(board)[1]["model"] == board["entries"][1]["model"]

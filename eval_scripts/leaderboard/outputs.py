@@ -23,16 +23,25 @@ class LeaderboardFiles:
     html: Path
 
 
+_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_safe(text: str) -> str:
+    """Submitter text that a spreadsheet would run as a formula gets a leading quote (CSV injection)."""
+    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
+
+
 def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One flat row per ranked entry (raw fractions, like the JSON)."""
+    """One flat row per ranked entry (raw fractions, like the JSON; submitter text made spreadsheet-safe)."""
     rows = []
     for entry in board["entries"]:
         scores, overall = entry["scores"], entry["scores"]["overall"]
         ci = overall.get("icc_ci") or [None, None]
         row = {
-            "rank": entry["rank"], "model": entry["model"], "backend": entry["backend"],
+            "rank": entry["rank"], "model": _spreadsheet_safe(entry["model"]),
+            "backend": _spreadsheet_safe(entry["backend"]),
             "modality": entry["modality"], "prompt_style": entry["prompt_style"],
-            "few_shot_k": entry["few_shot_k"], "input_source": entry["input_source"],
+            "few_shot_k": entry["few_shot_k"], "input_source": _spreadsheet_safe(entry["input_source"]),
             "overall_icc": overall.get("icc"), "overall_ci_low": ci[0], "overall_ci_high": ci[1],
             "overall_mse": overall.get("mse"), "excluded_rate": overall.get("excluded_rate"),
             "mean_icc": scores.get("mean_icc"),
@@ -45,7 +54,8 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             row[f"{dim['key']}_ci_low"], row[f"{dim['key']}_ci_high"] = dim_ci
             row[f"{dim['key']}_mse"] = block.get("mse")
             row[f"{dim['key']}_parse_rate"] = entry["parse_rates"].get(dim["key"])
-        row.update(synthetic=entry["synthetic"], dataset_fingerprint=entry["dataset_fingerprint"], file=entry["file"])
+        row.update(synthetic=entry["synthetic"], dataset_fingerprint=_spreadsheet_safe(entry["dataset_fingerprint"]),
+                   file=entry["file"])
         rows.append(row)
     return rows
 
