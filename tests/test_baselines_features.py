@@ -132,6 +132,23 @@ def test_ridge_path_equals_sklearn_ridge(shape):
         np.testing.assert_allclose(path[a], Ridge(alpha=alpha).fit(x, y).predict(x_test), rtol=1e-7, atol=1e-9)
 
 
+def test_unlabelled_rows_are_left_out_per_dimension():
+    from sklearn.linear_model import Ridge
+
+    from eval_scripts.baselines.models import _fold_predictions
+
+    rng = np.random.default_rng(7)
+    x, x_test = rng.normal(size=(20, 6)), rng.normal(size=(4, 6))
+    y = rng.normal(3.5, 0.5, (20, 2))
+    y[[1, 5, 9], 1] = np.nan
+    path = _fold_predictions(x, y, x_test, [0.3, 30.0])
+    labelled = ~np.isnan(y[:, 1])
+    for a, alpha in enumerate([0.3, 30.0]):
+        np.testing.assert_allclose(path[a, :, 0], Ridge(alpha=alpha).fit(x, y[:, 0]).predict(x_test), rtol=1e-8)
+        np.testing.assert_allclose(path[a, :, 1], Ridge(alpha=alpha).fit(x[labelled], y[labelled, 1]).predict(x_test),
+                                   rtol=1e-8)
+
+
 def test_mean_baseline_predicts_train_means(train_rows, test_rows):
     model = MeanBaseline().fit(train_rows)
     predicted = model.predict(test_rows)

@@ -97,8 +97,9 @@ class FeatureRidgeBaseline:
 
         Equivalent to a GridSearchCV per dimension (same GroupKFold folds, same MSE
         criterion; a test checks the chosen alphas agree) but the preprocessing is fitted
-        once per fold and one SVD per fold gives the ridge predictions of every alpha
-        for all eight dimensions, instead of 8 x len(alphas) pipeline fits per fold.
+        once per fold and one Gram-matrix eigendecomposition per fold gives the ridge
+        predictions of every alpha for all eight dimensions, instead of 8 x len(alphas)
+        pipeline fits per fold.
         """
         from threadpoolctl import threadpool_limits
 
