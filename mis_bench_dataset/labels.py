@@ -210,6 +210,13 @@ def read_labels(path: str | Path) -> Labels:
     path = Path(path)
     if not path.is_file():
         raise BuildError(f"labels file {path} does not exist")
+    try:
+        return _read_labels(path)
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
+
+
+def _read_labels(path: Path) -> Labels:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in reader.fieldnames or []]

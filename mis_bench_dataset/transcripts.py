@@ -16,6 +16,13 @@ def read_transcripts_csv(path: str | Path) -> tuple[dict[str, str], list[Problem
     path = Path(path)
     problems: list[Problem] = []
     transcripts: dict[str, str] = {}
+    try:
+        return _read(path, problems, transcripts)
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
+
+
+def _read(path: Path, problems: list[Problem], transcripts: dict[str, str]) -> tuple[dict[str, str], list[Problem]]:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []

@@ -148,3 +148,51 @@ def test_human_ceiling_uses_fully_rated_videos_and_matches_pingouin(tmp_path):
         ref, _ = _pingouin_icc3(matrix)
         assert ceiling[dim].icc == pytest.approx(ref, abs=1e-9)
         assert ceiling[dim].n_videos == len(fully) and ceiling[dim].n_raters == 3
+
+
+_ids = st.builds(lambda c, t, s: f"AB{c:04d}_T{t}_{s}", st.integers(0, 9999), st.integers(1, 3),
+                 st.sampled_from(("Luke", "Sean", "Jessica")))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(st.tuples(_ids, st.sampled_from(("R1", "R2", "R3")), st.sampled_from(DIMENSION_KEYS)),
+                       st.integers(1, 5), min_size=1, max_size=40))
+def test_long_csv_round_trip_gives_the_paper_aggregate(tmp_path_factory, ratings):
+    from mis_bench_dataset.labels import write_ratings_long
+
+    path = write_ratings_long(tmp_path_factory.mktemp("long") / "r.csv",
+                              [(v, r, d, float(s)) for (v, r, d), s in ratings.items()])
+    labels = read_labels(path)
+    assert labels.problems == []
+    by_cell: dict = {}
+    for (video, _, dim), score in ratings.items():
+        by_cell.setdefault((video, dim), []).append(score)
+    for (video, dim), scores in by_cell.items():
+        assert labels.gold[video][dim] == aggregate(scores)
+    assert sum(v is not None for g in labels.gold.values() for v in g.values()) == len(by_cell)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.dictionaries(_ids, st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
+                       min_size=1, max_size=10))
+def test_transcripts_csv_round_trips_any_text(tmp_path_factory, transcripts):
+    from mis_bench_dataset.transcripts import read_transcripts_csv, write_transcripts_csv
+
+    path = write_transcripts_csv(tmp_path_factory.mktemp("tr") / "t.csv", transcripts)
+    read, problems = read_transcripts_csv(path)
+    assert problems == [] and read == transcripts
+
+
+def test_unreadable_csv_files_are_named(tmp_path):
+    from mis_bench_dataset.transcripts import read_transcripts_csv
+
+    latin = tmp_path / "labels.csv"
+    latin.write_bytes("video_id,rater,dimension,score\nAB1234_T1_Luke,Ren\xe9,empathy,3\n".encode("latin-1"))
+    with pytest.raises(BuildError, match="labels.csv"):
+        read_labels(latin)
+    latin_transcripts = tmp_path / "transcripts.csv"
+    latin_transcripts.write_bytes("video,transcript\nAB1234_T1_Luke,caf\xe9\n".encode("latin-1"))
+    with pytest.raises(BuildError, match="transcripts.csv"):
+        read_transcripts_csv(latin_transcripts)
+    with pytest.raises(BuildError, match="needs columns"):
+        read_transcripts_csv(_write(tmp_path / "t2.csv", ["id", "text"], [["a", "b"]]))
