@@ -211,3 +211,20 @@ def test_run_writes_what_mis_bench_run_writes(synthetic_build, tmp_path, baselin
 def test_refuses_to_evaluate_on_train(synthetic_build, tmp_path):
     with pytest.raises(ValueError, match="fitted on the train split"):
         run_baseline(synthetic_build, tmp_path, split="train")
+
+
+def test_summaries_on_the_real_public_subset(subset10_dir, tmp_path_factory):
+    """Real-size arrays (thousands of frames, pixel landmarks, missing wav2vec) give finite summaries."""
+    from mis_bench_dataset import build_dataset
+
+    out = tmp_path_factory.mktemp("real") / "mis-bench"
+    build_dataset(subset10_dir, out, progress=False)
+    rows = [row for split in ("train", "validation", "test") for row in load_feature_rows(out, split)]
+    matrix = summarise(rows, ("audio", "video", "text"))
+    assert matrix.shape[0] == 10 and np.isfinite(matrix).all()
+    has_wav2vec = np.array([bool(r["has_wav2vec"]) for r in rows])
+    assert 0 < has_wav2vec.sum() < 10  # the release ships only some wav2vec files
+    wav2vec_block = matrix[:, 14 + 3 + 186 + 3 + 15: 14 + 3 + 186 + 3 + 15 + 1536]
+    assert not wav2vec_block[~has_wav2vec].any() and wav2vec_block[has_wav2vec].any()
+    landmark_speed = matrix[:, -6]  # video block: ..., speeds (4), confidence (2)
+    assert (landmark_speed > 0).all() and (landmark_speed < 1).all()  # face-size units, not pixels
