@@ -93,6 +93,14 @@ class BuildReport:
             + (" [SYNTHETIC]" if self.synthetic else ""),
             "modalities: " + ", ".join(f"{k} {v}/{self.n_videos}" for k, v in self.modalities_present.items()),
         ]
+        if self.human_ceiling:
+            from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+
+            any_ceiling = next(iter(self.human_ceiling.values()))
+            lines.append(
+                f"human single-rater ICC(3,1) on {any_ceiling['n_videos']} fully rated videos: "
+                + ", ".join(f"{DIMENSION_BY_KEY[k].abbreviation} {v['icc']:.2f}" for k, v in self.human_ceiling.items())
+            )
         if self.problems:
             lines.append(f"{len(self.problems)} problem(s): "
                          + ", ".join(f"{k} x{v}" for k, v in self.problem_counts().items()))

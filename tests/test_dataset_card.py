@@ -71,6 +71,10 @@ def test_cli_synth_then_build(tmp_path, capsys):
     assert args.func(args) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n_videos"] == 5 and report["n_labeled_videos"] == 5 and report["synthetic"]
+    args = parser.parse_args(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
+                              "--out", str(tmp_path / "out")])
+    assert args.func(args) == 0
+    assert "human single-rater ICC(3,1)" in capsys.readouterr().out
     (tmp_path / "rel" / "audio" / "prosody").joinpath(f"{summary_first(tmp_path)}.npz").unlink()
     args = parser.parse_args(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"])
     assert args.func(args) == 1
