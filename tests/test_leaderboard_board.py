@@ -155,6 +155,8 @@ def test_csv_and_json_and_page_agree(tmp_path, board):
     page = files.html.read_text()
     assert "<b>bold</b>" not in page and "org/strong &lt;b&gt;bold&lt;/b&gt;" in page
     assert "Human single rater (paper Table 2)" in page and "e_version.json" in page
+    p_emp = board["entries"][2]["vs_leader"]["dimension_p_values"]["empathy"]
+    assert f"Emp. {p_emp:.4f}" in page
 
 
 def test_script_breakout_in_a_model_name_is_neutralised(board):

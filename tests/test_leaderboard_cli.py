@@ -104,3 +104,23 @@ def test_report_of_already_scored_results_without_references(tmp_path, labelled)
     assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 0
     assert set(DIMENSION_KEYS) <= set(obj["scores"]["dimensions"])
     assert (tmp_path / "rep" / "report.html").is_file()
+
+
+def test_space_app_builds_its_board_from_the_environment(tmp_path, labelled, monkeypatch):
+    from eval_scripts.leaderboard.page import render_page
+    from eval_scripts.leaderboard.space_app import build_board_from_env, site_files
+
+    dataset, references = labelled
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    _results_file(subs, "a.json", references, 0.2, 21, model="org/a")
+    monkeypatch.setenv("MIS_BENCH_SUBMISSIONS", str(subs))
+    monkeypatch.setenv("MIS_BENCH_REFERENCES", str(dataset))
+    monkeypatch.setenv("MIS_BENCH_BOOTSTRAP", "30")
+    board = build_board_from_env()
+    assert [e["model"] for e in board["entries"]] == ["org/a"] and board["n_bootstrap"] == 30
+    page = site_files(board)["/"][1].decode("utf-8")
+    assert page == render_page(board)
+    monkeypatch.delenv("MIS_BENCH_REFERENCES")
+    with pytest.raises(SystemExit, match="MIS_BENCH_REFERENCES"):
+        build_board_from_env()

@@ -137,6 +137,11 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
             f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} (n={_esc(comparison.get('n', MISSING))} videos "
             f"parsed by both)"
         )
+        dimension_p = comparison.get("dimension_p_values") or {}
+        if dimension_p:
+            details.append("per-dimension p vs leader: " + ", ".join(
+                f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"]
+            ))
     detail_html = "<br>".join(details)
     return (
         f'<tr class="entry" data-id="{row_id}">{"".join(cells)}</tr>'
