@@ -210,3 +210,46 @@ def test_csv_neutralises_spreadsheet_formulas(board):
     row = csv_rows(hostile)[0]
     assert row["model"] == "'" + hostile["entries"][0]["model"] and row["backend"] == "'@SUM(A1)"
     assert csv_rows(board)[1]["model"] == board["entries"][1]["model"]
+
+
+MUTATIONS = [
+    lambda obj: obj,
+    lambda obj: obj.update(schema_version="9"),
+    lambda obj: obj["predictions"].pop(),
+    lambda obj: obj["predictions"].append(dict(obj["predictions"][0])),
+    lambda obj: obj["predictions"][0].update(prediction="x"),
+    lambda obj: obj["predictions"][0].update(prediction=None),
+    lambda obj: obj["predictions"][1].update(video_id="nope"),
+    lambda obj: obj.update(system=None),
+    lambda obj: obj.update(scores={"bogus": True}),
+    lambda obj: obj["dataset"].update(split="train"),
+]
+
+
+def test_every_file_is_either_ranked_or_rejected_never_lost(tmp_path, references):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    base = make_results(noisy_predictions(references, 0.5, seed=0))
+
+    @settings(max_examples=20, deadline=None, database=None)
+    @given(choices=st.lists(st.integers(0, len(MUTATIONS)), min_size=1, max_size=4),
+           garbage=st.binary(max_size=30))
+    def check(choices, garbage):
+        folder = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+        folder.mkdir()
+        for index, choice in enumerate(choices):
+            path = folder / f"s{index}.json"
+            if choice == len(MUTATIONS):
+                path.write_bytes(garbage)
+            else:
+                obj = json.loads(json.dumps(base))
+                MUTATIONS[choice](obj)
+                path.write_text(json.dumps(obj))
+        result = build_leaderboard(folder, references, n_bootstrap=10)
+        ranked = [e["file"] for e in result["entries"]]
+        rejected = [r["file"] for r in result["rejected"]]
+        assert sorted(ranked + rejected) == sorted(p.name for p in folder.iterdir())
+        assert all(r["reasons"] for r in result["rejected"])
+
+    check()
