@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-MODALITY_CHOICES = ("text", "audio+text", "video+text", "audio+video+text")
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS as MODALITY_CHOICES
 STYLE_CHOICES = ("direct", "cot")
 
 
@@ -119,7 +119,7 @@ def run_command(args: argparse.Namespace) -> int:
         return 2
     from eval_scripts.backends.base import BackendUnavailable, DecodingConfig, UnsupportedSetting
     from eval_scripts.cache import CacheError
-    from eval_scripts.runner import HarnessError, RunConfig, format_table, run_grid, run_setting
+    from eval_scripts.runner import HarnessError, RunConfig, format_table, run_setting
 
     config = RunConfig(
         backend=args.backend, model=args.model, dataset=args.dataset, split=args.split,

@@ -30,12 +30,19 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from mis_bench_dataset.release import (
+    LIBROSA_LOG_MEL,
+    OPENFACE_AUS,
+    OPENFACE_CONFIDENCE,
+    OPENFACE_GAZE,
+    OPENFACE_LANDMARKS,
+)
+
 logger = logging.getLogger(__name__)
 
 FEATURE_FORMATS: tuple[str, ...] = ("text", "plot", "text+plot")
 SILENCE_DB_BELOW_PEAK = 20.0
 MIN_PAUSE_SECONDS = 0.3
-N_MEL = 80
 AU_NAMES: tuple[tuple[str, str], ...] = (
     ("AU1", "inner brow raiser"),
     ("AU2", "outer brow raiser"),
@@ -47,9 +54,6 @@ AU_NAMES: tuple[tuple[str, str], ...] = (
     ("AU26", "jaw drop"),
 )
 AU_ACTIVE = 0.5
-_LANDMARKS = slice(8, 204)
-_GAZE = slice(204, 206)
-_CONFIDENCE = 206
 _PUPILS = (96, 97)
 
 
@@ -101,6 +105,15 @@ def _runs(mask: np.ndarray) -> np.ndarray:
     return edges[1::2] - edges[::2]
 
 
+def silent_frames(librosa: np.ndarray) -> np.ndarray:
+    """Frames whose mean log-Mel energy lies `SILENCE_DB_BELOW_PEAK` dB below the clip's
+    95th percentile: the one pause rule shared by prompts and baselines."""
+    energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+    if not len(energy):
+        return np.zeros(0, dtype=bool)
+    return energy < np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK
+
+
 def audio_descriptors(row: Mapping) -> AudioDescriptors:
     words = len((row.get("transcript") or "").split())
     duration = row.get("duration_seconds")
@@ -109,8 +122,8 @@ def audio_descriptors(row: Mapping) -> AudioDescriptors:
     pause_count = pause_total = longest = speaking = loudness = None
     if len(librosa):
         rate = _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
-        energy = librosa[:, :N_MEL].mean(axis=1)
-        silent = energy < np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK
+        energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+        silent = silent_frames(librosa)
         runs = _runs(silent) / rate
         pauses = runs[runs >= MIN_PAUSE_SECONDS]
         pause_count, pause_total = int(pauses.size), float(pauses.sum())
@@ -139,13 +152,13 @@ def video_descriptors(row: Mapping) -> VideoDescriptors | None:
     face = _array(row, "openface", 208)
     if not len(face):
         return None
-    valid = face[face[:, _CONFIDENCE] >= 0.5]
+    valid = face[face[:, OPENFACE_CONFIDENCE.start] >= 0.5]
     detected = len(valid) / len(face)
     if not len(valid):
         return VideoDescriptors(0.0, {}, {}, None, None, None)
-    aus = valid[:, : len(AU_NAMES)]
-    gaze = np.degrees(valid[:, _GAZE])
-    points = valid[:, _LANDMARKS].reshape(len(valid), -1, 2)
+    aus = valid[:, OPENFACE_AUS]
+    gaze = np.degrees(valid[:, OPENFACE_GAZE])
+    points = valid[:, OPENFACE_LANDMARKS].reshape(len(valid), -1, 2)
     pupil_distance = np.linalg.norm(points[:, _PUPILS[0]] - points[:, _PUPILS[1]], axis=1)
     centroid = points.mean(axis=1)
     movement = None
@@ -225,7 +238,7 @@ def feature_plot(row: Mapping, modality: str) -> bytes:
         if panel == "audio":
             librosa = _array(row, "librosa", 93)
             ts = np.arange(len(librosa)) / _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
-            energy = librosa[:, :N_MEL].mean(axis=1) if len(librosa) else np.zeros(0)
+            energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1) if len(librosa) else np.zeros(0)
             ax.plot(ts, energy, lw=0.6)
             if len(energy):
                 ax.axhline(np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK, color="grey", ls="--", lw=0.8)
@@ -240,7 +253,7 @@ def feature_plot(row: Mapping, modality: str) -> bytes:
                 ax.legend(fontsize=6, ncol=8, loc="upper right")
                 ax.set_title("facial action units (0-1)", fontsize=9)
             else:
-                gaze = np.degrees(face[:, _GAZE]) if len(face) else np.zeros((0, 2))
+                gaze = np.degrees(face[:, OPENFACE_GAZE]) if len(face) else np.zeros((0, 2))
                 ax.plot(ts, gaze[:, 0], lw=0.6, label="horizontal")
                 ax.plot(ts, gaze[:, 1], lw=0.6, label="vertical")
                 ax.legend(fontsize=6)

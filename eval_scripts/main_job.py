@@ -21,12 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUT = Path("mis-bench-results")
 # `mis-bench run`'s own --out default; for the default job it means "not given".
 _RUN_DEFAULT_OUT = "runs"
-SETTINGS = ("text", "audio+text", "video+text", "audio+video+text")
 SYNTHETIC_BANNER = (
     "SYNTHETIC DATA: this default job runs on a generated sample, not on MIS-Bench. The numbers show the "
     "toolkit works end to end; they say nothing about any model. Run a real model with "

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, RUBRIC, SCORE_LEVELS
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, MODALITY_SETTINGS, RUBRIC, SCORE_LEVELS
 
-MODALITIES: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
+MODALITIES: tuple[str, ...] = MODALITY_SETTINGS
 PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 

@@ -17,7 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-SCHEMA_VERSION = "1.0"
+from eval_scripts.submission import SCHEMA_VERSION
+
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -26,10 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.build import is_synthetic_build
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from eval_scripts.backends.base import Backend, DecodingConfig, UnsupportedSetting, get_backend
 from eval_scripts.cache import STATUS_FAILED, STATUS_OK, ResponseCache, cache_key
 from eval_scripts.parse import parse_score
+from eval_scripts.submission import slug
 from eval_scripts.prompts import (
     MODALITIES,
     PROMPT_STYLES,
@@ -103,10 +104,6 @@ def setting_label(config: RunConfig) -> str:
     return f"{config.modality} {config.prompt_style}{shots}"
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "model"
-
-
 # ----------------------------------------------------------------------------- data
 
 
@@ -157,15 +154,6 @@ def dataset_fingerprint(dataset: Any, split: str, configs: Sequence[str] = ("sco
     return "datasets:" + str(getattr(dataset, "_fingerprint", "in-memory"))
 
 
-def _is_synthetic(dataset: Any) -> bool | None:
-    if not isinstance(dataset, (str, Path)):
-        return None
-    report = Path(dataset) / "build_report.json"
-    try:
-        value = json.loads(report.read_text(encoding="utf-8")).get("synthetic")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, bool) else None
 
 
 def _check_rows(rows: list[dict], where: str) -> None:
@@ -343,7 +331,7 @@ def _execute(config, backend, rows, prompts, input_source, decoding, source, sta
     from tqdm.auto import tqdm
 
     out = Path(config.out)
-    run_dir = out / _slug(config.model) / _slug(
+    run_dir = out / slug(config.model) / slug(
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
         + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
@@ -444,7 +432,7 @@ def _write_outputs(config, backend, rows, prompts, keys, answers, failures, inpu
         ),
         "split": config.split,
     }
-    synthetic = _is_synthetic(source)
+    synthetic = is_synthetic_build(source)
     if synthetic is not None:
         dataset_info["synthetic"] = synthetic
     from eval_scripts.results import package_versions, write_results

@@ -241,7 +241,8 @@ def predictions_mapping(obj: Mapping[str, Any]) -> dict[tuple[str, str], float |
 # ----------------------------------------------------------------------------- packaging
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """A file-name-safe form of a model id or setting."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "model"
 
 
@@ -255,8 +256,8 @@ def submission_name(obj: Mapping[str, Any]) -> str:
     digest = hashlib.sha256(canonical_bytes(obj)).hexdigest()[:12]
     setting = obj["setting"]
     return (
-        f"{_slug(obj['system']['model'])}__{_slug(setting['modality'].replace('+', '-'))}__"
-        f"{_slug(setting['prompt_style'])}__{digest}.json"
+        f"{slug(obj['system']['model'])}__{slug(setting['modality'].replace('+', '-'))}__"
+        f"{slug(setting['prompt_style'])}__{digest}.json"
     )
 
 

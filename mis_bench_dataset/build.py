@@ -322,3 +322,14 @@ def build_dataset(
 
 def read_build_report(out_dir: str | Path) -> dict:
     return json.loads((Path(out_dir) / REPORT_NAME).read_text(encoding="utf-8"))
+
+
+def is_synthetic_build(dataset: object) -> bool | None:
+    """Whether a built folder holds synthetic data; None when unknown (no report, not a folder)."""
+    if not isinstance(dataset, (str, Path)):
+        return None
+    try:
+        value = read_build_report(dataset).get("synthetic")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, bool) else None

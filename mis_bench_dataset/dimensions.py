@@ -57,6 +57,9 @@ SCORE_MIN = 1.0
 SCORE_MAX = 5.0
 SCORE_MIDPOINT = 3.0
 SCORE_LEVELS = (1, 2, 3, 4, 5)
+# The paper's zero-shot grid (section 4.1): four modality settings x two prompt styles.
+MODALITY_SETTINGS: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
+PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
 N_VIDEOS = 996
 N_FULLY_RATED = 625
 MEAN_DURATION_SECONDS = 62.42

@@ -47,6 +47,13 @@ MODALITIES: tuple[Modality, ...] = (
     Modality("prosody", "audio/prosody", 15),
 )
 MODALITY_BY_NAME: dict[str, Modality] = {m.name: m for m in MODALITIES}
+# Column layout inside the arrays (paper Table 1); every consumer slices with these.
+OPENFACE_AUS = slice(0, 8)
+OPENFACE_LANDMARKS = slice(8, 204)
+OPENFACE_GAZE = slice(204, 206)
+OPENFACE_CONFIDENCE = slice(206, 208)
+LIBROSA_LOG_MEL = slice(0, 80)
+LIBROSA_MFCC = slice(80, 93)
 TEXT_FOLDER = "text/words"
 TEXT_MODALITY = "text"
 # Modalities with a frame rate; prosody has one segment-level row.

@@ -13,7 +13,6 @@ import urllib.request
 import pytest
 
 from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
-from eval_scripts.leaderboard import scoring as scoring_module
 from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_icc_metric import paired_comparison, score_predictions

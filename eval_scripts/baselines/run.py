@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from eval_scripts.baselines.models import make_baseline
+from mis_bench_dataset.build import is_synthetic_build
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
 logger = logging.getLogger(__name__)
@@ -32,14 +33,6 @@ class BaselineRun:
     seconds: float
 
 
-def _is_synthetic(dataset_dir: Path) -> bool | None:
-    from mis_bench_dataset.build import read_build_report
-
-    try:
-        value = read_build_report(dataset_dir).get("synthetic")
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, bool) else None
 
 
 def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
@@ -110,7 +103,7 @@ def run_baseline(
         "fingerprint": dataset_fingerprint(dataset_dir, split, ("scoring", "features")),
         "split": split,
     }
-    synthetic = _is_synthetic(dataset_dir)
+    synthetic = is_synthetic_build(dataset_dir)
     if synthetic is not None:
         dataset_info["synthetic"] = synthetic
     results_path = run_dir / "results.json"

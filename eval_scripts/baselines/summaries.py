@@ -17,17 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.release import MODALITY_BY_NAME
+from eval_scripts.feature_inputs import silent_frames
+from mis_bench_dataset.release import (
+    LIBROSA_LOG_MEL,
+    MODALITY_BY_NAME,
+    OPENFACE_AUS,
+    OPENFACE_CONFIDENCE,
+    OPENFACE_GAZE,
+    OPENFACE_LANDMARKS,
+)
 
-# OpenFace 3 columns (release.py: 8 AUs, 98 landmarks x/y, gaze 2, confidence 2).
-OPENFACE_AUS = slice(0, 8)
-OPENFACE_LANDMARKS = slice(8, 204)
-OPENFACE_GAZE = slice(204, 206)
-OPENFACE_CONFIDENCE = slice(206, 208)
-# librosa columns (release.py: 80 log-Mel + 13 MFCC, 50 Hz).
-LIBROSA_MEL = slice(0, 80)
-# A frame this far (dB) below the loudest frame counts as a pause.
-PAUSE_DB_BELOW_PEAK = 30.0
 
 MODALITY_GROUPS: dict[str, tuple[str, ...]] = {
     "text": ("text",),
@@ -95,8 +94,8 @@ def audio_summary(row: Mapping[str, Any]) -> np.ndarray:
     librosa = _array(row, "librosa")
     pause_stats = np.zeros(3)
     if len(librosa):
-        energy = librosa[:, LIBROSA_MEL].mean(axis=1)
-        pauses = energy < energy.max() - PAUSE_DB_BELOW_PEAK
+        energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+        pauses = silent_frames(librosa)
         voiced = energy[~pauses]
         pause_stats = np.array([pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0])
     prosody = _array(row, "prosody")
