@@ -44,7 +44,8 @@ def register(subparsers) -> None:
                              "feature-derived descriptions (public release); auto picks raw when present")
     parser.add_argument("--feature-format", default="text", choices=("text", "plot", "text+plot"),
                         help="feature-derived input as text, a plot image (vision models), or both")
-    parser.add_argument("--out", default="runs", help="output folder (cache, predictions, results)")
+    parser.add_argument("--out", default=None,
+                        help="output folder (cache, predictions, results); default ./runs, or ./mis-bench-results for the default job")
     parser.add_argument("--cache", help="response cache file (default OUT/responses.cache.jsonl)")
     parser.add_argument("--max-new-tokens", type=int, help="default 32 (direct) / 1024 (cot)")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -123,7 +124,7 @@ def run_command(args: argparse.Namespace) -> int:
 
     config = RunConfig(
         backend=args.backend, model=args.model, dataset=args.dataset, split=args.split,
-        modality=args.modality, prompt_style=args.prompt_style, out=args.out, limit=args.limit,
+        modality=args.modality, prompt_style=args.prompt_style, out=args.out or "runs", limit=args.limit,
         few_shot_k=args.few_shot_k, few_shot_seed=args.few_shot_seed, input_source=args.input_source,
         feature_format=args.feature_format, backend_options=_backend_options(args),
         n_bootstrap=args.n_bootstrap, cache_path=args.cache, progress=not args.no_progress,

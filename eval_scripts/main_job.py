@@ -26,8 +26,6 @@ from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUT = Path("mis-bench-results")
-# `mis-bench run`'s own --out default; for the default job it means "not given".
-_RUN_DEFAULT_OUT = "runs"
 SYNTHETIC_BANNER = (
     "SYNTHETIC DATA: this default job runs on a generated sample, not on MIS-Bench. The numbers show the "
     "toolkit works end to end; they say nothing about any model. Run a real model with "
@@ -37,7 +35,7 @@ SYNTHETIC_BANNER = (
 
 def _out_dir(args: argparse.Namespace) -> Path:
     out = getattr(args, "out", None)
-    return DEFAULT_OUT if out in (None, "", _RUN_DEFAULT_OUT) else Path(out)
+    return Path(out) if out else DEFAULT_OUT
 
 
 def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,8 @@ from mis_icc_metric.predictions_io import read_predictions, read_references
 
 
 def test_out_folder_defaults_to_mis_bench_results():
-    assert _out_dir(argparse.Namespace(out="runs")) == DEFAULT_OUT == _out_dir(argparse.Namespace())
+    assert _out_dir(argparse.Namespace(out=None)) == DEFAULT_OUT == _out_dir(argparse.Namespace())
+    assert _out_dir(argparse.Namespace(out="runs")) == Path("runs")
     assert str(_out_dir(argparse.Namespace(out="elsewhere"))) == "elsewhere"
 
 
