@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 from pathlib import Path
 
@@ -25,10 +26,9 @@ def _corpus() -> list[str]:
     return texts * 3
 
 
-def make_tokenizer(split_digits: bool = True, vocab_size: int = 1200):
-    """Byte-level BPE; with `split_digits` the pre-tokenizer isolates every digit (as Qwen2's does)."""
+@functools.lru_cache(maxsize=None)
+def _trained_tokenizer_json(split_digits: bool, vocab_size: int) -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -43,6 +43,16 @@ def make_tokenizer(split_digits: bool = True, vocab_size: int = 1200):
         vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
     tok.train_from_iterator(corpus, trainer)
+    return tok.to_str()
+
+
+def make_tokenizer(split_digits: bool = True, vocab_size: int = 1200):
+    """Byte-level BPE (a fresh object each call; training is cached); with `split_digits` the
+    pre-tokenizer isolates every digit (as Qwen2's does)."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer.from_str(_trained_tokenizer_json(split_digits, vocab_size))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     fast.chat_template = CHATML
     return fast
