@@ -106,7 +106,7 @@ def run_default(args: argparse.Namespace) -> int:
 
     submissions = out_dir / "submissions"
     for run in runs:
-        package_submission(run.results_path, submissions)
+        package_submission(run.results_path, submissions, replace_previous=True)
     board = build_leaderboard(submissions, references, split=split, n_bootstrap=n_bootstrap, seed=seed)
     leaderboard = write_leaderboard(board, out_dir / "leaderboard",
                                     title="MIS-Bench leaderboard (SYNTHETIC sample)" if synthetic else "MIS-Bench leaderboard")

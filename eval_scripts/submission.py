@@ -262,14 +262,28 @@ def submission_name(obj: Mapping[str, Any]) -> str:
 
 
 def package_submission(
-    results_path: str | Path, out_dir: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES
+    results_path: str | Path,
+    out_dir: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    replace_previous: bool = False,
 ) -> Path:
-    """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`."""
+    """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`.
+
+    With `replace_previous`, earlier packages of the same system, setting and prompt style
+    in `out_dir` are removed, so a rerun replaces its leaderboard entry instead of adding a twin.
+    """
     results_path = Path(results_path)
     obj = validate_results(load_submission(results_path, max_bytes=max_bytes), source=str(results_path))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / submission_name(obj)
+    if replace_previous:
+        entry_prefix = target.name.rsplit("__", 1)[0] + "__"
+        for previous in out_dir.glob(f"{entry_prefix}*.json"):
+            if previous != target:
+                logger.info("replacing earlier submission %s", previous)
+                previous.unlink()
     target.write_bytes(canonical_bytes(obj))
     logger.info("packaged %s -> %s", results_path, target)
     return target

@@ -216,6 +216,20 @@ def test_package_is_canonical_and_content_addressed(tmp_path, valid):
     assert package_submission(source, tmp_path / "out2").name == first.name
 
 
+def test_package_replaces_an_earlier_entry_of_the_same_system_only_when_asked(tmp_path, valid):
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(valid))
+    first = package_submission(source, tmp_path / "out")
+    rerun = dict(valid, created_at="2030-01-01T00:00:00+00:00")
+    source.write_text(json.dumps(rerun))
+    kept = package_submission(source, tmp_path / "out")
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([first.name, kept.name])
+    rerun["created_at"] = "2031-01-01T00:00:00+00:00"
+    source.write_text(json.dumps(rerun))
+    latest = package_submission(source, tmp_path / "out", replace_previous=True)
+    assert [p.name for p in (tmp_path / "out").iterdir()] == [latest.name]
+
+
 def test_package_refuses_invalid(tmp_path, valid):
     valid["predictions"][0]["prediction"] = 7
     source = tmp_path / "results.json"
