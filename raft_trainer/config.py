@@ -24,6 +24,9 @@ class RAFTConfig(SFTConfig):
         ce_weight: weight of the cross-entropy term in `"raft+ce"`.
         renormalize_digits: softmax over the ten digit logits (default) instead of the paper's
             full-vocabulary softmax restricted to the digits, which biases scores toward 0.
+        modality: input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS`. `"text"`:
+            rubric + transcript. The audio/video settings need each row's `media_context`
+            (`raft_trainer.media`: feature-derived descriptors on the public release).
         padding_side: `"left"` (default: every row's completion is aligned, so the model computes
             logits at the fewest positions) or `"right"`.
     """
@@ -33,6 +36,7 @@ class RAFTConfig(SFTConfig):
     renormalize_digits: bool = field(
         default=True, metadata={"help": "Renormalise the ten digit probabilities (False: paper's literal form)."}
     )
+    modality: str = field(default="text", metadata={"help": "text | audio+text | video+text | audio+video+text"})
     padding_side: str = field(default="left", metadata={"help": "Padding side of the RAFT collator."})
     max_length: int | None = field(default=512, metadata={"help": "Maximum tokens per row (paper: 512)."})
     num_train_epochs: float = field(default=2.0, metadata={"help": "Paper: 2 epochs."})
@@ -43,6 +47,9 @@ class RAFTConfig(SFTConfig):
             raise ValueError(f"RAFTConfig.loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.ce_weight < 0:
             raise ValueError(f"ce_weight must be >= 0, got {self.ce_weight}")
+        from raft_trainer.media import check_modality
+
+        check_modality(self.modality)
         if self.padding_side not in ("left", "right"):
             raise ValueError(f"padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:

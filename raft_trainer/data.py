@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC, resolve_dimension
 from raft_trainer.digits import DigitTokens, format_score
+from raft_trainer.media import MEDIA_CONTEXT_COLUMN, check_modality
 
 logger = logging.getLogger(__name__)
 
@@ -31,9 +32,11 @@ TRUNCATION_MARK = " [...]"
 PLACEHOLDER_SCORE = "0.0"
 
 
-def user_prompt(dimension: str, transcript: str) -> str:
-    """The user turn: dimension, criterion, the five rubric levels, then the transcript."""
+def user_prompt(dimension: str, transcript: str, media_context: str | None = None) -> str:
+    """The user turn: dimension, criterion, the five rubric levels, the transcript, then (audio/video
+    settings) the media context: feature-derived descriptors or a note that the media is attached."""
     key = resolve_dimension(dimension)
+    media = f"{media_context.strip()}\n\n" if media_context else ""
     rubric = RUBRIC[key]
     levels = "\n".join(f"Score {level}: {text}" for level, text in enumerate(rubric.scores, start=1))
     return (
@@ -41,6 +44,7 @@ def user_prompt(dimension: str, transcript: str) -> str:
         f"Criterion: {rubric.criterion}\n\n"
         f"Rubric:\n{levels}\n\n"
         f"Transcript of the therapist's response:\n{transcript.strip()}\n\n"
+        f"{media}"
         "Give your score between 1.0 and 5.0 with one decimal."
     )
 
@@ -50,10 +54,11 @@ def completion_text(score_text: str) -> str:
 
 
 def prompt_messages(row: Mapping[str, Any], transcript: str | None = None) -> list[dict[str, str]]:
+    """System + user messages; the user turn carries the row's `media_context` when it has one."""
     text = row["transcript"] if transcript is None else transcript
     return [
         {"role": "system", "content": SYSTEM_INSTRUCTION},
-        {"role": "user", "content": user_prompt(row["dimension"], text or "")},
+        {"role": "user", "content": user_prompt(row["dimension"], text or "", row.get(MEDIA_CONTEXT_COLUMN))},
     ]
 
 
@@ -73,15 +78,18 @@ def _row_name(row: Mapping[str, Any]) -> str:
 class ScoringEncoder:
     """Tokenizes scoring rows with the model's chat template and locates the score tokens.
 
-    The transcript is shortened (never the rubric or the completion) when a row exceeds
-    `max_length`; rows whose prompt alone is too long raise, naming the row.
+    The transcript is shortened (never the rubric, the media context or the completion) when a row
+    exceeds `max_length`; rows whose prompt alone is too long raise, naming the row. With an
+    audio/video `modality` every row must carry its `media_context` (see `raft_trainer.media`).
     """
 
     tokenizer: Any
     digits: DigitTokens
     max_length: int | None = 512
+    modality: str = "text"
 
     def __post_init__(self) -> None:
+        self.media = check_modality(self.modality)
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(
                 f"tokenizer {getattr(self.tokenizer, 'name_or_path', '')!r} has no chat template; MIS-RAFT renders "
@@ -108,6 +116,7 @@ class ScoringEncoder:
 
     def encode(self, row: Mapping[str, Any], score_text: str) -> dict[str, Any]:
         """Token ids, completion-only labels and the integer digit's index for one row."""
+        self.check_media(row)
         transcript = row.get("transcript") or ""
         full_ids, prompt_len = self._render(row, transcript, score_text)
         truncated = False
@@ -137,6 +146,20 @@ class ScoringEncoder:
             "score_index": score_index,
             "transcript_truncated": truncated,
         }
+
+    def check_media(self, row: Mapping[str, Any]) -> None:
+        """An audio/video setting needs the row's media context; never fall back to text only."""
+        if self.media and not row.get(MEDIA_CONTEXT_COLUMN):
+            raise ValueError(
+                f"{_row_name(row)}: modality {self.modality!r} needs the row's `{MEDIA_CONTEXT_COLUMN}` "
+                "(feature-derived descriptors from the `features` config: raft_trainer.media.load_feature_contexts "
+                "and attach_feature_context); refusing to build a text-only prompt"
+            )
+        if not self.media and row.get(MEDIA_CONTEXT_COLUMN):
+            raise ValueError(
+                f"{_row_name(row)} carries a `{MEDIA_CONTEXT_COLUMN}` but the modality is 'text'; "
+                "pass the row's modality setting"
+            )
 
     def encode_training_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
         if row.get("score") is None:

@@ -114,18 +114,20 @@ def predict_scores(
     digit_tokens: DigitTokens | None = None,
     share_prefix: bool = True,
     show_progress: bool = True,
+    modality: str = "text",
 ) -> np.ndarray:
     """Expected score of every scoring row (same order), shape (len(rows),).
 
     With `share_prefix` (text models), rows of one dimension share the system + rubric prefix: its
     KV cache is computed once per dimension and only each row's transcript and tail are run, with
-    explicit position ids so the result equals the unshared computation.
+    explicit position ids so the result equals the unshared computation. With an audio/video
+    `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript.
     """
     if method not in ("greedy", "exact"):
         raise ValueError(f"method must be 'greedy' or 'exact', got {method!r}")
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
-    encoder = ScoringEncoder(tokenizer, digits, max_length)
+    encoder = ScoringEncoder(tokenizer, digits, max_length, modality)
     rows = list(rows)
     prompts = [encoder.encode_prompt(row) for row in rows]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -203,10 +205,11 @@ def generate_scores(
     max_new_tokens: int = 16,
     max_length: int | None = None,
     show_progress: bool = True,
+    modality: str = "text",
 ) -> tuple[list[float | None], list[str]]:
     """Greedy `generate()` from the chat prompt, then parse the first number: the usual alternative."""
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
-    encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length)
+    encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length, modality)
     rows = list(rows)
     prompts = []
     for row in rows:

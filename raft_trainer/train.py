@@ -1,11 +1,13 @@
 """Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5, Appendix D.1 defaults).
 
     accelerate launch raft_trainer/train.py --model Qwen/Qwen2.5-VL-7B-Instruct --dataset DIR \
-        [--modality text] [--loss-type raft|ce|raft+ce] [--output-dir OUT]
+        [--modality text|audio+text|video+text|audio+video+text] [--loss-type raft|ce|raft+ce] [--output-dir OUT]
 
 Runs on one CPU process, one GPU or several (DDP). Writes to OUT: the LoRA adapter and tokenizer,
-`trainer_state.json`, `predictions_test.csv` (long form, read by `mis-bench score`) and, when the
-test split is labelled, `scores_test.json`. On a machine without CUDA it falls back, with a logged
+`trainer_state.json`, `setting.json` (modality and input source), `predictions_test.csv` (long
+form, read by `mis-bench score`) and, when the test split is labelled, `scores_test.json`.
+The audio/video settings on the public release use feature-derived descriptors from the
+dataset's `features` config (`input_source: features`, see `raft_trainer.media`). On a machine without CUDA it falls back, with a logged
 message, to float32, `adamw_torch` and no 4-bit quantization.
 """
 
@@ -17,6 +19,9 @@ import logging
 import os
 import sys
 from pathlib import Path
+
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS
+from raft_trainer.media import INPUT_SOURCES
 
 logger = logging.getLogger("raft_trainer.train")
 
@@ -30,7 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", required=True, help="Hub id or local folder of a chat model (tokenizer with a chat template)")
     p.add_argument("--dataset", required=True, help="built MIS-Bench folder (its `scoring` config is used)")
-    p.add_argument("--modality", default="text", choices=["text"], help="input modality (text: transcript + rubric)")
+    p.add_argument(
+        "--modality", default="text", choices=list(MODALITY_SETTINGS),
+        help="input setting: text (rubric + transcript); the audio/video settings add feature-derived descriptors "
+        "(public release) or raw media (rows with audio_path/video_path)",
+    )
+    p.add_argument(
+        "--input-source", default="auto", choices=list(INPUT_SOURCES),
+        help="audio/video settings: features (descriptors from the `features` config), raw (the rows' media "
+        "paths, through the model's processor) or auto (raw when every row has the paths, else features)",
+    )
     p.add_argument("--loss-type", default="raft", choices=["raft", "ce", "raft+ce"])
     p.add_argument("--ce-weight", type=float, default=1.0, help="weight of the CE term for raft+ce")
     p.add_argument("--paper-digit-probs", action="store_true", help="do not renormalise digit probabilities (paper's literal eq. 9-10)")
@@ -72,6 +86,32 @@ def load_scoring(dataset: str):
     return splits
 
 
+def prepare_inputs(splits, args) -> str:
+    """Resolve the input source of `--modality` and attach each row's media context; returns the source.
+
+    Refuses (SystemExit naming the reason) rather than training a multimodal setting on text alone.
+    """
+    from raft_trainer.media import (
+        UnsupportedModality, attach_feature_context, load_feature_contexts, resolve_input_source,
+    )
+
+    try:
+        source = resolve_input_source(args.modality, splits["train"].column_names, splits["train"], args.input_source)
+        if source == "raw":
+            raise UnsupportedModality(
+                f"--modality {args.modality} with raw media: train.py does not build processor inputs from "
+                "video/audio files yet (see the README raft section); use --input-source features"
+            )
+        if source == "features":
+            contexts = load_feature_contexts(args.dataset, args.modality, list(splits))
+            for name in list(splits):
+                splits[name] = attach_feature_context(splits[name], contexts, args.modality, f"{args.dataset} {name} split")
+            logger.info("%s: feature-derived descriptors from the `features` config for %d videos", args.modality, len(contexts))
+    except UnsupportedModality as err:
+        raise SystemExit(str(err)) from err
+    return source
+
+
 def runtime_settings(args) -> dict:
     """Precision, optimizer and quantization for this machine, with the fallbacks logged."""
     import torch
@@ -103,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     from raft_trainer.trainer import RAFTTrainer
 
     splits = load_scoring(args.dataset)
+    input_source = prepare_inputs(splits, args)
+    setting = {"modality": args.modality, "input_source": input_source}
     settings = runtime_settings(args)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     output_dir = Path(args.output_dir)
@@ -127,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     config = RAFTConfig(
         output_dir=str(output_dir),
         loss_type=args.loss_type,
+        modality=args.modality,
         ce_weight=args.ce_weight,
         renormalize_digits=not args.paper_digit_probs,
         padding_side=args.padding_side,
@@ -157,35 +200,40 @@ def main(argv: list[str] | None = None) -> int:
         peft_config=peft_config,
         quantization_config=quantization_config,
     )
-    logger.info("training on %d process(es), loss %s", trainer.accelerator.num_processes, args.loss_type)
+    logger.info(
+        "training on %d process(es), loss %s, modality %s (input source %s)",
+        trainer.accelerator.num_processes, args.loss_type, args.modality, input_source,
+    )
     train_result = trainer.train()
     trainer.save_model(str(output_dir))
     trainer.save_state()
+    if trainer.accelerator.is_main_process:
+        (output_dir / "setting.json").write_text(json.dumps(setting, indent=2))
     if trainer.accelerator.is_main_process:
         print(f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; adapter in {output_dir}")
     if args.no_predict or "test" not in splits:
         return 0
     if trainer.accelerator.is_main_process:
-        write_test_predictions(trainer, tokenizer, splits["test"], output_dir, args)
+        write_test_predictions(trainer, tokenizer, splits["test"], output_dir, args, setting)
     trainer.accelerator.wait_for_everyone()
     return 0
 
 
-def write_test_predictions(trainer, tokenizer, test_split, output_dir: Path, args) -> None:
+def write_test_predictions(trainer, tokenizer, test_split, output_dir: Path, args, setting: dict) -> None:
     from raft_trainer.predict import prediction_records, predict_scores
 
     model = trainer.accelerator.unwrap_model(trainer.model)
     rows = list(test_split)
     scores = predict_scores(
         model, tokenizer, rows, batch_size=args.predict_batch_size, method=args.predict_method,
-        max_length=args.max_length, renormalize=not args.paper_digit_probs,
+        max_length=args.max_length, renormalize=not args.paper_digit_probs, modality=args.modality,
     )
     records = prediction_records(rows, scores)
     path = output_dir / "predictions_test.csv"
     from mis_icc_metric.predictions_io import write_predictions
 
     write_predictions(path, records)
-    print(f"wrote {len(records)} test predictions to {path}")
+    print(f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}) to {path}")
     labelled = {(r["video_id"], r["dimension"]): float(r["score"]) for r in rows if r.get("score") is not None}
     if len(labelled) < 2:
         return
@@ -193,6 +241,7 @@ def write_test_predictions(trainer, tokenizer, test_split, output_dir: Path, arg
 
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
     result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=args.seed)
+    result["setting"] = setting
     (output_dir / "scores_test.json").write_text(json.dumps(result, indent=2, default=float))
     print(f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}")
 

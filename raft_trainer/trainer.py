@@ -91,7 +91,7 @@ class RAFTTrainer(SFTTrainer):
             logger.info("tokenizer has no pad token: padding with eos %r", tokenizer.eos_token)
             tokenizer.pad_token = tokenizer.eos_token
         self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
-        encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length)
+        encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality)
         train_dataset = _encode(train_dataset, encoder, "train", args.dataset_num_proc)
         if isinstance(eval_dataset, dict):
             eval_dataset = {k: _encode(v, encoder, k, args.dataset_num_proc) for k, v in eval_dataset.items()}
