@@ -8,6 +8,12 @@ token (for the `ce` part), as a short list of sequence positions `logits_keep` s
 batch: the model computes logits only there (`logits_to_keep`), never the full (B, L, V).
 With left padding (the default) every row's completion ends at the same place, so `logits_keep`
 is just the completion length; right padding works too, at the cost of a longer list.
+
+Raw media (a vision-language model's processor output, e.g. Qwen2.5-VL's `pixel_values_videos`
+and `video_grid_thw`) rides along: each row's tensor lists its items (patches, videos) along the
+first axis and the batch concatenates them in row order, as the processors do for a batch; the
+model matches them to the media placeholder tokens in that order. Left or right padding does not
+change the order.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
+# Processor outputs concatenated along the first axis (patches / videos / images) in row order.
+MEDIA_BATCH_KEYS = (
+    "pixel_values_videos", "video_grid_thw", "second_per_grid_ts", "pixel_values", "image_grid_thw",
+)
 RAFT_BATCH_KEYS = ("score_positions", "logits_keep", "keep_index", "keep_labels", "score", "dimension_index")
 
 
@@ -65,4 +75,22 @@ class RAFTDataCollator:
             "score": torch.tensor([float(ex["score"]) for ex in examples], dtype=torch.float32),
             "dimension_index": torch.tensor([int(ex.get("dimension_index", -1)) for ex in examples]),
         }
+        out.update(_media_batch(examples))
         return out
+
+
+def _media_batch(examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+    """Concatenate the rows' media tensors; a key must be on every row or on none (named if not)."""
+    out = {}
+    for key in MEDIA_BATCH_KEYS:
+        present = [key in ex and ex[key] is not None for ex in examples]
+        if not any(present):
+            continue
+        if not all(present):
+            rows = [i for i, p in enumerate(present) if not p]
+            raise ValueError(
+                f"batch rows {rows} lack `{key}` that other rows carry: mixing rows with and without raw media "
+                "in one batch is not supported (keep one input source per run)"
+            )
+        out[key] = torch.cat([torch.as_tensor(ex[key]) for ex in examples], dim=0)
+    return out

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from trl import SFTTrainer
 
-from raft_trainer.collator import RAFT_BATCH_KEYS, RAFTDataCollator
+from raft_trainer.collator import MEDIA_BATCH_KEYS, RAFT_BATCH_KEYS, RAFTDataCollator
 from raft_trainer.config import RAFTConfig
 from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
 from raft_trainer.digits import DigitTokens
@@ -122,7 +122,7 @@ class RAFTTrainer(SFTTrainer):
     # -- data ---------------------------------------------------------------------------------
     def _set_signature_columns_if_needed(self):
         if self._signature_columns is None:
-            self._signature_columns = ["input_ids", "labels", "score_index", "score", "dimension_index"]
+            self._signature_columns = ["input_ids", "labels", "score_index", "score", "dimension_index", *MEDIA_BATCH_KEYS]
 
     def _get_num_items_in_batch(self, batch_samples: list, device: torch.device) -> torch.Tensor | None:
         """[completion tokens, scored rows] over the accumulation window (and all processes)."""

@@ -146,3 +146,78 @@ def short_encoded_toy(tokenizer, n: int, seed: int = 0):
             }
         )
     return datasets.Dataset.from_list(encoded)
+
+
+VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|video_pad|>", "<|image_pad|>")
+PATCH_DIM = 3 * 2 * 14 * 14  # channels x temporal patch x patch x patch (Qwen2.5-VL's defaults)
+
+
+def make_vl_tokenizer():
+    """The test tokenizer plus Qwen2.5-VL's vision placeholder tokens."""
+    tokenizer = make_tokenizer()
+    tokenizer.add_special_tokens({"additional_special_tokens": list(VISION_TOKENS)})
+    return tokenizer
+
+
+def make_vl_model(tokenizer, seed: int = 0, hidden: int = 32):
+    """A tiny randomly initialised Qwen2_5_VLForConditionalGeneration (1 vision block, 2 text layers)."""
+    import torch
+    from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
+
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS}
+    config = Qwen2_5_VLConfig(
+        text_config=dict(
+            vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+            rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]}, pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id, bos_token_id=None, tie_word_embeddings=True,
+        ),
+        vision_config=dict(
+            depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden, patch_size=14,
+            temporal_patch_size=2, spatial_merge_size=2, window_size=56, fullatt_block_indexes=[0], in_channels=3,
+        ),
+        video_token_id=ids["<|video_pad|>"], image_token_id=ids["<|image_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    return Qwen2_5_VLForConditionalGeneration(config)
+
+
+def video_encoded_toy(tokenizer, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4, 8))):
+    """Pre-encoded toy rows with a hand-made video input, as a Qwen2.5-VL processor would lay them out:
+    the user turn holds <|vision_start|>, one <|video_pad|> per merged patch, <|vision_end|>; the row
+    carries `pixel_values_videos` (patches, PATCH_DIM) and `video_grid_thw` (1, 3)."""
+    import numpy as np
+
+    from raft_trainer.data import completion_text
+    from raft_trainer.digits import DigitTokens, format_score
+
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    rng = np.random.default_rng(seed)
+    encoded = []
+    for i, row in enumerate(toy_rows(n, seed)):
+        t, h, w = grids[i % len(grids)]
+        n_video_tokens = t * h * w // 4
+        prompt = (
+            f"<|im_start|>user\n<|vision_start|>{'<|video_pad|>' * n_video_tokens}<|vision_end|>"
+            f"{row['transcript']}<|im_end|>\n<|im_start|>assistant\n"
+        )
+        score_text = format_score(row["score"])
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        completion_ids = tokenizer(completion_text(score_text) + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
+        ids = prompt_ids + completion_ids
+        encoded.append(
+            {
+                "video_id": row["video_id"],
+                "dimension": row["dimension"],
+                "input_ids": ids,
+                "labels": [-100] * len(prompt_ids) + completion_ids,
+                "score_index": digits.find_score(ids, score_text, start=len(prompt_ids)),
+                "score": float(score_text),
+                "dimension_index": 5,
+                "pixel_values_videos": rng.standard_normal((t * h * w, PATCH_DIM)).astype("float32"),
+                "video_grid_thw": np.array([[t, h, w]], dtype=np.int64),
+            }
+        )
+    return encoded
