@@ -36,12 +36,19 @@ class RAFTDataCollator:
     pad_token_id: int
     padding_side: str = "left"
     pad_to_multiple_of: int | None = None
+    # Raw-media rows (video_path / audio_path) arrive unencoded and are encoded here, batch by batch
+    # (raft_trainer.raw_media.RawMediaEncoder): their pixel tensors are too large to store per row.
+    encoder: Any = None
 
     def __post_init__(self) -> None:
         if self.padding_side not in ("left", "right"):
             raise ValueError(f"padding_side must be 'left' or 'right', got {self.padding_side!r}")
 
     def __call__(self, examples: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        if examples and "input_ids" not in examples[0]:
+            if self.encoder is None:
+                raise ValueError("rows without input_ids reached the collator and it has no encoder for raw-media rows")
+            examples = [self.encoder.encode_training_row(ex) for ex in examples]
         lengths = np.array([len(ex["input_ids"]) for ex in examples])
         width = int(lengths.max())
         if self.pad_to_multiple_of:

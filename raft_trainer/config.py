@@ -27,6 +27,9 @@ class RAFTConfig(SFTConfig):
         modality: input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS`. `"text"`:
             rubric + transcript. The audio/video settings need each row's `media_context`
             (`raft_trainer.media`: feature-derived descriptors on the public release).
+        input_source: for the audio/video settings, `"features"` (rows carry a `media_context`,
+            tokenized like text) or `"raw"` (rows carry `video_path` / `audio_path`; the processor
+            given as `processing_class` loads the media, batch by batch in the collator).
         padding_side: `"left"` (default: every row's completion is aligned, so the model computes
             logits at the fewest positions) or `"right"`.
     """
@@ -37,6 +40,7 @@ class RAFTConfig(SFTConfig):
         default=True, metadata={"help": "Renormalise the ten digit probabilities (False: paper's literal form)."}
     )
     modality: str = field(default="text", metadata={"help": "text | audio+text | video+text | audio+video+text"})
+    input_source: str = field(default="features", metadata={"help": "features | raw (audio/video settings)"})
     padding_side: str = field(default="left", metadata={"help": "Padding side of the RAFT collator."})
     max_length: int | None = field(default=512, metadata={"help": "Maximum tokens per row (paper: 512)."})
     num_train_epochs: float = field(default=2.0, metadata={"help": "Paper: 2 epochs."})
@@ -50,6 +54,12 @@ class RAFTConfig(SFTConfig):
         from raft_trainer.media import check_modality
 
         check_modality(self.modality)
+        if self.input_source not in ("features", "raw"):
+            raise ValueError(f"RAFTConfig.input_source must be 'features' or 'raw', got {self.input_source!r}")
+        if self.input_source == "raw" and self.modality == "text":
+            raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
+        if self.input_source == "raw":  # rows are encoded in the collator; TRL must not tokenize them
+            self.dataset_kwargs = {**(self.dataset_kwargs or {}), "skip_prepare_dataset": True}
         if self.padding_side not in ("left", "right"):
             raise ValueError(f"padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:

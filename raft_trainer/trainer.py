@@ -91,14 +91,25 @@ class RAFTTrainer(SFTTrainer):
             logger.info("tokenizer has no pad token: padding with eos %r", tokenizer.eos_token)
             tokenizer.pad_token = tokenizer.eos_token
         self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
-        encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality)
-        train_dataset = _encode(train_dataset, encoder, "train", args.dataset_num_proc)
+        self._raw_media = args.input_source == "raw"
+        raw_encoder = None
+        if self._raw_media:
+            from raft_trainer.raw_media import RawMediaEncoder
+
+            raw_encoder = RawMediaEncoder(processing_class, self.digit_tokens, args.modality, args.max_length)
+            encode = _raw_rows
+        else:
+            encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality)
+            encode = lambda dataset, split: _encode(dataset, encoder, split, args.dataset_num_proc)  # noqa: E731
+        train_dataset = encode(train_dataset, "train")
         if isinstance(eval_dataset, dict):
-            eval_dataset = {k: _encode(v, encoder, k, args.dataset_num_proc) for k, v in eval_dataset.items()}
+            eval_dataset = {k: encode(v, k) for k, v in eval_dataset.items()}
         elif eval_dataset is not None:
-            eval_dataset = _encode(eval_dataset, encoder, "eval", args.dataset_num_proc)
+            eval_dataset = encode(eval_dataset, "eval")
         if data_collator is None:
-            data_collator = RAFTDataCollator(tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of)
+            data_collator = RAFTDataCollator(
+                tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of, encoder=raw_encoder
+            )
 
         # SFTTrainer validates its own loss_type ("nll"/"dft"); ours is read only in compute_loss.
         loss_type = args.loss_type
@@ -121,6 +132,8 @@ class RAFTTrainer(SFTTrainer):
 
     # -- data ---------------------------------------------------------------------------------
     def _set_signature_columns_if_needed(self):
+        if self._signature_columns is None and self._raw_media:  # raw rows are encoded in the collator
+            self._signature_columns = list(self.train_dataset.column_names)
         if self._signature_columns is None:
             self._signature_columns = ["input_ids", "labels", "score_index", "score", "dimension_index", *MEDIA_BATCH_KEYS]
 
@@ -209,6 +222,22 @@ class RAFTTrainer(SFTTrainer):
                 logs[f"{prefix}score_mse"] = sq / n
                 logs[f"{prefix}mean_predicted_score"] = pred_sum / n
         super().log(logs, start_time)
+
+
+def _raw_rows(dataset, split: str):
+    """Labelled raw-media scoring rows, left unencoded (the collator encodes them batch by batch)."""
+    if dataset is None:
+        return None
+    from raft_trainer.data import check_scoring_columns
+
+    check_scoring_columns(dataset, f"{split} split")
+    n_before = len(dataset)
+    dataset = dataset.filter(lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows")
+    if len(dataset) < n_before:
+        logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
+    if len(dataset) == 0:
+        raise ValueError(f"{split} split has no labelled rows to train or evaluate on")
+    return dataset
 
 
 def _encode(dataset, encoder: ScoringEncoder, split: str, num_proc: int | None):

@@ -221,3 +221,62 @@ def video_encoded_toy(tokenizer, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4,
             }
         )
     return encoded
+
+
+def make_fake_video_processor(tokenizer):
+    """A stand-in for Qwen2.5-VL's processor (whose video path needs torchvision, not importable here):
+    same `apply_chat_template` contract. A video entry renders as <|vision_start|><|video_pad|><|vision_end|>;
+    with `tokenize=True` the "video file" (an .npz of `pixel_values_videos` and `video_grid_thw`) is
+    loaded and the placeholder expanded to one token per merged patch, as the real processor does."""
+    import numpy as np
+    import torch
+    from transformers import ProcessorMixin
+
+    class FakeVideoProcessor(ProcessorMixin):
+        def __init__(self, tokenizer):
+            super().__init__(tokenizer)
+            self.video_processor = "fake: loads .npz patches"
+
+        def apply_chat_template(self, conversation, tokenize=False, add_generation_prompt=False, return_dict=False, return_tensors=None, **kwargs):
+            flat, videos = [], []
+            for message in conversation:
+                parts = []
+                for item in message["content"]:
+                    if item["type"] == "video":
+                        videos.append(np.load(item["path"]))
+                        parts.append("<|vision_start|><|video_pad|><|vision_end|>")
+                    else:
+                        parts.append(item["text"])
+                flat.append({"role": message["role"], "content": "".join(parts)})
+            text = self.tokenizer.apply_chat_template(flat, tokenize=False, add_generation_prompt=add_generation_prompt)
+            if not tokenize:
+                return text
+            pieces = text.split("<|video_pad|>")
+            expanded = pieces[0] + "".join(
+                "<|video_pad|>" * int(v["video_grid_thw"].prod() // 4) + piece for v, piece in zip(videos, pieces[1:])
+            )
+            ids = self.tokenizer(expanded, add_special_tokens=False)["input_ids"]
+            out = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
+            if videos:
+                out["pixel_values_videos"] = torch.cat([torch.from_numpy(v["pixel_values_videos"]) for v in videos])
+                out["video_grid_thw"] = torch.cat([torch.from_numpy(v["video_grid_thw"]) for v in videos])
+            return out
+
+    return FakeVideoProcessor(tokenizer)
+
+
+def raw_video_rows(tmp_path: Path, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4, 8))) -> list[dict]:
+    """Toy scoring rows with a `video_path` to a hand-made "video" (.npz of patches) for the fake processor."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, row in enumerate(toy_rows(n, seed)):
+        t, h, w = grids[i % len(grids)]
+        path = tmp_path / f"{row['video_id']}.npz"
+        np.savez(
+            path, pixel_values_videos=rng.standard_normal((t * h * w, PATCH_DIM)).astype("float32"),
+            video_grid_thw=np.array([[t, h, w]], dtype=np.int64),
+        )
+        rows.append({**row, "video_path": str(path)})
+    return rows

@@ -100,3 +100,46 @@ def test_two_lora_steps_with_video_inputs(tokenizer, tmp_path):
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
+
+
+def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path):
+    from peft import LoraConfig
+
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
+    from raft_trainer.digits import DigitTokens
+    from raft_trainer.raw_media import RawMediaEncoder
+
+    processor = make_fake_video_processor(tokenizer)
+    rows = raw_video_rows(tmp_path, 4)
+    encoder = RawMediaEncoder(processor, DigitTokens.from_tokenizer(tokenizer), "video+text")
+    encoded = encoder.encode_training_row(rows[1])
+    ids, video_token = encoded["input_ids"], tokenizer.convert_tokens_to_ids("<|video_pad|>")
+    assert ids.count(video_token) == 2 * 4 * 8 // 4 == encoded["pixel_values_videos"].shape[0] // 4
+    gold = f"{rows[1]['score']:.1f}"
+    assert tokenizer.decode(ids[encoded["score_index"] : encoded["score_index"] + 3]) == gold
+    trained = [i for i, label in enumerate(encoded["labels"]) if label != -100]
+    assert tokenizer.decode([ids[i] for i in trained]).startswith(f"The score prediction is: {gold}")
+    assert "The video of the response is attached." in tokenizer.decode(ids)
+
+    trainer = RAFTTrainer(
+        make_vl_model(tokenizer, seed=2),
+        args=_config(tmp_path, modality="video+text", input_source="raw"),
+        train_dataset=datasets.Dataset.from_list(rows), processing_class=processor,
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
+    )
+    trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
+
+
+def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_path):
+    from raft_trainer.media import UnsupportedModality
+
+    with pytest.raises(UnsupportedModality, match="cannot take video"):
+        RAFTTrainer(
+            make_vl_model(tokenizer), args=_config(tmp_path, modality="video+text", input_source="raw"),
+            train_dataset=datasets.Dataset.from_list([{"video_id": "a", "dimension": "empathy", "transcript": "", "score": 3.0}]),
+            processing_class=tokenizer,
+        )
+    with pytest.raises(ValueError, match="needs an audio/video modality"):
+        _config(tmp_path, input_source="raw")

@@ -1,0 +1,103 @@
+"""Raw audio/video rows (`video_path` / `audio_path`) -> processor inputs with the score's position.
+
+For users with the full data: the chat message carries the media entry, the model's processor
+(`AutoProcessor`, e.g. Qwen2.5-VL's) renders the chat, loads the media and expands its
+placeholder tokens; the RAFT loss still reads the two score positions. Rows are encoded lazily,
+batch by batch, in the collator: one video's pixel tensors can take hundreds of MB, far too much
+to store per (video, dimension) row.
+
+The completion is located from the end: the text the chat template adds for the assistant turn
+is tokenized on its own (no media in it) and must equal the tail of the processor's ids, else a
+clear error. Rows longer than `max_length` raise (media tokens are never cut).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, resolve_dimension
+from raft_trainer.collator import MEDIA_BATCH_KEYS
+from raft_trainer.data import PLACEHOLDER_SCORE, SYSTEM_INSTRUCTION, _row_name, completion_text, user_prompt
+from raft_trainer.digits import DigitTokens, format_score
+from raft_trainer.media import PATH_COLUMNS, UnsupportedModality, check_modality, check_processor_takes_media
+
+logger = logging.getLogger(__name__)
+
+
+def attached_note(media: tuple[str, ...]) -> str:
+    """The line that stands where the feature-derived descriptors would be (the harness's wording)."""
+    return f"The {'video' if 'video' in media else 'audio'} of the response is attached."
+
+
+@dataclass
+class RawMediaEncoder:
+    processor: Any
+    digits: DigitTokens
+    modality: str
+    max_length: int | None = None
+
+    def __post_init__(self) -> None:
+        self.media = check_modality(self.modality)
+        if not self.media:
+            raise UnsupportedModality("raw media needs an audio/video modality, got 'text'")
+        check_processor_takes_media(self.processor, self.modality)
+        self.tokenizer = getattr(self.processor, "tokenizer", None)
+        if self.tokenizer is None:
+            raise UnsupportedModality(f"the processor {type(self.processor).__name__} has no tokenizer")
+
+    def messages(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+        missing = [PATH_COLUMNS[m] for m in self.media if not row.get(PATH_COLUMNS[m])]
+        if missing:
+            raise ValueError(f"{_row_name(row)}: {self.modality} with raw media needs {', '.join(missing)}")
+        content: list[dict[str, Any]] = [{"type": m, "path": str(row[PATH_COLUMNS[m]])} for m in self.media]
+        content.append(
+            {"type": "text", "text": user_prompt(row["dimension"], row.get("transcript") or "", attached_note(self.media))}
+        )
+        return [
+            {"role": "system", "content": [{"type": "text", "text": SYSTEM_INSTRUCTION}]},
+            {"role": "user", "content": content},
+        ]
+
+    def encode(self, row: Mapping[str, Any], score_text: str) -> dict[str, Any]:
+        """Processor ids (media placeholders expanded), completion-only labels, score index, media tensors."""
+        prompt = self.messages(row)
+        full = prompt + [{"role": "assistant", "content": [{"type": "text", "text": completion_text(score_text)}]}]
+        prompt_text = self.processor.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        full_text = self.processor.apply_chat_template(full, tokenize=False)
+        if not full_text.startswith(prompt_text):
+            raise ValueError(f"{_row_name(row)}: the chat template does not render the prompt as a prefix of the conversation")
+        tail = self.tokenizer(full_text[len(prompt_text):], add_special_tokens=False)["input_ids"]
+        inputs = self.processor.apply_chat_template(full, tokenize=True, return_dict=True, return_tensors="pt")
+        ids = [int(i) for i in inputs["input_ids"][0]]
+        prompt_len = len(ids) - len(tail)
+        if ids[prompt_len:] != tail:
+            raise ValueError(
+                f"{_row_name(row)}: the processor's ids do not end with the assistant turn tokenized alone "
+                f"({self.tokenizer.convert_ids_to_tokens(ids[prompt_len:])} vs {self.tokenizer.convert_ids_to_tokens(tail)})"
+            )
+        if self.max_length is not None and len(ids) > self.max_length:
+            raise ValueError(
+                f"{_row_name(row)}: {len(ids)} tokens with the media expanded, more than max_length={self.max_length}; "
+                "raise max_length or lower the processor's fps / resolution (media tokens are never cut)"
+            )
+        score_index = self.digits.find_score(ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer)
+        out = {"input_ids": ids, "labels": [-100] * prompt_len + ids[prompt_len:], "score_index": score_index}
+        out.update({k: inputs[k] for k in MEDIA_BATCH_KEYS if inputs.get(k) is not None})
+        return out
+
+    def encode_training_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        if row.get("score") is None:
+            raise ValueError(f"{_row_name(row)} has no gold score; drop unlabelled rows before training")
+        score_text = format_score(row["score"])
+        out = self.encode(row, score_text)
+        out["score"] = float(score_text)
+        out["dimension_index"] = DIMENSION_KEYS.index(resolve_dimension(row["dimension"]))
+        return out
+
+    def encode_prompt(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Ids up to (excluding) the integer digit, with the row's media tensors."""
+        out = self.encode(row, PLACEHOLDER_SCORE)
+        media = {k: v for k, v in out.items() if k in MEDIA_BATCH_KEYS}
+        return {"input_ids": out["input_ids"][: out["score_index"]], **media}
