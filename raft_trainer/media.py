@@ -95,6 +95,8 @@ def resolve_input_source(modality: str, column_names: Iterable[str], rows: Itera
     if requested not in INPUT_SOURCES:
         raise UnsupportedModality(f"unknown input source {requested!r}; expected one of {', '.join(INPUT_SOURCES)}")
     if not media:
+        if requested == "raw":
+            raise UnsupportedModality("--input-source raw needs an audio/video modality; the text setting has no media")
         return "text"
     rows = list(rows)
     raw = has_raw_media(column_names, rows, modality)

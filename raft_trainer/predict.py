@@ -115,18 +115,28 @@ def predict_scores(
     share_prefix: bool = True,
     show_progress: bool = True,
     modality: str = "text",
+    input_source: str = "features",
 ) -> np.ndarray:
     """Expected score of every scoring row (same order), shape (len(rows),).
 
     With `share_prefix` (text models), rows of one dimension share the system + rubric prefix: its
     KV cache is computed once per dimension and only each row's transcript and tail are run, with
     explicit position ids so the result equals the unshared computation. With an audio/video
-    `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript.
+    `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript;
+    with `input_source="raw"` the rows' `video_path` / `audio_path` go through the processor instead
+    (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
     """
     if method not in ("greedy", "exact"):
         raise ValueError(f"method must be 'greedy' or 'exact', got {method!r}")
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
+    if input_source == "raw":
+        return _predict_raw(
+            model, tokenizer_or_processor, list(rows), digits, batch_size=batch_size, method=method,
+            max_length=max_length, renormalize=renormalize, modality=modality, show_progress=show_progress,
+        )
+    if input_source != "features":
+        raise ValueError(f"input_source must be 'features' or 'raw', got {input_source!r}")
     encoder = ScoringEncoder(tokenizer, digits, max_length, modality)
     rows = list(rows)
     prompts = [encoder.encode_prompt(row) for row in rows]
@@ -185,6 +195,54 @@ def predict_scores(
             scores[index] = batch_scores.double().cpu().numpy()
             progress.update(len(index))
     progress.close()
+    model.train(was_training)
+    return scores
+
+
+def _media_forward(model, encoded: list[dict], pad_id: int, device) -> torch.Tensor:
+    """Last-position logits of left-padded prompts with their media tensors (concatenated in row order)."""
+    from raft_trainer.collator import _media_batch
+
+    ids, mask = _left_pad([e["input_ids"] for e in encoded], pad_id, device)
+    media = {k: v.to(device) for k, v in _media_batch(encoded).items()}
+    return model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1, **media).logits[:, -1]
+
+
+def _predict_raw(model, processor, rows, digits: DigitTokens, *, batch_size, method, max_length, renormalize, modality, show_progress) -> np.ndarray:
+    """Expected scores of raw-media rows: a pass to the integer digit, then a full pass over the prompt
+    plus [digit, '.'] (the media are re-encoded by the model; multimodal RoPE forbids the text-only cache
+    tricks)."""
+    from raft_trainer.raw_media import RawMediaEncoder
+
+    encoder = RawMediaEncoder(processor, digits, modality, max_length)
+    tokenizer = encoder.tokenizer
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    device = next(model.parameters()).device
+    digit_ids = digits.tensor(device)
+    was_training = model.training
+    model.eval()
+    scores = np.empty(len(rows), dtype=np.float64)
+    starts = range(0, len(rows), batch_size)
+    for start in tqdm(starts, desc="predict_scores (raw media)", disable=not show_progress or len(starts) < 2):
+        encoded = [encoder.encode_prompt(row) for row in rows[start : start + batch_size]]
+        p_int = digit_probabilities(_media_forward(model, encoded, pad_id, device), digit_ids, renormalize)
+        if method == "greedy":
+            chosen = p_int.argmax(dim=-1).tolist()  # one host sync per batch, outside any loss
+            extended = [dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id]) for e, d in zip(encoded, chosen)]
+            p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
+            batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
+        else:
+            k = len(VALID_INTEGER_DIGITS)
+            extended = [
+                dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id]) for e in encoded for d in VALID_INTEGER_DIGITS
+            ]
+            p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
+            e_frac = expected_digit(p_frac).view(len(encoded), k)
+            ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
+            weights = p_int[:, ints]
+            weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+            batch_scores = (weights * (ints.to(e_frac.dtype) + 0.1 * e_frac)).sum(dim=-1)
+        scores[start : start + len(encoded)] = batch_scores.double().cpu().numpy()
     model.train(was_training)
     return scores
 

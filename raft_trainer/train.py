@@ -97,11 +97,6 @@ def prepare_inputs(splits, args) -> str:
 
     try:
         source = resolve_input_source(args.modality, splits["train"].column_names, splits["train"], args.input_source)
-        if source == "raw":
-            raise UnsupportedModality(
-                f"--modality {args.modality} with raw media: train.py does not build processor inputs from "
-                "video/audio files yet (see the README raft section); use --input-source features"
-            )
         if source == "features":
             contexts = load_feature_contexts(args.dataset, args.modality, list(splits))
             for name in list(splits):
@@ -110,6 +105,27 @@ def prepare_inputs(splits, args) -> str:
     except UnsupportedModality as err:
         raise SystemExit(str(err)) from err
     return source
+
+
+def load_media_processor(model: str, modality: str):
+    """The model's AutoProcessor, refused (SystemExit, with why) unless it takes the setting's media."""
+    from transformers import AutoProcessor
+
+    from raft_trainer.media import UnsupportedModality, check_processor_takes_media
+
+    try:
+        processor = AutoProcessor.from_pretrained(model)
+    except Exception as err:  # e.g. a video processor whose torchvision does not import
+        raise SystemExit(
+            f"--modality {modality} with raw media: cannot load the processor of {model!r} ({type(err).__name__}: {err}); "
+            "raw video needs the model's processor with its video dependencies (torchvision); "
+            "or use --input-source features"
+        ) from err
+    try:
+        check_processor_takes_media(processor, modality)
+    except UnsupportedModality as err:
+        raise SystemExit(str(err)) from err
+    return processor
 
 
 def runtime_settings(args) -> dict:
@@ -147,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     setting = {"modality": args.modality, "input_source": input_source}
     settings = runtime_settings(args)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
+    processing_class = load_media_processor(args.model, args.modality) if input_source == "raw" else tokenizer
     output_dir = Path(args.output_dir)
     has_eval = "validation" in splits and not args.no_eval and any(s is not None for s in splits["validation"]["score"])
 
@@ -170,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         output_dir=str(output_dir),
         loss_type=args.loss_type,
         modality=args.modality,
+        input_source="raw" if input_source == "raw" else "features",
         ce_weight=args.ce_weight,
         renormalize_digits=not args.paper_digit_probs,
         padding_side=args.padding_side,
@@ -196,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         args=config,
         train_dataset=splits["train"],
         eval_dataset=splits["validation"] if has_eval else None,
-        processing_class=tokenizer,
+        processing_class=processing_class,
         peft_config=peft_config,
         quantization_config=quantization_config,
     )
@@ -214,19 +232,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_predict or "test" not in splits:
         return 0
     if trainer.accelerator.is_main_process:
-        write_test_predictions(trainer, tokenizer, splits["test"], output_dir, args, setting)
+        write_test_predictions(trainer, processing_class, splits["test"], output_dir, args, setting)
     trainer.accelerator.wait_for_everyone()
     return 0
 
 
-def write_test_predictions(trainer, tokenizer, test_split, output_dir: Path, args, setting: dict) -> None:
+def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, args, setting: dict) -> None:
     from raft_trainer.predict import prediction_records, predict_scores
 
     model = trainer.accelerator.unwrap_model(trainer.model)
     rows = list(test_split)
     scores = predict_scores(
-        model, tokenizer, rows, batch_size=args.predict_batch_size, method=args.predict_method,
+        model, processing_class, rows, batch_size=args.predict_batch_size, method=args.predict_method,
         max_length=args.max_length, renormalize=not args.paper_digit_probs, modality=args.modality,
+        input_source="raw" if setting["input_source"] == "raw" else "features",
     )
     records = prediction_records(rows, scores)
     path = output_dir / "predictions_test.csv"

@@ -95,6 +95,8 @@ def test_input_source_resolution_and_refusals():
         resolve_input_source(ALL, columns, rows, "raw")
     with pytest.raises(UnsupportedModality, match="unknown modality"):
         resolve_input_source("smell+text", columns, rows)
+    with pytest.raises(UnsupportedModality, match="raw needs an audio/video modality"):
+        resolve_input_source("text", columns, rows, "raw")
 
     class TextOnlyProcessor:
         tokenizer = object()
@@ -144,6 +146,14 @@ def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_buil
     with pytest.raises(SystemExit):
         main([*argv, "--modality", "smell+text"])
     assert "invalid choice: 'smell+text'" in capsys.readouterr().err
+
+
+def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path):
+    from _raft_helpers import save_tiny
+    from raft_trainer.train import load_media_processor
+
+    with pytest.raises(SystemExit, match="cannot take video"):
+        load_media_processor(str(save_tiny(tmp_path)), "video+text")
 
 
 def test_train_script_records_the_setting(synthetic_build, tmp_path):

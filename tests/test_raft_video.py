@@ -143,3 +143,40 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
         )
     with pytest.raises(ValueError, match="needs an audio/video modality"):
         _config(tmp_path, input_source="raw")
+
+
+@pytest.mark.parametrize("method", ["greedy", "exact"])
+def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenizer, tmp_path, method):
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
+    from raft_trainer import predict_scores
+    from raft_trainer.digits import DigitTokens
+    from raft_trainer.loss import digit_probabilities, expected_digit
+    from raft_trainer.raw_media import RawMediaEncoder
+
+    processor = make_fake_video_processor(tokenizer)
+    model = make_vl_model(tokenizer, seed=3).eval()
+    rows = raw_video_rows(tmp_path, 3, seed=5)
+    scores = predict_scores(model, processor, rows, batch_size=2, method=method, modality="video+text", input_source="raw")
+
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    ids = digits.tensor()
+    encoder = RawMediaEncoder(processor, digits, "video+text")
+    for row, score in zip(rows, scores):
+        prompt = encoder.encode_prompt(row)
+        media = {k: prompt[k] for k in ("pixel_values_videos", "video_grid_thw")}
+
+        def p_int_and_frac(integer: int):
+            """One forward over prompt + [integer, '.']: digit distributions at the two score positions."""
+            seq = torch.tensor([prompt["input_ids"] + [digits.digit_ids[integer], digits.point_id]])
+            with torch.no_grad():
+                logits = model(input_ids=seq, **media).logits[0]
+            return digit_probabilities(logits[-3], ids), digit_probabilities(logits[-1], ids)
+
+        p_int, _ = p_int_and_frac(0)
+        if method == "greedy":
+            best = int(p_int.argmax())
+            expected = expected_digit(p_int) + 0.1 * expected_digit(p_int_and_frac(best)[1])
+        else:
+            weights = p_int[1:6] / p_int[1:6].sum()
+            expected = sum(weights[i - 1] * (i + 0.1 * expected_digit(p_int_and_frac(i)[1])) for i in range(1, 6))
+        assert score == pytest.approx(float(expected), abs=1e-4)
