@@ -84,6 +84,12 @@ class RawMediaEncoder:
             )
         score_index = self.digits.find_score(ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer)
         out = {"input_ids": ids, "labels": [-100] * prompt_len + ids[prompt_len:], "score_index": score_index}
+        unbatched = sorted(set(inputs) - {"input_ids", "attention_mask", *MEDIA_BATCH_KEYS})
+        if unbatched:  # e.g. an audio processor's input_features: dropping them would feed placeholders only
+            raise UnsupportedModality(
+                f"the processor {type(self.processor).__name__} returned {unbatched}, which the RAFT collator does not "
+                f"batch yet (it batches {', '.join(MEDIA_BATCH_KEYS)}); use --input-source features"
+            )
         out.update({k: inputs[k] for k in MEDIA_BATCH_KEYS if inputs.get(k) is not None})
         return out
 

@@ -161,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     splits = load_scoring(args.dataset)
     input_source = prepare_inputs(splits, args)
     setting = {"modality": args.modality, "input_source": input_source}
+    if input_source == "features":  # as the harness records it: text descriptors, no plots
+        setting["feature_format"] = "text"
     settings = runtime_settings(args)
     tokenizer = AutoTokenizer.from_pretrained(args.model)
     processing_class = load_media_processor(args.model, args.modality) if input_source == "raw" else tokenizer

@@ -167,7 +167,7 @@ def test_train_script_records_the_setting(synthetic_build, tmp_path):
         "--modality", "video+text", "--max-steps", "1", "--per-device-batch-size", "1", "--no-eval",
         "--predict-batch-size", "16",
     ]) == 0
-    setting = {"modality": "video+text", "input_source": "features"}
+    setting = {"modality": "video+text", "input_source": "features", "feature_format": "text"}
     assert json.loads((out / "setting.json").read_text()) == setting
     assert json.loads((out / "scores_test.json").read_text())["setting"] == setting
 

@@ -145,6 +145,27 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
         _config(tmp_path, input_source="raw")
 
 
+def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tokenizer, tmp_path):
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
+    from raft_trainer.digits import DigitTokens
+    from raft_trainer.media import UnsupportedModality
+    from raft_trainer.raw_media import RawMediaEncoder
+
+    processor = make_fake_video_processor(tokenizer)
+    original = processor.apply_chat_template
+
+    def with_audio_features(conversation, **kwargs):
+        out = original(conversation, **kwargs)
+        if kwargs.get("tokenize"):
+            out["input_features"] = torch.zeros(1, 128, 30)
+        return out
+
+    processor.apply_chat_template = with_audio_features
+    encoder = RawMediaEncoder(processor, DigitTokens.from_tokenizer(tokenizer), "video+text")
+    with pytest.raises(UnsupportedModality, match=r"returned \['input_features'\].*does not batch"):
+        encoder.encode_training_row(raw_video_rows(tmp_path, 1)[0])
+
+
 @pytest.mark.parametrize("method", ["greedy", "exact"])
 def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenizer, tmp_path, method):
     from _raft_helpers import make_fake_video_processor, raw_video_rows
