@@ -2,6 +2,7 @@
 `predict_scores` vs `generate()` + parse throughput and error, on one machine in one run.
 
     python3 benchmarks/bench_raft.py [--hidden 256 --layers 4 --vocab 32768 --steps 12 --rows 64]
+    python3 benchmarks/bench_raft.py --modality-cost   # text vs audio+video+text (feature-derived) on a synthetic build
 
 Step times are measured with the variants alternating step by step in one process (fair on a busy
 machine); each variant also runs alone in a spawned process so its peak resident memory (CPU) or
@@ -188,6 +189,76 @@ def _predict_variant(opts, queue):
     queue.put(out)
 
 
+def _modality_cost(opts, queue):
+    """What the feature-derived audio+video+text setting costs over text: descriptor computation,
+    prompt tokens, RAFT step time (the two settings alternating step by step) and predict_scores rows/s."""
+    import copy
+    import random
+    import tempfile
+
+    import datasets
+    import torch
+
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+    from raft_trainer import RAFTConfig, RAFTTrainer, predict_scores
+    from raft_trainer.media import attach_feature_context, load_feature_contexts
+
+    setting = "audio+video+text"
+    tokenizer, model = _setup(opts)
+    with tempfile.TemporaryDirectory(prefix="bench_raft_modality_") as tmp:
+        release = generate_synthetic_release(Path(tmp) / "release", n_videos=opts["videos"], seed=0)
+        build = Path(tmp) / "build"
+        build_dataset(release.release_dir, build, labels=release.ratings_csv, progress=False)
+        t0 = time.perf_counter()
+        contexts = load_feature_contexts(build, setting)
+        contexts_s = time.perf_counter() - t0
+        scoring = datasets.load_dataset(str(build), "scoring")
+    data = {"text": scoring["train"], setting: attach_feature_context(scoring["train"], contexts, setting)}
+    common = dict(
+        output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
+        disable_tqdm=True, max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(),
+        train_sampling_strategy="sequential",
+    )
+    trainers = {
+        name: RAFTTrainer(copy.deepcopy(model), args=RAFTConfig(modality=name, **common), train_dataset=rows, processing_class=tokenizer)
+        for name, rows in data.items()
+    }
+    tokens = {name: statistics.mean(len(ids) for ids in t.train_dataset["input_ids"]) for name, t in trainers.items()}
+    batches = {}
+    for name, trainer in trainers.items():
+        trainer.create_optimizer()
+        trainer.current_gradient_accumulation_steps = 1
+        loader = iter(trainer.get_train_dataloader())
+        batches[name] = [next(loader) for _ in range(min(opts["steps"] + 2, len(trainer.train_dataset) // opts["batch"]))]
+    times = {name: [] for name in trainers}
+    rng = random.Random(0)
+    for step in range(opts["steps"] + 2):
+        order = list(trainers)
+        rng.shuffle(order)
+        for name in order:
+            trainer, batch = trainers[name], batches[name][step % len(batches[name])]
+            n_items = trainer._get_num_items_in_batch([batch], trainer.args.device)
+            t0 = time.perf_counter()
+            trainer.training_step(trainer.model, batch, n_items)
+            trainer.optimizer.step()
+            trainer.optimizer.zero_grad()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            if step >= 2:
+                times[name].append(time.perf_counter() - t0)
+    test = scoring["test"].select(range(min(opts["rows"], len(scoring["test"]))))
+    test_rows = {"text": test.to_list(), setting: attach_feature_context(test, contexts, setting).to_list()}
+    rows_per_s = {}
+    for name, rows in test_rows.items():
+        t0 = time.perf_counter()
+        predict_scores(model, tokenizer, rows, batch_size=opts["predict_batch"], modality=name, show_progress=False)
+        rows_per_s[name] = len(rows) / (time.perf_counter() - t0)
+    queue.put({
+        "videos": opts["videos"], "contexts_s": contexts_s, "tokens_per_row": tokens,
+        "median_step_s": {n: statistics.median(t) for n, t in times.items()}, "predict_rows_per_s": rows_per_s,
+    })
+
+
 def _run(target, *args):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -211,9 +282,13 @@ def main(argv=None) -> int:
     p.add_argument("--fit-steps", type=int, default=60)
     p.add_argument("--max-new-tokens", type=int, default=12, help="'The score prediction is: 3.4' + end token")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--modality-cost", action="store_true", help="only measure text vs audio+video+text (feature-derived)")
+    p.add_argument("--videos", type=int, default=40, help="synthetic videos for --modality-cost")
     args = p.parse_args(argv)
     opts = vars(args).copy()
     opts.pop("json")
+    if args.modality_cost:
+        return _print_modality_cost(_run(_modality_cost, opts), args)
 
     step_times = _run(_interleaved_step_times, opts)
     training = [_run(_train_variant, opts, v) for v in ("raft", "ce", "raft+ce", "trl-sft")]
@@ -236,6 +311,22 @@ def main(argv=None) -> int:
         print(f"| {r['method']} | {r['rows_per_s']:.1f} | {r['rows_per_s'] / base['rows_per_s']:.2f}x | {r['parse_rate']:.2f} | {r['mse']:.3f} |")
     if args.json:
         args.json.write_text(json.dumps({"device": where, "options": opts, "training": training, "inference": inference}, indent=2))
+    return 0
+
+
+def _print_modality_cost(r: dict, args) -> int:
+    import torch
+
+    where = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
+    setting = "audio+video+text"
+    print(f"## MIS-RAFT feature-derived audio+video+text vs text on {where}: Qwen2 hidden {args.hidden}, {args.layers} layers\n")
+    print(f"descriptors for {r['videos']} synthetic videos (load `features` + compute): {r['contexts_s']:.2f} s\n")
+    print("| setting | tokens / row | median RAFT step (s) | predict_scores rows/s |\n|---|---|---|---|")
+    for name in ("text", setting):
+        print(f"| {name} | {r['tokens_per_row'][name]:.0f} | {r['median_step_s'][name]:.4f} | {r['predict_rows_per_s'][name]:.1f} |")
+    print(f"\nstep-time ratio {setting} / text: {r['median_step_s'][setting] / r['median_step_s']['text']:.2f}")
+    if args.json:
+        args.json.write_text(json.dumps({"device": where, **r}, indent=2))
     return 0
 
 
