@@ -19,25 +19,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.prompts import SETTING_MEDIA
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
 
 logger = logging.getLogger(__name__)
 
 MEDIA_CONTEXT_COLUMN = "media_context"
 INPUT_SOURCES = ("auto", "features", "raw")
-# Media a setting adds to the transcript (same vocabulary as eval_scripts.prompts.SETTING_MEDIA).
-SETTING_MEDIA: dict[str, tuple[str, ...]] = {
-    "text": (),
-    "audio+text": ("audio",),
-    "video+text": ("video",),
-    "audio+video+text": ("audio", "video"),
-}
+MEDIA_ORDER = ("audio", "video")  # the order of the blocks in the prompt, as in the harness
 PATH_COLUMNS = {"audio": "audio_path", "video": "video_path"}
-# `features` columns each medium's descriptors read, and the flags saying whether they were released.
-FEATURE_COLUMNS = {
-    "audio": ("librosa", "librosa_timestamps", "has_librosa", "prosody", "has_prosody", "duration_seconds"),
-    "video": ("openface", "openface_timestamps", "has_openface"),
-}
+# The `features` flags saying whether a medium's features were released for a video.
 PRESENCE_FLAGS = {"audio": ("has_librosa", "has_prosody"), "video": ("has_openface",)}
 _FEATURES_HEADER = (
     "Feature-derived inputs (numeric summaries of the released features; the model does not see or hear "
@@ -50,9 +41,10 @@ class UnsupportedModality(ValueError):
 
 
 def check_modality(modality: str) -> tuple[str, ...]:
+    """The media of a setting (eval_scripts.prompts.SETTING_MEDIA), audio first."""
     if modality not in MODALITY_SETTINGS:
         raise UnsupportedModality(f"unknown modality {modality!r}; expected one of {', '.join(MODALITY_SETTINGS)}")
-    return SETTING_MEDIA[modality]
+    return tuple(m for m in MEDIA_ORDER if m in SETTING_MEDIA[modality])
 
 
 def not_available_line(medium: str) -> str:
@@ -115,6 +107,8 @@ def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterab
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config."""
     import datasets
 
+    from eval_scripts.runner import _FEATURE_COLUMNS  # the harness's column list: one place
+
     media = check_modality(modality)
     if not media:
         return {}
@@ -130,7 +124,7 @@ def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterab
         if split not in loaded:
             continue
         table = loaded[split]
-        wanted = ["video_id", "transcript"] + [c for m in media for c in FEATURE_COLUMNS[m] if c in table.column_names]
+        wanted = ["video_id", "transcript"] + [c for m in media for c in _FEATURE_COLUMNS[m] if c in table.column_names]
         table = table.select_columns(wanted).with_format("numpy")
         for index in range(len(table)):
             row = table[index]
