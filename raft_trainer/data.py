@@ -134,7 +134,8 @@ class ScoringEncoder:
             if len(full_ids) > self.max_length:
                 raise ValueError(
                     f"{_row_name(row)}: the prompt needs {len(full_ids)} tokens even with the transcript removed, "
-                    f"more than max_length={self.max_length}; raise max_length (the rubric of this dimension is long)"
+                    f"more than max_length={self.max_length}; raise max_length (the rubric of this dimension is long"
+                    + (", and the feature-derived descriptors add to it" if self.media else "") + ")"
                 )
         score_index = self.digits.find_score(
             full_ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
