@@ -41,6 +41,11 @@ from mis_bench_dataset.release import (
 logger = logging.getLogger(__name__)
 
 FEATURE_FORMATS: tuple[str, ...] = ("text", "plot", "text+plot")
+# The `features`-config columns each medium's descriptors read.
+FEATURE_COLUMNS = {
+    "audio": ("librosa", "librosa_timestamps", "has_librosa", "prosody", "has_prosody", "duration_seconds"),
+    "video": ("openface", "openface_timestamps", "has_openface"),
+}
 SILENCE_DB_BELOW_PEAK = 20.0
 MIN_PAUSE_SECONDS = 0.3
 AU_NAMES: tuple[tuple[str, str], ...] = (

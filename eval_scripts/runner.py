@@ -45,10 +45,6 @@ from eval_scripts.prompts import (
 logger = logging.getLogger(__name__)
 
 INPUT_SOURCES: tuple[str, ...] = ("auto", "raw", "features")
-_FEATURE_COLUMNS = {
-    "audio": ("librosa", "librosa_timestamps", "has_librosa", "prosody", "has_prosody", "duration_seconds"),
-    "video": ("openface", "openface_timestamps", "has_openface"),
-}
 
 
 class HarnessError(RuntimeError):
@@ -214,14 +210,14 @@ def resolve_input_source(config: RunConfig, rows: list[dict], backend: Backend) 
 
 def _feature_blocks(config: RunConfig, video_ids: set[str]) -> dict[str, tuple[str, tuple[bytes, ...]]]:
     """video_id -> (text block, images), computed once per video, one video in memory at a time."""
-    from eval_scripts.feature_inputs import feature_media_block
+    from eval_scripts.feature_inputs import FEATURE_COLUMNS, feature_media_block
 
     blocks = {}
     try:
         with _load_folder(config.dataset, "features", config.split) as features:
             columns = ["video_id", "transcript"]
             for kind in SETTING_MEDIA[config.modality]:
-                columns += [c for c in _FEATURE_COLUMNS[kind] if c in features.column_names]
+                columns += [c for c in FEATURE_COLUMNS[kind] if c in features.column_names]
             features = features.select_columns(columns).with_format("numpy")
             for index, video_id in enumerate(features["video_id"]):
                 video_id = str(video_id)

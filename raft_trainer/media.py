@@ -107,7 +107,7 @@ def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterab
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config."""
     import datasets
 
-    from eval_scripts.runner import _FEATURE_COLUMNS  # the harness's column list: one place
+    from eval_scripts.feature_inputs import FEATURE_COLUMNS
 
     media = check_modality(modality)
     if not media:
@@ -124,7 +124,7 @@ def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterab
         if split not in loaded:
             continue
         table = loaded[split]
-        wanted = ["video_id", "transcript"] + [c for m in media for c in _FEATURE_COLUMNS[m] if c in table.column_names]
+        wanted = ["video_id", "transcript"] + [c for m in media for c in FEATURE_COLUMNS[m] if c in table.column_names]
         table = table.select_columns(wanted).with_format("numpy")
         for index in range(len(table)):
             row = table[index]
