@@ -74,8 +74,21 @@ def _row_name(row: Mapping[str, Any]) -> str:
     return f"row (video_id={row.get('video_id')!r}, dimension={row.get('dimension')!r})"
 
 
+class TrainingRowMixin:
+    """Shared by the text and raw-media encoders: gold score -> encoded row with its targets."""
+
+    def encode_training_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        if row.get("score") is None:
+            raise ValueError(f"{_row_name(row)} has no gold score; drop unlabelled rows before training")
+        score_text = format_score(row["score"])
+        out = self.encode(row, score_text)
+        out["score"] = float(score_text)
+        out["dimension_index"] = DIMENSION_KEYS.index(resolve_dimension(row["dimension"]))
+        return out
+
+
 @dataclass
-class ScoringEncoder:
+class ScoringEncoder(TrainingRowMixin):
     """Tokenizes scoring rows with the model's chat template and locates the score tokens.
 
     The transcript is shortened (never the rubric, the media context or the completion) when a row
@@ -162,15 +175,6 @@ class ScoringEncoder:
                 "pass the row's modality setting"
             )
 
-    def encode_training_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        if row.get("score") is None:
-            raise ValueError(f"{_row_name(row)} has no gold score; drop unlabelled rows before training")
-        score_text = format_score(row["score"])
-        out = self.encode(row, score_text)
-        out["score"] = float(score_text)
-        out["dimension_index"] = DIMENSION_KEYS.index(resolve_dimension(row["dimension"]))
-        return out
-
     def encode_prompt(self, row: Mapping[str, Any]) -> list[int]:
         """Ids up to (excluding) the integer digit: what the model sees when it predicts the score."""
         out = self.encode(row, PLACEHOLDER_SCORE)
@@ -186,11 +190,8 @@ def check_scoring_columns(dataset, where: str = "dataset") -> None:
         )
 
 
-def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "train", num_proc: int | None = None):
-    """Labelled scoring rows -> tokenized rows (`input_ids`, `labels`, `score_index`, `score`, `dimension_index`).
-
-    Unlabelled rows are dropped with a logged count; transcript truncations are logged too.
-    """
+def labelled_rows(dataset, split: str):
+    """The split's rows that have a gold score (the count dropped is logged); raises when none do."""
     check_scoring_columns(dataset, f"{split} split")
     n_before = len(dataset)
     dataset = dataset.filter(lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows")
@@ -198,6 +199,15 @@ def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "trai
         logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
     if len(dataset) == 0:
         raise ValueError(f"{split} split has no labelled rows to train or evaluate on")
+    return dataset
+
+
+def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "train", num_proc: int | None = None):
+    """Labelled scoring rows -> tokenized rows (`input_ids`, `labels`, `score_index`, `score`, `dimension_index`).
+
+    Unlabelled rows are dropped with a logged count; transcript truncations are logged too.
+    """
+    dataset = labelled_rows(dataset, split)
     keep = {"video_id", "dimension"}
     encoded = dataset.map(
         encoder.encode_training_row,

@@ -17,10 +17,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, resolve_dimension
 from raft_trainer.collator import MEDIA_BATCH_KEYS
-from raft_trainer.data import PLACEHOLDER_SCORE, SYSTEM_INSTRUCTION, _row_name, completion_text, user_prompt
-from raft_trainer.digits import DigitTokens, format_score
+from raft_trainer.data import (
+    PLACEHOLDER_SCORE,
+    SYSTEM_INSTRUCTION,
+    TrainingRowMixin,
+    _row_name,
+    completion_text,
+    user_prompt,
+)
+from raft_trainer.digits import DigitTokens
 from raft_trainer.media import PATH_COLUMNS, UnsupportedModality, check_modality, check_processor_takes_media
 
 logger = logging.getLogger(__name__)
@@ -32,7 +38,7 @@ def attached_note(media: tuple[str, ...]) -> str:
 
 
 @dataclass
-class RawMediaEncoder:
+class RawMediaEncoder(TrainingRowMixin):
     processor: Any
     digits: DigitTokens
     modality: str
@@ -91,15 +97,6 @@ class RawMediaEncoder:
                 f"batch yet (it batches {', '.join(MEDIA_BATCH_KEYS)}); use --input-source features"
             )
         out.update({k: inputs[k] for k in MEDIA_BATCH_KEYS if inputs.get(k) is not None})
-        return out
-
-    def encode_training_row(self, row: Mapping[str, Any]) -> dict[str, Any]:
-        if row.get("score") is None:
-            raise ValueError(f"{_row_name(row)} has no gold score; drop unlabelled rows before training")
-        score_text = format_score(row["score"])
-        out = self.encode(row, score_text)
-        out["score"] = float(score_text)
-        out["dimension_index"] = DIMENSION_KEYS.index(resolve_dimension(row["dimension"]))
         return out
 
     def encode_prompt(self, row: Mapping[str, Any]) -> dict[str, Any]:

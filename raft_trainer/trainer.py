@@ -228,16 +228,9 @@ def _raw_rows(dataset, split: str):
     """Labelled raw-media scoring rows, left unencoded (the collator encodes them batch by batch)."""
     if dataset is None:
         return None
-    from raft_trainer.data import check_scoring_columns
+    from raft_trainer.data import labelled_rows
 
-    check_scoring_columns(dataset, f"{split} split")
-    n_before = len(dataset)
-    dataset = dataset.filter(lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows")
-    if len(dataset) < n_before:
-        logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
-    if len(dataset) == 0:
-        raise ValueError(f"{split} split has no labelled rows to train or evaluate on")
-    return dataset
+    return labelled_rows(dataset, split)
 
 
 def _encode(dataset, encoder: ScoringEncoder, split: str, num_proc: int | None):
