@@ -94,8 +94,6 @@ class BuildReport:
             "modalities: " + ", ".join(f"{k} {v}/{self.n_videos}" for k, v in self.modalities_present.items()),
         ]
         if self.human_ceiling:
-            from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
-
             any_ceiling = next(iter(self.human_ceiling.values()))
             lines.append(
                 f"human single-rater ICC(3,1) on {any_ceiling['n_videos']} fully rated videos: "

@@ -33,9 +33,6 @@ PROBLEM_KINDS: dict[str, str] = {
     "label_bad_header": "the labels file lacks the required columns",
 }
 
-LABEL_KINDS = frozenset(k for k in PROBLEM_KINDS if k.startswith("label_"))
-
-
 @dataclass(frozen=True)
 class Problem:
     """One problem: what kind, where (video, modality, file, row) and why."""
@@ -50,10 +47,6 @@ class Problem:
     def __post_init__(self) -> None:
         if self.kind not in PROBLEM_KINDS:
             raise ValueError(f"unknown problem kind {self.kind!r}")
-
-    @property
-    def is_label_problem(self) -> bool:
-        return self.kind in LABEL_KINDS
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -16,7 +16,6 @@ video, modality, file and reason.
 
 from __future__ import annotations
 
-import csv
 import json
 import logging
 import zipfile
@@ -352,11 +351,3 @@ def read_video(index: ReleaseIndex, video_id: str, transcripts: dict[str, str] |
         bytes_read=bytes_read,
     )
 
-
-def read_manifest_csv(root: Path) -> list[dict[str, str]]:
-    """The manifest CSV rows (informational; ids come from the files themselves)."""
-    path = root / "subset_manifest.csv"
-    if not path.is_file():
-        return []
-    with path.open(newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
