@@ -30,6 +30,8 @@ from mis_bench_dataset.problems import BuildError, Problem
 from mis_bench_dataset.video_ids import parse_video_id
 
 ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")
+# Wide-file columns that are neither the id nor a dimension and are skipped silently (pandas index columns).
+IGNORED_COLUMNS = frozenset({"", "index", "unnamed: 0"})
 LONG_COLUMNS = ("video_id", "rater", "dimension", "score")
 
 
@@ -182,7 +184,7 @@ def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
         try:
             columns[name] = resolve_dimension(name)
         except KeyError:
-            if name.strip().lower() in {"", "index", "unnamed: 0"}:
+            if name.strip().casefold() in IGNORED_COLUMNS:
                 continue
             problems.append(Problem("label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored",
                                     path=str(path), row=1))

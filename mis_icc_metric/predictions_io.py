@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import resolve_dimension
+from mis_bench_dataset.labels import ID_COLUMNS, IGNORED_COLUMNS
 from mis_bench_dataset.video_ids import normalize_video_id
 
 from .scoring import Key, coerce_score
@@ -40,11 +41,9 @@ __all__ = [
     "ID_COLUMNS",
 ]
 
-ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")
 LONG_COLUMNS = ("video_id", "dimension", "prediction")
 GOLD_VALUE_COLUMNS = ("score", "reference", "gold")
 _NULL_TEXT = {"", "nan", "none", "null", "na", "n/a"}
-_IGNORED_COLUMNS = {"", "index", "unnamed: 0"}
 
 
 class PredictionsFormatError(ValueError):
@@ -184,7 +183,7 @@ def read_predictions(path: str | Path) -> list[dict]:
     clash = [d for d in set(columns.values()) if list(columns.values()).count(d) > 1]
     if clash:
         raise PredictionsFormatError(f"{path}: several columns map to dimension(s) {sorted(clash)}")
-    shown = [c for c in ignored if c.casefold() not in _IGNORED_COLUMNS]
+    shown = [c for c in ignored if c.casefold() not in IGNORED_COLUMNS]
     if shown:
         logger.warning("%s: columns %s are not FIS dimensions and were ignored", path, shown)
     for number, row in rows:
