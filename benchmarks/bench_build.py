@@ -91,7 +91,9 @@ def subset_tree(release: Path, ids: list[str], target: Path) -> Path:
     """A release with the first len(ids) videos, as symlinks (no copy)."""
     if target.exists():
         shutil.rmtree(target)
-    for folder in ("video/openface3", "audio/librosa", "audio/wav2vec", "audio/prosody", "text/words"):
+    from mis_bench_dataset.release import MODALITIES, TEXT_FOLDER
+
+    for folder in (*(m.folder for m in MODALITIES), TEXT_FOLDER):
         (target / folder).mkdir(parents=True)
         for video_id in ids:
             (target / folder / f"{video_id}.npz").symlink_to(release / folder / f"{video_id}.npz")
@@ -109,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from mis_bench_dataset import generate_synthetic_release
+    from mis_bench_dataset.release import FRAMED_MODALITIES, MODALITY_BY_NAME
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -134,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
         # Control: the N_min largest videos. Peak RSS follows the largest video (one video is
         # in memory at a time), so this separates "grows with N" from "grows with video size".
         n = min(args.videos)
+        framed = [MODALITY_BY_NAME[name].folder for name in FRAMED_MODALITIES]
         sizes = {v: sum((release_dir / f / f"{v}.npz").stat().st_size
-                        for f in ("video/openface3", "audio/librosa", "audio/wav2vec")) for v in ids}
+                        for f in framed) for v in ids}
         largest = sorted(ids, key=lambda v: -sizes[v])[:n]
         tree = subset_tree(release_dir, largest, work / "release_largest")
         out = work / "out_largest"

@@ -52,8 +52,8 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING, MEAN_DURATION_SECONDS, N_FULLY_RATED, N_VIDEOS
 from mis_bench_dataset.labels import write_ratings_long
-from mis_bench_dataset.release import MODALITY_BY_NAME, TEXT_FOLDER
-from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
+from mis_bench_dataset.release import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
+from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
 logger = logging.getLogger(__name__)
 
@@ -292,8 +292,7 @@ def _ratings(z: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 def _latent_and_ratings(n_videos: int, rng: np.random.Generator) -> tuple[list[str], np.ndarray, np.ndarray]:
     video_ids = synthetic_video_ids(n_videos, rng)
-    clinicians = sorted({v.split("_")[0] for v in video_ids})
-    clinician_index = np.array([clinicians.index(v.split("_")[0]) for v in video_ids])
+    clinicians, clinician_index = np.unique([parse_video_id(v).clinician for v in video_ids], return_inverse=True)
     z = _correlated_skills(len(video_ids), clinician_index, len(clinicians), rng)
     return video_ids, z, _ratings(z, rng)
 
@@ -325,7 +324,6 @@ def generate_synthetic_release(
         raise FileExistsError(f"{out_dir} exists and is not empty; pick a new folder for the synthetic release")
     rng = np.random.default_rng(seed)
     video_ids, z, ratings = _latent_and_ratings(n_videos, rng)
-    clinicians = sorted({v.split("_")[0] for v in video_ids})
     model = calibrated_rater_model()
     projection = np.random.default_rng(seed + 1).standard_normal((768, len(DIMENSION_KEYS))) * 0.5
     if full_size:
@@ -339,7 +337,7 @@ def generate_synthetic_release(
     manifest_rows = []
     for i, video_id in enumerate(tqdm(video_ids, desc="synthesizing", unit="video", disable=not progress or None)):
         video_rng = np.random.default_rng([seed, i])
-        stimulus = video_id.split("_")[2]
+        stimulus = parse_video_id(video_id).stimulus
         true_scores = {key: model[key][2] + np.sqrt(model[key][0]) * z[i, d] for d, key in enumerate(DIMENSION_KEYS)}
         arrays = _video_arrays(z[i], float(durations[i]), int(fps_choice[i]), projection, video_rng)
         entry = {"sample_id": video_id}
@@ -364,7 +362,7 @@ def generate_synthetic_release(
         "full_size": full_size,
         "sample_count": len(video_ids),
         "planted_signal": PLANTED_SIGNAL,
-        "modalities": ["audio/librosa", "audio/prosody", "audio/wav2vec", "text/words", "video/openface3"],
+        "modalities": sorted([m.folder for m in MODALITIES] + [TEXT_FOLDER]),
         "sample_ids": video_ids,
     }
     (out_dir / "subset_manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
@@ -372,7 +370,8 @@ def generate_synthetic_release(
         writer = csv.DictWriter(handle, fieldnames=list(manifest_rows[0]))
         writer.writeheader()
         writer.writerows(manifest_rows)
-    logger.info("synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), len(clinicians), seed, out_dir)
+    n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
+    logger.info("synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), n_clinicians, seed, out_dir)
     return SyntheticRelease(out_dir, ratings_csv, tuple(video_ids), seed)
 
 
