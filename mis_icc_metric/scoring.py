@@ -249,22 +249,22 @@ def _overall_block(pred: np.ndarray, gold: np.ndarray, usable: np.ndarray) -> tu
 class _Blocks:
     """Collects (ratings, valid) blocks so that one bootstrap serves them all."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self) -> None:
         self.ratings: list[np.ndarray] = []
         self.valid: list[np.ndarray] = []
-        self.n = n
 
     def add(self, pred: np.ndarray, gold: np.ndarray, valid: np.ndarray) -> int:
         self.ratings.append(np.stack([pred, gold], axis=-1))
         self.valid.append(valid)
         return len(self.ratings) - 1
 
-    def run(self, indices: np.ndarray | None) -> tuple[dict, dict | None]:
+    def run(self, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, dict, dict | None]:
+        """The stacked (n, blocks, 2) ratings and (n, blocks) valid mask, point and bootstrap statistics."""
         ratings = np.stack(self.ratings, axis=1)
         valid = np.stack(self.valid, axis=1)
         point = point_blocks(ratings, valid)
         boot = bootstrap_blocks(ratings, valid, indices) if indices is not None else None
-        return point, boot
+        return ratings, valid, point, boot
 
 
 def _note(pred: np.ndarray, gold: np.ndarray, n: int) -> str | None:
@@ -347,7 +347,7 @@ def score_predictions(
     data = align(predictions, references, missing=missing, out_of_range=out_of_range)
     n, n_dims = data.pred.shape
     parsed, has_gold = data.parsed, data.has_gold
-    blocks = _Blocks(n)
+    blocks = _Blocks()
 
     dim_blocks = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j]) for j in range(n_dims)]
     gold_complete = has_gold.all(axis=1)
@@ -377,10 +377,8 @@ def score_predictions(
         common_overall = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid & common_mask)
 
     indices = bootstrap_indices(n, n_bootstrap, seed) if n_bootstrap else None
-    point, boot = blocks.run(indices)
+    rat, val, point, boot = blocks.run(indices)
     report = _Reporter(point, boot, confidence)
-    rat = np.stack(blocks.ratings, axis=1)
-    val = np.stack(blocks.valid, axis=1)
 
     entries: dict[int, dict] = {}
 
