@@ -19,6 +19,14 @@ _REGISTRY: dict[str, str] = {
 BACKEND_NAMES: tuple[str, ...] = tuple(_REGISTRY)
 
 
+def declared_modalities(modalities: Sequence[str]) -> frozenset[str]:
+    """The input kinds a backend was told it takes (always including text); unknown kinds are an error."""
+    unknown = set(modalities) - set(INPUT_KINDS)
+    if unknown:
+        raise ValueError(f"unknown input kinds {sorted(unknown)}; expected a subset of {INPUT_KINDS}")
+    return frozenset(modalities) | {"text"}
+
+
 class BackendUnavailable(RuntimeError):
     """The engine behind a backend is not installed or cannot start here."""
 

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_scripts.backends.base import INPUT_KINDS, Backend, Completion, DecodingConfig
+from eval_scripts.backends.base import Backend, Completion, DecodingConfig, declared_modalities
 from eval_scripts.prompts import Prompt
 
 logger = logging.getLogger(__name__)
@@ -79,10 +79,7 @@ class OpenAIBackend(Backend):
         **_ignored,
     ):
         super().__init__(model)
-        unknown = set(modalities) - set(INPUT_KINDS)
-        if unknown:
-            raise ValueError(f"unknown input kinds {sorted(unknown)}; expected a subset of {INPUT_KINDS}")
-        self.modalities = frozenset(modalities) | {"text"}
+        self.modalities = declared_modalities(modalities)
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise ValueError(f"--base-url must be an http(s) URL, got {base_url!r}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from eval_scripts.backends.base import INPUT_KINDS, Backend, BackendUnavailable, Completion, DecodingConfig
+from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig, declared_modalities
 from eval_scripts.prompts import Prompt
 
 
@@ -33,10 +33,7 @@ class VLLMBackend(Backend):
                 "the vllm backend needs the `vllm` package (GPU only): pip install vllm; "
                 "or use --backend transformers, or --backend openai against a `vllm serve` endpoint"
             ) from err
-        unknown = set(modalities) - set(INPUT_KINDS)
-        if unknown:
-            raise ValueError(f"unknown input kinds {sorted(unknown)}; expected a subset of {INPUT_KINDS}")
-        self.modalities = frozenset(modalities) | {"text"}
+        self.modalities = declared_modalities(modalities)
         self._vllm = vllm
         options = {k: v for k, v in engine_options.items() if k in ("tensor_parallel_size", "max_model_len")}
         self.llm = vllm.LLM(model=model, dtype=dtype, trust_remote_code=trust_remote_code, **options)
