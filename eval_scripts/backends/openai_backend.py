@@ -99,26 +99,10 @@ class OpenAIBackend(Backend):
         self._calls_lock = threading.Lock()
 
     # -- request building -------------------------------------------------
-    def _content(self, prompt: Prompt) -> str | list[dict]:
-        if not (prompt.images or prompt.audio_path or prompt.video_path):
-            return prompt.text
-        parts: list[dict] = []
-        if prompt.video_path:
-            parts.append({"type": "video_url", "video_url": {"url": _data_url(prompt.video_path, "video/mp4")}})
-        if prompt.audio_path:
-            audio = base64.b64encode(Path(prompt.audio_path).read_bytes()).decode("ascii")
-            fmt = Path(prompt.audio_path).suffix.lstrip(".").lower() or "wav"
-            parts.append({"type": "input_audio", "input_audio": {"data": audio, "format": fmt}})
-        for image in prompt.images:
-            url = "data:image/png;base64," + base64.b64encode(image).decode("ascii")
-            parts.append({"type": "image_url", "image_url": {"url": url}})
-        parts.append({"type": "text", "text": prompt.text})
-        return parts
-
     def request_body(self, prompt: Prompt, decoding: DecodingConfig) -> dict:
         body = {
             "model": self.model,
-            "messages": [{"role": "user", "content": self._content(prompt)}],
+            "messages": [{"role": "user", "content": message_content(prompt)}],
             "temperature": decoding.temperature,
             "top_p": decoding.top_p,
             "seed": decoding.seed,
@@ -200,6 +184,25 @@ class OpenAIBackend(Backend):
             finally:
                 for future in futures:
                     future.cancel()
+
+
+def message_content(prompt: Prompt) -> str | list[dict]:
+    """The user message's content in the Chat Completions format: the bare text, or
+    OpenAI-style parts (video, audio, images, then the text). vLLM's `LLM.chat` takes the same."""
+    if not (prompt.images or prompt.audio_path or prompt.video_path):
+        return prompt.text
+    parts: list[dict] = []
+    if prompt.video_path:
+        parts.append({"type": "video_url", "video_url": {"url": _data_url(prompt.video_path, "video/mp4")}})
+    if prompt.audio_path:
+        audio = base64.b64encode(Path(prompt.audio_path).read_bytes()).decode("ascii")
+        fmt = Path(prompt.audio_path).suffix.lstrip(".").lower() or "wav"
+        parts.append({"type": "input_audio", "input_audio": {"data": audio, "format": fmt}})
+    for image in prompt.images:
+        url = "data:image/png;base64," + base64.b64encode(image).decode("ascii")
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    parts.append({"type": "text", "text": prompt.text})
+    return parts
 
 
 def _data_url(path: str, mime: str) -> str:
