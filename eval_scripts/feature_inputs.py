@@ -26,7 +26,7 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -288,9 +288,3 @@ def feature_media_block(row: Mapping, modality: str, fmt: str = "text") -> tuple
         images = (feature_plot(row, modality),)
         parts.append("The attached image plots these feature-derived signals over time.")
     return "\n".join(parts), images
-
-
-def descriptors_dict(row: Mapping) -> dict:
-    """Both descriptor sets as plain JSON-able dicts (for logs and inspection)."""
-    video = video_descriptors(row)
-    return {"audio": asdict(audio_descriptors(row)), "video": None if video is None else asdict(video)}

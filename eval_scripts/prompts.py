@@ -16,7 +16,6 @@ clip" is the client stimulus the therapist watched).
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import string
 from collections.abc import Iterable, Mapping, Sequence
@@ -176,11 +175,3 @@ def select_few_shot(
     if len(candidates) < k:
         raise ValueError(f"few-shot: only {len(candidates)} labelled train examples for {dimension}, need {k}")
     return random.Random(f"{seed}:{dimension}").sample(candidates, k)
-
-
-def settings_fingerprint(modality: str, style: str, few_shot: Sequence[FewShotExample]) -> str:
-    """Short id of (template, few-shot examples): part of the run's identity."""
-    payload = json.dumps(
-        [template_hash(modality, style), [(ex.video_id, ex.score) for ex in few_shot]], sort_keys=True
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
