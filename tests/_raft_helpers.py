@@ -123,29 +123,33 @@ def short_encoded_toy(tokenizer, n: int, seed: int = 0):
     so objective comparisons train many steps quickly; same columns as `prepare_raft_dataset`."""
     import datasets
 
-    from raft_trainer.data import completion_text
-    from raft_trainer.digits import DigitTokens, format_score
+    from raft_trainer.digits import DigitTokens
 
     digits = DigitTokens.from_tokenizer(tokenizer)
-    encoded = []
-    for row in toy_rows(n, seed):
-        prompt = f"<|im_start|>user\n{row['transcript']}<|im_end|>\n<|im_start|>assistant\n"
-        score_text = format_score(row["score"])
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        completion_ids = tokenizer(completion_text(score_text) + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
-        ids = prompt_ids + completion_ids
-        encoded.append(
-            {
-                "video_id": row["video_id"],
-                "dimension": row["dimension"],
-                "input_ids": ids,
-                "labels": [-100] * len(prompt_ids) + completion_ids,
-                "score_index": digits.find_score(ids, score_text, start=len(prompt_ids)),
-                "score": float(score_text),
-                "dimension_index": 5,
-            }
-        )
-    return datasets.Dataset.from_list(encoded)
+    return datasets.Dataset.from_list([_encode_toy_row(tokenizer, digits, row, row["transcript"]) for row in toy_rows(n, seed)])
+
+
+def _encode_toy_row(tokenizer, digits, row: dict, user_text: str, **extras) -> dict:
+    """One toy row encoded as `prepare_raft_dataset` would: a one-turn chat prompt with `user_text`,
+    the completion trained, the score's integer digit located; `extras` (e.g. media tensors) ride along."""
+    from raft_trainer.data import completion_text
+    from raft_trainer.digits import format_score
+
+    prompt = f"<|im_start|>user\n{user_text}<|im_end|>\n<|im_start|>assistant\n"
+    score_text = format_score(row["score"])
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+    completion_ids = tokenizer(completion_text(score_text) + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
+    ids = prompt_ids + completion_ids
+    return {
+        "video_id": row["video_id"],
+        "dimension": row["dimension"],
+        "input_ids": ids,
+        "labels": [-100] * len(prompt_ids) + completion_ids,
+        "score_index": digits.find_score(ids, score_text, start=len(prompt_ids)),
+        "score": float(score_text),
+        "dimension_index": 5,
+        **extras,
+    }
 
 
 VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|video_pad|>", "<|image_pad|>")
@@ -190,35 +194,20 @@ def video_encoded_toy(tokenizer, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4,
     carries `pixel_values_videos` (patches, PATCH_DIM) and `video_grid_thw` (1, 3)."""
     import numpy as np
 
-    from raft_trainer.data import completion_text
-    from raft_trainer.digits import DigitTokens, format_score
+    from raft_trainer.digits import DigitTokens
 
     digits = DigitTokens.from_tokenizer(tokenizer)
     rng = np.random.default_rng(seed)
     encoded = []
     for i, row in enumerate(toy_rows(n, seed)):
         t, h, w = grids[i % len(grids)]
-        n_video_tokens = t * h * w // 4
-        prompt = (
-            f"<|im_start|>user\n<|vision_start|>{'<|video_pad|>' * n_video_tokens}<|vision_end|>"
-            f"{row['transcript']}<|im_end|>\n<|im_start|>assistant\n"
-        )
-        score_text = format_score(row["score"])
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        completion_ids = tokenizer(completion_text(score_text) + "<|im_end|>\n", add_special_tokens=False)["input_ids"]
-        ids = prompt_ids + completion_ids
+        video = f"<|vision_start|>{'<|video_pad|>' * (t * h * w // 4)}<|vision_end|>"
         encoded.append(
-            {
-                "video_id": row["video_id"],
-                "dimension": row["dimension"],
-                "input_ids": ids,
-                "labels": [-100] * len(prompt_ids) + completion_ids,
-                "score_index": digits.find_score(ids, score_text, start=len(prompt_ids)),
-                "score": float(score_text),
-                "dimension_index": 5,
-                "pixel_values_videos": rng.standard_normal((t * h * w, PATCH_DIM)).astype("float32"),
-                "video_grid_thw": np.array([[t, h, w]], dtype=np.int64),
-            }
+            _encode_toy_row(
+                tokenizer, digits, row, video + row["transcript"],
+                pixel_values_videos=rng.standard_normal((t * h * w, PATCH_DIM)).astype("float32"),
+                video_grid_thw=np.array([[t, h, w]], dtype=np.int64),
+            )
         )
     return encoded
 
