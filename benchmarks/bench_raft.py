@@ -32,9 +32,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _setup(opts):
     import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
     from _raft_helpers import make_tokenizer
+    from transformers import Qwen2Config, Qwen2ForCausalLM
 
     tokenizer = make_tokenizer()
     torch.manual_seed(0)
@@ -49,6 +48,51 @@ def _setup(opts):
     return tokenizer, model
 
 
+def _common_args(opts, **extra) -> dict:
+    """TrainingArguments shared by every timed trainer (RAFTConfig and SFTConfig alike)."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return dict(
+        output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
+        disable_tqdm=True, max_length=None, use_cpu=not cuda, bf16=cuda, train_sampling_strategy="sequential", **extra,
+    )
+
+
+def _time_interleaved(trainers: dict, steps: int) -> dict[str, float]:
+    """Median optimizer-step time of each trainer over `steps` steps (after 2 warm-up steps), the
+    trainers alternating step by step in random order so a busy machine slows them equally."""
+    import itertools
+    import random
+
+    import torch
+
+    batches = {}
+    for name, trainer in trainers.items():
+        trainer.create_optimizer()
+        trainer.current_gradient_accumulation_steps = 1
+        batches[name] = list(itertools.islice(trainer.get_train_dataloader(), steps + 2))
+    times = {name: [] for name in trainers}
+    rng = random.Random(0)
+    for step in range(steps + 2):
+        order = list(trainers)
+        rng.shuffle(order)
+        for name in order:
+            trainer, batch = trainers[name], batches[name][step % len(batches[name])]
+            n_items = trainer._get_num_items_in_batch([batch], trainer.args.device)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            trainer.training_step(trainer.model, batch, n_items)
+            trainer.optimizer.step()
+            trainer.optimizer.zero_grad()
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            if step >= 2:
+                times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def _peak_memory_mb() -> float:
     import torch
 
@@ -58,17 +102,12 @@ def _peak_memory_mb() -> float:
 
 
 def _train_variant(opts, variant, queue):
-    import torch
 
     from _raft_helpers import toy_dataset
 
     tokenizer, model = _setup(opts)
     data = toy_dataset(opts["batch"] * 3, seed=0)
-    common = dict(
-        output_dir="/tmp/bench_raft_out", max_steps=3, per_device_train_batch_size=opts["batch"],
-        report_to="none", save_strategy="no", disable_tqdm=True, logging_steps=1000, max_length=None,
-        use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), train_sampling_strategy="sequential",
-    )
+    common = _common_args(opts, max_steps=3, logging_steps=1000)
     if variant == "trl-sft":
         from trl import SFTConfig, SFTTrainer
 
@@ -90,22 +129,16 @@ def _interleaved_step_times(opts, queue):
     """Median optimizer-step time of each variant, the variants alternating step by step in one
     process so that a busy machine slows them equally (the ratio is what we report)."""
     import copy
-    import random
-
-    import torch
-    from trl import SFTConfig, SFTTrainer
 
     from _raft_helpers import toy_dataset
+    from trl import SFTConfig, SFTTrainer
+
     from raft_trainer import RAFTConfig, RAFTTrainer
     from raft_trainer.data import conversation
 
     tokenizer, model = _setup(opts)
     data = toy_dataset(opts["batch"] * 4, seed=0)
-    common = dict(
-        output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
-        disable_tqdm=True, max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(),
-        train_sampling_strategy="sequential",
-    )
+    common = _common_args(opts)
     trainers = {}
     for variant in ("raft", "ce", "raft+ce"):
         trainers[variant] = RAFTTrainer(
@@ -113,37 +146,14 @@ def _interleaved_step_times(opts, queue):
         )
     conv = data.map(conversation, remove_columns=data.column_names)
     trainers["trl-sft"] = SFTTrainer(copy.deepcopy(model), args=SFTConfig(**common), train_dataset=conv, processing_class=tokenizer)
-    batches = {}
-    for name, trainer in trainers.items():
-        trainer.create_optimizer()
-        trainer.current_gradient_accumulation_steps = 1
-        batches[name] = list(trainer.get_train_dataloader())
-    times = {name: [] for name in trainers}
-    rng = random.Random(0)
-    for step in range(opts["steps"] + 2):
-        order = list(trainers)
-        rng.shuffle(order)
-        for name in order:
-            trainer, batch = trainers[name], batches[name][step % len(batches[name])]
-            n_items = trainer._get_num_items_in_batch([batch], trainer.args.device)
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            trainer.training_step(trainer.model, batch, n_items)
-            trainer.optimizer.step()
-            trainer.optimizer.zero_grad()
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            if step >= 2:
-                times[name].append(time.perf_counter() - t0)
-    queue.put({name: statistics.median(t) for name, t in times.items()})
+    queue.put(_time_interleaved(trainers, opts["steps"]))
 
 
 def _predict_variant(opts, queue):
     import numpy as np
     import torch
-
     from _raft_helpers import toy_dataset, toy_rows
+
     from raft_trainer import RAFTConfig, RAFTTrainer
     from raft_trainer.predict import generate_scores, predict_scores
 
@@ -193,11 +203,9 @@ def _modality_cost(opts, queue):
     """What the feature-derived audio+video+text setting costs over text: descriptor computation,
     prompt tokens, RAFT step time (the two settings alternating step by step) and predict_scores rows/s."""
     import copy
-    import random
     import tempfile
 
     import datasets
-    import torch
 
     from mis_bench_dataset import build_dataset, generate_synthetic_release
     from raft_trainer import RAFTConfig, RAFTTrainer, predict_scores
@@ -214,38 +222,13 @@ def _modality_cost(opts, queue):
         contexts_s = time.perf_counter() - t0
         scoring = datasets.load_dataset(str(build), "scoring")
     data = {"text": scoring["train"], setting: attach_feature_context(scoring["train"], contexts, setting)}
-    common = dict(
-        output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
-        disable_tqdm=True, max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(),
-        train_sampling_strategy="sequential",
-    )
+    common = _common_args(opts)
     trainers = {
         name: RAFTTrainer(copy.deepcopy(model), args=RAFTConfig(modality=name, **common), train_dataset=rows, processing_class=tokenizer)
         for name, rows in data.items()
     }
     tokens = {name: statistics.mean(len(ids) for ids in t.train_dataset["input_ids"]) for name, t in trainers.items()}
-    batches = {}
-    for name, trainer in trainers.items():
-        trainer.create_optimizer()
-        trainer.current_gradient_accumulation_steps = 1
-        loader = iter(trainer.get_train_dataloader())
-        batches[name] = [next(loader) for _ in range(min(opts["steps"] + 2, len(trainer.train_dataset) // opts["batch"]))]
-    times = {name: [] for name in trainers}
-    rng = random.Random(0)
-    for step in range(opts["steps"] + 2):
-        order = list(trainers)
-        rng.shuffle(order)
-        for name in order:
-            trainer, batch = trainers[name], batches[name][step % len(batches[name])]
-            n_items = trainer._get_num_items_in_batch([batch], trainer.args.device)
-            t0 = time.perf_counter()
-            trainer.training_step(trainer.model, batch, n_items)
-            trainer.optimizer.step()
-            trainer.optimizer.zero_grad()
-            if torch.cuda.is_available():
-                torch.cuda.synchronize()
-            if step >= 2:
-                times[name].append(time.perf_counter() - t0)
+    step_times = _time_interleaved(trainers, opts["steps"])
     test = scoring["test"].select(range(min(opts["rows"], len(scoring["test"]))))
     test_rows = {"text": test.to_list(), setting: attach_feature_context(test, contexts, setting).to_list()}
     rows_per_s = {}
@@ -255,7 +238,7 @@ def _modality_cost(opts, queue):
         rows_per_s[name] = len(rows) / (time.perf_counter() - t0)
     queue.put({
         "videos": opts["videos"], "contexts_s": contexts_s, "tokens_per_row": tokens,
-        "median_step_s": {n: statistics.median(t) for n, t in times.items()}, "predict_rows_per_s": rows_per_s,
+        "median_step_s": step_times, "predict_rows_per_s": rows_per_s,
     })
 
 
