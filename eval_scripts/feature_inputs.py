@@ -110,13 +110,22 @@ def _runs(mask: np.ndarray) -> np.ndarray:
     return edges[1::2] - edges[::2]
 
 
+def frame_energy(librosa: np.ndarray) -> np.ndarray:
+    """Per-frame voice energy (dB): the mean of the log-Mel bands of a `librosa` array."""
+    return librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+
+
+def _silence_threshold(energy: np.ndarray) -> float:
+    return float(np.percentile(energy, 95)) - SILENCE_DB_BELOW_PEAK
+
+
 def silent_frames(librosa: np.ndarray) -> np.ndarray:
     """Frames whose mean log-Mel energy lies `SILENCE_DB_BELOW_PEAK` dB below the clip's
     95th percentile: the one pause rule shared by prompts and baselines."""
-    energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+    energy = frame_energy(librosa)
     if not len(energy):
         return np.zeros(0, dtype=bool)
-    return energy < np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK
+    return energy < _silence_threshold(energy)
 
 
 def audio_descriptors(row: Mapping) -> AudioDescriptors:
@@ -127,7 +136,7 @@ def audio_descriptors(row: Mapping) -> AudioDescriptors:
     pause_count = pause_total = longest = speaking = loudness = None
     if len(librosa):
         rate = _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
-        energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+        energy = frame_energy(librosa)
         silent = silent_frames(librosa)
         runs = _runs(silent) / rate
         pauses = runs[runs >= MIN_PAUSE_SECONDS]
@@ -243,18 +252,18 @@ def feature_plot(row: Mapping, modality: str) -> bytes:
         if panel == "audio":
             librosa = _array(row, "librosa", 93)
             ts = np.arange(len(librosa)) / _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
-            energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1) if len(librosa) else np.zeros(0)
+            energy = frame_energy(librosa)
             ax.plot(ts, energy, lw=0.6)
             if len(energy):
-                ax.axhline(np.percentile(energy, 95) - SILENCE_DB_BELOW_PEAK, color="grey", ls="--", lw=0.8)
+                ax.axhline(_silence_threshold(energy), color="grey", ls="--", lw=0.8)
             ax.set_title("voice energy (dB; dashed = pause threshold)", fontsize=9)
         else:
             face = _array(row, "openface", 208)
             fps = _frame_rate(row.get("openface_timestamps"), len(face), 30.0)
             ts = np.arange(len(face)) / fps
             if panel == "au":
-                for i, (au, name) in enumerate(AU_NAMES):
-                    ax.plot(ts, face[:, i], lw=0.6, label=au)
+                for (au, _), series in zip(AU_NAMES, face[:, OPENFACE_AUS].T):
+                    ax.plot(ts, series, lw=0.6, label=au)
                 ax.legend(fontsize=6, ncol=8, loc="upper right")
                 ax.set_title("facial action units (0-1)", fontsize=9)
             else:

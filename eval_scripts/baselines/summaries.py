@@ -17,9 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from eval_scripts.feature_inputs import silent_frames
+from eval_scripts.feature_inputs import frame_energy, silent_frames
 from mis_bench_dataset.release import (
-    LIBROSA_LOG_MEL,
     MODALITY_BY_NAME,
     OPENFACE_AUS,
     OPENFACE_CONFIDENCE,
@@ -94,7 +93,7 @@ def audio_summary(row: Mapping[str, Any]) -> np.ndarray:
     librosa = _array(row, "librosa")
     pause_stats = np.zeros(3)
     if len(librosa):
-        energy = librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
+        energy = frame_energy(librosa)
         pauses = silent_frames(librosa)
         voiced = energy[~pauses]
         pause_stats = np.array([pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0])
