@@ -55,10 +55,10 @@ def register(subparsers) -> None:
 
 
 def _split_video_ids(dataset: Path, split: str) -> list[str]:
-    from datasets import load_dataset
+    from eval_scripts.runner import load_folder  # a throw-away cache: same-named folders never share rows
 
-    rows = load_dataset(str(dataset), "scoring", split=split)
-    return sorted(set(rows["video_id"]))
+    with load_folder(dataset, "scoring", split) as rows:
+        return sorted(set(rows["video_id"]))
 
 
 def submit_command(args: argparse.Namespace) -> int:

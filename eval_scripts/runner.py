@@ -111,13 +111,13 @@ def load_rows(dataset: Any, config_name: str, split: str) -> list[dict]:
     would otherwise share rows.
     """
     if isinstance(dataset, (str, Path)):
-        with _load_folder(dataset, config_name, split) as loaded:
+        with load_folder(dataset, config_name, split) as loaded:
             return loaded.to_list()
     return dataset.to_list() if hasattr(dataset, "to_list") else [dict(r) for r in dataset]
 
 
 @contextmanager
-def _load_folder(folder: str | Path, config_name: str, split: str):
+def load_folder(folder: str | Path, config_name: str, split: str):
     from datasets import load_dataset
 
     path = Path(folder)
@@ -214,7 +214,7 @@ def _feature_blocks(config: RunConfig, video_ids: set[str]) -> dict[str, tuple[s
 
     blocks = {}
     try:
-        with _load_folder(config.dataset, "features", config.split) as features:
+        with load_folder(config.dataset, "features", config.split) as features:
             columns = ["video_id", "transcript"]
             for kind in SETTING_MEDIA[config.modality]:
                 columns += [c for c in FEATURE_COLUMNS[kind] if c in features.column_names]
