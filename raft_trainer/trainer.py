@@ -23,7 +23,7 @@ from raft_trainer.collator import MEDIA_BATCH_KEYS, RAFT_BATCH_KEYS, RAFTDataCol
 from raft_trainer.config import RAFTConfig
 from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
 from raft_trainer.digits import DigitTokens
-from raft_trainer.loss import expected_decimal_score
+from raft_trainer.loss import expected_decimal_score, squared_score_error_sum
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class RAFTTrainer(SFTTrainer):
             self.args.renormalize_digits,
         )
         target = raft["score"].to(predicted.device)
-        sq_error_sum = ((predicted - target) ** 2).sum()
+        sq_error_sum = squared_score_error_sum(predicted, target)
         keep_labels = raft["keep_labels"].to(logits.device)
         raft_weight, ce_weight = self.args.loss_weights
         if ce_weight > 0:
