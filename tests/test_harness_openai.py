@@ -144,12 +144,15 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
         victim.wait()
         assert victim.returncode == -signal.SIGKILL
         killed_rows = cache.read_bytes().count(b"\n")
+        # Rows answered before the kill; a slow reply may have been recorded as failed instead.
+        answered_before_kill = sum(r["status"] == "ok" for r in iter_records(cache))
 
         resumed = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr[-2000:]
         summary = json.loads(resumed.stdout)
         assert killed_rows < summary["rows"], "the kill came too late to test resuming"
-        assert summary["cached"] >= killed_rows and summary["called"] == summary["rows"] - summary["cached"]
+        assert summary["cached"] == answered_before_kill
+        assert summary["called"] == summary["rows"] - summary["cached"]
         records = list(iter_records(cache))
         keys = [r["key"] for r in records if r["status"] == "ok"]
         assert len(keys) == len(set(keys)) == summary["rows"]
