@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 
 from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.numbers import round_half_up
 
 __all__ = ["PARSE_STYLES", "parse_score"]
 
@@ -193,4 +194,4 @@ def _validated(body: str, match: re.Match) -> float:
         raise _Rejected from None
     if not Decimal(str(SCORE_MIN)) <= value <= Decimal(str(SCORE_MAX)):
         raise _Rejected
-    return float(value.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    return round_half_up(value)

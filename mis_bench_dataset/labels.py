@@ -20,12 +20,13 @@ import csv
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, resolve_dimension
+from mis_bench_dataset.numbers import round_half_up
 from mis_bench_dataset.problems import BuildError, Problem
 from mis_bench_dataset.video_ids import parse_video_id
 
@@ -76,24 +77,17 @@ class Labels:
         return human_ceiling(self)
 
 
-def round_half_up(value: float, places: int = 1) -> float:
-    """Round as a person would (half away from zero for positives), on the decimal repr."""
-    quantum = Decimal(1).scaleb(-places)
-    return float(Decimal(repr(float(value))).quantize(quantum, rounding=ROUND_HALF_UP))
-
-
 def aggregate(ratings: list[float]) -> float:
     """Paper rule: arithmetic mean of the available ratings, one decimal."""
     if not ratings:
         raise ValueError("no ratings to aggregate")
     total = sum(Decimal(repr(float(r))) for r in ratings)
-    mean = total / Decimal(len(ratings))
-    return float(mean.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
+    return round_half_up(total / Decimal(len(ratings)))
 
 
 def icc3_1_with_ci(matrix: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
     """ICC(3,1) (paper eq. 3-5) with its F-test CI, from the project's one metric core."""
-    from mis_icc_metric import icc3
+    from mis_bench_dataset.icc import icc3
 
     y = np.asarray(matrix, dtype=np.float64)
     if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:

@@ -52,6 +52,7 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING, MEAN_DURATION_SECONDS, N_FULLY_RATED, N_VIDEOS
 from mis_bench_dataset.labels import write_ratings_long
+from mis_bench_dataset.numbers import round_half_up_array
 from mis_bench_dataset.release import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
@@ -94,7 +95,7 @@ def calibrated_rater_model() -> dict[str, tuple[float, float, float]]:
     Fixed-point iteration on a fixed simulated sample (common random numbers),
     so the answer is deterministic.
     """
-    from mis_icc_metric import icc3_1
+    from mis_bench_dataset.icc import icc3_1
 
     rng = np.random.default_rng(20260526)
     n = 20000
@@ -109,7 +110,7 @@ def calibrated_rater_model() -> dict[str, tuple[float, float, float]]:
         for _ in range(40):
             ratings = _simulate_raters(centre, v_true, v_err, z, eps)
             icc = float(icc3_1(ratings))
-            gold = np.floor(ratings.mean(axis=1) * 10 + 0.5) / 10
+            gold = round_half_up_array(ratings.mean(axis=1))
             v_true *= (sd / float(gold.std())) ** 2
             v_err = max(v_err * ((1 - rho) / rho) / ((1 - icc) / icc), 1e-4)
             centre += mu - float(gold.mean())

@@ -6,7 +6,7 @@ the benchmark's rules; `mis_icc/mis_icc.py` is the `evaluate` module wrapping th
 
 from __future__ import annotations
 
-from .icc import ICC3Result, icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
+from mis_bench_dataset.icc import ICC3Result, icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
 
 __all__ = [
     "ICC3Result",

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .icc import icc3_from_cross_products
+from mis_bench_dataset.icc import icc3_from_cross_products
 
 __all__ = [
     "bootstrap_indices",

@@ -35,8 +35,10 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 
+from mis_bench_dataset.icc import icc3_ci
+from mis_bench_dataset.numbers import exact_decimal
+
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
-from .icc import icc3_ci
 
 logger = logging.getLogger(__name__)
 
@@ -67,9 +69,7 @@ def coerce_score(value: object, *, what: str) -> float | None:
         return None if value != value else value
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{what}: expected a number or None, got {type(value).__name__} {value!r}")
-    if isinstance(value, np.float32):
-        value = float(str(value)) if np.isfinite(value) else float(value)
-    value = float(value)
+    value = exact_decimal(value)
     if math.isnan(value):
         return None
     return value

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, round_half_up, write_gold_wide
+from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
+from mis_bench_dataset.numbers import round_half_up
 
 
 def _write(path: Path, header: list[str], rows: list[list]) -> Path:

@@ -19,7 +19,7 @@ from mis_icc_metric.bootstrap import (
     point_blocks,
     resample_counts,
 )
-from mis_icc_metric.icc import icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
+from mis_bench_dataset.icc import icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
 
 # Shrout & Fleiss (1979), Table 2: 6 targets rated by 4 judges.
 SHROUT_FLEISS = np.array(

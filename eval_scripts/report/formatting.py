@@ -1,30 +1,16 @@
-"""Number formatting shared by reports and the leaderboard page (ICC in percent, as the paper)."""
+"""Number formatting shared by reports and the leaderboard page (ICC in percent, as the paper).
+
+The number rules themselves (percent text, MISSING) are defined once in
+`mis_bench_dataset.numbers`; this module adds what only tables need.
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-MISSING = "–"
+from mis_bench_dataset.numbers import MISSING, ci_pct, is_number, num, pct
 
-
-def is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def pct(value: float | None, digits: int = 1) -> str:
-    """A raw fraction as percent with `digits` decimals; MISSING when undefined."""
-    return f"{100.0 * value:.{digits}f}" if is_number(value) else MISSING
-
-
-def ci_pct(ci: Sequence[float | None] | None, digits: int = 1) -> str:
-    if not ci or len(ci) != 2 or not all(is_number(v) for v in ci):
-        return MISSING
-    return f"[{pct(ci[0], digits)}, {pct(ci[1], digits)}]"
-
-
-def num(value: float | None, digits: int = 3) -> str:
-    return f"{value:.{digits}f}" if is_number(value) else MISSING
+__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "num", "pct"]
 
 
 def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) -> set[int]:

@@ -1,5 +1,9 @@
 """ICC(3,1) and ICC(3,k) (Shrout & Fleiss 1979, case 3; paper eq. 3-5) in plain numpy.
 
+It lives in the ground layer because the dataset itself needs it (the human ceiling on the
+dataset card, the synthetic raters' calibration, `mis-bench stats`); `mis_icc_metric`
+re-exports it and builds the benchmark's scoring rules on it.
+
 The two-way mixed-effects mean squares of eq. 4-5 reduce to the column-centred
 cross-product matrix C = Xc^T Xc of the (n items x k raters) matrix:
 

@@ -1,0 +1,83 @@
+"""The toolkit's expected failures, defined once, so the CLI can print each as one line.
+
+Every layer raises these (or subclasses of them) for failures a user can fix; the `mis-bench`
+CLI prints `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO` and exits with `exit_code`:
+2 usage (a bad argument, a missing optional dependency), 1 data (a bad file or folder),
+3 failed model requests. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+EXIT_DATA = 1
+EXIT_USAGE = 2
+EXIT_REQUESTS = 3
+EXIT_INTERRUPTED = 130
+
+
+class MisBenchError(Exception):
+    """A failure the user can fix: what went wrong, where, and what to do about it."""
+
+    exit_code = EXIT_DATA
+
+    def __init__(self, what: str, *, where: str | None = None, hint: str | None = None) -> None:
+        super().__init__(what)
+        self.what = what
+        self.where = where
+        self.hint = hint
+
+    def line(self) -> str:
+        """The one-line form: `WHAT (WHERE); WHAT TO DO`."""
+        text = self.what
+        if self.where:
+            text += f" ({self.where})"
+        if self.hint:
+            text += f"; {self.hint}"
+        return text
+
+    def __str__(self) -> str:
+        return self.line()
+
+
+class UsageError(MisBenchError):
+    """A bad argument or a command that cannot run as asked (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class DataError(MisBenchError):
+    """A bad, missing or foreign file or folder (exit 1)."""
+
+    exit_code = EXIT_DATA
+
+
+class RequestsFailedError(MisBenchError):
+    """Model requests failed after their retries (exit 3)."""
+
+    exit_code = EXIT_REQUESTS
+
+
+class MissingExtraError(UsageError):
+    """An optional dependency is not installed; names the extra that brings it."""
+
+
+EXTRAS: dict[str, str] = {
+    "train": "torch, transformers, trl, peft and accelerate (RAFT training, local models)",
+    "qlora": "bitsandbytes (4-bit quantised training, CUDA only)",
+    "serving": "transformers' OpenAI-compatible server (`transformers serve`)",
+    "test": "the test suite's tools",
+}
+
+
+def require(module: str, extra: str, purpose: str) -> ModuleType:
+    """Import `module`, or raise MissingExtraError saying which extra to install for `purpose`."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        raise MissingExtraError(
+            f"{purpose} needs the Python package {module.split('.')[0]!r}, which is not installed",
+            where=str(err),
+            hint=f"install it with: pip install 'mis-bench[{extra}]'",
+        ) from err
