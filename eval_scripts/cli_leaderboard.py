@@ -62,28 +62,20 @@ def _split_video_ids(dataset: Path, split: str) -> list[str]:
 
 
 def submit_command(args: argparse.Namespace) -> int:
-    from eval_scripts.submission import (
-        SubmissionError,
-        canonical_bytes,
-        load_submission,
-        submission_name,
-        validate_results,
-    )
+    from eval_scripts.submission import SubmissionError, load_submission, package_submission
 
     max_bytes = int(args.max_mb * 1024 * 1024)
     try:
         video_ids = _split_video_ids(args.dataset, args.split) if args.dataset else None
-        obj = validate_results(load_submission(args.results, max_bytes=max_bytes), video_ids=video_ids,
-                               split=args.split if args.dataset else None, source=str(args.results))
+        package = package_submission(args.results, args.out, max_bytes=max_bytes, video_ids=video_ids,
+                                     split=args.split if args.dataset else None)
     except SubmissionError as err:
         if args.json:
             print(json.dumps({"ok": False, "file": str(args.results), "reasons": err.reasons}, indent=1))
         else:
             print(f"mis-bench submit: {err}", file=sys.stderr)
         return 1
-    args.out.mkdir(parents=True, exist_ok=True)
-    package = args.out / submission_name(obj)
-    package.write_bytes(canonical_bytes(obj))
+    obj = load_submission(package, max_bytes=max_bytes)
     outcome = {"ok": True, "file": str(args.results), "package": str(package), "pushed": None,
                "coverage_checked": video_ids is not None}
     if args.push:
@@ -109,7 +101,8 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     references = read_references(args.references, split=args.split)
     board = build_leaderboard(args.submissions, references, split=args.split, n_bootstrap=args.bootstrap,
                               seed=args.seed, max_bytes=int(args.max_mb * 1024 * 1024))
-    files = write_leaderboard(board, args.out, title=args.title)
+    inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
+    files = write_leaderboard(board, args.out, title=args.title, inputs=inputs)
     if args.json:
         print(json.dumps(board, indent=1))
         return 0

@@ -17,12 +17,13 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.outputs import OutputFolder, write_atomic
 from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
@@ -261,30 +262,38 @@ def submission_name(obj: Mapping[str, Any]) -> str:
     )
 
 
+SUBMISSION_WRITER = "submission"
+
+
 def package_submission(
     results_path: str | Path,
     out_dir: str | Path,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     replace_previous: bool = False,
+    video_ids: Sequence[str] | None = None,
+    split: str | None = None,
+    command: str = "submit",
 ) -> Path:
     """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`.
 
-    With `replace_previous`, earlier packages of the same system, setting and prompt style
-    in `out_dir` are removed, so a rerun replaces its leaderboard entry instead of adding a twin.
+    With `video_ids` (and `split`) the coverage of the split is checked too. With
+    `replace_previous`, earlier packages of the same system, setting and prompt style that
+    the toolkit wrote into `out_dir` are removed, so a rerun replaces its leaderboard entry
+    instead of adding a twin; files it did not write are never touched.
     """
     results_path = Path(results_path)
-    obj = validate_results(load_submission(results_path, max_bytes=max_bytes), source=str(results_path))
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / submission_name(obj)
+    obj = validate_results(load_submission(results_path, max_bytes=max_bytes), video_ids=video_ids, split=split,
+                           source=str(results_path))
+    folder = OutputFolder(out_dir, command=command, inputs=[results_path])
+    name = submission_name(obj)
+    target = folder.claim(name, SUBMISSION_WRITER)
     if replace_previous:
-        entry_prefix = target.name.rsplit("__", 1)[0] + "__"
-        for previous in out_dir.glob(f"{entry_prefix}*.json"):
-            if previous != target:
-                logger.info("replacing earlier submission %s", previous)
-                previous.unlink()
-    target.write_bytes(canonical_bytes(obj))
+        entry_prefix = name.rsplit("__", 1)[0] + "__"
+        for previous in sorted(folder.root.glob(f"{entry_prefix}*.json")):
+            if previous.name != name and folder.remove_owned(previous.name, SUBMISSION_WRITER):
+                logger.info("replaced earlier submission %s", previous)
+    write_atomic(target, canonical_bytes(obj))
     logger.info("packaged %s -> %s", results_path, target)
     return target
 

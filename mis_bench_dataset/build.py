@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.labels import Labels, read_labels
+from mis_bench_dataset.outputs import check_not_overlapping, check_replaceable_folder, write_manifest
 from mis_bench_dataset.parquet_writer import ShardedParquetWriter
 from mis_bench_dataset.problems import BuildError, Problem
 from mis_bench_dataset.release import MODALITIES, TEXT_MODALITY, VideoRecord, read_video, scan_release
@@ -42,6 +43,9 @@ logger = logging.getLogger(__name__)
 CONFIGS: tuple[str, ...] = ("features", "scoring")
 REPORT_NAME = "build_report.json"
 DEFAULT_OUT = "mis-bench"
+BUILD_WRITER = "build"
+# What a build folder written before output manifests existed holds.
+LEGACY_BUILD_FILES: tuple[str, ...] = ("README.md", REPORT_NAME, *(f"{config}/*.parquet" for config in CONFIGS))
 
 
 @dataclass
@@ -162,11 +166,18 @@ def _digest(hasher, record: VideoRecord, gold: dict[str, float | None]) -> None:
     hasher.update(json.dumps([gold.get(k) for k in DIMENSION_KEYS]).encode())
 
 
+def check_build_output(out_dir: str | Path, sources: list[str | Path]) -> None:
+    """Refuse an output the build must not replace: one overlapping its inputs, or holding foreign files.
+
+    The build swaps the whole folder, so every file in an existing one must be the build's own
+    (its manifest says so; a folder built before manifests existed may hold only the build's
+    file names). The foreign files are named and nothing is changed.
+    """
+    check_not_overlapping(out_dir, sources, command="build")
+    check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+
+
 def _prepare_out_dir(out_dir: Path) -> Path:
-    if out_dir.exists() and not out_dir.is_dir():
-        raise BuildError(f"output {out_dir} exists and is not a folder")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not (out_dir / REPORT_NAME).is_file():
-        raise BuildError(f"output {out_dir} is a non-empty folder that is not a MIS-Bench build; refusing to replace it")
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     staging.mkdir()
@@ -174,9 +185,16 @@ def _prepare_out_dir(out_dir: Path) -> Path:
 
 
 def _publish(staging: Path, out_dir: Path) -> None:
-    """Swap the finished staging folder into place; the old build is removed only afterwards."""
+    """Swap the finished staging folder into place; the old build is removed only afterwards.
+
+    The old folder is checked once more right before the swap (files may have been added
+    while the build ran): only a folder holding nothing but the build's own files is removed.
+    """
+    write_manifest(staging, {p.relative_to(staging).as_posix(): BUILD_WRITER
+                             for p in staging.rglob("*") if p.is_file()})
     old = None
     if out_dir.exists():
+        check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
         old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
         out_dir.rename(old)
     staging.rename(out_dir)
@@ -212,6 +230,8 @@ def build_dataset(
     if release_dir is None and transcripts is None:
         raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
     out_dir = Path(out_dir).resolve()
+    sources = [s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None]
+    check_build_output(out_dir, sources)
 
     problems: list[Problem] = []
     transcript_map: dict[str, str] | None = None

@@ -47,7 +47,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    from mis_bench_dataset.errors import MisBenchError
+
+    try:
+        return int(args.func(args) or 0)
+    except MisBenchError as err:
+        listing = getattr(err, "listing", None)
+        if getattr(err, "problems", None) and listing is not None:
+            print(listing())
+        print(f"mis-bench {args.command}: error: {err.line()}", file=sys.stderr)
+        return err.exit_code
 
 
 if __name__ == "__main__":

@@ -34,20 +34,15 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from mis_bench_dataset.build import build_dataset
-    from mis_bench_dataset.problems import BuildError
+    from mis_bench_dataset.errors import UsageError
 
     if args.release_dir is None and args.transcripts is None:
-        print("error: give RELEASE_DIR, --transcripts CSV, or both")
-        return 2
-    try:
-        report = build_dataset(
-            args.release_dir, args.out, labels=args.labels, transcripts=args.transcripts,
-            split_by=args.split_by, seed=args.seed, strict=args.strict,
-            allow_label_problems=args.allow_label_problems,
-        )
-    except (BuildError, FileNotFoundError) as exc:
-        print(f"error: {exc}")
-        return 1
+        raise UsageError("nothing to build", hint="give RELEASE_DIR, --transcripts CSV, or both")
+    report = build_dataset(
+        args.release_dir, args.out, labels=args.labels, transcripts=args.transcripts,
+        split_by=args.split_by, seed=args.seed, strict=args.strict,
+        allow_label_problems=args.allow_label_problems,
+    )
     print(json.dumps(report.to_dict(), indent=2) if args.json else report.summary())
     if args.push_to_hub:
         from mis_bench_dataset.hub import push_to_hub

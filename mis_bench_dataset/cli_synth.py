@@ -26,14 +26,10 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from mis_bench_dataset.synth import generate_synthetic_release
 
-    try:
-        release = generate_synthetic_release(
-            args.out, n_videos=args.videos, seed=args.seed, full_size=args.full_size,
-            compress=not args.no_compress, progress=True,
-        )
-    except (FileExistsError, ValueError) as exc:
-        print(f"error: {exc}")
-        return 2
+    release = generate_synthetic_release(
+        args.out, n_videos=args.videos, seed=args.seed, full_size=args.full_size,
+        compress=not args.no_compress, progress=True,
+    )
     summary = {"release_dir": str(release.release_dir), "ratings_csv": str(release.ratings_csv),
                "n_videos": len(release.video_ids), "seed": release.seed, "synthetic": True}
     if args.json:

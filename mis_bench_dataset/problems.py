@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mis_bench_dataset.errors import DataError
+
 # Kinds of problems, with a one-line meaning (the card and the report use these).
 PROBLEM_KINDS: dict[str, str] = {
     "missing_modality_folder": "a modality folder is absent from the whole release; that modality is empty everywhere",
@@ -65,11 +67,20 @@ class Problem:
         return f"{self.kind}: {where}: {self.reason}" if where else f"{self.kind}: {self.reason}"
 
 
-class BuildError(RuntimeError):
-    """A build that cannot (or, with --strict, must not) produce a dataset."""
+class BuildError(DataError):
+    """A build that cannot (or, with --strict, must not) produce a dataset.
 
-    def __init__(self, message: str, problems: list[Problem] | tuple[Problem, ...] = ()):
+    The message is one line; the problems behind it travel along (`problems`, `listing()`)
+    so the CLI can show them before its one error line.
+    """
+
+    def __init__(self, message: str, problems: list[Problem] | tuple[Problem, ...] = (), *,
+                 where: str | None = None, hint: str | None = None):
+        super().__init__(message, where=where, hint=hint)
         self.problems = list(problems)
-        listing = "".join(f"\n  - {p}" for p in self.problems[:50])
-        more = f"\n  ... and {len(self.problems) - 50} more" if len(self.problems) > 50 else ""
-        super().__init__(f"{message}{listing}{more}")
+
+    def listing(self, limit: int = 50) -> str:
+        lines = [f"  - {p}" for p in self.problems[:limit]]
+        if len(self.problems) > limit:
+            lines.append(f"  ... and {len(self.problems) - limit} more")
+        return "\n".join(lines)

@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING, MEAN_DURATION_SECONDS, N_FULLY_RATED, N_VIDEOS
+from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import write_ratings_long
 from mis_bench_dataset.numbers import round_half_up_array
 from mis_bench_dataset.release import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
@@ -321,8 +322,13 @@ def generate_synthetic_release(
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"{out_dir} is a file, not a folder", where="OUT", hint="give a new (or empty) folder")
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise FileExistsError(f"{out_dir} exists and is not empty; pick a new folder for the synthetic release")
+        raise DataError(f"{out_dir} exists and is not empty", where="OUT",
+                        hint="give a new (or empty) folder for the synthetic release; nothing was changed")
+    if n_videos < 1:
+        raise UsageError(f"the number of videos must be at least 1, got {n_videos}", where="--videos")
     rng = np.random.default_rng(seed)
     video_ids, z, ratings = _latent_and_ratings(n_videos, rng)
     model = calibrated_rater_model()

@@ -108,13 +108,24 @@ def format_compare_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
+    """The --json path, checked before any work: never an input, never a file another writer made."""
+    if args.json is None:
+        return None
+    from mis_bench_dataset.outputs import claim_file
+
+    return claim_file(args.json, command=args.command, writer=f"{args.command}-json", arg="--json",
+                      inputs=[p for p in inputs if p is not None])
+
+
 def _write_json(path: Path | None, payload: dict) -> None:
     if path is None:
         return
+    from mis_bench_dataset.outputs import write_atomic
+
     from .scoring import json_safe
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
     print(f"wrote {path}")
 
 
@@ -130,8 +141,12 @@ def _user_errors(func):
     """Bad input files print one clear line on stderr and exit 2, not a traceback."""
 
     def wrapper(args: argparse.Namespace) -> int:
+        from mis_bench_dataset.errors import MisBenchError
+
         try:
             return func(args)
+        except MisBenchError:
+            raise
         except (ValueError, TypeError, FileNotFoundError) as exc:
             print(f"mis-bench {getattr(args, 'command', func.__name__)}: error: {exc}", file=sys.stderr)
             return 2
@@ -145,6 +160,7 @@ def _user_errors(func):
 def run_score(args: argparse.Namespace) -> int:
     from .scoring import score_predictions
 
+    json_path = _claim_json(args, args.predictions, args.references, args.common_videos)
     references, (predictions,) = _load(args, args.predictions)
     common = None
     if args.common_videos is not None:
@@ -160,7 +176,7 @@ def run_score(args: argparse.Namespace) -> int:
     print(f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
           f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})")
     print(format_score_table(result))
-    _write_json(args.json, result)
+    _write_json(json_path, result)
     return 0
 
 
@@ -168,6 +184,7 @@ def run_score(args: argparse.Namespace) -> int:
 def run_compare(args: argparse.Namespace) -> int:
     from .paired import paired_comparison
 
+    json_path = _claim_json(args, args.a, args.b, args.references)
     references, (pred_a, pred_b) = _load(args, args.a, args.b)
     result = paired_comparison(
         pred_a, pred_b, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
@@ -175,7 +192,7 @@ def run_compare(args: argparse.Namespace) -> int:
     )
     result["meta"].update(references=str(args.references), split=args.split)
     print(format_compare_table(result))
-    _write_json(args.json, result)
+    _write_json(json_path, result)
     return 0
 
 

@@ -52,6 +52,12 @@ def test_real_release_card_has_no_synthetic_banner(tmp_path):
     assert "SYNTHETIC" not in body and meta["pretty_name"] == "MIS-Bench"
 
 
+def cli_main(argv):
+    from mis_bench_dataset.cli import main
+
+    return main(argv)
+
+
 def _parser():
     parser = argparse.ArgumentParser(prog="mis-bench")
     sub = parser.add_subparsers()
@@ -76,10 +82,10 @@ def test_cli_synth_then_build(tmp_path, capsys):
     assert args.func(args) == 0
     assert "human single-rater ICC(3,1)" in capsys.readouterr().out
     (tmp_path / "rel" / "audio" / "prosody").joinpath(f"{summary_first(tmp_path)}.npz").unlink()
-    args = parser.parse_args(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"])
-    assert args.func(args) == 1
-    out = capsys.readouterr().out
-    assert "missing_file" in out and summary_first(tmp_path) in out and "prosody" in out
+    assert cli_main(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"]) == 1
+    captured = capsys.readouterr()
+    assert "missing_file" in captured.out and summary_first(tmp_path) in captured.out and "prosody" in captured.out
+    assert captured.err.startswith("mis-bench build: error: --strict: 1 problem(s)")
     assert not (tmp_path / "out2").exists()
 
 
@@ -88,14 +94,12 @@ def summary_first(tmp_path):
 
 
 def test_cli_refuses_nonempty_synth_target_and_missing_inputs(tmp_path, capsys):
-    parser = _parser()
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "f").write_text("")
-    args = parser.parse_args(["synth", str(tmp_path / "x")])
-    assert args.func(args) == 2
-    args = parser.parse_args(["build"])
-    assert args.func(args) == 2
-    assert "RELEASE_DIR" in capsys.readouterr().out
+    assert cli_main(["synth", str(tmp_path / "x")]) == 1
+    assert "not empty" in capsys.readouterr().err
+    assert cli_main(["build"]) == 2
+    assert "RELEASE_DIR" in capsys.readouterr().err
 
 
 def test_tiny_release_omits_empty_splits_and_still_loads(tmp_path):

@@ -112,7 +112,7 @@ def test_strict_fails_with_the_same_list_and_writes_nothing(clean_release, tmp_p
     with pytest.raises(BuildError) as info:
         build_dataset(root, tmp_path / "out", strict=True, progress=False)
     assert [p.kind for p in info.value.problems] == ["missing_file"]
-    assert clean_release.video_ids[0] in str(info.value) and "wav2vec" in str(info.value)
+    assert clean_release.video_ids[0] in info.value.listing() and "wav2vec" in info.value.listing()
     assert not (tmp_path / "out").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], "staging folder left behind"
 
@@ -165,7 +165,9 @@ def test_refuses_to_replace_a_folder_that_is_not_a_build(clean_release, tmp_path
     out = tmp_path / "precious"
     out.mkdir()
     (out / "thesis.tex").write_text("do not delete")
-    with pytest.raises(BuildError, match="not a MIS-Bench build"):
+    from mis_bench_dataset.errors import DataError
+
+    with pytest.raises(DataError, match="did not write: thesis.tex"):
         build_dataset(clean_release.release_dir, out, progress=False)
     assert (out / "thesis.tex").read_text() == "do not delete"
 

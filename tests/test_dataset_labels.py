@@ -105,7 +105,7 @@ def test_label_problems_fail_the_build_unless_allowed(tmp_path):
     with pytest.raises(BuildError) as info:
         build_dataset(release.release_dir, tmp_path / "out", labels=bad, progress=False)
     assert {p.kind for p in info.value.problems} == {"label_unknown_video", "label_out_of_range"}
-    assert "ZZ9999_T1_Sean" in str(info.value)
+    assert "ZZ9999_T1_Sean" in info.value.listing()
     assert not (tmp_path / "out").exists()
     report = build_dataset(release.release_dir, tmp_path / "out", labels=bad, allow_label_problems=True, progress=False)
     assert report.problem_counts() == {"label_out_of_range": 1, "label_unknown_video": 1}

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 
 import numpy as np
 import pytest
 
-from mis_bench_dataset import build_dataset, cli_build
+from mis_bench_dataset import build_dataset
 from mis_bench_dataset.release import MODALITIES
 
 SPLITS = ("train", "validation", "test")
@@ -63,10 +62,9 @@ def test_subset10_missing_wav2vec_are_flagged_and_no_video_lost(subset_build, su
 
 def test_subset10_strict_exits_nonzero_naming_them(subset10_dir, subset_build, tmp_path, capsys):
     report, _ = subset_build
-    parser = argparse.ArgumentParser()
-    cli_build.register(parser.add_subparsers())
-    args = parser.parse_args(["build", str(subset10_dir), "--out", str(tmp_path / "x"), "--strict"])
-    assert args.func(args) == 1
+    from mis_bench_dataset.cli import main
+
+    assert main(["build", str(subset10_dir), "--out", str(tmp_path / "x"), "--strict"]) == 1
     printed = capsys.readouterr().out
     for p in report.problems:
         assert p.video_id in printed

@@ -12,6 +12,8 @@ import urllib.request
 
 import pytest
 
+from mis_bench_dataset.errors import DataError
+
 from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
 from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
@@ -137,7 +139,7 @@ def test_empty_and_missing_folders(tmp_path, references):
     empty = build_leaderboard(tmp_path, references, n_bootstrap=10)
     assert empty["entries"] == [] and empty["rejected"] == []
     assert "<tbody class=\"entries\"></tbody>" in render_page(empty)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(DataError, match="does not exist"):
         build_leaderboard(tmp_path / "nope", references)
 
 

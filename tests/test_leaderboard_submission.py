@@ -223,11 +223,18 @@ def test_package_replaces_an_earlier_entry_of_the_same_system_only_when_asked(tm
     rerun = dict(valid, created_at="2030-01-01T00:00:00+00:00")
     source.write_text(json.dumps(rerun))
     kept = package_submission(source, tmp_path / "out")
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([first.name, kept.name])
+    assert _visible(tmp_path / "out") == sorted([first.name, kept.name])
+    # A file the user put there under a matching name is never removed.
+    users = tmp_path / "out" / (first.name.rsplit("__", 1)[0] + "__my-own-copy.json")
+    users.write_text("{}")
     rerun["created_at"] = "2031-01-01T00:00:00+00:00"
     source.write_text(json.dumps(rerun))
     latest = package_submission(source, tmp_path / "out", replace_previous=True)
-    assert [p.name for p in (tmp_path / "out").iterdir()] == [latest.name]
+    assert _visible(tmp_path / "out") == sorted([latest.name, users.name])
+
+
+def _visible(folder):
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
 
 
 def test_package_refuses_invalid(tmp_path, valid):

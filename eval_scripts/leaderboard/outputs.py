@@ -6,12 +6,13 @@ import csv
 import io
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eval_scripts.leaderboard.page import render_page
+from mis_bench_dataset.outputs import OutputFolder, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -73,14 +74,23 @@ def json_text(board: Mapping[str, Any]) -> str:
     return json.dumps(board, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def write_leaderboard(board: Mapping[str, Any], out_dir: str | Path, *, title: str = "MIS-Bench leaderboard") -> LeaderboardFiles:
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    json_path = out_dir / "leaderboard.json"
-    json_path.write_text(json_text(board), encoding="utf-8")
-    csv_path = out_dir / "leaderboard.csv"
-    csv_path.write_text(csv_text(board), encoding="utf-8", newline="")
-    html_path = out_dir / "index.html"
-    html_path.write_text(render_page(board, title=title), encoding="utf-8")
+LEADERBOARD_WRITER = "leaderboard"
+
+
+def write_leaderboard(
+    board: Mapping[str, Any],
+    out_dir: str | Path,
+    *,
+    title: str = "MIS-Bench leaderboard",
+    inputs: Iterable[str | Path] = (),
+    command: str = "leaderboard",
+) -> LeaderboardFiles:
+    """Write leaderboard.json, leaderboard.csv and index.html into `out_dir`, replacing only its own earlier ones."""
+    folder = OutputFolder(out_dir, command=command, inputs=inputs)
+    json_path, csv_path, html_path = folder.claim_all(("leaderboard.json", "leaderboard.csv", "index.html"),
+                                                       LEADERBOARD_WRITER)
+    write_atomic(json_path, json_text(board))
+    write_atomic(csv_path, csv_text(board))
+    write_atomic(html_path, render_page(board, title=title))
     logger.info("leaderboard: %d ranked, %d rejected -> %s", len(board["entries"]), len(board["rejected"]), out_dir)
     return LeaderboardFiles(json_path, csv_path, html_path)

@@ -26,6 +26,7 @@ from eval_scripts.submission import (
     validate_results,
 )
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -123,8 +124,11 @@ def build_leaderboard(
 
     submissions_dir = Path(submissions_dir)
     if not submissions_dir.is_dir():
-        raise FileNotFoundError(f"submissions folder {submissions_dir} does not exist")
-    paths = sorted(p for p in submissions_dir.iterdir() if p.is_file() and p.suffix.lower() == ".json")
+        raise DataError(f"the submissions folder {submissions_dir} does not exist", where="SUBMISSIONS_DIR",
+                        hint="give the folder `mis-bench submit --out` wrote")
+    # Hidden files (the output manifest, editor backups) are never submissions.
+    paths = sorted(p for p in submissions_dir.iterdir()
+                   if p.is_file() and p.suffix.lower() == ".json" and not p.name.startswith("."))
     video_ids = {video for video, _ in references}
     accepted, rejected = _load_all(paths, video_ids, split, max_bytes)
     # One common item set for every system: the "overall on common videos" figure.

@@ -1,0 +1,194 @@
+"""Output ownership: a command replaces only files it wrote itself, never its inputs.
+
+Every folder a command writes into holds a small hidden manifest (`.mis-bench-outputs.json`)
+mapping each file the toolkit wrote there to the writer that wrote it (`report`, `scores`,
+`build`, ...). Before writing a file a command *claims* it:
+
+- a path that is one of the command's inputs is refused (`score --json PREDICTIONS`);
+- an existing file is replaced only when the manifest says the same writer wrote it; a file
+  the user put there, or one another writer made, is named in the error and left alone;
+- a path of the wrong kind (a folder where a file goes, a file where a folder goes) is refused.
+
+The claim is recorded before the file is written, so a run killed half-way can be rerun.
+A build replaces its whole folder atomically, so it checks every file in the old folder
+(`check_replaceable_folder`). Nothing here deletes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from mis_bench_dataset.errors import DataError, UsageError
+
+MANIFEST_NAME = ".mis-bench-outputs.json"
+_MAX_NAMED = 5
+
+
+def _resolve(path: str | Path) -> Path:
+    return Path(path).expanduser().resolve()
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def read_manifest(folder: str | Path) -> dict[str, str]:
+    """relative POSIX path -> writer, for the files the toolkit wrote in `folder` ({} when none)."""
+    try:
+        data = json.loads((Path(folder) / MANIFEST_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def write_manifest(folder: str | Path, files: dict[str, str]) -> None:
+    folder = Path(folder)
+    tmp = folder / f".{MANIFEST_NAME}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    tmp.write_text(json.dumps({"written_by": "mis-bench", "files": dict(sorted(files.items()))}, indent=1) + "\n",
+                   encoding="utf-8")
+    os.replace(tmp, folder / MANIFEST_NAME)
+
+
+def _named(paths: Iterable[str]) -> str:
+    paths = sorted(paths)
+    more = f" and {len(paths) - _MAX_NAMED} more" if len(paths) > _MAX_NAMED else ""
+    return ", ".join(paths[:_MAX_NAMED]) + more
+
+
+class OutputFolder:
+    """A folder a command writes into, claiming each file before writing it."""
+
+    def __init__(self, root: str | Path, *, command: str, arg: str = "--out", inputs: Iterable[str | Path] = ()) -> None:
+        self.root = Path(root).expanduser()
+        self.command = command
+        self.arg = arg
+        if self.root.exists() and not self.root.is_dir():
+            raise UsageError(f"{arg} {self.root} is a file, not a folder", where=f"mis-bench {command}",
+                             hint="give the path of a folder (it is created when missing)")
+        self._inputs = {_resolve(p) for p in inputs}
+        self._owned = read_manifest(self.root) if self.root.is_dir() else {}
+
+    def claim(self, relpath: str | Path, writer: str) -> Path:
+        """The absolute path to write `relpath` to, after checking it may be (re)written by `writer`."""
+        return self.claim_all([relpath], writer)[0]
+
+    def claim_all(self, relpaths: Iterable[str | Path], writer: str) -> list[Path]:
+        """Claim several files at once: all are checked before any is recorded, so nothing is half-claimed."""
+        rels = [Path(relpath).as_posix() for relpath in relpaths]
+        targets = [self._check(rel, writer) for rel in rels]
+        new = [rel for rel in rels if self._owned.get(rel) != writer]
+        if new:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._owned = {**read_manifest(self.root), **dict.fromkeys(new, writer)}
+            write_manifest(self.root, self._owned)
+        for target in targets:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        return targets
+
+    def _check(self, rel: str, writer: str) -> Path:
+        target = self.root / rel
+        resolved = _resolve(target)
+        if resolved in self._inputs:
+            raise UsageError(f"{self.arg} {self.root} would overwrite the input {resolved}",
+                             where=f"mis-bench {self.command}", hint=f"choose another {self.arg}")
+        if target.is_dir():
+            raise DataError(f"{target} is a folder where mis-bench {self.command} writes its {writer} file",
+                            where=self.arg, hint=f"move it away or choose another {self.arg}")
+        for parent in target.relative_to(self.root).parents:
+            if parent != Path(".") and (self.root / parent).exists() and not (self.root / parent).is_dir():
+                raise DataError(f"{self.root / parent} is a file where mis-bench {self.command} needs a folder",
+                                where=self.arg, hint=f"move it away or choose another {self.arg}")
+        if (target.exists() or target.is_symlink()) and self._owned.get(rel) != writer:
+            raise DataError(f"{target} exists and was not written by mis-bench {self.command}",
+                            where=self.arg, hint=f"move it away or choose another {self.arg}; nothing was changed")
+        return target
+
+    def owned(self, relpath: str | Path, writer: str) -> bool:
+        return self._owned.get(Path(relpath).as_posix()) == writer
+
+    def remove_owned(self, relpath: str | Path, writer: str) -> bool:
+        """Delete a file only if `writer` wrote it (the manifest says so); True when removed."""
+        rel = Path(relpath).as_posix()
+        if not self.owned(rel, writer):
+            return False
+        (self.root / rel).unlink(missing_ok=True)
+        self._owned = {k: v for k, v in read_manifest(self.root).items() if k != rel}
+        write_manifest(self.root, self._owned)
+        return True
+
+
+def claim_file(path: str | Path, *, command: str, writer: str, arg: str, inputs: Iterable[str | Path] = ()) -> Path:
+    """Claim one output file given on the command line (`score --json FILE`)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise UsageError(f"{arg} {path} is a folder", where=f"mis-bench {command}",
+                         hint="give the path of a file to write")
+    return OutputFolder(path.parent, command=command, arg=arg, inputs=inputs).claim(path.name, writer)
+
+
+def write_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Write `data` (text as UTF-8) next to `path` and rename it into place: readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def check_not_overlapping(out: str | Path, sources: Iterable[str | Path], *, command: str, arg: str = "--out") -> None:
+    """Refuse an output folder that is, contains or lies inside one of the command's source folders or files."""
+    out_resolved = _resolve(out)
+    for source in sources:
+        source_resolved = _resolve(source)
+        if _is_within(source_resolved, out_resolved) or _is_within(out_resolved, source_resolved):
+            raise UsageError(f"{arg} {out} overlaps the input {source}", where=f"mis-bench {command}",
+                             hint=f"choose an {arg} folder outside the input (and not containing it)")
+
+
+def foreign_files(folder: str | Path, writer: str, legacy: Iterable[str] = ()) -> list[str]:
+    """Files in `folder` (recursively) that the manifest does not record as `writer`'s.
+
+    `legacy` are glob patterns a folder written before manifests existed may hold
+    (used only when the folder has no manifest).
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    legacy = tuple(legacy)
+    foreign = []
+    for path in sorted(folder.rglob("*")):
+        if path.is_dir() and not path.is_symlink():
+            continue
+        rel = path.relative_to(folder).as_posix()
+        if rel == MANIFEST_NAME:
+            continue
+        if manifest:
+            ok = manifest.get(rel) == writer
+        else:
+            ok = any(Path(rel).match(pattern) for pattern in legacy)
+        if not ok:
+            foreign.append(rel)
+    return foreign
+
+
+def check_replaceable_folder(folder: str | Path, writer: str, *, command: str, arg: str = "--out",
+                             legacy: Iterable[str] = ()) -> None:
+    """Refuse to replace a folder holding anything `writer` did not write (the files are named)."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{arg} {folder} is a file, not a folder", where=f"mis-bench {command}",
+                         hint="give the path of a folder (it is created when missing)")
+    if not folder.is_dir():
+        return
+    foreign = foreign_files(folder, writer, legacy)
+    if foreign:
+        raise DataError(f"{arg} {folder} holds {len(foreign)} file(s) mis-bench {command} did not write: "
+                        f"{_named(foreign)}", where=arg,
+                        hint="move them away or choose another folder; nothing was changed")
