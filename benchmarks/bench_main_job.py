@@ -35,11 +35,11 @@ def _peak_rss_mb(who=resource.RUSAGE_SELF) -> float:
 def bench_default_job(work: Path) -> dict:
     env = {**os.environ, "MIS_BENCH_CACHE": str(work / "cache")}
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mis_bench_dataset.cli", "run", "--out", str(work / "results")],
+    subprocess.run([sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(work / "results")],
                    check=True, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cold = time.perf_counter() - started
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "mis_bench_dataset.cli", "run", "--out", str(work / "results2")],
+    subprocess.run([sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(work / "results2")],
                    check=True, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     warm = time.perf_counter() - started
     return {"cold_cache_s": round(cold, 1), "warm_cache_s": round(warm, 1),

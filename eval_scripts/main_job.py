@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
+from mis_bench_dataset.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,8 @@ def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:
     if getattr(args, "dataset", None):
         path = Path(args.dataset)
         if not (path / "features").is_dir():
-            raise SystemExit(f"mis-bench run: {path} has no `features` config; build it with `mis-bench build`")
+            raise DataError(f"{path} has no `features` config", where="--dataset",
+                            hint="give a folder written by `mis-bench build`")
         try:
             synthetic = bool(read_build_report(path).get("synthetic", False))
         except (OSError, ValueError):
@@ -65,7 +67,8 @@ def run_default(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
     from eval_scripts.report.table import icc_table, run_views, to_markdown
     from eval_scripts.submission import package_submission
-    from mis_bench_dataset.dimensions import DIMENSION_KEYS
+    from mis_bench_dataset.loading import gold_references
+    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping, write_atomic
 
     started = time.monotonic()
     as_json = bool(getattr(args, "json", False))
@@ -76,39 +79,38 @@ def run_default(args: argparse.Namespace) -> int:
     n_bootstrap = int(getattr(args, "n_bootstrap", 1000) or 0)
     seed = int(getattr(args, "seed", 0) or 0)
     dataset_dir, synthetic = _dataset(args, say)
+    check_not_overlapping(out_dir, [dataset_dir], command="run")
+    folder = OutputFolder(out_dir, command="run")
     if synthetic:
         say(SYNTHETIC_BANNER)
 
     train_rows = load_feature_rows(dataset_dir, "train")
     eval_rows = load_feature_rows(dataset_dir, split)
-    references = {
-        (str(row["video_id"]), key): float(str(row[key]))
-        for row in eval_rows
-        for key in DIMENSION_KEYS
-        if row.get(key) is not None
-    }
+    references = gold_references(eval_rows)
     if not references:
-        raise SystemExit(f"mis-bench run: split {split!r} of {dataset_dir} has no labels to score against")
+        raise DataError(f"split {split!r} has no labels to score against", where=str(dataset_dir),
+                        hint="build the dataset with --labels, or pass --split with a labelled split")
 
     runs_dir = out_dir / "runs"
     jobs = [("features", modality) for modality in SETTINGS] + [("mean", "text")]
     runs = []
     for baseline, modality in jobs:
-        run = run_baseline(dataset_dir, runs_dir, baseline=baseline, modality=modality, split=split,
-                           n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows)
+        run = run_baseline(dataset_dir, folder, baseline=baseline, modality=modality, split=split,
+                           n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows,
+                           subdir="runs")
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
         say(f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
             f"  ({run.seconds:.1f}s)")
         runs.append(run)
 
     title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if synthetic else "")
-    report = write_report([r.results for r in runs], out_dir, references=references, title=title)
+    report = write_report([r.results for r in runs], folder, references=references, title=title)
 
     submissions = out_dir / "submissions"
     for run in runs:
-        package_submission(run.results_path, submissions, replace_previous=True)
+        package_submission(run.results_path, submissions, replace_previous=True, command="run")
     board = build_leaderboard(submissions, references, split=split, n_bootstrap=n_bootstrap, seed=seed)
-    leaderboard = write_leaderboard(board, out_dir / "leaderboard",
+    leaderboard = write_leaderboard(board, out_dir / "leaderboard", command="run",
                                     title="MIS-Bench leaderboard (SYNTHETIC sample)" if synthetic else "MIS-Bench leaderboard")
 
     summary: dict[str, Any] = {
@@ -128,7 +130,7 @@ def run_default(args: argparse.Namespace) -> int:
         "leaderboard": {"html": str(leaderboard.html), "json": str(leaderboard.json), "csv": str(leaderboard.csv)},
         "seconds": round(time.monotonic() - started, 1),
     }
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+    write_atomic(folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
 
     if as_json:
         print(json.dumps(summary, indent=1))

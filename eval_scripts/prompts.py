@@ -23,19 +23,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, MODALITY_SETTINGS, RUBRIC, SCORE_LEVELS
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, MODALITY_SETTINGS, PROMPT_STYLES, RUBRIC, SCORE_LEVELS
+from mis_bench_dataset.numbers import gold_decimal
 
 MODALITIES: tuple[str, ...] = MODALITY_SETTINGS
-PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
 TEMPLATE_DIR = Path(__file__).with_name("templates")
-
-# Inputs a setting needs besides text, in the vocabulary backends declare.
-SETTING_MEDIA: dict[str, frozenset[str]] = {
-    "text": frozenset(),
-    "audio+text": frozenset({"audio"}),
-    "video+text": frozenset({"video"}),
-    "audio+video+text": frozenset({"audio", "video"}),
-}
 
 
 def check_setting(modality: str, style: str) -> None:
@@ -166,7 +158,7 @@ def select_few_shot(
     excluded = set(exclude_videos)
     candidates = sorted(
         (
-            FewShotExample(r["video_id"], r["transcript"], round(float(r["score"]), 1))
+            FewShotExample(r["video_id"], r["transcript"], gold_decimal(r["score"]))
             for r in pool
             if r["dimension"] == dimension and r.get("score") is not None and r["video_id"] not in excluded
         ),

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
 from mis_bench_dataset.outputs import OutputFolder, write_atomic
 from mis_bench_dataset.video_ids import normalize_video_id
 
@@ -32,19 +34,24 @@ SCHEMA_VERSION = "1.0"
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "submission.schema.json"
 # 996 videos x 8 dimensions with chain-of-thought raw responses of a few kB each
 # stay well below this; anything larger is a mistake or an attack on the scorer.
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 # Reasons listed per kind of problem before the rest are summarised.
 _MAX_REASONS_PER_KIND = 10
 
 
-class SubmissionError(ValueError):
-    """A submission that cannot be accepted; `reasons` lists every problem found."""
+class SubmissionError(DataError):
+    """A submission that cannot be accepted; `reasons` lists every problem found (`listing()`)."""
 
     def __init__(self, source: str, reasons: list[str]):
         self.source = source
         self.reasons = list(reasons)
-        bullet_list = "\n".join(f"  - {reason}" for reason in self.reasons)
-        super().__init__(f"{source}: submission rejected ({len(self.reasons)} problem(s)):\n{bullet_list}")
+        self.problems = self.reasons
+        first = self.reasons[0] if self.reasons else "no reason given"
+        more = f" (and {len(self.reasons) - 1} more problem(s))" if len(self.reasons) > 1 else ""
+        super().__init__(f"submission rejected: {first}{more}", where=source,
+                         hint="fix the file (`mis-bench submit` lists every problem)")
+
+    def listing(self) -> str:
+        return "\n".join(f"  - {reason}" for reason in self.reasons)
 
 
 @lru_cache(maxsize=1)
@@ -63,44 +70,20 @@ def _validator():
 # ----------------------------------------------------------------------------- loading
 
 
-def _reject_constant(token: str) -> float:
-    raise ValueError(f"{token} is not valid JSON (NaN and Infinity are not numbers in JSON)")
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    counts = Counter(key for key, _ in pairs)
-    duplicated = sorted(key for key, count in counts.items() if count > 1)
-    if duplicated:
-        raise ValueError(f"duplicate JSON object key(s): {', '.join(map(repr, duplicated))}")
-    return dict(pairs)
-
-
 def parse_submission_bytes(data: bytes, source: str = "<submission>", *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
-    """Strict JSON: size-limited, UTF-8, no NaN/Infinity, no duplicate object keys."""
-    if len(data) > max_bytes:
-        raise SubmissionError(source, [f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit"])
+    """Strict JSON (`mis_bench_dataset.jsonio`): size- and depth-limited, UTF-8, no NaN, no duplicate keys."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise SubmissionError(source, [f"not UTF-8 text: {err}"]) from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as err:
-        raise SubmissionError(source, [f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}"]) from None
-    except ValueError as err:
-        raise SubmissionError(source, [str(err)]) from None
+        return loads_strict(data, source, max_bytes=max_bytes)
+    except JSONInputError as err:
+        raise SubmissionError(source, [err.reason]) from None
 
 
 def load_submission(path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
     """Read a submission file strictly (checks the size before reading it whole)."""
-    path = Path(path)
     try:
-        size = path.stat().st_size
-    except OSError as err:
-        raise SubmissionError(str(path), [f"cannot read: {err}"]) from None
-    if size > max_bytes:
-        raise SubmissionError(str(path), [f"file is {size:,} bytes, over the {max_bytes:,}-byte limit"])
-    return parse_submission_bytes(path.read_bytes(), str(path), max_bytes=max_bytes)
+        return read_json(path, max_bytes=max_bytes)
+    except JSONInputError as err:
+        raise SubmissionError(str(path), [err.reason]) from None
 
 
 # ----------------------------------------------------------------------------- validation

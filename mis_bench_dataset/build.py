@@ -26,7 +26,14 @@ from mis_bench_dataset.labels import Labels, read_labels
 from mis_bench_dataset.outputs import check_not_overlapping, check_replaceable_folder, write_manifest
 from mis_bench_dataset.parquet_writer import ShardedParquetWriter
 from mis_bench_dataset.problems import BuildError, Problem
-from mis_bench_dataset.release import MODALITIES, TEXT_MODALITY, VideoRecord, read_video, scan_release
+from mis_bench_dataset.release import (
+    MAX_RECORDING_SECONDS,
+    MODALITIES,
+    TEXT_MODALITY,
+    VideoRecord,
+    read_video,
+    scan_release,
+)
 from mis_bench_dataset.schema import (
     arrays_1d,
     arrays_2d,
@@ -213,12 +220,14 @@ def build_dataset(
     allow_label_problems: bool = False,
     progress: bool = True,
     max_shard_bytes: int = 512 << 20,
+    max_seconds: float = MAX_RECORDING_SECONDS,
 ) -> BuildReport:
     """Build the `features` and `scoring` configs of a release into `out_dir`.
 
     `release_dir` may be None when `transcripts` gives the text (a text-only build).
     Modality problems are reported, never fatal, unless `strict`; label problems
-    are fatal unless `allow_label_problems`. Raises `BuildError` with the list.
+    are fatal unless `allow_label_problems`. Raises `BuildError` with the list. An array
+    longer than `max_seconds` of frames is a `too_large` problem and is never decompressed.
     """
     from tqdm.auto import tqdm
 
@@ -285,7 +294,7 @@ def build_dataset(
         n_labeled = 0
         empty_gold = dict.fromkeys(DIMENSION_KEYS)
         for video_id in tqdm(video_ids, desc="building MIS-Bench", unit="video", disable=not progress or None):
-            record = read_video(index, video_id, transcript_map)
+            record = read_video(index, video_id, transcript_map, max_seconds=max_seconds)
             problems += record.problems
             bytes_read += record.bytes_read
             gold = gold_by_video.get(video_id, empty_gold)

@@ -41,14 +41,14 @@ class MisBenchError(Exception):
         return self.line()
 
 
-class UsageError(MisBenchError):
-    """A bad argument or a command that cannot run as asked (exit 2)."""
+class UsageError(MisBenchError, ValueError):
+    """A bad argument or a command that cannot run as asked (exit 2). A ValueError for library callers."""
 
     exit_code = EXIT_USAGE
 
 
-class DataError(MisBenchError):
-    """A bad, missing or foreign file or folder (exit 1)."""
+class DataError(MisBenchError, ValueError):
+    """A bad, missing or foreign file or folder (exit 1). A ValueError for library callers."""
 
     exit_code = EXIT_DATA
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 __all__ = [
     "ICC3Result",
@@ -133,6 +132,8 @@ def icc3_ci(
     df1, df2 = n - 1, (n - 1) * (k - 1)
     tail = 1 - (1 - confidence) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
+        from scipy import stats  # imported on use: scipy.stats takes seconds to import
+
         f_low = f_value / stats.f.ppf(tail, df1, df2)
         f_high = f_value * stats.f.ppf(tail, df2, df1)
         if average:
@@ -180,7 +181,7 @@ def icc3(matrix: np.ndarray | list, confidence: float = 0.95) -> ICC3Result:
         f=f_value,
         df1=df1,
         df2=df2,
-        pval=float(stats.f.sf(f_value, df1, df2)) if not np.isnan(f_value) else float("nan"),
+        pval=_f_test_p_value(f_value, df1, df2),
         ms_rows=ms_rows,
         ms_err=ms_err,
         n=n,
@@ -199,3 +200,9 @@ def mean_squared_error(predictions: np.ndarray | list, references: np.ndarray | 
     if not (np.isfinite(pred).all() and np.isfinite(ref).all()):
         raise ValueError("mean_squared_error got a non-finite value; drop unparsed items first")
     return _scalar_or_array(np.mean((pred - ref) ** 2, axis=-1))
+
+
+def _f_test_p_value(f_value: float, df1: float, df2: float) -> float:
+    from scipy import stats
+
+    return float(stats.f.sf(f_value, df1, df2)) if not np.isnan(f_value) else float("nan")

@@ -169,22 +169,46 @@ def _read_long(path: Path, reader: csv.DictReader) -> Labels:
     return Labels(path, "long", gold, dict(ratings), problems)
 
 
-def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
-    problems: list[Problem] = []
+@dataclass(frozen=True)
+class WideHeader:
+    """How a wide file's columns map to dimensions: the one reading shared by labels and predictions."""
+
+    columns: dict[str, str]  # column -> dimension key
+    unknown: list[str]  # neither a dimension nor a known bookkeeping column
+    clashes: list[str]  # dimensions that several columns map to
+    missing: list[str]  # dimensions without a column
+
+
+def map_wide_header(header: list[str], id_column: str) -> WideHeader:
+    """Map each column of a wide header (dimension keys, names or paper abbreviations) to its dimension."""
     columns: dict[str, str] = {}
-    for name in reader.fieldnames or []:
+    unknown = []
+    for name in header:
         if name == id_column:
             continue
         try:
             columns[name] = resolve_dimension(name)
         except KeyError:
-            if name.strip().casefold() in IGNORED_COLUMNS:
-                continue
-            problems.append(Problem("label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored",
-                                    path=str(path), row=1))
-    missing = sorted(set(DIMENSION_KEYS) - set(columns.values()))
-    if missing:
-        problems.append(Problem("label_bad_header", f"no column for dimension(s) {missing}", path=str(path), row=1))
+            if name.strip().casefold() not in IGNORED_COLUMNS:
+                unknown.append(name)
+    mapped = list(columns.values())
+    clashes = sorted({d for d in mapped if mapped.count(d) > 1})
+    missing = sorted(set(DIMENSION_KEYS) - set(mapped))
+    return WideHeader(columns, unknown, clashes, missing)
+
+
+def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
+    problems: list[Problem] = []
+    header = map_wide_header(list(reader.fieldnames or []), id_column)
+    columns = header.columns
+    for name in header.unknown:
+        problems.append(Problem("label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored",
+                                path=str(path), row=1))
+    if header.clashes:
+        raise BuildError(f"several columns map to dimension(s) {header.clashes}", where=f"{path}, header",
+                         hint="keep one column per dimension")
+    if header.missing:
+        problems.append(Problem("label_bad_header", f"no column for dimension(s) {header.missing}", path=str(path), row=1))
     gold: dict[str, dict[str, float | None]] = {}
     for row_number, row in enumerate(reader, start=2):
         video_id = _video_id(row.get(id_column) or "", path, row_number, problems)

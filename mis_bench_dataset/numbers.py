@@ -39,10 +39,19 @@ def round_half_up_array(values: np.ndarray, places: int = 1) -> np.ndarray:
 
 
 def exact_decimal(value: float | np.floating) -> float:
-    """A float32 score widened through its shortest repr (3.7, not 3.700000047); other floats as they are."""
+    """A float32 value widened through its shortest repr (3.7, not 3.700000047); other floats as they are."""
     if isinstance(value, np.float32) and np.isfinite(value):
         return float(str(value))
     return float(value)
+
+
+def gold_decimal(value: float | np.floating) -> float:
+    """A gold score read from the dataset's float32 column, at its decimal, however it was widened on the way.
+
+    `datasets` hands float32 values over as Python floats (3.700000047683716); narrowing back to
+    float32 and taking the shortest repr recovers 3.7 exactly, for any score of up to 7 digits.
+    """
+    return exact_decimal(np.float32(value))
 
 
 def is_number(value: object) -> bool:

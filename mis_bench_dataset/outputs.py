@@ -122,6 +122,11 @@ class OutputFolder:
         return True
 
 
+def as_output_folder(out: str | Path | OutputFolder, command: str, inputs: Iterable[str | Path] = ()) -> OutputFolder:
+    """`out` as an OutputFolder (a path given by a library caller becomes one for `command`)."""
+    return out if isinstance(out, OutputFolder) else OutputFolder(out, command=command, inputs=inputs)
+
+
 def claim_file(path: str | Path, *, command: str, writer: str, arg: str, inputs: Iterable[str | Path] = ()) -> Path:
     """Claim one output file given on the command line (`score --json FILE`)."""
     path = Path(path).expanduser()

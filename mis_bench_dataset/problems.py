@@ -17,6 +17,7 @@ PROBLEM_KINDS: dict[str, str] = {
     "missing_modality_folder": "a modality folder is absent from the whole release; that modality is empty everywhere",
     "missing_file": "the video has no file for this modality; the modality is empty for that video",
     "unreadable": "the npz could not be opened (truncated zip, not an npz, pickled object)",
+    "too_large": "an array is longer than the limit (two hours of frames by default); it is not decompressed",
     "bad_keys": "the npz lacks the expected arrays",
     "bad_width": "the features array is not T x W with the modality's width",
     "bad_dtype": "the array is not numeric (or the transcript not a string)",

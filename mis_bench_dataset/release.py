@@ -11,7 +11,10 @@ Layout (exactly that of the public release)::
 
 Files are opened with `allow_pickle=False`. A file that is absent or broken
 never aborts the read: the modality is returned empty and a `Problem` names the
-video, modality, file and reason.
+video, modality, file and reason. Every array's shape and dtype are read from its
+header first: an array longer than `max_seconds` of frames at its modality's rate
+(default two hours) is reported as `too_large` and never decompressed, so a small
+hostile file cannot make the reader allocate gigabytes.
 """
 
 from __future__ import annotations
@@ -32,19 +35,23 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Modality:
-    """An array modality: its column name in the dataset, its folder and row width."""
+    """An array modality: its column name in the dataset, its folder, row width and highest frame rate (rows/s)."""
 
     name: str
     folder: str
     width: int
+    frame_rate: float
 
 
 MODALITIES: tuple[Modality, ...] = (
-    Modality("openface", "video/openface3", 208),
-    Modality("librosa", "audio/librosa", 93),
-    Modality("wav2vec", "audio/wav2vec", 768),
-    Modality("prosody", "audio/prosody", 15),
+    Modality("openface", "video/openface3", 208, 60.0),  # videos run at 24-30 fps; 60 leaves room
+    Modality("librosa", "audio/librosa", 93, 50.0),
+    Modality("wav2vec", "audio/wav2vec", 768, 50.0),
+    Modality("prosody", "audio/prosody", 15, 1.0),  # one row per segment
 )
+# What one array may hold before it is refused unread (settable: `build_dataset(max_seconds=...)`).
+MAX_RECORDING_SECONDS = 2 * 60 * 60
+MAX_TRANSCRIPT_CHARS = 1_000_000
 MODALITY_BY_NAME: dict[str, Modality] = {m.name: m for m in MODALITIES}
 # Column layout inside the arrays (paper Table 1); every consumer slices with these.
 OPENFACE_AUS = slice(0, 8)
@@ -251,8 +258,43 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
     )
 
 
-def _load_npz(path: Path, video_id: str, modality: str, rel: str) -> tuple[dict[str, np.ndarray] | None, Problem | None]:
+def npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """name -> (shape, dtype) of every array in an npz, read from the headers without decompressing the data."""
+    headers = {}
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(member)
+            headers[info.filename[: -len(".npy")]] = (tuple(shape), dtype)
+    return headers
+
+
+def _too_large(headers: dict[str, tuple[tuple[int, ...], np.dtype]], max_rows: int, max_chars: int) -> str | None:
+    """Why the arrays are too large to read, or None."""
+    for name, (shape, dtype) in headers.items():
+        if dtype.kind == "U":
+            chars = dtype.itemsize // 4 * int(np.prod(shape, dtype=np.int64))
+            if chars > max_chars:
+                return f"'{name}' holds {chars:,} characters, over the limit of {max_chars:,}"
+        elif shape and shape[0] > max_rows:
+            return f"'{name}' has {shape[0]:,} rows, over the limit of {max_rows:,}"
+        elif int(np.prod(shape, dtype=np.int64)) > max_rows * 1024:
+            return f"'{name}' has shape {shape}, over the size limit"
+    return None
+
+
+def _load_npz(
+    path: Path, video_id: str, modality: str, rel: str, *, max_rows: int, max_chars: int = MAX_TRANSCRIPT_CHARS
+) -> tuple[dict[str, np.ndarray] | None, Problem | None]:
     try:
+        reason = _too_large(npz_headers(path), max_rows, max_chars)
+        if reason is not None:
+            return None, Problem("too_large", reason + " (never decompressed)", video_id=video_id, modality=modality,
+                                 path=rel)
         with np.load(path, allow_pickle=False) as npz:
             return {key: npz[key] for key in npz.files}, None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
@@ -260,14 +302,17 @@ def _load_npz(path: Path, video_id: str, modality: str, rel: str) -> tuple[dict[
         return None, Problem("unreadable", reason, video_id=video_id, modality=modality, path=rel)
 
 
-def read_modality(path: Path, modality: Modality, video_id: str, root: Path | None = None) -> tuple[ModalityData, Problem | None]:
+def read_modality(
+    path: Path, modality: Modality, video_id: str, root: Path | None = None, *, max_seconds: float = MAX_RECORDING_SECONDS
+) -> tuple[ModalityData, Problem | None]:
     """Read and validate one array modality file; a broken file gives an empty modality and a Problem."""
     rel = path.relative_to(root).as_posix() if root is not None else str(path)
 
     def fail(kind: str, reason: str) -> tuple[ModalityData, Problem]:
         return _empty(modality.width), Problem(kind, reason, video_id=video_id, modality=modality.name, path=rel)
 
-    arrays, problem = _load_npz(path, video_id, modality.name, rel)
+    max_rows = max(1, int(max_seconds * modality.frame_rate))
+    arrays, problem = _load_npz(path, video_id, modality.name, rel, max_rows=max_rows)
     if problem is not None:
         return _empty(modality.width), problem
     missing = [key for key in ("features", "timestamps") if key not in arrays]
@@ -295,7 +340,7 @@ def read_modality(path: Path, modality: Modality, video_id: str, root: Path | No
 
 def read_transcript(path: Path, video_id: str, root: Path | None = None) -> tuple[str | None, Problem | None]:
     rel = path.relative_to(root).as_posix() if root is not None else str(path)
-    arrays, problem = _load_npz(path, video_id, TEXT_MODALITY, rel)
+    arrays, problem = _load_npz(path, video_id, TEXT_MODALITY, rel, max_rows=MAX_TRANSCRIPT_CHARS)
     if problem is not None:
         return None, problem
     if "text" not in arrays:
@@ -308,7 +353,10 @@ def read_transcript(path: Path, video_id: str, root: Path | None = None) -> tupl
     return str(text.reshape(()).item()), None
 
 
-def read_video(index: ReleaseIndex, video_id: str, transcripts: dict[str, str] | None = None) -> VideoRecord:
+def read_video(
+    index: ReleaseIndex, video_id: str, transcripts: dict[str, str] | None = None, *,
+    max_seconds: float = MAX_RECORDING_SECONDS,
+) -> VideoRecord:
     """Read one video's modalities; problems for absent files were already reported by `scan_release`."""
     parts = parse_video_id(video_id)
     problems: list[Problem] = []
@@ -320,7 +368,7 @@ def read_video(index: ReleaseIndex, video_id: str, transcripts: dict[str, str] |
             modalities[modality.name] = _empty(modality.width)
             continue
         bytes_read += path.stat().st_size
-        data, problem = read_modality(path, modality, video_id, index.root)
+        data, problem = read_modality(path, modality, video_id, index.root, max_seconds=max_seconds)
         modalities[modality.name] = data
         if problem is not None:
             problems.append(problem)

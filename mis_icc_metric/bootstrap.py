@@ -19,9 +19,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.icc import icc3_from_cross_products
 
 __all__ = [
+    "MAX_BOOTSTRAP",
     "bootstrap_indices",
     "resample_counts",
     "resampled_sums",
@@ -33,6 +35,9 @@ __all__ = [
 ]
 
 _CHUNK_ROWS = 1024
+# The index matrix and the replicates grow with resamples x videos; this cap keeps a full
+# 996-video bootstrap under about 1 GiB (the paper uses 10,000 resamples).
+MAX_BOOTSTRAP = 200_000
 
 
 def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.ndarray:
@@ -44,6 +49,9 @@ def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.nd
         raise ValueError(f"bootstrap needs at least one item, got n_items={n_items}")
     if n_resamples < 1:
         raise ValueError(f"n_bootstrap must be >= 1, got {n_resamples}")
+    if n_resamples > MAX_BOOTSTRAP:
+        raise UsageError(f"{n_resamples:,} bootstrap resamples exceed the limit of {MAX_BOOTSTRAP:,}",
+                         hint="memory grows with resamples x videos; 10,000 (the paper's) is plenty for a 95% CI")
     rng = np.random.default_rng(seed)
     dtype = np.uint16 if n_items <= 2**16 else np.int32
     return rng.integers(0, n_items, size=(n_resamples, n_items), dtype=dtype)

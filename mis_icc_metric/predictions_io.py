@@ -25,8 +25,9 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.dimensions import resolve_dimension
-from mis_bench_dataset.labels import ID_COLUMNS, IGNORED_COLUMNS
+from mis_bench_dataset.labels import ID_COLUMNS, map_wide_header
 from mis_bench_dataset.video_ids import normalize_video_id
 
 from .scoring import Key, coerce_score
@@ -46,7 +47,7 @@ GOLD_VALUE_COLUMNS = ("score", "reference", "gold")
 _NULL_TEXT = {"", "nan", "none", "null", "na", "n/a"}
 
 
-class PredictionsFormatError(ValueError):
+class PredictionsFormatError(DataError):
     """A predictions/references file that cannot be read as given (names file, row, column)."""
 
 
@@ -169,23 +170,14 @@ def read_predictions(path: str | Path) -> list[dict]:
             f"{path}: need long columns {list(LONG_COLUMNS)} or an id column ({', '.join(ID_COLUMNS)}) "
             f"plus one column per dimension; found {header}"
         )
-    columns: dict[str, str] = {}
-    ignored = []
-    for column in header:
-        if column == id_column:
-            continue
-        try:
-            columns[column] = resolve_dimension(column)
-        except KeyError:
-            ignored.append(column)
+    wide = map_wide_header(header, id_column)
+    columns = wide.columns
     if not columns:
         raise PredictionsFormatError(f"{path}: no dimension columns found in {header}")
-    clash = [d for d in set(columns.values()) if list(columns.values()).count(d) > 1]
-    if clash:
-        raise PredictionsFormatError(f"{path}: several columns map to dimension(s) {sorted(clash)}")
-    shown = [c for c in ignored if c.casefold() not in IGNORED_COLUMNS]
-    if shown:
-        logger.warning("%s: columns %s are not FIS dimensions and were ignored", path, shown)
+    if wide.clashes:
+        raise PredictionsFormatError(f"{path}: several columns map to dimension(s) {wide.clashes}")
+    if wide.unknown:
+        logger.warning("%s: columns %s are not FIS dimensions and were ignored", path, wide.unknown)
     for number, row in rows:
         video = _video(row.get(id_column), path, number, id_column)
         for column, dim in columns.items():
@@ -260,22 +252,11 @@ def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
 
 
 def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
-    """The gold column of the `scoring` config, loaded with a private, throw-away cache.
-
-    datasets 5.x keys the cache of a local folder by the folder's name and its card's
-    config, not by the files' content: two different builds in folders with the same
-    name would silently return the first one's rows. A fresh cache_dir per call avoids it.
-    """
-    import tempfile
-
-    import datasets
+    """The gold column of the `scoring` config (loaded with a private cache: `mis_bench_dataset.loading`)."""
+    from mis_bench_dataset.loading import load_build
 
     needed = ["video_id", "dimension", "score"]
-    with tempfile.TemporaryDirectory(prefix="mis_icc_refs_") as cache_dir:
-        try:
-            dataset = datasets.load_dataset(str(directory), "scoring", split=split, cache_dir=cache_dir)
-        except ValueError as exc:
-            raise PredictionsFormatError(f"{directory}: cannot load split {split!r} of config 'scoring': {exc}") from exc
+    with load_build(directory, "scoring", split) as dataset:
         absent = [c for c in needed if c not in dataset.column_names]
         if absent:
             raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
@@ -283,7 +264,7 @@ def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
         videos = table.column("video_id").to_pylist()
         dims = table.column("dimension").to_pylist()
         scores = table.column("score").to_numpy(zero_copy_only=False).copy()
-        del dataset, table
+        del table
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     unlabeled = 0
@@ -341,13 +322,7 @@ def _references_from_labels(path: Path) -> dict[Key, float]:
 
 
 def _has_dimension_column(header: list[str]) -> bool:
-    for column in header:
-        try:
-            resolve_dimension(column)
-            return True
-        except KeyError:
-            continue
-    return False
+    return bool(map_wide_header(header, id_column="").columns)
 
 
 def read_references(source: str | Path, split: str = "test") -> dict[Key, float]:

@@ -51,9 +51,9 @@ class RAFTConfig(SFTConfig):
             raise ValueError(f"RAFTConfig.loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.ce_weight < 0:
             raise ValueError(f"ce_weight must be >= 0, got {self.ce_weight}")
-        from raft_trainer.media import check_modality
+        from mis_bench_dataset.inputs import setting_media
 
-        check_modality(self.modality)
+        setting_media(self.modality)
         if self.input_source not in ("features", "raw"):
             raise ValueError(f"RAFTConfig.input_source must be 'features' or 'raw', got {self.input_source!r}")
         if self.input_source == "raw" and self.modality == "text":

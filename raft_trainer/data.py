@@ -16,7 +16,8 @@ from typing import Any, Mapping
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC, resolve_dimension
 from raft_trainer.digits import DigitTokens, format_score
-from raft_trainer.media import MEDIA_CONTEXT_COLUMN, check_modality
+from mis_bench_dataset.inputs import setting_media
+from raft_trainer.media import MEDIA_CONTEXT_COLUMN
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class ScoringEncoder(TrainingRowMixin):
     modality: str = "text"
 
     def __post_init__(self) -> None:
-        self.media = check_modality(self.modality)
+        self.media = setting_media(self.modality)
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(
                 f"tokenizer {getattr(self.tokenizer, 'name_or_path', '')!r} has no chat template; MIS-RAFT renders "

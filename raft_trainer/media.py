@@ -2,7 +2,7 @@
 
 The public release has no raw audio or video. For `audio+text`, `video+text` and
 `audio+video+text` a row then gets the same numeric, plainly labelled descriptors the zero-shot
-harness uses (`eval_scripts.feature_inputs`, computed from the `features` config and joined on
+harness uses (`mis_bench_dataset.feature_descriptors`, computed from the `features` config and joined on
 `video_id`), stored in the row's `media_context` column and recorded as `input_source =
 "features"`. A video whose features for a requested medium were not released gets an explicit
 "not available" line: a multimodal setting never silently degrades to a text-only prompt.
@@ -19,32 +19,19 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.prompts import SETTING_MEDIA
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS
+from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS, describe_media
+from mis_bench_dataset.inputs import UnsupportedSetting, setting_media
+from mis_bench_dataset.loading import load_build
 
 logger = logging.getLogger(__name__)
 
 MEDIA_CONTEXT_COLUMN = "media_context"
-INPUT_SOURCES = ("auto", "features", "raw")
-MEDIA_ORDER = ("audio", "video")  # the order of the blocks in the prompt, as in the harness
-PATH_COLUMNS = {"audio": "audio_path", "video": "video_path"}
 # The `features` flags saying whether a medium's features were released for a video.
 PRESENCE_FLAGS = {"audio": ("has_librosa", "has_prosody"), "video": ("has_openface",)}
 _FEATURES_HEADER = (
     "Feature-derived inputs (numeric summaries of the released features; the model does not see or hear "
     "the recording):"
 )
-
-
-class UnsupportedModality(ValueError):
-    """A modality setting cannot run with these rows, dataset or processor; the message says why."""
-
-
-def check_modality(modality: str) -> tuple[str, ...]:
-    """The media of a setting (eval_scripts.prompts.SETTING_MEDIA), audio first."""
-    if modality not in MODALITY_SETTINGS:
-        raise UnsupportedModality(f"unknown modality {modality!r}; expected one of {', '.join(MODALITY_SETTINGS)}")
-    return tuple(m for m in MEDIA_ORDER if m in SETTING_MEDIA[modality])
 
 
 def not_available_line(medium: str) -> str:
@@ -56,79 +43,35 @@ def not_available_line(medium: str) -> str:
 
 def feature_context(features_row: Mapping[str, Any], modality: str) -> str:
     """The feature-derived block of one video for `modality` (the harness's descriptors, in its words)."""
-    from eval_scripts.feature_inputs import feature_media_block
-
-    media = check_modality(modality)
+    media = setting_media(modality)
     if not media:
         return ""
     parts = [_FEATURES_HEADER]
     for medium in media:
         released = any(bool(features_row.get(flag, False)) for flag in PRESENCE_FLAGS[medium])
         if released:
-            block, _ = feature_media_block(features_row, f"{medium}+text", "text")
-            parts.append(block)
+            parts.append(describe_media(features_row, f"{medium}+text"))
         else:
             parts.append(not_available_line(medium))
     return "\n".join(parts)
 
 
-def has_raw_media(column_names: Iterable[str], rows: Iterable[Mapping[str, Any]], modality: str) -> bool:
-    """True when every row carries a path for every medium of `modality`."""
-    columns = set(column_names)
-    needed = [PATH_COLUMNS[m] for m in check_modality(modality)]
-    if not needed or not all(c in columns for c in needed):
-        return False
-    return all(row.get(c) for row in rows for c in needed)
-
-
-def resolve_input_source(modality: str, column_names: Iterable[str], rows: Iterable[Mapping[str, Any]], requested: str = "auto") -> str:
-    """`text`, `features` or `raw` for this setting; refuses `raw` without media paths, naming them."""
-    media = check_modality(modality)
-    if requested not in INPUT_SOURCES:
-        raise UnsupportedModality(f"unknown input source {requested!r}; expected one of {', '.join(INPUT_SOURCES)}")
-    if not media:
-        if requested == "raw":
-            raise UnsupportedModality("--input-source raw needs an audio/video modality; the text setting has no media")
-        return "text"
-    rows = list(rows)
-    raw = has_raw_media(column_names, rows, modality)
-    if requested == "raw" and not raw:
-        needed = ", ".join(PATH_COLUMNS[m] for m in media)
-        raise UnsupportedModality(
-            f"{modality} with raw media: the scoring rows lack {needed} (the public release has no raw media; "
-            "use --input-source features for the feature-derived descriptors)"
-        )
-    if requested == "auto":
-        return "raw" if raw else "features"
-    return requested
-
-
 def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterable[str] | None = None) -> dict[str, str]:
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config."""
-    import datasets
-
-    from eval_scripts.feature_inputs import FEATURE_COLUMNS
-
-    media = check_modality(modality)
+    media = setting_media(modality)
     if not media:
         return {}
-    try:
-        loaded = datasets.load_dataset(str(dataset_dir), "features")
-    except (ValueError, FileNotFoundError) as err:
-        raise UnsupportedModality(
-            f"{modality}: {dataset_dir} has no usable `features` config to derive {' and '.join(media)} "
-            f"descriptors from ({err})"
-        ) from err
     contexts: dict[str, str] = {}
-    for split in splits or list(loaded):
-        if split not in loaded:
-            continue
-        table = loaded[split]
-        wanted = ["video_id", "transcript"] + [c for m in media for c in FEATURE_COLUMNS[m] if c in table.column_names]
-        table = table.select_columns(wanted).with_format("numpy")
-        for index in range(len(table)):
-            row = table[index]
-            contexts[str(row["video_id"])] = feature_context(row, modality)
+    with load_build(dataset_dir, "features") as loaded:
+        for split in splits or list(loaded):
+            if split not in loaded:
+                continue
+            table = loaded[split]
+            wanted = ["video_id", "transcript"] + [c for m in media for c in FEATURE_COLUMNS[m] if c in table.column_names]
+            table = table.select_columns(wanted).with_format("numpy")
+            for index in range(len(table)):
+                row = table[index]
+                contexts[str(row["video_id"])] = feature_context(row, modality)
     return contexts
 
 
@@ -136,7 +79,7 @@ def attach_feature_context(dataset, contexts: Mapping[str, str], modality: str, 
     """Add the `media_context` column (joined on video_id); every video must have a `features` row."""
     missing = sorted(set(dataset["video_id"]) - contexts.keys())
     if missing:
-        raise UnsupportedModality(
+        raise UnsupportedSetting(
             f"{where}: {len(missing)} video(s) have no row in the `features` config, e.g. {missing[:3]}; "
             f"cannot build {modality} prompts for them"
         )
@@ -147,10 +90,10 @@ def attach_feature_context(dataset, contexts: Mapping[str, str], modality: str, 
 
 def check_processor_takes_media(processor: Any, modality: str) -> None:
     """Refuse raw media unless the processor has a processor for each medium of the setting."""
-    for medium in check_modality(modality):
+    for medium in setting_media(modality):
         attribute = {"video": "video_processor", "audio": "feature_extractor"}[medium]
         if getattr(processor, attribute, None) is None:
-            raise UnsupportedModality(
+            raise UnsupportedSetting(
                 f"{modality} with raw media: the processor {type(processor).__name__} cannot take {medium} "
                 f"(it has no `{attribute}`; a tokenizer alone takes text only). Load the model's AutoProcessor, "
                 "or use --input-source features"

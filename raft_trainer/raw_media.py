@@ -27,7 +27,8 @@ from raft_trainer.data import (
     user_prompt,
 )
 from raft_trainer.digits import DigitTokens
-from raft_trainer.media import PATH_COLUMNS, UnsupportedModality, check_modality, check_processor_takes_media
+from mis_bench_dataset.inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
+from raft_trainer.media import check_processor_takes_media
 
 logger = logging.getLogger(__name__)
 
@@ -45,13 +46,13 @@ class RawMediaEncoder(TrainingRowMixin):
     max_length: int | None = None
 
     def __post_init__(self) -> None:
-        self.media = check_modality(self.modality)
+        self.media = setting_media(self.modality)
         if not self.media:
-            raise UnsupportedModality("raw media needs an audio/video modality, got 'text'")
+            raise UnsupportedSetting("raw media needs an audio/video modality, got 'text'")
         check_processor_takes_media(self.processor, self.modality)
         self.tokenizer = getattr(self.processor, "tokenizer", None)
         if self.tokenizer is None:
-            raise UnsupportedModality(f"the processor {type(self.processor).__name__} has no tokenizer")
+            raise UnsupportedSetting(f"the processor {type(self.processor).__name__} has no tokenizer")
 
     def messages(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
         missing = [PATH_COLUMNS[m] for m in self.media if not row.get(PATH_COLUMNS[m])]
@@ -92,7 +93,7 @@ class RawMediaEncoder(TrainingRowMixin):
         out = {"input_ids": ids, "labels": [-100] * prompt_len + ids[prompt_len:], "score_index": score_index}
         unbatched = sorted(set(inputs) - {"input_ids", "attention_mask", *MEDIA_BATCH_KEYS})
         if unbatched:  # e.g. an audio processor's input_features: dropping them would feed placeholders only
-            raise UnsupportedModality(
+            raise UnsupportedSetting(
                 f"the processor {type(self.processor).__name__} returned {unbatched}, which the RAFT collator does not "
                 f"batch yet (it batches {', '.join(MEDIA_BATCH_KEYS)}); use --input-source features"
             )

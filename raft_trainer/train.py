@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from raft_trainer.media import INPUT_SOURCES
+from mis_bench_dataset.inputs import INPUT_SOURCES
 
 logger = logging.getLogger("raft_trainer.train")
 
@@ -91,18 +91,19 @@ def prepare_inputs(splits, args) -> str:
 
     Refuses (SystemExit naming the reason) rather than training a multimodal setting on text alone.
     """
+    from mis_bench_dataset.inputs import UnsupportedSetting, resolve_input_source
     from raft_trainer.media import (
-        UnsupportedModality, attach_feature_context, load_feature_contexts, resolve_input_source,
+        attach_feature_context, load_feature_contexts,
     )
 
     try:
-        source = resolve_input_source(args.modality, splits["train"].column_names, splits["train"], args.input_source)
+        source = resolve_input_source(args.modality, splits["train"], args.input_source)
         if source == "features":
             contexts = load_feature_contexts(args.dataset, args.modality, list(splits))
             for name in list(splits):
                 splits[name] = attach_feature_context(splits[name], contexts, args.modality, f"{args.dataset} {name} split")
             logger.info("%s: feature-derived descriptors from the `features` config for %d videos", args.modality, len(contexts))
-    except UnsupportedModality as err:
+    except UnsupportedSetting as err:
         raise SystemExit(str(err)) from err
     return source
 
@@ -111,7 +112,8 @@ def load_media_processor(model: str, modality: str):
     """The model's AutoProcessor, refused (SystemExit, with why) unless it takes the setting's media."""
     from transformers import AutoProcessor
 
-    from raft_trainer.media import UnsupportedModality, check_processor_takes_media
+    from mis_bench_dataset.inputs import UnsupportedSetting
+    from raft_trainer.media import check_processor_takes_media
 
     try:
         processor = AutoProcessor.from_pretrained(model)
@@ -123,7 +125,7 @@ def load_media_processor(model: str, modality: str):
         ) from err
     try:
         check_processor_takes_media(processor, modality)
-    except UnsupportedModality as err:
+    except UnsupportedSetting as err:
         raise SystemExit(str(err)) from err
     return processor
 

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import yaml
 
-from mis_bench_dataset import cli_build, cli_synth
 from mis_bench_dataset.dimensions import DIMENSIONS, RUBRIC
 
 
@@ -53,33 +51,21 @@ def test_real_release_card_has_no_synthetic_banner(tmp_path):
 
 
 def cli_main(argv):
-    from mis_bench_dataset.cli import main
+    from eval_scripts.cli import main
 
     return main(argv)
 
 
-def _parser():
-    parser = argparse.ArgumentParser(prog="mis-bench")
-    sub = parser.add_subparsers()
-    cli_synth.register(sub)
-    cli_build.register(sub)
-    return parser
-
-
 def test_cli_synth_then_build(tmp_path, capsys):
-    parser = _parser()
-    args = parser.parse_args(["synth", str(tmp_path / "rel"), "--videos", "5", "--seed", "2", "--json"])
-    assert args.func(args) == 0
+    assert cli_main(["synth", str(tmp_path / "rel"), "--videos", "5", "--seed", "2", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_videos"] == 5 and summary["synthetic"] is True
-    args = parser.parse_args(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
-                              "--out", str(tmp_path / "out"), "--json"])
-    assert args.func(args) == 0
+    assert cli_main(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
+                     "--out", str(tmp_path / "out"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["n_videos"] == 5 and report["n_labeled_videos"] == 5 and report["synthetic"]
-    args = parser.parse_args(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
-                              "--out", str(tmp_path / "out")])
-    assert args.func(args) == 0
+    assert cli_main(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
+                     "--out", str(tmp_path / "out")]) == 0
     assert "human single-rater ICC(3,1)" in capsys.readouterr().out
     (tmp_path / "rel" / "audio" / "prosody").joinpath(f"{summary_first(tmp_path)}.npz").unlink()
     assert cli_main(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"]) == 1

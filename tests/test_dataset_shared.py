@@ -62,7 +62,7 @@ def test_subset10_missing_wav2vec_are_flagged_and_no_video_lost(subset_build, su
 
 def test_subset10_strict_exits_nonzero_naming_them(subset10_dir, subset_build, tmp_path, capsys):
     report, _ = subset_build
-    from mis_bench_dataset.cli import main
+    from eval_scripts.cli import main
 
     assert main(["build", str(subset10_dir), "--out", str(tmp_path / "x"), "--strict"]) == 1
     printed = capsys.readouterr().out

@@ -118,7 +118,7 @@ def test_backoff_is_jittered_bounded_and_honours_retry_after() -> None:
 
 
 def _cli(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "eval_scripts.cli_run", "run", *args]
+    return [sys.executable, "-m", "eval_scripts.cli", "run", *args]
 
 
 def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_build) -> None:
@@ -171,7 +171,8 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
 def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> None:
     import re
 
-    from eval_scripts.runner import HarnessError, load_rows
+    from mis_bench_dataset.errors import UsageError
+    from mis_bench_dataset.loading import load_rows
 
     train_transcripts = {r["transcript"].strip() for r in load_rows(synthetic_build, "scoring", "train")}
     test_rows = load_rows(synthetic_build, "scoring", "test")
@@ -184,7 +185,7 @@ def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> No
             shots = re.findall(r'Example \d\. Transcript:\n"""\n(.*?)\n"""\nExpert score: Final score: \d\.\d', text, re.S)
             assert len(shots) == 2 and all(shot in train_transcripts for shot in shots)
             assert not any(shot == row["transcript"].strip() for shot in shots for row in test_rows)
-        with pytest.raises(HarnessError, match="few-shot examples come from the train split"):
+        with pytest.raises(UsageError, match="few-shot examples come from the train split"):
             run_setting(_config(tmp_path, server, dataset=synthetic_build, few_shot_k=2, split="train"))
 
 

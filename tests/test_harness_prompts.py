@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from _harness_helpers import scoring_rows
-from eval_scripts.feature_inputs import (
+from eval_scripts.feature_plots import feature_media_block
+from mis_bench_dataset.feature_descriptors import (
     MIN_PAUSE_SECONDS,
     audio_descriptors,
     describe_audio,
     describe_video,
-    feature_media_block,
     video_descriptors,
 )
 from eval_scripts.parse import parse_score

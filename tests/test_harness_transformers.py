@@ -50,7 +50,7 @@ def test_text_only_model_refuses_raw_video(tiny_model, tmp_path) -> None:
 
 
 def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, synthetic_build, tmp_path) -> None:
-    from eval_scripts.cli_run import main
+    from eval_scripts.cli import main
     from eval_scripts.results import validate_results
     from mis_icc_metric.predictions_io import read_predictions, read_references
     from mis_icc_metric.scoring import score_predictions

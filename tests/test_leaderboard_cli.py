@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from mis_bench_dataset.cli import main as cli_main
+from eval_scripts.cli import main as cli_main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from tests._leaderboard_helpers import make_results, noisy_predictions
 
@@ -44,8 +44,10 @@ def test_submit_rejects_with_reasons_and_exit_code_1(tmp_path, labelled, capsys)
     obj["predictions"][0]["prediction"] = 9.5
     source.write_text(json.dumps(obj))
     assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
-    err = capsys.readouterr().err
-    assert "partial.json: submission rejected" in err and "coverage:" in err and "9.5 is not a number" in err
+    captured = capsys.readouterr()
+    assert "submission rejected" in captured.err and "partial.json" in captured.err
+    assert len(captured.err.strip().splitlines()[-1:]) == 1 and "Traceback" not in captured.err
+    assert "coverage:" in captured.out and "9.5 is not a number" in captured.out  # every reason is listed
     assert not (tmp_path / "pkg").exists()
 
 
@@ -86,9 +88,9 @@ def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
 def test_report_command_needs_scores_or_references(tmp_path, labelled, capsys):
     _, references = labelled
     source = _results_file(tmp_path, "results.json", references, 0.3, 5)
-    assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 2
+    assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 1  # a data error
     assert "pass --references" in capsys.readouterr().err
-    assert cli_main(["report", str(tmp_path / "absent"), "--out", str(tmp_path / "rep")]) == 2
+    assert cli_main(["report", str(tmp_path / "absent"), "--out", str(tmp_path / "rep")]) == 1  # a missing input file: data error
     assert "no such file or folder" in capsys.readouterr().err
 
 

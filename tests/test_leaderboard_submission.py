@@ -167,7 +167,7 @@ def test_many_problems_are_summarised_not_flooded(valid):
 def test_malformed_json_file(tmp_path):
     path = tmp_path / "bad.json"
     path.write_text('{"schema_version": "1.0",', encoding="utf-8")
-    with pytest.raises(SubmissionError, match=r"(?s)bad\.json.*malformed JSON at line 1 column 26"):
+    with pytest.raises(SubmissionError, match=r"malformed JSON at line 1 column 26.*bad\.json"):
         load_submission(path)
 
 

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from mis_bench_dataset.errors import DataError
+
 from eval_scripts.main_job import DEFAULT_OUT, _out_dir, run_default
 from eval_scripts.submission import find_problems, load_submission
-from mis_bench_dataset.cli import main as cli_main
+from eval_scripts.cli import main as cli_main
 from mis_icc_metric.predictions_io import read_predictions, read_references
 
 
@@ -73,5 +75,5 @@ def test_default_job_on_a_given_dataset_with_json(synthetic_build, tmp_path, cap
 
 
 def test_default_job_refuses_a_folder_without_features(tmp_path):
-    with pytest.raises(SystemExit, match="no `features` config"):
+    with pytest.raises(DataError, match="no `features` config"):
         run_default(argparse.Namespace(dataset=str(tmp_path), out=str(tmp_path / "o")))

@@ -3,7 +3,6 @@ card, and the `score` / `compare` subcommands."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from pathlib import Path
@@ -13,7 +12,6 @@ import pytest
 import yaml
 
 import mis_icc_metric
-from mis_icc_metric import cli
 from mis_icc_metric.predictions_io import write_predictions
 from mis_icc_metric.scoring import json_safe, score_predictions
 
@@ -85,10 +83,9 @@ def test_metric_card_has_the_hub_yaml_header_and_paper_values():
 
 
 def _run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    cli.register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    from eval_scripts.cli import main
+
+    return main(argv)
 
 
 def test_score_cli_prints_the_table_and_writes_raw_json(tmp_path, capsys):
@@ -149,12 +146,12 @@ def test_score_cli_reports_bad_predictions_file(tmp_path, capsys):
     dataset = write_scoring_dataset(tmp_path / "ds", references)
     bad = tmp_path / "bad.csv"
     bad.write_text("video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,high\n")
-    assert _run(["score", "--predictions", str(bad), "--references", str(dataset)]) == 2
+    assert _run(["score", "--predictions", str(bad), "--references", str(dataset)]) == 1  # a data error
     assert re.search(r"mis-bench score: error: .*bad.csv, row 2, column 'prediction'", capsys.readouterr().err)
 
 
 def test_score_through_the_mis_bench_dispatcher(tmp_path, capsys):
-    from mis_bench_dataset.cli import main
+    from eval_scripts.cli import main
 
     predictions, references = make_scores(n=12, seed=8)
     dataset = write_scoring_dataset(tmp_path / "ds", references)

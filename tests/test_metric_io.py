@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+
+from mis_bench_dataset.errors import DataError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -143,7 +145,7 @@ def test_references_from_a_dataset_folder_widen_float32(tmp_path):
     _, references = make_scores(n=6, seed=0)
     directory = write_scoring_dataset(tmp_path / "ds", references)
     assert read_references(directory, split="test") == references
-    with pytest.raises(PredictionsFormatError, match="split 'validation'"):
+    with pytest.raises(DataError, match="split 'validation'"):
         read_references(directory, split="validation")
 
 

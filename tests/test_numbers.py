@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mis_bench_dataset.numbers import MISSING, ci_pct, exact_decimal, pct, round_half_up, round_half_up_array
+from mis_bench_dataset.numbers import MISSING, ci_pct, exact_decimal, gold_decimal, pct, round_half_up, round_half_up_array
 
 
 def test_ties_round_up_on_the_decimal_text_not_the_binary_value():
@@ -33,6 +33,8 @@ def test_float32_scores_widen_to_their_decimal(tenths):
     assert float(stored) != tenths / 10 or tenths % 5 == 0  # the binary widening is off for most
     assert exact_decimal(stored) == tenths / 10
     assert exact_decimal(3.7) == 3.7
+    # What `datasets` hands over: the float32 already widened to a Python float.
+    assert gold_decimal(float(stored)) == tenths / 10 and gold_decimal(tenths / 10) == tenths / 10
 
 
 def test_percent_text_and_missing():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.cli import main
+from eval_scripts.cli import main
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.outputs import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
 

@@ -10,17 +10,16 @@ import numpy as np
 import pytest
 
 from _raft_helpers import make_model, make_tokenizer
-from eval_scripts.feature_inputs import describe_audio, describe_video, audio_descriptors, video_descriptors
+from mis_bench_dataset.feature_descriptors import audio_descriptors, describe_audio, describe_video, video_descriptors
+from mis_bench_dataset.inputs import UnsupportedSetting, resolve_input_source
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.media import (
     MEDIA_CONTEXT_COLUMN,
-    UnsupportedModality,
     attach_feature_context,
     check_processor_takes_media,
     feature_context,
     load_feature_contexts,
-    resolve_input_source,
 )
 
 ALL = "audio+video+text"
@@ -80,28 +79,27 @@ def test_prompts_carry_the_descriptors_and_a_multimodal_setting_never_runs_text_
         encoder.encode_prompt(scoring[0])
     with pytest.raises(ValueError, match="carries a `media_context` but the modality is 'text'"):
         ScoringEncoder(tokenizer, digits, max_length=None).encode_prompt(row)
-    with pytest.raises(UnsupportedModality, match=r"1 video\(s\) have no row in the `features` config"):
+    with pytest.raises(UnsupportedSetting, match=r"1 video\(s\) have no row in the `features` config"):
         attach_feature_context(scoring, {k: v for k, v in contexts.items() if k != scoring[0]["video_id"]}, ALL)
 
 
 def test_input_source_resolution_and_refusals():
     rows = [{"video_id": "a", "video_path": "/m/a.mp4", "audio_path": None}]
-    columns = ["video_id", "video_path", "audio_path"]
-    assert resolve_input_source("text", columns, rows) == "text"
-    assert resolve_input_source("video+text", columns, rows) == "raw"
-    assert resolve_input_source(ALL, columns, rows) == "features"  # no audio path: descriptors for both
-    assert resolve_input_source("video+text", ["video_id"], [{"video_id": "a"}]) == "features"
-    with pytest.raises(UnsupportedModality, match="lack audio_path, video_path.*--input-source features"):
-        resolve_input_source(ALL, columns, rows, "raw")
-    with pytest.raises(UnsupportedModality, match="unknown modality"):
-        resolve_input_source("smell+text", columns, rows)
-    with pytest.raises(UnsupportedModality, match="raw needs an audio/video modality"):
-        resolve_input_source("text", columns, rows, "raw")
+    assert resolve_input_source("text", rows) == "text"
+    assert resolve_input_source("video+text", rows) == "raw"
+    assert resolve_input_source(ALL, rows) == "features"  # no audio path: descriptors for both
+    assert resolve_input_source("video+text", [{"video_id": "a"}]) == "features"
+    with pytest.raises(UnsupportedSetting, match="lack audio_path.*--input-source features"):
+        resolve_input_source(ALL, rows, "raw")
+    with pytest.raises(UnsupportedSetting, match="unknown modality"):
+        resolve_input_source("smell+text", rows)
+    with pytest.raises(UnsupportedSetting, match="raw media need an audio/video setting"):
+        resolve_input_source("text", rows, "raw")
 
     class TextOnlyProcessor:
         tokenizer = object()
 
-    with pytest.raises(UnsupportedModality, match="cannot take video.*video_processor"):
+    with pytest.raises(UnsupportedSetting, match="cannot take video.*video_processor"):
         check_processor_takes_media(TextOnlyProcessor(), "video+text")
 
 

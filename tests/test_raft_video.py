@@ -133,9 +133,9 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
 
 
 def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_path):
-    from raft_trainer.media import UnsupportedModality
+    from mis_bench_dataset.inputs import UnsupportedSetting
 
-    with pytest.raises(UnsupportedModality, match="cannot take video"):
+    with pytest.raises(UnsupportedSetting, match="cannot take video"):
         RAFTTrainer(
             make_vl_model(tokenizer), args=_config(tmp_path, modality="video+text", input_source="raw"),
             train_dataset=datasets.Dataset.from_list([{"video_id": "a", "dimension": "empathy", "transcript": "", "score": 3.0}]),
@@ -148,7 +148,7 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tokenizer, tmp_path):
     from _raft_helpers import make_fake_video_processor, raw_video_rows
     from raft_trainer.digits import DigitTokens
-    from raft_trainer.media import UnsupportedModality
+    from mis_bench_dataset.inputs import UnsupportedSetting
     from raft_trainer.raw_media import RawMediaEncoder
 
     processor = make_fake_video_processor(tokenizer)
@@ -162,7 +162,7 @@ def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tok
 
     processor.apply_chat_template = with_audio_features
     encoder = RawMediaEncoder(processor, DigitTokens.from_tokenizer(tokenizer), "video+text")
-    with pytest.raises(UnsupportedModality, match=r"returned \['input_features'\].*does not batch"):
+    with pytest.raises(UnsupportedSetting, match=r"returned \['input_features'\].*does not batch"):
         encoder.encode_training_row(raw_video_rows(tmp_path, 1)[0])
 
 

@@ -8,6 +8,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.errors import UsageError
+from mis_bench_dataset.inputs import UnsupportedSetting
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
 # name -> "module:Class", imported on first use
@@ -23,16 +25,13 @@ def declared_modalities(modalities: Sequence[str]) -> frozenset[str]:
     """The input kinds a backend was told it takes (always including text); unknown kinds are an error."""
     unknown = set(modalities) - set(INPUT_KINDS)
     if unknown:
-        raise ValueError(f"unknown input kinds {sorted(unknown)}; expected a subset of {INPUT_KINDS}")
+        raise UsageError(f"unknown input kinds {sorted(unknown)}", where="--backend-modalities",
+                         hint=f"use a subset of {', '.join(INPUT_KINDS)}")
     return frozenset(modalities) | {"text"}
 
 
-class BackendUnavailable(RuntimeError):
+class BackendUnavailable(UsageError):
     """The engine behind a backend is not installed or cannot start here."""
-
-
-class UnsupportedSetting(ValueError):
-    """A setting needs an input the backend does not take."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +56,11 @@ class DecodingConfig:
 
 @dataclass
 class Completion:
-    """One outcome: `text` when ok, `error` when every attempt failed."""
+    """One outcome: `text` when ok, `error` when every attempt failed.
+
+    `finish_reason` is the server's ("stop", "length", ...) when it says; `usage` its token
+    counts; `cached` marks an answer served from the response cache without a call.
+    """
 
     index: int
     text: str | None
@@ -65,6 +68,9 @@ class Completion:
     error: str | None = None
     attempts: int = 1
     latency_s: float = 0.0
+    finish_reason: str | None = None
+    usage: dict | None = None
+    cached: bool = False
 
 
 class Backend(ABC):
@@ -80,7 +86,8 @@ class Backend(ABC):
             raise UnsupportedSetting(
                 f"{what} needs {', '.join(sorted(missing))} input, but the {self.name} backend with model "
                 f"{self.model!r} takes only {', '.join(sorted(self.modalities))}; "
-                "refusing rather than running it as text-only"
+                "refusing rather than running it as text-only",
+                hint="declare what the served model takes with --backend-modalities, or pick another setting",
             )
 
     @abstractmethod
@@ -93,7 +100,7 @@ class Backend(ABC):
 
 def get_backend(name: str, model: str, **options) -> Backend:
     if name not in _REGISTRY:
-        raise ValueError(f"unknown backend {name!r}; expected one of {', '.join(BACKEND_NAMES)}")
+        raise UsageError(f"unknown backend {name!r}", where="--backend", hint=f"use one of {', '.join(BACKEND_NAMES)}")
     module_name, class_name = _REGISTRY[name].split(":")
     cls = getattr(importlib.import_module(module_name), class_name)
     return cls(model, **options)

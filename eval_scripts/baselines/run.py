@@ -6,17 +6,19 @@ leaderboard submissions are identical for baselines and models."""
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from eval_scripts.baselines.models import make_baseline
-from mis_bench_dataset.build import is_synthetic_build
+from eval_scripts.harness.context import dataset_record
+from eval_scripts.harness.outputs import write_run
+from eval_scripts.submission import slug
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.errors import UsageError
+from mis_bench_dataset.loading import gold_references
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +52,7 @@ def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
 
 def run_baseline(
     dataset_dir: str | Path,
-    out_dir: str | Path,
+    out: str | Path | OutputFolder,
     *,
     baseline: str = "features",
     modality: str = "audio+video+text",
@@ -59,20 +61,21 @@ def run_baseline(
     seed: int = 0,
     train_rows: list[dict] | None = None,
     eval_rows: list[dict] | None = None,
+    subdir: str = "",
 ) -> BaselineRun:
     """Fit on the train split, predict `split`, score when it has labels, write predictions + results.
 
-    `train_rows` / `eval_rows` let a caller that runs several settings load the data once.
+    The files land in `out/subdir/<baseline>__<setting>/` (`out` a folder or the calling command's
+    OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once.
     """
-    from eval_scripts.results import package_versions, write_results
-    from eval_scripts.runner import dataset_fingerprint
-    from mis_icc_metric import score_predictions
-    from mis_icc_metric.predictions_io import write_predictions
+    from eval_scripts.results import package_versions
 
     if split == "train":
-        raise ValueError("baselines are fitted on the train split; evaluate them on validation or test")
+        raise UsageError("baselines are fitted on the train split", where="--split",
+                         hint="evaluate them on validation or test")
     started = time.monotonic()
     dataset_dir = Path(dataset_dir)
+    folder = as_output_folder(out, "run")
     train_rows = train_rows if train_rows is not None else load_feature_rows(dataset_dir, "train")
     eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset_dir, split)
     model = make_baseline(baseline, modality).fit(train_rows)
@@ -82,33 +85,9 @@ def run_baseline(
         for i, row in enumerate(eval_rows)
         for key in DIMENSION_KEYS
     ]
-    references = {
-        (str(row["video_id"]), key): float(row[key])
-        for row in eval_rows
-        for key in DIMENSION_KEYS
-        if row.get(key) is not None and np.isfinite(row[key])
-    }
-    scores = None
-    if references:
-        mapping = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
-        scores = score_predictions(
-            {k: v for k, v in mapping.items() if k in references}, references, n_bootstrap=n_bootstrap, seed=seed
-        )
-
-    run_dir = Path(out_dir) / f"{baseline}__{re.sub(r'[^a-z]+', '-', modality)}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    predictions_path = write_predictions(run_dir / "predictions.jsonl", records)
-    dataset_info: dict[str, Any] = {
-        "name": dataset_dir.name,
-        "fingerprint": dataset_fingerprint(dataset_dir, split, ("scoring", "features")),
-        "split": split,
-    }
-    synthetic = is_synthetic_build(dataset_dir)
-    if synthetic is not None:
-        dataset_info["synthetic"] = synthetic
-    results_path = run_dir / "results.json"
-    results = write_results(
-        results_path,
+    run_dir = "/".join(part for part in (subdir.strip("/"), f"{baseline}__{slug(modality.replace('+', '-'))}") if part)
+    written = write_run(
+        folder, run_dir,
         system={
             "model": BASELINE_MODEL_IDS[baseline],
             "backend": "baseline",
@@ -117,11 +96,14 @@ def run_baseline(
             "description": f"CPU {baseline} baseline fitted on the train split ({len(train_rows)} videos)",
         },
         setting={"modality": modality, "prompt_style": "none", "few_shot_k": 0, "input_source": "features"},
-        dataset=dataset_info,
+        dataset=dataset_record(dataset_dir, split, ("scoring", "features")),
         predictions=records,
-        scores=scores,
+        references=gold_references(eval_rows),
         parse_rates={key: 1.0 for key in DIMENSION_KEYS},
+        n_bootstrap=n_bootstrap,
+        seed=seed,
     )
     seconds = time.monotonic() - started
-    logger.info("%s baseline, %s: %d predictions in %.1fs -> %s", baseline, modality, len(records), seconds, run_dir)
-    return BaselineRun(baseline, modality, results, Path(predictions_path), results_path, seconds)
+    logger.info("%s baseline, %s: %d predictions in %.1fs -> %s", baseline, modality, len(records), seconds,
+                written.results_path.parent)
+    return BaselineRun(baseline, modality, written.results, written.predictions_path, written.results_path, seconds)

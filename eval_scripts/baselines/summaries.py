@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from eval_scripts.feature_inputs import frame_energy, silent_frames
+from mis_bench_dataset.feature_descriptors import frame_energy, silent_frames
 from mis_bench_dataset.release import (
     MODALITY_BY_NAME,
     OPENFACE_AUS,

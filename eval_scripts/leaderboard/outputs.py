@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.leaderboard.page import render_page
-from mis_bench_dataset.outputs import OutputFolder, write_atomic
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.text_safety import escape_csv
 
 logger = logging.getLogger(__name__)
 
@@ -24,14 +25,6 @@ class LeaderboardFiles:
     html: Path
 
 
-_FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _spreadsheet_safe(text: str) -> str:
-    """Submitter text that a spreadsheet would run as a formula gets a leading quote (CSV injection)."""
-    return "'" + text if text.startswith(_FORMULA_PREFIXES) else text
-
-
 def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One flat row per ranked entry (raw fractions, like the JSON; submitter text made spreadsheet-safe)."""
     rows = []
@@ -39,10 +32,10 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
         scores, overall = entry["scores"], entry["scores"]["overall"]
         ci = overall.get("icc_ci") or [None, None]
         row = {
-            "rank": entry["rank"], "model": _spreadsheet_safe(entry["model"]),
-            "backend": _spreadsheet_safe(entry["backend"]),
+            "rank": entry["rank"], "model": escape_csv(entry["model"]),
+            "backend": escape_csv(entry["backend"]),
             "modality": entry["modality"], "prompt_style": entry["prompt_style"],
-            "few_shot_k": entry["few_shot_k"], "input_source": _spreadsheet_safe(entry["input_source"]),
+            "few_shot_k": entry["few_shot_k"], "input_source": escape_csv(entry["input_source"]),
             "overall_icc": overall.get("icc"), "overall_ci_low": ci[0], "overall_ci_high": ci[1],
             "overall_mse": overall.get("mse"), "excluded_rate": overall.get("excluded_rate"),
             "mean_icc": scores.get("mean_icc"),
@@ -55,7 +48,7 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             row[f"{dim['key']}_ci_low"], row[f"{dim['key']}_ci_high"] = dim_ci
             row[f"{dim['key']}_mse"] = block.get("mse")
             row[f"{dim['key']}_parse_rate"] = entry["parse_rates"].get(dim["key"])
-        row.update(synthetic=entry["synthetic"], dataset_fingerprint=_spreadsheet_safe(entry["dataset_fingerprint"]),
+        row.update(synthetic=entry["synthetic"], dataset_fingerprint=escape_csv(entry["dataset_fingerprint"]),
                    file=entry["file"])
         rows.append(row)
     return rows
@@ -75,20 +68,20 @@ def json_text(board: Mapping[str, Any]) -> str:
 
 
 LEADERBOARD_WRITER = "leaderboard"
+LEADERBOARD_FILES = ("leaderboard.json", "leaderboard.csv", "index.html")
 
 
 def write_leaderboard(
     board: Mapping[str, Any],
-    out_dir: str | Path,
+    out_dir: str | Path | OutputFolder,
     *,
     title: str = "MIS-Bench leaderboard",
     inputs: Iterable[str | Path] = (),
     command: str = "leaderboard",
 ) -> LeaderboardFiles:
     """Write leaderboard.json, leaderboard.csv and index.html into `out_dir`, replacing only its own earlier ones."""
-    folder = OutputFolder(out_dir, command=command, inputs=inputs)
-    json_path, csv_path, html_path = folder.claim_all(("leaderboard.json", "leaderboard.csv", "index.html"),
-                                                       LEADERBOARD_WRITER)
+    folder = as_output_folder(out_dir, command, inputs)
+    json_path, csv_path, html_path = folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)
     write_atomic(json_path, json_text(board))
     write_atomic(csv_path, csv_text(board))
     write_atomic(html_path, render_page(board, title=title))

@@ -9,11 +9,11 @@ the numbers of leaderboard.json. Submitter-controlled text is always escaped.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Mapping
 from typing import Any
 
+from mis_bench_dataset.text_safety import escape_html
 from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
 
 _CSS = """
@@ -71,7 +71,7 @@ _SCRIPT = r"""
 
 
 def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+    return escape_html(value)
 
 
 def _cell(key: str, value: Any, text: str, *, title: str = "", css: str = "") -> str:

@@ -13,6 +13,8 @@ from typing import Any
 
 from eval_scripts.report.plots import radar_chart, scatter_grid
 from eval_scripts.report.table import icc_table, mse_table, rates_table, run_views, to_html, to_markdown
+from mis_bench_dataset.errors import UsageError
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
 
 logger = logging.getLogger(__name__)
 
@@ -48,9 +50,12 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+REPORT_WRITER = "report"
+
+
 def write_report(
     results_list: Sequence[Mapping[str, Any]],
-    out_dir: str | Path,
+    out_dir: str | Path | OutputFolder,
     *,
     references: Mapping[tuple[str, str], float | None] | None = None,
     title: str = "MIS-Bench report",
@@ -63,16 +68,15 @@ def write_report(
     """
     runs = run_views(results_list)
     if not runs:
-        raise ValueError("nothing to report: no results given")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+        raise UsageError("nothing to report: no results given")
+    folder = as_output_folder(out_dir, "report")
+    scatter_names = [f"{stem}-scatter-{index + 1}-{_slug(run.label)}.png" for index, run in enumerate(runs)] if references else []
+    radar_path, markdown_path, html_path, *scatter_paths = folder.claim_all(
+        [f"{stem}-radar.png", f"{stem}.md", f"{stem}.html", *scatter_names], REPORT_WRITER)
     synthetic = any(run.synthetic for run in runs)
-    radar = radar_chart(runs, out_dir / f"{stem}-radar.png",
+    radar = radar_chart(runs, radar_path,
                         title="Per-dimension ICC(3,1)" + (" (SYNTHETIC data)" if synthetic else ""))
-    scatters = []
-    if references:
-        for index, run in enumerate(runs):
-            scatters.append(scatter_grid(run, references, out_dir / f"{stem}-scatter-{index + 1}-{_slug(run.label)}.png"))
+    scatters = [scatter_grid(run, references, path) for run, path in zip(runs, scatter_paths)]
     tables = {
         "ICC(3,1) % [95% CI] (best per column marked)": icc_table(runs),
         "MSE (lower is better)": mse_table(runs),
@@ -95,8 +99,7 @@ def write_report(
         "",
     ]
     md += [f"![scatter]({path.name})\n" for path in scatters]
-    markdown_path = out_dir / f"{stem}.md"
-    markdown_path.write_text("\n".join(md), encoding="utf-8")
+    write_atomic(markdown_path, "\n".join(md))
 
     page = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
             f"<style>{_CSS}</style></head><body><h1>{html.escape(title)}</h1>"]
@@ -110,7 +113,6 @@ def write_report(
         page.append("<h2>Predicted vs gold</h2>")
         page += [f"<img alt='scatter {html.escape(p.stem)}' src='{_data_uri(p)}'>" for p in scatters]
     page.append("</body></html>")
-    html_path = out_dir / f"{stem}.html"
-    html_path.write_text("\n".join(page), encoding="utf-8")
+    write_atomic(html_path, "\n".join(page))
     logger.info("wrote report %s and %s", markdown_path, html_path)
     return ReportFiles(markdown_path, html_path, radar, scatters)

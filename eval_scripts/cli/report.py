@@ -4,9 +4,11 @@ and predicted-vs-gold scatters for one run or a set of runs (results JSON files)
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
+
+from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say
+from mis_bench_dataset.splits import SPLITS
+from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 
 def register(subparsers) -> None:
@@ -22,9 +24,11 @@ def register(subparsers) -> None:
     parser.add_argument("results", nargs="+", type=Path, help="results JSON files or folders holding them")
     parser.add_argument("--references", type=Path,
                         help="labels: a built dataset folder or a labels file (enables scatters; rescoring)")
-    parser.add_argument("--split", default="test", help="split when --references is a dataset folder (default: test)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples when rescoring (default: 1000)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", default="test", choices=SPLITS,
+                        help="split when --references is a dataset folder (default: test)")
+    parser.add_argument("--bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000,
+                        help="bootstrap resamples when rescoring (default: 1000)")
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--title", default="MIS-Bench report")
     parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
     parser.add_argument("--json", action="store_true", help="print the written paths as JSON")
@@ -32,30 +36,33 @@ def register(subparsers) -> None:
 
 
 def _results_files(paths: list[Path]) -> list[Path]:
+    from mis_bench_dataset.errors import DataError
+
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
             found = sorted(path.rglob("results.json"))
             if not found:
-                raise FileNotFoundError(f"{path}: no results.json below this folder")
+                raise DataError("no results.json below this folder", where=str(path),
+                                hint="give results JSON files or the folder `mis-bench run` wrote")
             files += found
         elif path.is_file():
             files.append(path)
         else:
-            raise FileNotFoundError(f"{path}: no such file or folder")
+            raise DataError("no such file or folder", where=str(path), hint="check the path")
     return files
 
 
 def report_command(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
-    from eval_scripts.submission import SubmissionError, load_submission, predictions_mapping, validate_results
+    from eval_scripts.submission import load_submission, predictions_mapping, validate_results
+    from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.outputs import OutputFolder
 
-    try:
-        files = _results_files(args.results)
-        results_list = [validate_results(load_submission(f), source=str(f)) for f in files]
-    except (FileNotFoundError, SubmissionError) as err:
-        print(f"mis-bench report: {err}", file=sys.stderr)
-        return 2
+    files = _results_files(args.results)
+    inputs = [*files, *([args.references] if args.references else [])]
+    folder = OutputFolder(args.out, command="report", inputs=inputs)
+    results_list = [validate_results(load_submission(f), source=str(f)) for f in files]
     references = None
     if args.references:
         from mis_icc_metric import score_predictions
@@ -69,14 +76,14 @@ def report_command(args: argparse.Namespace) -> int:
                                                             seed=args.seed))
     unscored = [str(f) for f, r in zip(files, results_list) if not r.get("scores")]
     if unscored:
-        print("mis-bench report: no scores in " + ", ".join(unscored) + "; pass --references LABELS", file=sys.stderr)
-        return 2
-    written = write_report(results_list, args.out, references=references, title=args.title)
+        raise DataError(f"{len(unscored)} run(s) have no scores", where=", ".join(unscored[:3]),
+                        hint="pass --references LABELS (a labelled build or a labels file) to score them")
+    written = write_report(results_list, folder, references=references, title=args.title)
     summary = {"runs": [str(f) for f in files], "markdown": str(written.markdown), "html": str(written.html),
                "figures": [str(written.radar), *map(str, written.scatters)]}
     if args.json:
-        print(json.dumps(summary, indent=1))
+        print_json(summary)
     else:
-        print(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, "
+        say(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, "
               f"{1 + len(written.scatters)} figure(s))")
     return 0

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import sys
 from pathlib import Path
+
+from eval_scripts.cli.args import bounded_int, non_negative_int, positive_float, print_json, say
+from mis_bench_dataset.numbers import pct
+from mis_bench_dataset.splits import SPLITS
+from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 DEFAULT_MAX_MB = 64
 
@@ -24,11 +27,11 @@ def register(subparsers) -> None:
     )
     submit.add_argument("results", type=Path, help="results JSON written by `mis-bench run`")
     submit.add_argument("--dataset", type=Path, help="built dataset folder: also check coverage of its --split")
-    submit.add_argument("--split", default="test")
+    submit.add_argument("--split", default="test", choices=SPLITS)
     submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
     submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
     submit.add_argument("--token-env", default="HF_TOKEN", help="environment variable holding the Hub token")
-    submit.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help="size limit in MB (default 64)")
+    submit.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="size limit in MB (default 64)")
     submit.add_argument("--json", action="store_true", help="print the outcome as JSON")
     submit.set_defaults(func=submit_command)
 
@@ -44,10 +47,11 @@ def register(subparsers) -> None:
     board.add_argument("submissions", type=Path, help="folder of submission JSON files")
     board.add_argument("--references", required=True, type=Path,
                        help="hidden labels: a built dataset folder or a labels file")
-    board.add_argument("--split", default="test")
-    board.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples (default: 10000)")
-    board.add_argument("--seed", type=int, default=0)
-    board.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
+    board.add_argument("--split", default="test", choices=SPLITS)
+    board.add_argument("--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000,
+                       help="bootstrap resamples (default: 10000)")
+    board.add_argument("--seed", type=non_negative_int, default=0)
+    board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
     board.add_argument("--title", default="MIS-Bench leaderboard")
     board.add_argument("--out", type=Path, default=Path("mis-bench-leaderboard"), help="output folder")
     board.add_argument("--json", action="store_true", help="print the leaderboard JSON")
@@ -55,9 +59,9 @@ def register(subparsers) -> None:
 
 
 def _split_video_ids(dataset: Path, split: str) -> list[str]:
-    from eval_scripts.runner import load_folder  # a throw-away cache: same-named folders never share rows
+    from mis_bench_dataset.loading import load_build
 
-    with load_folder(dataset, "scoring", split) as rows:
+    with load_build(dataset, "scoring", split) as rows:
         return sorted(set(rows["video_id"]))
 
 
@@ -70,11 +74,10 @@ def submit_command(args: argparse.Namespace) -> int:
         package = package_submission(args.results, args.out, max_bytes=max_bytes, video_ids=video_ids,
                                      split=args.split if args.dataset else None)
     except SubmissionError as err:
-        if args.json:
-            print(json.dumps({"ok": False, "file": str(args.results), "reasons": err.reasons}, indent=1))
-        else:
-            print(f"mis-bench submit: {err}", file=sys.stderr)
-        return 1
+        if not args.json:
+            raise
+        print_json({"ok": False, "file": str(args.results), "reasons": err.reasons})
+        return err.exit_code
     obj = load_submission(package, max_bytes=max_bytes)
     outcome = {"ok": True, "file": str(args.results), "package": str(package), "pushed": None,
                "coverage_checked": video_ids is not None}
@@ -83,35 +86,43 @@ def submit_command(args: argparse.Namespace) -> int:
 
         outcome["pushed"] = push_submission(package, args.push, token=os.environ.get(args.token_env))
     if args.json:
-        print(json.dumps(outcome, indent=1))
+        print_json(outcome)
     else:
-        print(f"Valid submission ({obj['system']['model']}, {obj['setting']['modality']}, "
+        say(f"Valid submission ({obj['system']['model']}, {obj['setting']['modality']}, "
               f"{obj['setting']['prompt_style']}): {package}")
         if not outcome["coverage_checked"]:
-            print("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
+            say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
         if outcome["pushed"]:
-            print(f"Pushed to {args.push}: {outcome['pushed']}")
+            say(f"Pushed to {args.push}: {outcome['pushed']}")
     return 0
 
 
 def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
+    from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
+    from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.outputs import OutputFolder
     from mis_icc_metric.predictions_io import read_references
 
+    inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
+    folder = OutputFolder(args.out, command="leaderboard", inputs=inputs)
+    folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)  # before the scoring: fail fast
     references = read_references(args.references, split=args.split)
+    if not references:
+        raise DataError(f"the references have no gold scores for split {args.split!r}", where=str(args.references),
+                        hint="give the hidden labels: a labelled build or a labels file")
     board = build_leaderboard(args.submissions, references, split=args.split, n_bootstrap=args.bootstrap,
                               seed=args.seed, max_bytes=int(args.max_mb * 1024 * 1024))
-    inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
-    files = write_leaderboard(board, args.out, title=args.title, inputs=inputs)
+    files = write_leaderboard(board, folder, title=args.title)
     if args.json:
-        print(json.dumps(board, indent=1))
+        print_json(board)
         return 0
-    print(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {files.html}")
+    say(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {files.html}")
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
-        print(f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
-              f"overall ICC {'–' if overall is None else f'{100 * overall:.1f}'}%")
+        say(f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
+            f"overall ICC {pct(overall)}%")
     for rejected in board["rejected"]:
-        print(f"  rejected {rejected['file']}: {rejected['reasons'][0]}"
+        say(f"  rejected {rejected['file']}: {rejected['reasons'][0]}"
               + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else ""))
     return 0

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say
+
+MAX_VIDEOS = 100_000
 
 
 def register(subparsers) -> None:
@@ -15,12 +18,12 @@ def register(subparsers) -> None:
         "mis_bench_dataset/synth.py. Build it with: mis-bench build OUT --labels OUT/ratings.csv",
     )
     parser.add_argument("out", help="new (or empty) folder to write the release into")
-    parser.add_argument("--videos", type=int, default=40, help="number of videos (default 40)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--videos", type=bounded_int(1, MAX_VIDEOS), default=40, help="number of videos (default 40)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     parser.add_argument("--full-size", action="store_true", help="real durations (mean about 62 s) for benchmarks")
     parser.add_argument("--no-compress", action="store_true", help="write uncompressed npz (faster, larger)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, interrupted_note="the partial release folder is left as it is; delete it and rerun")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,9 +36,9 @@ def run(args: argparse.Namespace) -> int:
     summary = {"release_dir": str(release.release_dir), "ratings_csv": str(release.ratings_csv),
                "n_videos": len(release.video_ids), "seed": release.seed, "synthetic": True}
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print_json(summary)
     else:
-        print(f"wrote SYNTHETIC release of {summary['n_videos']} videos to {release.release_dir} "
-              f"(ratings: {release.ratings_csv})")
-        print(f"next: mis-bench build {release.release_dir} --labels {release.ratings_csv} --out mis-bench")
+        say(f"wrote SYNTHETIC release of {summary['n_videos']} videos to {release.release_dir} "
+            f"(ratings: {release.ratings_csv})")
+        say(f"next: mis-bench build {release.release_dir} --labels {release.ratings_csv} --out mis-bench")
     return 0

@@ -1,15 +1,17 @@
 """`mis-bench score` and `mis-bench compare`: the metric from the command line.
 
-Top-level imports stay light (argparse only) so `mis-bench --help` is fast.
+Top-level imports stay light so `mis-bench --help` is fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import sys
 from pathlib import Path
+
+from eval_scripts.cli.args import bounded_int, non_negative_int, probability, say
+from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct
+from mis_bench_dataset.splits import SPLITS
+from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     score.add_argument("--predictions", required=True, type=Path,
                        help="predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON")
-    _add_common(score)
+    _add_common(score, min_bootstrap=0)
     score.add_argument("--common-videos", type=Path, default=None,
                        help="text file with one video id per line: also score on this common set")
     score.set_defaults(func=run_score)
@@ -32,34 +34,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     compare.add_argument("a", type=Path, help="predictions of system A")
     compare.add_argument("b", type=Path, help="predictions of system B")
-    _add_common(compare)
+    _add_common(compare, min_bootstrap=1)
     compare.set_defaults(func=run_compare)
 
 
-def _add_common(parser: argparse.ArgumentParser) -> None:
+def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
     parser.add_argument("--references", required=True, type=Path,
                         help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)")
-    parser.add_argument("--split", default="test", help="dataset split when --references is a folder (default: test)")
-    parser.add_argument("--bootstrap", type=int, default=10_000, help="bootstrap resamples (default: 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
-    parser.add_argument("--confidence", type=float, default=0.95, help="CI level (default: 0.95)")
+    parser.add_argument("--split", default="test", choices=SPLITS,
+                        help="dataset split when --references is a folder (default: test)")
+    parser.add_argument("--bootstrap", type=bounded_int(min_bootstrap, MAX_BOOTSTRAP), default=10_000,
+                        help=f"bootstrap resamples, {min_bootstrap} to {MAX_BOOTSTRAP:,} (default: 10000)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default: 0)")
+    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
     parser.add_argument("--missing", choices=("error", "unparsed"), default="error",
                         help="a gold pair without prediction: error (default) or count as unparsed")
     parser.add_argument("--json", type=Path, default=None, help="write the machine-readable result here")
 
 
 def _pct(value: float | None, width: int = 5) -> str:
-    return "-".rjust(width) if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:{width}.1f}"
+    return pct(value).rjust(width)
 
 
 def _ci(ci: list | None) -> str:
-    if not ci or any(v is None or (isinstance(v, float) and math.isnan(v)) for v in ci):
-        return "".ljust(14)
-    return f"[{100 * ci[0]:5.1f}, {100 * ci[1]:5.1f}]"
+    """`[ 61.0,  68.0]`, aligned in columns; blank when undefined."""
+    return "".ljust(14) if ci_pct(ci) == MISSING else f"[{pct(ci[0]):>5}, {pct(ci[1]):>5}]"
 
 
-def _num(value: float | None, fmt: str = ".3f") -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
+def _num(value: float | None, digits: int = 3) -> str:
+    return num(value, digits)
 
 
 def format_score_table(result: dict) -> str:
@@ -102,7 +105,7 @@ def format_compare_table(result: dict) -> str:
     for label, entry in rows:
         lines.append(
             f"{label:<6} {_pct(entry['icc_a'], 8)} {_pct(entry['icc_b'], 8)} {_pct(entry['delta'], 6)} "
-            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], '.4f'):>7} {'' if entry['n'] is None else entry['n']:>5}"
+            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], 4):>7} {'' if entry['n'] is None else entry['n']:>5}"
         )
     lines.append(f"A = {names['a']}, B = {names['b']}; ICC in percent, paired bootstrap over videos both parsed.")
     return "\n".join(lines)
@@ -121,44 +124,45 @@ def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
 def _write_json(path: Path | None, payload: dict) -> None:
     if path is None:
         return
+    from eval_scripts.cli.args import strict_json
     from mis_bench_dataset.outputs import write_atomic
 
-    from .scoring import json_safe
-
-    write_atomic(path, json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
-    print(f"wrote {path}")
+    write_atomic(path, strict_json(payload) + "\n")
+    say(f"wrote {path}")
 
 
 def _load(args: argparse.Namespace, *prediction_paths: Path):
-    from .predictions_io import predictions_to_mapping, read_predictions, read_references
+    from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
 
     references = read_references(args.references, split=args.split)
     predictions = [predictions_to_mapping(read_predictions(p)) for p in prediction_paths]
     return references, predictions
 
 
-def _user_errors(func):
-    """Bad input files print one clear line on stderr and exit 2, not a traceback."""
+def _data_errors(func):
+    """A file the metric cannot use (missing, malformed, pairs without gold) is a data error, one line."""
 
     def wrapper(args: argparse.Namespace) -> int:
-        from mis_bench_dataset.errors import MisBenchError
+        from mis_bench_dataset.errors import DataError, MisBenchError
 
         try:
             return func(args)
         except MisBenchError:
             raise
-        except (ValueError, TypeError, FileNotFoundError) as exc:
-            print(f"mis-bench {getattr(args, 'command', func.__name__)}: error: {exc}", file=sys.stderr)
-            return 2
+        except FileNotFoundError as exc:
+            raise DataError("no such file or folder", where=str(exc.filename or exc),
+                            hint="check the path") from exc
+        except (ValueError, TypeError) as exc:
+            raise DataError(str(exc)) from exc
 
     wrapper.__name__ = func.__name__
     wrapper.__doc__ = func.__doc__
     return wrapper
 
 
-@_user_errors
+@_data_errors
 def run_score(args: argparse.Namespace) -> int:
-    from .scoring import score_predictions
+    from mis_icc_metric.scoring import score_predictions
 
     json_path = _claim_json(args, args.predictions, args.references, args.common_videos)
     references, (predictions,) = _load(args, args.predictions)
@@ -173,16 +177,16 @@ def run_score(args: argparse.Namespace) -> int:
         common_videos=common, missing=args.missing,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
-    print(f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
-          f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})")
-    print(format_score_table(result))
+    say(f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
+        f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})")
+    say(format_score_table(result))
     _write_json(json_path, result)
     return 0
 
 
-@_user_errors
+@_data_errors
 def run_compare(args: argparse.Namespace) -> int:
-    from .paired import paired_comparison
+    from mis_icc_metric.paired import paired_comparison
 
     json_path = _claim_json(args, args.a, args.b, args.references)
     references, (pred_a, pred_b) = _load(args, args.a, args.b)
@@ -191,19 +195,6 @@ def run_compare(args: argparse.Namespace) -> int:
         missing=args.missing, names=(str(args.a), str(args.b)),
     )
     result["meta"].update(references=str(args.references), split=args.split)
-    print(format_compare_table(result))
+    say(format_compare_table(result))
     _write_json(json_path, result)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python3 -m mis_icc_metric.cli score|compare ...`: the same subcommands without the dispatcher."""
-    parser = argparse.ArgumentParser(prog="mis-bench", description="MIS-Bench metric subcommands")
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    register(subparsers)
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
+
+from eval_scripts.cli.args import non_negative_int, positive_float, print_json, say
+from mis_bench_dataset.release import MAX_RECORDING_SECONDS
+from mis_bench_dataset.splits import SPLIT_BY
 
 
 def register(subparsers) -> None:
@@ -20,10 +23,13 @@ def register(subparsers) -> None:
     parser.add_argument("--labels", help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide")
     parser.add_argument("--transcripts", help="transcripts CSV (video,transcript); supplies the text modality")
     parser.add_argument("--out", default="mis-bench", help="output folder (default: ./mis-bench)")
-    parser.add_argument("--split-by", choices=("video", "clinician"), default="video",
+    parser.add_argument("--split-by", choices=SPLIT_BY, default="video",
                         help="group for the 80/10/10 splits (default: video, as the paper)")
-    parser.add_argument("--seed", type=int, default=0, help="split seed (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="split seed (default 0)")
     parser.add_argument("--strict", action="store_true", help="fail (exit 1) on any problem")
+    parser.add_argument("--max-duration", type=positive_float, default=MAX_RECORDING_SECONDS, metavar="SECONDS",
+                        help="longest recording an array may hold; a longer one is reported and never decompressed "
+                             f"(default {MAX_RECORDING_SECONDS:g} s = two hours)")
     parser.add_argument("--allow-label-problems", action="store_true",
                         help="build even when the labels file has problems (they are still reported)")
     parser.add_argument("--push-to-hub", metavar="REPO", help="then upload the folder to this Hub dataset repo")
@@ -41,12 +47,15 @@ def run(args: argparse.Namespace) -> int:
     report = build_dataset(
         args.release_dir, args.out, labels=args.labels, transcripts=args.transcripts,
         split_by=args.split_by, seed=args.seed, strict=args.strict,
-        allow_label_problems=args.allow_label_problems,
+        allow_label_problems=args.allow_label_problems, max_seconds=args.max_duration,
     )
-    print(json.dumps(report.to_dict(), indent=2) if args.json else report.summary())
+    if args.json:
+        print_json(report.to_dict())
+    else:
+        say(report.summary())
     if args.push_to_hub:
         from mis_bench_dataset.hub import push_to_hub
 
         url = push_to_hub(report.out_dir, args.push_to_hub, private=args.private)
-        print(f"pushed to {url}")
+        say(f"pushed to {url}")
     return 0

@@ -2,8 +2,10 @@
 
 A model in the audio/video settings of the public release cannot hear or see the
 therapist; what it gets instead is a short, numeric, plainly labelled summary of
-the released features (and, for vision models, optionally a plot of them). Results
-record `input_source = "features"` so these runs are never mistaken for raw-media runs.
+the released features. Results record `input_source = "features"` so these runs are
+never mistaken for raw-media runs. The zero-shot harness (`eval_scripts`), the RAFT
+trainer and the baselines all read the same descriptors and the same pause rule from
+here, the ground layer; the harness adds an optional plot (`eval_scripts.feature_plots`).
 
 Column layouts (paper Table 1; `mis_bench_dataset.release`):
 
@@ -23,7 +25,6 @@ least `MIN_PAUSE_SECONDS`. Speech rate is transcript words per second of duratio
 
 from __future__ import annotations
 
-import io
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,7 +41,6 @@ from mis_bench_dataset.release import (
 
 logger = logging.getLogger(__name__)
 
-FEATURE_FORMATS: tuple[str, ...] = ("text", "plot", "text+plot")
 # The `features`-config columns each medium's descriptors read.
 FEATURE_COLUMNS = {
     "audio": ("librosa", "librosa_timestamps", "has_librosa", "prosody", "has_prosody", "duration_seconds"),
@@ -86,7 +86,7 @@ class VideoDescriptors:
     head_movement: float | None  # face centroid speed, inter-pupil distances per second
 
 
-def _array(row: Mapping, name: str, width: int) -> np.ndarray:
+def feature_array(row: Mapping, name: str, width: int) -> np.ndarray:
     value = row.get(name)
     if value is None or not row.get(f"has_{name}", True):
         return np.zeros((0, width), dtype=np.float32)
@@ -94,7 +94,7 @@ def _array(row: Mapping, name: str, width: int) -> np.ndarray:
     return arr.reshape(-1, width) if arr.size else np.zeros((0, width), dtype=np.float32)
 
 
-def _frame_rate(timestamps, n_frames: int, default: float) -> float:
+def frame_rate(timestamps, n_frames: int, default: float) -> float:
     ts = np.asarray(timestamps if timestamps is not None else [], dtype=np.float64)
     if ts.size >= 2:
         step = float(np.median(np.diff(ts)))
@@ -115,7 +115,7 @@ def frame_energy(librosa: np.ndarray) -> np.ndarray:
     return librosa[:, LIBROSA_LOG_MEL].mean(axis=1)
 
 
-def _silence_threshold(energy: np.ndarray) -> float:
+def silence_threshold(energy: np.ndarray) -> float:
     return float(np.percentile(energy, 95)) - SILENCE_DB_BELOW_PEAK
 
 
@@ -125,17 +125,17 @@ def silent_frames(librosa: np.ndarray) -> np.ndarray:
     energy = frame_energy(librosa)
     if not len(energy):
         return np.zeros(0, dtype=bool)
-    return energy < _silence_threshold(energy)
+    return energy < silence_threshold(energy)
 
 
 def audio_descriptors(row: Mapping) -> AudioDescriptors:
     words = len((row.get("transcript") or "").split())
     duration = row.get("duration_seconds")
     duration = float(duration) if duration is not None and np.isfinite(duration) and duration > 0 else None
-    librosa = _array(row, "librosa", 93)
+    librosa = feature_array(row, "librosa", 93)
     pause_count = pause_total = longest = speaking = loudness = None
     if len(librosa):
-        rate = _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
+        rate = frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
         energy = frame_energy(librosa)
         silent = silent_frames(librosa)
         runs = _runs(silent) / rate
@@ -145,7 +145,7 @@ def audio_descriptors(row: Mapping) -> AudioDescriptors:
         speaking = float(1.0 - silent.mean())
         loudness = float(energy[~silent].std()) if (~silent).any() else None
         duration = duration or len(librosa) / rate
-    prosody = _array(row, "prosody", 15)
+    prosody = feature_array(row, "prosody", 15)
     pitch_mean = float(prosody[0, 0]) if len(prosody) and prosody[0, 0] > 0 else None
     pitch_sd = float(prosody[0, 1]) if len(prosody) and pitch_mean is not None else None
     return AudioDescriptors(
@@ -163,7 +163,7 @@ def audio_descriptors(row: Mapping) -> AudioDescriptors:
 
 
 def video_descriptors(row: Mapping) -> VideoDescriptors | None:
-    face = _array(row, "openface", 208)
+    face = feature_array(row, "openface", 208)
     if not len(face):
         return None
     valid = face[face[:, OPENFACE_CONFIDENCE.start] >= 0.5]
@@ -177,7 +177,7 @@ def video_descriptors(row: Mapping) -> VideoDescriptors | None:
     centroid = points.mean(axis=1)
     movement = None
     if len(valid) >= 2:
-        rate = _frame_rate(row.get("openface_timestamps"), len(face), 30.0)
+        rate = frame_rate(row.get("openface_timestamps"), len(face), 30.0)
         step = np.linalg.norm(np.diff(centroid, axis=0), axis=1) / np.maximum(pupil_distance[1:], 1e-6)
         movement = float(np.median(step) * rate)
     return VideoDescriptors(
@@ -235,65 +235,11 @@ def describe_video(desc: VideoDescriptors | None) -> str:
     )
 
 
-def feature_plot(row: Mapping, modality: str) -> bytes:
-    """PNG of the feature time series a setting stands for (energy/pauses, AUs, gaze)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    panels = []
-    if "audio" in modality:
-        panels.append("audio")
-    if "video" in modality:
-        panels += ["au", "gaze"]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.2 * len(panels)), squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels):
-        if panel == "audio":
-            librosa = _array(row, "librosa", 93)
-            ts = np.arange(len(librosa)) / _frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
-            energy = frame_energy(librosa)
-            ax.plot(ts, energy, lw=0.6)
-            if len(energy):
-                ax.axhline(_silence_threshold(energy), color="grey", ls="--", lw=0.8)
-            ax.set_title("voice energy (dB; dashed = pause threshold)", fontsize=9)
-        else:
-            face = _array(row, "openface", 208)
-            fps = _frame_rate(row.get("openface_timestamps"), len(face), 30.0)
-            ts = np.arange(len(face)) / fps
-            if panel == "au":
-                for (au, _), series in zip(AU_NAMES, face[:, OPENFACE_AUS].T):
-                    ax.plot(ts, series, lw=0.6, label=au)
-                ax.legend(fontsize=6, ncol=8, loc="upper right")
-                ax.set_title("facial action units (0-1)", fontsize=9)
-            else:
-                gaze = np.degrees(face[:, OPENFACE_GAZE]) if len(face) else np.zeros((0, 2))
-                ax.plot(ts, gaze[:, 0], lw=0.6, label="horizontal")
-                ax.plot(ts, gaze[:, 1], lw=0.6, label="vertical")
-                ax.legend(fontsize=6)
-                ax.set_title("gaze direction (deg)", fontsize=9)
-        ax.set_xlabel("seconds", fontsize=8)
-        ax.tick_params(labelsize=7)
-    fig.suptitle("Feature-derived plot (no raw media)", fontsize=10)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
-
-
-def feature_media_block(row: Mapping, modality: str, fmt: str = "text") -> tuple[str, tuple[bytes, ...]]:
-    """(text block, images) standing in for the media of `modality`."""
-    if fmt not in FEATURE_FORMATS:
-        raise ValueError(f"unknown feature format {fmt!r}; expected one of {FEATURE_FORMATS}")
+def describe_media(row: Mapping, modality: str) -> str:
+    """The text standing in for the audio and/or video of a modality setting (audio first)."""
     parts = []
-    if "text" in fmt.split("+"):
-        if "audio" in modality:
-            parts.append(describe_audio(audio_descriptors(row)))
-        if "video" in modality:
-            parts.append(describe_video(video_descriptors(row)))
-    images: tuple[bytes, ...] = ()
-    if "plot" in fmt:
-        images = (feature_plot(row, modality),)
-        parts.append("The attached image plots these feature-derived signals over time.")
-    return "\n".join(parts), images
+    if "audio" in modality:
+        parts.append(describe_audio(audio_descriptors(row)))
+    if "video" in modality:
+        parts.append(describe_video(video_descriptors(row)))
+    return "\n".join(parts)

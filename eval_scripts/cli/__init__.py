@@ -1,0 +1,109 @@
+"""The `mis-bench` console script: one entry point at the top layer, one module per subcommand.
+
+Each subcommand module exposes `register(subparsers)`, which adds its parser and sets
+`func` (parsed arguments -> exit code). Subcommand modules keep their top-level imports
+light so `mis-bench --help` stays fast; the work happens in the library layers below.
+
+Failures follow one convention (`mis_bench_dataset.errors`): an expected failure prints one
+line on stderr, `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO`, and exits 2 (usage), 1 (data)
+or 3 (failed model requests); Ctrl-C exits 130 saying what was kept. A traceback appears only
+with `--debug` (or `MIS_BENCH_DEBUG=1`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from eval_scripts.cli import build, leaderboard, report, run, score, synth
+from mis_bench_dataset.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_USAGE, MisBenchError
+from mis_bench_dataset.text_safety import clean_terminal
+
+# Order is the order `--help` lists them in.
+SUBCOMMANDS = (synth, build, score, run, report, leaderboard)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the toolkit's one-line error format (its own is a usage block plus a line)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        prog = f"mis-bench {command}".strip()
+        hint = f"see `{prog} --help`"
+        self.exit(EXIT_USAGE, clean_terminal(f"{prog}: error: {message}; {hint}") + "\n")
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("mis-bench")
+    except metadata.PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="mis-bench",
+        description="MIS-Bench: judge therapists' interpersonal skills against expert FIS ratings.",
+    )
+    parser.add_argument("--version", action="version", version=f"mis-bench {_version()}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of a failure (also MIS_BENCH_DEBUG=1)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for module in SUBCOMMANDS:
+        module.register(subparsers)
+    return parser
+
+
+def _fail(command: str, message: str, code: int) -> int:
+    print(clean_terminal(f"mis-bench {command}: error: {message}"), file=sys.stderr, flush=True)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = args.debug or os.environ.get("MIS_BENCH_DEBUG", "") not in ("", "0")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    command = args.command
+    try:
+        return int(args.func(args) or 0)
+    except MisBenchError as err:
+        if debug:
+            raise
+        listing = getattr(err, "listing", None)
+        if getattr(err, "problems", None) and listing is not None:
+            print(clean_terminal(listing()))
+        return _fail(command, err.line(), err.exit_code)
+    except KeyboardInterrupt:
+        if debug:
+            raise
+        kept = getattr(args, "interrupted_note", None) or "files already written are kept"
+        return _fail(command, f"interrupted (Ctrl-C); {kept}", EXIT_INTERRUPTED)
+    except (OSError, MemoryError, RecursionError) as err:
+        if debug:
+            raise
+        where = getattr(err, "filename", None)
+        what = err.strerror if isinstance(err, OSError) and err.strerror else (str(err) or type(err).__name__)
+        return _fail(command, f"{what}" + (f" ({where})" if where else "")
+                     + "; check the path and free space, or rerun with --debug", EXIT_DATA)
+    except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback with --debug
+        if debug:
+            raise
+        return _fail(command, f"internal error: {type(err).__name__}: {err}; rerun with --debug for the traceback "
+                     "and report it", EXIT_DATA)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,110 @@
+"""Argument types and output helpers shared by every `mis-bench` subcommand.
+
+Numbers are validated when parsed (a negative count or a zero timeout is a usage error
+naming the flag, not a crash later); choices come from the constants that define them;
+`--json` output is strict JSON (`null`, never NaN or Infinity).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from mis_bench_dataset.text_safety import clean_terminal
+
+
+def _number(kind: type, text: str) -> float | int:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(int, text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _number(int, text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """An int in [low, high]: for counts whose size drives memory or time (bootstrap resamples, videos)."""
+
+    def parse(text: str) -> int:
+        value = _number(int, text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {value:,}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def positive_float(text: str) -> float:
+    value = _number(float, text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(float, text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of 0 or more, got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A level strictly between 0 and 1 (a confidence level)."""
+    value = _number(float, text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return value
+
+
+def unit_interval(text: str) -> float:
+    """A value in [0, 1] (top-p)."""
+    value = _number(float, text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 1, got {text}")
+    return value
+
+
+def comma_list(choices: tuple[str, ...]):
+    """A comma-separated subset of `choices`, in the given order, without repeats."""
+
+    def parse(text: str) -> list[str]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        unknown = [item for item in items if item not in choices]
+        if unknown or not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {', '.join(choices)}; got {text!r}")
+        return list(dict.fromkeys(items))
+
+    parse.__name__ = "list"
+    return parse
+
+
+def strict_json(payload: Any) -> str:
+    """JSON with undefined numbers as null (strict JSON has no NaN / Infinity)."""
+    from mis_icc_metric.scoring import json_safe
+
+    return json.dumps(json_safe(payload), indent=1, ensure_ascii=False, allow_nan=False)
+
+
+def print_json(payload: Any) -> None:
+    print(strict_json(payload))
+
+
+def say(text: str = "", *, err: bool = False) -> None:
+    """Print one line of human output with control and bidi characters made visible."""
+    print(clean_terminal(text), file=sys.stderr if err else sys.stdout, flush=True)

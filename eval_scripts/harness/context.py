@@ -1,0 +1,202 @@
+"""What one zero-shot run is, built once: `RunConfig` (asked for) -> `RunContext` (resolved).
+
+Everything later steps need (rows, prompts, cache keys, the setting and dataset records, the
+run folder) is resolved here, before any model call, and carried as one object instead of a
+dozen parameters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval_scripts.backends.base import Backend, DecodingConfig
+from eval_scripts.cache import cache_key
+from eval_scripts.harness.prompting import build_prompts, input_source_for
+from eval_scripts.prompts import Prompt, check_setting, template_hash
+from eval_scripts.submission import slug
+from mis_bench_dataset.build import is_synthetic_build
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.loading import dataset_fingerprint, gold_references, load_rows
+
+CACHE_NAME = "responses.cache.jsonl"
+
+
+class HarnessError(DataError):
+    """A run cannot start: bad dataset rows, missing inputs (exit 1)."""
+
+
+@dataclass
+class RunConfig:
+    """One zero-shot setting of one model, as the user asked for it."""
+
+    backend: str
+    model: str
+    dataset: str | Path | None = None
+    split: str = "test"
+    modality: str = "text"
+    prompt_style: str = "direct"
+    out: str | Path = "runs"
+    limit: int | None = None
+    few_shot_k: int = 0
+    few_shot_seed: int = 0
+    input_source: str = "auto"
+    feature_format: str = "text"
+    decoding: DecodingConfig | None = None
+    backend_options: dict[str, Any] = field(default_factory=dict)
+    n_bootstrap: int = 1000
+    cache_path: str | Path | None = None
+    dataset_name: str | None = None
+    progress: bool = True
+
+
+def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:
+    shots = f" {few_shot_k}-shot" if few_shot_k else ""
+    return f"{modality} {prompt_style}{shots}"
+
+
+@dataclass
+class RunContext:
+    """One setting of one run, resolved: what is sent, how it is keyed, where it is written."""
+
+    config: RunConfig
+    backend_name: str
+    rows: list[dict]
+    prompts: list[Prompt]
+    keys: list[str]
+    input_source: str
+    decoding: DecodingConfig
+    setting: dict[str, Any]  # the full setting, part of every cache key
+    dataset: dict[str, Any]  # the results' dataset block
+    run_dir: str  # relative to config.out
+
+    @property
+    def label(self) -> str:
+        return setting_label(self.config.modality, self.config.prompt_style, self.config.few_shot_k)
+
+    @property
+    def references(self) -> dict[tuple[str, str], float]:
+        return gold_references(self.rows)
+
+    def results_setting(self) -> dict[str, Any]:
+        """The setting as the results schema records it."""
+        return {k: v for k, v in self.setting.items() if k in ("modality", "prompt_style", "few_shot_k", "input_source")}
+
+    def system_decoding(self) -> dict[str, Any]:
+        """Decoding parameters plus what identifies the prompt wording."""
+        config = self.config
+        info = {**self.decoding.as_dict(), "template_sha256": template_hash(config.modality, config.prompt_style)}
+        if self.input_source == "features":
+            info["feature_format"] = config.feature_format
+        if config.few_shot_k:
+            info["few_shot_seed"] = config.few_shot_seed
+        return info
+
+
+def _check_rows(rows: list[dict], where: str) -> None:
+    needed = ("video_id", "dimension", "transcript")
+    for i, row in enumerate(rows):
+        missing = [c for c in needed if c not in row]
+        if missing:
+            raise HarnessError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
+        if row["dimension"] not in DIMENSION_BY_KEY:
+            raise HarnessError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
+    pairs = Counter((row["video_id"], row["dimension"]) for row in rows)
+    dupes = [pair for pair, n in pairs.items() if n > 1]
+    if dupes:
+        raise HarnessError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
+
+
+def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
+    """The first `limit` videos (sorted ids), all their dimensions."""
+    if limit is None:
+        return rows
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}", where="--limit")
+    keep = set(sorted({r["video_id"] for r in rows})[:limit])
+    return [r for r in rows if r["video_id"] in keep]
+
+
+def run_dir_name(config: RunConfig, input_source: str) -> str:
+    """`<model>/<setting>`: one folder per model and setting under the run's --out."""
+    setting = (
+        f"{config.modality.replace('+', '-')}__{config.prompt_style}"
+        + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
+        + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
+    )
+    return f"{slug(config.model)}/{slug(setting)}"
+
+
+def dataset_record(source: Any, split: str, configs: tuple[str, ...], name: str | None = None) -> dict[str, Any]:
+    """The results' `dataset` block: name, content fingerprint, split, and whether it is synthetic."""
+    record = {
+        "name": name or (Path(source).name if isinstance(source, (str, Path)) else "in-memory"),
+        "fingerprint": dataset_fingerprint(source, split, configs),
+        "split": split,
+    }
+    synthetic = is_synthetic_build(source)
+    if synthetic is not None:
+        record["synthetic"] = synthetic
+    return record
+
+
+def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, train: Any = None) -> RunContext:
+    """Resolve one setting: rows, input source, prompts and keys; refuses what cannot run before any call."""
+    try:
+        check_setting(config.modality, config.prompt_style)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if config.few_shot_k < 0:
+        raise UsageError(f"--few-shot must be 0 or more, got {config.few_shot_k}", where="--few-shot")
+    source = scoring if scoring is not None else config.dataset
+    if source is None:
+        raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
+    where = f"{source if isinstance(source, (str, Path)) else 'dataset'} ({config.split})"
+    rows = _limit_rows(load_rows(source, "scoring", config.split), config.limit)
+    if not rows:
+        raise HarnessError(f"split {config.split!r} has no rows", where=where)
+    _check_rows(rows, where)
+    train_rows = None
+    if config.few_shot_k:
+        if config.split == "train":
+            raise UsageError("few-shot examples come from the train split", where="--few-shot",
+                             hint="evaluate the validation or test split instead")
+        train_source = train if train is not None else config.dataset
+        if train_source is None:
+            raise UsageError("few-shot needs the train split", where="--few-shot", hint="pass --dataset DIR")
+        train_rows = load_rows(train_source, "scoring", "train")
+    input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows,
+                                    config.dataset, backend)
+    decoding = config.decoding or DecodingConfig.for_style(config.prompt_style)
+    try:
+        prompts = build_prompts(
+            rows, modality=config.modality, prompt_style=config.prompt_style, input_source=input_source,
+            dataset=config.dataset, split=config.split, feature_format=config.feature_format, train_rows=train_rows,
+            few_shot_k=config.few_shot_k, few_shot_seed=config.few_shot_seed,
+        )
+    except ValueError as err:  # an empty transcript, too few labelled few-shot examples
+        raise HarnessError(str(err), where=where) from err
+    setting: dict[str, Any] = {
+        "modality": config.modality,
+        "prompt_style": config.prompt_style,
+        "few_shot_k": config.few_shot_k,
+        "input_source": input_source,
+    }
+    if input_source == "features":
+        setting["feature_format"] = config.feature_format
+    if config.few_shot_k:
+        setting["few_shot_seed"] = config.few_shot_seed
+    keys = [
+        cache_key(backend=backend.name, model=config.model, setting=setting, prompt_hash=p.prompt_hash,
+                  video_id=p.video_id, dimension=p.dimension, decoding=decoding.as_dict())
+        for p in prompts
+    ]
+    configs = ("scoring", "features") if input_source == "features" else ("scoring",)
+    return RunContext(
+        config=config, backend_name=backend.name, rows=rows, prompts=prompts, keys=keys, input_source=input_source,
+        decoding=decoding, setting=setting, dataset=dataset_record(source, config.split, configs, config.dataset_name),
+        run_dir=run_dir_name(config, input_source),
+    )

@@ -1,0 +1,71 @@
+"""The one writer of a run's files, shared by model runs and the CPU baselines.
+
+A run folder holds `predictions.jsonl` (long form, read by `mis-bench score`), optionally
+`raw_responses.jsonl` (model runs), and `results.json` (the leaderboard submission schema,
+validated before it is written), scored against the split's gold at its exact decimal when
+the split is labelled. Every file is claimed in the command's output folder first, so a run
+never replaces a file it did not write (`mis_bench_dataset.outputs`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mis_bench_dataset.outputs import OutputFolder, write_atomic
+
+RUN_WRITER = "run"
+PREDICTIONS_NAME = "predictions.jsonl"
+RAW_RESPONSES_NAME = "raw_responses.jsonl"
+RESULTS_NAME = "results.json"
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    results: dict[str, Any]
+    predictions_path: Path
+    raw_responses_path: Path | None
+    results_path: Path
+
+    @property
+    def scores(self) -> dict | None:
+        return self.results.get("scores")
+
+
+def write_run(
+    folder: OutputFolder,
+    run_dir: str,
+    *,
+    system: Mapping[str, Any],
+    setting: Mapping[str, Any],
+    dataset: Mapping[str, Any],
+    predictions: Sequence[Mapping[str, Any]],
+    references: Mapping[tuple[str, str], float],
+    parse_rates: Mapping[str, float],
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    raw_records: Sequence[Mapping[str, Any]] | None = None,
+) -> WrittenRun:
+    """Score `predictions` against `references` (when any) and write the run's files under `run_dir`."""
+    from eval_scripts.results import write_results
+    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric.scoring import score_predictions
+
+    names = [PREDICTIONS_NAME, RESULTS_NAME] + ([RAW_RESPONSES_NAME] if raw_records is not None else [])
+    claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER)))
+    scores = None
+    if references:
+        scored = {(p["video_id"], p["dimension"]): p["prediction"] for p in predictions
+                  if (p["video_id"], p["dimension"]) in references}
+        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
+    write_predictions(claimed[PREDICTIONS_NAME], predictions)
+    raw_path = None
+    if raw_records is not None:
+        raw_path = claimed[RAW_RESPONSES_NAME]
+        write_atomic(raw_path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records))
+    results = write_results(claimed[RESULTS_NAME], system=system, setting=setting, dataset=dataset,
+                            predictions=predictions, scores=scores, parse_rates=parse_rates)
+    return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME])

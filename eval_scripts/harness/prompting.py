@@ -1,0 +1,104 @@
+"""The prompts of one run: the input source the backend can take, feature-derived blocks, rendered text."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from eval_scripts.backends.base import Backend
+from eval_scripts.feature_plots import FEATURE_FORMATS, feature_media_block
+from eval_scripts.prompts import Prompt, render_prompt, select_few_shot
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS
+from mis_bench_dataset.inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
+from mis_bench_dataset.loading import load_build
+
+
+def input_source_for(
+    modality: str, requested: str, feature_format: str, rows: Sequence[Mapping], dataset: Any, backend: Backend
+) -> str:
+    """`text`, `raw` or `features` for this setting, or UnsupportedSetting before any model call, saying why."""
+    source = resolve_input_source(modality, rows, requested)
+    media = SETTING_MEDIA[modality]
+    if source == "raw":
+        backend.check_inputs(media, f"setting {modality} with raw media")
+    elif source == "features":
+        if not isinstance(dataset, (str, Path)):
+            raise UnsupportedSetting(
+                f"{modality}: no raw media in the rows and no dataset folder with a `features` config",
+                hint="pass --dataset DIR (a `mis-bench build` output) to derive audio/video descriptions",
+            )
+        if feature_format not in FEATURE_FORMATS:
+            raise UsageError(f"unknown feature format {feature_format!r}", where="--feature-format",
+                             hint=f"use one of {', '.join(FEATURE_FORMATS)}")
+        if "plot" in feature_format:
+            backend.check_inputs({"image"}, f"setting {modality} with feature plots")
+    return source
+
+
+def feature_blocks(
+    dataset: str | Path, split: str, modality: str, feature_format: str, video_ids: set[str]
+) -> dict[str, tuple[str, tuple[bytes, ...]]]:
+    """video_id -> (text block, images), computed once per video, one video in memory at a time."""
+    blocks = {}
+    try:
+        with load_build(dataset, "features", split) as features:
+            columns = ["video_id", "transcript"]
+            for kind in SETTING_MEDIA[modality]:
+                columns += [c for c in FEATURE_COLUMNS[kind] if c in features.column_names]
+            features = features.select_columns(columns).with_format("numpy")
+            for index, video_id in enumerate(features["video_id"]):
+                video_id = str(video_id)
+                if video_id in video_ids:
+                    blocks[video_id] = feature_media_block(features[index], modality, feature_format)
+    except DataError as err:
+        raise UnsupportedSetting(f"{modality}: no usable `features` config: {err.what}", where=err.where,
+                                 hint="rebuild the dataset with `mis-bench build`") from err
+    missing = video_ids - blocks.keys()
+    if missing:
+        raise DataError(f"{len(missing)} video(s) have no row in the `features` config, e.g. {sorted(missing)[:3]}",
+                        where=str(dataset), hint="rebuild the dataset with `mis-bench build`")
+    return blocks
+
+
+def build_prompts(
+    rows: Sequence[Mapping],
+    *,
+    modality: str,
+    prompt_style: str,
+    input_source: str,
+    dataset: Any = None,
+    split: str = "test",
+    feature_format: str = "text",
+    train_rows: Sequence[Mapping] | None = None,
+    few_shot_k: int = 0,
+    few_shot_seed: int = 0,
+) -> list[Prompt]:
+    """One prompt per row: the template filled with the row, its media (or their descriptors) and few-shot examples."""
+    media = SETTING_MEDIA[modality]
+    evaluated = {r["video_id"] for r in rows}
+    blocks = feature_blocks(dataset, split, modality, feature_format, evaluated) if input_source == "features" else {}
+    shots = {
+        d: select_few_shot(train_rows or [], d, few_shot_k, exclude_videos=evaluated, seed=few_shot_seed)
+        for d in DIMENSION_KEYS
+    } if few_shot_k else {}
+    prompts = []
+    for row in rows:
+        block, images = blocks.get(row["video_id"], ("", ()))
+        if input_source == "raw":
+            block = f"The {'video' if 'video' in media else 'audio'} of the response is attached."
+        text = render_prompt(row, modality, prompt_style, media_block=block, few_shot=shots.get(row["dimension"], ()))
+        prompts.append(
+            Prompt(
+                video_id=row["video_id"],
+                dimension=row["dimension"],
+                text=text,
+                images=images,
+                audio_path=row.get("audio_path") if input_source == "raw" and "audio" in media else None,
+                video_path=row.get("video_path") if input_source == "raw" and "video" in media else None,
+                media=frozenset(media),
+            )
+        )
+    return prompts

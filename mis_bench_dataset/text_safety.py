@@ -1,0 +1,50 @@
+"""User text made safe for each place it is shown: HTML, Markdown, CSV and the terminal.
+
+Model names, file names and raw responses come from users and servers. Control characters
+(NUL, escape sequences) and Unicode bidi overrides can hide or reorder what a reader sees
+(a "Trojan Source" name), and markup characters can inject HTML or break a Markdown table.
+Every writer passes such text through the function for its medium; none of them drops text
+silently: controls become visible escapes (`\\x1b`, `\\u202e`).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+# C0 and C1 controls except tab and newline, DEL, and the bidi embedding/override/isolate marks.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
+_UNSAFE_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _visible(match: re.Match) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible_controls(text: str, *, inline: bool = False) -> str:
+    """Control and bidi characters replaced by visible escapes; `inline` escapes newlines and tabs too."""
+    return (_UNSAFE_INLINE if inline else _UNSAFE).sub(_visible, str(text))
+
+
+def clean_terminal(text: str) -> str:
+    """For the console: no escape sequences or bidi overrides reach the terminal."""
+    return visible_controls(text)
+
+
+def escape_html(text: object) -> str:
+    """For HTML text and attribute values."""
+    return html.escape(visible_controls(str(text), inline=True), quote=True)
+
+
+def escape_markdown(text: object) -> str:
+    """For a Markdown cell or line: markup characters escaped (also `<`, so no raw HTML), one line."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible_controls(str(text), inline=True))
+
+
+def escape_csv(text: object) -> str:
+    """For a CSV cell opened in a spreadsheet: no formula injection, no control characters."""
+    value = visible_controls(str(text), inline=True)
+    return "'" + value if value.startswith(_FORMULA_START) else value
