@@ -1,29 +1,44 @@
-"""`mis-bench report`: Table-3-style table, MSE and parse rates, radar vs the human ceiling,
-and predicted-vs-gold scatters for one run or a set of runs (results JSON files)."""
+"""`mis-bench report`: the paper's views of one or more runs (results JSON files): Table 3 (each
+system's best configuration), Figure 2 (every configuration by dimension), Table 4 / Figure 4
+(systems on one split with CIs, paired tests, radar), MSE, parse rates and scatters."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
+
+from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report",
-        help="report one or more runs: ICC table with CIs, MSE, parse rates, radar, scatters (MD + HTML + PNG)",
+        help="report runs as the paper does: best configuration per system, configuration heatmap, "
+             "comparison with CIs and paired tests (MD + HTML + JSON + PNG)",
         description=(
             "Read results JSON files (written by `mis-bench run` or the baselines; a folder means every "
-            "results.json under it) and write report.md, report.html and PNG figures into --out. "
-            "With --references the runs are (re)scored against those labels and the scatters are drawn."
+            "results.json under it) and write report.md, report.html, report.json and PNG figures into --out. "
+            "With --references the runs are (re)scored against those labels, the comparison gets its CIs "
+            "from --comparison-bootstrap resamples and paired tests against the reference, and the scatters "
+            "are drawn; without, the stored scores are shown and no paired test runs."
         ),
     )
     parser.add_argument("results", nargs="+", type=Path, help="results JSON files or folders holding them")
     parser.add_argument("--references", type=Path,
-                        help="labels: a built dataset folder or a labels file (enables scatters; rescoring)")
+                        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters)")
     parser.add_argument("--split", default="test", help="split when --references is a dataset folder (default: test)")
-    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples when rescoring (default: 1000)")
+    parser.add_argument("--bootstrap", type=int, default=1000,
+                        help="bootstrap resamples when rescoring every run (default: 1000)")
+    parser.add_argument("--comparison-bootstrap", type=int, default=PAPER_BOOTSTRAP,
+                        help=f"bootstrap resamples of the comparison's CIs and paired tests (default: "
+                             f"{PAPER_BOOTSTRAP:,}, as the paper); needs --references")
+    parser.add_argument("--reference", metavar="SYSTEM_OR_FILE",
+                        help="the comparison's reference: a model id (its best configuration) or one of the "
+                             "results files (default: the best configuration of the first system given)")
+    parser.add_argument("--scatters", default="best", metavar="best|all|none",
+                        help="predicted-vs-gold scatters (with --references) of each system's best configuration "
+                             "(default), of all runs, or none")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--title", default="MIS-Bench report")
     parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
@@ -31,52 +46,34 @@ def register(subparsers) -> None:
     parser.set_defaults(func=report_command)
 
 
-def _results_files(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(path.rglob("results.json"))
-            if not found:
-                raise FileNotFoundError(f"{path}: no results.json below this folder")
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise FileNotFoundError(f"{path}: no such file or folder")
-    return files
-
-
 def report_command(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
-    from eval_scripts.submission import SubmissionError, load_submission, predictions_mapping, validate_results
+    from eval_scripts.report.inputs import load_results, read_report_references, rescore, results_files
+    from mis_bench_dataset.errors import UsageError
 
-    try:
-        files = _results_files(args.results)
-        results_list = [validate_results(load_submission(f), source=str(f)) for f in files]
-    except (FileNotFoundError, SubmissionError) as err:
-        print(f"mis-bench report: {err}", file=sys.stderr)
-        return 2
+    for option in ("bootstrap", "comparison_bootstrap"):
+        if getattr(args, option) < 0:
+            raise UsageError(f"--{option.replace('_', '-')} must be >= 0, got {getattr(args, option)}")
+    files = results_files(args.results)
+    sources = [str(f) for f in files]
+    results_list = load_results(files)
     references = None
     if args.references:
-        from mis_icc_metric import score_predictions
-        from mis_icc_metric.predictions_io import read_references
-        from mis_icc_metric.scoring import json_safe
-
-        references = read_references(args.references, split=args.split)
-        for results in results_list:
-            predictions = {k: v for k, v in predictions_mapping(results).items() if k in references}
-            results["scores"] = json_safe(score_predictions(predictions, references, n_bootstrap=args.bootstrap,
-                                                            seed=args.seed))
-    unscored = [str(f) for f, r in zip(files, results_list) if not r.get("scores")]
+        references = read_report_references(args.references, args.split)
+        results_list = rescore(results_list, references, n_bootstrap=args.bootstrap, seed=args.seed, sources=sources)
+    unscored = [source for source, results in zip(sources, results_list) if not results.get("scores")]
     if unscored:
-        print("mis-bench report: no scores in " + ", ".join(unscored) + "; pass --references LABELS", file=sys.stderr)
-        return 2
-    written = write_report(results_list, args.out, references=references, title=args.title)
-    summary = {"runs": [str(f) for f in files], "markdown": str(written.markdown), "html": str(written.html),
-               "figures": [str(written.radar), *map(str, written.scatters)]}
+        raise UsageError("no scores in " + ", ".join(unscored), hint="pass --references LABELS to score them")
+    written = write_report(results_list, args.out, references=references, title=args.title, sources=sources,
+                           reference=args.reference, comparison_bootstrap=args.comparison_bootstrap, seed=args.seed,
+                           scatters=args.scatters)
+    summary = {"runs": sources, "markdown": str(written.markdown), "html": str(written.html),
+               "json": str(written.json), "figures": [str(p) for p in written.figures]}
     if args.json:
         print(json.dumps(summary, indent=1))
     else:
-        print(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, "
-              f"{1 + len(written.scatters)} figure(s))")
+        print(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, {written.json.name}, "
+              f"{len(written.figures)} figure(s))")
+        if references is None:
+            print("No --references: the comparison shows the stored CIs and has no paired tests.")
     return 0

@@ -14,6 +14,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from mis_bench_dataset.errors import MisBenchError
+
 # Order is the order `--help` lists them in.
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "mis_bench_dataset.cli_synth",
@@ -47,7 +49,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except MisBenchError as err:
+        print(f"mis-bench {args.command}: error: {err.line()}", file=sys.stderr)
+        return err.exit_code
 
 
 if __name__ == "__main__":

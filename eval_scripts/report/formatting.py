@@ -1,4 +1,4 @@
-"""Number formatting shared by reports and the leaderboard page (ICC in percent, as the paper).
+"""Number and text formatting shared by reports and the leaderboard page (ICC in percent, as the paper).
 
 The number rules themselves (percent text, MISSING) are defined once in
 `mis_bench_dataset.numbers`; this module adds what only tables need.
@@ -6,11 +6,16 @@ The number rules themselves (percent text, MISSING) are defined once in
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
 from mis_bench_dataset.numbers import MISSING, ci_pct, is_number, num, pct
 
-__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "num", "pct"]
+__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "md_escape", "num", "p_text", "pct", "signed_pct"]
+
+# Characters that would start Markdown emphasis, code, a link or a table cell inside a table.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 
 
 def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) -> set[int]:
@@ -20,3 +25,20 @@ def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) 
         return set()
     target = (max if higher_is_better else min)(v for _, v in defined)
     return {i for i, v in defined if v == target}
+
+
+def md_escape(text: str) -> str:
+    """User text (a model name, a file name) as literal Markdown: no HTML, emphasis, links or cell breaks."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def signed_pct(value: float | None, digits: int = 1) -> str:
+    """A difference of fractions in percentage points with its sign ("+5.2", "-0.3")."""
+    return f"{100.0 * value:+.{digits}f}" if is_number(value) else MISSING
+
+
+def p_text(value: float | None) -> str:
+    """A p-value with three decimals ("p=0.042"), "p<0.001" below that."""
+    if not is_number(value):
+        return MISSING
+    return "p<0.001" if value < 0.001 else f"p={value:.3f}"
