@@ -137,7 +137,7 @@ def run_default(args: argparse.Namespace) -> int:
     print()
     print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
     print()
-    print(f"Report:      {report.html}  (and {report.markdown.name})")
+    print(f"Report:      {report.html}  (and {report.markdown.name}, {report.json.name})")
     print(f"Leaderboard: {leaderboard.html}")
     print(f"Runs:        {runs_dir}/  (predictions.jsonl + results.json per run)")
     print(f"Done in {summary['seconds']}s.")
