@@ -116,7 +116,8 @@ def _data_uri(path: Path) -> str:
 def _table3_section(best: Sequence[BestConfiguration], ranks: list[dict], undefined: list[str]) -> _Section:
     paragraphs = [SELECTION_RULE, RANK_RULE]
     if undefined:
-        paragraphs.append("Not in this table (no configuration with a defined overall ICC): " + ", ".join(undefined) + ".")
+        paragraphs.append("Not in this table (no configuration with a defined overall ICC): "
+                          + ", ".join(undefined) + ".")
     tables = [("ICC(3,1) % of each system's best configuration", table3_table(best, ranks))] if best else []
     if not best:
         paragraphs.append("No system has a configuration with a defined overall ICC.")
@@ -149,7 +150,8 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
                 f"{comparison.seed}); paired tests: ICC(system) - ICC(reference) in percentage points on the items "
                 "both systems parsed, with its CI and two-sided bootstrap p-value (mis_icc_metric.paired_comparison)."
             )
-        tables.append(("ICC(3,1) % [95% CI] per dimension (best per row in bold)", comparison_table(comparison.views())))
+        tables.append(("ICC(3,1) % [95% CI] per dimension (best per row in bold)",
+                       comparison_table(comparison.views())))
         if comparison.paired:
             tables.append(("Paired bootstrap tests against the reference: difference in points [95% CI] p-value",
                            paired_table(comparison.paired)))

@@ -63,7 +63,9 @@ def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
                         hint="give a built dataset folder or a labels CSV") from None
 
 
-def predictions_on(predictions: Mapping[Key, float | None], references: Mapping[Key, object]) -> dict[Key, float | None]:
+def predictions_on(
+    predictions: Mapping[Key, float | None], references: Mapping[Key, object]
+) -> dict[Key, float | None]:
     """The predictions of the pairs the references label (a run may cover more videos than the split)."""
     return {key: value for key, value in predictions.items() if key in references}
 

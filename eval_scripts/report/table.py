@@ -189,7 +189,9 @@ def table3_table(best: Sequence[Any], ranks: Sequence[Mapping[str, int | None]])
     rows, marks = [], {}
     for r, (entry, rank) in enumerate(zip(best, ranks)):
         values = entry.values()
-        configuration = entry.run.configuration + (f" (of {entry.n_configurations})" if entry.n_configurations > 1 else "")
+        configuration = entry.run.configuration
+        if entry.n_configurations > 1:
+            configuration += f" (of {entry.n_configurations})"
         rows.append([entry.run.model, configuration] + [pct(value) for value in values.values()])
         for c, column in enumerate(values):
             if rank[column] is not None:
@@ -295,8 +297,10 @@ def _html_cell(cell: str, numeric: bool) -> str:
 
 def to_html(table: Table, *, css_class: str = "results") -> str:
     """The table inside a horizontally scrollable box, so a wide table never runs off the page."""
-    head = "".join(f'<th class="label">{html.escape(h)}</th>' if c < table.label_columns else f"<th>{html.escape(h)}</th>"
-                   for c, h in enumerate(table.header))
+    head = "".join(
+        f'<th class="label">{html.escape(h)}</th>' if c < table.label_columns else f"<th>{html.escape(h)}</th>"
+        for c, h in enumerate(table.header)
+    )
     body = []
     for r, row in enumerate(table.rows):
         cells = []
