@@ -4,7 +4,7 @@ Offline, on a laptop, in about a minute: the synthetic sample (generated on firs
 use), the `features` baseline in the four modality settings plus the `mean` floor,
 scores with bootstrap CIs, and everything a real run produces under
 `./mis-bench-results/`: predictions and results JSON per run, a Markdown and an
-HTML report (Table-3-style table, radar against the human ceiling, scatters), and a
+HTML report (the paper's Table 3, Figure 2 and Table 4 / Figure 4 views, scatters), and a
 leaderboard built from the runs' submissions. With `--dataset DIR` the same job
 runs on your own labelled build. The synthetic data is said to be synthetic in
 every output.
@@ -104,7 +104,8 @@ def run_default(args: argparse.Namespace) -> int:
         runs.append(run)
 
     title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if synthetic else "")
-    report = write_report([r.results for r in runs], folder, references=references, title=title)
+    report = write_report([r.results for r in runs], folder, references=references, title=title,
+                          sources=[str(r.results_path) for r in runs], comparison_bootstrap=n_bootstrap, seed=seed)
 
     submissions = out_dir / "submissions"
     for run in runs:
@@ -126,7 +127,7 @@ def run_default(args: argparse.Namespace) -> int:
              "mean_icc": (r.results["scores"] or {}).get("mean_icc")}
             for r in runs
         ],
-        "report": {"markdown": str(report.markdown), "html": str(report.html)},
+        "report": {"markdown": str(report.markdown), "html": str(report.html), "json": str(report.json)},
         "leaderboard": {"html": str(leaderboard.html), "json": str(leaderboard.json), "csv": str(leaderboard.csv)},
         "seconds": round(time.monotonic() - started, 1),
     }
@@ -138,7 +139,7 @@ def run_default(args: argparse.Namespace) -> int:
     print()
     print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
     print()
-    print(f"Report:      {report.html}  (and {report.markdown.name})")
+    print(f"Report:      {report.html}  (and {report.markdown.name}, {report.json.name})")
     print(f"Leaderboard: {leaderboard.html}")
     print(f"Runs:        {runs_dir}/  (predictions.jsonl + results.json per run)")
     print(f"Done in {summary['seconds']}s.")

@@ -61,6 +61,8 @@ SCORE_LEVELS = (1, 2, 3, 4, 5)
 MODALITY_SETTINGS: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
 PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
 N_VIDEOS = 996
+# Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption).
+PAPER_BOOTSTRAP_RESAMPLES = 10_000
 N_FULLY_RATED = 625
 MEAN_DURATION_SECONDS = 62.42
 

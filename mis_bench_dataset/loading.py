@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.errors import DataError, UsageError
 
 
 @contextmanager
@@ -28,8 +28,8 @@ def load_build(folder: str | Path, config: str, split: str | None = None) -> Ite
 
     path = Path(folder)
     if not path.is_dir():
-        raise DataError(f"{path} is not a folder", where="dataset",
-                        hint="give a folder written by `mis-bench build`")
+        raise UsageError(f"{path} is not a folder" if path.exists() else f"no such folder: {path}", where="dataset",
+                         hint="give a folder written by `mis-bench build`")
     if not (path / config).is_dir():
         raise DataError(f"{path} has no `{config}` config", where="dataset",
                         hint="give a folder written by `mis-bench build`")

@@ -15,7 +15,8 @@ import re
 # C0 and C1 controls except tab and newline, DEL, and the bidi embedding/override/isolate marks.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
 _UNSAFE_INLINE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c\ufeff]")
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
+# Characters that would start Markdown emphasis, code, a link or a table cell.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -40,8 +41,8 @@ def escape_html(text: object) -> str:
 
 
 def escape_markdown(text: object) -> str:
-    """For a Markdown cell or line: markup characters escaped (also `<`, so no raw HTML), one line."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible_controls(str(text), inline=True))
+    """For a Markdown cell or line: no raw HTML (`<` as an entity), emphasis, links or cell breaks; one line."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(visible_controls(str(text), inline=True), quote=False))
 
 
 def escape_csv(text: object) -> str:

@@ -78,9 +78,13 @@ def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
         (runs / f"run{i}").mkdir(parents=True)
         _results_file(runs / f"run{i}", "results.json", references, noise, 10 + i, model=f"org/m{i}")
     assert cli_main(["report", str(runs), "--references", str(dataset), "--out", str(tmp_path / "rep"),
-                     "--bootstrap", "50", "--json"]) == 0
+                     "--bootstrap", "50", "--comparison-bootstrap", "200", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert len(summary["runs"]) == 2 and len(summary["figures"]) == 3
+    # heatmap, radar, and a scatter of each system's best configuration
+    assert len(summary["runs"]) == 2 and len(summary["figures"]) == 4
+    report = json.loads((tmp_path / "rep" / "report.json").read_text())
+    assert [e["model"] for e in report["best_configuration"]] == ["org/m0", "org/m1"]
+    assert report["comparison"]["n_bootstrap"] == 200 and len(report["comparison"]["paired"]) == 1
     markdown = (tmp_path / "rep" / "report.md").read_text()
     assert "org/m0" in markdown and "org/m1" in markdown
 
@@ -90,7 +94,7 @@ def test_report_command_needs_scores_or_references(tmp_path, labelled, capsys):
     source = _results_file(tmp_path, "results.json", references, 0.3, 5)
     assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 1  # a data error
     assert "pass --references" in capsys.readouterr().err
-    assert cli_main(["report", str(tmp_path / "absent"), "--out", str(tmp_path / "rep")]) == 1  # a missing input file: data error
+    assert cli_main(["report", str(tmp_path / "absent"), "--out", str(tmp_path / "rep")]) == 2  # a wrong path: usage
     assert "no such file or folder" in capsys.readouterr().err
 
 

@@ -54,7 +54,14 @@ def test_readme_first_command_runs_the_default_job(tmp_path, monkeypatch, capsys
     report = (out / "report.md").read_text()
     assert "SYNTHETIC DATA" in report and "Human ceiling (Table 2)" in report
     html = (out / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 1 + 5
+    # heatmap, radar, and a scatter of each system's best configuration (features, mean)
+    assert html.count("data:image/png;base64,") == 2 + 2
+    best = json.loads((out / "report.json").read_text())["best_configuration"]
+    assert [e["model"] for e in best] == [results["system"]["model"] for results in
+                                          (load_submission(tmp_path / by_name[("features", "text")]["results"]),
+                                           load_submission(tmp_path / by_name[("mean", "text")]["results"]))]
+    winner = max((r for r in summary["runs"] if r["baseline"] == "features"), key=lambda r: r["overall_icc"])
+    assert (best[0]["modality"], best[0]["overall_icc"]) == (winner["modality"], winner["overall_icc"])
     board = json.loads((out / "leaderboard" / "leaderboard.json").read_text())
     assert len(board["entries"]) == 5 and board["rejected"] == []
     assert board["entries"][-1]["model"] == "baseline/train-mean"

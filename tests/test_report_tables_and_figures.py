@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -110,13 +112,14 @@ def test_scatter_plots_parsed_pairs_per_dimension():
 def test_write_report_writes_md_html_png(tmp_path, two_runs):
     refs = make_references(VIDEO_IDS[:5])
     files = write_report(two_runs, tmp_path, references=refs, title="T")
-    for png in [files.radar, *files.scatters]:
+    for png in files.figures:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(files.scatters) == 2
+    assert len(files.scatters) == 2 and files.figures == [files.heatmap, files.radar, *files.scatters]
     md = files.markdown.read_text()
-    assert "SYNTHETIC DATA" in md and "| System | VF |" in md and files.radar.name in md
+    assert "SYNTHETIC DATA" in md and "| System | VF |" in md and files.radar.name in md and files.heatmap.name in md
     html = files.html.read_text()
-    assert html.count("data:image/png;base64,") == 3 and "id='synthetic-notice'" in html
+    assert html.count("data:image/png;base64,") == 4 and "id='synthetic-notice'" in html
+    assert json.loads(files.json.read_text())["synthetic"] is True
 
 
 def test_real_data_report_has_no_synthetic_notice(tmp_path, two_runs):

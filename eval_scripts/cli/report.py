@@ -1,5 +1,6 @@
-"""`mis-bench report`: Table-3-style table, MSE and parse rates, radar vs the human ceiling,
-and predicted-vs-gold scatters for one run or a set of runs (results JSON files)."""
+"""`mis-bench report`: the paper's views of one or more runs (results JSON files): Table 3 (each
+system's best configuration), Figure 2 (every configuration by dimension), Table 4 / Figure 4
+(systems on one split with CIs, paired tests, radar), MSE, parse rates and scatters."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say
+from eval_scripts.report.options import SCATTER_CHOICES
+from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -14,20 +17,32 @@ from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report",
-        help="report one or more runs: ICC table with CIs, MSE, parse rates, radar, scatters (MD + HTML + PNG)",
+        help="report runs as the paper does: best configuration per system, configuration heatmap, "
+             "comparison with CIs and paired tests (MD + HTML + JSON + PNG)",
         description=(
             "Read results JSON files (written by `mis-bench run` or the baselines; a folder means every "
-            "results.json under it) and write report.md, report.html and PNG figures into --out. "
-            "With --references the runs are (re)scored against those labels and the scatters are drawn."
+            "results.json under it) and write report.md, report.html, report.json and PNG figures into --out. "
+            "With --references the runs are (re)scored against those labels, the comparison gets its CIs "
+            "from --comparison-bootstrap resamples and paired tests against the reference, and the scatters "
+            "are drawn; without, the stored scores are shown and no paired test runs."
         ),
     )
     parser.add_argument("results", nargs="+", type=Path, help="results JSON files or folders holding them")
     parser.add_argument("--references", type=Path,
-                        help="labels: a built dataset folder or a labels file (enables scatters; rescoring)")
+                        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters)")
     parser.add_argument("--split", default="test", choices=SPLITS,
                         help="split when --references is a dataset folder (default: test)")
     parser.add_argument("--bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000,
-                        help="bootstrap resamples when rescoring (default: 1000)")
+                        help="bootstrap resamples when rescoring every run (default: 1000)")
+    parser.add_argument("--comparison-bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=PAPER_BOOTSTRAP,
+                        help=f"bootstrap resamples of the comparison's CIs and paired tests (default: "
+                             f"{PAPER_BOOTSTRAP:,}, as the paper); needs --references")
+    parser.add_argument("--reference", metavar="SYSTEM_OR_FILE",
+                        help="the comparison's reference: a model id (its best configuration) or one of the "
+                             "results files (default: the best configuration of the first system given)")
+    parser.add_argument("--scatters", default="best", choices=SCATTER_CHOICES,
+                        help="predicted-vs-gold scatters (with --references) of each system's best configuration "
+                             "(default), of all runs, or none")
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--title", default="MIS-Bench report")
     parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
@@ -35,55 +50,37 @@ def register(subparsers) -> None:
     parser.set_defaults(func=report_command)
 
 
-def _results_files(paths: list[Path]) -> list[Path]:
-    from mis_bench_dataset.errors import DataError
-
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(path.rglob("results.json"))
-            if not found:
-                raise DataError("no results.json below this folder", where=str(path),
-                                hint="give results JSON files or the folder `mis-bench run` wrote")
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise DataError("no such file or folder", where=str(path), hint="check the path")
-    return files
-
-
 def report_command(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
-    from eval_scripts.submission import load_submission, predictions_mapping, validate_results
+    from eval_scripts.report.inputs import load_results, read_report_references, rescore, results_files
     from mis_bench_dataset.errors import DataError
     from mis_bench_dataset.outputs import OutputFolder
 
-    files = _results_files(args.results)
-    inputs = [*files, *([args.references] if args.references else [])]
-    folder = OutputFolder(args.out, command="report", inputs=inputs)
-    results_list = [validate_results(load_submission(f), source=str(f)) for f in files]
+    files = results_files(args.results)
+    sources = [str(f) for f in files]
+    folder = OutputFolder(args.out, command="report", inputs=[*files, *([args.references] if args.references else [])])
+    results_list = load_results(files)
     references = None
     if args.references:
-        from mis_icc_metric import score_predictions
-        from mis_icc_metric.predictions_io import read_references
-        from mis_icc_metric.scoring import json_safe
-
-        references = read_references(args.references, split=args.split)
-        for results in results_list:
-            predictions = {k: v for k, v in predictions_mapping(results).items() if k in references}
-            results["scores"] = json_safe(score_predictions(predictions, references, n_bootstrap=args.bootstrap,
-                                                            seed=args.seed))
-    unscored = [str(f) for f, r in zip(files, results_list) if not r.get("scores")]
+        references = read_report_references(args.references, args.split)
+        if not references:
+            raise DataError(f"the references have no gold scores for split {args.split!r}",
+                            where=str(args.references), hint="give a labelled build or a labels file")
+        results_list = rescore(results_list, references, n_bootstrap=args.bootstrap, seed=args.seed, sources=sources)
+    unscored = [source for source, results in zip(sources, results_list) if not results.get("scores")]
     if unscored:
         raise DataError(f"{len(unscored)} run(s) have no scores", where=", ".join(unscored[:3]),
                         hint="pass --references LABELS (a labelled build or a labels file) to score them")
-    written = write_report(results_list, folder, references=references, title=args.title)
-    summary = {"runs": [str(f) for f in files], "markdown": str(written.markdown), "html": str(written.html),
-               "figures": [str(written.radar), *map(str, written.scatters)]}
+    written = write_report(results_list, folder, references=references, title=args.title, sources=sources,
+                           reference=args.reference, comparison_bootstrap=args.comparison_bootstrap, seed=args.seed,
+                           scatters=args.scatters)
+    summary = {"runs": sources, "markdown": str(written.markdown), "html": str(written.html),
+               "json": str(written.json), "figures": [str(p) for p in written.figures]}
     if args.json:
         print_json(summary)
     else:
-        say(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, "
-              f"{1 + len(written.scatters)} figure(s))")
+        say(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, {written.json.name}, "
+            f"{len(written.figures)} figure(s))")
+        if references is None:
+            say("No --references: the comparison shows the stored CIs and has no paired tests.")
     return 0

@@ -143,15 +143,14 @@ def _data_errors(func):
     """A file the metric cannot use (missing, malformed, pairs without gold) is a data error, one line."""
 
     def wrapper(args: argparse.Namespace) -> int:
-        from mis_bench_dataset.errors import DataError, MisBenchError
+        from mis_bench_dataset.errors import DataError, MisBenchError, UsageError
 
         try:
             return func(args)
         except MisBenchError:
             raise
         except FileNotFoundError as exc:
-            raise DataError("no such file or folder", where=str(exc.filename or exc),
-                            hint="check the path") from exc
+            raise UsageError("no such file or folder", where=str(exc.filename or exc), hint="check the path") from exc
         except (ValueError, TypeError) as exc:
             raise DataError(str(exc)) from exc
 

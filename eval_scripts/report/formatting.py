@@ -1,4 +1,4 @@
-"""Number formatting shared by reports and the leaderboard page (ICC in percent, as the paper).
+"""Number and text formatting shared by reports and the leaderboard page (ICC in percent, as the paper).
 
 The number rules themselves (percent text, MISSING) are defined once in
 `mis_bench_dataset.numbers`; this module adds what only tables need.
@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mis_bench_dataset.numbers import MISSING, ci_pct, is_number, num, pct
+from mis_bench_dataset.text_safety import escape_markdown as md_escape
 
-__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "num", "pct"]
-
+__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "md_escape", "num", "p_text", "pct", "signed_pct"]
 
 def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) -> set[int]:
     """Indices holding the best defined value of a column (all of them on a tie)."""
@@ -20,3 +20,15 @@ def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) 
         return set()
     target = (max if higher_is_better else min)(v for _, v in defined)
     return {i for i, v in defined if v == target}
+
+
+def signed_pct(value: float | None, digits: int = 1) -> str:
+    """A difference of fractions in percentage points with its sign ("+5.2", "-0.3")."""
+    return f"{100.0 * value:+.{digits}f}" if is_number(value) else MISSING
+
+
+def p_text(value: float | None) -> str:
+    """A p-value with three decimals ("p=0.042"), "p<0.001" below that."""
+    if not is_number(value):
+        return MISSING
+    return "p<0.001" if value < 0.001 else f"p={value:.3f}"

@@ -1,5 +1,6 @@
-"""Figures: per-dimension ICC radar with the human ceiling (paper Figures 2 and 4), and
-predicted-vs-gold scatters per dimension. Matplotlib with the Agg backend (no display)."""
+"""Figures: per-dimension ICC radar with the human ceiling (paper Figure 4), the configuration x
+dimension ICC heatmap (paper Figure 2), and predicted-vs-gold scatters per dimension. Matplotlib
+with the Agg backend (no display); user text is drawn literally (no mathtext)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from eval_scripts.report.table import RunView
+from eval_scripts.report.views import configuration_matrix
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, SCORE_MAX, SCORE_MIN
 
 
@@ -19,6 +21,11 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _literal(text: str) -> str:
+    """Text matplotlib draws as given: a `$` would otherwise start mathtext."""
+    return text.replace("$", r"\$")
 
 
 def radar_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "Per-dimension ICC(3,1)") -> Path:
@@ -39,7 +46,7 @@ def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1
         values = [run.dim(d.key).get("icc") for d in DIMENSIONS]
         values = [np.nan if v is None else float(v) for v in values]
         values_seen += [v for v in values if np.isfinite(v)]
-        ax.plot(closed, values + values[:1], linewidth=1.5, label=run.label)
+        ax.plot(closed, values + values[:1], linewidth=1.5, label=_literal(run.label))
         ax.fill(closed, np.nan_to_num(values + values[:1]), alpha=0.08)
     low = min(0.0, np.floor(min(values_seen) * 10) / 10)
     ax.set_ylim(low, max(0.7, np.ceil(max(values_seen) * 10) / 10))
@@ -78,7 +85,37 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
         ax.set_xlabel("gold")
     for ax in axes[:, 0]:
         ax.set_ylabel("predicted")
-    fig.suptitle(run.label, fontsize=10)
+    fig.suptitle(_literal(run.label), fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "ICC(3,1) % by configuration") -> Path:
+    """Every run (rows) by dimension (columns), saved as PNG."""
+    return _save(heatmap_figure(runs, title=title), path, dpi=110)
+
+
+def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by configuration"):
+    """ICC in percent, annotated, on a diverging colormap centred at 0 (grey and "–" where undefined)."""
+    from matplotlib.colors import CenteredNorm
+
+    plt = _pyplot()
+    values = 100.0 * configuration_matrix(runs)
+    finite = values[np.isfinite(values)]
+    half_range = max(10.0, float(np.abs(finite).max())) if finite.size else 10.0
+    cmap = plt.get_cmap("RdBu").with_extremes(bad="#dddddd")
+    fig, ax = plt.subplots(figsize=(9.0, 1.6 + 0.36 * len(runs)))
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=CenteredNorm(vcenter=0.0, halfrange=half_range),
+                      aspect="auto")
+    for (row, column), value in np.ndenumerate(values):
+        text = "–" if not np.isfinite(value) else f"{value:.1f}"
+        dark = np.isfinite(value) and abs(value) > 0.6 * half_range
+        ax.text(column, row, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
+    ax.set_xticks(range(len(DIMENSIONS)), [d.abbreviation for d in DIMENSIONS])
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(runs)), [_literal(run.label) for run in runs], fontsize=8)
+    fig.colorbar(image, ax=ax, label="ICC(3,1) %", fraction=0.04, pad=0.02)
+    ax.set_title(title, pad=22, fontsize=10)
     fig.tight_layout()
     return fig
 

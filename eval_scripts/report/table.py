@@ -1,14 +1,18 @@
-"""The paper's Table 3 layout (dimensions as columns, ICC % with CI, best per column
-marked) plus the MSE and parse/exclusion-rate tables, in Markdown and HTML."""
+"""Report tables as cell grids, rendered to Markdown and HTML: every run's ICC % with CI (best per
+column marked), MSE and parse/exclusion rates, and the paper's views built in `views` and
+`comparison`: Table 3 (top three per column), Figure 2's numbers and Table 4 with paired tests.
+
+User text (model names, file names) is escaped in both renderings."""
 
 from __future__ import annotations
 
-import html
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, num, pct
+from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
+from mis_bench_dataset.text_safety import escape_html
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING
 
 
@@ -21,6 +25,14 @@ class RunView:
     parse_rates: Mapping[str, float]
     synthetic: bool = False
     predictions: Mapping[tuple[str, str], float | None] = field(default_factory=dict)
+    model: str = ""
+    modality: str = ""
+    prompt_style: str = ""
+    few_shot_k: int = 0
+    input_source: str = ""
+    fingerprint: str = ""
+    split: str = ""
+    source: str | None = None  # the results file it came from, when known
 
     def dim(self, key: str) -> Mapping[str, Any]:
         return (self.scores.get("dimensions") or {}).get(key) or {}
@@ -33,33 +45,64 @@ class RunView:
     def mean_icc(self) -> float | None:
         return self.scores.get("mean_icc")
 
+    @property
+    def configuration(self) -> str:
+        return configuration_label(self.modality, self.prompt_style, self.few_shot_k)
 
-def run_label(results: Mapping[str, Any]) -> str:
-    setting = results["setting"]
-    label = f"{results['system']['model']} · {setting['modality']}"
-    if setting.get("prompt_style") not in (None, "none"):
-        label += f" · {setting['prompt_style']}"
-    if setting.get("few_shot_k"):
-        label += f" · {setting['few_shot_k']}-shot"
+
+def configuration_label(modality: str, prompt_style: str | None, few_shot_k: int | None) -> str:
+    """`modality · prompt style · k-shot`; unprompted systems (prompt style `none`) show the modality only."""
+    label = modality
+    if prompt_style not in (None, "", "none"):
+        label += f" · {prompt_style}"
+    if few_shot_k:
+        label += f" · {few_shot_k}-shot"
     return label
 
 
-def run_views(results_list: Sequence[Mapping[str, Any]]) -> list[RunView]:
-    """RunViews of scored results objects; refuses one without scores (nothing to report)."""
+def run_label(results: Mapping[str, Any]) -> str:
+    setting = results["setting"]
+    return f"{results['system']['model']} · " + configuration_label(
+        setting["modality"], setting.get("prompt_style"), setting.get("few_shot_k")
+    )
+
+
+def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str | None] | None = None) -> list[RunView]:
+    """RunViews of scored results objects; refuses one without scores (nothing to report).
+
+    Two runs with the same label (same model and setting from different files) get ` (2)`, ` (3)`
+    appended so that every row of a table or figure names one run.
+    """
+    if sources is not None and len(sources) != len(results_list):
+        raise ValueError(f"{len(sources)} sources for {len(results_list)} results")
     views = []
+    seen: dict[str, int] = {}
     for index, results in enumerate(results_list):
         if not results.get("scores"):
             raise ValueError(
                 f"results #{index} ({results.get('system', {}).get('model', '?')}) has no scores: "
                 "score it against labels first (`mis-bench score`) or pass --references"
             )
+        label = run_label(results)
+        seen[label] = seen.get(label, 0) + 1
+        if seen[label] > 1:
+            label += f" ({seen[label]})"
+        setting, dataset = results["setting"], results.get("dataset") or {}
         views.append(
             RunView(
-                label=run_label(results),
+                label=label,
                 scores=results["scores"],
                 parse_rates=results.get("parse_rates") or {},
-                synthetic=bool(results.get("dataset", {}).get("synthetic", False)),
+                synthetic=bool(dataset.get("synthetic", False)),
                 predictions={(r["video_id"], r["dimension"]): r["prediction"] for r in results.get("predictions", [])},
+                model=str(results["system"]["model"]),
+                modality=str(setting["modality"]),
+                prompt_style=str(setting.get("prompt_style") or "none"),
+                few_shot_k=int(setting.get("few_shot_k") or 0),
+                input_source=str(setting.get("input_source") or ""),
+                fingerprint=str(dataset.get("fingerprint") or ""),
+                split=str(dataset.get("split") or ""),
+                source=None if sources is None else sources[index],
             )
         )
     return views
@@ -74,6 +117,12 @@ class Table:
     rows: list[list[str]]
     best: set[tuple[int, int]]  # (row, column) cells to mark
     reference_rows: list[list[str]] = field(default_factory=list)
+    ranks: dict[tuple[int, int], int] = field(default_factory=dict)  # (row, column) -> 1, 2 or 3
+    label_columns: int = 1  # leading columns of user text (escaped, never split)
+
+
+RANK_NAMES = {1: "1st", 2: "2nd", 3: "3rd"}
+RANK_SUPERSCRIPTS = {1: "\u00b9", 2: "\u00b2", 3: "\u00b3"}
 
 
 def _mark_best(columns: list[list[float | None]], *, higher_is_better: bool, offset: int = 1) -> set[tuple[int, int]]:
@@ -84,6 +133,18 @@ def _mark_best(columns: list[list[float | None]], *, higher_is_better: bool, off
             continue
         marked |= {(row, column + offset) for row in best_rows(values, higher_is_better=higher_is_better)}
     return marked
+
+
+def _ceiling_row(with_ci: bool) -> list[str]:
+    return ["Human ceiling (Table 2)"] + [
+        pct(HUMAN_CEILING[d.key].icc)
+        + (f" {ci_pct((HUMAN_CEILING[d.key].ci_low, HUMAN_CEILING[d.key].ci_high))}" if with_ci else "")
+        for d in DIMENSIONS
+    ]
+
+
+def _ceiling_mean() -> float:
+    return sum(HUMAN_CEILING[d.key].icc for d in DIMENSIONS) / len(DIMENSIONS)
 
 
 def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
@@ -102,11 +163,78 @@ def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
                 cell += f" {ci_pct(intervals[r])}"
             cells.append(cell)
         rows.append(cells)
-    ceiling = ["Human ceiling (Table 2)"] + [
-        pct(HUMAN_CEILING[d.key].icc) + (f" {ci_pct((HUMAN_CEILING[d.key].ci_low, HUMAN_CEILING[d.key].ci_high))}" if with_ci else "")
-        for d in DIMENSIONS
-    ] + [MISSING, pct(sum(HUMAN_CEILING[d.key].icc for d in DIMENSIONS) / len(DIMENSIONS))]
+    ceiling = _ceiling_row(with_ci) + [MISSING, pct(_ceiling_mean())]
     return Table(header, rows, _mark_best(columns, higher_is_better=True), [ceiling])
+
+
+def figure2_table(runs: Sequence[RunView]) -> Table:
+    """Figure 2's numbers: every configuration's ICC with CI, plus each dimension's mean over the
+    configurations where it is defined (the averages the paper quotes in section 4.2)."""
+    table = icc_table(runs)
+    means = []
+    for d in DIMENSIONS:
+        defined = [float(v) for v in (run.dim(d.key).get("icc") for run in runs) if isinstance(v, (int, float))]
+        means.append(f"{pct(sum(defined) / len(defined))} (n={len(defined)})" if defined else MISSING)
+    mean_row = ["Mean over configurations"] + means + [MISSING, MISSING]
+    return Table(table.header, table.rows, table.best, [mean_row, *table.reference_rows])
+
+
+def table3_table(best: Sequence[Any], ranks: Sequence[Mapping[str, int | None]]) -> Table:
+    """The paper's Table 3: per system its best configuration's ICCs, 1st/2nd/3rd marked per column.
+
+    `best` holds `views.BestConfiguration`s (their `values()` in column order) and `ranks` the
+    matching `views.rank_table` rows.
+    """
+    header = ["System", "Best configuration"] + [d.abbreviation for d in DIMENSIONS] + ["Overall", "Mean ICC"]
+    rows, marks = [], {}
+    for r, (entry, rank) in enumerate(zip(best, ranks)):
+        values = entry.values()
+        configuration = entry.run.configuration
+        if entry.n_configurations > 1:
+            configuration += f" (of {entry.n_configurations})"
+        rows.append([entry.run.model, configuration] + [pct(value) for value in values.values()])
+        for c, column in enumerate(values):
+            if rank[column] is not None:
+                marks[(r, c + 2)] = rank[column]
+    ceiling = ["Human ceiling (Table 2)", MISSING] + _ceiling_row(False)[1:] + [MISSING, pct(_ceiling_mean())]
+    return Table(header, rows, set(), [ceiling], ranks=marks, label_columns=2)
+
+
+def comparison_table(runs: Sequence[RunView]) -> Table:
+    """The paper's Table 4: dimensions as rows, one column per system, ICC % [CI]; best per row in bold."""
+    header = ["Dimension"] + [run.label for run in runs]
+    lines = [(d.abbreviation, lambda run, key=d.key: (run.dim(key).get("icc"), run.dim(key).get("icc_ci")))
+             for d in DIMENSIONS]
+    lines.append(("Mean over dimensions", lambda run: (run.mean_icc, run.scores.get("mean_icc_ci"))))
+    lines.append(("Overall", lambda run: (run.overall.get("icc"), run.overall.get("icc_ci"))))
+    rows, best = [], set()
+    for r, (name, get) in enumerate(lines):
+        values = [get(run) for run in runs]
+        cells = [name]
+        for icc, ci in values:
+            cell = pct(icc)
+            if ci is not None and cell != MISSING:
+                cell += f" {ci_pct(ci)}"
+            cells.append(cell)
+        rows.append(cells)
+        points = [icc for icc, _ in values]
+        if sum(v is not None for v in points) >= 2:
+            best |= {(r, c + 1) for c in best_rows(points)}
+    return Table(header, rows, best, label_columns=1)
+
+
+def paired_table(paired: Sequence[Mapping[str, Any]]) -> Table:
+    """Paired bootstrap tests against the reference: ICC(system) - ICC(reference) in points, CI, p-value."""
+    header = ["System vs reference"] + [d.abbreviation for d in DIMENSIONS] + ["Overall", "Mean ICC"]
+    rows = []
+    for test in paired:
+        blocks = [test["dimensions"].get(d.key) or {} for d in DIMENSIONS] + [test["overall"], test["mean_icc"]]
+        rows.append([test["systems"]["a"]] + [
+            f"{signed_pct(block.get('delta'))} {ci_pct(block.get('delta_ci'))} {p_text(block.get('p_value'))}"
+            if block.get("delta") is not None else MISSING
+            for block in blocks
+        ])
+    return Table(header, rows, set())
 
 
 def mse_table(runs: Sequence[RunView]) -> Table:
@@ -132,28 +260,71 @@ def rates_table(runs: Sequence[RunView]) -> Table:
 
 # ----------------------------------------------------------------------------- rendering
 
+# "12.3 [4.5, 20.1] p=0.010" -> the value, then its interval and its p-value on smaller lines below.
+_VALUE_AND_DETAIL = re.compile(r"^(\S+) (\[[^\]]*\])(?: (.+))?$")
+
+
+def _md_cell(table: Table, r: int, c: int, cell: str) -> str:
+    text = md_escape(cell) if c < table.label_columns else cell.replace("|", "\\|")
+    rank = table.ranks.get((r, c))
+    if rank is not None:
+        text += RANK_SUPERSCRIPTS[rank]
+    if (r, c) in table.best or rank == 1:
+        text = f"**{text}**"
+    return text
+
 
 def to_markdown(table: Table) -> str:
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+        return "| " + " | ".join(cells) + " |"
 
-    out = [line(table.header), line(["---"] + ["---:"] * (len(table.header) - 1))]
+    out = [line([md_escape(h) for h in table.header]),
+           line(["---"] * table.label_columns + ["---:"] * (len(table.header) - table.label_columns))]
     for r, row in enumerate(table.rows):
-        out.append(line([f"**{cell}**" if (r, c) in table.best else cell for c, cell in enumerate(row)]))
+        out.append(line([_md_cell(table, r, c, cell) for c, cell in enumerate(row)]))
     for row in table.reference_rows:
-        out.append(line([f"_{cell}_" for cell in row]))
+        out.append(line([f"_{md_escape(cell) if c < table.label_columns else cell}_" for c, cell in enumerate(row)]))
     return "\n".join(out)
 
 
+def _html_cell(cell: str, numeric: bool) -> str:
+    match = _VALUE_AND_DETAIL.match(cell) if numeric else None
+    if match is None:
+        return escape_html(cell)
+    details = "".join(f'<span class="detail">{escape_html(part)}</span>' for part in match.groups()[1:] if part)
+    return escape_html(match.group(1)) + details
+
+
 def to_html(table: Table, *, css_class: str = "results") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in table.header)
+    """The table inside a horizontally scrollable box, so a wide table never runs off the page."""
+    head = "".join(
+        f'<th class="label">{escape_html(h)}</th>' if c < table.label_columns else f"<th>{escape_html(h)}</th>"
+        for c, h in enumerate(table.header)
+    )
     body = []
     for r, row in enumerate(table.rows):
-        cells = "".join(
-            f'<td class="best">{html.escape(cell)}</td>' if (r, c) in table.best else f"<td>{html.escape(cell)}</td>"
-            for c, cell in enumerate(row)
-        )
-        body.append(f"<tr>{cells}</tr>")
+        cells = []
+        for c, cell in enumerate(row):
+            classes = []
+            if (r, c) in table.best:
+                classes.append("best")
+            rank = table.ranks.get((r, c))
+            if rank is not None:
+                classes.append(f"rank{rank}")
+            label = c < table.label_columns
+            if label:
+                classes.append("label")
+            attrs = f' class="{" ".join(classes)}"' if classes else ""
+            if rank is not None:
+                attrs += f' title="{RANK_NAMES[rank]}"'
+            content = _html_cell(cell, not label)
+            if rank is not None:
+                content += f"<sup>{rank}</sup>"
+            cells.append(f"<td{attrs}>{content}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
     for row in table.reference_rows:
-        body.append('<tr class="reference">' + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>")
-    return f'<table class="{css_class}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+        body.append('<tr class="reference">' + "".join(
+            f'<td class="label">{escape_html(cell)}</td>' if c < table.label_columns
+            else f"<td>{_html_cell(cell, True)}</td>" for c, cell in enumerate(row)) + "</tr>")
+    return (f'<div class="table-wrap"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
+            f'<tbody>{"".join(body)}</tbody></table></div>')

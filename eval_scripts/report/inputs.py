@@ -1,0 +1,109 @@
+"""What a report reads: results JSON files (or folders of them), labels, and rescoring against them.
+
+Expected failures are `mis_bench_dataset.errors` exceptions naming the file, so the CLI prints one line.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from mis_bench_dataset.errors import DataError, UsageError
+
+logger = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+RESULTS_NAME = "results.json"
+
+
+def results_files(paths: Sequence[str | Path]) -> list[Path]:
+    """The files given, folders replaced by every `results.json` below them (sorted)."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            found = sorted(path.rglob(RESULTS_NAME))
+            if not found:
+                raise UsageError(f"no {RESULTS_NAME} below this folder", where=str(path),
+                                 hint="give results JSON files or folders holding them")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise UsageError("no such file or folder", where=str(path), hint="check the path")
+    return files
+
+
+def load_results(files: Sequence[Path]) -> list[dict[str, Any]]:
+    """Each file read strictly and validated against the submission schema."""
+    from eval_scripts.submission import SubmissionError, load_submission, validate_results
+
+    loaded = []
+    for path in files:
+        try:
+            loaded.append(validate_results(load_submission(path), source=str(path)))
+        except SubmissionError as err:
+            shown = "; ".join(err.reasons[:3]) + (f"; and {len(err.reasons) - 3} more" if len(err.reasons) > 3 else "")
+            raise DataError(f"not a valid results file: {shown}", where=str(path),
+                            hint="fix it (`mis-bench submit` lists every problem) or leave it out") from None
+    return loaded
+
+
+def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
+    """Gold scores from a built dataset folder or a labels file (`mis_icc_metric.predictions_io`)."""
+    from mis_icc_metric.predictions_io import read_references
+
+    try:
+        return read_references(source, split=split)
+    except (OSError, ValueError) as err:
+        raise DataError(f"cannot read the references: {err}", where=str(source),
+                        hint="give a built dataset folder or a labels CSV") from None
+
+
+def predictions_on(
+    predictions: Mapping[Key, float | None], references: Mapping[Key, object]
+) -> dict[Key, float | None]:
+    """The predictions of the pairs the references label (a run may cover more videos than the split)."""
+    return {key: value for key, value in predictions.items() if key in references}
+
+
+def score_run(
+    predictions: Mapping[Key, float | None],
+    references: Mapping[Key, float],
+    *,
+    n_bootstrap: int,
+    seed: int,
+    source: str,
+) -> dict[str, Any]:
+    """`mis_icc_metric.score_predictions` of one run's predictions on the labelled pairs, strict-JSON safe."""
+    from mis_icc_metric import score_predictions
+    from mis_icc_metric.scoring import json_safe
+
+    try:
+        return json_safe(score_predictions(predictions_on(predictions, references), references,
+                                           n_bootstrap=n_bootstrap, seed=seed))
+    except ValueError as err:
+        raise DataError(f"cannot score against the references: {err}", where=source,
+                        hint="give the labels of the split these predictions were made on") from None
+
+
+def rescore(
+    results_list: Sequence[Mapping[str, Any]],
+    references: Mapping[Key, float],
+    *,
+    n_bootstrap: int,
+    seed: int,
+    sources: Sequence[str],
+) -> list[dict[str, Any]]:
+    """Copies of the results with `scores` recomputed from their predictions against `references`."""
+    from eval_scripts.submission import predictions_mapping
+
+    rescored = []
+    for results, source in tqdm(list(zip(results_list, sources)), desc="scoring runs", unit="run",
+                                disable=len(results_list) < 3):
+        scores = score_run(predictions_mapping(results), references, n_bootstrap=n_bootstrap, seed=seed, source=source)
+        rescored.append({**results, "scores": scores})
+    return rescored
