@@ -120,14 +120,21 @@ def make_parser(prog: str | None = None, check_machine: bool = True) -> RAFTPars
     No abbreviated flags: among hundreds of TrainingArguments flags a shortened or retired one (`--no-eval`) would
     silently match another (`--no-eval-do-concat-batches`).
     """
-    return RAFTParser(
+    import torch
+
+    parser = RAFTParser(
         DATACLASSES, prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False, check_machine=check_machine
     )
+    if check_machine and not torch.cuda.is_available():
+        # The CPU fallback: TrainingArguments must know, or `accelerate launch` of several processes would not
+        # form a (gloo) process group; a recipe or flag may still say otherwise.
+        parser.set_defaults(use_cpu=True)
+    return parser
 
 
 def cuda_only_settings(values) -> list[tuple[str, str]]:
-    """(setting, flag that turns it off) for each requested setting this machine cannot run: bitsandbytes
-    quantization and paged optimizers need CUDA, `bf16` a GPU with bfloat16 (or `use_cpu`)."""
+    """(setting, flag that turns it off) for each requested setting this run cannot have: bitsandbytes
+    quantization and paged optimizers need CUDA, `bf16` a GPU with bfloat16 (the CPU fallback is float32)."""
     import torch
 
     found = []
@@ -138,7 +145,7 @@ def cuda_only_settings(values) -> list[tuple[str, str]]:
         optim = getattr(values.optim, "value", values.optim)
         if optim.startswith("paged_"):
             found.append((f"optim {optim} (bitsandbytes, CUDA only)", "--optim adamw_torch"))
-    if values.bf16 and not values.use_cpu and not gpu_bf16_available():
+    if values.bf16 and not gpu_bf16_available(values.use_cpu):
         found.append(("bf16 (a GPU with bfloat16)", "--bf16 false"))
     return found
 

@@ -128,7 +128,7 @@ def predict_scores(
     (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
     """
     if method not in PREDICT_METHODS:
-        raise ValueError(f"method must be one of {', '.join(PREDICT_METHODS)}, got {method!r}")
+        raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
     if input_source == "raw":

@@ -11,7 +11,7 @@ Writes to OUT: the LoRA adapter and tokenizer, `trainer_state.json`, `setting.js
 `predictions_test.csv` (long form, read by `mis-bench score`) and, when the test split is labelled,
 `scores_test.json`. The audio/video settings on the public release use feature-derived descriptors from the
 dataset's `features` config (`input_source: features`, see `raft_trainer.media`). Without CUDA it trains in float32
-(logged) and refuses, in one line, settings that need CUDA (4-bit, paged optimizers, bf16 without `--use_cpu`).
+(logged) and refuses, in one line, settings that need CUDA (4-bit, paged optimizers, bf16).
 """
 
 from __future__ import annotations
