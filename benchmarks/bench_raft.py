@@ -55,7 +55,8 @@ def _common_args(opts, **extra) -> dict:
     cuda = torch.cuda.is_available()
     return dict(
         output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
-        disable_tqdm=True, max_length=None, use_cpu=not cuda, bf16=cuda, train_sampling_strategy="sequential", **extra,
+        disable_tqdm=True, max_length=None, use_cpu=not cuda, bf16=cuda, train_sampling_strategy="sequential",
+        optim="adamw_torch", **extra,  # RAFTConfig's default; SFTConfig's would be the fused AdamW
     )
 
 
