@@ -84,7 +84,8 @@ class RAFTModelConfig(ModelConfig):
     dtype: str | None = field(
         default=None,
         metadata={
-            "help": "dtype of the loaded weights and of 4-bit computation; if not set: bfloat16 with bf16, else float32.",
+            "help": "dtype of the loaded weights and of 4-bit computation; if not set: bfloat16 with bf16, "
+            "else float32.",
             "choices": ["auto", "bfloat16", "float16", "float32"],
         },
     )

@@ -68,7 +68,9 @@ def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
             contexts = load_feature_contexts(dataset, modality, list(splits))
             for name in list(splits):
                 splits[name] = attach_feature_context(splits[name], contexts, modality, f"{dataset} {name} split")
-            logger.info("%s: feature-derived descriptors from the `features` config for %d videos", modality, len(contexts))
+            logger.info(
+                "%s: feature-derived descriptors from the `features` config for %d videos", modality, len(contexts)
+            )
     except UnsupportedModality as err:
         raise SystemExit(str(err)) from err
     return source
@@ -84,7 +86,8 @@ def load_media_processor(model: str, modality: str):
         processor = AutoProcessor.from_pretrained(model)
     except Exception as err:  # e.g. a video processor whose torchvision does not import
         raise SystemExit(
-            f"--modality {modality} with raw media: cannot load the processor of {model!r} ({type(err).__name__}: {err}); "
+            f"--modality {modality} with raw media: cannot load the processor of {model!r} "
+            f"({type(err).__name__}: {err}); "
             "raw video needs the model's processor with its video dependencies (torchvision); "
             "or use --input_source features"
         ) from err
@@ -170,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     trainer.save_state()
     if trainer.accelerator.is_main_process:
         (output_dir / "setting.json").write_text(json.dumps(setting, indent=2))
-        print(f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; adapter in {output_dir}")
+        print(
+            f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; "
+            f"adapter in {output_dir}"
+        )
     if not script_args.predict or "test" not in splits:
         return 0
     if trainer.accelerator.is_main_process:
@@ -195,7 +201,10 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     from mis_icc_metric.predictions_io import write_predictions
 
     write_predictions(path, records)
-    print(f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}) to {path}")
+    print(
+        f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}) "
+        f"to {path}"
+    )
     labelled = {(r["video_id"], r["dimension"]): float(r["score"]) for r in rows if r.get("score") is not None}
     if len(labelled) < 2:
         return

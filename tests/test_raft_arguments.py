@@ -68,7 +68,8 @@ def test_a_flag_overrides_the_recipe_and_the_rest_of_the_recipe_stays():
         "--learning_rate", "1e-3", "--lora_r", "4", "--max_length", "1024", "--raft_objective", "raft+ce",
     )
     training, model = parsed[RAFTConfig], parsed[RAFTModelConfig]
-    assert (training.learning_rate, model.lora_r, training.max_length, training.raft_objective) == (1e-3, 4, 1024, "raft+ce")
+    assert (training.learning_rate, model.lora_r, training.max_length) == (1e-3, 4, 1024)
+    assert training.raft_objective == "raft+ce"
     assert (training.num_train_epochs, _value(training, "optim"), model.lora_alpha, model.load_in_4bit) == (
         2, "paged_adamw_32bit", 16, True
     )
@@ -80,12 +81,14 @@ def test_short_and_dashed_spellings_and_defaults_without_a_recipe():
         "--no-predict", "--no_renormalize_digits",
     )
     script, training, model = parsed[RAFTScriptArguments], parsed[RAFTConfig], parsed[RAFTModelConfig]
-    assert (model.model_name_or_path, script.dataset_dir, training.output_dir, training.max_length) == ("m", "d", "o", 100)
+    assert (model.model_name_or_path, script.dataset_dir, training.output_dir) == ("m", "d", "o")
+    assert training.max_length == 100
     assert (training.input_source, script.predict, training.renormalize_digits) == ("features", False, False)
     # defaults come from the dataclasses: the paper's where D.1 states them, TRL's loss_type untouched
     assert (training.num_train_epochs, training.learning_rate, training.per_device_train_batch_size) == (2.0, 2e-5, 2)
     assert (training.raft_objective, training.loss_type, _value(training, "optim")) == ("raft", "nll", "adamw_torch")
-    assert (model.use_peft, model.lora_r, model.lora_alpha, model.load_in_4bit, model.dtype) == (True, 8, 16, False, None)
+    assert (model.use_peft, model.lora_r, model.lora_alpha) == (True, 8, 16)
+    assert (model.load_in_4bit, model.dtype) == (False, None)
 
 
 def test_retired_and_abbreviated_flags_are_refused_not_matched():

@@ -31,8 +31,9 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 def _common(model: Path, dataset: Path, out: Path) -> list[str]:
     return [
-        "--model_name_or_path", str(model), "--dataset_dir", str(dataset), "--output_dir", str(out), "--max_length", "2048",
-        "--lora_dropout", "0", "--train_sampling_strategy", "sequential", "--logging_steps", "1", "--learning_rate", "1e-3",
+        "--model_name_or_path", str(model), "--dataset_dir", str(dataset), "--output_dir", str(out),
+        "--max_length", "2048", "--lora_dropout", "0", "--train_sampling_strategy", "sequential",
+        "--logging_steps", "1", "--learning_rate", "1e-3",
     ]
 
 
@@ -49,7 +50,9 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
 
     out = tmp_path / "run"
     with caplog.at_level(logging.WARNING):
-        assert main([*_common(tiny_model_dir, synthetic_build, out), "--max_steps", "2", "--per_device_train_batch_size", "2"]) == 0
+        assert main(
+            [*_common(tiny_model_dir, synthetic_build, out), "--max_steps", "2", "--per_device_train_batch_size", "2"]
+        ) == 0
     assert "no CUDA device: training on the CPU in float32 with adamw_torch" in caplog.text
     for name in ("adapter_config.json", "adapter_model.safetensors", "trainer_state.json", "predictions_test.csv", "scores_test.json"):
         assert (out / name).is_file(), name
@@ -97,14 +100,16 @@ def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, sy
     from raft_trainer.train import main
 
     single = tmp_path / "single"
-    assert main([*_common(tiny_model_dir, synthetic_build, single), "--max_steps", "1", "--per_device_train_batch_size", "2", "--no_predict"]) == 0
+    single_args = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--no_predict"]
+    assert main([*_common(tiny_model_dir, synthetic_build, single), *single_args]) == 0
 
     double = tmp_path / "double"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", TOKENIZERS_PARALLELISM="false")
     cmd = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
         "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN),
-        *_common(tiny_model_dir, synthetic_build, double), "--max_steps", "1", "--per_device_train_batch_size", "1", "--no_predict",
+        *_common(tiny_model_dir, synthetic_build, double),
+        "--max_steps", "1", "--per_device_train_batch_size", "1", "--no_predict",
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
