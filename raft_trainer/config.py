@@ -43,7 +43,7 @@ class RAFTConfig(SFTConfig):
             - `"raft+ce"`: `"raft"` + `ce_weight` × `"ce"`.
 
             Our own selector: TRL's `loss_type` (`"nll"`, token losses of [`~trl.SFTTrainer`]) keeps its meaning and
-            default, and RAFTTrainer refuses any other value of it, since it computes its own objective.
+            default; RAFTConfig refuses any other value of it, since RAFTTrainer computes its own objective.
         ce_weight (`float`, *optional*, defaults to `1.0`):
             Weight of the cross-entropy term when `raft_objective="raft+ce"`; must be >= 0.
         renormalize_digits (`bool`, *optional*, defaults to `True`):
