@@ -55,7 +55,8 @@ def _common_args(opts, **extra) -> dict:
     cuda = torch.cuda.is_available()
     return dict(
         output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
-        disable_tqdm=True, max_length=None, use_cpu=not cuda, bf16=cuda, train_sampling_strategy="sequential", **extra,
+        disable_tqdm=True, max_length=None, use_cpu=not cuda, bf16=cuda, train_sampling_strategy="sequential",
+        optim="adamw_torch", **extra,  # RAFTConfig's default; SFTConfig's would be the fused AdamW
     )
 
 
@@ -119,7 +120,7 @@ def _train_variant(opts, variant, queue):
         from raft_trainer import RAFTConfig, RAFTTrainer
 
         trainer = RAFTTrainer(
-            model, args=RAFTConfig(loss_type=variant, **common), train_dataset=data, processing_class=tokenizer,
+            model, args=RAFTConfig(raft_objective=variant, **common), train_dataset=data, processing_class=tokenizer,
         )
     trainer.train()
     queue.put({"variant": variant, "peak_mb": _peak_memory_mb()})
@@ -142,7 +143,7 @@ def _interleaved_step_times(opts, queue):
     trainers = {}
     for variant in ("raft", "ce", "raft+ce"):
         trainers[variant] = RAFTTrainer(
-            copy.deepcopy(model), args=RAFTConfig(loss_type=variant, **common), train_dataset=data, processing_class=tokenizer
+            copy.deepcopy(model), args=RAFTConfig(raft_objective=variant, **common), train_dataset=data, processing_class=tokenizer
         )
     conv = data.map(conversation, remove_columns=data.column_names)
     trainers["trl-sft"] = SFTTrainer(copy.deepcopy(model), args=SFTConfig(**common), train_dataset=conv, processing_class=tokenizer)
@@ -163,7 +164,7 @@ def _predict_variant(opts, queue):
     trainer = RAFTTrainer(
         model,
         args=RAFTConfig(
-            output_dir="/tmp/bench_raft_out", loss_type="raft+ce", max_steps=opts["fit_steps"], per_device_train_batch_size=8,
+            output_dir="/tmp/bench_raft_out", raft_objective="raft+ce", max_steps=opts["fit_steps"], per_device_train_batch_size=8,
             learning_rate=3e-3, lr_scheduler_type="constant", report_to="none", save_strategy="no", disable_tqdm=True,
             max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), logging_steps=1000,
         ),

@@ -42,9 +42,10 @@ def setting_media(modality: str) -> tuple[str, ...]:
 
 
 def has_raw_media(rows: Iterable[Mapping[str, Any]], modality: str) -> bool:
-    """True when every row carries a path for every medium of `modality`."""
+    """True when there are rows and every one carries a path for every medium of `modality`."""
     needed = [PATH_COLUMNS[m] for m in setting_media(modality)]
-    return bool(needed) and all(row.get(column) for row in rows for column in needed)
+    rows = list(rows)
+    return bool(needed) and bool(rows) and all(row.get(column) for row in rows for column in needed)
 
 
 def resolve_input_source(modality: str, rows: Iterable[Mapping[str, Any]], requested: str = "auto") -> str:

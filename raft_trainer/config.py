@@ -5,66 +5,189 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from transformers.training_args import OptimizerNames
 from trl import SFTConfig
+
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS
+from mis_bench_dataset.inputs import INPUT_SOURCES, setting_media
 
 logger = logging.getLogger(__name__)
 
-LOSS_TYPES = ("raft", "ce", "raft+ce")
+RAFT_OBJECTIVES = ("raft", "ce", "raft+ce")
+PADDING_SIDES = ("left", "right")
+# SFTConfig.loss_type values that leave RAFTTrainer's own objective alone ("chunked_nll" is TRL's alias of "nll").
+_TRL_TOKEN_LOSSES = ("nll", "chunked_nll")
 
 
 @dataclass
 class RAFTConfig(SFTConfig):
-    """Configuration for [`RAFTTrainer`]; paper Appendix D.1 values as defaults (2 epochs, lr 2e-5,
-    per-device batch 2, max length 512).
+    r"""
+    Configuration class for the [`RAFTTrainer`] (MIS-RAFT, paper §5).
 
-    Args:
-        loss_type: `"raft"` (eq. 12, the paper's MIS-RAFT), `"ce"` (token-level cross-entropy on the
-            completion, the paper's "standard fine-tuning" baseline) or `"raft+ce"` (raft + `ce_weight` * ce).
-            Replaces `SFTConfig.loss_type` ("nll"/"dft"), which RAFTTrainer does not use.
-        ce_weight: weight of the cross-entropy term in `"raft+ce"`.
-        renormalize_digits: softmax over the ten digit logits (default) instead of the paper's
-            full-vocabulary softmax restricted to the digits, which biases scores toward 0.
-        modality: input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS`. `"text"`:
-            rubric + transcript. The audio/video settings need each row's `media_context`
-            (`raft_trainer.media`: feature-derived descriptors on the public release).
-        input_source: for the audio/video settings, `"features"` (rows carry a `media_context`,
-            tokenized like text) or `"raw"` (rows carry `video_path` / `audio_path`; the processor
-            given as `processing_class` loads the media, batch by batch in the collator).
-        padding_side: `"left"` (default: every row's completion is aligned, so the model computes
-            logits at the fewest positions) or `"right"`.
+    This class includes only the parameters that are specific to MIS-RAFT training; the others are those of TRL's
+    [`~trl.SFTConfig`] and [`~transformers.TrainingArguments`]. Default values follow the paper's Appendix D.1 where it
+    states one; `raft_trainer/recipes/paper_d1.yaml` holds the whole D.1 setup (model, 4-bit, bf16, optimizer).
+
+    Using [`~trl.TrlParser`] (`raft_trainer/train.py`) every field is a command-line flag and a key of a `--config`
+    YAML recipe.
+
+    Parameters:
+        > Parameters that control the MIS-RAFT objective
+
+        raft_objective (`str`, *optional*, defaults to `"raft"`):
+            Training objective. Possible values are:
+
+            - `"raft"`: the squared error between the expected decimal score ŝ = E[int] + 0.1·E[frac] and the gold
+              score, averaged over the batch (paper eq. 9-12), the paper's MIS-RAFT.
+            - `"ce"`: token-level cross-entropy on the completion, the paper's "standard fine-tuning" baseline (§5.3).
+            - `"raft+ce"`: `"raft"` + `ce_weight` × `"ce"`.
+
+            Our own selector: TRL's `loss_type` (`"nll"`, token losses of [`~trl.SFTTrainer`]) keeps its meaning and
+            default; RAFTConfig refuses any other value of it, since RAFTTrainer computes its own objective.
+        ce_weight (`float`, *optional*, defaults to `1.0`):
+            Weight of the cross-entropy term when `raft_objective="raft+ce"`; must be >= 0.
+        renormalize_digits (`bool`, *optional*, defaults to `True`):
+            Whether the digit probabilities p_int and p_frac of eq. 9-10 are a softmax over the ten digit logits.
+            `False` uses the paper's literal form, the full-vocabulary softmax restricted to the digits, whose mass can
+            be below one and shrinks ŝ toward 0.
+
+        > Parameters that control the inputs
+
+        modality (`str`, *optional*, defaults to `"text"`):
+            Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
+            `"video+text"`, `"audio+video+text"`; paper §4). `"text"` is the rubric and the transcript; the audio/video
+            settings need each row's `media_context` (feature-derived descriptors, `raft_trainer.media`) or its raw
+            media paths.
+        input_source (`str`, *optional*, defaults to `"auto"`):
+            Where the audio/video settings take the media from. Possible values are:
+
+            - `"features"`: rows carry a `media_context` (descriptors from the dataset's `features` config), tokenized
+              like text.
+            - `"raw"`: rows carry `video_path` / `audio_path`; the processor given as `processing_class` loads the
+              media, batch by batch in the collator.
+            - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
+              (`mis_bench_dataset.inputs.resolve_input_source`).
+
+        padding_side (`str`, *optional*, defaults to `"left"`):
+            Padding side of the RAFT collator. `"left"` aligns every row's completion, so the model computes logits
+            at the fewest positions; `"right"` is also supported.
+
+        > Parameters whose defaults differ from [`~trl.SFTConfig`] (paper Appendix D.1)
+
+        max_length (`int` or `None`, *optional*, defaults to `512`):
+            Maximum tokens per row (D.1: 512). A longer row has its transcript shortened, never the rubric, the
+            media context or the completion; a prompt that cannot fit even without its transcript raises, naming the
+            row.
+        num_train_epochs (`float`, *optional*, defaults to `2.0`):
+            Training epochs (D.1: 2).
+        per_device_train_batch_size (`int`, *optional*, defaults to `2`):
+            Rows per device and step (D.1: 2).
+        learning_rate (`float`, *optional*, defaults to `2e-5`):
+            Initial AdamW learning rate (D.1: 2e-5; the same as SFTConfig's).
+        optim (`str`, *optional*, defaults to `"adamw_torch"`):
+            Optimizer. D.1 used `"paged_adamw_32bit"` (the same 32-bit AdamW update, with its states paged to CPU
+            memory under GPU memory pressure), which needs bitsandbytes and CUDA: the recipe sets it, the default runs
+            on every device.
+        bf16 (`bool` or `None`, *optional*, defaults to `None`):
+            bfloat16 mixed precision (D.1: bfloat16). `None`: on when this machine has a GPU with bfloat16, else
+            float32 (logged).
+
+    > [!NOTE]
+    > `packing` and `padding_free` are refused: MIS-RAFT reads each row's score positions.
     """
 
-    loss_type: str = field(default="raft", metadata={"help": "raft | ce | raft+ce", "choices": list(LOSS_TYPES)})
-    ce_weight: float = field(default=1.0, metadata={"help": "Weight of the cross-entropy term for raft+ce."})
-    renormalize_digits: bool = field(
-        default=True, metadata={"help": "Renormalise the ten digit probabilities (False: paper's literal form)."}
+    # Parameters that control the MIS-RAFT objective
+    raft_objective: str = field(
+        default="raft",
+        metadata={
+            "help": "Training objective: 'raft' (expected-score squared error, paper eq. 9-12), 'ce' (token-level "
+            "cross-entropy on the completion, the paper's standard fine-tuning) or 'raft+ce' (raft + ce_weight * ce).",
+            "choices": list(RAFT_OBJECTIVES),
+        },
     )
-    modality: str = field(default="text", metadata={"help": "text | audio+text | video+text | audio+video+text"})
-    input_source: str = field(default="features", metadata={"help": "features | raw (audio/video settings)"})
-    padding_side: str = field(default="left", metadata={"help": "Padding side of the RAFT collator."})
-    max_length: int | None = field(default=512, metadata={"help": "Maximum tokens per row (paper: 512)."})
-    num_train_epochs: float = field(default=2.0, metadata={"help": "Paper: 2 epochs."})
-    per_device_train_batch_size: int = field(default=2, metadata={"help": "Paper: 2 per device."})
+    ce_weight: float = field(
+        default=1.0,
+        metadata={"help": "Weight of the cross-entropy term when raft_objective is 'raft+ce' (>= 0)."},
+    )
+    renormalize_digits: bool = field(
+        default=True,
+        metadata={
+            "help": "Softmax over the ten digit logits for p_int and p_frac (eq. 9-10); --no_renormalize_digits uses "
+            "the paper's literal full-vocabulary softmax restricted to the digits."
+        },
+    )
+
+    # Parameters that control the inputs
+    modality: str = field(
+        default="text",
+        metadata={
+            "help": "Input setting: text (rubric + transcript) or an audio/video setting, which adds feature-derived "
+            "descriptors (public release) or raw media (rows with audio_path/video_path).",
+            "choices": list(MODALITY_SETTINGS),
+        },
+    )
+    input_source: str = field(
+        default="auto",
+        metadata={
+            "help": "Audio/video settings: 'features' (descriptors from the dataset's `features` config), 'raw' (the "
+            "rows' media paths, through the model's processor) or 'auto' (raw when every training row has the paths, "
+            "else features).",
+            "choices": list(INPUT_SOURCES),
+        },
+    )
+    padding_side: str = field(
+        default="left",
+        metadata={"help": "Padding side of the RAFT collator.", "choices": list(PADDING_SIDES)},
+    )
+
+    # Parameters whose defaults differ from SFTConfig (paper Appendix D.1)
+    max_length: int | None = field(
+        default=512,
+        metadata={"help": "Maximum tokens per row; the transcript is shortened to fit (paper D.1: 512)."},
+    )
+    num_train_epochs: float = field(default=2.0, metadata={"help": "Training epochs (paper D.1: 2)."})
+    per_device_train_batch_size: int = field(default=2, metadata={"help": "Rows per device and step (paper D.1: 2)."})
+    learning_rate: float = field(default=2e-5, metadata={"help": "Initial AdamW learning rate (paper D.1: 2e-5)."})
+    optim: OptimizerNames | str = field(
+        default="adamw_torch",
+        metadata={
+            "help": "Optimizer (see transformers' OptimizerNames). The paper's paged_adamw_32bit needs bitsandbytes "
+            "and CUDA (set by recipes/paper_d1.yaml)."
+        },
+    )
+    bf16: bool | None = field(
+        default=None,
+        metadata={
+            "help": "bfloat16 mixed precision (paper D.1). If not set: on when this machine has a GPU with bfloat16, "
+            "else float32."
+        },
+    )
 
     def __post_init__(self) -> None:
-        if self.loss_type not in LOSS_TYPES:
-            raise ValueError(f"RAFTConfig.loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        if self.raft_objective not in RAFT_OBJECTIVES:
+            raise ValueError(
+                f"RAFTConfig.raft_objective must be one of {', '.join(RAFT_OBJECTIVES)}, got {self.raft_objective!r}"
+            )
+        if self.loss_type not in _TRL_TOKEN_LOSSES:
+            hint = f"raft_objective={self.loss_type!r}" if self.loss_type in RAFT_OBJECTIVES else "raft_objective"
+            raise ValueError(
+                f"RAFTConfig.loss_type={self.loss_type!r}: RAFTTrainer computes its own objective and ignores TRL's "
+                f"token loss ('nll'); choose the MIS-RAFT objective with {hint}"
+            )
         if self.ce_weight < 0:
-            raise ValueError(f"ce_weight must be >= 0, got {self.ce_weight}")
-        from mis_bench_dataset.inputs import setting_media
-
+            raise ValueError(f"RAFTConfig.ce_weight must be >= 0, got {self.ce_weight}")
         setting_media(self.modality)
-        if self.input_source not in ("features", "raw"):
-            raise ValueError(f"RAFTConfig.input_source must be 'features' or 'raw', got {self.input_source!r}")
+        if self.input_source not in INPUT_SOURCES:
+            raise ValueError(
+                f"RAFTConfig.input_source must be one of {', '.join(INPUT_SOURCES)}, got {self.input_source!r}"
+            )
         if self.input_source == "raw" and self.modality == "text":
             raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
-        if self.input_source == "raw":  # rows are encoded in the collator; TRL must not tokenize them
-            self.dataset_kwargs = {**(self.dataset_kwargs or {}), "skip_prepare_dataset": True}
-        if self.padding_side not in ("left", "right"):
-            raise ValueError(f"padding_side must be 'left' or 'right', got {self.padding_side!r}")
+        if self.padding_side not in PADDING_SIDES:
+            raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:
             raise ValueError("MIS-RAFT reads per-row score positions: packing and padding_free are not supported")
-        if self.bf16 is None and not _bf16_available(self.use_cpu):
+        if self.bf16 is None and not gpu_bf16_available(self.use_cpu):
             logger.info("bf16 is not available on this machine: training in float32")
             self.bf16 = False
         super().__post_init__()
@@ -72,10 +195,11 @@ class RAFTConfig(SFTConfig):
     @property
     def loss_weights(self) -> tuple[float, float]:
         """(weight of the RAFT squared error, weight of the completion cross-entropy)."""
-        return {"raft": (1.0, 0.0), "ce": (0.0, 1.0), "raft+ce": (1.0, self.ce_weight)}[self.loss_type]
+        return {"raft": (1.0, 0.0), "ce": (0.0, 1.0), "raft+ce": (1.0, self.ce_weight)}[self.raft_objective]
 
 
-def _bf16_available(use_cpu: bool) -> bool:
-    import torch
+def gpu_bf16_available(use_cpu: bool = False) -> bool:
+    """Whether training here would run on a GPU with bfloat16 (transformers' own test)."""
+    from transformers.utils import is_torch_bf16_gpu_available
 
-    return (not use_cpu) and torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    return (not use_cpu) and is_torch_bf16_gpu_available()

@@ -31,6 +31,7 @@ from raft_trainer.loss import digit_probabilities, expected_digit
 logger = logging.getLogger(__name__)
 
 VALID_INTEGER_DIGITS = (1, 2, 3, 4, 5)
+PREDICT_METHODS = ("greedy", "exact")
 _NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)")
 
 
@@ -126,8 +127,8 @@ def predict_scores(
     with `input_source="raw"` the rows' `video_path` / `audio_path` go through the processor instead
     (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
     """
-    if method not in ("greedy", "exact"):
-        raise ValueError(f"method must be 'greedy' or 'exact', got {method!r}")
+    if method not in PREDICT_METHODS:
+        raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
     if input_source == "raw":

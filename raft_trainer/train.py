@@ -1,108 +1,69 @@
-"""Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5, Appendix D.1 defaults).
+"""Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5).
 
-    accelerate launch raft_trainer/train.py --model Qwen/Qwen2.5-VL-7B-Instruct --dataset DIR \
-        [--modality text|audio+text|video+text|audio+video+text] [--loss-type raft|ce|raft+ce] [--output-dir OUT]
+    accelerate launch raft_trainer/train.py --model_name_or_path MODEL --dataset_dir DIR [--output_dir OUT] [FLAGS]
+    accelerate launch --multi_gpu --num_processes 2 raft_trainer/train.py \
+        --config raft_trainer/recipes/paper_d1.yaml --dataset_dir DIR       # the paper's Appendix D.1 setup
 
-Runs on one CPU process, one GPU or several (DDP). Writes to OUT: the LoRA adapter and tokenizer,
-`trainer_state.json`, `setting.json` (modality and input source), `predictions_test.csv` (long
-form, read by `mis-bench score`) and, when the test split is labelled, `scores_test.json`.
-The audio/video settings on the public release use feature-derived descriptors from the
-dataset's `features` config (`input_source: features`, see `raft_trainer.media`). On a machine without CUDA it falls back, with a logged
-message, to float32, `adamw_torch` and no 4-bit quantization.
+Flags (`--help`): every field of `RAFTScriptArguments`, `RAFTConfig` (TRL's SFTConfig plus the MIS-RAFT objective)
+and `RAFTModelConfig` (TRL's ModelConfig) in `raft_trainer/arguments.py`, parsed by TRL's `TrlParser`, so a
+`--config` YAML recipe sets any of them and flags override it. Runs on one CPU process, one GPU or several (DDP).
+Writes to OUT: the LoRA adapter and tokenizer, `trainer_state.json`, `setting.json` (modality and input source),
+`predictions_test.csv` (long form, read by `mis-bench score`) and, when the test split is labelled,
+`scores_test.json`. The audio/video settings on the public release use feature-derived descriptors from the
+dataset's `features` config (`input_source: features`, see `raft_trainer.media`). Without CUDA it trains in float32
+(logged) and refuses, in one line, settings that need CUDA (4-bit, paged optimizers, bf16).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
 import sys
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from mis_bench_dataset.inputs import INPUT_SOURCES
+from mis_bench_dataset.errors import EXIT_USAGE, MisBenchError
 
 logger = logging.getLogger("raft_trainer.train")
-
-PAPER_DEFAULTS = dict(
-    epochs=2.0, learning_rate=2e-5, per_device_batch_size=2, max_length=512,
-    lora_r=8, lora_alpha=16, lora_dropout=0.1, lora_target="q_proj,v_proj", optim="paged_adamw_32bit",
-)
+PROG = "train.py"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--model", required=True, help="Hub id or local folder of a chat model (tokenizer with a chat template)")
-    p.add_argument("--dataset", required=True, help="built MIS-Bench folder (its `scoring` config is used)")
-    p.add_argument(
-        "--modality", default="text", choices=list(MODALITY_SETTINGS),
-        help="input setting: text (rubric + transcript); the audio/video settings add feature-derived descriptors "
-        "(public release) or raw media (rows with audio_path/video_path)",
-    )
-    p.add_argument(
-        "--input-source", default="auto", choices=list(INPUT_SOURCES),
-        help="audio/video settings: features (descriptors from the `features` config), raw (the rows' media "
-        "paths, through the model's processor) or auto (raw when every row has the paths, else features)",
-    )
-    p.add_argument("--loss-type", default="raft", choices=["raft", "ce", "raft+ce"])
-    p.add_argument("--ce-weight", type=float, default=1.0, help="weight of the CE term for raft+ce")
-    p.add_argument("--paper-digit-probs", action="store_true", help="do not renormalise digit probabilities (paper's literal eq. 9-10)")
-    p.add_argument("--output-dir", default="mis-raft-output")
-    p.add_argument("--epochs", type=float, default=PAPER_DEFAULTS["epochs"])
-    p.add_argument("--max-steps", type=int, default=-1, help="stop after this many optimizer steps (-1: epochs)")
-    p.add_argument("--learning-rate", type=float, default=PAPER_DEFAULTS["learning_rate"])
-    p.add_argument("--per-device-batch-size", type=int, default=PAPER_DEFAULTS["per_device_batch_size"])
-    p.add_argument("--grad-accum", type=int, default=1)
-    p.add_argument("--max-length", type=int, default=PAPER_DEFAULTS["max_length"], help="tokens per row; the transcript is shortened to fit")
-    p.add_argument("--padding-side", default="left", choices=["left", "right"])
-    p.add_argument("--no-lora", action="store_true", help="train all weights instead of a LoRA adapter")
-    p.add_argument("--lora-r", type=int, default=PAPER_DEFAULTS["lora_r"])
-    p.add_argument("--lora-alpha", type=int, default=PAPER_DEFAULTS["lora_alpha"])
-    p.add_argument("--lora-dropout", type=float, default=PAPER_DEFAULTS["lora_dropout"])
-    p.add_argument("--lora-target", default=PAPER_DEFAULTS["lora_target"], help="comma-separated module names")
-    p.add_argument("--load-in-4bit", action="store_true", help="4-bit NF4 quantization (bitsandbytes, CUDA only)")
-    p.add_argument("--optim", default=None, help=f"optimizer (default: {PAPER_DEFAULTS['optim']} on CUDA, adamw_torch elsewhere)")
-    p.add_argument("--no-bf16", action="store_true", help="train in float32 even where bf16 is available")
-    p.add_argument("--cpu", action="store_true", help="run on the CPU even where CUDA is available")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--sequential", action="store_true", help="no shuffling (reproducible data order, e.g. to compare process layouts)")
-    p.add_argument("--logging-steps", type=int, default=10)
-    p.add_argument("--no-eval", action="store_true", help="skip evaluation on the validation split")
-    p.add_argument("--predict-method", default="greedy", choices=["greedy", "exact"])
-    p.add_argument("--predict-batch-size", type=int, default=8)
-    p.add_argument("--no-predict", action="store_true", help="skip test-split predictions")
-    return p
+def parse_arguments(argv: list[str] | None = None):
+    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value exits 2 with one
+    line on stderr."""
+    import yaml
+
+    from raft_trainer.arguments import make_parser
+
+    try:
+        return make_parser(prog=PROG).parse_args_and_config(argv)
+    except (ValueError, OSError, yaml.YAMLError, MisBenchError) as err:
+        print(f"{PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
 
 
-def load_scoring(dataset: str):
-    import datasets
-
-    if not Path(dataset).exists():
-        raise SystemExit(f"--dataset {dataset!r} does not exist; build one with `mis-bench build ... --out DIR`")
-    splits = datasets.load_dataset(str(dataset), "scoring")
+def check_scoring(splits, dataset: str) -> None:
     if "train" not in splits:
         raise SystemExit(f"{dataset}: the scoring config has no train split (found {list(splits)})")
-    return splits
 
 
-def prepare_inputs(splits, args) -> str:
-    """Resolve the input source of `--modality` and attach each row's media context; returns the source.
+def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
+    """Resolve the input source of `modality` and attach each row's media context; returns the source.
 
     Refuses (SystemExit naming the reason) rather than training a multimodal setting on text alone.
     """
     from mis_bench_dataset.inputs import UnsupportedSetting, resolve_input_source
-    from raft_trainer.media import (
-        attach_feature_context, load_feature_contexts,
-    )
+    from raft_trainer.media import attach_feature_context, load_feature_contexts
 
     try:
-        source = resolve_input_source(args.modality, splits["train"], args.input_source)
+        source = resolve_input_source(modality, splits["train"], requested)
         if source == "features":
-            contexts = load_feature_contexts(args.dataset, args.modality, list(splits))
+            contexts = load_feature_contexts(dataset, modality, list(splits))
             for name in list(splits):
-                splits[name] = attach_feature_context(splits[name], contexts, args.modality, f"{args.dataset} {name} split")
-            logger.info("%s: feature-derived descriptors from the `features` config for %d videos", args.modality, len(contexts))
+                splits[name] = attach_feature_context(splits[name], contexts, modality, f"{dataset} {name} split")
+            logger.info(
+                "%s: feature-derived descriptors from the `features` config for %d videos", modality, len(contexts)
+            )
     except UnsupportedSetting as err:
         raise SystemExit(str(err)) from err
     return source
@@ -119,9 +80,10 @@ def load_media_processor(model: str, modality: str):
         processor = AutoProcessor.from_pretrained(model)
     except Exception as err:  # e.g. a video processor whose torchvision does not import
         raise SystemExit(
-            f"--modality {modality} with raw media: cannot load the processor of {model!r} ({type(err).__name__}: {err}); "
+            f"--modality {modality} with raw media: cannot load the processor of {model!r} "
+            f"({type(err).__name__}: {err}); "
             "raw video needs the model's processor with its video dependencies (torchvision); "
-            "or use --input-source features"
+            "or use --input_source features"
         ) from err
     try:
         check_processor_takes_media(processor, modality)
@@ -130,125 +92,113 @@ def load_media_processor(model: str, modality: str):
     return processor
 
 
-def runtime_settings(args) -> dict:
-    """Precision, optimizer and quantization for this machine, with the fallbacks logged."""
+def eval_split(splits, training_args, dataset: str):
+    """The validation split when `eval_strategy` asks for evaluation (it must be labelled), else None."""
+    if training_args.eval_strategy == "no":
+        return None
+    validation = splits.get("validation")
+    if validation is None or all(s is None for s in validation["score"]):
+        raise SystemExit(
+            f"--eval_strategy {training_args.eval_strategy.value}: {dataset} has no labelled validation split; "
+            "use --eval_strategy no"
+        )
+    return validation
+
+
+def log_device(training_args) -> None:
     import torch
 
-    cuda = torch.cuda.is_available() and not args.cpu
-    bf16 = cuda and torch.cuda.is_bf16_supported() and not args.no_bf16
-    optim = args.optim or (PAPER_DEFAULTS["optim"] if cuda else "adamw_torch")
-    quantize = args.load_in_4bit
-    if not cuda:
+    if training_args.use_cpu or not torch.cuda.is_available():
         logger.warning(
-            "no CUDA device: training on the CPU in float32 with %s%s (the paper used bf16, paged_adamw_32bit and 4-bit NF4 on GPUs)",
-            optim, "; --load-in-4bit ignored" if quantize else "",
+            "no CUDA device: training on the CPU in %s with %s (the paper's recipe, recipes/paper_d1.yaml, uses bf16, "
+            "paged_adamw_32bit and 4-bit NF4 on GPUs)",
+            "bfloat16" if training_args.bf16 else "float32", training_args.optim.value,
         )
-        if optim.startswith("paged_"):
-            raise SystemExit(f"--optim {optim} needs CUDA (bitsandbytes); use adamw_torch on the CPU")
-        quantize = False
-    return {"use_cpu": not cuda, "bf16": bf16, "optim": optim, "quantize": quantize}
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    script_args, training_args, model_args = parse_arguments(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from mis_bench_dataset.loading import load_build
 
-    import torch
+    try:
+        with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
+            return train_and_predict(splits, script_args, training_args, model_args)
+    except MisBenchError as err:
+        print(f"{PROG}: error: {err.line()}", file=sys.stderr)
+        return err.exit_code
+
+
+def train_and_predict(splits, script_args, training_args, model_args) -> int:
     from transformers import AutoTokenizer
+    from trl import get_peft_config, get_quantization_config
 
-    from raft_trainer.config import RAFTConfig
     from raft_trainer.trainer import RAFTTrainer
 
-    splits = load_scoring(args.dataset)
-    input_source = prepare_inputs(splits, args)
-    setting = {"modality": args.modality, "input_source": input_source}
+    check_scoring(splits, script_args.dataset_dir)
+    input_source = prepare_inputs(splits, script_args.dataset_dir, training_args.modality, training_args.input_source)
+    setting = {"modality": training_args.modality, "input_source": input_source}
     if input_source == "features":  # as the harness records it: text descriptors, no plots
         setting["feature_format"] = "text"
-    settings = runtime_settings(args)
-    tokenizer = AutoTokenizer.from_pretrained(args.model)
-    processing_class = load_media_processor(args.model, args.modality) if input_source == "raw" else tokenizer
-    output_dir = Path(args.output_dir)
-    has_eval = "validation" in splits and not args.no_eval and any(s is not None for s in splits["validation"]["score"])
-
-    model_init_kwargs = {"dtype": "bfloat16" if settings["bf16"] else "float32"}
-    quantization_config = None
-    if settings["quantize"]:
-        from transformers import BitsAndBytesConfig
-
-        quantization_config = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.bfloat16, bnb_4bit_use_double_quant=True
-        )
-    peft_config = None
-    if not args.no_lora:
-        from peft import LoraConfig
-
-        peft_config = LoraConfig(
-            r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=args.lora_dropout,
-            target_modules=[m.strip() for m in args.lora_target.split(",") if m.strip()], task_type="CAUSAL_LM",
-        )
-    config = RAFTConfig(
-        output_dir=str(output_dir),
-        loss_type=args.loss_type,
-        modality=args.modality,
-        input_source="raw" if input_source == "raw" else "features",
-        ce_weight=args.ce_weight,
-        renormalize_digits=not args.paper_digit_probs,
-        padding_side=args.padding_side,
-        num_train_epochs=args.epochs,
-        max_steps=args.max_steps,
-        learning_rate=args.learning_rate,
-        per_device_train_batch_size=args.per_device_batch_size,
-        per_device_eval_batch_size=args.per_device_batch_size,
-        gradient_accumulation_steps=args.grad_accum,
-        max_length=args.max_length,
-        bf16=settings["bf16"],
-        use_cpu=settings["use_cpu"],
-        optim=settings["optim"],
-        seed=args.seed,
-        train_sampling_strategy="sequential" if args.sequential else "random",
-        logging_steps=args.logging_steps,
-        eval_strategy="epoch" if has_eval else "no",
-        save_strategy="no",
-        report_to="none",
-        model_init_kwargs=model_init_kwargs,
+    log_device(training_args)
+    model = model_args.model_name_or_path
+    tokenizer = AutoTokenizer.from_pretrained(
+        model, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
     )
+    processing_class = load_media_processor(model, training_args.modality) if input_source == "raw" else tokenizer
+    output_dir = Path(training_args.output_dir)
+    eval_dataset = eval_split(splits, training_args, script_args.dataset_dir)
+
+    # As TRL's scripts do: the model's loading arguments come from the model config, the trainer's own win.
+    model_args.dtype = model_args.dtype or ("bfloat16" if training_args.bf16 else "float32")
+    training_args.model_init_kwargs = {
+        "revision": model_args.model_revision,
+        "trust_remote_code": training_args.trust_remote_code,
+        "attn_implementation": model_args.attn_implementation,
+        "dtype": model_args.dtype,
+        **(training_args.model_init_kwargs or {}),
+    }
     trainer = RAFTTrainer(
-        args.model,
-        args=config,
+        model,
+        args=training_args,
         train_dataset=splits["train"],
-        eval_dataset=splits["validation"] if has_eval else None,
+        eval_dataset=eval_dataset,
         processing_class=processing_class,
-        peft_config=peft_config,
-        quantization_config=quantization_config,
+        peft_config=get_peft_config(model_args),
+        quantization_config=get_quantization_config(model_args),
     )
     logger.info(
-        "training on %d process(es), loss %s, modality %s (input source %s)",
-        trainer.accelerator.num_processes, args.loss_type, args.modality, input_source,
+        "training on %d process(es), objective %s, modality %s (input source %s)",
+        trainer.accelerator.num_processes, training_args.raft_objective, training_args.modality, input_source,
     )
-    train_result = trainer.train()
+    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(str(output_dir))
     trainer.save_state()
     if trainer.accelerator.is_main_process:
         (output_dir / "setting.json").write_text(json.dumps(setting, indent=2))
-    if trainer.accelerator.is_main_process:
-        print(f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; adapter in {output_dir}")
-    if args.no_predict or "test" not in splits:
+        print(
+            f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; "
+            f"adapter in {output_dir}"
+        )
+    if not script_args.predict or "test" not in splits:
         return 0
     if trainer.accelerator.is_main_process:
-        write_test_predictions(trainer, processing_class, splits["test"], output_dir, args, setting)
+        write_test_predictions(trainer, processing_class, splits["test"], output_dir, script_args, setting)
     trainer.accelerator.wait_for_everyone()
     return 0
 
 
-def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, args, setting: dict) -> None:
+def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, script_args, setting: dict) -> None:
+    from mis_bench_dataset.loading import gold_references
     from raft_trainer.predict import prediction_records, predict_scores
 
+    args = trainer.args
     model = trainer.accelerator.unwrap_model(trainer.model)
     rows = list(test_split)
     scores = predict_scores(
-        model, processing_class, rows, batch_size=args.predict_batch_size, method=args.predict_method,
-        max_length=args.max_length, renormalize=not args.paper_digit_probs, modality=args.modality,
+        model, processing_class, rows, batch_size=script_args.predict_batch_size, method=script_args.predict_method,
+        max_length=args.max_length, renormalize=args.renormalize_digits, modality=args.modality,
         input_source="raw" if setting["input_source"] == "raw" else "features",
     )
     records = prediction_records(rows, scores)
@@ -256,16 +206,20 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     from mis_icc_metric.predictions_io import write_predictions
 
     write_predictions(path, records)
-    print(f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}) to {path}")
-    labelled = {(r["video_id"], r["dimension"]): float(r["score"]) for r in rows if r.get("score") is not None}
+    print(
+        f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}) "
+        f"to {path}"
+    )
+    labelled = gold_references(rows)
     if len(labelled) < 2:
         return
     from mis_icc_metric import score_predictions
+    from mis_icc_metric.scoring import json_safe
 
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
     result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=args.seed)
     result["setting"] = setting
-    (output_dir / "scores_test.json").write_text(json.dumps(result, indent=2, default=float))
+    (output_dir / "scores_test.json").write_text(json.dumps(json_safe(result), indent=2, allow_nan=False))
     print(f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}")
 
 

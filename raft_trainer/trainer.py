@@ -91,7 +91,8 @@ class RAFTTrainer(SFTTrainer):
             logger.info("tokenizer has no pad token: padding with eos %r", tokenizer.eos_token)
             tokenizer.pad_token = tokenizer.eos_token
         self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
-        self._raw_media = args.input_source == "raw"
+        self.input_source = _resolve_input_source(args, train_dataset)  # "text", "features" or "raw"
+        self._raw_media = self.input_source == "raw"
         raw_encoder = None
         if self._raw_media:
             from raft_trainer.raw_media import RawMediaEncoder
@@ -111,26 +112,27 @@ class RAFTTrainer(SFTTrainer):
                 tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of, encoder=raw_encoder
             )
 
-        # SFTTrainer validates its own loss_type ("nll"/"dft"); ours is read only in compute_loss.
-        loss_type = args.loss_type
-        args.loss_type = "nll"
-        try:
-            super().__init__(
-                model,
-                args=args,
-                data_collator=data_collator,
-                train_dataset=train_dataset,
-                eval_dataset=eval_dataset,
-                processing_class=processing_class,
-                compute_metrics=compute_metrics or score_metrics,
-                **kwargs,
-            )
-        finally:
-            args.loss_type = loss_type
+        super().__init__(
+            model,
+            args=args,
+            data_collator=data_collator,
+            train_dataset=train_dataset,
+            eval_dataset=eval_dataset,
+            processing_class=processing_class,
+            compute_metrics=compute_metrics or score_metrics,
+            **kwargs,
+        )
         self.model.config.get_text_config().pad_token_id = tokenizer.pad_token_id
         self._digit_ids = self.digit_tokens.tensor()
 
     # -- data ---------------------------------------------------------------------------------
+    def _prepare_dataset(self, dataset, *args, **kwargs):
+        """Raw-media rows stay as they are: the collator encodes them batch by batch (their pixels are too
+        large to store per row). Encoded rows go through TRL's preparation as usual."""
+        if self._raw_media:
+            return dataset
+        return super()._prepare_dataset(dataset, *args, **kwargs)
+
     def _set_signature_columns_if_needed(self):
         if self._signature_columns is None and self._raw_media:  # raw rows are encoded in the collator
             self._signature_columns = list(self.train_dataset.column_names)
@@ -222,6 +224,19 @@ class RAFTTrainer(SFTTrainer):
                 logs[f"{prefix}score_mse"] = sq / n
                 logs[f"{prefix}mean_predicted_score"] = pred_sum / n
         super().log(logs, start_time)
+
+
+def _resolve_input_source(args: RAFTConfig, dataset) -> str:
+    """`args.input_source`, with "auto" resolved from the training rows: "raw" when every row carries the
+    modality's media paths, else "features" ("text" for the text setting); only the path columns are read."""
+    if args.input_source != "auto":
+        return args.input_source
+    from mis_bench_dataset.inputs import PATH_COLUMNS, resolve_input_source
+
+    columns = list(dataset.column_names) if dataset is not None else []
+    paths = [c for c in PATH_COLUMNS.values() if c in columns]
+    rows = dataset.select_columns(paths) if paths else []
+    return resolve_input_source(args.modality, rows, "auto")
 
 
 def _raw_rows(dataset, split: str):

@@ -31,8 +31,9 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 def _common(model: Path, dataset: Path, out: Path) -> list[str]:
     return [
-        "--model", str(model), "--dataset", str(dataset), "--output-dir", str(out), "--max-length", "2048",
-        "--lora-dropout", "0", "--sequential", "--logging-steps", "1", "--no-eval", "--learning-rate", "1e-3",
+        "--model_name_or_path", str(model), "--dataset_dir", str(dataset), "--output_dir", str(out),
+        "--max_length", "2048", "--lora_dropout", "0", "--train_sampling_strategy", "sequential",
+        "--logging_steps", "1", "--learning_rate", "1e-3",
     ]
 
 
@@ -43,13 +44,15 @@ def _first_log(out: Path) -> dict:
 def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions(
     tiny_model_dir, synthetic_build, tmp_path, caplog, capsys
 ):
-    from mis_icc_metric import cli as metric_cli
+    from eval_scripts.cli import main as mis_bench_main
     from mis_icc_metric.predictions_io import read_predictions, read_references
     from raft_trainer.train import main
 
     out = tmp_path / "run"
     with caplog.at_level(logging.WARNING):
-        assert main([*_common(tiny_model_dir, synthetic_build, out), "--max-steps", "2", "--per-device-batch-size", "2"]) == 0
+        assert main(
+            [*_common(tiny_model_dir, synthetic_build, out), "--max_steps", "2", "--per_device_train_batch_size", "2"]
+        ) == 0
     assert "no CUDA device: training on the CPU in float32 with adamw_torch" in caplog.text
     for name in ("adapter_config.json", "adapter_model.safetensors", "trainer_state.json", "predictions_test.csv", "scores_test.json"):
         assert (out / name).is_file(), name
@@ -61,7 +64,7 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
     assert all(0.0 <= p["prediction"] <= 9.9 for p in predictions)
     # round trip through `mis-bench score`
     result_path = tmp_path / "scores.json"
-    code = metric_cli.main([
+    code = mis_bench_main([
         "score", "--predictions", str(out / "predictions_test.csv"), "--references", str(synthetic_build),
         "--bootstrap", "200", "--json", str(result_path),
     ])
@@ -71,25 +74,42 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
     assert "test predictions" in capsys.readouterr().out
 
 
-def test_train_script_refuses_a_gpu_only_optimizer_on_the_cpu(tiny_model_dir, synthetic_build, tmp_path):
+def test_train_script_runs_the_paper_recipe_with_cpu_overrides_on_a_tiny_model(
+    tiny_model_dir, synthetic_build, tmp_path, caplog
+):
+    """`--config recipes/paper_d1.yaml` with the CUDA-only settings and the model overridden by flags."""
+    from raft_trainer.recipes import PAPER_D1_RECIPE
     from raft_trainer.train import main
 
-    with pytest.raises(SystemExit, match="needs CUDA"):
-        main([*_common(tiny_model_dir, synthetic_build, tmp_path / "x"), "--optim", "paged_adamw_32bit"])
+    out = tmp_path / "recipe"
+    with caplog.at_level(logging.WARNING):
+        assert main([
+            "--config", str(PAPER_D1_RECIPE), "--model", str(tiny_model_dir), "--dataset", str(synthetic_build),
+            "--output_dir", str(out), "--load_in_4bit", "false", "--bf16", "false", "--optim", "adamw_torch",
+            "--max_length", "2048", "--max_steps", "1", "--lora_r", "4", "--no_predict",
+        ]) == 0
+    assert "training on the CPU in float32 with adamw_torch" in caplog.text
+    adapter = json.loads((out / "adapter_config.json").read_text())
+    # lora_r from the flag, alpha, dropout and targets from the recipe
+    assert (adapter["r"], adapter["lora_alpha"], adapter["lora_dropout"]) == (4, 16, 0.1)
+    assert sorted(adapter["target_modules"]) == ["q_proj", "v_proj"]
+    assert _first_log(out)["step"] == 1 and not (out / "predictions_test.csv").exists()
 
 
 def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, synthetic_build, tmp_path):
     from raft_trainer.train import main
 
     single = tmp_path / "single"
-    assert main([*_common(tiny_model_dir, synthetic_build, single), "--max-steps", "1", "--per-device-batch-size", "2", "--no-predict"]) == 0
+    single_args = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--no_predict"]
+    assert main([*_common(tiny_model_dir, synthetic_build, single), *single_args]) == 0
 
     double = tmp_path / "double"
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", TOKENIZERS_PARALLELISM="false")
     cmd = [
         sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
         "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN),
-        *_common(tiny_model_dir, synthetic_build, double), "--max-steps", "1", "--per-device-batch-size", "1", "--no-predict",
+        *_common(tiny_model_dir, synthetic_build, double),
+        "--max_steps", "1", "--per_device_train_batch_size", "1", "--no_predict",
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -36,10 +36,15 @@ def _lora(dropout=0.1):
 def test_config_defaults_follow_the_paper_and_validate():
     cfg = RAFTConfig(output_dir="unused", use_cpu=True, report_to="none")
     assert (cfg.num_train_epochs, cfg.learning_rate, cfg.per_device_train_batch_size, cfg.max_length) == (2.0, 2e-5, 2, 512)
-    assert cfg.loss_type == "raft" and cfg.loss_weights == (1.0, 0.0)
-    assert RAFTConfig(output_dir="u", use_cpu=True, loss_type="raft+ce", ce_weight=0.5).loss_weights == (1.0, 0.5)
-    with pytest.raises(ValueError, match="loss_type"):
-        RAFTConfig(output_dir="u", use_cpu=True, loss_type="nll")
+    assert cfg.raft_objective == "raft" and cfg.loss_weights == (1.0, 0.0)
+    assert cfg.loss_type == "nll"  # TRL's own field keeps its meaning and default
+    assert RAFTConfig(output_dir="u", use_cpu=True, raft_objective="raft+ce", ce_weight=0.5).loss_weights == (1.0, 0.5)
+    with pytest.raises(ValueError, match="raft_objective must be one of raft, ce, raft"):
+        RAFTConfig(output_dir="u", use_cpu=True, raft_objective="nll")
+    with pytest.raises(ValueError, match="loss_type='raft'.*with raft_objective='raft'"):
+        RAFTConfig(output_dir="u", use_cpu=True, loss_type="raft")  # the old spelling points to the new field
+    with pytest.raises(ValueError, match="loss_type='dft'.*ignores TRL's token loss"):
+        RAFTConfig(output_dir="u", use_cpu=True, loss_type="dft")
     with pytest.raises(ValueError, match="packing"):
         RAFTConfig(output_dir="u", use_cpu=True, packing=True)
 
@@ -78,7 +83,7 @@ def test_gradient_accumulation_equals_a_larger_batch(tokenizer, tmp_path):
             make_model(tokenizer, seed=1),
             args=_config(
                 tmp_path, max_steps=1, per_device_train_batch_size=batch, gradient_accumulation_steps=accum,
-                loss_type="raft+ce", train_sampling_strategy="sequential", learning_rate=1e-3,
+                raft_objective="raft+ce", train_sampling_strategy="sequential", learning_rate=1e-3,
             ),
             train_dataset=data, processing_class=tokenizer, peft_config=_lora(dropout=0.0),
         )
@@ -97,13 +102,13 @@ def test_ce_loss_equals_the_causal_lm_loss_and_raft_ce_adds_up(tokenizer, tmp_pa
     batch = RAFTDataCollator(tokenizer.pad_token_id, padding_side="right")(list(data))
     reference = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=batch["labels"]).loss
     losses = {}
-    for loss_type in ("ce", "raft", "raft+ce"):
+    for objective in ("ce", "raft", "raft+ce"):
         trainer = RAFTTrainer(
-            model, args=_config(tmp_path, loss_type=loss_type, ce_weight=0.5), train_dataset=data, processing_class=tokenizer
+            model, args=_config(tmp_path, raft_objective=objective, ce_weight=0.5), train_dataset=data, processing_class=tokenizer
         )
         trainer.model.eval()
         with torch.no_grad():
-            losses[loss_type] = trainer.compute_loss(trainer.model, dict(batch)).item()
+            losses[objective] = trainer.compute_loss(trainer.model, dict(batch)).item()
     assert losses["ce"] == pytest.approx(reference.item(), rel=1e-5)
     assert losses["raft+ce"] == pytest.approx(losses["raft"] + 0.5 * losses["ce"], rel=1e-5)
 
@@ -112,16 +117,16 @@ def test_raft_reaches_lower_score_mse_than_ce_in_the_same_steps(tokenizer, tmp_p
     """Toy task: the gold score is 1.0 + 0.5 * (number of 'warm' in the text)."""
     train, held_out = short_encoded_toy(tokenizer, 64, seed=0), short_encoded_toy(tokenizer, 32, seed=1)
     results = {}
-    for loss_type in ("raft", "ce"):
+    for objective in ("raft", "ce"):
         trainer = RAFTTrainer(
             make_model(tokenizer, seed=0),
             args=_config(
-                tmp_path, loss_type=loss_type, max_steps=20, per_device_train_batch_size=8, learning_rate=1e-2,
+                tmp_path, raft_objective=objective, max_steps=20, per_device_train_batch_size=8, learning_rate=1e-2,
                 lr_scheduler_type="constant", logging_steps=20,
             ),
             train_dataset=train, eval_dataset=held_out, processing_class=tokenizer,
         )
         trainer.train()
-        results[loss_type] = trainer.evaluate()
+        results[objective] = trainer.evaluate()
     assert results["raft"]["eval_score_mse"] < 0.5 * results["ce"]["eval_score_mse"]
     assert results["raft"]["eval_icc"] > results["ce"]["eval_icc"]

@@ -121,12 +121,13 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
     assert tokenizer.decode([ids[i] for i in trained]).startswith(f"The score prediction is: {gold}")
     assert "The video of the response is attached." in tokenizer.decode(ids)
 
-    trainer = RAFTTrainer(
+    trainer = RAFTTrainer(  # input_source "auto": every row has a video_path, so the raw media are used
         make_vl_model(tokenizer, seed=2),
-        args=_config(tmp_path, modality="video+text", input_source="raw"),
+        args=_config(tmp_path, modality="video+text"),
         train_dataset=datasets.Dataset.from_list(rows), processing_class=processor,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
+    assert trainer.args.input_source == "auto" and trainer.input_source == "raw"
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     assert len(losses) == 2 and all(math.isfinite(x) for x in losses)
