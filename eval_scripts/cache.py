@@ -3,8 +3,9 @@
 One line per model call outcome, flushed as soon as it is known, keyed by
 (backend, model, setting, prompt hash, video, dimension, decoding params).
 A key counts as answered once an ``"ok"`` record exists; ``"failed"`` records
-(retries exhausted, server errors) are kept for the record but never served as
-answers, so the next run retries them.
+(retries exhausted, server errors) and ``"truncated"`` ones (the answer ended at the
+token limit, `finish_reason: "length"`, so "3." may be what is left of "3.5") are kept
+for the record but never served as answers, so the next run asks again.
 
 Crash safety: each record is one ``write`` of a complete line followed by a flush,
 so a SIGKILL can at worst leave the last line torn. Opening the cache drops such a
@@ -28,6 +29,17 @@ logger = logging.getLogger(__name__)
 
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
+STATUS_TRUNCATED = "truncated"
+STATUSES: tuple[str, ...] = (STATUS_OK, STATUS_FAILED, STATUS_TRUNCATED)
+# The finish reason of an answer cut by the token limit (OpenAI-compatible servers, vLLM, transformers).
+FINISH_LENGTH = "length"
+
+
+def outcome_status(ok: bool, finish_reason: str | None) -> str:
+    """The one truncation rule: an answer that ended by the token limit is not an answer."""
+    if not ok:
+        return STATUS_FAILED
+    return STATUS_TRUNCATED if finish_reason == FINISH_LENGTH else STATUS_OK
 
 
 class CacheError(RuntimeError):
@@ -147,8 +159,8 @@ class ResponseCache:
         """Write one record as one line and flush it; ok records become answers."""
         if self._handle is None:
             raise CacheError(f"{self.path}: cache is not open")
-        if record["status"] not in (STATUS_OK, STATUS_FAILED):
-            raise ValueError(f"cache record status must be ok/failed, got {record['status']!r}")
+        if record["status"] not in STATUSES:
+            raise ValueError(f"cache record status must be one of {', '.join(STATUSES)}, got {record['status']!r}")
         if record["status"] == STATUS_OK and record["key"] in self._answers:
             return  # already answered: never a second row for the same key
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"

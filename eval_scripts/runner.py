@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.backends.base import Backend, Completion, get_backend
-from eval_scripts.cache import STATUS_FAILED, STATUS_OK, ResponseCache
+from eval_scripts.cache import STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, ResponseCache, outcome_status
 from eval_scripts.harness.caching import CachingBackend
 from eval_scripts.harness.context import CACHE_NAME, HarnessError, RunConfig, RunContext, prepare_run, setting_label
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
@@ -47,6 +47,7 @@ class RunResult:
     n_called: int
     n_failed: int
     n_parsed: int
+    n_truncated: int
     scores: dict | None
     parse_rates: dict[str, float]
     run_dir: Path
@@ -113,15 +114,23 @@ def _write(context: RunContext, completions: dict[int, Completion], folder: Outp
     parsed_by_dim: dict[str, list[bool]] = defaultdict(list)
     for index, (row, prompt) in enumerate(zip(context.rows, context.prompts)):
         completion = completions.get(index)
-        text = completion.text if completion is not None and completion.ok else None
-        value = parse_score(text, config.prompt_style) if text is not None else None
+        status = outcome_status(completion.ok, completion.finish_reason) if completion else STATUS_FAILED
+        text = completion.text if completion is not None else None
+        # Only a complete answer is scored: a truncated one ("3." of "3.5") is never parsed.
+        value = parse_score(text, config.prompt_style) if status == STATUS_OK and text is not None else None
         parsed_by_dim[row["dimension"]].append(value is not None)
         predictions.append({"video_id": row["video_id"], "dimension": row["dimension"], "prediction": value,
-                            "raw_response": text})
+                            "raw_response": text if status == STATUS_OK else None})
+        error = None
+        if status == STATUS_FAILED:
+            error = completion.error if completion else "not answered"
+        elif status == STATUS_TRUNCATED:
+            error = "the answer reached the token limit (finish_reason length); raise --max-tokens"
         raw_records.append({
             "video_id": row["video_id"], "dimension": row["dimension"], "prompt_hash": prompt.prompt_hash,
-            "status": STATUS_OK if text is not None else STATUS_FAILED, "response": text, "prediction": value,
-            "error": None if text is not None else (completion.error if completion else "not answered"),
+            "status": status, "response": text, "prediction": value, "error": error,
+            "finish_reason": completion.finish_reason if completion else None,
+            "usage": completion.usage if completion else None,
         })
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
     written = write_run(
@@ -136,7 +145,8 @@ def _write(context: RunContext, completions: dict[int, Completion], folder: Outp
     return RunResult(
         config=config, input_source=context.input_source, n_rows=len(context.rows), n_cached=n_cached,
         n_called=len(completions) - n_cached, n_failed=sum(r["status"] == STATUS_FAILED for r in raw_records),
-        n_parsed=sum(p["prediction"] is not None for p in predictions), scores=written.scores,
+        n_parsed=sum(p["prediction"] is not None for p in predictions),
+        n_truncated=sum(r["status"] == STATUS_TRUNCATED for r in raw_records), scores=written.scores,
         parse_rates=parse_rates, run_dir=written.results_path.parent, predictions_path=written.predictions_path,
         raw_responses_path=written.raw_responses_path, results_path=written.results_path,
         elapsed_s=time.monotonic() - started,

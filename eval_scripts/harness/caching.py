@@ -3,7 +3,8 @@
 The runner asks the wrapper for every prompt of a setting; answers the cache already holds
 come back at once (`Completion.cached`), the rest go to the wrapped backend, and every new
 outcome is appended to the cache the moment it arrives, so a killed run loses nothing. Failed
-outcomes are recorded but never served as answers: the next run asks again.
+and truncated outcomes (`eval_scripts.cache.outcome_status`) are recorded but never served as
+answers: the next run asks again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
-from eval_scripts.cache import STATUS_FAILED, STATUS_OK, ResponseCache, cache_key
+from eval_scripts.cache import ResponseCache, cache_key, outcome_status
 from eval_scripts.prompts import Prompt
 
 
@@ -54,7 +55,7 @@ class CachingBackend(Backend):
             prompt = prompts[index]
             self.cache.append({
                 "key": keys[index],
-                "status": STATUS_OK if completion.ok else STATUS_FAILED,
+                "status": outcome_status(completion.ok, completion.finish_reason),
                 "backend": self.inner.name,
                 "model": self.inner.model,
                 "setting": self.setting,
@@ -62,7 +63,7 @@ class CachingBackend(Backend):
                 "video_id": prompt.video_id,
                 "dimension": prompt.dimension,
                 "decoding": decoding.as_dict(),
-                "response": completion.text if completion.ok else None,
+                "response": completion.text,
                 "error": completion.error,
                 "finish_reason": completion.finish_reason,
                 "usage": completion.usage,
