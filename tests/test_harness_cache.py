@@ -72,5 +72,19 @@ def test_second_writer_is_refused(tmp_path) -> None:
 
 def test_bad_status_is_rejected(tmp_path) -> None:
     with ResponseCache(tmp_path / "c.jsonl") as cache:
-        with pytest.raises(ValueError, match="ok/failed"):
+        with pytest.raises(ValueError, match="one of ok, failed, truncated"):
             cache.append({"key": "a", "status": "maybe"})
+
+
+def test_truncated_and_failed_outcomes_are_recorded_but_never_answers(tmp_path) -> None:
+    from eval_scripts.cache import FINISH_LENGTH, outcome_status
+
+    assert outcome_status(True, "stop") == "ok" and outcome_status(True, None) == "ok"
+    assert outcome_status(True, FINISH_LENGTH) == "truncated" and outcome_status(False, "stop") == "failed"
+    path = tmp_path / "c.jsonl"
+    with ResponseCache(path) as cache:
+        cache.append({"key": "a", "status": "truncated", "response": "3."})
+        cache.append({"key": "b", "status": "failed", "response": None})
+        assert "a" not in cache and "b" not in cache
+    with ResponseCache(path) as cache:
+        assert len(cache) == 0 and cache.stats.failed_records == 2
