@@ -121,6 +121,7 @@ def run_command(args: argparse.Namespace) -> int:
     from eval_scripts.backends.base import BackendUnavailable, DecodingConfig, UnsupportedSetting
     from eval_scripts.cache import CacheError
     from eval_scripts.runner import HarnessError, RunConfig, format_table, run_setting
+    from mis_bench_dataset.errors import MisBenchError
 
     config = RunConfig(
         backend=args.backend, model=args.model, dataset=args.dataset, split=args.split,
@@ -148,6 +149,9 @@ def run_command(args: argparse.Namespace) -> int:
             top_p=args.top_p, seed=args.seed,
         )
         result = run_setting(config)
+    except MisBenchError as err:
+        print(f"mis-bench run: error: {err.line()}", file=sys.stderr)
+        return err.exit_code
     except (UnsupportedSetting, HarnessError, BackendUnavailable, CacheError, ValueError) as err:
         print(f"mis-bench run: {err}", file=sys.stderr)
         return 2

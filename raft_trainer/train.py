@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from raft_trainer.media import INPUT_SOURCES
+from mis_bench_dataset.errors import MisBenchError, require_extra
 
 logger = logging.getLogger("raft_trainer.train")
 
@@ -32,6 +32,8 @@ PAPER_DEFAULTS = dict(
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from raft_trainer.media import INPUT_SOURCES  # imports raft_trainer, which needs the `train` extra
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--model", required=True, help="Hub id or local folder of a chat model (tokenizer with a chat template)")
     p.add_argument("--dataset", required=True, help="built MIS-Bench folder (its `scoring` config is used)")
@@ -148,6 +150,7 @@ def runtime_settings(args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -172,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     model_init_kwargs = {"dtype": "bfloat16" if settings["bf16"] else "float32"}
     quantization_config = None
     if settings["quantize"]:
+        require_extra("qlora", "--load-in-4bit")
         from transformers import BitsAndBytesConfig
 
         quantization_config = BitsAndBytesConfig(
@@ -268,4 +272,8 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except MisBenchError as err:
+        print(f"train.py: error: {err.line()}", file=sys.stderr)
+        sys.exit(err.exit_code)
