@@ -11,6 +11,7 @@ import json
 import sys
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as MODALITY_CHOICES
+
 STYLE_CHOICES = ("direct", "cot")
 
 
@@ -45,7 +46,8 @@ def register(subparsers) -> None:
     parser.add_argument("--feature-format", default="text", choices=("text", "plot", "text+plot"),
                         help="feature-derived input as text, a plot image (vision models), or both")
     parser.add_argument("--out", default=None,
-                        help="output folder (cache, predictions, results); default ./runs, or ./mis-bench-results for the default job")
+                        help="output folder (cache, predictions, results); default ./runs, "
+                        "or ./mis-bench-results for the default job")
     parser.add_argument("--cache", help="response cache file (default OUT/responses.cache.jsonl)")
     parser.add_argument("--max-new-tokens", type=int, help="default 32 (direct) / 1024 (cot)")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
@@ -68,7 +70,8 @@ def register(subparsers) -> None:
     group.add_argument("--max-tokens-field", default="max_tokens",
                        help="request field for the token limit (max_completion_tokens for newer OpenAI models)")
     group.add_argument("--backend-modalities", default=None,
-                       help="inputs the served model takes, e.g. text,image,audio,video (openai/vllm; default text,image)")
+                       help="inputs the served model takes, e.g. text,image,audio,video "
+                       "(openai/vllm; default text,image)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run_command)

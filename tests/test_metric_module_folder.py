@@ -37,7 +37,11 @@ def _top_level_imports(path: Path) -> set[str]:
 
 def test_the_folder_holds_script_card_app_and_requirements():
     assert sorted(p.name for p in METRIC_DIR.iterdir() if p.suffix in (".py", ".md", ".txt")) == [
-        "README.md", "__init__.py", "app.py", "mis_icc.py", "requirements.txt",
+        "README.md",
+        "__init__.py",
+        "app.py",
+        "mis_icc.py",
+        "requirements.txt",
     ]
     assert not (METRIC_DIR.parent / "README.md").exists()  # one card, beside its script
 
@@ -45,7 +49,16 @@ def test_the_folder_holds_script_card_app_and_requirements():
 def test_card_front_matter_is_what_a_hub_space_needs():
     header = _front_matter(METRIC_DIR / "README.md")
     assert set(header) == {
-        "title", "emoji", "colorFrom", "colorTo", "sdk", "sdk_version", "app_file", "pinned", "tags", "description",
+        "title",
+        "emoji",
+        "colorFrom",
+        "colorTo",
+        "sdk",
+        "sdk_version",
+        "app_file",
+        "pinned",
+        "tags",
+        "description",
     }
     assert header["sdk"] == "gradio" and header["tags"] == ["evaluate", "metric"] and header["pinned"] is False
     # evaluate's widget builds its form with gr.inputs / gr.outputs, which gradio 4 removed.
@@ -58,8 +71,9 @@ def test_card_front_matter_is_what_a_hub_space_needs():
 
 def test_app_launches_evaluates_widget_on_the_script_beside_it():
     tree = ast.parse((METRIC_DIR / "app.py").read_text(encoding="utf-8"))
-    imports = {(node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-               for alias in node.names}
+    imports = {
+        (node.module, alias.name) for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
     assert ("evaluate.utils", "launch_gradio_widget") in imports
     calls = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Call)]
     assert "evaluate.load(str(Path(__file__).with_name('mis_icc.py')))" in calls
@@ -79,7 +93,8 @@ def test_gradio_is_imported_by_app_py_only():
 
 def test_requirements_bring_every_import_of_the_script():
     requirements = [
-        line.strip() for line in (METRIC_DIR / "requirements.txt").read_text().splitlines()
+        line.strip()
+        for line in (METRIC_DIR / "requirements.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
     setup = configparser.ConfigParser()
@@ -87,11 +102,13 @@ def test_requirements_bring_every_import_of_the_script():
     assert requirements == [setup["metadata"]["name"]]
     install_requires = {
         re.split(r"[<>=!~\[; ]", line.strip())[0].lower()
-        for line in setup["options"]["install_requires"].splitlines() if line.strip()
+        for line in setup["options"]["install_requires"].splitlines()
+        if line.strip()
     }
     own_packages = set(PACKAGES)
-    library_imports = {name for kind, name, *_ in evaluate.loading.get_imports(str(METRIC_DIR / "mis_icc.py"))
-                       if kind == "library"}
+    library_imports = {
+        name for kind, name, *_ in evaluate.loading.get_imports(str(METRIC_DIR / "mis_icc.py")) if kind == "library"
+    }
     assert library_imports == {"datasets", "evaluate", "mis_icc_metric"}
     assert library_imports - own_packages <= install_requires  # a plain `pip install mis-bench` brings them
 

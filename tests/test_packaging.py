@@ -65,12 +65,22 @@ def _requirement_names(block: str) -> list[str]:
 
 
 def _run_without(hidden, body: str, *args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]),
-           "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-           "MIS_BENCH_CACHE": str(cwd / "cache"), "OPENAI_API_KEY": "sk-test"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(TESTS_DIR)]),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "MIS_BENCH_CACHE": str(cwd / "cache"),
+        "OPENAI_API_KEY": "sk-test",
+    }
     return subprocess.run(
         [sys.executable, "-c", HIDE_PACKAGES + LOAD_MAIN + body, ",".join(hidden), str(REPO_ROOT / "setup.cfg"), *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -91,10 +101,9 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
 
 def test_core_commands_run_without_the_train_extra(tmp_path):
     body = """
+import importlib.util
 import json
 from pathlib import Path
-
-import importlib.util
 
 work = Path(sys.argv[3])
 try:
@@ -104,8 +113,9 @@ except ImportError:
     hidden_ok = importlib.util.find_spec("torch") is None
 codes = {}
 build = str(work / "build")
-codes["synth"] = main(["synth", str(work / "release"), "--videos", "30", "--seed", "0"])
-codes["build"] = main(["build", str(work / "release"), "--labels", str(work / "release" / "ratings.csv"), "--out", build])
+release = work / "release"
+codes["synth"] = main(["synth", str(release), "--videos", "30", "--seed", "0"])
+codes["build"] = main(["build", str(release), "--labels", str(release / "ratings.csv"), "--out", build])
 codes["default job"] = main(["run", "--dataset", build, "--out", str(work / "job"), "--n-bootstrap", "20"])
 
 from _harness_helpers import ChatServer
@@ -177,16 +187,19 @@ except SystemExit as exit:
     messages["train.py"] = exit.code
 print(json.dumps(messages))
 """
-    done = _run_without(("torch",), body, str(synthetic_build), str(REPO_ROOT / "raft_trainer" / "train.py"),
-                        cwd=tmp_path)
+    done = _run_without(
+        ("torch",), body, str(synthetic_build), str(REPO_ROOT / "raft_trainer" / "train.py"), cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     messages = json.loads(done.stdout.strip().splitlines()[-1])
     hint = "install it with: pip install 'mis-bench[train]'"
     backend_line, backend_code = messages["backend"]
     assert backend_line.startswith("the transformers backend needs the Python package 'torch'") and hint in backend_line
     assert backend_code == 2
-    assert messages["raft_trainer"] == [f"raft_trainer (MIS-RAFT training and scoring) needs the 'train' extra; "
-                                        f"not installed: torch; {hint}", 2]
+    assert messages["raft_trainer"] == [
+        f"raft_trainer (MIS-RAFT training and scoring) needs the 'train' extra; not installed: torch; {hint}",
+        2,
+    ]
     assert messages["cli"] == 2 and messages["train.py"] == 2
     errors = [line for line in done.stderr.splitlines() if "error:" in line]
     assert errors == [

@@ -135,7 +135,7 @@ class TransformersBackend(Backend):
             self.calls += len(indices)
             new_tokens = output[:, inputs["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            for index, text in zip(indices, texts):
+            for index, text in zip(indices, texts, strict=True):
                 yield Completion(index, text.strip(), True)
 
     def close(self) -> None:
