@@ -9,6 +9,7 @@ CLI prints `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO` and exits with `exit
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 EXIT_DATA = 1
@@ -70,6 +71,17 @@ EXTRAS: dict[str, str] = {
     "test": "the test suite's tools",
 }
 
+# The importable packages each extra brings that the toolkit checks for (setup.cfg's extras list
+# their distributions; tests/test_packaging.py keeps the two in step). A plain install has none.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "train": ("torch", "transformers", "trl", "peft", "accelerate"),
+    "qlora": ("bitsandbytes",),
+}
+
+
+def _install_hint(extra: str) -> str:
+    return f"install it with: pip install 'mis-bench[{extra}]'"
+
 
 def require(module: str, extra: str, purpose: str) -> ModuleType:
     """Import `module`, or raise MissingExtraError saying which extra to install for `purpose`."""
@@ -79,5 +91,15 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
         raise MissingExtraError(
             f"{purpose} needs the Python package {module.split('.')[0]!r}, which is not installed",
             where=str(err),
-            hint=f"install it with: pip install 'mis-bench[{extra}]'",
+            hint=_install_hint(extra),
         ) from err
+
+
+def require_extra(extra: str, purpose: str) -> None:
+    """Raise MissingExtraError unless every package of `extra` is importable (checked without importing)."""
+    missing = [name for name in EXTRA_MODULES[extra] if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingExtraError(
+            f"{purpose} needs the {extra!r} extra; not installed: {', '.join(missing)}",
+            hint=_install_hint(extra),
+        )

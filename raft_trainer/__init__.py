@@ -2,10 +2,15 @@
 
 The loss core (`expected_decimal_score`) and digit discovery import only torch; the trainer,
 config and inference helpers are imported lazily so `import raft_trainer` stays light.
+Everything here needs the `train` extra; without it the import says which extra to install.
 """
 
-from raft_trainer.digits import DigitTokens, ScoreTokenizationError, format_score
-from raft_trainer.loss import digit_probabilities, expected_decimal_score, raft_loss
+from mis_bench_dataset.errors import require_extra
+
+require_extra("train", "raft_trainer (MIS-RAFT training and scoring)")
+
+from raft_trainer.digits import DigitTokens, ScoreTokenizationError, format_score  # noqa: E402 (after the check)
+from raft_trainer.loss import digit_probabilities, expected_decimal_score, raft_loss  # noqa: E402
 
 __all__ = [
     "DigitTokens",

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from mis_bench_dataset.errors import EXIT_USAGE, MisBenchError
+from mis_bench_dataset.errors import EXIT_USAGE, MisBenchError, require_extra
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -117,7 +117,18 @@ def log_device(training_args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
+    except MisBenchError as err:
+        print(f"{PROG}: error: {err.line()}", file=sys.stderr)
+        return err.exit_code
     script_args, training_args, model_args = parse_arguments(argv)
+    if model_args.load_in_4bit or model_args.load_in_8bit:
+        try:
+            require_extra("qlora", "--load_in_4bit / --load_in_8bit")
+        except MisBenchError as err:
+            print(f"{PROG}: error: {err.line()}", file=sys.stderr)
+            return err.exit_code
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from mis_bench_dataset.loading import load_build

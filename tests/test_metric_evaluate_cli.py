@@ -69,7 +69,7 @@ def test_evaluate_module_reports_bad_input():
 
 
 def test_metric_card_has_the_hub_yaml_header_and_paper_values():
-    text = (METRIC_DIR.parent / "README.md").read_text(encoding="utf-8")
+    text = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
     header = yaml.safe_load(re.match(r"^---\n(.*?)\n---\n", text, re.S).group(1))
     assert header["title"] and "evaluate" in header["tags"] and header["sdk"]
     for section in ("## Metric description", "## How to use", "### Inputs", "### Output values",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.errors import require
 
 logger = logging.getLogger(__name__)
 
@@ -39,8 +40,8 @@ class TransformersBackend(Backend):
         **_ignored,
     ):
         super().__init__(model)
-        import torch
-        import transformers
+        torch = require("torch", "train", "the transformers backend")
+        transformers = require("transformers", "train", "the transformers backend")
 
         self.batch_size = max(1, int(batch_size))
         torch_dtype = dtype if dtype == "auto" else getattr(torch, dtype, None)
@@ -134,7 +135,7 @@ class TransformersBackend(Backend):
             self.calls += len(indices)
             new_tokens = output[:, inputs["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            for index, text in zip(indices, texts):
+            for index, text in zip(indices, texts, strict=True):
                 yield Completion(index, text.strip(), True)
 
     def close(self) -> None:

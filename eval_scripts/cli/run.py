@@ -61,7 +61,8 @@ def register(subparsers) -> None:
     parser.add_argument("--feature-format", default="text", choices=FEATURE_FORMATS,
                         help="feature-derived input as text, a plot image (vision models), or both")
     parser.add_argument("--out", default=None,
-                        help="output folder (cache, predictions, results); default ./runs, or ./mis-bench-results for the default job")
+                        help="output folder (cache, predictions, results); default ./runs, "
+                        "or ./mis-bench-results for the default job")
     parser.add_argument("--cache", help="response cache file (default OUT/responses.cache.jsonl)")
     parser.add_argument("--max-new-tokens", "--max-tokens", dest="max_new_tokens", type=positive_int,
                         help="default 32 (direct) / 1024 (cot)")

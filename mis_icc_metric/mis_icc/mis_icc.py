@@ -1,8 +1,10 @@
 """MIS-Bench ICC(3,1): the `evaluate` metric module (thin adapter over mis_icc_metric.scoring).
 
-Kept to what evaluate 0.4.6's import scanner accepts: one import per line, no
-trailing comments on import lines, and the metric class is the first
-EvaluationModule subclass defined here (so evaluate is imported as a module).
+A Hub-style module folder: the card is README.md beside this script, the Space app.py, the
+Space's dependencies requirements.txt; the Examples of _KWARGS_DESCRIPTION run as doctests
+in the test suite (tests/test_doctests.py). Kept to what evaluate 0.4.6's import scanner
+accepts: one import per line, no trailing comments on import lines, and the metric class is
+the first EvaluationModule subclass defined here (so evaluate is imported as a module).
 """
 
 import datasets
@@ -54,10 +56,15 @@ Returns:
 Examples:
     >>> import evaluate, mis_icc_metric
     >>> metric = evaluate.load(mis_icc_metric.metric_path())
-    >>> out = metric.compute(predictions=[3.1, 4.0, None, 2.2], references=[3.0, 4.2, 3.3, 2.0],
-    ...                      video_ids=["a", "b", "c", "d"], dimensions=["empathy"] * 4, n_bootstrap=0)
-    >>> out["dimensions"]["empathy"]["n"], out["dimensions"]["empathy"]["n_unparsed"]
-    (3, 1)
+    >>> out = metric.compute(predictions=[3.1, 4.0, None, 2.2, 3.6], references=[3.0, 4.2, 3.3, 2.0, 3.4],
+    ...                      video_ids=["a", "b", "c", "d", "e"], dimensions=["empathy"] * 5, n_bootstrap=0)
+    >>> empathy = out["dimensions"]["empathy"]
+    >>> empathy["n"], empathy["n_unparsed"], empathy["parse_rate"]
+    (4, 1, 0.8)
+    >>> round(empathy["icc"], 4), round(empathy["mse"], 4), empathy["icc_ci"]
+    (0.9751, 0.0325, None)
+    >>> round(out["overall"]["icc"], 4), out["overall"]["excluded_rate"]
+    (0.9751, 0.2)
 """
 
 
