@@ -18,6 +18,7 @@ from collections.abc import Sequence
 SUBCOMMAND_MODULES: tuple[str, ...] = (
     "mis_bench_dataset.cli_synth",
     "mis_bench_dataset.cli_build",
+    "mis_bench_dataset.cli_stats",
     "mis_icc_metric.cli",
     "eval_scripts.cli_run",
     "eval_scripts.cli_report",
