@@ -212,19 +212,18 @@ def _feature_blocks(config: RunConfig, video_ids: set[str]) -> dict[str, tuple[s
     """video_id -> (text block, images), computed once per video, one video in memory at a time."""
     from eval_scripts.feature_inputs import FEATURE_COLUMNS, feature_media_block
 
-    blocks = {}
+    from mis_bench_dataset.arrays import FeatureArrays
+    from mis_bench_dataset.errors import MisBenchError
+
+    columns = ["video_id", "transcript", *(c for kind in SETTING_MEDIA[config.modality] for c in FEATURE_COLUMNS[kind])]
     try:
-        with load_folder(config.dataset, "features", config.split) as features:
-            columns = ["video_id", "transcript"]
-            for kind in SETTING_MEDIA[config.modality]:
-                columns += [c for c in FEATURE_COLUMNS[kind] if c in features.column_names]
-            features = features.select_columns(columns).with_format("numpy")
-            for index, video_id in enumerate(features["video_id"]):
-                video_id = str(video_id)
-                if video_id in video_ids:
-                    blocks[video_id] = feature_media_block(features[index], config.modality, config.feature_format)
-    except HarnessError as err:
+        features = FeatureArrays.open(config.dataset, config.split, columns)
+    except MisBenchError as err:
         raise UnsupportedSetting(f"{config.modality}: no usable `features` config: {err}") from err
+    blocks = {
+        video_id: feature_media_block(features.row(video_id, columns), config.modality, config.feature_format)
+        for video_id in sorted(video_ids & set(features.video_ids))
+    }
     missing = video_ids - blocks.keys()
     if missing:
         raise HarnessError(

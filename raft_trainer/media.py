@@ -105,30 +105,30 @@ def resolve_input_source(modality: str, column_names: Iterable[str], rows: Itera
 
 def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterable[str] | None = None) -> dict[str, str]:
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config."""
-    import datasets
-
     from eval_scripts.feature_inputs import FEATURE_COLUMNS
+    from mis_bench_dataset.arrays import FeatureArrays
+    from mis_bench_dataset.built import built_splits
+    from mis_bench_dataset.errors import MisBenchError
 
     media = check_modality(modality)
     if not media:
         return {}
+    wanted = ["video_id", "transcript", *(c for m in media for c in FEATURE_COLUMNS[m])]
+    contexts: dict[str, str] = {}
     try:
-        loaded = datasets.load_dataset(str(dataset_dir), "features")
-    except (ValueError, FileNotFoundError) as err:
+        present = built_splits(dataset_dir)
+        for split in [s for s in (splits or present) if s in present]:
+            features = FeatureArrays.open(dataset_dir, split, wanted)
+            for row in features.rows(wanted):
+                contexts[row["video_id"]] = feature_context(row, modality)
+    except MisBenchError as err:
         raise UnsupportedModality(
             f"{modality}: {dataset_dir} has no usable `features` config to derive {' and '.join(media)} "
             f"descriptors from ({err})"
         ) from err
-    contexts: dict[str, str] = {}
-    for split in splits or list(loaded):
-        if split not in loaded:
-            continue
-        table = loaded[split]
-        wanted = ["video_id", "transcript"] + [c for m in media for c in FEATURE_COLUMNS[m] if c in table.column_names]
-        table = table.select_columns(wanted).with_format("numpy")
-        for index in range(len(table)):
-            row = table[index]
-            contexts[str(row["video_id"])] = feature_context(row, modality)
+    if not present:
+        raise UnsupportedModality(f"{modality}: {dataset_dir} has no `features` config to derive "
+                                  f"{' and '.join(media)} descriptors from (build it with `mis-bench build`)")
     return contexts
 
 
