@@ -77,7 +77,7 @@ def statistics_section(stats: dict, folder: str = STATS_FOLDER) -> str:
     corr = [[d.abbreviation, *(num(stats["correlation"][d.key][e.key], 2) for e in DIMENSIONS)] for d in DIMENSIONS]
     parts = [
         "## Gold-score statistics (cf. paper Appendix C)",
-        f"Computed by `mis-bench stats` over all splits ({stats['n_labelled_videos']} labelled of "
+        f"Computed at build time by the code of `mis-bench stats`, over all splits ({stats['n_labelled_videos']} labelled of "
         f"{stats['n_videos']} videos); machine-readable in `{folder}/stats.json`.",
         "Per dimension (cf. paper Table 6; sd with ddof = 1):\n\n"
         + _table(table6, ["dimension", "abbr.", "mean", "sd", "min", "max", "n", "paper mean ± sd"]),
@@ -192,7 +192,8 @@ def card_body(report, stats: dict | None = None) -> str:
 
 def write_card(folder: Path, report, features_features, scoring_features, files, stats: dict | None = None) -> Path:
     metadata = card_metadata(report, features_features, scoring_features, files)
-    text = "---\n" + yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True) + "---\n\n" + card_body(report, stats)
+    front = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    text = "---\n" + front + "---\n\n" + card_body(report, stats)
     path = Path(folder) / "README.md"
     tmp = path.with_suffix(".md.partial")
     tmp.write_text(text, encoding="utf-8")

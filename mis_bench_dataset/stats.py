@@ -192,7 +192,7 @@ def dataset_stats(table: GoldTable, labels: Labels | None = None, *, dataset: st
         "n_labelled_videos": int(labelled.any(axis=1).sum()),
         "n_complete_videos": n_complete,
         "dimensions": _dimension_summaries(table),
-        "correlation": {a: {b: matrix[i][j] for j, b in enumerate(DIMENSION_KEYS)} for i, a in enumerate(DIMENSION_KEYS)},
+        "correlation": {a: dict(zip(DIMENSION_KEYS, row)) for a, row in zip(DIMENSION_KEYS, matrix)},
         "histograms": {"bins": list(HISTOGRAM_BINS),
                        "counts": {key: histogram(table.column(key)) for key in DIMENSION_KEYS}},
         "groups": {grouping: group_summaries(table, grouping) for grouping in GROUPINGS},
@@ -204,7 +204,8 @@ def dataset_stats(table: GoldTable, labels: Labels | None = None, *, dataset: st
         doc["human_ceiling"], doc["n_fully_rated_videos"] = _ceiling(table, labels)
         doc["label_problems"] = len(labels.problems)
         if labels.problems:
-            logger.warning("%s: %d problem(s) in the labels, e.g. %s", labels.path, len(labels.problems), labels.problems[0])
+            logger.warning("%s: %d problem(s) in the labels, e.g. %s", labels.path, len(labels.problems),
+                           labels.problems[0])
     return doc
 
 
