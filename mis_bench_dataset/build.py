@@ -338,13 +338,24 @@ def build_dataset(
         )
         report.seconds = round(time.perf_counter() - start, 3)
         (staging / REPORT_NAME).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        write_card(staging, report, features_features(), scoring_features(), files)  # last: makes it loadable
+        stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and n_labeled else None
+        write_card(staging, report, features_features(), scoring_features(), files, stats)  # last: makes it loadable
         _publish(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
     return report
+
+
+def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
+    """`mis-bench stats` of the whole build into `folder/stats/`, for the card (ceiling only from per-rater labels)."""
+    from mis_bench_dataset.card import STATS_FOLDER
+    from mis_bench_dataset.stats import dataset_stats, read_gold, write_stats
+
+    stats = dataset_stats(read_gold(folder), labels if labels.form == "long" else None, dataset=name)
+    write_stats(stats, folder / STATS_FOLDER)
+    return stats
 
 
 def read_build_report(out_dir: str | Path) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
+from mis_bench_dataset.numbers import MISSING, num
 from mis_bench_dataset.release import MODALITIES
 from mis_bench_dataset.splits import FRACTIONS, SPLITS
 
@@ -57,7 +58,47 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
     return "\n".join(lines)
 
 
-def card_body(report) -> str:
+# Where the build keeps `mis-bench stats` output for the card (stats.json and the figures).
+STATS_FOLDER = "stats"
+_GROUP_TITLES = {"split": "split", "time_point": "time point", "stimulus": "stimulus"}
+
+
+def _mean_sd(summary: dict) -> str:
+    return MISSING if summary["mean"] is None else f"{num(summary['mean'], 2)} ± {num(summary['sd'], 2)}"
+
+
+def statistics_section(stats: dict, folder: str = STATS_FOLDER) -> str:
+    """Gold-score statistics as the paper's Appendix C shows them: Table 6, Figure 5, Figure 6,
+    and the per-split / time point / stimulus summaries (the splits should look alike)."""
+    abbr = [d.abbreviation for d in DIMENSIONS]
+    table6 = [[d.name, d.abbreviation, *(num(stats["dimensions"][d.key][f], 3) for f in ("mean", "sd")),
+               *(num(stats["dimensions"][d.key][f], 1) for f in ("min", "max")), str(stats["dimensions"][d.key]["n"]),
+               f"{GOLD_STATS[d.key].mean:.3f} ± {GOLD_STATS[d.key].std:.3f}"] for d in DIMENSIONS]
+    corr = [[d.abbreviation, *(num(stats["correlation"][d.key][e.key], 2) for e in DIMENSIONS)] for d in DIMENSIONS]
+    parts = [
+        "## Gold-score statistics (cf. paper Appendix C)",
+        f"Computed at build time by the code of `mis-bench stats`, over all splits ({stats['n_labelled_videos']} labelled of "
+        f"{stats['n_videos']} videos); machine-readable in `{folder}/stats.json`.",
+        "Per dimension (cf. paper Table 6; sd with ddof = 1):\n\n"
+        + _table(table6, ["dimension", "abbr.", "mean", "sd", "min", "max", "n", "paper mean ± sd"]),
+        f"Pearson correlation over the {stats['n_complete_videos']} videos with all eight gold scores "
+        "(cf. paper Figure 5):\n\n" + _table(corr, ["", *abbr]),
+        f"![Pearson correlation of the eight gold scores]({folder}/{stats['figures']['correlation']})",
+        f"Gold-score histograms at 0.1 resolution (cf. paper Figure 6):\n\n"
+        f"![Gold-score histograms]({folder}/{stats['figures']['histograms']})",
+    ]
+    for grouping, title in _GROUP_TITLES.items():
+        rows = [[value, str(group["n_videos"]), str(group["n_labelled_videos"]),
+                 *(_mean_sd(group["dimensions"][d.key]) for d in DIMENSIONS)]
+                for value, group in stats["groups"][grouping].items()]
+        parts.append(f"Gold mean ± sd per {title}:\n\n" + _table(rows, [title, "videos", "labelled", *abbr]))
+    if stats.get("human_ceiling"):
+        parts.append(f"Human ceiling: {stats['n_fully_rated_videos']} fully rated videos; ICC(3,1) with 95% CI "
+                     "in the Labels section above.")
+    return "\n\n".join(parts)
+
+
+def card_body(report, stats: dict | None = None) -> str:
     parts: list[str] = []
     title = "# MIS-Bench" + (" (SYNTHETIC)" if report.synthetic else "")
     parts.append(title)
@@ -136,6 +177,8 @@ def card_body(report) -> str:
         labels += ("\n\nHuman single-rater ICC(3,1) among the raters on the fully rated videos (cf. paper Table 2):\n\n"
                    + _table(crow, ["dimension", "ICC(3,1)", "95% CI", "videos"]))
     parts.append(f"## Labels\n\n{labels}\n\nLabelled videos: {report.n_labeled_videos} of {report.n_videos}.")
+    if stats is not None:
+        parts.append(statistics_section(stats))
     modal = ", ".join(f"{k} {v}/{report.n_videos}" for k, v in report.modalities_present.items())
     problems = f"{len(report.problems)} problem(s)" + (
         ": " + ", ".join(f"{k} x{v}" for k, v in report.problem_counts().items()) if report.problems else "")
@@ -147,9 +190,10 @@ def card_body(report) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_card(folder: Path, report, features_features, scoring_features, files) -> Path:
+def write_card(folder: Path, report, features_features, scoring_features, files, stats: dict | None = None) -> Path:
     metadata = card_metadata(report, features_features, scoring_features, files)
-    text = "---\n" + yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True) + "---\n\n" + card_body(report)
+    front = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
+    text = "---\n" + front + "---\n\n" + card_body(report, stats)
     path = Path(folder) / "README.md"
     tmp = path.with_suffix(".md.partial")
     tmp.write_text(text, encoding="utf-8")

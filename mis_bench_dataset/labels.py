@@ -19,6 +19,7 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -75,6 +76,12 @@ class Labels:
 
     def human_ceiling(self) -> dict[str, CeilingEstimate]:
         return human_ceiling(self)
+
+    def restricted_to(self, video_ids: Iterable[str]) -> Labels:
+        """The same labels for only these videos (e.g. one split's), problems kept."""
+        keep = set(video_ids)
+        return Labels(self.path, self.form, {v: g for v, g in self.gold.items() if v in keep},
+                      {key: r for key, r in self.ratings.items() if key[0] in keep}, list(self.problems))
 
 
 def aggregate(ratings: list[float]) -> float:

@@ -58,7 +58,9 @@ def dataset_fingerprint(dataset: Any, split: str, configs: Sequence[str] = ("sco
     """sha256 over the split's Parquet files (content, not paths), or an in-memory Dataset's own fingerprint."""
     if isinstance(dataset, (str, Path)):
         digest = hashlib.sha256()
-        files = sorted(f for c in configs for f in (Path(dataset) / c).glob(f"{split}-*.parquet"))
+        from mis_bench_dataset.built import split_files
+
+        files = sorted(f for config in configs for f in split_files(dataset, config, split))
         if not files:
             raise DataError(f"{dataset} has no {split}-*.parquet under {', '.join(configs)}", where="dataset",
                             hint="check --split, or rebuild with `mis-bench build`")

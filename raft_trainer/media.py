@@ -21,7 +21,6 @@ from typing import Any
 
 from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS, describe_media
 from mis_bench_dataset.inputs import UnsupportedSetting, setting_media
-from mis_bench_dataset.loading import load_build
 
 logger = logging.getLogger(__name__)
 
@@ -57,21 +56,31 @@ def feature_context(features_row: Mapping[str, Any], modality: str) -> str:
 
 
 def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterable[str] | None = None) -> dict[str, str]:
-    """video_id -> feature-derived block, over the given splits of the built dataset's `features` config."""
+    """video_id -> feature-derived block, over the given splits of the built dataset's `features` config.
+
+    Read with `mis_bench_dataset.arrays.FeatureArrays` (zero-copy views of the Parquet columns).
+    """
+    from mis_bench_dataset.arrays import FeatureArrays
+    from mis_bench_dataset.built import built_splits
+    from mis_bench_dataset.errors import DataError
+
     media = setting_media(modality)
     if not media:
         return {}
+    wanted = ["video_id", "transcript", *(c for m in media for c in FEATURE_COLUMNS[m])]
     contexts: dict[str, str] = {}
-    with load_build(dataset_dir, "features") as loaded:
-        for split in splits or list(loaded):
-            if split not in loaded:
-                continue
-            table = loaded[split]
-            wanted = ["video_id", "transcript"] + [c for m in media for c in FEATURE_COLUMNS[m] if c in table.column_names]
-            table = table.select_columns(wanted).with_format("numpy")
-            for index in range(len(table)):
-                row = table[index]
-                contexts[str(row["video_id"])] = feature_context(row, modality)
+    try:
+        present = built_splits(dataset_dir)
+        for split in [s for s in (splits or present) if s in present]:
+            features = FeatureArrays.open(dataset_dir, split, wanted)
+            for row in features.rows(wanted):
+                contexts[row["video_id"]] = feature_context(row, modality)
+    except DataError as err:
+        raise UnsupportedSetting(f"{modality}: {dataset_dir} has no usable `features` config to derive "
+                                 f"{' and '.join(media)} descriptors from ({err.what})", where=err.where) from err
+    if not present:
+        raise UnsupportedSetting(f"{modality}: {dataset_dir} has no `features` config to derive "
+                                 f"{' and '.join(media)} descriptors from", hint="build it with `mis-bench build`")
     return contexts
 
 

@@ -38,16 +38,11 @@ class BaselineRun:
 
 
 def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
-    """`features`-config rows of one split (loaded with `datasets`, no custom code).
+    """`features`-config rows of one split, their arrays zero-copy views of a memory-mapped
+    Arrow file (`mis_bench_dataset.arrays.FeatureArrays`): nothing is copied per video."""
+    from mis_bench_dataset.arrays import FeatureArrays
 
-    NumPy format: the per-frame arrays arrive as arrays, several times faster than lists.
-    """
-    from datasets import load_dataset
-
-    dataset_dir = Path(dataset_dir)
-    if not (dataset_dir / "features").is_dir():
-        raise FileNotFoundError(f"{dataset_dir}: no `features` config (build the dataset with `mis-bench build`)")
-    return list(load_dataset(str(dataset_dir), "features", split=split).with_format("numpy"))
+    return list(FeatureArrays.open(dataset_dir, split).rows())
 
 
 def run_baseline(

@@ -13,7 +13,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
-from mis_bench_dataset.loading import load_build
+from mis_bench_dataset.arrays import FeatureArrays
 
 
 def input_source_for(
@@ -41,21 +41,17 @@ def input_source_for(
 def feature_blocks(
     dataset: str | Path, split: str, modality: str, feature_format: str, video_ids: set[str]
 ) -> dict[str, tuple[str, tuple[bytes, ...]]]:
-    """video_id -> (text block, images), computed once per video, one video in memory at a time."""
-    blocks = {}
+    """video_id -> (text block, images), from zero-copy views of the `features` columns (`FeatureArrays`)."""
+    columns = ["video_id", "transcript", *(c for kind in SETTING_MEDIA[modality] for c in FEATURE_COLUMNS[kind])]
     try:
-        with load_build(dataset, "features", split) as features:
-            columns = ["video_id", "transcript"]
-            for kind in SETTING_MEDIA[modality]:
-                columns += [c for c in FEATURE_COLUMNS[kind] if c in features.column_names]
-            features = features.select_columns(columns).with_format("numpy")
-            for index, video_id in enumerate(features["video_id"]):
-                video_id = str(video_id)
-                if video_id in video_ids:
-                    blocks[video_id] = feature_media_block(features[index], modality, feature_format)
+        features = FeatureArrays.open(dataset, split, columns)
     except DataError as err:
         raise UnsupportedSetting(f"{modality}: no usable `features` config: {err.what}", where=err.where,
                                  hint="rebuild the dataset with `mis-bench build`") from err
+    blocks = {
+        video_id: feature_media_block(features.row(video_id, columns), modality, feature_format)
+        for video_id in sorted(video_ids & set(features.video_ids))
+    }
     missing = video_ids - blocks.keys()
     if missing:
         raise DataError(f"{len(missing)} video(s) have no row in the `features` config, e.g. {sorted(missing)[:3]}",

@@ -1,0 +1,46 @@
+"""`mis-bench stats DATASET_DIR [--split NAME|all] [--labels FILE] [--out DIR] [--json]`: the paper's
+dataset statistics (Table 6, Figures 5-6, Table 2 ceiling) of a built folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eval_scripts.cli.args import print_json, say
+from mis_bench_dataset.splits import SPLITS
+
+DEFAULT_OUT = "mis-bench-stats"
+ALL_SPLITS = "all"  # mis_bench_dataset.built.ALL_SPLITS, which the library checks
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "stats",
+        help="gold-score statistics of a built dataset (paper Table 6, Figures 5-6; Table 2 with --labels)",
+        description="Per dimension the gold mean, sd (ddof=1), min, max and n; the Pearson correlation of the "
+        "eight dimensions over videos with all eight gold scores; histograms at 0.1 resolution; the same per "
+        "split, time point and stimulus; with per-rater --labels the human single-rater ICC(3,1) ceiling. "
+        "Writes OUT/stats.json, OUT/correlation.png and OUT/histograms.png.",
+    )
+    parser.add_argument("dataset_dir", help="folder written by `mis-bench build` (with labels)")
+    parser.add_argument("--split", default=ALL_SPLITS, choices=(*SPLITS, ALL_SPLITS),
+                        help="one split or all of them (default: all)")
+    parser.add_argument("--labels", help="per-rater labels CSV (video_id,rater,dimension,score) for the human ceiling")
+    parser.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
+    parser.add_argument("--json", action="store_true", help="print stats.json to stdout")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
+    from mis_bench_dataset.stats import compute_stats, summary_text, write_stats
+
+    check_not_overlapping(args.out, [args.dataset_dir], command="stats")
+    folder = OutputFolder(args.out, command="stats", inputs=[p for p in (args.labels,) if p])
+    stats = compute_stats(args.dataset_dir, args.split, args.labels)
+    path = write_stats(stats, folder)
+    if args.json:
+        print_json(stats)
+    else:
+        say(summary_text(stats, Path(path).parent))
+    return 0

@@ -1,0 +1,92 @@
+"""The figures of `mis-bench stats`: the correlation heatmap (paper Figure 5) and the gold
+histograms (Figure 6), drawn from a `stats.json` document with matplotlib's Agg backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+
+# PNGs without a timestamp or version: the same statistics give the same bytes.
+_PNG_METADATA = {"Software": None}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    plt = _pyplot()
+    tmp = path.with_name(f".{path.name}.partial")
+    fig.savefig(tmp, format="png", dpi=100, metadata=_PNG_METADATA)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def correlation_heatmap(stats: dict, path: str | Path) -> Path:
+    """Pearson r between the eight dimensions, annotated; blank where undefined."""
+    import numpy as np
+
+    plt = _pyplot()
+    labels = [DIMENSION_BY_KEY[k].abbreviation for k in DIMENSION_KEYS]
+    matrix = np.array([[np.nan if stats["correlation"][a][b] is None else stats["correlation"][a][b]
+                        for b in DIMENSION_KEYS] for a in DIMENSION_KEYS])
+    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    image = ax.imshow(matrix, cmap="RdBu_r", vmin=-1.0, vmax=1.0)
+    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            if not np.isnan(matrix[i, j]):
+                ax.text(j, i, f"{matrix[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if abs(matrix[i, j]) > 0.6 else "black")
+    fig.colorbar(image, ax=ax, label="Pearson r")
+    ax.set_title(f"Gold-score correlation ({stats['n_complete_videos']} videos with all eight scores)", fontsize=10)
+    fig.tight_layout()
+    return _save(fig, Path(path))
+
+
+def gold_histograms(stats: dict, path: str | Path) -> Path:
+    """One bar chart per dimension at 0.1 resolution, with its n, mean and sd."""
+    import numpy as np
+    from matplotlib.ticker import MaxNLocator
+
+    plt = _pyplot()
+    bins = np.asarray(stats["histograms"]["bins"])
+    edges = np.append(bins - 0.05, bins[-1] + 0.05)  # each 0.1 bin centred on its score
+    fig, axes = plt.subplots(2, 4, figsize=(12, 5.2), sharex=True)
+    for ax, key in zip(axes.flat, DIMENSION_KEYS):
+        summary = stats["dimensions"][key]
+        # One filled step outline per panel: 8 artists instead of 328 bars, three times faster to draw.
+        ax.stairs(stats["histograms"]["counts"][key], edges, fill=True, color="#4477aa")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        detail = f"n={summary['n']}"
+        if summary["mean"] is not None:
+            detail += f", mean {summary['mean']:.2f}"
+        if summary["sd"] is not None:
+            detail += f", sd {summary['sd']:.2f}"
+        ax.set_title(f"{DIMENSION_BY_KEY[key].abbreviation} ({detail})", fontsize=9)
+        ax.set_xlim(0.9, 5.1)
+        ax.tick_params(labelsize=8)
+    for ax in axes[-1]:
+        ax.set_xlabel("gold score", fontsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("videos", fontsize=8)
+    # Fixed margins: tight_layout would draw the figure twice.
+    fig.subplots_adjust(left=0.05, right=0.99, top=0.94, bottom=0.09, wspace=0.22, hspace=0.28)
+    return _save(fig, Path(path))
+
+
+def write_figures(stats: dict, folder: str | Path) -> dict[str, Path]:
+    """Both figures into `folder`, under the names `stats["figures"]` gives."""
+    folder = Path(folder)
+    return {
+        "correlation": correlation_heatmap(stats, folder / stats["figures"]["correlation"]),
+        "histograms": gold_histograms(stats, folder / stats["figures"]["histograms"]),
+    }
