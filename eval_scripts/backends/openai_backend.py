@@ -126,7 +126,7 @@ class OpenAIBackend(Backend):
             conn.close()
         self._local.conn = None
 
-    def _post_once(self, payload: bytes) -> str:
+    def _post_once(self, payload: bytes) -> ChatAnswer:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
@@ -150,7 +150,7 @@ class OpenAIBackend(Backend):
         if response.status >= 400:
             raise _Fatal(f"HTTP {response.status}: {raw[:300].decode('utf-8', 'replace')}")
         try:
-            return _message_text(json.loads(raw))
+            return parse_chat_completion(json.loads(raw))
         except (ValueError, KeyError, IndexError, TypeError) as err:
             raise _Retryable(f"malformed response body ({type(err).__name__}: {str(err)[:100]})") from err
 
@@ -161,8 +161,9 @@ class OpenAIBackend(Backend):
         error = "not attempted"
         for attempt in range(self.retry.max_retries + 1):
             try:
-                text = self._post_once(payload)
-                return Completion(index, text, True, None, attempt + 1, time.monotonic() - start)
+                answer = self._post_once(payload)
+                return Completion(index, answer.text, True, None, attempt + 1, time.monotonic() - start,
+                                  finish_reason=answer.finish_reason, usage=answer.usage)
             except _Fatal as err:
                 return Completion(index, None, False, str(err), attempt + 1, time.monotonic() - start)
             except _Retryable as err:
@@ -218,10 +219,25 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-def _message_text(body: dict) -> str:
-    content = body["choices"][0]["message"]["content"]
+@dataclass(frozen=True)
+class ChatAnswer:
+    """What a Chat Completions response body says: the text, why it stopped, the tokens it used."""
+
+    text: str
+    finish_reason: str | None
+    usage: dict | None
+
+
+def parse_chat_completion(body: dict) -> ChatAnswer:
+    """The first choice of a Chat Completions response body (live or from a batch output line)."""
+    choice = body["choices"][0]
+    content = choice["message"]["content"]
     if isinstance(content, list):  # some servers return content parts
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    if content is None:  # e.g. a reasoning model that spent every token on hidden reasoning
+        content = ""
     if not isinstance(content, str):
         raise TypeError(f"message content is {type(content).__name__}")
-    return content
+    usage = body.get("usage")
+    usage = {k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage, dict) else None
+    return ChatAnswer(content, choice.get("finish_reason"), usage or None)
