@@ -282,7 +282,7 @@ def write_gold_wide(path: str | Path, gold: dict[str, dict[str, float | None]], 
         for video_id in sorted(gold):
             if original_names:
                 parts = parse_video_id(video_id)
-                name = f"{parts.clinician}_FIS_Time{parts.time_point[1:]}_{parts.stimulus}"
+                name = parts.original_name
             else:
                 name = video_id
             writer.writerow([name, *("" if gold[video_id][d] is None else f"{gold[video_id][d]:.1f}"

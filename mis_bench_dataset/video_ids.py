@@ -26,6 +26,11 @@ class VideoId:
     def video_id(self) -> str:
         return f"{self.clinician}_{self.time_point}_{self.stimulus}"
 
+    @property
+    def original_name(self) -> str:
+        """The spelling of the original label files: `AG0914_FIS_Time1_Jackson`."""
+        return f"{self.clinician}_FIS_Time{self.time_point[1:]}_{self.stimulus}"
+
     def __str__(self) -> str:
         return self.video_id
 

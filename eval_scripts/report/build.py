@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_systems
 from eval_scripts.report.formatting import md_escape
+from eval_scripts.submission import slug
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
 from eval_scripts.report.table import (
@@ -107,7 +107,8 @@ class _Section:
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower()[:60] or "run"
+    """A lower-case file-name and anchor form of a label (the toolkit's one slug rule, lower-cased)."""
+    return slug(text).lower()[:60]
 
 
 def _data_uri(path: Path) -> str:
