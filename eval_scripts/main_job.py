@@ -60,7 +60,7 @@ def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:
 def run_default(args: argparse.Namespace) -> int:
     """Run the default job; prints a summary and returns the exit code."""
     from eval_scripts.baselines import run_baseline
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.run import load_feature_rows, references_from_rows
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.report import write_report
     from eval_scripts.report.table import icc_table, run_views, to_markdown
@@ -81,21 +81,21 @@ def run_default(args: argparse.Namespace) -> int:
 
     train_rows = load_feature_rows(dataset_dir, "train")
     eval_rows = load_feature_rows(dataset_dir, split)
-    references = {
-        (str(row["video_id"]), key): float(str(row[key]))
-        for row in eval_rows
-        for key in DIMENSION_KEYS
-        if row.get(key) is not None
-    }
+    references = references_from_rows(eval_rows)
     if not references:
         raise SystemExit(f"mis-bench run: split {split!r} of {dataset_dir} has no labels to score against")
 
+    n_videos = len({video for video, _ in references})
+    say(f"Fitting on {len(train_rows)} train videos; scoring {n_videos} {split} videos x {len(DIMENSION_KEYS)} "
+        f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)")
     runs_dir = out_dir / "runs"
     jobs = [("features", modality) for modality in SETTINGS] + [("mean", "text")]
     runs = []
+    summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
     for baseline, modality in jobs:
         run = run_baseline(dataset_dir, runs_dir, baseline=baseline, modality=modality, split=split,
-                           n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows)
+                           n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows,
+                           summary_cache=summary_cache)
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
         say(f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
             f"  ({run.seconds:.1f}s)")
@@ -115,7 +115,8 @@ def run_default(args: argparse.Namespace) -> int:
         "synthetic": synthetic,
         "dataset": str(dataset_dir),
         "split": split,
-        "n_videos": len({video for video, _ in references}),
+        "n_videos": n_videos,
+        "n_train_videos": len(train_rows),
         "n_bootstrap": n_bootstrap,
         "runs": [
             {"baseline": r.name, "modality": r.modality, "results": str(r.results_path),
@@ -134,6 +135,7 @@ def run_default(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
         return 0
     print()
+    print(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
     print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
     print()
     print(f"Report:      {report.html}  (and {report.markdown.name})")

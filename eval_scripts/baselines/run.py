@@ -17,6 +17,7 @@ import numpy as np
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.build import is_synthetic_build
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.numbers import exact_decimal
 
 logger = logging.getLogger(__name__)
 
@@ -33,19 +34,31 @@ class BaselineRun:
     seconds: float
 
 
-
-
 def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
     """`features`-config rows of one split (loaded with `datasets`, no custom code).
 
-    NumPy format: the per-frame arrays arrive as arrays, several times faster than lists.
+    NumPy format, read as whole columns and then cut into rows: one formatting pass over
+    the table instead of one per row (20x faster on the 996-video default sample); each
+    row's arrays are (T, width) float32 as in row-by-row access.
     """
     from datasets import load_dataset
 
     dataset_dir = Path(dataset_dir)
     if not (dataset_dir / "features").is_dir():
         raise FileNotFoundError(f"{dataset_dir}: no `features` config (build the dataset with `mis-bench build`)")
-    return list(load_dataset(str(dataset_dir), "features", split=split).with_format("numpy"))
+    columns = load_dataset(str(dataset_dir), "features", split=split).with_format("numpy")[:]
+    n_rows = len(next(iter(columns.values()))) if columns else 0
+    return [{name: values[i] for name, values in columns.items()} for i in range(n_rows)]
+
+
+def references_from_rows(rows: list[dict]) -> dict[tuple[str, str], float]:
+    """Gold scores of `features` rows keyed (video_id, dimension); float32 widened exactly (3.7, not 3.700000047)."""
+    return {
+        (str(row["video_id"]), key): exact_decimal(row[key])
+        for row in rows
+        for key in DIMENSION_KEYS
+        if row.get(key) is not None and np.isfinite(row[key])
+    }
 
 
 def run_baseline(
@@ -59,10 +72,12 @@ def run_baseline(
     seed: int = 0,
     train_rows: list[dict] | None = None,
     eval_rows: list[dict] | None = None,
+    summary_cache: dict | None = None,
 ) -> BaselineRun:
     """Fit on the train split, predict `split`, score when it has labels, write predictions + results.
 
-    `train_rows` / `eval_rows` let a caller that runs several settings load the data once.
+    `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
+    and one `summary_cache` (a dict) shared by those runs summarises each video once.
     """
     from eval_scripts.results import package_versions, write_results
     from eval_scripts.runner import dataset_fingerprint
@@ -75,19 +90,14 @@ def run_baseline(
     dataset_dir = Path(dataset_dir)
     train_rows = train_rows if train_rows is not None else load_feature_rows(dataset_dir, "train")
     eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset_dir, split)
-    model = make_baseline(baseline, modality).fit(train_rows)
+    model = make_baseline(baseline, modality, summary_cache).fit(train_rows)
     predicted = model.predict(eval_rows)
     records = [
         {"video_id": str(row["video_id"]), "dimension": key, "prediction": float(predicted[key][i])}
         for i, row in enumerate(eval_rows)
         for key in DIMENSION_KEYS
     ]
-    references = {
-        (str(row["video_id"]), key): float(row[key])
-        for row in eval_rows
-        for key in DIMENSION_KEYS
-        if row.get(key) is not None and np.isfinite(row[key])
-    }
+    references = references_from_rows(eval_rows)
     scores = None
     if references:
         mapping = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
