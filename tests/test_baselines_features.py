@@ -111,10 +111,16 @@ def test_cross_validation_equals_gridsearchcv_grouped_by_clinician(train_rows):
         assert model.cv_mse[key] == pytest.approx(-search.best_score_, rel=1e-9), key
 
 
-def test_features_learn_the_planted_signal_in_grouped_cv(train_rows):
-    model = FeatureRidgeBaseline("audio+video+text").fit(train_rows)
-    variances = [np.var([float(r[k]) for r in train_rows]) for k in DIMENSION_KEYS]
-    assert np.mean(list(model.cv_mse.values())) < 0.8 * np.mean(variances)
+def test_features_learn_the_planted_signal_in_grouped_cv(default_sample_cache):
+    """On the default sample's 796 train videos the clinician-grouped CV error is well under the
+    label variance (the mean predictor's error), in every dimension; the signal is weak by design."""
+    from mis_bench_dataset import default_sample
+
+    rows = load_feature_rows(default_sample(default_sample_cache).build_dir, "train")
+    model = FeatureRidgeBaseline("audio+video+text").fit(rows)
+    for key in DIMENSION_KEYS:
+        variance = np.var([float(r[key]) for r in rows])
+        assert model.cv_mse[key] < 0.95 * variance, key
 
 
 @pytest.mark.parametrize("shape", [(30, 5), (12, 400)])
