@@ -1,7 +1,8 @@
 """The embedded default job: `mis-bench run` with no model.
 
-Offline, on a laptop, in about a minute: the synthetic sample (generated on first
-use), the `features` baseline in the four modality settings plus the `mean` floor,
+Offline, on a laptop, in about 30 s: the synthetic sample at the benchmark's scale (996
+videos, 100 test videos; generated on first use), the `features` baseline in the four
+modality settings plus the `mean` floor,
 scores with bootstrap CIs, and everything a real run produces under
 `./mis-bench-results/`: predictions and results JSON per run, a Markdown and an
 HTML report (Table-3-style table, radar against the human ceiling, scatters), and a
