@@ -1,7 +1,8 @@
 """The embedded default job: `mis-bench run` with no model.
 
-Offline, on a laptop, in about a minute: the synthetic sample (generated on first
-use), the `features` baseline in the four modality settings plus the `mean` floor,
+Offline, on a laptop, in about 30 s: the synthetic sample at the benchmark's scale (996
+videos, 100 test videos; generated on first use), the `features` baseline in the four
+modality settings plus the `mean` floor,
 scores with bootstrap CIs, and everything a real run produces under
 `./mis-bench-results/`: predictions and results JSON per run, a Markdown and an
 HTML report (the paper's Table 3, Figure 2 and Table 4 / Figure 4 views, scatters), and a
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.errors import DataError
 
@@ -91,13 +93,17 @@ def run_default(args: argparse.Namespace) -> int:
         raise DataError(f"split {split!r} has no labels to score against", where=str(dataset_dir),
                         hint="build the dataset with --labels, or pass --split with a labelled split")
 
+    n_videos = len({video for video, _ in references})
+    say(f"Fitting on {len(train_rows)} train videos; scoring {n_videos} {split} videos x {len(DIMENSION_KEYS)} "
+        f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)")
     runs_dir = out_dir / "runs"
     jobs = [("features", modality) for modality in SETTINGS] + [("mean", "text")]
     runs = []
+    summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
     for baseline, modality in jobs:
         run = run_baseline(dataset_dir, folder, baseline=baseline, modality=modality, split=split,
                            n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows,
-                           subdir="runs")
+                           subdir="runs", summary_cache=summary_cache)
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
         say(f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
             f"  ({run.seconds:.1f}s)")
@@ -118,7 +124,8 @@ def run_default(args: argparse.Namespace) -> int:
         "synthetic": synthetic,
         "dataset": str(dataset_dir),
         "split": split,
-        "n_videos": len({video for video, _ in references}),
+        "n_videos": n_videos,
+        "n_train_videos": len(train_rows),
         "n_bootstrap": n_bootstrap,
         "runs": [
             {"baseline": r.name, "modality": r.modality, "results": str(r.results_path),
@@ -137,6 +144,7 @@ def run_default(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1))
         return 0
     print()
+    print(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
     print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
     print()
     print(f"Report:      {report.html}  (and {report.markdown.name}, {report.json.name})")

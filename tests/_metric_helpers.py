@@ -54,3 +54,16 @@ def write_scoring_dataset(directory: Path, references: dict, split: str = "test"
         encoding="utf-8",
     )
     return directory
+
+
+def pingouin_icc3_1(matrix: np.ndarray) -> tuple[float, list[float]]:
+    """ICC(3,1) and its CI95 of an (n items x k raters) matrix from pingouin: an independent reference."""
+    import pandas as pd
+    import pingouin as pg
+
+    n, k = matrix.shape
+    frame = pd.DataFrame({"target": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n),
+                          "score": np.asarray(matrix, dtype=np.float64).ravel()})
+    table = pg.intraclass_corr(frame, targets="target", raters="rater", ratings="score").set_index("Type")
+    name = "ICC(C,1)" if "ICC(C,1)" in table.index else "ICC3"  # pingouin >= 0.6 renamed ICC3
+    return float(table.loc[name, "ICC"]), list(table.loc[name, "CI95"])

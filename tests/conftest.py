@@ -50,3 +50,18 @@ def synthetic_build(tmp_path_factory) -> Path:
     release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
     build_dataset(release.release_dir, root / "mis-bench", labels=release.ratings_csv, progress=False)
     return root / "mis-bench"
+
+
+@pytest.fixture(scope="session")
+def default_sample_cache(tmp_path_factory) -> Path:
+    """A cache folder holding the embedded default sample (SYNTHETIC, 996 short videos, seed 0),
+    generated once per test session: pass it as `MIS_BENCH_CACHE` or to `default_sample(path)`.
+
+    The sample is what `mis-bench run` uses by default, so tests of the default job and of the
+    generator's calibration look at the real thing. Read-only.
+    """
+    from mis_bench_dataset import default_sample
+
+    cache = tmp_path_factory.mktemp("mis-bench-cache")
+    default_sample(cache)
+    return cache

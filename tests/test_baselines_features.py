@@ -111,10 +111,16 @@ def test_cross_validation_equals_gridsearchcv_grouped_by_clinician(train_rows):
         assert model.cv_mse[key] == pytest.approx(-search.best_score_, rel=1e-9), key
 
 
-def test_features_learn_the_planted_signal_in_grouped_cv(train_rows):
-    model = FeatureRidgeBaseline("audio+video+text").fit(train_rows)
-    variances = [np.var([float(r[k]) for r in train_rows]) for k in DIMENSION_KEYS]
-    assert np.mean(list(model.cv_mse.values())) < 0.8 * np.mean(variances)
+def test_features_learn_the_planted_signal_in_grouped_cv(default_sample_cache):
+    """On the default sample's 796 train videos the clinician-grouped CV error is well under the
+    label variance (the mean predictor's error), in every dimension; the signal is weak by design."""
+    from mis_bench_dataset import default_sample
+
+    rows = load_feature_rows(default_sample(default_sample_cache).build_dir, "train")
+    model = FeatureRidgeBaseline("audio+video+text").fit(rows)
+    for key in DIMENSION_KEYS:
+        variance = np.var([float(r[key]) for r in rows])
+        assert model.cv_mse[key] < 0.95 * variance, key
 
 
 @pytest.mark.parametrize("shape", [(30, 5), (12, 400)])
@@ -130,6 +136,60 @@ def test_ridge_path_equals_sklearn_ridge(shape):
     path = ridge_path_predictions(x, y, x_test, alphas)
     for a, alpha in enumerate(alphas):
         np.testing.assert_allclose(path[a], Ridge(alpha=alpha).fit(x, y).predict(x_test), rtol=1e-7, atol=1e-9)
+
+
+def test_ridge_coefficients_equal_sklearn_ridge_with_one_alpha_per_target():
+    from sklearn.linear_model import Ridge
+
+    from eval_scripts.baselines.models import ridge_coefficients
+
+    rng = np.random.default_rng(3)
+    x, x_test = rng.normal(2.0, 3.0, (25, 60)), rng.normal(2.0, 3.0, (6, 60))
+    y = rng.normal(3.5, 0.5, (25, 3))
+    alphas = [10.0, 0.1, 10.0]
+    for labels in (y, np.where(np.arange(25)[:, None] % 4 == np.array([[9, 1, 9]]), np.nan, y)):
+        weights, intercepts = ridge_coefficients(x, labels, alphas)
+        for j, alpha in enumerate(alphas):
+            keep = ~np.isnan(labels[:, j])
+            reference = Ridge(alpha=alpha).fit(x[keep], labels[keep, j])
+            np.testing.assert_allclose(weights[:, j], reference.coef_, rtol=1e-7, atol=1e-10)
+            np.testing.assert_allclose(x_test @ weights[:, j] + intercepts[j], reference.predict(x_test), rtol=1e-8)
+
+
+def test_cached_transcript_terms_are_tfidf_word_1_2_grams(train_rows):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from eval_scripts.baselines.models import transcript_terms
+
+    analyse = TfidfVectorizer(ngram_range=(1, 2)).build_analyzer()
+    for text in [str(r["transcript"]) for r in train_rows[:10]] + ["", "Um, we -- can't?! WE can", "é à 12 x"]:
+        assert list(transcript_terms(text)) == analyse(text)
+
+
+def test_summary_cache_changes_nothing(train_rows, test_rows):
+    cache: dict = {}
+    for groups in [("text",), ("audio", "text"), ("video", "text"), ("audio", "video", "text")]:
+        for rows in (train_rows, test_rows):
+            np.testing.assert_array_equal(summarise(rows, groups, cache), summarise(rows, groups))
+    assert {group for group, _ in cache} == {"text", "audio", "video"}
+    shared = FeatureRidgeBaseline("video+text", summary_cache=cache).fit(train_rows).predict(test_rows)
+    alone = FeatureRidgeBaseline("video+text").fit(train_rows).predict(test_rows)
+    for key in DIMENSION_KEYS:
+        np.testing.assert_array_equal(shared[key], alone[key])
+
+
+def test_feature_rows_equal_row_by_row_datasets_access(synthetic_build):
+    from datasets import load_dataset
+
+    reference = list(load_dataset(str(synthetic_build), "features", split="test").with_format("numpy"))
+    rows = load_feature_rows(synthetic_build, "test")
+    assert len(rows) == len(reference) > 0
+    for row, expected in zip(rows, reference):
+        assert row.keys() == expected.keys()
+        for name, value in expected.items():
+            got = np.asarray(row[name])
+            assert got.dtype == np.asarray(value).dtype and got.shape == np.shape(value), name
+            np.testing.assert_array_equal(got, value)
 
 
 def test_unlabelled_rows_are_left_out_per_dimension():

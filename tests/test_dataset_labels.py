@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _metric_helpers import pingouin_icc3_1
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
@@ -111,17 +112,6 @@ def test_label_problems_fail_the_build_unless_allowed(tmp_path):
     assert report.problem_counts() == {"label_out_of_range": 1, "label_unknown_video": 1}
 
 
-def _pingouin_icc3(matrix: np.ndarray) -> tuple[float, list[float]]:
-    import pingouin as pg
-
-    n, k = matrix.shape
-    frame = pd.DataFrame({"target": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n),
-                          "score": matrix.ravel()})
-    table = pg.intraclass_corr(frame, targets="target", raters="rater", ratings="score").set_index("Type")
-    name = "ICC(C,1)" if "ICC(C,1)" in table.index else "ICC3"  # pingouin >= 0.6 renamed ICC3
-    return float(table.loc[name, "ICC"]), list(table.loc[name, "CI95"])
-
-
 @settings(max_examples=25, deadline=None)
 @given(st.integers(3, 30), st.integers(2, 4), st.integers(0, 10_000))
 def test_icc_matches_pingouin(n, k, seed):
@@ -130,8 +120,11 @@ def test_icc_matches_pingouin(n, k, seed):
     if np.ptp(matrix - matrix.mean(axis=1, keepdims=True)) == 0:
         return  # no residual variance: ICC undefined for both
     icc, low, high = icc3_1_with_ci(matrix)
-    ref, (ref_low, ref_high) = _pingouin_icc3(matrix)
+    ref, (ref_low, ref_high) = pingouin_icc3_1(matrix)
     assert icc == pytest.approx(ref, abs=1e-9)
+    if np.isnan(ref_low):  # MS_err = 0 (raters differ by a constant): pingouin divides by 0, the core documents [1, 1]
+        assert icc == 1.0 and low == high == 1.0
+        return
     assert low == pytest.approx(ref_low, abs=0.006) and high == pytest.approx(ref_high, abs=0.006)  # pingouin rounds CI to 2 dp
 
 
@@ -146,7 +139,7 @@ def test_human_ceiling_uses_fully_rated_videos_and_matches_pingouin(tmp_path):
     for dim in DIMENSION_KEYS:
         matrix = (frame[(frame.dimension == dim) & frame.video_id.isin(fully)]
                   .pivot(index="video_id", columns="rater", values="score").to_numpy())
-        ref, _ = _pingouin_icc3(matrix)
+        ref, _ = pingouin_icc3_1(matrix)
         assert ceiling[dim].icc == pytest.approx(ref, abs=1e-9)
         assert ceiling[dim].n_videos == len(fully) and ceiling[dim].n_raters == 3
 

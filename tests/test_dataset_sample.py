@@ -7,12 +7,13 @@ import json
 from mis_bench_dataset.sample import DEFAULT_SAMPLE_VIDEOS, default_sample
 
 
-def test_default_sample_is_generated_once_then_reused(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIS_BENCH_CACHE", str(tmp_path / "cache"))
-    first = default_sample()
-    assert first.root.parent == tmp_path / "cache"
+def test_default_sample_is_generated_once_then_reused(default_sample_cache, monkeypatch):
+    monkeypatch.setenv("MIS_BENCH_CACHE", str(default_sample_cache))
+    first = default_sample()  # the session fixture generated it with default_sample(default_sample_cache)
+    assert first.root.parent == default_sample_cache
     report = json.loads((first.build_dir / "build_report.json").read_text())
-    assert report["n_videos"] == DEFAULT_SAMPLE_VIDEOS and report["synthetic"] and report["problems"] == []
+    assert report["n_videos"] == DEFAULT_SAMPLE_VIDEOS == 996 and report["synthetic"] and report["problems"] == []
+    assert report["split_by"] == "video" and report["split_counts"] == {"train": 796, "validation": 100, "test": 100}
     assert report["out_dir"] == str(first.build_dir.resolve())
     stamp = (first.build_dir / "README.md").stat().st_mtime_ns
     again = default_sample()

@@ -10,6 +10,7 @@ used such supervised feature models, paper §2.3). Predictions are clipped to th
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,12 +18,26 @@ from typing import Any
 
 import numpy as np
 
-from eval_scripts.baselines.summaries import MODALITY_GROUPS, summarise
+from eval_scripts.baselines.summaries import MODALITY_GROUPS, SummaryCache, summarise
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 
 logger = logging.getLogger(__name__)
 
 BASELINES = ("mean", "features")
+
+
+@functools.lru_cache(maxsize=1)
+def _word_1_2_grams():
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    return TfidfVectorizer(ngram_range=(1, 2)).build_analyzer()
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def transcript_terms(transcript: str) -> tuple[str, ...]:
+    """Word 1- and 2-grams exactly as `TfidfVectorizer(ngram_range=(1, 2))` analyses a document, cached:
+    the CV folds and the four modality settings analyse the same transcripts again and again."""
+    return tuple(_word_1_2_grams()(transcript))
 
 
 def _labels(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
@@ -58,9 +73,12 @@ class FeatureRidgeBaseline:
     modality: str = "audio+video+text"
     alphas: tuple[float, ...] = tuple(float(a) for a in np.logspace(-1, 4, 11))
     n_folds: int = 5
-    models: dict[str, Any] = field(default_factory=dict)
+    features: Any = None  # the fitted ColumnTransformer, shared by the eight ridges
+    weights: np.ndarray | None = None  # (n_features, 8) ridge weights, one column per dimension
+    intercepts: np.ndarray | None = None  # (8,)
     chosen_alpha: dict[str, float] = field(default_factory=dict)
     cv_mse: dict[str, float] = field(default_factory=dict)
+    summary_cache: SummaryCache | None = field(default=None, repr=False)  # see `summarise`
 
     def __post_init__(self) -> None:
         if self.modality not in MODALITY_GROUPS:
@@ -74,7 +92,7 @@ class FeatureRidgeBaseline:
         """Summaries in columns 0..p-1 and the transcript in column p (selected by position)."""
         import pandas as pd
 
-        numeric = summarise(rows, self.groups)
+        numeric = summarise(rows, self.groups, self.summary_cache)
         frame = pd.DataFrame(numeric)
         frame[numeric.shape[1]] = [str(row.get("transcript") or "") for row in rows]
         return frame
@@ -88,18 +106,21 @@ class FeatureRidgeBaseline:
 
         parts = [("summaries", StandardScaler(), slice(0, n_numeric))]
         if "text" in self.groups:
-            parts.append(("lexical", TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), n_numeric))
+            parts.append(("lexical", TfidfVectorizer(analyzer=transcript_terms, min_df=2, sublinear_tf=True), n_numeric))
         # Dense output: Ridge then solves the small n x n dual system directly instead of an iterative sparse solver.
         return Pipeline([("features", ColumnTransformer(parts, sparse_threshold=0.0)), ("ridge", Ridge())])
 
     def fit(self, rows: Sequence[Mapping[str, Any]]) -> FeatureRidgeBaseline:
-        """Grouped CV over the alpha grid, then one refit per dimension on the whole train split.
+        """Grouped CV over the alpha grid, then the preprocessing once and one ridge per dimension
+        on the whole train split.
 
         Equivalent to a GridSearchCV per dimension (same GroupKFold folds, same MSE
         criterion; a test checks the chosen alphas agree) but the preprocessing is fitted
         once per fold and one Gram-matrix eigendecomposition per fold gives the ridge
         predictions of every alpha for all eight dimensions, instead of 8 x len(alphas)
-        pipeline fits per fold.
+        pipeline fits per fold. The final preprocessing (scaler, TF-IDF: no labels) is
+        fitted once on all train rows, as in the folds, and each dimension's ridge on the
+        rows labelled for it.
         """
         from threadpoolctl import threadpool_limits
 
@@ -136,10 +157,10 @@ class FeatureRidgeBaseline:
             fold_mse.append(np.where(scored.any(axis=0), errors, np.nan))
         cv_mse = np.nanmean(np.stack(fold_mse), axis=0)
         best = cv_mse.argmin(axis=0)  # first (smallest) alpha on ties, as GridSearchCV
+        self.features = clone(template.named_steps["features"])
+        x_train = np.asarray(self.features.fit_transform(frame), dtype=np.float64)
+        self.weights, self.intercepts = ridge_coefficients(x_train, labels, [self.alphas[b] for b in best])
         for j, key in enumerate(DIMENSION_KEYS):
-            labelled = ~np.isnan(labels[:, j])
-            model = clone(template).set_params(ridge__alpha=self.alphas[best[j]])
-            self.models[key] = model.fit(frame[labelled], labels[labelled, j])
             self.chosen_alpha[key] = float(self.alphas[best[j]])
             self.cv_mse[key] = float(cv_mse[best[j], j])
             logger.debug("%s %s: alpha %.3g, CV MSE %.4f", self.modality, key, self.chosen_alpha[key], self.cv_mse[key])
@@ -148,13 +169,16 @@ class FeatureRidgeBaseline:
     def predict(self, rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
         from threadpoolctl import threadpool_limits
 
+        if self.features is None:
+            raise RuntimeError("fit the features baseline on the train split before predicting")
         with threadpool_limits(limits=1, user_api="blas"):
-            frame = self._frame(rows)
-            return {key: np.clip(model.predict(frame), SCORE_MIN, SCORE_MAX) for key, model in self.models.items()}
+            x = np.asarray(self.features.transform(self._frame(rows)), dtype=np.float64)
+            predicted = np.clip(x @ self.weights + self.intercepts, SCORE_MIN, SCORE_MAX)
+            return {key: predicted[:, j] for j, key in enumerate(DIMENSION_KEYS)}
 
     def describe(self) -> dict[str, Any]:
         return {
-            "regressor": "sklearn Ridge per dimension on standardised summaries"
+            "regressor": "ridge (sklearn Ridge's solution, dual form) per dimension on standardised summaries"
             + (" + transcript TF-IDF (1-2 grams)" if "text" in self.groups else ""),
             "modality_groups": list(self.groups),
             "alpha_grid": list(self.alphas),
@@ -164,22 +188,55 @@ class FeatureRidgeBaseline:
         }
 
 
+def _dual_solutions(gram: np.ndarray, targets: np.ndarray, alphas: Sequence[float]) -> np.ndarray:
+    """(K + alpha I)^-1 targets for every alpha: (n_alphas, n, n_targets), one Cholesky factorisation each.
+
+    What sklearn's Ridge solves for dense data with more features than rows (its
+    `_solve_cholesky_kernel`); a Cholesky per alpha is several times cheaper than one
+    eigendecomposition for the handful of alphas a grid has.
+    """
+    from scipy.linalg import cho_factor, cho_solve
+
+    identity = np.eye(gram.shape[0])
+    return np.stack([cho_solve(cho_factor(gram + float(alpha) * identity), targets) for alpha in alphas])
+
+
 def ridge_path_predictions(
     x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, alphas: Sequence[float]
 ) -> np.ndarray:
     """Predictions of sklearn `Ridge(alpha, fit_intercept=True)` for every alpha at once: (n_alphas, n_test, n_targets).
 
-    Dual form, since videos are far fewer than features: one eigendecomposition of the
-    centred n x n Gram matrix serves all alphas and targets (as RidgeCV does
-    internally). A test checks equality with sklearn's Ridge.
+    Dual form, since videos are far fewer than features: the centred n x n Gram matrix
+    is computed once for all alphas and targets. A test checks equality with sklearn's Ridge.
     """
     x_mean, y_mean = x_train.mean(axis=0), y_train.mean(axis=0)
     centred = x_train - x_mean
-    eigenvalues, eigenvectors = np.linalg.eigh(centred @ centred.T)
-    test_kernel = ((x_test - x_mean) @ centred.T) @ eigenvectors  # (n_test, n)
-    qty = eigenvectors.T @ (y_train - y_mean)  # (n, n_targets)
-    inverse = 1.0 / (np.clip(eigenvalues, 0.0, None)[None, :] + np.asarray(alphas, dtype=np.float64)[:, None])
-    return np.einsum("tn,an,nk->atk", test_kernel, inverse, qty) + y_mean
+    dual = _dual_solutions(centred @ centred.T, y_train - y_mean, alphas)  # (n_alphas, n, n_targets)
+    test_kernel = (x_test - x_mean) @ centred.T  # (n_test, n)
+    return test_kernel @ dual + y_mean
+
+
+def ridge_coefficients(x_train: np.ndarray, y_train: np.ndarray, alphas: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Weights (p, k) and intercepts (k,) of sklearn `Ridge(alphas[j]).fit(x, y[:, j])` for every target j at once.
+
+    The same dual form as `ridge_path_predictions` (one Gram matrix for all targets, one
+    factorisation per distinct alpha); a target with unlabelled (NaN) rows is fitted on
+    its labelled rows alone. A test checks equality with sklearn's Ridge.
+    """
+    alphas = np.asarray(alphas, dtype=np.float64)
+    if np.isnan(y_train).any():
+        parts = []
+        for j in range(y_train.shape[1]):
+            labelled = ~np.isnan(y_train[:, j])
+            parts.append(ridge_coefficients(x_train[labelled], y_train[labelled, j : j + 1], alphas[j : j + 1]))
+        return np.hstack([w for w, _ in parts]), np.concatenate([b for _, b in parts])
+    x_mean, y_mean = x_train.mean(axis=0), y_train.mean(axis=0)
+    centred = x_train - x_mean
+    distinct, which = np.unique(alphas, return_inverse=True)
+    solutions = _dual_solutions(centred @ centred.T, y_train - y_mean, distinct)  # (n_distinct, n, k)
+    dual = solutions[which, :, np.arange(len(alphas))].T  # target j's column from its own alpha
+    weights = centred.T @ dual
+    return weights, y_mean - x_mean @ weights
 
 
 def _fold_predictions(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, alphas) -> np.ndarray:
@@ -193,9 +250,9 @@ def _fold_predictions(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarr
     return out
 
 
-def make_baseline(name: str, modality: str = "audio+video+text"):
+def make_baseline(name: str, modality: str = "audio+video+text", summary_cache: SummaryCache | None = None):
     if name == "mean":
         return MeanBaseline()
     if name == "features":
-        return FeatureRidgeBaseline(modality=modality)
+        return FeatureRidgeBaseline(modality=modality, summary_cache=summary_cache)
     raise ValueError(f"unknown baseline {name!r}; use one of {', '.join(BASELINES)}")

@@ -35,8 +35,6 @@ class BaselineRun:
     seconds: float
 
 
-
-
 def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
     """`features`-config rows of one split, their arrays zero-copy views of a memory-mapped
     Arrow file (`mis_bench_dataset.arrays.FeatureArrays`): nothing is copied per video."""
@@ -57,11 +55,13 @@ def run_baseline(
     train_rows: list[dict] | None = None,
     eval_rows: list[dict] | None = None,
     subdir: str = "",
+    summary_cache: dict | None = None,
 ) -> BaselineRun:
     """Fit on the train split, predict `split`, score when it has labels, write predictions + results.
 
     The files land in `out/subdir/<baseline>__<setting>/` (`out` a folder or the calling command's
-    OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once.
+    OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
+    and one `summary_cache` (a dict) shared by those runs summarises each video once.
     """
     from eval_scripts.results import package_versions
 
@@ -73,7 +73,7 @@ def run_baseline(
     folder = as_output_folder(out, "run")
     train_rows = train_rows if train_rows is not None else load_feature_rows(dataset_dir, "train")
     eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset_dir, split)
-    model = make_baseline(baseline, modality).fit(train_rows)
+    model = make_baseline(baseline, modality, summary_cache).fit(train_rows)
     predicted = model.predict(eval_rows)
     records = [
         {"video_id": str(row["video_id"]), "dimension": key, "prediction": float(predicted[key][i])}

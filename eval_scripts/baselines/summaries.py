@@ -12,6 +12,7 @@ regressor sees "absent" instead of a fake measurement.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -67,8 +68,10 @@ def text_summary(row: Mapping[str, Any]) -> dict[str, float]:
     has_duration = duration is not None and np.isfinite(duration) and duration > 0
     rate = n_words / float(duration) if has_duration else 0.0
 
+    counts = Counter(words)
+
     def share(vocabulary: frozenset[str]) -> float:
-        return sum(w in vocabulary for w in words) / n_words if n_words else 0.0
+        return sum(counts[w] for w in vocabulary) / n_words if n_words else 0.0
 
     repeats = sum(a == b for a, b in zip(words, words[1:])) / n_words if n_words else 0.0
     return {
@@ -129,19 +132,41 @@ def video_summary(row: Mapping[str, Any]) -> np.ndarray:
     ])
 
 
-def summarise(rows: Sequence[Mapping[str, Any]], groups: Sequence[str]) -> np.ndarray:
-    """(n_videos, n_features) matrix of the chosen groups for `features`-config rows."""
-    unknown = set(groups) - {"text", "audio", "video"}
+def _text_vector(row: Mapping[str, Any]) -> np.ndarray:
+    return np.fromiter(text_summary(row).values(), dtype=np.float64)
+
+
+# Column order of a setting's matrix: text, then audio, then video (whatever order `groups` names them in).
+_GROUP_SUMMARIES = {"text": _text_vector, "audio": audio_summary, "video": video_summary}
+
+SummaryCache = dict  # (group, video_id) -> that video's summary vector of the group
+
+
+def summarise(
+    rows: Sequence[Mapping[str, Any]], groups: Sequence[str], cache: SummaryCache | None = None
+) -> np.ndarray:
+    """(n_videos, n_features) matrix of the chosen groups for `features`-config rows.
+
+    `cache` lets the modality settings of one job, fitted on the same rows, summarise each
+    video once per group; share one only between calls on the same build.
+    """
+    unknown = set(groups) - set(_GROUP_SUMMARIES)
     if unknown:
         raise ValueError(f"unknown modality group(s) {sorted(unknown)}; use text, audio, video")
-    per_row = []
-    for row in rows:
-        parts = []
-        if "text" in groups:
-            parts.append(np.fromiter(text_summary(row).values(), dtype=np.float64))
-        if "audio" in groups:
-            parts.append(audio_summary(row))
-        if "video" in groups:
-            parts.append(video_summary(row))
-        per_row.append(np.concatenate(parts))
-    return np.vstack(per_row) if per_row else np.zeros((0, 0))
+    if not rows:
+        return np.zeros((0, 0))
+    blocks = []
+    for group, summary in _GROUP_SUMMARIES.items():
+        if group not in groups:
+            continue
+        if cache is None:
+            blocks.append(np.vstack([summary(row) for row in rows]))
+            continue
+        vectors = []
+        for row in rows:
+            key = (group, str(row["video_id"]))
+            if key not in cache:
+                cache[key] = summary(row)
+            vectors.append(cache[key])
+        blocks.append(np.vstack(vectors))
+    return np.hstack(blocks)
