@@ -158,6 +158,12 @@ def _summary(result) -> dict:
     }
 
 
+def _total_usage(entries) -> dict:
+    """The token totals of a grid's settings, summed."""
+    usages = [e.result.usage for e in entries if e.result is not None and e.result.usage]
+    return {key: sum(u[key] for u in usages) for key in ("prompt_tokens", "completion_tokens", "requests")}
+
+
 def _tokens_line(usage: dict | None) -> str:
     if not usage or not usage["requests"]:
         return "tokens: not reported"
@@ -214,6 +220,7 @@ def run_command(args: argparse.Namespace) -> int:
                         for e in entries])
         else:
             say(format_table(entries))
+            say(f"all settings: {_tokens_line(_total_usage(entries))}")
         return _exit_code([e.result for e in entries if e.result is not None])
     config.decoding = _decoding(args, args.prompt_style)
     result = run_setting(config)
@@ -280,11 +287,13 @@ def _batch_command(args, config) -> int:
                      else {**_summary(e.result), "imported": e.result.n_called} for e in entries]
         print_json({"settings": summaries, "batch": report.as_dict()})
     else:
-        for entry in entries:
-            if entry.result is None:
-                say(f"{entry.label}: refused: {entry.refused}")
-            else:
-                _say_result(_summary(entry.result), called="imported")
+        if args.grid:
+            from eval_scripts.report.text_table import format_table
+
+            say(format_table(entries))
+            say(f"all settings: {_tokens_line(_total_usage(entries))}")
+        else:
+            _say_result(_summary(results[0]), called="imported")
         unanswered = sum(r.n_unanswered for r in results)
         say(f"batch: {report.lines} output lines, {report.matched} requests of this run, "
             f"{report.already_answered} already answered in the cache; {unanswered} rows still without an answer"
