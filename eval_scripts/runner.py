@@ -49,7 +49,7 @@ from eval_scripts.harness.estimate import (
 from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
 from eval_scripts.parse import parse_score
-from eval_scripts.prompts import MODALITIES
+from eval_scripts.prompts import MODALITIES, Prompt
 from mis_bench_dataset.dimensions import PROMPT_STYLES
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
@@ -120,7 +120,8 @@ def run_setting(config: RunConfig, *, backend: Backend | None = None, scoring: A
     return _write(context, completions, folder, started, prefix)
 
 
-def _requests(context: RunContext, indices: Iterable[int]) -> list[tuple[str, Any]]:
+def _requests(context: RunContext, indices: Iterable[int]) -> list[tuple[str, Prompt]]:
+    """(modality, prompt) of rows `indices`, what `harness.ordering` sorts and measures."""
     return [(context.config.modality, context.prompts[i]) for i in indices]
 
 
@@ -280,12 +281,35 @@ def prepare_settings(configs: Sequence[RunConfig], backend: Backend, *, grid: bo
     return entries
 
 
-def _cached_answers(config: RunConfig, read: dict[Path, dict[str, dict]]) -> dict[str, dict]:
-    """The answers of the run's response cache, read without writing it (memoised per file in `read`)."""
-    path = Path(config.cache_path) if config.cache_path else Path(config.out) / CACHE_NAME
-    if path not in read:
-        read[path] = read_answers(path)
-    return read[path]
+@dataclass
+class _Pending:
+    """A prepared setting's rows without a cached answer (the cache read, never written)."""
+
+    context: RunContext
+    answers: dict[str, dict]
+    rows: list[int]
+
+    def counts(self, label: str) -> dict[str, Any]:
+        context = self.context
+        return {"setting": label, "input_source": context.input_source, "rows": len(context.prompts),
+                "requests": len(self.rows), "cached": len(context.prompts) - len(self.rows)}
+
+
+def _pending(entries: Sequence[PreparedSetting]) -> list[_Pending | None]:
+    """`_Pending` of each prepared setting (None for a refused one); each cache file is read once."""
+    read: dict[Path, dict[str, dict]] = {}
+    pending: list[_Pending | None] = []
+    for entry in entries:
+        if entry.context is None:
+            pending.append(None)
+            continue
+        config = entry.context.config
+        path = Path(config.cache_path) if config.cache_path else Path(config.out) / CACHE_NAME
+        if path not in read:
+            read[path] = read_answers(path)
+        rows = [i for i, key in enumerate(entry.context.keys) if key not in read[path]]
+        pending.append(_Pending(entry.context, read[path], rows))
+    return pending
 
 
 def _expected_completion(context: RunContext, answers: dict[str, dict], given: int | None) -> tuple[int, str]:
@@ -314,23 +338,19 @@ def dry_run(
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
     model = configs[0].model
     tokenizer = local_tokenizer(model)
-    read: dict[Path, dict[str, dict]] = {}
     settings, pending_requests = [], []
-    for entry in entries:
-        context = entry.context
-        if context is None:
+    for entry, pending in zip(entries, _pending(entries), strict=True):
+        if pending is None:
             settings.append({"setting": entry.label, "refused": entry.refused})
             continue
-        answers = _cached_answers(context.config, read)
-        pending = [i for i, key in enumerate(context.keys) if key not in answers]
-        prompts = [context.prompts[i] for i in pending]
+        context = pending.context
+        prompts = [context.prompts[i] for i in pending.rows]
         tokens = count_prompt_tokens([p.text for p in prompts], tokenizer, model)
-        per_request, source = _expected_completion(context, answers, expected_completion_tokens)
-        completion = per_request * len(pending)
-        upper = context.decoding.max_new_tokens * len(pending)
+        per_request, source = _expected_completion(context, pending.answers, expected_completion_tokens)
+        completion = per_request * len(prompts)
+        upper = context.decoding.max_new_tokens * len(prompts)
         settings.append({
-            "setting": entry.label, "input_source": context.input_source, "rows": len(context.prompts),
-            "requests": len(pending), "cached": len(context.prompts) - len(pending),
+            **pending.counts(entry.label),
             "prompt_chars": sum(len(p.text) for p in prompts), "prompt_tokens_estimate": tokens.tokens,
             "attachments": sum(len(p.images) + bool(p.audio_path) + bool(p.video_path) for p in prompts),
             "expected_completion_tokens": per_request, "expected_completion_source": source,
@@ -338,7 +358,7 @@ def dry_run(
             "cost_estimate": cost(tokens.tokens, completion, price_in, price_out),
             "cost_max": cost(tokens.tokens, upper, price_in, price_out),
         })
-        pending_requests += _requests(context, pending)
+        pending_requests += _requests(context, pending.rows)
     ordered = [pending_requests[i] for i in prefix_order(pending_requests)]
     done = [s for s in settings if "refused" not in s]
     totals = {key: sum(s[key] for s in done) for key in (
@@ -377,20 +397,16 @@ def export_batch(
     check_not_overlapping(path, datasets, command="run", arg="--export-batch")
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
-    read: dict[Path, dict[str, dict]] = {}
     requests, lines, settings = [], [], []
-    for entry in entries:
-        context = entry.context
-        if context is None:
+    for entry, pending in zip(entries, _pending(entries), strict=True):
+        if pending is None:
             settings.append({"setting": entry.label, "refused": entry.refused})
             continue
-        answers = _cached_answers(context.config, read)
-        pending = [i for i, key in enumerate(context.keys) if key not in answers]
-        for i in pending:
-            requests.append((context.config.modality, context.prompts[i]))
-            lines.append(batch_line(custom_id(context, i), backend.request_body(context.prompts[i], context.decoding)))
-        settings.append({"setting": entry.label, "input_source": context.input_source, "rows": len(context.prompts),
-                         "requests": len(pending), "cached": len(context.prompts) - len(pending)})
+        context = pending.context
+        requests += _requests(context, pending.rows)
+        lines += [batch_line(custom_id(context, i), backend.request_body(context.prompts[i], context.decoding))
+                  for i in pending.rows]
+        settings.append(pending.counts(entry.label))
     order = prefix_order(requests)
     parts = split_lines([lines[i] for i in order], max_requests, int(max_mb * 1_000_000))
     files = write_batch_files(path, parts, inputs=_inputs(configs))

@@ -118,8 +118,15 @@ def test_import_equals_a_live_run_with_the_same_answers(synthetic_build, exporte
     assert UNKNOWN_ID in err and len(duplicated) == 1 and duplicated[0].split(": ")[-1] in fates.ids("ok")
 
     with ChatServer(respond=fates.respond) as server:
+        capsys.readouterr()
         assert main(_run(synthetic_build, live_out, server.base_url, *GRID, "--concurrency", "1")) == 3
     assert server.requests == 64
+    sent = [payload["usage"] for payload in server.sent if "usage" in payload]
+    prompt, completion = sum(u["prompt_tokens"] for u in sent), sum(u["completion_tokens"] for u in sent)
+    assert (
+        f"all settings: tokens: {prompt:,} prompt + {completion:,} completion in {len(sent)} responses; "
+        "prefix reuse in the order sent: 50% of requests share"  # 4 settings x 8 dimensions x 2 videos
+    ) in capsys.readouterr().out
 
     for setting in SETTING_DIRS:
         batch_dir, live_dir = batch_out / MODEL / setting, live_out / MODEL / setting
@@ -331,6 +338,7 @@ def test_dry_run_uses_the_local_tokenizer(tmp_path, synthetic_build, capsys) -> 
         for p in prompts
     )
     assert plan["token_estimator"] == f"tokenizer:{model}" and plan["prompt_tokens_estimate"] == expected
+    assert not (tmp_path / "runs").exists()  # a dry run writes nothing
     assert plan["completion_tokens_estimate"] == 5 * 8 and plan["cost_estimate"] is None
 
 
@@ -357,6 +365,23 @@ def test_export_splits_at_the_limits_and_never_replaces_other_files(synthetic_bu
     assert main(args) == 0  # one file again: the earlier parts this export wrote are gone
     assert sorted(p.name for p in target.parent.glob("*.jsonl")) == ["in.jsonl"]
 
+    cache = tmp_path / "runs" / "responses.cache.jsonl"  # an export never overwrites its inputs
+    cache.parent.mkdir(exist_ok=True)
+    cache.write_text("")
+    assert main(_run(synthetic_build, tmp_path / "runs", closed_port_url(), "--export-batch", str(cache))) == 2
+    assert (
+        main(
+            _run(
+                synthetic_build,
+                tmp_path / "runs",
+                closed_port_url(),
+                "--export-batch",
+                str(synthetic_build / "in.jsonl"),
+            )
+        )
+        == 2
+    )
+    assert not (synthetic_build / "in.jsonl").exists() and cache.read_text() == ""
     mine = tmp_path / "mine.jsonl"
     mine.write_text("my notes\n")
     assert main(_run(synthetic_build, tmp_path / "runs", closed_port_url(), "--export-batch", str(mine))) == 1
@@ -365,6 +390,11 @@ def test_export_splits_at_the_limits_and_never_replaces_other_files(synthetic_bu
 
 def test_import_refuses_what_it_cannot_use(synthetic_build, exported, tmp_path, capsys) -> None:
     args = _run(synthetic_build, tmp_path / "runs", closed_port_url(), *GRID)
+    assert main([*args, "--dry-run", "--price-in", "1"]) == 2  # a price without the other
+    local = [*args, "--dry-run"]
+    local[local.index("openai")] = "transformers"
+    capsys.readouterr()
+    assert main(local) == 2 and "are for --backend openai" in capsys.readouterr().err
     assert main([*args, "--import-batch", str(tmp_path / "absent.jsonl")]) == 2
     torn = tmp_path / "torn.jsonl"
     torn.write_text('{"custom_id": "a", "response": null, "error": null}\n{"custom_id": "b", "resp')

@@ -164,6 +164,14 @@ def _total_usage(entries) -> dict:
     return {key: sum(u[key] for u in usages) for key in ("prompt_tokens", "completion_tokens", "requests")}
 
 
+def _total_prefix(entries) -> dict | None:
+    """The prefix reuse of a grid's settings, run one after the other."""
+    from eval_scripts.harness.ordering import PrefixStats
+
+    stats = [e.result.prefix for e in entries if e.result is not None and e.result.prefix]
+    return sum(stats, PrefixStats()).as_dict() if stats else None
+
+
 def _tokens_line(usage: dict | None) -> str:
     if not usage or not usage["requests"]:
         return "tokens: not reported"
@@ -220,7 +228,7 @@ def run_command(args: argparse.Namespace) -> int:
                         for e in entries])
         else:
             say(format_table(entries))
-            say(f"all settings: {_tokens_line(_total_usage(entries))}")
+            say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
         return _exit_code([e.result for e in entries if e.result is not None])
     config.decoding = _decoding(args, args.prompt_style)
     result = run_setting(config)

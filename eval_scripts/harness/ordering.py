@@ -52,15 +52,29 @@ def common_prefix_length(a: str, b: str) -> int:
 class PrefixStats:
     """How much of a request sequence a prefix cache can reuse.
 
-    `same_prefix_share`: share of requests whose prefix group (modality setting, dimension)
-    equals the previous request's. `reused_chars_share`: share of all prompt characters that
-    repeat the start of the previous request's prompt (what a cache holding only the previous
-    request could skip).
+    `same_prefix`: requests whose prefix group (modality setting, dimension) equals the previous
+    request's; `reused_chars`: prompt characters that repeat the start of the previous request's
+    prompt (what a cache holding only the previous request could skip). Shares are of all requests
+    and of all prompt characters.
     """
 
-    requests: int
-    same_prefix_share: float | None
-    reused_chars_share: float | None
+    requests: int = 0
+    same_prefix: int = 0
+    prompt_chars: int = 0
+    reused_chars: int = 0
+
+    @property
+    def same_prefix_share(self) -> float | None:
+        return self.same_prefix / self.requests if self.requests else None
+
+    @property
+    def reused_chars_share(self) -> float | None:
+        return self.reused_chars / self.prompt_chars if self.prompt_chars else None
+
+    def __add__(self, other: PrefixStats) -> PrefixStats:
+        """Sequences sent one after the other (the grid's settings), not counting the pair at the seam."""
+        return PrefixStats(self.requests + other.requests, self.same_prefix + other.same_prefix,
+                           self.prompt_chars + other.prompt_chars, self.reused_chars + other.reused_chars)
 
     def as_dict(self) -> dict:
         return {
@@ -72,11 +86,8 @@ class PrefixStats:
 
 def prefix_stats(requests: Sequence[tuple[str, Prompt]]) -> PrefixStats:
     """`PrefixStats` of requests in the order they are sent."""
-    if not requests:
-        return PrefixStats(0, None, None)
     same = reused = 0
-    total = sum(len(prompt.text) for _, prompt in requests)
     for (previous_modality, previous), (modality, prompt) in zip(requests, requests[1:], strict=False):
         same += prefix_group(previous_modality, previous) == prefix_group(modality, prompt)
         reused += common_prefix_length(previous.text, prompt.text)
-    return PrefixStats(len(requests), same / len(requests), reused / total if total else None)
+    return PrefixStats(len(requests), same, sum(len(prompt.text) for _, prompt in requests), reused)
