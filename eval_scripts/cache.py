@@ -131,16 +131,9 @@ class ResponseCache:
             )
             handle.truncate(end)
             handle.flush()
-        for line_no, line in enumerate(data[:end].splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-                key, status = record["key"], record["status"]
-            except (ValueError, KeyError, TypeError) as err:
-                raise CacheError(f"{self.path}, line {line_no}: malformed cache record ({err})") from None
-            if status == STATUS_OK:
-                self._answers.setdefault(key, record)
+        for record in _records(data[:end], self.path):
+            if record["status"] == STATUS_OK:
+                self._answers.setdefault(record["key"], record)
             else:
                 self.stats.failed_records += 1
         self.stats.answered = len(self._answers)
@@ -170,6 +163,37 @@ class ResponseCache:
             os.fsync(self._handle.fileno())
         if record["status"] == STATUS_OK:
             self._answers[record["key"]] = dict(record)
+
+
+def _records(data: bytes, path: Path) -> Iterator[dict]:
+    """The records of complete cache lines; a malformed one raises, naming the file and line."""
+    for line_no, line in enumerate(data.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            raise CacheError(f"{path}, line {line_no}: malformed cache record ({err})") from None
+        missing = [field for field in ("key", "status") if field not in record] if isinstance(record, dict) else ["all"]
+        if missing:
+            raise CacheError(f"{path}, line {line_no}: malformed cache record (no {', '.join(missing)})")
+        yield record
+
+
+def read_answers(path: str | Path) -> dict[str, dict]:
+    """key -> answer record of a cache file, read without locking or writing it (dry runs, batch exports).
+
+    A missing file has no answers; a torn last line (a run being killed or still writing) is left out.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    data = path.read_bytes()
+    answers: dict[str, dict] = {}
+    for record in _records(data[: data.rfind(b"\n") + 1], path):
+        if record["status"] == STATUS_OK:
+            answers.setdefault(record["key"], record)
+    return answers
 
 
 def iter_records(path: str | Path) -> Iterator[dict]:

@@ -1,4 +1,4 @@
-"""The results JSON of one run (= a leaderboard submission, schema 1.0).
+"""The results JSON of one run (= a leaderboard submission, schema 1.1; 1.0 files are still read).
 
 `write_results` assembles exactly the contract's fields and validates them with the
 leaderboard's validator (`eval_scripts.submission`) before writing, so a run never
@@ -44,6 +44,27 @@ def _finite_or_none(value: Any) -> Any:
     return value
 
 
+USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
+
+
+def usage_totals(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
+    """Token totals of responses' `usage` blocks (None: a response without one, not counted).
+
+    `requests` counts the responses summed; a usage without `total_tokens` adds prompt + completion.
+    """
+    totals = dict.fromkeys(USAGE_FIELDS, 0)
+    totals["requests"] = 0
+    for usage in usages:
+        if not usage:
+            continue
+        prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        totals["prompt_tokens"] += prompt
+        totals["completion_tokens"] += completion
+        totals["total_tokens"] += int(usage.get("total_tokens", prompt + completion))
+        totals["requests"] += 1
+    return totals
+
+
 def build_results(
     *,
     system: Mapping[str, Any],
@@ -53,8 +74,10 @@ def build_results(
     scores: Mapping[str, Any] | None,
     parse_rates: Mapping[str, float],
     created_at: str | None = None,
+    usage: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    return {
+    """The results object; `usage` (model runs: `usage_totals` of the responses) is left out when None."""
+    results = {
         "schema_version": SCHEMA_VERSION,
         "system": dict(system),
         "setting": dict(setting),
@@ -64,6 +87,9 @@ def build_results(
         "parse_rates": dict(parse_rates),
         "created_at": created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if usage is not None:
+        results["usage"] = dict(usage)
+    return results
 
 
 def write_results(path: str | Path, **fields: Any) -> dict[str, Any]:

@@ -17,25 +17,51 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from eval_scripts.backends.base import Backend, Completion, get_backend
-from eval_scripts.cache import STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, ResponseCache, outcome_status
+from eval_scripts.cache import STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, ResponseCache, outcome_status, read_answers
+from eval_scripts.harness.batch import (
+    OPENAI_MAX_MB,
+    OPENAI_MAX_REQUESTS,
+    BatchOutcome,
+    BatchOutputBackend,
+    ImportReport,
+    batch_line,
+    custom_id,
+    read_batch_outputs,
+    resolve_outcomes,
+    split_lines,
+    write_batch_files,
+)
 from eval_scripts.harness.caching import CachingBackend
 from eval_scripts.harness.context import CACHE_NAME, HarnessError, RunConfig, RunContext, prepare_run, setting_label
+from eval_scripts.harness.estimate import (
+    EXPECTED_COMPLETION_TOKENS,
+    cost,
+    count_prompt_tokens,
+    local_tokenizer,
+    token_estimator,
+)
+from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
 from eval_scripts.parse import parse_score
-from eval_scripts.prompts import MODALITIES
+from eval_scripts.prompts import MODALITIES, Prompt
 from mis_bench_dataset.dimensions import PROMPT_STYLES
+from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
+from mis_bench_dataset.numbers import round_half_up
 from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["GridEntry", "HarnessError", "RunConfig", "RunResult", "make_backend", "run_grid", "run_setting"]
+__all__ = [
+    "GridEntry", "HarnessError", "PreparedSetting", "RunConfig", "RunResult", "dry_run", "export_batch",
+    "import_batch", "make_backend", "prepare_settings", "run_grid", "run_setting",
+]
 
 
 @dataclass
@@ -55,6 +81,13 @@ class RunResult:
     raw_responses_path: Path
     results_path: Path
     elapsed_s: float
+    usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
+    prefix: PrefixStats | None = None  # of the requests sent, in the order sent (None: the engine reorders)
+
+    @property
+    def n_unanswered(self) -> int:
+        """Rows without an answer: failed or truncated (the next run or export asks again)."""
+        return self.n_failed + self.n_truncated
 
     @property
     def label(self) -> str:
@@ -80,34 +113,53 @@ def run_setting(config: RunConfig, *, backend: Backend | None = None, scoring: A
     backend = backend or make_backend(config)
     try:
         context = prepare_run(config, backend, scoring=scoring, train=train)
-        completions = _complete(context, backend, folder)
+        completions, prefix = _complete(context, backend, folder)
     finally:
         if own_backend:
             backend.close()
-    return _write(context, completions, folder, started)
+    return _write(context, completions, folder, started, prefix)
 
 
-def _complete(context: RunContext, backend: Backend, folder: OutputFolder) -> dict[int, Completion]:
+def _requests(context: RunContext, indices: Iterable[int]) -> list[tuple[str, Prompt]]:
+    """(modality, prompt) of rows `indices`, what `harness.ordering` sorts and measures."""
+    return [(context.config.modality, context.prompts[i]) for i in indices]
+
+
+def _complete(
+    context: RunContext, backend: Backend, folder: OutputFolder
+) -> tuple[dict[int, Completion], PrefixStats | None]:
+    """Every row's completion (cached or new), requests sent in prefix-friendly order when the engine keeps it."""
     from tqdm.auto import tqdm
 
     config = context.config
     cache_path = Path(config.cache_path) if config.cache_path else folder.claim(CACHE_NAME, RUN_WRITER)
     completions: dict[int, Completion] = {}
+    order = list(range(len(context.prompts)))
+    if backend.keeps_request_order:
+        order = prefix_order(_requests(context, order))
     with ResponseCache(cache_path) as cache:
         caching = CachingBackend(backend, cache, context.setting)
-        n_pending = len(caching.pending(context.prompts, context.decoding))
+        pending = set(caching.pending(context.prompts, context.decoding))
         logger.info("%s | %s | %s: %d rows, %d cached, %d to call", backend.name, config.model, context.label,
-                    len(context.prompts), len(context.prompts) - n_pending, n_pending)
+                    len(context.prompts), len(context.prompts) - len(pending), len(pending))
+        prefix = prefix_stats(_requests(context, (i for i in order if i in pending)))
         with tqdm(total=len(context.prompts), unit="row", desc=context.label, disable=not config.progress,
                   dynamic_ncols=True) as bar:
-            for completion in caching.complete(context.prompts, context.decoding):
+            for completion in caching.complete([context.prompts[i] for i in order], context.decoding):
+                completion.index = order[completion.index]
                 completions[completion.index] = completion
                 bar.update(1)
-    return completions
+    return completions, prefix if backend.keeps_request_order else None
 
 
-def _write(context: RunContext, completions: dict[int, Completion], folder: OutputFolder, started: float) -> RunResult:
-    from eval_scripts.results import package_versions
+def _write(
+    context: RunContext,
+    completions: dict[int, Completion],
+    folder: OutputFolder,
+    started: float,
+    prefix: PrefixStats | None = None,
+) -> RunResult:
+    from eval_scripts.results import package_versions, usage_totals
 
     config = context.config
     predictions, raw_records = [], []
@@ -133,13 +185,14 @@ def _write(context: RunContext, completions: dict[int, Completion], folder: Outp
             "usage": completion.usage if completion else None,
         })
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
+    usage = usage_totals(record["usage"] for record in raw_records)
     written = write_run(
         folder, context.run_dir,
         system={"model": config.model, "backend": context.backend_name, "decoding": context.system_decoding(),
                 "package_versions": package_versions()},
         setting=context.results_setting(), dataset=context.dataset, predictions=predictions,
         references=context.references, parse_rates=parse_rates, n_bootstrap=config.n_bootstrap,
-        raw_records=raw_records,
+        raw_records=raw_records, usage=usage,
     )
     n_cached = sum(1 for c in completions.values() if c.cached)
     return RunResult(
@@ -149,7 +202,7 @@ def _write(context: RunContext, completions: dict[int, Completion], folder: Outp
         n_truncated=sum(r["status"] == STATUS_TRUNCATED for r in raw_records), scores=written.scores,
         parse_rates=parse_rates, run_dir=written.results_path.parent, predictions_path=written.predictions_path,
         raw_responses_path=written.raw_responses_path, results_path=written.results_path,
-        elapsed_s=time.monotonic() - started,
+        elapsed_s=time.monotonic() - started, usage=usage, prefix=prefix,
     )
 
 
@@ -186,3 +239,220 @@ def run_grid(
         if own_backend:
             backend.close()
     return entries
+
+
+# ----------------------------------------------------------------------------- dry runs and batch files
+
+
+@dataclass
+class PreparedSetting:
+    """One setting of a dry run, export or import: its resolved context, or why it was refused."""
+
+    label: str
+    context: RunContext | None = None
+    refused: str | None = None
+
+
+def batch_backend(config: RunConfig) -> Backend:
+    """The openai backend, whose live request bodies batch files carry; it connects only when asked to send."""
+    if config.backend != "openai":
+        raise UsageError(f"dry runs and batch files are for --backend openai, not {config.backend!r}",
+                         where="--backend", hint="serve the model with an OpenAI-compatible server "
+                         "(vllm serve, transformers serve) and use --backend openai --base-url URL")
+    return make_backend(config)
+
+
+def prepare_settings(configs: Sequence[RunConfig], backend: Backend, *, grid: bool = False,
+                     scoring: Any = None) -> list[PreparedSetting]:
+    """Contexts of every setting; in a grid a setting the backend cannot take is listed as refused."""
+    entries = []
+    for config in configs:
+        label = setting_label(config.modality, config.prompt_style, config.few_shot_k)
+        output_folder(config)  # an --out overlapping the dataset is refused before anything else
+        try:
+            entries.append(PreparedSetting(label, prepare_run(config, backend, scoring=scoring)))
+        except UnsupportedSetting as err:
+            if not grid:
+                raise
+            logger.warning("refused %s: %s", label, err)
+            entries.append(PreparedSetting(label, refused=str(err)))
+    if not any(entry.context for entry in entries):
+        raise UsageError("every setting of the grid was refused", hint="see the reasons above")
+    return entries
+
+
+@dataclass
+class _Pending:
+    """A prepared setting's rows without a cached answer (the cache read, never written)."""
+
+    context: RunContext
+    answers: dict[str, dict]
+    rows: list[int]
+
+    def counts(self, label: str) -> dict[str, Any]:
+        context = self.context
+        return {"setting": label, "input_source": context.input_source, "rows": len(context.prompts),
+                "requests": len(self.rows), "cached": len(context.prompts) - len(self.rows)}
+
+
+def _pending(entries: Sequence[PreparedSetting]) -> list[_Pending | None]:
+    """`_Pending` of each prepared setting (None for a refused one); each cache file is read once."""
+    read: dict[Path, dict[str, dict]] = {}
+    pending: list[_Pending | None] = []
+    for entry in entries:
+        if entry.context is None:
+            pending.append(None)
+            continue
+        config = entry.context.config
+        path = Path(config.cache_path) if config.cache_path else Path(config.out) / CACHE_NAME
+        if path not in read:
+            read[path] = read_answers(path)
+        rows = [i for i, key in enumerate(entry.context.keys) if key not in read[path]]
+        pending.append(_Pending(entry.context, read[path], rows))
+    return pending
+
+
+def _expected_completion(context: RunContext, answers: dict[str, dict], given: int | None) -> tuple[int, str]:
+    """Completion tokens per request: the flag, else the mean of this setting's cached answers, else the default."""
+    if given is not None:
+        return given, "--expected-completion-tokens"
+    seen = [answers[key]["usage"]["completion_tokens"] for key in context.keys
+            if key in answers and isinstance((answers[key].get("usage") or {}).get("completion_tokens"), int)]
+    if seen:
+        return int(round_half_up(sum(seen) / len(seen), 0)), f"mean of {len(seen)} cached answers"
+    style = context.config.prompt_style
+    return EXPECTED_COMPLETION_TOKENS[style], f"default for {style}"
+
+
+def dry_run(
+    configs: Sequence[RunConfig],
+    *,
+    grid: bool = False,
+    scoring: Any = None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    expected_completion_tokens: int | None = None,
+) -> dict[str, Any]:
+    """What a run would send, calling nothing: requests without a cached answer, tokens, cost, prefix reuse."""
+    backend = batch_backend(configs[0])
+    entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
+    model = configs[0].model
+    tokenizer = local_tokenizer(model)
+    settings, pending_requests = [], []
+    for entry, pending in zip(entries, _pending(entries), strict=True):
+        if pending is None:
+            settings.append({"setting": entry.label, "refused": entry.refused})
+            continue
+        context = pending.context
+        prompts = [context.prompts[i] for i in pending.rows]
+        tokens = count_prompt_tokens([p.text for p in prompts], tokenizer, model)
+        per_request, source = _expected_completion(context, pending.answers, expected_completion_tokens)
+        completion = per_request * len(prompts)
+        upper = context.decoding.max_new_tokens * len(prompts)
+        settings.append({
+            **pending.counts(entry.label),
+            "prompt_chars": sum(len(p.text) for p in prompts), "prompt_tokens_estimate": tokens.tokens,
+            "attachments": sum(len(p.images) + bool(p.audio_path) + bool(p.video_path) for p in prompts),
+            "expected_completion_tokens": per_request, "expected_completion_source": source,
+            "completion_tokens_estimate": completion, "completion_tokens_max": upper,
+            "cost_estimate": cost(tokens.tokens, completion, price_in, price_out),
+            "cost_max": cost(tokens.tokens, upper, price_in, price_out),
+        })
+        pending_requests += _requests(context, pending.rows)
+    ordered = [pending_requests[i] for i in prefix_order(pending_requests)]
+    done = [s for s in settings if "refused" not in s]
+    totals = {key: sum(s[key] for s in done) for key in (
+        "requests", "cached", "prompt_chars", "prompt_tokens_estimate", "attachments", "completion_tokens_estimate",
+        "completion_tokens_max")}
+    return {
+        **totals,
+        "token_estimator": token_estimator(tokenizer, model),
+        "price_in_per_million": price_in, "price_out_per_million": price_out,
+        "cost_estimate": cost(totals["prompt_tokens_estimate"], totals["completion_tokens_estimate"],
+                              price_in, price_out),
+        "cost_max": cost(totals["prompt_tokens_estimate"], totals["completion_tokens_max"], price_in, price_out),
+        "prefix": prefix_stats(ordered).as_dict(),
+        "settings": settings,
+    }
+
+
+def _inputs(configs: Sequence[RunConfig]) -> list[Path]:
+    """What a batch export must never overwrite: the dataset folder and the response caches."""
+    inputs = {Path(c.cache_path) if c.cache_path else Path(c.out) / CACHE_NAME for c in configs}
+    inputs |= {Path(c.dataset) for c in configs if isinstance(c.dataset, (str, Path))}
+    return sorted(inputs)
+
+
+def export_batch(
+    configs: Sequence[RunConfig],
+    path: str | Path,
+    *,
+    grid: bool = False,
+    scoring: Any = None,
+    max_requests: int = OPENAI_MAX_REQUESTS,
+    max_mb: float = OPENAI_MAX_MB,
+) -> dict[str, Any]:
+    """Write one batch input line per request without a cached answer (every setting of a grid), calling nothing."""
+    datasets = [c.dataset for c in configs if isinstance(c.dataset, (str, Path))]
+    check_not_overlapping(path, datasets, command="run", arg="--export-batch")
+    backend = batch_backend(configs[0])
+    entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
+    requests, lines, settings = [], [], []
+    for entry, pending in zip(entries, _pending(entries), strict=True):
+        if pending is None:
+            settings.append({"setting": entry.label, "refused": entry.refused})
+            continue
+        context = pending.context
+        requests += _requests(context, pending.rows)
+        lines += [batch_line(custom_id(context, i), backend.request_body(context.prompts[i], context.decoding))
+                  for i in pending.rows]
+        settings.append(pending.counts(entry.label))
+    order = prefix_order(requests)
+    parts = split_lines([lines[i] for i in order], max_requests, int(max_mb * 1_000_000))
+    files = write_batch_files(path, parts, inputs=_inputs(configs))
+    return {
+        "requests": len(lines), "cached": sum(s.get("cached", 0) for s in settings),
+        "files": [{"path": str(f), "requests": len(part), "bytes": sum(map(len, part))}
+                  for f, part in zip(files, parts, strict=True)],
+        "prefix": prefix_stats([requests[i] for i in order]).as_dict(),
+        "settings": settings,
+    }
+
+
+def import_batch(
+    configs: Sequence[RunConfig], paths: Sequence[str | Path], *, grid: bool = False, scoring: Any = None
+) -> tuple[list[GridEntry], ImportReport]:
+    """Answer the run from provider output files, then write its files exactly as a live run does."""
+    for path in paths:
+        if not Path(path).is_file():
+            raise UsageError(f"--import-batch {path} does not exist", where="mis-bench run",
+                             hint="give the output (or error) file the provider wrote")
+    backend = batch_backend(configs[0])
+    entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
+    known = {custom_id(entry.context, i): (n, i) for n, entry in enumerate(entries) if entry.context
+             for i in range(len(entry.context.prompts))}
+    chosen, report = resolve_outcomes(read_batch_outputs(paths), known)
+    where = ", ".join(str(p) for p in paths)
+    if not report.lines:
+        raise DataError("no batch output lines", where=where, hint="give the output file the provider wrote")
+    if not report.matched:
+        raise DataError(f"none of the {report.lines} output lines answers a request of this run, e.g. "
+                        f"{report.unknown[0]!r}", where=where,
+                        hint="import with the flags of the export (model, dataset, split, settings, decoding, --limit)")
+    by_setting: dict[int, dict[tuple[str, str, str], BatchOutcome]] = defaultdict(dict)
+    for request_id, outcome in chosen.items():
+        n, i = known[request_id]
+        prompt = entries[n].context.prompts[i]
+        by_setting[n][(prompt.video_id, prompt.dimension, prompt.prompt_hash)] = outcome
+    results = []
+    for n, entry in enumerate(entries):
+        if entry.context is None:
+            results.append(GridEntry(entry.label, refused=entry.refused))
+            continue
+        started = time.monotonic()
+        answering = BatchOutputBackend(backend, by_setting[n])
+        folder = output_folder(entry.context.config)
+        completions, _ = _complete(entry.context, answering, folder)
+        report.already_answered += len(by_setting[n]) - answering.served
+        results.append(GridEntry(entry.label, _write(entry.context, completions, folder, started)))
+    return results, report

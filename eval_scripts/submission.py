@@ -1,7 +1,7 @@
 """Results JSON / leaderboard submission: load, validate, package, push.
 
 A submission is the results JSON that `mis-bench run` writes (schema
-`schemas/submission.schema.json`, version 1.0). Validation has two layers:
+`schemas/submission.schema.json`, version 1.1; 1.0 files are read too). Validation has two layers:
 the JSON Schema (shape and types) and the semantic checks a schema cannot
 express (NaN, duplicate keys, known video ids, full coverage of the split).
 Every problem is reported, not only the first, so a submitter fixes all of
@@ -30,7 +30,8 @@ from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # what this toolkit writes; 1.1 adds the optional token `usage` block
+SCHEMA_VERSIONS = ("1.0", "1.1")  # what it reads
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "submission.schema.json"
 # 996 videos x 8 dimensions with chain-of-thought raw responses of a few kB each
 # stay well below this; anything larger is a mistake or an attack on the scorer.
@@ -183,9 +184,10 @@ def find_problems(
     if not isinstance(obj, Mapping):
         return [f"$ (top level): expected a JSON object, got {type(obj).__name__}"]
     version = obj.get("schema_version")
-    if version != SCHEMA_VERSION:
-        # Later checks assume this version's layout; a clear single reason beats a wall of schema noise.
-        return [f"$.schema_version: unsupported schema version {version!r}; this toolkit reads {SCHEMA_VERSION!r}"]
+    if version not in SCHEMA_VERSIONS:
+        # Later checks assume these versions' layout; a clear single reason beats a wall of schema noise.
+        return [f"$.schema_version: unsupported schema version {version!r}; this toolkit reads "
+                + " and ".join(repr(v) for v in SCHEMA_VERSIONS)]
     problems = [f"{path}: NaN or Infinity is not a number" for path in _non_finite_paths(obj)]
     problems += _schema_problems(obj)
     created_at = obj.get("created_at")

@@ -106,14 +106,49 @@ class FaultPlan:
         return rng.choice(self.FAULTS[1:])
 
 
-class ChatServer:
-    """A real HTTP server on 127.0.0.1 speaking Chat Completions, with optional faults and delay."""
+def fake_usage(prompt_text: str, reply: str) -> dict:
+    """The token counts the fake servers report: whitespace-separated words of prompt and reply."""
+    prompt_tokens, completion_tokens = len(prompt_text.split()), len(reply.split())
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
 
-    def __init__(self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0):
-        self.plan, self.delay_s, self.slow_s = plan, delay_s, slow_s
+
+def fake_reply(text: str) -> str:
+    """What the fake server answers for a prompt: a score from the transcript's `step N.` (CoT: with analysis)."""
+    match = re.search(r"step (\d+)\.", text)
+    value = 1.0 + (int(match.group(1)) % 40) / 10 if match else 3.0
+    return f"The therapist is calm.\nFinal score: {value:.1f}" if "Final score: x.y" in text else f"{value:.1f}"
+
+
+def chat_completion(text: str, reply: str | None = None, finish_reason: str = "stop") -> dict:
+    """A Chat Completions response body answering prompt `text` (default reply `fake_reply(text)`), with usage."""
+    reply = fake_reply(text) if reply is None else reply
+    return {
+        "id": "cmpl-test", "object": "chat.completion", "model": "fake",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish_reason}],
+        "usage": fake_usage(text, reply),
+    }
+
+
+def prompt_text(body: dict) -> str:
+    """The user message's text of a Chat Completions request body."""
+    content = body["messages"][0]["content"]
+    return content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+
+
+class ChatServer:
+    """A real HTTP server on 127.0.0.1 speaking Chat Completions, with optional faults and delay.
+
+    `respond(body) -> (status, payload dict)` replaces the default answer (`chat_completion`), e.g.
+    to answer exactly what a simulated batch provider answered for the same request.
+    """
+
+    def __init__(self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0, respond=None):
+        self.plan, self.delay_s, self.slow_s, self.respond = plan, delay_s, slow_s, respond
         self.requests = 0
         self.auth_headers: list[str | None] = []
         self.bodies: list[dict] = []
+        self.sent: list[dict] = []  # every 200 response body, in the order sent
         self._lock = threading.Lock()
         server = self
 
@@ -132,13 +167,18 @@ class ChatServer:
                     server.requests += 1
                     server.auth_headers.append(self.headers.get("Authorization"))
                     server.bodies.append(body)
-                content = body["messages"][0]["content"]
-                text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+                text = prompt_text(body)
                 digest = hashlib.sha1(text.encode()).hexdigest()
                 fault = server.plan.next(digest) if server.plan else "ok"
                 if server.delay_s:
                     time.sleep(server.delay_s)
-                if fault.isdigit():
+                if server.respond is not None:
+                    status, payload = server.respond(body)
+                    if status == 200:
+                        with server._lock:
+                            server.sent.append(payload)
+                    self._send(status, json.dumps(payload).encode())
+                elif fault.isdigit():
                     self._send(int(fault), b'{"error": {"message": "injected"}}', retry_after="0")
                 elif fault == "slow":
                     time.sleep(server.slow_s)
@@ -154,14 +194,10 @@ class ChatServer:
                     self._send(200, self._answer(text))
 
             def _answer(self, text: str) -> bytes:
-                match = re.search(r"step (\d+)\.", text)
-                value = 1.0 + (int(match.group(1)) % 40) / 10 if match else 3.0
-                reply = f"The therapist is calm.\nFinal score: {value:.1f}" if "Final score: x.y" in text else f"{value:.1f}"
-                return json.dumps({
-                    "id": "cmpl-test", "object": "chat.completion", "model": "fake",
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                                 "finish_reason": "stop"}],
-                }).encode()
+                payload = chat_completion(text)
+                with server._lock:
+                    server.sent.append(payload)
+                return json.dumps(payload).encode()
 
             def _send(self, status: int, payload: bytes, retry_after: str | None = None):
                 self.send_response(status)

@@ -34,7 +34,8 @@ def valid():
 def test_schema_is_a_valid_draft_2020_12_schema_and_names_the_project_dimensions():
     schema = submission.load_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["properties"]["schema_version"]["const"] == submission.SCHEMA_VERSION == "1.0"
+    assert schema["properties"]["schema_version"]["enum"] == list(submission.SCHEMA_VERSIONS) == ["1.0", "1.1"]
+    assert submission.SCHEMA_VERSION == "1.1"
     dims = schema["properties"]["predictions"]["items"]["properties"]["dimension"]["enum"]
     assert tuple(dims) == DIMENSION_KEYS
     pattern = next(iter(schema["properties"]["parse_rates"]["patternProperties"]))

@@ -76,6 +76,9 @@ class Completion:
 class Backend(ABC):
     name: str = "backend"
     modalities: frozenset[str] = frozenset({"text"})
+    # True when requests reach the engine in the order given, so the runner sends them grouped by
+    # shared prompt prefix for the server's prefix cache (`eval_scripts.harness.ordering`).
+    keeps_request_order: bool = True
 
     def __init__(self, model: str):
         self.model = model

@@ -26,6 +26,7 @@ _PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json", "video_
 
 class TransformersBackend(Backend):
     name = "transformers"
+    keeps_request_order = False  # sorts prompts by length into padded batches itself; batches stay as they were
 
     def __init__(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from eval_scripts.backends.base import BACKEND_NAMES
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
@@ -19,14 +20,14 @@ from eval_scripts.cli.args import (
     say,
     unit_interval,
 )
-from eval_scripts.backends.base import BACKEND_NAMES
 from eval_scripts.feature_plots import FEATURE_FORMATS
+from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
+from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
-from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.numbers import pct
+from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
-
 
 
 def register(subparsers) -> None:
@@ -89,6 +90,30 @@ def register(subparsers) -> None:
                        help="request field for the token limit (max_completion_tokens for newer OpenAI models)")
     group.add_argument("--backend-modalities", default=None,
                        help="inputs the served model takes, e.g. text,image,audio,video (openai/vllm; default text,image)")
+    group = parser.add_argument_group(
+        "cost estimate and batch files (--backend openai; these open no connection)")
+    mode = group.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true",
+                      help="build every prompt (of the grid with --grid) and call nothing: requests without a cached "
+                           "answer, cached ones, prompt characters and tokens, estimated cost, prefix reuse")
+    mode.add_argument("--export-batch", metavar="FILE.jsonl",
+                      help="write one OpenAI Batch API / vLLM run_batch input line per request without a cached "
+                           "answer (every setting with --grid), split at --batch-max-requests / --batch-max-mb")
+    mode.add_argument("--import-batch", metavar="FILE.jsonl", action="append",
+                      help="answers from a batch output (or error) file, repeatable: cached like live answers, then "
+                           "predictions and results are written; exit 3 while rows remain unanswered")
+    group.add_argument("--price-in", type=non_negative_float, metavar="USD",
+                       help="price per million prompt tokens, for --dry-run's cost estimate")
+    group.add_argument("--price-out", type=non_negative_float, metavar="USD",
+                       help="price per million completion tokens, for --dry-run's cost estimate")
+    group.add_argument("--expected-completion-tokens", type=positive_int, metavar="N",
+                       help="completion tokens per request for --dry-run (default: the mean of the setting's cached "
+                            f"answers, else {EXPECTED_COMPLETION_TOKENS['direct']} direct / "
+                            f"{EXPECTED_COMPLETION_TOKENS['cot']} cot)")
+    group.add_argument("--batch-max-requests", type=positive_int, default=OPENAI_MAX_REQUESTS,
+                       help=f"requests per batch file (default {OPENAI_MAX_REQUESTS:,}, OpenAI's limit)")
+    group.add_argument("--batch-max-mb", type=positive_float, default=OPENAI_MAX_MB,
+                       help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run_command)
@@ -121,17 +146,60 @@ def _summary(result) -> dict:
         "cached": result.n_cached,
         "called": result.n_called,
         "failed": result.n_failed,
+        "truncated": result.n_truncated,
         "parsed": result.n_parsed,
         "mean_icc": scores.get("mean_icc"),
         "overall_icc": (scores.get("overall") or {}).get("icc"),
+        "usage": result.usage,
+        "prefix": result.prefix.as_dict() if result.prefix else None,
         "predictions": str(result.predictions_path),
         "results": str(result.results_path),
         "seconds": round(result.elapsed_s, 2),
     }
 
 
+def _total_usage(entries) -> dict:
+    """The token totals of a grid's settings, summed."""
+    usages = [e.result.usage for e in entries if e.result is not None and e.result.usage]
+    return {key: sum(u[key] for u in usages) for key in ("prompt_tokens", "completion_tokens", "requests")}
+
+
+def _total_prefix(entries) -> dict | None:
+    """The prefix reuse of a grid's settings, run one after the other."""
+    from eval_scripts.harness.ordering import PrefixStats
+
+    stats = [e.result.prefix for e in entries if e.result is not None and e.result.prefix]
+    return sum(stats, PrefixStats()).as_dict() if stats else None
+
+
+def _tokens_line(usage: dict | None) -> str:
+    if not usage or not usage["requests"]:
+        return "tokens: not reported"
+    return (f"tokens: {usage['prompt_tokens']:,} prompt + {usage['completion_tokens']:,} completion "
+            f"in {usage['requests']:,} responses")
+
+
+def _prefix_line(prefix: dict | None) -> str:
+    """`; prefix reuse ...` of the requests in the order sent (empty when none were sent)."""
+    if not prefix or not prefix["requests"]:
+        return ""
+    return (f"; prefix reuse in the order sent: {pct(prefix['same_prefix_share'], 0)}% of requests share the "
+            f"previous one's instructions ({pct(prefix['reused_chars_share'], 0)}% of prompt characters)")
+
+
+def _say_result(summary: dict, called: str = "called") -> None:
+    say(
+        f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows, {summary['cached']} cached, "
+        f"{summary['called']} {called}, {summary['failed']} failed, {summary['truncated']} truncated, "
+        f"{summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
+        f"{_tokens_line(summary['usage'])}{_prefix_line(summary['prefix'])}\n"
+        f"predictions: {summary['predictions']}\nresults: {summary['results']}"
+    )
+
+
 def run_command(args: argparse.Namespace) -> int:
-    if not args.model and not args.backend:
+    batch_mode = args.dry_run or args.export_batch or args.import_batch
+    if not args.model and not args.backend and not batch_mode:
         from eval_scripts.main_job import run_default
 
         return int(run_default(args) or 0)
@@ -139,7 +207,6 @@ def run_command(args: argparse.Namespace) -> int:
         from mis_bench_dataset.errors import UsageError
 
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
-    from eval_scripts.backends.base import DecodingConfig
     from eval_scripts.report.text_table import format_table
     from eval_scripts.runner import RunConfig, run_setting
 
@@ -152,6 +219,8 @@ def run_command(args: argparse.Namespace) -> int:
     )
     args.interrupted_note = (f"every answer received so far is in the response cache under {config.out}; "
                              "rerun the same command to resume")
+    if batch_mode:
+        return _batch_command(args, config)
     if args.grid:
         entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
         if args.json:
@@ -159,23 +228,126 @@ def run_command(args: argparse.Namespace) -> int:
                         for e in entries])
         else:
             say(format_table(entries))
+            say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
         return _exit_code([e.result for e in entries if e.result is not None])
-    config.decoding = DecodingConfig.for_style(
-        args.prompt_style, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-        top_p=args.top_p, seed=args.seed,
-    )
+    config.decoding = _decoding(args, args.prompt_style)
     result = run_setting(config)
     summary = _summary(result)
     if args.json:
         print_json(summary)
     else:
-        mean = summary["mean_icc"]
-        say(
-            f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows, {summary['cached']} cached, "
-            f"{summary['called']} called, {summary['failed']} failed, {summary['parsed']} parsed; "
-            f"mean ICC {pct(mean)}%\npredictions: {summary['predictions']}\nresults: {summary['results']}"
-        )
+        _say_result(summary)
     return _exit_code([result])
+
+
+def _decoding(args, style: str):
+    """Decoding of one prompt style: its own default token budget unless --max-new-tokens is set."""
+    from eval_scripts.backends.base import DecodingConfig
+
+    return DecodingConfig.for_style(style, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                                    top_p=args.top_p, seed=args.seed)
+
+
+def _configs(args, config) -> list:
+    """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
+    from dataclasses import replace
+
+    settings = ([(m, s) for m in args.modalities for s in args.prompts] if args.grid
+                else [(args.modality, args.prompt_style)])
+    return [replace(config, modality=m, prompt_style=s, decoding=_decoding(args, s)) for m, s in settings]
+
+
+def _batch_command(args, config) -> int:
+    """--dry-run, --export-batch, --import-batch: the same prompts and keys as a live run, no live calls."""
+    from mis_bench_dataset.errors import EXIT_REQUESTS, UsageError
+
+    if (args.price_in is None) != (args.price_out is None):
+        raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
+    configs = _configs(args, config)
+    if args.dry_run:
+        from eval_scripts.runner import dry_run
+
+        plan = dry_run(configs, grid=args.grid, price_in=args.price_in, price_out=args.price_out,
+                       expected_completion_tokens=args.expected_completion_tokens)
+        if args.json:
+            print_json(plan)
+        else:
+            _say_dry_run(plan, config.model)
+        return 0
+    if args.export_batch:
+        from eval_scripts.runner import export_batch
+
+        export = export_batch(configs, args.export_batch, grid=args.grid, max_requests=args.batch_max_requests,
+                              max_mb=args.batch_max_mb)
+        if args.json:
+            print_json(export)
+        else:
+            _say_export(export)
+        return 0
+    from eval_scripts.runner import import_batch
+
+    entries, report = import_batch(configs, args.import_batch, grid=args.grid)
+    results = [e.result for e in entries if e.result is not None]
+    for line in report.problems():
+        say(f"mis-bench run: warning: {line}", err=True)
+    if args.json:
+        summaries = [{"setting": e.label, "refused": e.refused} if e.result is None
+                     else {**_summary(e.result), "imported": e.result.n_called} for e in entries]
+        print_json({"settings": summaries, "batch": report.as_dict()})
+    else:
+        if args.grid:
+            from eval_scripts.report.text_table import format_table
+
+            say(format_table(entries))
+            say(f"all settings: {_tokens_line(_total_usage(entries))}")
+        else:
+            _say_result(_summary(results[0]), called="imported")
+        unanswered = sum(r.n_unanswered for r in results)
+        say(f"batch: {report.lines} output lines, {report.matched} requests of this run, "
+            f"{report.already_answered} already answered in the cache; {unanswered} rows still without an answer"
+            + ("; export them again with --export-batch" if unanswered else ""))
+    return EXIT_REQUESTS if any(r.n_unanswered for r in results) else 0
+
+
+def _money(value: float | None) -> str:
+    return "n/a" if value is None else f"${value:,.2f}"
+
+
+def _say_dry_run(plan: dict, model: str) -> None:
+    say(f"dry run of {model}: nothing was sent")
+    for item in plan["settings"]:
+        if "refused" in item:
+            say(f"  {item['setting']}: refused: {item['refused']}")
+            continue
+        say(f"  {item['setting']} [{item['input_source']}]: {item['requests']:,} requests ({item['cached']:,} cached), "
+            f"{item['prompt_chars']:,} prompt characters, ~{item['prompt_tokens_estimate']:,} prompt tokens, "
+            f"~{item['completion_tokens_estimate']:,} completion tokens ({item['expected_completion_tokens']:,} "
+            f"per request: {item['expected_completion_source']})")
+    line = (f"total: {plan['requests']:,} requests without a cached answer, {plan['cached']:,} cached; "
+            f"~{plan['prompt_tokens_estimate']:,} prompt tokens ({plan['token_estimator']}), "
+            f"~{plan['completion_tokens_estimate']:,} completion tokens (at most {plan['completion_tokens_max']:,})")
+    if plan["attachments"]:
+        line += f"; {plan['attachments']:,} attachments (images/audio/video) not in the token estimate"
+    say(line)
+    if plan["cost_estimate"] is not None:
+        say(f"estimated cost: {_money(plan['cost_estimate'])} (at most {_money(plan['cost_max'])}) at "
+            f"${plan['price_in_per_million']:g} / ${plan['price_out_per_million']:g} per million prompt / "
+            "completion tokens")
+    prefix = _prefix_line(plan["prefix"])
+    if prefix:
+        say(prefix.removeprefix("; "))
+
+
+def _say_export(export: dict) -> None:
+    if not export["files"]:
+        say(f"nothing to export: every request has a cached answer ({export['cached']:,}); no file written")
+        return
+    for item in export["files"]:
+        say(f"wrote {item['path']}: {item['requests']:,} requests, {item['bytes']:,} bytes")
+    say(f"exported {export['requests']:,} requests without a cached answer ({export['cached']:,} cached)"
+        f"{_prefix_line(export['prefix'])}\n"
+        "next: run the file(s) through the OpenAI Batch API or `vllm run-batch`, then rerun this command with "
+        "--import-batch OUTPUT.jsonl instead of --export-batch")
 
 
 def _exit_code(results) -> int:
@@ -191,18 +363,13 @@ def _run_grid_with_decoding(config, modalities, styles, args):
     """Grid runs: each style gets its own default token budget unless --max-new-tokens is set."""
     from dataclasses import replace
 
-    from eval_scripts.backends.base import DecodingConfig
     from eval_scripts.runner import make_backend, run_grid
 
     backend = make_backend(config)
     entries = []
     try:
         for style in styles:
-            decoding = DecodingConfig.for_style(
-                style, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
-                seed=args.seed,
-            )
-            entries += run_grid(replace(config, decoding=decoding), modalities, [style], backend=backend)
+            entries += run_grid(replace(config, decoding=_decoding(args, style)), modalities, [style], backend=backend)
     finally:
         backend.close()
     order = {(m, s): i for i, (m, s) in enumerate((m, s) for m in modalities for s in styles)}

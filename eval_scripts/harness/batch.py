@@ -1,0 +1,287 @@
+"""Batch files: export a run's requests for a provider's batch API, import its answers.
+
+The input format is OpenAI's Batch API, which vLLM's `run_batch` entrypoint reads and writes
+too: one JSON object per line, `{"custom_id", "method": "POST", "url": "/v1/chat/completions",
+"body"}`, where `body` is exactly what the openai backend sends live
+(`OpenAIBackend.request_body`). Output lines are `{"id", "custom_id", "response": {"status_code",
+"body"}, "error"}` in any order; OpenAI writes failed requests to a separate error file of the
+same shape.
+
+`custom_id` = `<setting>/<video_id>/<dimension>/<key24>`: the run folder's setting name, the row,
+and the first 24 hex digits of the response-cache key (sha256 over backend, model, full setting,
+prompt sha256, video, dimension and decoding), so it is unique, stable, and changes whenever
+anything that determines the answer changes. An import maps ids back by recomputing them for the
+run it is given, never by parsing them: an id of another run, setting or decoding is unknown.
+
+Imported outcomes reach the run through `BatchOutputBackend`, a backend that answers from the
+output file, behind the same `CachingBackend` as a live run: answers land in the append-only
+response cache, errors are recorded as failed and answers cut by the token limit as truncated
+(`eval_scripts.cache.outcome_status`), and the run's files are written by the same code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eval_scripts.backends.base import Backend, Completion, DecodingConfig
+from eval_scripts.backends.openai_backend import parse_chat_completion
+from eval_scripts.prompts import Prompt
+from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.outputs import OutputFolder, write_atomic
+
+if TYPE_CHECKING:  # the CLI reads this module's limits for --help: keep it free of the dataset stack
+    from eval_scripts.harness.context import RunContext
+
+BATCH_URL = "/v1/chat/completions"
+# OpenAI Batch API limits per input file (https://platform.openai.com/docs/guides/batch).
+OPENAI_MAX_REQUESTS = 50_000
+OPENAI_MAX_MB = 200.0
+EXPORT_WRITER = "batch-export"
+KEY_DIGITS = 24
+_MAX_NAMED = 10
+
+
+def custom_id(context: RunContext, index: int) -> str:
+    """The batch id of row `index` of a prepared run (see the module docstring)."""
+    prompt = context.prompts[index]
+    setting = context.run_dir.rsplit("/", 1)[-1]
+    return f"{setting}/{prompt.video_id}/{prompt.dimension}/{context.keys[index][:KEY_DIGITS]}"
+
+
+def batch_line(request_id: str, body: Mapping) -> bytes:
+    """One batch input line (UTF-8, newline-terminated)."""
+    line = {"custom_id": request_id, "method": "POST", "url": BATCH_URL, "body": dict(body)}
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+
+
+def split_lines(lines: Sequence[bytes], max_requests: int, max_bytes: int) -> list[list[bytes]]:
+    """Consecutive parts of at most `max_requests` lines and `max_bytes` bytes each."""
+    parts: list[list[bytes]] = []
+    size = 0
+    for line in lines:
+        if len(line) > max_bytes:
+            raise UsageError(
+                f"one request is {len(line):,} bytes, more than the file limit of {max_bytes:,}",
+                where="--batch-max-mb",
+                hint="raise --batch-max-mb",
+            )
+        if not parts or len(parts[-1]) >= max_requests or size + len(line) > max_bytes:
+            parts.append([])
+            size = 0
+        parts[-1].append(line)
+        size += len(line)
+    return parts
+
+
+def part_names(path: Path, n_parts: int) -> list[str]:
+    """FILE.jsonl for one part; FILE-001.jsonl, FILE-002.jsonl, ... for more."""
+    if n_parts == 1:
+        return [path.name]
+    return [f"{path.stem}-{i:03d}{path.suffix}" for i in range(1, n_parts + 1)]
+
+
+def write_batch_files(path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = ()) -> list[Path]:
+    """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
+
+    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced.
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise UsageError(
+            f"--export-batch {path} is a folder", where="mis-bench run", hint="give the path of a .jsonl file to write"
+        )
+    folder = OutputFolder(path.parent, command="run", arg="--export-batch", inputs=inputs)
+    names = part_names(path, len(parts)) if parts else []
+    targets = folder.claim_all(names, EXPORT_WRITER)
+    for target, part in zip(targets, parts, strict=True):
+        write_atomic(target, b"".join(part))
+    earlier = [path.name, *(p.name for p in path.parent.glob(f"{path.stem}-[0-9][0-9][0-9]{path.suffix}"))]
+    for name in sorted(set(earlier) - set(names)):
+        folder.remove_owned(name, EXPORT_WRITER)
+    return targets
+
+
+@dataclass(frozen=True)
+class BatchOutcome:
+    """What a provider answered for one request."""
+
+    ok: bool
+    text: str | None
+    finish_reason: str | None
+    usage: dict | None
+    error: str | None
+    where: str  # file, line
+
+    def same_answer(self, other: BatchOutcome) -> bool:
+        return (self.ok, self.text, self.finish_reason) == (other.ok, other.text, other.finish_reason)
+
+
+def _error_message(error) -> str:
+    if isinstance(error, Mapping):
+        inner = error.get("error") if isinstance(error.get("error"), Mapping) else error
+        code = inner.get("code") or inner.get("type")
+        message = inner.get("message") or json.dumps(error)[:200]
+        return f"{code}: {message}" if code else str(message)
+    return str(error)
+
+
+def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
+    """(custom_id, outcome) of one output line; a line without a custom_id is a data error."""
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("custom_id"), str) or not obj["custom_id"]:
+        raise DataError(
+            "not a batch output line (no custom_id)",
+            where=where,
+            hint="import the output or error file the provider wrote for an exported batch",
+        )
+    response = obj.get("response")
+    error = obj.get("error")
+    status = response.get("status_code") if isinstance(response, Mapping) else None
+    body = response.get("body") if isinstance(response, Mapping) else None
+    if error:
+        message = f"batch error: {_error_message(error)}"
+    elif not isinstance(response, Mapping):
+        message = "batch line without a response"
+    elif status != 200:
+        detail = _error_message(body) if isinstance(body, Mapping) else ""
+        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+    else:
+        try:
+            answer = parse_chat_completion(body)
+        except (KeyError, IndexError, TypeError, ValueError) as err:
+            message = f"malformed response body ({type(err).__name__}: {str(err)[:100]})"
+        else:
+            return obj["custom_id"], BatchOutcome(True, answer.text, answer.finish_reason, answer.usage, None, where)
+    return obj["custom_id"], BatchOutcome(False, None, None, None, message[:300], where)
+
+
+def read_batch_outputs(paths: Sequence[str | Path]) -> Iterator[tuple[str, BatchOutcome]]:
+    """Every (custom_id, outcome) of the output files, in file and line order."""
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise UsageError(
+                f"--import-batch {path} does not exist",
+                where="mis-bench run",
+                hint="give the output (or error) file the provider wrote",
+            )
+        with open(path, "rb") as handle:
+            for line_no, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                where = f"{path}, line {line_no}"
+                try:
+                    obj = json.loads(line)
+                except ValueError as err:
+                    raise DataError(
+                        f"not a JSON line ({err})",
+                        where=where,
+                        hint="download the file again; a torn or edited line cannot be imported",
+                    ) from None
+                yield parse_output_line(obj, where)
+
+
+def _named(ids: Sequence[str]) -> list[str]:
+    return list(ids[:_MAX_NAMED])
+
+
+@dataclass
+class ImportReport:
+    """What an import found in the output files, beside the run's own counts."""
+
+    lines: int = 0
+    matched: int = 0  # distinct ids of this run's requests
+    already_answered: int = 0  # matched ids whose row the cache already answered
+    unknown: list[str] = field(default_factory=list)  # ids that are not requests of this run
+    duplicates: list[str] = field(default_factory=list)  # ids on more than one line
+    conflicting: list[str] = field(default_factory=list)  # ids with two different answers: not imported
+
+    def as_dict(self) -> dict:
+        return {
+            "lines": self.lines,
+            "matched": self.matched,
+            "already_answered": self.already_answered,
+            "unknown": len(self.unknown),
+            "unknown_ids": _named(self.unknown),
+            "duplicates": len(self.duplicates),
+            "duplicate_ids": _named(self.duplicates),
+            "conflicting": len(self.conflicting),
+            "conflicting_ids": _named(self.conflicting),
+        }
+
+    def problems(self) -> list[str]:
+        """One line per kind of id problem, naming the first ids."""
+        lines = []
+        for what, ids, consequence in (
+            ("not requests of this run", self.unknown, "skipped; import with the flags of the export"),
+            ("on more than one line", self.duplicates, "the same answer twice counts once"),
+            ("with different answers on different lines", self.conflicting, "not imported; those rows stay unanswered"),
+        ):
+            if ids:
+                more = f" and {len(ids) - _MAX_NAMED} more" if len(ids) > _MAX_NAMED else ""
+                lines.append(f"{len(ids)} custom_id(s) {what} ({consequence}): {', '.join(_named(ids))}{more}")
+        return lines
+
+
+def resolve_outcomes(
+    outcomes: Iterable[tuple[str, BatchOutcome]], known: Mapping[str, object]
+) -> tuple[dict[str, BatchOutcome], ImportReport]:
+    """One outcome per id of this run: an answer beats a failure; two different answers are a conflict."""
+    report = ImportReport()
+    seen: dict[str, list[BatchOutcome]] = {}
+    unknown: dict[str, None] = {}
+    for request_id, outcome in outcomes:
+        report.lines += 1
+        if request_id not in known:
+            unknown[request_id] = None
+            continue
+        seen.setdefault(request_id, []).append(outcome)
+    report.unknown = list(unknown)
+    chosen: dict[str, BatchOutcome] = {}
+    for request_id, found in seen.items():
+        if len(found) > 1:
+            report.duplicates.append(request_id)
+        answers = [o for o in found if o.ok]
+        if any(not answer.same_answer(answers[0]) for answer in answers[1:]):
+            report.conflicting.append(request_id)
+            continue
+        chosen[request_id] = answers[0] if answers else found[0]
+    report.matched = len(seen)
+    return chosen, report
+
+
+class BatchOutputBackend(Backend):
+    """A backend that answers from a provider's batch output instead of calling a server.
+
+    It takes the name, model and input kinds of the backend that exported the requests, so
+    `CachingBackend` keys its answers exactly as a live run's; a prompt with no output line
+    gets no completion and stays unanswered.
+    """
+
+    keeps_request_order = False
+
+    def __init__(self, exported_by: Backend, outcomes: Mapping[tuple[str, str, str], BatchOutcome]) -> None:
+        super().__init__(exported_by.model)
+        self.name = exported_by.name
+        self.modalities = exported_by.modalities
+        self.outcomes = dict(outcomes)  # (video_id, dimension, prompt_hash) -> outcome
+        self.served = 0
+
+    def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        for index, prompt in enumerate(prompts):
+            outcome = self.outcomes.get((prompt.video_id, prompt.dimension, prompt.prompt_hash))
+            if outcome is None:
+                continue
+            self.served += 1
+            yield Completion(
+                index,
+                outcome.text,
+                outcome.ok,
+                outcome.error,
+                attempts=1,
+                finish_reason=outcome.finish_reason,
+                usage=outcome.usage,
+            )

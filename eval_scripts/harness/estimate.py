@@ -1,0 +1,74 @@
+"""Token and cost estimates of a run before it is sent (`mis-bench run --dry-run`).
+
+Prompt tokens are counted with the model's own tokenizer when it is on this machine
+(`transformers.AutoTokenizer.from_pretrained(model, local_files_only=True)`, the chat template
+applied as a server would); nothing is downloaded, and a plain install without transformers works.
+Otherwise the estimate is characters / 4, OpenAI's rule of thumb for English text (about 4
+characters per token; the MIS-Bench prompts are English). Images, audio and video attached to a
+prompt are not in the estimate (providers price them separately); their number is reported.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 4
+CHARS_ESTIMATOR = f"characters/{CHARS_PER_TOKEN}"
+# Expected completion length per request when the cache has no answers of the setting to learn
+# it from: a direct answer is a score ("3.5", a few tokens); a CoT answer a paragraph of analysis.
+EXPECTED_COMPLETION_TOKENS = {"direct": 8, "cot": 400}
+
+
+@dataclass(frozen=True)
+class TokenCount:
+    tokens: int
+    estimator: str  # "tokenizer:<model>" or CHARS_ESTIMATOR
+
+
+def local_tokenizer(model: str):
+    """The model's tokenizer when it is available locally, else None (never downloads)."""
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        return None
+    try:
+        return AutoTokenizer.from_pretrained(model, local_files_only=True)
+    except Exception as err:  # noqa: BLE001 - any failure (not cached, not a repo id, bad files): fall back
+        logger.debug("no local tokenizer for %r (%s); estimating tokens as %s", model, err, CHARS_ESTIMATOR)
+        return None
+
+
+def token_estimator(tokenizer, model: str) -> str:
+    """How `count_prompt_tokens` counts: `tokenizer:<model>` or `characters/4`."""
+    return CHARS_ESTIMATOR if tokenizer is None else f"tokenizer:{model}"
+
+
+def count_prompt_tokens(texts: Sequence[str], tokenizer=None, model: str = "") -> TokenCount:
+    """Prompt tokens of user messages `texts`: with `tokenizer` (chat template when it has one), else chars/4."""
+    if tokenizer is None:
+        return TokenCount(math.ceil(sum(len(text) for text in texts) / CHARS_PER_TOKEN), CHARS_ESTIMATOR)
+    if not texts:
+        return TokenCount(0, token_estimator(tokenizer, model))
+    if getattr(tokenizer, "chat_template", None):
+        texts = [
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": text}], add_generation_prompt=True, tokenize=False
+            )
+            for text in texts
+        ]
+        encoded = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+    else:
+        encoded = tokenizer(list(texts))["input_ids"]
+    return TokenCount(sum(len(ids) for ids in encoded), token_estimator(tokenizer, model))
+
+
+def cost(prompt_tokens: int, completion_tokens: int, price_in: float | None, price_out: float | None) -> float | None:
+    """Cost at `price_in` / `price_out` per million tokens; None unless both prices are given."""
+    if price_in is None or price_out is None:
+        return None
+    return (prompt_tokens * price_in + completion_tokens * price_out) / 1_000_000
