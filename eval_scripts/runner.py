@@ -29,7 +29,7 @@ from eval_scripts.harness.context import CACHE_NAME, HarnessError, RunConfig, Ru
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import MODALITIES
-from mis_bench_dataset.dimensions import PROMPT_STYLES
+from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import UnsupportedSetting
 from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 
@@ -163,7 +163,7 @@ class GridEntry:
 def run_grid(
     config: RunConfig,
     modalities: Iterable[str] = MODALITIES,
-    styles: Iterable[str] = PROMPT_STYLES,
+    styles: Iterable[str] = ZERO_SHOT_PROMPT_STYLES,
     *,
     backend: Backend | None = None,
     scoring: Any = None,

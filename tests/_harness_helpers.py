@@ -132,7 +132,7 @@ class ChatServer:
                     server.requests += 1
                     server.auth_headers.append(self.headers.get("Authorization"))
                     server.bodies.append(body)
-                content = body["messages"][0]["content"]
+                content = body["messages"][-1]["content"]  # the user message (after any system message)
                 text = content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
                 digest = hashlib.sha1(text.encode()).hexdigest()
                 fault = server.plan.next(digest) if server.plan else "ok"
@@ -156,7 +156,12 @@ class ChatServer:
             def _answer(self, text: str) -> bytes:
                 match = re.search(r"step (\d+)\.", text)
                 value = 1.0 + (int(match.group(1)) % 40) / 10 if match else 3.0
-                reply = f"The therapist is calm.\nFinal score: {value:.1f}" if "Final score: x.y" in text else f"{value:.1f}"
+                if "Final score: x.y" in text:
+                    reply = f"The therapist is calm.\nFinal score: {value:.1f}"
+                elif text.endswith("###Score:"):  # the `paper` style: answer as MIS-RAFT is trained to
+                    reply = f"The score prediction is: {value:.1f}"
+                else:
+                    reply = f"{value:.1f}"
                 return json.dumps({
                     "id": "cmpl-test", "object": "chat.completion", "model": "fake",
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
