@@ -12,7 +12,7 @@ Read from the authors' public code (github.com/calistalu/MIS-Bench, folder MIS-R
 - The training completion is "The score prediction is: " + the gold score at one decimal.
 - Inference is greedy with at most 16 new tokens (`PAPER_MAX_NEW_TOKENS`).
 - Raw video: 32 frames at indices `np.linspace(0, n_frames - 1, 32, dtype=int)` (truncated toward
-  zero, as the authors' `get_video_frames`), a pixel budget of 20480x28x28 for the whole clip and at
+  zero, as the authors' `get_video_frames`; computed exactly in integers), a pixel budget of 20480x28x28 for the whole clip and at
   least 16x28x28 per frame (`VideoSampling`).
 
 The rubric text comes from `mis_bench_dataset.dimensions.RUBRIC` (Table 5); nothing here copies it.
@@ -133,11 +133,18 @@ class VideoSampling:
             )
 
     def frame_indices(self, n_frames: int) -> np.ndarray:
-        """`np.linspace(0, n_frames - 1, frames)` truncated to integers, as the authors' code samples
-        (a clip shorter than `frames` repeats frames rather than giving fewer)."""
+        """`linspace(0, n_frames - 1, frames)` truncated to integers, as the authors' code samples (a clip
+        shorter than `frames` repeats frames rather than giving fewer).
+
+        Computed in integers: for 32 frames this equals the authors' `np.linspace(..., dtype=int)` for every
+        clip length; for some other counts numpy's floating-point steps land one frame low where the exact
+        position is a whole frame (e.g. 51 of 457 frames), which the integer form does not.
+        """
         if n_frames < 1:
             raise ValueError(f"video sampling: the video has no frames (n_frames={n_frames})")
-        return np.linspace(0, n_frames - 1, num=self.frames, dtype=int)
+        if self.frames == 1:
+            return np.zeros(1, dtype=np.int64)
+        return np.arange(self.frames, dtype=np.int64) * (int(n_frames) - 1) // (self.frames - 1)
 
     def max_pixels_per_frame(self) -> int:
         """qwen-vl-utils' per-frame ceiling for this many frames: an even share of the clip's budget per

@@ -79,6 +79,8 @@ class RawMediaEncoder(TrainingRowMixin):
             if medium == "video":
                 try:
                     frames, metadata = load_sampled_video(path, self.video_sampling)
+                except UnsupportedSetting:
+                    raise
                 except ValueError as err:
                     raise ValueError(f"{_row_name(row)}: {err}") from err
                 content.append({"type": "video", "video": frames})

@@ -60,8 +60,9 @@ def load_sampled_video(path: str | Path, sampling: VideoSampling) -> tuple[np.nd
     def sample_indices(metadata, **_ignored) -> np.ndarray:
         return sampling.frame_indices(int(metadata.total_num_frames))
 
+    decoder = available_decoder()
     try:
-        frames, metadata = load_video(path, backend=available_decoder(), sample_indices_fn=sample_indices)
+        frames, metadata = load_video(path, backend=decoder, sample_indices_fn=sample_indices)
     except (OSError, TypeError, ValueError) as err:
         raise ValueError(f"cannot read the video {path!r}: {err}") from err
     return np.asarray(frames), dict(metadata)

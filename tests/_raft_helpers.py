@@ -217,11 +217,12 @@ def make_fake_video_processor(tokenizer):
     same `apply_chat_template` contract. A video entry (already sampled frames, (T, H, W, 3)) renders as
     <|vision_start|><|video_pad|><|vision_end|>; with `tokenize=True` the frames are cut into 14x14 patches
     in pairs of frames, as the real processor does (without its resize), and the placeholder is expanded
-    to one token per merged 2x2 patch. Every tokenized call's `processor_kwargs` and frames are recorded
-    (`calls`, `videos_seen`) so tests can check what the real processor would be told."""
+    to one token per merged 2x2 patch. A list of conversations is a batch, left-padded. Every tokenized
+    conversation's `processor_kwargs`, frames and rendered text are recorded (`calls`, `videos_seen`, `texts`)
+    so tests can check what the real processor would be told."""
     import numpy as np
     import torch
-    from transformers import ProcessorMixin
+    from transformers import BatchFeature, ProcessorMixin
 
     def patchify(frames: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
         if len(frames) % 2:  # the temporal patch: pad with the last frame, as Qwen2-VL's processor
@@ -237,9 +238,16 @@ def make_fake_video_processor(tokenizer):
             self.video_processor = "fake: patchifies sampled frames"
             self.calls: list[dict] = []
             self.videos_seen: list[np.ndarray] = []
+            self.texts: list[str] = []
 
         def apply_chat_template(self, conversation, tokenize=False, add_generation_prompt=False, return_dict=False,
-                                return_tensors=None, processor_kwargs=None, **kwargs):
+                                return_tensors=None, processor_kwargs=None, padding=False, **kwargs):
+            if conversation and isinstance(conversation[0], list):  # a batch: left-padded, media in row order
+                outs = [self.apply_chat_template(c, tokenize, add_generation_prompt, processor_kwargs=processor_kwargs)
+                        for c in conversation]
+                if not tokenize:
+                    return outs
+                return self._left_pad(outs)
             flat, videos = [], []
             for message in conversation:
                 parts = []
@@ -256,6 +264,7 @@ def make_fake_video_processor(tokenizer):
             if not tokenize:
                 return text
             self.calls.append(processor_kwargs or {})
+            self.texts.append(text)
             pieces = text.split("<|video_pad|>")
             expanded = pieces[0] + "".join(
                 "<|video_pad|>" * int(grid.prod() // 4) + piece for (_, grid), piece in zip(videos, pieces[1:])
@@ -265,7 +274,19 @@ def make_fake_video_processor(tokenizer):
             if videos:
                 out["pixel_values_videos"] = torch.cat([patches for patches, _ in videos])
                 out["video_grid_thw"] = torch.cat([grid for _, grid in videos])
-            return out
+            return BatchFeature(out)
+
+        def _left_pad(self, outs: list) -> BatchFeature:
+            width = max(o["input_ids"].shape[1] for o in outs)
+            left = [(width - o["input_ids"].shape[1], 0) for o in outs]
+            pad = self.tokenizer.pad_token_id
+            ids = torch.stack([torch.nn.functional.pad(o["input_ids"][0], w, value=pad) for o, w in zip(outs, left)])
+            mask = torch.stack([torch.nn.functional.pad(o["attention_mask"][0], w) for o, w in zip(outs, left)])
+            batch = {"input_ids": ids, "attention_mask": mask}
+            for key in ("pixel_values_videos", "video_grid_thw"):
+                if key in outs[0]:
+                    batch[key] = torch.cat([o[key] for o in outs])
+            return BatchFeature(batch)
 
     return FakeVideoProcessor(tokenizer)
 
