@@ -46,7 +46,8 @@ def scoring_rows_from_paper_layout(
         out.append({
             "video_id": video.video_id, "clinician": video.clinician, "time_point": video.time_point,
             "stimulus": video.stimulus, "dimension": dimension, "transcript": row["orig_response"] or "",
-            "score": None if score is None else float(score), "video_path": _resolve(str(row["video_path"]), video_root),
+            "score": None if score is None else float(score),
+            "video_path": _resolve(str(row["video_path"]), video_root),
         })
     return out
 

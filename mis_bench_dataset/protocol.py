@@ -12,8 +12,8 @@ Read from the authors' public code (github.com/calistalu/MIS-Bench, folder MIS-R
 - The training completion is "The score prediction is: " + the gold score at one decimal.
 - Inference is greedy with at most 16 new tokens (`PAPER_MAX_NEW_TOKENS`).
 - Raw video: 32 frames at indices `np.linspace(0, n_frames - 1, 32, dtype=int)` (truncated toward
-  zero, as the authors' `get_video_frames`; computed exactly in integers), a pixel budget of 20480x28x28 for the whole clip and at
-  least 16x28x28 per frame (`VideoSampling`).
+  zero, as the authors' `get_video_frames`; computed exactly in integers), a pixel budget of
+  20480x28x28 for the whole clip and at least 16x28x28 per frame (`VideoSampling`).
 
 The rubric text comes from `mis_bench_dataset.dimensions.RUBRIC` (Table 5); nothing here copies it.
 Feature-derived descriptors (public release, no raw media) go into "Response to evaluate", after

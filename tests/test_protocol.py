@@ -68,8 +68,8 @@ def test_paper_wording_is_our_own_and_identified_by_its_hash():
 
     from mis_bench_dataset.protocol import SYSTEM_TEMPLATE, USER_TEMPLATE
 
-    assert PAPER_TEMPLATE_SHA256 == hashlib.sha256(
-        (SYSTEM_TEMPLATE.template + "\0" + USER_TEMPLATE.template).encode()).hexdigest()
+    assert hashlib.sha256(
+        (SYSTEM_TEMPLATE.template + "\0" + USER_TEMPLATE.template).encode()).hexdigest() == PAPER_TEMPLATE_SHA256
     text = USER_TEMPLATE.template
     # the authors' sentences are not copied (their template has a typo, "Reutrn", and other phrasing)
     for theirs in ("Reutrn only", "representing an evaluation criterion is given",
@@ -143,8 +143,9 @@ def test_bad_sampling_is_refused(kwargs, message):
 
 
 def test_frame_archives_are_sampled_by_the_rule(tmp_path):
-    from _raft_helpers import write_frame_archive
     from raft_trainer.video import load_sampled_video, video_kwargs
+
+    from _raft_helpers import write_frame_archive
 
     path = write_frame_archive(tmp_path / "v.npz", 300, 28, 56, fps=30.0)
     frames, metadata = load_sampled_video(path, VideoSampling())

@@ -8,13 +8,14 @@ import json
 
 import pytest
 from datasets import Dataset
+from test_protocol import check_paper_user_text
 
-from _harness_helpers import ChatServer, scoring_rows
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.loading import load_rows
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256
-from test_protocol import check_paper_user_text
+
+from _harness_helpers import ChatServer, scoring_rows
 
 BY_NAME = {DIMENSION_BY_KEY[k].name: k for k in DIMENSION_KEYS}
 
@@ -48,7 +49,8 @@ def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, c
         assert isinstance(system, str) and isinstance(user, str)  # feature-derived inputs: text only
         dimension = _dimension_of(system)
         response = user.split("###Response to evaluate:\n", 1)[1].split("\n\n###Score Rubrics:", 1)[0]
-        (video_id,) = [v for (v, d), r in rows.items() if d == dimension and response.startswith(r["transcript"].strip())]
+        (video_id,) = [v for (v, d), r in rows.items()
+                       if d == dimension and response.startswith(r["transcript"].strip())]
         seen.add((video_id, dimension))
         transcript = rows[(video_id, dimension)]["transcript"].strip()
         if modality == "video+text":  # the descriptors follow the transcript, plainly labelled
@@ -71,7 +73,8 @@ def test_paper_token_limit_can_be_raised_and_few_shot_is_refused(synthetic_build
         assert {body["max_tokens"] for body in server.bodies} == {40}
         capsys.readouterr()
         assert _run(server, synthetic_build, tmp_path / "b", "--few-shot", "2") == 2
-    assert "paper` prompt style reproduces the authors' protocol, which has no few-shot examples" in capsys.readouterr().err
+    error = capsys.readouterr().err
+    assert "paper` prompt style reproduces the authors' protocol, which has no few-shot examples" in error
 
 
 def test_video_flags_are_checked_before_any_model_loads(tmp_path, capsys):
@@ -130,17 +133,19 @@ def test_grid_default_is_still_table_3s_two_styles():
 def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     """Raw video through the transformers backend: the frames the processor gets follow the rule, its video kwargs
     carry the pixel budget, the system message is rendered first, and the results and cache key record the sampling."""
-    from _raft_helpers import make_fake_video_processor, make_vl_model, make_vl_tokenizer, raw_video_rows
+    from test_protocol import reference_indices
+
     from eval_scripts.runner import RunConfig, run_setting
     from mis_bench_dataset.protocol import VideoSampling, paper_prompt
-    from test_protocol import reference_indices
+
+    from _raft_helpers import make_fake_video_processor, make_vl_model, make_vl_tokenizer, raw_video_rows
 
     tokenizer = make_vl_tokenizer()
     processor = make_fake_video_processor(tokenizer)
+    videos = raw_video_rows(tmp_path, 3, sizes=((40, 28, 28), (75, 28, 56), (9, 28, 28)))
     rows = [  # video ids the results schema accepts
         {**row, "video_id": f"AB{1000 + i}_T1_{stimulus}"}
-        for i, (row, stimulus) in enumerate(zip(raw_video_rows(tmp_path, 3, sizes=((40, 28, 28), (75, 28, 56), (9, 28, 28))),
-                                                ("Jessica", "Luke", "Sean"), strict=True))
+        for i, (row, stimulus) in enumerate(zip(videos, ("Jessica", "Luke", "Sean"), strict=True))
     ]
     sampling = VideoSampling(frames=8, max_pixels=8 * 40000)
 
