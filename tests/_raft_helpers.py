@@ -280,8 +280,9 @@ def make_fake_video_processor(tokenizer):
             width = max(o["input_ids"].shape[1] for o in outs)
             left = [(width - o["input_ids"].shape[1], 0) for o in outs]
             pad = self.tokenizer.pad_token_id
-            ids = torch.stack([torch.nn.functional.pad(o["input_ids"][0], w, value=pad) for o, w in zip(outs, left, strict=True)])
-            mask = torch.stack([torch.nn.functional.pad(o["attention_mask"][0], w) for o, w in zip(outs, left, strict=True)])
+            pairs = list(zip(outs, left, strict=True))
+            ids = torch.stack([torch.nn.functional.pad(o["input_ids"][0], w, value=pad) for o, w in pairs])
+            mask = torch.stack([torch.nn.functional.pad(o["attention_mask"][0], w) for o, w in pairs])
             batch = {"input_ids": ids, "attention_mask": mask}
             for key in ("pixel_values_videos", "video_grid_thw"):
                 if key in outs[0]:
