@@ -181,3 +181,11 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     assert run(sampling).n_cached == 3
     assert run(VideoSampling(frames=4, max_pixels=4 * 40000)).n_cached == 0
     assert {len(frames) for frames in processor.videos_seen[-3:]} == {4}
+
+
+def test_results_schema_accepts_every_prompt_style():
+    from eval_scripts import submission
+    from mis_bench_dataset.dimensions import PROMPT_STYLES
+
+    enum = submission.load_schema()["properties"]["setting"]["properties"]["prompt_style"]["enum"]
+    assert enum == [*PROMPT_STYLES, "none"]
