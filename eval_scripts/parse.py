@@ -9,15 +9,16 @@ its rules are fixed and ordered. `parse_score(text, style)` applies them in turn
    opening one (chat templates that pre-fill ``<think>``) keeps only the text after it.
    Mentions of the scale itself ("(1-5)", "(out of 5)", "on a scale of 1 to 5") are removed.
 2. **Explicit final score** (tier A): "Final score", "Overall score", "Final rating",
-   "Final answer", "Overall rating", or a JSON-style ``"score"``/``"final_score"``/
+   "Final answer", "Overall rating", "score prediction" (the completion MIS-RAFT trains,
+   "The score prediction is: 3.4"), or a JSON-style ``"score"``/``"final_score"``/
    ``"rating"`` key, followed by the value. The last such mention wins.
 3. **Fractions of five** (tier B): ``x/5`` or ``x out of 5`` anywhere; the last wins.
 4. **Score mentions** (tier C): "score", "rating", "rated", "rate" followed by a
    value ("Score: 3.5", "a score of 4", "I rate it 3.2"); the last wins. Rubric echoes
    such as ``Score 3: A moderate level ...`` (the word, a bare integer and then more
    text, no connector) are ignored.
-5. **Lone number** (tier D): for ``style="direct"`` the whole answer, or its first
-   line, is one number; for ``style="cot"`` the last non-empty line is one number.
+5. **Lone number** (tier D): for ``style="direct"`` and ``style="paper"`` the whole answer,
+   or its first line, is one number; for ``style="cot"`` the last non-empty line is one number.
 
 The first tier that finds a mention decides; its chosen value is then validated and
 never replaced by a lower tier's:
@@ -38,12 +39,12 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
-from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.dimensions import PROMPT_STYLES, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.numbers import round_half_up
 
 __all__ = ["PARSE_STYLES", "parse_score"]
 
-PARSE_STYLES: tuple[str, ...] = ("direct", "cot")
+PARSE_STYLES: tuple[str, ...] = PROMPT_STYLES
 
 _FLAGS = re.IGNORECASE | re.ASCII
 _REASONING_TAGS = ("think", "thinking", "reasoning")
@@ -60,6 +61,7 @@ _CONNECTOR = (
 
 _TIER_A_LABEL = re.compile(
     r"(?:\b(?:final|overall)\s+(?:fis\s+)?(?:score|rating|answer|grade)\b"
+    r"|\bscore\s+prediction\b"
     r"|[\"'](?:final_score|overall_score|score|rating)[\"']\s*:)",
     _FLAGS,
 )
@@ -146,8 +148,9 @@ def _tier_d(body: str, style: str) -> re.Match | None:
     whole = _LONE_NUMBER.fullmatch(body)
     if whole is not None:
         return whole
-    line = lines[0] if style == "direct" else lines[-1]
-    offset = body.index(line) if style == "direct" else body.rindex(line)
+    last = style == "cot"  # an analysis ends with its score; a direct answer starts with it
+    line = lines[-1] if last else lines[0]
+    offset = body.rindex(line) if last else body.index(line)
     match = _LONE_NUMBER.fullmatch(line)
     if match is None:
         return None

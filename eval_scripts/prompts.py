@@ -1,4 +1,4 @@
-"""The eight prompt templates (4 modality settings x direct/CoT) and their rendering.
+"""The eight prompt templates (4 modality settings x direct/CoT) and their rendering; the `paper` style.
 
 The paper's Appendix A.1 templates are not in the text we have; the files in
 `templates/` are our own, written from its description (§3.1, §4.1): task
@@ -11,6 +11,10 @@ The template's own wording names the medium through ``${media}``: "audio" when t
 setting gives audio without video (paper §4.1: "video" becomes "audio" for
 audio-only input), "video" otherwise. Rubric text is never rewritten (its "video
 clip" is the client stimulus the therapist watched).
+
+The `paper` style is the authors' MIS-RAFT protocol (`mis_bench_dataset.protocol`): a system
+message and one user text with fixed sections, the same for every modality setting; it has no
+template file and no few-shot examples.
 """
 
 from __future__ import annotations
@@ -23,8 +27,16 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, MODALITY_SETTINGS, PROMPT_STYLES, RUBRIC, SCORE_LEVELS
+from mis_bench_dataset.dimensions import (
+    DIMENSION_BY_KEY,
+    MODALITY_SETTINGS,
+    PAPER_PROMPT_STYLE,
+    PROMPT_STYLES,
+    RUBRIC,
+    SCORE_LEVELS,
+)
 from mis_bench_dataset.numbers import gold_decimal
+from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256, PaperPrompt, paper_prompt
 
 MODALITIES: tuple[str, ...] = MODALITY_SETTINGS
 TEMPLATE_DIR = Path(__file__).with_name("templates")
@@ -39,6 +51,8 @@ def check_setting(modality: str, style: str) -> None:
 
 def template_path(modality: str, style: str) -> Path:
     check_setting(modality, style)
+    if style == PAPER_PROMPT_STYLE:
+        raise ValueError("the `paper` style has no template file; it is built by mis_bench_dataset.protocol")
     return TEMPLATE_DIR / f"{modality.replace('+', '_')}_{style}.txt"
 
 
@@ -48,7 +62,10 @@ def load_template(modality: str, style: str) -> string.Template:
 
 
 def template_hash(modality: str, style: str) -> str:
-    """sha256 of the template file: identifies the prompt wording of a run."""
+    """sha256 of the template file (of the protocol's wording for `paper`): identifies the prompt wording of a run."""
+    if style == PAPER_PROMPT_STYLE:
+        check_setting(modality, style)
+        return PAPER_TEMPLATE_SHA256
     return hashlib.sha256(template_path(modality, style).read_bytes()).hexdigest()
 
 
@@ -73,7 +90,10 @@ class FewShotExample:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A backend-neutral request: the rendered text and the media it refers to."""
+    """A backend-neutral request: the rendered user text, an optional system message, and the media.
+
+    Backends send `system` (when set) as a system message before the user message.
+    """
 
     video_id: str
     dimension: str
@@ -82,11 +102,17 @@ class Prompt:
     audio_path: str | None = None
     video_path: str | None = None
     media: frozenset[str] = field(default_factory=frozenset)
+    system: str | None = None
 
     @property
     def prompt_hash(self) -> str:
-        """sha256 over the text and the identity of every attachment."""
+        """sha256 over the text, the system message (when there is one) and the identity of every attachment.
+
+        A prompt without a system message hashes exactly as before the field existed (cache keys stay valid).
+        """
         digest = hashlib.sha256(self.text.encode("utf-8"))
+        if self.system is not None:
+            digest.update(b"\0system\0" + self.system.encode("utf-8"))
         for image in self.images:
             digest.update(b"\0image\0" + hashlib.sha256(image).digest())
         for name, value in (("audio", self.audio_path), ("video", self.video_path)):
@@ -105,6 +131,8 @@ def render_prompt(
 ) -> str:
     """Fill a template from one `scoring` row (uses its rubric columns when present)."""
     check_setting(modality, style)
+    if style == PAPER_PROMPT_STYLE:
+        raise ValueError("the `paper` style has a system message: use render_paper_prompt")
     dimension = row["dimension"]
     if dimension not in DIMENSION_BY_KEY:
         raise ValueError(f"row {row.get('video_id')!r}: unknown dimension {dimension!r}")
@@ -124,6 +152,19 @@ def render_prompt(
         media_block=media_block.strip() + "\n" if media_block.strip() else "",
         few_shot=format_few_shot(few_shot, style),
     )
+
+
+def render_paper_prompt(row: Mapping, modality: str, *, media_block: str = "") -> PaperPrompt:
+    """The `paper` style's system and user texts for one `scoring` row; `media_block` (feature-derived
+    descriptors) follows the transcript. The rubric is always the one of `RUBRIC` (paper Table 5)."""
+    check_setting(modality, PAPER_PROMPT_STYLE)
+    dimension = row["dimension"]
+    if dimension not in DIMENSION_BY_KEY:
+        raise ValueError(f"row {row.get('video_id')!r}: unknown dimension {dimension!r}")
+    transcript = (row.get("transcript") or "").strip()
+    if not transcript:
+        raise ValueError(f"row {row.get('video_id')!r} ({dimension}): empty transcript")
+    return paper_prompt(dimension, transcript, media_block)
 
 
 def format_few_shot(examples: Sequence[FewShotExample], style: str) -> str:

@@ -50,7 +50,7 @@ from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stat
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import MODALITIES, Prompt
-from mis_bench_dataset.dimensions import PROMPT_STYLES
+from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
 from mis_bench_dataset.numbers import round_half_up
@@ -216,7 +216,7 @@ class GridEntry:
 def run_grid(
     config: RunConfig,
     modalities: Iterable[str] = MODALITIES,
-    styles: Iterable[str] = PROMPT_STYLES,
+    styles: Iterable[str] = ZERO_SHOT_PROMPT_STYLES,
     *,
     backend: Backend | None = None,
     scoring: Any = None,

@@ -27,6 +27,10 @@ class RAFTScriptArguments:
             A built MIS-Bench folder (`mis-bench build`): its `scoring` config is trained on (the `train` split),
             evaluated on (`validation`, when `eval_strategy` is not `"no"`) and predicted (`test`); the audio/video
             settings also read its `features` config. Alias: `--dataset`.
+        train (`bool`, *optional*, defaults to `True`):
+            Whether to train. `--no_train` (a recipe's `train: false`) only predicts the test split with the model
+            as loaded, the paper's "raw inference" condition of Table 4; nothing is trained or saved but
+            `setting.json` and the predictions.
         predict (`bool`, *optional*, defaults to `True`):
             Whether to write the test split's expected scores to `OUTPUT_DIR/predictions_test.csv` after training
             (and `scores_test.json` when the split is labelled). `--no_predict` skips them.
@@ -39,6 +43,9 @@ class RAFTScriptArguments:
 
     dataset_dir: str = field(
         metadata={"help": "Built MIS-Bench folder (its `scoring` config is used).", "aliases": ["--dataset"]},
+    )
+    train: bool = field(
+        default=True, metadata={"help": "Train; --no_train only predicts the test split (Table 4's raw inference)."}
     )
     predict: bool = field(default=True, metadata={"help": "Write the test split's predictions after training."})
     predict_method: str = field(

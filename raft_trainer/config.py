@@ -10,6 +10,13 @@ from trl import SFTConfig
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
 from mis_bench_dataset.inputs import INPUT_SOURCES, setting_media
+from mis_bench_dataset.protocol import (
+    PAPER_VIDEO_FRAMES,
+    PAPER_VIDEO_MAX_PIXELS,
+    PAPER_VIDEO_MIN_PIXELS,
+    VideoSampling,
+)
+from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +75,23 @@ class RAFTConfig(SFTConfig):
             - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
               (`mis_bench_dataset.inputs.resolve_input_source`).
 
+        prompt_style (`str`, *optional*, defaults to `"toolkit"`):
+            Prompt of every row. Possible values are:
+
+            - `"toolkit"`: our system instruction and a user turn with the criterion, the five rubric levels, then
+              the transcript.
+            - `"paper"`: the authors' MIS-RAFT protocol behind Table 4 (`mis_bench_dataset.protocol`): a system
+              instruction, then the sections "Task Description", "Response to evaluate" (the transcript), "Score
+              Rubrics" and the line "###Score:".
+
+            The completion is "The score prediction is: " + the gold score in both.
+        video_frames (`int`, *optional*, defaults to `32`):
+            Raw video: frames sampled per video at `linspace(0, n_frames - 1, video_frames)`, truncated (the
+            authors' rule).
+        video_max_pixels (`int`, *optional*, defaults to `20480 * 28 * 28`):
+            Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
+        video_min_pixels (`int`, *optional*, defaults to `16 * 28 * 28`):
+            Raw video: pixels each frame keeps at least (paper D.1).
         padding_side (`str`, *optional*, defaults to `"left"`):
             Padding side of the RAFT collator. `"left"` aligns every row's completion, so the model computes logits
             at the fewest positions; `"right"` is also supported.
@@ -135,6 +159,26 @@ class RAFTConfig(SFTConfig):
             "choices": list(INPUT_SOURCES),
         },
     )
+    prompt_style: str = field(
+        default=TOOLKIT_PROMPT_STYLE,
+        metadata={
+            "help": "Prompt of every row: 'toolkit' (ours) or 'paper' (the authors' MIS-RAFT protocol of Table 4: "
+            "Task Description, Response to evaluate, Score Rubrics, '###Score:').",
+            "choices": list(TRAINER_PROMPT_STYLES),
+        },
+    )
+    video_frames: int = field(
+        default=PAPER_VIDEO_FRAMES,
+        metadata={"help": "Raw video: frames sampled per video, at linspace(0, n_frames - 1, N) (paper: 32)."},
+    )
+    video_max_pixels: int = field(
+        default=PAPER_VIDEO_MAX_PIXELS,
+        metadata={"help": "Raw video: pixel budget of the whole clip (paper D.1: 20480*28*28)."},
+    )
+    video_min_pixels: int = field(
+        default=PAPER_VIDEO_MIN_PIXELS,
+        metadata={"help": "Raw video: pixels each frame keeps at least (paper D.1: 16*28*28)."},
+    )
     padding_side: str = field(
         default="left",
         metadata={"help": "Padding side of the RAFT collator.", "choices": list(PADDING_SIDES)},
@@ -183,6 +227,11 @@ class RAFTConfig(SFTConfig):
             )
         if self.input_source == "raw" and self.modality == "text":
             raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
+        if self.prompt_style not in TRAINER_PROMPT_STYLES:
+            raise ValueError(
+                f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)}, got {self.prompt_style!r}"
+            )
+        _ = self.video_sampling  # validates the three video fields now, not at the first raw-video row
         if self.padding_side not in PADDING_SIDES:
             raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:
@@ -191,6 +240,14 @@ class RAFTConfig(SFTConfig):
             logger.info("bf16 is not available on this machine: training in float32")
             self.bf16 = False
         super().__post_init__()
+
+    @property
+    def video_sampling(self) -> VideoSampling:
+        """The raw-video sampling these fields describe (`mis_bench_dataset.protocol.VideoSampling`)."""
+        try:
+            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels)
+        except ValueError as err:
+            raise ValueError(f"RAFTConfig.video_frames / video_max_pixels / video_min_pixels: {err}") from None
 
     @property
     def loss_weights(self) -> tuple[float, float]:

@@ -3,9 +3,12 @@
 One row of the `scoring` config (a video and a dimension) becomes: a system instruction, a user
 prompt with the dimension's rubric (paper Table 5, from `mis_bench_dataset.dimensions.RUBRIC`) and
 the transcript, and the assistant completion "The score prediction is: 3.4". Only the completion
-is trained. The score's token index is found here, where the completion is tokenized, by
-matching the gold score's own tokens [digit, '.', digit] after the prompt; the collator turns it
-into the two positions whose logits RAFT reads.
+is trained. Two prompt styles (`TRAINER_PROMPT_STYLES`): `toolkit` (ours: rubric, then transcript)
+and `paper` (the authors' MIS-RAFT protocol, `mis_bench_dataset.protocol`: Task Description,
+Response to evaluate, Score Rubrics, "###Score:"); the completion is the same. The score's token
+index is found here, where the completion is tokenized, by matching the gold score's own tokens
+[digit, '.', digit] after the prompt; the collator turns it into the two positions whose logits
+RAFT reads.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC, resolve_dimension
-from raft_trainer.digits import DigitTokens, format_score
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
 from mis_bench_dataset.inputs import setting_media
+from mis_bench_dataset.protocol import paper_prompt
+from raft_trainer.digits import DigitTokens, format_score
 from raft_trainer.media import MEDIA_CONTEXT_COLUMN
 
 logger = logging.getLogger(__name__)
@@ -26,6 +30,8 @@ SYSTEM_INSTRUCTION = (
     "You rate a therapist's response to a challenging client on one FIS dimension, on a scale "
     "from 1.0 to 5.0 with one decimal, following the rubric exactly."
 )
+TOOLKIT_PROMPT_STYLE = "toolkit"
+TRAINER_PROMPT_STYLES: tuple[str, ...] = (TOOLKIT_PROMPT_STYLE, PAPER_PROMPT_STYLE)
 COMPLETION_PREFIX = "The score prediction is: "
 TRUNCATION_MARK = " [...]"
 # Any valid score text works as a stand-in at inference: the prompt and the completion prefix do
@@ -54,19 +60,35 @@ def completion_text(score_text: str) -> str:
     return f"{COMPLETION_PREFIX}{score_text}"
 
 
-def prompt_messages(row: Mapping[str, Any], transcript: str | None = None) -> list[dict[str, str]]:
+def check_prompt_style(prompt_style: str) -> None:
+    if prompt_style not in TRAINER_PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {prompt_style!r}; expected one of {', '.join(TRAINER_PROMPT_STYLES)}")
+
+
+def prompt_texts(
+    dimension: str, transcript: str, media_context: str | None = None, prompt_style: str = TOOLKIT_PROMPT_STYLE
+) -> tuple[str, str]:
+    """(system instruction, user text) of one row in the given prompt style."""
+    check_prompt_style(prompt_style)
+    if prompt_style == PAPER_PROMPT_STYLE:
+        paper = paper_prompt(dimension, transcript, media_context)
+        return paper.system, paper.user
+    return SYSTEM_INSTRUCTION, user_prompt(dimension, transcript, media_context)
+
+
+def prompt_messages(
+    row: Mapping[str, Any], transcript: str | None = None, prompt_style: str = TOOLKIT_PROMPT_STYLE
+) -> list[dict[str, str]]:
     """System + user messages; the user turn carries the row's `media_context` when it has one."""
     text = row["transcript"] if transcript is None else transcript
-    return [
-        {"role": "system", "content": SYSTEM_INSTRUCTION},
-        {"role": "user", "content": user_prompt(row["dimension"], text or "", row.get(MEDIA_CONTEXT_COLUMN))},
-    ]
+    system, user = prompt_texts(row["dimension"], text or "", row.get(MEDIA_CONTEXT_COLUMN), prompt_style)
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def conversation(row: Mapping[str, Any]) -> dict[str, list[dict[str, str]]]:
+def conversation(row: Mapping[str, Any], prompt_style: str = TOOLKIT_PROMPT_STYLE) -> dict[str, list[dict[str, str]]]:
     """TRL's conversational prompt-completion form of a labelled row (for users who want plain SFT)."""
     return {
-        "prompt": prompt_messages(row),
+        "prompt": prompt_messages(row, prompt_style=prompt_style),
         "completion": [{"role": "assistant", "content": completion_text(format_score(row["score"]))}],
     }
 
@@ -95,14 +117,17 @@ class ScoringEncoder(TrainingRowMixin):
     The transcript is shortened (never the rubric, the media context or the completion) when a row
     exceeds `max_length`; rows whose prompt alone is too long raise, naming the row. With an
     audio/video `modality` every row must carry its `media_context` (see `raft_trainer.media`).
+    `prompt_style` is one of `TRAINER_PROMPT_STYLES`.
     """
 
     tokenizer: Any
     digits: DigitTokens
     max_length: int | None = 512
     modality: str = "text"
+    prompt_style: str = TOOLKIT_PROMPT_STYLE
 
     def __post_init__(self) -> None:
+        check_prompt_style(self.prompt_style)
         self.media = setting_media(self.modality)
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(
@@ -115,7 +140,7 @@ class ScoringEncoder(TrainingRowMixin):
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _render(self, row: Mapping[str, Any], transcript: str, score_text: str) -> tuple[list[int], int]:
-        prompt = prompt_messages(row, transcript)
+        prompt = prompt_messages(row, transcript, self.prompt_style)
         prompt_text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
         full_text = self.tokenizer.apply_chat_template(
             prompt + [{"role": "assistant", "content": completion_text(score_text)}], tokenize=False

@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from raft_trainer.data import ScoringEncoder
+from mis_bench_dataset.protocol import VideoSampling
+from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import digit_probabilities, expected_digit
 
@@ -117,6 +118,8 @@ def predict_scores(
     show_progress: bool = True,
     modality: str = "text",
     input_source: str = "features",
+    prompt_style: str = TOOLKIT_PROMPT_STYLE,
+    video_sampling: VideoSampling | None = None,
 ) -> np.ndarray:
     """Expected score of every scoring row (same order), shape (len(rows),).
 
@@ -125,20 +128,27 @@ def predict_scores(
     explicit position ids so the result equals the unshared computation. With an audio/video
     `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript;
     with `input_source="raw"` the rows' `video_path` / `audio_path` go through the processor instead
-    (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
+    (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing; a video's frames are
+    sampled by `video_sampling`, default the paper's). `prompt_style` is the one the model was trained
+    with (`raft_trainer.data.TRAINER_PROMPT_STYLES`).
     """
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
     if input_source == "raw":
+        from raft_trainer.raw_media import RawMediaEncoder
+
+        encoder = RawMediaEncoder(
+            tokenizer_or_processor, digits, modality, max_length, prompt_style, video_sampling or VideoSampling()
+        )
         return _predict_raw(
-            model, tokenizer_or_processor, list(rows), digits, batch_size=batch_size, method=method,
-            max_length=max_length, renormalize=renormalize, modality=modality, show_progress=show_progress,
+            model, encoder, list(rows), digits, batch_size=batch_size, method=method, renormalize=renormalize,
+            show_progress=show_progress,
         )
     if input_source != "features":
         raise ValueError(f"input_source must be 'features' or 'raw', got {input_source!r}")
-    encoder = ScoringEncoder(tokenizer, digits, max_length, modality)
+    encoder = ScoringEncoder(tokenizer, digits, max_length, modality, prompt_style)
     rows = list(rows)
     prompts = [encoder.encode_prompt(row) for row in rows]
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -209,13 +219,12 @@ def _media_forward(model, encoded: list[dict], pad_id: int, device) -> torch.Ten
     return model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1, **media).logits[:, -1]
 
 
-def _predict_raw(model, processor, rows, digits: DigitTokens, *, batch_size, method, max_length, renormalize, modality, show_progress) -> np.ndarray:
-    """Expected scores of raw-media rows: a pass to the integer digit, then a full pass over the prompt
-    plus [digit, '.'] (the media are re-encoded by the model; multimodal RoPE forbids the text-only cache
-    tricks)."""
-    from raft_trainer.raw_media import RawMediaEncoder
-
-    encoder = RawMediaEncoder(processor, digits, modality, max_length)
+def _predict_raw(
+    model, encoder, rows, digits: DigitTokens, *, batch_size, method, renormalize, show_progress
+) -> np.ndarray:
+    """Expected scores of raw-media rows (`encoder`: a RawMediaEncoder): a pass to the integer digit, then a
+    full pass over the prompt plus [digit, '.'] (the media are re-encoded by the model; multimodal RoPE forbids
+    the text-only cache tricks)."""
     tokenizer = encoder.tokenizer
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     device = next(model.parameters()).device
@@ -265,10 +274,11 @@ def generate_scores(
     max_length: int | None = None,
     show_progress: bool = True,
     modality: str = "text",
+    prompt_style: str = TOOLKIT_PROMPT_STYLE,
 ) -> tuple[list[float | None], list[str]]:
     """Greedy `generate()` from the chat prompt, then parse the first number: the usual alternative."""
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
-    encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length, modality)
+    encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length, modality, prompt_style)
     rows = list(rows)
     prompts = []
     for row in rows:

@@ -1,7 +1,9 @@
 """Raw audio/video rows (`video_path` / `audio_path`) -> processor inputs with the score's position.
 
-For users with the full data: the chat message carries the media entry, the model's processor
-(`AutoProcessor`, e.g. Qwen2.5-VL's) renders the chat, loads the media and expands its
+For users with the full data: the chat message carries the media entries first, then the text; a
+video is decoded and sampled here (`raft_trainer.video`: the paper's 32 frames and pixel budget by
+default, `video_sampling`), an audio file is loaded by the processor. The model's processor
+(`AutoProcessor`, e.g. Qwen2.5-VL's) renders the chat, processes the media and expands its
 placeholder tokens; the RAFT loss still reads the two score positions. Rows are encoded lazily,
 batch by batch, in the collator: one video's pixel tensors can take hundreds of MB, far too much
 to store per (video, dimension) row.
@@ -14,21 +16,25 @@ clear error. Rows longer than `max_length` raise (media tokens are never cut).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
+from mis_bench_dataset.inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
+from mis_bench_dataset.protocol import VideoSampling
 from raft_trainer.collator import MEDIA_BATCH_KEYS
 from raft_trainer.data import (
     PLACEHOLDER_SCORE,
-    SYSTEM_INSTRUCTION,
+    TOOLKIT_PROMPT_STYLE,
     TrainingRowMixin,
     _row_name,
+    check_prompt_style,
     completion_text,
-    user_prompt,
+    prompt_texts,
 )
 from raft_trainer.digits import DigitTokens
-from mis_bench_dataset.inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
 from raft_trainer.media import check_processor_takes_media
+from raft_trainer.video import load_sampled_video, video_kwargs
 
 logger = logging.getLogger(__name__)
 
@@ -44,8 +50,11 @@ class RawMediaEncoder(TrainingRowMixin):
     digits: DigitTokens
     modality: str
     max_length: int | None = None
+    prompt_style: str = TOOLKIT_PROMPT_STYLE
+    video_sampling: VideoSampling = field(default_factory=VideoSampling)
 
     def __post_init__(self) -> None:
+        check_prompt_style(self.prompt_style)
         self.media = setting_media(self.modality)
         if not self.media:
             raise UnsupportedSetting("raw media needs an audio/video modality, got 'text'")
@@ -54,29 +63,52 @@ class RawMediaEncoder(TrainingRowMixin):
         if self.tokenizer is None:
             raise UnsupportedSetting(f"the processor {type(self.processor).__name__} has no tokenizer")
 
-    def messages(self, row: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def messages(self, row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The chat (system; user: media first, then the text) and the metadata of its sampled video, if any.
+
+        The `toolkit` style says in its text that the media are attached; the `paper` style, as the
+        authors' protocol, does not.
+        """
         missing = [PATH_COLUMNS[m] for m in self.media if not row.get(PATH_COLUMNS[m])]
         if missing:
             raise ValueError(f"{_row_name(row)}: {self.modality} with raw media needs {', '.join(missing)}")
-        content: list[dict[str, Any]] = [{"type": m, "path": str(row[PATH_COLUMNS[m]])} for m in self.media]
-        content.append(
-            {"type": "text", "text": user_prompt(row["dimension"], row.get("transcript") or "", attached_note(self.media))}
-        )
-        return [
-            {"role": "system", "content": [{"type": "text", "text": SYSTEM_INSTRUCTION}]},
+        content: list[dict[str, Any]] = []
+        video_metadata: list[dict[str, Any]] = []
+        for medium in self.media:
+            path = str(row[PATH_COLUMNS[medium]])
+            if medium == "video":
+                try:
+                    frames, metadata = load_sampled_video(path, self.video_sampling)
+                except UnsupportedSetting:
+                    raise
+                except ValueError as err:
+                    raise ValueError(f"{_row_name(row)}: {err}") from err
+                content.append({"type": "video", "video": frames})
+                video_metadata.append(metadata)
+            else:
+                content.append({"type": medium, "path": path})
+        note = None if self.prompt_style == PAPER_PROMPT_STYLE else attached_note(self.media)
+        system, user = prompt_texts(row["dimension"], row.get("transcript") or "", note, self.prompt_style)
+        content.append({"type": "text", "text": user})
+        messages = [
+            {"role": "system", "content": [{"type": "text", "text": system}]},
             {"role": "user", "content": content},
         ]
+        return messages, video_metadata
 
     def encode(self, row: Mapping[str, Any], score_text: str) -> dict[str, Any]:
         """Processor ids (media placeholders expanded), completion-only labels, score index, media tensors."""
-        prompt = self.messages(row)
+        prompt, video_metadata = self.messages(row)
         full = prompt + [{"role": "assistant", "content": [{"type": "text", "text": completion_text(score_text)}]}]
         prompt_text = self.processor.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
         full_text = self.processor.apply_chat_template(full, tokenize=False)
         if not full_text.startswith(prompt_text):
             raise ValueError(f"{_row_name(row)}: the chat template does not render the prompt as a prefix of the conversation")
         tail = self.tokenizer(full_text[len(prompt_text):], add_special_tokens=False)["input_ids"]
-        inputs = self.processor.apply_chat_template(full, tokenize=True, return_dict=True, return_tensors="pt")
+        extra = {"processor_kwargs": video_kwargs(self.video_sampling, video_metadata)} if video_metadata else {}
+        inputs = self.processor.apply_chat_template(
+            full, tokenize=True, return_dict=True, return_tensors="pt", **extra
+        )
         ids = [int(i) for i in inputs["input_ids"][0]]
         prompt_len = len(ids) - len(tail)
         if ids[prompt_len:] != tail:

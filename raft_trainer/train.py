@@ -7,11 +7,13 @@
 Flags (`--help`): every field of `RAFTScriptArguments`, `RAFTConfig` (TRL's SFTConfig plus the MIS-RAFT objective)
 and `RAFTModelConfig` (TRL's ModelConfig) in `raft_trainer/arguments.py`, parsed by TRL's `TrlParser`, so a
 `--config` YAML recipe sets any of them and flags override it. Runs on one CPU process, one GPU or several (DDP).
-Writes to OUT: the LoRA adapter and tokenizer, `trainer_state.json`, `setting.json` (modality and input source),
+Writes to OUT: the LoRA adapter and tokenizer, `trainer_state.json`, `setting.json` (modality, input source,
+prompt style, raw-video sampling),
 `predictions_test.csv` (long form, read by `mis-bench score`) and, when the test split is labelled,
 `scores_test.json`. The audio/video settings on the public release use feature-derived descriptors from the
 dataset's `features` config (`input_source: features`, see `raft_trainer.media`). Without CUDA it trains in float32
-(logged) and refuses, in one line, settings that need CUDA (4-bit, paged optimizers, bf16).
+(logged) and refuses, in one line, settings that need CUDA (4-bit, paged optimizers, bf16). `--no_train` predicts
+without training (Table 4's raw inference; `recipes/paper_table4_raw.yaml`).
 """
 
 from __future__ import annotations
@@ -145,13 +147,17 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     from transformers import AutoTokenizer
     from trl import get_peft_config, get_quantization_config
 
+    from mis_bench_dataset.inputs import setting_media
     from raft_trainer.trainer import RAFTTrainer
 
     check_scoring(splits, script_args.dataset_dir)
     input_source = prepare_inputs(splits, script_args.dataset_dir, training_args.modality, training_args.input_source)
-    setting = {"modality": training_args.modality, "input_source": input_source}
+    setting = {"modality": training_args.modality, "input_source": input_source,
+               "prompt_style": training_args.prompt_style, "trained": script_args.train}
     if input_source == "features":  # as the harness records it: text descriptors, no plots
         setting["feature_format"] = "text"
+    if input_source == "raw" and "video" in setting_media(training_args.modality):
+        setting["video"] = training_args.video_sampling.as_record()
     log_device(training_args)
     model = model_args.model_name_or_path
     tokenizer = AutoTokenizer.from_pretrained(
@@ -179,19 +185,25 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
-    logger.info(
-        "training on %d process(es), objective %s, modality %s (input source %s)",
-        trainer.accelerator.num_processes, training_args.raft_objective, training_args.modality, input_source,
-    )
-    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-    trainer.save_model(str(output_dir))
-    trainer.save_state()
-    if trainer.accelerator.is_main_process:
-        (output_dir / "setting.json").write_text(json.dumps(setting, indent=2))
-        print(
-            f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; "
-            f"adapter in {output_dir}"
+    if script_args.train:
+        logger.info(
+            "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
+            trainer.accelerator.num_processes, training_args.raft_objective, training_args.modality, input_source,
+            training_args.prompt_style,
         )
+        train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+        trainer.save_model(str(output_dir))
+        trainer.save_state()
+    if trainer.accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        (output_dir / "setting.json").write_text(json.dumps(setting, indent=2))
+        if script_args.train:
+            print(
+                f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; "
+                f"adapter in {output_dir}"
+            )
+        else:
+            print(f"no training (--no_train): predicting with {model} as loaded")
     if not script_args.predict or "test" not in splits:
         return 0
     if trainer.accelerator.is_main_process:
@@ -210,7 +222,8 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     scores = predict_scores(
         model, processing_class, rows, batch_size=script_args.predict_batch_size, method=script_args.predict_method,
         max_length=args.max_length, renormalize=args.renormalize_digits, modality=args.modality,
-        input_source="raw" if setting["input_source"] == "raw" else "features",
+        input_source="raw" if setting["input_source"] == "raw" else "features", prompt_style=args.prompt_style,
+        video_sampling=args.video_sampling,
     )
     records = prediction_records(rows, scores)
     path = output_dir / "predictions_test.csv"
@@ -218,8 +231,8 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
 
     write_predictions(path, records)
     print(
-        f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}) "
-        f"to {path}"
+        f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}, "
+        f"prompt style {setting['prompt_style']}) to {path}"
     )
     labelled = gold_references(rows)
     if len(labelled) < 2:

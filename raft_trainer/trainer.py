@@ -97,10 +97,13 @@ class RAFTTrainer(SFTTrainer):
         if self._raw_media:
             from raft_trainer.raw_media import RawMediaEncoder
 
-            raw_encoder = RawMediaEncoder(processing_class, self.digit_tokens, args.modality, args.max_length)
+            raw_encoder = RawMediaEncoder(
+                processing_class, self.digit_tokens, args.modality, args.max_length, args.prompt_style,
+                args.video_sampling,
+            )
             encode = _raw_rows
         else:
-            encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality)
+            encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality, args.prompt_style)
             encode = lambda dataset, split: _encode(dataset, encoder, split, args.dataset_num_proc)  # noqa: E731
         train_dataset = encode(train_dataset, "train")
         if isinstance(eval_dataset, dict):

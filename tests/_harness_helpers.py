@@ -117,7 +117,11 @@ def fake_reply(text: str) -> str:
     """What the fake server answers for a prompt: a score from the transcript's `step N.` (CoT: with analysis)."""
     match = re.search(r"step (\d+)\.", text)
     value = 1.0 + (int(match.group(1)) % 40) / 10 if match else 3.0
-    return f"The therapist is calm.\nFinal score: {value:.1f}" if "Final score: x.y" in text else f"{value:.1f}"
+    if "Final score: x.y" in text:
+        return f"The therapist is calm.\nFinal score: {value:.1f}"
+    if text.endswith("###Score:"):  # the `paper` style: answer as MIS-RAFT is trained to
+        return f"The score prediction is: {value:.1f}"
+    return f"{value:.1f}"
 
 
 def chat_completion(text: str, reply: str | None = None, finish_reason: str = "stop") -> dict:
@@ -131,8 +135,8 @@ def chat_completion(text: str, reply: str | None = None, finish_reason: str = "s
 
 
 def prompt_text(body: dict) -> str:
-    """The user message's text of a Chat Completions request body."""
-    content = body["messages"][0]["content"]
+    """The user message's text of a Chat Completions request body (after any system message)."""
+    content = body["messages"][-1]["content"]
     return content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
 
 

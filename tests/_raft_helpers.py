@@ -214,25 +214,48 @@ def video_encoded_toy(tokenizer, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4,
 
 def make_fake_video_processor(tokenizer):
     """A stand-in for Qwen2.5-VL's processor (whose video path needs torchvision, not importable here):
-    same `apply_chat_template` contract. A video entry renders as <|vision_start|><|video_pad|><|vision_end|>;
-    with `tokenize=True` the "video file" (an .npz of `pixel_values_videos` and `video_grid_thw`) is
-    loaded and the placeholder expanded to one token per merged patch, as the real processor does."""
+    same `apply_chat_template` contract. A video entry (already sampled frames, (T, H, W, 3)) renders as
+    <|vision_start|><|video_pad|><|vision_end|>; with `tokenize=True` the frames are cut into 14x14 patches
+    in pairs of frames, as the real processor does (without its resize), and the placeholder is expanded
+    to one token per merged 2x2 patch. A list of conversations is a batch, left-padded. Every tokenized
+    conversation's `processor_kwargs`, frames and rendered text are recorded (`calls`, `videos_seen`, `texts`)
+    so tests can check what the real processor would be told."""
     import numpy as np
     import torch
-    from transformers import ProcessorMixin
+    from transformers import BatchFeature, ProcessorMixin
+
+    def patchify(frames: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        if len(frames) % 2:  # the temporal patch: pad with the last frame, as Qwen2-VL's processor
+            frames = np.concatenate([frames, frames[-1:]])
+        t, h, w = len(frames) // 2, frames.shape[1] // 14, frames.shape[2] // 14
+        pixels = torch.from_numpy(frames[:, : h * 14, : w * 14].astype("float32") / 255.0)
+        patches = pixels.reshape(t, 2, h, 14, w, 14, 3).permute(0, 2, 4, 6, 1, 3, 5).reshape(t * h * w, PATCH_DIM)
+        return patches, torch.tensor([[t, h, w]])
 
     class FakeVideoProcessor(ProcessorMixin):
         def __init__(self, tokenizer):
             super().__init__(tokenizer)
-            self.video_processor = "fake: loads .npz patches"
+            self.video_processor = "fake: patchifies sampled frames"
+            self.calls: list[dict] = []
+            self.videos_seen: list[np.ndarray] = []
+            self.texts: list[str] = []
 
-        def apply_chat_template(self, conversation, tokenize=False, add_generation_prompt=False, return_dict=False, return_tensors=None, **kwargs):
+        def apply_chat_template(self, conversation, tokenize=False, add_generation_prompt=False, return_dict=False,
+                                return_tensors=None, processor_kwargs=None, padding=False, **kwargs):
+            if conversation and isinstance(conversation[0], list):  # a batch: left-padded, media in row order
+                outs = [self.apply_chat_template(c, tokenize, add_generation_prompt, processor_kwargs=processor_kwargs)
+                        for c in conversation]
+                if not tokenize:
+                    return outs
+                return self._left_pad(outs)
             flat, videos = [], []
             for message in conversation:
                 parts = []
                 for item in message["content"]:
                     if item["type"] == "video":
-                        videos.append(np.load(item["path"]))
+                        videos.append(patchify(np.asarray(item["video"])))
+                        if tokenize:
+                            self.videos_seen.append(np.asarray(item["video"]))
                         parts.append("<|vision_start|><|video_pad|><|vision_end|>")
                     else:
                         parts.append(item["text"])
@@ -240,32 +263,52 @@ def make_fake_video_processor(tokenizer):
             text = self.tokenizer.apply_chat_template(flat, tokenize=False, add_generation_prompt=add_generation_prompt)
             if not tokenize:
                 return text
+            self.calls.append(processor_kwargs or {})
+            self.texts.append(text)
             pieces = text.split("<|video_pad|>")
             expanded = pieces[0] + "".join(
-                "<|video_pad|>" * int(v["video_grid_thw"].prod() // 4) + piece for v, piece in zip(videos, pieces[1:])
+                "<|video_pad|>" * int(grid.prod() // 4) + piece for (_, grid), piece in zip(videos, pieces[1:])
             )
             ids = self.tokenizer(expanded, add_special_tokens=False)["input_ids"]
             out = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}
             if videos:
-                out["pixel_values_videos"] = torch.cat([torch.from_numpy(v["pixel_values_videos"]) for v in videos])
-                out["video_grid_thw"] = torch.cat([torch.from_numpy(v["video_grid_thw"]) for v in videos])
-            return out
+                out["pixel_values_videos"] = torch.cat([patches for patches, _ in videos])
+                out["video_grid_thw"] = torch.cat([grid for _, grid in videos])
+            return BatchFeature(out)
+
+        def _left_pad(self, outs: list) -> BatchFeature:
+            width = max(o["input_ids"].shape[1] for o in outs)
+            left = [(width - o["input_ids"].shape[1], 0) for o in outs]
+            pad = self.tokenizer.pad_token_id
+            pairs = list(zip(outs, left, strict=True))
+            ids = torch.stack([torch.nn.functional.pad(o["input_ids"][0], w, value=pad) for o, w in pairs])
+            mask = torch.stack([torch.nn.functional.pad(o["attention_mask"][0], w) for o, w in pairs])
+            batch = {"input_ids": ids, "attention_mask": mask}
+            for key in ("pixel_values_videos", "video_grid_thw"):
+                if key in outs[0]:
+                    batch[key] = torch.cat([o[key] for o in outs])
+            return BatchFeature(batch)
 
     return FakeVideoProcessor(tokenizer)
 
 
-def raw_video_rows(tmp_path: Path, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4, 8))) -> list[dict]:
-    """Toy scoring rows with a `video_path` to a hand-made "video" (.npz of patches) for the fake processor."""
+def write_frame_archive(path: Path, n_frames: int, height: int = 28, width: int = 28, fps: float = 25.0, seed: int = 0):
+    """A "video" as pre-extracted frames (`raft_trainer.video` reads `.npz` frame archives): frame k has
+    the value k % 256 in its first pixel's red channel (so tests can tell which frames were sampled), noise
+    elsewhere."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
+    frames = np.random.default_rng(seed).integers(0, 256, size=(n_frames, height, width, 3), dtype=np.uint8)
+    frames[:, 0, 0, 0] = np.arange(n_frames) % 256
+    np.savez(path, frames=frames, fps=np.float64(fps))
+    return path
+
+
+def raw_video_rows(tmp_path: Path, n: int, seed: int = 0, sizes=((40, 28, 28), (75, 28, 56))) -> list[dict]:
+    """Toy scoring rows with a `video_path` to a frame archive ((n_frames, height, width) cycling over `sizes`)."""
     rows = []
     for i, row in enumerate(toy_rows(n, seed)):
-        t, h, w = grids[i % len(grids)]
-        path = tmp_path / f"{row['video_id']}.npz"
-        np.savez(
-            path, pixel_values_videos=rng.standard_normal((t * h * w, PATCH_DIM)).astype("float32"),
-            video_grid_thw=np.array([[t, h, w]], dtype=np.int64),
-        )
+        n_frames, height, width = sizes[i % len(sizes)]
+        path = write_frame_archive(tmp_path / f"{row['video_id']}.npz", n_frames, height, width, seed=seed + i)
         rows.append({**row, "video_path": str(path)})
     return rows

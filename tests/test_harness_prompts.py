@@ -19,7 +19,6 @@ from mis_bench_dataset.feature_descriptors import (
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import (
     MODALITIES,
-    PROMPT_STYLES,
     FewShotExample,
     Prompt,
     render_prompt,
@@ -28,12 +27,13 @@ from eval_scripts.prompts import (
     template_path,
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
 
 ROWS = {row["dimension"]: row for row in scoring_rows(1)}
 
 
 @pytest.mark.parametrize("modality", MODALITIES)
-@pytest.mark.parametrize("style", PROMPT_STYLES)
+@pytest.mark.parametrize("style", TEMPLATE_STYLES)
 def test_every_template_renders_for_every_dimension(modality: str, style: str) -> None:
     for dimension in DIMENSION_KEYS:
         text = render_prompt(ROWS[dimension], modality, style, media_block="MEDIA-BLOCK")
@@ -51,9 +51,9 @@ def test_every_template_renders_for_every_dimension(modality: str, style: str) -
 
 
 def test_eight_distinct_template_files() -> None:
-    paths = {template_path(m, s) for m in MODALITIES for s in PROMPT_STYLES}
+    paths = {template_path(m, s) for m in MODALITIES for s in TEMPLATE_STYLES}
     assert len(paths) == 8 and all(p.is_file() for p in paths)
-    assert len({template_hash(m, s) for m in MODALITIES for s in PROMPT_STYLES}) == 8
+    assert len({template_hash(m, s) for m in MODALITIES for s in TEMPLATE_STYLES}) == 8
 
 
 def test_audio_only_setting_says_audio_not_video() -> None:

@@ -116,6 +116,24 @@ CASES: list[tuple[str, str, float | None]] = [
     ),
     ("Score 5. The participant is at great ease.\n\n3.6", "cot", 3.6),
     ("Score 2 describes choppy speech; here it is not.\nScore: 4.3", "cot", 4.3),
+    # the `paper` style: the completion MIS-RAFT trains, a bare score, the rubric's "Score:" line completed
+    ("3.4", "paper", 3.4),
+    ("The score prediction is: 3.4", "paper", 3.4),
+    ("Score: 3.4", "paper", 3.4),
+    (" 4.0\n", "paper", 4.0),
+    ("The score prediction is: 3.45", "paper", 3.5),
+    ("The score prediction is: 4", "paper", 4.0),
+    ("The score prediction is: 3.4<|im_end|>", "paper", 3.4),
+    ("The score prediction is: 3.4\nThe therapist is warm.", "paper", 3.4),
+    ("The Score Prediction is 2.9.", "paper", 2.9),
+    ("The score prediction is: 3.4", "cot", 3.4),
+    ("The score prediction is:", "paper", None),  # cut off at the token limit
+    ("The score prediction is: 8/10", "paper", None),
+    ("The score prediction is: 3 to 4", "paper", None),
+    ("The score prediction is: 6.0", "paper", None),
+    ("The score prediction is: -3.4", "paper", None),
+    ("Score 3: A moderate level of verbal fluency.", "paper", None),
+    ("The analysis is long.\n\n3.8", "paper", None),  # like direct, a lone number must come first
     # reasoning blocks
     ("<think>Maybe 2, maybe 5.</think>3.5", "direct", 3.5),
     ("<think>Final score: 2.0</think>\nFinal score: 4.4", "cot", 4.4),
@@ -140,6 +158,12 @@ def test_non_strings_are_unparsed() -> None:
     assert parse_score(None, "direct") is None
     assert parse_score(3.5, "direct") is None  # type: ignore[arg-type]
     assert parse_score(b"3.5", "cot") is None  # type: ignore[arg-type]
+
+
+def test_every_prompt_style_has_its_parser_rules() -> None:
+    from mis_bench_dataset.dimensions import PROMPT_STYLES
+
+    assert PARSE_STYLES == PROMPT_STYLES and "paper" in PARSE_STYLES
 
 
 def test_unknown_style_is_a_clear_error() -> None:
@@ -182,6 +206,7 @@ def test_every_valid_score_round_trips_in_each_answer_format(tenths: int, style:
         f"The therapist shows warmth.\nFinal score: {answer}",
         json.dumps({"score": value}),
         f"{answer}/5",
+        f"The score prediction is: {answer}",
     ]
     for text in formats:
         assert parse_score(text, style) == value, text

@@ -164,7 +164,8 @@ def test_train_script_records_the_setting(synthetic_build, tmp_path):
         "--model", str(model_dir), "--dataset", str(synthetic_build), "--output-dir", str(out), "--max-length", "2048",
         "--modality", "video+text", "--max-steps", "1", "--per-device-train-batch-size", "1", "--predict-batch-size", "16",
     ]) == 0
-    setting = {"modality": "video+text", "input_source": "features", "feature_format": "text"}
+    setting = {"modality": "video+text", "input_source": "features", "prompt_style": "toolkit", "trained": True,
+               "feature_format": "text"}
     assert json.loads((out / "setting.json").read_text()) == setting
     assert json.loads((out / "scores_test.json").read_text())["setting"] == setting
 

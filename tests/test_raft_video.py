@@ -114,7 +114,8 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
     encoder = RawMediaEncoder(processor, DigitTokens.from_tokenizer(tokenizer), "video+text")
     encoded = encoder.encode_training_row(rows[1])
     ids, video_token = encoded["input_ids"], tokenizer.convert_tokens_to_ids("<|video_pad|>")
-    assert ids.count(video_token) == 2 * 4 * 8 // 4 == encoded["pixel_values_videos"].shape[0] // 4
+    # 75 frames of 28x56 -> 32 sampled frames -> 16 frame pairs x 2 x 4 patches -> one token per 2x2 patches
+    assert ids.count(video_token) == 16 * 2 * 4 // 4 == encoded["pixel_values_videos"].shape[0] // 4
     gold = f"{rows[1]['score']:.1f}"
     assert tokenizer.decode(ids[encoded["score_index"] : encoded["score_index"] + 3]) == gold
     trained = [i for i, label in enumerate(encoded["labels"]) if label != -100]

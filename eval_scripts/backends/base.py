@@ -8,8 +8,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
+from mis_bench_dataset.protocol import PAPER_MAX_NEW_TOKENS, VideoSampling
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
 # name -> "module:Class", imported on first use
@@ -48,8 +50,8 @@ class DecodingConfig:
 
     @classmethod
     def for_style(cls, style: str, **overrides) -> DecodingConfig:
-        """A CoT answer needs room for its analysis; a direct one a few tokens."""
-        base = {"max_new_tokens": 1024 if style == "cot" else 32}
+        """A CoT answer needs room for its analysis; a direct one a few tokens; `paper` the authors' 16."""
+        base = {"max_new_tokens": {"cot": 1024, PAPER_PROMPT_STYLE: PAPER_MAX_NEW_TOKENS}.get(style, 32)}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 
@@ -79,6 +81,9 @@ class Backend(ABC):
     # True when requests reach the engine in the order given, so the runner sends them grouped by
     # shared prompt prefix for the server's prefix cache (`eval_scripts.harness.ordering`).
     keeps_request_order: bool = True
+    # Set by backends that pick a raw video's frames themselves (recorded with the run); None when the
+    # server or engine samples them.
+    video_sampling: VideoSampling | None = None
 
     def __init__(self, model: str):
         self.model = model

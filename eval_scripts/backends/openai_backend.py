@@ -102,7 +102,7 @@ class OpenAIBackend(Backend):
     def request_body(self, prompt: Prompt, decoding: DecodingConfig) -> dict:
         body = {
             "model": self.model,
-            "messages": [{"role": "user", "content": message_content(prompt)}],
+            "messages": chat_messages(prompt),
             "temperature": decoding.temperature,
             "top_p": decoding.top_p,
             "seed": decoding.seed,
@@ -185,6 +185,12 @@ class OpenAIBackend(Backend):
             finally:
                 for future in futures:
                     future.cancel()
+
+
+def chat_messages(prompt: Prompt) -> list[dict]:
+    """The request's messages: the system message when the prompt has one, then the user message."""
+    user = {"role": "user", "content": message_content(prompt)}
+    return [{"role": "system", "content": prompt.system}, user] if prompt.system is not None else [user]
 
 
 def message_content(prompt: Prompt) -> str | list[dict]:

@@ -6,6 +6,11 @@ processor that has an image processor, video processor or audio feature extracto
 is loaded with `AutoProcessor` + `AutoModelForImageTextToText` and declares those
 inputs; a plain chat LM declares text only. Models with their own loading code
 (e.g. Qwen2.5-Omni) can be passed in already built (`model_obj`, `processor_obj`).
+
+Raw video is sampled here, not by the processor: `video_sampling` (default: the paper's 32 frames
+at `linspace(0, n - 1, 32)`, 20480x28x28 pixels for the clip, 16x28x28 at least per frame) picks
+the frames (`raft_trainer.video`, shared with the trainer) and sizes them through the processor's
+video kwargs. A prompt's `system` text goes first, as a system message.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.errors import require
+from mis_bench_dataset.protocol import VideoSampling
 
 logger = logging.getLogger(__name__)
 
@@ -38,9 +44,11 @@ class TransformersBackend(Backend):
         model_obj=None,
         processor_obj=None,
         trust_remote_code: bool = False,
+        video_sampling: VideoSampling | None = None,
         **_ignored,
     ):
         super().__init__(model)
+        self.video_sampling = video_sampling or VideoSampling()
         torch = require("torch", "train", "the transformers backend")
         transformers = require("transformers", "train", "the transformers backend")
 
@@ -87,12 +95,19 @@ class TransformersBackend(Backend):
         self.modalities = frozenset(kinds)
         self.calls = 0  # prompts sent to generate()
 
-    def _messages(self, prompt: Prompt) -> list[dict]:
+    def _messages(self, prompt: Prompt, video_metadata: list[dict]) -> list[dict]:
+        """The chat of one prompt; a raw video is decoded and sampled here, its metadata appended to
+        `video_metadata` (in the order the processor meets the videos)."""
         if self.processor is None:
-            return [{"role": "user", "content": prompt.text}]
+            system = [{"role": "system", "content": prompt.system}] if prompt.system is not None else []
+            return [*system, {"role": "user", "content": prompt.text}]
         parts: list[dict] = []
         if prompt.video_path:
-            parts.append({"type": "video", "path": prompt.video_path})
+            from raft_trainer.video import load_sampled_video
+
+            frames, metadata = load_sampled_video(prompt.video_path, self.video_sampling)
+            parts.append({"type": "video", "video": frames})
+            video_metadata.append(metadata)
         if prompt.audio_path:
             parts.append({"type": "audio", "path": prompt.audio_path})
         if prompt.images:
@@ -100,19 +115,28 @@ class TransformersBackend(Backend):
 
             parts += [{"type": "image", "image": Image.open(io.BytesIO(img)).convert("RGB")} for img in prompt.images]
         parts.append({"type": "text", "text": prompt.text})
-        return [{"role": "user", "content": parts}]
+        user = {"role": "user", "content": parts}
+        if prompt.system is None:
+            return [user]
+        return [{"role": "system", "content": [{"type": "text", "text": prompt.system}]}, user]
 
     def _encode(self, batch: Sequence[Prompt]):
-        conversations = [self._messages(p) for p in batch]
+        video_metadata: list[dict] = []
+        conversations = [self._messages(p, video_metadata) for p in batch]
         if self.processor is None:
             texts = [
                 self.tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
                 for c in conversations
             ]
             return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        extra = {}
+        if video_metadata:
+            from raft_trainer.video import video_kwargs
+
+            extra["processor_kwargs"] = video_kwargs(self.video_sampling, video_metadata)
         return self.processor.apply_chat_template(
             conversations, add_generation_prompt=True, tokenize=True, return_dict=True,
-            return_tensors="pt", padding=True,
+            return_tensors="pt", padding=True, **extra,
         )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:

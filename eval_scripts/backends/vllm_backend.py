@@ -41,7 +41,7 @@ class VLLMBackend(Backend):
         self.calls = 0
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
-        from eval_scripts.backends.openai_backend import message_content  # same content parts as the HTTP API
+        from eval_scripts.backends.openai_backend import chat_messages  # same messages as the HTTP API
 
         params = self._vllm.SamplingParams(
             temperature=decoding.temperature,
@@ -51,7 +51,7 @@ class VLLMBackend(Backend):
         )
         for start in range(0, len(prompts), self.batch_size):
             batch = prompts[start : start + self.batch_size]
-            conversations = [[{"role": "user", "content": message_content(p)}] for p in batch]
+            conversations = [chat_messages(p) for p in batch]
             outputs = self.llm.chat(conversations, params, use_tqdm=False)
             self.calls += len(batch)
             for offset, output in enumerate(outputs):

@@ -23,8 +23,9 @@ from eval_scripts.cli.args import (
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
+from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
 from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
@@ -33,7 +34,7 @@ from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="evaluate a model zero-shot (4 modality settings x direct/CoT), resumable",
+        help="evaluate a model zero-shot (4 modality settings x direct/CoT, or the paper's protocol), resumable",
         description=(
             "Prompt a model for every (video, dimension) of a split, parse its scores, and write "
             "predictions, raw responses and a results JSON (leaderboard schema) under --out. "
@@ -45,13 +46,16 @@ def register(subparsers) -> None:
     parser.add_argument("--dataset", help="built dataset folder (`mis-bench build --out DIR`)")
     parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS)
-    parser.add_argument("--prompt", dest="prompt_style", default="direct", choices=PROMPT_STYLES)
+    parser.add_argument("--prompt", dest="prompt_style", default="direct", choices=PROMPT_STYLES,
+                        help="direct or cot (our templates, Table 3's grid), or paper (the authors' MIS-RAFT "
+                             "protocol behind Table 4: a system message, fixed sections, at most 16 new tokens)")
     parser.add_argument("--grid", action="store_true",
                         help="run every --modalities x --prompts setting and print a Table-3-like table")
     parser.add_argument("--modalities", type=comma_list(MODALITY_SETTINGS), default=list(MODALITY_SETTINGS),
                         help="comma-separated settings for --grid (default: all four)")
-    parser.add_argument("--prompts", type=comma_list(PROMPT_STYLES), default=list(PROMPT_STYLES),
-                        help="comma-separated prompt styles for --grid (default: all)")
+    parser.add_argument("--prompts", type=comma_list(PROMPT_STYLES), default=list(ZERO_SHOT_PROMPT_STYLES),
+                        help=f"comma-separated prompt styles for --grid, of {', '.join(PROMPT_STYLES)} "
+                             f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)")
     parser.add_argument("--limit", type=positive_int, help="only the first N videos (sorted ids), all dimensions")
     parser.add_argument("--few-shot", dest="few_shot_k", type=non_negative_int, default=0,
                         help="k scored examples per dimension from the train split (never the evaluated one)")
@@ -66,7 +70,7 @@ def register(subparsers) -> None:
                         "or ./mis-bench-results for the default job")
     parser.add_argument("--cache", help="response cache file (default OUT/responses.cache.jsonl)")
     parser.add_argument("--max-new-tokens", "--max-tokens", dest="max_new_tokens", type=positive_int,
-                        help="default 32 (direct) / 1024 (cot)")
+                        help="default 32 (direct) / 1024 (cot) / 16 (paper)")
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top-p", type=unit_interval, default=1.0)
     parser.add_argument("--seed", type=non_negative_int, default=0)
@@ -76,6 +80,17 @@ def register(subparsers) -> None:
     group.add_argument("--batch-size", type=positive_int, default=8)
     group.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+    group = parser.add_argument_group(
+        "raw video (transformers backend; an openai/vllm server samples its own frames)",
+        "frames at linspace(0, n_frames - 1, N) truncated, as the authors' code; defaults are the paper's",
+    )
+    group.add_argument("--video-frames", type=positive_int, default=PAPER_VIDEO_FRAMES,
+                       help=f"frames sampled per video (default {PAPER_VIDEO_FRAMES})")
+    group.add_argument("--video-max-pixels", type=positive_int, default=PAPER_VIDEO_MAX_PIXELS,
+                       help=f"pixel budget of the whole clip, all frames together (default 20480*28*28 = "
+                            f"{PAPER_VIDEO_MAX_PIXELS})")
+    group.add_argument("--video-min-pixels", type=positive_int, default=PAPER_VIDEO_MIN_PIXELS,
+                       help=f"pixels each frame keeps at least (default 16*28*28 = {PAPER_VIDEO_MIN_PIXELS})")
     group = parser.add_argument_group("openai-compatible HTTP")
     group.add_argument("--base-url", default="https://api.openai.com/v1")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY",
@@ -132,9 +147,20 @@ def _backend_options(args) -> dict:
         options = {"batch_size": args.batch_size, "dtype": args.dtype}
         if args.backend == "transformers":
             options["device"] = args.device
+            options["video_sampling"] = _video_sampling(args)
     if args.backend_modalities and args.backend in ("openai", "vllm"):
         options["modalities"] = tuple(m.strip() for m in args.backend_modalities.split(",") if m.strip())
     return options
+
+
+def _video_sampling(args):
+    from mis_bench_dataset.errors import UsageError
+    from mis_bench_dataset.protocol import VideoSampling
+
+    try:
+        return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels)
+    except ValueError as err:
+        raise UsageError(str(err), where="--video-frames / --video-max-pixels / --video-min-pixels") from err
 
 
 def _summary(result) -> dict:

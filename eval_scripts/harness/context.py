@@ -18,7 +18,7 @@ from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.prompts import Prompt, check_setting, template_hash
 from eval_scripts.submission import slug
 from mis_bench_dataset.build import is_synthetic_build
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.loading import dataset_fingerprint, gold_references, load_rows
 
@@ -93,6 +93,8 @@ class RunContext:
             info["feature_format"] = config.feature_format
         if config.few_shot_k:
             info["few_shot_seed"] = config.few_shot_seed
+        if "video" in self.setting:  # raw video sampled by the backend (frames, pixel budget)
+            info["video"] = self.setting["video"]
         return info
 
 
@@ -151,6 +153,9 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
         raise UsageError(str(err)) from err
     if config.few_shot_k < 0:
         raise UsageError(f"--few-shot must be 0 or more, got {config.few_shot_k}", where="--few-shot")
+    if config.few_shot_k and config.prompt_style == PAPER_PROMPT_STYLE:
+        raise UsageError("the `paper` prompt style reproduces the authors' protocol, which has no few-shot examples",
+                         where="--few-shot", hint="drop --few-shot, or use --prompt direct or cot")
     source = scoring if scoring is not None else config.dataset
     if source is None:
         raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
@@ -189,6 +194,9 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
         setting["feature_format"] = config.feature_format
     if config.few_shot_k:
         setting["few_shot_seed"] = config.few_shot_seed
+    sampling = getattr(backend, "video_sampling", None)
+    if input_source == "raw" and any(p.video_path for p in prompts) and sampling is not None:
+        setting["video"] = sampling.as_record()
     keys = [
         cache_key(backend=backend.name, model=config.model, setting=setting, prompt_hash=p.prompt_hash,
                   video_id=p.video_id, dimension=p.dimension, decoding=decoding.as_dict())

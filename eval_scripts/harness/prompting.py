@@ -8,8 +8,8 @@ from typing import Any
 
 from eval_scripts.backends.base import Backend
 from eval_scripts.feature_plots import FEATURE_FORMATS, feature_media_block
-from eval_scripts.prompts import Prompt, render_prompt, select_few_shot
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
@@ -83,9 +83,15 @@ def build_prompts(
     prompts = []
     for row in rows:
         block, images = blocks.get(row["video_id"], ("", ()))
-        if input_source == "raw":
-            block = f"The {'video' if 'video' in media else 'audio'} of the response is attached."
-        text = render_prompt(row, modality, prompt_style, media_block=block, few_shot=shots.get(row["dimension"], ()))
+        system = None
+        if prompt_style == PAPER_PROMPT_STYLE:  # raw media lead the user message; the protocol's text names none
+            paper = render_paper_prompt(row, modality, media_block="" if input_source == "raw" else block)
+            system, text = paper.system, paper.user
+        else:
+            if input_source == "raw":
+                block = f"The {'video' if 'video' in media else 'audio'} of the response is attached."
+            shots_here = shots.get(row["dimension"], ())
+            text = render_prompt(row, modality, prompt_style, media_block=block, few_shot=shots_here)
         prompts.append(
             Prompt(
                 video_id=row["video_id"],
@@ -95,6 +101,7 @@ def build_prompts(
                 audio_path=row.get("audio_path") if input_source == "raw" and "audio" in media else None,
                 video_path=row.get("video_path") if input_source == "raw" and "video" in media else None,
                 media=frozenset(media),
+                system=system,
             )
         )
     return prompts
