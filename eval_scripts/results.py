@@ -1,4 +1,4 @@
-"""The results JSON of one run (= a leaderboard submission, schema 1.0).
+"""The results JSON of one run (= a leaderboard submission, schema 1.1; 1.0 files still read).
 
 `write_results` assembles exactly the contract's fields and validates them with the
 leaderboard's validator (`eval_scripts.submission`) before writing, so a run never
@@ -53,8 +53,10 @@ def build_results(
     scores: Mapping[str, Any] | None,
     parse_rates: Mapping[str, float],
     created_at: str | None = None,
+    outcomes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    """The results object; `outcomes` (model runs: answered/unparsed/truncated/failed counts) is optional."""
+    results = {
         "schema_version": SCHEMA_VERSION,
         "system": dict(system),
         "setting": dict(setting),
@@ -64,6 +66,9 @@ def build_results(
         "parse_rates": dict(parse_rates),
         "created_at": created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    if outcomes is not None:
+        results["outcomes"] = dict(outcomes)
+    return results
 
 
 def write_results(path: str | Path, **fields: Any) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from eval_scripts.cli.args import (
     say,
     unit_interval,
 )
-from eval_scripts.backends.base import BACKEND_NAMES
+from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
@@ -87,8 +87,9 @@ def register(subparsers) -> None:
     group.add_argument("--backoff-max", type=non_negative_float, default=30.0)
     group.add_argument("--max-tokens-field", default="max_tokens",
                        help="request field for the token limit (max_completion_tokens for newer OpenAI models)")
-    group.add_argument("--backend-modalities", default=None,
-                       help="inputs the served model takes, e.g. text,image,audio,video (openai/vllm; default text,image)")
+    group.add_argument("--backend-modalities", type=comma_list(INPUT_KINDS), default=None,
+                       help="input kinds the served model takes (openai/vllm; default: text only, since the API "
+                            "cannot tell): e.g. text,image for GPT, text,image,video for a vLLM-served VLM")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run_command)
@@ -108,7 +109,7 @@ def _backend_options(args) -> dict:
         if args.backend == "transformers":
             options["device"] = args.device
     if args.backend_modalities and args.backend in ("openai", "vllm"):
-        options["modalities"] = tuple(m.strip() for m in args.backend_modalities.split(",") if m.strip())
+        options["modalities"] = tuple(args.backend_modalities)
     return options
 
 
@@ -121,7 +122,10 @@ def _summary(result) -> dict:
         "cached": result.n_cached,
         "called": result.n_called,
         "failed": result.n_failed,
+        "truncated": result.n_truncated,
+        "unparsed": result.n_unparsed,
         "parsed": result.n_parsed,
+        "failures": result.failures,
         "mean_icc": scores.get("mean_icc"),
         "overall_icc": (scores.get("overall") or {}).get("icc"),
         "predictions": str(result.predictions_path),
@@ -159,6 +163,9 @@ def run_command(args: argparse.Namespace) -> int:
                         for e in entries])
         else:
             say(format_table(entries))
+        for entry in entries:
+            if entry.result is not None:
+                _report_problems(entry.result)
         return _exit_code([e.result for e in entries if e.result is not None])
     config.decoding = DecodingConfig.for_style(
         args.prompt_style, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
@@ -172,10 +179,27 @@ def run_command(args: argparse.Namespace) -> int:
         mean = summary["mean_icc"]
         say(
             f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows, {summary['cached']} cached, "
-            f"{summary['called']} called, {summary['failed']} failed, {summary['parsed']} parsed; "
+            f"{summary['called']} called, {summary['failed']} failed, {summary['truncated']} truncated, "
+            f"{summary['unparsed']} unparsed, {summary['parsed']} parsed; "
             f"mean ICC {pct(mean)}%\npredictions: {summary['predictions']}\nresults: {summary['results']}"
         )
+    _report_problems(result)
     return _exit_code([result])
+
+
+def _report_problems(result) -> None:
+    """On stderr: why requests failed (count per kind, one example each), and what to do about truncated answers."""
+    from eval_scripts.harness.outcomes import TRUNCATION_HINT, failure_lines
+
+    if result.failures:
+        say(f"{result.label}: {result.n_failed} request(s) failed, by kind:", err=True)
+        for line in failure_lines(result.failures):
+            say(line, err=True)
+        say(f"  details per row: {result.raw_responses_path}; rerun the same command to retry only these", err=True)
+    if result.n_truncated:
+        say(f"{result.label}: {result.n_truncated} answer(s) reached the token limit and were not scored "
+            f"(max_new_tokens {result.config.decoding.max_new_tokens if result.config.decoding else '?'}); "
+            f"{TRUNCATION_HINT}", err=True)
 
 
 def _exit_code(results) -> int:

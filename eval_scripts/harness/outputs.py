@@ -48,6 +48,7 @@ def write_run(
     n_bootstrap: int = 1000,
     seed: int = 0,
     raw_records: Sequence[Mapping[str, Any]] | None = None,
+    outcomes: Mapping[str, Any] | None = None,
 ) -> WrittenRun:
     """Score `predictions` against `references` (when any) and write the run's files under `run_dir`."""
     from eval_scripts.results import write_results
@@ -67,5 +68,5 @@ def write_run(
         raw_path = claimed[RAW_RESPONSES_NAME]
         write_atomic(raw_path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records))
     results = write_results(claimed[RESULTS_NAME], system=system, setting=setting, dataset=dataset,
-                            predictions=predictions, scores=scores, parse_rates=parse_rates)
+                            predictions=predictions, scores=scores, parse_rates=parse_rates, outcomes=outcomes)
     return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME])
