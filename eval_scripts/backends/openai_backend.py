@@ -401,6 +401,13 @@ class OpenAIBackend(Backend):
         finally:
             self._stop.set()  # workers still retrying give up at once (an early exit, Ctrl-C)
             pool.shutdown(wait=False, cancel_futures=True)
+            self.close()  # the pool's threads end: so do their connections
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._open_connections = list(self._open_connections), set()
+        for conn in connections:
+            conn.close()
 
 
 def message_content(prompt: Prompt) -> str | list[dict]:
