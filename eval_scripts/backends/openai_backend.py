@@ -401,6 +401,7 @@ class OpenAIBackend(Backend):
         finally:
             self._stop.set()  # workers still retrying give up at once (an early exit, Ctrl-C)
             pool.shutdown(wait=False, cancel_futures=True)
+            self._abort_in_flight()  # and those waiting for an answer stop waiting
             self.close()  # the pool's threads end: so do their connections
 
     def close(self) -> None:
