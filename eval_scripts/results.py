@@ -75,8 +75,10 @@ def build_results(
     parse_rates: Mapping[str, float],
     created_at: str | None = None,
     usage: Mapping[str, int] | None = None,
+    outcomes: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The results object; `usage` (model runs: `usage_totals` of the responses) is left out when None."""
+    """The results object; `usage` (model runs: token totals of the responses) and `outcomes` (model runs:
+    answered/unparsed/truncated/failed counts) are left out when None."""
     results = {
         "schema_version": SCHEMA_VERSION,
         "system": dict(system),
@@ -89,6 +91,8 @@ def build_results(
     }
     if usage is not None:
         results["usage"] = dict(usage)
+    if outcomes is not None:
+        results["outcomes"] = dict(outcomes)
     return results
 
 

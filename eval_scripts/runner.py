@@ -18,7 +18,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,16 @@ from eval_scripts.harness.estimate import (
     token_estimator,
 )
 from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
+from eval_scripts.harness.outcomes import (
+    OUTCOME_ANSWERED,
+    OUTCOME_FAILED,
+    OUTCOME_TRUNCATED,
+    OUTCOME_UNPARSED,
+    TRUNCATION_HINT,
+    count_outcomes,
+    row_outcome,
+    summarise_failures,
+)
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import MODALITIES, Prompt
@@ -81,6 +91,9 @@ class RunResult:
     raw_responses_path: Path
     results_path: Path
     elapsed_s: float
+    n_unparsed: int = 0
+    outcomes: dict = field(default_factory=dict)  # `harness.outcomes.count_outcomes`
+    failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
     prefix: PrefixStats | None = None  # of the requests sent, in the order sent (None: the engine reorders)
 
@@ -162,47 +175,53 @@ def _write(
     from eval_scripts.results import package_versions, usage_totals
 
     config = context.config
-    predictions, raw_records = [], []
+    predictions, raw_records, outcomes, failures = [], [], [], []
     parsed_by_dim: dict[str, list[bool]] = defaultdict(list)
-    for index, (row, prompt) in enumerate(zip(context.rows, context.prompts)):
+    for index, (row, prompt) in enumerate(zip(context.rows, context.prompts, strict=True)):
         completion = completions.get(index)
         status = outcome_status(completion.ok, completion.finish_reason) if completion else STATUS_FAILED
         text = completion.text if completion is not None else None
         # Only a complete answer is scored: a truncated one ("3." of "3.5") is never parsed.
         value = parse_score(text, config.prompt_style) if status == STATUS_OK and text is not None else None
         parsed_by_dim[row["dimension"]].append(value is not None)
+        outcomes.append((row["dimension"], row_outcome(status, value)))
         predictions.append({"video_id": row["video_id"], "dimension": row["dimension"], "prediction": value,
                             "raw_response": text if status == STATUS_OK else None})
-        error = None
+        error = failure = None
         if status == STATUS_FAILED:
             error = completion.error if completion else "not answered"
+            failure = (completion.failure if completion else None) or "request failed"
+            failures.append((failure, error))
         elif status == STATUS_TRUNCATED:
-            error = "the answer reached the token limit (finish_reason length); raise --max-tokens"
+            error = f"the answer reached the token limit (finish_reason length); {TRUNCATION_HINT}"
         raw_records.append({
             "video_id": row["video_id"], "dimension": row["dimension"], "prompt_hash": prompt.prompt_hash,
-            "status": status, "response": text, "prediction": value, "error": error,
+            "status": status, "response": text, "prediction": value, "error": error, "failure": failure,
             "finish_reason": completion.finish_reason if completion else None,
             "usage": completion.usage if completion else None,
         })
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
     usage = usage_totals(record["usage"] for record in raw_records)
+    counts = count_outcomes(outcomes)
+    failure_summary = summarise_failures(failures)
     written = write_run(
         folder, context.run_dir,
         system={"model": config.model, "backend": context.backend_name, "decoding": context.system_decoding(),
                 "package_versions": package_versions()},
         setting=context.results_setting(), dataset=context.dataset, predictions=predictions,
         references=context.references, parse_rates=parse_rates, n_bootstrap=config.n_bootstrap,
-        raw_records=raw_records, usage=usage,
+        raw_records=raw_records, usage=usage, outcomes={**counts, "failures": failure_summary},
     )
     n_cached = sum(1 for c in completions.values() if c.cached)
+    overall = counts["overall"]
     return RunResult(
         config=config, input_source=context.input_source, n_rows=len(context.rows), n_cached=n_cached,
-        n_called=len(completions) - n_cached, n_failed=sum(r["status"] == STATUS_FAILED for r in raw_records),
-        n_parsed=sum(p["prediction"] is not None for p in predictions),
-        n_truncated=sum(r["status"] == STATUS_TRUNCATED for r in raw_records), scores=written.scores,
-        parse_rates=parse_rates, run_dir=written.results_path.parent, predictions_path=written.predictions_path,
+        n_called=len(completions) - n_cached, n_failed=overall[OUTCOME_FAILED], n_parsed=overall[OUTCOME_ANSWERED],
+        n_truncated=overall[OUTCOME_TRUNCATED], scores=written.scores, parse_rates=parse_rates,
+        run_dir=written.results_path.parent, predictions_path=written.predictions_path,
         raw_responses_path=written.raw_responses_path, results_path=written.results_path,
-        elapsed_s=time.monotonic() - started, usage=usage, prefix=prefix,
+        elapsed_s=time.monotonic() - started, usage=usage, prefix=prefix, n_unparsed=overall[OUTCOME_UNPARSED],
+        outcomes=counts, failures=failure_summary,
     )
 
 

@@ -1,7 +1,8 @@
 """Results JSON / leaderboard submission: load, validate, package, push.
 
 A submission is the results JSON that `mis-bench run` writes (schema
-`schemas/submission.schema.json`, version 1.1; 1.0 files are read too). Validation has two layers:
+`schemas/submission.schema.json`, version 1.1; 1.0 files, which lack the optional
+`usage` and `outcomes` blocks, are still read). Validation has two layers:
 the JSON Schema (shape and types) and the semantic checks a schema cannot
 express (NaN, duplicate keys, known video ids, full coverage of the split).
 Every problem is reported, not only the first, so a submitter fixes all of
@@ -30,8 +31,8 @@ from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1.1"  # what this toolkit writes; 1.1 adds the optional token `usage` block
-SCHEMA_VERSIONS = ("1.0", "1.1")  # what it reads
+SCHEMA_VERSION = "1.1"  # what this toolkit writes; 1.1 adds the optional `usage` and `outcomes` blocks
+READABLE_SCHEMA_VERSIONS: tuple[str, ...] = ("1.0", "1.1")
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "submission.schema.json"
 # 996 videos x 8 dimensions with chain-of-thought raw responses of a few kB each
 # stay well below this; anything larger is a mistake or an attack on the scorer.
@@ -184,10 +185,10 @@ def find_problems(
     if not isinstance(obj, Mapping):
         return [f"$ (top level): expected a JSON object, got {type(obj).__name__}"]
     version = obj.get("schema_version")
-    if version not in SCHEMA_VERSIONS:
-        # Later checks assume these versions' layout; a clear single reason beats a wall of schema noise.
-        return [f"$.schema_version: unsupported schema version {version!r}; this toolkit reads "
-                + " and ".join(repr(v) for v in SCHEMA_VERSIONS)]
+    if version not in READABLE_SCHEMA_VERSIONS:
+        # Later checks assume a known layout; a clear single reason beats a wall of schema noise.
+        readable = " and ".join(repr(v) for v in READABLE_SCHEMA_VERSIONS)
+        return [f"$.schema_version: unsupported schema version {version!r}; this toolkit reads {readable}"]
     problems = [f"{path}: NaN or Infinity is not a number" for path in _non_finite_paths(obj)]
     problems += _schema_problems(obj)
     created_at = obj.get("created_at")
@@ -202,7 +203,47 @@ def find_problems(
     predictions = obj.get("predictions")
     if isinstance(predictions, list):
         problems += _prediction_problems(predictions, video_ids, dimensions)
+        if "outcomes" in obj:
+            problems += _outcome_problems(obj["outcomes"], predictions, version)
     return list(dict.fromkeys(problems))
+
+
+def _outcome_problems(outcomes: Any, predictions: list[Any], version: str) -> list[str]:
+    """The `outcomes` counts must add up to the predictions they describe (the schema checked their shape)."""
+    if version == "1.0":
+        return ["$.outcomes: the outcomes block needs schema_version '1.1'"]
+    if not isinstance(outcomes, Mapping) or not isinstance(outcomes.get("dimensions"), Mapping):
+        return []
+    rows: Counter[str] = Counter()
+    scored: Counter[str] = Counter()
+    for row in predictions:
+        if isinstance(row, Mapping):
+            rows[row.get("dimension")] += 1
+            scored[row.get("dimension")] += row.get("prediction") is not None
+    problems = []
+    per_dimension = outcomes["dimensions"]
+    if set(per_dimension) != set(rows):
+        problems.append(f"$.outcomes.dimensions: lists {sorted(per_dimension)}, the predictions have {sorted(rows)}")
+    totals: Counter[str] = Counter()
+    for dimension, counts in per_dimension.items():
+        if not isinstance(counts, Mapping) or not all(isinstance(v, int) for v in counts.values()):
+            continue
+        totals.update(counts)
+        if sum(counts.values()) != rows[dimension]:
+            problems.append(f"$.outcomes.dimensions.{dimension}: counts add up to {sum(counts.values())}, "
+                            f"but there are {rows[dimension]} predictions")
+        if counts.get("answered") != scored[dimension]:
+            problems.append(f"$.outcomes.dimensions.{dimension}.answered: {counts.get('answered')}, but "
+                            f"{scored[dimension]} predictions are scores")
+    overall = outcomes.get("overall")
+    if isinstance(overall, Mapping) and dict(overall) != {k: totals[k] for k in overall}:
+        problems.append("$.outcomes.overall: is not the sum of the per-dimension counts")
+    failures = outcomes.get("failures")
+    if isinstance(failures, Mapping) and isinstance(overall, Mapping):
+        listed = sum(entry.get("count", 0) for entry in failures.values() if isinstance(entry, Mapping))
+        if listed != overall.get("failed"):
+            problems.append(f"$.outcomes.failures: counts add up to {listed}, but {overall.get('failed')} failed")
+    return problems
 
 
 def validate_results(

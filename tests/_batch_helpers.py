@@ -43,7 +43,9 @@ class Fates:
             )
         if fate == "malformed":
             return 200, {"id": "cmpl-test", "object": "chat.completion", "choices": []}
-        return 400, {"error": {"message": f"simulated {fate}", "type": "invalid_request_error", "code": fate}}
+        # A server error: live, it is retried and then recorded as failed, as a batch error line is (a 4xx
+        # would stop a live run at once: the request itself is refused, for every row).
+        return 500, {"error": {"message": f"simulated {fate}", "type": "server_error", "code": fate}}
 
     def respond(self, body: dict) -> tuple[int, dict]:
         text = prompt_text(body)

@@ -24,7 +24,8 @@ def make_tiny_chat_model(folder: Path, seed: int = 0, answer_tokens: tuple[str, 
 
     With `answer_tokens=(a, b)` the output head is rewired so that greedy decoding
     always emits `a` or `b` (chosen by the sign of one hidden unit, so it depends
-    on the input): a random model whose first token is a parseable score.
+    on the input) and then the end-of-sequence token: a random model whose answer is a
+    parseable score that ends by itself (finish_reason "stop" given two new tokens).
     """
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -54,13 +55,64 @@ def make_tiny_chat_model(folder: Path, seed: int = 0, answer_tokens: tuple[str, 
         first, second = fast.convert_tokens_to_ids(list(answer_tokens))
         with torch.no_grad():
             model.model.norm.weight.zero_()
-            model.model.norm.weight[0] = 1.0
+            model.model.norm.weight[:2] = 1.0
             model.lm_head.weight.zero_()
             model.lm_head.weight[first, 0] = 1.0
             model.lm_head.weight[second, 0] = -1.0
+            # Hidden unit 1 holds only an "answer token" flag from the embeddings (no layer writes to it),
+            # so after an answer token the end-of-sequence token wins by far, and nowhere else.
+            for layer in model.model.layers:
+                layer.self_attn.o_proj.weight[1].zero_()
+                layer.mlp.down_proj.weight[1].zero_()
+            model.model.embed_tokens.weight[:, 1] = 0.0
+            model.model.embed_tokens.weight[[first, second], 1] = 100.0
+            model.lm_head.weight[fast.eos_token_id, 1] = 10.0
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(folder)
     fast.save_pretrained(folder)
+    return folder
+
+
+def make_fixed_answer_model(folder: Path, answer: str = "3.5") -> Path:
+    """A tiny Qwen2 whose greedy answer to any prompt is `answer` followed by the end-of-sequence token.
+
+    The layers write nothing (zero output projections), so the last hidden state is the current
+    token's embedding: every token embeds to one "start" direction except the answer's tokens, which
+    get one direction each, and the output head maps each direction to the next token of the chain
+    start -> answer tokens -> EOS. Digits are single tokens, so a 2-token limit cuts "3.5" to "3.".
+    """
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from _raft_helpers import make_tokenizer
+
+    tokenizer = make_tokenizer(split_digits=True)
+    chain = [*tokenizer(answer, add_special_tokens=False).input_ids, tokenizer.eos_token_id]
+    assert len(set(chain)) == len(chain), f"{answer!r} repeats a token: greedy bigram decoding would loop"
+    hidden = 32
+    config = Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
+        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192, tie_word_embeddings=False,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+    )
+    model = Qwen2ForCausalLM(config)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        embeddings = model.model.embed_tokens.weight
+        embeddings.zero_()
+        embeddings[:, 0] = 1.0
+        model.lm_head.weight.zero_()
+        for step, token in enumerate(chain):
+            if step < len(chain) - 1:
+                embeddings[token].zero_()
+                embeddings[token, step + 1] = 1.0
+            model.lm_head.weight[token, step] = 10.0  # direction `step` -> the chain's token `step`
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
     return folder
 
 
@@ -88,6 +140,7 @@ class FaultPlan:
     """Which fault a request gets, decided by (prompt digest, attempt) so reruns are reproducible."""
 
     FAULTS = ("ok", "429", "500", "503", "slow", "malformed", "drop", "empty_choices")
+    # Also served on demand (never drawn at random): "truncated", the answer cut at the token limit.
 
     def __init__(self, seed: int, fault_rate: float = 0.35, permanent_rate: float = 0.05):
         self.seed, self.fault_rate, self.permanent_rate = seed, fault_rate, permanent_rate
@@ -183,7 +236,8 @@ class ChatServer:
                             server.sent.append(payload)
                     self._send(status, json.dumps(payload).encode())
                 elif fault.isdigit():
-                    self._send(int(fault), b'{"error": {"message": "injected"}}', retry_after="0")
+                    message = json.dumps({"error": {"message": f"injected {fault} for this request"}}).encode()
+                    self._send(int(fault), message, retry_after="0")
                 elif fault == "slow":
                     time.sleep(server.slow_s)
                     self._send(200, self._answer(text))
@@ -191,14 +245,19 @@ class ChatServer:
                     self._send(200, b'{"choices": [ {"message": ')
                 elif fault == "empty_choices":
                     self._send(200, b'{"choices": []}')
+                elif fault == "truncated":
+                    self._send(200, self._answer(text, finish_reason="length", cut=2))
                 elif fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)
                 else:
                     self._send(200, self._answer(text))
 
-            def _answer(self, text: str) -> bytes:
-                payload = chat_completion(text)
+            def _answer(self, text: str, finish_reason: str = "stop", cut: int | None = None) -> bytes:
+                reply = fake_reply(text)
+                if cut is not None:
+                    reply = reply[: len(reply) - 3 + cut]  # "3.5" -> "3.": what a token limit leaves
+                payload = chat_completion(text, reply=reply, finish_reason=finish_reason)
                 with server._lock:
                     server.sent.append(payload)
                 return json.dumps(payload).encode()

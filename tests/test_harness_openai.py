@@ -80,21 +80,23 @@ def test_api_key_is_sent_but_never_logged_or_written(tmp_path, monkeypatch, capl
             assert secret.encode() not in path.read_bytes(), path
 
 
-def test_client_errors_fail_at_once_without_retry() -> None:
-    class Always400(FaultPlan):
+def test_other_client_errors_fail_the_row_at_once_without_retry() -> None:
+    class Always413(FaultPlan):
         def next(self, digest):
-            return "400"
+            return "413"
 
-    with ChatServer(Always400(0)) as server:
+    with ChatServer(Always413(0)) as server:
         backend = OpenAIBackend("m", base_url=server.base_url, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET")
         (completion,) = backend.complete([Prompt("v", "wau", "hi")], DecodingConfig())
-    assert not completion.ok and completion.attempts == 1 and "HTTP 400" in completion.error
+    assert not completion.ok and completion.attempts == 1 and completion.failure == "HTTP 413"
+    assert completion.error == "HTTP 413: injected 413 for this request"  # the server's message, not its JSON
     assert server.requests == 1
 
 
 def test_request_body_and_multimodal_content(tmp_path) -> None:
     audio = tmp_path / "a.wav"
     audio.write_bytes(b"RIFF....WAVE")
+    assert OpenAIBackend("m", base_url="http://127.0.0.1:9/v1").modalities == frozenset({"text"})  # until declared
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", modalities=("text", "image", "audio"),
                             max_tokens_field="max_completion_tokens", extra_body={"reasoning_effort": "low"})
     body = backend.request_body(Prompt("v", "wau", "hi", images=(b"\x89PNG",), audio_path=str(audio)),

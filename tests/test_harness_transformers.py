@@ -7,7 +7,7 @@ import json
 import pytest
 from datasets import Dataset
 
-from _harness_helpers import make_tiny_chat_model, scoring_rows
+from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backend
 from eval_scripts.prompts import Prompt, render_prompt
 from eval_scripts.runner import RunConfig, run_setting
@@ -21,6 +21,11 @@ def tiny_model(tmp_path_factory):
 @pytest.fixture(scope="module")
 def random_model(tmp_path_factory):
     return make_tiny_chat_model(tmp_path_factory.mktemp("tiny-qwen2-random"))
+
+
+@pytest.fixture(scope="module")
+def fixed_model(tmp_path_factory):
+    return make_fixed_answer_model(tmp_path_factory.mktemp("tiny-qwen2-fixed"))
 
 
 def _prompts(n_videos: int = 1) -> list[Prompt]:
@@ -57,7 +62,7 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
 
     out = tmp_path / "runs"
     args = ["run", "--backend", "transformers", "--model", str(tiny_model), "--dataset", str(synthetic_build),
-            "--split", "test", "--prompt", "direct", "--max-new-tokens", "1", "--device", "cpu",
+            "--split", "test", "--prompt", "direct", "--max-new-tokens", "2", "--device", "cpu",
             "--batch-size", "16", "--out", str(out), "--n-bootstrap", "200", "--no-progress"]
     assert main(args) == 0
     (results_path,) = out.rglob("results.json")
@@ -74,4 +79,25 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
                                  references, n_bootstrap=200, seed=0)
     assert results["scores"]["mean_icc"] == pytest.approx(rescored["mean_icc"], abs=0, rel=1e-12)
     raw = [json.loads(line) for line in (results_path.parent / "raw_responses.jsonl").read_text().splitlines()]
-    assert all(len(r["prompt_hash"]) == 64 and r["status"] == "ok" for r in raw)
+    assert all(len(r["prompt_hash"]) == 64 and r["status"] == "ok" and r["finish_reason"] == "stop" for r in raw)
+
+
+def test_finish_reason_and_usage_say_where_each_answer_ended(fixed_model) -> None:
+    """The answer "3.5" + end of sequence: 2 new tokens cut it ("length"), 4 or more end it ("stop"); batches agree."""
+    from transformers import AutoTokenizer
+
+    prompts = _prompts()[:3] + [Prompt("v", "wau", "short"), Prompt("w", "abc", "a much longer prompt " * 12)]
+    tokenizer = AutoTokenizer.from_pretrained(fixed_model)
+    prompt_tokens = [len(tokenizer.apply_chat_template([{"role": "user", "content": p.text}],
+                                                       add_generation_prompt=True, tokenize=True, return_dict=True)
+                         ["input_ids"]) for p in prompts]
+    batched = get_backend("transformers", str(fixed_model), batch_size=5, device="cpu")
+    single = get_backend("transformers", str(fixed_model), batch_size=1, device="cpu")
+    for max_new_tokens, text, reason, used in [(2, "3.", "length", 2), (4, "3.5", "stop", 4), (9, "3.5", "stop", 4)]:
+        decoding = DecodingConfig(max_new_tokens=max_new_tokens)
+        outcomes = {c.index: (c.text, c.finish_reason, c.usage) for c in batched.complete(prompts, decoding)}
+        assert outcomes == {c.index: (c.text, c.finish_reason, c.usage) for c in single.complete(prompts, decoding)}
+        assert outcomes == {
+            i: (text, reason, {"prompt_tokens": n, "completion_tokens": used, "total_tokens": n + used})
+            for i, n in enumerate(prompt_tokens)
+        }

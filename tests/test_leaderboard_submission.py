@@ -34,8 +34,10 @@ def valid():
 def test_schema_is_a_valid_draft_2020_12_schema_and_names_the_project_dimensions():
     schema = submission.load_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["properties"]["schema_version"]["enum"] == list(submission.SCHEMA_VERSIONS) == ["1.0", "1.1"]
-    assert submission.SCHEMA_VERSION == "1.1"
+    assert schema["properties"]["schema_version"]["enum"] == list(submission.READABLE_SCHEMA_VERSIONS)
+    assert submission.READABLE_SCHEMA_VERSIONS == ("1.0", "1.1") and submission.SCHEMA_VERSION == "1.1"
+    kinds = schema["$defs"]["outcome_counts"]["required"]
+    assert kinds == ["answered", "unparsed", "truncated", "failed"]
     dims = schema["properties"]["predictions"]["items"]["properties"]["dimension"]["enum"]
     assert tuple(dims) == DIMENSION_KEYS
     pattern = next(iter(schema["properties"]["parse_rates"]["patternProperties"]))
@@ -47,6 +49,47 @@ def test_valid_submission_passes_with_full_coverage(valid):
     assert validate_results(valid, video_ids=VIDEO_IDS) is valid
     mapping = predictions_mapping(valid)
     assert len(mapping) == len(VIDEO_IDS) * len(DIMENSION_KEYS)
+
+
+def _with_outcomes(results: dict) -> dict:
+    """Schema 1.1 with an outcomes block counted here by hand: every null prediction a truncated answer."""
+    obj = copy.deepcopy(results)
+    obj["schema_version"] = "1.1"
+    dimensions = {}
+    for dim in DIMENSION_KEYS:
+        values = [r["prediction"] for r in obj["predictions"] if r["dimension"] == dim]
+        dimensions[dim] = {"answered": sum(v is not None for v in values), "unparsed": 0,
+                           "truncated": sum(v is None for v in values), "failed": 0}
+    overall = {kind: sum(counts[kind] for counts in dimensions.values()) for kind in dimensions[DIMENSION_KEYS[0]]}
+    obj["outcomes"] = {"overall": overall, "dimensions": dimensions, "failures": {}}
+    return obj
+
+
+def test_a_1_0_file_and_a_1_1_file_with_outcomes_both_validate(valid):
+    assert valid["schema_version"] == "1.0" and "outcomes" not in valid
+    assert find_problems(valid, video_ids=VIDEO_IDS, split="test") == []
+    newer = _with_outcomes(valid)
+    assert newer["outcomes"]["overall"]["truncated"] > 0
+    assert find_problems(newer, video_ids=VIDEO_IDS, split="test") == []
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    (lambda o: o.update(schema_version="1.0"), "$.outcomes: the outcomes block needs schema_version '1.1'"),
+    (lambda o: o["outcomes"]["dimensions"]["wau"].update(answered=o["outcomes"]["dimensions"]["wau"]["answered"] - 1,
+                                                         unparsed=1),
+     "$.outcomes.dimensions.wau.answered: "),
+    (lambda o: o["outcomes"]["dimensions"]["abc"].update(failed=3), "$.outcomes.dimensions.abc: counts add up to "),
+    (lambda o: o["outcomes"]["overall"].update(failed=1), "$.outcomes.overall: is not the sum"),
+    (lambda o: o["outcomes"]["dimensions"].pop("arrr"), "$.outcomes.dimensions: lists "),
+    (lambda o: o["outcomes"].update(failures={"HTTP 500": {"count": 2, "example": "HTTP 500: boom"}}),
+     "$.outcomes.failures: counts add up to 2, but 0 failed"),
+    (lambda o: o["outcomes"]["overall"].update(truncated=-1), "$.outcomes.overall.truncated: -1 is less than"),
+    (lambda o: o["outcomes"]["overall"].update(cut=0), "Additional properties are not allowed ('cut'"),
+])
+def test_outcomes_must_add_up_to_the_predictions(valid, change, reason):
+    obj = _with_outcomes(valid)
+    change(obj)
+    assert reason in _problems(obj)
 
 
 def _problems(obj, **kw):

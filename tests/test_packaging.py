@@ -96,6 +96,7 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
     assert "serving" in importlib.metadata.metadata("transformers").get_all("Provides-Extra")
     name = setup["metadata"]["name"]
     assert f"{name}[train]" in extras["test"] and {"pytest", "hypothesis", "pingouin", "ruff"} <= set(extras["test"])
+    assert f"{name}[serving]" in extras["test"]  # the real-server tests run `transformers serve`
     assert extras["all"] == [f"{name}[train,qlora,serving,test]"]
 
 

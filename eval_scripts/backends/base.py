@@ -14,6 +14,8 @@ from mis_bench_dataset.inputs import UnsupportedSetting
 from mis_bench_dataset.protocol import PAPER_MAX_NEW_TOKENS, VideoSampling
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
+# What a backend that cannot ask its model (an HTTP server, vLLM's engine) assumes until told otherwise.
+DEFAULT_DECLARED_KINDS: tuple[str, ...] = ("text",)
 # name -> "module:Class", imported on first use
 _REGISTRY: dict[str, str] = {
     "transformers": "eval_scripts.backends.transformers_backend:TransformersBackend",
@@ -61,7 +63,8 @@ class Completion:
     """One outcome: `text` when ok, `error` when every attempt failed.
 
     `finish_reason` is the server's ("stop", "length", ...) when it says; `usage` its token
-    counts; `cached` marks an answer served from the response cache without a call.
+    counts; `cached` marks an answer served from the response cache without a call; `failure`
+    the kind of failure of a failed one ("connection refused", "HTTP 500", ...), for summaries.
     """
 
     index: int
@@ -73,6 +76,7 @@ class Completion:
     finish_reason: str | None = None
     usage: dict | None = None
     cached: bool = False
+    failure: str | None = None
 
 
 class Backend(ABC):

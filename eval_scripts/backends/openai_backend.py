@@ -3,37 +3,93 @@
 Stdlib only (`http.client`, one keep-alive connection per worker thread), so the
 harness has no HTTP dependency. Requests run on a bounded thread pool; each is
 retried with exponential backoff and full jitter on 429, 5xx, timeouts, dropped
-connections and malformed bodies (honouring ``Retry-After``). Other 4xx errors
-(bad request, auth) fail at once. A request that still fails comes back as a
-failed `Completion`, which the runner records but never caches as an answer.
+connections and malformed bodies (honouring ``Retry-After``). A request that still
+fails comes back as a failed `Completion` naming the kind of failure (`failure`) and
+the server's own error message (truncated), which the runner records and summarises
+but never caches as an answer.
 
+Two failures stop the whole run instead, because every other request would meet them too:
+
+- **The server cannot be reached** (connection refused, unknown host, TLS failure, connect
+  timeout): a circuit breaker trips when the run's first attempts all fail that way (three
+  of them, or any after 10 s) and the run ends with `ServerUnreachableError` (exit 1).
+- **The server refuses the request as built** (HTTP 400, 401, 403, 404, 422: a wrong model
+  name, key or URL path, or a parameter it does not take): `RequestRefusedError` (exit 2)
+  with the server's message.
+
+Answers received before a stop are still yielded, so the response cache keeps them.
 The API key is read from an environment variable (default ``OPENAI_API_KEY``);
-only the variable's name ever appears in logs or files.
+only the variable's name ever appears in logs, errors or files.
+
+The Chat Completions API cannot say which inputs a served model takes, so the backend
+assumes text only; images, audio or video must be declared (`modalities`,
+``--backend-modalities``), and a setting needing an undeclared kind is refused before any call.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import http.client
 import json
 import logging
 import os
 import random
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_scripts.backends.base import Backend, Completion, DecodingConfig, declared_modalities
+from eval_scripts.backends.base import (
+    DEFAULT_DECLARED_KINDS,
+    Backend,
+    Completion,
+    DecodingConfig,
+    declared_modalities,
+)
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
+# Refusals no retry changes and every other request of the run would get too: the run stops.
+STOP_STATUS = frozenset({400, 401, 403, 404, 422})
+# How much of a server's error message is kept (in errors, summaries and the raw responses).
+ERROR_BODY_CHARS = 300
+# Opening a connection (TCP and TLS) gets at most this long, whatever the request timeout.
+CONNECT_TIMEOUT_S = 10.0
+
+# Kinds of failure (`Completion.failure`); HTTP errors are "HTTP <status>" (`http_failure`).
+FAILURE_REFUSED = "connection refused"
+FAILURE_DNS = "host not found"
+FAILURE_TLS = "TLS error"
+FAILURE_CONNECT_TIMEOUT = "connect timeout"
+FAILURE_CONNECT = "cannot connect"
+FAILURE_TIMEOUT = "timeout"
+FAILURE_DROPPED = "connection dropped"
+FAILURE_MALFORMED = "malformed response"
+# The server was never reached: what the circuit breaker counts.
+CONNECTION_FAILURES = frozenset(
+    {FAILURE_REFUSED, FAILURE_DNS, FAILURE_TLS, FAILURE_CONNECT_TIMEOUT, FAILURE_CONNECT}
+)
+
+
+def http_failure(status: int) -> str:
+    return f"HTTP {status}"
+
+
+class ServerUnreachableError(DataError):
+    """Every first attempt of a run failed to connect: a wrong --base-url or a server that is down (exit 1)."""
+
+
+class RequestRefusedError(UsageError):
+    """The server refused a request as the command built it (HTTP 400/401/403/404/422): fix the command (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +108,85 @@ class RetryPolicy:
         return wait
 
 
-class _Retryable(Exception):
-    def __init__(self, message: str, retry_after: float | None = None):
-        super().__init__(message)
+class _AttemptFailed(Exception):
+    """One attempt's failure: its kind, what happened, and whether another attempt may help."""
+
+    def __init__(self, kind: str, detail: str, *, retryable: bool = True, retry_after: float | None = None,
+                 status: int | None = None):
+        super().__init__(f"{kind}: {detail}" if detail else kind)
+        self.kind = kind
+        self.detail = detail
+        self.retryable = retryable
         self.retry_after = retry_after
+        self.status = status
 
 
-class _Fatal(Exception):
-    pass
+def connection_failure_kind(err: OSError) -> str:
+    """What kept a connection from opening."""
+    if isinstance(err, socket.gaierror):
+        return FAILURE_DNS
+    if isinstance(err, ssl.SSLError):
+        return FAILURE_TLS
+    if isinstance(err, ConnectionRefusedError):
+        return FAILURE_REFUSED
+    if isinstance(err, TimeoutError):
+        return FAILURE_CONNECT_TIMEOUT
+    return FAILURE_CONNECT
+
+
+def server_message(raw: bytes, limit: int = ERROR_BODY_CHARS) -> str:
+    """The message of an error body (OpenAI `error.message`, FastAPI `detail`, `message`, or the text), truncated."""
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        found = (error.get("message") if isinstance(error, dict) else error) or body.get("detail")
+        found = found or body.get("message")
+        if found:
+            text = found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+    text = " ".join(text.split()) or "(empty body)"
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+class CircuitBreaker:
+    """Trips when a run's first attempts all fail to connect: `threshold` of them, or any after `window_s`.
+
+    Once an attempt reaches the server (any HTTP answer, even an error) it never trips: a server
+    that answers is there, and its errors are handled per request.
+    """
+
+    def __init__(self, threshold: int = 3, window_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
+        self.threshold, self.window_s, self._clock = threshold, window_s, clock
+        self._lock = threading.Lock()
+        self.reached = False
+        self.rearm()
+
+    def rearm(self) -> None:
+        """Start counting afresh (a new run on a server not reached yet)."""
+        with self._lock:
+            self.failures = 0
+            self.kinds: dict[str, str] = {}  # kind -> first error of that kind
+            self.started = self._clock()
+
+    def reached_server(self) -> None:
+        with self._lock:
+            self.reached = True
+
+    def connection_failed(self, kind: str, error: str) -> bool:
+        """Count one failed connection attempt; True when the breaker trips on it."""
+        with self._lock:
+            if self.reached:
+                return False
+            self.failures += 1
+            self.kinds.setdefault(kind, error)
+            return self.failures >= self.threshold or self._clock() - self.started >= self.window_s
+
+    def cause(self) -> str:
+        with self._lock:
+            return "; ".join(self.kinds.values())
 
 
 class OpenAIBackend(Backend):
@@ -73,19 +200,23 @@ class OpenAIBackend(Backend):
         api_key_env: str = "OPENAI_API_KEY",
         concurrency: int = 8,
         retry: RetryPolicy | None = None,
-        modalities: Sequence[str] = ("text", "image"),
+        modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
         max_tokens_field: str = "max_tokens",
         extra_body: dict | None = None,
+        breaker: CircuitBreaker | None = None,
         **_ignored,
     ):
         super().__init__(model)
         self.modalities = declared_modalities(modalities)
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"--base-url must be an http(s) URL, got {base_url!r}")
+            raise UsageError(f"--base-url must be an http(s) URL, got {base_url!r}", where="--base-url")
         self._scheme, self._host, self._port = parsed.scheme, parsed.hostname, parsed.port
         self._path = parsed.path + "/chat/completions"
         self.base_url = base_url
+        # What errors show: never a password in the URL.
+        port = f":{parsed.port}" if parsed.port else ""
+        self.display_url = f"{parsed.scheme}://{parsed.hostname}{port}{parsed.path}"
         self.api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) or None
         if self._api_key is None:
@@ -94,9 +225,13 @@ class OpenAIBackend(Backend):
         self.retry = retry or RetryPolicy()
         self.max_tokens_field = max_tokens_field
         self.extra_body = dict(extra_body or {})
+        self.breaker = breaker or CircuitBreaker()
         self._local = threading.local()
+        self._open_connections: set[http.client.HTTPConnection] = set()
+        self._stop = threading.Event()
+        self._stop_error: Exception | None = None
+        self._lock = threading.Lock()
         self.calls = 0  # HTTP requests sent, including retries
-        self._calls_lock = threading.Lock()
 
     # -- request building -------------------------------------------------
     def request_body(self, prompt: Prompt, decoding: DecodingConfig) -> dict:
@@ -113,78 +248,167 @@ class OpenAIBackend(Backend):
 
     # -- transport --------------------------------------------------------
     def _connection(self) -> http.client.HTTPConnection:
+        """This thread's connection, opened (TCP, TLS) under the connect timeout when it is not open."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
             conn = cls(self._host, self._port, timeout=self.retry.timeout_s)
             self._local.conn = conn
+            with self._lock:
+                self._open_connections.add(conn)
+        if conn.sock is None:
+            conn.timeout = min(self.retry.timeout_s, CONNECT_TIMEOUT_S)
+            try:
+                conn.connect()
+            except OSError as err:
+                self._drop_connection()
+                raise _AttemptFailed(connection_failure_kind(err), f"{type(err).__name__}: {err}") from err
+            conn.timeout = self.retry.timeout_s
+            conn.sock.settimeout(self.retry.timeout_s)
         return conn
 
     def _drop_connection(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
+            with self._lock:
+                self._open_connections.discard(conn)
         self._local.conn = None
+
+    def _abort_in_flight(self) -> None:
+        """Wake every worker blocked on a socket, so a stopped run ends now, not after its timeouts."""
+        with self._lock:
+            connections = list(self._open_connections)
+        for conn in connections:
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def _post_once(self, payload: bytes) -> ChatAnswer:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        with self._calls_lock:
+        with self._lock:
             self.calls += 1
         conn = self._connection()
         try:
             conn.request("POST", self._path, body=payload, headers=headers)
             response = conn.getresponse()
             raw = response.read()
-        except (socket.timeout, TimeoutError) as err:
+        except TimeoutError as err:
             self._drop_connection()
-            raise _Retryable(f"timeout after {self.retry.timeout_s:g} s") from err
-        except (http.client.HTTPException, ConnectionError, OSError) as err:
+            raise _AttemptFailed(FAILURE_TIMEOUT, f"no answer within {self.retry.timeout_s:g} s") from err
+        except (http.client.HTTPException, OSError) as err:
             self._drop_connection()
-            raise _Retryable(f"connection error: {type(err).__name__}: {err}") from err
+            raise _AttemptFailed(FAILURE_DROPPED, f"{type(err).__name__}: {err}") from err
+        self.breaker.reached_server()
         if response.getheader("Connection", "").lower() == "close":
             self._drop_connection()
-        if response.status in RETRYABLE_STATUS:
-            raise _Retryable(f"HTTP {response.status}", _retry_after(response.getheader("Retry-After")))
         if response.status >= 400:
-            raise _Fatal(f"HTTP {response.status}: {raw[:300].decode('utf-8', 'replace')}")
+            raise _AttemptFailed(
+                http_failure(response.status), server_message(raw), retryable=response.status in RETRYABLE_STATUS,
+                retry_after=_retry_after(response.getheader("Retry-After")), status=response.status,
+            )
         try:
             return parse_chat_completion(json.loads(raw))
-        except (ValueError, KeyError, IndexError, TypeError) as err:
-            raise _Retryable(f"malformed response body ({type(err).__name__}: {str(err)[:100]})") from err
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+            raise _AttemptFailed(FAILURE_MALFORMED, f"{type(err).__name__}: {str(err)[:100]}") from err
 
+    # -- stopping the run -------------------------------------------------
+    def _request_stop(self, error: Exception) -> None:
+        with self._lock:
+            if self._stop_error is None:
+                self._stop_error = error
+        self._stop.set()
+        self._abort_in_flight()
+
+    def _unreachable(self) -> ServerUnreachableError:
+        breaker = self.breaker
+        return ServerUnreachableError(
+            f"cannot reach the model server: the first {breaker.failures} attempt(s) all failed to connect "
+            f"({breaker.cause()})",
+            where=f"--base-url {self.display_url}",
+            hint="check --base-url and that the server is running and reachable from here; "
+                 "the run was stopped, answers received before are kept in the response cache",
+        )
+
+    def _refused(self, status: int, message: str) -> RequestRefusedError:
+        if status in (401, 403):
+            hint = f"check the API key in ${self.api_key_env} (--api-key-env) and its access to the model"
+        elif status == 404:
+            hint = "check --model (the server's model id) and --base-url (usually ending in /v1)"
+        else:
+            hint = "check --model and the request options (--max-tokens-field, --backend-modalities)"
+        return RequestRefusedError(
+            f"the model server refused the request: HTTP {status}: {message}",
+            where=f"--base-url {self.display_url}, --model {self.model}",
+            hint=hint + "; the run was stopped, answers received before are kept in the response cache",
+        )
+
+    # -- one request, with retries ------------------------------------------
     def _call(self, index: int, prompt: Prompt, decoding: DecodingConfig) -> Completion:
         payload = json.dumps(self.request_body(prompt, decoding)).encode("utf-8")
         rng = random.Random()
         start = time.monotonic()
-        error = "not attempted"
+        failure: _AttemptFailed | None = None
+        attempts = 0
         for attempt in range(self.retry.max_retries + 1):
+            if self._stop.is_set():
+                break
+            attempts += 1
             try:
                 answer = self._post_once(payload)
-                return Completion(index, answer.text, True, None, attempt + 1, time.monotonic() - start,
+                return Completion(index, answer.text, True, None, attempts, time.monotonic() - start,
                                   finish_reason=answer.finish_reason, usage=answer.usage)
-            except _Fatal as err:
-                return Completion(index, None, False, str(err), attempt + 1, time.monotonic() - start)
-            except _Retryable as err:
-                error = str(err)
-                if attempt < self.retry.max_retries:
-                    wait = self.retry.delay(attempt, err.retry_after, rng)
-                    logger.debug("request %d: %s; retrying in %.2f s", index, error, wait)
-                    time.sleep(wait)
-        return Completion(index, None, False, error, self.retry.max_retries + 1, time.monotonic() - start)
+            except _AttemptFailed as err:
+                failure = err
+            if failure.kind in CONNECTION_FAILURES and self.breaker.connection_failed(failure.kind, str(failure)):
+                self._request_stop(self._unreachable())
+            if failure.status in STOP_STATUS:
+                self._request_stop(self._refused(failure.status, failure.detail))
+            if not failure.retryable or attempt == self.retry.max_retries:
+                break
+            wait = self.retry.delay(attempt, failure.retry_after, rng)
+            logger.debug("request %d: %s; retrying in %.2f s", index, failure, wait)
+            if self._stop.wait(wait):
+                break
+        error = str(failure) if failure is not None else "not sent: the run was stopped"
+        kind = failure.kind if failure is not None else "not sent"
+        return Completion(index, None, False, error, attempts, time.monotonic() - start, failure=kind)
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         if not prompts:
             return
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts))) as pool:
-            futures = [pool.submit(self._call, i, p, decoding) for i, p in enumerate(prompts)]
-            try:
-                for future in as_completed(futures):
-                    yield future.result()
-            finally:
+        self._stop.clear()
+        self._stop_error = None
+        self.breaker.rearm()
+        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)))
+        futures = [pool.submit(self._call, i, p, decoding) for i, p in enumerate(prompts)]
+        yielded: set[Future] = set()
+        try:
+            for future in as_completed(futures):
+                if self._stop.is_set():
+                    break
+                yielded.add(future)
+                yield future.result()
+            if self._stop_error is not None:
+                # Answers that arrived while the run was stopping are still answers: keep them.
                 for future in futures:
-                    future.cancel()
+                    if future not in yielded and future.done() and not future.cancelled() and future.result().ok:
+                        yield future.result()
+                raise self._stop_error
+        finally:
+            self._stop.set()  # workers still retrying give up at once (an early exit, Ctrl-C)
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._abort_in_flight()  # and those waiting for an answer stop waiting
+            self.close()  # the pool's threads end: so do their connections
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._open_connections = list(self._open_connections), set()
+        for conn in connections:
+            conn.close()
 
 
 def chat_messages(prompt: Prompt) -> list[dict]:

@@ -4,8 +4,10 @@ Generation is batched (prompts sorted by length to limit padding, left padding) 
 greedy unless the decoding config asks for a temperature. A model folder with a
 processor that has an image processor, video processor or audio feature extractor
 is loaded with `AutoProcessor` + `AutoModelForImageTextToText` and declares those
-inputs; a plain chat LM declares text only. Models with their own loading code
-(e.g. Qwen2.5-Omni) can be passed in already built (`model_obj`, `processor_obj`).
+inputs; a plain chat LM declares text only. Each answer says why it ended (`finish_reason`:
+"stop" at an end-of-sequence token, "length" at max_new_tokens) and how many tokens it used.
+Models with their own loading code (e.g. Qwen2.5-Omni) can be passed in already built
+(`model_obj`, `processor_obj`).
 
 Raw video is sampled here, not by the processor: `video_sampling` (default: the paper's 32 frames
 at `linspace(0, n - 1, 32)`, 20480x28x28 pixels for the clip, 16x28x28 at least per frame) picks
@@ -21,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
+from eval_scripts.cache import FINISH_LENGTH
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.errors import require
 from mis_bench_dataset.protocol import VideoSampling
@@ -160,8 +163,33 @@ class TransformersBackend(Backend):
             self.calls += len(indices)
             new_tokens = output[:, inputs["input_ids"].shape[1] :]
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
-            for index, text in zip(indices, texts, strict=True):
-                yield Completion(index, text.strip(), True)
+            ended, completion_tokens = self._endings(new_tokens)
+            mask = inputs.get("attention_mask")
+            prompt_tokens = (mask.sum(dim=1).tolist() if mask is not None
+                             else [inputs["input_ids"].shape[1]] * len(indices))
+            for index, text, stopped, n_new, n_prompt in zip(indices, texts, ended, completion_tokens, prompt_tokens,
+                                                             strict=True):
+                usage = {"prompt_tokens": n_prompt, "completion_tokens": n_new, "total_tokens": n_prompt + n_new}
+                yield Completion(index, text.strip(), True, finish_reason="stop" if stopped else FINISH_LENGTH,
+                                 usage=usage)
+
+    def _endings(self, new_tokens) -> tuple[list[bool], list[int]]:
+        """Per sequence: did it end with an end-of-sequence token, and how many tokens did it generate.
+
+        A sequence without one ran into max_new_tokens (`generate` stops a batch only when every
+        sequence has ended or the limit is reached); padding after an ended sequence is not counted.
+        """
+        import torch
+
+        eos = self.hf_model.generation_config.eos_token_id
+        if eos is None:
+            eos = self.tokenizer.eos_token_id
+        eos_ids = torch.tensor([eos] if isinstance(eos, int) else list(eos), device=new_tokens.device)
+        is_eos = torch.isin(new_tokens, eos_ids)
+        ended = is_eos.any(dim=1)
+        first_eos = is_eos.int().argmax(dim=1)
+        lengths = torch.where(ended, first_eos + 1, torch.full_like(first_eos, new_tokens.shape[1]))
+        return ended.tolist(), lengths.tolist()
 
     def close(self) -> None:
         self.hf_model = None

@@ -1,14 +1,22 @@
 """vLLM's offline engine (GPU only), imported lazily.
 
 Prompts go through `LLM.chat` with OpenAI-style content parts, so images, audio
-and video reach multimodal models the way vLLM's server would pass them.
+and video reach multimodal models the way vLLM's server would pass them. Like the
+openai backend it assumes text only until told (`modalities`, ``--backend-modalities``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig, declared_modalities
+from eval_scripts.backends.base import (
+    DEFAULT_DECLARED_KINDS,
+    Backend,
+    BackendUnavailable,
+    Completion,
+    DecodingConfig,
+    declared_modalities,
+)
 from eval_scripts.prompts import Prompt
 
 
@@ -20,7 +28,7 @@ class VLLMBackend(Backend):
         model: str,
         *,
         dtype: str = "auto",
-        modalities: Sequence[str] = ("text", "image"),
+        modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
         batch_size: int = 256,
         trust_remote_code: bool = False,
         **engine_options,
@@ -55,4 +63,9 @@ class VLLMBackend(Backend):
             outputs = self.llm.chat(conversations, params, use_tqdm=False)
             self.calls += len(batch)
             for offset, output in enumerate(outputs):
-                yield Completion(start + offset, output.outputs[0].text.strip(), True)
+                generated = output.outputs[0]
+                prompt_tokens = len(output.prompt_token_ids or ())
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated.token_ids),
+                         "total_tokens": prompt_tokens + len(generated.token_ids)}
+                yield Completion(start + offset, generated.text.strip(), True,
+                                 finish_reason=generated.finish_reason, usage=usage)

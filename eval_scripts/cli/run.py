@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.backends.base import BACKEND_NAMES
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
@@ -20,6 +19,7 @@ from eval_scripts.cli.args import (
     say,
     unit_interval,
 )
+from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
@@ -103,8 +103,9 @@ def register(subparsers) -> None:
     group.add_argument("--backoff-max", type=non_negative_float, default=30.0)
     group.add_argument("--max-tokens-field", default="max_tokens",
                        help="request field for the token limit (max_completion_tokens for newer OpenAI models)")
-    group.add_argument("--backend-modalities", default=None,
-                       help="inputs the served model takes, e.g. text,image,audio,video (openai/vllm; default text,image)")
+    group.add_argument("--backend-modalities", type=comma_list(INPUT_KINDS), default=None,
+                       help="input kinds the served model takes (openai/vllm; default: text only, since the API "
+                            "cannot tell): e.g. text,image for GPT, text,image,video for a vLLM-served VLM")
     group = parser.add_argument_group(
         "cost estimate and batch files (--backend openai; these open no connection)")
     mode = group.add_mutually_exclusive_group()
@@ -149,7 +150,7 @@ def _backend_options(args) -> dict:
             options["device"] = args.device
             options["video_sampling"] = _video_sampling(args)
     if args.backend_modalities and args.backend in ("openai", "vllm"):
-        options["modalities"] = tuple(m.strip() for m in args.backend_modalities.split(",") if m.strip())
+        options["modalities"] = tuple(args.backend_modalities)
     return options
 
 
@@ -173,7 +174,9 @@ def _summary(result) -> dict:
         "called": result.n_called,
         "failed": result.n_failed,
         "truncated": result.n_truncated,
+        "unparsed": result.n_unparsed,
         "parsed": result.n_parsed,
+        "failures": result.failures,
         "mean_icc": scores.get("mean_icc"),
         "overall_icc": (scores.get("overall") or {}).get("icc"),
         "usage": result.usage,
@@ -217,7 +220,7 @@ def _say_result(summary: dict, called: str = "called") -> None:
     say(
         f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows, {summary['cached']} cached, "
         f"{summary['called']} {called}, {summary['failed']} failed, {summary['truncated']} truncated, "
-        f"{summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
+        f"{summary['unparsed']} unparsed, {summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
         f"{_tokens_line(summary['usage'])}{_prefix_line(summary['prefix'])}\n"
         f"predictions: {summary['predictions']}\nresults: {summary['results']}"
     )
@@ -255,6 +258,9 @@ def run_command(args: argparse.Namespace) -> int:
         else:
             say(format_table(entries))
             say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
+        for entry in entries:
+            if entry.result is not None:
+                _report_problems(entry.result)
         return _exit_code([e.result for e in entries if e.result is not None])
     config.decoding = _decoding(args, args.prompt_style)
     result = run_setting(config)
@@ -263,7 +269,23 @@ def run_command(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         _say_result(summary)
+    _report_problems(result)
     return _exit_code([result])
+
+
+def _report_problems(result) -> None:
+    """On stderr: why requests failed (count per kind, one example each), and what to do about truncated answers."""
+    from eval_scripts.harness.outcomes import TRUNCATION_HINT, failure_lines
+
+    if result.failures:
+        say(f"{result.label}: {result.n_failed} request(s) failed, by kind:", err=True)
+        for line in failure_lines(result.failures):
+            say(line, err=True)
+        say(f"  details per row: {result.raw_responses_path}; rerun the same command to retry only these", err=True)
+    if result.n_truncated:
+        say(f"{result.label}: {result.n_truncated} answer(s) reached the token limit and were not scored "
+            f"(max_new_tokens {result.config.decoding.max_new_tokens if result.config.decoding else '?'}); "
+            f"{TRUNCATION_HINT}", err=True)
 
 
 def _decoding(args, style: str):
@@ -316,6 +338,8 @@ def _batch_command(args, config) -> int:
     results = [e.result for e in entries if e.result is not None]
     for line in report.problems():
         say(f"mis-bench run: warning: {line}", err=True)
+    for result in results:
+        _report_problems(result)
     if args.json:
         summaries = [{"setting": e.label, "refused": e.refused} if e.result is None
                      else {**_summary(e.result), "imported": e.result.n_called} for e in entries]

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
-from eval_scripts.backends.openai_backend import parse_chat_completion
+from eval_scripts.backends.openai_backend import (
+    ERROR_BODY_CHARS,
+    FAILURE_MALFORMED,
+    http_failure,
+    parse_chat_completion,
+    server_message,
+)
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.outputs import OutputFolder, write_atomic
@@ -105,6 +111,9 @@ def write_batch_files(path: str | Path, parts: Sequence[Sequence[bytes]], *, inp
     return targets
 
 
+# The kind of failure of a batch line the provider itself marked as failed (no HTTP answer to read).
+BATCH_FAILURE = "batch error"
+
 @dataclass(frozen=True)
 class BatchOutcome:
     """What a provider answered for one request."""
@@ -115,6 +124,7 @@ class BatchOutcome:
     usage: dict | None
     error: str | None
     where: str  # file, line
+    failure: str | None = None  # the kind of failure, as a live request's (`openai_backend.FAILURE_*`)
 
     def same_answer(self, other: BatchOutcome) -> bool:
         return (self.ok, self.text, self.finish_reason) == (other.ok, other.text, other.finish_reason)
@@ -141,21 +151,23 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     error = obj.get("error")
     status = response.get("status_code") if isinstance(response, Mapping) else None
     body = response.get("body") if isinstance(response, Mapping) else None
+    # Failures are worded and classified as a live request's (kind: detail), so an import's results equal a live run's.
     if error:
-        message = f"batch error: {_error_message(error)}"
+        failure, message = BATCH_FAILURE, f"{BATCH_FAILURE}: {_error_message(error)}"
     elif not isinstance(response, Mapping):
-        message = "batch line without a response"
+        failure, message = BATCH_FAILURE, f"{BATCH_FAILURE}: a line without a response"
     elif status != 200:
-        detail = _error_message(body) if isinstance(body, Mapping) else ""
-        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        failure = http_failure(status)
+        detail = server_message(json.dumps(body).encode()) if isinstance(body, Mapping) else ""
+        message = f"{failure}: {detail}" if detail else failure
     else:
         try:
             answer = parse_chat_completion(body)
         except (KeyError, IndexError, TypeError, ValueError) as err:
-            message = f"malformed response body ({type(err).__name__}: {str(err)[:100]})"
+            failure, message = FAILURE_MALFORMED, f"{FAILURE_MALFORMED}: {type(err).__name__}: {str(err)[:100]}"
         else:
             return obj["custom_id"], BatchOutcome(True, answer.text, answer.finish_reason, answer.usage, None, where)
-    return obj["custom_id"], BatchOutcome(False, None, None, None, message[:300], where)
+    return obj["custom_id"], BatchOutcome(False, None, None, None, message[:ERROR_BODY_CHARS], where, failure)
 
 
 def read_batch_outputs(paths: Sequence[str | Path]) -> Iterator[tuple[str, BatchOutcome]]:
@@ -284,4 +296,5 @@ class BatchOutputBackend(Backend):
                 attempts=1,
                 finish_reason=outcome.finish_reason,
                 usage=outcome.usage,
+                failure=outcome.failure,
             )

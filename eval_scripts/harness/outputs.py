@@ -49,6 +49,7 @@ def write_run(
     seed: int = 0,
     raw_records: Sequence[Mapping[str, Any]] | None = None,
     usage: Mapping[str, int] | None = None,
+    outcomes: Mapping[str, Any] | None = None,
 ) -> WrittenRun:
     """Score `predictions` against `references` (when any) and write the run's files under `run_dir`."""
     from eval_scripts.results import write_results
@@ -68,5 +69,6 @@ def write_run(
         raw_path = claimed[RAW_RESPONSES_NAME]
         write_atomic(raw_path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records))
     results = write_results(claimed[RESULTS_NAME], system=system, setting=setting, dataset=dataset,
-                            predictions=predictions, scores=scores, parse_rates=parse_rates, usage=usage)
+                            predictions=predictions, scores=scores, parse_rates=parse_rates, usage=usage,
+                            outcomes=outcomes)
     return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME])

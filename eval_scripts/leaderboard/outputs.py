@@ -41,6 +41,9 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             "mean_icc": scores.get("mean_icc"),
             "p_vs_leader": (entry.get("vs_leader") or {}).get("p_value"),
         }
+        outcomes = entry.get("outcomes") or {}
+        for kind in ("unparsed", "truncated", "failed"):  # counts as the run recorded them; empty for 1.0 files
+            row[kind] = (outcomes.get("overall") or {}).get(kind)
         for dim in board["dimensions"]:
             block = scores["dimensions"].get(dim["key"]) or {}
             dim_ci = block.get("icc_ci") or [None, None]
@@ -48,6 +51,7 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             row[f"{dim['key']}_ci_low"], row[f"{dim['key']}_ci_high"] = dim_ci
             row[f"{dim['key']}_mse"] = block.get("mse")
             row[f"{dim['key']}_parse_rate"] = entry["parse_rates"].get(dim["key"])
+            row[f"{dim['key']}_truncated"] = ((outcomes.get("dimensions") or {}).get(dim["key"]) or {}).get("truncated")
         row.update(synthetic=entry["synthetic"], dataset_fingerprint=escape_csv(entry["dataset_fingerprint"]),
                    file=entry["file"])
         rows.append(row)

@@ -95,7 +95,8 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     cols = [("rank", "#", "num"), ("model", "Model", "text"), ("modality", "Setting", "text"),
             ("prompt_style", "Prompt", "text"), ("overall", "Overall ICC %", "num"), ("mean_icc", "Mean ICC %", "num")]
     cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
-    cols += [("excluded_rate", "Excluded %", "num"), ("p_vs_leader", "p vs leader", "num")]
+    cols += [("excluded_rate", "Excluded %", "num"), ("truncated", "Truncated", "num"),
+             ("p_vs_leader", "p vs leader", "num")]
     return cols
 
 
@@ -115,6 +116,11 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     ]
     cells += [_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]]
     cells.append(_cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))))
+    outcomes = entry.get("outcomes") or {}
+    counts = outcomes.get("overall") or {}
+    truncated = counts.get("truncated")
+    cells.append(_cell("truncated", truncated, MISSING if truncated is None else str(truncated),
+                       title="answers cut at the token limit (not scored), as the run recorded them"))
     cells.append(_cell("p_vs_leader", p_value, "leader" if entry["rank"] == 1 else num(p_value, 4),
                        title="paired bootstrap, two-sided, overall ICC vs the leader"))
     row_id = f"e{entry['rank']}"
@@ -124,12 +130,18 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
         f"Overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}, "
         f"n={_esc(overall.get('n', MISSING))}, excluded {pct(overall.get('excluded_rate'))}%",
     ]
+    if counts:
+        details.append("rows without a score, as the run recorded them: "
+                       f"{_esc(counts.get('unparsed'))} unparsed, {_esc(counts.get('truncated'))} truncated at the "
+                       f"token limit, {_esc(counts.get('failed'))} failed requests")
     for d in board["dimensions"]:
         block = (scores.get("dimensions") or {}).get(d["key"]) or {}
         rate = entry["parse_rates"].get(d["key"])
+        dim_counts = (outcomes.get("dimensions") or {}).get(d["key"]) or {}
+        cut = f", truncated {_esc(dim_counts['truncated'])}" if "truncated" in dim_counts else ""
         details.append(
             f"{_esc(d['abbreviation'])}: ICC {pct(block.get('icc'))}% {ci_pct(block.get('icc_ci'))}, "
-            f"MSE {num(block.get('mse'))}, n={_esc(block.get('n', MISSING))}, parsed {pct(rate)}%"
+            f"MSE {num(block.get('mse'))}, n={_esc(block.get('n', MISSING))}, parsed {pct(rate)}%{cut}"
         )
     if entry["rank"] > 1:
         details.append(

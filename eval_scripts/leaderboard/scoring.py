@@ -79,6 +79,9 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
         "created_at": sub.results["created_at"],
         # Recomputed by the metric from the predictions, like the scores: never the submitter's claim.
         "parse_rates": scores.get("parse_rates") or {},
+        # Why rows have no score (unparsed / truncated at the token limit / failed), as the run recorded it
+        # (schema 1.1; checked to add up to the predictions); null for 1.0 files and baselines.
+        "outcomes": sub.results.get("outcomes"),
         "scores": scores,
     }
 

@@ -209,6 +209,7 @@ def _run_json(run: RunView) -> dict[str, Any]:
         "dataset": {"fingerprint": run.fingerprint, "split": run.split},
         "overall_icc": run.overall.get("icc"), "mean_icc": run.mean_icc,
         "dimensions": {key: run.dim(key).get("icc") for key in DIMENSION_KEYS},
+        "outcomes": (run.outcomes or {}).get("overall"),
     }
 
 
@@ -296,7 +297,8 @@ def write_report(
         _comparison_section(comparison, radar),
         _Section("Errors and parse rates", [OVERALL_NOTE],
                  [("MSE (lower is better)", mse_table(runs)),
-                  ("Parse rate per dimension and overall exclusion rate", rates_table(runs))], []),
+                  ("Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
+                   "token limit, failed request) and overall exclusion rate", rates_table(runs))], []),
     ]
     if scatter_files:
         what = "each system's best configuration" if scatters == "best" else "every configuration"

@@ -33,6 +33,7 @@ class RunView:
     fingerprint: str = ""
     split: str = ""
     source: str | None = None  # the results file it came from, when known
+    outcomes: Mapping[str, Any] | None = None  # schema 1.1 `outcomes` (answered/unparsed/truncated/failed), if any
 
     def dim(self, key: str) -> Mapping[str, Any]:
         return (self.scores.get("dimensions") or {}).get(key) or {}
@@ -103,6 +104,7 @@ def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str |
                 fingerprint=str(dataset.get("fingerprint") or ""),
                 split=str(dataset.get("split") or ""),
                 source=None if sources is None else sources[index],
+                outcomes=results.get("outcomes"),
             )
         )
     return views
@@ -246,13 +248,18 @@ def mse_table(runs: Sequence[RunView]) -> Table:
 
 
 def rates_table(runs: Sequence[RunView]) -> Table:
-    """Parse rate per dimension (share of outputs the parser g read) and the overall exclusion rate."""
-    header = ["System"] + [d.abbreviation for d in DIMENSIONS] + ["Excluded (overall)", "n (overall)"]
+    """Parse rate per dimension (share of rows the parser g read a score from), the rows without one by
+    cause (an answer it could not read, an answer cut at the token limit, a failed request; counts from
+    the results' `outcomes`, shown only by runs that record them) and the overall exclusion rate."""
+    header = (["System"] + [d.abbreviation for d in DIMENSIONS]
+              + ["Unparsed", "Truncated", "Failed", "Excluded (overall)", "n (overall)"])
     rows = []
     for run in runs:
+        counts = (run.outcomes or {}).get("overall") or {}
         rows.append(
             [run.label]
             + [pct(run.parse_rates.get(d.key)) + ("%" if run.parse_rates.get(d.key) is not None else "") for d in DIMENSIONS]
+            + [str(counts[kind]) if kind in counts else MISSING for kind in ("unparsed", "truncated", "failed")]
             + [pct(run.overall.get("excluded_rate")) + "%", str(run.overall.get("n", MISSING))]
         )
     return Table(header, rows, set())

@@ -10,8 +10,9 @@ from mis_bench_dataset.numbers import pct
 
 
 def format_table(entries: Sequence[Any]) -> str:
-    """ICC (%) per dimension, mean, overall and parse rate of grid entries (`runner.GridEntry`)."""
-    header = ["setting", *(d.abbreviation for d in DIMENSIONS), "mean", "overall", "parsed"]
+    """ICC (%) per dimension, mean, overall, parse rate, and the rows cut at the token limit or failed,
+    of grid entries (`runner.GridEntry`)."""
+    header = ["setting", *(d.abbreviation for d in DIMENSIONS), "mean", "overall", "parsed", "truncated", "failed"]
     lines = [header]
     for entry in entries:
         if entry.result is None:
@@ -26,6 +27,8 @@ def format_table(entries: Sequence[Any]) -> str:
             pct(scores.get("mean_icc")),
             pct(scores.get("overall", {}).get("icc")),
             pct(result.n_parsed / max(result.n_rows, 1), 0) + "%",
+            str(result.n_truncated),
+            str(result.n_failed),
         ])
     widths = [max(len(row[i]) for row in lines if len(row) == len(header)) for i in range(len(header))]
     out = []

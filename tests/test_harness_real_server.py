@@ -1,0 +1,130 @@
+"""The harness end to end against a real OpenAI-compatible server: `transformers serve` with a tiny model.
+
+The model's weights make greedy decoding answer "3.5" and stop, whatever the prompt, so every
+prediction is known in advance. One server is shared by the module; the tests count the requests
+it really received from its access log. Skips only when the `transformers[serving]` extra is not
+installed, and says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eval_scripts.cache import iter_records
+from eval_scripts.cli import main
+from mis_bench_dataset.errors import EXIT_USAGE
+
+from _harness_helpers import make_fixed_answer_model
+from _server_helpers import TransformersServer, serving_missing
+
+ANSWER = 3.5
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    missing = serving_missing()
+    if missing:
+        pytest.skip(f"the real-server tests need the transformers[serving] extra (missing: {', '.join(missing)}); "
+                    "install it with: pip install 'mis-bench[test]'")
+    folder = tmp_path_factory.mktemp("served")
+    model_dir = make_fixed_answer_model(folder / "fixed-3.5")
+    with TransformersServer(model_dir, folder / "serve.log") as server:
+        yield server
+
+
+def _run(server, out: Path, dataset: Path, *extra: str, model: str | None = None) -> list[str]:
+    return ["run", "--backend", "openai", "--model", model or server.model, "--base-url", server.base_url,
+            "--api-key-env", "MIS_BENCH_UNSET", "--dataset", str(dataset), "--split", "test", "--limit", "2",
+            "--out", str(out), "--n-bootstrap", "0", "--no-progress", "--json", *extra]
+
+
+def _summary(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)
+
+
+def _error_lines(capsys) -> list[str]:
+    """The command's own error lines on stderr (progress bars of the datasets library aside); no traceback."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return [line for line in err.splitlines() if line.startswith("mis-bench")]
+
+
+@pytest.mark.parametrize("style", ["direct", "cot"])
+def test_runs_end_to_end_and_a_rerun_makes_no_calls(served, synthetic_build, tmp_path, capsys, style) -> None:
+    out = tmp_path / "runs"
+    before = served.chat_requests()
+    assert main(_run(served, out, synthetic_build, "--prompt", style, "--concurrency", "4")) == 0
+    summary = _summary(capsys)
+    assert summary["rows"] == 16 and summary["called"] == 16 and summary["parsed"] == 16
+    assert summary["failed"] == summary["truncated"] == summary["unparsed"] == 0 and summary["failures"] == {}
+    assert served.chat_requests() - before == 16  # one request per row, none retried
+    results = json.loads(Path(summary["results"]).read_text())
+    assert results["schema_version"] == "1.1"
+    assert {p["prediction"] for p in results["predictions"]} == {ANSWER}
+    assert results["outcomes"]["overall"] == {"answered": 16, "unparsed": 0, "truncated": 0, "failed": 0}
+    raw = [json.loads(line) for line in (Path(summary["results"]).parent / "raw_responses.jsonl").open()]
+    assert {r["finish_reason"] for r in raw} == {"stop"} and {r["response"] for r in raw} == {"3.5"}
+    assert all(r["usage"]["completion_tokens"] == 4 for r in raw)  # "3", ".", "5", end of sequence
+    records = list(iter_records(out / "responses.cache.jsonl"))
+    assert len(records) == len({r["key"] for r in records}) == 16  # concurrency 4: each row asked once
+
+    requests_before_rerun = served.chat_requests()
+    assert main(_run(served, out, synthetic_build, "--prompt", style, "--concurrency", "4")) == 0
+    again = _summary(capsys)
+    assert again["called"] == 0 and again["cached"] == 16
+    assert served.chat_requests() == requests_before_rerun
+
+
+def test_a_wrong_model_name_stops_the_run_at_once_with_the_servers_message(served, synthetic_build, tmp_path,
+                                                                             capsys) -> None:
+    before = served.chat_requests()
+    code = main(_run(served, tmp_path / "runs", synthetic_build, "--concurrency", "2", model="no-such-model"))
+    err = _error_lines(capsys)
+    assert code == EXIT_USAGE
+    assert len(err) == 1 and err[0].startswith("mis-bench run: error: the model server refused the request: HTTP 400")
+    assert f"Server is pinned to '{served.model}'; requested 'no-such-model'" in err[0]
+    assert "--model no-such-model" in err[0]
+    assert served.chat_requests() - before <= 2  # the requests in flight, not one per row
+    assert not list((tmp_path / "runs").rglob("results.json"))
+
+
+def test_an_answer_cut_by_the_token_limit_is_not_scored(served, synthetic_build, tmp_path, capsys) -> None:
+    out = tmp_path / "runs"
+    assert main(_run(served, out, synthetic_build, "--max-tokens", "2")) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["truncated"] == 16 and summary["parsed"] == 0 and summary["unparsed"] == 0
+    assert "16 answer(s) reached the token limit and were not scored (max_new_tokens 2); raise --max-tokens" in (
+        captured.err)
+    results = json.loads(Path(summary["results"]).read_text())
+    assert {p["prediction"] for p in results["predictions"]} == {None}  # "3." is never read as 3.0
+    assert results["outcomes"]["overall"] == {"answered": 0, "unparsed": 0, "truncated": 16, "failed": 0}
+    assert all(rate == 0.0 for rate in results["parse_rates"].values())
+    raw = [json.loads(line) for line in (Path(summary["results"]).parent / "raw_responses.jsonl").open()]
+    assert {(r["status"], r["response"], r["finish_reason"]) for r in raw} == {("truncated", "3.", "length")}
+    assert all("raise --max-tokens" in r["error"] for r in raw)
+    # never cached as an answer: the same command asks again
+    before = served.chat_requests()
+    assert main(_run(served, out, synthetic_build, "--max-tokens", "2")) == 0
+    assert _summary(capsys)["called"] == 16 and served.chat_requests() - before == 16
+
+
+def test_a_plot_is_refused_before_any_request_unless_images_are_declared(served, synthetic_build, tmp_path,
+                                                                          capsys) -> None:
+    before = served.chat_requests()
+    args = _run(served, tmp_path / "runs", synthetic_build, "--modality", "video+text", "--feature-format", "plot",
+                "--limit", "1")
+    assert main(args) == EXIT_USAGE
+    err = _error_lines(capsys)
+    assert len(err) == 1 and "needs image input, but the openai backend" in err[0]
+    assert "takes only text" in err[0] and "--backend-modalities" in err[0]
+    assert served.chat_requests() == before
+    assert not (tmp_path / "runs" / "responses.cache.jsonl").exists()
+    # declared, the plot is sent (this text-only server would drop it: declaring is the user's call)
+    assert main([*args, "--backend-modalities", "text,image"]) == 0
+    summary = _summary(capsys)
+    assert summary["input_source"] == "features" and summary["called"] == 8 and summary["parsed"] == 8
+    assert served.chat_requests() - before == 8
