@@ -131,3 +131,107 @@ def overall_pairs(pred: np.ndarray, gold: np.ndarray, keep: np.ndarray) -> tuple
         means_pred.append(sum(pred[i]) / len(pred[i]))
         means_gold.append(sum(gold[i]) / len(gold[i]))
     return np.asarray(means_pred), np.asarray(means_gold)
+
+
+def expected_scores(predictions: Mapping[Key, float | None], references: Mapping[Key, float], *,
+                    n_bootstrap: int, seed: int, confidence: float = 0.95,
+                    common_videos: Sequence[str] | None = None) -> dict:
+    """The numbers a system's scores must hold, recomputed here: per dimension ICC, CI, MSE, n and parse
+    rate; overall ICC, CI, MSE, n and exclusion rate; mean ICC and its CI; the common-set overall and mean
+    ICC. CIs come from a loop over the rows of the seeded shared index matrix."""
+    from mis_bench_dataset.dimensions import DIMENSION_KEYS
+    from mis_icc_metric.bootstrap import bootstrap_indices
+
+    videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
+    indices = bootstrap_indices(len(videos), n_bootstrap, seed)
+    parsed = ~np.isnan(pred) & ~np.isnan(gold)
+    gold_complete = ~np.isnan(gold).any(axis=1)
+    complete = parsed.all(axis=1) & gold_complete
+
+    def dimension_block(usable: np.ndarray) -> tuple[dict, list[list[float]]]:
+        block, reps = {}, []
+        for j, key in enumerate(DIMENSION_KEYS):
+            ok = usable[:, j]
+            reps.append(replicates(indices, lambda row, j=j: anova_icc(pred[row, j][usable[row, j]],
+                                                                        gold[row, j][usable[row, j]])))
+            block[key] = {"icc": anova_icc(pred[ok, j], gold[ok, j]),
+                          "icc_ci": percentile_interval(reps[-1], confidence),
+                          "mse": float(np.mean((pred[ok, j] - gold[ok, j]) ** 2)), "n": int(ok.sum()),
+                          "parse_rate": float(ok.sum() / (~np.isnan(gold[:, j])).sum())}
+        return block, reps
+
+    def overall_block(keep: np.ndarray) -> dict:
+        p, g = overall_pairs(pred, gold, keep)
+        reps = replicates(indices, lambda row: anova_icc(*overall_pairs(pred[row], gold[row], keep[row])))
+        return {"icc": anova_icc(p, g), "icc_ci": percentile_interval(reps, confidence),
+                "mse": float(np.mean((p - g) ** 2)), "n": int(keep.sum())}
+
+    def mean_block(block: dict, reps: list[list[float]]) -> tuple[float, list[float]]:
+        means = [float(np.mean(values)) for values in zip(*reps, strict=True)]
+        return float(np.mean([entry["icc"] for entry in block.values()])), percentile_interval(means, confidence)
+
+    dimensions, reps = dimension_block(parsed)
+    overall = overall_block(complete)
+    overall["excluded_rate"] = float((gold_complete.sum() - complete.sum()) / gold_complete.sum())
+    mean_icc, mean_icc_ci = mean_block(dimensions, reps)
+    result = {"dimensions": dimensions, "overall": overall, "mean_icc": mean_icc, "mean_icc_ci": mean_icc_ci,
+              "common_set": None}
+    if common_videos is not None:
+        in_common = np.isin(videos, list(common_videos))
+        common_dimensions, common_reps = dimension_block(parsed & in_common[:, None])
+        common_mean, common_mean_ci = mean_block(common_dimensions, common_reps)
+        result["common_set"] = {"n_videos": int(in_common.sum()), "overall": overall_block(complete & in_common),
+                                "mean_icc": common_mean, "mean_icc_ci": common_mean_ci}
+    return result
+
+
+def paired_expected(predictions_a: Mapping[Key, float | None], predictions_b: Mapping[Key, float | None],
+                    references: Mapping[Key, float], *, n_bootstrap: int, seed: int,
+                    confidence: float = 0.95) -> dict:
+    """ICC(A) - ICC(B) on the items both parsed, per dimension, overall and for the mean ICC, with the
+    percentile interval and the two-sided p-value of the looped resample differences."""
+    from mis_bench_dataset.dimensions import DIMENSION_KEYS
+    from mis_icc_metric.bootstrap import bootstrap_indices
+
+    videos, a, gold = grid(predictions_a, references, DIMENSION_KEYS)
+    _, b, _ = grid(predictions_b, references, DIMENSION_KEYS)
+    indices = bootstrap_indices(len(videos), n_bootstrap, seed)
+    both = ~np.isnan(a) & ~np.isnan(b)
+    complete = both.all(axis=1)
+
+    def summary(icc_a: float, icc_b: float, deltas: list[float], n: int | None) -> dict:
+        entry = {"icc_a": icc_a, "icc_b": icc_b, "delta": icc_a - icc_b,
+                 "delta_ci": percentile_interval(deltas, confidence), "p_value": two_sided_p(deltas)}
+        return entry if n is None else {**entry, "n": n}
+
+    dimensions, all_deltas = {}, []
+    for j, key in enumerate(DIMENSION_KEYS):
+        ok = both[:, j]
+        deltas = replicates(indices, lambda row, j=j: anova_icc(a[row, j][both[row, j]], gold[row, j][both[row, j]])
+                            - anova_icc(b[row, j][both[row, j]], gold[row, j][both[row, j]]))
+        all_deltas.append(deltas)
+        dimensions[key] = summary(anova_icc(a[ok, j], gold[ok, j]), anova_icc(b[ok, j], gold[ok, j]), deltas,
+                                  int(ok.sum()))
+    deltas = replicates(indices, lambda row: anova_icc(*overall_pairs(a[row], gold[row], complete[row]))
+                        - anova_icc(*overall_pairs(b[row], gold[row], complete[row])))
+    overall = summary(anova_icc(*overall_pairs(a, gold, complete)), anova_icc(*overall_pairs(b, gold, complete)),
+                      deltas, int(complete.sum()))
+    mean_deltas = [float(np.mean(values)) for values in zip(*all_deltas, strict=True)]
+    mean = summary(float(np.mean([d["icc_a"] for d in dimensions.values()])),
+                   float(np.mean([d["icc_b"] for d in dimensions.values()])), mean_deltas, None)
+    return {"dimensions": dimensions, "overall": overall, "mean_icc": mean}
+
+
+def close(value: object, expected: object, tolerance: float = 1e-9) -> bool:
+    """Recursive equality of numbers to `tolerance` over the keys of `expected` (None/NaN equal only each other)."""
+    if isinstance(expected, Mapping):
+        return isinstance(value, Mapping) and all(close(value.get(k), v, tolerance) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        if value is None:
+            return all(isinstance(e, float) and math.isnan(e) for e in expected)
+        return len(value) == len(expected) and all(close(v, e, tolerance) for v, e in zip(value, expected, strict=True))
+    if isinstance(expected, float) and math.isnan(expected):
+        return value is None or (isinstance(value, float) and math.isnan(value))
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        return isinstance(value, (int, float)) and abs(value - expected) <= tolerance * max(1.0, abs(expected))
+    return value == expected
