@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 Key = tuple[str, str]
+MIN_ITEMS = 3  # paper rule as the metric card states it: no ICC on fewer than three items
 
 # Paper Table 2 as printed (percent), in the paper's column order: VF, H/PE, Per., Emo., WAU, Emp., ABC, ARRR.
 TABLE2_PERCENT = {
@@ -148,27 +149,34 @@ def expected_scores(predictions: Mapping[Key, float | None], references: Mapping
     gold_complete = ~np.isnan(gold).any(axis=1)
     complete = parsed.all(axis=1) & gold_complete
 
+    def icc_and_ci(p: np.ndarray, g: np.ndarray, reps: list[float]) -> dict:
+        if len(p) < MIN_ITEMS:  # the benchmark reports no ICC on fewer than three items
+            return {"icc": math.nan, "icc_ci": [math.nan, math.nan]}
+        return {"icc": anova_icc(p, g), "icc_ci": percentile_interval(reps, confidence)}
+
     def dimension_block(usable: np.ndarray) -> tuple[dict, list[list[float]]]:
         block, reps = {}, []
         for j, key in enumerate(DIMENSION_KEYS):
             ok = usable[:, j]
             reps.append(replicates(indices, lambda row, j=j: anova_icc(pred[row, j][usable[row, j]],
                                                                         gold[row, j][usable[row, j]])))
-            block[key] = {"icc": anova_icc(pred[ok, j], gold[ok, j]),
-                          "icc_ci": percentile_interval(reps[-1], confidence),
-                          "mse": float(np.mean((pred[ok, j] - gold[ok, j]) ** 2)), "n": int(ok.sum()),
-                          "parse_rate": float(ok.sum() / (~np.isnan(gold[:, j])).sum())}
+            block[key] = {**icc_and_ci(pred[ok, j], gold[ok, j], reps[-1]),
+                          "mse": float(np.mean((pred[ok, j] - gold[ok, j]) ** 2)) if ok.any() else math.nan,
+                          "n": int(ok.sum()), "parse_rate": float(ok.sum() / (~np.isnan(gold[:, j])).sum())}
         return block, reps
 
     def overall_block(keep: np.ndarray) -> dict:
         p, g = overall_pairs(pred, gold, keep)
         reps = replicates(indices, lambda row: anova_icc(*overall_pairs(pred[row], gold[row], keep[row])))
-        return {"icc": anova_icc(p, g), "icc_ci": percentile_interval(reps, confidence),
-                "mse": float(np.mean((p - g) ** 2)), "n": int(keep.sum())}
+        return {**icc_and_ci(p, g, reps), "mse": float(np.mean((p - g) ** 2)) if keep.any() else math.nan,
+                "n": int(keep.sum())}
 
     def mean_block(block: dict, reps: list[list[float]]) -> tuple[float, list[float]]:
+        mean = float(np.mean([entry["icc"] for entry in block.values()]))
+        if math.isnan(mean):
+            return mean, [math.nan, math.nan]
         means = [float(np.mean(values)) for values in zip(*reps, strict=True)]
-        return float(np.mean([entry["icc"] for entry in block.values()])), percentile_interval(means, confidence)
+        return mean, percentile_interval(means, confidence)
 
     dimensions, reps = dimension_block(parsed)
     overall = overall_block(complete)

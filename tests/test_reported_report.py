@@ -9,6 +9,7 @@ import csv
 import html
 import io
 import json
+import math
 import re
 
 import numpy as np
@@ -22,15 +23,36 @@ from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results,
 N_BOOT = 120  # rescoring every run (--bootstrap)
 N_COMPARISON = 150  # the comparison's CIs and paired tests (--comparison-bootstrap)
 SEED = 5
-# (model, modality, prompt style, noise, share unparsed); files are read in this order.
+# (model, modality, prompt style, noise, share unparsed, noise shared by a video's eight dimensions);
+# files are read in this order.
 RUNS = [
-    ("org/alpha", "text", "direct", 0.8, 0.0),
-    ("org/alpha", "text", "cot", 0.35, 0.05),
-    ("org/beta", "text", "direct", 0.5, 0.06),
-    ("org/beta", "audio+text", "direct", 0.45, 0.0),
-    ("baseline/gamma", "text", "direct", 1.0, 0.0),
-    ("org/delta", "video+text", "cot", 0.7, 0.03),
+    ("org/alpha", "text", "direct", 0.8, 0.0, 0.0),
+    ("org/alpha", "text", "cot", 0.35, 0.05, 0.0),
+    # Shared noise barely moves each dimension's ICC but does not average out in the overall score: this
+    # configuration has org/beta's higher mean ICC and its lower overall ICC.
+    ("org/beta", "text", "direct", 0.1, 0.06, 0.35),
+    ("org/beta", "audio+text", "direct", 0.6, 0.0, 0.0),
+    ("baseline/gamma", "text", "direct", 1.0, 0.0, 0.0),
+    ("org/delta", "video+text", "cot", 0.7, 0.03, 0.0),
+    ("org/epsilon", "text", "cot", 0.4, 0.0, 0.0),  # ABC parsed on two videos only: no ABC, overall, mean ICC
+    ("org/zeta", "text", "cot", 0.0, 0.0, 0.0),  # the same predictions as org/alpha's best: ties for 1st everywhere
 ]
+TWIN, TWIN_OF = 7, 1
+UNDEFINED_SYSTEM = "org/epsilon"
+
+
+def _predictions(references, index, noise, unparsed, shared):
+    predictions = noisy_predictions(references, noise, seed=100 + index, none_rate=unparsed)
+    if shared:
+        rng = np.random.default_rng(300 + index)
+        offset = {video: rng.normal(0, shared) for video in VIDEO_IDS}
+        predictions = {(v, d): None if p is None else float(np.clip(round(p + offset[v], 1), 1, 5))
+                       for (v, d), p in predictions.items()}
+    if RUNS[index][0] == UNDEFINED_SYSTEM:
+        predictions.update({(video, "abc"): None for video in VIDEO_IDS[2:]})
+    return predictions
+
+
 SUPERSCRIPT = {"\u00b9": 1, "\u00b2": 2, "\u00b3": 3}
 
 
@@ -45,8 +67,11 @@ def made(tmp_path_factory):
         writer.writerow(["video_id", "dimension", "score"])
         writer.writerows([video, dim, score] for (video, dim), score in sorted(references.items()))
     runs = []
-    for i, (model, modality, style, noise, unparsed) in enumerate(RUNS):
-        predictions = noisy_predictions(references, noise, seed=100 + i, none_rate=unparsed)
+    for i, (model, modality, style, noise, unparsed, shared) in enumerate(RUNS):
+        if i == TWIN:
+            predictions = runs[TWIN_OF]["predictions"]
+        else:
+            predictions = _predictions(references, i, noise, unparsed, shared)
         results = make_results(predictions, model=model, modality=modality, prompt_style=style)
         if i == 1:  # a results file whose parse rates are a claim, not what its predictions hold
             results["parse_rates"] = dict.fromkeys(DIMENSION_KEYS, 1.0)
@@ -72,6 +97,8 @@ def _best_per_system(runs):
     """Table 3's rule by hand: the highest overall ICC per system (first given wins a tie)."""
     best = {}
     for run in runs:
+        if math.isnan(run["expected"]["overall"]["icc"]):  # an undefined overall ICC never wins
+            continue
         current = best.get(run["model"])
         if current is None or run["expected"]["overall"]["icc"] > current["expected"]["overall"]["icc"]:
             best[run["model"]] = run
@@ -110,6 +137,10 @@ def test_report_json_configurations_best_and_ranks(made):
     assert [(b["model"], b["modality"], b["prompt_style"]) for b in report["best_configuration"]] == [
         (b["model"], b["modality"], b["prompt_style"]) for b in best]
     assert best[0]["prompt_style"] == "cot" and best[1]["modality"] == "audio+text"  # not the first configuration
+    beta = [run["expected"] for run in runs if run["model"] == "org/beta"]
+    assert beta[0]["mean_icc"] > beta[1]["mean_icc"] and beta[0]["overall"]["icc"] < beta[1]["overall"]["icc"]
+    assert UNDEFINED_SYSTEM not in [b["model"] for b in best]
+    assert report["table3"]["systems_without_overall_icc"] == [UNDEFINED_SYSTEM]
     for got, run in zip(report["best_configuration"], best, strict=True):
         assert close(got["overall_icc"], run["expected"]["overall"]["icc"])
         assert close(got["dimensions"], {k: run["expected"]["dimensions"][k]["icc"] for k in DIMENSION_KEYS})
@@ -117,10 +148,12 @@ def test_report_json_configurations_best_and_ranks(made):
     for column in (*DIMENSION_KEYS, "overall", "mean"):
         want = _competition_ranks([c[column] for c in columns])
         assert [row["ranks"][column] for row in report["table3"]["rows"]] == want, column
-        assert None in want  # four systems: the fourth has no mark
+        assert None in want  # five systems: the last two have no mark
     for row, run in zip(report["table3"]["rows"], best, strict=True):
         assert close(row["mean_icc"], run["expected"]["mean_icc"]) and row["label"] == run["label"]
-    assert [row["n_configurations"] for row in report["table3"]["rows"]] == [2, 2, 1, 1]
+    assert [row["n_configurations"] for row in report["table3"]["rows"]] == [2, 2, 1, 1, 1]
+    overall_ranks = [row["ranks"]["overall"] for row in report["table3"]["rows"]]
+    assert overall_ranks.count(1) == 2 and 2 not in overall_ranks and 3 in overall_ranks  # a tie skips 2nd
 
 
 def test_report_json_comparison_and_paired_tests(made):
@@ -144,7 +177,9 @@ def test_report_json_comparison_and_paired_tests(made):
         assert test["systems"] == {"a": run["label"], "b": best[0]["label"]}
         assert close(test["dimensions"], want["dimensions"]), run["label"]
         assert close(test["overall"], want["overall"]) and close(test["mean_icc"], want["mean_icc"]), run["label"]
-    assert {test["overall"]["delta"] < 0 for test in comparison["paired"]} == {True}
+    deltas = [test["overall"]["delta"] for test in comparison["paired"]]
+    assert deltas[-1] == 0.0 and all(delta < 0 for delta in deltas[:-1])  # the twin of the reference ties it
+    assert comparison["paired"][-1]["overall"]["p_value"] == 1.0
 
 
 def test_report_cli_prints_the_counts(made):
@@ -157,6 +192,7 @@ def test_report_cli_prints_the_counts(made):
 # ----------------------------------------------------------------------------- report.md and report.html
 
 PERCENT = r"-?\d+\.\d"
+MISSING = "\u2013"  # what every table shows for an undefined number
 
 
 def _shows_percent(text, value):
@@ -232,16 +268,23 @@ def test_figure2_view(made):
         assert html.unescape(row[0].replace("\\", "")) == run["label"]
         for c, column in enumerate(columns):
             text, bold, _ = _cell(row[1 + c])
+            if math.isnan(column[r]["icc"]):
+                assert text == MISSING and not bold, (run["label"], c)
+                continue
             value, ci = _value_and_ci(text)
             assert _shows_percent(value, column[r]["icc"]) and _shows_ci(ci, column[r]["icc_ci"]), (run["label"], c)
-            assert bold == (column[r]["icc"] == max(e["icc"] for e in column)), (run["label"], c)
+            assert bold == (column[r]["icc"] == np.nanmax([e["icc"] for e in column])), (run["label"], c)
         text, bold, _ = _cell(row[-1])
-        assert _shows_percent(text, run["expected"]["mean_icc"])
-        assert bold == (run["expected"]["mean_icc"] == max(x["expected"]["mean_icc"] for x in runs))
+        mean = run["expected"]["mean_icc"]
+        assert text == MISSING if math.isnan(mean) else _shows_percent(text, mean)
+        assert bold == (mean == np.nanmax([x["expected"]["mean_icc"] for x in runs]))
+    assert any(math.isnan(run["expected"]["dimensions"]["abc"]["icc"]) for run in runs)
     for key, cell in zip(DIMENSION_KEYS, mean_row[1:9], strict=True):
         match = re.fullmatch(rf"({PERCENT}) \(n=(\d+)\)", _cell(cell)[0])
-        assert match and int(match.group(2)) == len(runs)
-        assert _shows_percent(match.group(1), np.mean([run["expected"]["dimensions"][key]["icc"] for run in runs]))
+        defined = [run["expected"]["dimensions"][key]["icc"] for run in runs
+                   if not math.isnan(run["expected"]["dimensions"][key]["icc"])]
+        assert match and int(match.group(2)) == len(defined)
+        assert _shows_percent(match.group(1), np.mean(defined))
     for dim, cell in zip(DIMENSIONS, ceiling[1:9], strict=True):
         icc, low, high = TABLE2_PERCENT[dim.key]
         assert _cell(cell)[0] == f"{icc:.1f} [{low:.1f}, {high:.1f}]"
