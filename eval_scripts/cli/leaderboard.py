@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, non_negative_int, positive_float, print_json, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say
 from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
@@ -25,8 +25,8 @@ def register(subparsers) -> None:
             "--push upload it to a Hub dataset of requests."
         ),
     )
-    submit.add_argument("results", type=Path, help="results JSON written by `mis-bench run`")
-    submit.add_argument("--dataset", type=Path, help="built dataset folder: also check coverage of its --split")
+    submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
+    submit.add_argument("--dataset", type=existing("folder"), help="built dataset folder: also check coverage of its --split")
     submit.add_argument("--split", default="test", choices=SPLITS)
     submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
     submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
@@ -44,8 +44,8 @@ def register(subparsers) -> None:
             "predictions against --references, and write leaderboard.csv, leaderboard.json and index.html to --out."
         ),
     )
-    board.add_argument("submissions", type=Path, help="folder of submission JSON files")
-    board.add_argument("--references", required=True, type=Path,
+    board.add_argument("submissions", type=existing("folder"), help="folder of submission JSON files")
+    board.add_argument("--references", required=True, type=existing("any"),
                        help="hidden labels: a built dataset folder or a labels file")
     board.add_argument("--split", default="test", choices=SPLITS)
     board.add_argument("--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000,

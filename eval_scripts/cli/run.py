@@ -11,6 +11,7 @@ import argparse
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
+    existing,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -41,7 +42,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--backend", choices=BACKEND_NAMES)
     parser.add_argument("--model", help="Hub id / local folder (transformers, vllm) or API model name (openai)")
-    parser.add_argument("--dataset", help="built dataset folder (`mis-bench build --out DIR`)")
+    parser.add_argument("--dataset", type=existing("folder", as_path=False),
+                        help="built dataset folder (`mis-bench build --out DIR`)")
     parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS)
     parser.add_argument("--prompt", dest="prompt_style", default="direct", choices=PROMPT_STYLES)
