@@ -167,10 +167,9 @@ def run_score(args: argparse.Namespace) -> int:
     references, (predictions,) = _load(args, args.predictions)
     common = None
     if args.common_videos is not None:
-        from mis_bench_dataset.video_ids import normalize_video_id
+        from mis_icc_metric.predictions_io import read_video_ids
 
-        lines = args.common_videos.read_text(encoding="utf-8").splitlines()
-        common = [normalize_video_id(line) for line in lines if line.strip()]
+        common = read_video_ids(args.common_videos)
     result = score_predictions(
         predictions, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
         common_videos=common, missing=args.missing,
