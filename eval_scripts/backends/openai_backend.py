@@ -30,6 +30,7 @@ from pathlib import Path
 
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig, declared_modalities
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.errors import UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +83,8 @@ class OpenAIBackend(Backend):
         self.modalities = declared_modalities(modalities)
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"--base-url must be an http(s) URL, got {base_url!r}")
+            raise UsageError(f"--base-url must be an http(s) URL, got {base_url!r}",
+                             hint="e.g. http://127.0.0.1:8000/v1")
         self._scheme, self._host, self._port = parsed.scheme, parsed.hostname, parsed.port
         self._path = parsed.path + "/chat/completions"
         self.base_url = base_url
