@@ -118,6 +118,18 @@ def existing(kind: str, *, as_path: bool = True):
     return parse
 
 
+def file_path(text: str) -> str:
+    """A file that is read and appended to and need not exist yet (a response cache): a folder there, or a
+    file where one of its folders should be, is a usage error naming the argument."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise argparse.ArgumentTypeError(f"{text} lies inside {blocking}, a file, not a folder")
+    return text
+
+
 def strict_json(payload: Any) -> str:
     """JSON with undefined numbers as null (strict JSON has no NaN / Infinity)."""
     from mis_icc_metric.scoring import json_safe

@@ -12,6 +12,7 @@ from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
     existing,
+    file_path,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -65,7 +66,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default=None,
                         help="output folder (cache, predictions, results); default ./runs, "
                         "or ./mis-bench-results for the default job")
-    parser.add_argument("--cache", help="response cache file (default OUT/responses.cache.jsonl)")
+    parser.add_argument("--cache", type=file_path, help="response cache file (default OUT/responses.cache.jsonl)")
     parser.add_argument("--max-new-tokens", "--max-tokens", dest="max_new_tokens", type=positive_int,
                         help="default 32 (direct) / 1024 (cot)")
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
