@@ -101,9 +101,12 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from mis_bench_dataset.errors import DataError
-    from mis_bench_dataset.outputs import OutputFolder
+    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
     from mis_icc_metric.predictions_io import read_references
 
+    # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
+    check_not_overlapping(args.out, [p for p in (args.submissions, args.references) if p.is_dir()],
+                          command="leaderboard")
     inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
     folder = OutputFolder(args.out, command="leaderboard", inputs=inputs)
     folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)  # before the scoring: fail fast
