@@ -111,7 +111,8 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
     try:
         return _rows_by_suffix(path, path.suffix.lower())
     except (csv.Error, UnicodeDecodeError) as exc:
-        raise PredictionsFormatError(f"{path}: not readable UTF-8 text: {exc}") from None
+        kind = path.suffix.lstrip(".").upper()
+        raise PredictionsFormatError(f"{path}: not a readable UTF-8 {kind} file: {exc}") from None
     except JSONInputError as exc:
         raise PredictionsFormatError(f"{exc.source}: {exc.reason}") from None
 
