@@ -77,7 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
+        names = ", ".join(parser._subparsers._group_actions[0].choices)
+        print(clean_terminal(f"mis-bench: error: no COMMAND given (one of {names}); see `mis-bench --help`"),
+              file=sys.stderr)
         return EXIT_USAGE
     command = args.command
     try:
