@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.errors import DataError
+
 logger = logging.getLogger(__name__)
 
 STATUS_OK = "ok"
@@ -42,8 +44,8 @@ def outcome_status(ok: bool, finish_reason: str | None) -> str:
     return STATUS_TRUNCATED if finish_reason == FINISH_LENGTH else STATUS_OK
 
 
-class CacheError(RuntimeError):
-    """The cache file is corrupt or locked by another run."""
+class CacheError(DataError):
+    """The cache file is corrupt, not a cache, or locked by another run (a data error: exit 1, one line)."""
 
 
 def cache_key(

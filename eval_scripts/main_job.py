@@ -77,6 +77,8 @@ def run_default(args: argparse.Namespace) -> int:
     # With --json, stdout carries only the JSON; progress and the banner go to stderr.
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout, flush=True)
     out_dir = _out_dir(args)
+    args.interrupted_note = (f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
+                             "cache); rerun the same command to run the job again")
     split = getattr(args, "split", "test") or "test"
     n_bootstrap = int(getattr(args, "n_bootstrap", 1000) or 0)
     seed = int(getattr(args, "seed", 0) or 0)

@@ -238,9 +238,13 @@ def read_labels(path: str | Path) -> Labels:
     if not path.is_file():
         raise BuildError(f"labels file {path} does not exist")
     try:
-        return _read_labels(path)
+        labels = _read_labels(path)
     except (csv.Error, UnicodeDecodeError) as exc:
         raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
+    if not labels.gold and not labels.problems:  # a header and nothing else: labels that label nothing
+        raise BuildError("the labels file has a header but no rows", where=str(path),
+                         hint="give one row per rating (per-rater) or per video (wide)")
+    return labels
 
 
 def _read_labels(path: Path) -> Labels:

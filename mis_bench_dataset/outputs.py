@@ -60,6 +60,16 @@ def _named(paths: Iterable[str]) -> str:
     return ", ".join(paths[:_MAX_NAMED]) + more
 
 
+def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -> None:
+    """Refuse an output folder path that is a file or lies below a file (a usage error naming `arg`)."""
+    folder = Path(folder).expanduser()
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        what = "is a file" if blocking == folder else f"lies inside {blocking}, a file"
+        raise UsageError(f"{arg} {folder} {what}, not a folder", where=f"mis-bench {command}",
+                         hint="give the path of a folder (it is created when missing)")
+
+
 class OutputFolder:
     """A folder a command writes into, claiming each file before writing it."""
 
@@ -67,9 +77,7 @@ class OutputFolder:
         self.root = Path(root).expanduser()
         self.command = command
         self.arg = arg
-        if self.root.exists() and not self.root.is_dir():
-            raise UsageError(f"{arg} {self.root} is a file, not a folder", where=f"mis-bench {command}",
-                             hint="give the path of a folder (it is created when missing)")
+        check_folder_path(self.root, command=command, arg=arg)
         self._inputs = {_resolve(p) for p in inputs}
         self._owned = read_manifest(self.root) if self.root.is_dir() else {}
 
@@ -187,9 +195,7 @@ def check_replaceable_folder(folder: str | Path, writer: str, *, command: str, a
                              legacy: Iterable[str] = ()) -> None:
     """Refuse to replace a folder holding anything `writer` did not write (the files are named)."""
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{arg} {folder} is a file, not a folder", where=f"mis-bench {command}",
-                         hint="give the path of a folder (it is created when missing)")
+    check_folder_path(folder, command=command, arg=arg)
     if not folder.is_dir():
         return
     foreign = foreign_files(folder, writer, legacy)

@@ -69,6 +69,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILI
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import write_ratings_long
 from mis_bench_dataset.numbers import round_half_up_array
+from mis_bench_dataset.outputs import check_folder_path
 from mis_bench_dataset.release import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
@@ -423,8 +424,7 @@ def generate_synthetic_release(
     from tqdm.auto import tqdm
 
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"{out_dir} is a file, not a folder", where="OUT", hint="give a new (or empty) folder")
+    check_folder_path(out_dir, command="synth", arg="OUT")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise DataError(f"{out_dir} exists and is not empty", where="OUT",
                         hint="give a new (or empty) folder for the synthetic release; nothing was changed")

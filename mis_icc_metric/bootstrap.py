@@ -35,6 +35,9 @@ __all__ = [
 ]
 
 _CHUNK_ROWS = 1024
+# A column's resampled sum of squares below this share of its raw (uncentred) one is cancellation noise: the
+# column is constant within that resample (e.g. every drawn item is a copy of one video).
+_CANCELLATION = 1e-9
 # The index matrix and the replicates grow with resamples x videos; this cap keeps a full
 # 996-video bootstrap under about 1 GiB (the paper uses 10,000 resamples).
 MAX_BOOTSTRAP = 200_000
@@ -138,6 +141,11 @@ def _statistics_from_sums(sums: np.ndarray, n_blocks: int, layout: BlockMoments)
         value = quad[..., index] - linear[..., j] * linear[..., l] / safe_n
         cross[..., j, l] = value
         cross[..., l, j] = value
+    # Zero a column that is constant within a resample, as `cross_products` does for the full sample, so a
+    # resample without variance is undefined (NaN) and a constant prediction gives exactly 0, never noise / noise.
+    squares = np.stack([quad[..., layout.pairs.index((j, j))] for j in range(k)], axis=-1)
+    flat = np.diagonal(cross, axis1=-2, axis2=-1) <= _CANCELLATION * squares
+    cross = np.where(flat[..., :, None] | flat[..., None, :], 0.0, cross)
     icc = icc3_from_cross_products(cross)
     icc = np.where(n_eff >= 2, icc, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):

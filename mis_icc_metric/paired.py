@@ -71,14 +71,15 @@ def paired_comparison(
 
     def entry(block: int) -> dict:
         n_items = int(valid[:, block].sum())
-        usable = n_items >= MIN_ITEMS
         nan = float("nan")
+        delta = float(point_delta[block]) if n_items >= MIN_ITEMS else nan
+        defined = not np.isnan(delta)  # no interval or test for an undefined difference
         return {
-            "icc_a": float(point[block]) if usable else nan,
-            "icc_b": float(point[width + block]) if usable else nan,
-            "delta": float(point_delta[block]) if usable else nan,
-            "delta_ci": percentile_ci(deltas[:, block], confidence).tolist() if usable else None,
-            "p_value": bootstrap_p_value(deltas[:, block]) if usable else nan,
+            "icc_a": float(point[block]) if n_items >= MIN_ITEMS else nan,
+            "icc_b": float(point[width + block]) if n_items >= MIN_ITEMS else nan,
+            "delta": delta,
+            "delta_ci": percentile_ci(deltas[:, block], confidence).tolist() if defined else None,
+            "p_value": bootstrap_p_value(deltas[:, block]) if defined else nan,
             "n": n_items,
         }
 
@@ -88,12 +89,14 @@ def paired_comparison(
         dimensions[key] = {"name": dim.name, "abbreviation": dim.abbreviation, **entry(j)}
     mean_deltas = deltas[:, :n_dims].mean(axis=1)
     usable_dims = all(valid[:, j].sum() >= MIN_ITEMS for j in range(n_dims))
+    mean_delta = float(point_delta[:n_dims].mean()) if usable_dims else float("nan")
+    mean_defined = not np.isnan(mean_delta)
     mean_icc = {
         "icc_a": float(point[:n_dims].mean()) if usable_dims else float("nan"),
         "icc_b": float(point[width : width + n_dims].mean()) if usable_dims else float("nan"),
-        "delta": float(point_delta[:n_dims].mean()) if usable_dims else float("nan"),
-        "delta_ci": percentile_ci(mean_deltas, confidence).tolist() if usable_dims else None,
-        "p_value": bootstrap_p_value(mean_deltas) if usable_dims else float("nan"),
+        "delta": mean_delta,
+        "delta_ci": percentile_ci(mean_deltas, confidence).tolist() if mean_defined else None,
+        "p_value": bootstrap_p_value(mean_deltas) if mean_defined else float("nan"),
     }
     return {
         "systems": {"a": names[0], "b": names[1]},

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.jsonio import JSONInputError, loads_strict, read_json
 from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.labels import ID_COLUMNS, map_wide_header
 from mis_bench_dataset.video_ids import normalize_video_id
@@ -39,6 +40,7 @@ __all__ = [
     "read_predictions",
     "read_references",
     "predictions_to_mapping",
+    "read_video_ids",
     "ID_COLUMNS",
 ]
 
@@ -100,10 +102,22 @@ def _dimension(raw: object, path: Path, row: int | None, column: str) -> str:
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
-    """Header and (row number, row) pairs of a CSV, JSONL or JSON file."""
-    suffix = path.suffix.lower()
+    """Header and (row number, row) pairs of a CSV, JSONL or JSON file.
+
+    JSON goes through `mis_bench_dataset.jsonio` (size and nesting limits, strict: null, not NaN).
+    """
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
+    try:
+        return _rows_by_suffix(path, path.suffix.lower())
+    except (csv.Error, UnicodeDecodeError) as exc:
+        kind = path.suffix.lstrip(".").upper()
+        raise PredictionsFormatError(f"{path}: not a readable UTF-8 {kind} file: {exc}") from None
+    except JSONInputError as exc:
+        raise PredictionsFormatError(f"{exc.source}: {exc.reason}") from None
+
+
+def _rows_by_suffix(path: Path, suffix: str) -> tuple[list[str], list[tuple[int, dict]]]:
     if suffix == ".csv":
         with path.open(newline="", encoding="utf-8-sig") as handle:
             reader = csv.DictReader(handle)
@@ -117,19 +131,16 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise PredictionsFormatError(f"{_where(path, number)}: invalid JSON ({exc.msg})") from None
+                    record = loads_strict(line, _where(path, number))
+                except JSONInputError as exc:
+                    raise PredictionsFormatError(f"{_where(path, number)}: invalid JSON ({exc.reason})") from None
                 if not isinstance(record, dict):
                     raise PredictionsFormatError(f"{_where(path, number)}: expected a JSON object per line")
                 rows.append((number, record))
         header = list(dict.fromkeys(k for _, r in rows for k in r))
         return header, rows
     if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise PredictionsFormatError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+        data = read_json(path)
         records = data.get("predictions") if isinstance(data, dict) else data
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise PredictionsFormatError(f"{path}: expected a list of records or an object with a 'predictions' list")
@@ -185,6 +196,25 @@ def read_predictions(path: str | Path) -> list[dict]:
             records.append({"video_id": video, "dimension": dim,
                             "prediction": _parse_value(row.get(column), path, number, column)})
     return records
+
+
+def read_video_ids(path: str | Path) -> list[str]:
+    """A list of videos, one id per line (blank lines skipped), normalised; a bad line names the file and row."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
+    except UnicodeDecodeError as exc:
+        raise PredictionsFormatError(f"{path}: not readable UTF-8 text: {exc}") from None
+    videos = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            try:
+                videos.append(normalize_video_id(line.strip()))
+            except ValueError as exc:
+                raise PredictionsFormatError(f"{_where(path, number)}: {exc}") from None
+    if not videos:
+        raise PredictionsFormatError(f"{path}: no video ids (expected one per line)")
+    return videos
 
 
 def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None]:

@@ -299,7 +299,7 @@ class _Reporter:
         icc = float(self.point["icc"][block]) if usable else float("nan")
         result = {
             "icc": icc,
-            "icc_ci": self.ci("icc", block) if usable else None,
+            "icc_ci": self.ci("icc", block) if not math.isnan(icc) else None,  # no interval for an undefined ICC
             "mse": float(self.point["mse"][block]) if n else float("nan"),
             "mse_ci": self.ci("mse", block) if n else None,
             "n": n,
@@ -314,8 +314,9 @@ class _Reporter:
         result["note"] = note
         return result
 
-    def mean_ci(self, blocks: list[int]) -> list[float] | None:
-        if self.boot is None or not blocks:
+    def mean_ci(self, blocks: list[int], mean: float) -> list[float] | None:
+        """The interval of the mean ICC over `blocks`; None when the mean itself is undefined."""
+        if self.boot is None or not blocks or math.isnan(mean):
             return None
         return percentile_ci(self.boot["icc"][:, blocks].mean(axis=1), self.confidence).tolist()
 
@@ -424,20 +425,22 @@ def score_predictions(
             "n_imputed": int(unparsed[:, j].sum()),
         }
     imputed_entry = entry(imputed_overall)
+    imputed_mean = _mean_icc(imputed_dimensions.values())
     midpoint = {
         "value": impute_value,
         "n_imputed": int(unparsed.sum()),
         "dimensions": imputed_dimensions,
         "overall": {k: imputed_entry[k] for k in ("icc", "icc_ci", "mse", "n")},
-        "mean_icc": _mean_icc(imputed_dimensions.values()),
-        "mean_icc_ci": report.mean_ci([imputed_blocks.get(j, dim_blocks[j]) for j in range(n_dims)]),
+        "mean_icc": imputed_mean,
+        "mean_icc_ci": report.mean_ci([imputed_blocks.get(j, dim_blocks[j]) for j in range(n_dims)], imputed_mean),
     }
 
+    mean_icc = _mean_icc(dimensions.values())
     result = {
         "dimensions": dimensions,
         "overall": overall,
-        "mean_icc": _mean_icc(dimensions.values()),
-        "mean_icc_ci": report.mean_ci(dim_blocks),
+        "mean_icc": mean_icc,
+        "mean_icc_ci": report.mean_ci(dim_blocks, mean_icc),
         "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
         "midpoint_imputation": midpoint,
         "common_set": None,
@@ -455,12 +458,13 @@ def score_predictions(
     }
     if common_mask is not None:
         common_dims = {key: entry(common_dim_blocks[j]) for j, key in enumerate(data.dimensions)}
+        common_mean = _mean_icc(common_dims.values())
         result["common_set"] = {
             "n_videos": int(common_mask.sum()),
             "dimensions": {k: {f: v[f] for f in ("icc", "icc_ci", "mse", "n")} for k, v in common_dims.items()},
             "overall": {f: entry(common_overall)[f] for f in ("icc", "icc_ci", "mse", "n")},
-            "mean_icc": _mean_icc(common_dims.values()),
-            "mean_icc_ci": report.mean_ci(common_dim_blocks),
+            "mean_icc": common_mean,
+            "mean_icc_ci": report.mean_ci(common_dim_blocks, common_mean),
         }
     if len(data.dimensions) < len(DIMENSION_KEYS):
         logger.warning(

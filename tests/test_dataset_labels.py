@@ -190,3 +190,15 @@ def test_unreadable_csv_files_are_named(tmp_path):
         read_transcripts_csv(latin_transcripts)
     with pytest.raises(BuildError, match="needs columns"):
         read_transcripts_csv(_write(tmp_path / "t2.csv", ["id", "text"], [["a", "b"]]))
+
+
+@pytest.mark.parametrize("header", ["video_id,rater,dimension,score\n",
+                                    "video_id,VF,H/PE,Per.,Emo.,WAU,Emp.,ABC,ARRR\n"])
+def test_a_header_without_rows_is_refused_not_built_as_no_problems(tmp_path, header):
+    from mis_bench_dataset.labels import read_labels
+
+    path = tmp_path / "labels.csv"
+    path.write_text(header)
+    with pytest.raises(BuildError, match="header but no rows") as info:
+        read_labels(path)
+    assert str(path) in str(info.value)

@@ -232,6 +232,23 @@ def test_constant_block_is_zero_in_every_resample_and_tiny_blocks_are_nan():
     assert np.isnan(boot["icc"][:, 1]).mean() > 0.5
 
 
+def test_a_resample_without_variance_is_undefined_not_noise():
+    """A block with few usable items often draws copies of one video only: no variance, so the ICC is
+    undefined (NaN) as the direct computation says, never the 0 or 1 that cancellation noise gave."""
+    rng = np.random.default_rng(8)
+    gold = np.round(rng.normal(3.5, 0.5, 30), 1)
+    ratings = np.stack([np.round(gold + rng.normal(0, 0.5, 30), 1), gold], axis=-1)[:, None, :]
+    valid = np.zeros((30, 1), dtype=bool)
+    valid[:4] = True
+    indices = bootstrap_indices(30, 2000, seed=0)
+    boot = bootstrap_blocks(ratings, valid, indices)["icc"][:, 0]
+    kept = [row[valid[row, 0]] for row in indices]
+    direct = np.array([icc3_1(ratings[rows, 0]) if len(rows) >= 2 else np.nan for rows in kept])
+    np.testing.assert_allclose(boot, direct, atol=1e-10)  # NaN where NaN
+    copies = [b for b, rows in enumerate(kept) if len(rows) >= 2 and len(set(rows.tolist())) == 1]
+    assert len(copies) > 5 and np.isnan(boot[copies]).all()
+
+
 def test_percentile_ci_matches_numpy_and_skips_nan():
     samples = np.random.default_rng(0).normal(size=(1000, 2))
     ci = percentile_ci(samples, 0.95)

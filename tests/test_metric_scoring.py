@@ -251,3 +251,33 @@ def test_bootstrap_p_value_is_two_sided_with_plus_one_correction():
     assert bootstrap_p_value(-np.ones(99)) == pytest.approx(2 / 100)
     assert bootstrap_p_value(np.array([-1.0, 1.0, 2.0, 3.0])) == pytest.approx(min(1, 2 * 2 / 5))
     assert np.isnan(bootstrap_p_value(np.array([np.nan])))
+
+
+# --- intervals of undefined values ---------------------------------------------------------
+
+
+def test_mean_icc_ci_is_undefined_when_the_mean_is():
+    """A dimension without enough parsed items has no ICC, so neither the mean nor its interval exists."""
+    predictions, references = make_scores(n=30, seed=4, unparsed=0.0)
+    videos = sorted({v for v, _ in references})
+    for video in videos[2:]:
+        predictions[(video, "empathy")] = None
+    result = json_safe(score_predictions(predictions, references, n_bootstrap=200, seed=1))
+    assert result["dimensions"]["empathy"]["icc"] is None
+    assert result["mean_icc"] is None and result["mean_icc_ci"] is None
+    assert result["midpoint_imputation"]["mean_icc"] is not None  # imputation gives every dimension its items
+
+def test_no_interval_and_no_test_for_an_undefined_icc():
+    """No variance at all: the ICC is undefined, so are its interval, the difference's interval and p."""
+    predictions, references = make_scores(n=30, seed=5, unparsed=0.0)
+    for key in references:
+        if key[1] == "empathy":
+            references[key] = predictions[key] = 3.0
+    entry = json_safe(score_predictions(predictions, references, n_bootstrap=100))["dimensions"]["empathy"]
+    assert entry["icc"] is None and entry["icc_ci"] is None and "undefined" in entry["note"]
+    other, _ = make_scores(n=30, seed=6, unparsed=0.0)
+    other = {key: (3.0 if key[1] == "empathy" else value) for key, value in other.items()}
+    paired = json_safe(paired_comparison(predictions, other, references, n_bootstrap=100))
+    assert paired["dimensions"]["empathy"]["delta"] is None
+    assert paired["dimensions"]["empathy"]["delta_ci"] is None and paired["dimensions"]["empathy"]["p_value"] is None
+    assert paired["mean_icc"]["delta"] is None and paired["mean_icc"]["delta_ci"] is None

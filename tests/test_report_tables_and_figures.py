@@ -68,6 +68,23 @@ def test_mse_best_is_lowest_and_rates(two_runs):
     assert rates.rows[0][1] == "100.0%"
 
 
+def test_parse_rates_are_the_metrics_not_the_files_claim():
+    """A results file's `parse_rates` field is what its writer claimed; the report shows the rates of the
+    scores (recomputed from the predictions with --references), as the leaderboard does."""
+    from mis_icc_metric import score_predictions
+    from mis_icc_metric.scoring import json_safe
+
+    refs = make_references(VIDEO_IDS[:10])
+    predictions = noisy_predictions(refs, 0.3, seed=0, none_rate=0.2)
+    results = make_results(predictions, scores=json_safe(score_predictions(predictions, refs, n_bootstrap=0)))
+    results["parse_rates"] = dict.fromkeys(DIMENSION_KEYS, 1.0)
+    row = rates_table(run_views([results])).rows[0]
+    for key, cell in zip(DIMENSION_KEYS, row[1:9], strict=True):
+        parsed = sum(predictions[(v, key)] is not None for v in VIDEO_IDS[:10]) / 10
+        assert cell == f"{100 * parsed:.1f}%"
+    assert any(cell != "100.0%" for cell in row[1:9])
+
+
 def test_markdown_and_html_render_marks(two_runs):
     table = icc_table(run_views(two_runs))
     md = to_markdown(table)

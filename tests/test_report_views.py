@@ -9,7 +9,6 @@ import json
 import re
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from eval_scripts.report import write_report
@@ -22,6 +21,8 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
 from mis_icc_metric import paired_comparison, score_predictions
 from mis_icc_metric.scoring import json_safe
+from tests._independent import anova_icc as _icc3_1
+from tests._independent import pingouin_icc
 from tests._leaderboard_helpers import VIDEO_IDS, contract_scores, make_references, make_results, noisy_predictions
 
 CONFIGURATIONS = [("text", "direct"), ("text", "cot"), ("audio+video+text", "direct"), ("video+text", "cot")]
@@ -29,28 +30,11 @@ CONFIGURATIONS = [("text", "direct"), ("text", "cot"), ("audio+video+text", "dir
 SYSTEMS = {"org/alpha": (0.9, 0.3, 0.6, 0.5), "org/beta": (0.8, 0.7, 0.5, 0.25), "baseline/gamma": (0.4, 1.0, 1.2, 0.9)}
 
 
-def _icc3_1(pred: np.ndarray, gold: np.ndarray) -> float:
-    """ICC(3,1) from the two-way ANOVA mean squares (Shrout & Fleiss), written out by hand."""
-    ratings = np.stack([pred, gold], axis=1)
-    n, k = ratings.shape
-    grand = ratings.mean()
-    ms_rows = k * ((ratings.mean(axis=1) - grand) ** 2).sum() / (n - 1)
-    residual = ratings - ratings.mean(axis=1, keepdims=True) - ratings.mean(axis=0) + grand
-    ms_error = (residual**2).sum() / ((n - 1) * (k - 1))
-    return float((ms_rows - ms_error) / (ms_rows + (k - 1) * ms_error))
-
-
 def test_hand_icc_agrees_with_pingouin():
-    import pingouin as pg
-
     rng = np.random.default_rng(3)
     gold = rng.normal(3.5, 0.5, 40)
     pred = gold + rng.normal(0.2, 0.4, 40)
-    frame = pd.DataFrame({"target": np.repeat(np.arange(40), 2), "rater": np.tile([0, 1], 40),
-                          "score": np.stack([pred, gold], axis=1).ravel()})
-    table = pg.intraclass_corr(frame, targets="target", raters="rater", ratings="score").set_index("Type")
-    name = "ICC(C,1)" if "ICC(C,1)" in table.index else "ICC3"  # pingouin >= 0.6 renamed ICC3
-    assert _icc3_1(pred, gold) == pytest.approx(float(table.loc[name, "ICC"]))
+    assert _icc3_1(pred, gold) == pytest.approx(pingouin_icc(pred, gold))
 
 
 def _expected_iccs(predictions, references):

@@ -210,7 +210,8 @@ class OpenAIBackend(Backend):
         self.modalities = declared_modalities(modalities)
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise UsageError(f"--base-url must be an http(s) URL, got {base_url!r}", where="--base-url")
+            raise UsageError(f"--base-url must be an http(s) URL, got {base_url!r}", where="--base-url",
+                             hint="e.g. http://127.0.0.1:8000/v1")
         self._scheme, self._host, self._port = parsed.scheme, parsed.hostname, parsed.port
         self._path = parsed.path + "/chat/completions"
         self.base_url = base_url

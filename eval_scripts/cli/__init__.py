@@ -67,14 +67,19 @@ def _fail(command: str, message: str, code: int) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a bad argument already printed as one line
+        return stop.code if isinstance(stop.code, int) else EXIT_USAGE if stop.code else 0
     debug = args.debug or os.environ.get("MIS_BENCH_DEBUG", "") not in ("", "0")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
     if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
+        names = ", ".join(parser._subparsers._group_actions[0].choices)
+        print(clean_terminal(f"mis-bench: error: no COMMAND given (one of {names}); see `mis-bench --help`"),
+              file=sys.stderr)
         return EXIT_USAGE
     command = args.command
     try:

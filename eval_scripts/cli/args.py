@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.text_safety import clean_terminal
@@ -92,6 +93,41 @@ def comma_list(choices: tuple[str, ...]):
 
     parse.__name__ = "list"
     return parse
+
+
+def existing(kind: str, *, as_path: bool = True):
+    """An input path that must exist as a `kind` ("file", "folder" or "any"), checked when parsed: a path
+    that does not exist or is of the wrong kind is a usage error naming the argument (exit 2), before any work.
+
+    Returns a Path (or the text as given, `as_path=False`, where the command expects a string).
+    """
+    if kind not in ("file", "folder", "any"):
+        raise ValueError(f"kind must be 'file', 'folder' or 'any', got {kind!r}")
+
+    def parse(text: str) -> Path | str:
+        path = Path(text).expanduser()
+        if not path.exists():
+            raise argparse.ArgumentTypeError(f"no such {'file or folder' if kind == 'any' else kind}: {text}")
+        if kind == "file" and path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+        if kind == "folder" and not path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+        return path if as_path else text
+
+    parse.__name__ = kind
+    return parse
+
+
+def file_path(text: str) -> str:
+    """A file that is read and appended to and need not exist yet (a response cache): a folder there, or a
+    file where one of its folders should be, is a usage error naming the argument."""
+    path = Path(text).expanduser()
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise argparse.ArgumentTypeError(f"{text} lies inside {blocking}, a file, not a folder")
+    return text
 
 
 def strict_json(payload: Any) -> str:

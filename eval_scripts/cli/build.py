@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.cli.args import non_negative_int, positive_float, print_json, say
+from eval_scripts.cli.args import existing, non_negative_int, positive_float, print_json, say
 from mis_bench_dataset.release import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import SPLIT_BY
 
@@ -18,10 +18,10 @@ def register(subparsers) -> None:
         "datasets.load_dataset(OUT, 'scoring', split='test'). Problems (missing or broken files) "
         "are listed in OUT/build_report.json; --strict fails on any.",
     )
-    parser.add_argument("release_dir", nargs="?", default=None,
+    parser.add_argument("release_dir", nargs="?", default=None, type=existing("folder", as_path=False),
                         help="release folder (optional when --transcripts gives a text-only build)")
-    parser.add_argument("--labels", help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide")
-    parser.add_argument("--transcripts", help="transcripts CSV (video,transcript); supplies the text modality")
+    parser.add_argument("--labels", type=existing("file", as_path=False), help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide")
+    parser.add_argument("--transcripts", type=existing("file", as_path=False), help="transcripts CSV (video,transcript); supplies the text modality")
     parser.add_argument("--out", default="mis-bench", help="output folder (default: ./mis-bench)")
     parser.add_argument("--split-by", choices=SPLIT_BY, default="video",
                         help="group for the 80/10/10 splits (default: video, as the paper)")

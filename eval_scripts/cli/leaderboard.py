@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, non_negative_int, positive_float, print_json, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say
 from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
@@ -25,8 +25,8 @@ def register(subparsers) -> None:
             "--push upload it to a Hub dataset of requests."
         ),
     )
-    submit.add_argument("results", type=Path, help="results JSON written by `mis-bench run`")
-    submit.add_argument("--dataset", type=Path, help="built dataset folder: also check coverage of its --split")
+    submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
+    submit.add_argument("--dataset", type=existing("folder"), help="built dataset folder: also check coverage of its --split")
     submit.add_argument("--split", default="test", choices=SPLITS)
     submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
     submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
@@ -44,8 +44,8 @@ def register(subparsers) -> None:
             "predictions against --references, and write leaderboard.csv, leaderboard.json and index.html to --out."
         ),
     )
-    board.add_argument("submissions", type=Path, help="folder of submission JSON files")
-    board.add_argument("--references", required=True, type=Path,
+    board.add_argument("submissions", type=existing("folder"), help="folder of submission JSON files")
+    board.add_argument("--references", required=True, type=existing("any"),
                        help="hidden labels: a built dataset folder or a labels file")
     board.add_argument("--split", default="test", choices=SPLITS)
     board.add_argument("--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000,
@@ -101,9 +101,12 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from mis_bench_dataset.errors import DataError
-    from mis_bench_dataset.outputs import OutputFolder
+    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
     from mis_icc_metric.predictions_io import read_references
 
+    # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
+    check_not_overlapping(args.out, [p for p in (args.submissions, args.references) if p.is_dir()],
+                          command="leaderboard")
     inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
     folder = OutputFolder(args.out, command="leaderboard", inputs=inputs)
     folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)  # before the scoring: fail fast

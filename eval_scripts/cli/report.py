@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, print_json, say
 from eval_scripts.report.options import SCATTER_CHOICES
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.splits import SPLITS
@@ -27,8 +27,8 @@ def register(subparsers) -> None:
             "are drawn; without, the stored scores are shown and no paired test runs."
         ),
     )
-    parser.add_argument("results", nargs="+", type=Path, help="results JSON files or folders holding them")
-    parser.add_argument("--references", type=Path,
+    parser.add_argument("results", nargs="+", type=existing("any"), help="results JSON files or folders holding them")
+    parser.add_argument("--references", type=existing("any"),
                         help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters)")
     parser.add_argument("--split", default="test", choices=SPLITS,
                         help="split when --references is a dataset folder (default: test)")

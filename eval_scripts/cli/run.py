@@ -11,6 +11,8 @@ import argparse
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
+    existing,
+    file_path,
     non_negative_float,
     non_negative_int,
     positive_float,
@@ -43,7 +45,8 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--backend", choices=BACKEND_NAMES)
     parser.add_argument("--model", help="Hub id / local folder (transformers, vllm) or API model name (openai)")
-    parser.add_argument("--dataset", help="built dataset folder (`mis-bench build --out DIR`)")
+    parser.add_argument("--dataset", type=existing("folder", as_path=False),
+                        help="built dataset folder (`mis-bench build --out DIR`)")
     parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS)
     parser.add_argument("--prompt", dest="prompt_style", default="direct", choices=PROMPT_STYLES,
@@ -68,7 +71,7 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default=None,
                         help="output folder (cache, predictions, results); default ./runs, "
                         "or ./mis-bench-results for the default job")
-    parser.add_argument("--cache", help="response cache file (default OUT/responses.cache.jsonl)")
+    parser.add_argument("--cache", type=file_path, help="response cache file (default OUT/responses.cache.jsonl)")
     parser.add_argument("--max-new-tokens", "--max-tokens", dest="max_new_tokens", type=positive_int,
                         help="default 32 (direct) / 1024 (cot) / 16 (paper)")
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")

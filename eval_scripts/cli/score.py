@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, non_negative_int, probability, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say
 from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
@@ -20,10 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="score predictions against gold: ICC(3,1) per dimension and overall, with bootstrap CIs",
         description="Score one system's predictions with the benchmark's ICC(3,1) rules (paper §3.3).",
     )
-    score.add_argument("--predictions", required=True, type=Path,
+    score.add_argument("--predictions", required=True, type=existing("file"),
                        help="predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON")
     _add_common(score, min_bootstrap=0)
-    score.add_argument("--common-videos", type=Path, default=None,
+    score.add_argument("--common-videos", type=existing("file"), default=None,
                        help="text file with one video id per line: also score on this common set")
     score.set_defaults(func=run_score)
 
@@ -32,14 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="paired bootstrap comparison of two systems (ICC difference, CI, p-value)",
         description="Paired bootstrap of ICC(A) - ICC(B) on the videos both systems parsed.",
     )
-    compare.add_argument("a", type=Path, help="predictions of system A")
-    compare.add_argument("b", type=Path, help="predictions of system B")
+    compare.add_argument("a", type=existing("file"), help="predictions of system A")
+    compare.add_argument("b", type=existing("file"), help="predictions of system B")
     _add_common(compare, min_bootstrap=1)
     compare.set_defaults(func=run_compare)
 
 
 def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
-    parser.add_argument("--references", required=True, type=Path,
+    parser.add_argument("--references", required=True, type=existing("any"),
                         help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)")
     parser.add_argument("--split", default="test", choices=SPLITS,
                         help="dataset split when --references is a folder (default: test)")
@@ -167,10 +167,9 @@ def run_score(args: argparse.Namespace) -> int:
     references, (predictions,) = _load(args, args.predictions)
     common = None
     if args.common_videos is not None:
-        from mis_bench_dataset.video_ids import normalize_video_id
+        from mis_icc_metric.predictions_io import read_video_ids
 
-        lines = args.common_videos.read_text(encoding="utf-8").splitlines()
-        common = [normalize_video_id(line) for line in lines if line.strip()]
+        common = read_video_ids(args.common_videos)
     result = score_predictions(
         predictions, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
         common_videos=common, missing=args.missing,

@@ -93,7 +93,9 @@ def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str |
             RunView(
                 label=label,
                 scores=results["scores"],
-                parse_rates=results.get("parse_rates") or {},
+                # The metric's rates, from the predictions it scored (recomputed with --references, as on the
+                # leaderboard); the results file's own `parse_rates` only when its scores lack them.
+                parse_rates=results["scores"].get("parse_rates") or results.get("parse_rates") or {},
                 synthetic=bool(dataset.get("synthetic", False)),
                 predictions={(r["video_id"], r["dimension"]): r["prediction"] for r in results.get("predictions", [])},
                 model=str(results["system"]["model"]),
