@@ -93,6 +93,8 @@ HUMAN_CEILING: dict[str, Ceiling] = {
     "abc": Ceiling(0.51, 0.46, 0.55),
     "arrr": Ceiling(0.53, 0.48, 0.57),
 }
+# The mean of the eight, the ceiling's counterpart of a system's mean ICC.
+HUMAN_CEILING_MEAN: float = sum(c.icc for c in HUMAN_CEILING.values()) / len(HUMAN_CEILING)
 
 # Table 6.
 GOLD_STATS: dict[str, GoldStats] = {

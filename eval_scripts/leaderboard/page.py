@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from mis_bench_dataset.dimensions import HUMAN_CEILING_MEAN
 from mis_bench_dataset.text_safety import escape_html
 from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
 
@@ -168,8 +169,7 @@ def _ceiling_row(board: Mapping[str, Any], cols: list[tuple[str, str, str]]) -> 
         if key == "model":
             cells.append('<td class="text">Human single rater (paper Table 2)</td>')
         elif key == "mean_icc":
-            mean = sum(c["icc"] for c in ceiling.values()) / len(ceiling)
-            cells.append(_cell("mean_icc", mean, pct(mean)))
+            cells.append(_cell("mean_icc", HUMAN_CEILING_MEAN, pct(HUMAN_CEILING_MEAN)))
         elif key in ceiling:
             cells.append(_icc_cell(key, ceiling[key]))
         else:

@@ -13,7 +13,7 @@ from typing import Any
 
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
 from mis_bench_dataset.text_safety import escape_html
-from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,6 @@ def _ceiling_row(with_ci: bool) -> list[str]:
     ]
 
 
-def _ceiling_mean() -> float:
-    return sum(HUMAN_CEILING[d.key].icc for d in DIMENSIONS) / len(DIMENSIONS)
-
-
 def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
     """ICC(3,1) in percent: one row per run, the eight dimensions, Overall and Mean."""
     header = ["System"] + [d.abbreviation for d in DIMENSIONS] + ["Overall", "Mean ICC"]
@@ -167,7 +163,7 @@ def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
                 cell += f" {ci_pct(intervals[r])}"
             cells.append(cell)
         rows.append(cells)
-    ceiling = _ceiling_row(with_ci) + [MISSING, pct(_ceiling_mean())]
+    ceiling = _ceiling_row(with_ci) + [MISSING, pct(HUMAN_CEILING_MEAN)]
     return Table(header, rows, _mark_best(columns, higher_is_better=True), [ceiling])
 
 
@@ -200,7 +196,7 @@ def table3_table(best: Sequence[Any], ranks: Sequence[Mapping[str, int | None]])
         for c, column in enumerate(values):
             if rank[column] is not None:
                 marks[(r, c + 2)] = rank[column]
-    ceiling = ["Human ceiling (Table 2)", MISSING] + _ceiling_row(False)[1:] + [MISSING, pct(_ceiling_mean())]
+    ceiling = ["Human ceiling (Table 2)", MISSING] + _ceiling_row(False)[1:] + [MISSING, pct(HUMAN_CEILING_MEAN)]
     return Table(header, rows, set(), [ceiling], ranks=marks, label_columns=2)
 
 
