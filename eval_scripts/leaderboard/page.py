@@ -179,7 +179,8 @@ def _ceiling_row(board: Mapping[str, Any], cols: list[tuple[str, str, str]]) -> 
 
 def embedded_json(board: Mapping[str, Any]) -> str:
     # "<" escaped so no submitted string can close the script element.
-    return json.dumps(board, ensure_ascii=False, allow_nan=False).replace("<", "\\u003c")
+    # ASCII only: bidi and other invisible characters of submitted text reach the page as \\u escapes.
+    return json.dumps(board, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
 
 
 def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
