@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
-from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, point_blocks  # noqa: E402
 from mis_bench_dataset.icc import icc3_1  # noqa: E402
+from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, point_blocks  # noqa: E402
 from mis_icc_metric.scoring import score_predictions  # noqa: E402
 
 

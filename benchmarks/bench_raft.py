@@ -32,8 +32,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _setup(opts):
     import torch
-    from _raft_helpers import make_tokenizer
     from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from _raft_helpers import make_tokenizer
 
     tokenizer = make_tokenizer()
     torch.manual_seed(0)
@@ -131,11 +132,12 @@ def _interleaved_step_times(opts, queue):
     process so that a busy machine slows them equally (the ratio is what we report)."""
     import copy
 
-    from _raft_helpers import toy_dataset
     from trl import SFTConfig, SFTTrainer
 
     from raft_trainer import RAFTConfig, RAFTTrainer
     from raft_trainer.data import conversation
+
+    from _raft_helpers import toy_dataset
 
     tokenizer, model = _setup(opts)
     data = toy_dataset(opts["batch"] * 4, seed=0)
@@ -153,10 +155,11 @@ def _interleaved_step_times(opts, queue):
 def _predict_variant(opts, queue):
     import numpy as np
     import torch
-    from _raft_helpers import toy_dataset, toy_rows
 
     from raft_trainer import RAFTConfig, RAFTTrainer
     from raft_trainer.predict import generate_scores, predict_scores
+
+    from _raft_helpers import toy_dataset, toy_rows
 
     tokenizer, model = _setup(opts)
     # teach the format and the task first (raft+ce: the completion text and the score), so generate() has

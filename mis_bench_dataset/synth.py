@@ -65,7 +65,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING, MEAN_DURATION_SECONDS, N_FULLY_RATED, N_VIDEOS
+from mis_bench_dataset.dimensions import (
+    DIMENSION_KEYS,
+    GOLD_STATS,
+    HUMAN_CEILING,
+    MEAN_DURATION_SECONDS,
+    N_FULLY_RATED,
+    N_VIDEOS,
+)
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import write_ratings_long
 from mis_bench_dataset.numbers import round_half_up_array
@@ -131,7 +138,7 @@ def _simulate_raters(mu, v_true, v_err, z, eps):
     return np.clip(np.rint(cont), 1, 5)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def calibrated_rater_model() -> dict[str, tuple[float, float, float]]:
     """Per dimension (v_true, v_err, centre) so integer ratings of 3 raters hit Table 2 ICC
     and Table 6 mean and sd (rounding to integers shifts all three, hence the calibration).

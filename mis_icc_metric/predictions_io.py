@@ -25,9 +25,9 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.jsonio import JSONInputError, loads_strict, read_json
-from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.labels import ID_COLUMNS, map_wide_header
 from mis_bench_dataset.video_ids import normalize_video_id
 

@@ -34,7 +34,6 @@ from mis_bench_dataset.dimensions import (
     SCORE_MIN,
     resolve_dimension,
 )
-
 from mis_bench_dataset.icc import icc3_ci
 from mis_bench_dataset.numbers import exact_decimal
 

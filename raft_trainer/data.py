@@ -14,8 +14,9 @@ RAFT reads.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
 from mis_bench_dataset.inputs import setting_media

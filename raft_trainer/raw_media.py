@@ -16,8 +16,9 @@ clear error. Rows longer than `max_length` raise (media tokens are never cut).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
 from mis_bench_dataset.inputs import PATH_COLUMNS, UnsupportedSetting, setting_media

@@ -214,7 +214,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
 
 def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, script_args, setting: dict) -> None:
     from mis_bench_dataset.loading import gold_references
-    from raft_trainer.predict import prediction_records, predict_scores
+    from raft_trainer.predict import predict_scores, prediction_records
 
     args = trainer.args
     model = trainer.accelerator.unwrap_model(trainer.model)

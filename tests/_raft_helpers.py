@@ -26,7 +26,7 @@ def _corpus() -> list[str]:
     return texts * 3
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trained_tokenizer_json(split_digits: bool, vocab_size: int) -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 

@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _metric_helpers import pingouin_icc3_1
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
 from mis_bench_dataset.numbers import round_half_up
+
+from _metric_helpers import pingouin_icc3_1
 
 
 def _write(path: Path, header: list[str], rows: list[list]) -> Path:

@@ -21,7 +21,7 @@ from scipy import stats as sp_stats
 from mis_bench_dataset import build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.labels import write_gold_wide, read_labels
+from mis_bench_dataset.labels import read_labels, write_gold_wide
 from mis_bench_dataset.stats import (
     HISTOGRAM_BINS,
     GoldTable,

@@ -63,9 +63,8 @@ def test_corrupt_middle_line_names_file_and_line(tmp_path) -> None:
 
 def test_second_writer_is_refused(tmp_path) -> None:
     path = tmp_path / "c.jsonl"
-    with ResponseCache(path):
-        with pytest.raises(CacheError, match="another run is writing this cache"):
-            ResponseCache(path).open()
+    with ResponseCache(path), pytest.raises(CacheError, match="another run is writing this cache"):
+        ResponseCache(path).open()
     with ResponseCache(path) as cache:  # released on close
         assert len(cache) == 0
 

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from _harness_helpers import ChatServer, FaultPlan, scoring_rows
 from eval_scripts.backends.base import DecodingConfig
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.cache import iter_records
 from eval_scripts.prompts import Prompt
 from eval_scripts.runner import RunConfig, run_setting
+
+from _harness_helpers import ChatServer, FaultPlan, scoring_rows
 
 REPO = Path(__file__).resolve().parents[1]
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=0.25)

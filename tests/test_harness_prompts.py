@@ -7,15 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from _harness_helpers import scoring_rows
 from eval_scripts.feature_plots import feature_media_block
-from mis_bench_dataset.feature_descriptors import (
-    MIN_PAUSE_SECONDS,
-    audio_descriptors,
-    describe_audio,
-    describe_video,
-    video_descriptors,
-)
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import (
     MODALITIES,
@@ -28,6 +20,15 @@ from eval_scripts.prompts import (
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
+from mis_bench_dataset.feature_descriptors import (
+    MIN_PAUSE_SECONDS,
+    audio_descriptors,
+    describe_audio,
+    describe_video,
+    video_descriptors,
+)
+
+from _harness_helpers import scoring_rows
 
 ROWS = {row["dimension"]: row for row in scoring_rows(1)}
 

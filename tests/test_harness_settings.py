@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from _harness_helpers import ChatServer
-from eval_scripts.backends.openai_backend import RetryPolicy
 from eval_scripts.backends.base import UnsupportedSetting
+from eval_scripts.backends.openai_backend import RetryPolicy
 from eval_scripts.prompts import MODALITIES
 from eval_scripts.report.text_table import format_table
 from eval_scripts.runner import RunConfig, run_grid, run_setting
+
+from _harness_helpers import ChatServer
 
 FAST_RETRY = RetryPolicy(max_retries=2, backoff_base_s=0.005, backoff_max_s=0.01, timeout_s=5.0)
 

@@ -7,10 +7,11 @@ import json
 import pytest
 from datasets import Dataset
 
-from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backend
 from eval_scripts.prompts import Prompt, render_prompt
 from eval_scripts.runner import RunConfig, run_setting
+
+from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 
 
 @pytest.fixture(scope="module")

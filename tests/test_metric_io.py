@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from mis_bench_dataset.errors import DataError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.labels import write_gold_wide, write_ratings_long
 from mis_icc_metric.predictions_io import (
     PredictionsFormatError,

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
-from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_bench_dataset.icc import icc3_1, icc3_ci
+from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.paired import bootstrap_p_value, paired_comparison
 from mis_icc_metric.scoring import json_safe, mappings_from_columns, score_predictions
 

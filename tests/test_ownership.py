@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mis_bench_dataset import build_dataset, generate_synthetic_release
 from eval_scripts.cli import main
+from mis_bench_dataset import build_dataset, generate_synthetic_release
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.outputs import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
 
@@ -151,7 +151,7 @@ def test_synth_into_a_file_or_a_nonempty_folder_is_refused(work, capsys):
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory, release):
     """A build and a long-form predictions file for the score/compare writers."""
-    from mis_icc_metric.predictions_io import read_references, write_predictions
+    from mis_icc_metric.predictions_io import read_references
 
     root = tmp_path_factory.mktemp("scored")
     build = root / "build"

@@ -8,11 +8,12 @@ import datasets
 import pytest
 import torch
 
-from _raft_helpers import make_model, make_tokenizer, toy_rows
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder, conversation, prepare_raft_dataset
 from raft_trainer.digits import DigitTokens, ScoreTokenizationError, format_score
 from raft_trainer.loss import expected_decimal_score
+
+from _raft_helpers import make_model, make_tokenizer, toy_rows
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import datasets
 import numpy as np
 import pytest
 
-from _raft_helpers import make_model, make_tokenizer
 from mis_bench_dataset.feature_descriptors import audio_descriptors, describe_audio, describe_video, video_descriptors
 from mis_bench_dataset.inputs import UnsupportedSetting, resolve_input_source
 from raft_trainer.data import ScoringEncoder
@@ -21,6 +20,8 @@ from raft_trainer.media import (
     feature_context,
     load_feature_contexts,
 )
+
+from _raft_helpers import make_model, make_tokenizer
 
 ALL = "audio+video+text"
 
@@ -147,16 +148,18 @@ def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_buil
 
 
 def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path):
-    from _raft_helpers import save_tiny
     from raft_trainer.train import load_media_processor
+
+    from _raft_helpers import save_tiny
 
     with pytest.raises(SystemExit, match="cannot take video"):
         load_media_processor(str(save_tiny(tmp_path)), "video+text")
 
 
 def test_train_script_records_the_setting(synthetic_build, tmp_path):
-    from _raft_helpers import save_tiny
     from raft_trainer.train import main
+
+    from _raft_helpers import save_tiny
 
     out = tmp_path / "run"
     model_dir = save_tiny(tmp_path)

@@ -7,10 +7,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _raft_helpers import make_model, make_tokenizer, toy_rows
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.predict import generate_scores, parse_first_number, predict_scores
+
+from _raft_helpers import make_model, make_tokenizer, toy_rows
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,11 @@ import pytest
 import torch
 from peft import LoraConfig
 
-from _raft_helpers import make_model, make_tokenizer, short_encoded_toy
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.config import RAFTConfig
 from raft_trainer.trainer import RAFTTrainer
+
+from _raft_helpers import make_model, make_tokenizer, short_encoded_toy
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,11 @@ import datasets
 import pytest
 import torch
 
-from _raft_helpers import make_vl_model, make_vl_tokenizer, video_encoded_toy
 from raft_trainer import RAFTConfig, RAFTTrainer
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.loss import expected_decimal_score
+
+from _raft_helpers import make_vl_model, make_vl_tokenizer, video_encoded_toy
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +106,10 @@ def test_two_lora_steps_with_video_inputs(tokenizer, tmp_path):
 def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path):
     from peft import LoraConfig
 
-    from _raft_helpers import make_fake_video_processor, raw_video_rows
     from raft_trainer.digits import DigitTokens
     from raft_trainer.raw_media import RawMediaEncoder
+
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
 
     processor = make_fake_video_processor(tokenizer)
     rows = raw_video_rows(tmp_path, 4)
@@ -148,10 +150,11 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 
 
 def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tokenizer, tmp_path):
-    from _raft_helpers import make_fake_video_processor, raw_video_rows
-    from raft_trainer.digits import DigitTokens
     from mis_bench_dataset.inputs import UnsupportedSetting
+    from raft_trainer.digits import DigitTokens
     from raft_trainer.raw_media import RawMediaEncoder
+
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
 
     processor = make_fake_video_processor(tokenizer)
     original = processor.apply_chat_template
@@ -170,11 +173,12 @@ def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tok
 
 @pytest.mark.parametrize("method", ["greedy", "exact"])
 def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenizer, tmp_path, method):
-    from _raft_helpers import make_fake_video_processor, raw_video_rows
     from raft_trainer import predict_scores
     from raft_trainer.digits import DigitTokens
     from raft_trainer.loss import digit_probabilities, expected_digit
     from raft_trainer.raw_media import RawMediaEncoder
+
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
 
     processor = make_fake_video_processor(tokenizer)
     model = make_vl_model(tokenizer, seed=3).eval()

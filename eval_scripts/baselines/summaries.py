@@ -27,7 +27,6 @@ from mis_bench_dataset.release import (
     OPENFACE_LANDMARKS,
 )
 
-
 MODALITY_GROUPS: dict[str, tuple[str, ...]] = {
     "text": ("text",),
     "audio+text": ("audio", "text"),

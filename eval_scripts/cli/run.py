@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
@@ -21,14 +22,13 @@ from eval_scripts.cli.args import (
     say,
     unit_interval,
 )
-from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
-from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
 from mis_bench_dataset.numbers import pct
+from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 

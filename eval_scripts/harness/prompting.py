@@ -9,11 +9,11 @@ from typing import Any
 from eval_scripts.backends.base import Backend
 from eval_scripts.feature_plots import FEATURE_FORMATS, feature_media_block
 from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
+from mis_bench_dataset.arrays import FeatureArrays
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
-from mis_bench_dataset.arrays import FeatureArrays
 
 
 def input_source_for(

@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
 from mis_bench_dataset.dimensions import HUMAN_CEILING_MEAN
 from mis_bench_dataset.text_safety import escape_html
-from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#222}

@@ -18,7 +18,6 @@ from typing import Any
 
 from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_systems
 from eval_scripts.report.formatting import md_escape
-from eval_scripts.submission import slug
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
 from eval_scripts.report.table import (
@@ -44,10 +43,11 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.text_safety import escape_html
+from eval_scripts.submission import slug
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.text_safety import escape_html
 
 logger = logging.getLogger(__name__)
 

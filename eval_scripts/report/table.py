@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
-from mis_bench_dataset.text_safety import escape_html
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
+from mis_bench_dataset.text_safety import escape_html
 
 
 @dataclass(frozen=True)
