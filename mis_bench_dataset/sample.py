@@ -55,11 +55,13 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
         # The release is generated aside and renamed into place (manifest last = complete).
         staging = root / f".release.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
-            logger.info("generating the embedded default sample (SYNTHETIC, %d videos) in %s",
-                        DEFAULT_SAMPLE_VIDEOS, root)
+            logger.info(
+                "generating the embedded default sample (SYNTHETIC, %d videos) in %s", DEFAULT_SAMPLE_VIDEOS, root
+            )
             # Uncompressed: random arrays barely compress, and zlib would dominate the first run's time.
-            generate_synthetic_release(staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED,
-                                       compress=False)
+            generate_synthetic_release(
+                staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED, compress=False
+            )
             shutil.rmtree(sample.release_dir, ignore_errors=True)  # an incomplete leftover
             try:
                 staging.rename(sample.release_dir)

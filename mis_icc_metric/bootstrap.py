@@ -53,8 +53,10 @@ def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.nd
     if n_resamples < 1:
         raise ValueError(f"n_bootstrap must be >= 1, got {n_resamples}")
     if n_resamples > MAX_BOOTSTRAP:
-        raise UsageError(f"{n_resamples:,} bootstrap resamples exceed the limit of {MAX_BOOTSTRAP:,}",
-                         hint="memory grows with resamples x videos; 10,000 (the paper's) is plenty for a 95% CI")
+        raise UsageError(
+            f"{n_resamples:,} bootstrap resamples exceed the limit of {MAX_BOOTSTRAP:,}",
+            hint="memory grows with resamples x videos; 10,000 (the paper's) is plenty for a 95% CI",
+        )
     rng = np.random.default_rng(seed)
     dtype = np.uint16 if n_items <= 2**16 else np.int32
     return rng.integers(0, n_items, size=(n_resamples, n_items), dtype=dtype)

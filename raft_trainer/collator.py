@@ -26,7 +26,11 @@ import torch
 
 # Processor outputs concatenated along the first axis (patches / videos / images) in row order.
 MEDIA_BATCH_KEYS = (
-    "pixel_values_videos", "video_grid_thw", "second_per_grid_ts", "pixel_values", "image_grid_thw",
+    "pixel_values_videos",
+    "video_grid_thw",
+    "second_per_grid_ts",
+    "pixel_values",
+    "image_grid_thw",
 )
 RAFT_BATCH_KEYS = ("score_positions", "logits_keep", "keep_index", "keep_labels", "score", "dimension_index")
 

@@ -175,7 +175,8 @@ class ScoringEncoder(TrainingRowMixin):
                 raise ValueError(
                     f"{_row_name(row)}: the prompt needs {len(full_ids)} tokens even with the transcript removed, "
                     f"more than max_length={self.max_length}; raise max_length (the rubric of this dimension is long"
-                    + (", and the feature-derived descriptors add to it" if self.media else "") + ")"
+                    + (", and the feature-derived descriptors add to it" if self.media else "")
+                    + ")"
                 )
         score_index = self.digits.find_score(
             full_ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
@@ -221,7 +222,9 @@ def labelled_rows(dataset, split: str):
     """The split's rows that have a gold score (the count dropped is logged); raises when none do."""
     check_scoring_columns(dataset, f"{split} split")
     n_before = len(dataset)
-    dataset = dataset.filter(lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows")
+    dataset = dataset.filter(
+        lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows"
+    )
     if len(dataset) < n_before:
         logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
     if len(dataset) == 0:
@@ -246,6 +249,9 @@ def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "trai
     if n_truncated:
         logger.warning(
             "%s split: %d of %d transcripts shortened to fit max_length=%s",
-            split, n_truncated, len(encoded), encoder.max_length,
+            split,
+            n_truncated,
+            len(encoded),
+            encoder.max_length,
         )
     return encoded.remove_columns("transcript_truncated")

@@ -104,12 +104,12 @@ class RawMediaEncoder(TrainingRowMixin):
         prompt_text = self.processor.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
         full_text = self.processor.apply_chat_template(full, tokenize=False)
         if not full_text.startswith(prompt_text):
-            raise ValueError(f"{_row_name(row)}: the chat template does not render the prompt as a prefix of the conversation")
-        tail = self.tokenizer(full_text[len(prompt_text):], add_special_tokens=False)["input_ids"]
+            raise ValueError(
+                f"{_row_name(row)}: the chat template does not render the prompt as a prefix of the conversation"
+            )
+        tail = self.tokenizer(full_text[len(prompt_text) :], add_special_tokens=False)["input_ids"]
         extra = {"processor_kwargs": video_kwargs(self.video_sampling, video_metadata)} if video_metadata else {}
-        inputs = self.processor.apply_chat_template(
-            full, tokenize=True, return_dict=True, return_tensors="pt", **extra
-        )
+        inputs = self.processor.apply_chat_template(full, tokenize=True, return_dict=True, return_tensors="pt", **extra)
         ids = [int(i) for i in inputs["input_ids"][0]]
         prompt_len = len(ids) - len(tail)
         if ids[prompt_len:] != tail:
@@ -122,7 +122,9 @@ class RawMediaEncoder(TrainingRowMixin):
                 f"{_row_name(row)}: {len(ids)} tokens with the media expanded, more than max_length={self.max_length}; "
                 "raise max_length or lower the processor's fps / resolution (media tokens are never cut)"
             )
-        score_index = self.digits.find_score(ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer)
+        score_index = self.digits.find_score(
+            ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
+        )
         out = {"input_ids": ids, "labels": [-100] * prompt_len + ids[prompt_len:], "score_index": score_index}
         unbatched = sorted(set(inputs) - {"input_ids", "attention_mask", *MEDIA_BATCH_KEYS})
         if unbatched:  # e.g. an audio processor's input_features: dropping them would feed placeholders only

@@ -49,6 +49,7 @@ def test_the_readme_architecture_table_names_every_module():
                 names.add((layer, path.name))
             elif path.suffix == ".py" and not path.name.startswith("__"):
                 names.add((layer, path.stem))
-    missing = sorted(f"{layer}.{name}" for layer, name in names
-                     if not re.search(rf"[`.(]{re.escape(name)}[`.,)/ ]", section))
+    missing = sorted(
+        f"{layer}.{name}" for layer, name in names if not re.search(rf"[`.(]{re.escape(name)}[`.,)/ ]", section)
+    )
     assert not missing, "modules the README's Architecture section does not name: " + ", ".join(missing)

@@ -14,12 +14,25 @@ def _record(key: str, status: str = "ok", response: str | None = "3.5") -> dict:
 
 
 def test_key_depends_on_every_component() -> None:
-    base = dict(backend="openai", model="m", setting={"modality": "text"}, prompt_hash="p", video_id="v",
-                dimension="wau", decoding={"temperature": 0.0})
+    base = dict(
+        backend="openai",
+        model="m",
+        setting={"modality": "text"},
+        prompt_hash="p",
+        video_id="v",
+        dimension="wau",
+        decoding={"temperature": 0.0},
+    )
     keys = {cache_key(**base)}
-    for field, value in [("backend", "vllm"), ("model", "m2"), ("setting", {"modality": "audio+text"}),
-                         ("prompt_hash", "q"), ("video_id", "w"), ("dimension", "abc"),
-                         ("decoding", {"temperature": 0.7})]:
+    for field, value in [
+        ("backend", "vllm"),
+        ("model", "m2"),
+        ("setting", {"modality": "audio+text"}),
+        ("prompt_hash", "q"),
+        ("video_id", "w"),
+        ("dimension", "abc"),
+        ("decoding", {"temperature": 0.7}),
+    ]:
         keys.add(cache_key(**{**base, field: value}))
     assert len(keys) == 8
     assert cache_key(**base) == cache_key(**dict(reversed(list(base.items()))))

@@ -120,8 +120,13 @@ def _librosa_with_pauses(rate: float = 50.0) -> tuple[np.ndarray, np.ndarray]:
 def test_audio_descriptors_hand_computed() -> None:
     librosa, ts = _librosa_with_pauses()
     prosody = np.array([[180.0, 40.0] + [0.0] * 13], dtype=np.float32)
-    row = {"transcript": "one two three four five six seven eight nine ten eleven twelve",
-           "librosa": librosa, "librosa_timestamps": ts, "prosody": prosody, "duration_seconds": 10.0}
+    row = {
+        "transcript": "one two three four five six seven eight nine ten eleven twelve",
+        "librosa": librosa,
+        "librosa_timestamps": ts,
+        "prosody": prosody,
+        "duration_seconds": 10.0,
+    }
     desc = audio_descriptors(row)
     assert MIN_PAUSE_SECONDS == 0.3
     assert desc.pause_count == 2 and desc.pause_total_s == pytest.approx(1.5)
@@ -157,8 +162,13 @@ def test_video_descriptors_hand_computed() -> None:
 
 def test_media_block_per_setting_and_plot_is_png() -> None:
     librosa, ts = _librosa_with_pauses()
-    row = {"transcript": "a b c", "librosa": librosa, "librosa_timestamps": ts, "has_prosody": False,
-           "openface": np.zeros((0, 208), np.float32)}
+    row = {
+        "transcript": "a b c",
+        "librosa": librosa,
+        "librosa_timestamps": ts,
+        "has_prosody": False,
+        "openface": np.zeros((0, 208), np.float32),
+    }
     text, images = feature_media_block(row, "audio+text", "text")
     assert "Audio descriptors" in text and "Video descriptors" not in text and images == ()
     text, images = feature_media_block(row, "audio+video+text", "text+plot")

@@ -20,7 +20,9 @@ from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.report.formatting import pct
 from tests._leaderboard_helpers import make_references, make_results, noisy_predictions
 
-BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+BROWSER = next(
+    (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
+)
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
 
 PROBE = r"""
@@ -54,8 +56,17 @@ PROBE = r"""
 def _run_in_chromium(page: str, tmp_path) -> dict:
     path = tmp_path / "page.html"
     path.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", path.as_uri()]
+    command = [
+        BROWSER,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        path.as_uri(),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     match = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout, re.S)
     assert match, f"probe did not run; chromium rc={result.returncode} stderr={result.stderr[-2000:]}"

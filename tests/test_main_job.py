@@ -47,8 +47,11 @@ def test_readme_first_command_runs_the_default_job(default_job, default_sample_c
     summary = json.loads((out / "summary.json").read_text())
     assert summary["synthetic"] is True
     assert [(r["baseline"], r["modality"]) for r in summary["runs"]] == [
-        ("features", "text"), ("features", "audio+text"), ("features", "video+text"),
-        ("features", "audio+video+text"), ("mean", "text"),
+        ("features", "text"),
+        ("features", "audio+text"),
+        ("features", "video+text"),
+        ("features", "audio+video+text"),
+        ("mean", "text"),
     ]
     build = next(default_sample_cache.glob("default-sample-v*/mis-bench"))
     references = read_references(build, split="test")
@@ -69,9 +72,13 @@ def test_readme_first_command_runs_the_default_job(default_job, default_sample_c
     # heatmap, radar, and a scatter of each system's best configuration (features, mean)
     assert html.count("data:image/png;base64,") == 2 + 2
     best = json.loads((out / "report.json").read_text())["best_configuration"]
-    assert [e["model"] for e in best] == [results["system"]["model"] for results in
-                                          (load_submission(out.parent / by_name[("features", "text")]["results"]),
-                                           load_submission(out.parent / by_name[("mean", "text")]["results"]))]
+    assert [e["model"] for e in best] == [
+        results["system"]["model"]
+        for results in (
+            load_submission(out.parent / by_name[("features", "text")]["results"]),
+            load_submission(out.parent / by_name[("mean", "text")]["results"]),
+        )
+    ]
     winner = max((r for r in summary["runs"] if r["baseline"] == "features"), key=lambda r: r["overall_icc"])
     assert (best[0]["modality"], best[0]["overall_icc"]) == (winner["modality"], winner["overall_icc"])
     board = json.loads((out / "leaderboard" / "leaderboard.json").read_text())
@@ -118,8 +125,9 @@ def test_default_job_baselines_land_below_the_human_ceiling(default_job, default
 
 
 def test_default_job_on_a_given_dataset_with_json(synthetic_build, tmp_path, capsys):
-    args = argparse.Namespace(dataset=str(synthetic_build), out=str(tmp_path / "res"), split="validation",
-                              n_bootstrap=50, seed=1, json=True)
+    args = argparse.Namespace(
+        dataset=str(synthetic_build), out=str(tmp_path / "res"), split="validation", n_bootstrap=50, seed=1, json=True
+    )
     assert run_default(args) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)  # stdout is only the JSON

@@ -29,9 +29,7 @@ SHROUT_FLEISS = np.array(
 
 def pingouin_icc3(matrix: np.ndarray) -> dict[str, dict]:
     n, k = matrix.shape
-    long = pd.DataFrame(
-        {"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n), "y": matrix.ravel()}
-    )
+    long = pd.DataFrame({"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n), "y": matrix.ravel()})
     old = pingouin.options.copy()
     pingouin.options["round.column.CI95"] = None
     try:

@@ -28,8 +28,16 @@ def tokenizer():
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
     base = dict(
-        max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3, logging_steps=1, report_to="none",
-        save_strategy="no", use_cpu=True, bf16=False, max_length=None, train_sampling_strategy="sequential",
+        max_steps=2,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        max_length=None,
+        train_sampling_strategy="sequential",
     )
     return RAFTConfig(str(tmp_path), **{**base, **kwargs})
 
@@ -56,7 +64,9 @@ def test_collator_concatenates_video_inputs_in_row_order(tokenizer, side):
 def test_raft_loss_reads_the_score_positions_of_a_video_language_model(tokenizer, tmp_path):
     model = make_vl_model(tokenizer)
     rows = video_encoded_toy(tokenizer, 2)
-    trainer = RAFTTrainer(model, args=_config(tmp_path), train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer)
+    trainer = RAFTTrainer(
+        model, args=_config(tmp_path), train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer
+    )
     batch = RAFTDataCollator(tokenizer.pad_token_id, "left")(rows)
     model.train()
     loss, outputs = trainer.compute_loss(model, dict(batch), return_outputs=True)
@@ -65,8 +75,10 @@ def test_raft_loss_reads_the_score_positions_of_a_video_language_model(tokenizer
     # independent reference: full logits, read at the collator's positions
     with torch.no_grad():
         full = model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-            pixel_values_videos=batch["pixel_values_videos"], video_grid_thw=batch["video_grid_thw"],
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            pixel_values_videos=batch["pixel_values_videos"],
+            video_grid_thw=batch["video_grid_thw"],
         ).logits
     rows_index = torch.arange(2)
     int_pos, frac_pos = batch["score_positions"].unbind(dim=1)
@@ -94,7 +106,9 @@ def test_two_lora_steps_with_video_inputs(tokenizer, tmp_path):
 
     rows = video_encoded_toy(tokenizer, 4, seed=1)
     trainer = RAFTTrainer(
-        make_vl_model(tokenizer, seed=1), args=_config(tmp_path), train_dataset=datasets.Dataset.from_list(rows),
+        make_vl_model(tokenizer, seed=1),
+        args=_config(tmp_path),
+        train_dataset=datasets.Dataset.from_list(rows),
         processing_class=tokenizer,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
@@ -127,7 +141,8 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
     trainer = RAFTTrainer(  # input_source "auto": every row has a video_path, so the raw media are used
         make_vl_model(tokenizer, seed=2),
         args=_config(tmp_path, modality="video+text"),
-        train_dataset=datasets.Dataset.from_list(rows), processing_class=processor,
+        train_dataset=datasets.Dataset.from_list(rows),
+        processing_class=processor,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
     assert trainer.args.input_source == "auto" and trainer.input_source == "raw"
@@ -141,8 +156,11 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 
     with pytest.raises(UnsupportedSetting, match="cannot take video"):
         RAFTTrainer(
-            make_vl_model(tokenizer), args=_config(tmp_path, modality="video+text", input_source="raw"),
-            train_dataset=datasets.Dataset.from_list([{"video_id": "a", "dimension": "empathy", "transcript": "", "score": 3.0}]),
+            make_vl_model(tokenizer),
+            args=_config(tmp_path, modality="video+text", input_source="raw"),
+            train_dataset=datasets.Dataset.from_list(
+                [{"video_id": "a", "dimension": "empathy", "transcript": "", "score": 3.0}]
+            ),
             processing_class=tokenizer,
         )
     with pytest.raises(ValueError, match="needs an audio/video modality"):
@@ -183,7 +201,9 @@ def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenize
     processor = make_fake_video_processor(tokenizer)
     model = make_vl_model(tokenizer, seed=3).eval()
     rows = raw_video_rows(tmp_path, 3, seed=5)
-    scores = predict_scores(model, processor, rows, batch_size=2, method=method, modality="video+text", input_source="raw")
+    scores = predict_scores(
+        model, processor, rows, batch_size=2, method=method, modality="video+text", input_source="raw"
+    )
 
     digits = DigitTokens.from_tokenizer(tokenizer)
     ids = digits.tensor()

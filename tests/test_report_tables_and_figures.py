@@ -23,8 +23,11 @@ from tests._leaderboard_helpers import (
 
 def _results(model, iccs, overall, mse=0.25, excluded=0.0):
     refs = make_references(VIDEO_IDS[:5])
-    return make_results(noisy_predictions(refs, 0.3, seed=0), model=model,
-                        scores=contract_scores(iccs, overall=overall, mse=mse, excluded_rate=excluded))
+    return make_results(
+        noisy_predictions(refs, 0.3, seed=0),
+        model=model,
+        scores=contract_scores(iccs, overall=overall, mse=mse, excluded_rate=excluded),
+    )
 
 
 @pytest.fixture()

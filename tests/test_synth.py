@@ -132,8 +132,10 @@ def test_planted_signal_in_features_and_words(release):
     assert spearmanr(brows, video[:, dims["emotional_expression"]])[0] > 0.9
     assert spearmanr(gaze, video[:, dims["empathy"]])[0] < -0.5
     projection = np.random.default_rng(1).standard_normal((768, 8)) * 0.5  # seed + 1, as the generator
-    w2v_corr = [np.corrcoef(_feature(release, "wav2vec", v)[0].mean(axis=0), projection @ audio[i])[0, 1]
-                for i, v in enumerate(ids)]
+    w2v_corr = [
+        np.corrcoef(_feature(release, "wav2vec", v)[0].mean(axis=0), projection @ audio[i])[0, 1]
+        for i, v in enumerate(ids)
+    ]
     assert min(w2v_corr) > 0.8
 
     for i, v in enumerate(ids):
@@ -159,7 +161,9 @@ def test_default_sample_ratings_match_paper_tables_2_and_6(default_sample_cache)
     assert abs((ratings.groupby("video_id").size() == 3 * 8).sum() - 625) < 50  # all raters on all dimensions
     iccs = {}
     for key in DIMENSION_KEYS:
-        fully_rated = ratings[ratings["dimension"] == key].pivot(index="video_id", columns="rater", values="score").dropna()
+        fully_rated = (
+            ratings[ratings["dimension"] == key].pivot(index="video_id", columns="rater", values="score").dropna()
+        )
         iccs[key], _ = pingouin_icc3_1(fully_rated.to_numpy())
         assert abs(iccs[key] - HUMAN_CEILING[key].icc) < 0.08, (key, iccs[key])
     assert abs(np.mean(list(iccs.values())) - np.mean([HUMAN_CEILING[k].icc for k in DIMENSION_KEYS])) < 0.04

@@ -29,8 +29,11 @@ def declared_modalities(modalities: Sequence[str]) -> frozenset[str]:
     """The input kinds a backend was told it takes (always including text); unknown kinds are an error."""
     unknown = set(modalities) - set(INPUT_KINDS)
     if unknown:
-        raise UsageError(f"unknown input kinds {sorted(unknown)}", where="--backend-modalities",
-                         hint=f"use a subset of {', '.join(INPUT_KINDS)}")
+        raise UsageError(
+            f"unknown input kinds {sorted(unknown)}",
+            where="--backend-modalities",
+            hint=f"use a subset of {', '.join(INPUT_KINDS)}",
+        )
     return frozenset(modalities) | {"text"}
 
 

@@ -98,15 +98,20 @@ def audio_summary(row: Mapping[str, Any]) -> np.ndarray:
         energy = frame_energy(librosa)
         pauses = silent_frames(librosa)
         voiced = energy[~pauses]
-        pause_stats = np.array([pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0])
+        pause_stats = np.array(
+            [pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0]
+        )
     prosody = _array(row, "prosody")
     wav2vec = _array(row, "wav2vec")
-    return np.concatenate([
-        [float(len(librosa) > 0), float(len(prosody) > 0), float(len(wav2vec) > 0)],
-        _mean_std(librosa), pause_stats,
-        prosody.mean(axis=0) if len(prosody) else np.zeros(prosody.shape[1]),
-        _mean_std(wav2vec),
-    ])
+    return np.concatenate(
+        [
+            [float(len(librosa) > 0), float(len(prosody) > 0), float(len(wav2vec) > 0)],
+            _mean_std(librosa),
+            pause_stats,
+            prosody.mean(axis=0) if len(prosody) else np.zeros(prosody.shape[1]),
+            _mean_std(wav2vec),
+        ]
+    )
 
 
 def video_summary(row: Mapping[str, Any]) -> np.ndarray:
@@ -122,13 +127,17 @@ def video_summary(row: Mapping[str, Any]) -> np.ndarray:
         head_speed = np.linalg.norm(np.diff(landmarks.mean(axis=1), axis=0), axis=1) / scale
     else:
         landmark_speed = head_speed = np.zeros(1)
-    return np.concatenate([
-        [1.0],
-        aus.mean(axis=0), aus.std(axis=0), np.percentile(aus, 90, axis=0),
-        _mean_std(openface[:, OPENFACE_GAZE]),
-        [landmark_speed.mean(), landmark_speed.std(), head_speed.mean(), head_speed.std()],
-        openface[:, OPENFACE_CONFIDENCE].mean(axis=0),
-    ])
+    return np.concatenate(
+        [
+            [1.0],
+            aus.mean(axis=0),
+            aus.std(axis=0),
+            np.percentile(aus, 90, axis=0),
+            _mean_std(openface[:, OPENFACE_GAZE]),
+            [landmark_speed.mean(), landmark_speed.std(), head_speed.mean(), head_speed.std()],
+            openface[:, OPENFACE_CONFIDENCE].mean(axis=0),
+        ]
+    )
 
 
 def _text_vector(row: Mapping[str, Any]) -> np.ndarray:
