@@ -204,7 +204,7 @@ class FeatureArrays:
             if pa.types.is_floating(data.type):
                 values = data.to_numpy()
                 valid = data.is_valid().to_numpy(zero_copy_only=False)
-                self._scalars[column] = [v if ok else None for v, ok in zip(values, valid)]
+                self._scalars[column] = [v if ok else None for v, ok in zip(values, valid, strict=True)]
             else:
                 self._scalars[column] = data.to_pylist()
         return self._scalars[column][self._row_position(video)]

@@ -204,10 +204,7 @@ def foreign_files(folder: str | Path, writer: str, legacy: Iterable[str] = ()) -
         rel = path.relative_to(folder).as_posix()
         if rel == MANIFEST_NAME:
             continue
-        if manifest:
-            ok = manifest.get(rel) == writer
-        else:
-            ok = any(Path(rel).match(pattern) for pattern in legacy)
+        ok = manifest.get(rel) == writer if manifest else any(Path(rel).match(pattern) for pattern in legacy)
         if not ok:
             foreign.append(rel)
     return foreign

@@ -58,8 +58,10 @@ class GoldTable:
         return self.gold[:, DIMENSION_KEYS.index(key)]
 
     def subset(self, mask: np.ndarray) -> GoldTable:
-        ids = tuple(v for v, keep in zip(self.video_ids, mask) if keep)
-        groups = {g: tuple(x for x, keep in zip(values, mask) if keep) for g, values in self.groups.items()}
+        ids = tuple(v for v, keep in zip(self.video_ids, mask, strict=True) if keep)
+        groups = {
+            g: tuple(x for x, keep in zip(values, mask, strict=True) if keep) for g, values in self.groups.items()
+        }
         return GoldTable(ids, groups, self.gold[mask])
 
 
@@ -208,7 +210,9 @@ def dataset_stats(
         "n_labelled_videos": int(labelled.any(axis=1).sum()),
         "n_complete_videos": n_complete,
         "dimensions": _dimension_summaries(table),
-        "correlation": {a: dict(zip(DIMENSION_KEYS, row)) for a, row in zip(DIMENSION_KEYS, matrix)},
+        "correlation": {
+            a: dict(zip(DIMENSION_KEYS, row, strict=True)) for a, row in zip(DIMENSION_KEYS, matrix, strict=True)
+        },
         "histograms": {
             "bins": list(HISTOGRAM_BINS),
             "counts": {key: histogram(table.column(key)) for key in DIMENSION_KEYS},

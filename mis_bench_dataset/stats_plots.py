@@ -72,7 +72,7 @@ def gold_histograms(stats: dict, path: str | Path) -> Path:
     bins = np.asarray(stats["histograms"]["bins"])
     edges = np.append(bins - 0.05, bins[-1] + 0.05)  # each 0.1 bin centred on its score
     fig, axes = plt.subplots(2, 4, figsize=(12, 5.2), sharex=True)
-    for ax, key in zip(axes.flat, DIMENSION_KEYS):
+    for ax, key in zip(axes.flat, DIMENSION_KEYS, strict=True):
         summary = stats["dimensions"][key]
         # One filled step outline per panel: 8 artists instead of 328 bars, three times faster to draw.
         ax.stairs(stats["histograms"]["counts"][key], edges, fill=True, color="#4477aa")

@@ -203,7 +203,7 @@ def synthetic_video_ids(n_videos: int, rng: np.random.Generator) -> list[str]:
         counts[rng.choice(n_clinicians, p=p / p.sum())] += 1
     combos = [(t, s) for t in TIME_POINTS for s in STIMULI]
     ids: list[str] = []
-    for code, count in zip(_clinician_codes(n_clinicians, rng), counts):
+    for code, count in zip(_clinician_codes(n_clinicians, rng), counts, strict=True):
         for i in rng.choice(len(combos), size=count, replace=False):
             t, s = combos[i]
             ids.append(f"{code}_{t}_{s}")
@@ -270,7 +270,7 @@ def _transcript(stimulus: str, scores: dict[str, float], rng: np.random.Generato
     filler_rate = float(np.clip(0.25 - 0.12 * (scores["verbal_fluency"] - 3.0), 0.0, 0.5))
     fillers = np.flatnonzero(rng.random(len(words)) < filler_rate / 4)
     picks = rng.integers(len(_FILLERS), size=len(fillers))
-    for position, pick in zip(fillers[::-1], picks[::-1]):  # from the end, so positions stay valid
+    for position, pick in zip(fillers[::-1], picks[::-1], strict=True):  # from the end, so positions stay valid
         words.insert(int(position), _FILLERS[pick])
     return " ".join(words)
 
@@ -422,12 +422,14 @@ def synthetic_videos(
     def videos():
         for i, video_id in enumerate(draw.video_ids):
             video_rng = np.random.default_rng([seed, i])
-            audio = dict(zip(DIMENSION_KEYS, draw.expressed["audio"][i].tolist()))
-            video = dict(zip(DIMENSION_KEYS, draw.expressed["video"][i].tolist()))
+            audio = dict(zip(DIMENSION_KEYS, draw.expressed["audio"][i].tolist(), strict=True))
+            video = dict(zip(DIMENSION_KEYS, draw.expressed["video"][i].tolist(), strict=True))
             arrays = _video_arrays(video, float(durations[i]), int(fps_choice[i]), video_rng)
             arrays.update(_audio_arrays(audio, float(durations[i]), audio_projection[i], video_rng))
             text = _transcript(
-                parse_video_id(video_id).stimulus, dict(zip(DIMENSION_KEYS, text_scores[i].tolist())), video_rng
+                parse_video_id(video_id).stimulus,
+                dict(zip(DIMENSION_KEYS, text_scores[i].tolist(), strict=True)),
+                video_rng,
             )
             yield video_id, arrays, text
 

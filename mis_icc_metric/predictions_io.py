@@ -304,7 +304,7 @@ def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     unlabeled = 0
-    for row, (video, dim, score) in enumerate(zip(videos, dims, scores)):
+    for row, (video, dim, score) in enumerate(zip(videos, dims, scores, strict=True)):
         key = (normalize_video_id(video), _dimension(dim, directory, row, "dimension"))
         _check_duplicate(seen, key, directory, row)
         value = coerce_score(score, what=f"{directory} row {row} score")
@@ -382,9 +382,8 @@ def read_references(source: str | Path, split: str = "test") -> dict[Key, float]
         return _references_from_labels(path)
     if "video_id" in header and "dimension" in header and any(c in header for c in GOLD_VALUE_COLUMNS):
         return _references_from_long_gold(path, header, rows)
-    if any(c in header for c in ID_COLUMNS) and _has_dimension_column(header):
-        if path.suffix.lower() == ".csv":
-            return _references_from_labels(path)
+    if any(c in header for c in ID_COLUMNS) and _has_dimension_column(header) and path.suffix.lower() == ".csv":
+        return _references_from_labels(path)
     raise PredictionsFormatError(
         f"{path}: not a references file; expected a dataset folder, per-rater labels "
         "(video_id, rater, dimension, score), long gold (video_id, dimension, score) "

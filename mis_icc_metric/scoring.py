@@ -94,7 +94,7 @@ def mappings_from_columns(
         raise ValueError(f"inputs must have the same length, got {lengths}")
     preds: dict[Key, object] = {}
     refs: dict[Key, object] = {}
-    for index, (pred, ref, video, dim) in enumerate(zip(predictions, references, video_ids, dimensions)):
+    for index, (pred, ref, video, dim) in enumerate(zip(predictions, references, video_ids, dimensions, strict=True)):
         try:
             key = (str(video), resolve_dimension(str(dim)))
         except KeyError as exc:

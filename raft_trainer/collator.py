@@ -62,7 +62,7 @@ class RAFTDataCollator:
         labels = np.full((batch, width), -100, dtype=np.int64)
         attention_mask = np.zeros((batch, width), dtype=np.int64)
         offsets = width - lengths if self.padding_side == "left" else np.zeros_like(lengths)
-        for row, (ex, offset, n) in enumerate(zip(examples, offsets, lengths)):
+        for row, (ex, offset, n) in enumerate(zip(examples, offsets, lengths, strict=True)):
             input_ids[row, offset : offset + n] = ex["input_ids"]
             labels[row, offset : offset + n] = ex["labels"]
             attention_mask[row, offset : offset + n] = 1

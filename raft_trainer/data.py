@@ -148,7 +148,7 @@ class ScoringEncoder(TrainingRowMixin):
         )
         prompt_ids, full_ids = self._ids(prompt_text), self._ids(full_text)
         prompt_len = 0
-        for a, b in zip(prompt_ids, full_ids):
+        for a, b in zip(prompt_ids, full_ids, strict=False):  # their common prefix: full_ids is longer
             if a != b:
                 break
             prompt_len += 1

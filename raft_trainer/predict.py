@@ -259,7 +259,7 @@ def _predict_raw(
             chosen = p_int.argmax(dim=-1).tolist()  # one host sync per batch, outside any loss
             extended = [
                 dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id])
-                for e, d in zip(encoded, chosen)
+                for e, d in zip(encoded, chosen, strict=True)
             ]
             p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
             batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
@@ -324,7 +324,7 @@ def generate_scores(
             pad_token_id=pad_id,
             eos_token_id=tokenizer.eos_token_id,
         )
-        for row, seq in zip(index, out[:, ids.size(1) :]):
+        for row, seq in zip(index, out[:, ids.size(1) :], strict=True):
             texts[row] = tokenizer.decode(seq, skip_special_tokens=True)
     return [parse_first_number(t) for t in texts], texts
 
@@ -333,5 +333,5 @@ def prediction_records(rows: Iterable[Mapping[str, Any]], scores: Sequence[float
     """Long-form prediction records (contract item 2) for `write_predictions`."""
     return [
         {"video_id": row["video_id"], "dimension": row["dimension"], "prediction": float(score)}
-        for row, score in zip(rows, scores)
+        for row, score in zip(rows, scores, strict=True)
     ]

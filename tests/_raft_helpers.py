@@ -307,7 +307,8 @@ def make_fake_video_processor(tokenizer):
             self.texts.append(text)
             pieces = text.split("<|video_pad|>")
             expanded = pieces[0] + "".join(
-                "<|video_pad|>" * int(grid.prod() // 4) + piece for (_, grid), piece in zip(videos, pieces[1:])
+                "<|video_pad|>" * int(grid.prod() // 4) + piece
+                for (_, grid), piece in zip(videos, pieces[1:], strict=True)
             )
             ids = self.tokenizer(expanded, add_special_tokens=False)["input_ids"]
             out = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}

@@ -197,7 +197,7 @@ def test_feature_rows_equal_row_by_row_datasets_access(synthetic_build):
     reference = list(load_dataset(str(synthetic_build), "features", split="test").with_format("numpy"))
     rows = load_feature_rows(synthetic_build, "test")
     assert len(rows) == len(reference) > 0
-    for row, expected in zip(rows, reference):
+    for row, expected in zip(rows, reference, strict=True):
         assert row.keys() == expected.keys()
         for name, value in expected.items():
             got = np.asarray(row[name])

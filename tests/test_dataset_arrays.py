@@ -123,7 +123,7 @@ def test_chunked_and_sliced_columns(lengths, n_chunks, offset, seed):
     padded = [np.zeros((1, width), np.float32)] * offset + arrays  # sliced off again below
     bounds = np.linspace(0, len(arrays), n_chunks + 1).astype(int)
     chunks_2d, chunks_1d = [], []
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         chunks_2d.append(arrays_2d(padded[: offset + b], width).slice(offset + a, b - a) if b > a else None)
         chunks_1d.append(
             arrays_1d([np.zeros(1, np.float32)] * offset + stamps[:b]).slice(offset + a, b - a) if b > a else None
@@ -138,7 +138,7 @@ def test_chunked_and_sliced_columns(lengths, n_chunks, offset, seed):
         }
     )
     features = FeatureArrays(table)
-    for i, (array, stamp) in enumerate(zip(arrays, stamps)):
+    for i, (array, stamp) in enumerate(zip(arrays, stamps, strict=True)):
         np.testing.assert_array_equal(features.array(i, "prosody"), array, strict=True)
         np.testing.assert_array_equal(features.timestamps(i, "prosody"), stamp, strict=True)
 

@@ -306,4 +306,4 @@ def test_summary_and_histogram_are_exact(values):
     assert summarize(values + [math.nan]) == expected
     counts = histogram(values)
     assert sum(counts) == len(values)
-    assert {b: c for b, c in zip(HISTOGRAM_BINS, counts) if c} == dict(Counter(values))
+    assert {b: c for b, c in zip(HISTOGRAM_BINS, counts, strict=True) if c} == dict(Counter(values))

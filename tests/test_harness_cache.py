@@ -83,9 +83,11 @@ def test_second_writer_is_refused(tmp_path) -> None:
 
 
 def test_bad_status_is_rejected(tmp_path) -> None:
-    with ResponseCache(tmp_path / "c.jsonl") as cache:
-        with pytest.raises(ValueError, match="one of ok, failed, truncated"):
-            cache.append({"key": "a", "status": "maybe"})
+    with (
+        ResponseCache(tmp_path / "c.jsonl") as cache,
+        pytest.raises(ValueError, match="one of ok, failed, truncated"),
+    ):
+        cache.append({"key": "a", "status": "maybe"})
 
 
 def test_truncated_and_failed_outcomes_are_recorded_but_never_answers(tmp_path) -> None:

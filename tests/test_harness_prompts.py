@@ -59,7 +59,10 @@ def test_eight_distinct_template_files() -> None:
 
 def test_audio_only_setting_says_audio_not_video() -> None:
     row = ROWS["empathy"]
-    own_words = lambda text: text.replace(RUBRIC["empathy"].criterion, "").split("Score descriptions")[0]
+
+    def own_words(text: str) -> str:
+        return text.replace(RUBRIC["empathy"].criterion, "").split("Score descriptions")[0]
+
     audio = own_words(render_prompt(row, "audio+text", "direct"))
     video = own_words(render_prompt(row, "video+text", "direct"))
     assert "audio of one therapist" in audio and not re.search(r"\bvideo\b", audio)

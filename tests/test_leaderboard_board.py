@@ -100,7 +100,7 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
     assert [e["rank"] for e in board["entries"]] == [1, 2, 3]
     fully_parsed = [v for v in VIDEO_IDS if all(systems["gappy"][(v, d)] is not None for d in DIMENSION_KEYS)]
     assert board["n_common_videos"] == len(fully_parsed)
-    for entry, name in zip(board["entries"], ["strong", "gappy", "weak"]):
+    for entry, name in zip(board["entries"], ["strong", "gappy", "weak"], strict=True):
         expected = json_safe(
             score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3, common_videos=fully_parsed)
         )
@@ -157,7 +157,7 @@ def test_csv_and_json_and_page_agree(tmp_path, board):
     with files.csv.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [int(r["rank"]) for r in rows] == [1, 2, 3]
-    for row, entry in zip(rows, board["entries"]):
+    for row, entry in zip(rows, board["entries"], strict=True):
         assert float(row["overall_icc"]) == entry["scores"]["overall"]["icc"]
         assert float(row["empathy_icc"]) == entry["scores"]["dimensions"]["empathy"]["icc"]
         assert row["model"] == entry["model"]

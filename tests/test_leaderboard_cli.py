@@ -32,7 +32,8 @@ def test_submit_packages_a_valid_file_and_checks_coverage(tmp_path, labelled, ca
     assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["ok"] and outcome["coverage_checked"] and outcome["pushed"] is None
-    packaged = json.loads(open(outcome["package"]).read())
+    with open(outcome["package"]) as handle:
+        packaged = json.load(handle)
     assert packaged == json.loads(source.read_text())
 
 

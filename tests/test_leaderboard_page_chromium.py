@@ -97,7 +97,7 @@ def test_page_loads_sorts_and_shows_the_json_numbers(board, tmp_path):
     assert seen["detail_hidden_before"] is True and seen["detail_hidden_after"] is False
     assert seen["detail_follows_row"] == "e2"
 
-    for cells, entry in zip(seen["cells"], board["entries"]):  # after the rank click: ranked order
+    for cells, entry in zip(seen["cells"], board["entries"], strict=True):  # after the rank click: ranked order
         for key, block in entry["scores"]["dimensions"].items():
             text, raw, title = cells[key]
             assert float(raw) == block["icc"]  # exact: the page carries the JSON value

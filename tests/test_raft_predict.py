@@ -37,7 +37,7 @@ def _brute_force(model, tokenizer, row):
     e_frac = {i: float(probs(prompt + [ids[i], digits.point_id]) @ values) for i in range(10)}
     greedy = float(p_int @ values) + 0.1 * e_frac[int(p_int.argmax())]
     weights = p_int[1:6] / p_int[1:6].sum()
-    exact = sum(float(w) * (i + 0.1 * e_frac[i]) for w, i in zip(weights, range(1, 6)))
+    exact = sum(float(w) * (i + 0.1 * e_frac[i]) for w, i in zip(weights, range(1, 6), strict=True))
     return greedy, exact
 
 

@@ -208,11 +208,11 @@ def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenize
     digits = DigitTokens.from_tokenizer(tokenizer)
     ids = digits.tensor()
     encoder = RawMediaEncoder(processor, digits, "video+text")
-    for row, score in zip(rows, scores):
+    for row, score in zip(rows, scores, strict=True):
         prompt = encoder.encode_prompt(row)
         media = {k: prompt[k] for k in ("pixel_values_videos", "video_grid_thw")}
 
-        def p_int_and_frac(integer: int):
+        def p_int_and_frac(integer: int, prompt=prompt, media=media):
             """One forward over prompt + [integer, '.']: digit distributions at the two score positions."""
             seq = torch.tensor([prompt["input_ids"] + [digits.digit_ids[integer], digits.point_id]])
             with torch.no_grad():

@@ -66,7 +66,7 @@ def grid():
     references = make_references(VIDEO_IDS)
     runs = []
     for s, (model, noises) in enumerate(SYSTEMS.items()):
-        for c, ((modality, style), noise) in enumerate(zip(CONFIGURATIONS, noises)):
+        for c, ((modality, style), noise) in enumerate(zip(CONFIGURATIONS, noises, strict=True)):
             runs.append((model, modality, style, noisy_predictions(references, noise, seed=10 * s + c, none_rate=0.03)))
     # org/delta: noise shared by a video's eight dimensions barely moves each dimension's ICC but does not
     # average out in the overall score, so its best overall configuration is not its best mean-ICC one.
@@ -95,7 +95,7 @@ def _expected_best(references, runs):
 
 def _check_best(actual, expected):
     assert [e["model"] for e in actual] == [e["model"] for e in expected]
-    for got, want in zip(actual, expected):
+    for got, want in zip(actual, expected, strict=True):
         assert set(got) == {"model", "modality", "prompt_style", "overall_icc", "dimensions"}
         assert (got["modality"], got["prompt_style"]) == (want["modality"], want["prompt_style"])
         assert got["overall_icc"] == pytest.approx(want["overall_icc"], rel=1e-9, abs=1e-12)
@@ -247,7 +247,7 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
             }
         assert system["mean_icc_ci"] == want["mean_icc_ci"] and system["overall"]["icc_ci"] == want["overall"]["icc_ci"]
     assert len(comparison["paired"]) == 3
-    for test, model in zip(comparison["paired"], ["org/alpha", "baseline/gamma", "org/delta"]):
+    for test, model in zip(comparison["paired"], ["org/alpha", "baseline/gamma", "org/delta"], strict=True):
         want = json_safe(
             paired_comparison(
                 chosen[model],
@@ -269,8 +269,9 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
 def test_comparison_skips_other_splits_and_needs_labels_for_tests(grid):
     references, runs = grid
     results = []
+    first_of_each = runs[: len(SYSTEMS) * len(CONFIGURATIONS) : len(CONFIGURATIONS)]  # alpha, beta, gamma
     for (model, modality, style, predictions), split, fingerprint in zip(
-        runs[::4], ["test", "validation", "test"], ["abc123", "abc123", "other"]
+        first_of_each, ["test", "validation", "test"], ["abc123", "abc123", "other"], strict=True
     ):
         obj = make_results(
             predictions,
@@ -379,7 +380,7 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
     assert "[l](http" not in md and r"\*bold\* \[l\](http://e)" in md  # no emphasis, no live link
     lines = md.splitlines()
     width = None
-    for line, following in zip(lines, lines[1:] + [""]):
+    for line, following in zip(lines, lines[1:] + [""], strict=True):
         if not line.startswith("| "):
             width = None
             continue

@@ -109,7 +109,7 @@ class Backend(ABC):
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         """Yield one Completion per prompt (any order; `index` says which)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: backends holding no engine need not override it
         """Release engine resources."""
 
 

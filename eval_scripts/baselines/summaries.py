@@ -11,6 +11,7 @@ regressor sees "absent" instead of a fake measurement.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -72,7 +73,7 @@ def text_summary(row: Mapping[str, Any]) -> dict[str, float]:
     def share(vocabulary: frozenset[str]) -> float:
         return sum(counts[w] for w in vocabulary) / n_words if n_words else 0.0
 
-    repeats = sum(a == b for a, b in zip(words, words[1:])) / n_words if n_words else 0.0
+    repeats = sum(a == b for a, b in itertools.pairwise(words)) / n_words if n_words else 0.0
     return {
         "text_log_words": float(np.log1p(n_words)),
         "text_words_per_sentence": n_words / sentences,

@@ -89,7 +89,7 @@ def report_command(args: argparse.Namespace) -> int:
                 hint="give a labelled build or a labels file",
             )
         results_list = rescore(results_list, references, n_bootstrap=args.bootstrap, seed=args.seed, sources=sources)
-    unscored = [source for source, results in zip(sources, results_list) if not results.get("scores")]
+    unscored = [source for source, results in zip(sources, results_list, strict=True) if not results.get("scores")]
     if unscored:
         raise DataError(
             f"{len(unscored)} run(s) have no scores",

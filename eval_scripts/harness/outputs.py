@@ -57,7 +57,7 @@ def write_run(
     from mis_icc_metric.scoring import score_predictions
 
     names = [PREDICTIONS_NAME, RESULTS_NAME] + ([RAW_RESPONSES_NAME] if raw_records is not None else [])
-    claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER)))
+    claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER), strict=True))
     scores = None
     if references:
         scored = {

@@ -269,7 +269,7 @@ def report_data(
                         "mean_icc": entry.values()["mean"],
                         "ranks": dict(rank),
                     }
-                    for entry, rank in zip(best, ranks)
+                    for entry, rank in zip(best, ranks, strict=True)
                 ],
                 "systems_without_overall_icc": list(undefined),
             },
@@ -328,7 +328,7 @@ def write_report(
     radar = radar_chart(
         comparison.views() or [entry.run for entry in best] or runs, radar_path, title="Per-dimension ICC(3,1)" + suffix
     )
-    scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths)]
+    scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
 
     sections = [
         _table3_section(best, ranks, undefined),

@@ -44,7 +44,7 @@ class Comparison:
 
     def views(self) -> list[RunView]:
         """The compared runs carrying the comparison's scores (for the radar and the tables)."""
-        return [replace(run, scores=scores) for run, scores in zip(self.runs, self.scores)]
+        return [replace(run, scores=scores) for run, scores in zip(self.runs, self.scores, strict=True)]
 
     def as_json(self) -> dict[str, Any]:
         def ident(run: RunView) -> dict[str, Any]:
@@ -80,7 +80,7 @@ class Comparison:
                         "icc_ci": (scores.get("overall") or {}).get("icc_ci"),
                     },
                 }
-                for run, scores in zip(self.runs, self.scores)
+                for run, scores in zip(self.runs, self.scores, strict=True)
             ],
             "paired": self.paired,
             "skipped": [{**ident(run), "reason": reason} for run, reason in self.skipped],

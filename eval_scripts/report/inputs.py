@@ -114,7 +114,7 @@ def rescore(
 
     rescored = []
     for results, source in tqdm(
-        list(zip(results_list, sources)), desc="scoring runs", unit="run", disable=len(results_list) < 3
+        list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", disable=len(results_list) < 3
     ):
         scores = score_run(predictions_mapping(results), references, n_bootstrap=n_bootstrap, seed=seed, source=source)
         rescored.append({**results, "scores": scores})

@@ -65,7 +65,7 @@ def scatter_grid(run: RunView, references: Mapping[tuple[str, str], float | None
 def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None]):
     plt = _pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
-    for ax, dim in zip(axes.ravel(), DIMENSIONS):
+    for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = [
             (gold, run.predictions.get((video, key)))
             for (video, key), gold in references.items()

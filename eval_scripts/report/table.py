@@ -157,7 +157,7 @@ def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
     rows = []
     for r, run in enumerate(runs):
         cells = [run.label]
-        for values, intervals in zip(columns, cis):
+        for values, intervals in zip(columns, cis, strict=True):
             cell = pct(values[r])
             if with_ci and intervals[r] is not None and cell != MISSING:
                 cell += f" {ci_pct(intervals[r])}"
@@ -187,7 +187,7 @@ def table3_table(best: Sequence[Any], ranks: Sequence[Mapping[str, int | None]])
     """
     header = ["System", "Best configuration"] + [d.abbreviation for d in DIMENSIONS] + ["Overall", "Mean ICC"]
     rows, marks = [], {}
-    for r, (entry, rank) in enumerate(zip(best, ranks)):
+    for r, (entry, rank) in enumerate(zip(best, ranks, strict=True)):
         values = entry.values()
         configuration = entry.run.configuration
         if entry.n_configurations > 1:

@@ -39,6 +39,9 @@ def format_table(entries: Sequence[Any]) -> str:
             out.append(row[0].ljust(widths[0]) + "  " + row[1])
         else:
             out.append(
-                "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+                "  ".join(
+                    cell.ljust(w) if i == 0 else cell.rjust(w)
+                    for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+                )
             )
     return "\n".join(out)

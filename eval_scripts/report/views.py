@@ -100,7 +100,7 @@ def top_ranks(values: Sequence[float | None]) -> list[int | None]:
     if len(defined) < 2:
         return ranks
     order = rankdata([-float(values[i]) for i in defined], method="min")
-    for i, rank in zip(defined, order):
+    for i, rank in zip(defined, order, strict=True):
         if rank <= TOP_RANKS:
             ranks[i] = int(rank)
     return ranks
