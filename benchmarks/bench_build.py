@@ -173,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = results["builds"] + ([results["largest_control"]] if "largest_control" in results else [])
     for b in rows:
         print(
-            f"| {b.get('label', b['n_videos'])} | {b['seconds']:.1f} | {b['seconds'] / b['n_videos']:.3f} | {b['bytes_read'] / 1e6:.0f} "
+            f"| {b.get('label', b['n_videos'])} | {b['seconds']:.1f} | {b['seconds'] / b['n_videos']:.3f} "
+            f"| {b['bytes_read'] / 1e6:.0f} "
             f"| {b['mb_per_s']:.0f} | {b['peak_rss_mb']:.0f} | {b['rss_after_imports_mb']:.0f} |"
         )
     if "naive_from_generator" in results:
@@ -183,7 +184,10 @@ def main(argv: list[str] | None = None) -> int:
             if any(b["n_videos"] == naive["n_videos"] for b in results["builds"])
             else None
         )
-        line = f"\nfrom_generator baseline, {naive['n_videos']} videos: {naive['seconds']:.1f} s, peak RSS {naive['peak_rss_mb']:.0f} MB"
+        line = (
+            f"\nfrom_generator baseline, {naive['n_videos']} videos: {naive['seconds']:.1f} s, "
+            f"peak RSS {naive['peak_rss_mb']:.0f} MB"
+        )
         if ours:
             line += (
                 f" (ours: {naive['seconds'] / ours['seconds']:.1f}x faster, "
@@ -192,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     load = results["load"]
     print(
-        f"load_dataset features/train: first {load['first_load_s']:.2f} s, second (warm) {load['second_load_s']:.2f} s; "
+        f"load_dataset features/train: first {load['first_load_s']:.2f} s, "
+        f"second (warm) {load['second_load_s']:.2f} s; "
         f"one openface row as numpy {load['one_openface_row_s'] * 1000:.1f} ms"
     )
     if not args.keep:

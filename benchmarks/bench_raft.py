@@ -350,15 +350,18 @@ def main(argv=None) -> int:
     print("| training variant | median step (s) | vs raft | peak memory (MB) |\n|---|---|---|---|")
     for r in training:
         print(
-            f"| {r['variant']} | {r['median_step_s']:.4f} | {r['median_step_s'] / by_name['raft']['median_step_s']:.3f}x | {r['peak_mb']:.0f} |"
+            f"| {r['variant']} | {r['median_step_s']:.4f} "
+            f"| {r['median_step_s'] / by_name['raft']['median_step_s']:.3f}x | {r['peak_mb']:.0f} |"
         )
     print(f"\nraft / ce step-time ratio: {by_name['raft']['median_step_s'] / by_name['ce']['median_step_s']:.3f}")
     print(
-        f"\n| inference ({args.rows} rows, batch {args.predict_batch}) | rows/s | speed-up | parse rate | MSE |\n|---|---|---|---|---|"
+        f"\n| inference ({args.rows} rows, batch {args.predict_batch}) | rows/s | speed-up | parse rate | MSE |\n"
+        "|---|---|---|---|---|"
     )
     for r in inference:
         print(
-            f"| {r['method']} | {r['rows_per_s']:.1f} | {r['rows_per_s'] / base['rows_per_s']:.2f}x | {r['parse_rate']:.2f} | {r['mse']:.3f} |"
+            f"| {r['method']} | {r['rows_per_s']:.1f} | {r['rows_per_s'] / base['rows_per_s']:.2f}x "
+            f"| {r['parse_rate']:.2f} | {r['mse']:.3f} |"
         )
     if args.json:
         args.json.write_text(
@@ -373,13 +376,15 @@ def _print_modality_cost(r: dict, args) -> int:
     where = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
     setting = "audio+video+text"
     print(
-        f"## MIS-RAFT feature-derived audio+video+text vs text on {where}: Qwen2 hidden {args.hidden}, {args.layers} layers\n"
+        f"## MIS-RAFT feature-derived audio+video+text vs text on {where}: "
+        f"Qwen2 hidden {args.hidden}, {args.layers} layers\n"
     )
     print(f"descriptors for {r['videos']} synthetic videos (load `features` + compute): {r['contexts_s']:.2f} s\n")
     print("| setting | tokens / row | median RAFT step (s) | predict_scores rows/s |\n|---|---|---|---|")
     for name in ("text", setting):
         print(
-            f"| {name} | {r['tokens_per_row'][name]:.0f} | {r['median_step_s'][name]:.4f} | {r['predict_rows_per_s'][name]:.1f} |"
+            f"| {name} | {r['tokens_per_row'][name]:.0f} | {r['median_step_s'][name]:.4f} "
+            f"| {r['predict_rows_per_s'][name]:.1f} |"
         )
     print(f"\nstep-time ratio {setting} / text: {r['median_step_s'][setting] / r['median_step_s']['text']:.2f}")
     if args.json:

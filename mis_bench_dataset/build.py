@@ -99,7 +99,8 @@ class BuildReport:
     def summary(self) -> str:
         lines = [
             f"built {self.out_dir}: {self.n_videos} videos "
-            f"({', '.join(f'{k} {v}' for k, v in self.split_counts.items())}; split by {self.split_by}, seed {self.seed}), "
+            f"({', '.join(f'{k} {v}' for k, v in self.split_counts.items())}; "
+            f"split by {self.split_by}, seed {self.seed}), "
             f"{self.n_scoring_rows} scoring rows, {self.n_labeled_videos} labelled videos"
             + (" [SYNTHETIC]" if self.synthetic else ""),
             "modalities: " + ", ".join(f"{k} {v}/{self.n_videos}" for k, v in self.modalities_present.items()),

@@ -96,7 +96,8 @@ def statistics_section(stats: dict, folder: str = STATS_FOLDER) -> str:
     corr = [[d.abbreviation, *(num(stats["correlation"][d.key][e.key], 2) for e in DIMENSIONS)] for d in DIMENSIONS]
     parts = [
         "## Gold-score statistics (cf. paper Appendix C)",
-        f"Computed at build time by the code of `mis-bench stats`, over all splits ({stats['n_labelled_videos']} labelled of "
+        "Computed at build time by the code of `mis-bench stats`, over all splits "
+        f"({stats['n_labelled_videos']} labelled of "
         f"{stats['n_videos']} videos); machine-readable in `{folder}/stats.json`.",
         "Per dimension (cf. paper Table 6; sd with ddof = 1):\n\n"
         + _table(table6, ["dimension", "abbr.", "mean", "sd", "min", "max", "n", "paper mean ± sd"]),
@@ -139,7 +140,8 @@ def card_body(report, stats: dict | None = None) -> str:
     )
     parts.append(
         "## Loading\n\n```python\nfrom datasets import load_dataset\n"
-        f'scoring = load_dataset("{Path(report.out_dir).name}", "scoring", split="test")   # one row per (video, dimension)\n'
+        f'scoring = load_dataset("{Path(report.out_dir).name}", "scoring", split="test")'
+        "   # one row per (video, dimension)\n"
         f'features = load_dataset("{Path(report.out_dir).name}", "features", split="test").with_format("numpy")\n'
         'features[0]["openface"].shape   # (T, 208) float32; (0, 208) when absent\n```'
     )
@@ -208,7 +210,8 @@ def card_body(report, stats: dict | None = None) -> str:
     )
     parts.append(
         f"## Splits\n\nTarget {'/'.join(str(round(f * 100)) for f in FRACTIONS)} train/validation/test, grouped "
-        f"{rule}, seed {report.seed}. Counts: {counts}. Deterministic: the same ids, grouping and seed give the same splits."
+        f"{rule}, seed {report.seed}. Counts: {counts}. "
+        "Deterministic: the same ids, grouping and seed give the same splits."
     )
     labels = (
         "Gold score = arithmetic mean of the available ratings of a (video, dimension), rounded half up "

@@ -2,7 +2,8 @@
 
 Nothing is shipped as data files: the sample is generated deterministically
 (seed 0, 996 short videos, the paper's scale, so the 80/10/10 split tests on about
-100 videos) into a cache folder the first time it is asked for, then reused. The folder is `$MIS_BENCH_CACHE` if set, else `~/.cache/mis-bench`,
+100 videos) into a cache folder the first time it is asked for, then reused. The
+folder is `$MIS_BENCH_CACHE` if set, else `~/.cache/mis-bench`,
 or any path you pass; inside it, `default-sample-v{GENERATOR_VERSION}/` holds
 `release/` (with `ratings.csv`) and `mis-bench/` (the built dataset). Creation is
 atomic, so concurrent first uses do not see half a sample.

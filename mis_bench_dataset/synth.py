@@ -251,7 +251,8 @@ _BANK: dict[str, tuple[str, str, str]] = {
     "arrr": (
         "You are overreacting about our sessions.",
         "I see you have some concerns.",
-        "I want to pause on what is happening between us right now, because your frustration with me matters and I want to repair it.",
+        "I want to pause on what is happening between us right now, because your frustration with me matters and "
+        "I want to repair it.",
     ),
 }
 _FILLERS = ("um,", "uh,", "you know,", "like,")

@@ -115,7 +115,8 @@ class RawMediaEncoder(TrainingRowMixin):
         if ids[prompt_len:] != tail:
             raise ValueError(
                 f"{_row_name(row)}: the processor's ids do not end with the assistant turn tokenized alone "
-                f"({self.tokenizer.convert_ids_to_tokens(ids[prompt_len:])} vs {self.tokenizer.convert_ids_to_tokens(tail)})"
+                f"({self.tokenizer.convert_ids_to_tokens(ids[prompt_len:])} "
+                f"vs {self.tokenizer.convert_ids_to_tokens(tail)})"
             )
         if self.max_length is not None and len(ids) > self.max_length:
             raise ValueError(

@@ -412,8 +412,8 @@ def test_ctrl_c_during_the_default_job_exits_130_with_one_line(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )  # a background job may inherit SIG_IGN
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background job may inherit SIG_IGN
+    )
     try:
         assert process.stdout.readline().startswith("Preparing the synthetic sample")
         process.send_signal(signal.SIGINT)

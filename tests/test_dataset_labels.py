@@ -134,9 +134,8 @@ def test_icc_matches_pingouin(n, k, seed):
     if np.isnan(ref_low):  # MS_err = 0 (raters differ by a constant): pingouin divides by 0, the core documents [1, 1]
         assert icc == 1.0 and low == high == 1.0
         return
-    assert low == pytest.approx(ref_low, abs=0.006) and high == pytest.approx(
-        ref_high, abs=0.006
-    )  # pingouin rounds CI to 2 dp
+    # pingouin rounds CI to 2 dp
+    assert low == pytest.approx(ref_low, abs=0.006) and high == pytest.approx(ref_high, abs=0.006)
 
 
 def test_human_ceiling_uses_fully_rated_videos_and_matches_pingouin(tmp_path):

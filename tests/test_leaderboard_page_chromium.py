@@ -34,7 +34,8 @@ PROBE = r"""
   const seen = {initial: models()};
   header('model').click(); seen.model_first = models();
   header('model').click(); seen.model_second = models();
-  header('empathy').click(); seen.empathy_first = models(); seen.empathy_sort = header('empathy').getAttribute('aria-sort');
+  header('empathy').click(); seen.empathy_first = models();
+  seen.empathy_sort = header('empathy').getAttribute('aria-sort');
   header('empathy').click(); seen.empathy_second = models();
   header('rank').click(); seen.rank_first = models();
   const detail = document.getElementById('detail-e2');
@@ -43,7 +44,8 @@ PROBE = r"""
   seen.detail_hidden_after = detail.hidden;
   seen.detail_follows_row = detail.previousElementSibling.dataset.id;
   seen.cells = Array.from(document.querySelectorAll('#leaderboard tbody.entries tr.entry')).map(row =>
-    Object.fromEntries(Array.from(row.querySelectorAll('td')).map(td => [td.dataset.key, [td.textContent, td.dataset.value, td.title]])));
+    Object.fromEntries(Array.from(row.querySelectorAll('td'))
+      .map(td => [td.dataset.key, [td.textContent, td.dataset.value, td.title]])));
   const out = document.createElement('pre');
   out.id = 'probe';
   out.textContent = JSON.stringify(seen);

@@ -36,7 +36,8 @@ _SCRIPT = r"""
   const table = document.getElementById('leaderboard');
   const body = table.querySelector('tbody.entries');
   function pairs() {
-    return Array.from(body.querySelectorAll('tr.entry')).map(row => [row, document.getElementById('detail-' + row.dataset.id)]);
+    return Array.from(body.querySelectorAll('tr.entry'))
+      .map(row => [row, document.getElementById('detail-' + row.dataset.id)]);
   }
   function value(row, key, type) {
     const cell = row.querySelector('td[data-key="' + key + '"]');
@@ -154,7 +155,8 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     row_id = f"e{entry['rank']}"
     details = [
         f"<b>{_esc(entry['model'])}</b> ({_esc(entry['backend'])}; {_esc(entry['modality'])}; "
-        f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; dataset {_esc(entry['dataset_fingerprint'])})",
+        f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; "
+        f"dataset {_esc(entry['dataset_fingerprint'])})",
         f"Overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}, "
         f"n={_esc(overall.get('n', MISSING))}, excluded {pct(overall.get('excluded_rate'))}%",
     ]
@@ -176,8 +178,8 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     if entry["rank"] > 1:
         details.append(
             f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
-            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} (n={_esc(comparison.get('n', MISSING))} videos "
-            f"parsed by both)"
+            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} "
+            f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
         )
         dimension_p = comparison.get("dimension_p_values") or {}
         if dimension_p:
@@ -233,7 +235,8 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
     rejected = ""
     if board["rejected"]:
         items = "".join(
-            f"<li><code>{_esc(r['file'])}</code><ul>{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
+            f"<li><code>{_esc(r['file'])}</code><ul>"
+            f"{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
             for r in board["rejected"]
         )
         rejected = (
