@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--videos", type=int, nargs="+", default=[100, 996])
     parser.add_argument("--work", default="/tmp/mis-bench-bench")
     parser.add_argument("--compress", action="store_true", help="deflate the npz like the public release")
-    parser.add_argument("--naive-videos", type=int, default=100, help="videos for the from_generator baseline (0: skip)")
+    parser.add_argument(
+        "--naive-videos", type=int, default=100, help="videos for the from_generator baseline (0: skip)"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the built folders")
     parser.add_argument("--no-control", action="store_true", help="skip the largest-videos control build")
     args = parser.parse_args(argv)
@@ -120,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (release_dir / "subset_manifest.json").is_file():
         shutil.rmtree(release_dir, ignore_errors=True)
         start = time.perf_counter()
-        generate_synthetic_release(release_dir, n_videos=n_max, seed=0, full_size=True,
-                                   compress=args.compress, progress=True)
+        generate_synthetic_release(
+            release_dir, n_videos=n_max, seed=0, full_size=True, compress=args.compress, progress=True
+        )
         print(f"generated {n_max} full-size synthetic videos in {time.perf_counter() - start:.0f} s", flush=True)
     ids = json.loads((release_dir / "subset_manifest.json").read_text())["sample_ids"]
     results: dict = {"compressed_npz": args.compress, "cpu_count": os.cpu_count(), "builds": []}
@@ -138,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         # in memory at a time), so this separates "grows with N" from "grows with video size".
         n = min(args.videos)
         framed = [MODALITY_BY_NAME[name].folder for name in FRAMED_MODALITIES]
-        sizes = {v: sum((release_dir / f / f"{v}.npz").stat().st_size
-                        for f in framed) for v in ids}
+        sizes = {v: sum((release_dir / f / f"{v}.npz").stat().st_size for f in framed) for v in ids}
         largest = sorted(ids, key=lambda v: -sizes[v])[:n]
         tree = subset_tree(release_dir, largest, work / "release_largest")
         out = work / "out_largest"
@@ -170,20 +172,34 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|")
     rows = results["builds"] + ([results["largest_control"]] if "largest_control" in results else [])
     for b in rows:
-        print(f"| {b.get('label', b['n_videos'])} | {b['seconds']:.1f} | {b['seconds'] / b['n_videos']:.3f} | {b['bytes_read'] / 1e6:.0f} "
-              f"| {b['mb_per_s']:.0f} | {b['peak_rss_mb']:.0f} | {b['rss_after_imports_mb']:.0f} |")
+        print(
+            f"| {b.get('label', b['n_videos'])} | {b['seconds']:.1f} | {b['seconds'] / b['n_videos']:.3f} "
+            f"| {b['bytes_read'] / 1e6:.0f} "
+            f"| {b['mb_per_s']:.0f} | {b['peak_rss_mb']:.0f} | {b['rss_after_imports_mb']:.0f} |"
+        )
     if "naive_from_generator" in results:
         naive = results["naive_from_generator"]
-        ours = next(b for b in results["builds"] if b["n_videos"] == naive["n_videos"]) if any(
-            b["n_videos"] == naive["n_videos"] for b in results["builds"]) else None
-        line = f"\nfrom_generator baseline, {naive['n_videos']} videos: {naive['seconds']:.1f} s, peak RSS {naive['peak_rss_mb']:.0f} MB"
+        ours = (
+            next(b for b in results["builds"] if b["n_videos"] == naive["n_videos"])
+            if any(b["n_videos"] == naive["n_videos"] for b in results["builds"])
+            else None
+        )
+        line = (
+            f"\nfrom_generator baseline, {naive['n_videos']} videos: {naive['seconds']:.1f} s, "
+            f"peak RSS {naive['peak_rss_mb']:.0f} MB"
+        )
         if ours:
-            line += (f" (ours: {naive['seconds'] / ours['seconds']:.1f}x faster, "
-                     f"{naive['peak_rss_mb'] / ours['peak_rss_mb']:.1f}x less peak RSS)")
+            line += (
+                f" (ours: {naive['seconds'] / ours['seconds']:.1f}x faster, "
+                f"{naive['peak_rss_mb'] / ours['peak_rss_mb']:.1f}x less peak RSS)"
+            )
         print(line)
     load = results["load"]
-    print(f"load_dataset features/train: first {load['first_load_s']:.2f} s, second (warm) {load['second_load_s']:.2f} s; "
-          f"one openface row as numpy {load['one_openface_row_s'] * 1000:.1f} ms")
+    print(
+        f"load_dataset features/train: first {load['first_load_s']:.2f} s, "
+        f"second (warm) {load['second_load_s']:.2f} s; "
+        f"one openface row as numpy {load['one_openface_row_s'] * 1000:.1f} ms"
+    )
     if not args.keep:
         for n in args.videos:
             shutil.rmtree(work / f"out_{n}", ignore_errors=True)

@@ -81,8 +81,13 @@ METHODS = ("npz", "with_format", "FeatureArrays(dataset)", "FeatureArrays.open")
 
 
 def run_child(*args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, *args], env={**ENV, "PYTHONPATH": str(REPO)},
-                         capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, *args],
+        env={**ENV, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -130,15 +135,22 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps(results[-1]), file=sys.stderr)
     shutil.rmtree(work / "cache", ignore_errors=True)
     (work / "results.json").write_text(json.dumps(results, indent=2))
-    print("| dataset | modality | method | open s | median µs/video | np.load ÷ method | read + sum µs/video "
-          "| np.load ÷ method | peak RSS MB |")
+    print(
+        "| dataset | modality | method | open s | median µs/video | np.load ÷ method | read + sum µs/video "
+        "| np.load ÷ method | peak RSS MB |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
-        npz = next(x for x in results if x["dataset"] == r["dataset"] and x["modality"] == r["modality"]
-                   and x["method"] == "npz")
-        print(f"| {r['dataset']} | {r['modality']} | {r['method']} | {r['open_s']:.2f} | {r['median_us']:.1f} | "
-              f"{npz['median_us'] / r['median_us']:.0f}x | {r['median_sum_us']:.1f} | "
-              f"{npz['median_sum_us'] / r['median_sum_us']:.1f}x | {r['peak_rss_mb']:.0f} |")
+        npz = next(
+            x
+            for x in results
+            if x["dataset"] == r["dataset"] and x["modality"] == r["modality"] and x["method"] == "npz"
+        )
+        print(
+            f"| {r['dataset']} | {r['modality']} | {r['method']} | {r['open_s']:.2f} | {r['median_us']:.1f} | "
+            f"{npz['median_us'] / r['median_us']:.0f}x | {r['median_sum_us']:.1f} | "
+            f"{npz['median_sum_us'] / r['median_sum_us']:.1f}x | {r['peak_rss_mb']:.0f} |"
+        )
     return 0
 
 

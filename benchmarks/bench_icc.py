@@ -26,8 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
-from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, point_blocks  # noqa: E402
 from mis_bench_dataset.icc import icc3_1  # noqa: E402
+from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, point_blocks  # noqa: E402
 from mis_icc_metric.scoring import score_predictions  # noqa: E402
 
 
@@ -113,23 +113,29 @@ def main(argv: list[str] | None = None) -> dict:
 
     predictions = {
         (f"v{i:04d}", d): (None if np.isnan(pred[i, j]) else float(pred[i, j]))
-        for i in range(n) for j, d in enumerate(DIMENSION_KEYS)
+        for i in range(n)
+        for j, d in enumerate(DIMENSION_KEYS)
     }
     references = {(f"v{i:04d}", d): float(gold[i, j]) for i in range(n) for j, d in enumerate(DIMENSION_KEYS)}
-    t_score, _ = best_of(max(2, args.repeats // 2),
-                         lambda: score_predictions(predictions, references, n_bootstrap=args.resamples))
+    t_score, _ = best_of(
+        max(2, args.repeats // 2), lambda: score_predictions(predictions, references, n_bootstrap=args.resamples)
+    )
 
     direct = np.array([icc3_1(ratings[indices[b], j][valid[indices[b], j]]) for b in range(3) for j in range(9)])
     report = {
         "machine": f"{platform.processor() or platform.machine()}, {__import__('os').cpu_count()} CPUs, "
-                   f"numpy {np.__version__}",
+        f"numpy {np.__version__}",
         "n_videos": n,
         "blocks": 9,
         "resamples": args.resamples,
         "point_estimates_s": {"ours": t_point, "pingouin": t_point_pg, "speedup": t_point_pg / t_point},
-        "bootstrap_s": {"ours": t_boot, "ours_cpu": t_boot_cpu,
-                        "pingouin_extrapolated": t_boot_pg, "speedup": t_boot_pg / t_boot,
-                        "pingouin_per_resample": t_pg_per_resample},
+        "bootstrap_s": {
+            "ours": t_boot,
+            "ours_cpu": t_boot_cpu,
+            "pingouin_extrapolated": t_boot_pg,
+            "speedup": t_boot_pg / t_boot,
+            "pingouin_per_resample": t_pg_per_resample,
+        },
         "score_predictions_s": t_score,
         "peak_memory_mib": peak / 2**20,
         "max_abs_diff": {
@@ -139,12 +145,18 @@ def main(argv: list[str] | None = None) -> dict:
         },
     }
     report["load_average_1min"] = __import__("os").getloadavg()[0]
-    print(f"{n} videos x 8 dimensions + overall, {args.resamples} resamples; {report['machine']}, "
-          f"load average {report['load_average_1min']:.1f}")
-    print(f"point estimates : ours {1e3 * t_point:8.2f} ms   pingouin {1e3 * t_point_pg:8.1f} ms   "
-          f"x{report['point_estimates_s']['speedup']:.0f}")
-    print(f"bootstrap       : ours {t_boot:8.3f} s    pingouin {t_boot_pg / 60:8.1f} min (extrapolated from "
-          f"{args.pingouin_resamples} resamples)   x{report['bootstrap_s']['speedup']:.0f}")
+    print(
+        f"{n} videos x 8 dimensions + overall, {args.resamples} resamples; {report['machine']}, "
+        f"load average {report['load_average_1min']:.1f}"
+    )
+    print(
+        f"point estimates : ours {1e3 * t_point:8.2f} ms   pingouin {1e3 * t_point_pg:8.1f} ms   "
+        f"x{report['point_estimates_s']['speedup']:.0f}"
+    )
+    print(
+        f"bootstrap       : ours {t_boot:8.3f} s    pingouin {t_boot_pg / 60:8.1f} min (extrapolated from "
+        f"{args.pingouin_resamples} resamples)   x{report['bootstrap_s']['speedup']:.0f}"
+    )
     print(f"bootstrap CPU time (ours, single-threaded): {t_boot_cpu:.3f} s")
     print(f"score_predictions (all rules, sensitivity blocks included): {t_score:.3f} s")
     print(f"peak memory of our bootstrap (tracemalloc): {report['peak_memory_mib']:.1f} MiB")

@@ -39,16 +39,27 @@ def _run_job(work: Path, env: dict, out: str) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(work / out)],
-                   check=True, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(work / out)],
+        check=True,
+        env=env,
+        cwd=work,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     summary = json.loads((work / out / "summary.json").read_text())
     best = max((r for r in summary["runs"] if r["mean_icc"] is not None), key=lambda r: r["mean_icc"])
-    return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "load_average_before": round(load, 2),
-            "test_videos": summary["n_videos"], "best": f"{best['baseline']} {best['modality']}",
-            "best_mean_icc": round(best["mean_icc"], 3)}
+    return {
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "load_average_before": round(load, 2),
+        "test_videos": summary["n_videos"],
+        "best": f"{best['baseline']} {best['modality']}",
+        "best_mean_icc": round(best["mean_icc"], 3),
+    }
 
 
 def bench_default_job(work: Path) -> dict:
@@ -79,14 +90,23 @@ def bench_cv(work: Path) -> dict:
     chosen = {}
     for key in DIMENSION_KEYS:
         labels = np.array([float(str(r[key])) for r in rows])
-        search = GridSearchCV(ours._pipeline(frame.shape[1] - 1), {"ridge__alpha": list(ours.alphas)},
-                              cv=GroupKFold(n_splits=min(5, len(set(groups)))), scoring="neg_mean_squared_error")
+        search = GridSearchCV(
+            ours._pipeline(frame.shape[1] - 1),
+            {"ridge__alpha": list(ours.alphas)},
+            cv=GroupKFold(n_splits=min(5, len(set(groups)))),
+            scoring="neg_mean_squared_error",
+        )
         search.fit(frame, labels, groups=groups)
         chosen[key] = search.best_params_["ridge__alpha"]
     grid_s = time.perf_counter() - started
-    return {"train_videos": len(rows), "features": int(frame.shape[1] - 1), "ours_s": round(ours_s, 2),
-            "gridsearchcv_s": round(grid_s, 2), "speedup": round(grid_s / ours_s, 1),
-            "same_alphas": chosen == ours.chosen_alpha}
+    return {
+        "train_videos": len(rows),
+        "features": int(frame.shape[1] - 1),
+        "ours_s": round(ours_s, 2),
+        "gridsearchcv_s": round(grid_s, 2),
+        "speedup": round(grid_s / ours_s, 1),
+        "same_alphas": chosen == ours.chosen_alpha,
+    }
 
 
 def bench_leaderboard(work: Path, n_submissions: int) -> dict:
@@ -98,27 +118,45 @@ def bench_leaderboard(work: Path, n_submissions: int) -> dict:
 
     rng = np.random.default_rng(0)
     videos = [f"B{c:04d}_T{1 + t}_{s}" for c in range(42) for t in range(3) for s in STIMULI][:996]
-    references = {(v, d): float(np.round(np.clip(rng.normal(3.5, 0.5), 1, 5), 1)) for v in videos for d in DIMENSION_KEYS}
+    references = {
+        (v, d): float(np.round(np.clip(rng.normal(3.5, 0.5), 1, 5), 1)) for v in videos for d in DIMENSION_KEYS
+    }
     folder = work / "submissions"
     folder.mkdir()
     for i in range(n_submissions):
         noise = 0.3 + 0.1 * i
-        rows = [{"video_id": v, "dimension": d,
-                 "prediction": None if rng.random() < 0.01 else float(np.round(np.clip(g + rng.normal(0, noise), 1, 5), 1))}
-                for (v, d), g in references.items()]
-        obj = {"schema_version": "1.0",
-               "system": {"model": f"bench/m{i}", "backend": "bench", "decoding": {}, "package_versions": {}},
-               "setting": {"modality": "text", "prompt_style": "direct", "few_shot_k": 0, "input_source": "text"},
-               "dataset": {"name": "bench", "fingerprint": "x", "split": "test", "synthetic": True},
-               "predictions": rows, "scores": None, "parse_rates": {d: 1.0 for d in DIMENSION_KEYS},
-               "created_at": "2026-01-01T00:00:00+00:00"}
+        rows = [
+            {
+                "video_id": v,
+                "dimension": d,
+                "prediction": None
+                if rng.random() < 0.01
+                else float(np.round(np.clip(g + rng.normal(0, noise), 1, 5), 1)),
+            }
+            for (v, d), g in references.items()
+        ]
+        obj = {
+            "schema_version": "1.0",
+            "system": {"model": f"bench/m{i}", "backend": "bench", "decoding": {}, "package_versions": {}},
+            "setting": {"modality": "text", "prompt_style": "direct", "few_shot_k": 0, "input_source": "text"},
+            "dataset": {"name": "bench", "fingerprint": "x", "split": "test", "synthetic": True},
+            "predictions": rows,
+            "scores": None,
+            "parse_rates": {d: 1.0 for d in DIMENSION_KEYS},
+            "created_at": "2026-01-01T00:00:00+00:00",
+        }
         (folder / f"m{i}.json").write_text(json.dumps(obj))
     started = time.perf_counter()
     board = build_leaderboard(folder, references, n_bootstrap=10_000)
     write_leaderboard(board, work / "board")
     seconds = time.perf_counter() - started
-    return {"submissions": n_submissions, "videos": len(videos), "n_bootstrap": 10_000,
-            "total_s": round(seconds, 1), "per_submission_s": round(seconds / n_submissions, 2)}
+    return {
+        "submissions": n_submissions,
+        "videos": len(videos),
+        "n_bootstrap": 10_000,
+        "total_s": round(seconds, 1),
+        "per_submission_s": round(seconds / n_submissions, 2),
+    }
 
 
 def main() -> None:

@@ -54,11 +54,17 @@ def rows(n_videos: int) -> list[dict]:
     out = []
     for v in range(n_videos):
         for d in DIMENSION_KEYS:
-            out.append({
-                "video_id": f"BM{1000 + v}_T1_Luke", "dimension": d, "dimension_name": DIMENSION_BY_KEY[d].name,
-                "transcript": f"Benchmark transcript number {v}. " * 20, "criterion": RUBRIC[d].criterion,
-                **{f"rubric_{i}": RUBRIC[d].description(i) for i in range(1, 6)}, "score": 3.0 + (v % 10) / 10,
-            })
+            out.append(
+                {
+                    "video_id": f"BM{1000 + v}_T1_Luke",
+                    "dimension": d,
+                    "dimension_name": DIMENSION_BY_KEY[d].name,
+                    "transcript": f"Benchmark transcript number {v}. " * 20,
+                    "criterion": RUBRIC[d].criterion,
+                    **{f"rubric_{i}": RUBRIC[d].description(i) for i in range(1, 6)},
+                    "score": 3.0 + (v % 10) / 10,
+                }
+            )
     return out
 
 
@@ -79,16 +85,30 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         # warm-up: first-use imports (metric, schema validator) are not per-row cost
-        warm = RunConfig(backend="openai", model="warm", out=Path(tmp) / "warm", n_bootstrap=0, progress=False,
-                         backend_options={"base_url": url, "api_key_env": "MIS_BENCH_UNSET"})
+        warm = RunConfig(
+            backend="openai",
+            model="warm",
+            out=Path(tmp) / "warm",
+            n_bootstrap=0,
+            progress=False,
+            backend_options={"base_url": url, "api_key_env": "MIS_BENCH_UNSET"},
+        )
         run_setting(warm, scoring=Dataset.from_list(rows(1)))
         base_rate = None
         for concurrency in (1, 8, 32):
             out = Path(tmp) / f"c{concurrency}"
             config = RunConfig(
-                backend="openai", model="bench", out=out, n_bootstrap=0, progress=False,
-                backend_options={"base_url": url, "concurrency": concurrency, "api_key_env": "MIS_BENCH_UNSET",
-                                 "retry": RetryPolicy(max_retries=2, timeout_s=30)},
+                backend="openai",
+                model="bench",
+                out=out,
+                n_bootstrap=0,
+                progress=False,
+                backend_options={
+                    "base_url": url,
+                    "concurrency": concurrency,
+                    "api_key_env": "MIS_BENCH_UNSET",
+                    "retry": RetryPolicy(max_retries=2, timeout_s=30),
+                },
             )
             start = time.perf_counter()
             result = run_setting(config, scoring=data)
@@ -107,7 +127,9 @@ def main() -> None:
     print("| concurrency | seconds | rows/s | speed-up vs 1 | of ideal | cached rerun (s) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for concurrency, _, elapsed, rate, speedup, of_ideal, cached_s in results:
-        print(f"| {concurrency} | {elapsed:.2f} | {rate:.1f} | {speedup:.1f}x | {100 * of_ideal:.0f}% | {cached_s:.2f} |")
+        print(
+            f"| {concurrency} | {elapsed:.2f} | {rate:.1f} | {speedup:.1f}x | {100 * of_ideal:.0f}% | {cached_s:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -32,15 +32,23 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _setup(opts):
     import torch
-    from _raft_helpers import make_tokenizer
     from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from _raft_helpers import make_tokenizer
 
     tokenizer = make_tokenizer()
     torch.manual_seed(0)
     config = Qwen2Config(
-        vocab_size=max(opts["vocab"], len(tokenizer)), hidden_size=opts["hidden"], intermediate_size=4 * opts["hidden"],
-        num_hidden_layers=opts["layers"], num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=4096,
-        tie_word_embeddings=False, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+        vocab_size=max(opts["vocab"], len(tokenizer)),
+        hidden_size=opts["hidden"],
+        intermediate_size=4 * opts["hidden"],
+        num_hidden_layers=opts["layers"],
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        tie_word_embeddings=False,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
     )
     model = Qwen2ForCausalLM(config)
     if torch.cuda.is_available():
@@ -54,9 +62,17 @@ def _common_args(opts, **extra) -> dict:
 
     cuda = torch.cuda.is_available()
     return dict(
-        output_dir="/tmp/bench_raft_out", per_device_train_batch_size=opts["batch"], report_to="none", save_strategy="no",
-        disable_tqdm=True, max_length=None, use_cpu=not cuda, bf16=cuda, train_sampling_strategy="sequential",
-        optim="adamw_torch", **extra,  # RAFTConfig's default; SFTConfig's would be the fused AdamW
+        output_dir="/tmp/bench_raft_out",
+        per_device_train_batch_size=opts["batch"],
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=True,
+        max_length=None,
+        use_cpu=not cuda,
+        bf16=cuda,
+        train_sampling_strategy="sequential",
+        optim="adamw_torch",
+        **extra,  # RAFTConfig's default; SFTConfig's would be the fused AdamW
     )
 
 
@@ -120,7 +136,10 @@ def _train_variant(opts, variant, queue):
         from raft_trainer import RAFTConfig, RAFTTrainer
 
         trainer = RAFTTrainer(
-            model, args=RAFTConfig(raft_objective=variant, **common), train_dataset=data, processing_class=tokenizer,
+            model,
+            args=RAFTConfig(raft_objective=variant, **common),
+            train_dataset=data,
+            processing_class=tokenizer,
         )
     trainer.train()
     queue.put({"variant": variant, "peak_mb": _peak_memory_mb()})
@@ -131,11 +150,12 @@ def _interleaved_step_times(opts, queue):
     process so that a busy machine slows them equally (the ratio is what we report)."""
     import copy
 
-    from _raft_helpers import toy_dataset
     from trl import SFTConfig, SFTTrainer
 
     from raft_trainer import RAFTConfig, RAFTTrainer
     from raft_trainer.data import conversation
+
+    from _raft_helpers import toy_dataset
 
     tokenizer, model = _setup(opts)
     data = toy_dataset(opts["batch"] * 4, seed=0)
@@ -143,20 +163,26 @@ def _interleaved_step_times(opts, queue):
     trainers = {}
     for variant in ("raft", "ce", "raft+ce"):
         trainers[variant] = RAFTTrainer(
-            copy.deepcopy(model), args=RAFTConfig(raft_objective=variant, **common), train_dataset=data, processing_class=tokenizer
+            copy.deepcopy(model),
+            args=RAFTConfig(raft_objective=variant, **common),
+            train_dataset=data,
+            processing_class=tokenizer,
         )
     conv = data.map(conversation, remove_columns=data.column_names)
-    trainers["trl-sft"] = SFTTrainer(copy.deepcopy(model), args=SFTConfig(**common), train_dataset=conv, processing_class=tokenizer)
+    trainers["trl-sft"] = SFTTrainer(
+        copy.deepcopy(model), args=SFTConfig(**common), train_dataset=conv, processing_class=tokenizer
+    )
     queue.put(_time_interleaved(trainers, opts["steps"]))
 
 
 def _predict_variant(opts, queue):
     import numpy as np
     import torch
-    from _raft_helpers import toy_dataset, toy_rows
 
     from raft_trainer import RAFTConfig, RAFTTrainer
     from raft_trainer.predict import generate_scores, predict_scores
+
+    from _raft_helpers import toy_dataset, toy_rows
 
     tokenizer, model = _setup(opts)
     # teach the format and the task first (raft+ce: the completion text and the score), so generate() has
@@ -164,11 +190,22 @@ def _predict_variant(opts, queue):
     trainer = RAFTTrainer(
         model,
         args=RAFTConfig(
-            output_dir="/tmp/bench_raft_out", raft_objective="raft+ce", max_steps=opts["fit_steps"], per_device_train_batch_size=8,
-            learning_rate=3e-3, lr_scheduler_type="constant", report_to="none", save_strategy="no", disable_tqdm=True,
-            max_length=None, use_cpu=not torch.cuda.is_available(), bf16=torch.cuda.is_available(), logging_steps=1000,
+            output_dir="/tmp/bench_raft_out",
+            raft_objective="raft+ce",
+            max_steps=opts["fit_steps"],
+            per_device_train_batch_size=8,
+            learning_rate=3e-3,
+            lr_scheduler_type="constant",
+            report_to="none",
+            save_strategy="no",
+            disable_tqdm=True,
+            max_length=None,
+            use_cpu=not torch.cuda.is_available(),
+            bf16=torch.cuda.is_available(),
+            logging_steps=1000,
         ),
-        train_dataset=toy_dataset(256, seed=0), processing_class=tokenizer,
+        train_dataset=toy_dataset(256, seed=0),
+        processing_class=tokenizer,
     )
     trainer.train()
     model = trainer.model.eval()
@@ -188,15 +225,27 @@ def _predict_variant(opts, queue):
         elapsed = statistics.median(elapsed)
         parsed = np.array([np.nan if v is None else v for v in values], dtype=float)
         ok = ~np.isnan(parsed)
-        out.append({
-            "method": name, "rows_per_s": len(rows) / elapsed, "parse_rate": float(ok.mean()),
-            "mse": float(np.mean((parsed[ok] - gold[ok]) ** 2)) if ok.any() else float("nan"),
-        })
+        out.append(
+            {
+                "method": name,
+                "rows_per_s": len(rows) / elapsed,
+                "parse_rate": float(ok.mean()),
+                "mse": float(np.mean((parsed[ok] - gold[ok]) ** 2)) if ok.any() else float("nan"),
+            }
+        )
 
     b = opts["predict_batch"]
     timed("predict_scores (greedy)", lambda r: predict_scores(model, tokenizer, r, batch_size=b, show_progress=False))
-    timed("predict_scores (exact)", lambda r: predict_scores(model, tokenizer, r, batch_size=b, method="exact", show_progress=False))
-    timed("generate() + parse", lambda r: generate_scores(model, tokenizer, r, batch_size=b, max_new_tokens=opts["max_new_tokens"], show_progress=False)[0])
+    timed(
+        "predict_scores (exact)",
+        lambda r: predict_scores(model, tokenizer, r, batch_size=b, method="exact", show_progress=False),
+    )
+    timed(
+        "generate() + parse",
+        lambda r: generate_scores(
+            model, tokenizer, r, batch_size=b, max_new_tokens=opts["max_new_tokens"], show_progress=False
+        )[0],
+    )
     queue.put(out)
 
 
@@ -225,7 +274,12 @@ def _modality_cost(opts, queue):
     data = {"text": scoring["train"], setting: attach_feature_context(scoring["train"], contexts, setting)}
     common = _common_args(opts)
     trainers = {
-        name: RAFTTrainer(copy.deepcopy(model), args=RAFTConfig(modality=name, **common), train_dataset=rows, processing_class=tokenizer)
+        name: RAFTTrainer(
+            copy.deepcopy(model),
+            args=RAFTConfig(modality=name, **common),
+            train_dataset=rows,
+            processing_class=tokenizer,
+        )
         for name, rows in data.items()
     }
     tokens = {name: statistics.mean(len(ids) for ids in t.train_dataset["input_ids"]) for name, t in trainers.items()}
@@ -237,10 +291,15 @@ def _modality_cost(opts, queue):
         t0 = time.perf_counter()
         predict_scores(model, tokenizer, rows, batch_size=opts["predict_batch"], modality=name, show_progress=False)
         rows_per_s[name] = len(rows) / (time.perf_counter() - t0)
-    queue.put({
-        "videos": opts["videos"], "contexts_s": contexts_s, "tokens_per_row": tokens,
-        "median_step_s": step_times, "predict_rows_per_s": rows_per_s,
-    })
+    queue.put(
+        {
+            "videos": opts["videos"],
+            "contexts_s": contexts_s,
+            "tokens_per_row": tokens,
+            "median_step_s": step_times,
+            "predict_rows_per_s": rows_per_s,
+        }
+    )
 
 
 def _run(target, *args):
@@ -266,7 +325,9 @@ def main(argv=None) -> int:
     p.add_argument("--fit-steps", type=int, default=60)
     p.add_argument("--max-new-tokens", type=int, default=12, help="'The score prediction is: 3.4' + end token")
     p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--modality-cost", action="store_true", help="only measure text vs audio+video+text (feature-derived)")
+    p.add_argument(
+        "--modality-cost", action="store_true", help="only measure text vs audio+video+text (feature-derived)"
+    )
     p.add_argument("--videos", type=int, default=40, help="synthetic videos for --modality-cost")
     args = p.parse_args(argv)
     opts = vars(args).copy()
@@ -288,13 +349,24 @@ def main(argv=None) -> int:
     print(f"## MIS-RAFT benchmark on {where}: Qwen2 hidden {args.hidden}, {args.layers} layers, vocab {args.vocab}\n")
     print("| training variant | median step (s) | vs raft | peak memory (MB) |\n|---|---|---|---|")
     for r in training:
-        print(f"| {r['variant']} | {r['median_step_s']:.4f} | {r['median_step_s'] / by_name['raft']['median_step_s']:.3f}x | {r['peak_mb']:.0f} |")
+        print(
+            f"| {r['variant']} | {r['median_step_s']:.4f} "
+            f"| {r['median_step_s'] / by_name['raft']['median_step_s']:.3f}x | {r['peak_mb']:.0f} |"
+        )
     print(f"\nraft / ce step-time ratio: {by_name['raft']['median_step_s'] / by_name['ce']['median_step_s']:.3f}")
-    print(f"\n| inference ({args.rows} rows, batch {args.predict_batch}) | rows/s | speed-up | parse rate | MSE |\n|---|---|---|---|---|")
+    print(
+        f"\n| inference ({args.rows} rows, batch {args.predict_batch}) | rows/s | speed-up | parse rate | MSE |\n"
+        "|---|---|---|---|---|"
+    )
     for r in inference:
-        print(f"| {r['method']} | {r['rows_per_s']:.1f} | {r['rows_per_s'] / base['rows_per_s']:.2f}x | {r['parse_rate']:.2f} | {r['mse']:.3f} |")
+        print(
+            f"| {r['method']} | {r['rows_per_s']:.1f} | {r['rows_per_s'] / base['rows_per_s']:.2f}x "
+            f"| {r['parse_rate']:.2f} | {r['mse']:.3f} |"
+        )
     if args.json:
-        args.json.write_text(json.dumps({"device": where, "options": opts, "training": training, "inference": inference}, indent=2))
+        args.json.write_text(
+            json.dumps({"device": where, "options": opts, "training": training, "inference": inference}, indent=2)
+        )
     return 0
 
 
@@ -303,11 +375,17 @@ def _print_modality_cost(r: dict, args) -> int:
 
     where = torch.cuda.get_device_name() if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
     setting = "audio+video+text"
-    print(f"## MIS-RAFT feature-derived audio+video+text vs text on {where}: Qwen2 hidden {args.hidden}, {args.layers} layers\n")
+    print(
+        f"## MIS-RAFT feature-derived audio+video+text vs text on {where}: "
+        f"Qwen2 hidden {args.hidden}, {args.layers} layers\n"
+    )
     print(f"descriptors for {r['videos']} synthetic videos (load `features` + compute): {r['contexts_s']:.2f} s\n")
     print("| setting | tokens / row | median RAFT step (s) | predict_scores rows/s |\n|---|---|---|---|")
     for name in ("text", setting):
-        print(f"| {name} | {r['tokens_per_row'][name]:.0f} | {r['median_step_s'][name]:.4f} | {r['predict_rows_per_s'][name]:.1f} |")
+        print(
+            f"| {name} | {r['tokens_per_row'][name]:.0f} | {r['median_step_s'][name]:.4f} "
+            f"| {r['predict_rows_per_s'][name]:.1f} |"
+        )
     print(f"\nstep-time ratio {setting} / text: {r['median_step_s'][setting] / r['median_step_s']['text']:.2f}")
     if args.json:
         args.json.write_text(json.dumps({"device": where, **r}, indent=2))

@@ -101,7 +101,7 @@ class ResponseCache:
 
     def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(self.path, "a+b")
+        handle = open(self.path, "a+b")  # noqa: SIM115 - held (with its lock) until close()
         try:
             import fcntl
 

@@ -38,7 +38,7 @@ def feature_plot(row: Mapping, modality: str) -> bytes:
     if "video" in modality:
         panels += ["au", "gaze"]
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 2.2 * len(panels)), squeeze=False)
-    for ax, panel in zip(axes[:, 0], panels):
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
         if panel == "audio":
             librosa = feature_array(row, "librosa", 93)
             ts = np.arange(len(librosa)) / frame_rate(row.get("librosa_timestamps"), len(librosa), 50.0)
@@ -52,7 +52,7 @@ def feature_plot(row: Mapping, modality: str) -> bytes:
             fps = frame_rate(row.get("openface_timestamps"), len(face), 30.0)
             ts = np.arange(len(face)) / fps
             if panel == "au":
-                for (au, _), series in zip(AU_NAMES, face[:, OPENFACE_AUS].T):
+                for (au, _), series in zip(AU_NAMES, face[:, OPENFACE_AUS].T, strict=True):
                     ax.plot(ts, series, lw=0.6, label=au)
                 ax.legend(fontsize=6, ncol=8, loc="upper right")
                 ax.set_title("facial action units (0-1)", fontsize=9)

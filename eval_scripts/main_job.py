@@ -48,8 +48,9 @@ def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:
     if getattr(args, "dataset", None):
         path = Path(args.dataset)
         if not (path / "features").is_dir():
-            raise DataError(f"{path} has no `features` config", where="--dataset",
-                            hint="give a folder written by `mis-bench build`")
+            raise DataError(
+                f"{path} has no `features` config", where="--dataset", hint="give a folder written by `mis-bench build`"
+            )
         try:
             synthetic = bool(read_build_report(path).get("synthetic", False))
         except (OSError, ValueError):
@@ -77,8 +78,10 @@ def run_default(args: argparse.Namespace) -> int:
     # With --json, stdout carries only the JSON; progress and the banner go to stderr.
     say = functools.partial(print, file=sys.stderr if as_json else sys.stdout, flush=True)
     out_dir = _out_dir(args)
-    args.interrupted_note = (f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
-                             "cache); rerun the same command to run the job again")
+    args.interrupted_note = (
+        f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
+        "cache); rerun the same command to run the job again"
+    )
     split = getattr(args, "split", "test") or "test"
     n_bootstrap = int(getattr(args, "n_bootstrap", 1000) or 0)
     seed = int(getattr(args, "seed", 0) or 0)
@@ -92,35 +95,63 @@ def run_default(args: argparse.Namespace) -> int:
     eval_rows = load_feature_rows(dataset_dir, split)
     references = gold_references(eval_rows)
     if not references:
-        raise DataError(f"split {split!r} has no labels to score against", where=str(dataset_dir),
-                        hint="build the dataset with --labels, or pass --split with a labelled split")
+        raise DataError(
+            f"split {split!r} has no labels to score against",
+            where=str(dataset_dir),
+            hint="build the dataset with --labels, or pass --split with a labelled split",
+        )
 
     n_videos = len({video for video, _ in references})
-    say(f"Fitting on {len(train_rows)} train videos; scoring {n_videos} {split} videos x {len(DIMENSION_KEYS)} "
-        f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)")
+    say(
+        f"Fitting on {len(train_rows)} train videos; scoring {n_videos} {split} videos x {len(DIMENSION_KEYS)} "
+        f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)"
+    )
     runs_dir = out_dir / "runs"
     jobs = [("features", modality) for modality in SETTINGS] + [("mean", "text")]
     runs = []
     summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
     for baseline, modality in jobs:
-        run = run_baseline(dataset_dir, folder, baseline=baseline, modality=modality, split=split,
-                           n_bootstrap=n_bootstrap, seed=seed, train_rows=train_rows, eval_rows=eval_rows,
-                           subdir="runs", summary_cache=summary_cache)
+        run = run_baseline(
+            dataset_dir,
+            folder,
+            baseline=baseline,
+            modality=modality,
+            split=split,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            train_rows=train_rows,
+            eval_rows=eval_rows,
+            subdir="runs",
+            summary_cache=summary_cache,
+        )
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
-        say(f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
-            f"  ({run.seconds:.1f}s)")
+        say(
+            f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
+            f"  ({run.seconds:.1f}s)"
+        )
         runs.append(run)
 
     title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if synthetic else "")
-    report = write_report([r.results for r in runs], folder, references=references, title=title,
-                          sources=[str(r.results_path) for r in runs], comparison_bootstrap=n_bootstrap, seed=seed)
+    report = write_report(
+        [r.results for r in runs],
+        folder,
+        references=references,
+        title=title,
+        sources=[str(r.results_path) for r in runs],
+        comparison_bootstrap=n_bootstrap,
+        seed=seed,
+    )
 
     submissions = out_dir / "submissions"
     for run in runs:
         package_submission(run.results_path, submissions, replace_previous=True, command="run")
     board = build_leaderboard(submissions, references, split=split, n_bootstrap=n_bootstrap, seed=seed)
-    leaderboard = write_leaderboard(board, out_dir / "leaderboard", command="run",
-                                    title="MIS-Bench leaderboard (SYNTHETIC sample)" if synthetic else "MIS-Bench leaderboard")
+    leaderboard = write_leaderboard(
+        board,
+        out_dir / "leaderboard",
+        command="run",
+        title="MIS-Bench leaderboard (SYNTHETIC sample)" if synthetic else "MIS-Bench leaderboard",
+    )
 
     summary: dict[str, Any] = {
         "synthetic": synthetic,
@@ -130,10 +161,14 @@ def run_default(args: argparse.Namespace) -> int:
         "n_train_videos": len(train_rows),
         "n_bootstrap": n_bootstrap,
         "runs": [
-            {"baseline": r.name, "modality": r.modality, "results": str(r.results_path),
-             "predictions": str(r.predictions_path),
-             "overall_icc": (r.results["scores"] or {}).get("overall", {}).get("icc"),
-             "mean_icc": (r.results["scores"] or {}).get("mean_icc")}
+            {
+                "baseline": r.name,
+                "modality": r.modality,
+                "results": str(r.results_path),
+                "predictions": str(r.predictions_path),
+                "overall_icc": (r.results["scores"] or {}).get("overall", {}).get("icc"),
+                "mean_icc": (r.results["scores"] or {}).get("mean_icc"),
+            }
             for r in runs
         ],
         "report": {"markdown": str(report.markdown), "html": str(report.html), "json": str(report.json)},

@@ -70,9 +70,7 @@ _TIER_C_LABEL = re.compile(r"\b(?:score|rating|rated|rate)\b", _FLAGS)
 _VALUE_AFTER_LABEL = re.compile(r"(?P<connector>" + _CONNECTOR + r")" + _NUMBER, _FLAGS)
 
 # Tails are read on the value's own line only.
-_OTHER_SCALE_TAIL = re.compile(
-    r"[ \t]*\**[ \t]*\(?[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<den>\d+(?:\.\d+)?)", _FLAGS
-)
+_OTHER_SCALE_TAIL = re.compile(r"[ \t]*\**[ \t]*\(?[ \t]*(?:/|out[ \t]+of)[ \t]*(?P<den>\d+(?:\.\d+)?)", _FLAGS)
 _PERCENT_TAIL = re.compile(r"[ \t]*%")
 _RANGE_TAIL = re.compile(
     r"[ \t]*\**[ \t]*(?:[-\u2013\u2014~]|\bto\b|\bor\b|\band\b)[ \t]*\**[ \t]*[-\u2212+]?\d",

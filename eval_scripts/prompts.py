@@ -24,7 +24,7 @@ import random
 import string
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import (
@@ -56,7 +56,7 @@ def template_path(modality: str, style: str) -> Path:
     return TEMPLATE_DIR / f"{modality.replace('+', '_')}_{style}.txt"
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_template(modality: str, style: str) -> string.Template:
     return string.Template(template_path(modality, style).read_text(encoding="utf-8"))
 

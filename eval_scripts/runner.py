@@ -69,8 +69,18 @@ from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 logger = logging.getLogger(__name__)
 
 __all__ = [
-    "GridEntry", "HarnessError", "PreparedSetting", "RunConfig", "RunResult", "dry_run", "export_batch",
-    "import_batch", "make_backend", "prepare_settings", "run_grid", "run_setting",
+    "GridEntry",
+    "HarnessError",
+    "PreparedSetting",
+    "RunConfig",
+    "RunResult",
+    "dry_run",
+    "export_batch",
+    "import_batch",
+    "make_backend",
+    "prepare_settings",
+    "run_grid",
+    "run_setting",
 ]
 
 
@@ -118,7 +128,9 @@ def output_folder(config: RunConfig) -> OutputFolder:
     return OutputFolder(config.out, command="run")
 
 
-def run_setting(config: RunConfig, *, backend: Backend | None = None, scoring: Any = None, train: Any = None) -> RunResult:
+def run_setting(
+    config: RunConfig, *, backend: Backend | None = None, scoring: Any = None, train: Any = None
+) -> RunResult:
     """Run (or resume) one setting; `scoring` / `train` override the dataset folder's rows."""
     started = time.monotonic()
     folder = output_folder(config)
@@ -153,11 +165,19 @@ def _complete(
     with ResponseCache(cache_path) as cache:
         caching = CachingBackend(backend, cache, context.setting)
         pending = set(caching.pending(context.prompts, context.decoding))
-        logger.info("%s | %s | %s: %d rows, %d cached, %d to call", backend.name, config.model, context.label,
-                    len(context.prompts), len(context.prompts) - len(pending), len(pending))
+        logger.info(
+            "%s | %s | %s: %d rows, %d cached, %d to call",
+            backend.name,
+            config.model,
+            context.label,
+            len(context.prompts),
+            len(context.prompts) - len(pending),
+            len(pending),
+        )
         prefix = prefix_stats(_requests(context, (i for i in order if i in pending)))
-        with tqdm(total=len(context.prompts), unit="row", desc=context.label, disable=not config.progress,
-                  dynamic_ncols=True) as bar:
+        with tqdm(
+            total=len(context.prompts), unit="row", desc=context.label, disable=not config.progress, dynamic_ncols=True
+        ) as bar:
             for completion in caching.complete([context.prompts[i] for i in order], context.decoding):
                 completion.index = order[completion.index]
                 completions[completion.index] = completion
@@ -185,8 +205,14 @@ def _write(
         value = parse_score(text, config.prompt_style) if status == STATUS_OK and text is not None else None
         parsed_by_dim[row["dimension"]].append(value is not None)
         outcomes.append((row["dimension"], row_outcome(status, value)))
-        predictions.append({"video_id": row["video_id"], "dimension": row["dimension"], "prediction": value,
-                            "raw_response": text if status == STATUS_OK else None})
+        predictions.append(
+            {
+                "video_id": row["video_id"],
+                "dimension": row["dimension"],
+                "prediction": value,
+                "raw_response": text if status == STATUS_OK else None,
+            }
+        )
         error = failure = None
         if status == STATUS_FAILED:
             error = completion.error if completion else "not answered"
@@ -194,34 +220,66 @@ def _write(
             failures.append((failure, error))
         elif status == STATUS_TRUNCATED:
             error = f"the answer reached the token limit (finish_reason length); {TRUNCATION_HINT}"
-        raw_records.append({
-            "video_id": row["video_id"], "dimension": row["dimension"], "prompt_hash": prompt.prompt_hash,
-            "status": status, "response": text, "prediction": value, "error": error, "failure": failure,
-            "finish_reason": completion.finish_reason if completion else None,
-            "usage": completion.usage if completion else None,
-        })
+        raw_records.append(
+            {
+                "video_id": row["video_id"],
+                "dimension": row["dimension"],
+                "prompt_hash": prompt.prompt_hash,
+                "status": status,
+                "response": text,
+                "prediction": value,
+                "error": error,
+                "failure": failure,
+                "finish_reason": completion.finish_reason if completion else None,
+                "usage": completion.usage if completion else None,
+            }
+        )
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
     usage = usage_totals(record["usage"] for record in raw_records)
     counts = count_outcomes(outcomes)
     failure_summary = summarise_failures(failures)
     written = write_run(
-        folder, context.run_dir,
-        system={"model": config.model, "backend": context.backend_name, "decoding": context.system_decoding(),
-                "package_versions": package_versions()},
-        setting=context.results_setting(), dataset=context.dataset, predictions=predictions,
-        references=context.references, parse_rates=parse_rates, n_bootstrap=config.n_bootstrap,
-        raw_records=raw_records, usage=usage, outcomes={**counts, "failures": failure_summary},
+        folder,
+        context.run_dir,
+        system={
+            "model": config.model,
+            "backend": context.backend_name,
+            "decoding": context.system_decoding(),
+            "package_versions": package_versions(),
+        },
+        setting=context.results_setting(),
+        dataset=context.dataset,
+        predictions=predictions,
+        references=context.references,
+        parse_rates=parse_rates,
+        n_bootstrap=config.n_bootstrap,
+        raw_records=raw_records,
+        usage=usage,
+        outcomes={**counts, "failures": failure_summary},
     )
     n_cached = sum(1 for c in completions.values() if c.cached)
     overall = counts["overall"]
     return RunResult(
-        config=config, input_source=context.input_source, n_rows=len(context.rows), n_cached=n_cached,
-        n_called=len(completions) - n_cached, n_failed=overall[OUTCOME_FAILED], n_parsed=overall[OUTCOME_ANSWERED],
-        n_truncated=overall[OUTCOME_TRUNCATED], scores=written.scores, parse_rates=parse_rates,
-        run_dir=written.results_path.parent, predictions_path=written.predictions_path,
-        raw_responses_path=written.raw_responses_path, results_path=written.results_path,
-        elapsed_s=time.monotonic() - started, usage=usage, prefix=prefix, n_unparsed=overall[OUTCOME_UNPARSED],
-        outcomes=counts, failures=failure_summary,
+        config=config,
+        input_source=context.input_source,
+        n_rows=len(context.rows),
+        n_cached=n_cached,
+        n_called=len(completions) - n_cached,
+        n_failed=overall[OUTCOME_FAILED],
+        n_parsed=overall[OUTCOME_ANSWERED],
+        n_truncated=overall[OUTCOME_TRUNCATED],
+        scores=written.scores,
+        parse_rates=parse_rates,
+        run_dir=written.results_path.parent,
+        predictions_path=written.predictions_path,
+        raw_responses_path=written.raw_responses_path,
+        results_path=written.results_path,
+        elapsed_s=time.monotonic() - started,
+        usage=usage,
+        prefix=prefix,
+        n_unparsed=overall[OUTCOME_UNPARSED],
+        outcomes=counts,
+        failures=failure_summary,
     )
 
 
@@ -275,14 +333,18 @@ class PreparedSetting:
 def batch_backend(config: RunConfig) -> Backend:
     """The openai backend, whose live request bodies batch files carry; it connects only when asked to send."""
     if config.backend != "openai":
-        raise UsageError(f"dry runs and batch files are for --backend openai, not {config.backend!r}",
-                         where="--backend", hint="serve the model with an OpenAI-compatible server "
-                         "(vllm serve, transformers serve) and use --backend openai --base-url URL")
+        raise UsageError(
+            f"dry runs and batch files are for --backend openai, not {config.backend!r}",
+            where="--backend",
+            hint="serve the model with an OpenAI-compatible server "
+            "(vllm serve, transformers serve) and use --backend openai --base-url URL",
+        )
     return make_backend(config)
 
 
-def prepare_settings(configs: Sequence[RunConfig], backend: Backend, *, grid: bool = False,
-                     scoring: Any = None) -> list[PreparedSetting]:
+def prepare_settings(
+    configs: Sequence[RunConfig], backend: Backend, *, grid: bool = False, scoring: Any = None
+) -> list[PreparedSetting]:
     """Contexts of every setting; in a grid a setting the backend cannot take is listed as refused."""
     entries = []
     for config in configs:
@@ -310,8 +372,13 @@ class _Pending:
 
     def counts(self, label: str) -> dict[str, Any]:
         context = self.context
-        return {"setting": label, "input_source": context.input_source, "rows": len(context.prompts),
-                "requests": len(self.rows), "cached": len(context.prompts) - len(self.rows)}
+        return {
+            "setting": label,
+            "input_source": context.input_source,
+            "rows": len(context.prompts),
+            "requests": len(self.rows),
+            "cached": len(context.prompts) - len(self.rows),
+        }
 
 
 def _pending(entries: Sequence[PreparedSetting]) -> list[_Pending | None]:
@@ -335,8 +402,11 @@ def _expected_completion(context: RunContext, answers: dict[str, dict], given: i
     """Completion tokens per request: the flag, else the mean of this setting's cached answers, else the default."""
     if given is not None:
         return given, "--expected-completion-tokens"
-    seen = [answers[key]["usage"]["completion_tokens"] for key in context.keys
-            if key in answers and isinstance((answers[key].get("usage") or {}).get("completion_tokens"), int)]
+    seen = [
+        answers[key]["usage"]["completion_tokens"]
+        for key in context.keys
+        if key in answers and isinstance((answers[key].get("usage") or {}).get("completion_tokens"), int)
+    ]
     if seen:
         return int(round_half_up(sum(seen) / len(seen), 0)), f"mean of {len(seen)} cached answers"
     style = context.config.prompt_style
@@ -368,27 +438,43 @@ def dry_run(
         per_request, source = _expected_completion(context, pending.answers, expected_completion_tokens)
         completion = per_request * len(prompts)
         upper = context.decoding.max_new_tokens * len(prompts)
-        settings.append({
-            **pending.counts(entry.label),
-            "prompt_chars": sum(len(p.text) for p in prompts), "prompt_tokens_estimate": tokens.tokens,
-            "attachments": sum(len(p.images) + bool(p.audio_path) + bool(p.video_path) for p in prompts),
-            "expected_completion_tokens": per_request, "expected_completion_source": source,
-            "completion_tokens_estimate": completion, "completion_tokens_max": upper,
-            "cost_estimate": cost(tokens.tokens, completion, price_in, price_out),
-            "cost_max": cost(tokens.tokens, upper, price_in, price_out),
-        })
+        settings.append(
+            {
+                **pending.counts(entry.label),
+                "prompt_chars": sum(len(p.text) for p in prompts),
+                "prompt_tokens_estimate": tokens.tokens,
+                "attachments": sum(len(p.images) + bool(p.audio_path) + bool(p.video_path) for p in prompts),
+                "expected_completion_tokens": per_request,
+                "expected_completion_source": source,
+                "completion_tokens_estimate": completion,
+                "completion_tokens_max": upper,
+                "cost_estimate": cost(tokens.tokens, completion, price_in, price_out),
+                "cost_max": cost(tokens.tokens, upper, price_in, price_out),
+            }
+        )
         pending_requests += _requests(context, pending.rows)
     ordered = [pending_requests[i] for i in prefix_order(pending_requests)]
     done = [s for s in settings if "refused" not in s]
-    totals = {key: sum(s[key] for s in done) for key in (
-        "requests", "cached", "prompt_chars", "prompt_tokens_estimate", "attachments", "completion_tokens_estimate",
-        "completion_tokens_max")}
+    totals = {
+        key: sum(s[key] for s in done)
+        for key in (
+            "requests",
+            "cached",
+            "prompt_chars",
+            "prompt_tokens_estimate",
+            "attachments",
+            "completion_tokens_estimate",
+            "completion_tokens_max",
+        )
+    }
     return {
         **totals,
         "token_estimator": token_estimator(tokenizer, model),
-        "price_in_per_million": price_in, "price_out_per_million": price_out,
-        "cost_estimate": cost(totals["prompt_tokens_estimate"], totals["completion_tokens_estimate"],
-                              price_in, price_out),
+        "price_in_per_million": price_in,
+        "price_out_per_million": price_out,
+        "cost_estimate": cost(
+            totals["prompt_tokens_estimate"], totals["completion_tokens_estimate"], price_in, price_out
+        ),
         "cost_max": cost(totals["prompt_tokens_estimate"], totals["completion_tokens_max"], price_in, price_out),
         "prefix": prefix_stats(ordered).as_dict(),
         "settings": settings,
@@ -423,16 +509,21 @@ def export_batch(
             continue
         context = pending.context
         requests += _requests(context, pending.rows)
-        lines += [batch_line(custom_id(context, i), backend.request_body(context.prompts[i], context.decoding))
-                  for i in pending.rows]
+        lines += [
+            batch_line(custom_id(context, i), backend.request_body(context.prompts[i], context.decoding))
+            for i in pending.rows
+        ]
         settings.append(pending.counts(entry.label))
     order = prefix_order(requests)
     parts = split_lines([lines[i] for i in order], max_requests, int(max_mb * 1_000_000))
     files = write_batch_files(path, parts, inputs=_inputs(configs))
     return {
-        "requests": len(lines), "cached": sum(s.get("cached", 0) for s in settings),
-        "files": [{"path": str(f), "requests": len(part), "bytes": sum(map(len, part))}
-                  for f, part in zip(files, parts, strict=True)],
+        "requests": len(lines),
+        "cached": sum(s.get("cached", 0) for s in settings),
+        "files": [
+            {"path": str(f), "requests": len(part), "bytes": sum(map(len, part))}
+            for f, part in zip(files, parts, strict=True)
+        ],
         "prefix": prefix_stats([requests[i] for i in order]).as_dict(),
         "settings": settings,
     }
@@ -444,20 +535,29 @@ def import_batch(
     """Answer the run from provider output files, then write its files exactly as a live run does."""
     for path in paths:
         if not Path(path).is_file():
-            raise UsageError(f"--import-batch {path} does not exist", where="mis-bench run",
-                             hint="give the output (or error) file the provider wrote")
+            raise UsageError(
+                f"--import-batch {path} does not exist",
+                where="mis-bench run",
+                hint="give the output (or error) file the provider wrote",
+            )
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
-    known = {custom_id(entry.context, i): (n, i) for n, entry in enumerate(entries) if entry.context
-             for i in range(len(entry.context.prompts))}
+    known = {
+        custom_id(entry.context, i): (n, i)
+        for n, entry in enumerate(entries)
+        if entry.context
+        for i in range(len(entry.context.prompts))
+    }
     chosen, report = resolve_outcomes(read_batch_outputs(paths), known)
     where = ", ".join(str(p) for p in paths)
     if not report.lines:
         raise DataError("no batch output lines", where=where, hint="give the output file the provider wrote")
     if not report.matched:
-        raise DataError(f"none of the {report.lines} output lines answers a request of this run, e.g. "
-                        f"{report.unknown[0]!r}", where=where,
-                        hint="import with the flags of the export (model, dataset, split, settings, decoding, --limit)")
+        raise DataError(
+            f"none of the {report.lines} output lines answers a request of this run, e.g. {report.unknown[0]!r}",
+            where=where,
+            hint="import with the flags of the export (model, dataset, split, settings, decoding, --limit)",
+        )
     by_setting: dict[int, dict[tuple[str, str, str], BatchOutcome]] = defaultdict(dict)
     for request_id, outcome in chosen.items():
         n, i = known[request_id]

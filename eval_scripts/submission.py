@@ -49,8 +49,11 @@ class SubmissionError(DataError):
         self.problems = self.reasons
         first = self.reasons[0] if self.reasons else "no reason given"
         more = f" (and {len(self.reasons) - 1} more problem(s))" if len(self.reasons) > 1 else ""
-        super().__init__(f"submission rejected: {first}{more}", where=source,
-                         hint="fix the file (`mis-bench submit` lists every problem)")
+        super().__init__(
+            f"submission rejected: {first}{more}",
+            where=source,
+            hint="fix the file (`mis-bench submit` lists every problem)",
+        )
 
     def listing(self) -> str:
         return "\n".join(f"  - {reason}" for reason in self.reasons)
@@ -151,9 +154,7 @@ def _prediction_problems(
         submitted_videos = {video for video, _ in seen}
         unknown = sorted(submitted_videos - expected_videos)
         if unknown:
-            problems += _summarise(
-                "unknown videos", [f"video {v!r} is not in the evaluated split" for v in unknown]
-            )
+            problems += _summarise("unknown videos", [f"video {v!r} is not in the evaluated split" for v in unknown])
         missing = sorted(
             (video, dimension)
             for video in expected_videos
@@ -230,11 +231,15 @@ def _outcome_problems(outcomes: Any, predictions: list[Any], version: str) -> li
             continue
         totals.update(counts)
         if sum(counts.values()) != rows[dimension]:
-            problems.append(f"$.outcomes.dimensions.{dimension}: counts add up to {sum(counts.values())}, "
-                            f"but there are {rows[dimension]} predictions")
+            problems.append(
+                f"$.outcomes.dimensions.{dimension}: counts add up to {sum(counts.values())}, "
+                f"but there are {rows[dimension]} predictions"
+            )
         if counts.get("answered") != scored[dimension]:
-            problems.append(f"$.outcomes.dimensions.{dimension}.answered: {counts.get('answered')}, but "
-                            f"{scored[dimension]} predictions are scores")
+            problems.append(
+                f"$.outcomes.dimensions.{dimension}.answered: {counts.get('answered')}, but "
+                f"{scored[dimension]} predictions are scores"
+            )
     overall = outcomes.get("overall")
     if isinstance(overall, Mapping) and dict(overall) != {k: totals[k] for k in overall}:
         problems.append("$.outcomes.overall: is not the sum of the per-dimension counts")
@@ -309,8 +314,9 @@ def package_submission(
     instead of adding a twin; files it did not write are never touched.
     """
     results_path = Path(results_path)
-    obj = validate_results(load_submission(results_path, max_bytes=max_bytes), video_ids=video_ids, split=split,
-                           source=str(results_path))
+    obj = validate_results(
+        load_submission(results_path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=str(results_path)
+    )
     folder = OutputFolder(out_dir, command=command, inputs=[results_path])
     name = submission_name(obj)
     target = folder.claim(name, SUBMISSION_WRITER)

@@ -36,6 +36,7 @@ def __getattr__(name: str):
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'mis_bench_dataset' has no attribute {name!r}")
 
+
 __all__ = [
     "DIMENSIONS",
     "DIMENSION_KEYS",

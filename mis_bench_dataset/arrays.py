@@ -84,8 +84,10 @@ class _ListColumn:
             return views.values[start:end]
         first, last = int(views.inner[start]), int(views.inner[end])
         if width is None or last - first != (end - start) * width:
-            raise DataError(f"row {position} of column {self.name!r} is not a (T, {width}) array "
-                            f"({end - start} rows holding {last - first} values)")
+            raise DataError(
+                f"row {position} of column {self.name!r} is not a (T, {width}) array "
+                f"({end - start} rows holding {last - first} values)"
+            )
         return views.values[first:last].reshape(end - start, width)
 
 
@@ -130,8 +132,9 @@ class FeatureArrays:
         wanted = list(dict.fromkeys(["video_id", *(columns if columns is not None else names)]))
         unknown = [c for c in wanted if c not in names]
         if unknown:
-            raise UsageError(f"unknown `features` column(s) {unknown}", where=str(folder),
-                             hint=f"choose from {', '.join(names)}")
+            raise UsageError(
+                f"unknown `features` column(s) {unknown}", where=str(folder), hint=f"choose from {', '.join(names)}"
+            )
         with tempfile.TemporaryDirectory(prefix="mis_bench_features_") as scratch:
             path = Path(scratch) / f"{split}.arrow"
             writer = None
@@ -171,8 +174,9 @@ class FeatureArrays:
     def _list_column(self, name: str) -> _ListColumn:
         if name not in self._lists:
             if name not in self._table.column_names:
-                raise UsageError(f"no column {name!r}", where=self.source,
-                                 hint=f"choose from {', '.join(self._table.column_names)}")
+                raise UsageError(
+                    f"no column {name!r}", where=self.source, hint=f"choose from {', '.join(self._table.column_names)}"
+                )
             self._lists[name] = _ListColumn(self._table.column(name), name)
         return self._lists[name]
 
@@ -191,13 +195,16 @@ class FeatureArrays:
         gives the stored decimal, 3.7, as with `with_format("numpy")`); others as Python objects."""
         if column not in self._scalars:
             if column not in self._table.column_names:
-                raise UsageError(f"no column {column!r}", where=self.source,
-                                 hint=f"choose from {', '.join(self._table.column_names)}")
+                raise UsageError(
+                    f"no column {column!r}",
+                    where=self.source,
+                    hint=f"choose from {', '.join(self._table.column_names)}",
+                )
             data = self._table.column(column)
             if pa.types.is_floating(data.type):
                 values = data.to_numpy()
                 valid = data.is_valid().to_numpy(zero_copy_only=False)
-                self._scalars[column] = [v if ok else None for v, ok in zip(values, valid)]
+                self._scalars[column] = [v if ok else None for v, ok in zip(values, valid, strict=True)]
             else:
                 self._scalars[column] = data.to_pylist()
         return self._scalars[column][self._row_position(video)]

@@ -99,7 +99,8 @@ class BuildReport:
     def summary(self) -> str:
         lines = [
             f"built {self.out_dir}: {self.n_videos} videos "
-            f"({', '.join(f'{k} {v}' for k, v in self.split_counts.items())}; split by {self.split_by}, seed {self.seed}), "
+            f"({', '.join(f'{k} {v}' for k, v in self.split_counts.items())}; "
+            f"split by {self.split_by}, seed {self.seed}), "
             f"{self.n_scoring_rows} scoring rows, {self.n_labeled_videos} labelled videos"
             + (" [SYNTHETIC]" if self.synthetic else ""),
             "modalities: " + ", ".join(f"{k} {v}/{self.n_videos}" for k, v in self.modalities_present.items()),
@@ -111,8 +112,9 @@ class BuildReport:
                 + ", ".join(f"{DIMENSION_BY_KEY[k].abbreviation} {v['icc']:.2f}" for k, v in self.human_ceiling.items())
             )
         if self.problems:
-            lines.append(f"{len(self.problems)} problem(s): "
-                         + ", ".join(f"{k} x{v}" for k, v in self.problem_counts().items()))
+            lines.append(
+                f"{len(self.problems)} problem(s): " + ", ".join(f"{k} x{v}" for k, v in self.problem_counts().items())
+            )
             lines += [f"  - {p}" for p in self.problems[:20]]
             if len(self.problems) > 20:
                 lines.append(f"  ... {len(self.problems) - 20} more in {REPORT_NAME}")
@@ -197,8 +199,9 @@ def _publish(staging: Path, out_dir: Path) -> None:
     The old folder is checked once more right before the swap (files may have been added
     while the build ran): only a folder holding nothing but the build's own files is removed.
     """
-    write_manifest(staging, {p.relative_to(staging).as_posix(): BUILD_WRITER
-                             for p in staging.rglob("*") if p.is_file()})
+    write_manifest(
+        staging, {p.relative_to(staging).as_posix(): BUILD_WRITER for p in staging.rglob("*") if p.is_file()}
+    )
     old = None
     if out_dir.exists():
         check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
@@ -239,7 +242,9 @@ def build_dataset(
     if release_dir is None and transcripts is None:
         raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
     out_dir = Path(out_dir).resolve()
-    sources = [s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None]
+    sources = [
+        s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None
+    ]
     check_build_output(out_dir, sources)
 
     problems: list[Problem] = []
@@ -252,7 +257,8 @@ def build_dataset(
     if transcript_map is not None:
         # The CSV supplies the text: a video missing text/words but present in the CSV lacks nothing.
         index_problems = [
-            p for p in index_problems
+            p
+            for p in index_problems
             if not (p.kind == "missing_modality_folder" and p.modality == TEXT_MODALITY)
             and not (p.kind == "missing_file" and p.modality == TEXT_MODALITY and p.video_id in transcript_map)
         ]
@@ -267,12 +273,21 @@ def build_dataset(
         label_problems = list(label_set.problems)
         known = set(video_ids)
         for video_id in sorted(set(label_set.gold) - known):
-            label_problems.append(Problem("label_unknown_video", "labels name a video that is not in the release",
-                                          video_id=video_id, path=str(label_set.path)))
+            label_problems.append(
+                Problem(
+                    "label_unknown_video",
+                    "labels name a video that is not in the release",
+                    video_id=video_id,
+                    path=str(label_set.path),
+                )
+            )
         problems += label_problems
         if label_problems and not allow_label_problems and not strict:
-            raise BuildError(f"{len(label_problems)} problem(s) in labels {label_set.path} "
-                             "(pass allow_label_problems / --allow-label-problems to build anyway)", label_problems)
+            raise BuildError(
+                f"{len(label_problems)} problem(s) in labels {label_set.path} "
+                "(pass allow_label_problems / --allow-label-problems to build anyway)",
+                label_problems,
+            )
     gold_by_video = label_set.gold if label_set is not None else {}
 
     assignment = assign_splits(video_ids, by=split_by, seed=seed)
@@ -280,7 +295,9 @@ def build_dataset(
     try:
         writers = {
             (config, split): ShardedParquetWriter(
-                staging / config, split, _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
+                staging / config,
+                split,
+                _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
                 row_group_bytes=(16 << 20) if config == "features" else (8 << 20),
                 max_shard_bytes=max_shard_bytes,
             )

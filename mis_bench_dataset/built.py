@@ -52,8 +52,11 @@ def resolve_splits(build_dir: str | Path, split: str, config: str = "features") 
             raise DataError(f"no {config}/*.parquet files", where=str(build_dir), hint=_BUILD_HINT)
         return present
     if split not in present:
-        raise UsageError(f"split {split!r} is not in this build", where=str(build_dir),
-                         hint=f"choose one of {', '.join(present) or '(none)'} or {ALL_SPLITS!r}")
+        raise UsageError(
+            f"split {split!r} is not in this build",
+            where=str(build_dir),
+            hint=f"choose one of {', '.join(present) or '(none)'} or {ALL_SPLITS!r}",
+        )
     return [split]
 
 
@@ -66,8 +69,11 @@ def iter_row_groups(files: Sequence[Path], columns: Sequence[str]) -> Iterator[p
             raise DataError(f"unreadable Parquet file: {err}", where=str(path), hint="rebuild the dataset") from err
         missing = [c for c in columns if c not in parquet.schema_arrow.names]
         if missing:
-            raise DataError(f"column(s) {missing} are missing", where=str(path),
-                            hint="rebuild the dataset with this version of mis-bench")
+            raise DataError(
+                f"column(s) {missing} are missing",
+                where=str(path),
+                hint="rebuild the dataset with this version of mis-bench",
+            )
         for group in range(parquet.metadata.num_row_groups):
             yield parquet.read_row_group(group, columns=list(columns))
 

@@ -23,22 +23,33 @@ def card_metadata(report, features_features, scoring_features, files) -> dict:
     configs = []
     infos = []
     for config, feats in (("scoring", scoring_features), ("features", features_features)):
-        configs.append({
-            "config_name": config,
-            **({"default": True} if config == "scoring" else {}),
-            "data_files": [{"split": split, "path": f"{config}/{split}-*.parquet"}
-                           for split in SPLITS if files[(config, split)]],
-        })
+        configs.append(
+            {
+                "config_name": config,
+                **({"default": True} if config == "scoring" else {}),
+                "data_files": [
+                    {"split": split, "path": f"{config}/{split}-*.parquet"}
+                    for split in SPLITS
+                    if files[(config, split)]
+                ],
+            }
+        )
         n_rows = {split: count * (8 if config == "scoring" else 1) for split, count in report.split_counts.items()}
-        infos.append({
-            "config_name": config,
-            "features": feats._to_yaml_list(),
-            "splits": [
-                {"name": split, "num_bytes": sum(p.stat().st_size for p in files[(config, split)]),
-                 "num_examples": n_rows[split]}
-                for split in SPLITS if files[(config, split)]
-            ],
-        })
+        infos.append(
+            {
+                "config_name": config,
+                "features": feats._to_yaml_list(),
+                "splits": [
+                    {
+                        "name": split,
+                        "num_bytes": sum(p.stat().st_size for p in files[(config, split)]),
+                        "num_examples": n_rows[split],
+                    }
+                    for split in SPLITS
+                    if files[(config, split)]
+                ],
+            }
+        )
     return {
         "pretty_name": "MIS-Bench (synthetic)" if report.synthetic else "MIS-Bench",
         "language": ["en"],
@@ -71,13 +82,22 @@ def statistics_section(stats: dict, folder: str = STATS_FOLDER) -> str:
     """Gold-score statistics as the paper's Appendix C shows them: Table 6, Figure 5, Figure 6,
     and the per-split / time point / stimulus summaries (the splits should look alike)."""
     abbr = [d.abbreviation for d in DIMENSIONS]
-    table6 = [[d.name, d.abbreviation, *(num(stats["dimensions"][d.key][f], 3) for f in ("mean", "sd")),
-               *(num(stats["dimensions"][d.key][f], 1) for f in ("min", "max")), str(stats["dimensions"][d.key]["n"]),
-               f"{GOLD_STATS[d.key].mean:.3f} ± {GOLD_STATS[d.key].std:.3f}"] for d in DIMENSIONS]
+    table6 = [
+        [
+            d.name,
+            d.abbreviation,
+            *(num(stats["dimensions"][d.key][f], 3) for f in ("mean", "sd")),
+            *(num(stats["dimensions"][d.key][f], 1) for f in ("min", "max")),
+            str(stats["dimensions"][d.key]["n"]),
+            f"{GOLD_STATS[d.key].mean:.3f} ± {GOLD_STATS[d.key].std:.3f}",
+        ]
+        for d in DIMENSIONS
+    ]
     corr = [[d.abbreviation, *(num(stats["correlation"][d.key][e.key], 2) for e in DIMENSIONS)] for d in DIMENSIONS]
     parts = [
         "## Gold-score statistics (cf. paper Appendix C)",
-        f"Computed at build time by the code of `mis-bench stats`, over all splits ({stats['n_labelled_videos']} labelled of "
+        "Computed at build time by the code of `mis-bench stats`, over all splits "
+        f"({stats['n_labelled_videos']} labelled of "
         f"{stats['n_videos']} videos); machine-readable in `{folder}/stats.json`.",
         "Per dimension (cf. paper Table 6; sd with ddof = 1):\n\n"
         + _table(table6, ["dimension", "abbr.", "mean", "sd", "min", "max", "n", "paper mean ± sd"]),
@@ -88,13 +108,21 @@ def statistics_section(stats: dict, folder: str = STATS_FOLDER) -> str:
         f"![Gold-score histograms]({folder}/{stats['figures']['histograms']})",
     ]
     for grouping, title in _GROUP_TITLES.items():
-        rows = [[value, str(group["n_videos"]), str(group["n_labelled_videos"]),
-                 *(_mean_sd(group["dimensions"][d.key]) for d in DIMENSIONS)]
-                for value, group in stats["groups"][grouping].items()]
+        rows = [
+            [
+                value,
+                str(group["n_videos"]),
+                str(group["n_labelled_videos"]),
+                *(_mean_sd(group["dimensions"][d.key]) for d in DIMENSIONS),
+            ]
+            for value, group in stats["groups"][grouping].items()
+        ]
         parts.append(f"Gold mean ± sd per {title}:\n\n" + _table(rows, [title, "videos", "labelled", *abbr]))
     if stats.get("human_ceiling"):
-        parts.append(f"Human ceiling: {stats['n_fully_rated_videos']} fully rated videos; ICC(3,1) with 95% CI "
-                     "in the Labels section above.")
+        parts.append(
+            f"Human ceiling: {stats['n_fully_rated_videos']} fully rated videos; ICC(3,1) with 95% CI "
+            "in the Labels section above."
+        )
     return "\n\n".join(parts)
 
 
@@ -112,10 +140,12 @@ def card_body(report, stats: dict | None = None) -> str:
     )
     parts.append(
         "## Loading\n\n```python\nfrom datasets import load_dataset\n"
-        f"scoring = load_dataset(\"{Path(report.out_dir).name}\", \"scoring\", split=\"test\")   # one row per (video, dimension)\n"
-        f"features = load_dataset(\"{Path(report.out_dir).name}\", \"features\", split=\"test\").with_format(\"numpy\")\n"
-        "features[0][\"openface\"].shape   # (T, 208) float32; (0, 208) when absent\n```"
+        f'scoring = load_dataset("{Path(report.out_dir).name}", "scoring", split="test")'
+        "   # one row per (video, dimension)\n"
+        f'features = load_dataset("{Path(report.out_dir).name}", "features", split="test").with_format("numpy")\n'
+        'features[0]["openface"].shape   # (T, 208) float32; (0, 208) when absent\n```'
     )
+
     def name(path):  # folder/file names only: the card is published, local paths are not
         return Path(path).name
 
@@ -149,9 +179,19 @@ def card_body(report, stats: dict | None = None) -> str:
         "openface/librosa/wav2vec (twice the prosody segment midpoint when only prosody exists; null "
         "with no timed modality). The eight gold scores are float32 columns named by dimension key."
     )
-    rows = [[d.key, d.name, d.abbreviation, f"{HUMAN_CEILING[d.key].icc:.2f}",
-             f"{GOLD_STATS[d.key].mean:.3f} ± {GOLD_STATS[d.key].std:.3f}"] for d in DIMENSIONS]
-    parts.append("## Dimensions\n\n" + _table(rows, ["key", "name", "abbr.", "paper human ICC(3,1)", "paper gold mean ± sd"]))
+    rows = [
+        [
+            d.key,
+            d.name,
+            d.abbreviation,
+            f"{HUMAN_CEILING[d.key].icc:.2f}",
+            f"{GOLD_STATS[d.key].mean:.3f} ± {GOLD_STATS[d.key].std:.3f}",
+        ]
+        for d in DIMENSIONS
+    ]
+    parts.append(
+        "## Dimensions\n\n" + _table(rows, ["key", "name", "abbr.", "paper human ICC(3,1)", "paper gold mean ± sd"])
+    )
     rubric_lines = []
     for d in DIMENSIONS:
         rubric_lines.append(f"**{d.name}.** {RUBRIC[d.key].criterion}\n")
@@ -162,26 +202,37 @@ def card_body(report, stats: dict | None = None) -> str:
     empty = [k for k, v in report.split_counts.items() if v == 0]
     if empty:
         counts += f" (too few videos: {', '.join(empty)} not written)"
-    rule = ("by video (the paper's rule: no video in two splits)" if report.split_by == "video" else
-            "by clinician (no clinician in two splits; clinicians shuffled with the seed, each assigned to the "
-            "split furthest below its target share)")
+    rule = (
+        "by video (the paper's rule: no video in two splits)"
+        if report.split_by == "video"
+        else "by clinician (no clinician in two splits; clinicians shuffled with the seed, each assigned to the "
+        "split furthest below its target share)"
+    )
     parts.append(
         f"## Splits\n\nTarget {'/'.join(str(round(f * 100)) for f in FRACTIONS)} train/validation/test, grouped "
-        f"{rule}, seed {report.seed}. Counts: {counts}. Deterministic: the same ids, grouping and seed give the same splits."
+        f"{rule}, seed {report.seed}. Counts: {counts}. "
+        "Deterministic: the same ids, grouping and seed give the same splits."
     )
-    labels = ("Gold score = arithmetic mean of the available ratings of a (video, dimension), rounded half up "
-              "to one decimal (the paper's rule).")
+    labels = (
+        "Gold score = arithmetic mean of the available ratings of a (video, dimension), rounded half up "
+        "to one decimal (the paper's rule)."
+    )
     if report.human_ceiling:
-        crow = [[k, f"{v['icc']:.3f}", f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}]", str(v["n_videos"])]
-                for k, v in report.human_ceiling.items()]
-        labels += ("\n\nHuman single-rater ICC(3,1) among the raters on the fully rated videos (cf. paper Table 2):\n\n"
-                   + _table(crow, ["dimension", "ICC(3,1)", "95% CI", "videos"]))
+        crow = [
+            [k, f"{v['icc']:.3f}", f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}]", str(v["n_videos"])]
+            for k, v in report.human_ceiling.items()
+        ]
+        labels += (
+            "\n\nHuman single-rater ICC(3,1) among the raters on the fully rated videos (cf. paper Table 2):\n\n"
+            + _table(crow, ["dimension", "ICC(3,1)", "95% CI", "videos"])
+        )
     parts.append(f"## Labels\n\n{labels}\n\nLabelled videos: {report.n_labeled_videos} of {report.n_videos}.")
     if stats is not None:
         parts.append(statistics_section(stats))
     modal = ", ".join(f"{k} {v}/{report.n_videos}" for k, v in report.modalities_present.items())
     problems = f"{len(report.problems)} problem(s)" + (
-        ": " + ", ".join(f"{k} x{v}" for k, v in report.problem_counts().items()) if report.problems else "")
+        ": " + ", ".join(f"{k} x{v}" for k, v in report.problem_counts().items()) if report.problems else ""
+    )
     parts.append(f"## Build report\n\nModalities present: {modal}. {problems}. Details in `build_report.json`.")
     parts.append(
         "## Citation\n\nMIS-Bench: a multimodal interpersonal skills benchmark (996 psychotherapy response "

@@ -182,8 +182,10 @@ def video_descriptors(row: Mapping) -> VideoDescriptors | None:
         movement = float(np.median(step) * rate)
     return VideoDescriptors(
         face_detected_fraction=float(detected),
-        au_mean={name: float(v) for (name, _), v in zip(AU_NAMES, aus.mean(axis=0))},
-        au_active_fraction={name: float(v) for (name, _), v in zip(AU_NAMES, (aus >= AU_ACTIVE).mean(axis=0))},
+        au_mean={name: float(v) for (name, _), v in zip(AU_NAMES, aus.mean(axis=0), strict=True)},
+        au_active_fraction={
+            name: float(v) for (name, _), v in zip(AU_NAMES, (aus >= AU_ACTIVE).mean(axis=0), strict=True)
+        },
         gaze_sd_deg=(float(gaze[:, 0].std()), float(gaze[:, 1].std())),
         gaze_mean_deg=(float(gaze[:, 0].mean()), float(gaze[:, 1].mean())),
         head_movement=movement,

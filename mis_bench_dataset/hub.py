@@ -11,6 +11,10 @@ def push_to_hub(folder: str | Path, repo_id: str, private: bool = False, token: 
 
     api = HfApi(token=token)
     url = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
-    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
-                      commit_message="Upload MIS-Bench build (mis-bench build)")
+    api.upload_folder(
+        folder_path=str(folder),
+        repo_id=repo_id,
+        repo_type="dataset",
+        commit_message="Upload MIS-Bench build (mis-bench build)",
+    )
     return str(url)

@@ -36,8 +36,9 @@ class UnsupportedSetting(UsageError):
 def setting_media(modality: str) -> tuple[str, ...]:
     """The media a setting needs, audio first; an unknown setting is refused."""
     if modality not in SETTING_MEDIA:
-        raise UnsupportedSetting(f"unknown modality setting {modality!r}",
-                                 hint=f"use one of {', '.join(MODALITY_SETTINGS)}")
+        raise UnsupportedSetting(
+            f"unknown modality setting {modality!r}", hint=f"use one of {', '.join(MODALITY_SETTINGS)}"
+        )
     return tuple(m for m in MEDIA_ORDER if m in SETTING_MEDIA[modality])
 
 
@@ -51,13 +52,17 @@ def has_raw_media(rows: Iterable[Mapping[str, Any]], modality: str) -> bool:
 def resolve_input_source(modality: str, rows: Iterable[Mapping[str, Any]], requested: str = "auto") -> str:
     """`text`, `raw` or `features` for this setting and these rows; refuses what cannot run, saying why."""
     if requested not in INPUT_SOURCES:
-        raise UnsupportedSetting(f"unknown input source {requested!r}", where="--input-source",
-                                 hint=f"use one of {', '.join(INPUT_SOURCES)}")
+        raise UnsupportedSetting(
+            f"unknown input source {requested!r}", where="--input-source", hint=f"use one of {', '.join(INPUT_SOURCES)}"
+        )
     media = setting_media(modality)
     if not media:
         if requested == "raw":
-            raise UnsupportedSetting("raw media need an audio/video setting; the text setting has none",
-                                     where="--input-source raw", hint="drop --input-source or pick an audio/video setting")
+            raise UnsupportedSetting(
+                "raw media need an audio/video setting; the text setting has none",
+                where="--input-source raw",
+                hint="drop --input-source or pick an audio/video setting",
+            )
         return "text"
     rows = list(rows)
     raw = has_raw_media(rows, modality)

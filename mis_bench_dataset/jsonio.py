@@ -64,7 +64,9 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def loads_strict(data: bytes | str, source: str, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def loads_strict(
+    data: bytes | str, source: str, *, max_bytes: int = DEFAULT_MAX_BYTES, max_depth: int = MAX_DEPTH
+) -> Any:
     """Strict JSON from bytes or text, within `max_bytes` and `max_depth`."""
     if len(data) > max_bytes:
         raise JSONInputError(source, f"the file is {len(data):,} bytes, over the {max_bytes:,}-byte limit")

@@ -48,8 +48,13 @@ class CeilingEstimate:
     n_raters: int
 
     def to_dict(self) -> dict:
-        return {"icc": self.icc, "ci_low": self.ci_low, "ci_high": self.ci_high,
-                "n_videos": self.n_videos, "n_raters": self.n_raters}
+        return {
+            "icc": self.icc,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "n_videos": self.n_videos,
+            "n_raters": self.n_raters,
+        }
 
 
 @dataclass
@@ -80,8 +85,13 @@ class Labels:
     def restricted_to(self, video_ids: Iterable[str]) -> Labels:
         """The same labels for only these videos (e.g. one split's), problems kept."""
         keep = set(video_ids)
-        return Labels(self.path, self.form, {v: g for v, g in self.gold.items() if v in keep},
-                      {key: r for key, r in self.ratings.items() if key[0] in keep}, list(self.problems))
+        return Labels(
+            self.path,
+            self.form,
+            {v: g for v, g in self.gold.items() if v in keep},
+            {key: r for key, r in self.ratings.items() if key[0] in keep},
+            list(self.problems),
+        )
 
 
 def aggregate(ratings: list[float]) -> float:
@@ -130,12 +140,28 @@ def _parse_score(raw: str, path: Path, row: int, video_id: str, dim: str, proble
     try:
         score = float(text)
     except ValueError:
-        problems.append(Problem("label_unparseable", f"score {raw!r} is not a number",
-                                video_id=video_id, modality=dim, path=str(path), row=row))
+        problems.append(
+            Problem(
+                "label_unparseable",
+                f"score {raw!r} is not a number",
+                video_id=video_id,
+                modality=dim,
+                path=str(path),
+                row=row,
+            )
+        )
         return None
     if not math.isfinite(score) or not SCORE_MIN <= score <= SCORE_MAX:
-        problems.append(Problem("label_out_of_range", f"score {score} outside [{SCORE_MIN}, {SCORE_MAX}]",
-                                video_id=video_id, modality=dim, path=str(path), row=row))
+        problems.append(
+            Problem(
+                "label_out_of_range",
+                f"score {score} outside [{SCORE_MIN}, {SCORE_MAX}]",
+                video_id=video_id,
+                modality=dim,
+                path=str(path),
+                row=row,
+            )
+        )
         return None
     return score
 
@@ -158,16 +184,25 @@ def _read_long(path: Path, reader: csv.DictReader) -> Labels:
         try:
             dim = resolve_dimension(row.get("dimension") or "")
         except KeyError as exc:
-            problems.append(Problem("label_unknown_dimension", str(exc.args[0]), video_id=video_id,
-                                    path=str(path), row=row_number))
+            problems.append(
+                Problem("label_unknown_dimension", str(exc.args[0]), video_id=video_id, path=str(path), row=row_number)
+            )
             continue
         rater = (row.get("rater") or "").strip()
         score = _parse_score(row.get("score") or "", path, row_number, video_id, dim, problems)
         if score is None:
             continue
         if rater in ratings[(video_id, dim)]:
-            problems.append(Problem("label_duplicate", f"rater {rater!r} already rated this dimension; first kept",
-                                    video_id=video_id, modality=dim, path=str(path), row=row_number))
+            problems.append(
+                Problem(
+                    "label_duplicate",
+                    f"rater {rater!r} already rated this dimension; first kept",
+                    video_id=video_id,
+                    modality=dim,
+                    path=str(path),
+                    row=row_number,
+                )
+            )
             continue
         ratings[(video_id, dim)][rater] = score
     gold: dict[str, dict[str, float | None]] = {}
@@ -209,21 +244,36 @@ def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
     header = map_wide_header(list(reader.fieldnames or []), id_column)
     columns = header.columns
     for name in header.unknown:
-        problems.append(Problem("label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored",
-                                path=str(path), row=1))
+        problems.append(
+            Problem(
+                "label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored", path=str(path), row=1
+            )
+        )
     if header.clashes:
-        raise BuildError(f"several columns map to dimension(s) {header.clashes}", where=f"{path}, header",
-                         hint="keep one column per dimension")
+        raise BuildError(
+            f"several columns map to dimension(s) {header.clashes}",
+            where=f"{path}, header",
+            hint="keep one column per dimension",
+        )
     if header.missing:
-        problems.append(Problem("label_bad_header", f"no column for dimension(s) {header.missing}", path=str(path), row=1))
+        problems.append(
+            Problem("label_bad_header", f"no column for dimension(s) {header.missing}", path=str(path), row=1)
+        )
     gold: dict[str, dict[str, float | None]] = {}
     for row_number, row in enumerate(reader, start=2):
         video_id = _video_id(row.get(id_column) or "", path, row_number, problems)
         if video_id is None:
             continue
         if video_id in gold:
-            problems.append(Problem("label_duplicate", "video labelled twice; first row kept",
-                                    video_id=video_id, path=str(path), row=row_number))
+            problems.append(
+                Problem(
+                    "label_duplicate",
+                    "video labelled twice; first row kept",
+                    video_id=video_id,
+                    path=str(path),
+                    row=row_number,
+                )
+            )
             continue
         scores = dict.fromkeys(DIMENSION_KEYS)
         for column, dim in columns.items():
@@ -242,8 +292,11 @@ def read_labels(path: str | Path) -> Labels:
     except (csv.Error, UnicodeDecodeError) as exc:
         raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
     if not labels.gold and not labels.problems:  # a header and nothing else: labels that label nothing
-        raise BuildError("the labels file has a header but no rows", where=str(path),
-                         hint="give one row per rating (per-rater) or per video (wide)")
+        raise BuildError(
+            "the labels file has a header but no rows",
+            where=str(path),
+            hint="give one row per rating (per-rater) or per video (wide)",
+        )
     return labels
 
 
@@ -289,6 +342,7 @@ def write_gold_wide(path: str | Path, gold: dict[str, dict[str, float | None]], 
                 name = parts.original_name
             else:
                 name = video_id
-            writer.writerow([name, *("" if gold[video_id][d] is None else f"{gold[video_id][d]:.1f}"
-                                     for d in DIMENSION_KEYS)])
+            writer.writerow(
+                [name, *("" if gold[video_id][d] is None else f"{gold[video_id][d]:.1f}" for d in DIMENSION_KEYS)]
+            )
     return path

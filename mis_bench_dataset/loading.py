@@ -28,18 +28,25 @@ def load_build(folder: str | Path, config: str, split: str | None = None) -> Ite
 
     path = Path(folder)
     if not path.is_dir():
-        raise UsageError(f"{path} is not a folder" if path.exists() else f"no such folder: {path}", where="dataset",
-                         hint="give a folder written by `mis-bench build`")
+        raise UsageError(
+            f"{path} is not a folder" if path.exists() else f"no such folder: {path}",
+            where="dataset",
+            hint="give a folder written by `mis-bench build`",
+        )
     if not (path / config).is_dir():
-        raise DataError(f"{path} has no `{config}` config", where="dataset",
-                        hint="give a folder written by `mis-bench build`")
+        raise DataError(
+            f"{path} has no `{config}` config", where="dataset", hint="give a folder written by `mis-bench build`"
+        )
     with tempfile.TemporaryDirectory(prefix="mis_bench_load_") as cache_dir:
         try:
             loaded = load_dataset(str(path), config, split=split, cache_dir=cache_dir)
         except (ValueError, FileNotFoundError, KeyError) as err:
             what = f"config {config!r}" + (f", split {split!r}" if split else "")
-            raise DataError(f"cannot load {what} of {path}: {err}", where="dataset",
-                            hint="rebuild it with `mis-bench build`, or pick an existing --split") from err
+            raise DataError(
+                f"cannot load {what} of {path}: {err}",
+                where="dataset",
+                hint="rebuild it with `mis-bench build`, or pick an existing --split",
+            ) from err
         try:
             yield loaded
         finally:
@@ -62,8 +69,11 @@ def dataset_fingerprint(dataset: Any, split: str, configs: Sequence[str] = ("sco
 
         files = sorted(f for config in configs for f in split_files(dataset, config, split))
         if not files:
-            raise DataError(f"{dataset} has no {split}-*.parquet under {', '.join(configs)}", where="dataset",
-                            hint="check --split, or rebuild with `mis-bench build`")
+            raise DataError(
+                f"{dataset} has no {split}-*.parquet under {', '.join(configs)}",
+                where="dataset",
+                hint="check --split, or rebuild with `mis-bench build`",
+            )
         for f in files:
             digest.update(f"{f.parent.name}/{f.name}\0".encode())
             with open(f, "rb") as handle:
@@ -85,7 +95,9 @@ def gold_references(rows: Sequence[dict]) -> dict[tuple[str, str], float]:
     references: dict[tuple[str, str], float] = {}
     for row in rows:
         video = str(row["video_id"])
-        pairs = [(row["dimension"], row.get("score"))] if "dimension" in row else [(k, row.get(k)) for k in DIMENSION_KEYS]
+        pairs = (
+            [(row["dimension"], row.get("score"))] if "dimension" in row else [(k, row.get(k)) for k in DIMENSION_KEYS]
+        )
         for dimension, value in pairs:
             if value is not None and value == value:  # NaN is unlabelled too
                 references[(video, str(dimension))] = gold_decimal(value)

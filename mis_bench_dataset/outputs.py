@@ -49,8 +49,9 @@ def read_manifest(folder: str | Path) -> dict[str, str]:
 def write_manifest(folder: str | Path, files: dict[str, str]) -> None:
     folder = Path(folder)
     tmp = folder / f".{MANIFEST_NAME}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
-    tmp.write_text(json.dumps({"written_by": "mis-bench", "files": dict(sorted(files.items()))}, indent=1) + "\n",
-                   encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"written_by": "mis-bench", "files": dict(sorted(files.items()))}, indent=1) + "\n", encoding="utf-8"
+    )
     os.replace(tmp, folder / MANIFEST_NAME)
 
 
@@ -66,14 +67,19 @@ def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -
     blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
         what = "is a file" if blocking == folder else f"lies inside {blocking}, a file"
-        raise UsageError(f"{arg} {folder} {what}, not a folder", where=f"mis-bench {command}",
-                         hint="give the path of a folder (it is created when missing)")
+        raise UsageError(
+            f"{arg} {folder} {what}, not a folder",
+            where=f"mis-bench {command}",
+            hint="give the path of a folder (it is created when missing)",
+        )
 
 
 class OutputFolder:
     """A folder a command writes into, claiming each file before writing it."""
 
-    def __init__(self, root: str | Path, *, command: str, arg: str = "--out", inputs: Iterable[str | Path] = ()) -> None:
+    def __init__(
+        self, root: str | Path, *, command: str, arg: str = "--out", inputs: Iterable[str | Path] = ()
+    ) -> None:
         self.root = Path(root).expanduser()
         self.command = command
         self.arg = arg
@@ -102,18 +108,30 @@ class OutputFolder:
         target = self.root / rel
         resolved = _resolve(target)
         if resolved in self._inputs:
-            raise UsageError(f"{self.arg} {self.root} would overwrite the input {resolved}",
-                             where=f"mis-bench {self.command}", hint=f"choose another {self.arg}")
+            raise UsageError(
+                f"{self.arg} {self.root} would overwrite the input {resolved}",
+                where=f"mis-bench {self.command}",
+                hint=f"choose another {self.arg}",
+            )
         if target.is_dir():
-            raise DataError(f"{target} is a folder where mis-bench {self.command} writes its {writer} file",
-                            where=self.arg, hint=f"move it away or choose another {self.arg}")
+            raise DataError(
+                f"{target} is a folder where mis-bench {self.command} writes its {writer} file",
+                where=self.arg,
+                hint=f"move it away or choose another {self.arg}",
+            )
         for parent in target.relative_to(self.root).parents:
             if parent != Path(".") and (self.root / parent).exists() and not (self.root / parent).is_dir():
-                raise DataError(f"{self.root / parent} is a file where mis-bench {self.command} needs a folder",
-                                where=self.arg, hint=f"move it away or choose another {self.arg}")
+                raise DataError(
+                    f"{self.root / parent} is a file where mis-bench {self.command} needs a folder",
+                    where=self.arg,
+                    hint=f"move it away or choose another {self.arg}",
+                )
         if (target.exists() or target.is_symlink()) and self._owned.get(rel) != writer:
-            raise DataError(f"{target} exists and was not written by mis-bench {self.command}",
-                            where=self.arg, hint=f"move it away or choose another {self.arg}; nothing was changed")
+            raise DataError(
+                f"{target} exists and was not written by mis-bench {self.command}",
+                where=self.arg,
+                hint=f"move it away or choose another {self.arg}; nothing was changed",
+            )
         return target
 
     def owned(self, relpath: str | Path, writer: str) -> bool:
@@ -139,8 +157,9 @@ def claim_file(path: str | Path, *, command: str, writer: str, arg: str, inputs:
     """Claim one output file given on the command line (`score --json FILE`)."""
     path = Path(path).expanduser()
     if path.is_dir():
-        raise UsageError(f"{arg} {path} is a folder", where=f"mis-bench {command}",
-                         hint="give the path of a file to write")
+        raise UsageError(
+            f"{arg} {path} is a folder", where=f"mis-bench {command}", hint="give the path of a file to write"
+        )
     return OutputFolder(path.parent, command=command, arg=arg, inputs=inputs).claim(path.name, writer)
 
 
@@ -162,8 +181,11 @@ def check_not_overlapping(out: str | Path, sources: Iterable[str | Path], *, com
     for source in sources:
         source_resolved = _resolve(source)
         if _is_within(source_resolved, out_resolved) or _is_within(out_resolved, source_resolved):
-            raise UsageError(f"{arg} {out} overlaps the input {source}", where=f"mis-bench {command}",
-                             hint=f"choose an {arg} folder outside the input (and not containing it)")
+            raise UsageError(
+                f"{arg} {out} overlaps the input {source}",
+                where=f"mis-bench {command}",
+                hint=f"choose an {arg} folder outside the input (and not containing it)",
+            )
 
 
 def foreign_files(folder: str | Path, writer: str, legacy: Iterable[str] = ()) -> list[str]:
@@ -182,17 +204,15 @@ def foreign_files(folder: str | Path, writer: str, legacy: Iterable[str] = ()) -
         rel = path.relative_to(folder).as_posix()
         if rel == MANIFEST_NAME:
             continue
-        if manifest:
-            ok = manifest.get(rel) == writer
-        else:
-            ok = any(Path(rel).match(pattern) for pattern in legacy)
+        ok = manifest.get(rel) == writer if manifest else any(Path(rel).match(pattern) for pattern in legacy)
         if not ok:
             foreign.append(rel)
     return foreign
 
 
-def check_replaceable_folder(folder: str | Path, writer: str, *, command: str, arg: str = "--out",
-                             legacy: Iterable[str] = ()) -> None:
+def check_replaceable_folder(
+    folder: str | Path, writer: str, *, command: str, arg: str = "--out", legacy: Iterable[str] = ()
+) -> None:
     """Refuse to replace a folder holding anything `writer` did not write (the files are named)."""
     folder = Path(folder)
     check_folder_path(folder, command=command, arg=arg)
@@ -200,6 +220,8 @@ def check_replaceable_folder(folder: str | Path, writer: str, *, command: str, a
         return
     foreign = foreign_files(folder, writer, legacy)
     if foreign:
-        raise DataError(f"{arg} {folder} holds {len(foreign)} file(s) mis-bench {command} did not write: "
-                        f"{_named(foreign)}", where=arg,
-                        hint="move them away or choose another folder; nothing was changed")
+        raise DataError(
+            f"{arg} {folder} holds {len(foreign)} file(s) mis-bench {command} did not write: {_named(foreign)}",
+            where=arg,
+            hint="move them away or choose another folder; nothing was changed",
+        )

@@ -35,20 +35,29 @@ def scoring_rows_from_paper_layout(
     for index, row in enumerate(rows):
         missing = [c for c in PAPER_LAYOUT_COLUMNS if c not in row]
         if missing:
-            raise DataError(f"row {index} lacks {', '.join(missing)}", where=where,
-                            hint=f"expected the columns of {FULL_DATASET_ID}: {', '.join(PAPER_LAYOUT_COLUMNS)}")
+            raise DataError(
+                f"row {index} lacks {', '.join(missing)}",
+                where=where,
+                hint=f"expected the columns of {FULL_DATASET_ID}: {', '.join(PAPER_LAYOUT_COLUMNS)}",
+            )
         try:
             video = parse_video_id(str(row["video_path"]))
             dimension = _dimension(str(row["orig_criteria"]))
         except (KeyError, ValueError) as err:
             raise DataError(str(err).strip("'\""), where=f"{where}, row {index}") from err
         score = row["score"]
-        out.append({
-            "video_id": video.video_id, "clinician": video.clinician, "time_point": video.time_point,
-            "stimulus": video.stimulus, "dimension": dimension, "transcript": row["orig_response"] or "",
-            "score": None if score is None else float(score),
-            "video_path": _resolve(str(row["video_path"]), video_root),
-        })
+        out.append(
+            {
+                "video_id": video.video_id,
+                "clinician": video.clinician,
+                "time_point": video.time_point,
+                "stimulus": video.stimulus,
+                "dimension": dimension,
+                "transcript": row["orig_response"] or "",
+                "score": None if score is None else float(score),
+                "video_path": _resolve(str(row["video_path"]), video_root),
+            }
+        )
     return out
 
 

@@ -32,7 +32,8 @@ class ShardedParquetWriter:
         # Dictionary encoding only where values repeat (ids, rubric texts): on float arrays it
         # is tried and abandoned at a 6x cost in write time; statistics likewise.
         self.dictionary_columns = (
-            dictionary_columns if dictionary_columns is not None
+            dictionary_columns
+            if dictionary_columns is not None
             else [f.name for f in schema if pa.types.is_string(f.type)]
         )
         self.statistics_columns = [f.name for f in schema if not pa.types.is_list(f.type)]
@@ -58,8 +59,11 @@ class ShardedParquetWriter:
         path = self.directory / f"{self.split}-{len(self._partials):05d}.parquet.partial"
         self._partials.append(path)
         self._writer = pq.ParquetWriter(
-            path, self.schema, compression="snappy",
-            use_dictionary=self.dictionary_columns, write_statistics=self.statistics_columns,
+            path,
+            self.schema,
+            compression="snappy",
+            use_dictionary=self.dictionary_columns,
+            write_statistics=self.statistics_columns,
         )
         self._shard_bytes = 0
 

@@ -36,6 +36,7 @@ PROBLEM_KINDS: dict[str, str] = {
     "label_bad_header": "the labels file lacks the required columns",
 }
 
+
 @dataclass(frozen=True)
 class Problem:
     """One problem: what kind, where (video, modality, file, row) and why."""
@@ -75,8 +76,14 @@ class BuildError(DataError):
     so the CLI can show them before its one error line.
     """
 
-    def __init__(self, message: str, problems: list[Problem] | tuple[Problem, ...] = (), *,
-                 where: str | None = None, hint: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        problems: list[Problem] | tuple[Problem, ...] = (),
+        *,
+        where: str | None = None,
+        hint: str | None = None,
+    ):
         super().__init__(message, where=where, hint=hint)
         self.problems = list(problems)
 

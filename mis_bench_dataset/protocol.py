@@ -168,4 +168,3 @@ class VideoSampling:
             "max_pixels_per_frame": self.max_pixels_per_frame(),
             "frame_rule": "linspace(0, n_frames - 1, frames), truncated",
         }
-

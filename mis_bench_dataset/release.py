@@ -222,9 +222,7 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
                     if rel not in {f for _, f in folders}:
                         problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=rel))
             elif path.name not in KNOWN_TOP_LEVEL_FILES and path.name not in KNOWN_TOP_LEVEL_DIRS:
-                problems.append(
-                    Problem("unknown_file", "not part of the release layout; ignored", path=path.name)
-                )
+                problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=path.name))
         for raw in manifest.get("sample_ids", []) or []:
             try:
                 video_id = parse_video_id(raw).video_id
@@ -233,8 +231,12 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
                 continue
             if video_id not in ids:
                 problems.append(
-                    Problem("missing_video", "listed in subset_manifest.json but no file in any modality",
-                            video_id=video_id, path="subset_manifest.json")
+                    Problem(
+                        "missing_video",
+                        "listed in subset_manifest.json but no file in any modality",
+                        video_id=video_id,
+                        path="subset_manifest.json",
+                    )
                 )
                 ids.add(video_id)
     else:
@@ -242,11 +244,13 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
     for name in present:
         for video_id in sorted(ids - set(files[name])):
             folder = dict(folders)[name]
-            problems.append(
-                Problem("missing_file", f"no {folder}/{video_id}.npz", video_id=video_id, modality=name)
-            )
-    logger.info("release %s: %d videos, modalities present: %s", root or "(none: transcripts only)", len(ids),
-                ", ".join(present) or "none")
+            problems.append(Problem("missing_file", f"no {folder}/{video_id}.npz", video_id=video_id, modality=name))
+    logger.info(
+        "release %s: %d videos, modalities present: %s",
+        root or "(none: transcripts only)",
+        len(ids),
+        ", ".join(present) or "none",
+    )
     return ReleaseIndex(
         root=root,
         video_ids=sorted(ids),
@@ -293,8 +297,9 @@ def _load_npz(
     try:
         reason = _too_large(npz_headers(path), max_rows, max_chars)
         if reason is not None:
-            return None, Problem("too_large", reason + " (never decompressed)", video_id=video_id, modality=modality,
-                                 path=rel)
+            return None, Problem(
+                "too_large", reason + " (never decompressed)", video_id=video_id, modality=modality, path=rel
+            )
         with np.load(path, allow_pickle=False) as npz:
             return {key: npz[key] for key in npz.files}, None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
@@ -303,7 +308,12 @@ def _load_npz(
 
 
 def read_modality(
-    path: Path, modality: Modality, video_id: str, root: Path | None = None, *, max_seconds: float = MAX_RECORDING_SECONDS
+    path: Path,
+    modality: Modality,
+    video_id: str,
+    root: Path | None = None,
+    *,
+    max_seconds: float = MAX_RECORDING_SECONDS,
 ) -> tuple[ModalityData, Problem | None]:
     """Read and validate one array modality file; a broken file gives an empty modality and a Problem."""
     rel = path.relative_to(root).as_posix() if root is not None else str(path)
@@ -320,7 +330,9 @@ def read_modality(
         return fail("bad_keys", f"missing array(s) {missing}; found {sorted(arrays)}")
     features, timestamps = arrays["features"], arrays["timestamps"]
     if features.dtype.kind not in "fiu" or timestamps.dtype.kind not in "fiu":
-        return fail("bad_dtype", f"features dtype {features.dtype}, timestamps dtype {timestamps.dtype}; expected numbers")
+        return fail(
+            "bad_dtype", f"features dtype {features.dtype}, timestamps dtype {timestamps.dtype}; expected numbers"
+        )
     if features.ndim != 2 or features.shape[1] != modality.width:
         return fail("bad_width", f"features shape {features.shape}; expected (T, {modality.width})")
     if timestamps.ndim != 1 or timestamps.shape[0] != features.shape[0]:
@@ -344,17 +356,30 @@ def read_transcript(path: Path, video_id: str, root: Path | None = None) -> tupl
     if problem is not None:
         return None, problem
     if "text" not in arrays:
-        return None, Problem("bad_keys", f"missing array 'text'; found {sorted(arrays)}",
-                             video_id=video_id, modality=TEXT_MODALITY, path=rel)
+        return None, Problem(
+            "bad_keys",
+            f"missing array 'text'; found {sorted(arrays)}",
+            video_id=video_id,
+            modality=TEXT_MODALITY,
+            path=rel,
+        )
     text = arrays["text"]
     if text.dtype.kind != "U" or text.size != 1:
-        return None, Problem("bad_dtype", f"'text' is {text.dtype} of shape {text.shape}; expected a 0-d unicode array",
-                             video_id=video_id, modality=TEXT_MODALITY, path=rel)
+        return None, Problem(
+            "bad_dtype",
+            f"'text' is {text.dtype} of shape {text.shape}; expected a 0-d unicode array",
+            video_id=video_id,
+            modality=TEXT_MODALITY,
+            path=rel,
+        )
     return str(text.reshape(()).item()), None
 
 
 def read_video(
-    index: ReleaseIndex, video_id: str, transcripts: dict[str, str] | None = None, *,
+    index: ReleaseIndex,
+    video_id: str,
+    transcripts: dict[str, str] | None = None,
+    *,
     max_seconds: float = MAX_RECORDING_SECONDS,
 ) -> VideoRecord:
     """Read one video's modalities; problems for absent files were already reported by `scan_release`."""
@@ -383,8 +408,12 @@ def read_video(
         csv_text = transcripts[video_id]
         if text is not None and text.strip() != csv_text.strip():
             problems.append(
-                Problem("transcript_conflict", "text/words differs from the transcripts CSV; the CSV is used",
-                        video_id=video_id, modality=TEXT_MODALITY)
+                Problem(
+                    "transcript_conflict",
+                    "text/words differs from the transcripts CSV; the CSV is used",
+                    video_id=video_id,
+                    modality=TEXT_MODALITY,
+                )
             )
         text = csv_text
     return VideoRecord(
@@ -398,4 +427,3 @@ def read_video(
         problems=problems,
         bytes_read=bytes_read,
     )
-

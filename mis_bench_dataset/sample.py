@@ -2,7 +2,8 @@
 
 Nothing is shipped as data files: the sample is generated deterministically
 (seed 0, 996 short videos, the paper's scale, so the 80/10/10 split tests on about
-100 videos) into a cache folder the first time it is asked for, then reused. The folder is `$MIS_BENCH_CACHE` if set, else `~/.cache/mis-bench`,
+100 videos) into a cache folder the first time it is asked for, then reused. The
+folder is `$MIS_BENCH_CACHE` if set, else `~/.cache/mis-bench`,
 or any path you pass; inside it, `default-sample-v{GENERATOR_VERSION}/` holds
 `release/` (with `ratings.csv`) and `mis-bench/` (the built dataset). Creation is
 atomic, so concurrent first uses do not see half a sample.
@@ -55,11 +56,13 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
         # The release is generated aside and renamed into place (manifest last = complete).
         staging = root / f".release.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
-            logger.info("generating the embedded default sample (SYNTHETIC, %d videos) in %s",
-                        DEFAULT_SAMPLE_VIDEOS, root)
+            logger.info(
+                "generating the embedded default sample (SYNTHETIC, %d videos) in %s", DEFAULT_SAMPLE_VIDEOS, root
+            )
             # Uncompressed: random arrays barely compress, and zlib would dominate the first run's time.
-            generate_synthetic_release(staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED,
-                                       compress=False)
+            generate_synthetic_release(
+                staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED, compress=False
+            )
             shutil.rmtree(sample.release_dir, ignore_errors=True)  # an incomplete leftover
             try:
                 staging.rename(sample.release_dir)

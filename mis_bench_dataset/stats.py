@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
 from mis_bench_dataset.built import ALL_SPLITS, check_build_dir, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.numbers import exact_decimal, round_half_up
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
 from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 
@@ -58,8 +58,10 @@ class GoldTable:
         return self.gold[:, DIMENSION_KEYS.index(key)]
 
     def subset(self, mask: np.ndarray) -> GoldTable:
-        ids = tuple(v for v, keep in zip(self.video_ids, mask) if keep)
-        groups = {g: tuple(x for x, keep in zip(values, mask) if keep) for g, values in self.groups.items()}
+        ids = tuple(v for v, keep in zip(self.video_ids, mask, strict=True) if keep)
+        groups = {
+            g: tuple(x for x, keep in zip(values, mask, strict=True) if keep) for g, values in self.groups.items()
+        }
         return GoldTable(ids, groups, self.gold[mask])
 
 
@@ -75,8 +77,10 @@ def read_gold(build_dir: str | Path, split: str = ALL_SPLITS) -> GoldTable:
         groups["split"] += [name] * table.num_rows
         groups["time_point"] += table.column("time_point").to_pylist()
         groups["stimulus"] += table.column("stimulus").to_pylist()
-        columns = [[math.nan if v is None else exact_decimal(np.float32(v)) for v in table.column(k).to_pylist()]
-                   for k in DIMENSION_KEYS]
+        columns = [
+            [math.nan if v is None else exact_decimal(np.float32(v)) for v in table.column(k).to_pylist()]
+            for k in DIMENSION_KEYS
+        ]
         blocks.append(np.array(columns, dtype=np.float64).T.reshape(table.num_rows, len(DIMENSION_KEYS)))
     return GoldTable(tuple(ids), {g: tuple(v) for g, v in groups.items()}, np.concatenate(blocks))
 
@@ -161,14 +165,18 @@ def _check_labels_match(table: GoldTable, labels: Labels) -> None:
         raise DataError(
             f"the labels aggregate to other gold scores than the build's for {len(mismatches)} "
             f"(video, dimension) pair(s), e.g. {'; '.join(mismatches[:3])}",
-            where=str(labels.path), hint="pass the per-rater labels file the dataset was built with",
+            where=str(labels.path),
+            hint="pass the per-rater labels file the dataset was built with",
         )
 
 
 def _ceiling(table: GoldTable, labels: Labels) -> tuple[dict[str, dict] | None, int]:
     if labels.form != "long":
-        raise UsageError("the human ceiling needs per-rater labels; these are aggregated (wide)",
-                         where=str(labels.path), hint="pass the long CSV video_id,rater,dimension,score")
+        raise UsageError(
+            "the human ceiling needs per-rater labels; these are aggregated (wide)",
+            where=str(labels.path),
+            hint="pass the long CSV video_id,rater,dimension,score",
+        )
     _check_labels_match(table, labels)
     selected = labels.restricted_to(table.video_ids)
     n_fully_rated = len(selected.fully_rated_videos())
@@ -176,14 +184,23 @@ def _ceiling(table: GoldTable, labels: Labels) -> tuple[dict[str, dict] | None, 
     return ceiling or None, n_fully_rated
 
 
-def dataset_stats(table: GoldTable, labels: Labels | None = None, *, dataset: str = "", split: str = ALL_SPLITS,
-                  source: str | None = None) -> dict:
+def dataset_stats(
+    table: GoldTable,
+    labels: Labels | None = None,
+    *,
+    dataset: str = "",
+    split: str = ALL_SPLITS,
+    source: str | None = None,
+) -> dict:
     """The `stats.json` document of a gold table (strict JSON: None where undefined); `source`
     (the folder) names where the data came from in errors."""
     labelled = ~np.isnan(table.gold)
     if not labelled.any():
-        raise DataError("the dataset has no gold scores (it was built without labels)", where=source or dataset or None,
-                        hint="rebuild it with `mis-bench build ... --labels LABELS.csv`")
+        raise DataError(
+            "the dataset has no gold scores (it was built without labels)",
+            where=source or dataset or None,
+            hint="rebuild it with `mis-bench build ... --labels LABELS.csv`",
+        )
     matrix, n_complete = correlation(table.gold)
     doc: dict = {
         "generated_by": GENERATED_BY,
@@ -193,9 +210,13 @@ def dataset_stats(table: GoldTable, labels: Labels | None = None, *, dataset: st
         "n_labelled_videos": int(labelled.any(axis=1).sum()),
         "n_complete_videos": n_complete,
         "dimensions": _dimension_summaries(table),
-        "correlation": {a: dict(zip(DIMENSION_KEYS, row)) for a, row in zip(DIMENSION_KEYS, matrix)},
-        "histograms": {"bins": list(HISTOGRAM_BINS),
-                       "counts": {key: histogram(table.column(key)) for key in DIMENSION_KEYS}},
+        "correlation": {
+            a: dict(zip(DIMENSION_KEYS, row, strict=True)) for a, row in zip(DIMENSION_KEYS, matrix, strict=True)
+        },
+        "histograms": {
+            "bins": list(HISTOGRAM_BINS),
+            "counts": {key: histogram(table.column(key)) for key in DIMENSION_KEYS},
+        },
         "groups": {grouping: group_summaries(table, grouping) for grouping in GROUPINGS},
         "human_ceiling": None,
         "n_fully_rated_videos": None,
@@ -205,8 +226,9 @@ def dataset_stats(table: GoldTable, labels: Labels | None = None, *, dataset: st
         doc["human_ceiling"], doc["n_fully_rated_videos"] = _ceiling(table, labels)
         doc["label_problems"] = len(labels.problems)
         if labels.problems:
-            logger.warning("%s: %d problem(s) in the labels, e.g. %s", labels.path, len(labels.problems),
-                           labels.problems[0])
+            logger.warning(
+                "%s: %d problem(s) in the labels, e.g. %s", labels.path, len(labels.problems), labels.problems[0]
+            )
     return doc
 
 
@@ -216,8 +238,9 @@ def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels
 
     folder = check_build_dir(build_dir)
     label_set = labels if isinstance(labels, Labels) or labels is None else read_labels(labels)
-    return dataset_stats(read_gold(folder, split), label_set, dataset=folder.resolve().name, split=split,
-                         source=str(folder))
+    return dataset_stats(
+        read_gold(folder, split), label_set, dataset=folder.resolve().name, split=split, source=str(folder)
+    )
 
 
 STATS_WRITER = "stats"
@@ -238,19 +261,27 @@ def summary_text(doc: dict, out_dir: str | Path | None = None) -> str:
     """A short plain-text view of a `stats.json` document (what the CLI prints)."""
     from mis_bench_dataset.numbers import num
 
-    lines = [f"gold statistics of {doc['dataset']} [split {doc['split']}]: {doc['n_videos']} videos, "
-             f"{doc['n_labelled_videos']} labelled, {doc['n_complete_videos']} with all eight gold scores",
-             f"{'dim.':<6} {'mean':>6} {'sd':>6} {'min':>4} {'max':>4} {'n':>5}"]
+    lines = [
+        f"gold statistics of {doc['dataset']} [split {doc['split']}]: {doc['n_videos']} videos, "
+        f"{doc['n_labelled_videos']} labelled, {doc['n_complete_videos']} with all eight gold scores",
+        f"{'dim.':<6} {'mean':>6} {'sd':>6} {'min':>4} {'max':>4} {'n':>5}",
+    ]
     for key, s in doc["dimensions"].items():
-        lines.append(f"{DIMENSION_BY_KEY[key].abbreviation:<6} {num(s['mean'], 3):>6} {num(s['sd'], 3):>6} "
-                     f"{num(s['min'], 1):>4} {num(s['max'], 1):>4} {s['n']:>5}")
+        lines.append(
+            f"{DIMENSION_BY_KEY[key].abbreviation:<6} {num(s['mean'], 3):>6} {num(s['sd'], 3):>6} "
+            f"{num(s['min'], 1):>4} {num(s['max'], 1):>4} {s['n']:>5}"
+        )
     for grouping in GROUPINGS:
         counts = ", ".join(f"{value} {group['n_videos']}" for value, group in doc["groups"][grouping].items())
         lines.append(f"videos per {grouping.replace('_', ' ')}: {counts}")
     if doc.get("human_ceiling"):
-        lines.append(f"human single-rater ICC(3,1) on {doc['n_fully_rated_videos']} fully rated videos: " + ", ".join(
-            f"{DIMENSION_BY_KEY[k].abbreviation} {num(v['icc'], 2)} [{num(v['ci_low'], 2)}, {num(v['ci_high'], 2)}]"
-            for k, v in doc["human_ceiling"].items()))
+        lines.append(
+            f"human single-rater ICC(3,1) on {doc['n_fully_rated_videos']} fully rated videos: "
+            + ", ".join(
+                f"{DIMENSION_BY_KEY[k].abbreviation} {num(v['icc'], 2)} [{num(v['ci_low'], 2)}, {num(v['ci_high'], 2)}]"
+                for k, v in doc["human_ceiling"].items()
+            )
+        )
     if out_dir is not None:
         lines.append(f"wrote {Path(out_dir) / STATS_FILE}, " + ", ".join(doc["figures"].values()))
     return "\n".join(lines)

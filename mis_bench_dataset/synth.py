@@ -65,7 +65,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING, MEAN_DURATION_SECONDS, N_FULLY_RATED, N_VIDEOS
+from mis_bench_dataset.dimensions import (
+    DIMENSION_KEYS,
+    GOLD_STATS,
+    HUMAN_CEILING,
+    MEAN_DURATION_SECONDS,
+    N_FULLY_RATED,
+    N_VIDEOS,
+)
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import write_ratings_long
 from mis_bench_dataset.numbers import round_half_up_array
@@ -131,7 +138,7 @@ def _simulate_raters(mu, v_true, v_err, z, eps):
     return np.clip(np.rint(cont), 1, 5)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def calibrated_rater_model() -> dict[str, tuple[float, float, float]]:
     """Per dimension (v_true, v_err, centre) so integer ratings of 3 raters hit Table 2 ICC
     and Table 6 mean and sd (rounding to integers shifts all three, hence the calibration).
@@ -165,8 +172,10 @@ def calibrated_rater_model() -> dict[str, tuple[float, float, float]]:
         v_true = v_true * (sd / gold.std(axis=-1, keepdims=True)) ** 2
         v_err = np.maximum(v_err * ((1 - rho) / rho) / ((1 - icc) / icc), 1e-4)
         centre = centre + mu - gold.mean(axis=-1, keepdims=True)
-    return {key: (float(v_true[d, 0, 0]), float(v_err[d, 0, 0]), float(centre[d, 0, 0]))
-            for d, key in enumerate(DIMENSION_KEYS)}
+    return {
+        key: (float(v_true[d, 0, 0]), float(v_err[d, 0, 0]), float(centre[d, 0, 0]))
+        for d, key in enumerate(DIMENSION_KEYS)
+    }
 
 
 # ---------------------------------------------------------------- ids
@@ -194,7 +203,7 @@ def synthetic_video_ids(n_videos: int, rng: np.random.Generator) -> list[str]:
         counts[rng.choice(n_clinicians, p=p / p.sum())] += 1
     combos = [(t, s) for t in TIME_POINTS for s in STIMULI]
     ids: list[str] = []
-    for code, count in zip(_clinician_codes(n_clinicians, rng), counts):
+    for code, count in zip(_clinician_codes(n_clinicians, rng), counts, strict=True):
         for i in rng.choice(len(combos), size=count, replace=False):
             t, s = combos[i]
             ids.append(f"{code}_{t}_{s}")
@@ -204,30 +213,47 @@ def synthetic_video_ids(n_videos: int, rng: np.random.Generator) -> list[str]:
 # ---------------------------------------------------------------- text
 _BANK: dict[str, tuple[str, str, str]] = {
     # (low, ordinary, high) wording per dimension
-    "verbal_fluency": ("I, I don't, I'm not sure what to, to say here.",
-                       "I hear what you're saying.",
-                       "I really hear what you are telling me, and I'm glad you said it out loud."),
-    "hope_and_pe": ("Honestly, I don't think there is much that can change this.",
-                    "Maybe things will get a little better.",
-                    "I believe you can get there, and together we can find concrete steps that move you toward what you want."),
-    "persuasiveness": ("I don't know, whatever you think.",
-                       "It might be worth thinking about.",
-                       "Here is how I see it: what you feel makes sense given what happened, and that gives us a clear way forward."),
-    "emotional_expression": ("Okay.",
-                             "That sounds hard.",
-                             "Wow, that sounds really painful, and I can feel how much this matters to you!"),
-    "wau": ("You should have handled that better.",
-            "Thank you for telling me.",
-            "I care about what you are going through, and there is nothing wrong with feeling this way."),
-    "empathy": ("Let's talk about something else.",
-                "It sounds like you are upset.",
-                "It sounds like underneath the anger you feel alone and unsure whether anyone can really help you."),
-    "abc": ("You need to fix this yourself.",
-            "We can talk about it.",
-            "Would it fit for you if we worked on this together and checked in on how it feels as we go?"),
-    "arrr": ("You are overreacting about our sessions.",
-             "I see you have some concerns.",
-             "I want to pause on what is happening between us right now, because your frustration with me matters and I want to repair it."),
+    "verbal_fluency": (
+        "I, I don't, I'm not sure what to, to say here.",
+        "I hear what you're saying.",
+        "I really hear what you are telling me, and I'm glad you said it out loud.",
+    ),
+    "hope_and_pe": (
+        "Honestly, I don't think there is much that can change this.",
+        "Maybe things will get a little better.",
+        "I believe you can get there, and together we can find concrete steps that move you toward what you want.",
+    ),
+    "persuasiveness": (
+        "I don't know, whatever you think.",
+        "It might be worth thinking about.",
+        "Here is how I see it: what you feel makes sense given what happened, and that gives us a clear way forward.",
+    ),
+    "emotional_expression": (
+        "Okay.",
+        "That sounds hard.",
+        "Wow, that sounds really painful, and I can feel how much this matters to you!",
+    ),
+    "wau": (
+        "You should have handled that better.",
+        "Thank you for telling me.",
+        "I care about what you are going through, and there is nothing wrong with feeling this way.",
+    ),
+    "empathy": (
+        "Let's talk about something else.",
+        "It sounds like you are upset.",
+        "It sounds like underneath the anger you feel alone and unsure whether anyone can really help you.",
+    ),
+    "abc": (
+        "You need to fix this yourself.",
+        "We can talk about it.",
+        "Would it fit for you if we worked on this together and checked in on how it feels as we go?",
+    ),
+    "arrr": (
+        "You are overreacting about our sessions.",
+        "I see you have some concerns.",
+        "I want to pause on what is happening between us right now, because your frustration with me matters and "
+        "I want to repair it.",
+    ),
 }
 _FILLERS = ("um,", "uh,", "you know,", "like,")
 
@@ -245,7 +271,7 @@ def _transcript(stimulus: str, scores: dict[str, float], rng: np.random.Generato
     filler_rate = float(np.clip(0.25 - 0.12 * (scores["verbal_fluency"] - 3.0), 0.0, 0.5))
     fillers = np.flatnonzero(rng.random(len(words)) < filler_rate / 4)
     picks = rng.integers(len(_FILLERS), size=len(fillers))
-    for position, pick in zip(fillers[::-1], picks[::-1]):  # from the end, so positions stay valid
+    for position, pick in zip(fillers[::-1], picks[::-1], strict=True):  # from the end, so positions stay valid
         words.insert(int(position), _FILLERS[pick])
     return " ".join(words)
 
@@ -397,12 +423,15 @@ def synthetic_videos(
     def videos():
         for i, video_id in enumerate(draw.video_ids):
             video_rng = np.random.default_rng([seed, i])
-            audio = dict(zip(DIMENSION_KEYS, draw.expressed["audio"][i].tolist()))
-            video = dict(zip(DIMENSION_KEYS, draw.expressed["video"][i].tolist()))
+            audio = dict(zip(DIMENSION_KEYS, draw.expressed["audio"][i].tolist(), strict=True))
+            video = dict(zip(DIMENSION_KEYS, draw.expressed["video"][i].tolist(), strict=True))
             arrays = _video_arrays(video, float(durations[i]), int(fps_choice[i]), video_rng)
             arrays.update(_audio_arrays(audio, float(durations[i]), audio_projection[i], video_rng))
-            text = _transcript(parse_video_id(video_id).stimulus, dict(zip(DIMENSION_KEYS, text_scores[i].tolist())),
-                               video_rng)
+            text = _transcript(
+                parse_video_id(video_id).stimulus,
+                dict(zip(DIMENSION_KEYS, text_scores[i].tolist(), strict=True)),
+                video_rng,
+            )
             yield video_id, arrays, text
 
     return draw, videos()
@@ -426,8 +455,11 @@ def generate_synthetic_release(
     out_dir = Path(out_dir)
     check_folder_path(out_dir, command="synth", arg="OUT")
     if out_dir.exists() and any(out_dir.iterdir()):
-        raise DataError(f"{out_dir} exists and is not empty", where="OUT",
-                        hint="give a new (or empty) folder for the synthetic release; nothing was changed")
+        raise DataError(
+            f"{out_dir} exists and is not empty",
+            where="OUT",
+            hint="give a new (or empty) folder for the synthetic release; nothing was changed",
+        )
     if n_videos < 1:
         raise UsageError(f"the number of videos must be at least 1, got {n_videos}", where="--videos")
     draw, videos = synthetic_videos(n_videos, seed, full_size)
@@ -437,8 +469,9 @@ def generate_synthetic_release(
         (out_dir / folder).mkdir(parents=True, exist_ok=True)
 
     manifest_rows = []
-    for video_id, arrays, text in tqdm(videos, total=len(video_ids), desc="synthesizing", unit="video",
-                                       disable=not progress or None):
+    for video_id, arrays, text in tqdm(
+        videos, total=len(video_ids), desc="synthesizing", unit="video", disable=not progress or None
+    ):
         entry = {"sample_id": video_id}
         for name, (features, timestamps) in arrays.items():
             rel = f"{MODALITY_BY_NAME[name].folder}/{video_id}.npz"
@@ -468,7 +501,9 @@ def generate_synthetic_release(
         writer.writeheader()
         writer.writerows(manifest_rows)
     n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
-    logger.info("synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), n_clinicians, seed, out_dir)
+    logger.info(
+        "synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), n_clinicians, seed, out_dir
+    )
     return SyntheticRelease(out_dir, ratings_csv, tuple(video_ids), seed)
 
 
@@ -479,6 +514,15 @@ def gold_from_ratings(ratings_csv: str | Path) -> dict[str, dict[str, float | No
     return read_labels(ratings_csv).gold
 
 
-__all__ = ["SyntheticRelease", "SyntheticDraw", "generate_synthetic_release", "calibrated_rater_model",
-           "synthetic_video_ids", "synthetic_draw", "synthetic_ratings", "synthetic_videos", "pause_share",
-           "gold_from_ratings"]
+__all__ = [
+    "SyntheticRelease",
+    "SyntheticDraw",
+    "generate_synthetic_release",
+    "calibrated_rater_model",
+    "synthetic_video_ids",
+    "synthetic_draw",
+    "synthetic_ratings",
+    "synthetic_videos",
+    "pause_share",
+    "gold_from_ratings",
+]

@@ -40,8 +40,14 @@ def _read(path: Path, problems: list[Problem], transcripts: dict[str, str]) -> t
                 continue
             if video_id in transcripts:
                 problems.append(
-                    Problem("duplicate_id", "video appears twice in the transcripts CSV; first row kept",
-                            video_id=video_id, modality="text", path=str(path), row=row_number)
+                    Problem(
+                        "duplicate_id",
+                        "video appears twice in the transcripts CSV; first row kept",
+                        video_id=video_id,
+                        modality="text",
+                        path=str(path),
+                        row=row_number,
+                    )
                 )
                 continue
             transcripts[video_id] = row.get("transcript") or ""

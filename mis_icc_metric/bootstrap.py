@@ -53,8 +53,10 @@ def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.nd
     if n_resamples < 1:
         raise ValueError(f"n_bootstrap must be >= 1, got {n_resamples}")
     if n_resamples > MAX_BOOTSTRAP:
-        raise UsageError(f"{n_resamples:,} bootstrap resamples exceed the limit of {MAX_BOOTSTRAP:,}",
-                         hint="memory grows with resamples x videos; 10,000 (the paper's) is plenty for a 95% CI")
+        raise UsageError(
+            f"{n_resamples:,} bootstrap resamples exceed the limit of {MAX_BOOTSTRAP:,}",
+            hint="memory grows with resamples x videos; 10,000 (the paper's) is plenty for a 95% CI",
+        )
     rng = np.random.default_rng(seed)
     dtype = np.uint16 if n_items <= 2**16 else np.int32
     return rng.integers(0, n_items, size=(n_resamples, n_items), dtype=dtype)
@@ -91,11 +93,11 @@ def resampled_sums(indices: np.ndarray, features: np.ndarray) -> np.ndarray:
 
 
 class BlockMoments:
-    """Column layout of the per-block features: [valid, v*x_j (k), v*x_j*x_l (j<=l), v*(x_0-x_1)^2]."""
+    """Column layout of the per-block features: [valid, v*x_j (k), v*x_j*x_m (j<=m), v*(x_0-x_1)^2]."""
 
     def __init__(self, k: int) -> None:
         self.k = k
-        self.pairs = [(j, l) for j in range(k) for l in range(j, k)]
+        self.pairs = [(j, m) for j in range(k) for m in range(j, k)]
         self.width = 1 + k + len(self.pairs) + 1
 
 
@@ -119,7 +121,7 @@ def block_features(ratings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, 
     centred = np.where((high == low)[None], 0.0, centred)
     columns = [mask[..., None]]
     columns.append(centred)
-    columns.append(np.stack([centred[..., j] * centred[..., l] for j, l in layout.pairs], axis=-1))
+    columns.append(np.stack([centred[..., j] * centred[..., m] for j, m in layout.pairs], axis=-1))
     if k >= 2:
         diff = np.where(valid, safe[..., 0] - safe[..., 1], 0.0)
         columns.append((diff**2)[..., None])
@@ -137,10 +139,10 @@ def _statistics_from_sums(sums: np.ndarray, n_blocks: int, layout: BlockMoments)
     sq_err = blocks[..., -1]
     cross = np.empty(blocks.shape[:2] + (k, k))
     safe_n = np.where(n_eff > 0, n_eff, 1.0)
-    for index, (j, l) in enumerate(layout.pairs):
-        value = quad[..., index] - linear[..., j] * linear[..., l] / safe_n
-        cross[..., j, l] = value
-        cross[..., l, j] = value
+    for index, (j, m) in enumerate(layout.pairs):
+        value = quad[..., index] - linear[..., j] * linear[..., m] / safe_n
+        cross[..., j, m] = value
+        cross[..., m, j] = value
     # Zero a column that is constant within a resample, as `cross_products` does for the full sample, so a
     # resample without variance is undefined (NaN) and a constant prediction gives exactly 0, never noise / noise.
     squares = np.stack([quad[..., layout.pairs.index((j, j))] for j in range(k)], axis=-1)

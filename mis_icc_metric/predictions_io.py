@@ -25,9 +25,9 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.jsonio import JSONInputError, loads_strict, read_json
-from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.labels import ID_COLUMNS, map_wide_header
 from mis_bench_dataset.video_ids import normalize_video_id
 
@@ -169,8 +169,11 @@ def read_predictions(path: str | Path) -> list[dict]:
             video = _video(row.get("video_id"), path, number, "video_id")
             dim = _dimension(row.get("dimension"), path, number, "dimension")
             _check_duplicate(seen, (video, dim), path, number)
-            record = {"video_id": video, "dimension": dim,
-                      "prediction": _parse_value(row.get("prediction"), path, number, "prediction")}
+            record = {
+                "video_id": video,
+                "dimension": dim,
+                "prediction": _parse_value(row.get("prediction"), path, number, "prediction"),
+            }
             if "raw_response" in row:
                 record["raw_response"] = row["raw_response"]
             records.append(record)
@@ -193,8 +196,9 @@ def read_predictions(path: str | Path) -> list[dict]:
         video = _video(row.get(id_column), path, number, id_column)
         for column, dim in columns.items():
             _check_duplicate(seen, (video, dim), path, number)
-            records.append({"video_id": video, "dimension": dim,
-                            "prediction": _parse_value(row.get(column), path, number, column)})
+            records.append(
+                {"video_id": video, "dimension": dim, "prediction": _parse_value(row.get(column), path, number, column)}
+            )
     return records
 
 
@@ -252,7 +256,9 @@ def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
         if value is not None and math.isinf(value):
             raise ValueError(f"prediction record {index}: prediction is infinite")
         if (video, dim) in seen:
-            raise ValueError(f"prediction record {index}: duplicate {(video, dim)} (first at record {seen[(video, dim)]})")
+            raise ValueError(
+                f"prediction record {index}: duplicate {(video, dim)} (first at record {seen[(video, dim)]})"
+            )
         seen[(video, dim)] = index
         row = {"video_id": video, "dimension": dim, "prediction": value}
         if record.get("raw_response") is not None or "raw_response" in record:
@@ -298,7 +304,7 @@ def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     unlabeled = 0
-    for row, (video, dim, score) in enumerate(zip(videos, dims, scores)):
+    for row, (video, dim, score) in enumerate(zip(videos, dims, scores, strict=True)):
         key = (normalize_video_id(video), _dimension(dim, directory, row, "dimension"))
         _check_duplicate(seen, key, directory, row)
         value = coerce_score(score, what=f"{directory} row {row} score")
@@ -307,8 +313,12 @@ def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
             continue
         references[key] = value
     if unlabeled:
-        logger.info("%s [%s]: %d unlabelled (video, dimension) rows have no gold and are not scored",
-                    directory, split, unlabeled)
+        logger.info(
+            "%s [%s]: %d unlabelled (video, dimension) rows have no gold and are not scored",
+            directory,
+            split,
+            unlabeled,
+        )
     if not references:
         raise PredictionsFormatError(f"{directory} [{split}]: no labelled rows (every gold score is null)")
     return references
@@ -319,8 +329,10 @@ def _references_from_long_gold(path: Path, header: list[str], rows: list[tuple[i
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     for number, row in rows:
-        key = (_video(row.get("video_id"), path, number, "video_id"),
-               _dimension(row.get("dimension"), path, number, "dimension"))
+        key = (
+            _video(row.get("video_id"), path, number, "video_id"),
+            _dimension(row.get("dimension"), path, number, "dimension"),
+        )
         _check_duplicate(seen, key, path, number)
         value = _parse_value(row.get(value_column), path, number, value_column)
         if value is not None:
@@ -370,9 +382,8 @@ def read_references(source: str | Path, split: str = "test") -> dict[Key, float]
         return _references_from_labels(path)
     if "video_id" in header and "dimension" in header and any(c in header for c in GOLD_VALUE_COLUMNS):
         return _references_from_long_gold(path, header, rows)
-    if any(c in header for c in ID_COLUMNS) and _has_dimension_column(header):
-        if path.suffix.lower() == ".csv":
-            return _references_from_labels(path)
+    if any(c in header for c in ID_COLUMNS) and _has_dimension_column(header) and path.suffix.lower() == ".csv":
+        return _references_from_labels(path)
     raise PredictionsFormatError(
         f"{path}: not a references file; expected a dataset folder, per-rater labels "
         "(video_id, rater, dimension, score), long gold (video_id, dimension, score) "

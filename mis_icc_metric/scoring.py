@@ -34,7 +34,6 @@ from mis_bench_dataset.dimensions import (
     SCORE_MIN,
     resolve_dimension,
 )
-
 from mis_bench_dataset.icc import icc3_ci
 from mis_bench_dataset.numbers import exact_decimal
 
@@ -85,13 +84,17 @@ def mappings_from_columns(
 
     Dimensions may be keys, display names or paper abbreviations.
     """
-    lengths = {"predictions": len(predictions), "references": len(references),
-               "video_ids": len(video_ids), "dimensions": len(dimensions)}
+    lengths = {
+        "predictions": len(predictions),
+        "references": len(references),
+        "video_ids": len(video_ids),
+        "dimensions": len(dimensions),
+    }
     if len(set(lengths.values())) != 1:
         raise ValueError(f"inputs must have the same length, got {lengths}")
     preds: dict[Key, object] = {}
     refs: dict[Key, object] = {}
-    for index, (pred, ref, video, dim) in enumerate(zip(predictions, references, video_ids, dimensions)):
+    for index, (pred, ref, video, dim) in enumerate(zip(predictions, references, video_ids, dimensions, strict=True)):
         try:
             key = (str(video), resolve_dimension(str(dim)))
         except KeyError as exc:
@@ -125,9 +128,7 @@ class AlignedScores:
 
 def _check_dimension(dimension: str, where: str) -> None:
     if dimension not in DIMENSION_BY_KEY:
-        raise ValueError(
-            f"{where}: unknown dimension key {dimension!r}; expected one of {', '.join(DIMENSION_KEYS)}"
-        )
+        raise ValueError(f"{where}: unknown dimension key {dimension!r}; expected one of {', '.join(DIMENSION_KEYS)}")
 
 
 def _preview(keys: Iterable[Key], limit: int = 5) -> str:
@@ -214,7 +215,10 @@ def align(
     if n_out.sum():
         logger.warning(
             "%d prediction(s) outside [%s, %s] are scored as given (not clipped), e.g. %s",
-            int(n_out.sum()), SCORE_MIN, SCORE_MAX, ", ".join(out_examples),
+            int(n_out.sum()),
+            SCORE_MIN,
+            SCORE_MAX,
+            ", ".join(out_examples),
         )
     return AlignedScores(videos, dimensions, pred, gold, n_missing, n_out)
 
@@ -421,7 +425,10 @@ def score_predictions(
         source = imputed_blocks.get(j, dim_blocks[j])
         item = entry(source)
         imputed_dimensions[key] = {
-            "icc": item["icc"], "icc_ci": item["icc_ci"], "mse": item["mse"], "n": item["n"],
+            "icc": item["icc"],
+            "icc_ci": item["icc_ci"],
+            "mse": item["mse"],
+            "n": item["n"],
             "n_imputed": int(unparsed[:, j].sum()),
         }
     imputed_entry = entry(imputed_overall)
@@ -469,6 +476,8 @@ def score_predictions(
     if len(data.dimensions) < len(DIMENSION_KEYS):
         logger.warning(
             "references cover %d of %d dimensions; the overall score averages only %s",
-            len(data.dimensions), len(DIMENSION_KEYS), ", ".join(data.dimensions),
+            len(data.dimensions),
+            len(DIMENSION_KEYS),
+            ", ".join(data.dimensions),
         )
     return result

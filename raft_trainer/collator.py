@@ -26,7 +26,11 @@ import torch
 
 # Processor outputs concatenated along the first axis (patches / videos / images) in row order.
 MEDIA_BATCH_KEYS = (
-    "pixel_values_videos", "video_grid_thw", "second_per_grid_ts", "pixel_values", "image_grid_thw",
+    "pixel_values_videos",
+    "video_grid_thw",
+    "second_per_grid_ts",
+    "pixel_values",
+    "image_grid_thw",
 )
 RAFT_BATCH_KEYS = ("score_positions", "logits_keep", "keep_index", "keep_labels", "score", "dimension_index")
 
@@ -58,7 +62,7 @@ class RAFTDataCollator:
         labels = np.full((batch, width), -100, dtype=np.int64)
         attention_mask = np.zeros((batch, width), dtype=np.int64)
         offsets = width - lengths if self.padding_side == "left" else np.zeros_like(lengths)
-        for row, (ex, offset, n) in enumerate(zip(examples, offsets, lengths)):
+        for row, (ex, offset, n) in enumerate(zip(examples, offsets, lengths, strict=True)):
             input_ids[row, offset : offset + n] = ex["input_ids"]
             labels[row, offset : offset + n] = ex["labels"]
             attention_mask[row, offset : offset + n] = 1

@@ -14,8 +14,9 @@ RAFT reads.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
 from mis_bench_dataset.inputs import setting_media
@@ -147,7 +148,7 @@ class ScoringEncoder(TrainingRowMixin):
         )
         prompt_ids, full_ids = self._ids(prompt_text), self._ids(full_text)
         prompt_len = 0
-        for a, b in zip(prompt_ids, full_ids):
+        for a, b in zip(prompt_ids, full_ids, strict=False):  # their common prefix: full_ids is longer
             if a != b:
                 break
             prompt_len += 1
@@ -174,7 +175,8 @@ class ScoringEncoder(TrainingRowMixin):
                 raise ValueError(
                     f"{_row_name(row)}: the prompt needs {len(full_ids)} tokens even with the transcript removed, "
                     f"more than max_length={self.max_length}; raise max_length (the rubric of this dimension is long"
-                    + (", and the feature-derived descriptors add to it" if self.media else "") + ")"
+                    + (", and the feature-derived descriptors add to it" if self.media else "")
+                    + ")"
                 )
         score_index = self.digits.find_score(
             full_ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
@@ -220,7 +222,9 @@ def labelled_rows(dataset, split: str):
     """The split's rows that have a gold score (the count dropped is logged); raises when none do."""
     check_scoring_columns(dataset, f"{split} split")
     n_before = len(dataset)
-    dataset = dataset.filter(lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows")
+    dataset = dataset.filter(
+        lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows"
+    )
     if len(dataset) < n_before:
         logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
     if len(dataset) == 0:
@@ -245,6 +249,9 @@ def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "trai
     if n_truncated:
         logger.warning(
             "%s split: %d of %d transcripts shortened to fit max_length=%s",
-            split, n_truncated, len(encoded), encoder.max_length,
+            split,
+            n_truncated,
+            len(encoded),
+            encoder.max_length,
         )
     return encoded.remove_columns("transcript_truncated")

@@ -43,7 +43,7 @@ class DigitTokens:
     point_id: int
 
     @classmethod
-    def from_tokenizer(cls, tokenizer, probe_texts: tuple[tuple[str, str], ...] = ()) -> "DigitTokens":
+    def from_tokenizer(cls, tokenizer, probe_texts: tuple[tuple[str, str], ...] = ()) -> DigitTokens:
         """Discover the ids, then check each probe text (e.g. rendered completions) splits its
         score as [digit, '.', digit]; raise `ScoreTokenizationError` otherwise."""
         digit_ids = tuple(_single_token_id(tokenizer, d) for d in DIGITS)

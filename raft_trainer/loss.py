@@ -42,7 +42,9 @@ def expected_decimal_score(
     return s_int + 0.1 * s_frac
 
 
-def squared_score_error_sum(predicted: torch.Tensor, target: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
+def squared_score_error_sum(
+    predicted: torch.Tensor, target: torch.Tensor, valid: torch.Tensor | None = None
+) -> torch.Tensor:
     """Sum over the batch of (s_hat - s*)^2; the caller divides by the number of scored rows.
 
     Returning the sum (not the mean) lets the trainer normalise once by the number of scored rows

@@ -28,8 +28,7 @@ MEDIA_CONTEXT_COLUMN = "media_context"
 # The `features` flags saying whether a medium's features were released for a video.
 PRESENCE_FLAGS = {"audio": ("has_librosa", "has_prosody"), "video": ("has_openface",)}
 _FEATURES_HEADER = (
-    "Feature-derived inputs (numeric summaries of the released features; the model does not see or hear "
-    "the recording):"
+    "Feature-derived inputs (numeric summaries of the released features; the model does not see or hear the recording):"
 )
 
 
@@ -55,7 +54,9 @@ def feature_context(features_row: Mapping[str, Any], modality: str) -> str:
     return "\n".join(parts)
 
 
-def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterable[str] | None = None) -> dict[str, str]:
+def load_feature_contexts(
+    dataset_dir: str | Path, modality: str, splits: Iterable[str] | None = None
+) -> dict[str, str]:
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config.
 
     Read with `mis_bench_dataset.arrays.FeatureArrays` (zero-copy views of the Parquet columns).
@@ -76,11 +77,16 @@ def load_feature_contexts(dataset_dir: str | Path, modality: str, splits: Iterab
             for row in features.rows(wanted):
                 contexts[row["video_id"]] = feature_context(row, modality)
     except DataError as err:
-        raise UnsupportedSetting(f"{modality}: {dataset_dir} has no usable `features` config to derive "
-                                 f"{' and '.join(media)} descriptors from ({err.what})", where=err.where) from err
+        raise UnsupportedSetting(
+            f"{modality}: {dataset_dir} has no usable `features` config to derive "
+            f"{' and '.join(media)} descriptors from ({err.what})",
+            where=err.where,
+        ) from err
     if not present:
-        raise UnsupportedSetting(f"{modality}: {dataset_dir} has no `features` config to derive "
-                                 f"{' and '.join(media)} descriptors from", hint="build it with `mis-bench build`")
+        raise UnsupportedSetting(
+            f"{modality}: {dataset_dir} has no `features` config to derive {' and '.join(media)} descriptors from",
+            hint="build it with `mis-bench build`",
+        )
     return contexts
 
 

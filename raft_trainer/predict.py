@@ -18,7 +18,8 @@ import copy
 import inspect
 import logging
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,7 +67,11 @@ def _next_digit_probs(model, appended, state, digit_ids, renormalize) -> torch.T
         if state["last_position"] is not None:
             positions = state["last_position"][:, None] + torch.arange(1, appended.size(1) + 1, device=appended.device)
         out = model(
-            input_ids=appended, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1,
+            input_ids=appended,
+            attention_mask=mask,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
             **{_cache_kwarg(model): state["cache"]},
         )
     return digit_probabilities(out.logits[:, -1], digit_ids, renormalize)
@@ -97,7 +102,11 @@ def _common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
 def _can_share_prefix(model) -> bool:
     """Explicit 1-D position ids are exact for text decoders; multimodal RoPE (e.g. Qwen2.5-VL) is not."""
     config = getattr(model, "config", None)
-    return config is not None and getattr(config, "vision_config", None) is None and getattr(config, "audio_config", None) is None
+    return (
+        config is not None
+        and getattr(config, "vision_config", None) is None
+        and getattr(config, "audio_config", None) is None
+    )
 
 
 MIN_SHARED_PREFIX = 16
@@ -143,7 +152,13 @@ def predict_scores(
             tokenizer_or_processor, digits, modality, max_length, prompt_style, video_sampling or VideoSampling()
         )
         return _predict_raw(
-            model, encoder, list(rows), digits, batch_size=batch_size, method=method, renormalize=renormalize,
+            model,
+            encoder,
+            list(rows),
+            digits,
+            batch_size=batch_size,
+            method=method,
+            renormalize=renormalize,
             show_progress=show_progress,
         )
     if input_source != "features":
@@ -166,7 +181,9 @@ def predict_scores(
     for members in groups.values():
         shared, prefix_cache = 0, None
         if share_prefix and len(members) > 1:
-            shared = min(_common_prefix_length([prompts[i] for i in members]), min(len(prompts[i]) for i in members) - 1)
+            shared = min(
+                _common_prefix_length([prompts[i] for i in members]), min(len(prompts[i]) for i in members) - 1
+            )
             if shared >= MIN_SHARED_PREFIX:
                 prefix = torch.tensor([prompts[members[0]][:shared]], device=device)
                 prefix_cache = _returned_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1))
@@ -184,7 +201,9 @@ def predict_scores(
                 last_position = positions[:, -1]
                 mask = torch.cat([torch.ones(len(index), shared, dtype=mask.dtype, device=device), mask], dim=1)
             kwargs = {_cache_kwarg(model): cache} if cache is not None else {}
-            out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs)
+            out = model(
+                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs
+            )
             p_int = digit_probabilities(out.logits[:, -1], digit_ids, renormalize)  # (B, 10)
             state = {"cache": _returned_cache(out), "mask": mask, "ids": ids, "last_position": last_position}
             if state["cache"] is None and shared:
@@ -238,13 +257,18 @@ def _predict_raw(
         p_int = digit_probabilities(_media_forward(model, encoded, pad_id, device), digit_ids, renormalize)
         if method == "greedy":
             chosen = p_int.argmax(dim=-1).tolist()  # one host sync per batch, outside any loss
-            extended = [dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id]) for e, d in zip(encoded, chosen)]
+            extended = [
+                dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id])
+                for e, d in zip(encoded, chosen, strict=True)
+            ]
             p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
             batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
         else:
             k = len(VALID_INTEGER_DIGITS)
             extended = [
-                dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id]) for e in encoded for d in VALID_INTEGER_DIGITS
+                dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id])
+                for e in encoded
+                for d in VALID_INTEGER_DIGITS
             ]
             p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
             e_frac = expected_digit(p_frac).view(len(encoded), k)
@@ -293,10 +317,14 @@ def generate_scores(
         index = order[start : start + batch_size]
         ids, mask = _left_pad([prompts[i] for i in index], pad_id, device)
         out = model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
-            pad_token_id=pad_id, eos_token_id=tokenizer.eos_token_id,
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad_id,
+            eos_token_id=tokenizer.eos_token_id,
         )
-        for row, seq in zip(index, out[:, ids.size(1) :]):
+        for row, seq in zip(index, out[:, ids.size(1) :], strict=True):
             texts[row] = tokenizer.decode(seq, skip_special_tokens=True)
     return [parse_first_number(t) for t in texts], texts
 
@@ -305,5 +333,5 @@ def prediction_records(rows: Iterable[Mapping[str, Any]], scores: Sequence[float
     """Long-form prediction records (contract item 2) for `write_predictions`."""
     return [
         {"video_id": row["video_id"], "dimension": row["dimension"], "prediction": float(score)}
-        for row, score in zip(rows, scores)
+        for row, score in zip(rows, scores, strict=True)
     ]

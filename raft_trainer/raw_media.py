@@ -16,8 +16,9 @@ clear error. Rows longer than `max_length` raise (media tokens are never cut).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
 from mis_bench_dataset.inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
@@ -103,25 +104,28 @@ class RawMediaEncoder(TrainingRowMixin):
         prompt_text = self.processor.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
         full_text = self.processor.apply_chat_template(full, tokenize=False)
         if not full_text.startswith(prompt_text):
-            raise ValueError(f"{_row_name(row)}: the chat template does not render the prompt as a prefix of the conversation")
-        tail = self.tokenizer(full_text[len(prompt_text):], add_special_tokens=False)["input_ids"]
+            raise ValueError(
+                f"{_row_name(row)}: the chat template does not render the prompt as a prefix of the conversation"
+            )
+        tail = self.tokenizer(full_text[len(prompt_text) :], add_special_tokens=False)["input_ids"]
         extra = {"processor_kwargs": video_kwargs(self.video_sampling, video_metadata)} if video_metadata else {}
-        inputs = self.processor.apply_chat_template(
-            full, tokenize=True, return_dict=True, return_tensors="pt", **extra
-        )
+        inputs = self.processor.apply_chat_template(full, tokenize=True, return_dict=True, return_tensors="pt", **extra)
         ids = [int(i) for i in inputs["input_ids"][0]]
         prompt_len = len(ids) - len(tail)
         if ids[prompt_len:] != tail:
             raise ValueError(
                 f"{_row_name(row)}: the processor's ids do not end with the assistant turn tokenized alone "
-                f"({self.tokenizer.convert_ids_to_tokens(ids[prompt_len:])} vs {self.tokenizer.convert_ids_to_tokens(tail)})"
+                f"({self.tokenizer.convert_ids_to_tokens(ids[prompt_len:])} "
+                f"vs {self.tokenizer.convert_ids_to_tokens(tail)})"
             )
         if self.max_length is not None and len(ids) > self.max_length:
             raise ValueError(
                 f"{_row_name(row)}: {len(ids)} tokens with the media expanded, more than max_length={self.max_length}; "
                 "raise max_length or lower the processor's fps / resolution (media tokens are never cut)"
             )
-        score_index = self.digits.find_score(ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer)
+        score_index = self.digits.find_score(
+            ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
+        )
         out = {"input_ids": ids, "labels": [-100] * prompt_len + ids[prompt_len:], "score_index": score_index}
         unbatched = sorted(set(inputs) - {"input_ids", "attention_mask", *MEDIA_BATCH_KEYS})
         if unbatched:  # e.g. an audio processor's input_features: dropping them would feed placeholders only

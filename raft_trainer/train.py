@@ -114,7 +114,8 @@ def log_device(training_args) -> None:
         logger.warning(
             "no CUDA device: training on the CPU in %s with %s (the paper's recipe, recipes/paper_d1.yaml, uses bf16, "
             "paged_adamw_32bit and 4-bit NF4 on GPUs)",
-            "bfloat16" if training_args.bf16 else "float32", training_args.optim.value,
+            "bfloat16" if training_args.bf16 else "float32",
+            training_args.optim.value,
         )
 
 
@@ -152,8 +153,12 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
 
     check_scoring(splits, script_args.dataset_dir)
     input_source = prepare_inputs(splits, script_args.dataset_dir, training_args.modality, training_args.input_source)
-    setting = {"modality": training_args.modality, "input_source": input_source,
-               "prompt_style": training_args.prompt_style, "trained": script_args.train}
+    setting = {
+        "modality": training_args.modality,
+        "input_source": input_source,
+        "prompt_style": training_args.prompt_style,
+        "trained": script_args.train,
+    }
     if input_source == "features":  # as the harness records it: text descriptors, no plots
         setting["feature_format"] = "text"
     if input_source == "raw" and "video" in setting_media(training_args.modality):
@@ -188,7 +193,10 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     if script_args.train:
         logger.info(
             "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
-            trainer.accelerator.num_processes, training_args.raft_objective, training_args.modality, input_source,
+            trainer.accelerator.num_processes,
+            training_args.raft_objective,
+            training_args.modality,
+            input_source,
             training_args.prompt_style,
         )
         train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
@@ -214,15 +222,22 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
 
 def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, script_args, setting: dict) -> None:
     from mis_bench_dataset.loading import gold_references
-    from raft_trainer.predict import prediction_records, predict_scores
+    from raft_trainer.predict import predict_scores, prediction_records
 
     args = trainer.args
     model = trainer.accelerator.unwrap_model(trainer.model)
     rows = list(test_split)
     scores = predict_scores(
-        model, processing_class, rows, batch_size=script_args.predict_batch_size, method=script_args.predict_method,
-        max_length=args.max_length, renormalize=args.renormalize_digits, modality=args.modality,
-        input_source="raw" if setting["input_source"] == "raw" else "features", prompt_style=args.prompt_style,
+        model,
+        processing_class,
+        rows,
+        batch_size=script_args.predict_batch_size,
+        method=script_args.predict_method,
+        max_length=args.max_length,
+        renormalize=args.renormalize_digits,
+        modality=args.modality,
+        input_source="raw" if setting["input_source"] == "raw" else "features",
+        prompt_style=args.prompt_style,
         video_sampling=args.video_sampling,
     )
     records = prediction_records(rows, scores)

@@ -98,7 +98,11 @@ class RAFTTrainer(SFTTrainer):
             from raft_trainer.raw_media import RawMediaEncoder
 
             raw_encoder = RawMediaEncoder(
-                processing_class, self.digit_tokens, args.modality, args.max_length, args.prompt_style,
+                processing_class,
+                self.digit_tokens,
+                args.modality,
+                args.max_length,
+                args.prompt_style,
                 args.video_sampling,
             )
             encode = _raw_rows
@@ -140,7 +144,14 @@ class RAFTTrainer(SFTTrainer):
         if self._signature_columns is None and self._raw_media:  # raw rows are encoded in the collator
             self._signature_columns = list(self.train_dataset.column_names)
         if self._signature_columns is None:
-            self._signature_columns = ["input_ids", "labels", "score_index", "score", "dimension_index", *MEDIA_BATCH_KEYS]
+            self._signature_columns = [
+                "input_ids",
+                "labels",
+                "score_index",
+                "score",
+                "dimension_index",
+                *MEDIA_BATCH_KEYS,
+            ]
 
     def _get_num_items_in_batch(self, batch_samples: list, device: torch.device) -> torch.Tensor | None:
         """[completion tokens, scored rows] over the accumulation window (and all processes)."""

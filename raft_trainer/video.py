@@ -44,7 +44,8 @@ def available_decoder() -> str:
         return backend
     raise UnsupportedSetting(
         "raw video needs a video decoder and none imports here (tried "
-        + ", ".join(module for _, module in DECODERS) + ")",
+        + ", ".join(module for _, module in DECODERS)
+        + ")",
         hint="pip install av (PyAV) or decord; or use --input-source features",
     )
 
@@ -81,8 +82,12 @@ def _archive_frames(path: str, sampling: VideoSampling) -> tuple[np.ndarray, dic
         raise ValueError(f"{path}: `frames` must be (T, H, W, 3), got shape {frames.shape}")
     indices = sampling.frame_indices(len(frames))
     metadata = {
-        "total_num_frames": len(frames), "fps": fps, "height": int(frames.shape[1]), "width": int(frames.shape[2]),
-        "duration": len(frames) / fps if fps else None, "frames_indices": indices.tolist(),
+        "total_num_frames": len(frames),
+        "fps": fps,
+        "height": int(frames.shape[1]),
+        "width": int(frames.shape[2]),
+        "duration": len(frames) / fps if fps else None,
+        "frames_indices": indices.tolist(),
     }
     return frames[indices], metadata
 

@@ -46,9 +46,16 @@ def make_tiny_chat_model(folder: Path, seed: int = 0, answer_tokens: tuple[str, 
     fast.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     config = Qwen2Config(
-        vocab_size=len(fast), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-        num_key_value_heads=1, max_position_embeddings=8192, eos_token_id=fast.eos_token_id,
-        pad_token_id=fast.pad_token_id, tie_word_embeddings=answer_tokens is None,
+        vocab_size=len(fast),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=8192,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        tie_word_embeddings=answer_tokens is None,
     )
     model = Qwen2ForCausalLM(config)
     if answer_tokens is not None:
@@ -91,9 +98,17 @@ def make_fixed_answer_model(folder: Path, answer: str = "3.5") -> Path:
     assert len(set(chain)) == len(chain), f"{answer!r} repeats a token: greedy bigram decoding would loop"
     hidden = 32
     config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=1,
-        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192, tie_word_embeddings=False,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
     )
     model = Qwen2ForCausalLM(config)
     with torch.no_grad():
@@ -127,12 +142,20 @@ def scoring_rows(n_videos: int = 3, seed: int = 0, dimensions=DIMENSION_KEYS) ->
         transcript = f"I hear that this feels hard for you. Let us work on it together, step {v}."
         for d in dimensions:
             rubric = RUBRIC[d]
-            rows.append({
-                "video_id": video_id, "clinician": clinician, "time_point": time_point, "stimulus": stimulus,
-                "dimension": d, "dimension_name": DIMENSION_BY_KEY[d].name, "transcript": transcript,
-                "criterion": rubric.criterion, **{f"rubric_{i}": rubric.description(i) for i in range(1, 6)},
-                "score": round(rng.uniform(2.0, 4.8), 1),
-            })
+            rows.append(
+                {
+                    "video_id": video_id,
+                    "clinician": clinician,
+                    "time_point": time_point,
+                    "stimulus": stimulus,
+                    "dimension": d,
+                    "dimension_name": DIMENSION_BY_KEY[d].name,
+                    "transcript": transcript,
+                    "criterion": rubric.criterion,
+                    **{f"rubric_{i}": rubric.description(i) for i in range(1, 6)},
+                    "score": round(rng.uniform(2.0, 4.8), 1),
+                }
+            )
     return rows
 
 
@@ -162,8 +185,11 @@ class FaultPlan:
 def fake_usage(prompt_text: str, reply: str) -> dict:
     """The token counts the fake servers report: whitespace-separated words of prompt and reply."""
     prompt_tokens, completion_tokens = len(prompt_text.split()), len(reply.split())
-    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens}
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
 
 
 def fake_reply(text: str) -> str:
@@ -181,7 +207,9 @@ def chat_completion(text: str, reply: str | None = None, finish_reason: str = "s
     """A Chat Completions response body answering prompt `text` (default reply `fake_reply(text)`), with usage."""
     reply = fake_reply(text) if reply is None else reply
     return {
-        "id": "cmpl-test", "object": "chat.completion", "model": "fake",
+        "id": "cmpl-test",
+        "object": "chat.completion",
+        "model": "fake",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish_reason}],
         "usage": fake_usage(text, reply),
     }

@@ -56,8 +56,13 @@ def pingouin_icc(pred: Sequence[float], gold: Sequence[float]) -> float:
 
     pred, gold = np.asarray(pred, float), np.asarray(gold, float)
     n = len(pred)
-    frame = pd.DataFrame({"target": np.repeat(np.arange(n), 2), "rater": np.tile([0, 1], n),
-                          "score": np.stack([pred, gold], axis=1).ravel()})
+    frame = pd.DataFrame(
+        {
+            "target": np.repeat(np.arange(n), 2),
+            "rater": np.tile([0, 1], n),
+            "score": np.stack([pred, gold], axis=1).ravel(),
+        }
+    )
     table = pg.intraclass_corr(frame, targets="target", raters="rater", ratings="score").set_index("Type")
     name = "ICC(C,1)" if "ICC(C,1)" in table.index else "ICC3"  # pingouin < 0.6 called it ICC3
     return float(table.loc[name, "ICC"])
@@ -81,8 +86,9 @@ def ftest_ci(pred: Sequence[float], gold: Sequence[float], confidence: float = 0
     return [(f_low - 1) / (f_low + k - 1), (f_high - 1) / (f_high + k - 1)]
 
 
-def grid(predictions: Mapping[Key, float | None], references: Mapping[Key, float],
-         dimensions: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+def grid(
+    predictions: Mapping[Key, float | None], references: Mapping[Key, float], dimensions: Sequence[str]
+) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(videos sorted, pred (n, D) NaN = unparsed or absent, gold (n, D) NaN = no label)."""
     videos = sorted({video for video, _ in references})
     pred = np.full((len(videos), len(dimensions)), np.nan)
@@ -134,9 +140,15 @@ def overall_pairs(pred: np.ndarray, gold: np.ndarray, keep: np.ndarray) -> tuple
     return np.asarray(means_pred), np.asarray(means_gold)
 
 
-def expected_scores(predictions: Mapping[Key, float | None], references: Mapping[Key, float], *,
-                    n_bootstrap: int, seed: int, confidence: float = 0.95,
-                    common_videos: Sequence[str] | None = None) -> dict:
+def expected_scores(
+    predictions: Mapping[Key, float | None],
+    references: Mapping[Key, float],
+    *,
+    n_bootstrap: int,
+    seed: int,
+    confidence: float = 0.95,
+    common_videos: Sequence[str] | None = None,
+) -> dict:
     """The numbers a system's scores must hold, recomputed here: per dimension ICC, CI, MSE, n and parse
     rate; overall ICC, CI, MSE, n and exclusion rate; mean ICC and its CI; the common-set overall and mean
     ICC. CIs come from a loop over the rows of the seeded shared index matrix."""
@@ -158,18 +170,27 @@ def expected_scores(predictions: Mapping[Key, float | None], references: Mapping
         block, reps = {}, []
         for j, key in enumerate(DIMENSION_KEYS):
             ok = usable[:, j]
-            reps.append(replicates(indices, lambda row, j=j: anova_icc(pred[row, j][usable[row, j]],
-                                                                        gold[row, j][usable[row, j]])))
-            block[key] = {**icc_and_ci(pred[ok, j], gold[ok, j], reps[-1]),
-                          "mse": float(np.mean((pred[ok, j] - gold[ok, j]) ** 2)) if ok.any() else math.nan,
-                          "n": int(ok.sum()), "parse_rate": float(ok.sum() / (~np.isnan(gold[:, j])).sum())}
+            reps.append(
+                replicates(
+                    indices, lambda row, j=j: anova_icc(pred[row, j][usable[row, j]], gold[row, j][usable[row, j]])
+                )
+            )
+            block[key] = {
+                **icc_and_ci(pred[ok, j], gold[ok, j], reps[-1]),
+                "mse": float(np.mean((pred[ok, j] - gold[ok, j]) ** 2)) if ok.any() else math.nan,
+                "n": int(ok.sum()),
+                "parse_rate": float(ok.sum() / (~np.isnan(gold[:, j])).sum()),
+            }
         return block, reps
 
     def overall_block(keep: np.ndarray) -> dict:
         p, g = overall_pairs(pred, gold, keep)
         reps = replicates(indices, lambda row: anova_icc(*overall_pairs(pred[row], gold[row], keep[row])))
-        return {**icc_and_ci(p, g, reps), "mse": float(np.mean((p - g) ** 2)) if keep.any() else math.nan,
-                "n": int(keep.sum())}
+        return {
+            **icc_and_ci(p, g, reps),
+            "mse": float(np.mean((p - g) ** 2)) if keep.any() else math.nan,
+            "n": int(keep.sum()),
+        }
 
     def mean_block(block: dict, reps: list[list[float]]) -> tuple[float, list[float]]:
         mean = float(np.mean([entry["icc"] for entry in block.values()]))
@@ -182,20 +203,35 @@ def expected_scores(predictions: Mapping[Key, float | None], references: Mapping
     overall = overall_block(complete)
     overall["excluded_rate"] = float((gold_complete.sum() - complete.sum()) / gold_complete.sum())
     mean_icc, mean_icc_ci = mean_block(dimensions, reps)
-    result = {"dimensions": dimensions, "overall": overall, "mean_icc": mean_icc, "mean_icc_ci": mean_icc_ci,
-              "common_set": None}
+    result = {
+        "dimensions": dimensions,
+        "overall": overall,
+        "mean_icc": mean_icc,
+        "mean_icc_ci": mean_icc_ci,
+        "common_set": None,
+    }
     if common_videos is not None:
         in_common = np.isin(videos, list(common_videos))
         common_dimensions, common_reps = dimension_block(parsed & in_common[:, None])
         common_mean, common_mean_ci = mean_block(common_dimensions, common_reps)
-        result["common_set"] = {"n_videos": int(in_common.sum()), "overall": overall_block(complete & in_common),
-                                "mean_icc": common_mean, "mean_icc_ci": common_mean_ci}
+        result["common_set"] = {
+            "n_videos": int(in_common.sum()),
+            "overall": overall_block(complete & in_common),
+            "mean_icc": common_mean,
+            "mean_icc_ci": common_mean_ci,
+        }
     return result
 
 
-def paired_expected(predictions_a: Mapping[Key, float | None], predictions_b: Mapping[Key, float | None],
-                    references: Mapping[Key, float], *, n_bootstrap: int, seed: int,
-                    confidence: float = 0.95) -> dict:
+def paired_expected(
+    predictions_a: Mapping[Key, float | None],
+    predictions_b: Mapping[Key, float | None],
+    references: Mapping[Key, float],
+    *,
+    n_bootstrap: int,
+    seed: int,
+    confidence: float = 0.95,
+) -> dict:
     """ICC(A) - ICC(B) on the items both parsed, per dimension, overall and for the mean ICC, with the
     percentile interval and the two-sided p-value of the looped resample differences."""
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
@@ -208,25 +244,49 @@ def paired_expected(predictions_a: Mapping[Key, float | None], predictions_b: Ma
     complete = both.all(axis=1)
 
     def summary(icc_a: float, icc_b: float, deltas: list[float], n: int | None) -> dict:
-        entry = {"icc_a": icc_a, "icc_b": icc_b, "delta": icc_a - icc_b,
-                 "delta_ci": percentile_interval(deltas, confidence), "p_value": two_sided_p(deltas)}
+        entry = {
+            "icc_a": icc_a,
+            "icc_b": icc_b,
+            "delta": icc_a - icc_b,
+            "delta_ci": percentile_interval(deltas, confidence),
+            "p_value": two_sided_p(deltas),
+        }
         return entry if n is None else {**entry, "n": n}
 
     dimensions, all_deltas = {}, []
     for j, key in enumerate(DIMENSION_KEYS):
         ok = both[:, j]
-        deltas = replicates(indices, lambda row, j=j: anova_icc(a[row, j][both[row, j]], gold[row, j][both[row, j]])
-                            - anova_icc(b[row, j][both[row, j]], gold[row, j][both[row, j]]))
+        deltas = replicates(
+            indices,
+            lambda row, j=j: (
+                anova_icc(a[row, j][both[row, j]], gold[row, j][both[row, j]])
+                - anova_icc(b[row, j][both[row, j]], gold[row, j][both[row, j]])
+            ),
+        )
         all_deltas.append(deltas)
-        dimensions[key] = summary(anova_icc(a[ok, j], gold[ok, j]), anova_icc(b[ok, j], gold[ok, j]), deltas,
-                                  int(ok.sum()))
-    deltas = replicates(indices, lambda row: anova_icc(*overall_pairs(a[row], gold[row], complete[row]))
-                        - anova_icc(*overall_pairs(b[row], gold[row], complete[row])))
-    overall = summary(anova_icc(*overall_pairs(a, gold, complete)), anova_icc(*overall_pairs(b, gold, complete)),
-                      deltas, int(complete.sum()))
+        dimensions[key] = summary(
+            anova_icc(a[ok, j], gold[ok, j]), anova_icc(b[ok, j], gold[ok, j]), deltas, int(ok.sum())
+        )
+    deltas = replicates(
+        indices,
+        lambda row: (
+            anova_icc(*overall_pairs(a[row], gold[row], complete[row]))
+            - anova_icc(*overall_pairs(b[row], gold[row], complete[row]))
+        ),
+    )
+    overall = summary(
+        anova_icc(*overall_pairs(a, gold, complete)),
+        anova_icc(*overall_pairs(b, gold, complete)),
+        deltas,
+        int(complete.sum()),
+    )
     mean_deltas = [float(np.mean(values)) for values in zip(*all_deltas, strict=True)]
-    mean = summary(float(np.mean([d["icc_a"] for d in dimensions.values()])),
-                   float(np.mean([d["icc_b"] for d in dimensions.values()])), mean_deltas, None)
+    mean = summary(
+        float(np.mean([d["icc_a"] for d in dimensions.values()])),
+        float(np.mean([d["icc_b"] for d in dimensions.values()])),
+        mean_deltas,
+        None,
+    )
     return {"dimensions": dimensions, "overall": overall, "mean_icc": mean}
 
 

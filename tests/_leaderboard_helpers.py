@@ -34,8 +34,15 @@ def noisy_predictions(references, noise: float, seed: int, none_rate: float = 0.
     return predictions
 
 
-def make_results(predictions: dict, *, model: str = "test/model", modality: str = "text",
-                 prompt_style: str = "direct", split: str = "test", scores=None) -> dict:
+def make_results(
+    predictions: dict,
+    *,
+    model: str = "test/model",
+    modality: str = "text",
+    prompt_style: str = "direct",
+    split: str = "test",
+    scores=None,
+) -> dict:
     """A results object in the submission schema, as the harness would write it."""
     rows = [
         {"video_id": video, "dimension": dim, "prediction": value, "raw_response": f"Score: {value}"}
@@ -63,17 +70,33 @@ def make_results(predictions: dict, *, model: str = "test/model", modality: str 
     }
 
 
-def contract_scores(iccs: dict[str, float | None], *, overall: float | None = None, mse: float = 0.25,
-                    n: int = 30, excluded_rate: float = 0.0) -> dict:
+def contract_scores(
+    iccs: dict[str, float | None],
+    *,
+    overall: float | None = None,
+    mse: float = 0.25,
+    n: int = 30,
+    excluded_rate: float = 0.0,
+) -> dict:
     """A score dict of the metric's contract shape with chosen ICCs (for report/table tests)."""
     defined = [v for v in iccs.values() if v is not None]
     return {
         "dimensions": {
-            key: {"icc": icc, "icc_ci": None if icc is None else [icc - 0.1, icc + 0.1], "mse": mse, "n": n,
-                  "n_unparsed": 0}
+            key: {
+                "icc": icc,
+                "icc_ci": None if icc is None else [icc - 0.1, icc + 0.1],
+                "mse": mse,
+                "n": n,
+                "n_unparsed": 0,
+            }
             for key, icc in iccs.items()
         },
-        "overall": {"icc": overall, "icc_ci": None if overall is None else [overall - 0.05, overall + 0.05],
-                    "mse": mse, "n": n, "excluded_rate": excluded_rate},
+        "overall": {
+            "icc": overall,
+            "icc_ci": None if overall is None else [overall - 0.05, overall + 0.05],
+            "mse": mse,
+            "n": n,
+            "excluded_rate": excluded_rate,
+        },
         "mean_icc": sum(defined) / len(defined) if defined else None,
     }

@@ -41,8 +41,11 @@ def write_scoring_dataset(directory: Path, references: dict, split: str = "test"
         "score": [s for _, s in rows],
     }
     features = datasets.Features(
-        {"video_id": datasets.Value("string"), "dimension": datasets.Value("string"),
-         "score": datasets.Value("float32")}
+        {
+            "video_id": datasets.Value("string"),
+            "dimension": datasets.Value("string"),
+            "score": datasets.Value("float32"),
+        }
     )
     (directory / "scoring").mkdir(parents=True, exist_ok=True)
     datasets.Dataset.from_dict(columns, features=features).to_parquet(
@@ -62,8 +65,13 @@ def pingouin_icc3_1(matrix: np.ndarray) -> tuple[float, list[float]]:
     import pingouin as pg
 
     n, k = matrix.shape
-    frame = pd.DataFrame({"target": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n),
-                          "score": np.asarray(matrix, dtype=np.float64).ravel()})
+    frame = pd.DataFrame(
+        {
+            "target": np.repeat(np.arange(n), k),
+            "rater": np.tile(np.arange(k), n),
+            "score": np.asarray(matrix, dtype=np.float64).ravel(),
+        }
+    )
     table = pg.intraclass_corr(frame, targets="target", raters="rater", ratings="score").set_index("Type")
     name = "ICC(C,1)" if "ICC(C,1)" in table.index else "ICC3"  # pingouin >= 0.6 renamed ICC3
     return float(table.loc[name, "ICC"]), list(table.loc[name, "CI95"])

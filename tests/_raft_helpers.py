@@ -26,21 +26,26 @@ def _corpus() -> list[str]:
     return texts * 3
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trained_tokenizer_json(split_digits: bool, vocab_size: int) -> str:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tok = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.pre_tokenizer = (
-        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level]) if split_digits else byte_level
+        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+        if split_digits
+        else byte_level
     )
     tok.decoder = decoders.ByteLevel()
     corpus = _corpus()
     if not split_digits:  # make " 3" and "3.4"-like merges likely
         corpus += [f"The score prediction is: {i}.{j}" for i in range(1, 6) for j in range(10)] * 20
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
     )
     tok.train_from_iterator(corpus, trainer)
     return tok.to_str()
@@ -126,7 +131,9 @@ def short_encoded_toy(tokenizer, n: int, seed: int = 0):
     from raft_trainer.digits import DigitTokens
 
     digits = DigitTokens.from_tokenizer(tokenizer)
-    return datasets.Dataset.from_list([_encode_toy_row(tokenizer, digits, row, row["transcript"]) for row in toy_rows(n, seed)])
+    return datasets.Dataset.from_list(
+        [_encode_toy_row(tokenizer, digits, row, row["transcript"]) for row in toy_rows(n, seed)]
+    )
 
 
 def _encode_toy_row(tokenizer, digits, row: dict, user_text: str, **extras) -> dict:
@@ -171,17 +178,36 @@ def make_vl_model(tokenizer, seed: int = 0, hidden: int = 32):
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in VISION_TOKENS}
     config = Qwen2_5_VLConfig(
         text_config=dict(
-            vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-            rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]}, pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id, bos_token_id=None, tie_word_embeddings=True,
+            vocab_size=len(tokenizer),
+            hidden_size=hidden,
+            intermediate_size=2 * hidden,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=4096,
+            rope_scaling={"type": "mrope", "mrope_section": [1, 1, 2]},
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            bos_token_id=None,
+            tie_word_embeddings=True,
         ),
         vision_config=dict(
-            depth=1, hidden_size=32, intermediate_size=64, num_heads=2, out_hidden_size=hidden, patch_size=14,
-            temporal_patch_size=2, spatial_merge_size=2, window_size=56, fullatt_block_indexes=[0], in_channels=3,
+            depth=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=hidden,
+            patch_size=14,
+            temporal_patch_size=2,
+            spatial_merge_size=2,
+            window_size=56,
+            fullatt_block_indexes=[0],
+            in_channels=3,
         ),
-        video_token_id=ids["<|video_pad|>"], image_token_id=ids["<|image_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        video_token_id=ids["<|video_pad|>"],
+        image_token_id=ids["<|image_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
         tie_word_embeddings=True,
     )
     torch.manual_seed(seed)
@@ -204,7 +230,10 @@ def video_encoded_toy(tokenizer, n: int, seed: int = 0, grids=((1, 4, 4), (2, 4,
         video = f"<|vision_start|>{'<|video_pad|>' * (t * h * w // 4)}<|vision_end|>"
         encoded.append(
             _encode_toy_row(
-                tokenizer, digits, row, video + row["transcript"],
+                tokenizer,
+                digits,
+                row,
+                video + row["transcript"],
                 pixel_values_videos=rng.standard_normal((t * h * w, PATCH_DIM)).astype("float32"),
                 video_grid_thw=np.array([[t, h, w]], dtype=np.int64),
             )
@@ -240,11 +269,22 @@ def make_fake_video_processor(tokenizer):
             self.videos_seen: list[np.ndarray] = []
             self.texts: list[str] = []
 
-        def apply_chat_template(self, conversation, tokenize=False, add_generation_prompt=False, return_dict=False,
-                                return_tensors=None, processor_kwargs=None, padding=False, **kwargs):
+        def apply_chat_template(
+            self,
+            conversation,
+            tokenize=False,
+            add_generation_prompt=False,
+            return_dict=False,
+            return_tensors=None,
+            processor_kwargs=None,
+            padding=False,
+            **kwargs,
+        ):
             if conversation and isinstance(conversation[0], list):  # a batch: left-padded, media in row order
-                outs = [self.apply_chat_template(c, tokenize, add_generation_prompt, processor_kwargs=processor_kwargs)
-                        for c in conversation]
+                outs = [
+                    self.apply_chat_template(c, tokenize, add_generation_prompt, processor_kwargs=processor_kwargs)
+                    for c in conversation
+                ]
                 if not tokenize:
                     return outs
                 return self._left_pad(outs)
@@ -267,7 +307,8 @@ def make_fake_video_processor(tokenizer):
             self.texts.append(text)
             pieces = text.split("<|video_pad|>")
             expanded = pieces[0] + "".join(
-                "<|video_pad|>" * int(grid.prod() // 4) + piece for (_, grid), piece in zip(videos, pieces[1:])
+                "<|video_pad|>" * int(grid.prod() // 4) + piece
+                for (_, grid), piece in zip(videos, pieces[1:], strict=True)
             )
             ids = self.tokenizer(expanded, add_special_tokens=False)["input_ids"]
             out = {"input_ids": torch.tensor([ids]), "attention_mask": torch.ones(1, len(ids), dtype=torch.long)}

@@ -52,18 +52,39 @@ class TransformersServer:
         return self.log_path.read_text(errors="replace").count('"POST /v1/chat/completions HTTP/1.1"')
 
     def __enter__(self) -> TransformersServer:
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
-               "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"}
-        command = [sys.executable, "-m", "transformers.cli.transformers", "serve", self.model,
-                   "--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu", "--log-level", "info"]
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+        }
+        command = [
+            sys.executable,
+            "-m",
+            "transformers.cli.transformers",
+            "serve",
+            self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--device",
+            "cpu",
+            "--log-level",
+            "info",
+        ]
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in __exit__
         self.process = subprocess.Popen(command, stdout=self._log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 self.__exit__(None, None, None)
-                raise RuntimeError(f"transformers serve exited with {self.process.returncode}:\n"
-                                   + self.log_path.read_text(errors="replace")[-3000:])
+                raise RuntimeError(
+                    f"transformers serve exited with {self.process.returncode}:\n"
+                    + self.log_path.read_text(errors="replace")[-3000:]
+                )
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as response:
                     if response.status == 200:
@@ -71,8 +92,10 @@ class TransformersServer:
             except OSError:
                 time.sleep(0.2)
         self.__exit__(None, None, None)
-        raise RuntimeError(f"transformers serve did not answer within {START_TIMEOUT_S:g} s:\n"
-                           + self.log_path.read_text(errors="replace")[-3000:])
+        raise RuntimeError(
+            f"transformers serve did not answer within {START_TIMEOUT_S:g} s:\n"
+            + self.log_path.read_text(errors="replace")[-3000:]
+        )
 
     def __exit__(self, *exc) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -20,9 +20,14 @@ def _imported_packages(path: Path) -> set[tuple[str, int]]:
             found |= {(alias.name.split(".")[0], node.lineno) for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add((node.module.split(".")[0], node.lineno))
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
-            if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-                found.add((node.args[0].value.split(".")[0], node.lineno))
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.add((node.args[0].value.split(".")[0], node.lineno))
     return found
 
 
@@ -49,6 +54,7 @@ def test_the_readme_architecture_table_names_every_module():
                 names.add((layer, path.name))
             elif path.suffix == ".py" and not path.name.startswith("__"):
                 names.add((layer, path.stem))
-    missing = sorted(f"{layer}.{name}" for layer, name in names
-                     if not re.search(rf"[`.(]{re.escape(name)}[`.,)/ ]", section))
+    missing = sorted(
+        f"{layer}.{name}" for layer, name in names if not re.search(rf"[`.(]{re.escape(name)}[`.,)/ ]", section)
+    )
     assert not missing, "modules the README's Architecture section does not name: " + ", ".join(missing)

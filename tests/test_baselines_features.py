@@ -75,17 +75,26 @@ def test_video_summary_motion_is_scale_free_and_zero_when_still():
 def test_audio_pause_share_and_missing_modalities():
     mel = np.full((10, 93), -20.0, dtype=np.float32)
     mel[[2, 3, 7], :80] = -80.0  # three silent frames
-    row = {"librosa": mel, "has_librosa": True, "prosody": np.zeros((0, 15)), "has_prosody": False,
-           "wav2vec": np.zeros((0, 768)), "has_wav2vec": False}
+    row = {
+        "librosa": mel,
+        "has_librosa": True,
+        "prosody": np.zeros((0, 15)),
+        "has_prosody": False,
+        "wav2vec": np.zeros((0, 768)),
+        "has_wav2vec": False,
+    }
     summary = audio_summary(row)
     assert list(summary[:3]) == [1.0, 0.0, 0.0]
     assert summary[3 + 186] == pytest.approx(0.3)  # pause share
-    assert not summary[3 + 186 + 3:].any()  # absent prosody and wav2vec are zeros
+    assert not summary[3 + 186 + 3 :].any()  # absent prosody and wav2vec are zeros
     assert video_summary({"openface": np.zeros((0, 208)), "has_openface": False}).sum() == 0
 
 
 def test_groups_change_the_width_and_bad_group_is_refused(train_rows):
-    widths = {groups: summarise(train_rows[:2], groups).shape[1] for groups in [("text",), ("text", "audio"), ("text", "video")]}
+    widths = {
+        groups: summarise(train_rows[:2], groups).shape[1]
+        for groups in [("text",), ("text", "audio"), ("text", "video")]
+    }
     assert widths[("text",)] == 14 and widths[("text", "audio")] > widths[("text", "video")] > 14
     with pytest.raises(ValueError, match="unknown modality group"):
         summarise(train_rows[:1], ("smell",))
@@ -104,8 +113,12 @@ def test_cross_validation_equals_gridsearchcv_grouped_by_clinician(train_rows):
     clinicians = [str(r["clinician"]) for r in train_rows]
     for key in DIMENSION_KEYS:
         labels = np.array([float(str(r[key])) for r in train_rows])
-        search = GridSearchCV(model._pipeline(frame.shape[1] - 1), {"ridge__alpha": [0.1, 10.0, 1000.0]},
-                              cv=GroupKFold(n_splits=min(5, len(set(clinicians)))), scoring="neg_mean_squared_error")
+        search = GridSearchCV(
+            model._pipeline(frame.shape[1] - 1),
+            {"ridge__alpha": [0.1, 10.0, 1000.0]},
+            cv=GroupKFold(n_splits=min(5, len(set(clinicians)))),
+            scoring="neg_mean_squared_error",
+        )
         search.fit(frame, labels, groups=clinicians)
         assert model.chosen_alpha[key] == search.best_params_["ridge__alpha"], key
         assert model.cv_mse[key] == pytest.approx(-search.best_score_, rel=1e-9), key
@@ -184,7 +197,7 @@ def test_feature_rows_equal_row_by_row_datasets_access(synthetic_build):
     reference = list(load_dataset(str(synthetic_build), "features", split="test").with_format("numpy"))
     rows = load_feature_rows(synthetic_build, "test")
     assert len(rows) == len(reference) > 0
-    for row, expected in zip(rows, reference):
+    for row, expected in zip(rows, reference, strict=True):
         assert row.keys() == expected.keys()
         for name, value in expected.items():
             got = np.asarray(row[name])
@@ -205,8 +218,9 @@ def test_unlabelled_rows_are_left_out_per_dimension():
     labelled = ~np.isnan(y[:, 1])
     for a, alpha in enumerate([0.3, 30.0]):
         np.testing.assert_allclose(path[a, :, 0], Ridge(alpha=alpha).fit(x, y[:, 0]).predict(x_test), rtol=1e-8)
-        np.testing.assert_allclose(path[a, :, 1], Ridge(alpha=alpha).fit(x[labelled], y[labelled, 1]).predict(x_test),
-                                   rtol=1e-8)
+        np.testing.assert_allclose(
+            path[a, :, 1], Ridge(alpha=alpha).fit(x[labelled], y[labelled, 1]).predict(x_test), rtol=1e-8
+        )
 
 
 def test_mean_baseline_predicts_train_means(train_rows, test_rows):
@@ -252,11 +266,23 @@ def test_predictions_are_on_the_scale(train_rows, test_rows):
 
 @pytest.mark.parametrize("baseline", ["mean", "features"])
 def test_run_writes_what_mis_bench_run_writes(synthetic_build, tmp_path, baseline, train_rows, test_rows):
-    run = run_baseline(synthetic_build, tmp_path, baseline=baseline, modality="text", n_bootstrap=50,
-                       train_rows=train_rows, eval_rows=test_rows)
+    run = run_baseline(
+        synthetic_build,
+        tmp_path,
+        baseline=baseline,
+        modality="text",
+        n_bootstrap=50,
+        train_rows=train_rows,
+        eval_rows=test_rows,
+    )
     test_ids = sorted(str(r["video_id"]) for r in test_rows)
     assert find_problems(run.results, video_ids=test_ids, split="test") == []
-    assert run.results["setting"] == {"modality": "text", "prompt_style": "none", "few_shot_k": 0, "input_source": "features"}
+    assert run.results["setting"] == {
+        "modality": "text",
+        "prompt_style": "none",
+        "few_shot_k": 0,
+        "input_source": "features",
+    }
     assert run.results["dataset"]["synthetic"] is True
     # Scoring the written files through the public readers gives the stored scores.
     predictions = predictions_to_mapping(read_predictions(run.predictions_path))
@@ -284,7 +310,7 @@ def test_summaries_on_the_real_public_subset(subset10_dir, tmp_path_factory):
     assert matrix.shape[0] == 10 and np.isfinite(matrix).all()
     has_wav2vec = np.array([bool(r["has_wav2vec"]) for r in rows])
     assert 0 < has_wav2vec.sum() < 10  # the release ships only some wav2vec files
-    wav2vec_block = matrix[:, 14 + 3 + 186 + 3 + 15: 14 + 3 + 186 + 3 + 15 + 1536]
+    wav2vec_block = matrix[:, 14 + 3 + 186 + 3 + 15 : 14 + 3 + 186 + 3 + 15 + 1536]
     assert not wav2vec_block[~has_wav2vec].any() and wav2vec_block[has_wav2vec].any()
     landmark_speed = matrix[:, -6]  # video block: ..., speeds (4), confidence (2)
     assert (landmark_speed > 0).all() and (landmark_speed < 1).all()  # face-size units, not pixels

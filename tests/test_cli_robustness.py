@@ -52,10 +52,12 @@ def work(tmp_path_factory) -> Path:
     build_dataset(release.release_dir, w / "build", labels=release.ratings_csv, progress=False)
     build_dataset(release.release_dir, w / "unlabelled", progress=False)
     references = read_references(w / "build", split="test")
-    write_predictions(w / "preds.csv", [{"video_id": v, "dimension": d, "prediction": s}
-                                        for (v, d), s in references.items()])
-    (w / "gold.csv").write_text("video_id,dimension,score\n" + "".join(
-        f"{v},{d},{s}\n" for (v, d), s in sorted(references.items())))
+    write_predictions(
+        w / "preds.csv", [{"video_id": v, "dimension": d, "prediction": s} for (v, d), s in references.items()]
+    )
+    (w / "gold.csv").write_text(
+        "video_id,dimension,score\n" + "".join(f"{v},{d},{s}\n" for (v, d), s in sorted(references.items()))
+    )
     (w / "results.json").write_text(json.dumps(make_results(references, model="org/m")))
     (w / "subs").mkdir()
     (w / "subs" / "a.json").write_text(json.dumps(make_results(references, model="org/m")))
@@ -162,39 +164,61 @@ CASES = [
     ("score --predictions {w}/preds.csv --references {w}/unlabelled", 1, ["unlabelled"]),
     ("score --predictions {w}/preds.csv --references {w}/build --bootstrap -1", 2, ["--bootstrap", "got -1"]),
     ("score --predictions {w}/preds.csv --references {w}/build --bootstrap 1e9", 2, ["--bootstrap", "'1e9'"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --bootstrap 10000000000", 2, ["--bootstrap",
-                                                                                             "200,000"]),
+    ("score --predictions {w}/preds.csv --references {w}/build --bootstrap 10000000000", 2, ["--bootstrap", "200,000"]),
     ("score --predictions {w}/preds.csv --references {w}/build --seed -1", 2, ["--seed", "got -1"]),
     ("score --predictions {w}/preds.csv --references {w}/build --confidence 0", 2, ["--confidence", "got 0"]),
     ("score --predictions {w}/preds.csv --references {w}/build --confidence 1", 2, ["--confidence", "got 1"]),
     ("score --predictions {w}/preds.csv --references {w}/build --confidence nan", 2, ["--confidence", "nan"]),
     ("score --predictions {w}/preds.csv --references {w}/build --confidence -inf", 2, ["--confidence", "expected one"]),
     ("score --predictions {w}/preds.csv --references {w}/build --confidence=-inf", 2, ["--confidence", "got -inf"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --json {w}/preds.csv", 2,
-     ["--json", "would overwrite the input"]),
-    ("score --predictions {w}/preds.csv --references {w}/gold.csv --json {w}/gold.csv", 2,
-     ["--json", "would overwrite the input"]),
+    (
+        "score --predictions {w}/preds.csv --references {w}/build --json {w}/preds.csv",
+        2,
+        ["--json", "would overwrite the input"],
+    ),
+    (
+        "score --predictions {w}/preds.csv --references {w}/gold.csv --json {w}/gold.csv",
+        2,
+        ["--json", "would overwrite the input"],
+    ),
     ("score --predictions {w}/preds.csv --references {w}/build --json {w}/dir", 2, ["--json", "is a folder"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --json {w}/file.txt", 1,
-     ["--json", "file.txt", "not written by"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --json {w}/file.txt/x.json", 2,
-     ["--json", "file.txt"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/missing.txt", 2,
-     ["--common-videos", "missing.txt"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/empty.csv", 1,
-     ["empty.csv", "no video ids"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/binary.bin", 1,
-     ["binary.bin", "UTF-8"]),
-    ("score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/file.txt", 1,
-     ["file.txt", "row 1", "malformed video id"]),
+    (
+        "score --predictions {w}/preds.csv --references {w}/build --json {w}/file.txt",
+        1,
+        ["--json", "file.txt", "not written by"],
+    ),
+    ("score --predictions {w}/preds.csv --references {w}/build --json {w}/file.txt/x.json", 2, ["--json", "file.txt"]),
+    (
+        "score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/missing.txt",
+        2,
+        ["--common-videos", "missing.txt"],
+    ),
+    (
+        "score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/empty.csv",
+        1,
+        ["empty.csv", "no video ids"],
+    ),
+    (
+        "score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/binary.bin",
+        1,
+        ["binary.bin", "UTF-8"],
+    ),
+    (
+        "score --predictions {w}/preds.csv --references {w}/build --common-videos {w}/file.txt",
+        1,
+        ["file.txt", "row 1", "malformed video id"],
+    ),
     # --- compare
     ("compare {w}/missing.csv {w}/preds.csv --references {w}/build", 2, ["argument a", "missing.csv"]),
     ("compare {w}/preds.csv {w}/dir --references {w}/build", 2, ["argument b", "is a folder"]),
     ("compare {w}/preds.csv {w}/empty.csv --references {w}/build", 1, ["empty.csv"]),
     ("compare {w}/preds.csv {w}/deep.json --references {w}/build", 1, ["deep.json", "nested"]),
     ("compare {w}/preds.csv {w}/preds.csv --references {w}/build --bootstrap 0", 2, ["--bootstrap", "got 0"]),
-    ("compare {w}/preds.csv {w}/preds.csv --references {w}/build --json {w}/preds.csv", 2,
-     ["--json", "would overwrite the input"]),
+    (
+        "compare {w}/preds.csv {w}/preds.csv --references {w}/build --json {w}/preds.csv",
+        2,
+        ["--json", "would overwrite the input"],
+    ),
     # --- run: the default job
     ("run --dataset {w}/missing --out {o}", 2, ["--dataset", "no such folder"]),
     ("run --dataset {w}/file.txt --out {o}", 2, ["--dataset", "not a folder"]),
@@ -252,11 +276,13 @@ CASES = [
     ("report {w}/results.json --references {w}/binary.csv --out {o}", 1, ["binary.csv", "UTF-8"]),
     ("report {w}/results.json --references {w}/unlabelled --out {o}", 1, ["unlabelled"]),
     ("report {w}/results.json --references {w}/gold.csv --bootstrap -1 --out {o}", 2, ["--bootstrap", "got -1"]),
-    ("report {w}/results.json --references {w}/gold.csv --comparison-bootstrap 1000000000 --out {o}", 2,
-     ["--comparison-bootstrap", "200,000"]),
+    (
+        "report {w}/results.json --references {w}/gold.csv --comparison-bootstrap 1000000000 --out {o}",
+        2,
+        ["--comparison-bootstrap", "200,000"],
+    ),
     ("report {w}/results.json --references {w}/gold.csv --seed -1 --out {o}", 2, ["--seed", "got -1"]),
-    ("report {w}/results.json --references {w}/gold.csv --reference nobody --out {o}", 2,
-     ["--reference", "nobody"]),
+    ("report {w}/results.json --references {w}/gold.csv --reference nobody --out {o}", 2, ["--reference", "nobody"]),
     ("report {w}/results.json --references {w}/gold.csv --scatters some --out {o}", 2, ["--scatters"]),
     # --- submit
     ("submit {w}/missing.json --out {o}", 2, ["argument results", "missing.json"]),
@@ -309,8 +335,9 @@ def _make_huge(work: Path, template: str) -> Path | None:
 
 
 @pytest.mark.parametrize("template, code, names", CASES, ids=[c[0][:80] or "(no command)" for c in CASES])
-def test_bad_input_gets_its_exit_code_and_one_line_and_changes_nothing(work, port, tmp_path, capsys, template, code,
-                                                                       names):
+def test_bad_input_gets_its_exit_code_and_one_line_and_changes_nothing(
+    work, port, tmp_path, capsys, template, code, names
+):
     huge = _make_huge(work, template)
     try:
         before = snapshot(work)
@@ -347,15 +374,27 @@ SUBPROCESS_CASES = [
 
 
 def _env(cache: Path) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO_ROOT), "MIS_BENCH_CACHE": str(cache), "MIS_BENCH_DEBUG": "0",
-            "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "MIS_BENCH_CACHE": str(cache),
+        "MIS_BENCH_DEBUG": "0",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+    }
 
 
 @pytest.mark.parametrize("template, code", SUBPROCESS_CASES, ids=[c[0][:60] for c in SUBPROCESS_CASES])
 def test_no_traceback_reaches_the_terminal(work, port, tmp_path, template, code):
     before = snapshot(work)
-    done = subprocess.run([sys.executable, "-m", "eval_scripts.cli", *_argv(template, work, tmp_path / "out", port)],
-                          capture_output=True, text=True, env=_env(tmp_path / "cache"), cwd=tmp_path, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_scripts.cli", *_argv(template, work, tmp_path / "out", port)],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path / "cache"),
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert done.returncode in (code if isinstance(code, tuple) else (code,)), done.stderr[-2000:]
     assert "Traceback" not in done.stderr
     assert len(error_lines(done.stderr)) == (0 if done.returncode == 3 else 1), done.stderr[-2000:]
@@ -367,9 +406,14 @@ def test_ctrl_c_during_the_default_job_exits_130_with_one_line(tmp_path):
     go on, no traceback, and no half-written sample left behind for the next run to trip over."""
     cache = tmp_path / "cache"
     process = subprocess.Popen(
-        [sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(tmp_path / "out")], cwd=tmp_path,
-        env=_env(cache), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a background job may inherit SIG_IGN
+        [sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=_env(cache),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # a background job may inherit SIG_IGN
+    )
     try:
         assert process.stdout.readline().startswith("Preparing the synthetic sample")
         process.send_signal(signal.SIGINT)
@@ -389,27 +433,61 @@ def test_ctrl_c_during_the_default_job_exits_130_with_one_line(tmp_path):
 
 NUMBERS = ["0", "1", "3", "-1", "-0", "0.5", "1e309", "-1e309", "nan", "inf", "99999999999999999999", "1e-9"]
 GARBAGE = ["", "-", "--", "-x", "--nope", "zzz", "../..", "/", "a,b", "text,smell", "💥", "="]
-PATHS = ["{w}/file.txt", "{w}/dir", "{w}/missing", "{w}/file.txt/x", "{w}/empty.csv", "{w}/binary.bin",
-         "{w}/deep.json", "{w}/preds.csv", "{w}/results.json", "{w}/header.csv", "{w}/release",
-         "{w}/release/ratings.csv"]
+PATHS = [
+    "{w}/file.txt",
+    "{w}/dir",
+    "{w}/missing",
+    "{w}/file.txt/x",
+    "{w}/empty.csv",
+    "{w}/binary.bin",
+    "{w}/deep.json",
+    "{w}/preds.csv",
+    "{w}/results.json",
+    "{w}/header.csv",
+    "{w}/release",
+    "{w}/release/ratings.csv",
+]
 # Never drawn: help and debug (not bad input), what picks the model `run` calls (every `run` example asks the
 # openai backend at a closed port, on a folder that is not a build, so none calls a model or starts the default
 # job), uploads, and synth's full-size videos (slow, not bad input).
-NEVER = {"-h", "--help", "--debug", "-v", "--verbose", "--version", "--backend", "--model", "--base-url", "--dataset",
-         "--push", "--push-to-hub", "--full-size"}
+NEVER = {
+    "-h",
+    "--help",
+    "--debug",
+    "-v",
+    "--verbose",
+    "--version",
+    "--backend",
+    "--model",
+    "--base-url",
+    "--dataset",
+    "--push",
+    "--push-to-hub",
+    "--full-size",
+}
 
 
 PATH_TYPES = {"file", "folder", "any", "file_path", "Path"}  # the argument types of eval_scripts.cli.args
 PATH_DESTS = {"out", "json", "cache", "labels", "transcripts", "release_dir", "dataset_dir"}
-NUMBER_TYPES = {"int", "float", "positive_int", "non_negative_int", "positive_float", "non_negative_float",
-                "probability", "unit_interval"}
+NUMBER_TYPES = {
+    "int",
+    "float",
+    "positive_int",
+    "non_negative_int",
+    "positive_float",
+    "non_negative_float",
+    "probability",
+    "unit_interval",
+}
 
 
 def _subcommand_actions() -> dict[str, list]:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
-    return {name: [a for a in sub._actions if not set(a.option_strings) & NEVER and a.dest != "help"]
-            for name, sub in subparsers.choices.items()}
+    return {
+        name: [a for a in sub._actions if not set(a.option_strings) & NEVER and a.dest != "help"]
+        for name, sub in subparsers.choices.items()
+    }
 
 
 ACTIONS = _subcommand_actions()
@@ -419,6 +497,7 @@ ACTIONS = _subcommand_actions()
 def fragments(draw, command: str) -> list[str]:
     """An argument list built from the subcommand's own parser: its positionals and required options mostly
     present, some optional flags, each value a valid choice, a number, a path of some kind or garbage."""
+
     def value(action) -> str:
         kind = getattr(action.type, "__name__", "")
         if action.choices:
@@ -465,7 +544,7 @@ def fuzz(work, tmp_path_factory) -> Path:
 ANCHORS = {
     # a model at a closed port, on a folder that is not a build: fails before any request
     "run": "run --backend openai --model m --dataset {w}/dir --base-url http://127.0.0.1:{port}/v1 --max-retries 0 "
-           "--timeout 1 --no-progress",
+    "--timeout 1 --no-progress",
     "synth": "synth --videos 1",  # OUT from the fragments; at most a small release, in a folder not there yet
 }
 

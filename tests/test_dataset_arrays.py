@@ -80,11 +80,15 @@ def test_a_loaded_dataset_with_an_indices_mapping(synthetic_build):
         for i, video_id in enumerate(reordered.video_ids):
             assert numpy_rows[i]["video_id"] == video_id
             for modality in ARRAY_WIDTHS:
-                np.testing.assert_array_equal(reordered.array(i, modality), numpy_rows[i][modality].reshape(
-                    -1, ARRAY_WIDTHS[modality]), strict=True)
+                np.testing.assert_array_equal(
+                    reordered.array(i, modality),
+                    numpy_rows[i][modality].reshape(-1, ARRAY_WIDTHS[modality]),
+                    strict=True,
+                )
                 np.testing.assert_array_equal(reordered.array(i, modality), direct.array(video_id, modality))
             assert reordered.value(i, "wau") == numpy_rows[i]["wau"] and str(reordered.value(i, "wau")) == str(
-                numpy_rows[i]["wau"])
+                numpy_rows[i]["wau"]
+            )
 
 
 def test_errors_name_what_is_wrong(synthetic_build, tmp_path):
@@ -119,17 +123,22 @@ def test_chunked_and_sliced_columns(lengths, n_chunks, offset, seed):
     padded = [np.zeros((1, width), np.float32)] * offset + arrays  # sliced off again below
     bounds = np.linspace(0, len(arrays), n_chunks + 1).astype(int)
     chunks_2d, chunks_1d = [], []
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         chunks_2d.append(arrays_2d(padded[: offset + b], width).slice(offset + a, b - a) if b > a else None)
-        chunks_1d.append(arrays_1d([np.zeros(1, np.float32)] * offset + stamps[:b]).slice(offset + a, b - a)
-                         if b > a else None)
-    table = pa.table({
-        "video_id": [f"AB{i:04d}_T1_Luke" for i in range(len(arrays))],
-        "prosody": pa.chunked_array([c for c in chunks_2d if c is not None], type=pa.list_(pa.list_(pa.float32()))),
-        "prosody_timestamps": pa.chunked_array([c for c in chunks_1d if c is not None], type=pa.list_(pa.float32())),
-    })
+        chunks_1d.append(
+            arrays_1d([np.zeros(1, np.float32)] * offset + stamps[:b]).slice(offset + a, b - a) if b > a else None
+        )
+    table = pa.table(
+        {
+            "video_id": [f"AB{i:04d}_T1_Luke" for i in range(len(arrays))],
+            "prosody": pa.chunked_array([c for c in chunks_2d if c is not None], type=pa.list_(pa.list_(pa.float32()))),
+            "prosody_timestamps": pa.chunked_array(
+                [c for c in chunks_1d if c is not None], type=pa.list_(pa.float32())
+            ),
+        }
+    )
     features = FeatureArrays(table)
-    for i, (array, stamp) in enumerate(zip(arrays, stamps)):
+    for i, (array, stamp) in enumerate(zip(arrays, stamps, strict=True)):
         np.testing.assert_array_equal(features.array(i, "prosody"), array, strict=True)
         np.testing.assert_array_equal(features.timestamps(i, "prosody"), stamp, strict=True)
 

@@ -28,7 +28,15 @@ def test_card_yaml_declares_configs_splits_and_features(synthetic_build):
 def test_card_body_documents_everything(synthetic_build):
     _, body = _card(synthetic_build)
     assert "SYNTHETIC DATA" in body.split("\n\n")[1]  # right under the title
-    for heading in ("## Provenance", "## Privacy", "## Dimensions", "## Rubric", "## Splits", "## Labels", "## Build report"):
+    for heading in (
+        "## Provenance",
+        "## Privacy",
+        "## Dimensions",
+        "## Rubric",
+        "## Splits",
+        "## Labels",
+        "## Build report",
+    ):
         assert heading in body
     for dim in DIMENSIONS:
         assert dim.name in body and RUBRIC[dim.key].criterion in body
@@ -60,12 +68,26 @@ def test_cli_synth_then_build(tmp_path, capsys):
     assert cli_main(["synth", str(tmp_path / "rel"), "--videos", "5", "--seed", "2", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["n_videos"] == 5 and summary["synthetic"] is True
-    assert cli_main(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
-                     "--out", str(tmp_path / "out"), "--json"]) == 0
+    assert (
+        cli_main(
+            [
+                "build",
+                str(tmp_path / "rel"),
+                "--labels",
+                summary["ratings_csv"],
+                "--out",
+                str(tmp_path / "out"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out)
     assert report["n_videos"] == 5 and report["n_labeled_videos"] == 5 and report["synthetic"]
-    assert cli_main(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"],
-                     "--out", str(tmp_path / "out")]) == 0
+    assert (
+        cli_main(["build", str(tmp_path / "rel"), "--labels", summary["ratings_csv"], "--out", str(tmp_path / "out")])
+        == 0
+    )
     assert "human single-rater ICC(3,1)" in capsys.readouterr().out
     (tmp_path / "rel" / "audio" / "prosody").joinpath(f"{summary_first(tmp_path)}.npz").unlink()
     assert cli_main(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"]) == 1

@@ -60,7 +60,9 @@ def _inject_faults(root: Path, ids: list[str]) -> dict[str, tuple[str, str]]:
     expected[ids[5]] = ("timestamp_mismatch", "librosa")
     np.savez(root / "text" / "words" / f"{ids[6]}.npz", text=np.arange(3))
     expected[ids[6]] = ("bad_dtype", "text")
-    np.save(_npz(root, "wav2vec", ids[7]).with_suffix(".tmp.npy"), np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    np.save(
+        _npz(root, "wav2vec", ids[7]).with_suffix(".tmp.npy"), np.array([{"a": 1}], dtype=object), allow_pickle=True
+    )
     _npz(root, "wav2vec", ids[7]).with_suffix(".tmp.npy").rename(_npz(root, "wav2vec", ids[7]))
     expected[ids[7]] = ("unreadable", "wav2vec")
     return expected
@@ -74,8 +76,10 @@ def test_every_modality_fault_is_reported_and_no_video_is_lost(clean_release, tm
     (root / "junk.bin").write_bytes(b"\x00")
     shutil.copy(_npz(root, "prosody", ids[8]), root / "audio" / "prosody" / "not-an-id.npz")
     clinician, time_point, stimulus = ids[9].split("_")
-    shutil.copy(_npz(root, "prosody", ids[9]),
-                root / "audio" / "prosody" / f"{clinician}_FIS_Time{time_point[1]}_{stimulus}.npz")
+    shutil.copy(
+        _npz(root, "prosody", ids[9]),
+        root / "audio" / "prosody" / f"{clinician}_FIS_Time{time_point[1]}_{stimulus}.npz",
+    )
 
     report = build_dataset(root, tmp_path / "out", labels=clean_release.ratings_csv, progress=False)
 

@@ -12,11 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _metric_helpers import pingouin_icc3_1
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
 from mis_bench_dataset.numbers import round_half_up
+
+from _metric_helpers import pingouin_icc3_1
 
 
 def _write(path: Path, header: list[str], rows: list[list]) -> Path:
@@ -72,14 +73,22 @@ def test_long_csv_problems_are_named_by_row(tmp_path):
     ]
     labels = read_labels(_write(tmp_path / "r.csv", ["video_id", "rater", "dimension", "score"], rows))
     got = [(p.kind, p.row) for p in labels.problems]
-    assert got == [("label_duplicate", 3), ("label_unknown_dimension", 4), ("label_out_of_range", 5),
-                   ("label_unparseable", 6), ("malformed_id", 7)]
+    assert got == [
+        ("label_duplicate", 3),
+        ("label_unknown_dimension", 4),
+        ("label_out_of_range", 5),
+        ("label_unparseable", 6),
+        ("malformed_id", 7),
+    ]
     assert all(str(tmp_path / "r.csv") in str(p) for p in labels.problems)
     assert labels.gold["AB1234_T1_Luke"]["verbal_fluency"] == 3.0  # first rating kept
 
 
 def test_wide_csv_with_original_file_names(tmp_path):
-    gold = {"AG0914_T1_Jackson": dict.fromkeys(DIMENSION_KEYS, 3.3), "CB0326_T3_Jackson": dict.fromkeys(DIMENSION_KEYS, 4.0)}
+    gold = {
+        "AG0914_T1_Jackson": dict.fromkeys(DIMENSION_KEYS, 3.3),
+        "CB0326_T3_Jackson": dict.fromkeys(DIMENSION_KEYS, 4.0),
+    }
     gold["CB0326_T3_Jackson"]["arrr"] = None
     path = write_gold_wide(tmp_path / "labels.csv", gold, original_names=True)
     assert "AG0914_FIS_Time1_Jackson" in path.read_text()
@@ -125,7 +134,8 @@ def test_icc_matches_pingouin(n, k, seed):
     if np.isnan(ref_low):  # MS_err = 0 (raters differ by a constant): pingouin divides by 0, the core documents [1, 1]
         assert icc == 1.0 and low == high == 1.0
         return
-    assert low == pytest.approx(ref_low, abs=0.006) and high == pytest.approx(ref_high, abs=0.006)  # pingouin rounds CI to 2 dp
+    # pingouin rounds CI to 2 dp
+    assert low == pytest.approx(ref_low, abs=0.006) and high == pytest.approx(ref_high, abs=0.006)
 
 
 def test_human_ceiling_uses_fully_rated_videos_and_matches_pingouin(tmp_path):
@@ -137,25 +147,39 @@ def test_human_ceiling_uses_fully_rated_videos_and_matches_pingouin(tmp_path):
     assert labels.fully_rated_videos() == fully and 0 < len(fully) < 30
     ceiling = labels.human_ceiling()
     for dim in DIMENSION_KEYS:
-        matrix = (frame[(frame.dimension == dim) & frame.video_id.isin(fully)]
-                  .pivot(index="video_id", columns="rater", values="score").to_numpy())
+        matrix = (
+            frame[(frame.dimension == dim) & frame.video_id.isin(fully)]
+            .pivot(index="video_id", columns="rater", values="score")
+            .to_numpy()
+        )
         ref, _ = pingouin_icc3_1(matrix)
         assert ceiling[dim].icc == pytest.approx(ref, abs=1e-9)
         assert ceiling[dim].n_videos == len(fully) and ceiling[dim].n_raters == 3
 
 
-_ids = st.builds(lambda c, t, s: f"AB{c:04d}_T{t}_{s}", st.integers(0, 9999), st.integers(1, 3),
-                 st.sampled_from(("Luke", "Sean", "Jessica")))
+_ids = st.builds(
+    lambda c, t, s: f"AB{c:04d}_T{t}_{s}",
+    st.integers(0, 9999),
+    st.integers(1, 3),
+    st.sampled_from(("Luke", "Sean", "Jessica")),
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.dictionaries(st.tuples(_ids, st.sampled_from(("R1", "R2", "R3")), st.sampled_from(DIMENSION_KEYS)),
-                       st.integers(1, 5), min_size=1, max_size=40))
+@given(
+    st.dictionaries(
+        st.tuples(_ids, st.sampled_from(("R1", "R2", "R3")), st.sampled_from(DIMENSION_KEYS)),
+        st.integers(1, 5),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_long_csv_round_trip_gives_the_paper_aggregate(tmp_path_factory, ratings):
     from mis_bench_dataset.labels import write_ratings_long
 
-    path = write_ratings_long(tmp_path_factory.mktemp("long") / "r.csv",
-                              [(v, r, d, float(s)) for (v, r, d), s in ratings.items()])
+    path = write_ratings_long(
+        tmp_path_factory.mktemp("long") / "r.csv", [(v, r, d, float(s)) for (v, r, d), s in ratings.items()]
+    )
     labels = read_labels(path)
     assert labels.problems == []
     by_cell: dict = {}
@@ -167,8 +191,11 @@ def test_long_csv_round_trip_gives_the_paper_aggregate(tmp_path_factory, ratings
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.dictionaries(_ids, st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")),
-                       min_size=1, max_size=10))
+@given(
+    st.dictionaries(
+        _ids, st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")), min_size=1, max_size=10
+    )
+)
 def test_transcripts_csv_round_trips_any_text(tmp_path_factory, transcripts):
     from mis_bench_dataset.transcripts import read_transcripts_csv, write_transcripts_csv
 
@@ -192,8 +219,9 @@ def test_unreadable_csv_files_are_named(tmp_path):
         read_transcripts_csv(_write(tmp_path / "t2.csv", ["id", "text"], [["a", "b"]]))
 
 
-@pytest.mark.parametrize("header", ["video_id,rater,dimension,score\n",
-                                    "video_id,VF,H/PE,Per.,Emo.,WAU,Emp.,ABC,ARRR\n"])
+@pytest.mark.parametrize(
+    "header", ["video_id,rater,dimension,score\n", "video_id,VF,H/PE,Per.,Emo.,WAU,Emp.,ABC,ARRR\n"]
+)
 def test_a_header_without_rows_is_refused_not_built_as_no_problems(tmp_path, header):
     from mis_bench_dataset.labels import read_labels
 

@@ -32,7 +32,9 @@ def _rows(out, config="features"):
 def test_subset10_arrays_equal_the_npz_files_exactly(subset_build, subset10_dir):
     report, out = subset_build
     rows = _rows(out)
-    assert sorted(str(r["video_id"]) for r in rows) == sorted(p.stem for p in (subset10_dir / "video" / "openface3").iterdir())
+    assert sorted(str(r["video_id"]) for r in rows) == sorted(
+        p.stem for p in (subset10_dir / "video" / "openface3").iterdir()
+    )
     for row in rows:
         video_id = str(row["video_id"])
         for m in MODALITIES:

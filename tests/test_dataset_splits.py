@@ -14,7 +14,9 @@ from mis_bench_dataset.video_ids import STIMULI, parse_video_id
 
 video_ids = st.lists(
     st.builds(lambda c, t, s: f"C{c:04d}_T{t}_{s}", st.integers(0, 60), st.integers(1, 3), st.sampled_from(STIMULI)),
-    min_size=3, max_size=300, unique=True,
+    min_size=3,
+    max_size=300,
+    unique=True,
 )
 
 
@@ -69,8 +71,9 @@ def test_clinician_build_and_card(synthetic_build, tmp_path):
     from datasets import load_dataset
 
     release = synthetic_build.parent / "release"
-    report = build_dataset(release, tmp_path / "out", labels=release / "ratings.csv", split_by="clinician",
-                           seed=7, progress=False)
+    report = build_dataset(
+        release, tmp_path / "out", labels=release / "ratings.csv", split_by="clinician", seed=7, progress=False
+    )
     clinicians = {}
     for split in SPLITS:
         for c in load_dataset(str(tmp_path / "out"), "scoring", split=split)["clinician"]:

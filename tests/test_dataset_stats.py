@@ -21,7 +21,7 @@ from scipy import stats as sp_stats
 from mis_bench_dataset import build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.labels import write_gold_wide, read_labels
+from mis_bench_dataset.labels import read_labels, write_gold_wide
 from mis_bench_dataset.stats import (
     HISTOGRAM_BINS,
     GoldTable,
@@ -76,8 +76,11 @@ def _hand_summary(values: list[Decimal]) -> dict:
 
 
 def _split_ids(build, split) -> list[str]:
-    return pq.read_table(sorted((build / "features").glob(f"{split}-*.parquet")), columns=["video_id"]).column(
-        "video_id").to_pylist()
+    return (
+        pq.read_table(sorted((build / "features").glob(f"{split}-*.parquet")), columns=["video_id"])
+        .column("video_id")
+        .to_pylist()
+    )
 
 
 def _check_against_hand(stats: dict, gold: dict, video_ids: list[str]) -> None:
@@ -129,7 +132,8 @@ def test_one_split_and_the_groups_agree_with_all(labelled):
         assert sum(g["n_videos"] for g in everything["groups"][grouping].values()) == 60
     t2 = [v for v in ids_of(build) if "_T2_" in v]
     assert everything["groups"]["time_point"]["T2"]["dimensions"] == {
-        key: _hand_summary([gold[v][key] for v in t2 if key in gold[v]]) for key in DIMENSION_KEYS}
+        key: _hand_summary([gold[v][key] for v in t2 if key in gold[v]]) for key in DIMENSION_KEYS
+    }
 
 
 def ids_of(build) -> list[str]:
@@ -228,8 +232,22 @@ def _cli(argv):
 
 def test_cli_json_is_strict_and_files_are_written(labelled, tmp_path, capsys):
     build, ratings = labelled
-    assert _cli(["stats", str(build), "--split", "validation", "--labels", str(ratings),
-                 "--out", str(tmp_path / "s"), "--json"]) == 0
+    assert (
+        _cli(
+            [
+                "stats",
+                str(build),
+                "--split",
+                "validation",
+                "--labels",
+                str(ratings),
+                "--out",
+                str(tmp_path / "s"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out, parse_constant=_no_constants)
     assert printed == json.loads((tmp_path / "s" / "stats.json").read_text(), parse_constant=_no_constants)
     assert printed["split"] == "validation" and set(printed["dimensions"]) == set(DIMENSION_KEYS)
@@ -249,9 +267,11 @@ def test_undefined_values_are_null_and_json_strict():
     gold = np.full((3, len(DIMENSION_KEYS)), 3.0)
     gold[:, 0] = [2.0, 3.5, 4.1]
     gold[1:, 1] = np.nan  # one score: no sd
-    table = GoldTable(("AB0001_T1_Luke", "AB0001_T2_Luke", "AB0002_T1_Sean"),
-                      {"split": ("train", "train", "test"), "time_point": ("T1", "T2", "T1"),
-                       "stimulus": ("Luke", "Luke", "Sean")}, gold)
+    table = GoldTable(
+        ("AB0001_T1_Luke", "AB0001_T2_Luke", "AB0002_T1_Sean"),
+        {"split": ("train", "train", "test"), "time_point": ("T1", "T2", "T1"), "stimulus": ("Luke", "Luke", "Sean")},
+        gold,
+    )
     stats = dataset_stats(table)
     text = json.dumps(stats, allow_nan=False)
     assert stats["dimensions"]["hope_and_pe"] == {"mean": 3.0, "sd": None, "min": 3.0, "max": 3.0, "n": 1}
@@ -261,8 +281,11 @@ def test_undefined_values_are_null_and_json_strict():
 
 def test_write_stats_never_replaces_files_it_did_not_write(tmp_path):
     (tmp_path / "histograms.png").write_bytes(b"mine")
-    table = GoldTable(("AB0001_T1_Luke", "AB0002_T1_Luke"), {"split": ("train",) * 2, "time_point": ("T1",) * 2,
-                      "stimulus": ("Luke",) * 2}, np.array([[3.0] * 8, [4.0] * 8]))
+    table = GoldTable(
+        ("AB0001_T1_Luke", "AB0002_T1_Luke"),
+        {"split": ("train",) * 2, "time_point": ("T1",) * 2, "stimulus": ("Luke",) * 2},
+        np.array([[3.0] * 8, [4.0] * 8]),
+    )
     with pytest.raises(DataError, match="was not written by"):
         write_stats(dataset_stats(table), tmp_path)
     assert (tmp_path / "histograms.png").read_bytes() == b"mine"
@@ -275,9 +298,12 @@ _scores = st.lists(st.integers(10, 50).map(lambda k: k / 10), min_size=1, max_si
 @given(_scores)
 def test_summary_and_histogram_are_exact(values):
     decimals = [Decimal(repr(v)) for v in values]
-    expected = _hand_summary(decimals) if len(values) > 1 else {
-        "mean": values[0], "sd": None, "min": values[0], "max": values[0], "n": 1}
+    expected = (
+        _hand_summary(decimals)
+        if len(values) > 1
+        else {"mean": values[0], "sd": None, "min": values[0], "max": values[0], "n": 1}
+    )
     assert summarize(values + [math.nan]) == expected
     counts = histogram(values)
     assert sum(counts) == len(values)
-    assert {b: c for b, c in zip(HISTOGRAM_BINS, counts) if c} == dict(Counter(values))
+    assert {b: c for b, c in zip(HISTOGRAM_BINS, counts, strict=True) if c} == dict(Counter(values))

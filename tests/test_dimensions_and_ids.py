@@ -19,8 +19,14 @@ from mis_bench_dataset.video_ids import STIMULI, normalize_video_id, parse_video
 
 def test_eight_dimensions_in_paper_order():
     assert DIMENSION_KEYS == (
-        "verbal_fluency", "hope_and_pe", "persuasiveness", "emotional_expression",
-        "wau", "empathy", "abc", "arrr",
+        "verbal_fluency",
+        "hope_and_pe",
+        "persuasiveness",
+        "emotional_expression",
+        "wau",
+        "empathy",
+        "abc",
+        "arrr",
     )
     assert [d.abbreviation for d in DIMENSIONS] == ["VF", "H/PE", "Per.", "Emo.", "WAU", "Emp.", "ABC", "ARRR"]
 
@@ -64,7 +70,12 @@ def test_resolve_dimension_names_the_bad_label():
 
 @pytest.mark.parametrize(
     "raw",
-    ["EH0822_T1_Jessica", "EH0822_FIS_Time1_Jessica", "data/FIS996/EH0822_T1_Jessica", "video/openface3/EH0822_T1_Jessica.npz"],
+    [
+        "EH0822_T1_Jessica",
+        "EH0822_FIS_Time1_Jessica",
+        "data/FIS996/EH0822_T1_Jessica",
+        "video/openface3/EH0822_T1_Jessica.npz",
+    ],
 )
 def test_video_id_spellings(raw):
     parsed = parse_video_id(raw)

@@ -14,12 +14,25 @@ def _record(key: str, status: str = "ok", response: str | None = "3.5") -> dict:
 
 
 def test_key_depends_on_every_component() -> None:
-    base = dict(backend="openai", model="m", setting={"modality": "text"}, prompt_hash="p", video_id="v",
-                dimension="wau", decoding={"temperature": 0.0})
+    base = dict(
+        backend="openai",
+        model="m",
+        setting={"modality": "text"},
+        prompt_hash="p",
+        video_id="v",
+        dimension="wau",
+        decoding={"temperature": 0.0},
+    )
     keys = {cache_key(**base)}
-    for field, value in [("backend", "vllm"), ("model", "m2"), ("setting", {"modality": "audio+text"}),
-                         ("prompt_hash", "q"), ("video_id", "w"), ("dimension", "abc"),
-                         ("decoding", {"temperature": 0.7})]:
+    for field, value in [
+        ("backend", "vllm"),
+        ("model", "m2"),
+        ("setting", {"modality": "audio+text"}),
+        ("prompt_hash", "q"),
+        ("video_id", "w"),
+        ("dimension", "abc"),
+        ("decoding", {"temperature": 0.7}),
+    ]:
         keys.add(cache_key(**{**base, field: value}))
     assert len(keys) == 8
     assert cache_key(**base) == cache_key(**dict(reversed(list(base.items()))))
@@ -63,17 +76,18 @@ def test_corrupt_middle_line_names_file_and_line(tmp_path) -> None:
 
 def test_second_writer_is_refused(tmp_path) -> None:
     path = tmp_path / "c.jsonl"
-    with ResponseCache(path):
-        with pytest.raises(CacheError, match="another run is writing this cache"):
-            ResponseCache(path).open()
+    with ResponseCache(path), pytest.raises(CacheError, match="another run is writing this cache"):
+        ResponseCache(path).open()
     with ResponseCache(path) as cache:  # released on close
         assert len(cache) == 0
 
 
 def test_bad_status_is_rejected(tmp_path) -> None:
-    with ResponseCache(tmp_path / "c.jsonl") as cache:
-        with pytest.raises(ValueError, match="one of ok, failed, truncated"):
-            cache.append({"key": "a", "status": "maybe"})
+    with (
+        ResponseCache(tmp_path / "c.jsonl") as cache,
+        pytest.raises(ValueError, match="one of ok, failed, truncated"),
+    ):
+        cache.append({"key": "a", "status": "maybe"})
 
 
 def test_truncated_and_failed_outcomes_are_recorded_but_never_answers(tmp_path) -> None:

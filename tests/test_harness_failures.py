@@ -53,14 +53,35 @@ class Scripted:
 
 def _config(out: Path, base_url: str, concurrency: int = 4, retry: RetryPolicy = FAST_RETRY, **kw) -> RunConfig:
     options = dict(base_url=base_url, concurrency=concurrency, retry=retry, api_key_env="MIS_BENCH_TEST_KEY")
-    return RunConfig(backend="openai", model="fake-model", out=out, backend_options=options, n_bootstrap=0,
-                     progress=False, **kw)
+    return RunConfig(
+        backend="openai", model="fake-model", out=out, backend_options=options, n_bootstrap=0, progress=False, **kw
+    )
 
 
 def _cli(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return ["run", "--backend", "openai", "--model", "fake-model", "--base-url", base_url,
-            "--api-key-env", "MIS_BENCH_TEST_KEY", "--dataset", str(dataset), "--split", "test", "--limit", "3",
-            "--out", str(out), "--n-bootstrap", "0", "--no-progress", *extra]
+    return [
+        "run",
+        "--backend",
+        "openai",
+        "--model",
+        "fake-model",
+        "--base-url",
+        base_url,
+        "--api-key-env",
+        "MIS_BENCH_TEST_KEY",
+        "--dataset",
+        str(dataset),
+        "--split",
+        "test",
+        "--limit",
+        "3",
+        "--out",
+        str(out),
+        "--n-bootstrap",
+        "0",
+        "--no-progress",
+        *extra,
+    ]
 
 
 def _error_lines(err: str) -> list[str]:
@@ -72,8 +93,9 @@ def _error_lines(err: str) -> list[str]:
 
 
 @pytest.mark.parametrize("concurrency", ["1", "8"])
-def test_nothing_listening_stops_the_run_within_seconds_with_exit_1(synthetic_build, tmp_path, capsys, monkeypatch,
-                                                                     concurrency) -> None:
+def test_nothing_listening_stops_the_run_within_seconds_with_exit_1(
+    synthetic_build, tmp_path, capsys, monkeypatch, concurrency
+) -> None:
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", SECRET)
     base_url = f"http://127.0.0.1:{free_port()}/v1"
     started = time.monotonic()
@@ -91,10 +113,13 @@ def test_nothing_listening_stops_the_run_within_seconds_with_exit_1(synthetic_bu
     assert not any(r["status"] == "ok" for r in iter_records(cache))
 
 
-@pytest.mark.parametrize(("url", "kind"), [
-    ("http://mis-bench-no-such-host.invalid/v1", "host not found: gaierror"),
-    ("https://127.0.0.1:{port}/v1", "TLS error: SSL"),  # TLS spoken to a plain-HTTP server
-])
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("http://mis-bench-no-such-host.invalid/v1", "host not found: gaierror"),
+        ("https://127.0.0.1:{port}/v1", "TLS error: SSL"),  # TLS spoken to a plain-HTTP server
+    ],
+)
 def test_unknown_host_and_tls_failure_trip_the_breaker(tmp_path, url, kind) -> None:
     rows = Dataset.from_list(scoring_rows(4))
     with ChatServer() as server:
@@ -125,8 +150,9 @@ def test_breaker_counts_only_failures_before_the_server_was_ever_reached() -> No
 def test_a_server_that_answered_and_then_went_away_fails_rows_without_stopping(tmp_path) -> None:
     prompts = [Prompt(f"v{i}", "wau", f"I hear you, step {i}.") for i in range(3)]
     with ChatServer() as server:
-        backend = OpenAIBackend("m", base_url=server.base_url, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET",
-                                concurrency=2)
+        backend = OpenAIBackend(
+            "m", base_url=server.base_url, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET", concurrency=2
+        )
         assert all(c.ok for c in backend.complete(prompts, DecodingConfig()))
     later = list(backend.complete(prompts, DecodingConfig()))  # the server is gone now
     assert [c.ok for c in later] == [False] * 3
@@ -190,13 +216,27 @@ def _by_digest(n: int, digest: str) -> str:
 def test_a_run_with_failures_summarises_them_by_kind(synthetic_build, tmp_path, capsys) -> None:
     plan = Scripted(_by_digest)
     with ChatServer(plan) as server:
-        code = main(_cli(synthetic_build, tmp_path / "runs", server.base_url, "--json", "--max-retries", "2",
-                         "--backoff-base", "0.001", "--backoff-max", "0.002"))
+        code = main(
+            _cli(
+                synthetic_build,
+                tmp_path / "runs",
+                server.base_url,
+                "--json",
+                "--max-retries",
+                "2",
+                "--backoff-base",
+                "0.001",
+                "--backoff-max",
+                "0.002",
+            )
+        )
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
     given = dict(plan.given)  # prompt digest -> its fault (the same on every attempt)
-    expected = {"HTTP 500": sum(f == "500" for f in given.values()),
-                "malformed response": sum(f == "malformed" for f in given.values())}
+    expected = {
+        "HTTP 500": sum(f == "500" for f in given.values()),
+        "malformed response": sum(f == "malformed" for f in given.values()),
+    }
     assert code == EXIT_REQUESTS and summary["failed"] == sum(expected.values()) and all(expected.values())
     assert {kind: entry["count"] for kind, entry in summary["failures"].items()} == expected
     assert summary["failures"]["HTTP 500"]["example"] == "HTTP 500: injected 500 for this request"
@@ -209,12 +249,14 @@ def test_a_run_with_failures_summarises_them_by_kind(synthetic_build, tmp_path, 
     assert results["outcomes"]["overall"]["failed"] == sum(expected.values())
     raw = [json.loads(line) for line in (Path(summary["results"]).parent / "raw_responses.jsonl").open()]
     assert sorted(r["failure"] for r in raw if r["failure"]) == sorted(
-        kind for kind, count in expected.items() for _ in range(count))
+        kind for kind, count in expected.items() for _ in range(count)
+    )
 
 
 def test_server_messages_are_read_from_the_usual_error_bodies() -> None:
     assert server_message(b'{"error": {"message": "The model `x` does not exist.", "type": "invalid"}}') == (
-        "The model `x` does not exist.")
+        "The model `x` does not exist."
+    )
     assert server_message(b'{"detail": "Server is pinned to \'m\'"}') == "Server is pinned to 'm'"
     assert server_message(b'{"object": "error", "message": "max_tokens too large"}') == "max_tokens too large"
     assert server_message(b'{"detail": [{"loc": ["body"], "msg": "bad"}]}') == '[{"loc": ["body"], "msg": "bad"}]'
@@ -237,10 +279,16 @@ def test_truncated_answers_are_counted_apart_from_unparsed(tmp_path) -> None:
     assert 0 < len(cut) < 24
     assert result.n_truncated == len(cut) and result.n_parsed == 24 - len(cut) and result.n_failed == 0
     results = json.loads(result.results_path.read_text())
-    assert results["outcomes"]["overall"] == {"answered": 24 - len(cut), "unparsed": 0, "truncated": len(cut),
-                                              "failed": 0}
-    by_dimension = {d: sum(p["prediction"] is None for p in results["predictions"] if p["dimension"] == d)
-                    for d in results["parse_rates"]}
+    assert results["outcomes"]["overall"] == {
+        "answered": 24 - len(cut),
+        "unparsed": 0,
+        "truncated": len(cut),
+        "failed": 0,
+    }
+    by_dimension = {
+        d: sum(p["prediction"] is None for p in results["predictions"] if p["dimension"] == d)
+        for d in results["parse_rates"]
+    }
     assert {d: c["truncated"] for d, c in results["outcomes"]["dimensions"].items()} == by_dimension
     digests = {hashlib.sha1(body["messages"][0]["content"].encode()).hexdigest() for body in server.bodies}
     assert cut <= digests

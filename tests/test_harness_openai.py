@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from _harness_helpers import ChatServer, FaultPlan, scoring_rows
 from eval_scripts.backends.base import DecodingConfig
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.cache import iter_records
 from eval_scripts.prompts import Prompt
 from eval_scripts.runner import RunConfig, run_setting
+
+from _harness_helpers import ChatServer, FaultPlan, scoring_rows
 
 REPO = Path(__file__).resolve().parents[1]
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=0.25)
@@ -32,8 +33,9 @@ def _expected(video_id: str) -> float:
 
 def _config(out: Path, server: ChatServer, **kw) -> RunConfig:
     options = dict(base_url=server.base_url, concurrency=8, retry=FAST_RETRY, api_key_env="MIS_BENCH_TEST_KEY")
-    return RunConfig(backend="openai", model="fake-model", out=out, backend_options=options, n_bootstrap=0,
-                     progress=False, **kw)
+    return RunConfig(
+        backend="openai", model="fake-model", out=out, backend_options=options, n_bootstrap=0, progress=False, **kw
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -97,10 +99,16 @@ def test_request_body_and_multimodal_content(tmp_path) -> None:
     audio = tmp_path / "a.wav"
     audio.write_bytes(b"RIFF....WAVE")
     assert OpenAIBackend("m", base_url="http://127.0.0.1:9/v1").modalities == frozenset({"text"})  # until declared
-    backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", modalities=("text", "image", "audio"),
-                            max_tokens_field="max_completion_tokens", extra_body={"reasoning_effort": "low"})
-    body = backend.request_body(Prompt("v", "wau", "hi", images=(b"\x89PNG",), audio_path=str(audio)),
-                                DecodingConfig(max_new_tokens=7))
+    backend = OpenAIBackend(
+        "m",
+        base_url="http://127.0.0.1:9/v1",
+        modalities=("text", "image", "audio"),
+        max_tokens_field="max_completion_tokens",
+        extra_body={"reasoning_effort": "low"},
+    )
+    body = backend.request_body(
+        Prompt("v", "wau", "hi", images=(b"\x89PNG",), audio_path=str(audio)), DecodingConfig(max_new_tokens=7)
+    )
     assert body["max_completion_tokens"] == 7 and body["temperature"] == 0.0 and body["reasoning_effort"] == "low"
     kinds = [part["type"] for part in body["messages"][0]["content"]]
     assert kinds == ["input_audio", "image_url", "text"]
@@ -128,12 +136,32 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
     out = tmp_path / "runs"
     cache = out / "responses.cache.jsonl"
     with ChatServer(delay_s=0.1) as server:
-        args = _cli([
-            "--backend", "openai", "--model", "fake-model", "--base-url", server.base_url,
-            "--api-key-env", "MIS_BENCH_UNSET", "--dataset", str(synthetic_build), "--split", "test",
-            "--prompt", "cot", "--out", str(out), "--concurrency", "2", "--no-progress", "--n-bootstrap", "0",
-            "--json",
-        ])
+        args = _cli(
+            [
+                "--backend",
+                "openai",
+                "--model",
+                "fake-model",
+                "--base-url",
+                server.base_url,
+                "--api-key-env",
+                "MIS_BENCH_UNSET",
+                "--dataset",
+                str(synthetic_build),
+                "--split",
+                "test",
+                "--prompt",
+                "cot",
+                "--out",
+                str(out),
+                "--concurrency",
+                "2",
+                "--no-progress",
+                "--n-bootstrap",
+                "0",
+                "--json",
+            ]
+        )
         victim = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -184,7 +212,9 @@ def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> No
         assert result.n_failed == 0 and result.n_rows == 8
         for body in server.bodies:
             text = body["messages"][0]["content"]
-            shots = re.findall(r'Example \d\. Transcript:\n"""\n(.*?)\n"""\nExpert score: Final score: \d\.\d', text, re.S)
+            shots = re.findall(
+                r'Example \d\. Transcript:\n"""\n(.*?)\n"""\nExpert score: Final score: \d\.\d', text, re.S
+            )
             assert len(shots) == 2 and all(shot in train_transcripts for shot in shots)
             assert not any(shot == row["transcript"].strip() for shot in shots for row in test_rows)
         with pytest.raises(UsageError, match="few-shot examples come from the train split"):

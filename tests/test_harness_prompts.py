@@ -7,15 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from _harness_helpers import scoring_rows
 from eval_scripts.feature_plots import feature_media_block
-from mis_bench_dataset.feature_descriptors import (
-    MIN_PAUSE_SECONDS,
-    audio_descriptors,
-    describe_audio,
-    describe_video,
-    video_descriptors,
-)
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import (
     MODALITIES,
@@ -28,6 +20,15 @@ from eval_scripts.prompts import (
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
+from mis_bench_dataset.feature_descriptors import (
+    MIN_PAUSE_SECONDS,
+    audio_descriptors,
+    describe_audio,
+    describe_video,
+    video_descriptors,
+)
+
+from _harness_helpers import scoring_rows
 
 ROWS = {row["dimension"]: row for row in scoring_rows(1)}
 
@@ -58,7 +59,10 @@ def test_eight_distinct_template_files() -> None:
 
 def test_audio_only_setting_says_audio_not_video() -> None:
     row = ROWS["empathy"]
-    own_words = lambda text: text.replace(RUBRIC["empathy"].criterion, "").split("Score descriptions")[0]
+
+    def own_words(text: str) -> str:
+        return text.replace(RUBRIC["empathy"].criterion, "").split("Score descriptions")[0]
+
     audio = own_words(render_prompt(row, "audio+text", "direct"))
     video = own_words(render_prompt(row, "video+text", "direct"))
     assert "audio of one therapist" in audio and not re.search(r"\bvideo\b", audio)
@@ -119,8 +123,13 @@ def _librosa_with_pauses(rate: float = 50.0) -> tuple[np.ndarray, np.ndarray]:
 def test_audio_descriptors_hand_computed() -> None:
     librosa, ts = _librosa_with_pauses()
     prosody = np.array([[180.0, 40.0] + [0.0] * 13], dtype=np.float32)
-    row = {"transcript": "one two three four five six seven eight nine ten eleven twelve",
-           "librosa": librosa, "librosa_timestamps": ts, "prosody": prosody, "duration_seconds": 10.0}
+    row = {
+        "transcript": "one two three four five six seven eight nine ten eleven twelve",
+        "librosa": librosa,
+        "librosa_timestamps": ts,
+        "prosody": prosody,
+        "duration_seconds": 10.0,
+    }
     desc = audio_descriptors(row)
     assert MIN_PAUSE_SECONDS == 0.3
     assert desc.pause_count == 2 and desc.pause_total_s == pytest.approx(1.5)
@@ -156,8 +165,13 @@ def test_video_descriptors_hand_computed() -> None:
 
 def test_media_block_per_setting_and_plot_is_png() -> None:
     librosa, ts = _librosa_with_pauses()
-    row = {"transcript": "a b c", "librosa": librosa, "librosa_timestamps": ts, "has_prosody": False,
-           "openface": np.zeros((0, 208), np.float32)}
+    row = {
+        "transcript": "a b c",
+        "librosa": librosa,
+        "librosa_timestamps": ts,
+        "has_prosody": False,
+        "openface": np.zeros((0, 208), np.float32),
+    }
     text, images = feature_media_block(row, "audio+text", "text")
     assert "Audio descriptors" in text and "Video descriptors" not in text and images == ()
     text, images = feature_media_block(row, "audio+video+text", "text+plot")

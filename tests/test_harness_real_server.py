@@ -27,8 +27,10 @@ ANSWER = 3.5
 def served(tmp_path_factory):
     missing = serving_missing()
     if missing:
-        pytest.skip(f"the real-server tests need the transformers[serving] extra (missing: {', '.join(missing)}); "
-                    "install it with: pip install 'mis-bench[test]'")
+        pytest.skip(
+            f"the real-server tests need the transformers[serving] extra (missing: {', '.join(missing)}); "
+            "install it with: pip install 'mis-bench[test]'"
+        )
     folder = tmp_path_factory.mktemp("served")
     model_dir = make_fixed_answer_model(folder / "fixed-3.5")
     with TransformersServer(model_dir, folder / "serve.log") as server:
@@ -36,9 +38,30 @@ def served(tmp_path_factory):
 
 
 def _run(server, out: Path, dataset: Path, *extra: str, model: str | None = None) -> list[str]:
-    return ["run", "--backend", "openai", "--model", model or server.model, "--base-url", server.base_url,
-            "--api-key-env", "MIS_BENCH_UNSET", "--dataset", str(dataset), "--split", "test", "--limit", "2",
-            "--out", str(out), "--n-bootstrap", "0", "--no-progress", "--json", *extra]
+    return [
+        "run",
+        "--backend",
+        "openai",
+        "--model",
+        model or server.model,
+        "--base-url",
+        server.base_url,
+        "--api-key-env",
+        "MIS_BENCH_UNSET",
+        "--dataset",
+        str(dataset),
+        "--split",
+        "test",
+        "--limit",
+        "2",
+        "--out",
+        str(out),
+        "--n-bootstrap",
+        "0",
+        "--no-progress",
+        "--json",
+        *extra,
+    ]
 
 
 def _summary(capsys) -> dict:
@@ -78,8 +101,9 @@ def test_runs_end_to_end_and_a_rerun_makes_no_calls(served, synthetic_build, tmp
     assert served.chat_requests() == requests_before_rerun
 
 
-def test_a_wrong_model_name_stops_the_run_at_once_with_the_servers_message(served, synthetic_build, tmp_path,
-                                                                             capsys) -> None:
+def test_a_wrong_model_name_stops_the_run_at_once_with_the_servers_message(
+    served, synthetic_build, tmp_path, capsys
+) -> None:
     before = served.chat_requests()
     code = main(_run(served, tmp_path / "runs", synthetic_build, "--concurrency", "2", model="no-such-model"))
     err = _error_lines(capsys)
@@ -98,7 +122,8 @@ def test_an_answer_cut_by_the_token_limit_is_not_scored(served, synthetic_build,
     summary = json.loads(captured.out)
     assert summary["truncated"] == 16 and summary["parsed"] == 0 and summary["unparsed"] == 0
     assert "16 answer(s) reached the token limit and were not scored (max_new_tokens 2); raise --max-tokens" in (
-        captured.err)
+        captured.err
+    )
     results = json.loads(Path(summary["results"]).read_text())
     assert {p["prediction"] for p in results["predictions"]} == {None}  # "3." is never read as 3.0
     assert results["outcomes"]["overall"] == {"answered": 0, "unparsed": 0, "truncated": 16, "failed": 0}
@@ -112,11 +137,21 @@ def test_an_answer_cut_by_the_token_limit_is_not_scored(served, synthetic_build,
     assert _summary(capsys)["called"] == 16 and served.chat_requests() - before == 16
 
 
-def test_a_plot_is_refused_before_any_request_unless_images_are_declared(served, synthetic_build, tmp_path,
-                                                                          capsys) -> None:
+def test_a_plot_is_refused_before_any_request_unless_images_are_declared(
+    served, synthetic_build, tmp_path, capsys
+) -> None:
     before = served.chat_requests()
-    args = _run(served, tmp_path / "runs", synthetic_build, "--modality", "video+text", "--feature-format", "plot",
-                "--limit", "1")
+    args = _run(
+        served,
+        tmp_path / "runs",
+        synthetic_build,
+        "--modality",
+        "video+text",
+        "--feature-format",
+        "plot",
+        "--limit",
+        "1",
+    )
     assert main(args) == EXIT_USAGE
     err = _error_lines(capsys)
     assert len(err) == 1 and "needs image input, but the openai backend" in err[0]

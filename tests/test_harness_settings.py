@@ -6,12 +6,13 @@ import json
 
 import pytest
 
-from _harness_helpers import ChatServer
-from eval_scripts.backends.openai_backend import RetryPolicy
 from eval_scripts.backends.base import UnsupportedSetting
+from eval_scripts.backends.openai_backend import RetryPolicy
 from eval_scripts.prompts import MODALITIES
 from eval_scripts.report.text_table import format_table
 from eval_scripts.runner import RunConfig, run_grid, run_setting
+
+from _harness_helpers import ChatServer
 
 FAST_RETRY = RetryPolicy(max_retries=2, backoff_base_s=0.005, backoff_max_s=0.01, timeout_s=5.0)
 
@@ -33,10 +34,20 @@ def server():
 
 
 def _config(out, server, build, modalities=("text",), **kw) -> RunConfig:
-    options = dict(base_url=server.base_url, concurrency=4, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET",
-                   modalities=modalities)
-    return RunConfig(backend="openai", model="fake-model", dataset=build, split="train", out=out,
-                     backend_options=options, n_bootstrap=0, progress=False, **kw)
+    options = dict(
+        base_url=server.base_url, concurrency=4, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET", modalities=modalities
+    )
+    return RunConfig(
+        backend="openai",
+        model="fake-model",
+        dataset=build,
+        split="train",
+        out=out,
+        backend_options=options,
+        n_bootstrap=0,
+        progress=False,
+        **kw,
+    )
 
 
 @pytest.mark.parametrize("modality", MODALITIES)
@@ -60,8 +71,17 @@ def test_plots_need_an_image_backend(public_build, server, tmp_path) -> None:
     with pytest.raises(UnsupportedSetting, match="needs image input.*refusing rather than running it as text-only"):
         run_setting(_config(tmp_path, server, public_build, modality="video+text", feature_format="plot", limit=1))
     before = len(server.bodies)
-    result = run_setting(_config(tmp_path, server, public_build, modalities=("text", "image"),
-                                 modality="video+text", feature_format="text+plot", limit=1))
+    result = run_setting(
+        _config(
+            tmp_path,
+            server,
+            public_build,
+            modalities=("text", "image"),
+            modality="video+text",
+            feature_format="text+plot",
+            limit=1,
+        )
+    )
     assert result.n_failed == 0
     parts = server.bodies[before]["messages"][0]["content"]
     assert [p["type"] for p in parts] == ["image_url", "text"]

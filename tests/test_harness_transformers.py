@@ -7,10 +7,11 @@ import json
 import pytest
 from datasets import Dataset
 
-from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backend
 from eval_scripts.prompts import Prompt, render_prompt
 from eval_scripts.runner import RunConfig, run_setting
+
+from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +48,14 @@ def test_batched_greedy_generation_matches_unbatched(random_model) -> None:
 
 def test_text_only_model_refuses_raw_video(tiny_model, tmp_path) -> None:
     rows = [{**r, "video_path": str(tmp_path / f"{r['video_id']}.mp4")} for r in scoring_rows(1)]
-    config = RunConfig(backend="transformers", model=str(tiny_model), modality="video+text", out=tmp_path,
-                       progress=False, backend_options={"device": "cpu"})
+    config = RunConfig(
+        backend="transformers",
+        model=str(tiny_model),
+        modality="video+text",
+        out=tmp_path,
+        progress=False,
+        backend_options={"device": "cpu"},
+    )
     with pytest.raises(UnsupportedSetting, match=r"needs video input, but the transformers backend .* takes only text"):
         run_setting(config, scoring=Dataset.from_list(rows))
     assert not (tmp_path / "responses.cache.jsonl").exists() or (tmp_path / "responses.cache.jsonl").stat().st_size == 0
@@ -61,9 +68,30 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
     from mis_icc_metric.scoring import score_predictions
 
     out = tmp_path / "runs"
-    args = ["run", "--backend", "transformers", "--model", str(tiny_model), "--dataset", str(synthetic_build),
-            "--split", "test", "--prompt", "direct", "--max-new-tokens", "2", "--device", "cpu",
-            "--batch-size", "16", "--out", str(out), "--n-bootstrap", "200", "--no-progress"]
+    args = [
+        "run",
+        "--backend",
+        "transformers",
+        "--model",
+        str(tiny_model),
+        "--dataset",
+        str(synthetic_build),
+        "--split",
+        "test",
+        "--prompt",
+        "direct",
+        "--max-new-tokens",
+        "2",
+        "--device",
+        "cpu",
+        "--batch-size",
+        "16",
+        "--out",
+        str(out),
+        "--n-bootstrap",
+        "200",
+        "--no-progress",
+    ]
     assert main(args) == 0
     (results_path,) = out.rglob("results.json")
     results = json.loads(results_path.read_text())
@@ -75,8 +103,9 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
     assert {(p["video_id"], p["dimension"]) for p in predictions} == set(references)
     assert {p["prediction"] for p in predictions} <= {3.0, 4.0} and len({p["prediction"] for p in predictions}) == 2
     assert all(rate == 1.0 for rate in results["parse_rates"].values())
-    rescored = score_predictions({(p["video_id"], p["dimension"]): p["prediction"] for p in predictions},
-                                 references, n_bootstrap=200, seed=0)
+    rescored = score_predictions(
+        {(p["video_id"], p["dimension"]): p["prediction"] for p in predictions}, references, n_bootstrap=200, seed=0
+    )
     assert results["scores"]["mean_icc"] == pytest.approx(rescored["mean_icc"], abs=0, rel=1e-12)
     raw = [json.loads(line) for line in (results_path.parent / "raw_responses.jsonl").read_text().splitlines()]
     assert all(len(r["prompt_hash"]) == 64 and r["status"] == "ok" and r["finish_reason"] == "stop" for r in raw)
@@ -88,9 +117,14 @@ def test_finish_reason_and_usage_say_where_each_answer_ended(fixed_model) -> Non
 
     prompts = _prompts()[:3] + [Prompt("v", "wau", "short"), Prompt("w", "abc", "a much longer prompt " * 12)]
     tokenizer = AutoTokenizer.from_pretrained(fixed_model)
-    prompt_tokens = [len(tokenizer.apply_chat_template([{"role": "user", "content": p.text}],
-                                                       add_generation_prompt=True, tokenize=True, return_dict=True)
-                         ["input_ids"]) for p in prompts]
+    prompt_tokens = [
+        len(
+            tokenizer.apply_chat_template(
+                [{"role": "user", "content": p.text}], add_generation_prompt=True, tokenize=True, return_dict=True
+            )["input_ids"]
+        )
+        for p in prompts
+    ]
     batched = get_backend("transformers", str(fixed_model), batch_size=5, device="cpu")
     single = get_backend("transformers", str(fixed_model), batch_size=1, device="cpu")
     for max_new_tokens, text, reason, used in [(2, "3.", "length", 2), (4, "3.5", "stop", 4), (9, "3.5", "stop", 4)]:

@@ -12,11 +12,10 @@ import urllib.request
 
 import pytest
 
-from mis_bench_dataset.errors import DataError
-
 from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
 from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
+from mis_bench_dataset.errors import DataError
 from mis_icc_metric import paired_comparison, score_predictions
 from mis_icc_metric.scoring import json_safe
 from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
@@ -59,7 +58,9 @@ def board_dir(tmp_path_factory, references, systems):
     missing = make_results({k: v for k, v in systems["strong"].items() if k[0] != VIDEO_IDS[0]}, model="org/missing")
     _write(folder / "f_missing.json", missing)
     (folder / "g_nan.json").write_text(
-        json.dumps(make_results(systems["weak"], model="org/nan")).replace('"prediction": 3.', '"prediction": NaN, "n": 3.', 1)
+        json.dumps(make_results(systems["weak"], model="org/nan")).replace(
+            '"prediction": 3.', '"prediction": NaN, "n": 3.', 1
+        )
     )
     stringy = make_results(systems["weak"], model="org/stringy")
     stringy["predictions"][0]["prediction"] = "4.0"
@@ -78,8 +79,14 @@ def board(board_dir, references):
 
 def test_every_bad_submission_is_rejected_with_its_reason(board):
     reasons = {r["file"]: "\n".join(r["reasons"]) for r in board["rejected"]}
-    assert set(reasons) == {"d_malformed.json", "e_version.json", "f_missing.json", "g_nan.json", "h_string.json",
-                            "i_extra.json"}
+    assert set(reasons) == {
+        "d_malformed.json",
+        "e_version.json",
+        "f_missing.json",
+        "g_nan.json",
+        "h_string.json",
+        "i_extra.json",
+    }
     assert "malformed JSON at line 1" in reasons["d_malformed.json"]
     assert "unsupported schema version '2.0'" in reasons["e_version.json"]
     assert "coverage: 8 of 240 (video, dimension) pairs" in reasons["f_missing.json"]
@@ -93,9 +100,10 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
     assert [e["rank"] for e in board["entries"]] == [1, 2, 3]
     fully_parsed = [v for v in VIDEO_IDS if all(systems["gappy"][(v, d)] is not None for d in DIMENSION_KEYS)]
     assert board["n_common_videos"] == len(fully_parsed)
-    for entry, name in zip(board["entries"], ["strong", "gappy", "weak"]):
-        expected = json_safe(score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3,
-                                               common_videos=fully_parsed))
+    for entry, name in zip(board["entries"], ["strong", "gappy", "weak"], strict=True):
+        expected = json_safe(
+            score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3, common_videos=fully_parsed)
+        )
         assert entry["scores"] == expected
     weak = board["entries"][2]
     assert weak["scores"]["overall"]["icc"] < 0.9  # not the submitted 0.99
@@ -138,7 +146,7 @@ def test_a_crash_while_scoring_rejects_only_that_submission(board_dir, reference
 def test_empty_and_missing_folders(tmp_path, references):
     empty = build_leaderboard(tmp_path, references, n_bootstrap=10)
     assert empty["entries"] == [] and empty["rejected"] == []
-    assert "<tbody class=\"entries\"></tbody>" in render_page(empty)
+    assert '<tbody class="entries"></tbody>' in render_page(empty)
     with pytest.raises(DataError, match="does not exist"):
         build_leaderboard(tmp_path / "nope", references)
 
@@ -149,7 +157,7 @@ def test_csv_and_json_and_page_agree(tmp_path, board):
     with files.csv.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert [int(r["rank"]) for r in rows] == [1, 2, 3]
-    for row, entry in zip(rows, board["entries"]):
+    for row, entry in zip(rows, board["entries"], strict=True):
         assert float(row["overall_icc"]) == entry["scores"]["overall"]["icc"]
         assert float(row["empathy_icc"]) == entry["scores"]["dimensions"]["empathy"]["icc"]
         assert row["model"] == entry["model"]
@@ -234,8 +242,7 @@ def test_every_file_is_either_ranked_or_rejected_never_lost(tmp_path, references
     base = make_results(noisy_predictions(references, 0.5, seed=0))
 
     @settings(max_examples=20, deadline=None, database=None)
-    @given(choices=st.lists(st.integers(0, len(MUTATIONS)), min_size=1, max_size=4),
-           garbage=st.binary(max_size=30))
+    @given(choices=st.lists(st.integers(0, len(MUTATIONS)), min_size=1, max_size=4), garbage=st.binary(max_size=30))
     def check(choices, garbage):
         folder = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
         folder.mkdir()

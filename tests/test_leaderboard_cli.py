@@ -32,7 +32,8 @@ def test_submit_packages_a_valid_file_and_checks_coverage(tmp_path, labelled, ca
     assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["ok"] and outcome["coverage_checked"] and outcome["pushed"] is None
-    packaged = json.loads(open(outcome["package"]).read())
+    with open(outcome["package"]) as handle:
+        packaged = json.load(handle)
     assert packaged == json.loads(source.read_text())
 
 
@@ -59,8 +60,9 @@ def test_leaderboard_command_writes_csv_json_html(tmp_path, labelled, capsys):
     _results_file(subs, "bad.json", references, 0.2, 3, model="org/bad", split="validation")
     (subs / "broken.json").write_bytes(b"\xff\xfe not json")
     out = tmp_path / "board"
-    assert cli_main(["leaderboard", str(subs), "--references", str(dataset), "--out", str(out),
-                     "--bootstrap", "100"]) == 0
+    assert (
+        cli_main(["leaderboard", str(subs), "--references", str(dataset), "--out", str(out), "--bootstrap", "100"]) == 0
+    )
     printed = capsys.readouterr().out
     assert "1 ranked, 2 rejected" in printed and "rejected bad.json" in printed
     board = json.loads((out / "leaderboard.json").read_text())
@@ -77,8 +79,24 @@ def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
     for i, noise in enumerate((0.2, 0.6)):
         (runs / f"run{i}").mkdir(parents=True)
         _results_file(runs / f"run{i}", "results.json", references, noise, 10 + i, model=f"org/m{i}")
-    assert cli_main(["report", str(runs), "--references", str(dataset), "--out", str(tmp_path / "rep"),
-                     "--bootstrap", "50", "--comparison-bootstrap", "200", "--json"]) == 0
+    assert (
+        cli_main(
+            [
+                "report",
+                str(runs),
+                "--references",
+                str(dataset),
+                "--out",
+                str(tmp_path / "rep"),
+                "--bootstrap",
+                "50",
+                "--comparison-bootstrap",
+                "200",
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     # heatmap, radar, and a scatter of each system's best configuration
     assert len(summary["runs"]) == 2 and len(summary["figures"]) == 4

@@ -20,7 +20,9 @@ from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.report.formatting import pct
 from tests._leaderboard_helpers import make_references, make_results, noisy_predictions
 
-BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+BROWSER = next(
+    (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
+)
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
 
 PROBE = r"""
@@ -32,7 +34,8 @@ PROBE = r"""
   const seen = {initial: models()};
   header('model').click(); seen.model_first = models();
   header('model').click(); seen.model_second = models();
-  header('empathy').click(); seen.empathy_first = models(); seen.empathy_sort = header('empathy').getAttribute('aria-sort');
+  header('empathy').click(); seen.empathy_first = models();
+  seen.empathy_sort = header('empathy').getAttribute('aria-sort');
   header('empathy').click(); seen.empathy_second = models();
   header('rank').click(); seen.rank_first = models();
   const detail = document.getElementById('detail-e2');
@@ -41,7 +44,8 @@ PROBE = r"""
   seen.detail_hidden_after = detail.hidden;
   seen.detail_follows_row = detail.previousElementSibling.dataset.id;
   seen.cells = Array.from(document.querySelectorAll('#leaderboard tbody.entries tr.entry')).map(row =>
-    Object.fromEntries(Array.from(row.querySelectorAll('td')).map(td => [td.dataset.key, [td.textContent, td.dataset.value, td.title]])));
+    Object.fromEntries(Array.from(row.querySelectorAll('td'))
+      .map(td => [td.dataset.key, [td.textContent, td.dataset.value, td.title]])));
   const out = document.createElement('pre');
   out.id = 'probe';
   out.textContent = JSON.stringify(seen);
@@ -54,8 +58,17 @@ PROBE = r"""
 def _run_in_chromium(page: str, tmp_path) -> dict:
     path = tmp_path / "page.html"
     path.write_text(page.replace("</body>", PROBE + "</body>"), encoding="utf-8")
-    command = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom", path.as_uri()]
+    command = [
+        BROWSER,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        path.as_uri(),
+    ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120)
     match = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout, re.S)
     assert match, f"probe did not run; chromium rc={result.returncode} stderr={result.stderr[-2000:]}"
@@ -86,7 +99,7 @@ def test_page_loads_sorts_and_shows_the_json_numbers(board, tmp_path):
     assert seen["detail_hidden_before"] is True and seen["detail_hidden_after"] is False
     assert seen["detail_follows_row"] == "e2"
 
-    for cells, entry in zip(seen["cells"], board["entries"]):  # after the rank click: ranked order
+    for cells, entry in zip(seen["cells"], board["entries"], strict=True):  # after the rank click: ranked order
         for key, block in entry["scores"]["dimensions"].items():
             text, raw, title = cells[key]
             assert float(raw) == block["icc"]  # exact: the page carries the JSON value

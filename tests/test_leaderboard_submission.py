@@ -58,8 +58,12 @@ def _with_outcomes(results: dict) -> dict:
     dimensions = {}
     for dim in DIMENSION_KEYS:
         values = [r["prediction"] for r in obj["predictions"] if r["dimension"] == dim]
-        dimensions[dim] = {"answered": sum(v is not None for v in values), "unparsed": 0,
-                           "truncated": sum(v is None for v in values), "failed": 0}
+        dimensions[dim] = {
+            "answered": sum(v is not None for v in values),
+            "unparsed": 0,
+            "truncated": sum(v is None for v in values),
+            "failed": 0,
+        }
     overall = {kind: sum(counts[kind] for counts in dimensions.values()) for kind in dimensions[DIMENSION_KEYS[0]]}
     obj["outcomes"] = {"overall": overall, "dimensions": dimensions, "failures": {}}
     return obj
@@ -73,19 +77,27 @@ def test_a_1_0_file_and_a_1_1_file_with_outcomes_both_validate(valid):
     assert find_problems(newer, video_ids=VIDEO_IDS, split="test") == []
 
 
-@pytest.mark.parametrize(("change", "reason"), [
-    (lambda o: o.update(schema_version="1.0"), "$.outcomes: the outcomes block needs schema_version '1.1'"),
-    (lambda o: o["outcomes"]["dimensions"]["wau"].update(answered=o["outcomes"]["dimensions"]["wau"]["answered"] - 1,
-                                                         unparsed=1),
-     "$.outcomes.dimensions.wau.answered: "),
-    (lambda o: o["outcomes"]["dimensions"]["abc"].update(failed=3), "$.outcomes.dimensions.abc: counts add up to "),
-    (lambda o: o["outcomes"]["overall"].update(failed=1), "$.outcomes.overall: is not the sum"),
-    (lambda o: o["outcomes"]["dimensions"].pop("arrr"), "$.outcomes.dimensions: lists "),
-    (lambda o: o["outcomes"].update(failures={"HTTP 500": {"count": 2, "example": "HTTP 500: boom"}}),
-     "$.outcomes.failures: counts add up to 2, but 0 failed"),
-    (lambda o: o["outcomes"]["overall"].update(truncated=-1), "$.outcomes.overall.truncated: -1 is less than"),
-    (lambda o: o["outcomes"]["overall"].update(cut=0), "Additional properties are not allowed ('cut'"),
-])
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (lambda o: o.update(schema_version="1.0"), "$.outcomes: the outcomes block needs schema_version '1.1'"),
+        (
+            lambda o: o["outcomes"]["dimensions"]["wau"].update(
+                answered=o["outcomes"]["dimensions"]["wau"]["answered"] - 1, unparsed=1
+            ),
+            "$.outcomes.dimensions.wau.answered: ",
+        ),
+        (lambda o: o["outcomes"]["dimensions"]["abc"].update(failed=3), "$.outcomes.dimensions.abc: counts add up to "),
+        (lambda o: o["outcomes"]["overall"].update(failed=1), "$.outcomes.overall: is not the sum"),
+        (lambda o: o["outcomes"]["dimensions"].pop("arrr"), "$.outcomes.dimensions: lists "),
+        (
+            lambda o: o["outcomes"].update(failures={"HTTP 500": {"count": 2, "example": "HTTP 500: boom"}}),
+            "$.outcomes.failures: counts add up to 2, but 0 failed",
+        ),
+        (lambda o: o["outcomes"]["overall"].update(truncated=-1), "$.outcomes.overall.truncated: -1 is less than"),
+        (lambda o: o["outcomes"]["overall"].update(cut=0), "Additional properties are not allowed ('cut'"),
+    ],
+)
 def test_outcomes_must_add_up_to_the_predictions(valid, change, reason):
     obj = _with_outcomes(valid)
     change(obj)
@@ -300,8 +312,10 @@ json_values = st.recursive(
 
 
 @settings(max_examples=150, deadline=None)
-@given(field=st.sampled_from(["system", "setting", "dataset", "predictions", "scores", "parse_rates", "created_at"]),
-       value=json_values)
+@given(
+    field=st.sampled_from(["system", "setting", "dataset", "predictions", "scores", "parse_rates", "created_at"]),
+    value=json_values,
+)
 def test_fuzz_any_field_value_gives_reasons_or_passes_never_crashes(field, value):
     refs = make_references(VIDEO_IDS[:3])
     obj = make_results(noisy_predictions(refs, 0.3, seed=0))

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _metric_helpers import pingouin_icc3_1
+from eval_scripts.cli import main as cli_main
 from eval_scripts.main_job import DEFAULT_OUT, _out_dir, run_default
 from eval_scripts.submission import find_problems, load_submission
-from eval_scripts.cli import main as cli_main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.errors import DataError
 from mis_icc_metric.predictions_io import read_predictions, read_references
+
+from _metric_helpers import pingouin_icc3_1
 
 
 def test_out_folder_defaults_to_mis_bench_results():
@@ -46,8 +47,11 @@ def test_readme_first_command_runs_the_default_job(default_job, default_sample_c
     summary = json.loads((out / "summary.json").read_text())
     assert summary["synthetic"] is True
     assert [(r["baseline"], r["modality"]) for r in summary["runs"]] == [
-        ("features", "text"), ("features", "audio+text"), ("features", "video+text"),
-        ("features", "audio+video+text"), ("mean", "text"),
+        ("features", "text"),
+        ("features", "audio+text"),
+        ("features", "video+text"),
+        ("features", "audio+video+text"),
+        ("mean", "text"),
     ]
     build = next(default_sample_cache.glob("default-sample-v*/mis-bench"))
     references = read_references(build, split="test")
@@ -68,9 +72,13 @@ def test_readme_first_command_runs_the_default_job(default_job, default_sample_c
     # heatmap, radar, and a scatter of each system's best configuration (features, mean)
     assert html.count("data:image/png;base64,") == 2 + 2
     best = json.loads((out / "report.json").read_text())["best_configuration"]
-    assert [e["model"] for e in best] == [results["system"]["model"] for results in
-                                          (load_submission(out.parent / by_name[("features", "text")]["results"]),
-                                           load_submission(out.parent / by_name[("mean", "text")]["results"]))]
+    assert [e["model"] for e in best] == [
+        results["system"]["model"]
+        for results in (
+            load_submission(out.parent / by_name[("features", "text")]["results"]),
+            load_submission(out.parent / by_name[("mean", "text")]["results"]),
+        )
+    ]
     winner = max((r for r in summary["runs"] if r["baseline"] == "features"), key=lambda r: r["overall_icc"])
     assert (best[0]["modality"], best[0]["overall_icc"]) == (winner["modality"], winner["overall_icc"])
     board = json.loads((out / "leaderboard" / "leaderboard.json").read_text())
@@ -113,12 +121,13 @@ def test_default_job_baselines_land_below_the_human_ceiling(default_job, default
     assert 0.2 <= best_mean <= 0.4, (best, best_mean)
     above = [key for key in DIMENSION_KEYS if best_iccs[key] > HUMAN_CEILING[key].icc]
     assert len(above) <= 2, (best, above)
-    assert all(0.0 < mean for mean, _ in mean_iccs.values())  # every setting learns something
+    assert all(mean > 0.0 for mean, _ in mean_iccs.values())  # every setting learns something
 
 
 def test_default_job_on_a_given_dataset_with_json(synthetic_build, tmp_path, capsys):
-    args = argparse.Namespace(dataset=str(synthetic_build), out=str(tmp_path / "res"), split="validation",
-                              n_bootstrap=50, seed=1, json=True)
+    args = argparse.Namespace(
+        dataset=str(synthetic_build), out=str(tmp_path / "res"), split="validation", n_bootstrap=50, seed=1, json=True
+    )
     assert run_default(args) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)  # stdout is only the JSON

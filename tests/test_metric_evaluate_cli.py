@@ -64,16 +64,27 @@ def test_evaluate_load_by_bare_name_from_the_package_folder_and_repo_root(monkey
 def test_evaluate_module_reports_bad_input():
     metric = mis_icc_metric.load()
     with pytest.raises(ValueError, match="duplicate"):
-        metric.compute(predictions=[3.0, 3.0, 2.0], references=[3.0, 3.0, 2.0],
-                       video_ids=["a", "a", "b"], dimensions=["empathy"] * 3, n_bootstrap=0)
+        metric.compute(
+            predictions=[3.0, 3.0, 2.0],
+            references=[3.0, 3.0, 2.0],
+            video_ids=["a", "a", "b"],
+            dimensions=["empathy"] * 3,
+            n_bootstrap=0,
+        )
 
 
 def test_metric_card_has_the_hub_yaml_header_and_paper_values():
     text = (METRIC_DIR / "README.md").read_text(encoding="utf-8")
     header = yaml.safe_load(re.match(r"^---\n(.*?)\n---\n", text, re.S).group(1))
     assert header["title"] and "evaluate" in header["tags"] and header["sdk"]
-    for section in ("## Metric description", "## How to use", "### Inputs", "### Output values",
-                    "## Limitations", "## Citation"):
+    for section in (
+        "## Metric description",
+        "## How to use",
+        "### Inputs",
+        "### Output values",
+        "## Limitations",
+        "## Citation",
+    ):
         assert section in text
     assert "71.48" in text or "0.7148" in text  # the Shrout & Fleiss check
     assert "64.0" in text  # the human ceiling of Table 2
@@ -91,11 +102,26 @@ def _run(argv: list[str]) -> int:
 def test_score_cli_prints_the_table_and_writes_raw_json(tmp_path, capsys):
     predictions, references = make_scores(n=25, seed=4, unparsed=0.05)
     dataset = write_scoring_dataset(tmp_path / "ds", references)
-    preds = write_predictions(tmp_path / "preds.csv",
-                              [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()])
+    preds = write_predictions(
+        tmp_path / "preds.csv", [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()]
+    )
     out = tmp_path / "scores.json"
-    assert _run(["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "300",
-                 "--json", str(out)]) == 0
+    assert (
+        _run(
+            [
+                "score",
+                "--predictions",
+                str(preds),
+                "--references",
+                str(dataset),
+                "--bootstrap",
+                "300",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     for abbreviation in ("VF", "H/PE", "Per.", "Emo.", "WAU", "Emp.", "ABC", "ARRR", "All"):
         assert re.search(rf"^{re.escape(abbreviation)}\s", printed, re.M)
@@ -117,8 +143,24 @@ def test_score_cli_on_the_synthetic_build_with_common_set(synthetic_build, tmp_p
     common = tmp_path / "common.txt"
     videos = sorted({v for v, _ in references})
     common.write_text("\n".join(videos[:3]) + "\n")
-    assert _run(["score", "--predictions", str(preds), "--references", str(synthetic_build), "--bootstrap", "50",
-                 "--common-videos", str(common), "--json", str(tmp_path / "s.json")]) == 0
+    assert (
+        _run(
+            [
+                "score",
+                "--predictions",
+                str(preds),
+                "--references",
+                str(synthetic_build),
+                "--bootstrap",
+                "50",
+                "--common-videos",
+                str(common),
+                "--json",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     saved = json.loads((tmp_path / "s.json").read_text())
     assert saved["common_set"]["n_videos"] == 3 and saved["meta"]["split"] == "test"
     assert "Common set of 3 videos" in capsys.readouterr().out
@@ -130,9 +172,14 @@ def test_compare_cli_runs_the_paired_bootstrap(tmp_path, capsys):
     dataset = write_scoring_dataset(tmp_path / "ds", references)
     paths = []
     for name, preds in (("a", pred_a), ("b", pred_b)):
-        paths.append(str(write_predictions(tmp_path / f"{name}.jsonl",
-                                           [{"video_id": v, "dimension": d, "prediction": p}
-                                            for (v, d), p in preds.items()])))
+        paths.append(
+            str(
+                write_predictions(
+                    tmp_path / f"{name}.jsonl",
+                    [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in preds.items()],
+                )
+            )
+        )
     out = tmp_path / "cmp.json"
     assert _run(["compare", *paths, "--references", str(dataset), "--bootstrap", "300", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
@@ -155,7 +202,8 @@ def test_score_through_the_mis_bench_dispatcher(tmp_path, capsys):
 
     predictions, references = make_scores(n=12, seed=8)
     dataset = write_scoring_dataset(tmp_path / "ds", references)
-    preds = write_predictions(tmp_path / "p.csv",
-                              [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()])
+    preds = write_predictions(
+        tmp_path / "p.csv", [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()]
+    )
     assert main(["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "100"]) == 0
     assert re.search(r"^ARRR\s", capsys.readouterr().out, re.M)

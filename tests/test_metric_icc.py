@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from mis_bench_dataset.icc import icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
 from mis_icc_metric.bootstrap import (
     bootstrap_blocks,
     bootstrap_indices,
@@ -19,7 +20,6 @@ from mis_icc_metric.bootstrap import (
     point_blocks,
     resample_counts,
 )
-from mis_bench_dataset.icc import icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
 
 # Shrout & Fleiss (1979), Table 2: 6 targets rated by 4 judges.
 SHROUT_FLEISS = np.array(
@@ -29,9 +29,7 @@ SHROUT_FLEISS = np.array(
 
 def pingouin_icc3(matrix: np.ndarray) -> dict[str, dict]:
     n, k = matrix.shape
-    long = pd.DataFrame(
-        {"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n), "y": matrix.ravel()}
-    )
+    long = pd.DataFrame({"item": np.repeat(np.arange(n), k), "rater": np.tile(np.arange(k), n), "y": matrix.ravel()})
     old = pingouin.options.copy()
     pingouin.options["round.column.CI95"] = None
     try:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from mis_bench_dataset.errors import DataError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.labels import write_gold_wide, write_ratings_long
 from mis_icc_metric.predictions_io import (
     PredictionsFormatError,
@@ -25,7 +24,12 @@ from _metric_helpers import make_scores, write_scoring_dataset
 RECORDS = [
     {"video_id": "EH0822_T1_Jessica", "dimension": "empathy", "prediction": 3.7, "raw_response": "Score: 3.7"},
     {"video_id": "EH0822_T1_Jessica", "dimension": "abc", "prediction": None, "raw_response": "I cannot tell"},
-    {"video_id": "CB0326_T3_Jackson", "dimension": "empathy", "prediction": 0.1 + 0.2, "raw_response": 'a, "quoted"\nline'},
+    {
+        "video_id": "CB0326_T3_Jackson",
+        "dimension": "empathy",
+        "prediction": 0.1 + 0.2,
+        "raw_response": 'a, "quoted"\nline',
+    },
 ]
 
 
@@ -77,15 +81,22 @@ def test_results_json_and_wide_jsonl(tmp_path):
     wide = tmp_path / "wide.jsonl"
     wide.write_text(json.dumps({"video_id": "EH0822_FIS_Time1_Jessica", "Emp.": 4.1, "WAU": None}) + "\n")
     assert predictions_to_mapping(read_predictions(wide)) == {
-        ("EH0822_T1_Jessica", "empathy"): 4.1, ("EH0822_T1_Jessica", "wau"): None}
+        ("EH0822_T1_Jessica", "empathy"): 4.1,
+        ("EH0822_T1_Jessica", "wau"): None,
+    }
 
 
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,three\n", r"row 2, column 'prediction'.*not a number"),
-        ("video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,3\nEH0822_T1_Jessica,Emp.,4\n",
-         r"row 3: duplicate .*first given at row 2"),
+        (
+            "video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,three\n",
+            r"row 2, column 'prediction'.*not a number",
+        ),
+        (
+            "video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,3\nEH0822_T1_Jessica,Emp.,4\n",
+            r"row 3: duplicate .*first given at row 2",
+        ),
         ("video_id,dimension,prediction\nEH0822_T1_Jessica,kindness,3\n", r"row 2, column 'dimension'.*unknown FIS"),
         ("video_id,dimension,prediction\nnot-an-id,empathy,3\n", r"row 2, column 'video_id'.*malformed video id"),
         ("video_id,dimension,prediction\nEH0822_T1_Jessica,empathy,inf\n", "infinite"),
@@ -115,7 +126,9 @@ def test_bad_jsonl_line_and_unknown_suffix(tmp_path):
 
 
 def test_references_from_per_rater_wide_and_long_gold(tmp_path):
-    rows = [("EH0822_T1_Jessica", f"R{r}", dim, score) for dim in DIMENSION_KEYS for r, score in ((1, 3), (2, 4), (3, 4))]
+    rows = [
+        ("EH0822_T1_Jessica", f"R{r}", dim, score) for dim in DIMENSION_KEYS for r, score in ((1, 3), (2, 4), (3, 4))
+    ]
     rows += [("CB0326_T3_Jackson", "R1", "empathy", 2.0), ("CB0326_T3_Jackson", "R2", "empathy", 2.5)]
     refs = read_references(write_ratings_long(tmp_path / "ratings.csv", rows))
     assert refs[("EH0822_T1_Jessica", "empathy")] == 3.7  # mean 3.667 -> one decimal

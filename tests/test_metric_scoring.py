@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
-from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_bench_dataset.icc import icc3_1, icc3_ci
+from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.paired import bootstrap_p_value, paired_comparison
 from mis_icc_metric.scoring import json_safe, mappings_from_columns, score_predictions
 
@@ -21,8 +21,9 @@ from _metric_helpers import make_scores
 
 def _grid(predictions, references):
     videos = sorted({v for v, _ in references})
-    pred = np.array([[np.nan if predictions[(v, d)] is None else predictions[(v, d)] for d in DIMENSION_KEYS]
-                     for v in videos])
+    pred = np.array(
+        [[np.nan if predictions[(v, d)] is None else predictions[(v, d)] for d in DIMENSION_KEYS] for v in videos]
+    )
     gold = np.array([[references[(v, d)] for d in DIMENSION_KEYS] for v in videos])
     return videos, pred, gold
 
@@ -54,7 +55,9 @@ def test_per_dimension_overall_and_mean_follow_the_paper_rules():
     sens = result["midpoint_imputation"]
     assert sens["n_imputed"] == (~parsed).sum()
     for j, key in enumerate(DIMENSION_KEYS):
-        assert sens["dimensions"][key]["icc"] == pytest.approx(icc3_1(np.stack([imputed[:, j], gold[:, j]], 1)), abs=1e-12)
+        assert sens["dimensions"][key]["icc"] == pytest.approx(
+            icc3_1(np.stack([imputed[:, j], gold[:, j]], 1)), abs=1e-12
+        )
     assert sens["overall"]["icc"] == pytest.approx(
         icc3_1(np.stack([imputed.mean(axis=1), gold.mean(axis=1)], axis=1)), abs=1e-12
     )
@@ -169,7 +172,11 @@ def test_out_of_range_predictions_are_flagged_not_clipped(caplog):
 @pytest.mark.parametrize(
     "mutate, error, message",
     [
-        (lambda p, r: r.__setitem__(("AB0001_T1_Luke", "kindness"), 3.0), ValueError, "unknown dimension key 'kindness'"),
+        (
+            lambda p, r: r.__setitem__(("AB0001_T1_Luke", "kindness"), 3.0),
+            ValueError,
+            "unknown dimension key 'kindness'",
+        ),
         (lambda p, r: r.__setitem__(next(iter(r)), float("nan")), ValueError, "missing"),
         (lambda p, r: r.__setitem__(next(iter(r)), None), ValueError, "missing"),
         (lambda p, r: r.__setitem__(next(iter(r)), 5.5), ValueError, "outside the score range"),
@@ -266,6 +273,7 @@ def test_mean_icc_ci_is_undefined_when_the_mean_is():
     assert result["dimensions"]["empathy"]["icc"] is None
     assert result["mean_icc"] is None and result["mean_icc_ci"] is None
     assert result["midpoint_imputation"]["mean_icc"] is not None  # imputation gives every dimension its items
+
 
 def test_no_interval_and_no_test_for_an_undefined_icc():
     """No variance at all: the ICC is undefined, so are its interval, the difference's interval and p."""

@@ -8,7 +8,15 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mis_bench_dataset.numbers import MISSING, ci_pct, exact_decimal, gold_decimal, pct, round_half_up, round_half_up_array
+from mis_bench_dataset.numbers import (
+    MISSING,
+    ci_pct,
+    exact_decimal,
+    gold_decimal,
+    pct,
+    round_half_up,
+    round_half_up_array,
+)
 
 
 def test_ties_round_up_on_the_decimal_text_not_the_binary_value():

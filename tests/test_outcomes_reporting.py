@@ -48,10 +48,15 @@ def runs(tmp_path_factory):
     plan = CutSome()
     out = tmp_path_factory.mktemp("runs")
     with ChatServer(plan) as server:
-        options = dict(base_url=server.base_url, concurrency=4, retry=RetryPolicy(1, 0.001, 0.002, 5.0),
-                       api_key_env="MIS_BENCH_UNSET")
-        config = RunConfig(backend="openai", model="served/model", out=out, backend_options=options, n_bootstrap=50,
-                           progress=False)
+        options = dict(
+            base_url=server.base_url,
+            concurrency=4,
+            retry=RetryPolicy(1, 0.001, 0.002, 5.0),
+            api_key_env="MIS_BENCH_UNSET",
+        )
+        config = RunConfig(
+            backend="openai", model="served/model", out=out, backend_options=options, n_bootstrap=50, progress=False
+        )
         result = run_setting(config, scoring=Dataset.from_list(rows))
     truncated_results = json.loads(result.results_path.read_text())
     references = gold_references(rows)
@@ -62,8 +67,12 @@ def runs(tmp_path_factory):
 def test_the_run_counts_truncated_rows_apart(runs) -> None:
     result, results, _, _, n_cut = runs
     assert 0 < n_cut < N_VIDEOS * 8
-    assert results["outcomes"]["overall"] == {"answered": N_VIDEOS * 8 - n_cut, "unparsed": 0, "truncated": n_cut,
-                                              "failed": 0}
+    assert results["outcomes"]["overall"] == {
+        "answered": N_VIDEOS * 8 - n_cut,
+        "unparsed": 0,
+        "truncated": n_cut,
+        "failed": 0,
+    }
     assert result.n_truncated == n_cut and result.n_unparsed == 0
     table = format_table([GridEntry("text direct", result)])
     header, row = table.splitlines()

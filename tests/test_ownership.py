@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mis_bench_dataset import build_dataset, generate_synthetic_release
 from eval_scripts.cli import main
+from mis_bench_dataset import build_dataset, generate_synthetic_release
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.outputs import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
 
@@ -58,8 +58,15 @@ def test_build_refuses_an_out_folder_that_holds_the_release(work, capsys):
     nested = work / "build"
     shutil.move(str(work / "release"), nested / "release")
     before = snapshot(work)
-    code, _, err = run_cli(capsys, "build", str(nested / "release"), "--labels", str(nested / "release" / "ratings.csv"),
-                           "--out", str(nested))
+    code, _, err = run_cli(
+        capsys,
+        "build",
+        str(nested / "release"),
+        "--labels",
+        str(nested / "release" / "ratings.csv"),
+        "--out",
+        str(nested),
+    )
     assert code == 2
     assert_one_error_line(err, "build")
     assert "overlaps the input" in err
@@ -151,14 +158,15 @@ def test_synth_into_a_file_or_a_nonempty_folder_is_refused(work, capsys):
 @pytest.fixture(scope="module")
 def scored(tmp_path_factory, release):
     """A build and a long-form predictions file for the score/compare writers."""
-    from mis_icc_metric.predictions_io import read_references, write_predictions
+    from mis_icc_metric.predictions_io import read_references
 
     root = tmp_path_factory.mktemp("scored")
     build = root / "build"
     build_dataset(release.release_dir, build, labels=release.ratings_csv, progress=False)
     references = read_references(build, split="train")
-    predictions = [{"video_id": v, "dimension": d, "prediction": min(5.0, gold + 0.1)}
-                   for (v, d), gold in references.items()]
+    predictions = [
+        {"video_id": v, "dimension": d, "prediction": min(5.0, gold + 0.1)} for (v, d), gold in references.items()
+    ]
     return build, predictions
 
 
@@ -196,8 +204,20 @@ def test_compare_json_never_replaces_an_input(tmp_path, scored, capsys):
     write_predictions(a, predictions)
     write_predictions(b, predictions)
     before = snapshot(tmp_path)
-    code, _, err = run_cli(capsys, "compare", str(a), str(b), "--references", str(build), "--split", "train",
-                           "--bootstrap", "10", "--json", str(b))
+    code, _, err = run_cli(
+        capsys,
+        "compare",
+        str(a),
+        str(b),
+        "--references",
+        str(build),
+        "--split",
+        "train",
+        "--bootstrap",
+        "10",
+        "--json",
+        str(b),
+    )
     assert code == 2 and "would overwrite the input" in err
     assert_kept(before, tmp_path)
 

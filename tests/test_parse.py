@@ -179,9 +179,38 @@ def _one_decimal_in_range(value: float | None) -> bool:
 
 _FRAGMENTS = st.sampled_from(
     [
-        "Final score:", "Overall score", "score", "Score 3:", "rating", "/5", "/10", " out of 5",
-        " out of 10", "<think>", "</think>", "**", "\n", " ", "-", "\u2013", " or ", " to ", "%",
-        '{"score": ', "}", ".", "0", "1", "3", "4.5", "5", "9", "2.25", "-1", "\uff14", "\u0663",
+        "Final score:",
+        "Overall score",
+        "score",
+        "Score 3:",
+        "rating",
+        "/5",
+        "/10",
+        " out of 5",
+        " out of 10",
+        "<think>",
+        "</think>",
+        "**",
+        "\n",
+        " ",
+        "-",
+        "\u2013",
+        " or ",
+        " to ",
+        "%",
+        '{"score": ',
+        "}",
+        ".",
+        "0",
+        "1",
+        "3",
+        "4.5",
+        "5",
+        "9",
+        "2.25",
+        "-1",
+        "\uff14",
+        "\u0663",
     ]
 )
 _FUZZ_TEXT = st.one_of(st.text(max_size=200), st.lists(_FRAGMENTS, max_size=25).map("".join))
@@ -246,4 +275,3 @@ def test_ranges_are_never_read_as_one_score(low: int, high: int, joiner: str) ->
 def test_other_scales_are_rejected(numerator: int, denominator: int) -> None:
     assert parse_score(f"Final score: {numerator}/{denominator}", "cot") is None
     assert parse_score(f"{numerator}/{denominator}", "direct") is None
-

@@ -44,8 +44,13 @@ def check_paper_user_text(user: str, dimension: str, response: str) -> None:
     parts = sections(user)
     assert user.split("\n")[-1] == "###Score:" and parts["###Score:"] == []
     task = " ".join(parts["###Task Description:"])
-    for phrase in ("an instruction, a response to evaluate and a score rubric", "between 1 and 5",
-                   "one decimal place", "score rubric", "no opening, no closing and no explanation"):
+    for phrase in (
+        "an instruction, a response to evaluate and a score rubric",
+        "between 1 and 5",
+        "one decimal place",
+        "score rubric",
+        "no opening, no closing and no explanation",
+    ):
         assert phrase in task, phrase
     assert "\n".join(parts["###Response to evaluate:"]).strip() == response
     rubric = RUBRIC[dimension]
@@ -68,12 +73,17 @@ def test_paper_wording_is_our_own_and_identified_by_its_hash():
 
     from mis_bench_dataset.protocol import SYSTEM_TEMPLATE, USER_TEMPLATE
 
-    assert hashlib.sha256(
-        (SYSTEM_TEMPLATE.template + "\0" + USER_TEMPLATE.template).encode()).hexdigest() == PAPER_TEMPLATE_SHA256
+    assert (
+        hashlib.sha256((SYSTEM_TEMPLATE.template + "\0" + USER_TEMPLATE.template).encode()).hexdigest()
+        == PAPER_TEMPLATE_SHA256
+    )
     text = USER_TEMPLATE.template
     # the authors' sentences are not copied (their template has a typo, "Reutrn", and other phrasing)
-    for theirs in ("Reutrn only", "representing an evaluation criterion is given",
-                   "Please do not generate any other opening"):
+    for theirs in (
+        "Reutrn only",
+        "representing an evaluation criterion is given",
+        "Please do not generate any other opening",
+    ):
         assert theirs not in text
 
 
@@ -91,8 +101,38 @@ def test_paper_frame_indices_hand_computed():
     sampling = VideoSampling()
     assert (sampling.frames, sampling.max_pixels, sampling.min_pixels) == (32, 20480 * 28 * 28, 16 * 28 * 28)
     assert sampling.frame_indices(100).tolist() == [
-        0, 3, 6, 9, 12, 15, 19, 22, 25, 28, 31, 35, 38, 41, 44, 47,
-        51, 54, 57, 60, 63, 67, 70, 73, 76, 79, 83, 86, 89, 92, 95, 99,
+        0,
+        3,
+        6,
+        9,
+        12,
+        15,
+        19,
+        22,
+        25,
+        28,
+        31,
+        35,
+        38,
+        41,
+        44,
+        47,
+        51,
+        54,
+        57,
+        60,
+        63,
+        67,
+        70,
+        73,
+        76,
+        79,
+        83,
+        86,
+        89,
+        92,
+        95,
+        99,
     ]
     assert sampling.frame_indices(32).tolist() == list(range(32))
     assert sampling.frame_indices(1).tolist() == [0] * 32  # a one-frame clip repeats it, as np.linspace does
@@ -123,20 +163,27 @@ def test_pixel_budget_per_frame_follows_qwen_vl_utils():
     assert VideoSampling(frames=128).max_pixels_per_frame() == 20480 * 784 * 2 // 128 == 250880
     assert VideoSampling(frames=8, max_pixels=8 * 20000, min_pixels=20000).max_pixels_per_frame() == 40000
     assert VideoSampling().processor_kwargs() == {
-        "do_sample_frames": False, "size": {"shortest_edge": 12544, "longest_edge": 602112},
+        "do_sample_frames": False,
+        "size": {"shortest_edge": 12544, "longest_edge": 602112},
     }
     assert VideoSampling(frames=16).as_record() == {
-        "frames": 16, "max_pixels": 16056320, "min_pixels": 12544, "max_pixels_per_frame": 602112,
+        "frames": 16,
+        "max_pixels": 16056320,
+        "min_pixels": 12544,
+        "max_pixels_per_frame": 602112,
         "frame_rule": "linspace(0, n_frames - 1, frames), truncated",
     }
 
 
-@pytest.mark.parametrize(("kwargs", "message"), [
-    ({"frames": 0}, "frames must be a positive integer"),
-    ({"max_pixels": -1}, "max_pixels must be a positive integer"),
-    ({"min_pixels": 2.5}, "min_pixels must be a positive integer"),
-    ({"frames": 64, "max_pixels": 64 * 12544 - 1}, "64 frames of at least 12544 pixels exceed"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"frames": 0}, "frames must be a positive integer"),
+        ({"max_pixels": -1}, "max_pixels must be a positive integer"),
+        ({"min_pixels": 2.5}, "min_pixels must be a positive integer"),
+        ({"frames": 64, "max_pixels": 64 * 12544 - 1}, "64 frames of at least 12544 pixels exceed"),
+    ],
+)
 def test_bad_sampling_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         VideoSampling(**kwargs)
@@ -151,12 +198,22 @@ def test_frame_archives_are_sampled_by_the_rule(tmp_path):
     frames, metadata = load_sampled_video(path, VideoSampling())
     expected = reference_indices(300, 32)
     assert frames.shape == (32, 28, 56, 3) and frames[:, 0, 0, 0].tolist() == [i % 256 for i in expected]
-    assert metadata == {"total_num_frames": 300, "fps": 30.0, "height": 28, "width": 56, "duration": 10.0,
-                        "frames_indices": expected}
+    assert metadata == {
+        "total_num_frames": 300,
+        "fps": 30.0,
+        "height": 28,
+        "width": 56,
+        "duration": 10.0,
+        "frames_indices": expected,
+    }
     kwargs = video_kwargs(VideoSampling(), [metadata])
-    assert kwargs == {"videos_kwargs": {"do_sample_frames": False,
-                                        "size": {"shortest_edge": 12544, "longest_edge": 602112},
-                                        "video_metadata": [metadata]}}
+    assert kwargs == {
+        "videos_kwargs": {
+            "do_sample_frames": False,
+            "size": {"shortest_edge": 12544, "longest_edge": 602112},
+            "video_metadata": [metadata],
+        }
+    }
     np.savez(tmp_path / "bad.npz", pixels=np.zeros((2, 2)))
     with pytest.raises(ValueError, match="needs a `frames` array"):
         load_sampled_video(tmp_path / "bad.npz", VideoSampling())
@@ -237,10 +294,20 @@ def test_table4_recipes_are_d1_with_the_paper_protocol_and_their_condition():
     from raft_trainer.recipes import PAPER_D1_RECIPE, PAPER_TABLE4_RECIPES
 
     d1 = yaml.safe_load(PAPER_D1_RECIPE.read_text())
-    protocol = {"prompt_style": "paper", "modality": "video+text", "input_source": "auto", "max_length": None,
-                "video_frames": 32, "video_max_pixels": 20480 * 28 * 28, "video_min_pixels": 16 * 28 * 28}
-    own = {"raw inference": {"train": False}, "standard fine-tuning": {"raft_objective": "ce"},
-           "MIS-RAFT": {"raft_objective": "raft"}}
+    protocol = {
+        "prompt_style": "paper",
+        "modality": "video+text",
+        "input_source": "auto",
+        "max_length": None,
+        "video_frames": 32,
+        "video_max_pixels": 20480 * 28 * 28,
+        "video_min_pixels": 16 * 28 * 28,
+    }
+    own = {
+        "raw inference": {"train": False},
+        "standard fine-tuning": {"raft_objective": "ce"},
+        "MIS-RAFT": {"raft_objective": "raft"},
+    }
     base = {k: v for k, v in d1.items() if k not in ("raft_objective", "max_length")}
     for condition, path in PAPER_TABLE4_RECIPES.items():
         assert yaml.safe_load(path.read_text()) == {**base, **protocol, **own[condition]}, condition

@@ -21,11 +21,34 @@ BY_NAME = {DIMENSION_BY_KEY[k].name: k for k in DIMENSION_KEYS}
 
 
 def _run(server: ChatServer, build, out, *extra: str) -> int:
-    return main([
-        "run", "--backend", "openai", "--model", "fake-model", "--base-url", server.base_url,
-        "--api-key-env", "MIS_BENCH_UNSET", "--dataset", str(build), "--split", "test", "--limit", "2",
-        "--n-bootstrap", "0", "--no-progress", "--json", "--out", str(out), "--prompt", "paper", *extra,
-    ])
+    return main(
+        [
+            "run",
+            "--backend",
+            "openai",
+            "--model",
+            "fake-model",
+            "--base-url",
+            server.base_url,
+            "--api-key-env",
+            "MIS_BENCH_UNSET",
+            "--dataset",
+            str(build),
+            "--split",
+            "test",
+            "--limit",
+            "2",
+            "--n-bootstrap",
+            "0",
+            "--no-progress",
+            "--json",
+            "--out",
+            str(out),
+            "--prompt",
+            "paper",
+            *extra,
+        ]
+    )
 
 
 def _dimension_of(system: str) -> str:
@@ -49,8 +72,9 @@ def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, c
         assert isinstance(system, str) and isinstance(user, str)  # feature-derived inputs: text only
         dimension = _dimension_of(system)
         response = user.split("###Response to evaluate:\n", 1)[1].split("\n\n###Score Rubrics:", 1)[0]
-        (video_id,) = [v for (v, d), r in rows.items()
-                       if d == dimension and response.startswith(r["transcript"].strip())]
+        (video_id,) = [
+            v for (v, d), r in rows.items() if d == dimension and response.startswith(r["transcript"].strip())
+        ]
         seen.add((video_id, dimension))
         transcript = rows[(video_id, dimension)]["transcript"].strip()
         if modality == "video+text":  # the descriptors follow the transcript, plainly labelled
@@ -88,12 +112,16 @@ def test_video_flags_are_checked_before_any_model_loads(tmp_path, capsys):
 # Computed with the code before the `system` field and the `paper` style existed (commit da3eee5): scoring_rows(1),
 # text setting, first row (verbal_fluency). A `direct` / `cot` request must hash, key and serialise exactly so.
 GOLDEN = {
-    "direct": ("9df31f385e7b27fe73f0d87934967303bd0fefb22e50be8bb2c5c7f54d915853",
-               "82d14edcc851281628ef8fbff8b8f5f80e3278812269e35bd45198180ba9c7fb",
-               "5021e8c7e7e82bec1576027eab02ed60f87f8593edc248a86ff64faaf9fb15e2"),
-    "cot": ("61ccfe32c015ecc888da4146463970cbd9c4f3f3f6b52fa61ee396794fd8e7fd",
-            "2b61723c3b78701821d1074384f2fa7bb7623f8721df0858295140ab79a00542",
-            "4f8d94c94447b34914ead1d7982812ffa80cb12552db0f634337af7333dac3a1"),
+    "direct": (
+        "9df31f385e7b27fe73f0d87934967303bd0fefb22e50be8bb2c5c7f54d915853",
+        "82d14edcc851281628ef8fbff8b8f5f80e3278812269e35bd45198180ba9c7fb",
+        "5021e8c7e7e82bec1576027eab02ed60f87f8593edc248a86ff64faaf9fb15e2",
+    ),
+    "cot": (
+        "61ccfe32c015ecc888da4146463970cbd9c4f3f3f6b52fa61ee396794fd8e7fd",
+        "2b61723c3b78701821d1074384f2fa7bb7623f8721df0858295140ab79a00542",
+        "4f8d94c94447b34914ead1d7982812ffa80cb12552db0f634337af7333dac3a1",
+    ),
 }
 
 
@@ -103,8 +131,9 @@ def test_direct_and_cot_requests_are_byte_for_byte_unchanged(style):
     from eval_scripts.harness.context import RunConfig, prepare_run
 
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1")
-    context = prepare_run(RunConfig(backend="openai", model="m", prompt_style=style), backend,
-                          scoring=Dataset.from_list(scoring_rows(1)))
+    context = prepare_run(
+        RunConfig(backend="openai", model="m", prompt_style=style), backend, scoring=Dataset.from_list(scoring_rows(1))
+    )
     prompt = context.prompts[0]
     body = backend.request_body(prompt, context.decoding)
     assert prompt.system is None and body["messages"] == [{"role": "user", "content": prompt.text}]
@@ -150,10 +179,23 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     sampling = VideoSampling(frames=8, max_pixels=8 * 40000)
 
     def run(sampling):
-        options = {"model_obj": make_vl_model(tokenizer), "processor_obj": processor, "device": "cpu",
-                   "batch_size": 2, "video_sampling": sampling}
-        config = RunConfig(backend="transformers", model="tiny-vl", modality="video+text", prompt_style="paper",
-                           out=tmp_path / "runs", backend_options=options, n_bootstrap=0, progress=False)
+        options = {
+            "model_obj": make_vl_model(tokenizer),
+            "processor_obj": processor,
+            "device": "cpu",
+            "batch_size": 2,
+            "video_sampling": sampling,
+        }
+        config = RunConfig(
+            backend="transformers",
+            model="tiny-vl",
+            modality="video+text",
+            prompt_style="paper",
+            out=tmp_path / "runs",
+            backend_options=options,
+            n_bootstrap=0,
+            progress=False,
+        )
         return run_setting(config, scoring=rows)
 
     result = run(sampling)
@@ -170,13 +212,18 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
             assert metadata["frames_indices"] == reference_indices(metadata["total_num_frames"], 8)
     for row in rows:  # the chat: system message first, then the video, then the paper's text
         paper = paper_prompt(row["dimension"], row["transcript"])
-        assert any(text.startswith(f"<|im_start|>system\n{paper.system}<|im_end|>\n<|im_start|>user\n"
-                                   f"<|vision_start|><|video_pad|><|vision_end|>{paper.user}<|im_end|>")
-                   for text in processor.texts)
+        assert any(
+            text.startswith(
+                f"<|im_start|>system\n{paper.system}<|im_end|>\n<|im_start|>user\n"
+                f"<|vision_start|><|video_pad|><|vision_end|>{paper.user}<|im_end|>"
+            )
+            for text in processor.texts
+        )
     results = json.loads(result.results_path.read_text())
     assert results["system"]["decoding"]["video"] == sampling.as_record()
     assert results["system"]["decoding"]["max_new_tokens"] == 16
     assert results["setting"]["input_source"] == "raw"
+
     # The sampling is part of the cache key: the same sampling asks under the same keys, another under new ones.
     # (The random tiny model never stops within 16 tokens, so its answers are truncated and not served as
     # answers; the keys of the recorded outcomes show what the cache would serve.)

@@ -32,7 +32,8 @@ def test_paper_messages_and_conversation_are_the_protocol():
     row = {**toy_rows(1)[0], "dimension": "abc"}
     paper = paper_prompt("abc", row["transcript"])
     assert prompt_messages(row, prompt_style="paper") == [
-        {"role": "system", "content": paper.system}, {"role": "user", "content": paper.user},
+        {"role": "system", "content": paper.system},
+        {"role": "user", "content": paper.user},
     ]
     check_paper_user_text(paper.user, "abc", row["transcript"])
     assert conversation(row, "paper")["completion"] == [
@@ -57,7 +58,7 @@ def test_scoring_encoder_trains_only_the_completion_after_the_score_line():
         f"<|im_start|>system\n{paper.system}<|im_end|>\n<|im_start|>user\n{paper.user}<|im_end|>\n<|im_start|>assistant\n"
     )
     assert tokenizer.decode(ids[prompt_len:]).startswith(f"The score prediction is: {row['score']:.1f}")
-    assert tokenizer.decode(ids[encoded["score_index"]: encoded["score_index"] + 3]) == f"{row['score']:.1f}"
+    assert tokenizer.decode(ids[encoded["score_index"] : encoded["score_index"] + 3]) == f"{row['score']:.1f}"
 
 
 def test_raft_config_prompt_style_and_video_fields(tmp_path):
@@ -79,12 +80,26 @@ def test_raw_video_with_the_paper_style_trains_and_tells_the_processor_the_budge
     processor = make_fake_video_processor(tokenizer)
     rows = raw_video_rows(tmp_path, 4, sizes=((50, 28, 28), (120, 28, 56)))
     args = RAFTConfig(
-        str(tmp_path / "out"), modality="video+text", prompt_style="paper", video_frames=8, video_max_pixels=8 * 60000,
-        max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3, logging_steps=1, report_to="none",
-        save_strategy="no", use_cpu=True, bf16=False, max_length=None, train_sampling_strategy="sequential",
+        str(tmp_path / "out"),
+        modality="video+text",
+        prompt_style="paper",
+        video_frames=8,
+        video_max_pixels=8 * 60000,
+        max_steps=2,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        max_length=None,
+        train_sampling_strategy="sequential",
     )
     trainer = RAFTTrainer(
-        make_vl_model(tokenizer, seed=4), args=args, train_dataset=datasets.Dataset.from_list(rows),
+        make_vl_model(tokenizer, seed=4),
+        args=args,
+        train_dataset=datasets.Dataset.from_list(rows),
         processing_class=processor,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
@@ -114,20 +129,43 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 CPU_OVERRIDES = ["--load_in_4bit", "false", "--bf16", "false", "--optim", "adamw_torch"]
 
 
-def test_table4_mis_raft_recipe_trains_predicts_and_scores_with_the_paper_style(tiny_model_dir, synthetic_build,
-                                                                                 tmp_path):
+def test_table4_mis_raft_recipe_trains_predicts_and_scores_with_the_paper_style(
+    tiny_model_dir, synthetic_build, tmp_path
+):
     from mis_icc_metric.predictions_io import read_predictions, read_references
     from raft_trainer.recipes import PAPER_TABLE4_RECIPES
     from raft_trainer.train import main
 
     out = tmp_path / "raft"
-    assert main([
-        "--config", str(PAPER_TABLE4_RECIPES["MIS-RAFT"]), "--model", str(tiny_model_dir), "--dataset",
-        str(synthetic_build), "--output_dir", str(out), *CPU_OVERRIDES, "--max_steps", "2",
-        "--per_device_train_batch_size", "1", "--predict_batch_size", "16",
-    ]) == 0
-    setting = {"modality": "video+text", "input_source": "features", "prompt_style": "paper", "trained": True,
-               "feature_format": "text"}
+    assert (
+        main(
+            [
+                "--config",
+                str(PAPER_TABLE4_RECIPES["MIS-RAFT"]),
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(synthetic_build),
+                "--output_dir",
+                str(out),
+                *CPU_OVERRIDES,
+                "--max_steps",
+                "2",
+                "--per_device_train_batch_size",
+                "1",
+                "--predict_batch_size",
+                "16",
+            ]
+        )
+        == 0
+    )
+    setting = {
+        "modality": "video+text",
+        "input_source": "features",
+        "prompt_style": "paper",
+        "trained": True,
+        "feature_format": "text",
+    }
     assert json.loads((out / "setting.json").read_text()) == setting
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 2 and all(math.isfinite(h["loss"]) for h in state["log_history"] if "loss" in h)
@@ -150,18 +188,37 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
     from raft_trainer.train import main
 
     out = tmp_path / "raw"
-    assert main([
-        "--config", str(PAPER_TABLE4_RECIPES["raw inference"]), "--model", str(tiny_model_dir), "--dataset",
-        str(synthetic_build), "--output_dir", str(out), *CPU_OVERRIDES, "--modality", "text",
-        "--predict_batch_size", "16",
-    ]) == 0
+    assert (
+        main(
+            [
+                "--config",
+                str(PAPER_TABLE4_RECIPES["raw inference"]),
+                "--model",
+                str(tiny_model_dir),
+                "--dataset",
+                str(synthetic_build),
+                "--output_dir",
+                str(out),
+                *CPU_OVERRIDES,
+                "--modality",
+                "text",
+                "--predict_batch_size",
+                "16",
+            ]
+        )
+        == 0
+    )
     assert json.loads((out / "setting.json").read_text()) == {
-        "modality": "text", "input_source": "text", "prompt_style": "paper", "trained": False,
+        "modality": "text",
+        "input_source": "text",
+        "prompt_style": "paper",
+        "trained": False,
     }
     assert not (out / "adapter_model.safetensors").exists() and not (out / "trainer_state.json").exists()
     rows = load_rows(synthetic_build, "scoring", "test")
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
-    reference = predict_scores(model, AutoTokenizer.from_pretrained(tiny_model_dir), rows, prompt_style="paper",
-                               show_progress=False)
+    reference = predict_scores(
+        model, AutoTokenizer.from_pretrained(tiny_model_dir), rows, prompt_style="paper", show_progress=False
+    )
     got = {(p["video_id"], p["dimension"]): p["prediction"] for p in read_predictions(out / "predictions_test.csv")}
     assert [got[(r["video_id"], r["dimension"])] for r in rows] == pytest.approx(reference.tolist(), abs=1e-5)

@@ -64,21 +64,45 @@ def test_the_recipe_sets_every_appendix_d1_value_in_its_dataclass():
 
 def test_a_flag_overrides_the_recipe_and_the_rest_of_the_recipe_stays():
     parsed = _parse(
-        "--config", str(PAPER_D1_RECIPE), "--dataset_dir", "unused", *BF16_HERE,
-        "--learning_rate", "1e-3", "--lora_r", "4", "--max_length", "1024", "--raft_objective", "raft+ce",
+        "--config",
+        str(PAPER_D1_RECIPE),
+        "--dataset_dir",
+        "unused",
+        *BF16_HERE,
+        "--learning_rate",
+        "1e-3",
+        "--lora_r",
+        "4",
+        "--max_length",
+        "1024",
+        "--raft_objective",
+        "raft+ce",
     )
     training, model = parsed[RAFTConfig], parsed[RAFTModelConfig]
     assert (training.learning_rate, model.lora_r, training.max_length) == (1e-3, 4, 1024)
     assert training.raft_objective == "raft+ce"
     assert (training.num_train_epochs, _value(training, "optim"), model.lora_alpha, model.load_in_4bit) == (
-        2, "paged_adamw_32bit", 16, True
+        2,
+        "paged_adamw_32bit",
+        16,
+        True,
     )
 
 
 def test_short_and_dashed_spellings_and_defaults_without_a_recipe():
     parsed = _parse(
-        "--model", "m", "--dataset", "d", "--output-dir", "o", "--max-length", "100", "--input-source", "features",
-        "--no-predict", "--no_renormalize_digits",
+        "--model",
+        "m",
+        "--dataset",
+        "d",
+        "--output-dir",
+        "o",
+        "--max-length",
+        "100",
+        "--input-source",
+        "features",
+        "--no-predict",
+        "--no_renormalize_digits",
     )
     script, training, model = parsed[RAFTScriptArguments], parsed[RAFTConfig], parsed[RAFTModelConfig]
     assert (model.model_name_or_path, script.dataset_dir, training.output_dir) == ("m", "d", "o")

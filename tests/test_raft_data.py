@@ -8,11 +8,12 @@ import datasets
 import pytest
 import torch
 
-from _raft_helpers import make_model, make_tokenizer, toy_rows
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder, conversation, prepare_raft_dataset
 from raft_trainer.digits import DigitTokens, ScoreTokenizationError, format_score
 from raft_trainer.loss import expected_decimal_score
+
+from _raft_helpers import make_model, make_tokenizer, toy_rows
 
 
 @pytest.fixture(scope="module")
@@ -162,7 +163,9 @@ def test_left_and_right_padding_give_the_same_scores_and_gradients_only_at_score
         for b in range(len(examples)):
             assert torch.all(embeds.grad[b, pos[b, 1] + 1 :] == 0)
         # the shortcut the trainer takes (logits_to_keep) gives the same scores
-        kept = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=batch["logits_keep"]).logits
+        kept = model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], logits_to_keep=batch["logits_keep"]
+        ).logits
         ki = batch["keep_index"]
         fast = expected_decimal_score(kept[rows, ki[:, 0]], kept[rows, ki[:, 1]], ids)
         torch.testing.assert_close(fast, pred.detach(), rtol=1e-5, atol=1e-5)

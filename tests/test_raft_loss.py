@@ -34,7 +34,7 @@ def test_expected_decimal_score_matches_hand_computation(renormalize):
     got = expected_decimal_score(
         torch.tensor(FIXED_INT), torch.tensor(FIXED_FRAC), torch.tensor(DIGIT_IDS), renormalize=renormalize
     )
-    want = [_hand_score(i, f, renormalize) for i, f in zip(FIXED_INT, FIXED_FRAC)]
+    want = [_hand_score(i, f, renormalize) for i, f in zip(FIXED_INT, FIXED_FRAC, strict=True)]
     assert got.shape == (2,)
     assert got.tolist() == pytest.approx(want, rel=1e-6)
 
@@ -50,7 +50,7 @@ def test_uniform_logits_give_the_textbook_values():
 def test_raft_loss_is_the_batch_mean_squared_error():
     target = torch.tensor([3.4, 1.0])
     got = raft_loss(torch.tensor(FIXED_INT), torch.tensor(FIXED_FRAC), target, torch.tensor(DIGIT_IDS))
-    preds = [_hand_score(i, f, True) for i, f in zip(FIXED_INT, FIXED_FRAC)]
+    preds = [_hand_score(i, f, True) for i, f in zip(FIXED_INT, FIXED_FRAC, strict=True)]
     assert got.item() == pytest.approx(((preds[0] - 3.4) ** 2 + (preds[1] - 1.0) ** 2) / 2, rel=1e-6)
 
 

@@ -9,7 +9,6 @@ import datasets
 import numpy as np
 import pytest
 
-from _raft_helpers import make_model, make_tokenizer
 from mis_bench_dataset.feature_descriptors import audio_descriptors, describe_audio, describe_video, video_descriptors
 from mis_bench_dataset.inputs import UnsupportedSetting, resolve_input_source
 from raft_trainer.data import ScoringEncoder
@@ -21,6 +20,8 @@ from raft_trainer.media import (
     feature_context,
     load_feature_contexts,
 )
+
+from _raft_helpers import make_model, make_tokenizer
 
 ALL = "audio+video+text"
 
@@ -66,7 +67,9 @@ def test_a_medium_that_was_not_released_gets_an_explicit_not_available_line(feat
     assert f"{present.capitalize()} descriptors (feature-derived" in block
 
 
-def test_prompts_carry_the_descriptors_and_a_multimodal_setting_never_runs_text_only(synthetic_build, contexts, tokenizer):
+def test_prompts_carry_the_descriptors_and_a_multimodal_setting_never_runs_text_only(
+    synthetic_build, contexts, tokenizer
+):
     scoring = datasets.load_dataset(str(synthetic_build), "scoring", split="test")
     with_context = attach_feature_context(scoring, contexts, ALL, "test split")
     digits = DigitTokens.from_tokenizer(tokenizer)
@@ -111,11 +114,23 @@ def test_lora_steps_and_prediction_with_audio_video_text(synthetic_build, contex
     scoring = datasets.load_dataset(str(synthetic_build), "scoring")
     train = attach_feature_context(scoring["train"].select(range(2)), contexts, ALL)
     args = RAFTConfig(
-        str(tmp_path), modality=ALL, max_steps=2, per_device_train_batch_size=1, learning_rate=1e-3,
-        max_length=2048, logging_steps=1, report_to="none", save_strategy="no", use_cpu=True, bf16=False,
+        str(tmp_path),
+        modality=ALL,
+        max_steps=2,
+        per_device_train_batch_size=1,
+        learning_rate=1e-3,
+        max_length=2048,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
     )
     trainer = RAFTTrainer(
-        make_model(tokenizer), args=args, train_dataset=train, processing_class=tokenizer,
+        make_model(tokenizer),
+        args=args,
+        train_dataset=train,
+        processing_class=tokenizer,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
     first = tokenizer.decode(trainer.train_dataset[0]["input_ids"])
@@ -147,25 +162,51 @@ def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_buil
 
 
 def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path):
-    from _raft_helpers import save_tiny
     from raft_trainer.train import load_media_processor
+
+    from _raft_helpers import save_tiny
 
     with pytest.raises(SystemExit, match="cannot take video"):
         load_media_processor(str(save_tiny(tmp_path)), "video+text")
 
 
 def test_train_script_records_the_setting(synthetic_build, tmp_path):
-    from _raft_helpers import save_tiny
     from raft_trainer.train import main
+
+    from _raft_helpers import save_tiny
 
     out = tmp_path / "run"
     model_dir = save_tiny(tmp_path)
-    assert main([
-        "--model", str(model_dir), "--dataset", str(synthetic_build), "--output-dir", str(out), "--max-length", "2048",
-        "--modality", "video+text", "--max-steps", "1", "--per-device-train-batch-size", "1", "--predict-batch-size", "16",
-    ]) == 0
-    setting = {"modality": "video+text", "input_source": "features", "prompt_style": "toolkit", "trained": True,
-               "feature_format": "text"}
+    assert (
+        main(
+            [
+                "--model",
+                str(model_dir),
+                "--dataset",
+                str(synthetic_build),
+                "--output-dir",
+                str(out),
+                "--max-length",
+                "2048",
+                "--modality",
+                "video+text",
+                "--max-steps",
+                "1",
+                "--per-device-train-batch-size",
+                "1",
+                "--predict-batch-size",
+                "16",
+            ]
+        )
+        == 0
+    )
+    setting = {
+        "modality": "video+text",
+        "input_source": "features",
+        "prompt_style": "toolkit",
+        "trained": True,
+        "feature_format": "text",
+    }
     assert json.loads((out / "setting.json").read_text()) == setting
     assert json.loads((out / "scores_test.json").read_text())["setting"] == setting
 
@@ -179,7 +220,11 @@ def test_real_subset_descriptors(subset10_dir, tmp_path_factory, tokenizer):
     scoring = datasets.load_dataset(str(out), "scoring", split="train")
     assert set(scoring["video_id"]) <= contexts.keys() and len(contexts) == 10
     for block in contexts.values():
-        assert "face detected in" in block and "estimated pitch: mean" in block and "descriptors: not available" not in block
+        assert (
+            "face detected in" in block
+            and "estimated pitch: mean" in block
+            and "descriptors: not available" not in block
+        )
     encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length=None, modality=ALL)
     row = attach_feature_context(scoring, contexts, ALL)[0]
     assert contexts[row["video_id"]].strip() in tokenizer.decode(encoder.encode_prompt(row))

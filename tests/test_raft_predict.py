@@ -7,10 +7,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from _raft_helpers import make_model, make_tokenizer, toy_rows
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.predict import generate_scores, parse_first_number, predict_scores
+
+from _raft_helpers import make_model, make_tokenizer, toy_rows
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def _brute_force(model, tokenizer, row):
     e_frac = {i: float(probs(prompt + [ids[i], digits.point_id]) @ values) for i in range(10)}
     greedy = float(p_int @ values) + 0.1 * e_frac[int(p_int.argmax())]
     weights = p_int[1:6] / p_int[1:6].sum()
-    exact = sum(float(w) * (i + 0.1 * e_frac[i]) for w, i in zip(weights, range(1, 6)))
+    exact = sum(float(w) * (i + 0.1 * e_frac[i]) for w, i in zip(weights, range(1, 6), strict=True))
     return greedy, exact
 
 

@@ -31,9 +31,22 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 def _common(model: Path, dataset: Path, out: Path) -> list[str]:
     return [
-        "--model_name_or_path", str(model), "--dataset_dir", str(dataset), "--output_dir", str(out),
-        "--max_length", "2048", "--lora_dropout", "0", "--train_sampling_strategy", "sequential",
-        "--logging_steps", "1", "--learning_rate", "1e-3",
+        "--model_name_or_path",
+        str(model),
+        "--dataset_dir",
+        str(dataset),
+        "--output_dir",
+        str(out),
+        "--max_length",
+        "2048",
+        "--lora_dropout",
+        "0",
+        "--train_sampling_strategy",
+        "sequential",
+        "--logging_steps",
+        "1",
+        "--learning_rate",
+        "1e-3",
     ]
 
 
@@ -50,11 +63,26 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
 
     out = tmp_path / "run"
     with caplog.at_level(logging.WARNING):
-        assert main(
-            [*_common(tiny_model_dir, synthetic_build, out), "--max_steps", "2", "--per_device_train_batch_size", "2"]
-        ) == 0
+        assert (
+            main(
+                [
+                    *_common(tiny_model_dir, synthetic_build, out),
+                    "--max_steps",
+                    "2",
+                    "--per_device_train_batch_size",
+                    "2",
+                ]
+            )
+            == 0
+        )
     assert "no CUDA device: training on the CPU in float32 with adamw_torch" in caplog.text
-    for name in ("adapter_config.json", "adapter_model.safetensors", "trainer_state.json", "predictions_test.csv", "scores_test.json"):
+    for name in (
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "trainer_state.json",
+        "predictions_test.csv",
+        "scores_test.json",
+    ):
         assert (out / name).is_file(), name
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert (adapter["r"], adapter["lora_alpha"], sorted(adapter["target_modules"])) == (8, 16, ["q_proj", "v_proj"])
@@ -64,10 +92,19 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
     assert all(0.0 <= p["prediction"] <= 9.9 for p in predictions)
     # round trip through `mis-bench score`
     result_path = tmp_path / "scores.json"
-    code = mis_bench_main([
-        "score", "--predictions", str(out / "predictions_test.csv"), "--references", str(synthetic_build),
-        "--bootstrap", "200", "--json", str(result_path),
-    ])
+    code = mis_bench_main(
+        [
+            "score",
+            "--predictions",
+            str(out / "predictions_test.csv"),
+            "--references",
+            str(synthetic_build),
+            "--bootstrap",
+            "200",
+            "--json",
+            str(result_path),
+        ]
+    )
     assert code == 0
     scored = json.loads(result_path.read_text())
     assert sum(d["n"] for d in scored["dimensions"].values()) == len(references)
@@ -83,11 +120,34 @@ def test_train_script_runs_the_paper_recipe_with_cpu_overrides_on_a_tiny_model(
 
     out = tmp_path / "recipe"
     with caplog.at_level(logging.WARNING):
-        assert main([
-            "--config", str(PAPER_D1_RECIPE), "--model", str(tiny_model_dir), "--dataset", str(synthetic_build),
-            "--output_dir", str(out), "--load_in_4bit", "false", "--bf16", "false", "--optim", "adamw_torch",
-            "--max_length", "2048", "--max_steps", "1", "--lora_r", "4", "--no_predict",
-        ]) == 0
+        assert (
+            main(
+                [
+                    "--config",
+                    str(PAPER_D1_RECIPE),
+                    "--model",
+                    str(tiny_model_dir),
+                    "--dataset",
+                    str(synthetic_build),
+                    "--output_dir",
+                    str(out),
+                    "--load_in_4bit",
+                    "false",
+                    "--bf16",
+                    "false",
+                    "--optim",
+                    "adamw_torch",
+                    "--max_length",
+                    "2048",
+                    "--max_steps",
+                    "1",
+                    "--lora_r",
+                    "4",
+                    "--no_predict",
+                ]
+            )
+            == 0
+        )
     assert "training on the CPU in float32 with adamw_torch" in caplog.text
     adapter = json.loads((out / "adapter_config.json").read_text())
     # lora_r from the flag, alpha, dropout and targets from the recipe
@@ -104,12 +164,33 @@ def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, sy
     assert main([*_common(tiny_model_dir, synthetic_build, single), *single_args]) == 0
 
     double = tmp_path / "double"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1", TOKENIZERS_PARALLELISM="false")
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        HF_DATASETS_OFFLINE="1",
+        HF_HUB_DISABLE_TELEMETRY="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
     cmd = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-        "--mixed_precision", "no", "--dynamo_backend", "no", str(TRAIN),
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        str(TRAIN),
         *_common(tiny_model_dir, synthetic_build, double),
-        "--max_steps", "1", "--per_device_train_batch_size", "1", "--no_predict",
+        "--max_steps",
+        "1",
+        "--per_device_train_batch_size",
+        "1",
+        "--no_predict",
     ]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -9,10 +9,11 @@ import pytest
 import torch
 from peft import LoraConfig
 
-from _raft_helpers import make_model, make_tokenizer, short_encoded_toy
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.config import RAFTConfig
 from raft_trainer.trainer import RAFTTrainer
+
+from _raft_helpers import make_model, make_tokenizer, short_encoded_toy
 
 
 @pytest.fixture(scope="module")
@@ -22,20 +23,33 @@ def tokenizer():
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
     base = dict(
-        output_dir=str(tmp_path / "out"), report_to="none", use_cpu=True, max_length=None, save_strategy="no",
-        disable_tqdm=True, logging_steps=1, seed=0,
+        output_dir=str(tmp_path / "out"),
+        report_to="none",
+        use_cpu=True,
+        max_length=None,
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=1,
+        seed=0,
     )
     base.update(kwargs)
     return RAFTConfig(**base)
 
 
 def _lora(dropout=0.1):
-    return LoraConfig(r=8, lora_alpha=16, lora_dropout=dropout, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=8, lora_alpha=16, lora_dropout=dropout, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"
+    )
 
 
 def test_config_defaults_follow_the_paper_and_validate():
     cfg = RAFTConfig(output_dir="unused", use_cpu=True, report_to="none")
-    assert (cfg.num_train_epochs, cfg.learning_rate, cfg.per_device_train_batch_size, cfg.max_length) == (2.0, 2e-5, 2, 512)
+    assert (cfg.num_train_epochs, cfg.learning_rate, cfg.per_device_train_batch_size, cfg.max_length) == (
+        2.0,
+        2e-5,
+        2,
+        512,
+    )
     assert cfg.raft_objective == "raft" and cfg.loss_weights == (1.0, 0.0)
     assert cfg.loss_type == "nll"  # TRL's own field keeps its meaning and default
     assert RAFTConfig(output_dir="u", use_cpu=True, raft_objective="raft+ce", ce_weight=0.5).loss_weights == (1.0, 0.5)
@@ -55,8 +69,12 @@ def test_three_lora_steps_on_the_synthetic_build_and_the_loss_falls(synthetic_bu
     model = make_model(tokenizer)
     base_before = model.model.layers[0].self_attn.q_proj.weight.detach().clone()
     trainer = RAFTTrainer(
-        model, args=_config(tmp_path, max_steps=3, learning_rate=5e-3, per_device_train_batch_size=2),
-        train_dataset=train, eval_dataset=train, processing_class=tokenizer, peft_config=_lora(),
+        model,
+        args=_config(tmp_path, max_steps=3, learning_rate=5e-3, per_device_train_batch_size=2),
+        train_dataset=train,
+        eval_dataset=train,
+        processing_class=tokenizer,
+        peft_config=_lora(),
     )
     before = trainer.evaluate()
     lora_before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if "lora_B" in n}
@@ -82,10 +100,17 @@ def test_gradient_accumulation_equals_a_larger_batch(tokenizer, tmp_path):
         trainer = RAFTTrainer(
             make_model(tokenizer, seed=1),
             args=_config(
-                tmp_path, max_steps=1, per_device_train_batch_size=batch, gradient_accumulation_steps=accum,
-                raft_objective="raft+ce", train_sampling_strategy="sequential", learning_rate=1e-3,
+                tmp_path,
+                max_steps=1,
+                per_device_train_batch_size=batch,
+                gradient_accumulation_steps=accum,
+                raft_objective="raft+ce",
+                train_sampling_strategy="sequential",
+                learning_rate=1e-3,
             ),
-            train_dataset=data, processing_class=tokenizer, peft_config=_lora(dropout=0.0),
+            train_dataset=data,
+            processing_class=tokenizer,
+            peft_config=_lora(dropout=0.0),
         )
         trainer.train()
         logs[(batch, accum)] = trainer.state.log_history[0]
@@ -104,7 +129,10 @@ def test_ce_loss_equals_the_causal_lm_loss_and_raft_ce_adds_up(tokenizer, tmp_pa
     losses = {}
     for objective in ("ce", "raft", "raft+ce"):
         trainer = RAFTTrainer(
-            model, args=_config(tmp_path, raft_objective=objective, ce_weight=0.5), train_dataset=data, processing_class=tokenizer
+            model,
+            args=_config(tmp_path, raft_objective=objective, ce_weight=0.5),
+            train_dataset=data,
+            processing_class=tokenizer,
         )
         trainer.model.eval()
         with torch.no_grad():
@@ -121,10 +149,17 @@ def test_raft_reaches_lower_score_mse_than_ce_in_the_same_steps(tokenizer, tmp_p
         trainer = RAFTTrainer(
             make_model(tokenizer, seed=0),
             args=_config(
-                tmp_path, raft_objective=objective, max_steps=20, per_device_train_batch_size=8, learning_rate=1e-2,
-                lr_scheduler_type="constant", logging_steps=20,
+                tmp_path,
+                raft_objective=objective,
+                max_steps=20,
+                per_device_train_batch_size=8,
+                learning_rate=1e-2,
+                lr_scheduler_type="constant",
+                logging_steps=20,
             ),
-            train_dataset=train, eval_dataset=held_out, processing_class=tokenizer,
+            train_dataset=train,
+            eval_dataset=held_out,
+            processing_class=tokenizer,
         )
         trainer.train()
         results[objective] = trainer.evaluate()

@@ -14,10 +14,11 @@ import datasets
 import pytest
 import torch
 
-from _raft_helpers import make_vl_model, make_vl_tokenizer, video_encoded_toy
 from raft_trainer import RAFTConfig, RAFTTrainer
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.loss import expected_decimal_score
+
+from _raft_helpers import make_vl_model, make_vl_tokenizer, video_encoded_toy
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +28,16 @@ def tokenizer():
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
     base = dict(
-        max_steps=2, per_device_train_batch_size=2, learning_rate=1e-3, logging_steps=1, report_to="none",
-        save_strategy="no", use_cpu=True, bf16=False, max_length=None, train_sampling_strategy="sequential",
+        max_steps=2,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        max_length=None,
+        train_sampling_strategy="sequential",
     )
     return RAFTConfig(str(tmp_path), **{**base, **kwargs})
 
@@ -55,7 +64,9 @@ def test_collator_concatenates_video_inputs_in_row_order(tokenizer, side):
 def test_raft_loss_reads_the_score_positions_of_a_video_language_model(tokenizer, tmp_path):
     model = make_vl_model(tokenizer)
     rows = video_encoded_toy(tokenizer, 2)
-    trainer = RAFTTrainer(model, args=_config(tmp_path), train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer)
+    trainer = RAFTTrainer(
+        model, args=_config(tmp_path), train_dataset=datasets.Dataset.from_list(rows), processing_class=tokenizer
+    )
     batch = RAFTDataCollator(tokenizer.pad_token_id, "left")(rows)
     model.train()
     loss, outputs = trainer.compute_loss(model, dict(batch), return_outputs=True)
@@ -64,8 +75,10 @@ def test_raft_loss_reads_the_score_positions_of_a_video_language_model(tokenizer
     # independent reference: full logits, read at the collator's positions
     with torch.no_grad():
         full = model(
-            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-            pixel_values_videos=batch["pixel_values_videos"], video_grid_thw=batch["video_grid_thw"],
+            input_ids=batch["input_ids"],
+            attention_mask=batch["attention_mask"],
+            pixel_values_videos=batch["pixel_values_videos"],
+            video_grid_thw=batch["video_grid_thw"],
         ).logits
     rows_index = torch.arange(2)
     int_pos, frac_pos = batch["score_positions"].unbind(dim=1)
@@ -93,7 +106,9 @@ def test_two_lora_steps_with_video_inputs(tokenizer, tmp_path):
 
     rows = video_encoded_toy(tokenizer, 4, seed=1)
     trainer = RAFTTrainer(
-        make_vl_model(tokenizer, seed=1), args=_config(tmp_path), train_dataset=datasets.Dataset.from_list(rows),
+        make_vl_model(tokenizer, seed=1),
+        args=_config(tmp_path),
+        train_dataset=datasets.Dataset.from_list(rows),
         processing_class=tokenizer,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
@@ -105,9 +120,10 @@ def test_two_lora_steps_with_video_inputs(tokenizer, tmp_path):
 def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path):
     from peft import LoraConfig
 
-    from _raft_helpers import make_fake_video_processor, raw_video_rows
     from raft_trainer.digits import DigitTokens
     from raft_trainer.raw_media import RawMediaEncoder
+
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
 
     processor = make_fake_video_processor(tokenizer)
     rows = raw_video_rows(tmp_path, 4)
@@ -125,7 +141,8 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
     trainer = RAFTTrainer(  # input_source "auto": every row has a video_path, so the raw media are used
         make_vl_model(tokenizer, seed=2),
         args=_config(tmp_path, modality="video+text"),
-        train_dataset=datasets.Dataset.from_list(rows), processing_class=processor,
+        train_dataset=datasets.Dataset.from_list(rows),
+        processing_class=processor,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM"),
     )
     assert trainer.args.input_source == "auto" and trainer.input_source == "raw"
@@ -139,8 +156,11 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 
     with pytest.raises(UnsupportedSetting, match="cannot take video"):
         RAFTTrainer(
-            make_vl_model(tokenizer), args=_config(tmp_path, modality="video+text", input_source="raw"),
-            train_dataset=datasets.Dataset.from_list([{"video_id": "a", "dimension": "empathy", "transcript": "", "score": 3.0}]),
+            make_vl_model(tokenizer),
+            args=_config(tmp_path, modality="video+text", input_source="raw"),
+            train_dataset=datasets.Dataset.from_list(
+                [{"video_id": "a", "dimension": "empathy", "transcript": "", "score": 3.0}]
+            ),
             processing_class=tokenizer,
         )
     with pytest.raises(ValueError, match="needs an audio/video modality"):
@@ -148,10 +168,11 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 
 
 def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tokenizer, tmp_path):
-    from _raft_helpers import make_fake_video_processor, raw_video_rows
-    from raft_trainer.digits import DigitTokens
     from mis_bench_dataset.inputs import UnsupportedSetting
+    from raft_trainer.digits import DigitTokens
     from raft_trainer.raw_media import RawMediaEncoder
+
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
 
     processor = make_fake_video_processor(tokenizer)
     original = processor.apply_chat_template
@@ -170,25 +191,28 @@ def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tok
 
 @pytest.mark.parametrize("method", ["greedy", "exact"])
 def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenizer, tmp_path, method):
-    from _raft_helpers import make_fake_video_processor, raw_video_rows
     from raft_trainer import predict_scores
     from raft_trainer.digits import DigitTokens
     from raft_trainer.loss import digit_probabilities, expected_digit
     from raft_trainer.raw_media import RawMediaEncoder
 
+    from _raft_helpers import make_fake_video_processor, raw_video_rows
+
     processor = make_fake_video_processor(tokenizer)
     model = make_vl_model(tokenizer, seed=3).eval()
     rows = raw_video_rows(tmp_path, 3, seed=5)
-    scores = predict_scores(model, processor, rows, batch_size=2, method=method, modality="video+text", input_source="raw")
+    scores = predict_scores(
+        model, processor, rows, batch_size=2, method=method, modality="video+text", input_source="raw"
+    )
 
     digits = DigitTokens.from_tokenizer(tokenizer)
     ids = digits.tensor()
     encoder = RawMediaEncoder(processor, digits, "video+text")
-    for row, score in zip(rows, scores):
+    for row, score in zip(rows, scores, strict=True):
         prompt = encoder.encode_prompt(row)
         media = {k: prompt[k] for k in ("pixel_values_videos", "video_grid_thw")}
 
-        def p_int_and_frac(integer: int):
+        def p_int_and_frac(integer: int, prompt=prompt, media=media):
             """One forward over prompt + [integer, '.']: digit distributions at the two score positions."""
             seq = torch.tensor([prompt["input_ids"] + [digits.digit_ids[integer], digits.point_id]])
             with torch.no_grad():

@@ -23,8 +23,11 @@ from tests._leaderboard_helpers import (
 
 def _results(model, iccs, overall, mse=0.25, excluded=0.0):
     refs = make_references(VIDEO_IDS[:5])
-    return make_results(noisy_predictions(refs, 0.3, seed=0), model=model,
-                        scores=contract_scores(iccs, overall=overall, mse=mse, excluded_rate=excluded))
+    return make_results(
+        noisy_predictions(refs, 0.3, seed=0),
+        model=model,
+        scores=contract_scores(iccs, overall=overall, mse=mse, excluded_rate=excluded),
+    )
 
 
 @pytest.fixture()
@@ -119,7 +122,7 @@ def test_scatter_plots_parsed_pairs_per_dimension():
     preds = noisy_predictions(refs, 0.4, seed=3, none_rate=0.2)
     run = run_views([make_results(preds, scores=contract_scores({k: 0.1 for k in DIMENSION_KEYS}, overall=0.1))])[0]
     fig = scatter_figure(run, refs)
-    for ax, key in zip(fig.axes, DIMENSION_KEYS):
+    for ax, key in zip(fig.axes, DIMENSION_KEYS, strict=True):
         expected = sorted((refs[(v, key)], preds[(v, key)]) for v in VIDEO_IDS[:10] if preds[(v, key)] is not None)
         offsets = ax.collections[0].get_offsets() if ax.collections else np.empty((0, 2))
         assert sorted(map(tuple, np.asarray(offsets).tolist())) == expected

@@ -11,12 +11,12 @@ import re
 import numpy as np
 import pytest
 
+from eval_scripts.cli import main as cli_main
 from eval_scripts.report import write_report
 from eval_scripts.report.comparison import compare_systems
 from eval_scripts.report.plots import heatmap_figure
 from eval_scripts.report.table import run_views, table3_table, to_html, to_markdown
 from eval_scripts.report.views import best_configurations, rank_table, top_ranks
-from eval_scripts.cli import main as cli_main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
 from mis_icc_metric import paired_comparison, score_predictions
@@ -42,13 +42,16 @@ def _expected_iccs(predictions, references):
     unparsed dimension dropped) and per-dimension ICCs, computed independently of the metric."""
     videos = sorted({v for v, _ in references})
     complete = [v for v in videos if all(predictions[(v, d)] is not None for d in DIMENSION_KEYS)]
-    overall = _icc3_1(np.array([np.mean([predictions[(v, d)] for d in DIMENSION_KEYS]) for v in complete]),
-                             np.array([np.mean([references[(v, d)] for d in DIMENSION_KEYS]) for v in complete]))
+    overall = _icc3_1(
+        np.array([np.mean([predictions[(v, d)] for d in DIMENSION_KEYS]) for v in complete]),
+        np.array([np.mean([references[(v, d)] for d in DIMENSION_KEYS]) for v in complete]),
+    )
     dims = {}
     for d in DIMENSION_KEYS:
         parsed = [v for v in videos if predictions[(v, d)] is not None]
-        dims[d] = _icc3_1(np.array([predictions[(v, d)] for v in parsed]),
-                                 np.array([references[(v, d)] for v in parsed]))
+        dims[d] = _icc3_1(
+            np.array([predictions[(v, d)] for v in parsed]), np.array([references[(v, d)] for v in parsed])
+        )
     return overall, dims
 
 
@@ -63,7 +66,7 @@ def grid():
     references = make_references(VIDEO_IDS)
     runs = []
     for s, (model, noises) in enumerate(SYSTEMS.items()):
-        for c, ((modality, style), noise) in enumerate(zip(CONFIGURATIONS, noises)):
+        for c, ((modality, style), noise) in enumerate(zip(CONFIGURATIONS, noises, strict=True)):
             runs.append((model, modality, style, noisy_predictions(references, noise, seed=10 * s + c, none_rate=0.03)))
     # org/delta: noise shared by a video's eight dimensions barely moves each dimension's ICC but does not
     # average out in the overall score, so its best overall configuration is not its best mean-ICC one.
@@ -80,14 +83,19 @@ def _expected_best(references, runs):
     for model, modality, style, predictions in runs:
         overall, dims = _expected_iccs(predictions, references)
         if model not in expected or overall > expected[model]["overall_icc"]:
-            expected[model] = {"model": model, "modality": modality, "prompt_style": style,
-                               "overall_icc": overall, "dimensions": dims}
+            expected[model] = {
+                "model": model,
+                "modality": modality,
+                "prompt_style": style,
+                "overall_icc": overall,
+                "dimensions": dims,
+            }
     return list(expected.values())
 
 
 def _check_best(actual, expected):
     assert [e["model"] for e in actual] == [e["model"] for e in expected]
-    for got, want in zip(actual, expected):
+    for got, want in zip(actual, expected, strict=True):
         assert set(got) == {"model", "modality", "prompt_style", "overall_icc", "dimensions"}
         assert (got["modality"], got["prompt_style"]) == (want["modality"], want["prompt_style"])
         assert got["overall_icc"] == pytest.approx(want["overall_icc"], rel=1e-9, abs=1e-12)
@@ -103,11 +111,30 @@ def test_best_configuration_follows_the_table3_rule_via_the_cli(tmp_path, grid, 
         writer.writerows([video, dim, score] for (video, dim), score in sorted(references.items()))
     for i, (model, modality, style, predictions) in enumerate(runs):
         (tmp_path / "runs" / f"r{i:02d}").mkdir(parents=True)
-        (tmp_path / "runs" / f"r{i:02d}" / "results.json").write_text(json.dumps(
-            make_results(predictions, model=model, modality=modality, prompt_style=style)))
+        (tmp_path / "runs" / f"r{i:02d}" / "results.json").write_text(
+            json.dumps(make_results(predictions, model=model, modality=modality, prompt_style=style))
+        )
     out = tmp_path / "rep"
-    assert cli_main(["report", str(tmp_path / "runs"), "--references", str(gold), "--bootstrap", "0",
-                     "--comparison-bootstrap", "100", "--scatters", "none", "--out", str(out), "--json"]) == 0
+    assert (
+        cli_main(
+            [
+                "report",
+                str(tmp_path / "runs"),
+                "--references",
+                str(gold),
+                "--bootstrap",
+                "0",
+                "--comparison-bootstrap",
+                "100",
+                "--scatters",
+                "none",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     report = json.loads((out / "report.json").read_text())
     assert summary["json"] == str(out / "report.json") and len(summary["figures"]) == 2
@@ -127,12 +154,19 @@ def test_tie_rule_and_undefined_overall_never_wins():
     predictions = noisy_predictions(refs, 0.3, seed=0)
 
     def run(model, modality, overall, dims):
-        return make_results(predictions, model=model, modality=modality,
-                            scores=contract_scores({k: dims for k in DIMENSION_KEYS}, overall=overall))
+        return make_results(
+            predictions,
+            model=model,
+            modality=modality,
+            scores=contract_scores({k: dims for k in DIMENSION_KEYS}, overall=overall),
+        )
 
     results = [
-        run("tie", "text", 0.4, 0.10), run("tie", "audio+text", 0.4, 0.20), run("tie", "video+text", 0.4, 0.20),
-        run("undef", "text", None, 0.9), run("undef", "audio+text", -0.2, 0.0),
+        run("tie", "text", 0.4, 0.10),
+        run("tie", "audio+text", 0.4, 0.20),
+        run("tie", "video+text", 0.4, 0.20),
+        run("undef", "text", None, 0.9),
+        run("undef", "audio+text", -0.2, 0.0),
         run("none", "text", None, 0.5),
     ]
     best, undefined = best_configurations(run_views(results))
@@ -154,9 +188,16 @@ def test_table3_marks_first_second_third_per_column():
     refs = make_references(VIDEO_IDS[:5])
     predictions = noisy_predictions(refs, 0.3, seed=0)
     iccs = {"a": 0.30, "b": 0.30, "c": 0.10, "d": 0.05}
-    results = [make_results(predictions, model=m, scores=contract_scores(
-        {k: (v if k != "abc" else (0.5 if m == "d" else None)) for k in DIMENSION_KEYS}, overall=v))
-        for m, v in iccs.items()]
+    results = [
+        make_results(
+            predictions,
+            model=m,
+            scores=contract_scores(
+                {k: (v if k != "abc" else (0.5 if m == "d" else None)) for k in DIMENSION_KEYS}, overall=v
+            ),
+        )
+        for m, v in iccs.items()
+    ]
     best, _ = best_configurations(run_views(results))
     ranks = rank_table(best)
     assert [r["verbal_fluency"] for r in ranks] == [1, 1, 3, None]
@@ -172,11 +213,21 @@ def test_table3_marks_first_second_third_per_column():
 
 def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, grid, expected_best):
     references, runs = grid
-    results = [make_results(p, model=m, modality=mod, prompt_style=s,
-                            scores=json_safe(score_predictions(p, references, n_bootstrap=0)))
-               for m, mod, s, p in runs]
-    files = write_report(results, tmp_path, references=references, reference="org/beta",
-                         comparison_bootstrap=300, seed=7, scatters="none")
+    results = [
+        make_results(
+            p, model=m, modality=mod, prompt_style=s, scores=json_safe(score_predictions(p, references, n_bootstrap=0))
+        )
+        for m, mod, s, p in runs
+    ]
+    files = write_report(
+        results,
+        tmp_path,
+        references=references,
+        reference="org/beta",
+        comparison_bootstrap=300,
+        seed=7,
+        scatters="none",
+    )
     comparison = json.loads(files.json.read_text())["comparison"]
     expected = {e["model"]: e for e in expected_best}
     compared = [s["model"] for s in comparison["systems"]]
@@ -184,17 +235,29 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
     by_key = {(m, mod, s): p for m, mod, s, p in runs}
     chosen = {s["model"]: by_key[(s["model"], s["modality"], s["prompt_style"])] for s in comparison["systems"]}
     for system in comparison["systems"]:
-        assert (system["modality"], system["prompt_style"]) == (expected[system["model"]]["modality"],
-                                                                 expected[system["model"]]["prompt_style"])
+        assert (system["modality"], system["prompt_style"]) == (
+            expected[system["model"]]["modality"],
+            expected[system["model"]]["prompt_style"],
+        )
         want = json_safe(score_predictions(chosen[system["model"]], references, n_bootstrap=300, seed=7))
         for key in DIMENSION_KEYS:
-            assert system["dimensions"][key] == {"icc": want["dimensions"][key]["icc"],
-                                                 "icc_ci": want["dimensions"][key]["icc_ci"]}
+            assert system["dimensions"][key] == {
+                "icc": want["dimensions"][key]["icc"],
+                "icc_ci": want["dimensions"][key]["icc_ci"],
+            }
         assert system["mean_icc_ci"] == want["mean_icc_ci"] and system["overall"]["icc_ci"] == want["overall"]["icc_ci"]
     assert len(comparison["paired"]) == 3
-    for test, model in zip(comparison["paired"], ["org/alpha", "baseline/gamma", "org/delta"]):
-        want = json_safe(paired_comparison(chosen[model], chosen["org/beta"], references, n_bootstrap=300, seed=7,
-                                           names=(test["systems"]["a"], test["systems"]["b"])))
+    for test, model in zip(comparison["paired"], ["org/alpha", "baseline/gamma", "org/delta"], strict=True):
+        want = json_safe(
+            paired_comparison(
+                chosen[model],
+                chosen["org/beta"],
+                references,
+                n_bootstrap=300,
+                seed=7,
+                names=(test["systems"]["a"], test["systems"]["b"]),
+            )
+        )
         assert test == want
         assert test["systems"]["a"].startswith(model) and test["systems"]["b"].startswith("org/beta")
     md = files.markdown.read_text()
@@ -206,10 +269,18 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
 def test_comparison_skips_other_splits_and_needs_labels_for_tests(grid):
     references, runs = grid
     results = []
+    first_of_each = runs[: len(SYSTEMS) * len(CONFIGURATIONS) : len(CONFIGURATIONS)]  # alpha, beta, gamma
     for (model, modality, style, predictions), split, fingerprint in zip(
-            runs[::4], ["test", "validation", "test"], ["abc123", "abc123", "other"]):
-        obj = make_results(predictions, model=model, modality=modality, prompt_style=style, split=split,
-                           scores=json_safe(score_predictions(predictions, references, n_bootstrap=50)))
+        first_of_each, ["test", "validation", "test"], ["abc123", "abc123", "other"], strict=True
+    ):
+        obj = make_results(
+            predictions,
+            model=model,
+            modality=modality,
+            prompt_style=style,
+            split=split,
+            scores=json_safe(score_predictions(predictions, references, n_bootstrap=50)),
+        )
         obj["dataset"]["fingerprint"] = fingerprint
         results.append(obj)
     views = run_views(results)
@@ -230,8 +301,15 @@ def test_reference_by_results_file(tmp_path, grid):
         path = tmp_path / f"r{i}.json"
         path.write_text("{}")
         sources.append(str(path))
-        results.append(make_results(predictions, model=model, modality=modality, prompt_style=style,
-                                    scores=json_safe(score_predictions(predictions, references, n_bootstrap=0))))
+        results.append(
+            make_results(
+                predictions,
+                model=model,
+                modality=modality,
+                prompt_style=style,
+                scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)),
+            )
+        )
     views = run_views(results, sources)
     best, _ = best_configurations(views)
     comparison = compare_systems(views, best, references=references, reference=sources[5], n_bootstrap=20)
@@ -248,14 +326,18 @@ def test_heatmap_holds_every_configuration_in_percent_centred_at_zero():
     predictions = noisy_predictions(refs, 0.3, seed=0)
     a = {k: 0.1 * i - 0.2 for i, k in enumerate(DIMENSION_KEYS)}
     b = dict(a, abc=None)
-    runs = run_views([make_results(predictions, model="m", scores=contract_scores(a, overall=0.1)),
-                      make_results(predictions, model="n$x$", modality="audio+text",
-                                   scores=contract_scores(b, overall=0.2))])
+    runs = run_views(
+        [
+            make_results(predictions, model="m", scores=contract_scores(a, overall=0.1)),
+            make_results(predictions, model="n$x$", modality="audio+text", scores=contract_scores(b, overall=0.2)),
+        ]
+    )
     fig = heatmap_figure(runs)
     ax = fig.axes[0]
     image = ax.images[0]
-    expected = np.array([[100 * a[k] for k in DIMENSION_KEYS],
-                         [np.nan if b[k] is None else 100 * b[k] for k in DIMENSION_KEYS]])
+    expected = np.array(
+        [[100 * a[k] for k in DIMENSION_KEYS], [np.nan if b[k] is None else 100 * b[k] for k in DIMENSION_KEYS]]
+    )
     np.testing.assert_allclose(np.ma.filled(image.get_array(), np.nan), expected)
     assert image.norm.vcenter == 0 and image.norm(0.0) == pytest.approx(0.5)
     texts = [t.get_text() for t in ax.texts]
@@ -269,13 +351,25 @@ def _md_row_cells(line: str) -> int:
 
 def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid):
     references, runs = grid
-    names = {"org/alpha": "<script>x</script>", "org/beta": "a|b", "baseline/gamma": "*bold* [l](http://e)",
-             "org/delta": "_u_ `c`"}
-    results = [make_results(p, model=names[m], modality=mod, prompt_style=s,
-                            scores=json_safe(score_predictions(p, references, n_bootstrap=0)))
-               for m, mod, s, p in runs]
-    files = write_report(results, tmp_path, references=references, comparison_bootstrap=50,
-                         title="Report <b>of</b> a|b")
+    names = {
+        "org/alpha": "<script>x</script>",
+        "org/beta": "a|b",
+        "baseline/gamma": "*bold* [l](http://e)",
+        "org/delta": "_u_ `c`",
+    }
+    results = [
+        make_results(
+            p,
+            model=names[m],
+            modality=mod,
+            prompt_style=s,
+            scores=json_safe(score_predictions(p, references, n_bootstrap=0)),
+        )
+        for m, mod, s, p in runs
+    ]
+    files = write_report(
+        results, tmp_path, references=references, comparison_bootstrap=50, title="Report <b>of</b> a|b"
+    )
     md, page = files.markdown.read_text(), files.html.read_text()
     for heading in ("Table 3 view", "Figure 2 view", "Table 4 / Figure 4 layout"):
         assert heading in md and heading in page
@@ -286,7 +380,7 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
     assert "[l](http" not in md and r"\*bold\* \[l\](http://e)" in md  # no emphasis, no live link
     lines = md.splitlines()
     width = None
-    for line, following in zip(lines, lines[1:] + [""]):
+    for line, following in zip(lines, lines[1:] + [""], strict=True):
         if not line.startswith("| "):
             width = None
             continue
@@ -294,6 +388,6 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
             assert following.startswith("| ---")
             width = _md_row_cells(line)
         assert _md_row_cells(line) == width, line
-    assert "<div class=\"table-wrap\">" in page and "overflow-x:auto" in page
+    assert '<div class="table-wrap">' in page and "overflow-x:auto" in page
     report = json.loads(files.json.read_text())
     assert {e["model"] for e in report["best_configuration"]} == set(names.values())

@@ -49,17 +49,42 @@ def made(tmp_path_factory):
     out = root / "out"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        assert main(["leaderboard", str(folder), "--references", str(gold), "--bootstrap", str(N_BOOT),
-                     "--seed", str(SEED), "--out", str(out)]) == 0
-    fully_parsed = [set(v for v in VIDEO_IDS if all(p[(v, d)] is not None for d in DIMENSION_KEYS))
-                    for p in systems.values()]
+        assert (
+            main(
+                [
+                    "leaderboard",
+                    str(folder),
+                    "--references",
+                    str(gold),
+                    "--bootstrap",
+                    str(N_BOOT),
+                    "--seed",
+                    str(SEED),
+                    "--out",
+                    str(out),
+                ]
+            )
+            == 0
+        )
+    fully_parsed = [
+        set(v for v in VIDEO_IDS if all(p[(v, d)] is not None for d in DIMENSION_KEYS)) for p in systems.values()
+    ]
     common = sorted(set.intersection(*fully_parsed))
-    expected = {name: expected_scores(p, references, n_bootstrap=N_BOOT, seed=SEED, common_videos=common)
-                for name, p in systems.items()}
+    expected = {
+        name: expected_scores(p, references, n_bootstrap=N_BOOT, seed=SEED, common_videos=common)
+        for name, p in systems.items()
+    }
     order = sorted(expected, key=lambda name: -expected[name]["overall"]["icc"])
-    return {"references": references, "systems": systems, "expected": expected, "order": order,
-            "common": common, "out": out, "printed": printed.getvalue(),
-            "board": json.loads((out / "leaderboard.json").read_text())}
+    return {
+        "references": references,
+        "systems": systems,
+        "expected": expected,
+        "order": order,
+        "common": common,
+        "out": out,
+        "printed": printed.getvalue(),
+        "board": json.loads((out / "leaderboard.json").read_text()),
+    }
 
 
 def test_scores_ranks_and_common_set(made):
@@ -89,13 +114,21 @@ def test_p_values_against_the_leader(made):
     assert leader["vs_leader"] is None
     for entry in board["entries"][1:]:
         # leader minus entry: positive when the leader is ahead.
-        want = paired_expected(systems[leader["file"]], systems[entry["file"]], references, n_bootstrap=N_BOOT,
-                               seed=SEED)
+        want = paired_expected(
+            systems[leader["file"]], systems[entry["file"]], references, n_bootstrap=N_BOOT, seed=SEED
+        )
         got = entry["vs_leader"]
-        assert close(got, {"p_value": want["overall"]["p_value"], "delta": want["overall"]["delta"],
-                           "delta_ci": want["overall"]["delta_ci"], "n": want["overall"]["n"],
-                           "mean_icc_p_value": want["mean_icc"]["p_value"],
-                           "dimension_p_values": {k: v["p_value"] for k, v in want["dimensions"].items()}})
+        assert close(
+            got,
+            {
+                "p_value": want["overall"]["p_value"],
+                "delta": want["overall"]["delta"],
+                "delta_ci": want["overall"]["delta_ci"],
+                "n": want["overall"]["n"],
+                "mean_icc_p_value": want["mean_icc"]["p_value"],
+                "dimension_p_values": {k: v["p_value"] for k, v in want["dimensions"].items()},
+            },
+        )
         assert got["delta"] > 0
 
 
@@ -146,9 +179,12 @@ def test_page_shows_the_json_numbers(made):
         cells = {key: (html.unescape(value), html.unescape(text)) for key, value, text in re.findall(cell, row)}
         scores = entry["scores"]
         assert cells["rank"] == (str(entry["rank"]), str(entry["rank"]))
-        shown = {"overall": scores["overall"]["icc"], "mean_icc": scores["mean_icc"],
-                 "excluded_rate": scores["overall"]["excluded_rate"],
-                 **{key: scores["dimensions"][key]["icc"] for key in DIMENSION_KEYS}}
+        shown = {
+            "overall": scores["overall"]["icc"],
+            "mean_icc": scores["mean_icc"],
+            "excluded_rate": scores["overall"]["excluded_rate"],
+            **{key: scores["dimensions"][key]["icc"] for key in DIMENSION_KEYS},
+        }
         for key, value in shown.items():
             raw, text = cells[key]
             assert float(raw) == value and _shows_percent(text, value), (entry["file"], key)
@@ -160,27 +196,38 @@ def test_page_shows_the_json_numbers(made):
             assert _shows_number(text, entry["vs_leader"]["p_value"], 4)
         detail = html.unescape(re.search(rf'id="detail-e{entry["rank"]}"[^>]*><td[^>]*>(.*?)</td>', page).group(1))
         overall = scores["overall"]
-        match = re.search(rf"Overall ICC ({PERCENT})% \[({PERCENT}), ({PERCENT})\], MSE (\d\.\d{{3}}), n=(\d+), "
-                          rf"excluded ({PERCENT})%", detail)
+        match = re.search(
+            rf"Overall ICC ({PERCENT})% \[({PERCENT}), ({PERCENT})\], MSE (\d\.\d{{3}}), n=(\d+), "
+            rf"excluded ({PERCENT})%",
+            detail,
+        )
         assert _shows_percent(match.group(1), overall["icc"]) and _shows_ci(*match.group(2, 3), overall["icc_ci"])
         assert _shows_number(match.group(4), overall["mse"], 3) and int(match.group(5)) == overall["n"]
         assert _shows_percent(match.group(6), overall["excluded_rate"])
         for dim in DIMENSIONS:
             block = scores["dimensions"][dim.key]
-            match = re.search(rf"{re.escape(dim.abbreviation)}: ICC ({PERCENT})% \[({PERCENT}), ({PERCENT})\], "
-                              rf"MSE (\d\.\d{{3}}), n=(\d+), parsed ({PERCENT})%", detail)
+            match = re.search(
+                rf"{re.escape(dim.abbreviation)}: ICC ({PERCENT})% \[({PERCENT}), ({PERCENT})\], "
+                rf"MSE (\d\.\d{{3}}), n=(\d+), parsed ({PERCENT})%",
+                detail,
+            )
             assert _shows_percent(match.group(1), block["icc"]) and _shows_ci(*match.group(2, 3), block["icc_ci"])
             assert _shows_number(match.group(4), block["mse"], 3) and int(match.group(5)) == block["n"]
             assert _shows_percent(match.group(6), entry["parse_rates"][dim.key])
         if entry["rank"] > 1:
             vs = entry["vs_leader"]
-            match = re.search(rf"leader minus this entry, overall ICC: ({PERCENT}) points "
-                              rf"\[({PERCENT}), ({PERCENT})\], p = (\d\.\d{{4}}) \(n=(\d+) videos", detail)
+            match = re.search(
+                rf"leader minus this entry, overall ICC: ({PERCENT}) points "
+                rf"\[({PERCENT}), ({PERCENT})\], p = (\d\.\d{{4}}) \(n=(\d+) videos",
+                detail,
+            )
             assert _shows_percent(match.group(1), vs["delta"]) and _shows_ci(*match.group(2, 3), vs["delta_ci"])
             assert _shows_number(match.group(4), vs["p_value"], 4) and int(match.group(5)) == vs["n"]
             for dim in DIMENSIONS:
-                p_text = re.search(rf"{re.escape(dim.abbreviation)} (\d\.\d{{4}})(?:,|$)",
-                                   detail.split("per-dimension p vs leader: ", 1)[1]).group(1)
+                p_text = re.search(
+                    rf"{re.escape(dim.abbreviation)} (\d\.\d{{4}})(?:,|$)",
+                    detail.split("per-dimension p vs leader: ", 1)[1],
+                ).group(1)
                 assert _shows_number(p_text, vs["dimension_p_values"][dim.key], 4)
     ceiling = re.search(r'<tr class="ceiling">(.*?)</tr>', page).group(1)
     mean = re.search(r'data-key="mean_icc" data-value="([^"]+)"[^>]*>([^<]+)<', ceiling)

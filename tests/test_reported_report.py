@@ -46,8 +46,10 @@ def _predictions(references, index, noise, unparsed, shared):
     if shared:
         rng = np.random.default_rng(300 + index)
         offset = {video: rng.normal(0, shared) for video in VIDEO_IDS}
-        predictions = {(v, d): None if p is None else float(np.clip(round(p + offset[v], 1), 1, 5))
-                       for (v, d), p in predictions.items()}
+        predictions = {
+            (v, d): None if p is None else float(np.clip(round(p + offset[v], 1), 1, 5))
+            for (v, d), p in predictions.items()
+        }
     if RUNS[index][0] == UNDEFINED_SYSTEM:
         predictions.update({(video, "abc"): None for video in VIDEO_IDS[2:]})
     return predictions
@@ -78,19 +80,47 @@ def made(tmp_path_factory):
         (root / "runs" / f"r{i}").mkdir(parents=True)
         (root / "runs" / f"r{i}" / "results.json").write_text(json.dumps(results))
         label = f"{model} · {modality} · {style}"
-        runs.append({"model": model, "modality": modality, "prompt_style": style, "label": label,
-                     "predictions": predictions,
-                     "expected": expected_scores(predictions, references, n_bootstrap=N_BOOT, seed=SEED)})
+        runs.append(
+            {
+                "model": model,
+                "modality": modality,
+                "prompt_style": style,
+                "label": label,
+                "predictions": predictions,
+                "expected": expected_scores(predictions, references, n_bootstrap=N_BOOT, seed=SEED),
+            }
+        )
     out = root / "out"
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        code = main(["report", str(root / "runs"), "--references", str(gold), "--bootstrap", str(N_BOOT),
-                     "--comparison-bootstrap", str(N_COMPARISON), "--seed", str(SEED), "--scatters", "none",
-                     "--out", str(out)])
+        code = main(
+            [
+                "report",
+                str(root / "runs"),
+                "--references",
+                str(gold),
+                "--bootstrap",
+                str(N_BOOT),
+                "--comparison-bootstrap",
+                str(N_COMPARISON),
+                "--seed",
+                str(SEED),
+                "--scatters",
+                "none",
+                "--out",
+                str(out),
+            ]
+        )
     assert code == 0
-    return {"references": references, "runs": runs, "out": out, "printed": printed.getvalue(),
-            "report": json.loads((out / "report.json").read_text()),
-            "markdown": (out / "report.md").read_text(), "html": (out / "report.html").read_text()}
+    return {
+        "references": references,
+        "runs": runs,
+        "out": out,
+        "printed": printed.getvalue(),
+        "report": json.loads((out / "report.json").read_text()),
+        "markdown": (out / "report.md").read_text(),
+        "html": (out / "report.html").read_text(),
+    }
 
 
 def _best_per_system(runs):
@@ -118,8 +148,11 @@ def _competition_ranks(values):
 
 def _columns(entry):
     expected = entry["expected"]
-    return {**{key: expected["dimensions"][key]["icc"] for key in DIMENSION_KEYS},
-            "overall": expected["overall"]["icc"], "mean": expected["mean_icc"]}
+    return {
+        **{key: expected["dimensions"][key]["icc"] for key in DIMENSION_KEYS},
+        "overall": expected["overall"]["icc"],
+        "mean": expected["mean_icc"],
+    }
 
 
 # ----------------------------------------------------------------------------- report.json
@@ -135,7 +168,8 @@ def test_report_json_configurations_best_and_ranks(made):
         assert close(got["dimensions"], {k: expected["dimensions"][k]["icc"] for k in DIMENSION_KEYS}), run["label"]
     best = _best_per_system(runs)
     assert [(b["model"], b["modality"], b["prompt_style"]) for b in report["best_configuration"]] == [
-        (b["model"], b["modality"], b["prompt_style"]) for b in best]
+        (b["model"], b["modality"], b["prompt_style"]) for b in best
+    ]
     assert best[0]["prompt_style"] == "cot" and best[1]["modality"] == "audio+text"  # not the first configuration
     beta = [run["expected"] for run in runs if run["model"] == "org/beta"]
     assert beta[0]["mean_icc"] > beta[1]["mean_icc"] and beta[0]["overall"]["icc"] < beta[1]["overall"]["icc"]
@@ -165,15 +199,18 @@ def test_report_json_comparison_and_paired_tests(made):
     for system, run in zip(comparison["systems"], best, strict=True):
         want = expected_scores(run["predictions"], references, n_bootstrap=N_COMPARISON, seed=SEED)
         for key in DIMENSION_KEYS:
-            assert close(system["dimensions"][key], {"icc": want["dimensions"][key]["icc"],
-                                                     "icc_ci": want["dimensions"][key]["icc_ci"]}), key
+            assert close(
+                system["dimensions"][key],
+                {"icc": want["dimensions"][key]["icc"], "icc_ci": want["dimensions"][key]["icc_ci"]},
+            ), key
         assert close(system["mean_icc"], want["mean_icc"]) and close(system["mean_icc_ci"], want["mean_icc_ci"])
         assert close(system["overall"], {"icc": want["overall"]["icc"], "icc_ci": want["overall"]["icc_ci"]})
     assert len(comparison["paired"]) == len(best) - 1
     for test, run in zip(comparison["paired"], best[1:], strict=True):
         # ICC(system) - ICC(reference): negative when the system is below the reference.
-        want = paired_expected(run["predictions"], best[0]["predictions"], references, n_bootstrap=N_COMPARISON,
-                               seed=SEED)
+        want = paired_expected(
+            run["predictions"], best[0]["predictions"], references, n_bootstrap=N_COMPARISON, seed=SEED
+        )
         assert test["systems"] == {"a": run["label"], "b": best[0]["label"]}
         assert close(test["dimensions"], want["dimensions"]), run["label"]
         assert close(test["overall"], want["overall"]) and close(test["mean_icc"], want["mean_icc"]), run["label"]
@@ -216,7 +253,7 @@ def _md_tables(markdown):
         match = re.fullmatch(r"\*\*(.+)\*\*", line)
         if match and i + 2 < len(lines) and lines[i + 2].startswith("| "):
             rows = []
-            for row in lines[i + 2:]:
+            for row in lines[i + 2 :]:
                 if not row.startswith("| "):
                     break
                 if not row.startswith("| ---"):
@@ -243,8 +280,10 @@ def test_table3_view(made):
     best = _best_per_system(made["runs"])
     header, body, ceiling = rows[0], rows[1:-1], rows[-1]
     assert header == ["System", "Best configuration", *(d.abbreviation for d in DIMENSIONS), "Overall", "Mean ICC"]
-    ranks = {column: _competition_ranks([_columns(run)[column] for run in best])
-             for column in (*DIMENSION_KEYS, "overall", "mean")}
+    ranks = {
+        column: _competition_ranks([_columns(run)[column] for run in best])
+        for column in (*DIMENSION_KEYS, "overall", "mean")
+    }
     for r, (row, run) in enumerate(zip(body, best, strict=True)):
         assert html.unescape(row[0].replace("\\", "")) == run["model"]
         for c, column in enumerate((*DIMENSION_KEYS, "overall", "mean")):
@@ -281,8 +320,11 @@ def test_figure2_view(made):
     assert any(math.isnan(run["expected"]["dimensions"]["abc"]["icc"]) for run in runs)
     for key, cell in zip(DIMENSION_KEYS, mean_row[1:9], strict=True):
         match = re.fullmatch(rf"({PERCENT}) \(n=(\d+)\)", _cell(cell)[0])
-        defined = [run["expected"]["dimensions"][key]["icc"] for run in runs
-                   if not math.isnan(run["expected"]["dimensions"][key]["icc"])]
+        defined = [
+            run["expected"]["dimensions"][key]["icc"]
+            for run in runs
+            if not math.isnan(run["expected"]["dimensions"][key]["icc"])
+        ]
         assert match and int(match.group(2)) == len(defined)
         assert _shows_percent(match.group(1), np.mean(defined))
     for dim, cell in zip(DIMENSIONS, ceiling[1:9], strict=True):
@@ -296,8 +338,10 @@ def test_comparison_and_paired_tables(made):
     rows = tables["ICC(3,1) % [95% CI] per dimension (best per row in bold)"]
     systems = comparison["systems"]
     assert [html.unescape(cell.replace("\\", "")) for cell in rows[0][1:]] == [s["label"] for s in systems]
-    lines = [(d.abbreviation, [(s["dimensions"][d.key]["icc"], s["dimensions"][d.key]["icc_ci"]) for s in systems])
-             for d in DIMENSIONS]
+    lines = [
+        (d.abbreviation, [(s["dimensions"][d.key]["icc"], s["dimensions"][d.key]["icc_ci"]) for s in systems])
+        for d in DIMENSIONS
+    ]
     lines.append(("Mean over dimensions", [(s["mean_icc"], s["mean_icc_ci"]) for s in systems]))
     lines.append(("Overall", [(s["overall"]["icc"], s["overall"]["icc_ci"]) for s in systems]))
     assert [row[0] for row in rows[1:]] == [name for name, _ in lines]

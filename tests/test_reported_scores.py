@@ -58,22 +58,39 @@ def case():
     predictions[(videos[5], "abc")] = 5.4
     del predictions[(videos[6], "wau")]  # counted as unparsed (missing="unparsed")
     common = videos[::3]
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE,
-                               common_videos=common, missing="unparsed")
+    result = score_predictions(
+        predictions,
+        references,
+        n_bootstrap=N_BOOT,
+        seed=SEED,
+        confidence=CONFIDENCE,
+        common_videos=common,
+        missing="unparsed",
+    )
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     assert (videos, bootstrap_indices(len(videos), N_BOOT, SEED).shape) == (sorted(videos), (N_BOOT, 36))
-    return {"predictions": predictions, "references": references, "result": result, "videos": videos,
-            "pred": pred, "gold": gold, "common": np.isin(videos, common),
-            "indices": bootstrap_indices(len(videos), N_BOOT, SEED)}
+    return {
+        "predictions": predictions,
+        "references": references,
+        "result": result,
+        "videos": videos,
+        "pred": pred,
+        "gold": gold,
+        "common": np.isin(videos, common),
+        "indices": bootstrap_indices(len(videos), N_BOOT, SEED),
+    }
 
 
 def _dimension_replicates(case, usable: np.ndarray, pred: np.ndarray | None = None) -> list[list[float]]:
     """Per dimension, the ICC of every resample on the items `usable` marks (a Python loop)."""
     pred = case["pred"] if pred is None else pred
     gold = case["gold"]
-    return [replicates(case["indices"], lambda row, j=j: anova_icc(pred[row, j][usable[row, j]],
-                                                                    gold[row, j][usable[row, j]]))
-            for j in range(len(DIMENSION_KEYS))]
+    return [
+        replicates(
+            case["indices"], lambda row, j=j: anova_icc(pred[row, j][usable[row, j]], gold[row, j][usable[row, j]])
+        )
+        for j in range(len(DIMENSION_KEYS))
+    ]
 
 
 def _mean_over_dimensions(per_dimension: list[list[float]]) -> list[float]:
@@ -92,15 +109,21 @@ def test_every_dimension_number(case):
         assert _close(entry["mse"], float(np.mean((p - g) ** 2))), key
         assert _close(entry["icc_ci_ftest"], ftest_ci(p, g, CONFIDENCE)), key
         assert _close(entry["icc_ci"], percentile_interval(reps[j], CONFIDENCE)), key
-        mse_reps = replicates(case["indices"], lambda row, j=j: float(np.mean(
-            (pred[row, j][parsed[row, j]] - gold[row, j][parsed[row, j]]) ** 2)))
+        mse_reps = replicates(
+            case["indices"],
+            lambda row, j=j: float(np.mean((pred[row, j][parsed[row, j]] - gold[row, j][parsed[row, j]]) ** 2)),
+        )
         assert _close(entry["mse_ci"], percentile_interval(mse_reps, CONFIDENCE)), key
         assert entry["n_bootstrap_undefined"] == sum(np.isnan(reps[j]))
         labelled = ~np.isnan(gold[:, j])
         unparsed = labelled & np.isnan(pred[:, j])
         missing = sum((v, key) not in case["predictions"] for v in case["videos"] if (v, key) in case["references"])
         assert (entry["n"], entry["n_total"], entry["n_unparsed"], entry["n_missing"]) == (
-            ok.sum(), labelled.sum(), unparsed.sum(), missing), key
+            ok.sum(),
+            labelled.sum(),
+            unparsed.sum(),
+            missing,
+        ), key
         assert _close(entry["parse_rate"], (labelled.sum() - unparsed.sum()) / labelled.sum())
         assert result["parse_rates"][key] == entry["parse_rate"]
         assert entry["n_out_of_range"] == int(((p < 1) | (p > 5)).sum())
@@ -124,19 +147,33 @@ def test_overall_and_mean_icc(case):
     assert _close(overall["mse"], float(np.mean((p - g) ** 2)))
     reps = replicates(case["indices"], lambda row: anova_icc(*overall_pairs(pred[row], gold[row], complete[row])))
     assert _close(overall["icc_ci"], percentile_interval(reps, CONFIDENCE))
-    mse_reps = replicates(case["indices"], lambda row: float(np.mean(
-        np.subtract(*overall_pairs(pred[row], gold[row], complete[row])) ** 2)))
+    mse_reps = replicates(
+        case["indices"],
+        lambda row: float(np.mean(np.subtract(*overall_pairs(pred[row], gold[row], complete[row])) ** 2)),
+    )
     assert _close(overall["mse_ci"], percentile_interval(mse_reps, CONFIDENCE))
     n_labelled = int(gold_complete.sum())
     assert (overall["n"], overall["n_total"], overall["n_excluded"], overall["n_incomplete_gold"]) == (
-        complete.sum(), n_labelled, n_labelled - complete.sum(), 1)
+        complete.sum(),
+        n_labelled,
+        n_labelled - complete.sum(),
+        1,
+    )
     assert _close(overall["excluded_rate"], (n_labelled - complete.sum()) / n_labelled)
     assert 0 < overall["excluded_rate"] < 1
 
     iccs = [result["dimensions"][k]["icc"] for k in DIMENSION_KEYS]
-    assert _close(result["mean_icc"], sum(pingouin_icc(pred[:, j][~np.isnan(pred[:, j]) & ~np.isnan(gold[:, j])],
-                                                       gold[:, j][~np.isnan(pred[:, j]) & ~np.isnan(gold[:, j])])
-                                          for j in range(8)) / 8)
+    assert _close(
+        result["mean_icc"],
+        sum(
+            pingouin_icc(
+                pred[:, j][~np.isnan(pred[:, j]) & ~np.isnan(gold[:, j])],
+                gold[:, j][~np.isnan(pred[:, j]) & ~np.isnan(gold[:, j])],
+            )
+            for j in range(8)
+        )
+        / 8,
+    )
     assert _close(result["mean_icc"], float(np.mean(iccs)))
     per_dimension = _dimension_replicates(case, ~np.isnan(pred) & ~np.isnan(gold))
     assert _close(result["mean_icc_ci"], percentile_interval(_mean_over_dimensions(per_dimension), CONFIDENCE))
@@ -164,8 +201,9 @@ def test_midpoint_imputation_sensitivity(case):
     assert _close(sens["overall"]["icc"], pingouin_icc(p, g))
     assert _close(sens["overall"]["mse"], float(np.mean((p - g) ** 2)))
     assert sens["overall"]["n"] == gold_complete.sum()
-    overall_reps = replicates(case["indices"],
-                              lambda row: anova_icc(*overall_pairs(imputed[row], gold[row], gold_complete[row])))
+    overall_reps = replicates(
+        case["indices"], lambda row: anova_icc(*overall_pairs(imputed[row], gold[row], gold_complete[row]))
+    )
     assert _close(sens["overall"]["icc_ci"], percentile_interval(overall_reps, CONFIDENCE))
     assert _close(sens["mean_icc"], float(np.mean([sens["dimensions"][k]["icc"] for k in DIMENSION_KEYS])))
     assert _close(sens["mean_icc_ci"], percentile_interval(_mean_over_dimensions(reps), CONFIDENCE))
@@ -187,8 +225,9 @@ def test_common_set_sensitivity(case):
     complete = parsed.all(axis=1) & ~np.isnan(gold).any(axis=1) & common
     p, g = overall_pairs(pred, gold, complete)
     assert _close(block["overall"]["icc"], pingouin_icc(p, g)) and block["overall"]["n"] == complete.sum()
-    overall_reps = replicates(case["indices"], lambda row: anova_icc(*overall_pairs(pred[row], gold[row],
-                                                                                    complete[row])))
+    overall_reps = replicates(
+        case["indices"], lambda row: anova_icc(*overall_pairs(pred[row], gold[row], complete[row]))
+    )
     assert _close(block["overall"]["icc_ci"], percentile_interval(overall_reps, CONFIDENCE))
     assert _close(block["mean_icc"], float(np.mean([block["dimensions"][k]["icc"] for k in DIMENSION_KEYS])))
     assert _close(block["mean_icc_ci"], percentile_interval(_mean_over_dimensions(reps), CONFIDENCE))
@@ -202,7 +241,8 @@ def _same(value, expected) -> bool:
     value = [math.nan if v is None else v for v in (value if isinstance(value, list) else [value])]
     return len(value) == len(expected) and all(
         (math.isnan(a) and math.isnan(b)) or (not math.isnan(a) and not math.isnan(b) and abs(a - b) <= 1e-9)
-        for a, b in zip(value, expected, strict=True))
+        for a, b in zip(value, expected, strict=True)
+    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -218,8 +258,9 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
     per_dimension = []
     for j, key in enumerate(DIMENSION_KEYS):
         entry, ok = result["dimensions"][key], parsed[:, j]
-        reps = replicates(indices, lambda row, j=j: anova_icc(pred[row, j][parsed[row, j]],
-                                                              gold[row, j][parsed[row, j]]))
+        reps = replicates(
+            indices, lambda row, j=j: anova_icc(pred[row, j][parsed[row, j]], gold[row, j][parsed[row, j]])
+        )
         per_dimension.append(reps)
         point = anova_icc(pred[ok, j], gold[ok, j]) if ok.sum() >= 3 else math.nan
         assert _same(entry["icc"], point), key
@@ -231,11 +272,19 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
     point = anova_icc(*overall_pairs(pred, gold, complete)) if complete.sum() >= 3 else math.nan
     assert _same(result["overall"]["icc"], point)
     assert _same(result["overall"]["icc_ci"], [math.nan, math.nan] if math.isnan(point) else percentile_interval(reps))
-    mean = float(np.mean([anova_icc(pred[parsed[:, j], j], gold[parsed[:, j], j]) if parsed[:, j].sum() >= 3
-                          else math.nan for j in range(8)]))
+    mean = float(
+        np.mean(
+            [
+                anova_icc(pred[parsed[:, j], j], gold[parsed[:, j], j]) if parsed[:, j].sum() >= 3 else math.nan
+                for j in range(8)
+            ]
+        )
+    )
     assert _same(result["mean_icc"], mean)
-    assert _same(result["mean_icc_ci"], [math.nan, math.nan] if math.isnan(mean)
-                 else percentile_interval(_mean_over_dimensions(per_dimension)))
+    assert _same(
+        result["mean_icc_ci"],
+        [math.nan, math.nan] if math.isnan(mean) else percentile_interval(_mean_over_dimensions(per_dimension)),
+    )
 
 
 # ----------------------------------------------------------------------------- paired comparison
@@ -244,8 +293,9 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
 def test_paired_comparison_numbers():
     pred_a, references = make_scores(n=40, seed=31, noise=0.35, unparsed=0.05)
     pred_b, _ = make_scores(n=40, seed=32, noise=0.8, unparsed=0.05)
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE,
-                               names=("sys-a", "sys-b"))
+    result = paired_comparison(
+        pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE, names=("sys-a", "sys-b")
+    )
     videos, a, gold = grid(pred_a, references, DIMENSION_KEYS)
     _, b, _ = grid(pred_b, references, DIMENSION_KEYS)
     indices = bootstrap_indices(len(videos), N_BOOT, SEED)
@@ -257,8 +307,13 @@ def test_paired_comparison_numbers():
         icc_a, icc_b = pingouin_icc(a[ok, j], gold[ok, j]), pingouin_icc(b[ok, j], gold[ok, j])
         assert _close(entry["icc_a"], icc_a) and _close(entry["icc_b"], icc_b), key
         assert _close(entry["delta"], icc_a - icc_b) and entry["n"] == ok.sum(), key
-        deltas = replicates(indices, lambda row, j=j: anova_icc(a[row, j][both[row, j]], gold[row, j][both[row, j]])
-                            - anova_icc(b[row, j][both[row, j]], gold[row, j][both[row, j]]))
+        deltas = replicates(
+            indices,
+            lambda row, j=j: (
+                anova_icc(a[row, j][both[row, j]], gold[row, j][both[row, j]])
+                - anova_icc(b[row, j][both[row, j]], gold[row, j][both[row, j]])
+            ),
+        )
         per_dimension.append(deltas)
         assert _close(entry["delta_ci"], percentile_interval(deltas, CONFIDENCE)), key
         assert _close(entry["p_value"], two_sided_p(deltas)), key
@@ -269,8 +324,13 @@ def test_paired_comparison_numbers():
     overall = result["overall"]
     assert _close(overall["icc_a"], icc_a) and _close(overall["icc_b"], icc_b)
     assert _close(overall["delta"], icc_a - icc_b) and overall["delta"] > 0 and overall["n"] == complete.sum()
-    deltas = replicates(indices, lambda row: anova_icc(*overall_pairs(a[row], gold[row], complete[row]))
-                        - anova_icc(*overall_pairs(b[row], gold[row], complete[row])))
+    deltas = replicates(
+        indices,
+        lambda row: (
+            anova_icc(*overall_pairs(a[row], gold[row], complete[row]))
+            - anova_icc(*overall_pairs(b[row], gold[row], complete[row]))
+        ),
+    )
     assert _close(overall["delta_ci"], percentile_interval(deltas, CONFIDENCE))
     assert _close(overall["p_value"], two_sided_p(deltas))
     mean = result["mean_icc"]
@@ -310,9 +370,12 @@ def _shows_ci(low: str, high: str, ci: list[float]) -> bool:
 
 def _write_inputs(tmp_path, references, **systems):
     dataset = write_scoring_dataset(tmp_path / "ds", references)
-    paths = {name: write_predictions(tmp_path / f"{name}.csv", [
-        {"video_id": v, "dimension": d, "prediction": p} for (v, d), p in preds.items()])
-        for name, preds in systems.items()}
+    paths = {
+        name: write_predictions(
+            tmp_path / f"{name}.csv", [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in preds.items()]
+        )
+        for name, preds in systems.items()
+    }
     return dataset, paths
 
 
@@ -322,12 +385,37 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
     common = tmp_path / "common.txt"
     common.write_text("\n".join(sorted({v for v, _ in references})[:15]) + "\n")
     out = tmp_path / "scores.json"
-    assert main(["score", "--predictions", str(paths["preds"]), "--references", str(dataset), "--bootstrap",
-                 str(N_BOOT), "--seed", str(SEED), "--common-videos", str(common), "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "score",
+                "--predictions",
+                str(paths["preds"]),
+                "--references",
+                str(dataset),
+                "--bootstrap",
+                str(N_BOOT),
+                "--seed",
+                str(SEED),
+                "--common-videos",
+                str(common),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads(out.read_text())
-    direct = json_safe(score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=SEED,
-                                         common_videos=sorted({v for v, _ in references})[:15]))
+    direct = json_safe(
+        score_predictions(
+            predictions,
+            references,
+            n_bootstrap=N_BOOT,
+            seed=SEED,
+            common_videos=sorted({v for v, _ in references})[:15],
+        )
+    )
     assert saved == json.loads(json.dumps({**direct, "meta": saved["meta"]}))
     row = re.compile(rf"^(\S+)\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+)\s+({PERCENT})%\s+({PERCENT})\s+{CI}$")
     rows = {m.group(1): m.groups()[1:] for m in map(row.match, printed) if m}
@@ -340,8 +428,18 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
         assert _shows_percent(parsed, entry["parse_rate"]), dim.key
         assert (float(ceiling), float(ceiling_low), float(ceiling_high)) == TABLE2_PERCENT[dim.key]
     overall = saved["overall"]
-    match = next(m for m in (re.match(rf"^All\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+) excluded ({PERCENT})% "
-                                      r"of (\d+) videos$", line) for line in printed) if m)
+    match = next(
+        m
+        for m in (
+            re.match(
+                rf"^All\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+) excluded ({PERCENT})% "
+                r"of (\d+) videos$",
+                line,
+            )
+            for line in printed
+        )
+        if m
+    )
     icc, low, high, mse, n, excluded, total = match.groups()
     assert _shows_percent(icc, overall["icc"]) and _shows_ci(low, high, overall["icc_ci"])
     assert _shows_number(mse, overall["mse"], 3) and int(n) == overall["n"] and int(total) == overall["n_total"]
@@ -349,15 +447,31 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
     match = next(m for m in (re.match(rf"^Mean ICC over dimensions: ({PERCENT}) {CI}$", line) for line in printed) if m)
     assert _shows_percent(match.group(1), saved["mean_icc"]) and _shows_ci(*match.groups()[1:], saved["mean_icc_ci"])
     sens = saved["midpoint_imputation"]
-    match = next(m for m in (re.match(rf"^Sensitivity, (\d+) unparsed imputed with 3.0: overall ({PERCENT}) {CI}, "
-                                      rf"mean ICC ({PERCENT})$", line) for line in printed) if m)
+    match = next(
+        m
+        for m in (
+            re.match(
+                rf"^Sensitivity, (\d+) unparsed imputed with 3.0: overall ({PERCENT}) {CI}, "
+                rf"mean ICC ({PERCENT})$",
+                line,
+            )
+            for line in printed
+        )
+        if m
+    )
     assert int(match.group(1)) == sens["n_imputed"] > 0
     assert _shows_percent(match.group(2), sens["overall"]["icc"])
     assert _shows_ci(match.group(3), match.group(4), sens["overall"]["icc_ci"])
     assert _shows_percent(match.group(5), sens["mean_icc"])
     block = saved["common_set"]
-    match = next(m for m in (re.match(rf"^Common set of (\d+) videos: overall ({PERCENT}) {CI}, mean ICC ({PERCENT})$",
-                                      line) for line in printed) if m)
+    match = next(
+        m
+        for m in (
+            re.match(rf"^Common set of (\d+) videos: overall ({PERCENT}) {CI}, mean ICC ({PERCENT})$", line)
+            for line in printed
+        )
+        if m
+    )
     assert int(match.group(1)) == block["n_videos"] == 15
     assert _shows_percent(match.group(2), block["overall"]["icc"])
     assert _shows_ci(match.group(3), match.group(4), block["overall"]["icc_ci"])
@@ -369,12 +483,29 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
     pred_a, _ = make_scores(n=30, seed=52, noise=0.3, unparsed=0.04)  # made for other gold scores: far worse
     dataset, paths = _write_inputs(tmp_path, references, a=pred_a, b=pred_b)
     out = tmp_path / "cmp.json"
-    assert main(["compare", str(paths["a"]), str(paths["b"]), "--references", str(dataset), "--bootstrap",
-                 str(N_BOOT), "--seed", str(SEED), "--json", str(out)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                str(paths["a"]),
+                str(paths["b"]),
+                "--references",
+                str(dataset),
+                "--bootstrap",
+                str(N_BOOT),
+                "--seed",
+                str(SEED),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads(out.read_text())
-    direct = json.loads(json.dumps(json_safe(paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT,
-                                                               seed=SEED))))
+    direct = json.loads(
+        json.dumps(json_safe(paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED)))
+    )
     assert saved["dimensions"] == direct["dimensions"] and saved["overall"] == direct["overall"]
     assert saved["mean_icc"] == direct["mean_icc"]
     assert saved["overall"]["delta"] < 0  # A is the noisier system
@@ -388,4 +519,3 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
         assert _shows_percent(delta, entry["delta"]) and _shows_ci(low, high, entry["delta_ci"]), label
         assert _shows_number(p_value, entry["p_value"], 4), label
         assert (n == "") if label == "Mean" else int(n) == entry["n"], label
-

@@ -12,12 +12,13 @@ import pytest
 from scipy.stats import spearmanr
 
 import mis_bench_dataset.synth as synth
-from _metric_helpers import pingouin_icc3_1
 from mis_bench_dataset import generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING
-from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels
+from mis_bench_dataset.labels import aggregate, icc3_1_with_ci
 from mis_bench_dataset.release import MODALITIES, scan_release
 from mis_bench_dataset.video_ids import STIMULI, parse_video_id
+
+from _metric_helpers import pingouin_icc3_1
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def test_gold_statistics_are_near_paper_table_6(ratings_996):
         gold = np.array([aggregate(list(r[~np.isnan(r)])) for r in ratings[:, d, :]])
         assert abs(gold.mean() - GOLD_STATS[key].mean) < 0.06, key
         assert abs(gold.std() - GOLD_STATS[key].std) < 0.06, key
-        assert 1.0 <= gold.min() and gold.max() <= 5.0
+        assert gold.min() >= 1.0 and gold.max() <= 5.0
         assert np.all(np.round(gold * 10) == gold * 10)  # one decimal
 
 
@@ -131,8 +132,10 @@ def test_planted_signal_in_features_and_words(release):
     assert spearmanr(brows, video[:, dims["emotional_expression"]])[0] > 0.9
     assert spearmanr(gaze, video[:, dims["empathy"]])[0] < -0.5
     projection = np.random.default_rng(1).standard_normal((768, 8)) * 0.5  # seed + 1, as the generator
-    w2v_corr = [np.corrcoef(_feature(release, "wav2vec", v)[0].mean(axis=0), projection @ audio[i])[0, 1]
-                for i, v in enumerate(ids)]
+    w2v_corr = [
+        np.corrcoef(_feature(release, "wav2vec", v)[0].mean(axis=0), projection @ audio[i])[0, 1]
+        for i, v in enumerate(ids)
+    ]
     assert min(w2v_corr) > 0.8
 
     for i, v in enumerate(ids):
@@ -158,7 +161,9 @@ def test_default_sample_ratings_match_paper_tables_2_and_6(default_sample_cache)
     assert abs((ratings.groupby("video_id").size() == 3 * 8).sum() - 625) < 50  # all raters on all dimensions
     iccs = {}
     for key in DIMENSION_KEYS:
-        fully_rated = ratings[ratings["dimension"] == key].pivot(index="video_id", columns="rater", values="score").dropna()
+        fully_rated = (
+            ratings[ratings["dimension"] == key].pivot(index="video_id", columns="rater", values="score").dropna()
+        )
         iccs[key], _ = pingouin_icc3_1(fully_rated.to_numpy())
         assert abs(iccs[key] - HUMAN_CEILING[key].icc) < 0.08, (key, iccs[key])
     assert abs(np.mean(list(iccs.values())) - np.mean([HUMAN_CEILING[k].icc for k in DIMENSION_KEYS])) < 0.04

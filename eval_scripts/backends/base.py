@@ -29,8 +29,11 @@ def declared_modalities(modalities: Sequence[str]) -> frozenset[str]:
     """The input kinds a backend was told it takes (always including text); unknown kinds are an error."""
     unknown = set(modalities) - set(INPUT_KINDS)
     if unknown:
-        raise UsageError(f"unknown input kinds {sorted(unknown)}", where="--backend-modalities",
-                         hint=f"use a subset of {', '.join(INPUT_KINDS)}")
+        raise UsageError(
+            f"unknown input kinds {sorted(unknown)}",
+            where="--backend-modalities",
+            hint=f"use a subset of {', '.join(INPUT_KINDS)}",
+        )
     return frozenset(modalities) | {"text"}
 
 
@@ -106,7 +109,7 @@ class Backend(ABC):
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         """Yield one Completion per prompt (any order; `index` says which)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: backends holding no engine need not override it
         """Release engine resources."""
 
 

@@ -75,9 +75,7 @@ FAILURE_TIMEOUT = "timeout"
 FAILURE_DROPPED = "connection dropped"
 FAILURE_MALFORMED = "malformed response"
 # The server was never reached: what the circuit breaker counts.
-CONNECTION_FAILURES = frozenset(
-    {FAILURE_REFUSED, FAILURE_DNS, FAILURE_TLS, FAILURE_CONNECT_TIMEOUT, FAILURE_CONNECT}
-)
+CONNECTION_FAILURES = frozenset({FAILURE_REFUSED, FAILURE_DNS, FAILURE_TLS, FAILURE_CONNECT_TIMEOUT, FAILURE_CONNECT})
 
 
 def http_failure(status: int) -> str:
@@ -111,8 +109,15 @@ class RetryPolicy:
 class _AttemptFailed(Exception):
     """One attempt's failure: its kind, what happened, and whether another attempt may help."""
 
-    def __init__(self, kind: str, detail: str, *, retryable: bool = True, retry_after: float | None = None,
-                 status: int | None = None):
+    def __init__(
+        self,
+        kind: str,
+        detail: str,
+        *,
+        retryable: bool = True,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
         super().__init__(f"{kind}: {detail}" if detail else kind)
         self.kind = kind
         self.detail = detail
@@ -210,8 +215,11 @@ class OpenAIBackend(Backend):
         self.modalities = declared_modalities(modalities)
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise UsageError(f"--base-url must be an http(s) URL, got {base_url!r}", where="--base-url",
-                             hint="e.g. http://127.0.0.1:8000/v1")
+            raise UsageError(
+                f"--base-url must be an http(s) URL, got {base_url!r}",
+                where="--base-url",
+                hint="e.g. http://127.0.0.1:8000/v1",
+            )
         self._scheme, self._host, self._port = parsed.scheme, parsed.hostname, parsed.port
         self._path = parsed.path + "/chat/completions"
         self.base_url = base_url
@@ -308,8 +316,11 @@ class OpenAIBackend(Backend):
             self._drop_connection()
         if response.status >= 400:
             raise _AttemptFailed(
-                http_failure(response.status), server_message(raw), retryable=response.status in RETRYABLE_STATUS,
-                retry_after=_retry_after(response.getheader("Retry-After")), status=response.status,
+                http_failure(response.status),
+                server_message(raw),
+                retryable=response.status in RETRYABLE_STATUS,
+                retry_after=_retry_after(response.getheader("Retry-After")),
+                status=response.status,
             )
         try:
             return parse_chat_completion(json.loads(raw))
@@ -331,7 +342,7 @@ class OpenAIBackend(Backend):
             f"({breaker.cause()})",
             where=f"--base-url {self.display_url}",
             hint="check --base-url and that the server is running and reachable from here; "
-                 "the run was stopped, answers received before are kept in the response cache",
+            "the run was stopped, answers received before are kept in the response cache",
         )
 
     def _refused(self, status: int, message: str) -> RequestRefusedError:
@@ -360,8 +371,16 @@ class OpenAIBackend(Backend):
             attempts += 1
             try:
                 answer = self._post_once(payload)
-                return Completion(index, answer.text, True, None, attempts, time.monotonic() - start,
-                                  finish_reason=answer.finish_reason, usage=answer.usage)
+                return Completion(
+                    index,
+                    answer.text,
+                    True,
+                    None,
+                    attempts,
+                    time.monotonic() - start,
+                    finish_reason=answer.finish_reason,
+                    usage=answer.usage,
+                )
             except _AttemptFailed as err:
                 failure = err
             if failure.kind in CONNECTION_FAILURES and self.breaker.connection_failed(failure.kind, str(failure)):

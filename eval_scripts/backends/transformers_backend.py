@@ -128,8 +128,7 @@ class TransformersBackend(Backend):
         conversations = [self._messages(p, video_metadata) for p in batch]
         if self.processor is None:
             texts = [
-                self.tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False)
-                for c in conversations
+                self.tokenizer.apply_chat_template(c, add_generation_prompt=True, tokenize=False) for c in conversations
             ]
             return self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
         extra = {}
@@ -138,8 +137,13 @@ class TransformersBackend(Backend):
 
             extra["processor_kwargs"] = video_kwargs(self.video_sampling, video_metadata)
         return self.processor.apply_chat_template(
-            conversations, add_generation_prompt=True, tokenize=True, return_dict=True,
-            return_tensors="pt", padding=True, **extra,
+            conversations,
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=True,
+            return_tensors="pt",
+            padding=True,
+            **extra,
         )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
@@ -165,13 +169,16 @@ class TransformersBackend(Backend):
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
             ended, completion_tokens = self._endings(new_tokens)
             mask = inputs.get("attention_mask")
-            prompt_tokens = (mask.sum(dim=1).tolist() if mask is not None
-                             else [inputs["input_ids"].shape[1]] * len(indices))
-            for index, text, stopped, n_new, n_prompt in zip(indices, texts, ended, completion_tokens, prompt_tokens,
-                                                             strict=True):
+            prompt_tokens = (
+                mask.sum(dim=1).tolist() if mask is not None else [inputs["input_ids"].shape[1]] * len(indices)
+            )
+            for index, text, stopped, n_new, n_prompt in zip(
+                indices, texts, ended, completion_tokens, prompt_tokens, strict=True
+            ):
                 usage = {"prompt_tokens": n_prompt, "completion_tokens": n_new, "total_tokens": n_prompt + n_new}
-                yield Completion(index, text.strip(), True, finish_reason="stop" if stopped else FINISH_LENGTH,
-                                 usage=usage)
+                yield Completion(
+                    index, text.strip(), True, finish_reason="stop" if stopped else FINISH_LENGTH, usage=usage
+                )
 
     def _endings(self, new_tokens) -> tuple[list[bool], list[int]]:
         """Per sequence: did it end with an end-of-sequence token, and how many tokens did it generate.

@@ -65,7 +65,11 @@ class VLLMBackend(Backend):
             for offset, output in enumerate(outputs):
                 generated = output.outputs[0]
                 prompt_tokens = len(output.prompt_token_ids or ())
-                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(generated.token_ids),
-                         "total_tokens": prompt_tokens + len(generated.token_ids)}
-                yield Completion(start + offset, generated.text.strip(), True,
-                                 finish_reason=generated.finish_reason, usage=usage)
+                usage = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": len(generated.token_ids),
+                    "total_tokens": prompt_tokens + len(generated.token_ids),
+                }
+                yield Completion(
+                    start + offset, generated.text.strip(), True, finish_reason=generated.finish_reason, usage=usage
+                )

@@ -5,5 +5,13 @@ from eval_scripts.baselines.models import BASELINES, FeatureRidgeBaseline, MeanB
 from eval_scripts.baselines.run import BaselineRun, run_baseline
 from eval_scripts.baselines.summaries import MODALITY_GROUPS, summarise
 
-__all__ = ["BASELINES", "MODALITY_GROUPS", "MeanBaseline", "FeatureRidgeBaseline", "make_baseline",
-           "run_baseline", "BaselineRun", "summarise"]
+__all__ = [
+    "BASELINES",
+    "MODALITY_GROUPS",
+    "MeanBaseline",
+    "FeatureRidgeBaseline",
+    "make_baseline",
+    "run_baseline",
+    "BaselineRun",
+    "summarise",
+]

@@ -106,7 +106,9 @@ class FeatureRidgeBaseline:
 
         parts = [("summaries", StandardScaler(), slice(0, n_numeric))]
         if "text" in self.groups:
-            parts.append(("lexical", TfidfVectorizer(analyzer=transcript_terms, min_df=2, sublinear_tf=True), n_numeric))
+            parts.append(
+                ("lexical", TfidfVectorizer(analyzer=transcript_terms, min_df=2, sublinear_tf=True), n_numeric)
+            )
         # Dense output: Ridge then solves the small n x n dual system directly instead of an iterative sparse solver.
         return Pipeline([("features", ColumnTransformer(parts, sparse_threshold=0.0)), ("ridge", Ridge())])
 
@@ -150,8 +152,9 @@ class FeatureRidgeBaseline:
             x_test = features.transform(frame.iloc[test_idx])
             y_train, y_test = labels[train_idx], labels[test_idx]
             scored = ~np.isnan(y_test)
-            predicted = _fold_predictions(np.asarray(x_train, dtype=np.float64), y_train,
-                                          np.asarray(x_test, dtype=np.float64), self.alphas)
+            predicted = _fold_predictions(
+                np.asarray(x_train, dtype=np.float64), y_train, np.asarray(x_test, dtype=np.float64), self.alphas
+            )
             squared = np.where(scored[None], (predicted - np.nan_to_num(y_test)[None]) ** 2, 0.0)
             errors = squared.sum(axis=1) / np.maximum(scored.sum(axis=0), 1)  # (n_alphas, n_dims)
             fold_mse.append(np.where(scored.any(axis=0), errors, np.nan))
@@ -216,7 +219,9 @@ def ridge_path_predictions(
     return test_kernel @ dual + y_mean
 
 
-def ridge_coefficients(x_train: np.ndarray, y_train: np.ndarray, alphas: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def ridge_coefficients(
+    x_train: np.ndarray, y_train: np.ndarray, alphas: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
     """Weights (p, k) and intercepts (k,) of sklearn `Ridge(alphas[j]).fit(x, y[:, j])` for every target j at once.
 
     The same dual form as `ridge_path_predictions` (one Gram matrix for all targets, one

@@ -66,8 +66,9 @@ def run_baseline(
     from eval_scripts.results import package_versions
 
     if split == "train":
-        raise UsageError("baselines are fitted on the train split", where="--split",
-                         hint="evaluate them on validation or test")
+        raise UsageError(
+            "baselines are fitted on the train split", where="--split", hint="evaluate them on validation or test"
+        )
     started = time.monotonic()
     dataset_dir = Path(dataset_dir)
     folder = as_output_folder(out, "run")
@@ -82,7 +83,8 @@ def run_baseline(
     ]
     run_dir = "/".join(part for part in (subdir.strip("/"), f"{baseline}__{slug(modality.replace('+', '-'))}") if part)
     written = write_run(
-        folder, run_dir,
+        folder,
+        run_dir,
         system={
             "model": BASELINE_MODEL_IDS[baseline],
             "backend": "baseline",
@@ -99,6 +101,12 @@ def run_baseline(
         seed=seed,
     )
     seconds = time.monotonic() - started
-    logger.info("%s baseline, %s: %d predictions in %.1fs -> %s", baseline, modality, len(records), seconds,
-                written.results_path.parent)
+    logger.info(
+        "%s baseline, %s: %d predictions in %.1fs -> %s",
+        baseline,
+        modality,
+        len(records),
+        seconds,
+        written.results_path.parent,
+    )
     return BaselineRun(baseline, modality, written.results, written.predictions_path, written.results_path, seconds)

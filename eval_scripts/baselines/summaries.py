@@ -11,6 +11,7 @@ regressor sees "absent" instead of a fake measurement.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -26,7 +27,6 @@ from mis_bench_dataset.release import (
     OPENFACE_GAZE,
     OPENFACE_LANDMARKS,
 )
-
 
 MODALITY_GROUPS: dict[str, tuple[str, ...]] = {
     "text": ("text",),
@@ -73,7 +73,7 @@ def text_summary(row: Mapping[str, Any]) -> dict[str, float]:
     def share(vocabulary: frozenset[str]) -> float:
         return sum(counts[w] for w in vocabulary) / n_words if n_words else 0.0
 
-    repeats = sum(a == b for a, b in zip(words, words[1:])) / n_words if n_words else 0.0
+    repeats = sum(a == b for a, b in itertools.pairwise(words)) / n_words if n_words else 0.0
     return {
         "text_log_words": float(np.log1p(n_words)),
         "text_words_per_sentence": n_words / sentences,
@@ -99,15 +99,20 @@ def audio_summary(row: Mapping[str, Any]) -> np.ndarray:
         energy = frame_energy(librosa)
         pauses = silent_frames(librosa)
         voiced = energy[~pauses]
-        pause_stats = np.array([pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0])
+        pause_stats = np.array(
+            [pauses.mean(), voiced.mean() if len(voiced) else 0.0, voiced.std() if len(voiced) else 0.0]
+        )
     prosody = _array(row, "prosody")
     wav2vec = _array(row, "wav2vec")
-    return np.concatenate([
-        [float(len(librosa) > 0), float(len(prosody) > 0), float(len(wav2vec) > 0)],
-        _mean_std(librosa), pause_stats,
-        prosody.mean(axis=0) if len(prosody) else np.zeros(prosody.shape[1]),
-        _mean_std(wav2vec),
-    ])
+    return np.concatenate(
+        [
+            [float(len(librosa) > 0), float(len(prosody) > 0), float(len(wav2vec) > 0)],
+            _mean_std(librosa),
+            pause_stats,
+            prosody.mean(axis=0) if len(prosody) else np.zeros(prosody.shape[1]),
+            _mean_std(wav2vec),
+        ]
+    )
 
 
 def video_summary(row: Mapping[str, Any]) -> np.ndarray:
@@ -123,13 +128,17 @@ def video_summary(row: Mapping[str, Any]) -> np.ndarray:
         head_speed = np.linalg.norm(np.diff(landmarks.mean(axis=1), axis=0), axis=1) / scale
     else:
         landmark_speed = head_speed = np.zeros(1)
-    return np.concatenate([
-        [1.0],
-        aus.mean(axis=0), aus.std(axis=0), np.percentile(aus, 90, axis=0),
-        _mean_std(openface[:, OPENFACE_GAZE]),
-        [landmark_speed.mean(), landmark_speed.std(), head_speed.mean(), head_speed.std()],
-        openface[:, OPENFACE_CONFIDENCE].mean(axis=0),
-    ])
+    return np.concatenate(
+        [
+            [1.0],
+            aus.mean(axis=0),
+            aus.std(axis=0),
+            np.percentile(aus, 90, axis=0),
+            _mean_std(openface[:, OPENFACE_GAZE]),
+            [landmark_speed.mean(), landmark_speed.std(), head_speed.mean(), head_speed.std()],
+            openface[:, OPENFACE_CONFIDENCE].mean(axis=0),
+        ]
+    )
 
 
 def _text_vector(row: Mapping[str, Any]) -> np.ndarray:

@@ -52,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mis-bench {_version()}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
-    parser.add_argument("--debug", action="store_true",
-                        help="show the full traceback of a failure (also MIS_BENCH_DEBUG=1)")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the full traceback of a failure (also MIS_BENCH_DEBUG=1)"
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in SUBCOMMANDS:
         module.register(subparsers)
@@ -78,8 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if not getattr(args, "func", None):
         names = ", ".join(parser._subparsers._group_actions[0].choices)
-        print(clean_terminal(f"mis-bench: error: no COMMAND given (one of {names}); see `mis-bench --help`"),
-              file=sys.stderr)
+        print(
+            clean_terminal(f"mis-bench: error: no COMMAND given (one of {names}); see `mis-bench --help`"),
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     command = args.command
     try:
@@ -101,13 +104,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         where = getattr(err, "filename", None)
         what = err.strerror if isinstance(err, OSError) and err.strerror else (str(err) or type(err).__name__)
-        return _fail(command, f"{what}" + (f" ({where})" if where else "")
-                     + "; check the path and free space, or rerun with --debug", EXIT_DATA)
+        return _fail(
+            command,
+            f"{what}" + (f" ({where})" if where else "") + "; check the path and free space, or rerun with --debug",
+            EXIT_DATA,
+        )
     except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback with --debug
         if debug:
             raise
-        return _fail(command, f"internal error: {type(err).__name__}: {err}; rerun with --debug for the traceback "
-                     "and report it", EXIT_DATA)
+        return _fail(
+            command,
+            f"internal error: {type(err).__name__}: {err}; rerun with --debug for the traceback and report it",
+            EXIT_DATA,
+        )
 
 
 if __name__ == "__main__":

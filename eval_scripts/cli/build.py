@@ -18,20 +18,45 @@ def register(subparsers) -> None:
         "datasets.load_dataset(OUT, 'scoring', split='test'). Problems (missing or broken files) "
         "are listed in OUT/build_report.json; --strict fails on any.",
     )
-    parser.add_argument("release_dir", nargs="?", default=None, type=existing("folder", as_path=False),
-                        help="release folder (optional when --transcripts gives a text-only build)")
-    parser.add_argument("--labels", type=existing("file", as_path=False), help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide")
-    parser.add_argument("--transcripts", type=existing("file", as_path=False), help="transcripts CSV (video,transcript); supplies the text modality")
+    parser.add_argument(
+        "release_dir",
+        nargs="?",
+        default=None,
+        type=existing("folder", as_path=False),
+        help="release folder (optional when --transcripts gives a text-only build)",
+    )
+    parser.add_argument(
+        "--labels",
+        type=existing("file", as_path=False),
+        help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide",
+    )
+    parser.add_argument(
+        "--transcripts",
+        type=existing("file", as_path=False),
+        help="transcripts CSV (video,transcript); supplies the text modality",
+    )
     parser.add_argument("--out", default="mis-bench", help="output folder (default: ./mis-bench)")
-    parser.add_argument("--split-by", choices=SPLIT_BY, default="video",
-                        help="group for the 80/10/10 splits (default: video, as the paper)")
+    parser.add_argument(
+        "--split-by",
+        choices=SPLIT_BY,
+        default="video",
+        help="group for the 80/10/10 splits (default: video, as the paper)",
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="split seed (default 0)")
     parser.add_argument("--strict", action="store_true", help="fail (exit 1) on any problem")
-    parser.add_argument("--max-duration", type=positive_float, default=MAX_RECORDING_SECONDS, metavar="SECONDS",
-                        help="longest recording an array may hold; a longer one is reported and never decompressed "
-                             f"(default {MAX_RECORDING_SECONDS:g} s = two hours)")
-    parser.add_argument("--allow-label-problems", action="store_true",
-                        help="build even when the labels file has problems (they are still reported)")
+    parser.add_argument(
+        "--max-duration",
+        type=positive_float,
+        default=MAX_RECORDING_SECONDS,
+        metavar="SECONDS",
+        help="longest recording an array may hold; a longer one is reported and never decompressed "
+        f"(default {MAX_RECORDING_SECONDS:g} s = two hours)",
+    )
+    parser.add_argument(
+        "--allow-label-problems",
+        action="store_true",
+        help="build even when the labels file has problems (they are still reported)",
+    )
     parser.add_argument("--push-to-hub", metavar="REPO", help="then upload the folder to this Hub dataset repo")
     parser.add_argument("--private", action="store_true", help="with --push-to-hub: create a private repo")
     parser.add_argument("--json", action="store_true", help="print the build report as JSON")
@@ -45,9 +70,15 @@ def run(args: argparse.Namespace) -> int:
     if args.release_dir is None and args.transcripts is None:
         raise UsageError("nothing to build", hint="give RELEASE_DIR, --transcripts CSV, or both")
     report = build_dataset(
-        args.release_dir, args.out, labels=args.labels, transcripts=args.transcripts,
-        split_by=args.split_by, seed=args.seed, strict=args.strict,
-        allow_label_problems=args.allow_label_problems, max_seconds=args.max_duration,
+        args.release_dir,
+        args.out,
+        labels=args.labels,
+        transcripts=args.transcripts,
+        split_by=args.split_by,
+        seed=args.seed,
+        strict=args.strict,
+        allow_label_problems=args.allow_label_problems,
+        max_seconds=args.max_duration,
     )
     if args.json:
         print_json(report.to_dict())

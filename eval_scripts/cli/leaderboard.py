@@ -26,7 +26,9 @@ def register(subparsers) -> None:
         ),
     )
     submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
-    submit.add_argument("--dataset", type=existing("folder"), help="built dataset folder: also check coverage of its --split")
+    submit.add_argument(
+        "--dataset", type=existing("folder"), help="built dataset folder: also check coverage of its --split"
+    )
     submit.add_argument("--split", default="test", choices=SPLITS)
     submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
     submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
@@ -45,11 +47,16 @@ def register(subparsers) -> None:
         ),
     )
     board.add_argument("submissions", type=existing("folder"), help="folder of submission JSON files")
-    board.add_argument("--references", required=True, type=existing("any"),
-                       help="hidden labels: a built dataset folder or a labels file")
+    board.add_argument(
+        "--references",
+        required=True,
+        type=existing("any"),
+        help="hidden labels: a built dataset folder or a labels file",
+    )
     board.add_argument("--split", default="test", choices=SPLITS)
-    board.add_argument("--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000,
-                       help="bootstrap resamples (default: 10000)")
+    board.add_argument(
+        "--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000, help="bootstrap resamples (default: 10000)"
+    )
     board.add_argument("--seed", type=non_negative_int, default=0)
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
     board.add_argument("--title", default="MIS-Bench leaderboard")
@@ -71,16 +78,22 @@ def submit_command(args: argparse.Namespace) -> int:
     max_bytes = int(args.max_mb * 1024 * 1024)
     try:
         video_ids = _split_video_ids(args.dataset, args.split) if args.dataset else None
-        package = package_submission(args.results, args.out, max_bytes=max_bytes, video_ids=video_ids,
-                                     split=args.split if args.dataset else None)
+        package = package_submission(
+            args.results, args.out, max_bytes=max_bytes, video_ids=video_ids, split=args.split if args.dataset else None
+        )
     except SubmissionError as err:
         if not args.json:
             raise
         print_json({"ok": False, "file": str(args.results), "reasons": err.reasons})
         return err.exit_code
     obj = load_submission(package, max_bytes=max_bytes)
-    outcome = {"ok": True, "file": str(args.results), "package": str(package), "pushed": None,
-               "coverage_checked": video_ids is not None}
+    outcome = {
+        "ok": True,
+        "file": str(args.results),
+        "package": str(package),
+        "pushed": None,
+        "coverage_checked": video_ids is not None,
+    }
     if args.push:
         from eval_scripts.submission import push_submission
 
@@ -88,8 +101,10 @@ def submit_command(args: argparse.Namespace) -> int:
     if args.json:
         print_json(outcome)
     else:
-        say(f"Valid submission ({obj['system']['model']}, {obj['setting']['modality']}, "
-              f"{obj['setting']['prompt_style']}): {package}")
+        say(
+            f"Valid submission ({obj['system']['model']}, {obj['setting']['modality']}, "
+            f"{obj['setting']['prompt_style']}): {package}"
+        )
         if not outcome["coverage_checked"]:
             say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
         if outcome["pushed"]:
@@ -105,17 +120,27 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from mis_icc_metric.predictions_io import read_references
 
     # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
-    check_not_overlapping(args.out, [p for p in (args.submissions, args.references) if p.is_dir()],
-                          command="leaderboard")
+    check_not_overlapping(
+        args.out, [p for p in (args.submissions, args.references) if p.is_dir()], command="leaderboard"
+    )
     inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
     folder = OutputFolder(args.out, command="leaderboard", inputs=inputs)
     folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)  # before the scoring: fail fast
     references = read_references(args.references, split=args.split)
     if not references:
-        raise DataError(f"the references have no gold scores for split {args.split!r}", where=str(args.references),
-                        hint="give the hidden labels: a labelled build or a labels file")
-    board = build_leaderboard(args.submissions, references, split=args.split, n_bootstrap=args.bootstrap,
-                              seed=args.seed, max_bytes=int(args.max_mb * 1024 * 1024))
+        raise DataError(
+            f"the references have no gold scores for split {args.split!r}",
+            where=str(args.references),
+            hint="give the hidden labels: a labelled build or a labels file",
+        )
+    board = build_leaderboard(
+        args.submissions,
+        references,
+        split=args.split,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        max_bytes=int(args.max_mb * 1024 * 1024),
+    )
     files = write_leaderboard(board, folder, title=args.title)
     if args.json:
         print_json(board)
@@ -123,9 +148,13 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     say(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {files.html}")
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
-        say(f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
-            f"overall ICC {pct(overall)}%")
+        say(
+            f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
+            f"overall ICC {pct(overall)}%"
+        )
     for rejected in board["rejected"]:
-        say(f"  rejected {rejected['file']}: {rejected['reasons'][0]}"
-              + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else ""))
+        say(
+            f"  rejected {rejected['file']}: {rejected['reasons'][0]}"
+            + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
+        )
     return 0

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "report",
         help="report runs as the paper does: best configuration per system, configuration heatmap, "
-             "comparison with CIs and paired tests (MD + HTML + JSON + PNG)",
+        "comparison with CIs and paired tests (MD + HTML + JSON + PNG)",
         description=(
             "Read results JSON files (written by `mis-bench run` or the baselines; a folder means every "
             "results.json under it) and write report.md, report.html, report.json and PNG figures into --out. "
@@ -28,21 +28,40 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("results", nargs="+", type=existing("any"), help="results JSON files or folders holding them")
-    parser.add_argument("--references", type=existing("any"),
-                        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters)")
-    parser.add_argument("--split", default="test", choices=SPLITS,
-                        help="split when --references is a dataset folder (default: test)")
-    parser.add_argument("--bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000,
-                        help="bootstrap resamples when rescoring every run (default: 1000)")
-    parser.add_argument("--comparison-bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=PAPER_BOOTSTRAP,
-                        help=f"bootstrap resamples of the comparison's CIs and paired tests (default: "
-                             f"{PAPER_BOOTSTRAP:,}, as the paper); needs --references")
-    parser.add_argument("--reference", metavar="SYSTEM_OR_FILE",
-                        help="the comparison's reference: a model id (its best configuration) or one of the "
-                             "results files (default: the best configuration of the first system given)")
-    parser.add_argument("--scatters", default="best", choices=SCATTER_CHOICES,
-                        help="predicted-vs-gold scatters (with --references) of each system's best configuration "
-                             "(default), of all runs, or none")
+    parser.add_argument(
+        "--references",
+        type=existing("any"),
+        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters)",
+    )
+    parser.add_argument(
+        "--split", default="test", choices=SPLITS, help="split when --references is a dataset folder (default: test)"
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=bounded_int(0, MAX_BOOTSTRAP),
+        default=1000,
+        help="bootstrap resamples when rescoring every run (default: 1000)",
+    )
+    parser.add_argument(
+        "--comparison-bootstrap",
+        type=bounded_int(0, MAX_BOOTSTRAP),
+        default=PAPER_BOOTSTRAP,
+        help=f"bootstrap resamples of the comparison's CIs and paired tests (default: "
+        f"{PAPER_BOOTSTRAP:,}, as the paper); needs --references",
+    )
+    parser.add_argument(
+        "--reference",
+        metavar="SYSTEM_OR_FILE",
+        help="the comparison's reference: a model id (its best configuration) or one of the "
+        "results files (default: the best configuration of the first system given)",
+    )
+    parser.add_argument(
+        "--scatters",
+        default="best",
+        choices=SCATTER_CHOICES,
+        help="predicted-vs-gold scatters (with --references) of each system's best configuration "
+        "(default), of all runs, or none",
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--title", default="MIS-Bench report")
     parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
@@ -64,23 +83,44 @@ def report_command(args: argparse.Namespace) -> int:
     if args.references:
         references = read_report_references(args.references, args.split)
         if not references:
-            raise DataError(f"the references have no gold scores for split {args.split!r}",
-                            where=str(args.references), hint="give a labelled build or a labels file")
+            raise DataError(
+                f"the references have no gold scores for split {args.split!r}",
+                where=str(args.references),
+                hint="give a labelled build or a labels file",
+            )
         results_list = rescore(results_list, references, n_bootstrap=args.bootstrap, seed=args.seed, sources=sources)
-    unscored = [source for source, results in zip(sources, results_list) if not results.get("scores")]
+    unscored = [source for source, results in zip(sources, results_list, strict=True) if not results.get("scores")]
     if unscored:
-        raise DataError(f"{len(unscored)} run(s) have no scores", where=", ".join(unscored[:3]),
-                        hint="pass --references LABELS (a labelled build or a labels file) to score them")
-    written = write_report(results_list, folder, references=references, title=args.title, sources=sources,
-                           reference=args.reference, comparison_bootstrap=args.comparison_bootstrap, seed=args.seed,
-                           scatters=args.scatters)
-    summary = {"runs": sources, "markdown": str(written.markdown), "html": str(written.html),
-               "json": str(written.json), "figures": [str(p) for p in written.figures]}
+        raise DataError(
+            f"{len(unscored)} run(s) have no scores",
+            where=", ".join(unscored[:3]),
+            hint="pass --references LABELS (a labelled build or a labels file) to score them",
+        )
+    written = write_report(
+        results_list,
+        folder,
+        references=references,
+        title=args.title,
+        sources=sources,
+        reference=args.reference,
+        comparison_bootstrap=args.comparison_bootstrap,
+        seed=args.seed,
+        scatters=args.scatters,
+    )
+    summary = {
+        "runs": sources,
+        "markdown": str(written.markdown),
+        "html": str(written.html),
+        "json": str(written.json),
+        "figures": [str(p) for p in written.figures],
+    }
     if args.json:
         print_json(summary)
     else:
-        say(f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, {written.json.name}, "
-            f"{len(written.figures)} figure(s))")
+        say(
+            f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, {written.json.name}, "
+            f"{len(written.figures)} figure(s))"
+        )
         if references is None:
             say("No --references: the comparison shows the stored CIs and has no paired tests.")
     return 0

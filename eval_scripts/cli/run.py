@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
@@ -21,14 +22,13 @@ from eval_scripts.cli.args import (
     say,
     unit_interval,
 )
-from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
-from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
 from mis_bench_dataset.numbers import pct
+from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -45,40 +45,79 @@ def register(subparsers) -> None:
     )
     parser.add_argument("--backend", choices=BACKEND_NAMES)
     parser.add_argument("--model", help="Hub id / local folder (transformers, vllm) or API model name (openai)")
-    parser.add_argument("--dataset", type=existing("folder", as_path=False),
-                        help="built dataset folder (`mis-bench build --out DIR`)")
+    parser.add_argument(
+        "--dataset", type=existing("folder", as_path=False), help="built dataset folder (`mis-bench build --out DIR`)"
+    )
     parser.add_argument("--split", default="test", choices=SPLITS)
     parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS)
-    parser.add_argument("--prompt", dest="prompt_style", default="direct", choices=PROMPT_STYLES,
-                        help="direct or cot (our templates, Table 3's grid), or paper (the authors' MIS-RAFT "
-                             "protocol behind Table 4: a system message, fixed sections, at most 16 new tokens)")
-    parser.add_argument("--grid", action="store_true",
-                        help="run every --modalities x --prompts setting and print a Table-3-like table")
-    parser.add_argument("--modalities", type=comma_list(MODALITY_SETTINGS), default=list(MODALITY_SETTINGS),
-                        help="comma-separated settings for --grid (default: all four)")
-    parser.add_argument("--prompts", type=comma_list(PROMPT_STYLES), default=list(ZERO_SHOT_PROMPT_STYLES),
-                        help=f"comma-separated prompt styles for --grid, of {', '.join(PROMPT_STYLES)} "
-                             f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)")
+    parser.add_argument(
+        "--prompt",
+        dest="prompt_style",
+        default="direct",
+        choices=PROMPT_STYLES,
+        help="direct or cot (our templates, Table 3's grid), or paper (the authors' MIS-RAFT "
+        "protocol behind Table 4: a system message, fixed sections, at most 16 new tokens)",
+    )
+    parser.add_argument(
+        "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
+    )
+    parser.add_argument(
+        "--modalities",
+        type=comma_list(MODALITY_SETTINGS),
+        default=list(MODALITY_SETTINGS),
+        help="comma-separated settings for --grid (default: all four)",
+    )
+    parser.add_argument(
+        "--prompts",
+        type=comma_list(PROMPT_STYLES),
+        default=list(ZERO_SHOT_PROMPT_STYLES),
+        help=f"comma-separated prompt styles for --grid, of {', '.join(PROMPT_STYLES)} "
+        f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)",
+    )
     parser.add_argument("--limit", type=positive_int, help="only the first N videos (sorted ids), all dimensions")
-    parser.add_argument("--few-shot", dest="few_shot_k", type=non_negative_int, default=0,
-                        help="k scored examples per dimension from the train split (never the evaluated one)")
+    parser.add_argument(
+        "--few-shot",
+        dest="few_shot_k",
+        type=non_negative_int,
+        default=0,
+        help="k scored examples per dimension from the train split (never the evaluated one)",
+    )
     parser.add_argument("--few-shot-seed", type=non_negative_int, default=0)
-    parser.add_argument("--input-source", default="auto", choices=INPUT_SOURCES,
-                        help="media for audio/video settings: raw files (video_path/audio_path) or "
-                             "feature-derived descriptions (public release); auto picks raw when present")
-    parser.add_argument("--feature-format", default="text", choices=FEATURE_FORMATS,
-                        help="feature-derived input as text, a plot image (vision models), or both")
-    parser.add_argument("--out", default=None,
-                        help="output folder (cache, predictions, results); default ./runs, "
-                        "or ./mis-bench-results for the default job")
+    parser.add_argument(
+        "--input-source",
+        default="auto",
+        choices=INPUT_SOURCES,
+        help="media for audio/video settings: raw files (video_path/audio_path) or "
+        "feature-derived descriptions (public release); auto picks raw when present",
+    )
+    parser.add_argument(
+        "--feature-format",
+        default="text",
+        choices=FEATURE_FORMATS,
+        help="feature-derived input as text, a plot image (vision models), or both",
+    )
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="output folder (cache, predictions, results); default ./runs, or ./mis-bench-results for the default job",
+    )
     parser.add_argument("--cache", type=file_path, help="response cache file (default OUT/responses.cache.jsonl)")
-    parser.add_argument("--max-new-tokens", "--max-tokens", dest="max_new_tokens", type=positive_int,
-                        help="default 32 (direct) / 1024 (cot) / 16 (paper)")
+    parser.add_argument(
+        "--max-new-tokens",
+        "--max-tokens",
+        dest="max_new_tokens",
+        type=positive_int,
+        help="default 32 (direct) / 1024 (cot) / 16 (paper)",
+    )
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top-p", type=unit_interval, default=1.0)
     parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--n-bootstrap", type=bounded_int(0, MAX_BOOTSTRAP), default=1000,
-                        help=f"bootstrap resamples for ICC CIs, 0 to {MAX_BOOTSTRAP:,} (default 1000)")
+    parser.add_argument(
+        "--n-bootstrap",
+        type=bounded_int(0, MAX_BOOTSTRAP),
+        default=1000,
+        help=f"bootstrap resamples for ICC CIs, 0 to {MAX_BOOTSTRAP:,} (default 1000)",
+    )
     group = parser.add_argument_group("transformers / vllm")
     group.add_argument("--batch-size", type=positive_int, default=8)
     group.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
@@ -87,52 +126,103 @@ def register(subparsers) -> None:
         "raw video (transformers backend; an openai/vllm server samples its own frames)",
         "frames at linspace(0, n_frames - 1, N) truncated, as the authors' code; defaults are the paper's",
     )
-    group.add_argument("--video-frames", type=positive_int, default=PAPER_VIDEO_FRAMES,
-                       help=f"frames sampled per video (default {PAPER_VIDEO_FRAMES})")
-    group.add_argument("--video-max-pixels", type=positive_int, default=PAPER_VIDEO_MAX_PIXELS,
-                       help=f"pixel budget of the whole clip, all frames together (default 20480*28*28 = "
-                            f"{PAPER_VIDEO_MAX_PIXELS})")
-    group.add_argument("--video-min-pixels", type=positive_int, default=PAPER_VIDEO_MIN_PIXELS,
-                       help=f"pixels each frame keeps at least (default 16*28*28 = {PAPER_VIDEO_MIN_PIXELS})")
+    group.add_argument(
+        "--video-frames",
+        type=positive_int,
+        default=PAPER_VIDEO_FRAMES,
+        help=f"frames sampled per video (default {PAPER_VIDEO_FRAMES})",
+    )
+    group.add_argument(
+        "--video-max-pixels",
+        type=positive_int,
+        default=PAPER_VIDEO_MAX_PIXELS,
+        help=f"pixel budget of the whole clip, all frames together (default 20480*28*28 = {PAPER_VIDEO_MAX_PIXELS})",
+    )
+    group.add_argument(
+        "--video-min-pixels",
+        type=positive_int,
+        default=PAPER_VIDEO_MIN_PIXELS,
+        help=f"pixels each frame keeps at least (default 16*28*28 = {PAPER_VIDEO_MIN_PIXELS})",
+    )
     group = parser.add_argument_group("openai-compatible HTTP")
     group.add_argument("--base-url", default="https://api.openai.com/v1")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                       help="environment variable holding the API key (the key is never logged or written)")
+    group.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable holding the API key (the key is never logged or written)",
+    )
     group.add_argument("--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight (1-1024)")
     group.add_argument("--max-retries", type=bounded_int(0, 100), default=5)
     group.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per request")
-    group.add_argument("--backoff-base", type=non_negative_float, default=1.0,
-                       help="seconds; doubles per retry, with jitter")
+    group.add_argument(
+        "--backoff-base", type=non_negative_float, default=1.0, help="seconds; doubles per retry, with jitter"
+    )
     group.add_argument("--backoff-max", type=non_negative_float, default=30.0)
-    group.add_argument("--max-tokens-field", default="max_tokens",
-                       help="request field for the token limit (max_completion_tokens for newer OpenAI models)")
-    group.add_argument("--backend-modalities", type=comma_list(INPUT_KINDS), default=None,
-                       help="input kinds the served model takes (openai/vllm; default: text only, since the API "
-                            "cannot tell): e.g. text,image for GPT, text,image,video for a vLLM-served VLM")
-    group = parser.add_argument_group(
-        "cost estimate and batch files (--backend openai; these open no connection)")
+    group.add_argument(
+        "--max-tokens-field",
+        default="max_tokens",
+        help="request field for the token limit (max_completion_tokens for newer OpenAI models)",
+    )
+    group.add_argument(
+        "--backend-modalities",
+        type=comma_list(INPUT_KINDS),
+        default=None,
+        help="input kinds the served model takes (openai/vllm; default: text only, since the API "
+        "cannot tell): e.g. text,image for GPT, text,image,video for a vLLM-served VLM",
+    )
+    group = parser.add_argument_group("cost estimate and batch files (--backend openai; these open no connection)")
     mode = group.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true",
-                      help="build every prompt (of the grid with --grid) and call nothing: requests without a cached "
-                           "answer, cached ones, prompt characters and tokens, estimated cost, prefix reuse")
-    mode.add_argument("--export-batch", metavar="FILE.jsonl",
-                      help="write one OpenAI Batch API / vLLM run_batch input line per request without a cached "
-                           "answer (every setting with --grid), split at --batch-max-requests / --batch-max-mb")
-    mode.add_argument("--import-batch", metavar="FILE.jsonl", action="append",
-                      help="answers from a batch output (or error) file, repeatable: cached like live answers, then "
-                           "predictions and results are written; exit 3 while rows remain unanswered")
-    group.add_argument("--price-in", type=non_negative_float, metavar="USD",
-                       help="price per million prompt tokens, for --dry-run's cost estimate")
-    group.add_argument("--price-out", type=non_negative_float, metavar="USD",
-                       help="price per million completion tokens, for --dry-run's cost estimate")
-    group.add_argument("--expected-completion-tokens", type=positive_int, metavar="N",
-                       help="completion tokens per request for --dry-run (default: the mean of the setting's cached "
-                            f"answers, else {EXPECTED_COMPLETION_TOKENS['direct']} direct / "
-                            f"{EXPECTED_COMPLETION_TOKENS['cot']} cot)")
-    group.add_argument("--batch-max-requests", type=positive_int, default=OPENAI_MAX_REQUESTS,
-                       help=f"requests per batch file (default {OPENAI_MAX_REQUESTS:,}, OpenAI's limit)")
-    group.add_argument("--batch-max-mb", type=positive_float, default=OPENAI_MAX_MB,
-                       help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)")
+    mode.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="build every prompt (of the grid with --grid) and call nothing: requests without a cached "
+        "answer, cached ones, prompt characters and tokens, estimated cost, prefix reuse",
+    )
+    mode.add_argument(
+        "--export-batch",
+        metavar="FILE.jsonl",
+        help="write one OpenAI Batch API / vLLM run_batch input line per request without a cached "
+        "answer (every setting with --grid), split at --batch-max-requests / --batch-max-mb",
+    )
+    mode.add_argument(
+        "--import-batch",
+        metavar="FILE.jsonl",
+        action="append",
+        help="answers from a batch output (or error) file, repeatable: cached like live answers, then "
+        "predictions and results are written; exit 3 while rows remain unanswered",
+    )
+    group.add_argument(
+        "--price-in",
+        type=non_negative_float,
+        metavar="USD",
+        help="price per million prompt tokens, for --dry-run's cost estimate",
+    )
+    group.add_argument(
+        "--price-out",
+        type=non_negative_float,
+        metavar="USD",
+        help="price per million completion tokens, for --dry-run's cost estimate",
+    )
+    group.add_argument(
+        "--expected-completion-tokens",
+        type=positive_int,
+        metavar="N",
+        help="completion tokens per request for --dry-run (default: the mean of the setting's cached "
+        f"answers, else {EXPECTED_COMPLETION_TOKENS['direct']} direct / "
+        f"{EXPECTED_COMPLETION_TOKENS['cot']} cot)",
+    )
+    group.add_argument(
+        "--batch-max-requests",
+        type=positive_int,
+        default=OPENAI_MAX_REQUESTS,
+        help=f"requests per batch file (default {OPENAI_MAX_REQUESTS:,}, OpenAI's limit)",
+    )
+    group.add_argument(
+        "--batch-max-mb",
+        type=positive_float,
+        default=OPENAI_MAX_MB,
+        help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run_command)
@@ -143,7 +233,9 @@ def _backend_options(args) -> dict:
         from eval_scripts.backends.openai_backend import RetryPolicy
 
         options = {
-            "base_url": args.base_url, "api_key_env": args.api_key_env, "concurrency": args.concurrency,
+            "base_url": args.base_url,
+            "api_key_env": args.api_key_env,
+            "concurrency": args.concurrency,
             "retry": RetryPolicy(args.max_retries, args.backoff_base, args.backoff_max, args.timeout),
             "max_tokens_field": args.max_tokens_field,
         }
@@ -207,16 +299,20 @@ def _total_prefix(entries) -> dict | None:
 def _tokens_line(usage: dict | None) -> str:
     if not usage or not usage["requests"]:
         return "tokens: not reported"
-    return (f"tokens: {usage['prompt_tokens']:,} prompt + {usage['completion_tokens']:,} completion "
-            f"in {usage['requests']:,} responses")
+    return (
+        f"tokens: {usage['prompt_tokens']:,} prompt + {usage['completion_tokens']:,} completion "
+        f"in {usage['requests']:,} responses"
+    )
 
 
 def _prefix_line(prefix: dict | None) -> str:
     """`; prefix reuse ...` of the requests in the order sent (empty when none were sent)."""
     if not prefix or not prefix["requests"]:
         return ""
-    return (f"; prefix reuse in the order sent: {pct(prefix['same_prefix_share'], 0)}% of requests share the "
-            f"previous one's instructions ({pct(prefix['reused_chars_share'], 0)}% of prompt characters)")
+    return (
+        f"; prefix reuse in the order sent: {pct(prefix['same_prefix_share'], 0)}% of requests share the "
+        f"previous one's instructions ({pct(prefix['reused_chars_share'], 0)}% of prompt characters)"
+    )
 
 
 def _say_result(summary: dict, called: str = "called") -> None:
@@ -243,21 +339,37 @@ def run_command(args: argparse.Namespace) -> int:
     from eval_scripts.runner import RunConfig, run_setting
 
     config = RunConfig(
-        backend=args.backend, model=args.model, dataset=args.dataset, split=args.split,
-        modality=args.modality, prompt_style=args.prompt_style, out=args.out or "runs", limit=args.limit,
-        few_shot_k=args.few_shot_k, few_shot_seed=args.few_shot_seed, input_source=args.input_source,
-        feature_format=args.feature_format, backend_options=_backend_options(args),
-        n_bootstrap=args.n_bootstrap, cache_path=args.cache, progress=not args.no_progress,
+        backend=args.backend,
+        model=args.model,
+        dataset=args.dataset,
+        split=args.split,
+        modality=args.modality,
+        prompt_style=args.prompt_style,
+        out=args.out or "runs",
+        limit=args.limit,
+        few_shot_k=args.few_shot_k,
+        few_shot_seed=args.few_shot_seed,
+        input_source=args.input_source,
+        feature_format=args.feature_format,
+        backend_options=_backend_options(args),
+        n_bootstrap=args.n_bootstrap,
+        cache_path=args.cache,
+        progress=not args.no_progress,
     )
-    args.interrupted_note = (f"every answer received so far is in the response cache under {config.out}; "
-                             "rerun the same command to resume")
+    args.interrupted_note = (
+        f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
+    )
     if batch_mode:
         return _batch_command(args, config)
     if args.grid:
         entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
         if args.json:
-            print_json([{"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result)
-                        for e in entries])
+            print_json(
+                [
+                    {"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result)
+                    for e in entries
+                ]
+            )
         else:
             say(format_table(entries))
             say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
@@ -286,25 +398,30 @@ def _report_problems(result) -> None:
             say(line, err=True)
         say(f"  details per row: {result.raw_responses_path}; rerun the same command to retry only these", err=True)
     if result.n_truncated:
-        say(f"{result.label}: {result.n_truncated} answer(s) reached the token limit and were not scored "
+        say(
+            f"{result.label}: {result.n_truncated} answer(s) reached the token limit and were not scored "
             f"(max_new_tokens {result.config.decoding.max_new_tokens if result.config.decoding else '?'}); "
-            f"{TRUNCATION_HINT}", err=True)
+            f"{TRUNCATION_HINT}",
+            err=True,
+        )
 
 
 def _decoding(args, style: str):
     """Decoding of one prompt style: its own default token budget unless --max-new-tokens is set."""
     from eval_scripts.backends.base import DecodingConfig
 
-    return DecodingConfig.for_style(style, max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                                    top_p=args.top_p, seed=args.seed)
+    return DecodingConfig.for_style(
+        style, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+    )
 
 
 def _configs(args, config) -> list:
     """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
     from dataclasses import replace
 
-    settings = ([(m, s) for m in args.modalities for s in args.prompts] if args.grid
-                else [(args.modality, args.prompt_style)])
+    settings = (
+        [(m, s) for m in args.modalities for s in args.prompts] if args.grid else [(args.modality, args.prompt_style)]
+    )
     return [replace(config, modality=m, prompt_style=s, decoding=_decoding(args, s)) for m, s in settings]
 
 
@@ -318,8 +435,13 @@ def _batch_command(args, config) -> int:
     if args.dry_run:
         from eval_scripts.runner import dry_run
 
-        plan = dry_run(configs, grid=args.grid, price_in=args.price_in, price_out=args.price_out,
-                       expected_completion_tokens=args.expected_completion_tokens)
+        plan = dry_run(
+            configs,
+            grid=args.grid,
+            price_in=args.price_in,
+            price_out=args.price_out,
+            expected_completion_tokens=args.expected_completion_tokens,
+        )
         if args.json:
             print_json(plan)
         else:
@@ -328,8 +450,9 @@ def _batch_command(args, config) -> int:
     if args.export_batch:
         from eval_scripts.runner import export_batch
 
-        export = export_batch(configs, args.export_batch, grid=args.grid, max_requests=args.batch_max_requests,
-                              max_mb=args.batch_max_mb)
+        export = export_batch(
+            configs, args.export_batch, grid=args.grid, max_requests=args.batch_max_requests, max_mb=args.batch_max_mb
+        )
         if args.json:
             print_json(export)
         else:
@@ -344,8 +467,12 @@ def _batch_command(args, config) -> int:
     for result in results:
         _report_problems(result)
     if args.json:
-        summaries = [{"setting": e.label, "refused": e.refused} if e.result is None
-                     else {**_summary(e.result), "imported": e.result.n_called} for e in entries]
+        summaries = [
+            {"setting": e.label, "refused": e.refused}
+            if e.result is None
+            else {**_summary(e.result), "imported": e.result.n_called}
+            for e in entries
+        ]
         print_json({"settings": summaries, "batch": report.as_dict()})
     else:
         if args.grid:
@@ -356,9 +483,11 @@ def _batch_command(args, config) -> int:
         else:
             _say_result(_summary(results[0]), called="imported")
         unanswered = sum(r.n_unanswered for r in results)
-        say(f"batch: {report.lines} output lines, {report.matched} requests of this run, "
+        say(
+            f"batch: {report.lines} output lines, {report.matched} requests of this run, "
             f"{report.already_answered} already answered in the cache; {unanswered} rows still without an answer"
-            + ("; export them again with --export-batch" if unanswered else ""))
+            + ("; export them again with --export-batch" if unanswered else "")
+        )
     return EXIT_REQUESTS if any(r.n_unanswered for r in results) else 0
 
 
@@ -372,20 +501,26 @@ def _say_dry_run(plan: dict, model: str) -> None:
         if "refused" in item:
             say(f"  {item['setting']}: refused: {item['refused']}")
             continue
-        say(f"  {item['setting']} [{item['input_source']}]: {item['requests']:,} requests ({item['cached']:,} cached), "
+        say(
+            f"  {item['setting']} [{item['input_source']}]: {item['requests']:,} requests ({item['cached']:,} cached), "
             f"{item['prompt_chars']:,} prompt characters, ~{item['prompt_tokens_estimate']:,} prompt tokens, "
             f"~{item['completion_tokens_estimate']:,} completion tokens ({item['expected_completion_tokens']:,} "
-            f"per request: {item['expected_completion_source']})")
-    line = (f"total: {plan['requests']:,} requests without a cached answer, {plan['cached']:,} cached; "
-            f"~{plan['prompt_tokens_estimate']:,} prompt tokens ({plan['token_estimator']}), "
-            f"~{plan['completion_tokens_estimate']:,} completion tokens (at most {plan['completion_tokens_max']:,})")
+            f"per request: {item['expected_completion_source']})"
+        )
+    line = (
+        f"total: {plan['requests']:,} requests without a cached answer, {plan['cached']:,} cached; "
+        f"~{plan['prompt_tokens_estimate']:,} prompt tokens ({plan['token_estimator']}), "
+        f"~{plan['completion_tokens_estimate']:,} completion tokens (at most {plan['completion_tokens_max']:,})"
+    )
     if plan["attachments"]:
         line += f"; {plan['attachments']:,} attachments (images/audio/video) not in the token estimate"
     say(line)
     if plan["cost_estimate"] is not None:
-        say(f"estimated cost: {_money(plan['cost_estimate'])} (at most {_money(plan['cost_max'])}) at "
+        say(
+            f"estimated cost: {_money(plan['cost_estimate'])} (at most {_money(plan['cost_max'])}) at "
             f"${plan['price_in_per_million']:g} / ${plan['price_out_per_million']:g} per million prompt / "
-            "completion tokens")
+            "completion tokens"
+        )
     prefix = _prefix_line(plan["prefix"])
     if prefix:
         say(prefix.removeprefix("; "))
@@ -397,10 +532,12 @@ def _say_export(export: dict) -> None:
         return
     for item in export["files"]:
         say(f"wrote {item['path']}: {item['requests']:,} requests, {item['bytes']:,} bytes")
-    say(f"exported {export['requests']:,} requests without a cached answer ({export['cached']:,} cached)"
+    say(
+        f"exported {export['requests']:,} requests without a cached answer ({export['cached']:,} cached)"
         f"{_prefix_line(export['prefix'])}\n"
         "next: run the file(s) through the OpenAI Batch API or `vllm run-batch`, then rerun this command with "
-        "--import-batch OUTPUT.jsonl instead of --export-batch")
+        "--import-batch OUTPUT.jsonl instead of --export-batch"
+    )
 
 
 def _exit_code(results) -> int:

@@ -20,11 +20,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="score predictions against gold: ICC(3,1) per dimension and overall, with bootstrap CIs",
         description="Score one system's predictions with the benchmark's ICC(3,1) rules (paper §3.3).",
     )
-    score.add_argument("--predictions", required=True, type=existing("file"),
-                       help="predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON")
+    score.add_argument(
+        "--predictions",
+        required=True,
+        type=existing("file"),
+        help="predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON",
+    )
     _add_common(score, min_bootstrap=0)
-    score.add_argument("--common-videos", type=existing("file"), default=None,
-                       help="text file with one video id per line: also score on this common set")
+    score.add_argument(
+        "--common-videos",
+        type=existing("file"),
+        default=None,
+        help="text file with one video id per line: also score on this common set",
+    )
     score.set_defaults(func=run_score)
 
     compare = subparsers.add_parser(
@@ -39,16 +47,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
-    parser.add_argument("--references", required=True, type=existing("any"),
-                        help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)")
-    parser.add_argument("--split", default="test", choices=SPLITS,
-                        help="dataset split when --references is a folder (default: test)")
-    parser.add_argument("--bootstrap", type=bounded_int(min_bootstrap, MAX_BOOTSTRAP), default=10_000,
-                        help=f"bootstrap resamples, {min_bootstrap} to {MAX_BOOTSTRAP:,} (default: 10000)")
+    parser.add_argument(
+        "--references",
+        required=True,
+        type=existing("any"),
+        help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)",
+    )
+    parser.add_argument(
+        "--split", default="test", choices=SPLITS, help="dataset split when --references is a folder (default: test)"
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=bounded_int(min_bootstrap, MAX_BOOTSTRAP),
+        default=10_000,
+        help=f"bootstrap resamples, {min_bootstrap} to {MAX_BOOTSTRAP:,} (default: 10000)",
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default: 0)")
     parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
-    parser.add_argument("--missing", choices=("error", "unparsed"), default="error",
-                        help="a gold pair without prediction: error (default) or count as unparsed")
+    parser.add_argument(
+        "--missing",
+        choices=("error", "unparsed"),
+        default="error",
+        help="a gold pair without prediction: error (default) or count as unparsed",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write the machine-readable result here")
 
 
@@ -67,7 +88,9 @@ def _num(value: float | None, digits: int = 3) -> str:
 
 def format_score_table(result: dict) -> str:
     """Dimensions as rows (paper abbreviations), ICC % with CI, MSE, n, parse rate, Table 2 ceiling."""
-    lines = [f"{'dim':<6} {'ICC %':>6} {'95% CI':<14} {'MSE':>6} {'n':>5} {'parsed':>7}   {'human ceiling (Table 2)':<24}"]
+    lines = [
+        f"{'dim':<6} {'ICC %':>6} {'95% CI':<14} {'MSE':>6} {'n':>5} {'parsed':>7}   {'human ceiling (Table 2)':<24}"
+    ]
     for entry in result["dimensions"].values():
         ceiling = entry["human_ceiling"]
         lines.append(
@@ -117,8 +140,13 @@ def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
         return None
     from mis_bench_dataset.outputs import claim_file
 
-    return claim_file(args.json, command=args.command, writer=f"{args.command}-json", arg="--json",
-                      inputs=[p for p in inputs if p is not None])
+    return claim_file(
+        args.json,
+        command=args.command,
+        writer=f"{args.command}-json",
+        arg="--json",
+        inputs=[p for p in inputs if p is not None],
+    )
 
 
 def _write_json(path: Path | None, payload: dict) -> None:
@@ -171,12 +199,19 @@ def run_score(args: argparse.Namespace) -> int:
 
         common = read_video_ids(args.common_videos)
     result = score_predictions(
-        predictions, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
-        common_videos=common, missing=args.missing,
+        predictions,
+        references,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        confidence=args.confidence,
+        common_videos=common,
+        missing=args.missing,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
-    say(f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
-        f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})")
+    say(
+        f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
+        f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})"
+    )
     say(format_score_table(result))
     _write_json(json_path, result)
     return 0
@@ -189,8 +224,14 @@ def run_compare(args: argparse.Namespace) -> int:
     json_path = _claim_json(args, args.a, args.b, args.references)
     references, (pred_a, pred_b) = _load(args, args.a, args.b)
     result = paired_comparison(
-        pred_a, pred_b, references, n_bootstrap=args.bootstrap, seed=args.seed, confidence=args.confidence,
-        missing=args.missing, names=(str(args.a), str(args.b)),
+        pred_a,
+        pred_b,
+        references,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        confidence=args.confidence,
+        missing=args.missing,
+        names=(str(args.a), str(args.b)),
     )
     result["meta"].update(references=str(args.references), split=args.split)
     say(format_compare_table(result))

@@ -22,10 +22,17 @@ def register(subparsers) -> None:
         "split, time point and stimulus; with per-rater --labels the human single-rater ICC(3,1) ceiling. "
         "Writes OUT/stats.json, OUT/correlation.png and OUT/histograms.png.",
     )
-    parser.add_argument("dataset_dir", type=existing("folder", as_path=False), help="folder written by `mis-bench build` (with labels)")
-    parser.add_argument("--split", default=ALL_SPLITS, choices=(*SPLITS, ALL_SPLITS),
-                        help="one split or all of them (default: all)")
-    parser.add_argument("--labels", type=existing("file", as_path=False), help="per-rater labels CSV (video_id,rater,dimension,score) for the human ceiling")
+    parser.add_argument(
+        "dataset_dir", type=existing("folder", as_path=False), help="folder written by `mis-bench build` (with labels)"
+    )
+    parser.add_argument(
+        "--split", default=ALL_SPLITS, choices=(*SPLITS, ALL_SPLITS), help="one split or all of them (default: all)"
+    )
+    parser.add_argument(
+        "--labels",
+        type=existing("file", as_path=False),
+        help="per-rater labels CSV (video_id,rater,dimension,score) for the human ceiling",
+    )
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
     parser.add_argument("--json", action="store_true", help="print stats.json to stdout")
     parser.set_defaults(func=run)

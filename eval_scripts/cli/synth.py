@@ -30,15 +30,26 @@ def run(args: argparse.Namespace) -> int:
     from mis_bench_dataset.synth import generate_synthetic_release
 
     release = generate_synthetic_release(
-        args.out, n_videos=args.videos, seed=args.seed, full_size=args.full_size,
-        compress=not args.no_compress, progress=True,
+        args.out,
+        n_videos=args.videos,
+        seed=args.seed,
+        full_size=args.full_size,
+        compress=not args.no_compress,
+        progress=True,
     )
-    summary = {"release_dir": str(release.release_dir), "ratings_csv": str(release.ratings_csv),
-               "n_videos": len(release.video_ids), "seed": release.seed, "synthetic": True}
+    summary = {
+        "release_dir": str(release.release_dir),
+        "ratings_csv": str(release.ratings_csv),
+        "n_videos": len(release.video_ids),
+        "seed": release.seed,
+        "synthetic": True,
+    }
     if args.json:
         print_json(summary)
     else:
-        say(f"wrote SYNTHETIC release of {summary['n_videos']} videos to {release.release_dir} "
-            f"(ratings: {release.ratings_csv})")
+        say(
+            f"wrote SYNTHETIC release of {summary['n_videos']} videos to {release.release_dir} "
+            f"(ratings: {release.ratings_csv})"
+        )
         say(f"next: mis-bench build {release.release_dir} --labels {release.ratings_csv} --out mis-bench")
     return 0

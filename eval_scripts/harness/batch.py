@@ -114,6 +114,7 @@ def write_batch_files(path: str | Path, parts: Sequence[Sequence[bytes]], *, inp
 # The kind of failure of a batch line the provider itself marked as failed (no HTTP answer to read).
 BATCH_FAILURE = "batch error"
 
+
 @dataclass(frozen=True)
 class BatchOutcome:
     """What a provider answered for one request."""

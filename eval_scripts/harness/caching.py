@@ -30,9 +30,15 @@ class CachingBackend(Backend):
         self.modalities = inner.modalities
 
     def key(self, prompt: Prompt, decoding: DecodingConfig) -> str:
-        return cache_key(backend=self.inner.name, model=self.inner.model, setting=self.setting,
-                         prompt_hash=prompt.prompt_hash, video_id=prompt.video_id, dimension=prompt.dimension,
-                         decoding=decoding.as_dict())
+        return cache_key(
+            backend=self.inner.name,
+            model=self.inner.model,
+            setting=self.setting,
+            prompt_hash=prompt.prompt_hash,
+            video_id=prompt.video_id,
+            dimension=prompt.dimension,
+            decoding=decoding.as_dict(),
+        )
 
     def pending(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> list[int]:
         """Indices of the prompts the cache has no answer for."""
@@ -46,31 +52,40 @@ class CachingBackend(Backend):
             if record is None:
                 pending.append(index)
             else:
-                yield Completion(index, record["response"], True, attempts=0, cached=True,
-                                 finish_reason=record.get("finish_reason"), usage=record.get("usage"))
+                yield Completion(
+                    index,
+                    record["response"],
+                    True,
+                    attempts=0,
+                    cached=True,
+                    finish_reason=record.get("finish_reason"),
+                    usage=record.get("usage"),
+                )
         if not pending:
             return
         for completion in self.inner.complete([prompts[i] for i in pending], decoding):
             index = pending[completion.index]
             prompt = prompts[index]
-            self.cache.append({
-                "key": keys[index],
-                "status": outcome_status(completion.ok, completion.finish_reason),
-                "backend": self.inner.name,
-                "model": self.inner.model,
-                "setting": self.setting,
-                "prompt_hash": prompt.prompt_hash,
-                "video_id": prompt.video_id,
-                "dimension": prompt.dimension,
-                "decoding": decoding.as_dict(),
-                "response": completion.text,
-                "error": completion.error,
-                "finish_reason": completion.finish_reason,
-                "usage": completion.usage,
-                "attempts": completion.attempts,
-                "latency_s": round(completion.latency_s, 4),
-                "created_at": time.time(),
-            })
+            self.cache.append(
+                {
+                    "key": keys[index],
+                    "status": outcome_status(completion.ok, completion.finish_reason),
+                    "backend": self.inner.name,
+                    "model": self.inner.model,
+                    "setting": self.setting,
+                    "prompt_hash": prompt.prompt_hash,
+                    "video_id": prompt.video_id,
+                    "dimension": prompt.dimension,
+                    "decoding": decoding.as_dict(),
+                    "response": completion.text,
+                    "error": completion.error,
+                    "finish_reason": completion.finish_reason,
+                    "usage": completion.usage,
+                    "attempts": completion.attempts,
+                    "latency_s": round(completion.latency_s, 4),
+                    "created_at": time.time(),
+                }
+            )
             completion.index = index
             yield completion
 

@@ -83,7 +83,9 @@ class RunContext:
 
     def results_setting(self) -> dict[str, Any]:
         """The setting as the results schema records it."""
-        return {k: v for k, v in self.setting.items() if k in ("modality", "prompt_style", "few_shot_k", "input_source")}
+        return {
+            k: v for k, v in self.setting.items() if k in ("modality", "prompt_style", "few_shot_k", "input_source")
+        }
 
     def system_decoding(self) -> dict[str, Any]:
         """Decoding parameters plus what identifies the prompt wording."""
@@ -154,8 +156,11 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     if config.few_shot_k < 0:
         raise UsageError(f"--few-shot must be 0 or more, got {config.few_shot_k}", where="--few-shot")
     if config.few_shot_k and config.prompt_style == PAPER_PROMPT_STYLE:
-        raise UsageError("the `paper` prompt style reproduces the authors' protocol, which has no few-shot examples",
-                         where="--few-shot", hint="drop --few-shot, or use --prompt direct or cot")
+        raise UsageError(
+            "the `paper` prompt style reproduces the authors' protocol, which has no few-shot examples",
+            where="--few-shot",
+            hint="drop --few-shot, or use --prompt direct or cot",
+        )
     source = scoring if scoring is not None else config.dataset
     if source is None:
         raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
@@ -167,20 +172,31 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     train_rows = None
     if config.few_shot_k:
         if config.split == "train":
-            raise UsageError("few-shot examples come from the train split", where="--few-shot",
-                             hint="evaluate the validation or test split instead")
+            raise UsageError(
+                "few-shot examples come from the train split",
+                where="--few-shot",
+                hint="evaluate the validation or test split instead",
+            )
         train_source = train if train is not None else config.dataset
         if train_source is None:
             raise UsageError("few-shot needs the train split", where="--few-shot", hint="pass --dataset DIR")
         train_rows = load_rows(train_source, "scoring", "train")
-    input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows,
-                                    config.dataset, backend)
+    input_source = input_source_for(
+        config.modality, config.input_source, config.feature_format, rows, config.dataset, backend
+    )
     decoding = config.decoding or DecodingConfig.for_style(config.prompt_style)
     try:
         prompts = build_prompts(
-            rows, modality=config.modality, prompt_style=config.prompt_style, input_source=input_source,
-            dataset=config.dataset, split=config.split, feature_format=config.feature_format, train_rows=train_rows,
-            few_shot_k=config.few_shot_k, few_shot_seed=config.few_shot_seed,
+            rows,
+            modality=config.modality,
+            prompt_style=config.prompt_style,
+            input_source=input_source,
+            dataset=config.dataset,
+            split=config.split,
+            feature_format=config.feature_format,
+            train_rows=train_rows,
+            few_shot_k=config.few_shot_k,
+            few_shot_seed=config.few_shot_seed,
         )
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
         raise HarnessError(str(err), where=where) from err
@@ -198,13 +214,27 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     if input_source == "raw" and any(p.video_path for p in prompts) and sampling is not None:
         setting["video"] = sampling.as_record()
     keys = [
-        cache_key(backend=backend.name, model=config.model, setting=setting, prompt_hash=p.prompt_hash,
-                  video_id=p.video_id, dimension=p.dimension, decoding=decoding.as_dict())
+        cache_key(
+            backend=backend.name,
+            model=config.model,
+            setting=setting,
+            prompt_hash=p.prompt_hash,
+            video_id=p.video_id,
+            dimension=p.dimension,
+            decoding=decoding.as_dict(),
+        )
         for p in prompts
     ]
     configs = ("scoring", "features") if input_source == "features" else ("scoring",)
     return RunContext(
-        config=config, backend_name=backend.name, rows=rows, prompts=prompts, keys=keys, input_source=input_source,
-        decoding=decoding, setting=setting, dataset=dataset_record(source, config.split, configs, config.dataset_name),
+        config=config,
+        backend_name=backend.name,
+        rows=rows,
+        prompts=prompts,
+        keys=keys,
+        input_source=input_source,
+        decoding=decoding,
+        setting=setting,
+        dataset=dataset_record(source, config.split, configs, config.dataset_name),
         run_dir=run_dir_name(config, input_source),
     )

@@ -73,8 +73,12 @@ class PrefixStats:
 
     def __add__(self, other: PrefixStats) -> PrefixStats:
         """Sequences sent one after the other (the grid's settings), not counting the pair at the seam."""
-        return PrefixStats(self.requests + other.requests, self.same_prefix + other.same_prefix,
-                           self.prompt_chars + other.prompt_chars, self.reused_chars + other.reused_chars)
+        return PrefixStats(
+            self.requests + other.requests,
+            self.same_prefix + other.same_prefix,
+            self.prompt_chars + other.prompt_chars,
+            self.reused_chars + other.reused_chars,
+        )
 
     def as_dict(self) -> dict:
         return {

@@ -57,18 +57,29 @@ def write_run(
     from mis_icc_metric.scoring import score_predictions
 
     names = [PREDICTIONS_NAME, RESULTS_NAME] + ([RAW_RESPONSES_NAME] if raw_records is not None else [])
-    claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER)))
+    claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER), strict=True))
     scores = None
     if references:
-        scored = {(p["video_id"], p["dimension"]): p["prediction"] for p in predictions
-                  if (p["video_id"], p["dimension"]) in references}
+        scored = {
+            (p["video_id"], p["dimension"]): p["prediction"]
+            for p in predictions
+            if (p["video_id"], p["dimension"]) in references
+        }
         scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
     write_predictions(claimed[PREDICTIONS_NAME], predictions)
     raw_path = None
     if raw_records is not None:
         raw_path = claimed[RAW_RESPONSES_NAME]
         write_atomic(raw_path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records))
-    results = write_results(claimed[RESULTS_NAME], system=system, setting=setting, dataset=dataset,
-                            predictions=predictions, scores=scores, parse_rates=parse_rates, usage=usage,
-                            outcomes=outcomes)
+    results = write_results(
+        claimed[RESULTS_NAME],
+        system=system,
+        setting=setting,
+        dataset=dataset,
+        predictions=predictions,
+        scores=scores,
+        parse_rates=parse_rates,
+        usage=usage,
+        outcomes=outcomes,
+    )
     return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME])

@@ -9,11 +9,11 @@ from typing import Any
 from eval_scripts.backends.base import Backend
 from eval_scripts.feature_plots import FEATURE_FORMATS, feature_media_block
 from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
+from mis_bench_dataset.arrays import FeatureArrays
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
-from mis_bench_dataset.arrays import FeatureArrays
 
 
 def input_source_for(
@@ -31,8 +31,11 @@ def input_source_for(
                 hint="pass --dataset DIR (a `mis-bench build` output) to derive audio/video descriptions",
             )
         if feature_format not in FEATURE_FORMATS:
-            raise UsageError(f"unknown feature format {feature_format!r}", where="--feature-format",
-                             hint=f"use one of {', '.join(FEATURE_FORMATS)}")
+            raise UsageError(
+                f"unknown feature format {feature_format!r}",
+                where="--feature-format",
+                hint=f"use one of {', '.join(FEATURE_FORMATS)}",
+            )
         if "plot" in feature_format:
             backend.check_inputs({"image"}, f"setting {modality} with feature plots")
     return source
@@ -46,16 +49,22 @@ def feature_blocks(
     try:
         features = FeatureArrays.open(dataset, split, columns)
     except DataError as err:
-        raise UnsupportedSetting(f"{modality}: no usable `features` config: {err.what}", where=err.where,
-                                 hint="rebuild the dataset with `mis-bench build`") from err
+        raise UnsupportedSetting(
+            f"{modality}: no usable `features` config: {err.what}",
+            where=err.where,
+            hint="rebuild the dataset with `mis-bench build`",
+        ) from err
     blocks = {
         video_id: feature_media_block(features.row(video_id, columns), modality, feature_format)
         for video_id in sorted(video_ids & set(features.video_ids))
     }
     missing = video_ids - blocks.keys()
     if missing:
-        raise DataError(f"{len(missing)} video(s) have no row in the `features` config, e.g. {sorted(missing)[:3]}",
-                        where=str(dataset), hint="rebuild the dataset with `mis-bench build`")
+        raise DataError(
+            f"{len(missing)} video(s) have no row in the `features` config, e.g. {sorted(missing)[:3]}",
+            where=str(dataset),
+            hint="rebuild the dataset with `mis-bench build`",
+        )
     return blocks
 
 
@@ -76,10 +85,14 @@ def build_prompts(
     media = SETTING_MEDIA[modality]
     evaluated = {r["video_id"] for r in rows}
     blocks = feature_blocks(dataset, split, modality, feature_format, evaluated) if input_source == "features" else {}
-    shots = {
-        d: select_few_shot(train_rows or [], d, few_shot_k, exclude_videos=evaluated, seed=few_shot_seed)
-        for d in DIMENSION_KEYS
-    } if few_shot_k else {}
+    shots = (
+        {
+            d: select_few_shot(train_rows or [], d, few_shot_k, exclude_videos=evaluated, seed=few_shot_seed)
+            for d in DIMENSION_KEYS
+        }
+        if few_shot_k
+        else {}
+    )
     prompts = []
     for row in rows:
         block, images = blocks.get(row["video_id"], ("", ()))

@@ -32,12 +32,18 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
         scores, overall = entry["scores"], entry["scores"]["overall"]
         ci = overall.get("icc_ci") or [None, None]
         row = {
-            "rank": entry["rank"], "model": escape_csv(entry["model"]),
+            "rank": entry["rank"],
+            "model": escape_csv(entry["model"]),
             "backend": escape_csv(entry["backend"]),
-            "modality": entry["modality"], "prompt_style": entry["prompt_style"],
-            "few_shot_k": entry["few_shot_k"], "input_source": escape_csv(entry["input_source"]),
-            "overall_icc": overall.get("icc"), "overall_ci_low": ci[0], "overall_ci_high": ci[1],
-            "overall_mse": overall.get("mse"), "excluded_rate": overall.get("excluded_rate"),
+            "modality": entry["modality"],
+            "prompt_style": entry["prompt_style"],
+            "few_shot_k": entry["few_shot_k"],
+            "input_source": escape_csv(entry["input_source"]),
+            "overall_icc": overall.get("icc"),
+            "overall_ci_low": ci[0],
+            "overall_ci_high": ci[1],
+            "overall_mse": overall.get("mse"),
+            "excluded_rate": overall.get("excluded_rate"),
             "mean_icc": scores.get("mean_icc"),
             "p_vs_leader": (entry.get("vs_leader") or {}).get("p_value"),
         }
@@ -52,8 +58,11 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             row[f"{dim['key']}_mse"] = block.get("mse")
             row[f"{dim['key']}_parse_rate"] = entry["parse_rates"].get(dim["key"])
             row[f"{dim['key']}_truncated"] = ((outcomes.get("dimensions") or {}).get(dim["key"]) or {}).get("truncated")
-        row.update(synthetic=entry["synthetic"], dataset_fingerprint=escape_csv(entry["dataset_fingerprint"]),
-                   file=entry["file"])
+        row.update(
+            synthetic=entry["synthetic"],
+            dataset_fingerprint=escape_csv(entry["dataset_fingerprint"]),
+            file=entry["file"],
+        )
         rows.append(row)
     return rows
 

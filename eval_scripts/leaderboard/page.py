@@ -13,9 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
 from mis_bench_dataset.dimensions import HUMAN_CEILING_MEAN
 from mis_bench_dataset.text_safety import escape_html
-from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
@@ -36,7 +36,8 @@ _SCRIPT = r"""
   const table = document.getElementById('leaderboard');
   const body = table.querySelector('tbody.entries');
   function pairs() {
-    return Array.from(body.querySelectorAll('tr.entry')).map(row => [row, document.getElementById('detail-' + row.dataset.id)]);
+    return Array.from(body.querySelectorAll('tr.entry'))
+      .map(row => [row, document.getElementById('detail-' + row.dataset.id)]);
   }
   function value(row, key, type) {
     const cell = row.querySelector('td[data-key="' + key + '"]');
@@ -88,16 +89,27 @@ def _cell(key: str, value: Any, text: str, *, title: str = "", css: str = "") ->
 def _icc_cell(key: str, block: Mapping[str, Any] | None) -> str:
     block = block or {}
     ci = block.get("icc_ci")
-    return _cell(key, block.get("icc"), pct(block.get("icc")), title=f"ICC {pct(block.get('icc'))}%, 95% CI {ci_pct(ci)}")
+    return _cell(
+        key, block.get("icc"), pct(block.get("icc")), title=f"ICC {pct(block.get('icc'))}%, 95% CI {ci_pct(ci)}"
+    )
 
 
 def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(key, header, type) of the sortable columns, in order."""
-    cols = [("rank", "#", "num"), ("model", "Model", "text"), ("modality", "Setting", "text"),
-            ("prompt_style", "Prompt", "text"), ("overall", "Overall ICC %", "num"), ("mean_icc", "Mean ICC %", "num")]
+    cols = [
+        ("rank", "#", "num"),
+        ("model", "Model", "text"),
+        ("modality", "Setting", "text"),
+        ("prompt_style", "Prompt", "text"),
+        ("overall", "Overall ICC %", "num"),
+        ("mean_icc", "Mean ICC %", "num"),
+    ]
     cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
-    cols += [("excluded_rate", "Excluded %", "num"), ("truncated", "Truncated", "num"),
-             ("p_vs_leader", "p vs leader", "num")]
+    cols += [
+        ("excluded_rate", "Excluded %", "num"),
+        ("truncated", "Truncated", "num"),
+        ("p_vs_leader", "p vs leader", "num"),
+    ]
     return cols
 
 
@@ -110,8 +122,12 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
         _cell("rank", entry["rank"], str(entry["rank"])),
         _cell("model", entry["model"], entry["model"], css="text", title=f"{entry['backend']} · {entry['file']}"),
         _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
-        _cell("prompt_style", entry["prompt_style"],
-              entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""), css="text"),
+        _cell(
+            "prompt_style",
+            entry["prompt_style"],
+            entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""),
+            css="text",
+        ),
         _icc_cell("overall", overall),
         _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
     ]
@@ -120,21 +136,36 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     outcomes = entry.get("outcomes") or {}
     counts = outcomes.get("overall") or {}
     truncated = counts.get("truncated")
-    cells.append(_cell("truncated", truncated, MISSING if truncated is None else str(truncated),
-                       title="answers cut at the token limit (not scored), as the run recorded them"))
-    cells.append(_cell("p_vs_leader", p_value, "leader" if entry["rank"] == 1 else num(p_value, 4),
-                       title="paired bootstrap, two-sided, overall ICC vs the leader"))
+    cells.append(
+        _cell(
+            "truncated",
+            truncated,
+            MISSING if truncated is None else str(truncated),
+            title="answers cut at the token limit (not scored), as the run recorded them",
+        )
+    )
+    cells.append(
+        _cell(
+            "p_vs_leader",
+            p_value,
+            "leader" if entry["rank"] == 1 else num(p_value, 4),
+            title="paired bootstrap, two-sided, overall ICC vs the leader",
+        )
+    )
     row_id = f"e{entry['rank']}"
     details = [
         f"<b>{_esc(entry['model'])}</b> ({_esc(entry['backend'])}; {_esc(entry['modality'])}; "
-        f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; dataset {_esc(entry['dataset_fingerprint'])})",
+        f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; "
+        f"dataset {_esc(entry['dataset_fingerprint'])})",
         f"Overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}, "
         f"n={_esc(overall.get('n', MISSING))}, excluded {pct(overall.get('excluded_rate'))}%",
     ]
     if counts:
-        details.append("rows without a score, as the run recorded them: "
-                       f"{_esc(counts.get('unparsed'))} unparsed, {_esc(counts.get('truncated'))} truncated at the "
-                       f"token limit, {_esc(counts.get('failed'))} failed requests")
+        details.append(
+            "rows without a score, as the run recorded them: "
+            f"{_esc(counts.get('unparsed'))} unparsed, {_esc(counts.get('truncated'))} truncated at the "
+            f"token limit, {_esc(counts.get('failed'))} failed requests"
+        )
     for d in board["dimensions"]:
         block = (scores.get("dimensions") or {}).get(d["key"]) or {}
         rate = entry["parse_rates"].get(d["key"])
@@ -147,14 +178,17 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     if entry["rank"] > 1:
         details.append(
             f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
-            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} (n={_esc(comparison.get('n', MISSING))} videos "
-            f"parsed by both)"
+            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} "
+            f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
         )
         dimension_p = comparison.get("dimension_p_values") or {}
         if dimension_p:
-            details.append("per-dimension p vs leader: " + ", ".join(
-                f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"]
-            ))
+            details.append(
+                "per-dimension p vs leader: "
+                + ", ".join(
+                    f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"]
+                )
+            )
     detail_html = "<br>".join(details)
     return (
         f'<tr class="entry" data-id="{row_id}">{"".join(cells)}</tr>'
@@ -195,24 +229,29 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
     rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
     notice = ""
     if any(entry["synthetic"] for entry in board["entries"]):
-        notice = ("<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: entries marked synthetic were scored on the "
-                  "toolkit's generated sample, not on MIS-Bench; their numbers say nothing about model skill.</p>")
+        notice = (
+            "<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: entries marked synthetic were scored on the "
+            "toolkit's generated sample, not on MIS-Bench; their numbers say nothing about model skill.</p>"
+        )
     rejected = ""
     if board["rejected"]:
         items = "".join(
-            f"<li><code>{_esc(r['file'])}</code><ul>{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
+            f"<li><code>{_esc(r['file'])}</code><ul>"
+            f"{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
             for r in board["rejected"]
         )
-        rejected = f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
+        rejected = (
+            f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
+        )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
 <body><h1>{_esc(title)}</h1>{notice}
-<p>ICC(3,1) in percent against expert ratings on split <b>{_esc(board['split'])}</b> ({board['n_videos']} videos),
-95% bootstrap CIs ({board['n_bootstrap']} resamples) on hover and in each entry's detail row (click a row).
+<p>ICC(3,1) in percent against expert ratings on split <b>{_esc(board["split"])}</b> ({board["n_videos"]} videos),
+95% bootstrap CIs ({board["n_bootstrap"]} resamples) on hover and in each entry's detail row (click a row).
 Overall: the eight scores averaged per video; videos with an unparseable dimension are excluded.
 Ranked by overall ICC; p vs leader: paired bootstrap test of the overall ICC difference on the same videos.
-Generated {_esc(board['generated_at'])}.</p>
+Generated {_esc(board["generated_at"])}.</p>
 <table id="leaderboard"><thead><tr>{head}</tr></thead>
 <tbody class="entries">{rows}</tbody>{_ceiling_row(board, cols)}</table>
 {rejected}

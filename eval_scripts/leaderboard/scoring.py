@@ -54,7 +54,9 @@ def _load_all(paths: list[Path], video_ids: set[str], split: str, max_bytes: int
             rejected.append({"file": path.name, "reasons": err.reasons})
         except Exception as err:  # noqa: BLE001 - a crash must not hide the other submissions
             logger.exception("unexpected error while validating %s", path)
-            rejected.append({"file": path.name, "reasons": [f"internal error while validating: {type(err).__name__}: {err}"]})
+            rejected.append(
+                {"file": path.name, "reasons": [f"internal error while validating: {type(err).__name__}: {err}"]}
+            )
     return accepted, rejected
 
 
@@ -127,11 +129,17 @@ def build_leaderboard(
 
     submissions_dir = Path(submissions_dir)
     if not submissions_dir.is_dir():
-        raise DataError(f"the submissions folder {submissions_dir} does not exist", where="SUBMISSIONS_DIR",
-                        hint="give the folder `mis-bench submit --out` wrote")
+        raise DataError(
+            f"the submissions folder {submissions_dir} does not exist",
+            where="SUBMISSIONS_DIR",
+            hint="give the folder `mis-bench submit --out` wrote",
+        )
     # Hidden files (the output manifest, editor backups) are never submissions.
-    paths = sorted(p for p in submissions_dir.iterdir()
-                   if p.is_file() and p.suffix.lower() == ".json" and not p.name.startswith("."))
+    paths = sorted(
+        p
+        for p in submissions_dir.iterdir()
+        if p.is_file() and p.suffix.lower() == ".json" and not p.name.startswith(".")
+    )
     video_ids = {video for video, _ in references}
     accepted, rejected = _load_all(paths, video_ids, split, max_bytes)
     # One common item set for every system: the "overall on common videos" figure.
@@ -140,9 +148,11 @@ def build_leaderboard(
     entries = []
     for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5):
         try:
-            scores = json_safe(score_predictions(
-                sub.predictions, references, n_bootstrap=n_bootstrap, seed=seed, common_videos=common or None
-            ))
+            scores = json_safe(
+                score_predictions(
+                    sub.predictions, references, n_bootstrap=n_bootstrap, seed=seed, common_videos=common or None
+                )
+            )
             entries.append((_entry(sub, scores), sub))
         except Exception as err:  # noqa: BLE001
             logger.exception("scoring failed for %s", sub.file)
@@ -161,8 +171,12 @@ def build_leaderboard(
             entry["vs_leader"] = _vs_leader(json_safe(comparison))
         except Exception as err:  # noqa: BLE001 - a failed comparison only blanks the p-value
             logger.warning("paired comparison %s vs leader failed: %s", sub.file, err)
-            entry["vs_leader"] = {"p_value": None, "delta": None, "delta_ci": None,
-                                  "error": f"{type(err).__name__}: {err}"}
+            entry["vs_leader"] = {
+                "p_value": None,
+                "delta": None,
+                "delta_ci": None,
+                "error": f"{type(err).__name__}: {err}",
+            }
 
     return {
         "format_version": LEADERBOARD_FORMAT_VERSION,
@@ -173,9 +187,7 @@ def build_leaderboard(
         "n_bootstrap": n_bootstrap,
         "seed": seed,
         "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
-        "human_ceiling": {
-            key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()
-        },
+        "human_ceiling": {key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()},
         "entries": [entry for entry, _ in entries],
         "rejected": sorted(rejected, key=lambda r: r["file"]),
     }

@@ -15,6 +15,7 @@ Stdlib HTTP only: the page is static, so no web framework is needed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -93,10 +94,8 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     server = make_server(site_files(build_board_from_env()), port=int(os.environ.get("PORT", "7860")))
     print(f"serving the MIS-Bench leaderboard on http://{server.server_address[0]}:{server.server_address[1]}/")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 

@@ -18,7 +18,6 @@ from typing import Any
 
 from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_systems
 from eval_scripts.report.formatting import md_escape
-from eval_scripts.submission import slug
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
 from eval_scripts.report.table import (
@@ -44,10 +43,11 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.text_safety import escape_html
+from eval_scripts.submission import slug
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.text_safety import escape_html
 
 logger = logging.getLogger(__name__)
 
@@ -118,8 +118,9 @@ def _data_uri(path: Path) -> str:
 def _table3_section(best: Sequence[BestConfiguration], ranks: list[dict], undefined: list[str]) -> _Section:
     paragraphs = [SELECTION_RULE, RANK_RULE]
     if undefined:
-        paragraphs.append("Not in this table (no configuration with a defined overall ICC): "
-                          + ", ".join(undefined) + ".")
+        paragraphs.append(
+            "Not in this table (no configuration with a defined overall ICC): " + ", ".join(undefined) + "."
+        )
     tables = [("ICC(3,1) % of each system's best configuration", table3_table(best, ranks))] if best else []
     if not best:
         paragraphs.append("No system has a configuration with a defined overall ICC.")
@@ -129,9 +130,11 @@ def _table3_section(best: Sequence[BestConfiguration], ranks: list[dict], undefi
 def _figure2_section(runs: Sequence[RunView], heatmap: Path) -> _Section:
     return _Section(
         "Figure 2 view: every configuration by dimension",
-        ["ICC(3,1) in percent of every configuration of every system (rows, grouped by system) on each dimension "
-         "(columns); the colour scale diverges at 0. The table gives the same numbers with their 95% CIs, "
-         "each dimension's mean over the configurations where it is defined, and the human ceiling."],
+        [
+            "ICC(3,1) in percent of every configuration of every system (rows, grouped by system) on each dimension "
+            "(columns); the colour scale diverges at 0. The table gives the same numbers with their 95% CIs, "
+            "each dimension's mean over the configurations where it is defined, and the human ceiling."
+        ],
         [("ICC(3,1) % [95% CI] of every configuration (best per column in bold)", figure2_table(runs))],
         [("heatmap of ICC by configuration and dimension", heatmap)],
     )
@@ -152,11 +155,16 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
                 f"{comparison.seed}); paired tests: ICC(system) - ICC(reference) in percentage points on the items "
                 "both systems parsed, with its CI and two-sided bootstrap p-value (mis_icc_metric.paired_comparison)."
             )
-        tables.append(("ICC(3,1) % [95% CI] per dimension (best per row in bold)",
-                       comparison_table(comparison.views())))
+        tables.append(
+            ("ICC(3,1) % [95% CI] per dimension (best per row in bold)", comparison_table(comparison.views()))
+        )
         if comparison.paired:
-            tables.append(("Paired bootstrap tests against the reference: difference in points [95% CI] p-value",
-                           paired_table(comparison.paired)))
+            tables.append(
+                (
+                    "Paired bootstrap tests against the reference: difference in points [95% CI] p-value",
+                    paired_table(comparison.paired),
+                )
+            )
     for run, reason in comparison.skipped:
         paragraphs.append(f"Not compared: {run.label}: {reason}.")
     paragraphs += [note[0].upper() + note[1:] + "." for note in comparison.notes]
@@ -172,9 +180,15 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
         md += [f"## {section.heading}", ""]
         md += [part for text in section.paragraphs for part in (md_escape(text), "")]
         if section.legend:
-            md += ["Marks: " + ", ".join(
-                f"{'**' if rank == 1 else ''}x{mark}{'**' if rank == 1 else ''} {RANK_NAMES[rank]}"
-                for rank, mark in RANK_SUPERSCRIPTS.items()) + " per column.", ""]
+            md += [
+                "Marks: "
+                + ", ".join(
+                    f"{'**' if rank == 1 else ''}x{mark}{'**' if rank == 1 else ''} {RANK_NAMES[rank]}"
+                    for rank, mark in RANK_SUPERSCRIPTS.items()
+                )
+                + " per column.",
+                "",
+            ]
         for caption, table in section.tables:
             md += [f"**{caption}**", "", to_markdown(table), ""]
         md += [f"![{alt}]({path.name})\n" for alt, path in section.figures]
@@ -182,18 +196,24 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
 
 
 def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
-    page = ["<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-            f"<title>{escape_html(title)}</title><style>{_CSS}</style></head><body><h1>{escape_html(title)}</h1>"]
+    page = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
+        f"<title>{escape_html(title)}</title><style>{_CSS}</style></head><body><h1>{escape_html(title)}</h1>",
+    ]
     if synthetic:
         page.append(f"<p class='notice' id='synthetic-notice'>{escape_html(SYNTHETIC_NOTICE)}</p>")
     for section in sections:
         page.append(f"<section id='{_slug(section.heading)}'><h2>{escape_html(section.heading)}</h2>")
         page += [f"<p class='note'>{escape_html(text)}</p>" for text in section.paragraphs]
         if section.legend:
-            page.append("<p class='legend'>" + "".join(
-                f"<span style='background:{_RANK_COLOURS[rank]}'>{RANK_NAMES[rank]}</span>" for rank in RANK_NAMES
-            ) + "per column</p>")
+            page.append(
+                "<p class='legend'>"
+                + "".join(
+                    f"<span style='background:{_RANK_COLOURS[rank]}'>{RANK_NAMES[rank]}</span>" for rank in RANK_NAMES
+                )
+                + "per column</p>"
+            )
         for caption, table in section.tables:
             page.append(f"<h3>{escape_html(caption)}</h3>{to_html(table)}")
         page += [f"<img alt='{escape_html(alt)}' src='{_data_uri(path)}'>" for alt, path in section.figures]
@@ -204,10 +224,16 @@ def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
 
 def _run_json(run: RunView) -> dict[str, Any]:
     return {
-        "label": run.label, "model": run.model, "modality": run.modality, "prompt_style": run.prompt_style,
-        "few_shot_k": run.few_shot_k, "input_source": run.input_source, "source": run.source,
+        "label": run.label,
+        "model": run.model,
+        "modality": run.modality,
+        "prompt_style": run.prompt_style,
+        "few_shot_k": run.few_shot_k,
+        "input_source": run.input_source,
+        "source": run.source,
         "dataset": {"fingerprint": run.fingerprint, "split": run.split},
-        "overall_icc": run.overall.get("icc"), "mean_icc": run.mean_icc,
+        "overall_icc": run.overall.get("icc"),
+        "mean_icc": run.mean_icc,
         "dimensions": {key: run.dim(key).get("icc") for key in DIMENSION_KEYS},
         "outcomes": (run.outcomes or {}).get("overall"),
     }
@@ -225,22 +251,32 @@ def report_data(
     """report.json: the three views as data (ICC as raw fractions, null when undefined)."""
     from mis_icc_metric.scoring import json_safe
 
-    return json_safe({
-        "format_version": REPORT_FORMAT_VERSION,
-        "title": title,
-        "synthetic": any(run.synthetic for run in runs),
-        "best_configuration": [entry.as_json() for entry in best],
-        "table3": {
-            "rule": SELECTION_RULE,
-            "rank_rule": RANK_RULE,
-            "rows": [{"label": entry.run.label, "source": entry.run.source, "few_shot_k": entry.run.few_shot_k,
-                      "n_configurations": entry.n_configurations, "mean_icc": entry.values()["mean"],
-                      "ranks": dict(rank)} for entry, rank in zip(best, ranks)],
-            "systems_without_overall_icc": list(undefined),
-        },
-        "configurations": [_run_json(run) for run in runs],
-        "comparison": comparison.as_json(),
-    })
+    return json_safe(
+        {
+            "format_version": REPORT_FORMAT_VERSION,
+            "title": title,
+            "synthetic": any(run.synthetic for run in runs),
+            "best_configuration": [entry.as_json() for entry in best],
+            "table3": {
+                "rule": SELECTION_RULE,
+                "rank_rule": RANK_RULE,
+                "rows": [
+                    {
+                        "label": entry.run.label,
+                        "source": entry.run.source,
+                        "few_shot_k": entry.run.few_shot_k,
+                        "n_configurations": entry.n_configurations,
+                        "mean_icc": entry.values()["mean"],
+                        "ranks": dict(rank),
+                    }
+                    for entry, rank in zip(best, ranks, strict=True)
+                ],
+                "systems_without_overall_icc": list(undefined),
+            },
+            "configurations": [_run_json(run) for run in runs],
+            "comparison": comparison.as_json(),
+        }
+    )
 
 
 REPORT_WRITER = "report"
@@ -283,27 +319,45 @@ def write_report(
     scatter_names = [f"{stem}-scatter-{index + 1}-{_slug(run.label)}.png" for index, run in enumerate(scattered)]
     heatmap_path, radar_path, markdown_path, html_path, json_path, *scatter_paths = folder.claim_all(
         [f"{stem}-heatmap.png", f"{stem}-radar.png", f"{stem}.md", f"{stem}.html", f"{stem}.json", *scatter_names],
-        REPORT_WRITER)  # all checked before anything is written
-    comparison = compare_systems(runs, best, references=references, reference=reference,
-                                 n_bootstrap=comparison_bootstrap, seed=seed)
+        REPORT_WRITER,
+    )  # all checked before anything is written
+    comparison = compare_systems(
+        runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
+    )
     heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix)
-    radar = radar_chart(comparison.views() or [entry.run for entry in best] or runs, radar_path,
-                        title="Per-dimension ICC(3,1)" + suffix)
-    scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths)]
+    radar = radar_chart(
+        comparison.views() or [entry.run for entry in best] or runs, radar_path, title="Per-dimension ICC(3,1)" + suffix
+    )
+    scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
 
     sections = [
         _table3_section(best, ranks, undefined),
         _figure2_section(runs, heatmap),
         _comparison_section(comparison, radar),
-        _Section("Errors and parse rates", [OVERALL_NOTE],
-                 [("MSE (lower is better)", mse_table(runs)),
-                  ("Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
-                   "token limit, failed request) and overall exclusion rate", rates_table(runs))], []),
+        _Section(
+            "Errors and parse rates",
+            [OVERALL_NOTE],
+            [
+                ("MSE (lower is better)", mse_table(runs)),
+                (
+                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
+                    "token limit, failed request) and overall exclusion rate",
+                    rates_table(runs),
+                ),
+            ],
+            [],
+        ),
     ]
     if scatter_files:
         what = "each system's best configuration" if scatters == "best" else "every configuration"
-        sections.append(_Section("Predicted vs gold", [f"Parsed predictions against the gold scores of {what}."], [],
-                                 [(f"scatter {p.stem}", p) for p in scatter_files]))
+        sections.append(
+            _Section(
+                "Predicted vs gold",
+                [f"Parsed predictions against the gold scores of {what}."],
+                [],
+                [(f"scatter {p.stem}", p) for p in scatter_files],
+            )
+        )
 
     write_atomic(markdown_path, _markdown(title, synthetic, sections))
     write_atomic(html_path, _html(title, synthetic, sections))

@@ -44,28 +44,43 @@ class Comparison:
 
     def views(self) -> list[RunView]:
         """The compared runs carrying the comparison's scores (for the radar and the tables)."""
-        return [replace(run, scores=scores) for run, scores in zip(self.runs, self.scores)]
+        return [replace(run, scores=scores) for run, scores in zip(self.runs, self.scores, strict=True)]
 
     def as_json(self) -> dict[str, Any]:
         def ident(run: RunView) -> dict[str, Any]:
-            return {"label": run.label, "model": run.model, "modality": run.modality,
-                    "prompt_style": run.prompt_style, "few_shot_k": run.few_shot_k, "source": run.source}
+            return {
+                "label": run.label,
+                "model": run.model,
+                "modality": run.modality,
+                "prompt_style": run.prompt_style,
+                "few_shot_k": run.few_shot_k,
+                "source": run.source,
+            }
 
         return {
             "reference": None if self.reference is None else ident(self.reference),
             "reference_rule": self.reference_rule,
-            "dataset": None if self.reference is None else {"fingerprint": self.reference.fingerprint,
-                                                             "split": self.reference.split},
+            "dataset": None
+            if self.reference is None
+            else {"fingerprint": self.reference.fingerprint, "split": self.reference.split},
             "rescored": self.rescored,
             "n_bootstrap": self.n_bootstrap,
             "seed": self.seed,
             "systems": [
-                {**ident(run), "dimensions": {k: {"icc": v.get("icc"), "icc_ci": v.get("icc_ci")}
-                                              for k, v in (scores.get("dimensions") or {}).items()},
-                 "mean_icc": scores.get("mean_icc"), "mean_icc_ci": scores.get("mean_icc_ci"),
-                 "overall": {"icc": (scores.get("overall") or {}).get("icc"),
-                             "icc_ci": (scores.get("overall") or {}).get("icc_ci")}}
-                for run, scores in zip(self.runs, self.scores)
+                {
+                    **ident(run),
+                    "dimensions": {
+                        k: {"icc": v.get("icc"), "icc_ci": v.get("icc_ci")}
+                        for k, v in (scores.get("dimensions") or {}).items()
+                    },
+                    "mean_icc": scores.get("mean_icc"),
+                    "mean_icc_ci": scores.get("mean_icc_ci"),
+                    "overall": {
+                        "icc": (scores.get("overall") or {}).get("icc"),
+                        "icc_ci": (scores.get("overall") or {}).get("icc_ci"),
+                    },
+                }
+                for run, scores in zip(self.runs, self.scores, strict=True)
             ],
             "paired": self.paired,
             "skipped": [{**ident(run), "reason": reason} for run, reason in self.skipped],
@@ -84,25 +99,33 @@ def choose_reference(
     or by default the best configuration of the first system given."""
     if reference is None:
         if not best:
-            raise DataError("no system has a defined overall ICC, so none can be the reference",
-                            hint="name one with --reference FILE")
+            raise DataError(
+                "no system has a defined overall ICC, so none can be the reference",
+                hint="name one with --reference FILE",
+            )
         return best[0].run, f"default: the best configuration of the first system given ({best[0].run.model})"
     path = Path(reference)
     if path.is_file():
         match = [run for run in runs if _same_file(run, path)]
         if not match:
-            raise UsageError("the reference file is not among the results reported", where=reference,
-                             hint="give it among the RESULTS too")
+            raise UsageError(
+                "the reference file is not among the results reported",
+                where=reference,
+                hint="give it among the RESULTS too",
+            )
         return match[0], f"--reference {reference}"
     for entry in best:
         if entry.run.model == reference:
             return entry.run, f"--reference {reference}: its best configuration"
     known = sorted({run.model for run in runs})
     if reference in known:
-        raise DataError(f"system {reference!r} has no configuration with a defined overall ICC",
-                        hint="name one of its results files with --reference FILE")
-    raise UsageError(f"--reference {reference!r} is neither a results file nor a system",
-                     hint="systems: " + ", ".join(known))
+        raise DataError(
+            f"system {reference!r} has no configuration with a defined overall ICC",
+            hint="name one of its results files with --reference FILE",
+        )
+    raise UsageError(
+        f"--reference {reference!r} is neither a results file nor a system", hint="systems: " + ", ".join(known)
+    )
 
 
 def compare_systems(
@@ -118,8 +141,14 @@ def compare_systems(
     if n_bootstrap < 0:
         raise UsageError(f"the number of bootstrap resamples must be >= 0, got {n_bootstrap}")
     if reference is None and not best:
-        return Comparison(None, "none", notes=["no comparison: no system has a defined overall ICC to pick a "
-                                               "reference by (name one with --reference FILE)"])
+        return Comparison(
+            None,
+            "none",
+            notes=[
+                "no comparison: no system has a defined overall ICC to pick a "
+                "reference by (name one with --reference FILE)"
+            ],
+        )
     ref, rule = choose_reference(runs, best, reference)
     candidates = [ref] + [entry.run for entry in best if entry.run.model != ref.model]
     compared, skipped = [], []
@@ -127,22 +156,41 @@ def compare_systems(
         if (run.fingerprint, run.split) == (ref.fingerprint, ref.split):
             compared.append(run)
         else:
-            skipped.append((run, f"scored on split {run.split!r} of dataset {run.fingerprint!r}; the reference on "
-                                 f"split {ref.split!r} of dataset {ref.fingerprint!r}"))
+            skipped.append(
+                (
+                    run,
+                    f"scored on split {run.split!r} of dataset {run.fingerprint!r}; the reference on "
+                    f"split {ref.split!r} of dataset {ref.fingerprint!r}",
+                )
+            )
     notes: list[str] = []
     if references is None:
         stored = {(run.scores.get("meta") or {}).get("n_bootstrap") for run in compared}
         counts = ", ".join("unknown" if n is None else f"{n:,}" for n in sorted(stored, key=lambda n: (n is None, n)))
-        notes.append(f"CIs as stored in the results ({counts} resamples); no paired tests: both need the labels "
-                     f"(pass --references DATASET_DIR_OR_LABELS to rescore with {n_bootstrap:,} resamples and test)")
-        return Comparison(ref, rule, compared, [run.scores for run in compared], [], skipped, notes,
-                          rescored=False, n_bootstrap=stored.pop() if len(stored) == 1 else None, seed=None)
+        notes.append(
+            f"CIs as stored in the results ({counts} resamples); no paired tests: both need the labels "
+            f"(pass --references DATASET_DIR_OR_LABELS to rescore with {n_bootstrap:,} resamples and test)"
+        )
+        return Comparison(
+            ref,
+            rule,
+            compared,
+            [run.scores for run in compared],
+            [],
+            skipped,
+            notes,
+            rescored=False,
+            n_bootstrap=stored.pop() if len(stored) == 1 else None,
+            seed=None,
+        )
 
     from mis_icc_metric import paired_comparison
     from mis_icc_metric.scoring import json_safe
 
-    scores = [score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
-              for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3)]
+    scores = [
+        score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
+        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3)
+    ]
     paired: list[dict[str, Any]] = []
     if n_bootstrap == 0:
         notes.append("no CIs and no paired tests: the number of bootstrap resamples is 0")
@@ -150,12 +198,22 @@ def compare_systems(
         reference_predictions = predictions_on(ref.predictions, references)
         for run in tqdm(compared[1:], desc="comparison: paired tests", unit="system", disable=len(compared) < 4):
             try:
-                paired.append(json_safe(paired_comparison(
-                    predictions_on(run.predictions, references), reference_predictions, references,
-                    n_bootstrap=n_bootstrap, seed=seed, names=(run.label, ref.label))))
+                paired.append(
+                    json_safe(
+                        paired_comparison(
+                            predictions_on(run.predictions, references),
+                            reference_predictions,
+                            references,
+                            n_bootstrap=n_bootstrap,
+                            seed=seed,
+                            names=(run.label, ref.label),
+                        )
+                    )
+                )
             except ValueError as err:
                 raise DataError(f"cannot compare with the reference: {err}", where=run.source or run.label) from None
     if len(compared) < 2:
         notes.append(f"only one system on split {ref.split!r} of dataset {ref.fingerprint!r}: nothing to test against")
-    return Comparison(ref, rule, compared, scores, paired, skipped, notes, rescored=True, n_bootstrap=n_bootstrap,
-                      seed=seed)
+    return Comparison(
+        ref, rule, compared, scores, paired, skipped, notes, rescored=True, n_bootstrap=n_bootstrap, seed=seed
+    )

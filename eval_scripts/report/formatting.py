@@ -13,6 +13,7 @@ from mis_bench_dataset.text_safety import escape_markdown as md_escape
 
 __all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "md_escape", "num", "p_text", "pct", "signed_pct"]
 
+
 def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) -> set[int]:
     """Indices holding the best defined value of a column (all of them on a tie)."""
     defined = [(i, v) for i, v in enumerate(values) if is_number(v)]

@@ -27,8 +27,11 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
         if path.is_dir():
             found = sorted(path.rglob(RESULTS_NAME))
             if not found:
-                raise UsageError(f"no {RESULTS_NAME} below this folder", where=str(path),
-                                 hint="give results JSON files or folders holding them")
+                raise UsageError(
+                    f"no {RESULTS_NAME} below this folder",
+                    where=str(path),
+                    hint="give results JSON files or folders holding them",
+                )
             files += found
         elif path.is_file():
             files.append(path)
@@ -47,8 +50,11 @@ def load_results(files: Sequence[Path]) -> list[dict[str, Any]]:
             loaded.append(validate_results(load_submission(path), source=str(path)))
         except SubmissionError as err:
             shown = "; ".join(err.reasons[:3]) + (f"; and {len(err.reasons) - 3} more" if len(err.reasons) > 3 else "")
-            raise DataError(f"not a valid results file: {shown}", where=str(path),
-                            hint="fix it (`mis-bench submit` lists every problem) or leave it out") from None
+            raise DataError(
+                f"not a valid results file: {shown}",
+                where=str(path),
+                hint="fix it (`mis-bench submit` lists every problem) or leave it out",
+            ) from None
     return loaded
 
 
@@ -59,8 +65,9 @@ def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
     try:
         return read_references(source, split=split)
     except (OSError, ValueError) as err:
-        raise DataError(f"cannot read the references: {err}", where=str(source),
-                        hint="give a built dataset folder or a labels CSV") from None
+        raise DataError(
+            f"cannot read the references: {err}", where=str(source), hint="give a built dataset folder or a labels CSV"
+        ) from None
 
 
 def predictions_on(
@@ -83,11 +90,15 @@ def score_run(
     from mis_icc_metric.scoring import json_safe
 
     try:
-        return json_safe(score_predictions(predictions_on(predictions, references), references,
-                                           n_bootstrap=n_bootstrap, seed=seed))
+        return json_safe(
+            score_predictions(predictions_on(predictions, references), references, n_bootstrap=n_bootstrap, seed=seed)
+        )
     except ValueError as err:
-        raise DataError(f"cannot score against the references: {err}", where=source,
-                        hint="give the labels of the split these predictions were made on") from None
+        raise DataError(
+            f"cannot score against the references: {err}",
+            where=source,
+            hint="give the labels of the split these predictions were made on",
+        ) from None
 
 
 def rescore(
@@ -102,8 +113,9 @@ def rescore(
     from eval_scripts.submission import predictions_mapping
 
     rescored = []
-    for results, source in tqdm(list(zip(results_list, sources)), desc="scoring runs", unit="run",
-                                disable=len(results_list) < 3):
+    for results, source in tqdm(
+        list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", disable=len(results_list) < 3
+    ):
         scores = score_run(predictions_mapping(results), references, n_bootstrap=n_bootstrap, seed=seed, source=source)
         rescored.append({**results, "scores": scores})
     return rescored

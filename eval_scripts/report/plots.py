@@ -57,9 +57,7 @@ def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1
     return fig
 
 
-def scatter_grid(
-    run: RunView, references: Mapping[tuple[str, str], float | None], path: str | Path
-) -> Path:
+def scatter_grid(run: RunView, references: Mapping[tuple[str, str], float | None], path: str | Path) -> Path:
     """Predicted vs gold per dimension (parsed predictions only), with the identity line and ICC."""
     return _save(scatter_figure(run, references), path, dpi=90)
 
@@ -67,7 +65,7 @@ def scatter_grid(
 def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None]):
     plt = _pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
-    for ax, dim in zip(axes.ravel(), DIMENSIONS):
+    for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = [
             (gold, run.predictions.get((video, key)))
             for (video, key), gold in references.items()
@@ -78,7 +76,9 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
             ax.scatter(gold, pred, s=10, alpha=0.6)
         ax.plot([SCORE_MIN, SCORE_MAX], [SCORE_MIN, SCORE_MAX], color="grey", linewidth=0.8)
         icc = run.dim(dim.key).get("icc")
-        ax.set_title(f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", fontsize=9)
+        ax.set_title(
+            f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", fontsize=9
+        )
         ax.set_xlim(SCORE_MIN, SCORE_MAX)
         ax.set_ylim(SCORE_MIN, SCORE_MAX)
     for ax in axes[1]:
@@ -105,8 +105,9 @@ def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by confi
     half_range = max(10.0, float(np.abs(finite).max())) if finite.size else 10.0
     cmap = plt.get_cmap("RdBu").with_extremes(bad="#dddddd")
     fig, ax = plt.subplots(figsize=(9.0, 1.6 + 0.36 * len(runs)))
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=CenteredNorm(vcenter=0.0, halfrange=half_range),
-                      aspect="auto")
+    image = ax.imshow(
+        np.ma.masked_invalid(values), cmap=cmap, norm=CenteredNorm(vcenter=0.0, halfrange=half_range), aspect="auto"
+    )
     for (row, column), value in np.ndenumerate(values):
         text = "–" if not np.isfinite(value) else f"{value:.1f}"
         dark = np.isfinite(value) and abs(value) > 0.6 * half_range

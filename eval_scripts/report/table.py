@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
-from mis_bench_dataset.text_safety import escape_html
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
+from mis_bench_dataset.text_safety import escape_html
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
     rows = []
     for r, run in enumerate(runs):
         cells = [run.label]
-        for values, intervals in zip(columns, cis):
+        for values, intervals in zip(columns, cis, strict=True):
             cell = pct(values[r])
             if with_ci and intervals[r] is not None and cell != MISSING:
                 cell += f" {ci_pct(intervals[r])}"
@@ -187,7 +187,7 @@ def table3_table(best: Sequence[Any], ranks: Sequence[Mapping[str, int | None]])
     """
     header = ["System", "Best configuration"] + [d.abbreviation for d in DIMENSIONS] + ["Overall", "Mean ICC"]
     rows, marks = [], {}
-    for r, (entry, rank) in enumerate(zip(best, ranks)):
+    for r, (entry, rank) in enumerate(zip(best, ranks, strict=True)):
         values = entry.values()
         configuration = entry.run.configuration
         if entry.n_configurations > 1:
@@ -203,8 +203,10 @@ def table3_table(best: Sequence[Any], ranks: Sequence[Mapping[str, int | None]])
 def comparison_table(runs: Sequence[RunView]) -> Table:
     """The paper's Table 4: dimensions as rows, one column per system, ICC % [CI]; best per row in bold."""
     header = ["Dimension"] + [run.label for run in runs]
-    lines = [(d.abbreviation, lambda run, key=d.key: (run.dim(key).get("icc"), run.dim(key).get("icc_ci")))
-             for d in DIMENSIONS]
+    lines = [
+        (d.abbreviation, lambda run, key=d.key: (run.dim(key).get("icc"), run.dim(key).get("icc_ci")))
+        for d in DIMENSIONS
+    ]
     lines.append(("Mean over dimensions", lambda run: (run.mean_icc, run.scores.get("mean_icc_ci"))))
     lines.append(("Overall", lambda run: (run.overall.get("icc"), run.overall.get("icc_ci"))))
     rows, best = [], set()
@@ -229,11 +231,15 @@ def paired_table(paired: Sequence[Mapping[str, Any]]) -> Table:
     rows = []
     for test in paired:
         blocks = [test["dimensions"].get(d.key) or {} for d in DIMENSIONS] + [test["overall"], test["mean_icc"]]
-        rows.append([test["systems"]["a"]] + [
-            f"{signed_pct(block.get('delta'))} {ci_pct(block.get('delta_ci'))} {p_text(block.get('p_value'))}"
-            if block.get("delta") is not None else MISSING
-            for block in blocks
-        ])
+        rows.append(
+            [test["systems"]["a"]]
+            + [
+                f"{signed_pct(block.get('delta'))} {ci_pct(block.get('delta_ci'))} {p_text(block.get('p_value'))}"
+                if block.get("delta") is not None
+                else MISSING
+                for block in blocks
+            ]
+        )
     return Table(header, rows, set())
 
 
@@ -249,14 +255,20 @@ def rates_table(runs: Sequence[RunView]) -> Table:
     """Parse rate per dimension (share of rows the parser g read a score from), the rows without one by
     cause (an answer it could not read, an answer cut at the token limit, a failed request; counts from
     the results' `outcomes`, shown only by runs that record them) and the overall exclusion rate."""
-    header = (["System"] + [d.abbreviation for d in DIMENSIONS]
-              + ["Unparsed", "Truncated", "Failed", "Excluded (overall)", "n (overall)"])
+    header = (
+        ["System"]
+        + [d.abbreviation for d in DIMENSIONS]
+        + ["Unparsed", "Truncated", "Failed", "Excluded (overall)", "n (overall)"]
+    )
     rows = []
     for run in runs:
         counts = (run.outcomes or {}).get("overall") or {}
         rows.append(
             [run.label]
-            + [pct(run.parse_rates.get(d.key)) + ("%" if run.parse_rates.get(d.key) is not None else "") for d in DIMENSIONS]
+            + [
+                pct(run.parse_rates.get(d.key)) + ("%" if run.parse_rates.get(d.key) is not None else "")
+                for d in DIMENSIONS
+            ]
             + [str(counts[kind]) if kind in counts else MISSING for kind in ("unparsed", "truncated", "failed")]
             + [pct(run.overall.get("excluded_rate")) + "%", str(run.overall.get("n", MISSING))]
         )
@@ -283,8 +295,10 @@ def to_markdown(table: Table) -> str:
     def line(cells: list[str]) -> str:
         return "| " + " | ".join(cells) + " |"
 
-    out = [line([md_escape(h) for h in table.header]),
-           line(["---"] * table.label_columns + ["---:"] * (len(table.header) - table.label_columns))]
+    out = [
+        line([md_escape(h) for h in table.header]),
+        line(["---"] * table.label_columns + ["---:"] * (len(table.header) - table.label_columns)),
+    ]
     for r, row in enumerate(table.rows):
         out.append(line([_md_cell(table, r, c, cell) for c, cell in enumerate(row)]))
     for row in table.reference_rows:
@@ -328,8 +342,17 @@ def to_html(table: Table, *, css_class: str = "results") -> str:
             cells.append(f"<td{attrs}>{content}</td>")
         body.append(f"<tr>{''.join(cells)}</tr>")
     for row in table.reference_rows:
-        body.append('<tr class="reference">' + "".join(
-            f'<td class="label">{escape_html(cell)}</td>' if c < table.label_columns
-            else f"<td>{_html_cell(cell, True)}</td>" for c, cell in enumerate(row)) + "</tr>")
-    return (f'<div class="table-wrap"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table></div>')
+        body.append(
+            '<tr class="reference">'
+            + "".join(
+                f'<td class="label">{escape_html(cell)}</td>'
+                if c < table.label_columns
+                else f"<td>{_html_cell(cell, True)}</td>"
+                for c, cell in enumerate(row)
+            )
+            + "</tr>"
+        )
+    return (
+        f'<div class="table-wrap"><table class="{css_class}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )

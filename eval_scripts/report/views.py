@@ -100,7 +100,7 @@ def top_ranks(values: Sequence[float | None]) -> list[int | None]:
     if len(defined) < 2:
         return ranks
     order = rankdata([-float(values[i]) for i in defined], method="min")
-    for i, rank in zip(defined, order):
+    for i, rank in zip(defined, order, strict=True):
         if rank <= TOP_RANKS:
             ranks[i] = int(rank)
     return ranks
@@ -116,8 +116,13 @@ def rank_table(best: Sequence[BestConfiguration]) -> list[dict[str, int | None]]
 def configuration_matrix(runs: Sequence[RunView]) -> np.ndarray:
     """Figure 2's data: (runs x dimensions) ICC, NaN where undefined; rows grouped by system."""
     return np.array(
-        [[np.nan if _defined(run.dim(key).get("icc")) is None else float(run.dim(key)["icc"]) for key in DIMENSION_KEYS]
-         for run in runs],
+        [
+            [
+                np.nan if _defined(run.dim(key).get("icc")) is None else float(run.dim(key)["icc"])
+                for key in DIMENSION_KEYS
+            ]
+            for run in runs
+        ],
         dtype=float,
     ).reshape(len(runs), len(DIMENSION_KEYS))
 
