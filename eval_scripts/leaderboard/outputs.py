@@ -98,5 +98,5 @@ def write_leaderboard(
     write_atomic(json_path, json_text(board))
     write_atomic(csv_path, csv_text(board))
     write_atomic(html_path, render_page(board, title=title))
-    logger.info("leaderboard: %d ranked, %d rejected -> %s", len(board["entries"]), len(board["rejected"]), out_dir)
+    logger.info("leaderboard: %d ranked, %d rejected -> %s", len(board["entries"]), len(board["rejected"]), folder.root)
     return LeaderboardFiles(json_path, csv_path, html_path)
