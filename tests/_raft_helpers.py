@@ -353,3 +353,22 @@ def raw_video_rows(tmp_path: Path, n: int, seed: int = 0, sizes=((40, 28, 28), (
         path = write_frame_archive(tmp_path / f"{row['video_id']}.npz", n_frames, height, width, seed=seed + i)
         rows.append({**row, "video_path": str(path)})
     return rows
+
+
+def short_raft_config(output_dir, **overrides):
+    """A RAFTConfig for a two-step CPU run on a tiny model (sequential data, no saving, no reporting)."""
+    from raft_trainer import RAFTConfig
+
+    base = dict(
+        max_steps=2,
+        per_device_train_batch_size=2,
+        learning_rate=1e-3,
+        logging_steps=1,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=True,
+        bf16=False,
+        max_length=None,
+        train_sampling_strategy="sequential",
+    )
+    return RAFTConfig(str(output_dir), **{**base, **overrides})

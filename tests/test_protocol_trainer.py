@@ -24,6 +24,7 @@ from _raft_helpers import (
     make_vl_tokenizer,
     raw_video_rows,
     save_tiny,
+    short_raft_config,
     toy_rows,
 )
 
@@ -79,22 +80,8 @@ def test_raw_video_with_the_paper_style_trains_and_tells_the_processor_the_budge
     tokenizer = make_vl_tokenizer()
     processor = make_fake_video_processor(tokenizer)
     rows = raw_video_rows(tmp_path, 4, sizes=((50, 28, 28), (120, 28, 56)))
-    args = RAFTConfig(
-        str(tmp_path / "out"),
-        modality="video+text",
-        prompt_style="paper",
-        video_frames=8,
-        video_max_pixels=8 * 60000,
-        max_steps=2,
-        per_device_train_batch_size=2,
-        learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        max_length=None,
-        train_sampling_strategy="sequential",
+    args = short_raft_config(
+        tmp_path / "out", modality="video+text", prompt_style="paper", video_frames=8, video_max_pixels=8 * 60000
     )
     trainer = RAFTTrainer(
         make_vl_model(tokenizer, seed=4),

@@ -18,7 +18,7 @@ from raft_trainer import RAFTConfig, RAFTTrainer
 from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.loss import expected_decimal_score
 
-from _raft_helpers import make_vl_model, make_vl_tokenizer, video_encoded_toy
+from _raft_helpers import make_vl_model, make_vl_tokenizer, short_raft_config, video_encoded_toy
 
 
 @pytest.fixture(scope="module")
@@ -27,19 +27,7 @@ def tokenizer():
 
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
-    base = dict(
-        max_steps=2,
-        per_device_train_batch_size=2,
-        learning_rate=1e-3,
-        logging_steps=1,
-        report_to="none",
-        save_strategy="no",
-        use_cpu=True,
-        bf16=False,
-        max_length=None,
-        train_sampling_strategy="sequential",
-    )
-    return RAFTConfig(str(tmp_path), **{**base, **kwargs})
+    return short_raft_config(tmp_path, **kwargs)
 
 
 @pytest.mark.parametrize("side", ["left", "right"])

@@ -224,13 +224,7 @@ def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
 
 def _run_json(run: RunView) -> dict[str, Any]:
     return {
-        "label": run.label,
-        "model": run.model,
-        "modality": run.modality,
-        "prompt_style": run.prompt_style,
-        "few_shot_k": run.few_shot_k,
-        "input_source": run.input_source,
-        "source": run.source,
+        **run.identity(),
         "dataset": {"fingerprint": run.fingerprint, "split": run.split},
         "overall_icc": run.overall.get("icc"),
         "mean_icc": run.mean_icc,

@@ -47,18 +47,8 @@ class Comparison:
         return [replace(run, scores=scores) for run, scores in zip(self.runs, self.scores, strict=True)]
 
     def as_json(self) -> dict[str, Any]:
-        def ident(run: RunView) -> dict[str, Any]:
-            return {
-                "label": run.label,
-                "model": run.model,
-                "modality": run.modality,
-                "prompt_style": run.prompt_style,
-                "few_shot_k": run.few_shot_k,
-                "source": run.source,
-            }
-
         return {
-            "reference": None if self.reference is None else ident(self.reference),
+            "reference": None if self.reference is None else self.reference.identity(),
             "reference_rule": self.reference_rule,
             "dataset": None
             if self.reference is None
@@ -68,7 +58,7 @@ class Comparison:
             "seed": self.seed,
             "systems": [
                 {
-                    **ident(run),
+                    **run.identity(),
                     "dimensions": {
                         k: {"icc": v.get("icc"), "icc_ci": v.get("icc_ci")}
                         for k, v in (scores.get("dimensions") or {}).items()
@@ -83,7 +73,7 @@ class Comparison:
                 for run, scores in zip(self.runs, self.scores, strict=True)
             ],
             "paired": self.paired,
-            "skipped": [{**ident(run), "reason": reason} for run, reason in self.skipped],
+            "skipped": [{**run.identity(), "reason": reason} for run, reason in self.skipped],
             "notes": self.notes,
         }
 

@@ -38,6 +38,18 @@ class RunView:
     def dim(self, key: str) -> Mapping[str, Any]:
         return (self.scores.get("dimensions") or {}).get(key) or {}
 
+    def identity(self) -> dict[str, Any]:
+        """Which run this is, as report.json records it."""
+        return {
+            "label": self.label,
+            "model": self.model,
+            "modality": self.modality,
+            "prompt_style": self.prompt_style,
+            "few_shot_k": self.few_shot_k,
+            "input_source": self.input_source,
+            "source": self.source,
+        }
+
     @property
     def overall(self) -> Mapping[str, Any]:
         return self.scores.get("overall") or {}
