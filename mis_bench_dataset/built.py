@@ -16,9 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
-ALL_SPLITS = "all"
 _BUILD_HINT = "give a folder written by `mis-bench build`"
 
 

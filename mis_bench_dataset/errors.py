@@ -54,22 +54,9 @@ class DataError(MisBenchError, ValueError):
     exit_code = EXIT_DATA
 
 
-class RequestsFailedError(MisBenchError):
-    """Model requests failed after their retries (exit 3)."""
-
-    exit_code = EXIT_REQUESTS
-
-
 class MissingExtraError(UsageError):
     """An optional dependency is not installed; names the extra that brings it."""
 
-
-EXTRAS: dict[str, str] = {
-    "train": "torch, transformers, trl, peft and accelerate (RAFT training, local models)",
-    "qlora": "bitsandbytes (4-bit quantised training, CUDA only)",
-    "serving": "transformers' OpenAI-compatible server (`transformers serve`)",
-    "test": "the test suite's tools",
-}
 
 # The importable packages each extra brings that the toolkit checks for (setup.cfg's extras list
 # their distributions; tests/test_packaging.py keeps the two in step). A plain install has none.

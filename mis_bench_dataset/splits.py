@@ -15,6 +15,7 @@ import numpy as np
 from mis_bench_dataset.video_ids import parse_video_id
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
+ALL_SPLITS = "all"  # every split a build wrote (`mis-bench stats --split all`)
 FRACTIONS: tuple[float, ...] = (0.8, 0.1, 0.1)
 SPLIT_BY: tuple[str, ...] = ("video", "clinician")
 

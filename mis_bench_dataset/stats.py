@@ -25,13 +25,13 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.built import ALL_SPLITS, check_build_dir, read_columns, resolve_splits
+from mis_bench_dataset.built import check_build_dir, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.numbers import exact_decimal, round_half_up
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
-from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 
 logger = logging.getLogger(__name__)

@@ -7,10 +7,9 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.cli.args import existing, print_json, say
-from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
 DEFAULT_OUT = "mis-bench-stats"
-ALL_SPLITS = "all"  # mis_bench_dataset.built.ALL_SPLITS, which the library checks
 
 
 def register(subparsers) -> None:
