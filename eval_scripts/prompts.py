@@ -77,7 +77,7 @@ def media_word(modality: str) -> str:
 def format_rubric(dimension: str) -> tuple[str, str]:
     """(criterion, five score lines) of a dimension, from the one rubric module."""
     rubric = RUBRIC[dimension]
-    lines = "\n".join(f"Score {level}. {rubric.description(level)}" for level in SCORE_LEVELS)
+    lines = rubric.level_lines(". ")
     return rubric.criterion, lines
 
 

@@ -33,6 +33,10 @@ class Rubric:
             raise ValueError(f"rubric score must be one of {SCORE_LEVELS}, got {score!r}")
         return self.scores[score - 1]
 
+    def level_lines(self, separator: str = ": ") -> str:
+        """The five levels as prompts show them, one line each: `Score 1: ...` (or `Score 1. ...`)."""
+        return "\n".join(f"Score {level}{separator}{self.description(level)}" for level in SCORE_LEVELS)
+
 
 @dataclass(frozen=True)
 class Ceiling:

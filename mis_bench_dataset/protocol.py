@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, RUBRIC, SCORE_LEVELS, resolve_dimension
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
 
 __all__ = [
     "ANSWER_LINE",
@@ -92,7 +92,7 @@ def paper_prompt(dimension: str, transcript: str, media_context: str | None = No
     text = (transcript or "").strip()
     response = text + (f"\n\n{media_context.strip()}" if media_context and media_context.strip() else "")
     rubric = RUBRIC[key]
-    levels = "\n".join(f"Score {level}: {rubric.description(level)}" for level in SCORE_LEVELS)
+    levels = rubric.level_lines(": ")
     return PaperPrompt(
         system=SYSTEM_TEMPLATE.substitute(dimension_name=DIMENSION_BY_KEY[key].name),
         user=USER_TEMPLATE.substitute(response=response, criterion=rubric.criterion, levels=levels),

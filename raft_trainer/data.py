@@ -46,7 +46,7 @@ def user_prompt(dimension: str, transcript: str, media_context: str | None = Non
     key = resolve_dimension(dimension)
     media = f"{media_context.strip()}\n\n" if media_context else ""
     rubric = RUBRIC[key]
-    levels = "\n".join(f"Score {level}: {text}" for level, text in enumerate(rubric.scores, start=1))
+    levels = rubric.level_lines(": ")
     return (
         f"Rate the therapist's response on the FIS dimension {DIMENSION_BY_KEY[key].name}.\n\n"
         f"Criterion: {rubric.criterion}\n\n"
