@@ -218,15 +218,21 @@ def predict_scores(
                 ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
                 appended = torch.stack([digit_ids[ints].repeat(len(index)), point.repeat(len(index) * k)], dim=1)
                 p_frac = _next_digit_probs(model, appended, _repeat_state(state, k), digit_ids, renormalize)
-                e_frac = expected_digit(p_frac).view(len(index), k)
-                weights = p_int[:, ints]
-                weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
-                batch_scores = (weights * (ints.to(e_frac.dtype) + 0.1 * e_frac)).sum(dim=-1)
+                batch_scores = _exact_score(p_int, p_frac, ints)
             scores[index] = batch_scores.double().cpu().numpy()
             progress.update(len(index))
     progress.close()
     model.train(was_training)
     return scores
+
+
+def _exact_score(p_int: torch.Tensor, p_frac: torch.Tensor, ints: torch.Tensor) -> torch.Tensor:
+    """sum_i p(i) (i + 0.1 E[frac | i]) / sum_i p(i) over the valid integer digits `ints`; `p_frac` holds one
+    row per (row, integer digit), in that order."""
+    e_frac = expected_digit(p_frac).view(len(p_int), len(ints))
+    weights = p_int[:, ints]
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
+    return (weights * (ints.to(e_frac.dtype) + 0.1 * e_frac)).sum(dim=-1)
 
 
 def _media_forward(model, encoded: list[dict], pad_id: int, device) -> torch.Tensor:
@@ -264,18 +270,13 @@ def _predict_raw(
             p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
             batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
         else:
-            k = len(VALID_INTEGER_DIGITS)
             extended = [
                 dict(e, input_ids=e["input_ids"] + [digits.digit_ids[d], digits.point_id])
                 for e in encoded
                 for d in VALID_INTEGER_DIGITS
             ]
             p_frac = digit_probabilities(_media_forward(model, extended, pad_id, device), digit_ids, renormalize)
-            e_frac = expected_digit(p_frac).view(len(encoded), k)
-            ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
-            weights = p_int[:, ints]
-            weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
-            batch_scores = (weights * (ints.to(e_frac.dtype) + 0.1 * e_frac)).sum(dim=-1)
+            batch_scores = _exact_score(p_int, p_frac, torch.tensor(VALID_INTEGER_DIGITS, device=device))
         scores[start : start + len(encoded)] = batch_scores.double().cpu().numpy()
     model.train(was_training)
     return scores
