@@ -1,6 +1,6 @@
 """Fast feature access: `FeatureArrays` returns exactly the release's npz arrays, as zero-copy
 views, from a build folder or a loaded `datasets.Dataset`; the baselines read through it; and the
-README's `with_format("torch")` padding-collate example trains on a build."""
+dataset page's (docs/dataset.md) `with_format("torch")` padding-collate example trains on a build."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from mis_bench_dataset.release import MODALITY_BY_NAME
 from mis_bench_dataset.schema import arrays_1d, arrays_2d
 
 SPLITS = ("train", "validation", "test")
-README = Path(__file__).resolve().parents[1] / "README.md"
+DATASET_PAGE = Path(__file__).resolve().parents[1] / "docs" / "dataset.md"
 
 
 def _npz(release: Path, modality: str, video_id: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -157,7 +157,7 @@ def test_baseline_rows_are_the_npz_arrays(synthetic_build):
 
 
 def _readme_example() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = DATASET_PAGE.read_text(encoding="utf-8")
     block = text.split("<!-- example:torch-collate -->", 1)[1]
     return re.search(r"```python\n(.*?)```", block, re.S).group(1)
 
@@ -171,7 +171,7 @@ def test_readme_torch_padding_collate_example_trains(synthetic_build, tmp_path, 
 
     code = _readme_example().replace('"/tmp/mis-bench"', repr(str(synthetic_build)))
     namespace: dict = {}
-    exec(compile(code, "README.md example", "exec"), namespace)
+    exec(compile(code, "docs/dataset.md example", "exec"), namespace)
     batch, losses = namespace["batch"], namespace["losses"]
     lengths = batch["lengths"]
     assert batch["openface"].shape == (len(lengths), int(lengths.max()), 208)
