@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
+from mis_bench_dataset.dimensions import (
+    DIMENSION_BY_KEY,
+    PAPER_PROMPT_STYLE,
+    RUBRIC,
+    prompt_style,
+    resolve_dimension,
+)
 
 __all__ = [
     "ANSWER_LINE",
@@ -42,7 +48,8 @@ __all__ = [
     "section_heading",
 ]
 
-PAPER_MAX_NEW_TOKENS = 16
+# The authors' MAX_NEW_TOKENS, held in the table of per-style defaults.
+PAPER_MAX_NEW_TOKENS = prompt_style(PAPER_PROMPT_STYLE).max_new_tokens
 SECTION_HEADINGS: tuple[str, ...] = ("Task Description", "Response to evaluate", "Score Rubrics")
 ANSWER_LINE = "###Score:"
 

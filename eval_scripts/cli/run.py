@@ -24,8 +24,7 @@ from eval_scripts.cli.args import (
 )
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
-from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
 from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
@@ -55,8 +54,7 @@ def register(subparsers) -> None:
         dest="prompt_style",
         default="direct",
         choices=PROMPT_STYLES,
-        help="direct or cot (our templates, Table 3's grid), or paper (the authors' MIS-RAFT "
-        "protocol behind Table 4: a system message, fixed sections, at most 16 new tokens)",
+        help="; ".join(f"{style.name}: {style.help}" for style in PROMPT_STYLE_TABLE.values()),
     )
     parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
@@ -107,7 +105,7 @@ def register(subparsers) -> None:
         "--max-tokens",
         dest="max_new_tokens",
         type=positive_int,
-        help="default 32 (direct) / 1024 (cot) / 16 (paper)",
+        help="default " + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in PROMPT_STYLE_TABLE.values()),
     )
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top-p", type=unit_interval, default=1.0)
@@ -207,9 +205,9 @@ def register(subparsers) -> None:
         "--expected-completion-tokens",
         type=positive_int,
         metavar="N",
-        help="completion tokens per request for --dry-run (default: the mean of the setting's cached "
-        f"answers, else {EXPECTED_COMPLETION_TOKENS['direct']} direct / "
-        f"{EXPECTED_COMPLETION_TOKENS['cot']} cot)",
+        help="completion tokens per request for --dry-run (default: the mean of the setting's cached answers, else "
+        + " / ".join(f"{s.expected_completion_tokens} {s.name}" for s in PROMPT_STYLE_TABLE.values())
+        + ")",
     )
     group.add_argument(
         "--batch-max-requests",
