@@ -11,9 +11,10 @@ from trl import SFTConfig
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
 from mis_bench_dataset.inputs import INPUT_SOURCES, setting_media
 from mis_bench_dataset.protocol import (
-    PAPER_VIDEO_FRAMES,
+    FIXED_VIDEO_SAMPLING,
     PAPER_VIDEO_MAX_PIXELS,
     PAPER_VIDEO_MIN_PIXELS,
+    VIDEO_SAMPLING_RULES,
     VideoSampling,
 )
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
@@ -85,9 +86,17 @@ class RAFTConfig(SFTConfig):
               Rubrics" and the line "###Score:".
 
             The completion is "The score prediction is: " + the gold score in both.
-        video_frames (`int`, *optional*, defaults to `32`):
-            Raw video: frames sampled per video at `linspace(0, n_frames - 1, video_frames)`, truncated (the
-            authors' rule).
+        video_sampling (`str`, *optional*, defaults to `"fixed"`):
+            Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
+
+            - `"fixed"`: `video_frames` frames (32) at `linspace(0, n_frames - 1, video_frames)`, truncated (the
+              authors' `get_video_frames`, whose frames their published scripts never feed the model), sized by the
+              processor within the clip's budget.
+            - `"paper"`: what the authors' runs fed the model (their copy of qwen-vl-utils' `fetch_video`): 2 frames
+              a second, at most `video_frames` (768), at rounded linspace indices, each resized within a per-frame
+              share of the budget, then every second row and column.
+        video_frames (`int`, *optional*):
+            Raw video: frames per video under `"fixed"` (default 32), the most frames under `"paper"` (default 768).
         video_max_pixels (`int`, *optional*, defaults to `20480 * 28 * 28`):
             Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
         video_min_pixels (`int`, *optional*, defaults to `16 * 28 * 28`):
@@ -167,9 +176,18 @@ class RAFTConfig(SFTConfig):
             "choices": list(TRAINER_PROMPT_STYLES),
         },
     )
-    video_frames: int = field(
-        default=PAPER_VIDEO_FRAMES,
-        metadata={"help": "Raw video: frames sampled per video, at linspace(0, n_frames - 1, N) (paper: 32)."},
+    video_sampling: str = field(
+        default=FIXED_VIDEO_SAMPLING,
+        metadata={
+            "help": "Raw video frame rule: 'fixed' (video_frames frames at linspace(0, n - 1, N) truncated, the "
+            "authors' get_video_frames) or 'paper' (what the authors' runs fed the model: 2 frames a second up to "
+            "768, resized within the budget, then every second row and column).",
+            "choices": list(VIDEO_SAMPLING_RULES),
+        },
+    )
+    video_frames: int | None = field(
+        default=None,
+        metadata={"help": "Raw video: frames per video under 'fixed' (default 32), the most under 'paper' (768)."},
     )
     video_max_pixels: int = field(
         default=PAPER_VIDEO_MAX_PIXELS,
@@ -231,7 +249,7 @@ class RAFTConfig(SFTConfig):
             raise ValueError(
                 f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)}, got {self.prompt_style!r}"
             )
-        _ = self.video_sampling  # validates the three video fields now, not at the first raw-video row
+        _ = self.raw_video_sampling  # validates the video fields now, not at the first raw-video row
         if self.padding_side not in PADDING_SIDES:
             raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:
@@ -242,12 +260,14 @@ class RAFTConfig(SFTConfig):
         super().__post_init__()
 
     @property
-    def video_sampling(self) -> VideoSampling:
+    def raw_video_sampling(self) -> VideoSampling:
         """The raw-video sampling these fields describe (`mis_bench_dataset.protocol.VideoSampling`)."""
         try:
-            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels)
+            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels, self.video_sampling)
         except ValueError as err:
-            raise ValueError(f"RAFTConfig.video_frames / video_max_pixels / video_min_pixels: {err}") from None
+            raise ValueError(
+                f"RAFTConfig.video_sampling / video_frames / video_max_pixels / video_min_pixels: {err}"
+            ) from None
 
     @property
     def loss_weights(self) -> tuple[float, float]:

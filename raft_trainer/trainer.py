@@ -103,7 +103,7 @@ class RAFTTrainer(SFTTrainer):
                 args.modality,
                 args.max_length,
                 args.prompt_style,
-                args.video_sampling,
+                args.raw_video_sampling,
             )
             encode = _raw_rows
         else:

@@ -167,6 +167,7 @@ def test_pixel_budget_per_frame_follows_qwen_vl_utils():
         "size": {"shortest_edge": 12544, "longest_edge": 602112},
     }
     assert VideoSampling(frames=16).as_record() == {
+        "rule": "fixed",
         "frames": 16,
         "max_pixels": 16056320,
         "min_pixels": 12544,

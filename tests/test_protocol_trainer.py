@@ -64,7 +64,7 @@ def test_scoring_encoder_trains_only_the_completion_after_the_score_line():
 
 def test_raft_config_prompt_style_and_video_fields(tmp_path):
     config = RAFTConfig(str(tmp_path), prompt_style="paper", video_frames=16, use_cpu=True)
-    assert config.video_sampling == VideoSampling(frames=16)
+    assert config.raw_video_sampling == VideoSampling(frames=16)
     assert RAFTConfig(str(tmp_path), use_cpu=True).prompt_style == "toolkit"
     with pytest.raises(ValueError, match="prompt_style must be one of toolkit, paper"):
         RAFTConfig(str(tmp_path), prompt_style="direct", use_cpu=True)

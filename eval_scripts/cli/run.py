@@ -27,7 +27,14 @@ from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
 from mis_bench_dataset.numbers import pct
-from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
+from mis_bench_dataset.protocol import (
+    FIXED_VIDEO_SAMPLING,
+    PAPER_VIDEO_FRAMES,
+    PAPER_VIDEO_MAX_FRAMES,
+    PAPER_VIDEO_MAX_PIXELS,
+    PAPER_VIDEO_MIN_PIXELS,
+    VIDEO_SAMPLING_RULES,
+)
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -122,13 +129,22 @@ def register(subparsers) -> None:
     group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
     group = parser.add_argument_group(
         "raw video (transformers backend; an openai/vllm server samples its own frames)",
-        "frames at linspace(0, n_frames - 1, N) truncated, as the authors' code; defaults are the paper's",
+        "fixed: N frames at linspace(0, n_frames - 1, N) truncated (the authors' get_video_frames); paper: what "
+        "the authors' runs fed the model (2 frames a second up to 768, each frame resized within the budget, "
+        "then every second row and column); the pixel budget is the paper's by default",
+    )
+    group.add_argument(
+        "--video-sampling",
+        default=FIXED_VIDEO_SAMPLING,
+        choices=VIDEO_SAMPLING_RULES,
+        help=f"frame rule (default {FIXED_VIDEO_SAMPLING}; paper reproduces the frames of Table 4's runs)",
     )
     group.add_argument(
         "--video-frames",
         type=positive_int,
-        default=PAPER_VIDEO_FRAMES,
-        help=f"frames sampled per video (default {PAPER_VIDEO_FRAMES})",
+        default=None,
+        help=f"frames sampled per video under fixed (default {PAPER_VIDEO_FRAMES}), the most frames under paper "
+        f"(default {PAPER_VIDEO_MAX_FRAMES})",
     )
     group.add_argument(
         "--video-max-pixels",
@@ -252,9 +268,11 @@ def _video_sampling(args):
     from mis_bench_dataset.protocol import VideoSampling
 
     try:
-        return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels)
+        return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels, args.video_sampling)
     except ValueError as err:
-        raise UsageError(str(err), where="--video-frames / --video-max-pixels / --video-min-pixels") from err
+        raise UsageError(
+            str(err), where="--video-sampling / --video-frames / --video-max-pixels / --video-min-pixels"
+        ) from err
 
 
 def _summary(result) -> dict:
