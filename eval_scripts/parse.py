@@ -39,7 +39,7 @@ import re
 import unicodedata
 from decimal import Decimal, InvalidOperation
 
-from mis_bench_dataset.dimensions import PROMPT_STYLES, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.dimensions import PROMPT_STYLES, SCORE_MAX, SCORE_MIN, prompt_style
 from mis_bench_dataset.numbers import round_half_up
 
 __all__ = ["PARSE_STYLES", "parse_score"]
@@ -146,7 +146,8 @@ def _tier_d(body: str, style: str) -> re.Match | None:
     whole = _LONE_NUMBER.fullmatch(body)
     if whole is not None:
         return whole
-    last = style == "cot"  # an analysis ends with its score; a direct answer starts with it
+    # an analysis ends with its score, a direct answer starts with it (the style's `lone_number_line`)
+    last = prompt_style(style).lone_number_line == "last"
     line = lines[-1] if last else lines[0]
     offset = body.rindex(line) if last else body.index(line)
     match = _LONE_NUMBER.fullmatch(line)

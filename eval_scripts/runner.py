@@ -40,9 +40,9 @@ from eval_scripts.harness.batch import (
 from eval_scripts.harness.caching import CachingBackend
 from eval_scripts.harness.context import CACHE_NAME, HarnessError, RunConfig, RunContext, prepare_run, setting_label
 from eval_scripts.harness.estimate import (
-    EXPECTED_COMPLETION_TOKENS,
     cost,
     count_prompt_tokens,
+    expected_completion_tokens,
     local_tokenizer,
     token_estimator,
 )
@@ -410,7 +410,7 @@ def _expected_completion(context: RunContext, answers: dict[str, dict], given: i
     if seen:
         return int(round_half_up(sum(seen) / len(seen), 0)), f"mean of {len(seen)} cached answers"
     style = context.config.prompt_style
-    return EXPECTED_COMPLETION_TOKENS[style], f"default for {style}"
+    return expected_completion_tokens(style), f"default for {style}"
 
 
 def dry_run(

@@ -8,7 +8,9 @@ rubric line the paper itself truncates (Persuasiveness, score 2).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,82 @@ MODALITY_SETTINGS: tuple[str, ...] = ("text", "audio+text", "video+text", "audio
 ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
 # The authors' MIS-RAFT protocol behind Table 4 (mis_bench_dataset.protocol), beside the grid's two styles.
 PAPER_PROMPT_STYLE = "paper"
-PROMPT_STYLES: tuple[str, ...] = (*ZERO_SHOT_PROMPT_STYLES, PAPER_PROMPT_STYLE)
+LONE_NUMBER_LINES: tuple[str, ...] = ("first", "last")
+
+
+@dataclass(frozen=True)
+class PromptStyle:
+    """One prompt style's defaults, in the one table every reader takes them from: the backends' answer token
+    limit, the dry-run estimate's expected answer length, the parser's reading of a bare-number answer and the
+    command line's help text. A style missing here is missing everywhere (`PROMPT_STYLES` is this table's keys).
+
+    `readout_max_new_tokens` holds the token limit of a readout other than the text answer (e.g. an
+    expected-score readout from the first tokens' probabilities) by readout name; a readout not in it uses
+    `max_new_tokens`.
+    """
+
+    name: str
+    help: str
+    max_new_tokens: int
+    expected_completion_tokens: int
+    lone_number_line: str  # where a bare-number answer stands (parser tier D): "first" or "last" line
+    readout_max_new_tokens: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        if self.lone_number_line not in LONE_NUMBER_LINES:
+            raise ValueError(f"prompt style {self.name!r}: lone_number_line must be one of {LONE_NUMBER_LINES}")
+        limits = [self.max_new_tokens, self.expected_completion_tokens, *self.readout_max_new_tokens.values()]
+        if any(not isinstance(n, int) or n < 1 for n in limits):
+            raise ValueError(f"prompt style {self.name!r}: token counts must be positive integers, got {limits}")
+
+    def max_tokens(self, readout: str | None = None) -> int:
+        """The answer token limit of `readout` (None: the text answer)."""
+        if readout is None:
+            return self.max_new_tokens
+        return self.readout_max_new_tokens.get(readout, self.max_new_tokens)
+
+
+PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
+    style.name: style
+    for style in (
+        # A direct answer is a score ("3.5", a few tokens); 32 leaves room for a short preamble.
+        PromptStyle(
+            "direct",
+            help="our template, the score only (Table 3's grid)",
+            max_new_tokens=32,
+            expected_completion_tokens=8,
+            lone_number_line="first",
+        ),
+        # A CoT answer is a paragraph of analysis ending with its score.
+        PromptStyle(
+            "cot",
+            help="our template, an analysis then 'Final score: x.y' (Table 3's grid)",
+            max_new_tokens=1024,
+            expected_completion_tokens=400,
+            lone_number_line="last",
+        ),
+        # The authors' inference: greedy, MAX_NEW_TOKENS = 16 (MIS-RAFT/pipeline_inference.py); a score or
+        # "The score prediction is: x.y".
+        PromptStyle(
+            PAPER_PROMPT_STYLE,
+            help="the authors' MIS-RAFT protocol behind Table 4: a system message, then fixed sections",
+            max_new_tokens=16,
+            expected_completion_tokens=8,
+            lone_number_line="first",
+        ),
+    )
+}
+PROMPT_STYLES: tuple[str, ...] = tuple(PROMPT_STYLE_TABLE)
+
+
+def prompt_style(name: str) -> PromptStyle:
+    """The defaults of prompt style `name`; an unknown name is a ValueError listing the styles."""
+    try:
+        return PROMPT_STYLE_TABLE[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown prompt style {name!r}; expected one of {', '.join(PROMPT_STYLES)}") from None
+
+
 N_VIDEOS = 996
 # Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption).
 PAPER_BOOTSTRAP_RESAMPLES = 10_000

@@ -11,9 +11,10 @@ from trl import SFTConfig
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
 from mis_bench_dataset.inputs import INPUT_SOURCES, setting_media
 from mis_bench_dataset.protocol import (
-    PAPER_VIDEO_FRAMES,
+    FIXED_VIDEO_SAMPLING,
     PAPER_VIDEO_MAX_PIXELS,
     PAPER_VIDEO_MIN_PIXELS,
+    VIDEO_SAMPLING_RULES,
     VideoSampling,
 )
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
@@ -21,6 +22,9 @@ from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
 logger = logging.getLogger(__name__)
 
 RAFT_OBJECTIVES = ("raft", "ce", "raft+ce")
+# How the RAFT term is scaled: eq. 12's batch mean, or the authors' code's, which divides that mean by the
+# micro-batch's row count once more (custom_loss_raft.py: an MSE 'mean', then `/ num_seq`).
+RAFT_LOSS_SCALES = ("batch-mean", "authors")
 PADDING_SIDES = ("left", "right")
 # SFTConfig.loss_type values that leave RAFTTrainer's own objective alone ("chunked_nll" is TRL's alias of "nll").
 _TRL_TOKEN_LOSSES = ("nll", "chunked_nll")
@@ -56,7 +60,21 @@ class RAFTConfig(SFTConfig):
         renormalize_digits (`bool`, *optional*, defaults to `True`):
             Whether the digit probabilities p_int and p_frac of eq. 9-10 are a softmax over the ten digit logits.
             `False` uses the paper's literal form, the full-vocabulary softmax restricted to the digits, whose mass can
-            be below one and shrinks ŝ toward 0.
+            be below one and shrinks ŝ toward 0 (what the authors' code computes; `recipes/paper_table4_raft.yaml`).
+        raft_loss_scale (`str`, *optional*, defaults to `"batch-mean"`):
+            Scale of the RAFT term. `"batch-mean"`: eq. 12, the mean over the scored rows of the whole optimizer step.
+            `"authors"`: that mean divided once more by each micro-batch's row count, as the authors' code does (a
+            bug: their loss is divided by the batch size twice). Under AdamW a constant factor 1/B changes only the
+            weight of `adam_epsilon` (x B) and the gradient-clipping threshold (`max_grad_norm` x B, in unscaled
+            terms); reported losses are 1/B of eq. 12's.
+        early_stopping_patience (`int`, *optional*):
+            Stop training after this many evaluations in a row without an improvement of `metric_for_best_model`
+            (transformers' [`~transformers.EarlyStoppingCallback`]; the authors': 10, evaluating every 100 steps for
+            MIS-RAFT and 500 for standard fine-tuning, with `load_best_model_at_end` on `eval_loss`). Needs
+            `eval_strategy` other than `"no"` (and a validation split) and a `metric_for_best_model` (set, or
+            `"loss"` through `load_best_model_at_end`). Default: no early stopping.
+        early_stopping_threshold (`float`, *optional*, defaults to `0.0`):
+            How much the metric must improve to count as an improvement (the authors': 0.0).
 
         > Parameters that control the inputs
 
@@ -85,9 +103,17 @@ class RAFTConfig(SFTConfig):
               Rubrics" and the line "###Score:".
 
             The completion is "The score prediction is: " + the gold score in both.
-        video_frames (`int`, *optional*, defaults to `32`):
-            Raw video: frames sampled per video at `linspace(0, n_frames - 1, video_frames)`, truncated (the
-            authors' rule).
+        video_sampling (`str`, *optional*, defaults to `"fixed"`):
+            Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
+
+            - `"fixed"`: `video_frames` frames (32) at `linspace(0, n_frames - 1, video_frames)`, truncated (the
+              authors' `get_video_frames`, whose frames their published scripts never feed the model), sized by the
+              processor within the clip's budget.
+            - `"paper"`: what the authors' runs fed the model (their copy of qwen-vl-utils' `fetch_video`): 2 frames
+              a second, at most `video_frames` (768), at rounded linspace indices, each resized within a per-frame
+              share of the budget, then every second row and column.
+        video_frames (`int`, *optional*):
+            Raw video: frames per video under `"fixed"` (default 32), the most frames under `"paper"` (default 768).
         video_max_pixels (`int`, *optional*, defaults to `20480 * 28 * 28`):
             Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
         video_min_pixels (`int`, *optional*, defaults to `16 * 28 * 28`):
@@ -141,6 +167,26 @@ class RAFTConfig(SFTConfig):
         },
     )
 
+    raft_loss_scale: str = field(
+        default="batch-mean",
+        metadata={
+            "help": "Scale of the RAFT term: 'batch-mean' (eq. 12) or 'authors' (their code's, divided by the "
+            "micro-batch size once more).",
+            "choices": list(RAFT_LOSS_SCALES),
+        },
+    )
+    early_stopping_patience: int | None = field(
+        default=None,
+        metadata={
+            "help": "Stop after this many evaluations without improving metric_for_best_model (the authors': 10); "
+            "needs eval_strategy steps/epoch and metric_for_best_model or load_best_model_at_end. Default: none."
+        },
+    )
+    early_stopping_threshold: float = field(
+        default=0.0,
+        metadata={"help": "Least improvement of metric_for_best_model that counts (the authors': 0.0)."},
+    )
+
     # Parameters that control the inputs
     modality: str = field(
         default="text",
@@ -167,9 +213,18 @@ class RAFTConfig(SFTConfig):
             "choices": list(TRAINER_PROMPT_STYLES),
         },
     )
-    video_frames: int = field(
-        default=PAPER_VIDEO_FRAMES,
-        metadata={"help": "Raw video: frames sampled per video, at linspace(0, n_frames - 1, N) (paper: 32)."},
+    video_sampling: str = field(
+        default=FIXED_VIDEO_SAMPLING,
+        metadata={
+            "help": "Raw video frame rule: 'fixed' (video_frames frames at linspace(0, n - 1, N) truncated, the "
+            "authors' get_video_frames) or 'paper' (what the authors' runs fed the model: 2 frames a second up to "
+            "768, resized within the budget, then every second row and column).",
+            "choices": list(VIDEO_SAMPLING_RULES),
+        },
+    )
+    video_frames: int | None = field(
+        default=None,
+        metadata={"help": "Raw video: frames per video under 'fixed' (default 32), the most under 'paper' (768)."},
     )
     video_max_pixels: int = field(
         default=PAPER_VIDEO_MAX_PIXELS,
@@ -220,6 +275,10 @@ class RAFTConfig(SFTConfig):
             )
         if self.ce_weight < 0:
             raise ValueError(f"RAFTConfig.ce_weight must be >= 0, got {self.ce_weight}")
+        if self.raft_loss_scale not in RAFT_LOSS_SCALES:
+            raise ValueError(
+                f"RAFTConfig.raft_loss_scale must be one of {', '.join(RAFT_LOSS_SCALES)}, got {self.raft_loss_scale!r}"
+            )
         setting_media(self.modality)
         if self.input_source not in INPUT_SOURCES:
             raise ValueError(
@@ -231,7 +290,7 @@ class RAFTConfig(SFTConfig):
             raise ValueError(
                 f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)}, got {self.prompt_style!r}"
             )
-        _ = self.video_sampling  # validates the three video fields now, not at the first raw-video row
+        _ = self.raw_video_sampling  # validates the video fields now, not at the first raw-video row
         if self.padding_side not in PADDING_SIDES:
             raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:
@@ -240,14 +299,37 @@ class RAFTConfig(SFTConfig):
             logger.info("bf16 is not available on this machine: training in float32")
             self.bf16 = False
         super().__post_init__()
+        self._check_early_stopping()
+
+    def _check_early_stopping(self) -> None:
+        """Early stopping needs evaluations and a metric to watch; refused now rather than at the first step."""
+        if self.early_stopping_threshold < 0:
+            raise ValueError(f"RAFTConfig.early_stopping_threshold must be >= 0, got {self.early_stopping_threshold}")
+        patience = self.early_stopping_patience
+        if patience is None:
+            return
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 1:
+            raise ValueError(f"RAFTConfig.early_stopping_patience must be a positive integer, got {patience!r}")
+        if self.eval_strategy == "no":
+            raise ValueError(
+                "RAFTConfig.early_stopping_patience needs evaluations: set eval_strategy to 'steps' (with eval_steps) "
+                "or 'epoch'"
+            )
+        if self.metric_for_best_model is None:
+            raise ValueError(
+                "RAFTConfig.early_stopping_patience needs the metric to watch: set metric_for_best_model (e.g. "
+                "eval_loss) or load_best_model_at_end"
+            )
 
     @property
-    def video_sampling(self) -> VideoSampling:
+    def raw_video_sampling(self) -> VideoSampling:
         """The raw-video sampling these fields describe (`mis_bench_dataset.protocol.VideoSampling`)."""
         try:
-            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels)
+            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels, self.video_sampling)
         except ValueError as err:
-            raise ValueError(f"RAFTConfig.video_frames / video_max_pixels / video_min_pixels: {err}") from None
+            raise ValueError(
+                f"RAFTConfig.video_sampling / video_frames / video_max_pixels / video_min_pixels: {err}"
+            ) from None
 
     @property
     def loss_weights(self) -> tuple[float, float]:

@@ -138,8 +138,8 @@ def predict_scores(
     `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript;
     with `input_source="raw"` the rows' `video_path` / `audio_path` go through the processor instead
     (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing; a video's frames are
-    sampled by `video_sampling`, default the paper's). `prompt_style` is the one the model was trained
-    with (`raft_trainer.data.TRAINER_PROMPT_STYLES`).
+    sampled by `video_sampling`, default the "fixed" rule with the paper's budget). `prompt_style` is the one
+    the model was trained with (`raft_trainer.data.TRAINER_PROMPT_STYLES`).
     """
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")

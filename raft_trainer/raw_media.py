@@ -1,10 +1,10 @@
 """Raw audio/video rows (`video_path` / `audio_path`) -> processor inputs with the score's position.
 
 For users with the full data: the chat message carries the media entries first, then the text; a
-video is decoded and sampled here (`raft_trainer.video`: the paper's 32 frames and pixel budget by
-default, `video_sampling`), an audio file is loaded by the processor. The model's processor
-(`AutoProcessor`, e.g. Qwen2.5-VL's) renders the chat, processes the media and expands its
-placeholder tokens; the RAFT loss still reads the two score positions. Rows are encoded lazily,
+video is decoded and sampled here (`raft_trainer.video`, by `video_sampling`: the "fixed" 32 frames and the
+paper's pixel budget by default, or the "paper" rule of the authors' runs), an audio file is loaded by the
+processor. The model's processor (`AutoProcessor`, e.g. Qwen2.5-VL's) renders the chat, processes the media
+and expands its placeholder tokens; the RAFT loss still reads the two score positions. Rows are encoded lazily,
 batch by batch, in the collator: one video's pixel tensors can take hundreds of MB, far too much
 to store per (video, dimension) row.
 

@@ -162,7 +162,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     if input_source == "features":  # as the harness records it: text descriptors, no plots
         setting["feature_format"] = "text"
     if input_source == "raw" and "video" in setting_media(training_args.modality):
-        setting["video"] = training_args.video_sampling.as_record()
+        setting["video"] = training_args.raw_video_sampling.as_record()
     log_device(training_args)
     model = model_args.model_name_or_path
     tokenizer = AutoTokenizer.from_pretrained(
@@ -238,7 +238,7 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
         modality=args.modality,
         input_source="raw" if setting["input_source"] == "raw" else "features",
         prompt_style=args.prompt_style,
-        video_sampling=args.video_sampling,
+        video_sampling=args.raw_video_sampling,
     )
     records = prediction_records(rows, scores)
     path = output_dir / "predictions_test.csv"

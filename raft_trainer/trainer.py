@@ -6,7 +6,9 @@ term reads the two score positions, the CE term the completion tokens. Normalisa
 counts scored rows and completion tokens over the whole gradient-accumulation window and over all
 processes (`_get_num_items_in_batch`), each micro-batch divides its sums by those counts and, as
 DDP averages gradients, multiplies by the number of processes, so one optimizer step sees exactly
-eq. 12's batch mean whatever the accumulation and process layout.
+eq. 12's batch mean whatever the accumulation and process layout. `raft_loss_scale="authors"` divides the RAFT
+term once more by each micro-batch's row count, as the authors' code does. `early_stopping_patience` adds
+transformers' `EarlyStoppingCallback`.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ class RAFTTrainer(SFTTrainer):
                 args.modality,
                 args.max_length,
                 args.prompt_style,
-                args.video_sampling,
+                args.raw_video_sampling,
             )
             encode = _raw_rows
         else:
@@ -119,6 +121,11 @@ class RAFTTrainer(SFTTrainer):
                 tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of, encoder=raw_encoder
             )
 
+        if args.early_stopping_patience is not None:
+            from transformers import EarlyStoppingCallback
+
+            stopping = EarlyStoppingCallback(args.early_stopping_patience, args.early_stopping_threshold)
+            kwargs["callbacks"] = [*(kwargs.get("callbacks") or []), stopping]
         super().__init__(
             model,
             args=args,
@@ -193,12 +200,17 @@ class RAFTTrainer(SFTTrainer):
         local_counts = torch.stack([(keep_labels != -100).sum(), torch.tensor(target.numel(), device=target.device)])
         return predicted, target, sq_error_sum, ce_sum, local_counts
 
-    def _combine(self, sq_error_sum, ce_sum, counts, scale) -> torch.Tensor:
+    def _combine(self, sq_error_sum, ce_sum, counts, scale, local_rows) -> torch.Tensor:
+        """The loss: each term's sum over its count (`counts`: [completion tokens, scored rows]) times `scale`;
+        under `raft_loss_scale="authors"` the RAFT term also over this micro-batch's `local_rows`."""
         raft_weight, ce_weight = self.args.loss_weights
         counts = counts.to(sq_error_sum.device).float().clamp(min=1)
         loss = sq_error_sum.new_zeros(())
         if raft_weight > 0:
-            loss = loss + raft_weight * sq_error_sum / counts[1]
+            raft_term = sq_error_sum / counts[1]
+            if self.args.raft_loss_scale == "authors":
+                raft_term = raft_term / local_rows.to(raft_term.device).float().clamp(min=1)
+            loss = loss + raft_weight * raft_term
         if ce_weight > 0:
             loss = loss + ce_weight * ce_sum / counts[0]
         return loss * scale
@@ -207,10 +219,10 @@ class RAFTTrainer(SFTTrainer):
         predicted, target, sq_error_sum, ce_sum, local_counts = self._raft_forward(model, inputs)
         if num_items_in_batch is None:
             scale = 1.0 / getattr(self, "current_gradient_accumulation_steps", 1) if self.model.training else 1.0
-            loss = self._combine(sq_error_sum, ce_sum, local_counts, scale)
+            loss = self._combine(sq_error_sum, ce_sum, local_counts, scale, local_counts[1])
         else:
             scale = self.accelerator.num_processes if self.args.average_tokens_across_devices else 1
-            loss = self._combine(sq_error_sum, ce_sum, num_items_in_batch, scale)
+            loss = self._combine(sq_error_sum, ce_sum, num_items_in_batch, scale, local_counts[1])
         if self.model.training:
             stats = torch.stack([sq_error_sum.detach(), predicted.detach().sum(), local_counts[1].to(predicted.dtype)])
             self._metrics["train"][_STATS_KEY].append(self.accelerator.gather_for_metrics(stats).view(-1, 3).sum(0))
@@ -222,7 +234,7 @@ class RAFTTrainer(SFTTrainer):
         inputs = self._prepare_inputs(inputs)
         with torch.no_grad(), self.compute_loss_context_manager():
             predicted, target, sq_error_sum, ce_sum, local_counts = self._raft_forward(model, inputs)
-            loss = self._combine(sq_error_sum, ce_sum, local_counts, 1.0)
+            loss = self._combine(sq_error_sum, ce_sum, local_counts, 1.0, local_counts[1])
         if prediction_loss_only:
             return loss.detach(), None, None
         dims = inputs["dimension_index"].to(predicted.device, predicted.dtype)

@@ -1,12 +1,16 @@
-"""Raw video -> the frames a model sees, sampled by the paper's rule, and the processor kwargs that go with them.
+"""Raw video -> the frames a model sees, sampled and sized by a `VideoSampling` rule, and the processor kwargs
+that go with them.
 
 One function for the trainer's raw-media path (`raft_trainer.raw_media`) and the harness's transformers
-backend: `load_sampled_video` decodes only the frames `VideoSampling.frame_indices` picks
-(`np.linspace(0, n - 1, 32, dtype=int)` by default, as the authors' code) and returns them with their
-metadata; `video_kwargs` tells a Qwen2-VL-family processor to take those frames as they are (no second
-sampling) within the pixel budget. Decoding uses transformers' `load_video` with the first installed
-decoder (torchcodec, decord, PyAV, OpenCV, torchvision). A `.npz` path holding `frames` (T, H, W, 3) and
-optionally `fps` is read with numpy instead: frames extracted beforehand, sampled by the same rule.
+backend: `load_sampled_video` decodes only the frames `VideoSampling.frame_indices` picks (rule "fixed":
+`np.linspace(0, n - 1, 32, dtype=int)`; rule "paper": the authors' 2 frames a second) and returns them with
+their metadata. Under "paper" the frames are also resized here as the authors' reader did (bicubic with
+antialiasing, as torchvision's `resize` of uint8 frames: clamped and rounded back to uint8) to
+`VideoSampling.resized_size`, then every second row and column is kept. `video_kwargs` tells a Qwen2-VL-family
+processor to take those frames as they are (no second sampling), sized as the rule says. Decoding uses
+transformers' `load_video` with the first installed decoder (torchcodec, decord, PyAV, OpenCV, torchvision). A
+`.npz` path holding `frames` (T, H, W, 3) and optionally `fps` is read with numpy instead: frames extracted
+beforehand, sampled by the same rule (the "paper" rule needs its `fps`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mis_bench_dataset.inputs import UnsupportedSetting
-from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.protocol import PAPER_FRAME_STRIDE, VideoSampling
 
 # transformers' `load_video` backend names, in the order we try them, with the module each needs.
 DECODERS: tuple[tuple[str, str], ...] = (
@@ -29,6 +33,7 @@ DECODERS: tuple[tuple[str, str], ...] = (
     ("torchvision", "torchvision"),
 )
 FRAME_ARCHIVE_SUFFIX = ".npz"
+RESIZE_CHUNK_FRAMES = 16  # frames resized at a time: a float copy of every 1080p frame at once would take GBs
 
 
 def available_decoder() -> str:
@@ -59,14 +64,33 @@ def load_sampled_video(path: str | Path, sampling: VideoSampling) -> tuple[np.nd
     from transformers.video_utils import load_video
 
     def sample_indices(metadata, **_ignored) -> np.ndarray:
-        return sampling.frame_indices(int(metadata.total_num_frames))
+        return sampling.frame_indices(int(metadata.total_num_frames), metadata.fps)
 
     decoder = available_decoder()
     try:
         frames, metadata = load_video(path, backend=decoder, sample_indices_fn=sample_indices)
     except (OSError, TypeError, ValueError) as err:
         raise ValueError(f"cannot read the video {path!r}: {err}") from err
-    return np.asarray(frames), dict(metadata)
+    return sized_frames(np.asarray(frames), sampling), dict(metadata)
+
+
+def sized_frames(frames: np.ndarray, sampling: VideoSampling) -> np.ndarray:
+    """The sampled frames (T, H, W, 3) as the rule hands them to the processor: unchanged under "fixed"; under
+    "paper" resized to `sampling.resized_size` (bicubic, antialiased, clamped and rounded to uint8), then every
+    second row and column."""
+    if not sampling.resizes_frames:
+        return frames
+    import torch
+    import torch.nn.functional as F
+
+    size = sampling.resized_size(int(frames.shape[1]), int(frames.shape[2]), len(frames))
+    out = np.empty((len(frames), *size, frames.shape[3]), dtype=np.uint8)
+    for start in range(0, len(frames), RESIZE_CHUNK_FRAMES):
+        chunk = torch.from_numpy(np.ascontiguousarray(frames[start : start + RESIZE_CHUNK_FRAMES]))
+        chunk = chunk.permute(0, 3, 1, 2).float()
+        resized = F.interpolate(chunk, size=size, mode="bicubic", align_corners=False, antialias=True)
+        out[start : start + len(chunk)] = resized.clamp(0, 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
+    return np.ascontiguousarray(out[:, ::PAPER_FRAME_STRIDE, ::PAPER_FRAME_STRIDE])
 
 
 def _archive_frames(path: str, sampling: VideoSampling) -> tuple[np.ndarray, dict[str, Any]]:
@@ -80,7 +104,7 @@ def _archive_frames(path: str, sampling: VideoSampling) -> tuple[np.ndarray, dic
         raise ValueError(f"cannot read the frame archive {path!r}: {err}") from err
     if frames.ndim != 4 or frames.shape[-1] != 3:
         raise ValueError(f"{path}: `frames` must be (T, H, W, 3), got shape {frames.shape}")
-    indices = sampling.frame_indices(len(frames))
+    indices = sampling.frame_indices(len(frames), fps)
     metadata = {
         "total_num_frames": len(frames),
         "fps": fps,
@@ -89,10 +113,11 @@ def _archive_frames(path: str, sampling: VideoSampling) -> tuple[np.ndarray, dic
         "duration": len(frames) / fps if fps else None,
         "frames_indices": indices.tolist(),
     }
-    return frames[indices], metadata
+    return sized_frames(frames[indices], sampling), metadata
 
 
 def video_kwargs(sampling: VideoSampling, metadata: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """`processor_kwargs` for `apply_chat_template`: the frames are already sampled, sized within the budget,
-    and timed by their metadata (Qwen2.5-VL derives its temporal positions from the sampled fps)."""
+    """`processor_kwargs` for `apply_chat_template`: the frames are already sampled, sized as the rule says
+    (`VideoSampling.processor_kwargs`), and timed by their metadata (Qwen2.5-VL derives its temporal positions
+    from the sampled fps, `len(frames_indices) / total_num_frames * fps`, as the authors' reader computed it)."""
     return {"videos_kwargs": {**sampling.processor_kwargs(), "video_metadata": list(metadata)}}

@@ -16,6 +16,7 @@ from mis_bench_dataset.protocol import VideoSampling, paper_prompt
 from raft_trainer import RAFTConfig, RAFTTrainer
 from raft_trainer.data import ScoringEncoder, conversation, prompt_messages
 from raft_trainer.digits import DigitTokens
+from raft_trainer.recipes import PAPER_TABLE4_RECIPES, SOUND_TABLE4_RECIPES
 
 from _raft_helpers import (
     make_fake_video_processor,
@@ -64,7 +65,7 @@ def test_scoring_encoder_trains_only_the_completion_after_the_score_line():
 
 def test_raft_config_prompt_style_and_video_fields(tmp_path):
     config = RAFTConfig(str(tmp_path), prompt_style="paper", video_frames=16, use_cpu=True)
-    assert config.video_sampling == VideoSampling(frames=16)
+    assert config.raw_video_sampling == VideoSampling(frames=16)
     assert RAFTConfig(str(tmp_path), use_cpu=True).prompt_style == "toolkit"
     with pytest.raises(ValueError, match="prompt_style must be one of toolkit, paper"):
         RAFTConfig(str(tmp_path), prompt_style="direct", use_cpu=True)
@@ -116,36 +117,41 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 CPU_OVERRIDES = ["--load_in_4bit", "false", "--bf16", "false", "--optim", "adamw_torch"]
 
 
-def test_table4_mis_raft_recipe_trains_predicts_and_scores_with_the_paper_style(
-    tiny_model_dir, synthetic_build, tmp_path
-):
-    from mis_icc_metric.predictions_io import read_predictions, read_references
-    from raft_trainer.recipes import PAPER_TABLE4_RECIPES
+def _train(recipe, model_dir, build, out, *extra: str) -> int:
     from raft_trainer.train import main
 
-    out = tmp_path / "raft"
-    assert (
-        main(
-            [
-                "--config",
-                str(PAPER_TABLE4_RECIPES["MIS-RAFT"]),
-                "--model",
-                str(tiny_model_dir),
-                "--dataset",
-                str(synthetic_build),
-                "--output_dir",
-                str(out),
-                *CPU_OVERRIDES,
-                "--max_steps",
-                "2",
-                "--per_device_train_batch_size",
-                "1",
-                "--predict_batch_size",
-                "16",
-            ]
-        )
-        == 0
+    return main(
+        [
+            "--config",
+            str(recipe),
+            "--model",
+            str(model_dir),
+            "--dataset",
+            str(build),
+            "--output_dir",
+            str(out),
+            *CPU_OVERRIDES,
+            "--per_device_train_batch_size",
+            "1",
+            "--predict_batch_size",
+            "16",
+            *extra,
+        ]
     )
+
+
+@pytest.mark.parametrize("recipes", ["paper", "sound"])
+@pytest.mark.parametrize("condition", ["MIS-RAFT", "standard fine-tuning"])
+def test_table4_recipes_train_predict_and_score_with_the_paper_style(
+    tiny_model_dir, synthetic_build, tmp_path, recipes, condition
+):
+    """Two steps of each Table 4 training recipe, as the authors ran it (full-softmax digits, their loss scale and
+    early stopping) and with the sound defaults, on the tiny model on the CPU."""
+    from mis_icc_metric.predictions_io import read_predictions, read_references
+
+    recipe = (PAPER_TABLE4_RECIPES if recipes == "paper" else SOUND_TABLE4_RECIPES)[condition]
+    out = tmp_path / "out"
+    assert _train(recipe, tiny_model_dir, synthetic_build, out, "--max_steps", "2") == 0
     setting = {
         "modality": "video+text",
         "input_source": "features",
@@ -157,10 +163,31 @@ def test_table4_mis_raft_recipe_trains_predicts_and_scores_with_the_paper_style(
     state = json.loads((out / "trainer_state.json").read_text())
     assert state["global_step"] == 2 and all(math.isfinite(h["loss"]) for h in state["log_history"] if "loss" in h)
     assert (out / "adapter_model.safetensors").is_file()
+    args = torch.load(out / "training_args.bin", weights_only=False)
+    as_run = recipes == "paper"
+    assert args.early_stopping_patience == (10 if as_run else None)
+    assert args.renormalize_digits is not (as_run and condition == "MIS-RAFT")
+    assert args.raft_loss_scale == ("authors" if as_run and condition == "MIS-RAFT" else "batch-mean")
+    assert args.video_sampling == ("paper" if as_run else "fixed")
     predictions = read_predictions(out / "predictions_test.csv")
     assert {(p["video_id"], p["dimension"]) for p in predictions} == set(read_references(synthetic_build, split="test"))
     scores = json.loads((out / "scores_test.json").read_text())
     assert scores["setting"] == setting and "mean_icc" in scores
+
+
+def test_the_authors_early_stopping_stops_and_keeps_the_best_checkpoint(tiny_model_dir, synthetic_build, tmp_path):
+    """The MIS-RAFT recipe as they ran it, evaluating every step: with a learning rate of 0 the eval loss never
+    improves, so a patience of 1 stops at the second evaluation and the first checkpoint is the best one."""
+    out = tmp_path / "stop"
+    extra = ["--max_steps", "6", "--eval_steps", "1", "--save_steps", "1", "--early_stopping_patience", "1"]
+    assert (
+        _train(PAPER_TABLE4_RECIPES["MIS-RAFT"], tiny_model_dir, synthetic_build, out, *extra, "--learning_rate", "0")
+        == 0
+    )
+    state = json.loads((out / "trainer_state.json").read_text())
+    evals = [h["eval_loss"] for h in state["log_history"] if "eval_loss" in h]
+    assert state["global_step"] == 2 and len(evals) == 2 and evals[0] == evals[1]
+    assert Path(state["best_model_checkpoint"]).name == "checkpoint-1" and state["best_metric"] == evals[0]
 
 
 def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir, synthetic_build, tmp_path):
@@ -171,7 +198,6 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
     from mis_bench_dataset.loading import load_rows
     from mis_icc_metric.predictions_io import read_predictions
     from raft_trainer.predict import predict_scores
-    from raft_trainer.recipes import PAPER_TABLE4_RECIPES
     from raft_trainer.train import main
 
     out = tmp_path / "raw"

@@ -165,3 +165,61 @@ def test_raft_reaches_lower_score_mse_than_ce_in_the_same_steps(tokenizer, tmp_p
         results[objective] = trainer.evaluate()
     assert results["raft"]["eval_score_mse"] < 0.5 * results["ce"]["eval_score_mse"]
     assert results["raft"]["eval_icc"] > results["ce"]["eval_icc"]
+
+
+def test_the_authors_loss_scale_divides_the_batch_mean_by_the_batch_size_again(tokenizer, tmp_path):
+    """raft_loss_scale="authors": their MSE mean divided by the micro-batch's rows (1/B^2 of the sum); the CE term
+    keeps its scale; evaluation (prediction_step) is scaled the same way."""
+    data = short_encoded_toy(tokenizer, 4, seed=5)
+    model = make_model(tokenizer, seed=6)
+    batch = RAFTDataCollator(tokenizer.pad_token_id)(list(data))
+    losses, evals = {}, {}
+    for scale in ("batch-mean", "authors"):
+        for objective in ("raft", "raft+ce"):
+            trainer = RAFTTrainer(
+                model,
+                args=_config(tmp_path, raft_objective=objective, raft_loss_scale=scale),
+                train_dataset=data,
+                processing_class=tokenizer,
+            )
+            trainer.model.eval()
+            with torch.no_grad():
+                losses[scale, objective] = trainer.compute_loss(trainer.model, dict(batch)).item()
+            evals[scale, objective] = trainer.prediction_step(trainer.model, dict(batch), True)[0].item()
+    for table in (losses, evals):
+        assert table["authors", "raft"] == pytest.approx(table["batch-mean", "raft"] / 4, rel=1e-6)
+        ce = table["batch-mean", "raft+ce"] - table["batch-mean", "raft"]
+        assert table["authors", "raft+ce"] == pytest.approx(table["batch-mean", "raft"] / 4 + ce, rel=1e-6)
+    with pytest.raises(ValueError, match="raft_loss_scale must be one of batch-mean, authors"):
+        _config(tmp_path, raft_loss_scale="twice")
+
+
+def test_early_stopping_adds_transformers_callback_and_needs_evaluations(tokenizer, tmp_path):
+    from transformers import EarlyStoppingCallback
+
+    data = short_encoded_toy(tokenizer, 4, seed=5)
+    args = _config(
+        tmp_path,
+        eval_strategy="steps",
+        eval_steps=100,
+        save_strategy="steps",
+        save_steps=100,
+        load_best_model_at_end=True,
+        metric_for_best_model="eval_loss",
+        early_stopping_patience=10,
+    )
+    trainer = RAFTTrainer(
+        make_model(tokenizer), args=args, train_dataset=data, eval_dataset=data, processing_class=tokenizer
+    )
+    (stopping,) = [c for c in trainer.callback_handler.callbacks if isinstance(c, EarlyStoppingCallback)]
+    assert (stopping.early_stopping_patience, stopping.early_stopping_threshold) == (10, 0.0)
+    plain = RAFTTrainer(make_model(tokenizer), args=_config(tmp_path), train_dataset=data, processing_class=tokenizer)
+    assert not any(isinstance(c, EarlyStoppingCallback) for c in plain.callback_handler.callbacks)
+    with pytest.raises(ValueError, match="early_stopping_patience needs evaluations"):
+        _config(tmp_path, early_stopping_patience=10)
+    with pytest.raises(ValueError, match="early_stopping_patience needs the metric to watch"):
+        _config(tmp_path, early_stopping_patience=10, eval_strategy="steps", eval_steps=5)
+    with pytest.raises(ValueError, match="early_stopping_patience must be a positive integer"):
+        _config(tmp_path, early_stopping_patience=0, eval_strategy="steps", metric_for_best_model="eval_loss")
+    with pytest.raises(ValueError, match="early_stopping_threshold must be >= 0"):
+        _config(tmp_path, early_stopping_threshold=-1.0)

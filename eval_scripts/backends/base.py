@@ -8,10 +8,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import prompt_style
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
-from mis_bench_dataset.protocol import PAPER_MAX_NEW_TOKENS, VideoSampling
+from mis_bench_dataset.protocol import VideoSampling
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
 # What a backend that cannot ask its model (an HTTP server, vLLM's engine) assumes until told otherwise.
@@ -55,8 +55,9 @@ class DecodingConfig:
 
     @classmethod
     def for_style(cls, style: str, **overrides) -> DecodingConfig:
-        """A CoT answer needs room for its analysis; a direct one a few tokens; `paper` the authors' 16."""
-        base = {"max_new_tokens": {"cot": 1024, PAPER_PROMPT_STYLE: PAPER_MAX_NEW_TOKENS}.get(style, 32)}
+        """The style's answer token limit (`mis_bench_dataset.dimensions.PROMPT_STYLE_TABLE`: a CoT answer needs
+        room for its analysis, a direct one a few tokens, `paper` the authors' 16), then the overrides given."""
+        base = {"max_new_tokens": prompt_style(style).max_tokens()}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 

@@ -9,10 +9,11 @@ inputs; a plain chat LM declares text only. Each answer says why it ended (`fini
 Models with their own loading code (e.g. Qwen2.5-Omni) can be passed in already built
 (`model_obj`, `processor_obj`).
 
-Raw video is sampled here, not by the processor: `video_sampling` (default: the paper's 32 frames
-at `linspace(0, n - 1, 32)`, 20480x28x28 pixels for the clip, 16x28x28 at least per frame) picks
-the frames (`raft_trainer.video`, shared with the trainer) and sizes them through the processor's
-video kwargs. A prompt's `system` text goes first, as a system message.
+Raw video is sampled here, not by the processor: `video_sampling` (`mis_bench_dataset.protocol.VideoSampling`;
+default the "fixed" rule, 32 frames at `linspace(0, n - 1, 32)`, 20480x28x28 pixels for the clip, 16x28x28 at
+least per frame; `--video-sampling paper` the frames of the authors' runs) picks the frames
+(`raft_trainer.video`, shared with the trainer) and sizes them as the rule says. A prompt's `system` text goes
+first, as a system message.
 """
 
 from __future__ import annotations

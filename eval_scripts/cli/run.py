@@ -24,11 +24,17 @@ from eval_scripts.cli.args import (
 )
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
-from eval_scripts.harness.estimate import EXPECTED_COMPLETION_TOKENS
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.inputs import INPUT_SOURCES
 from mis_bench_dataset.numbers import pct
-from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_PIXELS, PAPER_VIDEO_MIN_PIXELS
+from mis_bench_dataset.protocol import (
+    FIXED_VIDEO_SAMPLING,
+    PAPER_VIDEO_FRAMES,
+    PAPER_VIDEO_MAX_FRAMES,
+    PAPER_VIDEO_MAX_PIXELS,
+    PAPER_VIDEO_MIN_PIXELS,
+    VIDEO_SAMPLING_RULES,
+)
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -55,8 +61,7 @@ def register(subparsers) -> None:
         dest="prompt_style",
         default="direct",
         choices=PROMPT_STYLES,
-        help="direct or cot (our templates, Table 3's grid), or paper (the authors' MIS-RAFT "
-        "protocol behind Table 4: a system message, fixed sections, at most 16 new tokens)",
+        help="; ".join(f"{style.name}: {style.help}" for style in PROMPT_STYLE_TABLE.values()),
     )
     parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
@@ -107,7 +112,7 @@ def register(subparsers) -> None:
         "--max-tokens",
         dest="max_new_tokens",
         type=positive_int,
-        help="default 32 (direct) / 1024 (cot) / 16 (paper)",
+        help="default " + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in PROMPT_STYLE_TABLE.values()),
     )
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
     parser.add_argument("--top-p", type=unit_interval, default=1.0)
@@ -124,13 +129,22 @@ def register(subparsers) -> None:
     group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
     group = parser.add_argument_group(
         "raw video (transformers backend; an openai/vllm server samples its own frames)",
-        "frames at linspace(0, n_frames - 1, N) truncated, as the authors' code; defaults are the paper's",
+        "fixed: N frames at linspace(0, n_frames - 1, N) truncated (the authors' get_video_frames); paper: what "
+        "the authors' runs fed the model (2 frames a second up to 768, each frame resized within the budget, "
+        "then every second row and column); the pixel budget is the paper's by default",
+    )
+    group.add_argument(
+        "--video-sampling",
+        default=FIXED_VIDEO_SAMPLING,
+        choices=VIDEO_SAMPLING_RULES,
+        help=f"frame rule (default {FIXED_VIDEO_SAMPLING}; paper reproduces the frames of Table 4's runs)",
     )
     group.add_argument(
         "--video-frames",
         type=positive_int,
-        default=PAPER_VIDEO_FRAMES,
-        help=f"frames sampled per video (default {PAPER_VIDEO_FRAMES})",
+        default=None,
+        help=f"frames sampled per video under fixed (default {PAPER_VIDEO_FRAMES}), the most frames under paper "
+        f"(default {PAPER_VIDEO_MAX_FRAMES})",
     )
     group.add_argument(
         "--video-max-pixels",
@@ -207,9 +221,9 @@ def register(subparsers) -> None:
         "--expected-completion-tokens",
         type=positive_int,
         metavar="N",
-        help="completion tokens per request for --dry-run (default: the mean of the setting's cached "
-        f"answers, else {EXPECTED_COMPLETION_TOKENS['direct']} direct / "
-        f"{EXPECTED_COMPLETION_TOKENS['cot']} cot)",
+        help="completion tokens per request for --dry-run (default: the mean of the setting's cached answers, else "
+        + " / ".join(f"{s.expected_completion_tokens} {s.name}" for s in PROMPT_STYLE_TABLE.values())
+        + ")",
     )
     group.add_argument(
         "--batch-max-requests",
@@ -254,9 +268,11 @@ def _video_sampling(args):
     from mis_bench_dataset.protocol import VideoSampling
 
     try:
-        return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels)
+        return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels, args.video_sampling)
     except ValueError as err:
-        raise UsageError(str(err), where="--video-frames / --video-max-pixels / --video-min-pixels") from err
+        raise UsageError(
+            str(err), where="--video-sampling / --video-frames / --video-max-pixels / --video-min-pixels"
+        ) from err
 
 
 def _summary(result) -> dict:

@@ -15,13 +15,18 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mis_bench_dataset.dimensions import prompt_style
+
 logger = logging.getLogger(__name__)
 
 CHARS_PER_TOKEN = 4
 CHARS_ESTIMATOR = f"characters/{CHARS_PER_TOKEN}"
-# Expected completion length per request when the cache has no answers of the setting to learn
-# it from: a direct answer is a score ("3.5", a few tokens); a CoT answer a paragraph of analysis.
-EXPECTED_COMPLETION_TOKENS = {"direct": 8, "cot": 400}
+
+
+def expected_completion_tokens(style: str) -> int:
+    """Completion tokens per request when the cache has no answers of the setting to learn it from: the
+    style's `expected_completion_tokens` (`mis_bench_dataset.dimensions.PROMPT_STYLE_TABLE`)."""
+    return prompt_style(style).expected_completion_tokens
 
 
 @dataclass(frozen=True)
