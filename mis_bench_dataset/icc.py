@@ -30,6 +30,7 @@ paper's metric; the others answer other questions (docs/agreement.md).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -260,8 +261,12 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 def icc_forms_from_mean_squares(ms: AnovaMeanSquares, icc3_single: np.ndarray) -> dict[str, np.ndarray]:
     """The six Shrout & Fleiss forms (keys of ICC_FORM_NAMES); ICC(3,1) is passed in (from C, exact 0
-    for a constant rater). Undefined (NaN): a zero denominator, e.g. no between-item variance for a
-    k form, where pingouin returns -inf."""
+    for a constant rater).
+
+    Undefined (NaN) where a denominator is not positive: no between-item variance for a k form (pingouin
+    and R psych::ICC return -inf), or ICC(2,k) when MS_E > n MS_R + MS_C, which needs a strongly
+    negative ICC(3,1) (< -0.5 for k = 2) and where the formula gives a value above 1 (they print it).
+    """
     k, n = ms.k, ms.n
     msr, msc, mse, msw = ms.rows, ms.columns, ms.error, ms.within
     with np.errstate(invalid="ignore", divide="ignore"):  # n = 0 in an empty resample: NaN, masked by callers
@@ -356,8 +361,18 @@ def icc_table(matrix: np.ndarray | list, confidence: float = 0.95) -> dict[str, 
         "icc2_k": (f3, df_err, case2_k),
         "icc3_k": (f3, df_err, case3_k),
     }
+    undefined = (float("nan"), float("nan"))
     return {
-        key: ICCForm(key, ICC_FORM_NAMES[key], forms[key], f, n - 1, df2, _f_test_p_value(f, n - 1, df2), ci)
+        key: ICCForm(
+            key,
+            ICC_FORM_NAMES[key],
+            forms[key],
+            f,
+            n - 1,
+            df2,
+            _f_test_p_value(f, n - 1, df2),
+            undefined if math.isnan(forms[key]) else ci,
+        )
         for key, (f, df2, ci) in tests.items()
     }
 

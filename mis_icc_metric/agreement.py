@@ -97,24 +97,35 @@ STATISTIC_KEYS: tuple[str, ...] = tuple(s.key for s in STATISTICS)
 
 class _Moments:
     """Per-block feature columns: `bootstrap.block_features` (count, centred columns, products,
-    squared difference) plus |difference| and "the prediction is a whole number"."""
+    squared difference), then |d|, "the prediction is a whole number", and the difference d = model -
+    gold centred on the block's mean difference, and its square (the sd of d from its own centred
+    sums: from the products it would cancel, giving 1e-8 instead of 0 for a model = gold + 1)."""
+
+    EXTRA = ("abs_diff", "integer", "centred_diff", "centred_diff_sq")
 
     def __init__(self, ratings: np.ndarray, valid: np.ndarray) -> None:
         n, n_blocks, _ = ratings.shape
         base, self.layout = block_features(ratings, valid)
+        self.means = block_means(ratings, valid)  # (D, 2): the centring, to recover the column means
         safe = np.where(valid[..., None], ratings, 0.0)
+        diff = safe[..., 0] - safe[..., 1]
+        centred_diff = np.where(valid, diff - (self.means[:, 0] - self.means[:, 1]), 0.0)
         extra = np.stack(
             [
-                np.where(valid, np.abs(safe[..., 0] - safe[..., 1]), 0.0),
+                np.where(valid, np.abs(diff), 0.0),
                 np.where(valid, safe[..., 0] == np.round(safe[..., 0]), 0.0),
+                centred_diff,
+                centred_diff**2,
             ],
             axis=-1,
         )
         self.width = self.layout.width + extra.shape[-1]
         blocks = np.concatenate([base.reshape(n, n_blocks, self.layout.width), extra], axis=-1)
         self.features = blocks.reshape(n, n_blocks * self.width)
-        self.means = block_means(ratings, valid)  # (D, 2): the centring, to recover the column means
         self.n_blocks = n_blocks
+
+    def _extra(self, blocks: np.ndarray, name: str) -> np.ndarray:
+        return blocks[..., self.layout.width + self.EXTRA.index(name)]
 
     def statistics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
         """Every moment statistic per (resample, block) from summed features (R, D * width)."""
@@ -130,13 +141,14 @@ class _Moments:
         with np.errstate(invalid="ignore", divide="ignore"):
             out["pearson"] = np.where((cxx > 0) & (cyy > 0), np.clip(cxy / np.sqrt(cxx * cyy), -1, 1), np.nan)
             out["sd_ratio"] = np.where(cyy > 0, np.sqrt(cxx / np.where(cyy > 0, cyy, 1.0)), np.nan)
-            out["sd_diff"] = np.sqrt(np.maximum(cxx + cyy - 2 * cxy, 0.0) / (n_eff - 1))
+            spread = self._extra(blocks, "centred_diff_sq") - self._extra(blocks, "centred_diff") ** 2 / safe_n
+            out["sd_diff"] = np.sqrt(np.maximum(spread, 0.0) / (n_eff - 1))
         out["bias"] = column_means[..., 0] - column_means[..., 1]
         out["loa_low"] = out["bias"] - LOA_Z * out["sd_diff"]
         out["loa_high"] = out["bias"] + LOA_Z * out["sd_diff"]
         out["mse"] = base[..., -1] / safe_n
-        out["mae"] = blocks[..., self.layout.width] / safe_n
-        out["integer_share"] = blocks[..., self.layout.width + 1] / safe_n
+        out["mae"] = self._extra(blocks, "abs_diff") / safe_n
+        out["integer_share"] = self._extra(blocks, "integer") / safe_n
         for key, value in out.items():
             needs = next(s.needs_variance for s in STATISTICS if s.key == key)
             out[key] = np.where(n_eff >= (2 if needs else 1), value, np.nan)
