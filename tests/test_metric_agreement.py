@@ -31,7 +31,9 @@ from tests._metric_helpers import make_scores
 SHROUT_FLEISS = np.array(
     [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], dtype=float
 )
-PINGOUIN_TYPE = dict(zip(ICC_FORMS, ["ICC(1,1)", "ICC(A,1)", "ICC(C,1)", "ICC(1,k)", "ICC(A,k)", "ICC(C,k)"]))
+PINGOUIN_TYPE = dict(
+    zip(ICC_FORMS, ["ICC(1,1)", "ICC(A,1)", "ICC(C,1)", "ICC(1,k)", "ICC(A,k)", "ICC(C,k)"], strict=True)
+)
 
 
 def pingouin_table(matrix: np.ndarray) -> dict[str, dict]:
