@@ -45,7 +45,7 @@ __all__ = ["CERTIFICATION_ICC", "CERTIFICATION_RUN", "certification", "model_as_
 # Appendix B: "ICC greater than 0.8 with expert ratings on six consecutive clips".
 CERTIFICATION_ICC = 0.8
 CERTIFICATION_RUN = 6
-CLIP_ORDER = "video id order (clinician, time point, stimulus), as `mis-bench score` lists the videos"
+CLIP_ORDER = "video id order (sorted as text: clinician, time point, stimulus)"
 
 
 def _icc(matrix: np.ndarray, confidence: float) -> dict:
@@ -136,8 +136,7 @@ def certification(
         if current == run_length and certified_at is None:
             certified_at = data.videos[index]
     return {
-        "rule": f"ICC(3,1) over the dimensions > {threshold} with the gold scores on {run_length} consecutive clips "
-        "(paper Appendix B)",
+        "rule": f"ICC(3,1) over the dimensions > {threshold} with the gold scores on {run_length} consecutive clips",
         "order": CLIP_ORDER,
         "threshold": threshold,
         "run_length": run_length,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
-from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct
+from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -129,10 +129,6 @@ def format_score_table(result: dict) -> str:
     return "\n".join(lines)
 
 
-def _signed(value: float | None, digits: int = 2) -> str:
-    return num(value, digits) if value is None or num(value, digits) == MISSING else f"{value:+.{digits}f}"
-
-
 def _stat(block: dict, key: str) -> float | None:
     return (block.get(key) or {}).get("value")
 
@@ -153,12 +149,12 @@ def format_agreement_table(result: dict) -> str:
     rows.append(("All", result["overall"].get("agreement") or {}))
     for label, block in rows:
         low, high = _stat(block, "loa_low"), _stat(block, "loa_high")
-        limits = MISSING if num(low) == MISSING else f"[{_signed(low)}, {_signed(high)}]"
+        limits = MISSING if num(low) == MISSING else f"[{signed(low)}, {signed(high)}]"
         distinct = _stat(block, "n_distinct")
         lines.append(
             f"{label:<6} {_pct(_stat(block, 'icc2_1'), 8)} {_pct(_stat(block, 'icc1_1'), 8)} "
             f"{_pct(_stat(block, 'krippendorff_alpha'), 6)} {_pct(_stat(block, 'pearson'), 6)} "
-            f"{_pct(_stat(block, 'spearman'), 6)} {_num(_stat(block, 'mae')):>6} {_signed(_stat(block, 'bias')):>6} "
+            f"{_pct(_stat(block, 'spearman'), 6)} {_num(_stat(block, 'mae')):>6} {signed(_stat(block, 'bias')):>6} "
             f"{limits:<18} {_num(_stat(block, 'sd_ratio'), 2):>8} {_pct(_stat(block, 'integer_share'), 6)} "
             f"{MISSING if distinct is None else int(distinct):>6}"
         )
