@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say
+from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import SPLITS
@@ -177,7 +178,7 @@ def format_raters_table(raters: dict) -> str:
         lines.append(f"{'dim':<6} {'n':>4} {model_cols} {'mean':>6}  {'raters':>6} {'pairs':>6}  {loo_cols}")
         for key, entry in raters["dimensions"].items():
             model = " ".join(_pct((entry["model_vs_rater"].get(r) or {}).get("icc"), 7) for r in names)
-            loo = " ".join(_pct((entry["leave_one_out"].get(r) or {}).get("delta"), 7) for r in names)
+            loo = " ".join(signed_pct((entry["leave_one_out"].get(r) or {}).get("delta")).rjust(7) for r in names)
             lines.append(
                 f"{DIMENSION_BY_KEY[key].abbreviation:<6} {entry['n']:>4} {model} "
                 f"{_pct(entry['mean_model_vs_rater'], 6)}  {_pct(entry['raters_icc']['icc'], 6)} "
