@@ -54,6 +54,7 @@ from eval_scripts.report.views import (
 from eval_scripts.submission import slug
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
 from mis_bench_dataset.text_safety import escape_html
 
@@ -355,7 +356,7 @@ def write_report(
     comparison_bootstrap: int = PAPER_BOOTSTRAP,
     seed: int = 0,
     scatters: str = "best",
-    raters: Any = None,
+    raters: Labels | None = None,
 ) -> ReportFiles:
     """The report of scored results objects (see the module docstring).
 
@@ -382,23 +383,8 @@ def write_report(
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
     if raters is not None and references is None:
         raise UsageError("the model-as-rater section needs the gold scores too", hint="pass --references as well")
-    scatter_names = [f"{stem}-scatter-{index + 1}-{_slug(run.label)}.png" for index, run in enumerate(scattered)]
-    plot_names = [
-        f"{stem}-{kind}-{index + 1}-{_slug(run.label)}.png" for index, run in enumerate(scattered) for kind in PLOTS
-    ]
-    heatmap_path, radar_path, markdown_path, html_path, json_path, *figure_paths = folder.claim_all(
-        [
-            f"{stem}-heatmap.png",
-            f"{stem}-radar.png",
-            f"{stem}.md",
-            f"{stem}.html",
-            f"{stem}.json",
-            *scatter_names,
-            *plot_names,
-        ],
-        REPORT_WRITER,
-    )  # all checked before anything is written
-    scatter_paths, plot_paths = figure_paths[: len(scatter_names)], figure_paths[len(scatter_names) :]
+    fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
+    heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
     comparison = compare_systems(
         runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
     )
@@ -407,37 +393,16 @@ def write_report(
         comparison.views() or [entry.run for entry in best] or runs, radar_path, title="Per-dimension ICC(3,1)" + suffix
     )
     scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
-    kinds = list(PLOTS)
-    plots = [
-        (
-            run,
-            write_agreement_plots(
-                run, references, dict(zip(kinds, plot_paths[i * 3 : i * 3 + 3], strict=True)), suffix=suffix
-            ),
-        )
-        for i, run in enumerate(scattered)
-    ]
+    plots = _agreement_plots(scattered, references, plot_paths, suffix)
     rated = _rate(best, references, raters) if raters is not None else []
 
     sections = [
         _table3_section(best, ranks, undefined),
         _figure2_section(runs, heatmap),
         _comparison_section(comparison, radar),
-        _Section(
-            "Errors and parse rates",
-            [OVERALL_NOTE],
-            [
-                ("MSE (lower is better)", mse_table(runs)),
-                (
-                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
-                    "token limit, failed request) and overall exclusion rate",
-                    rates_table(runs),
-                ),
-            ],
-            [],
-        ),
+        _errors_section(runs),
+        _agreement_section(best, plots, suffix),
     ]
-    sections.append(_agreement_section(best, plots, suffix))
     if raters is not None:
         sections.append(_raters_section(rated, str(raters.path)))
     if scatter_files:
@@ -460,8 +425,46 @@ def write_report(
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files, agreement_files)
 
 
+def _claim(folder: OutputFolder, stem: str, scattered: Sequence[RunView]) -> tuple[list[Path], list[Path], list[Path]]:
+    """Every file the report writes, claimed at once: the five fixed ones (heatmap, radar, md, html, json),
+    the scatters and the agreement figures (PLOTS order per run)."""
+    scatter_names = [f"{stem}-scatter-{i + 1}-{_slug(run.label)}.png" for i, run in enumerate(scattered)]
+    plot_names = [f"{stem}-{kind}-{i + 1}-{_slug(run.label)}.png" for i, run in enumerate(scattered) for kind in PLOTS]
+    fixed = [f"{stem}-heatmap.png", f"{stem}-radar.png", f"{stem}.md", f"{stem}.html", f"{stem}.json"]
+    paths = folder.claim_all([*fixed, *scatter_names, *plot_names], REPORT_WRITER)
+    return paths[:5], paths[5 : 5 + len(scatter_names)], paths[5 + len(scatter_names) :]
+
+
+def _errors_section(runs: Sequence[RunView]) -> _Section:
+    return _Section(
+        "Errors and parse rates",
+        [OVERALL_NOTE],
+        [
+            ("MSE (lower is better)", mse_table(runs)),
+            (
+                "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
+                "token limit, failed request) and overall exclusion rate",
+                rates_table(runs),
+            ),
+        ],
+        [],
+    )
+
+
+def _agreement_plots(
+    runs: Sequence[RunView], references: Mapping[tuple[str, str], float], paths: Sequence[Path], suffix: str
+) -> list[tuple[RunView, dict[str, Path]]]:
+    """Each run's Bland-Altman, calibration and histogram figures, into its claimed paths (PLOTS order)."""
+    kinds = list(PLOTS)
+    per_run = [dict(zip(kinds, paths[i * len(kinds) : (i + 1) * len(kinds)], strict=True)) for i in range(len(runs))]
+    return [
+        (run, write_agreement_plots(run, references, mine, suffix=suffix))
+        for run, mine in zip(runs, per_run, strict=True)
+    ]
+
+
 def _rate(
-    best: Sequence[BestConfiguration], references: Mapping[tuple[str, str], float], raters: Any
+    best: Sequence[BestConfiguration], references: Mapping[tuple[str, str], float], raters: Labels
 ) -> list[tuple[RunView, dict[str, Any]]]:
     """`mis_icc_metric.raters.model_as_rater` of each system's best configuration (strict-JSON safe)."""
     from eval_scripts.report.inputs import predictions_on
