@@ -230,3 +230,48 @@ def test_report_page_in_chromium_at_1280_px(made, tmp_path):
         assert image["loaded"] and image["alt"].strip()
         assert image["width"] <= image["container"] + 0.5
     assert all(right <= 1280 for right in seen["wraps"])
+
+
+def test_report_cli_raters(made, tmp_path):
+    import contextlib
+    import csv
+    import io
+
+    from eval_scripts.cli import main
+
+    runs = tmp_path / "runs"
+    for i, results in enumerate(made["results"]):
+        (runs / f"r{i}").mkdir(parents=True)
+        (runs / f"r{i}" / "results.json").write_text(json.dumps(results))
+    gold = tmp_path / "gold.csv"
+    with gold.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["video_id", "dimension", "score"])
+        writer.writerows([v, d, s] for (v, d), s in sorted(made["references"].items()))
+    ratings = made["root"] / "ratings.csv"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", str(runs), "--raters", str(ratings), "--out", str(tmp_path / "no")]) == 2
+    assert err.getvalue().count("\n") == 1 and "--raters needs --references" in err.getvalue()
+    out = tmp_path / "report"
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        code = main(
+            [
+                "report",
+                str(runs),
+                "--references",
+                str(gold),
+                "--raters",
+                str(ratings),
+                "--bootstrap",
+                "50",
+                "--comparison-bootstrap",
+                "0",
+                "--out",
+                str(out),
+            ]
+        )
+    assert code == 0
+    data = json.loads((out / "report.json").read_text())
+    assert [entry["model"] for entry in data["model_as_rater"]] == ["org/calibrated", "org/squashed"]
+    assert data["model_as_rater"][0]["dimensions"] == made["json"]["model_as_rater"][0]["dimensions"]
