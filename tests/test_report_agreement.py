@@ -78,22 +78,30 @@ def _md_table(markdown: str, caption: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in block.splitlines()[2:]]
 
 
+AGREEMENT_CAPTION = "Agreement with the gold scores of each system's best configuration"
+RATERS_CAPTION = "The model as one more rater: ICC(3,1) % [95% F-test CI] of each system's best configuration"
+
+
 def test_agreement_tables_show_the_scores_numbers(made):
-    for results in made["results"]:
+    rows = _md_table(made["markdown"], AGREEMENT_CAPTION)
+    assert len(rows) == 2 * 9
+    for index, results in enumerate(made["results"]):
         run = run_views([results])[0]
-        rows = _md_table(made["markdown"], f"{run.label}: agreement with the gold scores")
-        assert [row[0] for row in rows] == [d.abbreviation for d in DIMENSIONS] + ["Overall"]
+        mine = rows[9 * index : 9 * (index + 1)]
+        assert mine[0][0] == run.label and all(row[0] == "" for row in mine[1:])
+        assert [row[1] for row in mine] == [d.abbreviation for d in DIMENSIONS] + ["Overall"]
         blocks = [results["scores"]["dimensions"][d.key] for d in DIMENSIONS] + [results["scores"]["overall"]]
-        for row, block in zip(rows, blocks, strict=True):
+        for row, block in zip(mine, blocks, strict=True):
             stats = block["agreement"]
-            assert row[1].split(" ")[0] == pct(block["icc"])  # ICC(3,1) first: the headline, as everywhere
+            cells = row[1:]
+            assert cells[1].split(" ")[0] == pct(block["icc"])  # ICC(3,1) first: the headline, as everywhere
             for column, key in ((2, "icc2_1"), (3, "icc1_1"), (4, "krippendorff_alpha"), (6, "spearman")):
-                assert row[column].split(" ")[0] == pct(stats[key]["value"]), key
-            assert row[8].split(" ")[0] == signed(stats["bias"]["value"])
-            assert row[9] == f"{signed(stats['loa_low']['value'])} to {signed(stats['loa_high']['value'])}"
-            assert row[12] == str(int(stats["n_distinct"]["value"]))
-    squashed = _md_table(made["markdown"], "org/squashed · text · direct: agreement with the gold scores")
-    assert all(row[12] in ("1", "2") for row in squashed[:-1]) and all(row[11] == "100.0" for row in squashed[:-1])
+                assert cells[column].split(" ")[0] == pct(stats[key]["value"]), key
+            assert cells[8].split(" ")[0] == signed(stats["bias"]["value"])
+            assert cells[9] == f"{signed(stats['loa_low']['value'])} to {signed(stats['loa_high']['value'])}"
+            assert cells[12] == str(int(stats["n_distinct"]["value"]))
+    squashed = rows[9:17]
+    assert all(row[13] in ("1", "2") for row in squashed) and all(row[12] == "100.0" for row in squashed)
 
 
 def test_bland_altman_draws_the_pairs_bias_and_limits(made):
@@ -159,12 +167,12 @@ def test_figures_and_report_json_say_synthetic_and_hold_the_data(made):
     expected = json_safe(model_as_rater(predictions, made["references"], made["labels"]))
     assert data["model_as_rater"][1]["dimensions"] == expected["dimensions"]
     assert data["model_as_rater"][1]["certification"]["best_run"] == expected["certification"]["best_run"]
-    rater_rows = _md_table(
-        made["markdown"], "org/squashed · text · direct: the model as one more rater, ICC(3,1) % [95% F-test CI]"
-    )
+    rater_rows = _md_table(made["markdown"], RATERS_CAPTION)
     vf = expected["dimensions"]["verbal_fluency"]
-    assert rater_rows[0][2].split(" ")[0] == pct(vf["model_vs_rater"]["R1"]["icc"])
-    assert rater_rows[0][6].split(" ")[0] == pct(vf["raters_icc"]["icc"])
+    squashed_vf = rater_rows[8]
+    assert squashed_vf[:2] == ["org/squashed · text · direct", "VF"] and squashed_vf[2] == str(vf["n"])
+    assert squashed_vf[3].split(" ")[0] == pct(vf["model_vs_rater"]["R1"]["icc"])
+    assert squashed_vf[7].split(" ")[0] == pct(vf["raters_icc"]["icc"])
     certified = _md_table(made["markdown"], "Appendix B certification rule, run on each system's best configuration")
     assert [row[2] for row in certified] == [str(e["certification"]["best_run"]) for e in data["model_as_rater"]]
 

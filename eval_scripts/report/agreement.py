@@ -58,44 +58,51 @@ def _cells(block: Mapping[str, Any]) -> list[str]:
     return cells
 
 
-def agreement_table(run: RunView) -> Table:
-    """One run: a row per dimension and Overall, a column per statistic (ICC(3,1) first, as everywhere)."""
-    rows = [[d.abbreviation] + _cells(run.dim(d.key)) for d in DIMENSIONS]
-    rows.append(["Overall"] + _cells(run.overall))
-    return Table(["Dimension", *_HEADER], rows, set())
-
-
-def raters_table(result: Mapping[str, Any]) -> Table:
-    """`model_as_rater` output: per dimension n, the model's ICC(3,1) % with each rater, their mean, the
-    raters' ICC together (Table 2's ceiling on these videos), the mean rater pair, and leave one rater out
-    (the ICC with that rater replaced by the model, minus the raters' ICC, in points)."""
-    names = list(result["raters"])
-    header = ["Dimension", "n"] + [f"model vs {r}" for r in names] + ["mean model vs rater", "raters together"]
-    header += ["mean rater pair"] + [f"{r} replaced by model (Δ points)" for r in names] + ["Table 2 computation"]
+def agreement_table(runs: Sequence[RunView]) -> Table:
+    """Per run a row per dimension and Overall (the run named on its first row), a column per statistic
+    (ICC(3,1) first, as everywhere). User text sits in the label columns, so it is escaped."""
     rows = []
-    for key, entry in result["dimensions"].items():
-        model_vs = entry.get("model_vs_rater") or {}
-        loo = entry.get("leave_one_out") or {}
-        raters_icc = entry.get("raters_icc") or {}
-        ceiling = entry.get("human_ceiling") or {}
-        row = [DIMENSION_BY_KEY[key].abbreviation, str(entry.get("n", 0))]
-        row += [
-            _with_ci(pct((model_vs.get(r) or {}).get("icc")), ci_pct((model_vs.get(r) or {}).get("ci"))) for r in names
-        ]
-        row += [
-            pct(entry.get("mean_model_vs_rater")),
-            _with_ci(pct(raters_icc.get("icc")), ci_pct(raters_icc.get("ci"))),
-        ]
-        row += [pct(entry.get("mean_rater_vs_rater"))]
-        for r in names:
-            item = loo.get(r) or {}
-            delta = item.get("delta")
-            row.append(MISSING if delta is None else f"{pct(item.get('icc'))} ({100 * delta:+.1f})")
-        row.append(
-            MISSING if not ceiling.get("icc") else f"{pct(ceiling['icc'])} {ci_pct(ceiling.get('ci'))} n={ceiling['n']}"
-        )
-        rows.append(row)
-    return Table(header, rows, set())
+    for run in runs:
+        blocks = [(d.abbreviation, run.dim(d.key)) for d in DIMENSIONS] + [("Overall", run.overall)]
+        rows += [[run.label if i == 0 else "", name, *_cells(block)] for i, (name, block) in enumerate(blocks)]
+    return Table(["System", "Dimension", *_HEADER], rows, set(), label_columns=2)
+
+
+def raters_table(rated: Sequence[tuple[RunView, Mapping[str, Any]]]) -> Table:
+    """`model_as_rater` outputs (one labels file, so one set of raters): per run and dimension n, the
+    model's ICC(3,1) % with each rater, their mean, the raters' ICC together (Table 2's ceiling on these
+    videos), the mean rater pair, leave one rater out (the ICC with that rater replaced by the model, and
+    in brackets the change in points) and Table 2's own computation on every fully rated video."""
+    names = list(rated[0][1]["raters"]) if rated else []
+    header = ["System", "Dimension", "n"] + [f"model vs {r}" for r in names]
+    header += ["mean model vs rater", "raters together", "mean rater pair"]
+    header += [f"{r} replaced by model (Δ points)" for r in names] + ["Table 2 computation"]
+    rows = []
+    for run, result in rated:
+        for i, (key, entry) in enumerate(result["dimensions"].items()):
+            rows.append([run.label if i == 0 else "", DIMENSION_BY_KEY[key].abbreviation, *_rater_cells(entry, names)])
+    return Table(header, rows, set(), label_columns=2)
+
+
+def _rater_cells(entry: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    model_vs = entry.get("model_vs_rater") or {}
+    loo = entry.get("leave_one_out") or {}
+    raters_icc = entry.get("raters_icc") or {}
+    ceiling = entry.get("human_ceiling") or {}
+    cells = [str(entry.get("n", 0))]
+    cells += [
+        _with_ci(pct((model_vs.get(r) or {}).get("icc")), ci_pct((model_vs.get(r) or {}).get("ci"))) for r in names
+    ]
+    cells += [pct(entry.get("mean_model_vs_rater")), _with_ci(pct(raters_icc.get("icc")), ci_pct(raters_icc.get("ci")))]
+    cells.append(pct(entry.get("mean_rater_vs_rater")))
+    for r in names:
+        item = loo.get(r) or {}
+        delta = item.get("delta")
+        cells.append(MISSING if delta is None else f"{pct(item.get('icc'))} ({100 * delta:+.1f})")
+    cells.append(
+        MISSING if ceiling.get("icc") is None else f"{pct(ceiling['icc'])} {ci_pct(ceiling.get('ci'))} n={ceiling['n']}"
+    )
+    return cells
 
 
 def certification_table(rated: Sequence[tuple[RunView, Mapping[str, Any]]]) -> Table:

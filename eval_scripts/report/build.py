@@ -195,7 +195,9 @@ def _agreement_section(
     best: Sequence[BestConfiguration], plots: Sequence[tuple[RunView, Mapping[str, Path]]], suffix: str
 ) -> _Section:
     """Every statistic beyond ICC(3,1) for each system's best configuration, and the agreement figures."""
-    tables = [(f"{entry.run.label}: agreement with the gold scores", agreement_table(entry.run)) for entry in best]
+    tables = [
+        ("Agreement with the gold scores of each system's best configuration", agreement_table([e.run for e in best]))
+    ]
     figures = [
         (_PLOT_ALT[kind].format(label=run.label) + suffix, path) for run, paths in plots for kind, path in paths.items()
     ]
@@ -218,10 +220,10 @@ def _raters_section(rated: Sequence[tuple[RunView, Mapping[str, Any]]], source: 
     for run, result in rated:
         if result.get("note"):
             paragraphs.append(f"{run.label}: {result['note']}.")
-        if result["raters"]:
-            tables.append(
-                (f"{run.label}: the model as one more rater, ICC(3,1) % [95% F-test CI]", raters_table(result))
-            )
+    with_raters = [(run, result) for run, result in rated if result["raters"]]
+    if with_raters:
+        caption = "The model as one more rater: ICC(3,1) % [95% F-test CI] of each system's best configuration"
+        tables.append((caption, raters_table(with_raters)))
     if rated:
         paragraphs.append(certification_rule(rated[0][1]))
         tables.append(
@@ -249,7 +251,7 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
             ]
         for caption, table in section.tables:
             md += [f"**{caption}**", "", to_markdown(table), ""]
-        md += [f"![{alt}]({path.name})\n" for alt, path in section.figures]
+        md += [f"![{md_escape(alt)}]({path.name})\n" for alt, path in section.figures]
     return "\n".join(md)
 
 
