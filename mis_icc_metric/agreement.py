@@ -277,6 +277,7 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices: np.nda
     for rows, counts in resampled_chunks(indices, plan.n):
         for key, value in plan.statistics(counts @ plan.moments.features, counts).items():
             out[key][rows] = value
+        del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
     return out
 
 

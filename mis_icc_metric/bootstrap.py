@@ -89,6 +89,7 @@ def resampled_sums(indices: np.ndarray, features: np.ndarray) -> np.ndarray:
     out = np.empty((indices.shape[0], features.shape[1]), dtype=np.float64)
     for rows, counts in resampled_chunks(indices, features.shape[0]):
         out[rows] = counts @ features
+        del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
     return out
 
 
