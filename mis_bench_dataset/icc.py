@@ -1,4 +1,5 @@
-"""ICC(3,1) and ICC(3,k) (Shrout & Fleiss 1979, case 3; paper eq. 3-5) in plain numpy.
+"""ICC(3,1) and ICC(3,k) (Shrout & Fleiss 1979, case 3; paper eq. 3-5) in plain numpy, and the
+other Shrout-Fleiss forms (cases 1 and 2, single and average) from the same mean squares.
 
 It lives in the ground layer because the dataset itself needs it (the human ceiling on the
 dataset card, the synthetic raters' calibration, `mis-bench stats`); `mis_icc_metric`
@@ -20,25 +21,51 @@ Degenerate inputs are values, not crashes:
 - every rater column constant (tr C = 0): ICC undefined, returned as NaN;
 - only one column varies (k = 2: a constant prediction): ICC = 0.0 exactly;
 - perfect agreement (MS_err = 0): ICC = 1.0, F = inf, F-test CI = [1, 1].
+
+All six forms (`icc_forms`, `icc_table`) come from four mean squares, and those from C, the
+column means and n (`mean_squares_from_moments`): the bootstrap feeds resampled moments into the
+same functions, so one formula serves the point estimate and every replicate. ICC(3,1) stays the
+paper's metric; the others answer other questions (docs/agreement.md).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
+    "ICC_FORMS",
+    "ICC_FORM_NAMES",
     "ICC3Result",
+    "ICCForm",
+    "AnovaMeanSquares",
     "cross_products",
     "icc3",
     "icc3_1",
     "icc3_k",
     "icc3_ci",
     "icc3_from_cross_products",
+    "icc_forms",
+    "icc_forms_from_mean_squares",
+    "icc_table",
     "mean_squared_error",
     "mean_squares",
+    "mean_squares_from_moments",
 ]
+
+# The six Shrout & Fleiss (1979) forms: key -> their name (pingouin: ICC(1,1), ICC(A,1), ICC(C,1), ...;
+# R psych::ICC: ICC1, ICC2, ICC3, ICC1k, ICC2k, ICC3k). ICC(3,1) is the paper's (and every default's).
+ICC_FORM_NAMES: dict[str, str] = {
+    "icc1_1": "ICC(1,1)",
+    "icc2_1": "ICC(2,1)",
+    "icc3_1": "ICC(3,1)",
+    "icc1_k": "ICC(1,k)",
+    "icc2_k": "ICC(2,k)",
+    "icc3_k": "ICC(3,k)",
+}
+ICC_FORMS: tuple[str, ...] = tuple(ICC_FORM_NAMES)
 
 
 def _as_ratings(matrix: np.ndarray | list) -> np.ndarray:
@@ -187,6 +214,167 @@ def icc3(matrix: np.ndarray | list, confidence: float = 0.95) -> ICC3Result:
         n=n,
         k=k,
     )
+
+
+@dataclass(frozen=True)
+class AnovaMeanSquares:
+    """Two-way ANOVA mean squares of an (n items x k raters) layout; arrays when batched."""
+
+    rows: np.ndarray  # MS_R, between items, df n - 1
+    columns: np.ndarray  # MS_C, between raters, df k - 1
+    error: np.ndarray  # MS_E, residual, df (n - 1)(k - 1)
+    within: np.ndarray  # MS_W, within items (raters + residual), df n (k - 1)
+    n: np.ndarray  # items: an integer, or a bootstrap resample's weighted count
+    k: int
+
+
+def mean_squares_from_moments(cross: np.ndarray, column_means: np.ndarray, n: np.ndarray | float) -> AnovaMeanSquares:
+    """The four mean squares from C (..., k, k), the column means (..., k) and the item count (...).
+
+    Exact identities of the two-way layout: SS_R = 1'C1 / k, SS_E = tr C - SS_R and
+    SS_C = n * sum_j (mean_j - grand mean)^2. `n` may be a resample's weighted count; n < 2 gives
+    inf/NaN, which callers mask.
+    """
+    k = cross.shape[-1]
+    n = np.asarray(n, dtype=np.float64)
+    means = np.asarray(column_means, dtype=np.float64)
+    total = cross.sum(axis=(-2, -1))
+    trace = np.trace(cross, axis1=-2, axis2=-1)
+    ss_cols = n * ((means - means.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+    ss_err = np.maximum(trace - total / k, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return AnovaMeanSquares(
+            rows=total / (k * (n - 1)),
+            columns=ss_cols / (k - 1),
+            error=ss_err / ((n - 1) * (k - 1)),
+            within=(ss_cols + ss_err) / (n * (k - 1)),
+            n=n,
+            k=k,
+        )
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is not positive (the form is undefined)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+
+
+def icc_forms_from_mean_squares(ms: AnovaMeanSquares, icc3_single: np.ndarray) -> dict[str, np.ndarray]:
+    """The six Shrout & Fleiss forms (keys of ICC_FORM_NAMES); ICC(3,1) is passed in (from C, exact 0
+    for a constant rater).
+
+    Undefined (NaN) where a denominator is not positive: no between-item variance for a k form (pingouin
+    and R psych::ICC return -inf), or ICC(2,k) when MS_E > n MS_R + MS_C, which needs a strongly
+    negative ICC(3,1) (< -0.5 for k = 2) and where the formula gives a value above 1 (they print it).
+    """
+    k, n = ms.k, ms.n
+    msr, msc, mse, msw = ms.rows, ms.columns, ms.error, ms.within
+    with np.errstate(invalid="ignore", divide="ignore"):  # n = 0 in an empty resample: NaN, masked by callers
+        forms = {
+            "icc1_1": np.clip(_ratio(msr - msw, msr + (k - 1) * msw), -1.0 / (k - 1), 1.0),
+            "icc2_1": np.minimum(_ratio(msr - mse, msr + (k - 1) * mse + k * (msc - mse) / n), 1.0),
+            "icc3_1": icc3_single,
+            "icc1_k": np.minimum(_ratio(msr - msw, msr), 1.0),
+            "icc2_k": np.minimum(_ratio(msr - mse, msr + (msc - mse) / n), 1.0),
+            "icc3_k": np.minimum(_ratio(msr - mse, msr), 1.0),
+        }
+    # No variance at all: every form is undefined, as ICC(3,1) is.
+    undefined = np.isnan(icc3_single)
+    return {key: np.where(undefined, np.nan, value) for key, value in forms.items()}
+
+
+def icc_forms(matrix: np.ndarray | list) -> dict[str, float | np.ndarray]:
+    """All six forms of an (n x k) matrix, or batched (..., n, k): {"icc1_1": ..., "icc3_k": ...}."""
+    array = _as_ratings(matrix)
+    cross = cross_products(array)
+    ms = mean_squares_from_moments(cross, array.mean(axis=-2), array.shape[-2])
+    forms = icc_forms_from_mean_squares(ms, icc3_from_cross_products(cross))
+    return {key: _scalar_or_array(value) for key, value in forms.items()}
+
+
+@dataclass(frozen=True)
+class ICCForm:
+    """One row of the Shrout & Fleiss table (pingouin.intraclass_corr's row of the same form)."""
+
+    key: str
+    name: str
+    icc: float
+    f: float
+    df1: int
+    df2: int
+    pval: float
+    ci: tuple[float, float]
+
+
+def _case2_ci(ms: AnovaMeanSquares, icc2: float, tail: float) -> tuple[float, float]:
+    """Satterthwaite F interval of ICC(2,1) (Shrout & Fleiss 1979, eq. for case 2; as pingouin, psych)."""
+    from scipy import stats
+
+    n, k = float(ms.n), ms.k
+    msr, msc, mse = float(ms.rows), float(ms.columns), float(ms.error)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fj = msc / mse
+        df_err = (n - 1) * (k - 1)
+        vn = df_err * (k * icc2 * fj + n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        vd = (n - 1) * k**2 * icc2**2 * fj**2 + (n * (1 + (k - 1) * icc2) - k * icc2) ** 2
+        v = vn / vd
+        f_upper = stats.f.ppf(tail, n - 1, v)
+        f_lower = stats.f.ppf(tail, v, n - 1)
+        low = n * (msr - f_upper * mse) / (f_upper * (k * msc + (k * n - k - n) * mse) + n * msr)
+        high = n * (f_lower * msr - mse) / (k * msc + (k * n - k - n) * mse + n * f_lower * msr)
+    return float(low), float(high)
+
+
+def icc_table(matrix: np.ndarray | list, confidence: float = 0.95) -> dict[str, ICCForm]:
+    """Every form of one (n x k) matrix with its F test and F-based CI (Shrout & Fleiss 1979; McGraw &
+    Wong 1996 for case 2's interval), in ICC_FORMS order: what pingouin.intraclass_corr and R psych::ICC
+    print, from this module's mean squares."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    array = _as_ratings(matrix)
+    if array.ndim != 2:
+        raise ValueError(f"icc_table() takes one (n x k) matrix, got shape {array.shape}")
+    from scipy import stats
+
+    n, k = array.shape
+    cross = cross_products(array)
+    ms = mean_squares_from_moments(cross, array.mean(axis=0), n)
+    forms = {key: float(v) for key, v in icc_forms_from_mean_squares(ms, icc3_from_cross_products(cross)).items()}
+    tail = 1 - (1 - confidence) / 2
+    df_within, df_err = n * (k - 1), (n - 1) * (k - 1)
+    f1 = float(_f_statistic(np.asarray(ms.rows), np.asarray(ms.within)))
+    f3 = float(_f_statistic(np.asarray(ms.rows), np.asarray(ms.error)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1_low, f1_high = f1 / stats.f.ppf(tail, n - 1, df_within), f1 * stats.f.ppf(tail, df_within, n - 1)
+    case1 = (float((f1_low - 1) / (f1_low + k - 1)), float((f1_high - 1) / (f1_high + k - 1)))
+    case1_k = (float(1 - 1 / f1_low), float(1 - 1 / f1_high))
+    case3 = tuple(float(v) for v in icc3_ci(array, confidence))
+    case3_k = tuple(float(v) for v in icc3_ci(array, confidence, average=True))
+    low2, high2 = _case2_ci(ms, forms["icc2_1"], tail)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        case2_k = (low2 * k / (1 + low2 * (k - 1)), high2 * k / (1 + high2 * (k - 1)))
+    tests = {
+        "icc1_1": (f1, df_within, case1),
+        "icc2_1": (f3, df_err, (low2, high2)),
+        "icc3_1": (f3, df_err, case3),
+        "icc1_k": (f1, df_within, case1_k),
+        "icc2_k": (f3, df_err, case2_k),
+        "icc3_k": (f3, df_err, case3_k),
+    }
+    undefined = (float("nan"), float("nan"))
+    return {
+        key: ICCForm(
+            key,
+            ICC_FORM_NAMES[key],
+            forms[key],
+            f,
+            n - 1,
+            df2,
+            _f_test_p_value(f, n - 1, df2),
+            undefined if math.isnan(forms[key]) else ci,
+        )
+        for key, (f, df2, ci) in tests.items()
+    }
 
 
 def mean_squared_error(predictions: np.ndarray | list, references: np.ndarray | list) -> float | np.ndarray:

@@ -74,3 +74,8 @@ def ci_pct(ci: Sequence[float | None] | None, digits: int = 1) -> str:
 def num(value: float | None, digits: int = 3) -> str:
     """A plain number with `digits` decimals; MISSING when undefined."""
     return f"{value:.{digits}f}" if is_number(value) else MISSING
+
+
+def signed(value: float | None, digits: int = 2) -> str:
+    """A difference in score points with its sign ("+0.25", "-1.04"); MISSING when undefined."""
+    return f"{value:+.{digits}f}" if is_number(value) else MISSING

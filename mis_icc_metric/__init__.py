@@ -1,4 +1,6 @@
-"""mis_icc_metric: exact, fast ICC(3,1) / MSE for MIS-Bench, with bootstrap CIs.
+"""mis_icc_metric: exact, fast ICC(3,1) / MSE for MIS-Bench, with bootstrap CIs, and the other agreement
+statistics (every ICC form, Krippendorff's alpha, bias and limits of agreement, range use: the module
+`mis_icc_metric.agreement`) and the model as one more rater (`model_as_rater`).
 
 The numpy core (`icc`, `bootstrap`) has no framework dependency; `scoring` applies
 the benchmark's rules; `mis_icc/` is the `evaluate` module wrapping them (script, card, Space).
@@ -12,7 +14,17 @@ the benchmark's rules; `mis_icc/` is the `evaluate` module wrapping them (script
 
 from __future__ import annotations
 
-from mis_bench_dataset.icc import ICC3Result, icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
+from mis_bench_dataset.icc import (
+    ICC3Result,
+    icc3,
+    icc3_1,
+    icc3_ci,
+    icc3_k,
+    icc_forms,
+    icc_table,
+    mean_squared_error,
+    mean_squares,
+)
 
 __all__ = [
     "ICC3Result",
@@ -20,6 +32,10 @@ __all__ = [
     "icc3_1",
     "icc3_ci",
     "icc3_k",
+    "icc_forms",
+    "icc_table",
+    "krippendorff_alpha",
+    "model_as_rater",
     "mean_squared_error",
     "mean_squares",
     "score_predictions",
@@ -35,6 +51,14 @@ def __getattr__(name: str):
         from .scoring import score_predictions
 
         return score_predictions
+    if name == "krippendorff_alpha":
+        from .agreement import krippendorff_alpha
+
+        return krippendorff_alpha
+    if name == "model_as_rater":
+        from .raters import model_as_rater
+
+        return model_as_rater
     if name == "paired_comparison":
         from .paired import paired_comparison
 

@@ -27,6 +27,9 @@ __all__ = [
     "bootstrap_indices",
     "resample_counts",
     "resampled_sums",
+    "resampled_chunks",
+    "resampled_cross",
+    "block_means",
     "BlockMoments",
     "block_features",
     "bootstrap_blocks",
@@ -83,13 +86,23 @@ def resampled_sums(indices: np.ndarray, features: np.ndarray) -> np.ndarray:
     The (chunk x n) @ (n x F) products are skinny; one BLAS thread is faster than
     several for them (measured on 2 cores: 0.44 s vs 0.80 s for the full bootstrap).
     """
-    n_items = features.shape[0]
     out = np.empty((indices.shape[0], features.shape[1]), dtype=np.float64)
+    for rows, counts in resampled_chunks(indices, features.shape[0]):
+        out[rows] = counts @ features
+        del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
+    return out
+
+
+def resampled_chunks(indices: np.ndarray, n_items: int):
+    """(slice of resamples, their (chunk x n) count matrix), chunk by chunk, on one BLAS thread.
+
+    Everything computed from a resample's counts goes through here, so memory stays bounded by
+    one chunk whatever the number of resamples.
+    """
     with _blas_controller().limit(limits=1, user_api="blas"):
         for start in range(0, indices.shape[0], _CHUNK_ROWS):
-            stop = start + _CHUNK_ROWS
-            out[start:stop] = resample_counts(indices[start:stop], n_items) @ features
-    return out
+            rows = slice(start, min(start + _CHUNK_ROWS, indices.shape[0]))
+            yield rows, resample_counts(indices[rows], n_items)
 
 
 class BlockMoments:
@@ -99,6 +112,14 @@ class BlockMoments:
         self.k = k
         self.pairs = [(j, m) for j in range(k) for m in range(j, k)]
         self.width = 1 + k + len(self.pairs) + 1
+
+
+def block_means(ratings: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """(D, k) column means of each block over its valid items (0 for an empty block): the centring."""
+    mask = valid.astype(np.float64)
+    safe = np.where(valid[..., None], ratings, 0.0)
+    count = np.maximum(mask.sum(axis=0), 1.0)
+    return (safe * mask[..., None]).sum(axis=0) / count[:, None]
 
 
 def block_features(ratings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, BlockMoments]:
@@ -113,8 +134,7 @@ def block_features(ratings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, 
     layout = BlockMoments(k)
     mask = valid.astype(np.float64)
     safe = np.where(valid[..., None], ratings, 0.0)
-    count = np.maximum(mask.sum(axis=0), 1.0)
-    means = (safe * mask[..., None]).sum(axis=0) / count[:, None]
+    means = block_means(ratings, valid)
     centred = np.where(valid[..., None], ratings - means[None], 0.0)
     high = np.where(valid[..., None], ratings, -np.inf).max(axis=0)
     low = np.where(valid[..., None], ratings, np.inf).min(axis=0)
@@ -131,13 +151,25 @@ def block_features(ratings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, 
 
 def _statistics_from_sums(sums: np.ndarray, n_blocks: int, layout: BlockMoments) -> dict[str, np.ndarray]:
     """ICC(3,1), MSE of rater 0 vs 1, and item count per (resample, block) from summed features."""
-    k = layout.k
     blocks = sums.reshape(sums.shape[0], n_blocks, layout.width)
+    n_eff, _, cross = resampled_cross(blocks, layout)
+    sq_err = blocks[..., -1]
+    icc = icc3_from_cross_products(cross)
+    icc = np.where(n_eff >= 2, icc, np.nan)
+    safe_n = np.where(n_eff > 0, n_eff, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mse = np.where(n_eff > 0, sq_err / safe_n, np.nan)
+    return {"icc": icc, "mse": mse, "n": n_eff}
+
+
+def resampled_cross(blocks: np.ndarray, layout: BlockMoments) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n_eff, linear sums (..., k), C (..., k, k)) of each (resample, block) from its summed features
+    (..., width): C re-centred within the resample, constant columns exactly zero."""
+    k = layout.k
     n_eff = blocks[..., 0]
     linear = blocks[..., 1 : 1 + k]
     quad = blocks[..., 1 + k : 1 + k + len(layout.pairs)]
-    sq_err = blocks[..., -1]
-    cross = np.empty(blocks.shape[:2] + (k, k))
+    cross = np.empty(blocks.shape[:-1] + (k, k))
     safe_n = np.where(n_eff > 0, n_eff, 1.0)
     for index, (j, m) in enumerate(layout.pairs):
         value = quad[..., index] - linear[..., j] * linear[..., m] / safe_n
@@ -148,11 +180,7 @@ def _statistics_from_sums(sums: np.ndarray, n_blocks: int, layout: BlockMoments)
     squares = np.stack([quad[..., layout.pairs.index((j, j))] for j in range(k)], axis=-1)
     flat = np.diagonal(cross, axis1=-2, axis2=-1) <= _CANCELLATION * squares
     cross = np.where(flat[..., :, None] | flat[..., None, :], 0.0, cross)
-    icc = icc3_from_cross_products(cross)
-    icc = np.where(n_eff >= 2, icc, np.nan)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mse = np.where(n_eff > 0, sq_err / safe_n, np.nan)
-    return {"icc": icc, "mse": mse, "n": n_eff}
+    return n_eff, linear, cross
 
 
 def bootstrap_blocks(ratings: np.ndarray, valid: np.ndarray, indices: np.ndarray) -> dict[str, np.ndarray]:

@@ -10,6 +10,9 @@
   caller-given common set of videos, and the sensitivity when unparsed outputs are
   imputed with the scale midpoint 3.0.
 - Each dimension next to the human single-rater ceiling of Table 2.
+- Per dimension and overall, on the same pairs as the ICC, the other agreement statistics
+  (`agreement`: every ICC form, Krippendorff's alpha, r, rho, MAE, bias and limits of agreement,
+  range use), each with its CI from the same index matrix.
 
 All bootstrap CIs (all blocks) come from one shared index matrix over the videos.
 Values are raw fractions; only the CLI shows percent.
@@ -37,6 +40,7 @@ from mis_bench_dataset.dimensions import (
 from mis_bench_dataset.icc import icc3_ci
 from mis_bench_dataset.numbers import exact_decimal
 
+from .agreement import LOA_Z, STATISTIC_KEYS, agreement_blocks
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
 
 logger = logging.getLogger(__name__)
@@ -384,6 +388,10 @@ def score_predictions(
     indices = bootstrap_indices(n, n_bootstrap, seed) if n_bootstrap else None
     rat, val, point, boot = blocks.run(indices)
     report = _Reporter(point, boot, confidence)
+    agreement_of = [*dim_blocks, overall_block]  # the ICC's own pairs: each dimension, then overall
+    agreements = agreement_blocks(
+        rat[:, agreement_of], val[:, agreement_of], indices, confidence=confidence, min_items=MIN_ITEMS
+    )
 
     entries: dict[int, dict] = {}
 
@@ -407,6 +415,7 @@ def score_predictions(
             n_out_of_range=int(data.n_out_of_range[j]),
             human_ceiling={"icc": ceiling.icc, "icc_ci": [ceiling.ci_low, ceiling.ci_high]},
             gap_to_ceiling=ceiling.icc - result["icc"],
+            agreement=agreements[j],
         )
         dimensions[key] = result
 
@@ -416,6 +425,7 @@ def score_predictions(
         n_total=n_complete,
         n_excluded=n_complete - overall["n"],
         excluded_rate=(n_complete - overall["n"]) / n_complete if n_complete else float("nan"),
+        agreement=agreements[-1],
     )
     if n_complete < n:
         overall["n_incomplete_gold"] = n - n_complete
@@ -461,6 +471,12 @@ def score_predictions(
             "dimensions": list(data.dimensions),
             "missing": missing,
             "out_of_range": out_of_range,
+            "agreement": {
+                "statistics": list(STATISTIC_KEYS),
+                "pairs": "the ICC's: parsed predictions per dimension, complete videos overall",
+                "bias": "model minus expert",
+                "limits_of_agreement": f"bias +- {LOA_Z} sd of the differences (Bland & Altman 1986)",
+            },
         },
     }
     if common_mask is not None:

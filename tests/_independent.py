@@ -303,3 +303,69 @@ def close(value: object, expected: object, tolerance: float = 1e-9) -> bool:
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         return isinstance(value, (int, float)) and abs(value - expected) <= tolerance * max(1.0, abs(expected))
     return value == expected
+
+
+def anova_forms(matrix: np.ndarray) -> dict[str, float]:
+    """The six Shrout & Fleiss (1979) forms of an (n x k) matrix from the two-way ANOVA sums of squares,
+    written out term by term (targets, raters, residual); NaN where a denominator is zero."""
+    y = np.asarray(matrix, float)
+    n, k = y.shape
+    grand = y.mean()
+    ss_rows = k * ((y.mean(axis=1) - grand) ** 2).sum()
+    ss_cols = n * ((y.mean(axis=0) - grand) ** 2).sum()
+    residual = y - y.mean(axis=1, keepdims=True) - y.mean(axis=0) + grand
+    ss_err = (residual**2).sum()
+    msr, msc, mse = ss_rows / (n - 1), ss_cols / (k - 1), ss_err / ((n - 1) * (k - 1))
+    msw = (ss_cols + ss_err) / (n * (k - 1))
+
+    def ratio(a: float, b: float) -> float:
+        return a / b if b > 1e-12 else math.nan
+
+    return {
+        "icc1_1": ratio(msr - msw, msr + (k - 1) * msw),
+        "icc2_1": ratio(msr - mse, msr + (k - 1) * mse + k * (msc - mse) / n),
+        "icc3_1": ratio(msr - mse, msr + (k - 1) * mse),
+        "icc1_k": ratio(msr - msw, msr),
+        "icc2_k": ratio(msr - mse, msr + (msc - mse) / n),
+        "icc3_k": ratio(msr - mse, msr),
+    }
+
+
+def reference_agreement(pred: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
+    """Every agreement statistic of (prediction, gold) pairs from the libraries a user would call:
+    the ANOVA forms above, `krippendorff.alpha`, `scipy.stats.pearsonr` / `spearmanr`, and numpy for
+    the Bland-Altman limits (bias +- 1.96 sd of the differences, ddof 1) and the range use."""
+    import warnings
+
+    import krippendorff
+    from scipy import stats
+
+    p, g = np.asarray(pred, float), np.asarray(gold, float)
+    out = anova_forms(np.stack([p, g], axis=1)) if len(p) >= 2 else dict.fromkeys(ICC_KEYS, math.nan)
+    if np.ptp(np.concatenate([p, g])) == 0:  # every value the same: no ICC form is defined
+        out = dict.fromkeys(ICC_KEYS, math.nan)
+    try:
+        out["krippendorff_alpha"] = float(krippendorff.alpha(np.stack([p, g]), level_of_measurement="interval"))
+    except ValueError:  # "There has to be more than one value in the domain."
+        out["krippendorff_alpha"] = math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on a constant input and returns NaN
+        varies = len(p) >= 2 and np.ptp(p) > 0 and np.ptp(g) > 0
+        out["pearson"] = float(stats.pearsonr(p, g)[0]) if varies else math.nan
+        out["spearman"] = float(stats.spearmanr(p, g)[0]) if varies else math.nan
+    d = p - g
+    out["mae"] = float(np.mean(np.abs(d)))
+    out["mse"] = float(np.mean(d**2))
+    out["bias"] = float(np.mean(d))
+    sd = float(np.std(d, ddof=1)) if len(d) >= 2 else math.nan
+    out["sd_diff"] = sd
+    out["loa_low"] = out["bias"] - 1.96 * sd
+    out["loa_high"] = out["bias"] + 1.96 * sd
+    gold_sd = float(np.std(g, ddof=1)) if len(g) >= 2 else math.nan
+    out["sd_ratio"] = float(np.std(p, ddof=1)) / gold_sd if gold_sd and gold_sd > 0 else math.nan
+    out["integer_share"] = float(np.mean(p == np.round(p)))
+    out["n_distinct"] = float(len(np.unique(p)))
+    return out
+
+
+ICC_KEYS = ("icc1_1", "icc2_1", "icc3_1", "icc1_k", "icc2_k", "icc3_k")

@@ -98,8 +98,8 @@ def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
         == 0
     )
     summary = json.loads(capsys.readouterr().out)
-    # heatmap, radar, and a scatter of each system's best configuration
-    assert len(summary["runs"]) == 2 and len(summary["figures"]) == 4
+    # heatmap, radar, and per best configuration a scatter, a Bland-Altman, a calibration and a histogram figure
+    assert len(summary["runs"]) == 2 and len(summary["figures"]) == 2 + 2 * 4
     report = json.loads((tmp_path / "rep" / "report.json").read_text())
     assert [e["model"] for e in report["best_configuration"]] == ["org/m0", "org/m1"]
     assert report["comparison"]["n_bootstrap"] == 200 and len(report["comparison"]["paired"]) == 1

@@ -69,8 +69,9 @@ def test_readme_first_command_runs_the_default_job(default_job, default_sample_c
     report = (out / "report.md").read_text()
     assert "SYNTHETIC DATA" in report and "Human ceiling (Table 2)" in report
     html = (out / "report.html").read_text()
-    # heatmap, radar, and a scatter of each system's best configuration (features, mean)
-    assert html.count("data:image/png;base64,") == 2 + 2
+    # heatmap, radar, and for each system's best configuration (features, mean) a scatter, Bland-Altman,
+    # calibration and histograms
+    assert html.count("data:image/png;base64,") == 2 + 2 * 4
     best = json.loads((out / "report.json").read_text())["best_configuration"]
     assert [e["model"] for e in best] == [
         results["system"]["model"]

@@ -134,11 +134,12 @@ def test_write_report_writes_md_html_png(tmp_path, two_runs):
     files = write_report(two_runs, tmp_path, references=refs, title="T")
     for png in files.figures:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert len(files.scatters) == 2 and files.figures == [files.heatmap, files.radar, *files.scatters]
+    assert len(files.scatters) == 2 and len(files.agreement_plots) == 2 * 3
+    assert files.figures == [files.heatmap, files.radar, *files.scatters, *files.agreement_plots]
     md = files.markdown.read_text()
     assert "SYNTHETIC DATA" in md and "| System | VF |" in md and files.radar.name in md and files.heatmap.name in md
     html = files.html.read_text()
-    assert html.count("data:image/png;base64,") == 4 and "id='synthetic-notice'" in html
+    assert html.count("data:image/png;base64,") == 4 + 6 and "id='synthetic-notice'" in html
     assert json.loads(files.json.read_text())["synthetic"] is True
 
 

@@ -374,7 +374,8 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
     for heading in ("Table 3 view", "Figure 2 view", "Table 4 / Figure 4 layout"):
         assert heading in md and heading in page
     assert "report-heatmap.png" in md and "report-radar.png" in md
-    assert page.count("data:image/png;base64,") == 2 + len(names)  # heatmap, radar, best-configuration scatters
+    # heatmap, radar, and per best configuration its scatter, Bland-Altman, calibration and histograms
+    assert page.count("data:image/png;base64,") == 2 + 4 * len(names)
     assert "<script>x" not in md and "<script>x" not in page and "<b>of" not in page and "<b>of" not in md
     assert "&lt;script&gt;x&lt;/script&gt;" in page and "&lt;script&gt;x&lt;/script&gt;" in md
     assert "[l](http" not in md and r"\*bold\* \[l\](http://e)" in md  # no emphasis, no live link

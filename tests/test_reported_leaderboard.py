@@ -247,3 +247,37 @@ def test_printed_lines(made):
         assert match and int(match.group(1)) == entry["rank"] and match.group(2) == entry["model"]
         assert _shows_percent(match.group(3), entry["scores"]["overall"]["icc"])
     assert lines[4].startswith("  rejected d_broken.json: ")
+
+
+def test_agreement_columns_page_and_csv(made):
+    """The overall ICC(2,1) and bias columns: the JSON's values equal the libraries' on the overall pairs
+    (videos with all eight parsed, per-video means), the page shows them, the CSV holds them."""
+    from tests._independent import grid, overall_pairs, reference_agreement
+
+    board, references = made["board"], made["references"]
+    page = (made["out"] / "index.html").read_text()
+    with (made["out"] / "leaderboard.csv").open(newline="") as handle:
+        rows = {row["file"]: row for row in csv.DictReader(handle)}
+    for entry in board["entries"]:
+        _, pred, gold = grid(made["systems"][entry["file"]], references, DIMENSION_KEYS)
+        complete = ~np.isnan(pred).any(axis=1)
+        expected = reference_agreement(*overall_pairs(pred, gold, complete))
+        overall = entry["scores"]["overall"]["agreement"]
+        for key in ("icc2_1", "krippendorff_alpha", "bias", "loa_low", "loa_high", "sd_ratio"):
+            assert close(overall[key]["value"], expected[key], 1e-10), key
+            assert float(rows[entry["file"]][f"overall_{key}"]) == overall[key]["value"]
+        for key in DIMENSION_KEYS:
+            ok = ~np.isnan(pred[:, DIMENSION_KEYS.index(key)])
+            column = DIMENSION_KEYS.index(key)
+            reference = reference_agreement(pred[ok, column], gold[ok, column])
+            block = entry["scores"]["dimensions"][key]["agreement"]
+            assert close(block["icc2_1"]["value"], reference["icc2_1"], 1e-10)
+            assert float(rows[entry["file"]][f"{key}_bias"]) == block["bias"]["value"]
+        row = re.search(rf'<tr class="entry" data-id="e{entry["rank"]}">(.*?)</tr>', page).group(1)
+        cells = dict(re.findall(r'<td data-key="([^"]+)" data-value="([^"]*)"', row))
+        assert float(cells["icc2_1"]) == overall["icc2_1"]["value"]
+        assert float(cells["bias"]) == overall["bias"]["value"]
+        shown = re.search(r'data-key="bias"[^>]*>([^<]+)<', row).group(1)
+        assert shown == f"{overall['bias']['value']:+.2f}"
+        detail = html.unescape(re.search(rf'id="detail-e{entry["rank"]}"[^>]*><td[^>]*>(.*?)</td>', page).group(1))
+        assert f"bias {overall['bias']['value']:+.2f}, limits of agreement [" in detail

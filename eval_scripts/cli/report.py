@@ -62,6 +62,14 @@ def register(subparsers) -> None:
         help="predicted-vs-gold scatters (with --references) of each system's best configuration "
         "(default), of all runs, or none",
     )
+    parser.add_argument(
+        "--raters",
+        type=existing("file"),
+        metavar="LABELS",
+        help="per-rater labels (video_id, rater, dimension, score): add the model-as-one-more-rater section "
+        "(each system's best configuration against each rater, leave one rater out, the Appendix B "
+        "certification rule); needs --references",
+    )
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--title", default="MIS-Bench report")
     parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
@@ -77,8 +85,17 @@ def report_command(args: argparse.Namespace) -> int:
 
     files = results_files(args.results)
     sources = [str(f) for f in files]
-    folder = OutputFolder(args.out, command="report", inputs=[*files, *([args.references] if args.references else [])])
+    extra_inputs = [path for path in (args.references, args.raters) if path]
+    folder = OutputFolder(args.out, command="report", inputs=[*files, *extra_inputs])
     results_list = load_results(files)
+    raters = None
+    if args.raters:
+        from mis_bench_dataset.errors import UsageError
+        from mis_bench_dataset.labels import read_labels
+
+        if not args.references:
+            raise UsageError("--raters needs --references (the gold scores)", hint="pass --references LABELS_OR_BUILD")
+        raters = read_labels(args.raters)
     references = None
     if args.references:
         references = read_report_references(args.references, args.split)
@@ -106,6 +123,7 @@ def report_command(args: argparse.Namespace) -> int:
         comparison_bootstrap=args.comparison_bootstrap,
         seed=args.seed,
         scatters=args.scatters,
+        raters=raters,
     )
     summary = {
         "runs": sources,

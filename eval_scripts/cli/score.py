@@ -9,7 +9,9 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say
-from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct
+from eval_scripts.report.formatting import signed_pct
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -32,6 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=existing("file"),
         default=None,
         help="text file with one video id per line: also score on this common set",
+    )
+    score.add_argument(
+        "--raters",
+        type=existing("file"),
+        default=None,
+        metavar="LABELS",
+        help="per-rater labels (video_id, rater, dimension, score): also compare the model with each rater, "
+        "leave one rater out, and run the Appendix B certification rule",
     )
     score.set_defaults(func=run_score)
 
@@ -120,6 +130,75 @@ def format_score_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _stat(block: dict, key: str) -> float | None:
+    return (block.get(key) or {}).get("value")
+
+
+def format_agreement_table(result: dict) -> str:
+    """The other agreement statistics per dimension and overall, one line each (ICC(3,1) is the table above).
+
+    ICC forms, alpha and the correlations in percent; MAE, bias and the 95% limits of agreement in score
+    points; range use as the sd ratio model / expert, the percent of answers on whole points and the number
+    of distinct answers.
+    """
+    lines = [
+        "Agreement beyond ICC(3,1) (model vs gold; ICC, alpha, r, rho in %; MAE, bias, limits in score points):",
+        f"{'dim':<6} {'ICC(2,1)':>8} {'ICC(1,1)':>8} {'alpha':>6} {'r':>6} {'rho':>6} {'MAE':>6} {'bias':>6} "
+        f"{'95% limits of agr.':<18} {'sd ratio':>8} {'int %':>6} {'values':>6}",
+    ]
+    rows = [(e["abbreviation"], e.get("agreement") or {}) for e in result["dimensions"].values()]
+    rows.append(("All", result["overall"].get("agreement") or {}))
+    for label, block in rows:
+        low, high = _stat(block, "loa_low"), _stat(block, "loa_high")
+        limits = MISSING if num(low) == MISSING else f"[{signed(low)}, {signed(high)}]"
+        distinct = _stat(block, "n_distinct")
+        lines.append(
+            f"{label:<6} {_pct(_stat(block, 'icc2_1'), 8)} {_pct(_stat(block, 'icc1_1'), 8)} "
+            f"{_pct(_stat(block, 'krippendorff_alpha'), 6)} {_pct(_stat(block, 'pearson'), 6)} "
+            f"{_pct(_stat(block, 'spearman'), 6)} {_num(_stat(block, 'mae')):>6} {signed(_stat(block, 'bias')):>6} "
+            f"{limits:<18} {_num(_stat(block, 'sd_ratio'), 2):>8} {_pct(_stat(block, 'integer_share'), 6)} "
+            f"{MISSING if distinct is None else int(distinct):>6}"
+        )
+    return "\n".join(lines)
+
+
+def format_raters_table(raters: dict) -> str:
+    """The model as one more rater: per dimension its ICC(3,1) % with each rater, the raters' with each
+    other, the raters together (Table 2's ceiling), leave one rater out; then the certification rule."""
+    names = raters["raters"]
+    lines = [
+        f"The model as one more rater ({', '.join(names) or 'no common raters'}; {raters['n_panel_videos']} "
+        "fully rated videos; ICC(3,1) %):"
+    ]
+    if raters.get("note"):
+        lines.append(f"  {raters['note']}")
+    if names:
+        model_cols = " ".join(f"{'M-' + r:>7}" for r in names)
+        loo_cols = " ".join(f"{'Δ-' + r:>7}" for r in names)
+        lines.append(f"{'dim':<6} {'n':>4} {model_cols} {'mean':>6}  {'raters':>6} {'pairs':>6}  {loo_cols}")
+        for key, entry in raters["dimensions"].items():
+            model = " ".join(_pct((entry["model_vs_rater"].get(r) or {}).get("icc"), 7) for r in names)
+            loo = " ".join(signed_pct((entry["leave_one_out"].get(r) or {}).get("delta")).rjust(7) for r in names)
+            lines.append(
+                f"{DIMENSION_BY_KEY[key].abbreviation:<6} {entry['n']:>4} {model} "
+                f"{_pct(entry['mean_model_vs_rater'], 6)}  {_pct(entry['raters_icc']['icc'], 6)} "
+                f"{_pct(entry['mean_rater_vs_rater'], 6)}  {loo}"
+            )
+        lines.append(
+            "M-R: model vs rater R; raters: all raters together (the Table 2 ceiling on these videos); pairs: mean "
+            "of the rater-vs-rater ICCs; Δ-R: leave rater R out, the model in its place: that ICC minus the raters'."
+        )
+    cert = raters["certification"]
+    where = f", clips {cert['best_run_clips'][0]} to {cert['best_run_clips'][1]}" if cert["best_run_clips"] else ""
+    lines.append(
+        f"Appendix B certification: {'PASSED at ' + cert['certified_at'] if cert['passed'] else 'not passed'}; "
+        f"best run {cert['best_run']} clip(s){where}; {cert['n_passing']} of {cert['n_clips']} clips above "
+        f"{cert['threshold']}."
+    )
+    lines.append(f"  rule: {cert['rule']}; clips in {cert['order']}.")
+    return "\n".join(lines)
+
+
 def format_compare_table(result: dict) -> str:
     names = result["systems"]
     lines = [f"{'dim':<6} {'ICC A %':>8} {'ICC B %':>8} {'A-B':>6} {'95% CI':<14} {'p':>7} {'n':>5}"]
@@ -191,8 +270,13 @@ def _data_errors(func):
 def run_score(args: argparse.Namespace) -> int:
     from mis_icc_metric.scoring import score_predictions
 
-    json_path = _claim_json(args, args.predictions, args.references, args.common_videos)
+    json_path = _claim_json(args, args.predictions, args.references, args.common_videos, args.raters)
     references, (predictions,) = _load(args, args.predictions)
+    raters = None
+    if args.raters is not None:
+        from mis_bench_dataset.labels import read_labels
+
+        raters = read_labels(args.raters)  # a BuildError (a DataError) names the file
     common = None
     if args.common_videos is not None:
         from mis_icc_metric.predictions_io import read_video_ids
@@ -208,11 +292,20 @@ def run_score(args: argparse.Namespace) -> int:
         missing=args.missing,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
+    if raters is not None:
+        from mis_icc_metric.raters import model_as_rater
+
+        result["model_as_rater"] = model_as_rater(predictions, references, raters, confidence=args.confidence)
     say(
         f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
         f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})"
     )
     say(format_score_table(result))
+    say("")
+    say(format_agreement_table(result))
+    if raters is not None:
+        say("")
+        say(format_raters_table(result["model_as_rater"]))
     _write_json(json_path, result)
     return 0
 

@@ -47,6 +47,9 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             "mean_icc": scores.get("mean_icc"),
             "p_vs_leader": (entry.get("vs_leader") or {}).get("p_value"),
         }
+        agreement = overall.get("agreement") or {}
+        for key in ("icc2_1", "krippendorff_alpha", "bias", "loa_low", "loa_high", "sd_ratio"):
+            row[f"overall_{key}"] = (agreement.get(key) or {}).get("value")
         outcomes = entry.get("outcomes") or {}
         for kind in ("unparsed", "truncated", "failed"):  # counts as the run recorded them; empty for 1.0 files
             row[kind] = (outcomes.get("overall") or {}).get(kind)
@@ -56,6 +59,8 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
             row[f"{dim['key']}_icc"] = block.get("icc")
             row[f"{dim['key']}_ci_low"], row[f"{dim['key']}_ci_high"] = dim_ci
             row[f"{dim['key']}_mse"] = block.get("mse")
+            for key in ("icc2_1", "bias"):
+                row[f"{dim['key']}_{key}"] = ((block.get("agreement") or {}).get(key) or {}).get("value")
             row[f"{dim['key']}_parse_rate"] = entry["parse_rates"].get(dim["key"])
             row[f"{dim['key']}_truncated"] = ((outcomes.get("dimensions") or {}).get(dim["key"]) or {}).get("truncated")
         row.update(

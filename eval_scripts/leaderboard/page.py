@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct
+from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct, signed
 from mis_bench_dataset.dimensions import HUMAN_CEILING_MEAN
 from mis_bench_dataset.text_safety import escape_html
 
@@ -94,6 +94,24 @@ def _icc_cell(key: str, block: Mapping[str, Any] | None) -> str:
     )
 
 
+def _agreement(block: Mapping[str, Any] | None, key: str) -> tuple[Any, Any]:
+    """(value, ci) of one agreement statistic of a scores block (None, None when absent)."""
+    stat = ((block or {}).get("agreement") or {}).get(key) or {}
+    return stat.get("value"), stat.get("ci")
+
+
+def _agreement_text(block: Mapping[str, Any] | None) -> str:
+    """ICC(2,1), bias and the 95% limits of agreement of a block, for the detail row."""
+    icc2, icc2_ci = _agreement(block, "icc2_1")
+    bias, _ = _agreement(block, "bias")
+    low, _ = _agreement(block, "loa_low")
+    high, _ = _agreement(block, "loa_high")
+    return (
+        f"ICC(2,1) {pct(icc2)}% {ci_pct(icc2_ci)}, bias {signed(bias)}, "
+        f"limits of agreement [{signed(low)}, {signed(high)}]"
+    )
+
+
 def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(key, header, type) of the sortable columns, in order."""
     cols = [
@@ -103,6 +121,8 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         ("prompt_style", "Prompt", "text"),
         ("overall", "Overall ICC %", "num"),
         ("mean_icc", "Mean ICC %", "num"),
+        ("icc2_1", "Overall ICC(2,1) %", "num"),
+        ("bias", "Bias", "num"),
     ]
     cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
     cols += [
@@ -131,6 +151,12 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
         _icc_cell("overall", overall),
         _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
     ]
+    icc2, icc2_ci = _agreement(overall, "icc2_1")
+    bias, _ = _agreement(overall, "bias")
+    cells.append(
+        _cell("icc2_1", icc2, pct(icc2), title=f"absolute agreement, overall: {pct(icc2)}%, 95% CI {ci_pct(icc2_ci)}")
+    )
+    cells.append(_cell("bias", bias, signed(bias), title="mean of model minus expert, overall, in score points"))
     cells += [_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]]
     cells.append(_cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))))
     outcomes = entry.get("outcomes") or {}
@@ -158,7 +184,8 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
         f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; "
         f"dataset {_esc(entry['dataset_fingerprint'])})",
         f"Overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}, "
-        f"n={_esc(overall.get('n', MISSING))}, excluded {pct(overall.get('excluded_rate'))}%",
+        f"n={_esc(overall.get('n', MISSING))}, excluded {pct(overall.get('excluded_rate'))}%; "
+        + _agreement_text(overall),
     ]
     if counts:
         details.append(
@@ -173,7 +200,8 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
         cut = f", truncated {_esc(dim_counts['truncated'])}" if "truncated" in dim_counts else ""
         details.append(
             f"{_esc(d['abbreviation'])}: ICC {pct(block.get('icc'))}% {ci_pct(block.get('icc_ci'))}, "
-            f"MSE {num(block.get('mse'))}, n={_esc(block.get('n', MISSING))}, parsed {pct(rate)}%{cut}"
+            f"MSE {num(block.get('mse'))}, n={_esc(block.get('n', MISSING))}, parsed {pct(rate)}%{cut}; "
+            + _agreement_text(block)
         )
     if entry["rank"] > 1:
         details.append(

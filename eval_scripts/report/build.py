@@ -16,6 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.report.agreement import (
+    AGREEMENT_NOTE,
+    agreement_table,
+    certification_rule,
+    certification_table,
+    raters_table,
+)
+from eval_scripts.report.agreement_plots import PLOTS, write_agreement_plots
 from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_systems
 from eval_scripts.report.formatting import md_escape
 from eval_scripts.report.options import SCATTER_CHOICES
@@ -45,7 +53,8 @@ from eval_scripts.report.views import (
 )
 from eval_scripts.submission import slug
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.errors import UsageError
+from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
 from mis_bench_dataset.text_safety import escape_html
 
@@ -89,10 +98,11 @@ class ReportFiles:
     radar: Path
     heatmap: Path
     scatters: list[Path]
+    agreement_plots: list[Path] = ()  # Bland-Altman, calibration, histograms of each plotted run
 
     @property
     def figures(self) -> list[Path]:
-        return [self.heatmap, self.radar, *self.scatters]
+        return [self.heatmap, self.radar, *self.scatters, *self.agreement_plots]
 
 
 @dataclass(frozen=True)
@@ -172,6 +182,56 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
     return _Section("Comparison on one split (Table 4 / Figure 4 layout)", paragraphs, tables, figures)
 
 
+_PLOT_ALT = {
+    "bland-altman": "Bland-Altman plots per dimension of {label}: model minus gold against their mean, with the "
+    "mean bias (solid line) and the 95% limits of agreement (dashed)",
+    "calibration": "calibration plots per dimension of {label}: mean model score per half-point gold bin (+- 1 sd) "
+    "against the diagonal of a calibrated model",
+    "histograms": "score histograms per dimension of {label}: gold and model scores overlaid, 0.1-point bins",
+}
+
+
+def _agreement_section(
+    best: Sequence[BestConfiguration], plots: Sequence[tuple[RunView, Mapping[str, Path]]], suffix: str
+) -> _Section:
+    """Every statistic beyond ICC(3,1) for each system's best configuration, and the agreement figures."""
+    tables = [
+        ("Agreement with the gold scores of each system's best configuration", agreement_table([e.run for e in best]))
+    ]
+    figures = [
+        (_PLOT_ALT[kind].format(label=run.label) + suffix, path) for run, paths in plots for kind, path in paths.items()
+    ]
+    paragraphs = [AGREEMENT_NOTE]
+    if not plots:
+        paragraphs.append("The agreement figures need the labels (--references).")
+    return _Section("Agreement beyond ICC(3,1)", paragraphs, tables, figures)
+
+
+def _raters_section(rated: Sequence[tuple[RunView, Mapping[str, Any]]], source: str) -> _Section:
+    """The model as one more rater, per system's best configuration: tables and the certification rule."""
+    paragraphs = [
+        f"Per-rater labels: {source}. On the scored videos every rater rated on all eight dimensions (the paper's "
+        "fully rated videos) where the model's prediction parsed: the model's ICC(3,1) with each rater next to the "
+        "raters' with each other and all together (the human ceiling of Table 2, computed the same way; the last "
+        "column is exactly that computation on every fully rated scored video), and leave one rater out: the raters' "
+        "ICC with that rater replaced by the model (in brackets, the change in points; negative: agreement drops)."
+    ]
+    tables = []
+    for run, result in rated:
+        if result.get("note"):
+            paragraphs.append(f"{run.label}: {result['note']}.")
+    with_raters = [(run, result) for run, result in rated if result["raters"]]
+    if with_raters:
+        caption = "The model as one more rater: ICC(3,1) % [95% F-test CI] of each system's best configuration"
+        tables.append((caption, raters_table(with_raters)))
+    if rated:
+        paragraphs.append(certification_rule(rated[0][1]))
+        tables.append(
+            ("Appendix B certification rule, run on each system's best configuration", certification_table(rated))
+        )
+    return _Section("The model as one more rater", paragraphs, tables, [])
+
+
 def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
     md = [f"# {md_escape(title)}", ""]
     if synthetic:
@@ -191,7 +251,7 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
             ]
         for caption, table in section.tables:
             md += [f"**{caption}**", "", to_markdown(table), ""]
-        md += [f"![{alt}]({path.name})\n" for alt, path in section.figures]
+        md += [f"![{md_escape(alt)}]({path.name})\n" for alt, path in section.figures]
     return "\n".join(md)
 
 
@@ -241,6 +301,7 @@ def report_data(
     comparison: Comparison,
     *,
     title: str,
+    rated: Sequence[tuple[RunView, Mapping[str, Any]]] = (),
 ) -> dict[str, Any]:
     """report.json: the three views as data (ICC as raw fractions, null when undefined)."""
     from mis_icc_metric.scoring import json_safe
@@ -269,6 +330,15 @@ def report_data(
             },
             "configurations": [_run_json(run) for run in runs],
             "comparison": comparison.as_json(),
+            "agreement": [
+                {
+                    **entry.run.identity(),
+                    "dimensions": {key: entry.run.dim(key).get("agreement") for key in DIMENSION_KEYS},
+                    "overall": entry.run.overall.get("agreement"),
+                }
+                for entry in best
+            ],
+            "model_as_rater": [{**run.identity(), **result} for run, result in rated],
         }
     )
 
@@ -288,6 +358,7 @@ def write_report(
     comparison_bootstrap: int = PAPER_BOOTSTRAP,
     seed: int = 0,
     scatters: str = "best",
+    raters: Labels | None = None,
 ) -> ReportFiles:
     """The report of scored results objects (see the module docstring).
 
@@ -296,7 +367,9 @@ def write_report(
     scores) enable the scatters, the comparison's rescoring with `comparison_bootstrap` resamples
     and its paired tests; `reference` names the comparison's reference system or results file
     (`sources` are the files the results came from). `scatters`: predicted-vs-gold figures for each
-    system's "best" configuration, "all" runs or "none" (they need `references`).
+    system's "best" configuration, "all" runs or "none" (they need `references`); the same runs get the
+    agreement figures (Bland-Altman, calibration, histograms). `raters` (per-rater `Labels`, needs
+    `references`) adds the model-as-one-more-rater section for each system's best configuration.
     """
     runs = by_system(run_views(results_list, sources))
     if not runs:
@@ -310,11 +383,10 @@ def write_report(
     best, undefined = best_configurations(runs)
     ranks = rank_table(best)
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
-    scatter_names = [f"{stem}-scatter-{index + 1}-{_slug(run.label)}.png" for index, run in enumerate(scattered)]
-    heatmap_path, radar_path, markdown_path, html_path, json_path, *scatter_paths = folder.claim_all(
-        [f"{stem}-heatmap.png", f"{stem}-radar.png", f"{stem}.md", f"{stem}.html", f"{stem}.json", *scatter_names],
-        REPORT_WRITER,
-    )  # all checked before anything is written
+    if raters is not None and references is None:
+        raise UsageError("the model-as-rater section needs the gold scores too", hint="pass --references as well")
+    fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
+    heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
     comparison = compare_systems(
         runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
     )
@@ -323,25 +395,18 @@ def write_report(
         comparison.views() or [entry.run for entry in best] or runs, radar_path, title="Per-dimension ICC(3,1)" + suffix
     )
     scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
+    plots = _agreement_plots(scattered, references, plot_paths, suffix)
+    rated = _rate(best, references, raters) if raters is not None else []
 
     sections = [
         _table3_section(best, ranks, undefined),
         _figure2_section(runs, heatmap),
         _comparison_section(comparison, radar),
-        _Section(
-            "Errors and parse rates",
-            [OVERALL_NOTE],
-            [
-                ("MSE (lower is better)", mse_table(runs)),
-                (
-                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
-                    "token limit, failed request) and overall exclusion rate",
-                    rates_table(runs),
-                ),
-            ],
-            [],
-        ),
+        _errors_section(runs),
+        _agreement_section(best, plots, suffix),
     ]
+    if raters is not None:
+        sections.append(_raters_section(rated, str(raters.path)))
     if scatter_files:
         what = "each system's best configuration" if scatters == "best" else "every configuration"
         sections.append(
@@ -355,7 +420,66 @@ def write_report(
 
     write_atomic(markdown_path, _markdown(title, synthetic, sections))
     write_atomic(html_path, _html(title, synthetic, sections))
-    data = report_data(runs, best, ranks, undefined, comparison, title=title)
+    data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
     write_atomic(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
-    return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files)
+    agreement_files = [path for _, paths in plots for path in paths.values()]
+    return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files, agreement_files)
+
+
+def _claim(folder: OutputFolder, stem: str, scattered: Sequence[RunView]) -> tuple[list[Path], list[Path], list[Path]]:
+    """Every file the report writes, claimed at once: the five fixed ones (heatmap, radar, md, html, json),
+    the scatters and the agreement figures (PLOTS order per run)."""
+    scatter_names = [f"{stem}-scatter-{i + 1}-{_slug(run.label)}.png" for i, run in enumerate(scattered)]
+    plot_names = [f"{stem}-{kind}-{i + 1}-{_slug(run.label)}.png" for i, run in enumerate(scattered) for kind in PLOTS]
+    fixed = [f"{stem}-heatmap.png", f"{stem}-radar.png", f"{stem}.md", f"{stem}.html", f"{stem}.json"]
+    paths = folder.claim_all([*fixed, *scatter_names, *plot_names], REPORT_WRITER)
+    return paths[:5], paths[5 : 5 + len(scatter_names)], paths[5 + len(scatter_names) :]
+
+
+def _errors_section(runs: Sequence[RunView]) -> _Section:
+    return _Section(
+        "Errors and parse rates",
+        [OVERALL_NOTE],
+        [
+            ("MSE (lower is better)", mse_table(runs)),
+            (
+                "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
+                "token limit, failed request) and overall exclusion rate",
+                rates_table(runs),
+            ),
+        ],
+        [],
+    )
+
+
+def _agreement_plots(
+    runs: Sequence[RunView], references: Mapping[tuple[str, str], float], paths: Sequence[Path], suffix: str
+) -> list[tuple[RunView, dict[str, Path]]]:
+    """Each run's Bland-Altman, calibration and histogram figures, into its claimed paths (PLOTS order)."""
+    kinds = list(PLOTS)
+    per_run = [dict(zip(kinds, paths[i * len(kinds) : (i + 1) * len(kinds)], strict=True)) for i in range(len(runs))]
+    return [
+        (run, write_agreement_plots(run, references, mine, suffix=suffix))
+        for run, mine in zip(runs, per_run, strict=True)
+    ]
+
+
+def _rate(
+    best: Sequence[BestConfiguration], references: Mapping[tuple[str, str], float], raters: Labels
+) -> list[tuple[RunView, dict[str, Any]]]:
+    """`mis_icc_metric.raters.model_as_rater` of each system's best configuration (strict-JSON safe)."""
+    from eval_scripts.report.inputs import predictions_on
+    from mis_icc_metric.raters import model_as_rater
+    from mis_icc_metric.scoring import json_safe
+
+    rated = []
+    for entry in best:
+        try:
+            result = model_as_rater(predictions_on(entry.run.predictions, references), references, raters)
+        except ValueError as err:
+            raise DataError(
+                f"cannot compare with the raters: {err}", where=entry.run.source or entry.run.label
+            ) from None
+        rated.append((entry.run, json_safe(result)))
+    return rated

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mis_bench_dataset.numbers import MISSING, ci_pct, is_number, num, pct
+from mis_bench_dataset.numbers import MISSING, ci_pct, is_number, num, pct, signed
 from mis_bench_dataset.text_safety import escape_markdown as md_escape
 
-__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "md_escape", "num", "p_text", "pct", "signed_pct"]
+__all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "md_escape", "num", "p_text", "pct", "signed", "signed_pct"]
 
 
 def best_rows(values: Sequence[float | None], *, higher_is_better: bool = True) -> set[int]:

@@ -35,7 +35,10 @@ ICC(3,1) (two-way mixed effects, consistency, single rater; Shrout & Fleiss case
 between a model's predicted FIS scores and the expert-aggregated gold scores of
 MIS-Bench, per dimension and overall, with MSE, 95% percentile bootstrap CIs over
 videos, the parse (exclusion) accounting of the paper, a common-set and a
-midpoint-imputation sensitivity, and the human single-rater ceiling (Table 2).
+midpoint-imputation sensitivity, and the human single-rater ceiling (Table 2). On the same
+pairs and resamples, the other agreement statistics: every Shrout-Fleiss ICC form,
+Krippendorff's alpha, Pearson, Spearman, MAE, bias and Bland-Altman limits of agreement,
+and range use (sd ratio, share on integers, distinct values).
 """
 
 _KWARGS_DESCRIPTION = """\
@@ -50,8 +53,9 @@ Args:
     common_videos (list of str, optional): also score on this common set of videos.
     out_of_range (str, default "flag"): "flag" counts predictions outside [1, 5] (never clipped), "error" raises.
 Returns:
-    dict with "dimensions" {key: {"icc", "icc_ci", "mse", "n", "n_unparsed", "parse_rate", "human_ceiling", ...}},
-    "overall" {"icc", "icc_ci", "mse", "n", "excluded_rate"}, "mean_icc", "midpoint_imputation",
+    dict with "dimensions" {key: {"icc", "icc_ci", "mse", "n", "n_unparsed", "parse_rate", "human_ceiling",
+    "agreement" {statistic: {"value", "ci"}}, ...}},
+    "overall" {"icc", "icc_ci", "mse", "n", "excluded_rate", "agreement"}, "mean_icc", "midpoint_imputation",
     "common_set", "parse_rates", "meta". Raw fractions (not percent); undefined values are None.
 Examples:
     >>> import evaluate, mis_icc_metric
@@ -65,6 +69,9 @@ Examples:
     (0.9751, 0.0325, None)
     >>> round(out["overall"]["icc"], 4), out["overall"]["excluded_rate"]
     (0.9751, 0.2)
+    >>> agreement = empathy["agreement"]
+    >>> round(agreement["icc2_1"]["value"], 4), round(agreement["loa_low"]["value"], 3), agreement["icc2_1"]["ci"]
+    (0.9774, -0.296, None)
 """
 
 

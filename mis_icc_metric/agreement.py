@@ -1,0 +1,331 @@
+"""Agreement between model and expert scores beyond ICC(3,1), the way clinical measurement reports it.
+
+Per block (a dimension, or the overall per-video mean), on exactly the (prediction, gold) pairs the
+ICC uses: all six Shrout & Fleiss ICC forms, Krippendorff's alpha (interval), Pearson and Spearman
+correlation, MAE, MSE, the mean bias (model minus expert) with the Bland & Altman (1986) 95% limits
+of agreement, and range use (sd ratio model / expert, share of answers on integer values, number of
+distinct values). docs/agreement.md says which statistic answers which question.
+
+Everything is a function of a resample's item counts, so one shared index matrix gives every CI
+and no Python loop runs over resamples:
+
+- the moment statistics (ICC forms, alpha, r, MAE, MSE, bias, limits, sd ratio, integer share) are
+  sums of per-item features, one ``counts @ features`` product per chunk (as `bootstrap` does for
+  ICC(3,1));
+- Spearman's rho and the number of distinct values need ranks: with the block's items grouped by
+  distinct value, a resample's weight per value is a sparse product ``counts @ A``, its average
+  ranks a cumulative sum over those weights (ties, and copies of one video, share the mean rank),
+  and the rank cross-product a sum over the distinct (prediction, gold) pairs.
+
+A resampled video drawn three times is three items, exactly what scipy / pingouin / krippendorff
+see when given the resampled rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mis_bench_dataset.icc import (
+    ICC_FORM_NAMES,
+    AnovaMeanSquares,
+    icc3_from_cross_products,
+    icc_forms_from_mean_squares,
+    mean_squares_from_moments,
+)
+
+from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
+
+__all__ = [
+    "LOA_Z",
+    "STATISTICS",
+    "Statistic",
+    "agreement",
+    "agreement_blocks",
+    "agreement_point",
+    "agreement_replicates",
+    "alpha_from_mean_squares",
+    "krippendorff_alpha",
+]
+
+# Bland & Altman (1986): the 95% limits of agreement are the mean difference +- 1.96 sd of the differences.
+LOA_Z = 1.96
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One reported statistic: its JSON key, how tables name it, and the items it needs at least."""
+
+    key: str
+    label: str
+    question: str
+    needs_variance: bool = True  # True: undefined on fewer than the ICC's minimum items
+
+
+STATISTICS: tuple[Statistic, ...] = (
+    *(
+        Statistic(key, name, question)
+        for key, name, question in (
+            ("icc3_1", ICC_FORM_NAMES["icc3_1"], "consistency of one model score with the gold (the paper's metric)"),
+            ("icc2_1", ICC_FORM_NAMES["icc2_1"], "absolute agreement: a constant offset counts as disagreement"),
+            ("icc1_1", ICC_FORM_NAMES["icc1_1"], "one-way: raters interchangeable, offset and error pooled"),
+            ("icc3_k", ICC_FORM_NAMES["icc3_k"], "consistency of the average of model and gold"),
+            ("icc2_k", ICC_FORM_NAMES["icc2_k"], "absolute agreement of the average of model and gold"),
+            ("icc1_k", ICC_FORM_NAMES["icc1_k"], "one-way reliability of the average"),
+        )
+    ),
+    Statistic("krippendorff_alpha", "Krippendorff's alpha", "agreement beyond chance, interval metric"),
+    Statistic("pearson", "Pearson r", "linear association, blind to offset and scale"),
+    Statistic("spearman", "Spearman rho", "same order of the videos, blind to any monotone distortion"),
+    Statistic("mae", "MAE", "typical distance in score points", needs_variance=False),
+    Statistic("mse", "MSE", "squared distance in score points", needs_variance=False),
+    Statistic("bias", "mean bias", "model minus expert on average, in score points", needs_variance=False),
+    Statistic("sd_diff", "sd of differences", "spread of model minus expert, in score points"),
+    Statistic("loa_low", "lower limit of agreement", "bias - 1.96 sd: 2.5% of differences fall below"),
+    Statistic("loa_high", "upper limit of agreement", "bias + 1.96 sd: 2.5% of differences fall above"),
+    Statistic("sd_ratio", "sd ratio model / expert", "range use: below 1 the model compresses toward the middle"),
+    Statistic("integer_share", "share on integers", "range use: answers on whole points", needs_variance=False),
+    Statistic("n_distinct", "distinct values", "range use: how many different scores the model gives", False),
+)
+STATISTIC_KEYS: tuple[str, ...] = tuple(s.key for s in STATISTICS)
+
+
+# ------------------------------------------------------------------------------------------ moments
+
+
+class _Moments:
+    """Per-block feature columns: `bootstrap.block_features` (count, centred columns, products,
+    squared difference), then |d|, "the prediction is a whole number", and the difference d = model -
+    gold centred on the block's mean difference, and its square (the sd of d from its own centred
+    sums: from the products it would cancel, giving 1e-8 instead of 0 for a model = gold + 1)."""
+
+    EXTRA = ("abs_diff", "integer", "centred_diff", "centred_diff_sq")
+
+    def __init__(self, ratings: np.ndarray, valid: np.ndarray) -> None:
+        n, n_blocks, _ = ratings.shape
+        base, self.layout = block_features(ratings, valid)
+        self.means = block_means(ratings, valid)  # (D, 2): the centring, to recover the column means
+        safe = np.where(valid[..., None], ratings, 0.0)
+        diff = safe[..., 0] - safe[..., 1]
+        centred_diff = np.where(valid, diff - (self.means[:, 0] - self.means[:, 1]), 0.0)
+        extra = np.stack(
+            [
+                np.where(valid, np.abs(diff), 0.0),
+                np.where(valid, safe[..., 0] == np.round(safe[..., 0]), 0.0),
+                centred_diff,
+                centred_diff**2,
+            ],
+            axis=-1,
+        )
+        self.width = self.layout.width + extra.shape[-1]
+        blocks = np.concatenate([base.reshape(n, n_blocks, self.layout.width), extra], axis=-1)
+        self.features = blocks.reshape(n, n_blocks * self.width)
+        self.n_blocks = n_blocks
+
+    def _extra(self, blocks: np.ndarray, name: str) -> np.ndarray:
+        return blocks[..., self.layout.width + self.EXTRA.index(name)]
+
+    def statistics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
+        """Every moment statistic per (resample, block) from summed features (R, D * width)."""
+        blocks = sums.reshape(sums.shape[0], self.n_blocks, self.width)
+        base = blocks[..., : self.layout.width]
+        n_eff, linear, cross = resampled_cross(base, self.layout)
+        safe_n = np.where(n_eff > 0, n_eff, 1.0)
+        column_means = self.means[None] + linear / safe_n[..., None]
+        ms = mean_squares_from_moments(cross, column_means, n_eff)
+        out = icc_forms_from_mean_squares(ms, icc3_from_cross_products(cross))
+        out["krippendorff_alpha"] = alpha_from_mean_squares(ms)
+        cxx, cyy, cxy = cross[..., 0, 0], cross[..., 1, 1], cross[..., 0, 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["pearson"] = np.where((cxx > 0) & (cyy > 0), np.clip(cxy / np.sqrt(cxx * cyy), -1, 1), np.nan)
+            out["sd_ratio"] = np.where(cyy > 0, np.sqrt(cxx / np.where(cyy > 0, cyy, 1.0)), np.nan)
+            spread = self._extra(blocks, "centred_diff_sq") - self._extra(blocks, "centred_diff") ** 2 / safe_n
+            out["sd_diff"] = np.sqrt(np.maximum(spread, 0.0) / (n_eff - 1))
+        out["bias"] = column_means[..., 0] - column_means[..., 1]
+        out["loa_low"] = out["bias"] - LOA_Z * out["sd_diff"]
+        out["loa_high"] = out["bias"] + LOA_Z * out["sd_diff"]
+        out["mse"] = base[..., -1] / safe_n
+        out["mae"] = self._extra(blocks, "abs_diff") / safe_n
+        out["integer_share"] = self._extra(blocks, "integer") / safe_n
+        for key, value in out.items():
+            needs = next(s.needs_variance for s in STATISTICS if s.key == key)
+            out[key] = np.where(n_eff >= (2 if needs else 1), value, np.nan)
+        return out
+
+
+def alpha_from_mean_squares(ms: AnovaMeanSquares) -> np.ndarray:
+    """Krippendorff's alpha, interval metric, of a complete (n x k) layout from its mean squares.
+
+    With every unit rated by all k coders, D_o = 2 MS_W and D_e = 2 SS_T / (nk - 1), so
+    alpha = 1 - (nk - 1) MS_W / SS_T (Krippendorff 2011, "Computing Krippendorff's alpha-reliability",
+    with the interval distance (c - k)^2). Undefined (NaN) when every value is the same.
+    """
+    n, k = ms.n, ms.k
+    ss_total = ms.rows * (n - 1) + ms.columns * (k - 1) + ms.error * (n - 1) * (k - 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ss_total > 0, 1 - (n * k - 1) * ms.within / np.where(ss_total > 0, ss_total, 1.0), np.nan)
+
+
+def krippendorff_alpha(matrix: np.ndarray | Sequence[Sequence[float]]) -> float | np.ndarray:
+    """Krippendorff's alpha (interval) of a complete (n items x k coders) matrix, or batched (..., n, k)."""
+    from mis_bench_dataset.icc import cross_products
+
+    array = np.asarray(matrix, dtype=np.float64)
+    cross = cross_products(array)  # validates: finite, n >= 2, k >= 2
+    value = alpha_from_mean_squares(mean_squares_from_moments(cross, array.mean(axis=-2), array.shape[-2]))
+    return float(value) if np.ndim(value) == 0 else value
+
+
+# ------------------------------------------------------------------------------------------ ranks
+
+
+class _BlockRanks:
+    """One block's items grouped by distinct prediction, distinct gold and distinct (prediction, gold)
+    pair, as sparse (n x groups) indicator matrices: a resample's weight per group is counts @ matrix."""
+
+    def __init__(self, pred: np.ndarray, gold: np.ndarray, items: np.ndarray, n: int) -> None:
+        from scipy import sparse
+
+        _, pred_group = np.unique(pred, return_inverse=True)
+        _, gold_group = np.unique(gold, return_inverse=True)
+        pairs, pair_group = np.unique(np.stack([pred_group, gold_group], axis=1), axis=0, return_inverse=True)
+        self.pair_pred, self.pair_gold = pairs[:, 0], pairs[:, 1]
+
+        def indicator(groups: np.ndarray) -> sparse.csr_matrix:
+            groups = groups.ravel()
+            return sparse.csr_matrix(
+                (np.ones(items.size), (items, groups)), shape=(n, int(groups.max()) + 1 if groups.size else 0)
+            )
+
+        self.by_pred = indicator(pred_group)
+        self.by_gold = indicator(gold_group)
+        self.by_pair = indicator(pair_group)
+
+    def statistics(self, counts_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(Spearman rho, number of distinct predictions) of each resample; counts_t is (n, R), one
+        column per resample (contiguous, so the sparse products read it without a copy)."""
+        pred_weight = self.by_pred.T @ counts_t  # (distinct predictions, R)
+        gold_weight = self.by_gold.T @ counts_t
+        pair_weight = self.by_pair.T @ counts_t
+        pred_rank, gold_rank = _mid_ranks(pred_weight), _mid_ranks(gold_weight)
+        n_eff = pred_weight.sum(axis=0)
+        centre = n_eff * ((n_eff + 1) / 2) ** 2  # sum of w * r * s when r, s are at their mean (N + 1) / 2
+        s_xx = np.einsum("ij,ij,ij->j", pred_weight, pred_rank, pred_rank) - centre
+        s_yy = np.einsum("ij,ij,ij->j", gold_weight, gold_rank, gold_rank) - centre
+        s_xy = np.einsum("ij,ij,ij->j", pair_weight, pred_rank[self.pair_pred], gold_rank[self.pair_gold]) - centre
+        # All tied gives s_xx exactly 0 (both terms are the same expression); a real spread is >= about N.
+        defined = (s_xx > 0.5) & (s_yy > 0.5) & (n_eff >= 2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = np.where(defined, np.clip(s_xy / np.sqrt(s_xx * s_yy), -1, 1), np.nan)
+        return rho, np.count_nonzero(pred_weight > 0, axis=0).astype(np.float64)
+
+
+def _mid_ranks(weights: np.ndarray) -> np.ndarray:
+    """Average rank of each distinct value (rows, in increasing order) given how many items hold it in
+    each resample (columns): ties share the mean rank."""
+    return np.cumsum(weights, axis=0) - (weights - 1) / 2
+
+
+class _Plan:
+    """Everything a set of blocks needs, built once: the moment features and the rank groupings."""
+
+    def __init__(self, ratings: np.ndarray, valid: np.ndarray) -> None:
+        ratings = np.asarray(ratings, dtype=np.float64)
+        valid = np.asarray(valid, dtype=bool)
+        if ratings.ndim != 3 or ratings.shape[-1] != 2 or valid.shape != ratings.shape[:2]:
+            raise ValueError(
+                f"agreement needs (n, blocks, 2) ratings and an (n, blocks) mask, got {ratings.shape} and {valid.shape}"
+            )
+        self.n = ratings.shape[0]
+        self.moments = _Moments(ratings, valid)
+        self.ranks: list[_BlockRanks | None] = []
+        for block in range(ratings.shape[1]):
+            items = np.flatnonzero(valid[:, block])
+            pair = ratings[items, block]
+            self.ranks.append(_BlockRanks(pair[:, 0], pair[:, 1], items, self.n) if items.size else None)
+
+    def statistics(self, sums: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
+        out = self.moments.statistics(sums)
+        rho = np.full((counts.shape[0], len(self.ranks)), np.nan)
+        distinct = np.full_like(rho, np.nan)
+        counts_t = np.ascontiguousarray(counts.T)
+        for block, ranks in enumerate(self.ranks):
+            if ranks is not None:
+                rho[:, block], distinct[:, block] = ranks.statistics(counts_t)
+        out["spearman"] = rho
+        out["n_distinct"] = distinct
+        return {key: out[key] for key in STATISTIC_KEYS}
+
+
+# ------------------------------------------------------------------------------------------ API
+
+
+def agreement_point(ratings: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray]:
+    """Every statistic of each block on its valid items: {key: (D,)}; ratings (n, D, 2) = (model, gold)."""
+    plan = _Plan(ratings, valid)
+    ones = np.ones((1, plan.n))
+    stats = plan.statistics(plan.moments.features.sum(axis=0, keepdims=True), ones)
+    return {key: value[0] for key, value in stats.items()}
+
+
+def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices: np.ndarray) -> dict[str, np.ndarray]:
+    """Every statistic of each block in each resample of the shared index matrix: {key: (B, D)}."""
+    plan = _Plan(ratings, valid)
+    out = {key: np.empty((indices.shape[0], len(plan.ranks))) for key in STATISTIC_KEYS}
+    for rows, counts in resampled_chunks(indices, plan.n):
+        for key, value in plan.statistics(counts @ plan.moments.features, counts).items():
+            out[key][rows] = value
+        del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
+    return out
+
+
+def agreement_blocks(
+    ratings: np.ndarray,
+    valid: np.ndarray,
+    indices: np.ndarray | None,
+    *,
+    confidence: float = 0.95,
+    min_items: int = 3,
+) -> list[dict[str, dict]]:
+    """Per block {key: {"value", "ci"}} (STATISTICS order): the JSON the scoring rules attach.
+
+    A statistic that needs variance is undefined (NaN, no CI) on fewer than `min_items` items; an
+    undefined value never gets an interval. `indices` None: no CIs.
+    """
+    n_items = np.asarray(valid, dtype=bool).sum(axis=0)
+    point = agreement_point(ratings, valid)
+    intervals = None
+    if indices is not None:
+        boot = agreement_replicates(ratings, valid, indices)
+        stacked = np.stack([boot[key] for key in STATISTIC_KEYS], axis=1)  # (B, S, D)
+        intervals = percentile_ci(stacked, confidence, axis=0)  # (S, D, 2)
+    entries = []
+    for block in range(n_items.size):
+        entry = {}
+        for s, stat in enumerate(STATISTICS):
+            value = float(point[stat.key][block])
+            if (stat.needs_variance and n_items[block] < min_items) or n_items[block] == 0:
+                value = float("nan")
+            ci = None if intervals is None or np.isnan(value) else intervals[s, block].tolist()
+            entry[stat.key] = {"value": value, "ci": ci}
+        entries.append(entry)
+    return entries
+
+
+def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
+    """Every statistic of one set of (prediction, gold) pairs (no CIs): {key: value}.
+
+    >>> stats = agreement([3.0, 4.0, 2.0, 5.0], [2.0, 3.0, 1.0, 4.0])  # the model is one point high
+    >>> stats["icc3_1"], round(stats["icc2_1"], 3), stats["bias"], stats["sd_diff"]
+    (1.0, 0.769, 1.0, 0.0)
+    """
+    pred = np.asarray(predictions, dtype=np.float64)
+    ref = np.asarray(gold, dtype=np.float64)
+    if pred.shape != ref.shape or pred.ndim != 1:
+        raise ValueError(f"predictions {pred.shape} and gold {ref.shape} must be two equal-length vectors")
+    if not (np.isfinite(pred).all() and np.isfinite(ref).all()):
+        raise ValueError("agreement got a non-finite value; drop unparsed items first")
+    point = agreement_point(np.stack([pred, ref], axis=-1)[:, None, :], np.ones((pred.size, 1), dtype=bool))
+    return {key: float(value[0]) for key, value in point.items()}
