@@ -317,7 +317,7 @@ def map_wide_header(header: list[str], id_column: str) -> WideHeader:
     return WideHeader(columns, unknown, clashes, missing)
 
 
-def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
+def _read_wide(path: Path, reader: csv.DictReader, id_column: str, round_gold: bool = True) -> Labels:
     problems: list[Problem] = []
     notes: list[LabelNote] = []
     header = map_wide_header(list(reader.fieldnames or []), id_column)
@@ -359,7 +359,7 @@ def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
             value = _parse_score(raw, path, row_number, video_id, dim, problems)
             if value is not None:
                 n_values += 1
-                if not at_one_decimal(raw):
+                if round_gold and not at_one_decimal(raw):
                     n_rounded += 1
                     value = round_half_up(raw.strip())
             scores[dim] = value
@@ -367,13 +367,17 @@ def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
     return Labels(path, "wide", gold, {}, problems, notes, GoldRounding(n_rounded, n_values, "wide"))
 
 
-def read_labels(path: str | Path) -> Labels:
-    """Read a long (per-rater) or wide (aggregated) labels CSV; raises BuildError on an unusable header."""
+def read_labels(path: str | Path, *, round_gold: bool = True) -> Labels:
+    """Read a long (per-rater) or wide (aggregated) labels CSV; raises BuildError on an unusable header.
+
+    `round_gold=False` keeps a wide file's values as written (not the paper's gold: only for showing
+    what the unrounded file gives, `mis-bench reproduce --gold as-published`).
+    """
     path = Path(path)
     if not path.is_file():
         raise BuildError(f"labels file {path} does not exist")
     try:
-        labels = _read_labels(path)
+        labels = _read_labels(path, round_gold)
     except (csv.Error, UnicodeDecodeError) as exc:
         raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
     if not labels.gold and not labels.problems:  # a header and nothing else: labels that label nothing
@@ -385,7 +389,7 @@ def read_labels(path: str | Path) -> Labels:
     return labels
 
 
-def _read_labels(path: Path) -> Labels:
+def _read_labels(path: Path, round_gold: bool = True) -> Labels:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in reader.fieldnames or []]
@@ -401,7 +405,7 @@ def _read_labels(path: Path) -> Labels:
                 f"{path}: labels need either per-rater columns {list(LONG_COLUMNS)} or an id column "
                 f"({', '.join(ID_COLUMNS)}) plus one column per dimension; found {header}"
             )
-        return _read_wide(path, reader, id_column)
+        return _read_wide(path, reader, id_column, round_gold)
 
 
 def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]) -> Path:
