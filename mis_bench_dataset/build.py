@@ -311,33 +311,10 @@ def build_dataset(
         if strict and problems:
             raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)
 
-        ceiling = {k: v.to_dict() for k, v in (label_set.human_ceiling() if label_set is not None else {}).items()}
-        report = BuildReport(
-            out_dir=str(out_dir),
-            release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
-            labels_path=str(label_set.path) if label_set is not None else None,
-            transcripts_path=str(transcripts) if transcripts is not None else None,
-            split_by=split_by,
-            seed=seed,
-            n_videos=len(video_ids),
-            split_counts=layout.video_counts(),
-            modalities_present=written.present,
-            absent_modalities=[m for m in index.absent_modalities if not (m == TEXT_MODALITY and transcript_map)],
-            n_labeled_videos=written.n_labeled,
-            n_scoring_rows=len(video_ids) * len(DIMENSION_KEYS),
-            synthetic=index.is_synthetic,
-            synthetic_signal=index.manifest.get("planted_signal") if index.is_synthetic else None,
-            fingerprint=written.fingerprint,
-            human_ceiling=ceiling,
-            split_rows=layout.row_counts(),
-            split_warning=PAPER_ROWS_WARNING if split_by == PAPER_ROWS else None,
-            gold_rounding=label_set.rounding.to_dict() if label_set is not None and label_set.rounding else None,
-            label_notes=[n.to_dict() for n in label_set.notes] if label_set is not None else [],
-            sources=_source_records(labels if label_set is not None else None, transcripts),
-            problems=problems,
-            bytes_read=written.bytes_read,
-            bytes_written=sum(p.stat().st_size for paths in written.files.values() for p in paths),
+        report = _report(
+            out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems
         )
+        report.split_by, report.seed = split_by, seed
         report.seconds = round(time.perf_counter() - start, 3)
         _finish(staging, out_dir, report, label_set, written)
     except BaseException:
@@ -347,6 +324,44 @@ def build_dataset(
         logger.warning("%s: %s", out_dir, report.split_warning)
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
     return report
+
+
+def _label_fields(labels: str | Path | Labels | None, label_set: Labels | None, transcripts) -> dict:
+    if label_set is None:
+        return {"labels_path": None, "sources": _source_records(None, transcripts)}
+    return {
+        "labels_path": str(label_set.path),
+        "human_ceiling": {k: v.to_dict() for k, v in label_set.human_ceiling().items()},
+        "gold_rounding": label_set.rounding.to_dict() if label_set.rounding else None,
+        "label_notes": [n.to_dict() for n in label_set.notes],
+        "sources": _source_records(labels, transcripts),
+    }
+
+
+def _report(out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems):
+    """The BuildReport of a finished write (split_by and seed are set by the caller)."""
+    return BuildReport(
+        out_dir=str(out_dir),
+        release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
+        transcripts_path=str(transcripts) if transcripts is not None else None,
+        split_by="",
+        seed=0,
+        n_videos=len(index.video_ids),
+        split_counts=layout.video_counts(),
+        modalities_present=written.present,
+        absent_modalities=[m for m in index.absent_modalities if not (m == TEXT_MODALITY and transcript_map)],
+        n_labeled_videos=written.n_labeled,
+        n_scoring_rows=len(index.video_ids) * len(DIMENSION_KEYS),
+        synthetic=index.is_synthetic,
+        synthetic_signal=index.manifest.get("planted_signal") if index.is_synthetic else None,
+        fingerprint=written.fingerprint,
+        split_rows=layout.row_counts(),
+        split_warning=PAPER_ROWS_WARNING if layout.by_row is not None else None,
+        problems=problems,
+        bytes_read=written.bytes_read,
+        bytes_written=sum(p.stat().st_size for paths in written.files.values() for p in paths),
+        **_label_fields(labels, label_set, transcripts),
+    )
 
 
 def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels | None, written) -> None:

@@ -248,3 +248,10 @@ def test_cross_validation_folds_keep_clinicians_apart_and_refit_per_fold(text_on
     for i, row in enumerate(held_out):
         for key in DIMENSION_KEYS:
             assert predicted[(row["video_id"], key)] == pytest.approx(float(expected[key][i]), abs=1e-12)
+
+
+def test_reproduce_names_the_missing_file_and_how_to_get_it(tmp_path, capsys):
+    assert main(["reproduce", "table4", "--from", str(tmp_path)]) == 1
+    (line,) = _error_lines(capsys.readouterr().err)
+    assert "no coding.csv in the folder" in line and str(tmp_path) in line
+    assert "git show d2b9b8e:coding.csv > coding.csv" in line
