@@ -62,6 +62,53 @@ def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:
     return default_sample().build_dir, True
 
 
+def _jobs(train_rows: list[dict]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The (baseline, setting) runs the build can feed, and the `features` settings skipped, with why."""
+    from eval_scripts.baselines.summaries import feedable_settings
+
+    feedable, skipped = feedable_settings(train_rows)
+    return [("features", modality) for modality in SETTINGS if modality in feedable] + [("mean", "text")], skipped
+
+
+def _cross_validation(args, dataset_dir: Path, jobs, folder, n_bootstrap: int, seed: int, say) -> dict | None:
+    """With `--cv-folds K`: clinician-grouped K-fold CV over every video, `--cv-seeds` fold seeds from `--seed`."""
+    folds = int(getattr(args, "cv_folds", 0) or 0)
+    if not folds:
+        return None
+    from eval_scripts.baselines.crossval import cross_validate
+    from mis_bench_dataset.outputs import write_atomic
+
+    seeds = list(range(seed, seed + int(getattr(args, "cv_seeds", 3) or 3)))
+    say(f"Cross-validating over every video: {folds} folds grouped by clinician, fold seeds {seeds} ...")
+    doc = cross_validate(dataset_dir, jobs, n_folds=folds, seeds=seeds, n_bootstrap=n_bootstrap)
+    path = folder.claim("cross_validation.json", "run-cross-validation")
+    write_atomic(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    return {"path": str(path), "n_folds": folds, "seeds": seeds, "n_videos": doc["n_videos"], "doc": doc}
+
+
+def _cv_table(cross_validation: dict, synthetic: bool) -> str:
+    """Per run, each dimension's ICC % averaged over the fold seeds, and the mean ICC with its range."""
+    from mis_bench_dataset.dimensions import DIMENSIONS
+    from mis_bench_dataset.numbers import pct
+
+    doc = cross_validation["doc"]
+    lines = [
+        f"ICC(3,1) % of {doc['n_folds']}-fold clinician-grouped cross-validation over all {doc['n_videos']} videos, "
+        f"mean over fold seeds {doc['seeds']}" + (" (SYNTHETIC sample)" if synthetic else "") + ":",
+        "| System | " + " | ".join(d.abbreviation for d in DIMENSIONS) + " | Mean (range over seeds) |",
+        "|---" * (len(DIMENSIONS) + 2) + "|",
+    ]
+    for name, run in doc["runs"].items():
+        spread = run["across_seeds"]
+        mean = spread["mean_icc"]
+        cells = [pct(spread["dimensions"][d.key]["mean"]) for d in DIMENSIONS]
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {pct(mean['mean'])} ({pct(mean['min'])} to {pct(mean['max'])}) |"
+        )
+    lines.append(f"Details: {cross_validation['path']}")
+    return "\n".join(lines)
+
+
 def run_default(args: argparse.Namespace) -> int:
     """Run the default job; prints a summary and returns the exit code."""
     from eval_scripts.baselines import run_baseline
@@ -107,7 +154,9 @@ def run_default(args: argparse.Namespace) -> int:
         f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)"
     )
     runs_dir = out_dir / "runs"
-    jobs = [("features", modality) for modality in SETTINGS] + [("mean", "text")]
+    jobs, skipped = _jobs(train_rows)
+    for setting, why in skipped.items():
+        say(f"  skipping features {setting}: {why}")
     runs = []
     summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
     for baseline, modality in jobs:
@@ -153,6 +202,8 @@ def run_default(args: argparse.Namespace) -> int:
         title="MIS-Bench leaderboard (SYNTHETIC sample)" if synthetic else "MIS-Bench leaderboard",
     )
 
+    cross_validation = _cross_validation(args, dataset_dir, jobs, folder, n_bootstrap, seed, say)
+
     summary: dict[str, Any] = {
         "synthetic": synthetic,
         "dataset": str(dataset_dir),
@@ -171,6 +222,13 @@ def run_default(args: argparse.Namespace) -> int:
             }
             for r in runs
         ],
+        "skipped": [{"baseline": "features", "modality": m, "reason": why} for m, why in skipped.items()],
+        "cross_validation": None
+        if cross_validation is None
+        else {
+            **{k: v for k, v in cross_validation.items() if k != "doc"},
+            "mean_icc": {n: r["across_seeds"]["mean_icc"] for n, r in cross_validation["doc"]["runs"].items()},
+        },
         "report": {"markdown": str(report.markdown), "html": str(report.html), "json": str(report.json)},
         "leaderboard": {"html": str(leaderboard.html), "json": str(leaderboard.json), "csv": str(leaderboard.csv)},
         "seconds": round(time.monotonic() - started, 1),
@@ -184,6 +242,9 @@ def run_default(args: argparse.Namespace) -> int:
     print(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
     print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
     print()
+    if cross_validation:
+        print()
+        print(_cv_table(cross_validation, synthetic))
     print(f"Report:      {report.html}  (and {report.markdown.name}, {report.json.name})")
     print(f"Leaderboard: {leaderboard.html}")
     print(f"Runs:        {runs_dir}/  (predictions.jsonl + results.json per run)")

@@ -42,7 +42,16 @@ from mis_bench_dataset.schema import (
     scoring_arrow_schema,
     scoring_features,
 )
-from mis_bench_dataset.splits import SPLIT_BY, SPLITS, assign_splits, split_counts
+from mis_bench_dataset.splits import (
+    PAPER_ROWS,
+    PAPER_ROWS_WARNING,
+    SPLIT_BY,
+    SPLITS,
+    assign_rows,
+    assign_splits,
+    default_seed,
+    split_counts,
+)
 from mis_bench_dataset.transcripts import read_transcripts_csv
 
 logger = logging.getLogger(__name__)
@@ -75,6 +84,11 @@ class BuildReport:
     fingerprint: str
     human_ceiling: dict[str, dict] = field(default_factory=dict)
     synthetic_signal: str | None = None  # the generator's description of its planted signal
+    split_rows: dict[str, int] = field(default_factory=dict)  # scoring rows per split
+    split_warning: str | None = None  # set for a leaking scheme (paper-rows)
+    gold_rounding: dict | None = None  # labels.GoldRounding.to_dict(): values rounded to one decimal
+    label_notes: list[dict] = field(default_factory=list)  # labels.LabelNote.to_dict(): read as written, reported
+    sources: dict[str, dict] = field(default_factory=dict)  # "labels"/"transcripts" -> provenance.source_record
     problems: list[Problem] = field(default_factory=list)
     bytes_read: int = 0
     bytes_written: int = 0
@@ -105,6 +119,15 @@ class BuildReport:
             + (" [SYNTHETIC]" if self.synthetic else ""),
             "modalities: " + ", ".join(f"{k} {v}/{self.n_videos}" for k, v in self.modalities_present.items()),
         ]
+        if self.split_warning:
+            rows = ", ".join(f"{k} {v}" for k, v in self.split_rows.items())
+            lines.append(f"scoring rows per split: {rows}")
+            lines.append(f"WARNING: {self.split_warning}")
+        if self.gold_rounding:
+            lines.append(f"gold: {_rounding_sentence(self.gold_rounding)}")
+        if self.label_notes:
+            lines.append(f"{len(self.label_notes)} note(s) on the labels (read as written):")
+            lines += [f"  - {_note_text(n)}" for n in self.label_notes[:20]]
         if self.human_ceiling:
             any_ceiling = next(iter(self.human_ceiling.values()))
             lines.append(
@@ -123,21 +146,33 @@ class BuildReport:
         return "\n".join(lines)
 
 
-def _scoring_batch(record: VideoRecord, gold: dict[str, float | None]) -> pa.RecordBatch:
-    n = len(DIMENSION_KEYS)
+def _rounding_sentence(rounding: dict) -> str:
+    from mis_bench_dataset.labels import GoldRounding
+
+    return GoldRounding(rounding["n_rounded"], rounding["n_values"], rounding["form"]).sentence()
+
+
+def _note_text(note: dict) -> str:
+    return f"{note['kind']}: row {note.get('row', '?')}: {note['text']}"
+
+
+def _scoring_batch(
+    record: VideoRecord, gold: dict[str, float | None], keys: tuple[str, ...] = DIMENSION_KEYS
+) -> pa.RecordBatch:
+    n = len(keys)
     columns = {
         "video_id": [record.video_id] * n,
         "clinician": [record.clinician] * n,
         "time_point": [record.time_point] * n,
         "stimulus": [record.stimulus] * n,
-        "dimension": list(DIMENSION_KEYS),
-        "dimension_name": [DIMENSION_BY_KEY[k].name for k in DIMENSION_KEYS],
+        "dimension": list(keys),
+        "dimension_name": [DIMENSION_BY_KEY[k].name for k in keys],
         "transcript": [record.transcript] * n,
-        "criterion": [RUBRIC[k].criterion for k in DIMENSION_KEYS],
+        "criterion": [RUBRIC[k].criterion for k in keys],
     }
     for level in range(1, 6):
-        columns[f"rubric_{level}"] = [RUBRIC[k].scores[level - 1] for k in DIMENSION_KEYS]
-    columns["score"] = pa.array([gold.get(k) for k in DIMENSION_KEYS], type=pa.float32())
+        columns[f"rubric_{level}"] = [RUBRIC[k].scores[level - 1] for k in keys]
+    columns["score"] = pa.array([gold.get(k) for k in keys], type=pa.float32())
     return pa.RecordBatch.from_pydict(columns, schema=_SCORING_SCHEMA)
 
 
@@ -218,7 +253,7 @@ def build_dataset(
     labels: str | Path | Labels | None = None,
     transcripts: str | Path | None = None,
     split_by: str = "video",
-    seed: int = 0,
+    seed: int | None = None,
     strict: bool = False,
     allow_label_problems: bool = False,
     progress: bool = True,
@@ -231,16 +266,14 @@ def build_dataset(
     Modality problems are reported, never fatal, unless `strict`; label problems
     are fatal unless `allow_label_problems`. Raises `BuildError` with the list. An array
     longer than `max_seconds` of frames is a `too_large` problem and is never decompressed.
+    `seed` defaults to 0 (42, the authors' seed, for the leaking `paper-rows` scheme).
     """
-    from tqdm.auto import tqdm
-
-    from mis_bench_dataset.card import write_card
-
     start = time.perf_counter()
     if split_by not in SPLIT_BY:
         raise BuildError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
     if release_dir is None and transcripts is None:
         raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
+    seed = default_seed(split_by) if seed is None else seed
     out_dir = Path(out_dir).resolve()
     sources = [
         s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None
@@ -267,102 +300,212 @@ def build_dataset(
     if not video_ids:
         raise BuildError(f"no videos found in {release_dir}" + (f" or {transcripts}" if transcripts else ""), problems)
 
-    label_set: Labels | None = None
-    if labels is not None:
-        label_set = labels if isinstance(labels, Labels) else read_labels(labels)
-        label_problems = list(label_set.problems)
-        known = set(video_ids)
-        for video_id in sorted(set(label_set.gold) - known):
-            label_problems.append(
-                Problem(
-                    "label_unknown_video",
-                    "labels name a video that is not in the release",
-                    video_id=video_id,
-                    path=str(label_set.path),
-                )
-            )
-        problems += label_problems
-        if label_problems and not allow_label_problems and not strict:
-            raise BuildError(
-                f"{len(label_problems)} problem(s) in labels {label_set.path} "
-                "(pass allow_label_problems / --allow-label-problems to build anyway)",
-                label_problems,
-            )
-    gold_by_video = label_set.gold if label_set is not None else {}
-
-    assignment = assign_splits(video_ids, by=split_by, seed=seed)
+    label_set = _read_label_set(labels, video_ids, problems, fail=not allow_label_problems and not strict)
+    layout = _SplitLayout.make(video_ids, split_by, seed)
     staging = _prepare_out_dir(out_dir)
     try:
-        writers = {
-            (config, split): ShardedParquetWriter(
-                staging / config,
-                split,
-                _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
-                row_group_bytes=(16 << 20) if config == "features" else (8 << 20),
-                max_shard_bytes=max_shard_bytes,
-            )
-            for config in CONFIGS
-            for split in SPLITS
-        }
-        present = {m.name: 0 for m in MODALITIES}
-        present[TEXT_MODALITY] = 0
-        hasher = hashlib.blake2b(digest_size=16)
-        bytes_read = 0
-        n_labeled = 0
-        empty_gold = dict.fromkeys(DIMENSION_KEYS)
-        for video_id in tqdm(video_ids, desc="building MIS-Bench", unit="video", disable=not progress or None):
-            record = read_video(index, video_id, transcript_map, max_seconds=max_seconds)
-            problems += record.problems
-            bytes_read += record.bytes_read
-            gold = gold_by_video.get(video_id, empty_gold)
-            n_labeled += any(v is not None for v in gold.values())
-            for m in MODALITIES:
-                present[m.name] += record.modalities[m.name].present
-            present[TEXT_MODALITY] += record.has_transcript
-            split = assignment[video_id]
-            writers[("features", split)].write(_features_batch(record, gold))
-            writers[("scoring", split)].write(_scoring_batch(record, gold))
-            _digest(hasher, record, gold)
-        files = {key: writer.close() for key, writer in writers.items()}
-        empty_splits = [split for split in SPLITS if not files[("scoring", split)]]
-        if empty_splits:
-            logger.warning("only %d video(s): split(s) %s are empty and not written", len(video_ids), empty_splits)
-
+        written = _write_configs(
+            staging, index, video_ids, transcript_map, label_set, layout, max_shard_bytes, max_seconds, progress
+        )
+        problems += written.problems
         if strict and problems:
             raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)
 
-        ceiling = {k: v.to_dict() for k, v in (label_set.human_ceiling() if label_set is not None else {}).items()}
-        report = BuildReport(
-            out_dir=str(out_dir),
-            release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
-            labels_path=str(label_set.path) if label_set is not None else None,
-            transcripts_path=str(transcripts) if transcripts is not None else None,
-            split_by=split_by,
-            seed=seed,
-            n_videos=len(video_ids),
-            split_counts=split_counts(assignment),
-            modalities_present=present,
-            absent_modalities=[m for m in index.absent_modalities if not (m == TEXT_MODALITY and transcript_map)],
-            n_labeled_videos=n_labeled,
-            n_scoring_rows=len(video_ids) * len(DIMENSION_KEYS),
-            synthetic=index.is_synthetic,
-            synthetic_signal=index.manifest.get("planted_signal") if index.is_synthetic else None,
-            fingerprint=hasher.hexdigest(),
-            human_ceiling=ceiling,
-            problems=problems,
-            bytes_read=bytes_read,
-            bytes_written=sum(p.stat().st_size for paths in files.values() for p in paths),
+        report = _report(
+            out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems
         )
+        report.split_by, report.seed = split_by, seed
         report.seconds = round(time.perf_counter() - start, 3)
-        (staging / REPORT_NAME).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
-        stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and n_labeled else None
-        write_card(staging, report, features_features(), scoring_features(), files, stats)  # last: makes it loadable
-        _publish(staging, out_dir)
+        _finish(staging, out_dir, report, label_set, written)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    if report.split_warning:
+        logger.warning("%s: %s", out_dir, report.split_warning)
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
     return report
+
+
+def _label_fields(labels: str | Path | Labels | None, label_set: Labels | None, transcripts) -> dict:
+    if label_set is None:
+        return {"labels_path": None, "sources": _source_records(None, transcripts)}
+    return {
+        "labels_path": str(label_set.path),
+        "human_ceiling": {k: v.to_dict() for k, v in label_set.human_ceiling().items()},
+        "gold_rounding": label_set.rounding.to_dict() if label_set.rounding else None,
+        "label_notes": [n.to_dict() for n in label_set.notes],
+        "sources": _source_records(labels, transcripts),
+    }
+
+
+def _report(out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems):
+    """The BuildReport of a finished write (split_by and seed are set by the caller)."""
+    return BuildReport(
+        out_dir=str(out_dir),
+        release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
+        transcripts_path=str(transcripts) if transcripts is not None else None,
+        split_by="",
+        seed=0,
+        n_videos=len(index.video_ids),
+        split_counts=layout.video_counts(),
+        modalities_present=written.present,
+        absent_modalities=[m for m in index.absent_modalities if not (m == TEXT_MODALITY and transcript_map)],
+        n_labeled_videos=written.n_labeled,
+        n_scoring_rows=len(index.video_ids) * len(DIMENSION_KEYS),
+        synthetic=index.is_synthetic,
+        synthetic_signal=index.manifest.get("planted_signal") if index.is_synthetic else None,
+        fingerprint=written.fingerprint,
+        split_rows=layout.row_counts(),
+        split_warning=PAPER_ROWS_WARNING if layout.by_row is not None else None,
+        problems=problems,
+        bytes_read=written.bytes_read,
+        bytes_written=sum(p.stat().st_size for paths in written.files.values() for p in paths),
+        **_label_fields(labels, label_set, transcripts),
+    )
+
+
+def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels | None, written) -> None:
+    """The report, the statistics and the card (last: it makes the folder loadable), then the swap."""
+    from mis_bench_dataset.card import write_card
+
+    (staging / REPORT_NAME).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and written.n_labeled else None
+    write_card(staging, report, features_features(), scoring_features(), written.files, stats)
+    _publish(staging, out_dir)
+
+
+def _source_records(labels: str | Path | Labels | None, transcripts: str | Path | None) -> dict[str, dict]:
+    """Name, SHA-256 and (for the authors' public files) repository, commit and path of the inputs."""
+    from mis_bench_dataset.provenance import source_record
+
+    paths = {"labels": labels.path if isinstance(labels, Labels) else labels, "transcripts": transcripts}
+    return {role: source_record(path) for role, path in paths.items() if path is not None and Path(path).is_file()}
+
+
+def _read_label_set(
+    labels: str | Path | Labels | None, video_ids: list[str], problems: list[Problem], *, fail: bool
+) -> Labels | None:
+    """The labels, their problems appended to `problems`; BuildError (naming the first) when `fail`."""
+    if labels is None:
+        return None
+    label_set = labels if isinstance(labels, Labels) else read_labels(labels)
+    label_problems = list(label_set.problems)
+    known = set(video_ids)
+    for video_id in sorted(set(label_set.gold) - known):
+        label_problems.append(
+            Problem(
+                "label_unknown_video",
+                "labels name a video that is not in the release",
+                video_id=video_id,
+                path=str(label_set.path),
+            )
+        )
+    problems += label_problems
+    if label_problems and fail:
+        more = f" and {len(label_problems) - 1} more" if len(label_problems) > 1 else ""
+        raise BuildError(
+            f"{len(label_problems)} problem(s) in labels {label_set.path}: {label_problems[0]}{more} "
+            "(pass allow_label_problems / --allow-label-problems to build anyway)",
+            label_problems,
+        )
+    return label_set
+
+
+@dataclass(frozen=True)
+class _SplitLayout:
+    """Where each video's rows go: one split per video, or (paper-rows) one split per (video, dimension)."""
+
+    by_video: dict[str, str]
+    by_row: dict[tuple[str, str], str] | None
+
+    @classmethod
+    def make(cls, video_ids: list[str], split_by: str, seed: int) -> _SplitLayout:
+        if split_by == PAPER_ROWS:
+            rows = assign_rows(video_ids, seed)
+            return cls({}, rows)
+        return cls(assign_splits(video_ids, by=split_by, seed=seed), None)
+
+    def parts(self, video_id: str) -> list[tuple[str, tuple[str, ...]]]:
+        """(split, dimension keys) for the video, in SPLITS order."""
+        if self.by_row is None:
+            return [(self.by_video[video_id], DIMENSION_KEYS)]
+        keys = {split: tuple(k for k in DIMENSION_KEYS if self.by_row[(video_id, k)] == split) for split in SPLITS}
+        return [(split, keys[split]) for split in SPLITS if keys[split]]
+
+    def video_counts(self) -> dict[str, int]:
+        """Videos per split (paper-rows: videos with at least one row there, so a video counts in several)."""
+        if self.by_row is None:
+            return split_counts(self.by_video)
+        return {split: len({v for (v, _), s in self.by_row.items() if s == split}) for split in SPLITS}
+
+    def row_counts(self) -> dict[str, int]:
+        if self.by_row is None:
+            return {split: n * len(DIMENSION_KEYS) for split, n in split_counts(self.by_video).items()}
+        return {split: sum(1 for s in self.by_row.values() if s == split) for split in SPLITS}
+
+
+@dataclass
+class _Written:
+    files: dict
+    present: dict[str, int]
+    n_labeled: int
+    fingerprint: str
+    bytes_read: int
+    problems: list[Problem]
+
+
+def _write_configs(
+    staging: Path,
+    index,
+    video_ids: list[str],
+    transcript_map: dict[str, str] | None,
+    label_set: Labels | None,
+    layout: _SplitLayout,
+    max_shard_bytes: int,
+    max_seconds: float,
+    progress: bool,
+) -> _Written:
+    """Read each video once and write its `features` row(s) and `scoring` rows into their splits."""
+    from tqdm.auto import tqdm
+
+    writers = {
+        (config, split): ShardedParquetWriter(
+            staging / config,
+            split,
+            _FEATURES_SCHEMA if config == "features" else _SCORING_SCHEMA,
+            row_group_bytes=(16 << 20) if config == "features" else (8 << 20),
+            max_shard_bytes=max_shard_bytes,
+        )
+        for config in CONFIGS
+        for split in SPLITS
+    }
+    present = {m.name: 0 for m in MODALITIES}
+    present[TEXT_MODALITY] = 0
+    hasher = hashlib.blake2b(digest_size=16)
+    bytes_read = n_labeled = 0
+    problems: list[Problem] = []
+    gold_by_video = label_set.gold if label_set is not None else {}
+    empty_gold = dict.fromkeys(DIMENSION_KEYS)
+    for video_id in tqdm(video_ids, desc="building MIS-Bench", unit="video", disable=not progress or None):
+        record = read_video(index, video_id, transcript_map, max_seconds=max_seconds)
+        problems += record.problems
+        bytes_read += record.bytes_read
+        gold = gold_by_video.get(video_id, empty_gold)
+        n_labeled += any(v is not None for v in gold.values())
+        for m in MODALITIES:
+            present[m.name] += record.modalities[m.name].present
+        present[TEXT_MODALITY] += record.has_transcript
+        for split, keys in layout.parts(video_id):
+            # A paper-rows video is in several splits: each copy carries the gold of that split's rows only.
+            part_gold = {k: (gold.get(k) if k in keys else None) for k in DIMENSION_KEYS}
+            writers[("features", split)].write(_features_batch(record, part_gold))
+            writers[("scoring", split)].write(_scoring_batch(record, gold, keys))
+        _digest(hasher, record, gold)
+    files = {key: writer.close() for key, writer in writers.items()}
+    empty_splits = [split for split in SPLITS if not files[("scoring", split)]]
+    if empty_splits:
+        logger.warning("only %d video(s): split(s) %s are empty and not written", len(video_ids), empty_splits)
+    return _Written(files, present, n_labeled, hasher.hexdigest(), bytes_read, problems)
 
 
 def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
@@ -370,7 +513,10 @@ def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
     from mis_bench_dataset.card import STATS_FOLDER
     from mis_bench_dataset.stats import dataset_stats, read_gold, write_stats
 
-    stats = dataset_stats(read_gold(folder), labels if labels.form == "long" else None, dataset=name)
+    rounding = labels.rounding.to_dict() if labels.rounding else None
+    stats = dataset_stats(
+        read_gold(folder), labels if labels.form == "long" else None, dataset=name, gold_rounding=rounding
+    )
     write_stats(stats, folder / STATS_FOLDER)
     return stats
 

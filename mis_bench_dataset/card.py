@@ -9,8 +9,9 @@ import yaml
 
 from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
 from mis_bench_dataset.numbers import MISSING, num
+from mis_bench_dataset.provenance import describe_source
 from mis_bench_dataset.release import MODALITIES
-from mis_bench_dataset.splits import FRACTIONS, SPLITS
+from mis_bench_dataset.splits import FRACTIONS, PAPER_ROWS, SPLITS
 
 SYNTHETIC_BANNER = (
     "> **SYNTHETIC DATA.** Every video, feature, transcript and rating in this folder was generated "
@@ -34,7 +35,9 @@ def card_metadata(report, features_features, scoring_features, files) -> dict:
                 ],
             }
         )
-        n_rows = {split: count * (8 if config == "scoring" else 1) for split, count in report.split_counts.items()}
+        n_rows = report.split_rows if config == "scoring" and report.split_rows else report.split_counts
+        if config == "scoring" and not report.split_rows:  # a report written before split_rows existed
+            n_rows = {split: count * 8 for split, count in report.split_counts.items()}
         infos.append(
             {
                 "config_name": config,
@@ -126,12 +129,63 @@ def statistics_section(stats: dict, folder: str = STATS_FOLDER) -> str:
     return "\n\n".join(parts)
 
 
+def _splits_section(report, counts: str) -> str:
+    target = "/".join(str(round(f * 100)) for f in FRACTIONS)
+    if report.split_by == PAPER_ROWS:
+        rows = ", ".join(f"{k}: {v} rows" for k, v in report.split_rows.items())
+        return (
+            f"## Splits\n\n**{report.split_warning}**\n\nScheme `paper-rows`, seed {report.seed}: {rows} of the "
+            f"`scoring` config; videos with at least one row there: {counts}. A `features` row appears in each "
+            "split that holds one of its video's rows, with the gold of that split's rows only (the others null)."
+        )
+    rule = (
+        "by video (the paper's rule: no video in two splits)"
+        if report.split_by == "video"
+        else "by clinician (no clinician in two splits; clinicians shuffled with the seed, each assigned to the "
+        "split furthest below its target share)"
+    )
+    return (
+        f"## Splits\n\nTarget {target} train/validation/test, grouped {rule}, seed {report.seed}. Counts: {counts}. "
+        "Deterministic: the same ids, grouping and seed give the same splits."
+    )
+
+
+def _labels_text(report) -> str:
+    """Where the gold comes from, the rounding rule and its count, and the notes on the labels file."""
+    text = (
+        "Gold score = arithmetic mean of the available ratings of a (video, dimension), rounded half up "
+        "to one decimal (the paper's rule, §3.2)."
+    )
+    labels_source = describe_source((report.sources or {}).get("labels"))
+    if labels_source:
+        text += f" The gold comes from the authors' public aggregated scores: {labels_source}."
+    rounding = report.gold_rounding
+    if rounding:
+        what = "means of the ratings" if rounding["form"] == "long" else "aggregated values of the labels file"
+        text += (
+            f" {rounding['n_rounded']} of the {rounding['n_values']} gold values ({what}) were not at one decimal "
+            "and were rounded half up to one decimal on their exact decimal value"
+            + (
+                " (the file holds unrounded rater means)."
+                if rounding["form"] == "wide" and rounding["n_rounded"]
+                else "."
+            )
+        )
+    if report.label_notes:
+        listed = "\n".join(f"* {n['kind']} (row {n.get('row', '?')}): {n['text']}" for n in report.label_notes[:50])
+        more = f"\n* ... and {len(report.label_notes) - 50} more" if len(report.label_notes) > 50 else ""
+        text += f"\n\nRead as written, noted ({len(report.label_notes)}):\n\n{listed}{more}"
+    return text
+
+
 def card_body(report, stats: dict | None = None) -> str:
     parts: list[str] = []
     title = "# MIS-Bench" + (" (SYNTHETIC)" if report.synthetic else "")
     parts.append(title)
     if report.synthetic:
         parts.append(SYNTHETIC_BANNER)
+    if report.split_warning:
+        parts.append(f"> **{report.split_warning}**")
     parts.append(
         "MIS-Bench asks whether (multimodal) models can judge psychotherapists' Facilitative "
         "Interpersonal Skills (FIS) the way trained expert raters do: each therapist response video "
@@ -156,6 +210,11 @@ def card_body(report, stats: dict | None = None) -> str:
         + (f", labels `{name(report.labels_path)}`" if report.labels_path else ", without labels (all scores null)")
         + f". Content fingerprint `{report.fingerprint}`; `build_report.json` lists every problem found."
     )
+    for role, record in (report.sources or {}).items():
+        published = describe_source(record)
+        provenance += f"\n\n* {role}: `{record['file']}`, SHA-256 `{record['sha256']}`" + (
+            f": the authors' public file ({published}), byte for byte" if published else ""
+        )
     parts.append("## Provenance\n\n" + provenance)
     if report.synthetic:
         signal = report.synthetic_signal or "See mis_bench_dataset/synth.py."
@@ -202,21 +261,8 @@ def card_body(report, stats: dict | None = None) -> str:
     empty = [k for k, v in report.split_counts.items() if v == 0]
     if empty:
         counts += f" (too few videos: {', '.join(empty)} not written)"
-    rule = (
-        "by video (the paper's rule: no video in two splits)"
-        if report.split_by == "video"
-        else "by clinician (no clinician in two splits; clinicians shuffled with the seed, each assigned to the "
-        "split furthest below its target share)"
-    )
-    parts.append(
-        f"## Splits\n\nTarget {'/'.join(str(round(f * 100)) for f in FRACTIONS)} train/validation/test, grouped "
-        f"{rule}, seed {report.seed}. Counts: {counts}. "
-        "Deterministic: the same ids, grouping and seed give the same splits."
-    )
-    labels = (
-        "Gold score = arithmetic mean of the available ratings of a (video, dimension), rounded half up "
-        "to one decimal (the paper's rule)."
-    )
+    parts.append(_splits_section(report, counts))
+    labels = _labels_text(report)
     if report.human_ceiling:
         crow = [
             [k, f"{v['icc']:.3f}", f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}]", str(v["n_videos"])]

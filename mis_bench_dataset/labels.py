@@ -10,8 +10,14 @@ Two input forms, told apart by the header:
   (keys as in the original labels file, or names / abbreviations). Empty = unlabeled.
 
 Gold = mean of the available ratings rounded half up to one decimal (decimal
-arithmetic, so 3.25 -> 3.3 and 3.35 -> 3.4, never binary-float ties). Every bad
-row is reported as a `Problem` naming the file and row.
+arithmetic, so 3.25 -> 3.3 and 3.35 -> 3.4, never binary-float ties). A wide file
+holds means already; a value that is not at one decimal (the authors' `coding.csv`
+holds unrounded rater means such as 3.8333333333333335) is rounded by the same rule and
+counted (`Labels.rounding`), never silently: the paper's gold is "the arithmetic mean,
+retaining one decimal place" (§3.2), and only the rounded gold reproduces its Tables 4
+and 6. Every bad row is reported as a `Problem` naming the file and row; what is read
+as written but worth knowing (a known misspelling of an id, a column that is not a
+dimension) is a `LabelNote`, which never stops a build or a score.
 """
 
 from __future__ import annotations
@@ -29,12 +35,62 @@ import numpy as np
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, resolve_dimension
 from mis_bench_dataset.numbers import round_half_up
 from mis_bench_dataset.problems import BuildError, Problem
-from mis_bench_dataset.video_ids import parse_video_id
+from mis_bench_dataset.video_ids import misspelling_note, parse_video_id
 
 ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")
 # Wide-file columns that are neither the id nor a dimension and are skipped silently (pandas index columns).
 IGNORED_COLUMNS = frozenset({"", "index", "unnamed: 0"})
 LONG_COLUMNS = ("video_id", "rater", "dimension", "score")
+GOLD_RULE = (
+    "arithmetic mean of the available ratings rounded half up to one decimal on its exact decimal value "
+    "(paper §3.2: 'taking their arithmetic mean and retaining one decimal place')"
+)
+# Kinds of notes, with their meaning: read as written, reported, never a problem.
+NOTE_KINDS: dict[str, str] = {
+    "id_misspelling": "a known misspelling of the id (`FIS`/`Time` in another case) read as the video it names",
+    "ignored_column": "a column that is neither the id nor a dimension (ignored)",
+}
+
+
+@dataclass(frozen=True)
+class LabelNote:
+    """Something read as written but worth reporting: what, where (file, row)."""
+
+    kind: str
+    text: str
+    path: str
+    row: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in NOTE_KINDS:
+            raise ValueError(f"unknown note kind {self.kind!r}")
+
+    def to_dict(self) -> dict:
+        data = {"kind": self.kind, "text": self.text, "path": self.path, "row": self.row}
+        return {k: v for k, v in data.items() if v is not None}
+
+    def __str__(self) -> str:
+        where = f"{self.path}" + (f" row {self.row}" if self.row is not None else "")
+        return f"{self.kind}: {where}: {self.text}"
+
+
+@dataclass(frozen=True)
+class GoldRounding:
+    """How many gold values were not at one decimal and were rounded by `GOLD_RULE`."""
+
+    n_rounded: int
+    n_values: int
+    form: str  # "long": means of ratings; "wide": aggregated values as given
+
+    def to_dict(self) -> dict:
+        return {"n_rounded": self.n_rounded, "n_values": self.n_values, "form": self.form, "rule": GOLD_RULE}
+
+    def sentence(self) -> str:
+        what = "means of the ratings" if self.form == "long" else "aggregated values in the labels file"
+        return (
+            f"{self.n_rounded} of {self.n_values} gold values ({what}) were not at one decimal and were rounded "
+            f"half up to one decimal (paper §3.2)"
+        )
 
 
 @dataclass(frozen=True)
@@ -67,6 +123,8 @@ class Labels:
     gold: dict[str, dict[str, float | None]]
     ratings: dict[tuple[str, str], dict[str, float]] = field(default_factory=dict)  # (video, dim) -> rater -> score
     problems: list[Problem] = field(default_factory=list)
+    notes: list[LabelNote] = field(default_factory=list)
+    rounding: GoldRounding | None = None
 
     def fully_rated_videos(self) -> list[str]:
         """Videos rated by every rater of the file on all eight dimensions (the paper's 625)."""
@@ -91,15 +149,26 @@ class Labels:
             {v: g for v, g in self.gold.items() if v in keep},
             {key: r for key, r in self.ratings.items() if key[0] in keep},
             list(self.problems),
+            list(self.notes),
+            self.rounding,
         )
+
+
+def _exact_mean(ratings: list[float]) -> Decimal:
+    if not ratings:
+        raise ValueError("no ratings to aggregate")
+    return sum(Decimal(repr(float(r))) for r in ratings) / Decimal(len(ratings))
 
 
 def aggregate(ratings: list[float]) -> float:
     """Paper rule: arithmetic mean of the available ratings, one decimal."""
-    if not ratings:
-        raise ValueError("no ratings to aggregate")
-    total = sum(Decimal(repr(float(r))) for r in ratings)
-    return round_half_up(total / Decimal(len(ratings)))
+    return round_half_up(_exact_mean(ratings))
+
+
+def at_one_decimal(value: Decimal | str) -> bool:
+    """Whether a decimal value (or its text) has nothing beyond the first decimal place."""
+    exact = value if isinstance(value, Decimal) else Decimal(value.strip())
+    return exact == exact.quantize(Decimal("0.1"))
 
 
 def icc3_1_with_ci(matrix: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
@@ -166,19 +235,24 @@ def _parse_score(raw: str, path: Path, row: int, video_id: str, dim: str, proble
     return score
 
 
-def _video_id(raw: str, path: Path, row: int, problems: list[Problem]) -> str | None:
+def _video_id(raw: str, path: Path, row: int, problems: list[Problem], notes: list[LabelNote]) -> str | None:
     try:
-        return parse_video_id(raw).video_id
+        video_id = parse_video_id(raw).video_id
     except ValueError as exc:
         problems.append(Problem("malformed_id", str(exc), path=str(path), row=row))
         return None
+    note = misspelling_note(raw)
+    if note is not None:
+        notes.append(LabelNote("id_misspelling", note, str(path), row))
+    return video_id
 
 
 def _read_long(path: Path, reader: csv.DictReader) -> Labels:
     problems: list[Problem] = []
+    notes: list[LabelNote] = []
     ratings: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for row_number, row in enumerate(reader, start=2):
-        video_id = _video_id(row.get("video_id") or "", path, row_number, problems)
+        video_id = _video_id(row.get("video_id") or "", path, row_number, problems, notes)
         if video_id is None:
             continue
         try:
@@ -206,9 +280,13 @@ def _read_long(path: Path, reader: csv.DictReader) -> Labels:
             continue
         ratings[(video_id, dim)][rater] = score
     gold: dict[str, dict[str, float | None]] = {}
+    n_rounded = 0
     for (video_id, dim), by_rater in ratings.items():
-        gold.setdefault(video_id, dict.fromkeys(DIMENSION_KEYS))[dim] = aggregate(list(by_rater.values()))
-    return Labels(path, "long", gold, dict(ratings), problems)
+        mean = _exact_mean(list(by_rater.values()))
+        n_rounded += not at_one_decimal(mean)
+        gold.setdefault(video_id, dict.fromkeys(DIMENSION_KEYS))[dim] = round_half_up(mean)
+    rounding = GoldRounding(n_rounded, len(ratings), "long")
+    return Labels(path, "long", gold, dict(ratings), problems, notes, rounding)
 
 
 @dataclass(frozen=True)
@@ -239,16 +317,13 @@ def map_wide_header(header: list[str], id_column: str) -> WideHeader:
     return WideHeader(columns, unknown, clashes, missing)
 
 
-def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
+def _read_wide(path: Path, reader: csv.DictReader, id_column: str, round_gold: bool = True) -> Labels:
     problems: list[Problem] = []
+    notes: list[LabelNote] = []
     header = map_wide_header(list(reader.fieldnames or []), id_column)
     columns = header.columns
     for name in header.unknown:
-        problems.append(
-            Problem(
-                "label_unknown_dimension", f"column {name!r} is not an FIS dimension; ignored", path=str(path), row=1
-            )
-        )
+        notes.append(LabelNote("ignored_column", f"column {name!r} is not an FIS dimension; ignored", str(path), 1))
     if header.clashes:
         raise BuildError(
             f"several columns map to dimension(s) {header.clashes}",
@@ -260,35 +335,49 @@ def _read_wide(path: Path, reader: csv.DictReader, id_column: str) -> Labels:
             Problem("label_bad_header", f"no column for dimension(s) {header.missing}", path=str(path), row=1)
         )
     gold: dict[str, dict[str, float | None]] = {}
+    first_row: dict[str, int] = {}
+    n_rounded = n_values = 0
     for row_number, row in enumerate(reader, start=2):
-        video_id = _video_id(row.get(id_column) or "", path, row_number, problems)
+        video_id = _video_id(row.get(id_column) or "", path, row_number, problems, notes)
         if video_id is None:
             continue
         if video_id in gold:
             problems.append(
                 Problem(
                     "label_duplicate",
-                    "video labelled twice; first row kept",
+                    f"video labelled twice (first at row {first_row[video_id]}); first row kept",
                     video_id=video_id,
                     path=str(path),
                     row=row_number,
                 )
             )
             continue
+        first_row[video_id] = row_number
         scores = dict.fromkeys(DIMENSION_KEYS)
         for column, dim in columns.items():
-            scores[dim] = _parse_score(row.get(column) or "", path, row_number, video_id, dim, problems)
+            raw = row.get(column) or ""
+            value = _parse_score(raw, path, row_number, video_id, dim, problems)
+            if value is not None:
+                n_values += 1
+                if round_gold and not at_one_decimal(raw):
+                    n_rounded += 1
+                    value = round_half_up(raw.strip())
+            scores[dim] = value
         gold[video_id] = scores
-    return Labels(path, "wide", gold, {}, problems)
+    return Labels(path, "wide", gold, {}, problems, notes, GoldRounding(n_rounded, n_values, "wide"))
 
 
-def read_labels(path: str | Path) -> Labels:
-    """Read a long (per-rater) or wide (aggregated) labels CSV; raises BuildError on an unusable header."""
+def read_labels(path: str | Path, *, round_gold: bool = True) -> Labels:
+    """Read a long (per-rater) or wide (aggregated) labels CSV; raises BuildError on an unusable header.
+
+    `round_gold=False` keeps a wide file's values as written (not the paper's gold: only for showing
+    what the unrounded file gives, `mis-bench reproduce --gold as-published`).
+    """
     path = Path(path)
     if not path.is_file():
         raise BuildError(f"labels file {path} does not exist")
     try:
-        labels = _read_labels(path)
+        labels = _read_labels(path, round_gold)
     except (csv.Error, UnicodeDecodeError) as exc:
         raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
     if not labels.gold and not labels.problems:  # a header and nothing else: labels that label nothing
@@ -300,7 +389,7 @@ def read_labels(path: str | Path) -> Labels:
     return labels
 
 
-def _read_labels(path: Path) -> Labels:
+def _read_labels(path: Path, round_gold: bool = True) -> Labels:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in reader.fieldnames or []]
@@ -316,7 +405,7 @@ def _read_labels(path: Path) -> Labels:
                 f"{path}: labels need either per-rater columns {list(LONG_COLUMNS)} or an id column "
                 f"({', '.join(ID_COLUMNS)}) plus one column per dimension; found {header}"
             )
-        return _read_wide(path, reader, id_column)
+        return _read_wide(path, reader, id_column, round_gold)
 
 
 def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]) -> Path:

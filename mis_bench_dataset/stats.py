@@ -57,6 +57,23 @@ class GoldTable:
     def column(self, key: str) -> np.ndarray:
         return self.gold[:, DIMENSION_KEYS.index(key)]
 
+    def merged_by_video(self) -> GoldTable:
+        """One row per video: a `paper-rows` build puts a video in every split holding one of its rows,
+        each copy with that split's gold only; merged, each video has its eight scores again."""
+        if len(set(self.video_ids)) == len(self.video_ids):
+            return self
+        order = list(dict.fromkeys(self.video_ids))
+        position = {video: i for i, video in enumerate(order)}
+        rows = np.array([position[v] for v in self.video_ids])
+        merged = np.full((len(order), self.gold.shape[1]), np.nan)
+        labelled = ~np.isnan(self.gold)
+        merged[rows[labelled.nonzero()[0]], labelled.nonzero()[1]] = self.gold[labelled]
+        first = {}
+        for i, video in enumerate(self.video_ids):
+            first.setdefault(video, i)
+        groups = {g: tuple(values[first[v]] for v in order) for g, values in self.groups.items()}
+        return GoldTable(tuple(order), groups, merged)
+
     def subset(self, mask: np.ndarray) -> GoldTable:
         ids = tuple(v for v, keep in zip(self.video_ids, mask, strict=True) if keep)
         groups = {
@@ -191,9 +208,13 @@ def dataset_stats(
     dataset: str = "",
     split: str = ALL_SPLITS,
     source: str | None = None,
+    gold_rounding: dict | None = None,
 ) -> dict:
     """The `stats.json` document of a gold table (strict JSON: None where undefined); `source`
-    (the folder) names where the data came from in errors."""
+    (the folder) names where the data came from in errors; `gold_rounding` (the build report's)
+    says how many gold values the build rounded to one decimal."""
+    by_split = table
+    table = table.merged_by_video()
     labelled = ~np.isnan(table.gold)
     if not labelled.any():
         raise DataError(
@@ -217,7 +238,10 @@ def dataset_stats(
             "bins": list(HISTOGRAM_BINS),
             "counts": {key: histogram(table.column(key)) for key in DIMENSION_KEYS},
         },
-        "groups": {grouping: group_summaries(table, grouping) for grouping in GROUPINGS},
+        "groups": {
+            grouping: group_summaries(by_split if grouping == "split" else table, grouping) for grouping in GROUPINGS
+        },
+        "gold_rounding": gold_rounding,
         "human_ceiling": None,
         "n_fully_rated_videos": None,
         "figures": dict(FIGURE_FILES),
@@ -234,12 +258,22 @@ def dataset_stats(
 
 def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels | str | Path | None = None) -> dict:
     """`stats.json` of a built folder's split (or all); with per-rater labels also the ceiling."""
+    from mis_bench_dataset.build import read_build_report
     from mis_bench_dataset.labels import read_labels
 
     folder = check_build_dir(build_dir)
     label_set = labels if isinstance(labels, Labels) or labels is None else read_labels(labels)
+    try:
+        rounding = read_build_report(folder).get("gold_rounding")
+    except (OSError, ValueError, AttributeError):
+        rounding = None
     return dataset_stats(
-        read_gold(folder, split), label_set, dataset=folder.resolve().name, split=split, source=str(folder)
+        read_gold(folder, split),
+        label_set,
+        dataset=folder.resolve().name,
+        split=split,
+        source=str(folder),
+        gold_rounding=rounding,
     )
 
 
@@ -274,6 +308,12 @@ def summary_text(doc: dict, out_dir: str | Path | None = None) -> str:
     for grouping in GROUPINGS:
         counts = ", ".join(f"{value} {group['n_videos']}" for value, group in doc["groups"][grouping].items())
         lines.append(f"videos per {grouping.replace('_', ' ')}: {counts}")
+    rounding = doc.get("gold_rounding")
+    if rounding:
+        lines.append(
+            f"gold rounding (build): {rounding['n_rounded']} of {rounding['n_values']} values were not at one "
+            "decimal and were rounded half up to one decimal (paper §3.2)"
+        )
     if doc.get("human_ceiling"):
         lines.append(
             f"human single-rater ICC(3,1) on {doc['n_fully_rated_videos']} fully rated videos: "

@@ -2,6 +2,11 @@
 
 Also accepts the spellings found in the original files: labels keyed by
 `AG0914_FIS_Time1_Jackson` and result files keyed by `data/FIS996/CB0326_T3_Jackson`.
+
+Known misspellings of the original label spelling are read as the video they name, never
+refused, and reported (`id_misspelling`): the `FIS` and `Time` tokens in another letter case.
+The authors' own `coding.csv` (commit d2b9b8e) spells 8 rows `EH0202_FIs_Time3_*`. Anything
+else that does not match is a malformed id.
 """
 
 from __future__ import annotations
@@ -13,7 +18,14 @@ STIMULI: tuple[str, ...] = ("Bethany", "Jackson", "Jessica", "John", "Lauren", "
 TIME_POINTS: tuple[str, ...] = ("T1", "T2", "T3")
 
 _CANONICAL = re.compile(r"(?P<clinician>[A-Za-z]+\d+)_(?P<time>T[123])_(?P<stimulus>[A-Za-z]+)")
-_ORIGINAL_LABEL = re.compile(r"(?P<clinician>[A-Za-z]+\d+)_FIS_Time(?P<time>[123])_(?P<stimulus>[A-Za-z]+)")
+_ORIGINAL_LABEL = re.compile(
+    r"(?P<clinician>[A-Za-z]+\d+)_(?P<fis>FIS)_(?P<word>Time)(?P<time>[123])_(?P<stimulus>[A-Za-z]+)", re.IGNORECASE
+)
+# How the original label spelling writes its two fixed tokens; other letter cases are known misspellings.
+_ORIGINAL_TOKENS = {"fis": "FIS", "word": "Time"}
+KNOWN_MISSPELLINGS = (
+    "the `FIS` and `Time` tokens of `AG0914_FIS_Time1_Jackson` in another letter case (`_FIs_`, `_time1`)"
+)
 
 
 @dataclass(frozen=True)
@@ -35,13 +47,18 @@ class VideoId:
         return self.video_id
 
 
-def parse_video_id(raw: str) -> VideoId:
-    """Parse any accepted spelling into its parts; raises ValueError naming the input."""
-    text = str(raw).strip()
-    stem = text.replace("\\", "/").rsplit("/", 1)[-1]
+def _stem(raw: str) -> str:
+    """The id part of a path-like spelling (`data/FIS996/X.mp4` -> `X`)."""
+    stem = str(raw).strip().replace("\\", "/").rsplit("/", 1)[-1]
     for suffix in (".npz", ".mp4", ".wav", ".json"):
         if stem.endswith(suffix):
             stem = stem[: -len(suffix)]
+    return stem
+
+
+def parse_video_id(raw: str) -> VideoId:
+    """Parse any accepted spelling into its parts; raises ValueError naming the input."""
+    stem = _stem(raw)
     match = _CANONICAL.fullmatch(stem)
     if match:
         return VideoId(match["clinician"], match["time"], match["stimulus"])
@@ -52,6 +69,18 @@ def parse_video_id(raw: str) -> VideoId:
         f"malformed video id {raw!r}: expected '{{clinician}}_{{T1|T2|T3}}_{{stimulus}}' "
         "such as 'EH0822_T1_Jessica' (or 'EH0822_FIS_Time1_Jessica')"
     )
+
+
+def misspelling_note(raw: str) -> str | None:
+    """`'id as written -> id read'` when `raw` is a known misspelling of the original spelling, else None.
+
+    Raises ValueError (as `parse_video_id`) when `raw` is no video id at all.
+    """
+    parsed = parse_video_id(raw)
+    match = _ORIGINAL_LABEL.fullmatch(_stem(raw))
+    if match is None or all(match[group] == token for group, token in _ORIGINAL_TOKENS.items()):
+        return None
+    return f"{str(raw).strip()} -> {parsed.video_id}"
 
 
 def normalize_video_id(raw: str) -> str:

@@ -18,6 +18,7 @@ import numpy as np
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
+from .coverage import DEFAULT_MISSING, paired_references
 from .scoring import MIN_ITEMS, Key, _overall_block, align
 
 __all__ = ["paired_comparison", "bootstrap_p_value"]
@@ -41,14 +42,19 @@ def paired_comparison(
     n_bootstrap: int = 10_000,
     seed: int | None = 0,
     confidence: float = 0.95,
-    missing: str = "error",
+    missing: str = DEFAULT_MISSING,
     names: tuple[str, str] = ("A", "B"),
 ) -> dict:
-    """ICC(A) - ICC(B) per dimension, overall and for the mean ICC, with CI and p-value."""
+    """ICC(A) - ICC(B) per dimension, overall and for the mean ICC, with CI and p-value.
+
+    missing: the coverage rule (`coverage.paired_references`): by default the pairs either system
+    asked, compared where both parsed; the overall only over videos with all eight asked by both.
+    """
     if n_bootstrap < 1:
         raise ValueError(f"paired comparison needs n_bootstrap >= 1, got {n_bootstrap}")
-    a = align(predictions_a, references, missing=missing)
-    b = align(predictions_b, references, missing=missing)
+    references, align_missing, cover_a, cover_b = paired_references(predictions_a, predictions_b, references, missing)
+    a = align(predictions_a, references, missing=align_missing)
+    b = align(predictions_b, references, missing=align_missing)
     if a.videos != b.videos or a.dimensions != b.dimensions:
         raise ValueError("systems A and B must be aligned to the same references")
     both = a.parsed & b.parsed
@@ -98,10 +104,17 @@ def paired_comparison(
         "delta_ci": percentile_ci(mean_deltas, confidence).tolist() if mean_defined else None,
         "p_value": bootstrap_p_value(mean_deltas) if mean_defined else float("nan"),
     }
+    overall = entry(n_dims)
+    if not overall["n"]:
+        overall["note"] = (
+            "no overall score: no video has all eight dimensions parsed by both systems"
+            f" (A: {cover_a.sentence()}; B: {cover_b.sentence()})"
+        )
     return {
         "systems": {"a": names[0], "b": names[1]},
         "dimensions": dimensions,
-        "overall": entry(n_dims),
+        "overall": overall,
+        "coverage": {"a": cover_a.to_dict(), "b": cover_b.to_dict()},
         "mean_icc": mean_icc,
         "meta": {
             "metric": "ICC(3,1) difference (A - B), items parsed by both systems",
@@ -111,5 +124,6 @@ def paired_comparison(
             "n_bootstrap": n_bootstrap,
             "seed": seed,
             "n_videos": n,
+            "missing": missing,
         },
     }

@@ -5,10 +5,16 @@ empty cell / null when unparseable, optionally ``raw_response``. Also read:
 - wide form: an id column (``video_id``, ``video``, ``file_name`` or ``sample_id``)
   and one column per dimension (key, display name or paper abbreviation), which
   covers the original result files (``video`` = ``data/FIS996/CB0326_T3_Jackson``,
-  display-name columns);
+  display-name columns, a UTF-8 BOM);
 - a results JSON (``{"predictions": [...]}``) or a JSON list of long records.
 Video ids are normalised to ``{clinician}_{T1|T2|T3}_{stimulus}`` and dimensions to
 their keys; every bad cell is an error naming the file, row and column.
+
+What a file names is what was asked (`mis_icc_metric.coverage`): a long row or record names
+its pair (an empty or null prediction is asked and unparsed); a wide row names the pairs of
+its non-blank cells. A blank wide cell (or a key absent from a wide JSON object) was not
+asked, as in the authors' files, which fill one cell per pair they asked; an unparsed
+answer in a wide file is written as a null token (`null`, `NA`, `nan`, `none`) or JSON null.
 
 References: a built dataset folder (``datasets.load_dataset(dir, "scoring")``), or a
 labels CSV: per-rater (``video_id, rater, dimension, score``, aggregated by
@@ -23,12 +29,16 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.jsonio import JSONInputError, loads_strict, read_json
 from mis_bench_dataset.labels import ID_COLUMNS, map_wide_header
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.video_ids import normalize_video_id
 
 from .scoring import Key, coerce_score
@@ -38,6 +48,9 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "write_predictions",
     "read_predictions",
+    "read_prediction_file",
+    "PredictionFile",
+    "check_predicted_pairs",
     "read_references",
     "predictions_to_mapping",
     "read_video_ids",
@@ -136,7 +149,7 @@ def _rows_by_suffix(path: Path, suffix: str) -> tuple[list[str], list[tuple[int,
                     raise PredictionsFormatError(f"{_where(path, number)}: invalid JSON ({exc.reason})") from None
                 if not isinstance(record, dict):
                     raise PredictionsFormatError(f"{_where(path, number)}: expected a JSON object per line")
-                rows.append((number, record))
+                rows.append((number, _JSONRow(record)))
         header = list(dict.fromkeys(k for _, r in rows for k in r))
         return header, rows
     if suffix == ".json":
@@ -144,7 +157,7 @@ def _rows_by_suffix(path: Path, suffix: str) -> tuple[list[str], list[tuple[int,
         records = data.get("predictions") if isinstance(data, dict) else data
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise PredictionsFormatError(f"{path}: expected a list of records or an object with a 'predictions' list")
-        rows = [(number, record) for number, record in enumerate(records, start=1)]
+        rows = [(number, _JSONRow(record)) for number, record in enumerate(records, start=1)]
         header = list(dict.fromkeys(k for _, r in rows for k in r))
         return header, rows
     raise PredictionsFormatError(f"{path}: unsupported file type {suffix!r}; use .csv, .jsonl or .json")
@@ -158,48 +171,129 @@ def _check_duplicate(seen: dict[Key, int], key: Key, path: Path, row: int) -> No
     seen[key] = row
 
 
+@dataclass
+class PredictionFile:
+    """A predictions file as read: long records, the source row of each, and notes on what it names."""
+
+    path: Path
+    records: list[dict]
+    rows: list[int]  # source row (CSV line, JSONL line, JSON record) of each record
+    form: str  # "long" or "wide"
+    notes: list[str] = field(default_factory=list)
+
+
 def read_predictions(path: str | Path) -> list[dict]:
     """Predictions as records ``{video_id, dimension, prediction[, raw_response]}``, long or wide input."""
+    return read_prediction_file(path).records
+
+
+def read_prediction_file(path: str | Path) -> PredictionFile:
+    """`read_predictions` with the source row of each record and notes (blank wide cells, empty rows)."""
     path = Path(path)
     header, rows = _read_rows(path)
-    records: list[dict] = []
-    seen: dict[Key, int] = {}
     if all(column in header for column in LONG_COLUMNS):
-        for number, row in rows:
-            video = _video(row.get("video_id"), path, number, "video_id")
-            dim = _dimension(row.get("dimension"), path, number, "dimension")
-            _check_duplicate(seen, (video, dim), path, number)
-            record = {
-                "video_id": video,
-                "dimension": dim,
-                "prediction": _parse_value(row.get("prediction"), path, number, "prediction"),
-            }
-            if "raw_response" in row:
-                record["raw_response"] = row["raw_response"]
-            records.append(record)
-        return records
+        return _read_long_predictions(path, rows)
     id_column = next((c for c in ID_COLUMNS if c in header), None)
     if id_column is None:
         raise PredictionsFormatError(
             f"{path}: need long columns {list(LONG_COLUMNS)} or an id column ({', '.join(ID_COLUMNS)}) "
             f"plus one column per dimension; found {header}"
         )
+    return _read_wide_predictions(path, header, rows, id_column)
+
+
+def _read_long_predictions(path: Path, rows: list[tuple[int, dict]]) -> PredictionFile:
+    records: list[dict] = []
+    seen: dict[Key, int] = {}
+    for number, row in rows:
+        video = _video(row.get("video_id"), path, number, "video_id")
+        dim = _dimension(row.get("dimension"), path, number, "dimension")
+        _check_duplicate(seen, (video, dim), path, number)
+        record = {
+            "video_id": video,
+            "dimension": dim,
+            "prediction": _parse_value(row.get("prediction"), path, number, "prediction"),
+        }
+        if "raw_response" in row:
+            record["raw_response"] = row["raw_response"]
+        records.append(record)
+    return PredictionFile(path, records, [number for number, _ in rows], "long")
+
+
+def _is_blank(row: dict, column: str) -> bool:
+    """A wide cell that names no pair: absent (a short CSV row, a JSON key left out) or an empty string."""
+    if column not in row:
+        return True
+    value = row[column]
+    return (value is None and not isinstance(row, _JSONRow)) or (isinstance(value, str) and not value.strip())
+
+
+class _JSONRow(dict):
+    """A JSON/JSONL object: there `null` is a value (unparsed), not a blank cell."""
+
+
+def _read_wide_predictions(path: Path, header: list[str], rows: list[tuple[int, dict]], id_column: str):
     wide = map_wide_header(header, id_column)
     columns = wide.columns
     if not columns:
         raise PredictionsFormatError(f"{path}: no dimension columns found in {header}")
     if wide.clashes:
         raise PredictionsFormatError(f"{path}: several columns map to dimension(s) {wide.clashes}")
+    notes = []
     if wide.unknown:
-        logger.warning("%s: columns %s are not FIS dimensions and were ignored", path, wide.unknown)
+        notes.append(f"columns {wide.unknown} are not FIS dimensions and were ignored")
+    records: list[dict] = []
+    numbers: list[int] = []
+    seen: dict[Key, int] = {}
+    n_blank = 0
+    empty_rows = []
     for number, row in rows:
         video = _video(row.get(id_column), path, number, id_column)
+        named = 0
         for column, dim in columns.items():
+            if _is_blank(row, column):
+                n_blank += 1
+                continue
             _check_duplicate(seen, (video, dim), path, number)
-            records.append(
-                {"video_id": video, "dimension": dim, "prediction": _parse_value(row.get(column), path, number, column)}
-            )
-    return records
+            value = _parse_value(row.get(column), path, number, column)
+            records.append({"video_id": video, "dimension": dim, "prediction": value})
+            numbers.append(number)
+            named += 1
+        if not named:
+            empty_rows.append(f"row {number} ({video})")
+    if n_blank:
+        notes.append(f"{n_blank} blank cell(s) read as pairs not asked (write null or NA for an unparsed answer)")
+    if empty_rows:
+        shown = ", ".join(empty_rows[:5]) + (f" and {len(empty_rows) - 5} more" if len(empty_rows) > 5 else "")
+        notes.append(
+            f"{len(empty_rows)} row(s) name a video but no filled cell, so nothing of it is evaluated: {shown}"
+        )
+    for note in notes:
+        logger.debug("%s: %s", path, note)
+    return PredictionFile(path, records, numbers, "wide", notes)
+
+
+def check_predicted_pairs(file: PredictionFile, references: Mapping[Key, object], where: str) -> None:
+    """Every predicted pair must have gold: the first that has none is an error naming the file and row.
+
+    `where` names the references (e.g. "split 'test' of BUILD") in the message.
+    """
+    videos = {video for video, _ in references}
+    for record, number in zip(file.records, file.rows, strict=True):
+        key = (record["video_id"], record["dimension"])
+        if key in references:
+            continue
+        n_other = sum((r["video_id"], r["dimension"]) not in references for r in file.records) - 1
+        more = f" (and {n_other} more prediction(s) without gold)" if n_other else ""
+        what = (
+            f"video {key[0]!r} is not in the references"
+            if key[0] not in videos
+            else f"({key[0]!r}, {key[1]!r}) has no gold in the references"
+        )
+        raise PredictionsFormatError(
+            f"{_where(file.path, number)}: {what} ({where}){more}; score against the references the predictions "
+            "were made on (a build folder's --split, or --split all)"
+        )
 
 
 def read_video_ids(path: str | Path) -> list[str]:
@@ -287,20 +381,32 @@ def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
 # --- references ----------------------------------------------------------------------
 
 
-def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
-    """The gold column of the `scoring` config (loaded with a private cache: `mis_bench_dataset.loading`)."""
+def _scoring_columns(directory: Path, split: str) -> tuple[list[str], list[str], np.ndarray]:
+    """video_id, dimension and score of one split (or "all", every split the build wrote, in split order)
+    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.loading`)."""
     from mis_bench_dataset.loading import load_build
 
     needed = ["video_id", "dimension", "score"]
-    with load_build(directory, "scoring", split) as dataset:
-        absent = [c for c in needed if c not in dataset.column_names]
-        if absent:
-            raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
-        table = dataset.select_columns(needed).with_format("arrow")[:]
-        videos = table.column("video_id").to_pylist()
-        dims = table.column("dimension").to_pylist()
-        scores = table.column("score").to_numpy(zero_copy_only=False).copy()
-        del table
+    videos: list[str] = []
+    dims: list[str] = []
+    scores: list[np.ndarray] = []
+    with load_build(directory, "scoring", None if split == ALL_SPLITS else split) as loaded:
+        parts = [loaded[name] for name in SPLITS if name in loaded] if split == ALL_SPLITS else [loaded]
+        for dataset in parts:
+            absent = [c for c in needed if c not in dataset.column_names]
+            if absent:
+                raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
+            table = dataset.select_columns(needed).with_format("arrow")[:]
+            videos += table.column("video_id").to_pylist()
+            dims += table.column("dimension").to_pylist()
+            scores.append(table.column("score").to_numpy(zero_copy_only=False).copy())  # float32: widened later
+            del table
+    return videos, dims, np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
+
+
+def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
+    """The gold column of the `scoring` config, of one split or (`split="all"`) of every split the build wrote."""
+    videos, dims, scores = _scoring_columns(directory, split)
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     unlabeled = 0
@@ -370,7 +476,8 @@ def _has_dimension_column(header: list[str]) -> bool:
 def read_references(source: str | Path, split: str = "test") -> dict[Key, float]:
     """Gold scores ``{(video_id, dimension): score}`` from a built dataset folder or a labels file.
 
-    ``split`` applies to dataset folders only. Unlabelled pairs are left out (logged).
+    ``split`` applies to dataset folders only ("all": every split the build wrote). Unlabelled
+    pairs are left out (logged).
     """
     path = Path(source)
     if path.is_dir():

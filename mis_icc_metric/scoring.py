@@ -3,9 +3,12 @@
 - Per dimension: ICC(3,1) of (prediction, gold) over the videos whose prediction
   parsed; unparsed (None / NaN) predictions are excluded and counted. MSE, n,
   percentile bootstrap CI over videos, and the F-test CI for reference.
-- Overall: per video, mean of the predicted dimension scores vs mean of the gold
-  ones, excluding every video with any unparsed dimension (the exclusion rate is
+- Overall: per video, mean of the eight predicted dimension scores vs mean of the eight
+  gold ones, excluding every video with any unparsed dimension (the exclusion rate is
   reported; the paper's mean is 1.5%). Also the mean of the per-dimension ICCs.
+- Which pairs are evaluated is the coverage rule of `coverage` (by default the pairs the
+  predictions name; the overall score only over videos with all eight asked, or a note
+  saying why there is none); `coverage` is reported with every score.
 - Because exclusion gives every model its own item set: the same numbers on a
   caller-given common set of videos, and the sensitivity when unparsed outputs are
   imputed with the scale midpoint 3.0.
@@ -42,6 +45,7 @@ from mis_bench_dataset.numbers import exact_decimal
 
 from .agreement import LOA_Z, STATISTIC_KEYS, agreement_blocks
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
+from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
 
 logger = logging.getLogger(__name__)
 
@@ -243,9 +247,10 @@ def json_safe(value: object) -> object:
 
 
 def _overall_block(pred: np.ndarray, gold: np.ndarray, usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(n, 2) ratings (mean predicted, mean gold over the dimensions) and the videos
-    with every dimension usable; other videos get NaN."""
-    complete = usable.all(axis=1)
+    """(n, 2) ratings (mean predicted, mean gold over the eight dimensions) and the videos
+    with all eight dimensions usable; other videos get NaN (and with fewer than eight
+    dimension columns, every video does)."""
+    complete = usable.all(axis=1) & (usable.shape[1] == len(DIMENSION_KEYS))
     n_dims = max(pred.shape[1], 1)
     means = np.stack(
         [np.where(usable, pred, 0.0).sum(axis=1) / n_dims, np.where(usable, gold, 0.0).sum(axis=1) / n_dims],
@@ -342,7 +347,7 @@ def score_predictions(
     seed: int | None = 0,
     confidence: float = 0.95,
     common_videos: Iterable[str] | None = None,
-    missing: str = "error",
+    missing: str = DEFAULT_MISSING,
     out_of_range: str = "flag",
     impute_value: float = SCORE_MIDPOINT,
 ) -> dict:
@@ -350,16 +355,19 @@ def score_predictions(
 
     predictions / references: mappings (video_id, dimension key) -> score; a
     prediction of None (or NaN) means "unparseable". n_bootstrap=0 skips the CIs.
+    missing: which gold pairs are evaluated (`coverage`): "not-asked" (default: the pairs
+    the predictions name), "unparsed" (every gold pair; an absent one is unparsed) or "error".
     """
     if n_bootstrap < 0:
         raise ValueError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
-    data = align(predictions, references, missing=missing, out_of_range=out_of_range)
+    references, align_missing, coverage = evaluated_references(predictions, references, missing)
+    data = align(predictions, references, missing=align_missing, out_of_range=out_of_range)
     n, n_dims = data.pred.shape
     parsed, has_gold = data.parsed, data.has_gold
     blocks = _Blocks()
 
     dim_blocks = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j]) for j in range(n_dims)]
-    gold_complete = has_gold.all(axis=1)
+    gold_complete = has_gold.all(axis=1) & (n_dims == len(DIMENSION_KEYS))
     overall_ratings, overall_valid = _overall_block(data.pred, data.gold, parsed)
     overall_valid &= gold_complete
     overall_block = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid)
@@ -429,6 +437,9 @@ def score_predictions(
     )
     if n_complete < n:
         overall["n_incomplete_gold"] = n - n_complete
+    reason = overall_reason(list(data.dimensions), n_complete, int(has_gold.sum(axis=1).max(initial=0)), missing)
+    if reason is not None:
+        overall["note"] = reason
 
     imputed_dimensions = {}
     for j, key in enumerate(data.dimensions):
@@ -459,6 +470,7 @@ def score_predictions(
         "mean_icc": mean_icc,
         "mean_icc_ci": report.mean_ci(dim_blocks, mean_icc),
         "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
+        "coverage": coverage.to_dict(),
         "midpoint_imputation": midpoint,
         "common_set": None,
         "meta": {
@@ -489,11 +501,4 @@ def score_predictions(
             "mean_icc": common_mean,
             "mean_icc_ci": report.mean_ci(common_dim_blocks, common_mean),
         }
-    if len(data.dimensions) < len(DIMENSION_KEYS):
-        logger.warning(
-            "references cover %d of %d dimensions; the overall score averages only %s",
-            len(data.dimensions),
-            len(DIMENSION_KEYS),
-            ", ".join(data.dimensions),
-        )
     return result

@@ -17,6 +17,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 SUBSET10 = SHARED_DATA / "MIS-Bench_subset10"
 REAL_TRANSCRIPTS = SHARED_DATA / "mis-bench-transcripts.csv"
+AUTHORS = SHARED_DATA / "authors"
+AUTHORS_FILES = ("coding.csv", "raw_inference.csv", "finetune.csv", "finetune_raft.csv")
 
 
 @pytest.fixture(scope="session")
@@ -33,6 +35,27 @@ def real_transcripts_csv() -> Path:
     if not REAL_TRANSCRIPTS.is_file():
         pytest.skip(f"{REAL_TRANSCRIPTS} not present")
     return REAL_TRANSCRIPTS
+
+
+@pytest.fixture(scope="session")
+def authors_dir() -> Path:
+    """The authors' public files (coding.csv and the three Table 4 prediction files, byte for byte from
+    their repository); skips when ../shared is absent. Read-only."""
+    missing = [name for name in AUTHORS_FILES if not (AUTHORS / name).is_file()]
+    if missing:
+        pytest.skip(f"{AUTHORS} lacks {', '.join(missing)} (../shared is only laid out for developers and CI)")
+    return AUTHORS
+
+
+@pytest.fixture(scope="session")
+def real_text_build(authors_dir, real_transcripts_csv, tmp_path_factory) -> Path:
+    """The real text-only MIS-Bench: the 996 transcripts and the authors' coding.csv, split by video (seed 0),
+    built once per session with `mis_bench_dataset.build_dataset`. Read-only."""
+    from mis_bench_dataset import build_dataset
+
+    out = tmp_path_factory.mktemp("real_text_build") / "mis-bench"
+    build_dataset(None, out, labels=authors_dir / "coding.csv", transcripts=real_transcripts_csv, progress=False)
+    return out
 
 
 @pytest.fixture(scope="session")

@@ -99,8 +99,10 @@ def test_wide_csv_with_original_file_names(tmp_path):
 
 def test_wide_csv_header_problems(tmp_path):
     path = _write(tmp_path / "w.csv", ["video_id", "verbal_fluency", "charm"], [["AB1234_T1_Luke", 3.1, 2]])
-    kinds = {p.kind for p in read_labels(path).problems}
-    assert kinds == {"label_unknown_dimension", "label_bad_header"}
+    labels = read_labels(path)
+    # A column that is not a dimension is ignored with a note; the dimensions it lacks are a problem.
+    assert {p.kind for p in labels.problems} == {"label_bad_header"}
+    assert [(n.kind, n.row) for n in labels.notes] == [("ignored_column", 1)] and "'charm'" in labels.notes[0].text
     with pytest.raises(BuildError, match="id column"):
         read_labels(_write(tmp_path / "x.csv", ["who", "score"], [["a", 1]]))
 

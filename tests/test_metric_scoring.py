@@ -181,7 +181,6 @@ def test_out_of_range_predictions_are_flagged_not_clipped(caplog):
         (lambda p, r: r.__setitem__(next(iter(r)), None), ValueError, "missing"),
         (lambda p, r: r.__setitem__(next(iter(r)), 5.5), ValueError, "outside the score range"),
         (lambda p, r: p.__setitem__(("ZZ9999_T1_Luke", "empathy"), 3.0), ValueError, "no reference"),
-        (lambda p, r: p.pop(next(iter(r))), ValueError, "have no prediction"),
         (lambda p, r: p.__setitem__(next(iter(r)), float("inf")), ValueError, "infinite"),
         (lambda p, r: p.__setitem__(next(iter(r)), "3.5"), TypeError, "expected a number"),
         (lambda p, r: r.clear(), ValueError, "references are empty"),
@@ -192,6 +191,14 @@ def test_bad_input_gets_a_clear_error(mutate, error, message):
     mutate(predictions, references)
     with pytest.raises(error, match=message):
         score_predictions(predictions, references, n_bootstrap=0)
+
+
+def test_missing_error_policy_refuses_a_gold_pair_without_prediction():
+    predictions, references = make_scores(n=10, seed=6, unparsed=0.0)
+    predictions.pop(next(iter(references)))
+    with pytest.raises(ValueError, match="have no prediction"):
+        score_predictions(predictions, references, n_bootstrap=0, missing="error")
+    assert score_predictions(predictions, references, n_bootstrap=0)["coverage"]["n_asked_pairs"] == 79
 
 
 def test_missing_predictions_can_count_as_unparsed_and_nan_means_unparsed():

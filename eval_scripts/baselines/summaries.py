@@ -35,6 +35,13 @@ MODALITY_GROUPS: dict[str, tuple[str, ...]] = {
     "audio+video+text": ("audio", "video", "text"),
 }
 
+# The `features` modalities behind each group (text: the transcript).
+GROUP_MODALITIES: dict[str, tuple[str, ...]] = {
+    "text": ("transcript",),
+    "audio": ("librosa", "prosody", "wav2vec"),
+    "video": ("openface",),
+}
+
 _WORD = re.compile(r"[a-z']+")
 _FILLERS = frozenset({"um", "uh", "er", "erm", "hmm", "mm"})
 _WE = frozenset({"we", "us", "our", "ours", "together", "let's"})
@@ -139,6 +146,33 @@ def video_summary(row: Mapping[str, Any]) -> np.ndarray:
             openface[:, OPENFACE_CONFIDENCE].mean(axis=0),
         ]
     )
+
+
+def _group_present(rows: Sequence[Mapping[str, Any]], group: str) -> bool:
+    if group == "text":
+        return any(str(row.get("transcript") or "").strip() for row in rows)
+    return any(bool(row.get(f"has_{name}")) for row in rows for name in GROUP_MODALITIES[group])
+
+
+def feedable_settings(rows: Sequence[Mapping[str, Any]]) -> tuple[list[str], dict[str, str]]:
+    """(the modality settings these rows can feed, {setting skipped: why}).
+
+    A setting needs each of its groups on at least one video; otherwise its absent group would
+    be all zeros and the setting a copy of a smaller one (a text-only build's four `features`
+    settings would print four identical rows).
+    """
+    absent = [group for group in GROUP_MODALITIES if not _group_present(rows, group)]
+    feedable, skipped = [], {}
+    for setting, groups in MODALITY_GROUPS.items():
+        missing = [g for g in groups if g in absent]
+        if not missing:
+            feedable.append(setting)
+            continue
+        names = ", ".join(m for g in missing for m in GROUP_MODALITIES[g])
+        skipped[setting] = (
+            f"the build has no {' or '.join(missing)} features ({names} absent on all {len(rows)} videos)"
+        )
+    return feedable, skipped
 
 
 def _text_vector(row: Mapping[str, Any]) -> np.ndarray:

@@ -6,7 +6,7 @@ import argparse
 
 from eval_scripts.cli.args import existing, non_negative_int, positive_float, print_json, say
 from mis_bench_dataset.release import MAX_RECORDING_SECONDS
-from mis_bench_dataset.splits import SPLIT_BY
+from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
 
 
 def register(subparsers) -> None:
@@ -28,7 +28,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--labels",
         type=existing("file", as_path=False),
-        help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide",
+        help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide (e.g. the authors' coding.csv; "
+        "values not at one decimal are rounded half up and counted)",
     )
     parser.add_argument(
         "--transcripts",
@@ -38,11 +39,20 @@ def register(subparsers) -> None:
     parser.add_argument("--out", default="mis-bench", help="output folder (default: ./mis-bench)")
     parser.add_argument(
         "--split-by",
+        "--split-scheme",
+        dest="split_by",
         choices=SPLIT_BY,
         default="video",
-        help="group for the 80/10/10 splits (default: video, as the paper)",
+        help="the 80/10/10 split scheme: video (default, the paper's stated rule), clinician, or "
+        f"{PAPER_ROWS} (the authors' Table 4 row split, which LEAKS: a test video's other dimensions are "
+        "in training; only to reproduce the paper)",
     )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="split seed (default 0)")
+    parser.add_argument(
+        "--seed",
+        type=non_negative_int,
+        default=None,
+        help=f"split seed (default 0; {PAPER_ROWS_SEED} with {PAPER_ROWS}, the authors' seed)",
+    )
     parser.add_argument("--strict", action="store_true", help="fail (exit 1) on any problem")
     parser.add_argument(
         "--max-duration",

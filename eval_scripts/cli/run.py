@@ -237,6 +237,21 @@ def register(subparsers) -> None:
         default=OPENAI_MAX_MB,
         help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
     )
+    group = parser.add_argument_group("the default job (no --backend/--model)")
+    group.add_argument(
+        "--cv-folds",
+        type=bounded_int(0, 50),
+        default=0,
+        metavar="K",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician (0 = off, default)",
+    )
+    group.add_argument(
+        "--cv-seeds",
+        type=bounded_int(1, 20),
+        default=3,
+        metavar="N",
+        help="fold seeds for --cv-folds, from --seed on (default 3)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true")
     parser.set_defaults(func=run_command)
@@ -347,10 +362,12 @@ def run_command(args: argparse.Namespace) -> int:
         from eval_scripts.main_job import run_default
 
         return int(run_default(args) or 0)
-    if not (args.model and args.backend):
-        from mis_bench_dataset.errors import UsageError
+    from mis_bench_dataset.errors import UsageError
 
+    if not (args.model and args.backend):
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
+    if args.cv_folds:
+        raise UsageError("--cv-folds cross-validates the default job's baselines", hint="drop --backend/--model")
     from eval_scripts.report.text_table import format_table
     from eval_scripts.runner import RunConfig, run_setting
 

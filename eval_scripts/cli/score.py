@@ -12,8 +12,9 @@ from eval_scripts.cli.args import bounded_int, existing, non_negative_int, proba
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct, signed
-from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
+from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -64,7 +65,10 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
         help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)",
     )
     parser.add_argument(
-        "--split", default="test", choices=SPLITS, help="dataset split when --references is a folder (default: test)"
+        "--split",
+        default="test",
+        choices=(*SPLITS, ALL_SPLITS),
+        help=f"dataset split when --references is a folder (default: test; {ALL_SPLITS}: every split)",
     )
     parser.add_argument(
         "--bootstrap",
@@ -76,9 +80,10 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
     parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
     parser.add_argument(
         "--missing",
-        choices=("error", "unparsed"),
-        default="error",
-        help="a gold pair without prediction: error (default) or count as unparsed",
+        choices=MISSING_POLICIES,
+        default=DEFAULT_MISSING,
+        help="a gold pair the predictions do not name: not-asked (default: not evaluated; the overall score "
+        "uses only videos with all eight dimensions asked), unparsed (counted as unparsed) or error",
     )
     parser.add_argument("--json", type=Path, default=None, help="write the machine-readable result here")
 
@@ -109,11 +114,16 @@ def format_score_table(result: dict) -> str:
             + (f"  ({entry['note']})" if entry.get("note") else "")
         )
     overall = result["overall"]
-    lines.append(
-        f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'])} {_num(overall['mse']):>6} {overall['n']:>5} "
-        f"excluded {_pct(overall['excluded_rate'], 4).strip()}% of {overall['n_total']} videos"
-    )
+    if overall["n_total"]:
+        lines.append(
+            f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'])} {_num(overall['mse']):>6} "
+            f"{overall['n']:>5} excluded {_pct(overall['excluded_rate'], 4).strip()}% of {overall['n_total']} videos"
+        )
+    else:
+        lines.append(f"{'All':<6} {MISSING:>6}  ({overall.get('note') or 'no overall score'})")
     lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {_ci(result['mean_icc_ci']).strip()}")
+    if result.get("coverage"):
+        lines.append(f"Coverage: {result['coverage']['sentence']}; parse rates are over the asked pairs.")
     imputed = result["midpoint_imputation"]
     if imputed["n_imputed"]:
         lines.append(
@@ -239,10 +249,23 @@ def _write_json(path: Path | None, payload: dict) -> None:
 
 
 def _load(args: argparse.Namespace, *prediction_paths: Path):
-    from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
+    """References and one mapping per predictions file; a predicted pair without gold names its file and row."""
+    from mis_icc_metric.predictions_io import (
+        check_predicted_pairs,
+        predictions_to_mapping,
+        read_prediction_file,
+        read_references,
+    )
 
     references = read_references(args.references, split=args.split)
-    predictions = [predictions_to_mapping(read_predictions(p)) for p in prediction_paths]
+    where = f"split {args.split!r} of {args.references}" if Path(args.references).is_dir() else str(args.references)
+    predictions = []
+    for path in prediction_paths:
+        file = read_prediction_file(path)
+        check_predicted_pairs(file, references, where)
+        for note in file.notes:
+            say(f"note: {path}: {note}")
+        predictions.append(predictions_to_mapping(file.records))
     return references, predictions
 
 

@@ -81,6 +81,8 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
         "created_at": sub.results["created_at"],
         # Recomputed by the metric from the predictions, like the scores: never the submitter's claim.
         "parse_rates": scores.get("parse_rates") or {},
+        # The coverage rule of mis_icc_metric.coverage (a leaderboard admits only full coverage of the split).
+        "coverage": scores.get("coverage"),
         # Why rows have no score (unparsed / truncated at the token limit / failed), as the run recorded it
         # (schema 1.1; checked to add up to the predictions); null for 1.0 files and baselines.
         "outcomes": sub.results.get("outcomes"),
@@ -124,6 +126,7 @@ def build_leaderboard(
     Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
     carries a paired bootstrap comparison against the leader on the same videos.
     """
+    from eval_scripts.report.inputs import predictions_on
     from mis_icc_metric import paired_comparison, score_predictions
     from mis_icc_metric.scoring import json_safe
 
@@ -150,7 +153,11 @@ def build_leaderboard(
         try:
             scores = json_safe(
                 score_predictions(
-                    sub.predictions, references, n_bootstrap=n_bootstrap, seed=seed, common_videos=common or None
+                    predictions_on(sub.predictions, references),  # a pair without gold is not scored
+                    references,
+                    n_bootstrap=n_bootstrap,
+                    seed=seed,
+                    common_videos=common or None,
                 )
             )
             entries.append((_entry(sub, scores), sub))
@@ -166,7 +173,11 @@ def build_leaderboard(
             continue
         try:
             comparison = paired_comparison(
-                entries[0][1].predictions, sub.predictions, references, n_bootstrap=n_bootstrap, seed=seed
+                predictions_on(entries[0][1].predictions, references),
+                predictions_on(sub.predictions, references),
+                references,
+                n_bootstrap=n_bootstrap,
+                seed=seed,
             )
             entry["vs_leader"] = _vs_leader(json_safe(comparison))
         except Exception as err:  # noqa: BLE001 - a failed comparison only blanks the p-value

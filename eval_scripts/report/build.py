@@ -125,6 +125,19 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def _coverage_notes(runs: Sequence[RunView]) -> list[str]:
+    """One line per run that did not ask every gold pair (the coverage rule, `mis_icc_metric.coverage`)."""
+    notes = []
+    for run in runs:
+        coverage = run.scores.get("coverage") or {}
+        if coverage and coverage.get("n_asked_pairs") != coverage.get("n_gold_pairs"):
+            notes.append(f"Coverage of {run.label}: {coverage['sentence']}.")
+        note = run.overall.get("note")
+        if note and note.startswith("no overall score"):
+            notes.append(f"{run.label}: {note}.")
+    return notes
+
+
 def _table3_section(best: Sequence[BestConfiguration], ranks: list[dict], undefined: list[str]) -> _Section:
     paragraphs = [SELECTION_RULE, RANK_RULE]
     if undefined:
@@ -402,7 +415,19 @@ def write_report(
         _table3_section(best, ranks, undefined),
         _figure2_section(runs, heatmap),
         _comparison_section(comparison, radar),
-        _errors_section(runs),
+        _Section(
+            "Errors and parse rates",
+            [OVERALL_NOTE, *_coverage_notes(runs)],
+            [
+                ("MSE (lower is better)", mse_table(runs)),
+                (
+                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
+                    "token limit, failed request) and overall exclusion rate",
+                    rates_table(runs),
+                ),
+            ],
+            [],
+        ),
         _agreement_section(best, plots, suffix),
     ]
     if raters is not None:

@@ -55,8 +55,11 @@ Args:
 Returns:
     dict with "dimensions" {key: {"icc", "icc_ci", "mse", "n", "n_unparsed", "parse_rate", "human_ceiling",
     "agreement" {statistic: {"value", "ci"}}, ...}},
-    "overall" {"icc", "icc_ci", "mse", "n", "excluded_rate", "agreement"}, "mean_icc", "midpoint_imputation",
-    "common_set", "parse_rates", "meta". Raw fractions (not percent); undefined values are None.
+    "overall" {"icc", "icc_ci", "mse", "n", "excluded_rate", "agreement", "note"}, "mean_icc",
+    "midpoint_imputation", "common_set", "parse_rates", "coverage", "meta". Raw fractions (not percent);
+    undefined values are None. Every pair given is a pair asked (the coverage rule of
+    mis_icc_metric.coverage): the overall score uses only videos with all eight dimensions given, and when
+    there are none it is None with a "note" saying why.
 Examples:
     >>> import evaluate, mis_icc_metric
     >>> metric = evaluate.load(mis_icc_metric.metric_path())
@@ -67,11 +70,13 @@ Examples:
     (4, 1, 0.8)
     >>> round(empathy["icc"], 4), round(empathy["mse"], 4), empathy["icc_ci"]
     (0.9751, 0.0325, None)
-    >>> round(out["overall"]["icc"], 4), out["overall"]["excluded_rate"]
-    (0.9751, 0.2)
     >>> agreement = empathy["agreement"]
     >>> round(agreement["icc2_1"]["value"], 4), round(agreement["loa_low"]["value"], 3), agreement["icc2_1"]["ci"]
     (0.9774, -0.296, None)
+    >>> out["overall"]["icc"], out["coverage"]["n_asked_pairs"], round(out["mean_icc"], 4)
+    (None, 5, 0.9751)
+    >>> out["overall"]["note"].startswith("no overall score: the evaluated pairs have no verbal_fluency")
+    True
 """
 
 

@@ -1,0 +1,135 @@
+"""Clinician-grouped K-fold cross-validation of the CPU baselines over every video of a build.
+
+A 100-video test split gives wide CIs and depends on which videos it drew. For a steadier figure
+every video of the build is predicted once by a baseline fitted on the other folds, the folds
+grouped by clinician (no clinician on both sides, so identity cannot leak), and the pooled
+out-of-fold predictions are scored with the metric as any run is (per-dimension ICC with
+bootstrap CIs over the videos). Repeating with several fold seeds shows how much the figure
+moves with the partition. A build whose splits hold rows rather than videos (`paper-rows`) is
+refused: its videos appear in several splits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from eval_scripts.baselines.models import make_baseline
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.errors import DataError, UsageError
+
+logger = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+
+def all_feature_rows(dataset_dir: str | Path) -> list[dict]:
+    """`features` rows of every split the build wrote; refuses a build that puts a video in two splits."""
+    from eval_scripts.baselines.run import load_feature_rows
+    from mis_bench_dataset.built import built_splits
+
+    rows = [row for split in built_splits(dataset_dir) for row in load_feature_rows(dataset_dir, split)]
+    videos = [str(row["video_id"]) for row in rows]
+    if len(set(videos)) != len(videos):
+        raise DataError(
+            "a video appears in several splits (a paper-rows build): cross-validation needs one row per video",
+            where=str(dataset_dir),
+            hint="cross-validate on a build split by video or clinician",
+        )
+    return rows
+
+
+def clinician_folds(rows: Sequence[dict], n_folds: int, seed: int) -> np.ndarray:
+    """The fold of each row: scikit-learn's GroupKFold over clinicians, shuffled with `seed`."""
+    from sklearn.model_selection import GroupKFold
+
+    clinicians = np.array([str(row["clinician"]) for row in rows])
+    if n_folds < 2 or len(set(clinicians)) < n_folds:
+        raise UsageError(
+            f"{n_folds}-fold cross-validation needs at least {max(n_folds, 2)} clinicians, "
+            f"the build has {len(set(clinicians))}",
+            hint="use fewer folds",
+        )
+    folds = np.empty(len(rows), dtype=int)
+    splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    for fold, (_, held_out) in enumerate(splitter.split(np.zeros(len(rows)), groups=clinicians)):
+        folds[held_out] = fold
+    return folds
+
+
+def out_of_fold_predictions(
+    rows: Sequence[dict], baseline: str, modality: str, folds: np.ndarray, summary_cache: dict | None = None
+) -> dict[Key, float]:
+    """Every row predicted by the baseline fitted on the other folds."""
+    predictions: dict[Key, float] = {}
+    for fold in np.unique(folds):
+        train = [row for row, f in zip(rows, folds, strict=True) if f != fold]
+        held_out = [row for row, f in zip(rows, folds, strict=True) if f == fold]
+        predicted = make_baseline(baseline, modality, summary_cache).fit(train).predict(held_out)
+        for i, row in enumerate(held_out):
+            for key in DIMENSION_KEYS:
+                predictions[(str(row["video_id"]), key)] = float(predicted[key][i])
+    return predictions
+
+
+def cross_validate(
+    dataset_dir: str | Path,
+    jobs: Sequence[tuple[str, str]],
+    *,
+    n_folds: int = 5,
+    seeds: Sequence[int] = (0, 1, 2),
+    n_bootstrap: int = 1000,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions, and
+    across seeds the mean (min, max) of each dimension's ICC and of the mean ICC."""
+    from mis_bench_dataset.loading import gold_references
+    from mis_icc_metric.scoring import json_safe, score_predictions
+
+    rows = all_feature_rows(dataset_dir)
+    references = gold_references(rows)
+    if not references:
+        raise DataError("the build has no gold scores", where=str(dataset_dir), hint="build it with --labels")
+    cache: dict = {}
+    results: dict[str, Any] = {}
+    for baseline, modality in tqdm(list(jobs), desc="cross-validating", unit="setting", disable=not progress or None):
+        by_seed = {}
+        for seed in seeds:
+            folds = clinician_folds(rows, n_folds, seed)
+            predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache)
+            scored = {key: value for key, value in predicted.items() if key in references}
+            by_seed[str(seed)] = json_safe(score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed))
+        results[f"{baseline} {modality}"] = {
+            "baseline": baseline,
+            "modality": modality,
+            "by_seed": by_seed,
+            "across_seeds": _across_seeds(list(by_seed.values())),
+        }
+    return {
+        "n_videos": len(rows),
+        "n_folds": n_folds,
+        "grouping": "clinician (GroupKFold, shuffled by the seed)",
+        "seeds": list(seeds),
+        "n_bootstrap": n_bootstrap,
+        "runs": results,
+    }
+
+
+def _spread(values: list[float | None]) -> dict[str, float | None]:
+    usable = [v for v in values if v is not None]
+    if len(usable) != len(values) or not usable:
+        return {"mean": None, "min": None, "max": None}
+    return {"mean": float(np.mean(usable)), "min": float(min(usable)), "max": float(max(usable))}
+
+
+def _across_seeds(scores: list[dict]) -> dict[str, Any]:
+    return {
+        "dimensions": {key: _spread([s["dimensions"][key]["icc"] for s in scores]) for key in DIMENSION_KEYS},
+        "mean_icc": _spread([s["mean_icc"] for s in scores]),
+        "overall": _spread([s["overall"]["icc"] for s in scores]),
+    }

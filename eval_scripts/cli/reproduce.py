@@ -1,0 +1,73 @@
+"""`mis-bench reproduce table4|table6 --from DIR`: the paper's Tables 4 and 6 from the authors' public files,
+printed beside the published values (`eval_scripts.reproduce`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, print_json, say
+from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
+
+
+def register(subparsers) -> None:
+    from eval_scripts.reproduce import GOLD_CHOICES, TABLES
+    from mis_bench_dataset.paper_results import TABLE4_BOOTSTRAP
+
+    parser = subparsers.add_parser(
+        "reproduce",
+        help="the paper's Table 4 or Table 6 from the authors' public files, beside the published values",
+        description="Recompute the paper's Table 6 (gold statistics, from coding.csv) or Table 4 (Qwen2.5-VL raw, "
+        "fine-tuning and MIS-RAFT ICCs with bootstrap CIs, from coding.csv, raw_inference.csv, finetune.csv and "
+        "finetune_raft.csv) and print them beside the published numbers. FOLDER holds the files under their names "
+        "in the authors' repository (docs/reproducing.md: `git show COMMIT:PATH`).",
+    )
+    parser.add_argument("table", choices=TABLES, help="which table")
+    parser.add_argument(
+        "--from",
+        dest="folder",
+        required=True,
+        type=existing("folder"),
+        help="folder holding the authors' files (coding.csv and, for table4, the three prediction files)",
+    )
+    parser.add_argument(
+        "--gold",
+        choices=GOLD_CHOICES,
+        default="rounded",
+        help="rounded (default: the paper's rule, §3.2) or as-published (coding.csv's unrounded means, "
+        "which do not reproduce the paper)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=bounded_int(1, MAX_BOOTSTRAP),
+        default=TABLE4_BOOTSTRAP,
+        help=f"table4: bootstrap resamples (default {TABLE4_BOOTSTRAP:,}, the paper's)",
+    )
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="table4: bootstrap seed (default 0)")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 when the numbers do not reproduce the paper's (for CI)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_scripts.reproduce import format_table4, format_table6, reproduce_table4, reproduce_table6
+    from mis_bench_dataset.errors import DataError
+
+    if args.table == "table6":
+        doc = reproduce_table6(args.folder, gold=args.gold)
+        text = format_table6(doc)
+    else:
+        doc = reproduce_table4(args.folder, gold=args.gold, n_bootstrap=args.bootstrap, seed=args.seed)
+        text = format_table4(doc)
+    if args.json:
+        print_json(doc)
+    else:
+        say(text)
+    if args.check and not doc["reproduced"]:
+        raise DataError(
+            f"{args.table} is not reproduced from these files (gold: {args.gold})",
+            where=str(args.folder),
+            hint="use the authors' unmodified files and --gold rounded (see docs/reproducing.md)",
+        )
+    return 0
