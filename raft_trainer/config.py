@@ -38,9 +38,11 @@ class RAFTConfig(SFTConfig):
     Using [`~trl.TrlParser`] (`raft_trainer/train.py`) every field is a command-line flag and a key of a `--config`
     YAML recipe.
 
-    Parameters:
-        > Parameters that control the MIS-RAFT objective
+    The parameters below control the MIS-RAFT objective (`raft_objective`, `ce_weight`, `renormalize_digits`), the
+    inputs (`modality` to `padding_side`), and then come those whose defaults differ from [`~trl.SFTConfig`] (paper
+    Appendix D.1, from `max_length` on).
 
+    Parameters:
         raft_objective (`str`, *optional*, defaults to `"raft"`):
             Training objective. Possible values are:
 
@@ -57,9 +59,6 @@ class RAFTConfig(SFTConfig):
             Whether the digit probabilities p_int and p_frac of eq. 9-10 are a softmax over the ten digit logits.
             `False` uses the paper's literal form, the full-vocabulary softmax restricted to the digits, whose mass can
             be below one and shrinks ŝ toward 0.
-
-        > Parameters that control the inputs
-
         modality (`str`, *optional*, defaults to `"text"`):
             Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
             `"video+text"`, `"audio+video+text"`; paper §4). `"text"` is the rubric and the transcript; the audio/video
@@ -95,9 +94,6 @@ class RAFTConfig(SFTConfig):
         padding_side (`str`, *optional*, defaults to `"left"`):
             Padding side of the RAFT collator. `"left"` aligns every row's completion, so the model computes logits
             at the fewest positions; `"right"` is also supported.
-
-        > Parameters whose defaults differ from [`~trl.SFTConfig`] (paper Appendix D.1)
-
         max_length (`int` or `None`, *optional*, defaults to `512`):
             Maximum tokens per row (D.1: 512). A longer row has its transcript shortened, never the rubric, the
             media context or the completion; a prompt that cannot fit even without its transcript raises, naming the
