@@ -9,7 +9,7 @@ The rules (also in docs/architecture.md, "Writing docs"):
   directory carry over, `set -euo pipefail`); each Python block runs as its own script.
 - `/tmp/` in a block (and in its output block) stands for a private temporary folder of the page; `TMPDIR`
   points there too, so `$(mktemp -d)` does as well. `HF_HOME` and `MIS_BENCH_CACHE` are temporary.
-- Setup commands are not run again: `git clone`, `python3 -m venv`, `. .venv/bin/activate` and
+- Setup commands are not run again: a `git clone ...` line, `python3 -m venv`, `. .venv/bin/activate` and
   `pip install ...` (a command of its own or joined by `&&`). Each `pip install` is checked instead:
   what it installs must be installed here (torch at the pinned version, every requirement of the extras).
 - A ```text block is not executed; it is either an output block or a command that cannot run offline,
@@ -37,7 +37,7 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
 CI_MARKER = "<!-- docs-test: ci -->"
 NEEDS = re.compile(r"^\s*#\s*Needs\b")
 SETUP_COMMAND = re.compile(
-    r"^(git clone\b|python3? -m venv\b|\. \.venv/bin/activate$|source \.venv/bin/activate$|pip3? install\b)"
+    r"^(python3? -m venv\b|\. \.venv/bin/activate$|source \.venv/bin/activate$|(python3? -m )?pip3? install\b)"
 )
 
 
@@ -127,6 +127,9 @@ def split_setup(code: str) -> tuple[str, list[str]]:
     """The bash code without its setup commands, and those commands (checked, not run)."""
     kept, setup = [], []
     for line in code.splitlines():
+        if line.startswith("git clone "):  # with the `cd` into the clone that follows it
+            setup.append(line)
+            continue
         commands = [c.strip() for c in line.split(" && ")] if not line.lstrip().startswith("#") else [line]
         run = [c for c in commands if not SETUP_COMMAND.match(c)]
         setup += [c for c in commands if SETUP_COMMAND.match(c)]
@@ -137,13 +140,14 @@ def split_setup(code: str) -> tuple[str, list[str]]:
 
 def unmet_install(command: str, setup_cfg: Path) -> list[str]:
     """What a skipped `pip install ...` would install that is not installed here (empty: all there)."""
-    words = shlex.split(command)
-    if words[:2] not in (["pip", "install"], ["pip3", "install"]):
+    words = shlex.split(command, comments=True)
+    words = words[3:] if words[:3] in (["python3", "-m", "pip"], ["python", "-m", "pip"]) else words[1:]
+    if words[:1] != ["install"]:
         return []
     config = configparser.ConfigParser()
     config.read(setup_cfg)
     extras = config["options.extras_require"]
-    unmet, targets = [], [w for w in words[2:] if w != "-e" and not w.startswith("-")]
+    unmet, targets = [], [w for w in words[1:] if not w.startswith("-")]
     for target in targets:
         if target.startswith("."):
             chosen = re.findall(r"\w[\w-]*", target.partition("[")[2])
