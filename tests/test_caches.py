@@ -99,3 +99,10 @@ def test_the_toolkit_never_takes_a_cached_dataset_for_a_build_name(synthetic_bui
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stderr.startswith("mis-bench score: error:")
     assert "mis-bench" in done.stderr.removeprefix("mis-bench score: error:") and "--references" in done.stderr
+
+
+def test_the_dataset_card_loads_the_build_by_its_path(synthetic_build):
+    card = (synthetic_build / "README.md").read_text(encoding="utf-8")
+    assert f'load_dataset("./{synthetic_build.name}", "scoring", split="test")' in card
+    assert f'load_dataset("{synthetic_build.name}"' not in card  # a bare name would be a Hub id
+    assert 'load_dataset("USER/REPO", "scoring")' in card and "--push-to-hub USER/REPO" in card

@@ -79,3 +79,25 @@ def test_readme_links_lead_to_existing_files():
     assert targets, "the README links to the docs"
     missing = [t for t in targets if not (REPO / t.split("#")[0]).exists()]
     assert not missing, missing
+
+
+def test_the_readme_is_a_short_door():
+    """At most ~200 lines, the first command within the first 40, no developer paths or machine notes."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, len(lines)
+    first_fence = next(i for i, line in enumerate(lines) if line.startswith("```bash"))
+    assert first_fence < 40
+    text = "\n".join(lines)
+    assert "../shared" not in text and 'load_dataset("mis-bench"' not in text
+    for section in ("## Install", "## Tests", "## Citation", "## Licence", "## Documentation"):
+        assert any(line.startswith(section) for line in lines), section
+
+
+def test_the_docs_load_builds_by_path_never_by_a_bare_name():
+    """In code, `load_dataset("mis-bench", ...)` returns whatever the cache holds under that name (test_caches.py)."""
+    from _docs_helpers import read_blocks
+
+    for page in ["README.md", *(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]:
+        for block in read_blocks(REPO / page, page).blocks:
+            bare = re.findall(r'load_dataset\(["\'](mis-bench[\w-]*)["\']', block.code)
+            assert not bare, (block.where, bare)

@@ -67,6 +67,10 @@ def test_abbreviations_have_a_legend_and_a_tooltip(tmp_path):
     for attrs, text in abbreviated:
         name = _abbreviations()[re.sub("<[^>]+>", "", text)]
         assert f'title="{name}"'.replace("&", "&amp;") in attrs, (attrs, text)
+    # Dimensions as row labels (the comparison table) are spelt out on hover too.
+    bare = "|".join(re.escape(abbreviation) for abbreviation in _abbreviations())
+    assert not re.search(rf"<td[^>]*>({bare})</td>", page)
+    assert re.search(r'<td class="label"><abbr title="Verbal Fluency">VF</abbr></td>', page)
 
 
 def _abbreviations() -> dict[str, str]:

@@ -357,6 +357,8 @@ def to_html(table: Table, *, css_class: str = "results") -> str:
             if rank is not None:
                 attrs += f' title="{RANK_NAMES[rank]}"'
             content = _html_cell(cell, not label)
+            if label and cell in ABBREVIATION_NAMES:  # a dimension as a row label: spelt out on hover
+                content = f'<abbr title="{escape_html(ABBREVIATION_NAMES[cell])}">{content}</abbr>'
             if rank is not None:
                 content += f"<sup>{rank}</sup>"
             cells.append(f"<td{attrs}>{content}</td>")
