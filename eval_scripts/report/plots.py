@@ -35,7 +35,7 @@ def _literal(text: str) -> str:
 
 def radar_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "Per-dimension ICC(3,1) %") -> Path:
     """One polygon per run plus the dashed human single-rater ceiling (Table 2), saved as PNG."""
-    return _save(radar_figure(runs, title=title), path, dpi=110)
+    return _save(radar_figure(runs, title=title), path, dpi=110, tight=True)
 
 
 def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1) %"):
@@ -60,9 +60,12 @@ def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1
     ax.tick_params(axis="x", pad=12)  # clear of the ceiling line and the outer ring
     ax.set_rlabel_position(180 / len(DIMENSIONS))  # ring labels between two dimension axes
     ax.tick_params(axis="y", labelsize=7)
+    ax.yaxis.set_major_formatter("{x:.0f}%")
+    for label in ax.get_yticklabels():  # readable where a polygon or the ceiling line crosses them
+        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
     ax.set_title(title, pad=18)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), fontsize=8, ncol=1, frameon=False)
-    fig.tight_layout()
+    # Below the dimension labels, never over the plot; saved with a tight box around title, labels and legend.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=1, frameon=False)
     return fig
 
 
@@ -130,8 +133,8 @@ def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by confi
     return fig
 
 
-def _save(fig, path: str | Path, *, dpi: int) -> Path:
+def _save(fig, path: str | Path, *, dpi: int, tight: bool = False) -> Path:
     path = Path(path)
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, **({"bbox_inches": "tight", "pad_inches": 0.2} if tight else {}))
     _pyplot().close(fig)
     return path
