@@ -47,6 +47,9 @@ def test_mkdocs_build_strict_passes(tmp_path):
     # The API reference was rendered from the docstrings, not left as `::: name` text.
     api = (tmp_path / "site" / "api" / "mis_icc_metric" / "index.html").read_text(encoding="utf-8")
     assert 'id="mis_icc_metric.scoring.score_predictions"' in api and ":::" not in api
+    # A `>>>` example outside an "Examples:" section renders as nested block quotes, not as code.
+    for page in (tmp_path / "site" / "api").rglob("*.html"):
+        assert not re.search(r"<blockquote>\s*<blockquote>", page.read_text(encoding="utf-8")), page
 
 
 def test_the_api_reference_names_every_public_module():
