@@ -21,6 +21,16 @@ from eval_scripts.submission import SCHEMA_VERSION
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 
+# The CPU baselines' model ids (eval_scripts.baselines; their results say backend "baseline").
+BASELINE_MODEL_IDS = {"mean": "baseline/train-mean", "features": "baseline/features-ridge"}
+BASELINE_BACKEND = "baseline"
+
+
+def is_floor_baseline(system: Mapping[str, Any]) -> bool:
+    """Whether a results file's `system` is the `mean` floor (ICC 0 by construction): reports and the
+    leaderboard show it beside the systems as a reference line, never ranked among them."""
+    return system.get("backend") == BASELINE_BACKEND and system.get("model") == BASELINE_MODEL_IDS["mean"]
+
 
 def package_versions(extra: Iterable[str] = ()) -> dict[str, str]:
     """Installed versions of the packages a result depends on (missing ones omitted)."""

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.labels import Labels, read_labels
+from mis_bench_dataset.loading import DEFAULT_BUILD_DIR as DEFAULT_OUT
 from mis_bench_dataset.outputs import check_not_overlapping, check_replaceable_folder, write_manifest
 from mis_bench_dataset.parquet_writer import ShardedParquetWriter
 from mis_bench_dataset.problems import BuildError, Problem
@@ -58,7 +59,6 @@ logger = logging.getLogger(__name__)
 
 CONFIGS: tuple[str, ...] = ("features", "scoring")
 REPORT_NAME = "build_report.json"
-DEFAULT_OUT = "mis-bench"
 BUILD_WRITER = "build"
 # What a build folder written before output manifests existed holds.
 LEGACY_BUILD_FILES: tuple[str, ...] = ("README.md", REPORT_NAME, *(f"{config}/*.parquet" for config in CONFIGS))

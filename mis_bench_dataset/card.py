@@ -192,12 +192,16 @@ def card_body(report, stats: dict | None = None) -> str:
         "is scored on eight FIS dimensions on a 1.0-5.0 scale (one decimal). Models are evaluated "
         "by ICC(3,1) against the gold score."
     )
+    folder = f"./{Path(report.out_dir).name}"
     parts.append(
-        "## Loading\n\n```python\nfrom datasets import load_dataset\n"
-        f'scoring = load_dataset("{Path(report.out_dir).name}", "scoring", split="test")'
+        "## Loading\n\nBy the folder's path (a bare name is looked up on the Hub and, offline, in the `datasets` "
+        "cache, which may hold another build of that name):\n\n```python\nfrom datasets import load_dataset\n"
+        f'scoring = load_dataset("{folder}", "scoring", split="test")'
         "   # one row per (video, dimension)\n"
-        f'features = load_dataset("{Path(report.out_dir).name}", "features", split="test").with_format("numpy")\n'
-        'features[0]["openface"].shape   # (T, 208) float32; (0, 208) when absent\n```'
+        f'features = load_dataset("{folder}", "features", split="test").with_format("numpy")\n'
+        'features[0]["openface"].shape   # (T, 208) float32; (0, 208) when absent\n```\n\n'
+        "Uploaded with `mis-bench build ... --push-to-hub USER/REPO`, it loads as "
+        '`load_dataset("USER/REPO", "scoring")`.'
     )
 
     def name(path):  # folder/file names only: the card is published, local paths are not

@@ -162,6 +162,9 @@ DIMENSIONS: tuple[Dimension, ...] = (
 )
 DIMENSION_KEYS: tuple[str, ...] = tuple(d.key for d in DIMENSIONS)
 DIMENSION_BY_KEY: dict[str, Dimension] = {d.key: d for d in DIMENSIONS}
+# The paper's abbreviations spelt out: the legend under every table that uses them (reports, leaderboard).
+ABBREVIATION_NAMES: dict[str, str] = {d.abbreviation: d.name for d in DIMENSIONS}
+ABBREVIATION_LEGEND: str = "Dimensions: " + "; ".join(f"{d.abbreviation} = {d.name}" for d in DIMENSIONS) + "."
 
 # Table 2 (percent in the paper; fractions here).
 HUMAN_CEILING: dict[str, Ceiling] = {

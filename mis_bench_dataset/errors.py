@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from pathlib import Path
 from types import ModuleType
 
 EXIT_DATA = 1
@@ -66,8 +67,40 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _install_hint(extra: str) -> str:
-    return f"install it with: pip install 'mis-bench[{extra}]'"
+# The torch wheel the docs and CI install first, so that an extra's `torch` requirement is met by the CPU build
+# instead of an unpinned CUDA build pulled from the index.
+TORCH_PIN = "torch==2.13.0"
+DISTRIBUTION = "mis-bench"
+
+
+def checkout_root() -> Path | None:
+    """The source checkout the toolkit runs from (an editable install or PYTHONPATH), or None when it was
+    installed from a wheel (the packages then sit in site-packages, with no setup.cfg beside them)."""
+    root = Path(__file__).resolve().parents[1]
+    setup = root / "setup.cfg"
+    try:
+        declared = setup.is_file() and f"name = {DISTRIBUTION}" in setup.read_text(encoding="utf-8")
+    except OSError:
+        declared = False
+    return root if declared else None
+
+
+def install_hint(extra: str) -> str:
+    """The install command that works for how the toolkit was installed.
+
+    From a checkout the extra is installed from the checkout (`mis-bench` is not on the package index);
+    from a wheel, as the installed distribution's extra. Extras that bring torch start with the pinned
+    CPU wheel (or the CUDA build of the user's choice), so pip does not pull an unpinned CUDA build.
+    """
+    root = checkout_root()
+    if root is None:
+        target = f"pip install '{DISTRIBUTION}[{extra}]'"
+    else:
+        where = "." if Path.cwd().resolve() == root else str(root)
+        target = f'pip install -e "{where}[{extra}]"'
+    if "torch" in EXTRA_MODULES.get(extra, ("torch",)):
+        return f"install it with: pip install {TORCH_PIN} (or the CUDA build for your GPU), then {target}"
+    return f"install it with: {target}"
 
 
 def require(module: str, extra: str, purpose: str) -> ModuleType:
@@ -78,7 +111,7 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
         raise MissingExtraError(
             f"{purpose} needs the Python package {module.split('.')[0]!r}, which is not installed",
             where=str(err),
-            hint=_install_hint(extra),
+            hint=install_hint(extra),
         ) from err
 
 
@@ -88,5 +121,5 @@ def require_extra(extra: str, purpose: str) -> None:
     if missing:
         raise MissingExtraError(
             f"{purpose} needs the {extra!r} extra; not installed: {', '.join(missing)}",
-            hint=_install_hint(extra),
+            hint=install_hint(extra),
         )

@@ -3,7 +3,9 @@
 `datasets` keys the cache of a local folder by the folder's name and card, not by its
 content, so two builds in same-named folders (or a rebuild with another seed) would share
 cached rows. Every reader in the toolkit therefore loads a build through `load_build`,
-which uses a private, throw-away cache (the Parquet files are small; conversion is fast).
+which uses a private, throw-away cache (the Parquet files are small; conversion is fast),
+and only by path: a name that is not a folder is refused, never looked up on the Hub or in
+the user's `datasets` cache.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.errors import DataError, UsageError
+
+# `mis-bench build`'s default folder. Not "mis-bench": `load_dataset("mis-bench")` reads a bare name as a Hub
+# id and, offline or without such a folder here, returns whatever the `datasets` cache holds under that name.
+# Load a build by its path, `load_dataset("./mis-bench-build", "scoring")`.
+DEFAULT_BUILD_DIR = "mis-bench-build"
 
 
 @contextmanager

@@ -5,11 +5,12 @@ statistics (every ICC form, Krippendorff's alpha, bias and limits of agreement, 
 The numpy core (`icc`, `bootstrap`) has no framework dependency; `scoring` applies
 the benchmark's rules; `mis_icc/` is the `evaluate` module wrapping them (script, card, Space).
 
->>> from mis_icc_metric import icc3
->>> ratings = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
->>> result = icc3(ratings)  # Shrout & Fleiss (1979), Table 2: 6 targets, 4 judges
->>> round(result.icc, 4), round(result.icc_k, 2)  # their ICC(3,1) = .71 and ICC(3,4) = .91
-(0.7148, 0.91)
+Examples:
+    >>> from mis_icc_metric import icc3
+    >>> ratings = [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]]
+    >>> result = icc3(ratings)  # Shrout & Fleiss (1979), Table 2: 6 targets, 4 judges
+    >>> round(result.icc, 4), round(result.icc_k, 2)  # their ICC(3,1) = .71 and ICC(3,4) = .91
+    (0.7148, 0.91)
 """
 
 from __future__ import annotations

@@ -42,9 +42,11 @@ class RAFTConfig(SFTConfig):
     Using [`~trl.TrlParser`] (`raft_trainer/train.py`) every field is a command-line flag and a key of a `--config`
     YAML recipe.
 
-    Parameters:
-        > Parameters that control the MIS-RAFT objective
+    The parameters below control the MIS-RAFT objective (`raft_objective`, `ce_weight`, `renormalize_digits`), the
+    inputs (`modality` to `padding_side`), and then come those whose defaults differ from [`~trl.SFTConfig`] (paper
+    Appendix D.1, from `max_length` on).
 
+    Parameters:
         raft_objective (`str`, *optional*, defaults to `"raft"`):
             Training objective. Possible values are:
 
@@ -75,8 +77,6 @@ class RAFTConfig(SFTConfig):
             `"loss"` through `load_best_model_at_end`). Default: no early stopping.
         early_stopping_threshold (`float`, *optional*, defaults to `0.0`):
             How much the metric must improve to count as an improvement (the authors': 0.0).
-
-        > Parameters that control the inputs
 
         modality (`str`, *optional*, defaults to `"text"`):
             Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
@@ -121,9 +121,6 @@ class RAFTConfig(SFTConfig):
         padding_side (`str`, *optional*, defaults to `"left"`):
             Padding side of the RAFT collator. `"left"` aligns every row's completion, so the model computes logits
             at the fewest positions; `"right"` is also supported.
-
-        > Parameters whose defaults differ from [`~trl.SFTConfig`] (paper Appendix D.1)
-
         max_length (`int` or `None`, *optional*, defaults to `512`):
             Maximum tokens per row (D.1: 512). A longer row has its transcript shortened, never the rubric, the
             media context or the completion; a prompt that cannot fit even without its transcript raises, naming the

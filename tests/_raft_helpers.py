@@ -1,97 +1,16 @@
-"""Tiny offline model + tokenizer + scoring rows for the raft_trainer tests (no downloads)."""
+"""Scoring rows, toy encodings and stand-in processors for the raft_trainer tests (no downloads).
+
+The tiny model and tokenizer are the package's own (`raft_trainer.tiny`, also used by the docs' demo).
+"""
 
 from __future__ import annotations
 
-import functools
 import random
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
-
-CHATML = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
-SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-WORDS = ["warm", "calm", "kind", "clear", "hope", "bond", "the", "client", "therapist", "feel", "you", "we"]
-
-
-def _corpus() -> list[str]:
-    from raft_trainer.data import SYSTEM_INSTRUCTION, user_prompt
-
-    texts = [SYSTEM_INSTRUCTION, "The score prediction is: 3.4", " ".join(WORDS)]
-    for key in DIMENSION_KEYS:
-        texts.append(user_prompt(key, "warm calm kind"))
-        texts.extend([RUBRIC[key].criterion, *RUBRIC[key].scores])
-    return texts * 3
-
-
-@functools.cache
-def _trained_tokenizer_json(split_digits: bool, vocab_size: int) -> str:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.pre_tokenizer = (
-        pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
-        if split_digits
-        else byte_level
-    )
-    tok.decoder = decoders.ByteLevel()
-    corpus = _corpus()
-    if not split_digits:  # make " 3" and "3.4"-like merges likely
-        corpus += [f"The score prediction is: {i}.{j}" for i in range(1, 6) for j in range(10)] * 20
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=SPECIAL,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator(corpus, trainer)
-    return tok.to_str()
-
-
-def make_tokenizer(split_digits: bool = True, vocab_size: int = 1200):
-    """Byte-level BPE (a fresh object each call; training is cached); with `split_digits` the
-    pre-tokenizer isolates every digit (as Qwen2's does)."""
-    from tokenizers import Tokenizer
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer.from_str(_trained_tokenizer_json(split_digits, vocab_size))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
-    fast.chat_template = CHATML
-    return fast
-
-
-def make_model(tokenizer, seed: int = 0, hidden: int = 32, layers: int = 2):
-    import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(seed)
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
-    return Qwen2ForCausalLM(config)
-
-
-def save_tiny(tmp_path: Path, seed: int = 0) -> Path:
-    """A tiny model + tokenizer saved to a folder, for train.py's --model."""
-    tokenizer = make_tokenizer()
-    model = make_model(tokenizer, seed=seed)
-    out = tmp_path / "tiny-qwen2"
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return out
+from raft_trainer.tiny import WORDS
+from raft_trainer.tiny import tiny_model as make_model  # noqa: F401 (the tests' name for it)
+from raft_trainer.tiny import tiny_tokenizer as make_tokenizer
 
 
 def toy_rows(n: int, seed: int = 0, dimensions=("empathy",)) -> list[dict]:

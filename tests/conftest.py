@@ -1,17 +1,53 @@
-"""Shared test set-up: offline Hub, no telemetry, and the ../shared data when present."""
+"""Shared test set-up: offline Hub, no telemetry, private caches, and the ../shared data when present.
+
+The suite never writes into the user's caches: before anything imports `datasets`, `huggingface_hub`,
+`transformers` or `evaluate`, `HF_HOME` points to a temporary folder (removed at exit) and every
+variable that would send one of their caches elsewhere is removed; `MIS_BENCH_CACHE` (the default
+sample) is temporary too. Subprocesses inherit both. tests/test_caches.py checks it.
+"""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
+
+import pytest  # imports none of the libraries whose caches are redirected below
+
+# Where the user's caches are (the environment as the suite found it), for tests/test_caches.py.
+USER_HF_HOME = Path(
+    os.environ.get("HF_HOME") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "huggingface"
+).expanduser()
+USER_CACHE_VARIABLES = {
+    name: os.environ.get(name)
+    for name in (
+        "HF_HOME",
+        "HF_DATASETS_CACHE",
+        "HF_HUB_CACHE",
+        "HUGGINGFACE_HUB_CACHE",
+        "HF_MODULES_CACHE",
+        "HF_EVALUATE_CACHE",
+        "HF_METRICS_CACHE",
+        "HF_ASSETS_CACHE",
+        "HF_XET_CACHE",
+        "TRANSFORMERS_CACHE",
+        "MIS_BENCH_CACHE",
+    )
+}
+_PRIVATE_CACHES = Path(tempfile.mkdtemp(prefix="mis-bench-tests-"))
+atexit.register(shutil.rmtree, _PRIVATE_CACHES, ignore_errors=True)
+for _name in USER_CACHE_VARIABLES:
+    os.environ.pop(_name, None)
+os.environ["HF_HOME"] = str(_PRIVATE_CACHES / "huggingface")
+os.environ["MIS_BENCH_CACHE"] = str(_PRIVATE_CACHES / "mis-bench")
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"

@@ -15,7 +15,7 @@ import pytest
 
 from eval_scripts.cache import iter_records
 from eval_scripts.cli import main
-from mis_bench_dataset.errors import EXIT_USAGE
+from mis_bench_dataset.errors import EXIT_USAGE, install_hint
 
 from _harness_helpers import make_fixed_answer_model
 from _server_helpers import TransformersServer, serving_missing
@@ -29,7 +29,7 @@ def served(tmp_path_factory):
     if missing:
         pytest.skip(
             f"the real-server tests need the transformers[serving] extra (missing: {', '.join(missing)}); "
-            "install it with: pip install 'mis-bench[test]'"
+            + install_hint("test")
         )
     folder = tmp_path_factory.mktemp("served")
     model_dir = make_fixed_answer_model(folder / "fixed-3.5")

@@ -107,3 +107,120 @@ def test_page_loads_sorts_and_shows_the_json_numbers(board, tmp_path):
             assert title == f"ICC {pct(block['icc'])}%, 95% CI [{pct(block['icc_ci'][0])}, {pct(block['icc_ci'][1])}]"
         assert float(cells["overall"][1]) == entry["scores"]["overall"]["icc"]
         assert cells["model"][0] == entry["model"]
+
+
+LAYOUT_PROBE = r"""
+<script>
+(function () {
+  const width = window.innerWidth;
+  const table = document.getElementById('leaderboard');
+  const clipped = cell => cell.scrollWidth > cell.clientWidth + 1;
+  const seen = {
+    width: width,
+    page_scroll_width: document.documentElement.scrollWidth,
+    table_right: table.getBoundingClientRect().right,
+    headers: Array.from(table.querySelectorAll('thead th')).map(th => ({
+      key: th.dataset.key, text: th.textContent, title: th.title,
+      right: th.getBoundingClientRect().right, clipped: clipped(th)})),
+    clipped_cells: Array.from(table.querySelectorAll('td')).filter(clipped).map(td => td.dataset.key || td.textContent),
+    marked_synthetic: Array.from(table.querySelectorAll('td[data-key="model"]'))
+      .filter(td => getComputedStyle(td, '::after').content.includes('SYNTHETIC')).map(td => td.textContent),
+    notice: (document.getElementById('synthetic-notice') || {}).textContent || '',
+    legend: (document.getElementById('legend') || {}).textContent || '',
+    ranked: Array.from(table.querySelectorAll('tbody.entries tr.entry td[data-key="rank"]')).map(td => td.textContent),
+    floor_rows: Array.from(table.querySelectorAll('tbody.reference tr.floor')).map(row =>
+      [row.querySelector('td[data-key="rank"]').textContent, row.querySelector('td[data-key="model"]').textContent]),
+  };
+  const out = document.createElement('pre');
+  out.id = 'probe';
+  out.textContent = JSON.stringify(seen);
+  document.body.appendChild(out);
+})();
+</script>
+"""
+
+
+@pytest.fixture(scope="module")
+def realistic_board(tmp_path_factory):
+    """Long real-world names, every setting, few-shot prompts, truncated answers, the floor baseline, and a
+    mix of synthetic and non-synthetic entries: what must fit a 1280 px window."""
+    references = make_references()
+    folder = tmp_path_factory.mktemp("realistic")
+    systems = [
+        ("Qwen/Qwen2.5-VL-7B-Instruct", "audio+video+text", "transformers", 0.3, True),
+        ("meta-llama/Llama-3.3-70B-Instruct-Turbo-with-a-long-suffix", "video+text", "openai", 0.5, False),
+        ("baseline/features-ridge", "audio+text", "baseline", 0.7, True),
+        ("baseline/train-mean", "text", "baseline", None, True),
+    ]
+    for seed, (model, modality, backend, noise, synthetic) in enumerate(systems):
+        predictions = (
+            noisy_predictions(references, noise, seed=seed + 70, none_rate=0.02)
+            if noise is not None
+            else {key: 3.5 for key in references}
+        )
+        results = make_results(predictions, model=model, modality=modality, prompt_style="cot")
+        results["system"]["backend"] = backend
+        results["dataset"]["synthetic"] = synthetic
+        if seed == 0:
+            results["setting"]["few_shot_k"] = 3
+        (folder / f"{seed}.json").write_text(json.dumps(results))
+    return build_leaderboard(folder, references, n_bootstrap=50, seed=0)
+
+
+def _layout_in_chromium(page: str, tmp_path, width: int) -> dict:
+    path = tmp_path / "layout.html"
+    path.write_text(page.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    command = [
+        BROWSER,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--window-size={width},900",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        path.as_uri(),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    match = re.search(r'<pre id="probe">(.*?)</pre>', result.stdout, re.S)
+    assert match, f"probe did not run; chromium rc={result.returncode} stderr={result.stderr[-2000:]}"
+    return json.loads(html_lib.unescape(match.group(1)))
+
+
+def test_every_column_fits_a_1280_px_window_with_a_legend_and_tooltips(realistic_board, tmp_path):
+    seen = _layout_in_chromium(render_page(realistic_board), tmp_path, 1280)
+    assert seen["width"] == 1280
+    assert seen["page_scroll_width"] <= 1280 and seen["table_right"] <= 1280, seen
+    keys = [h["key"] for h in seen["headers"]]
+    assert keys[-3:] == ["excluded_rate", "truncated", "p_vs_leader"]  # the columns that were cut off
+    assert all(h["right"] <= 1280 and not h["clipped"] for h in seen["headers"]), seen["headers"]
+    assert seen["clipped_cells"] == []
+    # Every abbreviation is spelt out on hover and in the legend.
+    from mis_bench_dataset.dimensions import DIMENSIONS
+
+    by_key = {h["key"]: h for h in seen["headers"]}
+    for dim in DIMENSIONS:
+        assert by_key[dim.key]["text"] == dim.abbreviation and by_key[dim.key]["title"] == dim.name
+        assert f"{dim.abbreviation} = {dim.name}" in seen["legend"]
+
+
+def test_the_synthetic_banner_counts_the_rows_marked_synthetic(realistic_board, tmp_path):
+    seen = _layout_in_chromium(render_page(realistic_board), tmp_path, 1280)
+    shown = [*realistic_board["entries"], *realistic_board["floors"]]
+    synthetic = [e for e in shown if e["synthetic"]]
+    assert 0 < len(synthetic) < len(shown)
+    assert sorted(seen["marked_synthetic"]) == sorted(
+        e["model"] + (" (floor)" if e["floor"] else "") for e in synthetic
+    )
+    assert f"{len(synthetic)} of {len(shown)} entries, marked SYNTHETIC" in seen["notice"]
+
+
+def test_the_floor_baseline_is_shown_but_not_ranked(realistic_board, tmp_path):
+    assert [e["model"] for e in realistic_board["floors"]] == ["baseline/train-mean"]
+    assert realistic_board["floors"][0]["rank"] is None
+    assert "baseline/train-mean" not in [e["model"] for e in realistic_board["entries"]]
+    seen = _layout_in_chromium(render_page(realistic_board), tmp_path, 1280)
+    assert seen["ranked"] == ["1", "2", "3"]
+    assert seen["floor_rows"] == [["–", "baseline/train-mean (floor)"]]

@@ -83,8 +83,10 @@ def test_readme_first_command_runs_the_default_job(default_job, default_sample_c
     winner = max((r for r in summary["runs"] if r["baseline"] == "features"), key=lambda r: r["overall_icc"])
     assert (best[0]["modality"], best[0]["overall_icc"]) == (winner["modality"], winner["overall_icc"])
     board = json.loads((out / "leaderboard" / "leaderboard.json").read_text())
-    assert len(board["entries"]) == 5 and board["rejected"] == []
-    assert board["entries"][-1]["model"] == "baseline/train-mean"
+    assert len(board["entries"]) == 4 and board["rejected"] == []
+    assert {e["model"] for e in board["entries"]} == {"baseline/features-ridge"}
+    # The mean floor is shown beside the ranked systems, never ranked among them.
+    assert [(f["model"], f["rank"]) for f in board["floors"]] == [("baseline/train-mean", None)]
     assert "synthetic-notice" in (out / "leaderboard" / "index.html").read_text()
 
 

@@ -130,3 +130,15 @@ def test_the_widget_data_path_computes_what_compute_does():
     from_form = metric.compute(**parse_gradio_data(table, types), n_bootstrap=0)
     assert from_form == metric.compute(**columns, n_bootstrap=0)
     assert round(from_form["dimensions"]["empathy"]["icc"], 4) == 0.9751  # pingouin's ICC(C,1) on these pairs
+
+
+def test_the_widget_renders_the_card_without_typographic_replacements():
+    """Gradio renders the card with markdown-it's typographer, which turns "(C)" into "©" and "(R)" into "®":
+    every such formula is in a code span. Rendered as the widget does (the js-default preset, typographer on)."""
+    from markdown_it import MarkdownIt
+
+    rendered = MarkdownIt("js-default", {"typographer": True, "html": True}).render(
+        parse_readme(METRIC_DIR / "README.md")
+    )
+    assert not set(rendered) & set("\u00a9\u00ae\u2122\u00b1"), "a typographic replacement changed the card"
+    assert "offdiag(C)" in rendered

@@ -89,7 +89,7 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
     core = set(_requirement_names(setup["options"]["install_requires"]))
     assert not core & {*TRAIN_MODULES, "bitsandbytes", "rich"}
     extras = {name: _requirement_names(block) for name, block in setup["options.extras_require"].items()}
-    assert set(extras) == {"train", "qlora", "serving", "test", "all"} and set(EXTRA_MODULES) <= set(extras)
+    assert set(extras) == {"train", "qlora", "serving", "docs", "test", "all"} and set(EXTRA_MODULES) <= set(extras)
     for extra, modules in EXTRA_MODULES.items():
         assert extras[extra] == list(modules)  # here the distributions are named as their import packages
     assert extras["serving"] == ["transformers[serving]"]
@@ -97,7 +97,9 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
     name = setup["metadata"]["name"]
     assert f"{name}[train]" in extras["test"] and {"pytest", "hypothesis", "pingouin", "ruff"} <= set(extras["test"])
     assert f"{name}[serving]" in extras["test"]  # the real-server tests run `transformers serve`
-    assert extras["all"] == [f"{name}[train,qlora,serving,test]"]
+    assert f"{name}[docs]" in extras["test"] and "pytest-xdist" in extras["test"]  # the suite builds the docs, -n 2
+    assert {"mkdocs", "mkdocs-material", "mkdocstrings[python]"} == set(extras["docs"])
+    assert extras["all"] == [f"{name}[train,qlora,serving,docs,test]"]
 
 
 def test_core_commands_run_without_the_train_extra(tmp_path):
@@ -147,7 +149,8 @@ print(json.dumps({"hidden_ok": hidden_ok, "codes": codes, "loaded": loaded, "pre
     job = tmp_path / "job"
     assert len(list((job / "runs").glob("*/results.json"))) == 5
     assert (job / "report.html").is_file() and (job / "leaderboard" / "index.html").is_file()
-    assert len(json.loads((job / "leaderboard" / "leaderboard.json").read_text())["entries"]) == 5
+    board = json.loads((job / "leaderboard" / "leaderboard.json").read_text())
+    assert len(board["entries"]) == 4 and len(board["floors"]) == 1  # the mean floor is not ranked
     # The same numbers as with every package present.
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
     from mis_icc_metric.scoring import json_safe, score_predictions
@@ -193,7 +196,11 @@ print(json.dumps(messages))
     )
     assert done.returncode == 0, done.stderr[-3000:]
     messages = json.loads(done.stdout.strip().splitlines()[-1])
-    hint = "install it with: pip install 'mis-bench[train]'"
+    # Run from the checkout (an editable install or PYTHONPATH) in another folder: the extra from the checkout's path.
+    hint = (
+        "install it with: pip install torch==2.13.0 (or the CUDA build for your GPU), then "
+        f'pip install -e "{REPO_ROOT}[train]"'
+    )
     backend_line, backend_code = messages["backend"]
     assert backend_line.startswith("the transformers backend needs the Python package 'torch'") and hint in backend_line
     assert backend_code == 2
@@ -209,3 +216,54 @@ print(json.dumps(messages))
         f"{hint}",
     ]
     assert "Traceback" not in done.stderr
+
+
+HINT_PROBE = """
+from mis_bench_dataset.errors import MissingExtraError
+try:
+    import raft_trainer  # noqa: F401
+except MissingExtraError as err:
+    print(err.hint)
+"""
+
+
+def test_the_install_hint_from_the_checkout_itself(tmp_path):
+    done = _run_without(("torch",), HINT_PROBE, cwd=REPO_ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == (
+        'install it with: pip install torch==2.13.0 (or the CUDA build for your GPU), then pip install -e ".[train]"'
+    )
+
+
+def test_the_install_hint_from_a_wheel_names_the_extra(tmp_path):
+    """Installed from a wheel, the packages sit in site-packages with no setup.cfg beside them: the hint is the
+    installed distribution's extra (`pip install` keeps the installed mis-bench and adds the extra's packages)."""
+    import shutil
+
+    site = tmp_path / "site-packages"
+    for package in _setup_cfg()["options.packages.find"]["include"].split():
+        name = package.rstrip("*")
+        shutil.copytree(REPO_ROOT / name, site / name, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", HIDE_PACKAGES + HINT_PROBE, "torch"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == (
+        "install it with: pip install torch==2.13.0 (or the CUDA build for your GPU), then "
+        "pip install 'mis-bench[train]'"
+    )
+
+
+def test_the_torch_pin_of_the_hints_is_the_one_ci_and_the_readme_install():
+    from mis_bench_dataset.errors import TORCH_PIN
+
+    assert TORCH_PIN == "torch==2.13.0"
+    for document in (REPO_ROOT / ".ci" / "run", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "installation.md"):
+        pins = set(re.findall(r"torch==[\d.]+", document.read_text(encoding="utf-8")))
+        assert pins == {TORCH_PIN}, document

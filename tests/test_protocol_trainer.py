@@ -17,6 +17,7 @@ from raft_trainer import RAFTConfig, RAFTTrainer
 from raft_trainer.data import ScoringEncoder, conversation, prompt_messages
 from raft_trainer.digits import DigitTokens
 from raft_trainer.recipes import PAPER_TABLE4_RECIPES, SOUND_TABLE4_RECIPES
+from raft_trainer.tiny import save_tiny_model
 
 from _raft_helpers import (
     make_fake_video_processor,
@@ -24,7 +25,6 @@ from _raft_helpers import (
     make_vl_model,
     make_vl_tokenizer,
     raw_video_rows,
-    save_tiny,
     short_raft_config,
     toy_rows,
 )
@@ -111,7 +111,7 @@ def test_raw_video_with_the_paper_style_trains_and_tells_the_processor_the_budge
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    return save_tiny(tmp_path_factory.mktemp("tiny"))
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
 
 
 CPU_OVERRIDES = ["--load_in_4bit", "false", "--bf16", "false", "--optim", "adamw_torch"]

@@ -162,21 +162,19 @@ def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_buil
 
 
 def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path):
+    from raft_trainer.tiny import save_tiny_model
     from raft_trainer.train import load_media_processor
 
-    from _raft_helpers import save_tiny
-
     with pytest.raises(SystemExit, match="cannot take video"):
-        load_media_processor(str(save_tiny(tmp_path)), "video+text")
+        load_media_processor(str(save_tiny_model(tmp_path / "tiny-qwen2")), "video+text")
 
 
 def test_train_script_records_the_setting(synthetic_build, tmp_path):
+    from raft_trainer.tiny import save_tiny_model
     from raft_trainer.train import main
 
-    from _raft_helpers import save_tiny
-
     out = tmp_path / "run"
-    model_dir = save_tiny(tmp_path)
+    model_dir = save_tiny_model(tmp_path / "tiny-qwen2")
     assert (
         main(
             [

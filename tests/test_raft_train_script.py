@@ -18,15 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from _raft_helpers import save_tiny
-
 REPO = Path(__file__).resolve().parents[1]
 TRAIN = REPO / "raft_trainer" / "train.py"
 
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    return save_tiny(tmp_path_factory.mktemp("tiny"))
+    from raft_trainer.tiny import save_tiny_model
+
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
 
 
 def _common(model: Path, dataset: Path, out: Path) -> list[str]:

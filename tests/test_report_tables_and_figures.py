@@ -110,11 +110,12 @@ def test_radar_draws_each_run_and_the_human_ceiling(two_runs):
     fig = radar_figure(runs)
     ax = fig.axes[0]
     by_label = {line.get_label(): np.asarray(line.get_ydata()) for line in ax.get_lines()}
-    ceiling = [HUMAN_CEILING[k].icc for k in DIMENSION_KEYS]
+    ceiling = [100 * HUMAN_CEILING[k].icc for k in DIMENSION_KEYS]  # percent, as every table
     np.testing.assert_allclose(by_label["Human ceiling (Table 2)"], ceiling + ceiling[:1])
-    a = [runs[0].dim(k)["icc"] for k in DIMENSION_KEYS]
+    a = [100 * runs[0].dim(k)["icc"] for k in DIMENSION_KEYS]
     np.testing.assert_allclose(by_label[runs[0].label], a + a[:1])
     assert [t.get_text() for t in ax.get_xticklabels()] == [d.abbreviation for d in DIMENSIONS]
+    assert ax.get_ylim()[1] >= 70 and "%" in ax.get_title()
 
 
 def test_scatter_plots_parsed_pairs_per_dimension():
@@ -127,6 +128,9 @@ def test_scatter_plots_parsed_pairs_per_dimension():
         offsets = ax.collections[0].get_offsets() if ax.collections else np.empty((0, 2))
         assert sorted(map(tuple, np.asarray(offsets).tolist())) == expected
         assert ax.get_title().endswith(f"n={len(expected)}")
+        # A point at 1.0 or 5.0 (gold 5.0 is common) lies inside the axes, so its marker is drawn whole.
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+        assert x0 < 1.0 and x1 > 5.0 and y0 < 1.0 and y1 > 5.0
 
 
 def test_write_report_writes_md_html_png(tmp_path, two_runs):

@@ -14,6 +14,7 @@ from typing import Any
 from eval_scripts.baselines.models import make_baseline
 from eval_scripts.harness.context import dataset_record
 from eval_scripts.harness.outputs import write_run
+from eval_scripts.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.submission import slug
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
@@ -21,8 +22,6 @@ from mis_bench_dataset.loading import gold_references
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 
 logger = logging.getLogger(__name__)
-
-BASELINE_MODEL_IDS = {"mean": "baseline/train-mean", "features": "baseline/features-ridge"}
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ def run_baseline(
         run_dir,
         system={
             "model": BASELINE_MODEL_IDS[baseline],
-            "backend": "baseline",
+            "backend": BASELINE_BACKEND,
             "decoding": model.describe(),
             "package_versions": package_versions(extra=("scikit-learn",)),
             "description": f"CPU {baseline} baseline fitted on the train split ({len(train_rows)} videos)",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import existing, non_negative_int, positive_float, print_json, say
+from mis_bench_dataset.loading import DEFAULT_BUILD_DIR
 from mis_bench_dataset.release import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
 
@@ -36,7 +37,7 @@ def register(subparsers) -> None:
         type=existing("file", as_path=False),
         help="transcripts CSV (video,transcript); supplies the text modality",
     )
-    parser.add_argument("--out", default="mis-bench", help="output folder (default: ./mis-bench)")
+    parser.add_argument("--out", default=DEFAULT_BUILD_DIR, help=f"output folder (default: ./{DEFAULT_BUILD_DIR})")
     parser.add_argument(
         "--split-by",
         "--split-scheme",

@@ -152,6 +152,8 @@ def leaderboard_command(args: argparse.Namespace) -> int:
             f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
             f"overall ICC {pct(overall)}%"
         )
+    for floor in board.get("floors", []):
+        say(f"  floor {floor['model']} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)")
     for rejected in board["rejected"]:
         say(
             f"  rejected {rejected['file']}: {rejected['reasons'][0]}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say
+from mis_bench_dataset.loading import DEFAULT_BUILD_DIR
 
 MAX_VIDEOS = 100_000
 
@@ -51,5 +52,5 @@ def run(args: argparse.Namespace) -> int:
             f"wrote SYNTHETIC release of {summary['n_videos']} videos to {release.release_dir} "
             f"(ratings: {release.ratings_csv})"
         )
-        say(f"next: mis-bench build {release.release_dir} --labels {release.ratings_csv} --out mis-bench")
+        say(f"next: mis-bench build {release.release_dir} --labels {release.ratings_csv} --out {DEFAULT_BUILD_DIR}")
     return 0

@@ -26,9 +26,10 @@ class LeaderboardFiles:
 
 
 def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One flat row per ranked entry (raw fractions, like the JSON; submitter text made spreadsheet-safe)."""
+    """One flat row per ranked entry, then the floor baselines with an empty rank (raw fractions, like the
+    JSON; submitter text made spreadsheet-safe)."""
     rows = []
-    for entry in board["entries"]:
+    for entry in [*board["entries"], *board.get("floors", [])]:
         scores, overall = entry["scores"], entry["scores"]["overall"]
         ci = overall.get("icc_ci") or [None, None]
         row = {

@@ -14,20 +14,28 @@ from collections.abc import Mapping
 from typing import Any
 
 from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct, signed
-from mis_bench_dataset.dimensions import HUMAN_CEILING_MEAN
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, ABBREVIATION_NAMES, HUMAN_CEILING_MEAN
 from mis_bench_dataset.text_safety import escape_html
 
+# Laid out to fit a 1280 px window with every column (tests/test_leaderboard_page_chromium.py): headers wrap,
+# long model names wrap inside their cell, numbers keep one line; a narrower window scrolls the table, not the page.
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
-table{border-collapse:collapse;font-size:.88rem}
-th,td{border:1px solid #ccc;padding:.3rem .45rem;text-align:right;white-space:nowrap}
-th{background:#f0f0f5;cursor:pointer;user-select:none}
+body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
+.table-wrap{max-width:100%;overflow-x:auto}
+table{border-collapse:collapse;font-size:.82rem}
+th,td{border:1px solid #ccc;padding:.25rem .35rem;text-align:right;white-space:nowrap}
+th{background:#f0f0f5;cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom;max-width:5.5rem}
 th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::after{content:" \\25BC"}
+th abbr{text-decoration:none}
 td.text,th.text{text-align:left}
+td[data-key=model]{white-space:normal;min-width:8rem;max-width:16rem;overflow-wrap:anywhere}
+td.synthetic::after{content:"SYNTHETIC";margin-left:.35rem;padding:0 .25rem;font-size:.68rem;font-weight:700;
+  font-style:normal;color:#7a5b00;background:#fff3cd;border:1px solid #e0c060;border-radius:3px;white-space:nowrap}
 tr.entry:hover{background:#f7f7ff;cursor:pointer}
 tr.detail td{text-align:left;background:#fafafa;white-space:normal;font-size:.8rem}
 tbody.reference td{font-style:italic;background:#f3f3f3}
 .notice{background:#fff3cd;border:1px solid #e0c060;padding:.8rem;font-weight:600}
+.legend{font-size:.8rem;color:#444}
 .rejected li{margin:.3rem 0}
 """
 
@@ -138,9 +146,10 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     overall = scores.get("overall") or {}
     comparison = entry.get("vs_leader") or {}
     p_value = comparison.get("p_value")
+    model_css = "text synthetic" if entry["synthetic"] else "text"
     cells = [
         _cell("rank", entry["rank"], str(entry["rank"])),
-        _cell("model", entry["model"], entry["model"], css="text", title=f"{entry['backend']} · {entry['file']}"),
+        _cell("model", entry["model"], entry["model"], css=model_css, title=f"{entry['backend']} · {entry['file']}"),
         _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
         _cell(
             "prompt_style",
@@ -224,6 +233,27 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
     )
 
 
+def _floor_row(entry: Mapping[str, Any], board: Mapping[str, Any]) -> str:
+    """A floor baseline beside the ranked systems: its scores, no rank, no comparison with the leader."""
+    scores = entry["scores"]
+    overall = scores.get("overall") or {}
+    cells = [
+        _cell("rank", None, MISSING, title="floor baseline: shown for reference, not ranked"),
+        _cell(
+            "model", entry["model"], f"{entry['model']} (floor)", css="text synthetic" if entry["synthetic"] else "text"
+        ),
+        _cell("modality", entry["modality"], entry["modality"], css="text"),
+        _cell("prompt_style", entry["prompt_style"], entry["prompt_style"], css="text"),
+        _icc_cell("overall", overall),
+        _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
+        *(_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]),
+        _cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))),
+        _cell("truncated", None, MISSING),
+        _cell("p_vs_leader", None, MISSING),
+    ]
+    return f'<tr class="floor">{"".join(cells)}</tr>'
+
+
 def _ceiling_row(board: Mapping[str, Any], cols: list[tuple[str, str, str]]) -> str:
     ceiling = board["human_ceiling"]
     cells = []
@@ -236,7 +266,7 @@ def _ceiling_row(board: Mapping[str, Any], cols: list[tuple[str, str, str]]) -> 
             cells.append(_icc_cell(key, ceiling[key]))
         else:
             cells.append("<td></td>")
-    return f'<tbody class="reference"><tr class="ceiling">{"".join(cells)}</tr></tbody>'
+    return f'<tr class="ceiling">{"".join(cells)}</tr>'
 
 
 def embedded_json(board: Mapping[str, Any]) -> str:
@@ -251,16 +281,38 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
         f'<th data-key="{key}" data-type="{kind}"'
         + (' data-default="ascending"' if kind == "text" or key == "rank" else "")
         + (' class="text"' if kind == "text" else "")
-        + f">{_esc(header)}</th>"
+        + (f' title="{_esc(ABBREVIATION_NAMES[header])}"' if header in ABBREVIATION_NAMES else "")
+        + ">"
+        + (
+            f'<abbr title="{_esc(ABBREVIATION_NAMES[header])}">{_esc(header)}</abbr>'
+            if header in ABBREVIATION_NAMES
+            else _esc(header)
+        )
+        + "</th>"
         for key, header, kind in cols
     )
     rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
+    floors = board.get("floors", [])
+    shown = [*board["entries"], *floors]
+    n_synthetic = sum(entry["synthetic"] for entry in shown)
     notice = ""
-    if any(entry["synthetic"] for entry in board["entries"]):
+    if n_synthetic:
         notice = (
-            "<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: entries marked synthetic were scored on the "
-            "toolkit's generated sample, not on MIS-Bench; their numbers say nothing about model skill.</p>"
+            f"<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: {n_synthetic} of {len(shown)} entries, "
+            "marked SYNTHETIC, were scored on the toolkit's generated sample, not on MIS-Bench; their numbers say "
+            "nothing about model skill.</p>"
         )
+    legend = (
+        f"<p class='legend' id='legend'>{_esc(ABBREVIATION_LEGEND)} Overall: ICC of the per-video mean of the eight "
+        "scores. Excluded: share of videos without all eight scores. Truncated: answers cut at the token limit. "
+        "p vs leader: paired bootstrap p-value of the overall ICC difference."
+        + (
+            " (floor): the train-mean baseline, ICC 0 by construction, shown for reference and not ranked."
+            if floors
+            else ""
+        )
+        + "</p>"
+    )
     rejected = ""
     if board["rejected"]:
         items = "".join(
@@ -280,8 +332,11 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
 Overall: the eight scores averaged per video; videos with an unparseable dimension are excluded.
 Ranked by overall ICC; p vs leader: paired bootstrap test of the overall ICC difference on the same videos.
 Generated {_esc(board["generated_at"])}.</p>
-<table id="leaderboard"><thead><tr>{head}</tr></thead>
-<tbody class="entries">{rows}</tbody>{_ceiling_row(board, cols)}</table>
+<div class="table-wrap"><table id="leaderboard"><thead><tr>{head}</tr></thead>
+<tbody class="entries">{rows}</tbody>
+<tbody class="reference">{"".join(_floor_row(entry, board) for entry in floors)}{_ceiling_row(board, cols)}</tbody>
+</table></div>
+{legend}
 {rejected}
 <script type="application/json" id="leaderboard-data">{embedded_json(board)}</script>
 <script>{_SCRIPT}</script>

@@ -18,6 +18,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from eval_scripts.results import is_floor_baseline
 from eval_scripts.submission import (
     DEFAULT_MAX_BYTES,
     SubmissionError,
@@ -78,6 +79,8 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
         "input_source": setting["input_source"],
         "dataset_fingerprint": dataset["fingerprint"],
         "synthetic": bool(dataset.get("synthetic", False)),
+        # The `mean` baseline: shown as a reference line (board["floors"]), never ranked among the systems.
+        "floor": is_floor_baseline(system),
         "created_at": sub.results["created_at"],
         # Recomputed by the metric from the predictions, like the scores: never the submitter's claim.
         "parse_rates": scores.get("parse_rates") or {},
@@ -124,7 +127,8 @@ def build_leaderboard(
     """The leaderboard as a JSON-ready dict: ranked entries, rejected files, the human ceiling.
 
     Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
-    carries a paired bootstrap comparison against the leader on the same videos.
+    carries a paired bootstrap comparison against the leader on the same videos. The `mean`
+    floor baseline is scored but not ranked: it is listed under `floors` (rank null).
     """
     from eval_scripts.report.inputs import predictions_on
     from mis_icc_metric import paired_comparison, score_predictions
@@ -165,7 +169,10 @@ def build_leaderboard(
             logger.exception("scoring failed for %s", sub.file)
             rejected.append({"file": sub.file, "reasons": [f"could not be scored: {type(err).__name__}: {err}"]})
 
-    entries.sort(key=lambda pair: _rank_key(pair[0]))
+    floors = [entry for entry, _ in entries if entry["floor"]]
+    for entry in floors:
+        entry["rank"], entry["vs_leader"] = None, None
+    entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=lambda pair: _rank_key(pair[0]))
     for rank, (entry, sub) in enumerate(entries, start=1):
         entry["rank"] = rank
         if rank == 1:
@@ -200,5 +207,6 @@ def build_leaderboard(
         "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
         "human_ceiling": {key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()},
         "entries": [entry for entry, _ in entries],
+        "floors": floors,
         "rejected": sorted(rejected, key=lambda r: r["file"]),
     }

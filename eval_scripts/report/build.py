@@ -52,7 +52,7 @@ from eval_scripts.report.views import (
     rank_table,
 )
 from eval_scripts.submission import slug
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
@@ -249,6 +249,7 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
     md = [f"# {md_escape(title)}", ""]
     if synthetic:
         md += [f"> **{SYNTHETIC_NOTICE}**", ""]
+    md += [ABBREVIATION_LEGEND, ""]  # our own text: no user input in it
     for section in sections:
         md += [f"## {section.heading}", ""]
         md += [part for text in section.paragraphs for part in (md_escape(text), "")]
@@ -276,6 +277,7 @@ def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
     ]
     if synthetic:
         page.append(f"<p class='notice' id='synthetic-notice'>{escape_html(SYNTHETIC_NOTICE)}</p>")
+    page.append(f"<p class='legend' id='legend'>{escape_html(ABBREVIATION_LEGEND)}</p>")
     for section in sections:
         page.append(f"<section id='{_slug(section.heading)}'><h2>{escape_html(section.heading)}</h2>")
         page += [f"<p class='note'>{escape_html(text)}</p>" for text in section.paragraphs]
@@ -404,9 +406,8 @@ def write_report(
         runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
     )
     heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix)
-    radar = radar_chart(
-        comparison.views() or [entry.run for entry in best] or runs, radar_path, title="Per-dimension ICC(3,1)" + suffix
-    )
+    radar_runs = comparison.views() or [entry.run for entry in best] or runs
+    radar = radar_chart(radar_runs, radar_path, title="Per-dimension ICC(3,1) %" + suffix)
     scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
     plots = _agreement_plots(scattered, references, plot_paths, suffix)
     rated = _rate(best, references, raters) if raters is not None else []

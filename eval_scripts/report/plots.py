@@ -1,6 +1,7 @@
 """Figures: per-dimension ICC radar with the human ceiling (paper Figure 4), the configuration x
 dimension ICC heatmap (paper Figure 2), and predicted-vs-gold scatters per dimension. Matplotlib
-with the Agg backend (no display); user text is drawn literally (no mathtext)."""
+with the Agg backend (no display); user text is drawn literally (no mathtext, control and bidi characters as
+visible escapes). ICC is shown in percent, as in every table."""
 
 from __future__ import annotations
 
@@ -12,6 +13,10 @@ import numpy as np
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import configuration_matrix
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.text_safety import visible_controls
+
+# Scores sit on the axis limits (gold 5.0 is common): a margin so their markers are drawn whole.
+_SCORE_MARGIN = 0.15
 
 
 def _pyplot():
@@ -24,36 +29,43 @@ def _pyplot():
 
 
 def _literal(text: str) -> str:
-    """Text matplotlib draws as given: a `$` would otherwise start mathtext."""
-    return text.replace("$", r"\$")
+    """Text matplotlib draws as given: controls and bidi marks as visible escapes, `$` not starting mathtext."""
+    return visible_controls(text, inline=True).replace("$", r"\$")
 
 
-def radar_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "Per-dimension ICC(3,1)") -> Path:
+def radar_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "Per-dimension ICC(3,1) %") -> Path:
     """One polygon per run plus the dashed human single-rater ceiling (Table 2), saved as PNG."""
-    return _save(radar_figure(runs, title=title), path, dpi=110)
+    return _save(radar_figure(runs, title=title), path, dpi=110, tight=True)
 
 
-def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1)"):
+def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1) %"):
+    """ICC in percent on the radius; the dimension labels sit outside the outermost ring."""
     plt = _pyplot()
     angles = np.linspace(0, 2 * np.pi, len(DIMENSIONS), endpoint=False)
     closed = np.append(angles, angles[0])
     fig = plt.figure(figsize=(6.4, 6.4))
     ax = fig.add_subplot(projection="polar")
-    ceiling = [HUMAN_CEILING[d.key].icc for d in DIMENSIONS]
+    ceiling = [100.0 * HUMAN_CEILING[d.key].icc for d in DIMENSIONS]
     ax.plot(closed, ceiling + ceiling[:1], "k--", linewidth=1.5, label="Human ceiling (Table 2)")
     values_seen = list(ceiling)
     for run in runs:
         values = [run.dim(d.key).get("icc") for d in DIMENSIONS]
-        values = [np.nan if v is None else float(v) for v in values]
+        values = [np.nan if v is None else 100.0 * float(v) for v in values]
         values_seen += [v for v in values if np.isfinite(v)]
         ax.plot(closed, values + values[:1], linewidth=1.5, label=_literal(run.label))
         ax.fill(closed, np.nan_to_num(values + values[:1]), alpha=0.08)
-    low = min(0.0, np.floor(min(values_seen) * 10) / 10)
-    ax.set_ylim(low, max(0.7, np.ceil(max(values_seen) * 10) / 10))
+    low = min(0.0, np.floor(min(values_seen) / 10) * 10)
+    ax.set_ylim(low, max(70.0, np.ceil(max(values_seen) / 10) * 10))
     ax.set_xticks(angles, [d.abbreviation for d in DIMENSIONS])
+    ax.tick_params(axis="x", pad=12)  # clear of the ceiling line and the outer ring
+    ax.set_rlabel_position(180 / len(DIMENSIONS))  # ring labels between two dimension axes
+    ax.tick_params(axis="y", labelsize=7)
+    ax.yaxis.set_major_formatter("{x:.0f}%")
+    for label in ax.get_yticklabels():  # readable where a polygon or the ceiling line crosses them
+        label.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.6})
     ax.set_title(title, pad=18)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.06), fontsize=8, ncol=1, frameon=False)
-    fig.tight_layout()
+    # Below the dimension labels, never over the plot; saved with a tight box around title, labels and legend.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), fontsize=8, ncol=1, frameon=False)
     return fig
 
 
@@ -79,8 +91,8 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
         ax.set_title(
             f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", fontsize=9
         )
-        ax.set_xlim(SCORE_MIN, SCORE_MAX)
-        ax.set_ylim(SCORE_MIN, SCORE_MAX)
+        ax.set_xlim(SCORE_MIN - _SCORE_MARGIN, SCORE_MAX + _SCORE_MARGIN)
+        ax.set_ylim(SCORE_MIN - _SCORE_MARGIN, SCORE_MAX + _SCORE_MARGIN)
     for ax in axes[1]:
         ax.set_xlabel("gold")
     for ax in axes[:, 0]:
@@ -121,8 +133,8 @@ def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by confi
     return fig
 
 
-def _save(fig, path: str | Path, *, dpi: int) -> Path:
+def _save(fig, path: str | Path, *, dpi: int, tight: bool = False) -> Path:
     path = Path(path)
-    fig.savefig(path, dpi=dpi)
+    fig.savefig(path, dpi=dpi, **({"bbox_inches": "tight", "pad_inches": 0.2} if tight else {}))
     _pyplot().close(fig)
     return path

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
-from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
+from eval_scripts.results import is_floor_baseline
+from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
 from mis_bench_dataset.text_safety import escape_html
 
 
@@ -34,6 +35,7 @@ class RunView:
     split: str = ""
     source: str | None = None  # the results file it came from, when known
     outcomes: Mapping[str, Any] | None = None  # schema 1.1 `outcomes` (answered/unparsed/truncated/failed), if any
+    floor: bool = False  # the `mean` floor baseline: shown, never ranked among the systems
 
     def dim(self, key: str) -> Mapping[str, Any]:
         return (self.scores.get("dimensions") or {}).get(key) or {}
@@ -119,6 +121,7 @@ def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str |
                 split=str(dataset.get("split") or ""),
                 source=None if sources is None else sources[index],
                 outcomes=results.get("outcomes"),
+                floor=is_floor_baseline(results["system"]),
             )
         )
     return views
@@ -329,7 +332,12 @@ def _html_cell(cell: str, numeric: bool) -> str:
 def to_html(table: Table, *, css_class: str = "results") -> str:
     """The table inside a horizontally scrollable box, so a wide table never runs off the page."""
     head = "".join(
-        f'<th class="label">{escape_html(h)}</th>' if c < table.label_columns else f"<th>{escape_html(h)}</th>"
+        f'<th class="label">{escape_html(h)}</th>'
+        if c < table.label_columns
+        else f'<th title="{escape_html(ABBREVIATION_NAMES[h])}"><abbr title="{escape_html(ABBREVIATION_NAMES[h])}">'
+        f"{escape_html(h)}</abbr></th>"
+        if h in ABBREVIATION_NAMES
+        else f"<th>{escape_html(h)}</th>"
         for c, h in enumerate(table.header)
     )
     body = []
@@ -349,6 +357,8 @@ def to_html(table: Table, *, css_class: str = "results") -> str:
             if rank is not None:
                 attrs += f' title="{RANK_NAMES[rank]}"'
             content = _html_cell(cell, not label)
+            if label and cell in ABBREVIATION_NAMES:  # a dimension as a row label: spelt out on hover
+                content = f'<abbr title="{escape_html(ABBREVIATION_NAMES[cell])}">{content}</abbr>'
             if rank is not None:
                 content += f"<sup>{rank}</sup>"
             cells.append(f"<td{attrs}>{content}</td>")

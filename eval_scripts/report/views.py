@@ -29,7 +29,7 @@ SELECTION_RULE = (
 RANK_RULE = (
     "Top three per column across the systems' best configurations: 1st, 2nd, 3rd by the unrounded ICC; "
     "equal values share a rank and the next rank is skipped (1, 1, 3); undefined values and columns with "
-    "fewer than two defined values get no rank."
+    "fewer than two defined values get no rank. The train-mean floor baseline is shown but not ranked."
 )
 RANK_COLUMNS: tuple[str, ...] = (*DIMENSION_KEYS, "overall", "mean")
 TOP_RANKS = 3
@@ -107,9 +107,9 @@ def top_ranks(values: Sequence[float | None]) -> list[int | None]:
 
 
 def rank_table(best: Sequence[BestConfiguration]) -> list[dict[str, int | None]]:
-    """Per best configuration, column -> 1, 2, 3 or None (RANK_COLUMNS)."""
-    values = [entry.values() for entry in best]
-    columns = {column: top_ranks([row[column] for row in values]) for column in RANK_COLUMNS}
+    """Per best configuration, column -> 1, 2, 3 or None (RANK_COLUMNS); the floor baseline gets None everywhere."""
+    values = [{} if entry.run.floor else entry.values() for entry in best]
+    columns = {column: top_ranks([row.get(column) for row in values]) for column in RANK_COLUMNS}
     return [{column: columns[column][r] for column in RANK_COLUMNS} for r in range(len(best))]
 
 

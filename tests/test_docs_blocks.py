@@ -1,0 +1,172 @@
+"""Every shell and Python block of the README and of docs/*.md runs, and the outputs the pages show are
+what the commands print. The rules are in tests/_docs_helpers.py (and docs/architecture.md): each page's
+blocks run in order in a temporary folder that shows the checkout, `/tmp/` is a private temporary folder,
+`HF_HOME` and `MIS_BENCH_CACHE` are temporary, setup commands are checked instead of run, ```text blocks
+are outputs or say what they need, and an output block after a command must match what it printed."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from _docs_helpers import (
+    CI_MARKER,
+    NEEDS,
+    Block,
+    output_matches,
+    read_blocks,
+    split_setup,
+    unmet_install,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]
+# Languages a fence may have: executed (bash, python), outputs and commands that cannot run (text),
+# and what is not a command (a citation, a diagram without a language).
+KNOWN_LANGUAGES = {"bash", "python", "text", "bibtex", "", "json", "yaml"}
+BLOCK_TIMEOUT_S = 900
+
+BASH_PRELUDE = r"""set -euo pipefail
+_docs_save() {
+  local _docs_names
+  _docs_names=$(compgen -v | grep -vxFf "$DOCS_BASELINE" | grep -v '^_docs' || true)
+  {
+    if [ -n "$_docs_names" ]; then declare -p $_docs_names; fi
+    printf 'cd %q\n' "$PWD"
+  } > "$DOCS_STATE" 2>/dev/null || true
+  printf '%s' "$PWD" > "$DOCS_STATE.pwd"
+}
+compgen -v > "$DOCS_BASELINE"
+if [ -f "$DOCS_STATE" ]; then . "$DOCS_STATE"; fi
+trap _docs_save EXIT
+"""
+
+
+def _pages_with_code() -> list[str]:
+    return [page for page in PAGES if read_blocks(REPO / page, page).runnable or _ci_blocks(page)]
+
+
+def _ci_blocks(page: str) -> list[Block]:
+    return [b for b in read_blocks(REPO / page, page).blocks if b.ci]
+
+
+def _checkout_view(work: Path) -> None:
+    """`work` shows the checkout: its top-level entries linked in (writes go to `work` itself)."""
+    ignored = subprocess.run(
+        ["git", "check-ignore", *[p.name for p in REPO.iterdir()]], cwd=REPO, capture_output=True, text=True
+    ).stdout.split()
+    for entry in REPO.iterdir():
+        if entry.name != ".git" and entry.name not in ignored:
+            (work / entry.name).symlink_to(entry)
+
+
+def _environment(tmp_path: Path, tmp: Path, cache: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        # The interpreter running the suite is the reader's `python3` (a virtual environment's bin first).
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "TMPDIR": str(tmp),
+        "MIS_BENCH_CACHE": str(cache),
+        "DOCS_STATE": str(tmp_path / "shell-state"),
+        "DOCS_BASELINE": str(tmp_path / "shell-baseline"),
+        "MPLBACKEND": "Agg",
+    }
+
+
+def _run(block: Block, code: str, cwd: Path, env: dict[str, str], scripts: Path) -> subprocess.CompletedProcess:
+    if block.language == "bash":
+        script = scripts / f"{block.line}.sh"
+        script.write_text(BASH_PRELUDE + code, encoding="utf-8")
+        command, stdin = ["bash", str(script)], None
+    else:
+        command, stdin = [sys.executable, "-"], code  # as pasted into `python3`: the working directory on sys.path
+    return subprocess.run(
+        command, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S
+    )
+
+
+@pytest.mark.parametrize("page", _pages_with_code())
+def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, default_sample_cache):
+    blocks = read_blocks(REPO / page, page)
+    work, tmp, scripts = tmp_path / "checkout", tmp_path / "tmp", tmp_path / "scripts"
+    for folder in (work, tmp, scripts):
+        folder.mkdir()
+    _checkout_view(work)
+    env = _environment(tmp_path, tmp, default_sample_cache)
+    ci_lines = {line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()}
+
+    def here(text: str) -> str:
+        return text.replace("/tmp/", f"{tmp}/")
+
+    for block in blocks.blocks:
+        if block.ci:
+            commands = [line.strip() for line in block.code.splitlines() if line.strip()]
+            missing = [line for line in commands if line not in ci_lines]
+            assert not missing, f"{block.where}: not what .ci/run runs: {missing}"
+            continue
+        if block.language not in ("bash", "python"):
+            continue
+        code, setup = split_setup(block.code) if block.language == "bash" else (block.code, [])
+        for command in setup:
+            unmet = unmet_install(command, REPO / "setup.cfg")
+            assert not unmet, f"{block.where}: `{command}` would install what is not installed here: {unmet}"
+        state_pwd = tmp_path / "shell-state.pwd"
+        cwd = Path(state_pwd.read_text()) if state_pwd.is_file() else work
+        done = _run(block, here(code), cwd, env, scripts)
+        assert done.returncode == 0, (
+            f"{block.where}: the {block.language} block exits {done.returncode}\n--- stdout\n{done.stdout[-3000:]}"
+            f"\n--- stderr\n{done.stderr[-5000:]}"
+        )
+        if block.output is not None:
+            printed = done.stdout.replace(f"{tmp}/", "/tmp/").replace(str(tmp), "/tmp")
+            expected = block.output.code
+            assert output_matches(expected, printed), f"{block.output.where}: the page shows other output:\n" + "".join(
+                difflib.unified_diff(expected.splitlines(True), printed.splitlines(True), "page", "printed", n=1)
+            )
+
+    # Nothing but ignored folders is left where a reader's checkout would be.
+    written = sorted(p.name + ("/" if p.is_dir() else "") for p in work.iterdir() if not p.is_symlink())
+    if written:
+        ignored = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True, text=True)
+        assert set(ignored.stdout.split()) == set(written), f"{page} leaves files in the checkout: {written}"
+
+
+def test_every_block_is_run_or_says_why_not():
+    """A fence is runnable, an output, a CI command list, or a ```text command that starts `# Needs ...`."""
+    problems = []
+    for page in PAGES:
+        for block in read_blocks(REPO / page, page).blocks:
+            if block.language not in KNOWN_LANGUAGES:
+                problems.append(f"{block.where}: fence language {block.language!r} is neither run nor marked")
+            elif block.language == "text" and not block.is_output and not NEEDS.match(block.code):
+                problems.append(f"{block.where}: a ```text block that is no output must start with `# Needs ...`")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_ci_marker_precedes_a_bash_block():
+    for page in PAGES:
+        lines = (REPO / page).read_text(encoding="utf-8").splitlines()
+        marked = sum(line.strip() == CI_MARKER for line in lines)
+        assert marked == len(_ci_blocks(page)) and all(b.language == "bash" for b in _ci_blocks(page)), page
+
+
+def test_output_rule():
+    assert output_matches("a\n...\nd\n", "a\nb\nc\nd\n")
+    assert output_matches("a\n...\nd\n", "a\nd\n")
+    assert output_matches("total: ... requests\n", "total: 256 requests  \n\n")
+    assert not output_matches("a\nd\n", "a\nb\nd\n")
+    assert not output_matches("total: 12 requests\n", "total: 13 requests\n")
+    assert not output_matches("x ... y\n", "x\ny\n")  # `...` in a line never spans lines
+
+
+def test_setup_commands_are_recognised_and_checked():
+    code, setup = split_setup("python3 -m venv .venv && . .venv/bin/activate\npip install -e . && mis-bench run\n")
+    assert code == "mis-bench run\n" and setup == ["python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ."]
+    assert unmet_install('pip install -e ".[test]"', REPO / "setup.cfg") == []
+    assert unmet_install("pip install torch==0.0.1", REPO / "setup.cfg") == ["torch==0.0.1"]

@@ -1,0 +1,106 @@
+"""The documentation site builds: `mkdocs build --strict` (Material, mkdocstrings) passes, so a broken link
+between pages, a missing anchor, a page left out of the navigation or a docstring mkdocstrings cannot read
+fails the suite; the API reference names every public module; the README's links lead to files that exist."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("mis_bench_dataset", "mis_icc_metric", "raft_trainer", "eval_scripts")
+# Documented on the topic pages, not in the API reference: the command line, the training script,
+# the metric's Gradio app (importing it starts a web server).
+NOT_IN_API = ("eval_scripts.cli", "raft_trainer.train", "mis_icc_metric.mis_icc.app")
+
+
+def _public_modules() -> set[str]:
+    names = set()
+    for package in PACKAGES:
+        for path in (REPO / package).rglob("*.py"):
+            dotted = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+            if any(part.startswith("_") for part in dotted.split(".")):
+                continue
+            if not any(dotted == skip or dotted.startswith(skip + ".") for skip in NOT_IN_API):
+                names.add(dotted)
+    return names
+
+
+def test_mkdocs_build_strict_passes(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "WARNING" not in done.stderr, done.stderr[-4000:]
+    for page in ("", "dataset/", "api/raft_trainer/"):
+        assert (tmp_path / "site" / f"{page}index.html").is_file()
+    # The API reference was rendered from the docstrings, not left as `::: name` text.
+    api = (tmp_path / "site" / "api" / "mis_icc_metric" / "index.html").read_text(encoding="utf-8")
+    assert 'id="mis_icc_metric.scoring.score_predictions"' in api and ":::" not in api
+    # A `>>>` example outside an "Examples:" section renders as nested block quotes, not as code.
+    for page in (tmp_path / "site" / "api").rglob("*.html"):
+        assert not re.search(r"<blockquote>\s*<blockquote>", page.read_text(encoding="utf-8")), page
+
+
+def test_the_api_reference_names_every_public_module():
+    listed = set()
+    for page in (REPO / "docs" / "api").glob("*.md"):
+        listed |= set(re.findall(r"^::: ([\w.]+)$", page.read_text(encoding="utf-8"), re.M))
+    assert listed == _public_modules(), {
+        "missing": sorted(_public_modules() - listed),
+        "unknown": sorted(listed - _public_modules()),
+    }
+
+
+def _nav_files(entries) -> list[str]:
+    files = []
+    for entry in entries:
+        value = next(iter(entry.values())) if isinstance(entry, dict) else entry
+        files += _nav_files(value) if isinstance(value, list) else [value]
+    return files
+
+
+def test_every_page_is_in_the_navigation():
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    pages = {str(p.relative_to(REPO / "docs")) for p in (REPO / "docs").rglob("*.md")}
+    assert pages <= set(_nav_files(config["nav"]))
+
+
+def test_readme_links_lead_to_existing_files():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    targets = [t for t in re.findall(r"\]\(([^)\s]+)\)", readme) if "://" not in t and not t.startswith("#")]
+    assert targets, "the README links to the docs"
+    missing = [t for t in targets if not (REPO / t.split("#")[0]).exists()]
+    assert not missing, missing
+
+
+def test_the_readme_is_a_short_door():
+    """At most ~200 lines, the first command within the first 40, no developer paths or machine notes."""
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 200, len(lines)
+    first_fence = next(i for i, line in enumerate(lines) if line.startswith("```bash"))
+    assert first_fence < 40
+    text = "\n".join(lines)
+    assert "../shared" not in text and 'load_dataset("mis-bench"' not in text
+    for section in ("## Install", "## Tests", "## Citation", "## Licence", "## Documentation"):
+        assert any(line.startswith(section) for line in lines), section
+
+
+def test_the_docs_load_builds_by_path_never_by_a_bare_name():
+    """In code, `load_dataset("mis-bench", ...)` returns whatever the cache holds under that name (test_caches.py)."""
+    from _docs_helpers import read_blocks
+
+    for page in ["README.md", *(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]:
+        for block in read_blocks(REPO / page, page).blocks:
+            bare = re.findall(r'load_dataset\(["\'](mis-bench[\w-]*)["\']', block.code)
+            assert not bare, (block.where, bare)
