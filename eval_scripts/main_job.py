@@ -70,8 +70,9 @@ def run_default(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
     from eval_scripts.report.table import icc_table, run_views, to_markdown
     from eval_scripts.submission import package_submission
+    from mis_bench_dataset.atomic import write_atomic
     from mis_bench_dataset.loading import gold_references
-    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping, write_atomic
+    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 
     started = time.monotonic()
     as_json = bool(getattr(args, "json", False))

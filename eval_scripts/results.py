@@ -11,13 +11,13 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
-import os
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from eval_scripts.submission import SCHEMA_VERSION
+from mis_bench_dataset.atomic import AtomicFiles, write_atomic
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 
@@ -96,17 +96,29 @@ def build_results(
     return results
 
 
-def write_results(path: str | Path, **fields: Any) -> dict[str, Any]:
-    """Build (see `build_results`), validate and atomically write the results JSON."""
+def write_results(path: str | Path, *, files: AtomicFiles | None = None, **fields: Any) -> dict[str, Any]:
+    """Build (see `build_results`), validate and atomically write the results JSON (staged in `files` if given).
+
+    Results that fail the schema are a bug of the writer, not of a file: nothing is written, and the
+    error says so instead of pointing at a file that does not exist.
+    """
+    from eval_scripts.submission import SubmissionError
     from eval_scripts.submission import validate_results as _validate
 
     obj = build_results(**fields)
-    _validate(obj, source=str(path))
     path = Path(path)
+    try:
+        _validate(obj, source=str(path))
+    except SubmissionError as err:
+        failure = SubmissionError(f"{path} (not written: the results built for it fail the schema)", err.reasons)
+        failure.hint = "nothing was written; this is a bug of mis-bench: rerun with --debug and report it"
+        raise failure from err
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    if files is not None:
+        files.write(path, text)
+    else:
+        write_atomic(path, text)
     return obj
 
 

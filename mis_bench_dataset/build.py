@@ -4,10 +4,14 @@ One video is read, validated and written at a time (peak memory does not grow
 with the number of videos). The output appears atomically: everything is written
 into a hidden sibling folder whose card (README.md, the file `load_dataset`
 needs) is written last, and the folder is renamed into place only on success.
+A build that fails, is interrupted (Ctrl-C, SIGTERM) or meets a full disk removes
+its staging folder; one a killed build left behind is removed by the next build
+(`mis_bench_dataset.atomic.staging_folder`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -21,6 +25,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from mis_bench_dataset.atomic import (
+    NoSpaceError,
+    is_no_space,
+    no_space_error,
+    remove_stale_staging,
+    staging_folder,
+    sync_file,
+    write_atomic,
+)
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.labels import Labels, read_labels
 from mis_bench_dataset.outputs import check_not_overlapping, check_replaceable_folder, write_manifest
@@ -186,11 +199,26 @@ def check_build_output(out_dir: str | Path, sources: list[str | Path]) -> None:
     check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
 
 
-def _prepare_out_dir(out_dir: Path) -> Path:
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
-    return staging
+@contextlib.contextmanager
+def _no_space_names(staging: Path, out_dir: Path):
+    """A full disk while the shards are written (pyarrow's error names no file) says what and how much."""
+    try:
+        yield
+    except NoSpaceError:
+        raise
+    except OSError as err:
+        if not is_no_space(err):
+            raise
+        done = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+        raise no_space_error(out_dir, done=done) from err
+
+
+def _staging_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.building-"
+
+
+def _old_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.old-"
 
 
 def _publish(staging: Path, out_dir: Path) -> None:
@@ -198,14 +226,17 @@ def _publish(staging: Path, out_dir: Path) -> None:
 
     The old folder is checked once more right before the swap (files may have been added
     while the build ran): only a folder holding nothing but the build's own files is removed.
+    Every file is flushed to the disk first, so the swap publishes complete files.
     """
-    write_manifest(
-        staging, {p.relative_to(staging).as_posix(): BUILD_WRITER for p in staging.rglob("*") if p.is_file()}
-    )
+    files = [p for p in staging.rglob("*") if p.is_file()]
+    for path in files:
+        sync_file(path)
+    write_manifest(staging, {p.relative_to(staging).as_posix(): BUILD_WRITER for p in files})
     old = None
+    remove_stale_staging(out_dir.parent, _old_prefix(out_dir))  # left by a build killed during its swap
     if out_dir.exists():
         check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
-        old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
+        old = out_dir.parent / f"{_old_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         out_dir.rename(old)
     staging.rename(out_dir)
     if old is not None:
@@ -291,8 +322,8 @@ def build_dataset(
     gold_by_video = label_set.gold if label_set is not None else {}
 
     assignment = assign_splits(video_ids, by=split_by, seed=seed)
-    staging = _prepare_out_dir(out_dir)
-    try:
+    # Written aside and swapped in whole; a staging folder a killed build left is removed here.
+    with staging_folder(out_dir.parent, _staging_prefix(out_dir)) as staging, _no_space_names(staging, out_dir):
         writers = {
             (config, split): ShardedParquetWriter(
                 staging / config,
@@ -354,13 +385,10 @@ def build_dataset(
             bytes_written=sum(p.stat().st_size for paths in files.values() for p in paths),
         )
         report.seconds = round(time.perf_counter() - start, 3)
-        (staging / REPORT_NAME).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+        write_atomic(staging / REPORT_NAME, json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
         stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and n_labeled else None
         write_card(staging, report, features_features(), scoring_features(), files, stats)  # last: makes it loadable
         _publish(staging, out_dir)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
     return report
 

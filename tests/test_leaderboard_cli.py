@@ -48,7 +48,7 @@ def test_submit_rejects_with_reasons_and_exit_code_1(tmp_path, labelled, capsys)
     captured = capsys.readouterr()
     assert "submission rejected" in captured.err and "partial.json" in captured.err
     assert len(captured.err.strip().splitlines()[-1:]) == 1 and "Traceback" not in captured.err
-    assert "coverage:" in captured.out and "9.5 is not a number" in captured.out  # every reason is listed
+    assert "coverage:" in captured.err and "9.5 is not a number" in captured.err  # every reason is listed (stderr)
     assert not (tmp_path / "pkg").exists()
 
 

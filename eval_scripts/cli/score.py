@@ -153,7 +153,7 @@ def _write_json(path: Path | None, payload: dict) -> None:
     if path is None:
         return
     from eval_scripts.cli.args import strict_json
-    from mis_bench_dataset.outputs import write_atomic
+    from mis_bench_dataset.atomic import write_atomic
 
     write_atomic(path, strict_json(payload) + "\n")
     say(f"wrote {path}")

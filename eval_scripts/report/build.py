@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,9 +44,10 @@ from eval_scripts.report.views import (
     rank_table,
 )
 from eval_scripts.submission import slug
+from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 from mis_bench_dataset.text_safety import escape_html
 
 logger = logging.getLogger(__name__)
@@ -111,8 +112,8 @@ def _slug(text: str) -> str:
     return slug(text).lower()[:60]
 
 
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+def _data_uri(path: Path, read: Callable[[Path], bytes]) -> str:
+    return "data:image/png;base64," + base64.b64encode(read(path)).decode("ascii")
 
 
 def _table3_section(best: Sequence[BestConfiguration], ranks: list[dict], undefined: list[str]) -> _Section:
@@ -195,7 +196,7 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
     return "\n".join(md)
 
 
-def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
+def _html(title: str, synthetic: bool, sections: Sequence[_Section], read: Callable[[Path], bytes]) -> str:
     page = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -216,7 +217,7 @@ def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
             )
         for caption, table in section.tables:
             page.append(f"<h3>{escape_html(caption)}</h3>{to_html(table)}")
-        page += [f"<img alt='{escape_html(alt)}' src='{_data_uri(path)}'>" for alt, path in section.figures]
+        page += [f"<img alt='{escape_html(alt)}' src='{_data_uri(path, read)}'>" for alt, path in section.figures]
         page.append("</section>")
     page.append("</body></html>")
     return "\n".join(page)
@@ -276,6 +277,39 @@ def report_data(
 REPORT_WRITER = "report"
 
 
+def _sections(runs, best, ranks, undefined, comparison, heatmap, radar, scatter_files, scatters) -> list[_Section]:
+    """The report's parts, in order (the same for Markdown and HTML)."""
+    sections = [
+        _table3_section(best, ranks, undefined),
+        _figure2_section(runs, heatmap),
+        _comparison_section(comparison, radar),
+        _Section(
+            "Errors and parse rates",
+            [OVERALL_NOTE],
+            [
+                ("MSE (lower is better)", mse_table(runs)),
+                (
+                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
+                    "token limit, failed request) and overall exclusion rate",
+                    rates_table(runs),
+                ),
+            ],
+            [],
+        ),
+    ]
+    if scatter_files:
+        what = "each system's best configuration" if scatters == "best" else "every configuration"
+        sections.append(
+            _Section(
+                "Predicted vs gold",
+                [f"Parsed predictions against the gold scores of {what}."],
+                [],
+                [(f"scatter {p.stem}", p) for p in scatter_files],
+            )
+        )
+    return sections
+
+
 def write_report(
     results_list: Sequence[Mapping[str, Any]],
     out_dir: str | Path | OutputFolder,
@@ -318,44 +352,21 @@ def write_report(
     comparison = compare_systems(
         runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
     )
-    heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix)
-    radar = radar_chart(
-        comparison.views() or [entry.run for entry in best] or runs, radar_path, title="Per-dimension ICC(3,1)" + suffix
-    )
-    scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
-
-    sections = [
-        _table3_section(best, ranks, undefined),
-        _figure2_section(runs, heatmap),
-        _comparison_section(comparison, radar),
-        _Section(
-            "Errors and parse rates",
-            [OVERALL_NOTE],
-            [
-                ("MSE (lower is better)", mse_table(runs)),
-                (
-                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
-                    "token limit, failed request) and overall exclusion rate",
-                    rates_table(runs),
-                ),
-            ],
-            [],
-        ),
-    ]
-    if scatter_files:
-        what = "each system's best configuration" if scatters == "best" else "every configuration"
-        sections.append(
-            _Section(
-                "Predicted vs gold",
-                [f"Parsed predictions against the gold scores of {what}."],
-                [],
-                [(f"scatter {p.stem}", p) for p in scatter_files],
-            )
+    with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
+        heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
+        radar = radar_chart(
+            comparison.views() or [entry.run for entry in best] or runs,
+            radar_path,
+            title="Per-dimension ICC(3,1)" + suffix,
+            files=files,
         )
-
-    write_atomic(markdown_path, _markdown(title, synthetic, sections))
-    write_atomic(html_path, _html(title, synthetic, sections))
-    data = report_data(runs, best, ranks, undefined, comparison, title=title)
-    write_atomic(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+        scatter_files = [
+            scatter_grid(run, references, path, files=files) for run, path in zip(scattered, scatter_paths, strict=True)
+        ]
+        sections = _sections(runs, best, ranks, undefined, comparison, heatmap, radar, scatter_files, scatters)
+        files.write(markdown_path, _markdown(title, synthetic, sections))
+        files.write(html_path, _html(title, synthetic, sections, files.read))
+        data = report_data(runs, best, ranks, undefined, comparison, title=title)
+        files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files)
