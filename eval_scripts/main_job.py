@@ -71,7 +71,7 @@ def run_default(args: argparse.Namespace) -> int:
     from eval_scripts.report.table import icc_table, run_views, to_markdown
     from eval_scripts.submission import package_submission
     from mis_bench_dataset.atomic import write_atomic
-    from mis_bench_dataset.loading import gold_references
+    from mis_bench_dataset.loading import dataset_fingerprints, gold_references
     from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 
     started = time.monotonic()
@@ -146,7 +146,14 @@ def run_default(args: argparse.Namespace) -> int:
     submissions = out_dir / "submissions"
     for run in runs:
         package_submission(run.results_path, submissions, replace_previous=True, command="run")
-    board = build_leaderboard(submissions, references, split=split, n_bootstrap=n_bootstrap, seed=seed)
+    board = build_leaderboard(
+        submissions,
+        references,
+        split=split,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        fingerprints=dataset_fingerprints(dataset_dir, split),
+    )
     leaderboard = write_leaderboard(
         board,
         out_dir / "leaderboard",

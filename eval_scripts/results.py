@@ -16,6 +16,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.cache import USAGE_FIELDS
 from eval_scripts.submission import SCHEMA_VERSION
 from mis_bench_dataset.atomic import AtomicFiles, write_atomic
 
@@ -42,9 +43,6 @@ def _finite_or_none(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite_or_none(v) for v in value]
     return value
-
-
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def usage_totals(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:

@@ -83,6 +83,22 @@ def dataset_fingerprint(dataset: Any, split: str, configs: Sequence[str] = ("sco
     return "datasets:" + str(getattr(dataset, "_fingerprint", "in-memory"))
 
 
+# The config sets a results file's fingerprint may cover: text settings read `scoring`, the
+# feature-described settings and the baselines `scoring` and `features` together.
+FINGERPRINT_CONFIGS: tuple[tuple[str, ...], ...] = (("scoring",), ("scoring", "features"))
+
+
+def dataset_fingerprints(build_dir: str | Path, split: str) -> set[str]:
+    """Every fingerprint a run on this build's `split` records (one per config set it may have read)."""
+    from mis_bench_dataset.built import split_files
+
+    return {
+        dataset_fingerprint(build_dir, split, configs)
+        for configs in FINGERPRINT_CONFIGS
+        if all(split_files(build_dir, config, split) for config in configs)
+    }
+
+
 def gold_references(rows: Sequence[dict]) -> dict[tuple[str, str], float]:
     """(video_id, dimension) -> gold score at its exact decimal, from built rows.
 

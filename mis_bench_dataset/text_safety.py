@@ -36,6 +36,11 @@ def clean_terminal(text: str) -> str:
     return visible_controls(unicode_text(text))
 
 
+def clean_line(text: object) -> str:
+    """For one line of the console or a log (an error, a problem): `clean_terminal`, newlines and tabs escaped too."""
+    return visible_controls(unicode_text(str(text)), inline=True)
+
+
 def escape_html(text: object) -> str:
     """For HTML text and attribute values."""
     return html.escape(visible_controls(str(text), inline=True), quote=True)

@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from eval_scripts.cli import build, leaderboard, report, run, score, stats, synth
+from eval_scripts.cli import build, cache, leaderboard, report, run, score, stats, synth
 from mis_bench_dataset.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -31,10 +31,10 @@ from mis_bench_dataset.errors import (
     MisBenchError,
     Terminated,
 )
-from mis_bench_dataset.text_safety import clean_terminal
+from mis_bench_dataset.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, build, stats, score, run, report, leaderboard)
+SUBCOMMANDS = (synth, build, stats, score, run, cache, report, leaderboard)
 
 
 class Parser(argparse.ArgumentParser):
@@ -44,7 +44,7 @@ class Parser(argparse.ArgumentParser):
         command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
         prog = f"mis-bench {command}".strip()
         hint = f"see `{prog} --help`"
-        self.exit(EXIT_USAGE, clean_terminal(f"{prog}: error: {message}; {hint}") + "\n")
+        self.exit(EXIT_USAGE, clean_line(f"{prog}: error: {message}; {hint}") + "\n")
 
 
 def _version() -> str:
@@ -73,15 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(command: str, message: str, code: int) -> int:
-    print(clean_terminal(f"mis-bench {command}: error: {message}"), file=sys.stderr, flush=True)
+    print(clean_line(f"mis-bench {command}: error: {message}"), file=sys.stderr, flush=True)  # one line, always
     return code
 
 
 class _TerminalFormatter(logging.Formatter):
-    """Log lines as the terminal may show them: control characters in file names become escapes."""
+    """Log lines as the terminal may show them: one line per message, control characters in file names
+    (a newline, an escape sequence) as visible escapes; a traceback keeps its lines."""
 
-    def format(self, record: logging.LogRecord) -> str:
-        return clean_terminal(super().format(record))
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return clean_line(super().formatMessage(record))
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+        return clean_terminal(super().formatException(ei))
 
 
 def _on_sigterm(signum, frame) -> None:

@@ -116,6 +116,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.loading import dataset_fingerprints
     from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
     from mis_icc_metric.predictions_io import read_references
 
@@ -140,6 +141,8 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         n_bootstrap=args.bootstrap,
         seed=args.seed,
         max_bytes=int(args.max_mb * 1024 * 1024),
+        # A labelled build has a fingerprint: submissions made on another build are not ranked.
+        fingerprints=dataset_fingerprints(args.references, args.split) if args.references.is_dir() else None,
     )
     files = write_leaderboard(board, folder, title=args.title)
     if args.json:

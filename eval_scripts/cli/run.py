@@ -153,7 +153,13 @@ def register(subparsers) -> None:
     )
     group.add_argument("--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight (1-1024)")
     group.add_argument("--max-retries", type=bounded_int(0, 100), default=5)
-    group.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per request")
+    group.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=120.0,
+        help="seconds per request attempt, in total: connecting, sending, the headers and the whole body "
+        "(a server trickling its answer is cut off too); each retry gets its own (default 120)",
+    )
     group.add_argument(
         "--backoff-base", type=non_negative_float, default=1.0, help="seconds; doubles per retry, with jitter"
     )
@@ -222,6 +228,14 @@ def register(subparsers) -> None:
         type=positive_float,
         default=OPENAI_MAX_MB,
         help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
+    )
+    parser.add_argument(
+        "--run-deadline",
+        type=positive_float,
+        metavar="SECONDS",
+        help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
+        "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
+        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--no-progress", action="store_true")
@@ -326,6 +340,9 @@ def _say_result(summary: dict, called: str = "called") -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import time
+
+    started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
     if not args.model and not args.backend and not batch_mode:
         from eval_scripts.main_job import run_default
@@ -355,6 +372,7 @@ def run_command(args: argparse.Namespace) -> int:
         n_bootstrap=args.n_bootstrap,
         cache_path=args.cache,
         progress=not args.no_progress,
+        deadline=None if args.run_deadline is None else started + args.run_deadline,
     )
     args.interrupted_note = (
         f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
