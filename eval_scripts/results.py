@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from eval_scripts.cache import USAGE_FIELDS
 from eval_scripts.submission import SCHEMA_VERSION
 from mis_bench_dataset.atomic import AtomicFiles, write_atomic
+from mis_bench_dataset.jsonio import json_safe
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 
@@ -32,17 +32,6 @@ def package_versions(extra: Iterable[str] = ()) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def _finite_or_none(value: Any) -> Any:
-    """JSON has no NaN: undefined statistics become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _finite_or_none(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_none(v) for v in value]
-    return value
 
 
 def usage_totals(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
@@ -83,7 +72,7 @@ def build_results(
         "setting": dict(setting),
         "dataset": dict(dataset),
         "predictions": [dict(p) for p in predictions],
-        "scores": None if scores is None else _finite_or_none(scores),
+        "scores": None if scores is None else json_safe(scores),
         "parse_rates": dict(parse_rates),
         "created_at": created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }

@@ -35,8 +35,10 @@ from mis_bench_dataset.atomic import (
     write_atomic,
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset.jsonio import json_safe
 from mis_bench_dataset.labels import Labels, read_labels
-from mis_bench_dataset.outputs import check_not_overlapping, check_replaceable_folder, write_manifest
+from mis_bench_dataset.numbers import num
+from mis_bench_dataset.outputs import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
 from mis_bench_dataset.parquet_writer import ShardedParquetWriter
 from mis_bench_dataset.problems import BuildError, Problem
 from mis_bench_dataset.release import (
@@ -122,7 +124,9 @@ class BuildReport:
             any_ceiling = next(iter(self.human_ceiling.values()))
             lines.append(
                 f"human single-rater ICC(3,1) on {any_ceiling['n_videos']} fully rated videos: "
-                + ", ".join(f"{DIMENSION_BY_KEY[k].abbreviation} {v['icc']:.2f}" for k, v in self.human_ceiling.items())
+                + ", ".join(
+                    f"{DIMENSION_BY_KEY[k].abbreviation} {num(v['icc'], 2)}" for k, v in self.human_ceiling.items()
+                )
             )
         if self.problems:
             lines.append(
@@ -273,6 +277,7 @@ def build_dataset(
     if release_dir is None and transcripts is None:
         raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
     out_dir = Path(out_dir).resolve()
+    check_arrow_path(out_dir, where="--out")
     sources = [
         s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None
     ]
@@ -385,7 +390,8 @@ def build_dataset(
             bytes_written=sum(p.stat().st_size for paths in files.values() for p in paths),
         )
         report.seconds = round(time.perf_counter() - start, 3)
-        write_atomic(staging / REPORT_NAME, json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        report_text = json.dumps(json_safe(report.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
+        write_atomic(staging / REPORT_NAME, report_text + "\n")  # strict JSON: an undefined ICC is null
         stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and n_labeled else None
         write_card(staging, report, features_features(), scoring_features(), files, stats)  # last: makes it loadable
         _publish(staging, out_dir)

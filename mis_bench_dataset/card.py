@@ -220,7 +220,7 @@ def card_body(report, stats: dict | None = None) -> str:
     )
     if report.human_ceiling:
         crow = [
-            [k, f"{v['icc']:.3f}", f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}]", str(v["n_videos"])]
+            [k, num(v["icc"], 3), f"[{num(v['ci_low'], 3)}, {num(v['ci_high'], 3)}]", str(v["n_videos"])]
             for k, v in report.human_ceiling.items()
         ]
         labels += (

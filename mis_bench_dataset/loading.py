@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.outputs import check_arrow_path
 
 
 @contextmanager
@@ -33,6 +34,7 @@ def load_build(folder: str | Path, config: str, split: str | None = None) -> Ite
             where="dataset",
             hint="give a folder written by `mis-bench build`",
         )
+    check_arrow_path(path, where="dataset")
     if not (path / config).is_dir():
         raise DataError(
             f"{path} has no `{config}` config", where="dataset", hint="give a folder written by `mis-bench build`"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.text_safety import unicode_text
 
 MANIFEST_NAME = ".mis-bench-outputs.json"
 _MAX_NAMED = 5
@@ -54,6 +55,21 @@ def _named(paths: Iterable[str]) -> str:
     paths = sorted(paths)
     more = f" and {len(paths) - _MAX_NAMED} more" if len(paths) > _MAX_NAMED else ""
     return ", ".join(paths[:_MAX_NAMED]) + more
+
+
+def check_arrow_path(path: str | Path, *, where: str) -> None:
+    """Refuse a path that pyarrow and `datasets` cannot open: they encode paths as UTF-8, so a name this
+    locale could not decode (LC_ALL=C and a non-ASCII name: surrogate escapes) fails inside them."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"the path {unicode_text(text)} holds characters this locale cannot decode, and the Parquet "
+            "libraries (pyarrow, datasets) cannot open it",
+            where=where,
+            hint="run with a UTF-8 locale (LC_ALL=C.UTF-8) or PYTHONUTF8=1, or use an ASCII path",
+        ) from None
 
 
 def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -> None:

@@ -29,6 +29,7 @@ from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.built import check_build_dir, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.jsonio import json_safe
 from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.numbers import exact_decimal, round_half_up
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder
@@ -255,7 +256,7 @@ def write_stats(doc: dict, out_dir: str | Path | OutputFolder) -> Path:
     path, *_ = folder.claim_all([STATS_FILE, *doc["figures"].values()], STATS_WRITER)
     with AtomicFiles() as files:  # the figures and stats.json appear together
         write_figures(doc, folder.root, files)
-        files.write(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+        files.write(path, json.dumps(json_safe(doc), indent=2, allow_nan=False) + "\n")  # undefined: null
     return path
 
 
