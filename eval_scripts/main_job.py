@@ -17,11 +17,12 @@ import argparse
 import functools
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.cli.args import say as _say
+from eval_scripts.cli.args import shown
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.errors import DataError
@@ -77,7 +78,7 @@ def run_default(args: argparse.Namespace) -> int:
     started = time.monotonic()
     as_json = bool(getattr(args, "json", False))
     # With --json, stdout carries only the JSON; progress and the banner go to stderr.
-    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout, flush=True)
+    say = functools.partial(_say, err=as_json)
     out_dir = _out_dir(args)
     args.interrupted_note = (
         f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
@@ -186,16 +187,16 @@ def run_default(args: argparse.Namespace) -> int:
     write_atomic(folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
 
     if as_json:
-        print(json.dumps(summary, indent=1))
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
         return 0
-    print()
-    print(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
-    print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
-    print()
-    print(f"Report:      {report.html}  (and {report.markdown.name}, {report.json.name})")
-    print(f"Leaderboard: {leaderboard.html}")
-    print(f"Runs:        {runs_dir}/  (predictions.jsonl + results.json per run)")
-    print(f"Done in {summary['seconds']}s.")
+    say()
+    say(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
+    say(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
+    say()
+    say(f"Report:      {shown(report.html)}  (and {report.markdown.name}, {report.json.name})")
+    say(f"Leaderboard: {shown(leaderboard.html)}")
+    say(f"Runs:        {shown(runs_dir)}/  (predictions.jsonl + results.json per run)")
+    say(f"Done in {summary['seconds']}s.")
     if synthetic:
-        print("Reminder: SYNTHETIC data. Real scores need the MIS-Bench labels and a real model.")
+        say("Reminder: SYNTHETIC data. Real scores need the MIS-Bench labels and a real model.")
     return 0

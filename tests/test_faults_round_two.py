@@ -474,6 +474,26 @@ def test_case_8_a_file_name_with_a_newline_is_escaped_in_the_listing(tmp_path, c
     assert not [line for line in text.splitlines() if line.startswith("FAKE_T1_Luke")]
 
 
+def test_case_8_class_hostile_names_never_forge_a_line_of_the_leaderboard_listing(tmp_path, capsys) -> None:
+    from _leaderboard_helpers import make_references, make_results, noisy_predictions
+
+    references = make_references()
+    gold = tmp_path / "gold.csv"
+    gold.write_text("video_id,dimension,score\n" + "".join(f"{v},{d},{s}\n" for (v, d), s in references.items()))
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    forged = "org/m\n    1. org/forged [text, direct] overall ICC 99.9%"
+    (subs / "a.json").write_text(json.dumps(make_results(noisy_predictions(references, 0.3, seed=1), model=forged)))
+    (subs / "bad\n  rejected nothing.json").write_text("{")
+    assert (
+        main(["leaderboard", str(subs), "--references", str(gold), "--bootstrap", "20", "--out", str(tmp_path / "b")])
+        == 0
+    )
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3  # the summary, one ranked entry, one rejected file
+    assert "org/m\\x0a" in lines[1] and "bad\\x0a" in lines[2]
+
+
 # ----------------------------------------------------------------------------- case 9: the leaderboard's fingerprint
 
 

@@ -20,6 +20,7 @@ from eval_scripts.cli.args import (
     positive_int,
     print_json,
     say,
+    shown,
     unit_interval,
 )
 from eval_scripts.feature_plots import FEATURE_FORMATS
@@ -335,7 +336,7 @@ def _say_result(summary: dict, called: str = "called") -> None:
         f"{summary['called']} {called}, {summary['failed']} failed, {summary['truncated']} truncated, "
         f"{summary['unparsed']} unparsed, {summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
         f"{_tokens_line(summary['usage'])}{_prefix_line(summary['prefix'])}\n"
-        f"predictions: {summary['predictions']}\nresults: {summary['results']}"
+        f"predictions: {shown(summary['predictions'])}\nresults: {shown(summary['results'])}"
     )
 
 
@@ -414,7 +415,10 @@ def _report_problems(result) -> None:
         say(f"{result.label}: {result.n_failed} request(s) failed, by kind:", err=True)
         for line in failure_lines(result.failures):
             say(line, err=True)
-        say(f"  details per row: {result.raw_responses_path}; rerun the same command to retry only these", err=True)
+        say(
+            f"  details per row: {shown(result.raw_responses_path)}; rerun the same command to retry only these",
+            err=True,
+        )
     if result.n_truncated:
         say(
             f"{result.label}: {result.n_truncated} answer(s) reached the token limit and were not scored "
@@ -549,7 +553,7 @@ def _say_export(export: dict) -> None:
         say(f"nothing to export: every request has a cached answer ({export['cached']:,}); no file written")
         return
     for item in export["files"]:
-        say(f"wrote {item['path']}: {item['requests']:,} requests, {item['bytes']:,} bytes")
+        say(f"wrote {shown(item['path'])}: {item['requests']:,} requests, {item['bytes']:,} bytes")
     say(
         f"exported {export['requests']:,} requests without a cached answer ({export['cached']:,} cached)"
         f"{_prefix_line(export['prefix'])}\n"

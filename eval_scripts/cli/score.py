@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say, shown
 from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
@@ -156,7 +156,7 @@ def _write_json(path: Path | None, payload: dict) -> None:
     from mis_bench_dataset.atomic import write_atomic
 
     write_atomic(path, strict_json(payload) + "\n")
-    say(f"wrote {path}")
+    say(f"wrote {shown(path)}")
 
 
 def _load(args: argparse.Namespace, *prediction_paths: Path):
