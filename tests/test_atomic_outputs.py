@@ -281,3 +281,34 @@ def test_a_path_pyarrow_cannot_open_under_the_c_locale_is_one_clear_line(synthet
     assert done.returncode == 2 and "Traceback" not in err and "internal error" not in err
     (line,) = [line for line in err.splitlines() if line.startswith("mis-bench")]
     assert "b\\xf9ild" in line and "UTF-8 locale" in line
+
+
+def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(synthetic_build, tmp_path) -> None:
+    import signal
+    import time
+
+    from eval_scripts.cache import iter_records
+
+    from _harness_helpers import ChatServer
+
+    out = tmp_path / "out"
+    cache = out / "responses.cache.jsonl"
+    with ChatServer(delay_s=0.2) as server:
+        command = [sys.executable, "-m", "eval_scripts.cli", "run", "--backend", "openai", "--model", "m"]
+        command += ["--base-url", server.base_url, "--dataset", str(synthetic_build), "--limit", "3", "--out", str(out)]
+        command += ["--concurrency", "2", "--n-bootstrap", "0", "--no-progress", "--api-key-env", "MIS_BENCH_TEST_KEY"]
+        victim = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not (cache.is_file() and cache.read_bytes().count(b"\n") >= 4):
+            assert victim.poll() is None and time.monotonic() < deadline, victim.communicate()[1][-2000:]
+            time.sleep(0.01)
+        victim.send_signal(signal.SIGTERM)
+        _, err = victim.communicate(timeout=60)
+        assert victim.returncode == 143, err[-2000:]
+        lines = [line for line in err.splitlines() if line.startswith("mis-bench")]
+        assert len(lines) == 1 and "terminated (SIGTERM)" in lines[0] and "Traceback" not in err
+        assert _temporaries(out) == []
+        answered = sum(r["status"] == "ok" for r in iter_records(cache))
+        resumed = subprocess.run([*command, "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        assert json.loads(resumed.stdout)["cached"] == answered
