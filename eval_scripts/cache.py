@@ -238,8 +238,9 @@ class CacheStats:
 class CacheIndex:
     """The answers of a cache file, by key; `answer_for(key, row)` serves one after checking it."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, warn: bool = True) -> None:
         self.path = path
+        self.warn = warn  # False where the caller reports (checks and merges) instead of a run
         self.candidates: dict[str, list[Candidate]] = {}
         self.stats = CacheStats()
         self._warned: set[int] = set()
@@ -251,13 +252,17 @@ class CacheIndex:
         problem = record_problem(record)
         if problem is not None:
             self.stats.unusable.append((line, problem))
-            logger.warning("%s, line %d: not used as an answer (%s); the row is asked again", self.path, line, problem)
+            if self.warn:
+                logger.warning(
+                    "%s, line %d: not used as an answer (%s); the row is asked again", self.path, line, problem
+                )
             return
+        candidate = Candidate(line, record)
         found = self.candidates.setdefault(record["key"], [])
-        if any(c.row() == Candidate(line, record).row() and c.record["response"] == record["response"] for c in found):
+        if any(c.row() == candidate.row() and c.record["response"] == record["response"] for c in found):
             self.stats.duplicates += 1
             return
-        found.append(Candidate(line, record))
+        found.append(candidate)
 
     def __contains__(self, key: str) -> bool:
         return key in self.candidates
@@ -354,11 +359,9 @@ def check_cache_path(path: str | Path, protected: Iterable[str | Path]) -> None:
     for item in protected:
         source = Path(item).expanduser().resolve()
         if resolved == source or source in resolved.parents:
-            what = "the dataset or an input" if source.is_dir() else "an input"
+            what = f"lies inside the dataset or input folder {source}" if source.is_dir() else "is an input of the run"
             raise UsageError(
-                f"--cache {path} lies inside {what} of the run ({source})"
-                if source.is_dir()
-                else f"--cache {path} is {what} of the run",
+                f"--cache {path} {what}",
                 where="mis-bench run",
                 hint="give a cache file outside the dataset and the run's inputs; nothing was changed",
             )

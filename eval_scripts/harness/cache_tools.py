@@ -87,7 +87,7 @@ def check_cache(path: str | Path) -> CacheReport:
     """Prove `path` a cache and describe it (the file is only read)."""
     path = Path(path)
     data, records = _read(path)
-    index = CacheIndex(path)
+    index = CacheIndex(path, warn=False)
     for line, record in records:
         index.add(line, record)
     first = data.split(b"\n", 1)[0]
@@ -137,7 +137,7 @@ def merge_caches(
     out = Path(out).expanduser()
     conflicts_path = Path(conflicts).expanduser() if conflicts else out.with_name(out.name + CONFLICTS_SUFFIX)
     everything = [(path, line, record) for path in paths for line, record in _read(path)[1]]
-    index = CacheIndex(out)
+    index = CacheIndex(out, warn=False)
     for _, line, record in everything:
         index.add(line, record)
     conflicting = {key for key, found in index.candidates.items() if len(found) > 1}
