@@ -319,7 +319,7 @@ class CacheIndex:
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    for line_no, line in enumerate(data.splitlines(), start=1):
+    for line_no, line in enumerate(data.split(b"\n"), start=1):  # records end in \n only (as the torn-tail rule)
         if line.strip():
             yield line_no, line
 

@@ -73,7 +73,8 @@ def _strict_lines(path: Path) -> list[dict]:
     def refuse(token):
         raise ValueError(f"non-JSON token {token}")
 
-    return [json.loads(line, parse_constant=refuse) for line in path.read_bytes().decode("utf-8").splitlines()]
+    lines = path.read_bytes().decode("utf-8").split("\n")[:-1]  # JSON lines end in \n only (not U+0085)
+    return [json.loads(line, parse_constant=refuse) for line in lines]
 
 
 @pytest.fixture
