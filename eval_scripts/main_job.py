@@ -17,11 +17,12 @@ import argparse
 import functools
 import json
 import logging
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.cli.args import say as _say
+from eval_scripts.cli.args import shown
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.errors import DataError
@@ -117,13 +118,14 @@ def run_default(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
     from eval_scripts.report.table import icc_table, run_views, to_markdown
     from eval_scripts.submission import package_submission
-    from mis_bench_dataset.loading import gold_references
-    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping, write_atomic
+    from mis_bench_dataset.atomic import write_atomic
+    from mis_bench_dataset.loading import dataset_fingerprints, gold_references
+    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 
     started = time.monotonic()
     as_json = bool(getattr(args, "json", False))
     # With --json, stdout carries only the JSON; progress and the banner go to stderr.
-    say = functools.partial(print, file=sys.stderr if as_json else sys.stdout, flush=True)
+    say = functools.partial(_say, err=as_json)
     out_dir = _out_dir(args)
     args.interrupted_note = (
         f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
@@ -194,7 +196,14 @@ def run_default(args: argparse.Namespace) -> int:
     submissions = out_dir / "submissions"
     for run in runs:
         package_submission(run.results_path, submissions, replace_previous=True, command="run")
-    board = build_leaderboard(submissions, references, split=split, n_bootstrap=n_bootstrap, seed=seed)
+    board = build_leaderboard(
+        submissions,
+        references,
+        split=split,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        fingerprints=dataset_fingerprints(dataset_dir, split),
+    )
     leaderboard = write_leaderboard(
         board,
         out_dir / "leaderboard",
@@ -236,19 +245,19 @@ def run_default(args: argparse.Namespace) -> int:
     write_atomic(folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
 
     if as_json:
-        print(json.dumps(summary, indent=1))
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
         return 0
-    print()
-    print(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
-    print(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
-    print()
+    say()
+    say(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
+    say(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
+    say()
     if cross_validation:
-        print()
-        print(_cv_table(cross_validation, synthetic))
-    print(f"Report:      {report.html}  (and {report.markdown.name}, {report.json.name})")
-    print(f"Leaderboard: {leaderboard.html}")
-    print(f"Runs:        {runs_dir}/  (predictions.jsonl + results.json per run)")
-    print(f"Done in {summary['seconds']}s.")
+        say()
+        say(_cv_table(cross_validation, synthetic))
+    say(f"Report:      {shown(report.html)}  (and {report.markdown.name}, {report.json.name})")
+    say(f"Leaderboard: {shown(leaderboard.html)}")
+    say(f"Runs:        {shown(runs_dir)}/  (predictions.jsonl + results.json per run)")
+    say(f"Done in {summary['seconds']}s.")
     if synthetic:
-        print("Reminder: SYNTHETIC data. Real scores need the MIS-Bench labels and a real model.")
+        say("Reminder: SYNTHETIC data. Real scores need the MIS-Bench labels and a real model.")
     return 0

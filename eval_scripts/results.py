@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
-import os
 from collections.abc import Iterable, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.cache import USAGE_FIELDS
 from eval_scripts.submission import SCHEMA_VERSION
+from mis_bench_dataset.atomic import AtomicFiles, write_atomic
+from mis_bench_dataset.jsonio import json_safe
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 
@@ -41,20 +42,6 @@ def package_versions(extra: Iterable[str] = ()) -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
-
-
-def _finite_or_none(value: Any) -> Any:
-    """JSON has no NaN: undefined statistics become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {str(k): _finite_or_none(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite_or_none(v) for v in value]
-    return value
-
-
-USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "total_tokens")
 
 
 def usage_totals(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
@@ -95,7 +82,7 @@ def build_results(
         "setting": dict(setting),
         "dataset": dict(dataset),
         "predictions": [dict(p) for p in predictions],
-        "scores": None if scores is None else _finite_or_none(scores),
+        "scores": None if scores is None else json_safe(scores),
         "parse_rates": dict(parse_rates),
         "created_at": created_at or _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
@@ -106,17 +93,29 @@ def build_results(
     return results
 
 
-def write_results(path: str | Path, **fields: Any) -> dict[str, Any]:
-    """Build (see `build_results`), validate and atomically write the results JSON."""
+def write_results(path: str | Path, *, files: AtomicFiles | None = None, **fields: Any) -> dict[str, Any]:
+    """Build (see `build_results`), validate and atomically write the results JSON (staged in `files` if given).
+
+    Results that fail the schema are a bug of the writer, not of a file: nothing is written, and the
+    error says so instead of pointing at a file that does not exist.
+    """
+    from eval_scripts.submission import SubmissionError
     from eval_scripts.submission import validate_results as _validate
 
     obj = build_results(**fields)
-    _validate(obj, source=str(path))
     path = Path(path)
+    try:
+        _validate(obj, source=str(path))
+    except SubmissionError as err:
+        failure = SubmissionError(f"{path} (not written: the results built for it fail the schema)", err.reasons)
+        failure.hint = "nothing was written; this is a bug of mis-bench: rerun with --debug and report it"
+        raise failure from err
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+    if files is not None:
+        files.write(path, text)
+    else:
+        write_atomic(path, text)
     return obj
 
 

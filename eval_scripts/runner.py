@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.backends.base import Backend, Completion, get_backend
-from eval_scripts.cache import STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, ResponseCache, outcome_status, read_answers
+from eval_scripts.cache import (
+    STATUS_FAILED,
+    STATUS_OK,
+    STATUS_TRUNCATED,
+    CacheIndex,
+    ResponseCache,
+    outcome_status,
+    read_cache,
+)
 from eval_scripts.harness.batch import (
     OPENAI_MAX_MB,
     OPENAI_MAX_REQUESTS,
@@ -150,8 +158,13 @@ def _requests(context: RunContext, indices: Iterable[int]) -> list[tuple[str, Pr
     return [(context.config.modality, context.prompts[i]) for i in indices]
 
 
+def _protected(config: RunConfig, inputs: Sequence[str | Path] = ()) -> list[Path]:
+    """What a response cache must never be or lie inside: the dataset folder and the run's other inputs."""
+    return [Path(p) for p in (config.dataset, *inputs) if isinstance(p, (str, Path))]
+
+
 def _complete(
-    context: RunContext, backend: Backend, folder: OutputFolder
+    context: RunContext, backend: Backend, folder: OutputFolder, inputs: Sequence[str | Path] = ()
 ) -> tuple[dict[int, Completion], PrefixStats | None]:
     """Every row's completion (cached or new), requests sent in prefix-friendly order when the engine keeps it."""
     from tqdm.auto import tqdm
@@ -162,7 +175,8 @@ def _complete(
     order = list(range(len(context.prompts)))
     if backend.keeps_request_order:
         order = prefix_order(_requests(context, order))
-    with ResponseCache(cache_path) as cache:
+    backend.deadline = config.deadline
+    with ResponseCache(cache_path, protected=_protected(config, inputs)) as cache:
         caching = CachingBackend(backend, cache, context.setting)
         pending = set(caching.pending(context.prompts, context.decoding))
         logger.info(
@@ -383,19 +397,29 @@ class _Pending:
 
 def _pending(entries: Sequence[PreparedSetting]) -> list[_Pending | None]:
     """`_Pending` of each prepared setting (None for a refused one); each cache file is read once."""
-    read: dict[Path, dict[str, dict]] = {}
+    read: dict[Path, CacheIndex] = {}
     pending: list[_Pending | None] = []
     for entry in entries:
         if entry.context is None:
             pending.append(None)
             continue
-        config = entry.context.config
+        context = entry.context
+        config = context.config
         path = Path(config.cache_path) if config.cache_path else Path(config.out) / CACHE_NAME
         if path not in read:
-            read[path] = read_answers(path)
-        rows = [i for i, key in enumerate(entry.context.keys) if key not in read[path]]
-        pending.append(_Pending(entry.context, read[path], rows))
+            read[path] = read_cache(path, protected=_protected(config))
+        answers = {
+            key: _served(read[path], key, prompt) for key, prompt in zip(context.keys, context.prompts, strict=True)
+        }
+        answers = {key: record for key, record in answers.items() if record is not None}
+        rows = [i for i, key in enumerate(context.keys) if key not in answers]
+        pending.append(_Pending(context, answers, rows))
     return pending
+
+
+def _served(index: CacheIndex, key: str, prompt: Prompt) -> dict | None:
+    """The answer a live run would serve for this prompt's row (checked against the row)."""
+    return index.answer_for(key, video_id=prompt.video_id, dimension=prompt.dimension, prompt_hash=prompt.prompt_hash)
 
 
 def _expected_completion(context: RunContext, answers: dict[str, dict], given: int | None) -> tuple[int, str]:
@@ -571,7 +595,7 @@ def import_batch(
         started = time.monotonic()
         answering = BatchOutputBackend(backend, by_setting[n])
         folder = output_folder(entry.context.config)
-        completions, _ = _complete(entry.context, answering, folder)
+        completions, _ = _complete(entry.context, answering, folder, inputs=paths)
         report.already_answered += len(by_setting[n]) - answering.served
         results.append(GridEntry(entry.label, _write(entry.context, completions, folder, started)))
     return results, report

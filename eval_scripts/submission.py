@@ -23,10 +23,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
-from mis_bench_dataset.outputs import OutputFolder, write_atomic
+from mis_bench_dataset.outputs import OutputFolder
 from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)

@@ -4,10 +4,14 @@ One video is read, validated and written at a time (peak memory does not grow
 with the number of videos). The output appears atomically: everything is written
 into a hidden sibling folder whose card (README.md, the file `load_dataset`
 needs) is written last, and the folder is renamed into place only on success.
+A build that fails, is interrupted (Ctrl-C, SIGTERM) or meets a full disk removes
+its staging folder; one a killed build left behind is removed by the next build
+(`mis_bench_dataset.atomic.staging_folder`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -21,10 +25,21 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from mis_bench_dataset.atomic import (
+    NoSpaceError,
+    is_no_space,
+    no_space_error,
+    remove_stale_staging,
+    staging_folder,
+    sync_file,
+    write_atomic,
+)
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset.jsonio import json_safe
 from mis_bench_dataset.labels import Labels, read_labels
 from mis_bench_dataset.loading import DEFAULT_BUILD_DIR as DEFAULT_OUT
-from mis_bench_dataset.outputs import check_not_overlapping, check_replaceable_folder, write_manifest
+from mis_bench_dataset.numbers import num
+from mis_bench_dataset.outputs import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
 from mis_bench_dataset.parquet_writer import ShardedParquetWriter
 from mis_bench_dataset.problems import BuildError, Problem
 from mis_bench_dataset.release import (
@@ -132,7 +147,9 @@ class BuildReport:
             any_ceiling = next(iter(self.human_ceiling.values()))
             lines.append(
                 f"human single-rater ICC(3,1) on {any_ceiling['n_videos']} fully rated videos: "
-                + ", ".join(f"{DIMENSION_BY_KEY[k].abbreviation} {v['icc']:.2f}" for k, v in self.human_ceiling.items())
+                + ", ".join(
+                    f"{DIMENSION_BY_KEY[k].abbreviation} {num(v['icc'], 2)}" for k, v in self.human_ceiling.items()
+                )
             )
         if self.problems:
             lines.append(
@@ -221,11 +238,26 @@ def check_build_output(out_dir: str | Path, sources: list[str | Path]) -> None:
     check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
 
 
-def _prepare_out_dir(out_dir: Path) -> Path:
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = out_dir.parent / f".{out_dir.name}.building-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    staging.mkdir()
-    return staging
+@contextlib.contextmanager
+def _no_space_names(staging: Path, out_dir: Path):
+    """A full disk while the shards are written (pyarrow's error names no file) says what and how much."""
+    try:
+        yield
+    except NoSpaceError:
+        raise
+    except OSError as err:
+        if not is_no_space(err):
+            raise
+        done = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+        raise no_space_error(out_dir, done=done) from err
+
+
+def _staging_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.building-"
+
+
+def _old_prefix(out_dir: Path) -> str:
+    return f".{out_dir.name}.old-"
 
 
 def _publish(staging: Path, out_dir: Path) -> None:
@@ -233,14 +265,17 @@ def _publish(staging: Path, out_dir: Path) -> None:
 
     The old folder is checked once more right before the swap (files may have been added
     while the build ran): only a folder holding nothing but the build's own files is removed.
+    Every file is flushed to the disk first, so the swap publishes complete files.
     """
-    write_manifest(
-        staging, {p.relative_to(staging).as_posix(): BUILD_WRITER for p in staging.rglob("*") if p.is_file()}
-    )
+    files = [p for p in staging.rglob("*") if p.is_file()]
+    for path in files:
+        sync_file(path)
+    write_manifest(staging, {p.relative_to(staging).as_posix(): BUILD_WRITER for p in files})
     old = None
+    remove_stale_staging(out_dir.parent, _old_prefix(out_dir))  # left by a build killed during its swap
     if out_dir.exists():
         check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
-        old = out_dir.parent / f".{out_dir.name}.old-{uuid.uuid4().hex[:8]}"
+        old = out_dir.parent / f"{_old_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         out_dir.rename(old)
     staging.rename(out_dir)
     if old is not None:
@@ -275,6 +310,7 @@ def build_dataset(
         raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
     seed = default_seed(split_by) if seed is None else seed
     out_dir = Path(out_dir).resolve()
+    check_arrow_path(out_dir, where="--out")
     sources = [
         s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None
     ]
@@ -302,8 +338,8 @@ def build_dataset(
 
     label_set = _read_label_set(labels, video_ids, problems, fail=not allow_label_problems and not strict)
     layout = _SplitLayout.make(video_ids, split_by, seed)
-    staging = _prepare_out_dir(out_dir)
-    try:
+    # Written aside and swapped in whole; a staging folder a killed build left is removed here.
+    with staging_folder(out_dir.parent, _staging_prefix(out_dir)) as staging, _no_space_names(staging, out_dir):
         written = _write_configs(
             staging, index, video_ids, transcript_map, label_set, layout, max_shard_bytes, max_seconds, progress
         )
@@ -317,9 +353,6 @@ def build_dataset(
         report.split_by, report.seed = split_by, seed
         report.seconds = round(time.perf_counter() - start, 3)
         _finish(staging, out_dir, report, label_set, written)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     if report.split_warning:
         logger.warning("%s: %s", out_dir, report.split_warning)
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
@@ -368,7 +401,8 @@ def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels
     """The report, the statistics and the card (last: it makes the folder loadable), then the swap."""
     from mis_bench_dataset.card import write_card
 
-    (staging / REPORT_NAME).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    report_text = json.dumps(json_safe(report.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
+    write_atomic(staging / REPORT_NAME, report_text + "\n")  # strict JSON: an undefined ICC is null
     stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and written.n_labeled else None
     write_card(staging, report, features_features(), scoring_features(), written.files, stats)
     _publish(staging, out_dir)

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.outputs import check_arrow_path
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
 _BUILD_HINT = "give a folder written by `mis-bench build`"
@@ -28,6 +29,7 @@ def check_build_dir(build_dir: str | Path) -> Path:
     path = Path(build_dir)
     if not path.is_dir():
         raise DataError("not a folder", where=str(path), hint=_BUILD_HINT)
+    check_arrow_path(path, where="dataset")
     if not (path / REPORT_NAME).is_file() or not (path / "features").is_dir():
         raise DataError(f"not a MIS-Bench build (no {REPORT_NAME} or features/)", where=str(path), hint=_BUILD_HINT)
     return path

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
 from mis_bench_dataset.numbers import MISSING, num
 from mis_bench_dataset.provenance import describe_source
@@ -269,7 +270,7 @@ def card_body(report, stats: dict | None = None) -> str:
     labels = _labels_text(report)
     if report.human_ceiling:
         crow = [
-            [k, f"{v['icc']:.3f}", f"[{v['ci_low']:.3f}, {v['ci_high']:.3f}]", str(v["n_videos"])]
+            [k, num(v["icc"], 3), f"[{num(v['ci_low'], 3)}, {num(v['ci_high'], 3)}]", str(v["n_videos"])]
             for k, v in report.human_ceiling.items()
         ]
         labels += (
@@ -295,8 +296,4 @@ def write_card(folder: Path, report, features_features, scoring_features, files,
     metadata = card_metadata(report, features_features, scoring_features, files)
     front = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
     text = "---\n" + front + "---\n\n" + card_body(report, stats)
-    path = Path(folder) / "README.md"
-    tmp = path.with_suffix(".md.partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.rename(path)
-    return path
+    return write_atomic(Path(folder) / "README.md", text)

@@ -17,6 +17,7 @@ EXIT_DATA = 1
 EXIT_USAGE = 2
 EXIT_REQUESTS = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
 
 
 class MisBenchError(Exception):
@@ -41,6 +42,11 @@ class MisBenchError(Exception):
 
     def __str__(self) -> str:
         return self.line()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C's KeyboardInterrupt (the CLI installs the handler), so every `finally`
+    and cleanup runs: temporary files and staging folders are removed, finished outputs are kept."""
 
 
 class UsageError(MisBenchError, ValueError):

@@ -10,6 +10,7 @@ what every other JSON reader would read.
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,24 @@ class JSONInputError(DataError):
         super().__init__(reason, where=source, hint="fix or replace the file")
         self.source = source
         self.reason = reason
+
+
+def json_safe(value: object) -> object:
+    """Strict-JSON-ready: NaN and infinities -> None (undefined statistics are null), numpy scalars and
+    arrays -> Python, recursively; mapping keys kept. The one rule every JSON writer applies."""
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return value
 
 
 def _reject_constant(token: str) -> Any:

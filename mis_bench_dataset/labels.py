@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mis_bench_dataset.atomic import atomic_open
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, resolve_dimension
 from mis_bench_dataset.numbers import round_half_up
 from mis_bench_dataset.problems import BuildError, Problem
@@ -411,7 +412,7 @@ def _read_labels(path: Path, round_gold: bool = True) -> Labels:
 def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]) -> Path:
     """Write per-rater ratings `(video_id, rater, dimension, score)` as the long CSV."""
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_open(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(LONG_COLUMNS)
         for video_id, rater, dim, score in rows:
@@ -422,7 +423,7 @@ def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]
 def write_gold_wide(path: str | Path, gold: dict[str, dict[str, float | None]], original_names: bool = False) -> Path:
     """Write gold scores wide; `original_names` writes `file_name` as `AG0914_FIS_Time1_Jackson`."""
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_open(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["file_name" if original_names else "video_id", *DIMENSION_KEYS])
         for video_id in sorted(gold):

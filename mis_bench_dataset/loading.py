@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.outputs import check_arrow_path
 
 # `mis-bench build`'s default folder. Not "mis-bench": `load_dataset("mis-bench")` reads a bare name as a Hub
 # id and, offline or without such a folder here, returns whatever the `datasets` cache holds under that name.
@@ -40,6 +41,7 @@ def load_build(folder: str | Path, config: str, split: str | None = None) -> Ite
             where="dataset",
             hint="give a folder written by `mis-bench build`",
         )
+    check_arrow_path(path, where="dataset")
     if not (path / config).is_dir():
         raise DataError(
             f"{path} has no `{config}` config", where="dataset", hint="give a folder written by `mis-bench build`"
@@ -88,6 +90,22 @@ def dataset_fingerprint(dataset: Any, split: str, configs: Sequence[str] = ("sco
                     digest.update(chunk)
         return "sha256:" + digest.hexdigest()
     return "datasets:" + str(getattr(dataset, "_fingerprint", "in-memory"))
+
+
+# The config sets a results file's fingerprint may cover: text settings read `scoring`, the
+# feature-described settings and the baselines `scoring` and `features` together.
+FINGERPRINT_CONFIGS: tuple[tuple[str, ...], ...] = (("scoring",), ("scoring", "features"))
+
+
+def dataset_fingerprints(build_dir: str | Path, split: str) -> set[str]:
+    """Every fingerprint a run on this build's `split` records (one per config set it may have read)."""
+    from mis_bench_dataset.built import split_files
+
+    return {
+        dataset_fingerprint(build_dir, split, configs)
+        for configs in FINGERPRINT_CONFIGS
+        if all(split_files(build_dir, config, split) for config in configs)
+    }
 
 
 def gold_references(rows: Sequence[dict]) -> dict[tuple[str, str], float]:

@@ -17,12 +17,12 @@ A build replaces its whole folder atomically, so it checks every file in the old
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
+from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.text_safety import unicode_text
 
 MANIFEST_NAME = ".mis-bench-outputs.json"
 _MAX_NAMED = 5
@@ -47,18 +47,29 @@ def read_manifest(folder: str | Path) -> dict[str, str]:
 
 
 def write_manifest(folder: str | Path, files: dict[str, str]) -> None:
-    folder = Path(folder)
-    tmp = folder / f".{MANIFEST_NAME}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
-    tmp.write_text(
-        json.dumps({"written_by": "mis-bench", "files": dict(sorted(files.items()))}, indent=1) + "\n", encoding="utf-8"
-    )
-    os.replace(tmp, folder / MANIFEST_NAME)
+    payload = {"written_by": "mis-bench", "files": dict(sorted(files.items()))}
+    write_atomic(Path(folder) / MANIFEST_NAME, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
 
 
 def _named(paths: Iterable[str]) -> str:
     paths = sorted(paths)
     more = f" and {len(paths) - _MAX_NAMED} more" if len(paths) > _MAX_NAMED else ""
     return ", ".join(paths[:_MAX_NAMED]) + more
+
+
+def check_arrow_path(path: str | Path, *, where: str) -> None:
+    """Refuse a path that pyarrow and `datasets` cannot open: they encode paths as UTF-8, so a name this
+    locale could not decode (LC_ALL=C and a non-ASCII name: surrogate escapes) fails inside them."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"the path {unicode_text(text)} holds characters this locale cannot decode, and the Parquet "
+            "libraries (pyarrow, datasets) cannot open it",
+            where=where,
+            hint="run with a UTF-8 locale (LC_ALL=C.UTF-8) or PYTHONUTF8=1, or use an ASCII path",
+        ) from None
 
 
 def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -> None:
@@ -161,18 +172,6 @@ def claim_file(path: str | Path, *, command: str, writer: str, arg: str, inputs:
             f"{arg} {path} is a folder", where=f"mis-bench {command}", hint="give the path of a file to write"
         )
     return OutputFolder(path.parent, command=command, arg=arg, inputs=inputs).claim(path.name, writer)
-
-
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write `data` (text as UTF-8) next to `path` and rename it into place: readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 def check_not_overlapping(out: str | Path, sources: Iterable[str | Path], *, command: str, arg: str = "--out") -> None:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.text_safety import clean_line
 
 # Kinds of problems, with a one-line meaning (the card and the report use these).
 PROBLEM_KINDS: dict[str, str] = {
@@ -25,6 +26,8 @@ PROBLEM_KINDS: dict[str, str] = {
     "timestamp_mismatch": "timestamps are not one per feature row",
     "unknown_file": "a file the release layout does not define (ignored)",
     "malformed_id": "a file or row whose name is not a valid video id (ignored)",
+    "inexact_name": "a file whose name is not exactly {id}.npz (a stray space, another spelling); used only when "
+    "no file has the exact name",
     "duplicate_id": "two files or rows map to the same video id (the first kept)",
     "missing_video": "a video listed in the manifest has no file in any modality",
     "transcript_conflict": "the transcripts CSV and text/words disagree (the CSV wins)",
@@ -66,7 +69,8 @@ class Problem:
             )
             if part
         )
-        return f"{self.kind}: {where}: {self.reason}" if where else f"{self.kind}: {self.reason}"
+        text = f"{self.kind}: {where}: {self.reason}" if where else f"{self.kind}: {self.reason}"
+        return clean_line(text)  # one line whatever a file name holds (a newline, an escape sequence)
 
 
 class BuildError(DataError):

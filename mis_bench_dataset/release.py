@@ -144,7 +144,9 @@ def duration_seconds(modalities: dict[str, ModalityData]) -> float | None:
 
 
 def _scan_folder(root: Path, folder: str, modality: str, problems: list[Problem]) -> dict[str, Path]:
-    found: dict[str, Path] = {}
+    """video id -> the file serving it. The file named exactly `{id}.npz` always wins; a name that only
+    parses to an id (a stray space, another spelling) is reported, and used only when no exact one exists."""
+    candidates: dict[str, list[Path]] = {}
     for path in sorted((root / folder).iterdir()):
         rel = path.relative_to(root).as_posix()
         if not path.is_file() or path.suffix != ".npz":
@@ -155,19 +157,36 @@ def _scan_folder(root: Path, folder: str, modality: str, problems: list[Problem]
         except ValueError as exc:
             problems.append(Problem("malformed_id", str(exc), modality=modality, path=rel))
             continue
-        if video_id in found:
+        candidates.setdefault(video_id, []).append(path)
+    found: dict[str, Path] = {}
+    for video_id, paths in candidates.items():
+        exact = [p for p in paths if p.name == f"{video_id}.npz"]
+        chosen = (exact or paths)[0]
+        found[video_id] = chosen
+        chosen_rel = chosen.relative_to(root).as_posix()
+        if not exact:
+            problems.append(
+                Problem(
+                    "inexact_name",
+                    f"the file name is not exactly {video_id}.npz; used, as no file has the exact name",
+                    video_id=video_id,
+                    modality=modality,
+                    path=chosen_rel,
+                )
+            )
+        for other in (p for p in paths if p != chosen):
             problems.append(
                 Problem(
                     "duplicate_id",
-                    f"also served by {found[video_id].relative_to(root).as_posix()}; this file ignored",
+                    f"also served by {chosen_rel}"
+                    + (" (the exact name wins)" if exact else "")
+                    + "; this file ignored",
                     video_id=video_id,
                     modality=modality,
-                    path=rel,
+                    path=other.relative_to(root).as_posix(),
                 )
             )
-            continue
-        found[video_id] = path
-    return found
+    return dict(sorted(found.items()))
 
 
 def _read_manifest(root: Path, problems: list[Problem]) -> dict:

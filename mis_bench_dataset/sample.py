@@ -6,7 +6,8 @@ Nothing is shipped as data files: the sample is generated deterministically
 folder is `$MIS_BENCH_CACHE` if set, else `~/.cache/mis-bench`,
 or any path you pass; inside it, `default-sample-v{GENERATOR_VERSION}/` holds
 `release/` (with `ratings.csv`) and `mis-bench/` (the built dataset). Creation is
-atomic, so concurrent first uses do not see half a sample.
+atomic and runs under a file lock, so concurrent first uses wait for one another and none
+sees half a sample or loses the one another is building from.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from mis_bench_dataset.atomic import file_lock, staging_folder
 from mis_bench_dataset.dimensions import N_VIDEOS
 from mis_bench_dataset.synth import GENERATOR_VERSION
 
@@ -42,38 +43,42 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "mis-bench"
 
 
+def _complete(sample: DefaultSample) -> bool:
+    return (sample.build_dir / "README.md").is_file() and sample.ratings_csv.is_file()
+
+
+def _release_complete(sample: DefaultSample) -> bool:
+    return sample.ratings_csv.is_file() and (sample.release_dir / "subset_manifest.json").is_file()
+
+
 def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
-    """The embedded default sample (SYNTHETIC), generating it on first use."""
+    """The embedded default sample (SYNTHETIC), generating it on first use.
+
+    Generation holds a file lock in the cache folder: a second first use (another terminal, a CI
+    job sharing the cache) waits for the first and then uses its sample. A published release or
+    build is never removed; the release is generated aside and renamed into place (manifest last).
+    """
     from mis_bench_dataset.build import build_dataset
     from mis_bench_dataset.synth import generate_synthetic_release
 
     root = cache_root(cache_dir) / f"default-sample-v{GENERATOR_VERSION}"
     sample = DefaultSample(root, root / "release", root / "release" / "ratings.csv", root / "mis-bench")
-    if (sample.build_dir / "README.md").is_file() and sample.ratings_csv.is_file():
+    if _complete(sample):
         return sample
-    root.mkdir(parents=True, exist_ok=True)
-    if not (sample.ratings_csv.is_file() and (sample.release_dir / "subset_manifest.json").is_file()):
-        # The release is generated aside and renamed into place (manifest last = complete).
-        staging = root / f".release.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        try:
+    with file_lock(root / ".generate.lock", waiting=f"waiting for another process generating the sample in {root}"):
+        if _complete(sample):  # the process that held the lock made it
+            return sample
+        if not _release_complete(sample):
             logger.info(
                 "generating the embedded default sample (SYNTHETIC, %d videos) in %s", DEFAULT_SAMPLE_VIDEOS, root
             )
-            # Uncompressed: random arrays barely compress, and zlib would dominate the first run's time.
-            generate_synthetic_release(
-                staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED, compress=False
-            )
-            shutil.rmtree(sample.release_dir, ignore_errors=True)  # an incomplete leftover
-            try:
+            with staging_folder(root, ".release.staging-") as staging:
+                # Uncompressed: random arrays barely compress, and zlib would dominate the first run's time.
+                generate_synthetic_release(
+                    staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED, compress=False
+                )
+                if sample.release_dir.exists():  # left by a version without the lock: never complete, never in use
+                    shutil.rmtree(sample.release_dir)
                 staging.rename(sample.release_dir)
-            except OSError:
-                if not sample.ratings_csv.is_file():  # not a concurrent winner: a real failure
-                    raise
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    try:
         build_dataset(sample.release_dir, sample.build_dir, labels=sample.ratings_csv, progress=False)
-    except OSError:
-        if not (sample.build_dir / "README.md").is_file():
-            raise
     return sample

@@ -25,12 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.built import check_build_dir, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.jsonio import json_safe
 from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.numbers import exact_decimal, round_half_up
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 
@@ -286,8 +288,9 @@ def write_stats(doc: dict, out_dir: str | Path | OutputFolder) -> Path:
 
     folder = as_output_folder(out_dir, "stats")
     path, *_ = folder.claim_all([STATS_FILE, *doc["figures"].values()], STATS_WRITER)
-    write_figures(doc, folder.root)
-    write_atomic(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
+    with AtomicFiles() as files:  # the figures and stats.json appear together
+        write_figures(doc, folder.root, files)
+        files.write(path, json.dumps(json_safe(doc), indent=2, allow_nan=False) + "\n")  # undefined: null
     return path
 
 

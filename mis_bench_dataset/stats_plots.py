@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mis_bench_dataset.atomic import AtomicFiles, save_figure
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 
 # PNGs without a timestamp or version: the same statistics give the same bytes.
@@ -20,16 +21,19 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> Path:
-    plt = _pyplot()
-    tmp = path.with_name(f".{path.name}.partial")
-    fig.savefig(tmp, format="png", dpi=100, metadata=_PNG_METADATA)
-    plt.close(fig)
-    tmp.replace(path)
+def _save(fig, path: Path, files: AtomicFiles | None = None) -> Path:
+    """Save atomically (staged in `files` when given)."""
+    try:
+        if files is not None:
+            files.save_figure(fig, path, format="png", dpi=100, metadata=_PNG_METADATA)
+        else:
+            save_figure(fig, path, format="png", dpi=100, metadata=_PNG_METADATA)
+    finally:
+        _pyplot().close(fig)
     return path
 
 
-def correlation_heatmap(stats: dict, path: str | Path) -> Path:
+def correlation_heatmap(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
     """Pearson r between the eight dimensions, annotated; blank where undefined."""
     import numpy as np
 
@@ -60,10 +64,10 @@ def correlation_heatmap(stats: dict, path: str | Path) -> Path:
     fig.colorbar(image, ax=ax, label="Pearson r")
     ax.set_title(f"Gold-score correlation ({stats['n_complete_videos']} videos with all eight scores)", fontsize=10)
     fig.tight_layout()
-    return _save(fig, Path(path))
+    return _save(fig, Path(path), files)
 
 
-def gold_histograms(stats: dict, path: str | Path) -> Path:
+def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
     """One bar chart per dimension at 0.1 resolution, with its n, mean and sd."""
     import numpy as np
     from matplotlib.ticker import MaxNLocator
@@ -91,13 +95,13 @@ def gold_histograms(stats: dict, path: str | Path) -> Path:
         ax.set_ylabel("videos", fontsize=8)
     # Fixed margins: tight_layout would draw the figure twice.
     fig.subplots_adjust(left=0.05, right=0.99, top=0.94, bottom=0.09, wspace=0.22, hspace=0.28)
-    return _save(fig, Path(path))
+    return _save(fig, Path(path), files)
 
 
-def write_figures(stats: dict, folder: str | Path) -> dict[str, Path]:
-    """Both figures into `folder`, under the names `stats["figures"]` gives."""
+def write_figures(stats: dict, folder: str | Path, files: AtomicFiles | None = None) -> dict[str, Path]:
+    """Both figures into `folder`, under the names `stats["figures"]` gives (staged in `files` when given)."""
     folder = Path(folder)
     return {
-        "correlation": correlation_heatmap(stats, folder / stats["figures"]["correlation"]),
-        "histograms": gold_histograms(stats, folder / stats["figures"]["histograms"]),
+        "correlation": correlation_heatmap(stats, folder / stats["figures"]["correlation"], files),
+        "histograms": gold_histograms(stats, folder / stats["figures"]["histograms"], files),
     }

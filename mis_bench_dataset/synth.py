@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -65,6 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mis_bench_dataset.atomic import AtomicFiles, atomic_open, write_atomic
 from mis_bench_dataset.dimensions import (
     DIMENSION_KEYS,
     GOLD_STATS,
@@ -437,8 +439,10 @@ def synthetic_videos(
     return draw, videos()
 
 
-def _save(path: Path, compress: bool, **arrays) -> None:
-    (np.savez_compressed if compress else np.savez)(path, **arrays)
+def _save(files: AtomicFiles, path: Path, compress: bool, **arrays) -> None:
+    buffer = io.BytesIO()
+    (np.savez_compressed if compress else np.savez)(buffer, **arrays)
+    files.write(path, buffer.getvalue())
 
 
 def generate_synthetic_release(
@@ -473,13 +477,15 @@ def generate_synthetic_release(
         videos, total=len(video_ids), desc="synthesizing", unit="video", disable=not progress or None
     ):
         entry = {"sample_id": video_id}
-        for name, (features, timestamps) in arrays.items():
-            rel = f"{MODALITY_BY_NAME[name].folder}/{video_id}.npz"
-            _save(out_dir / rel, compress, features=features, timestamps=timestamps)
-            entry[f"{MODALITY_BY_NAME[name].folder}_path"] = rel
-        rel = f"{TEXT_FOLDER}/{video_id}.npz"
-        _save(out_dir / rel, compress, text=np.array(text))
-        entry[f"{TEXT_FOLDER}_path"] = rel
+        # Thousands of small files: each whole (renamed into place), not synced one by one.
+        with AtomicFiles(durable=False) as files:
+            for name, (features, timestamps) in arrays.items():
+                rel = f"{MODALITY_BY_NAME[name].folder}/{video_id}.npz"
+                _save(files, out_dir / rel, compress, features=features, timestamps=timestamps)
+                entry[f"{MODALITY_BY_NAME[name].folder}_path"] = rel
+            rel = f"{TEXT_FOLDER}/{video_id}.npz"
+            _save(files, out_dir / rel, compress, text=np.array(text))
+            entry[f"{TEXT_FOLDER}_path"] = rel
         manifest_rows.append(entry)
     rated = np.argwhere(~np.isnan(draw.ratings))  # (video, dimension, rater) in row-major order
     rows = [(video_ids[i], RATERS[r], DIMENSION_KEYS[d], float(draw.ratings[i, d, r])) for i, d, r in rated.tolist()]
@@ -495,11 +501,11 @@ def generate_synthetic_release(
         "modalities": sorted([m.folder for m in MODALITIES] + [TEXT_FOLDER]),
         "sample_ids": video_ids,
     }
-    (out_dir / "subset_manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    with (out_dir / "subset_manifest.csv").open("w", newline="", encoding="utf-8") as handle:
+    with atomic_open(out_dir / "subset_manifest.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(manifest_rows[0]))
         writer.writeheader()
         writer.writerows(manifest_rows)
+    write_atomic(out_dir / "subset_manifest.json", json.dumps(manifest, indent=2) + "\n")  # last: complete
     n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
     logger.info(
         "synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), n_clinicians, seed, out_dir

@@ -1,4 +1,4 @@
-"""User text made safe for each place it is shown: HTML, Markdown, CSV and the terminal.
+"""User text made safe for each place it is shown: HTML, Markdown, CSV, the terminal and UTF-8 files.
 
 Model names, file names and raw responses come from users and servers. Control characters
 (NUL, escape sequences) and Unicode bidi overrides can hide or reorder what a reader sees
@@ -31,8 +31,14 @@ def visible_controls(text: str, *, inline: bool = False) -> str:
 
 
 def clean_terminal(text: str) -> str:
-    """For the console: no escape sequences or bidi overrides reach the terminal."""
-    return visible_controls(text)
+    """For the console: no escape sequences or bidi overrides reach the terminal; paths read under a
+    non-UTF-8 locale are shown as the text their bytes spell (`unicode_text`)."""
+    return visible_controls(unicode_text(text))
+
+
+def clean_line(text: object) -> str:
+    """For one line of the console or a log (an error, a problem): `clean_terminal`, newlines and tabs escaped too."""
+    return visible_controls(unicode_text(str(text)), inline=True)
 
 
 def escape_html(text: object) -> str:
@@ -49,3 +55,26 @@ def escape_csv(text: object) -> str:
     """For a CSV cell opened in a spreadsheet: no formula injection, no control characters."""
     value = visible_controls(str(text), inline=True)
     return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+# A run of surrogate escapes (bytes a non-UTF-8 locale could not decode), or any other lone surrogate.
+_SURROGATE_RUN = re.compile("[\udc80-\udcff]+|[\ud800-\udfff]")
+
+
+def _repair(match: re.Match) -> str:
+    run = match.group(0)
+    if "\udc80" <= run[0] <= "\udcff":
+        return bytes(ord(c) - 0xDC00 for c in run).decode("utf-8", errors="backslashreplace")
+    return f"\\u{ord(run):04x}"
+
+
+def unicode_text(text: str) -> str:
+    """`text` as valid Unicode, what a file or JSON written as UTF-8 can hold.
+
+    A path decoded under a non-UTF-8 locale (`LC_ALL=C`) holds its undecodable bytes as surrogate
+    escapes (`"d\\udcc3\\udca9"` for the UTF-8 name "dé"): they become the text those bytes spell
+    in UTF-8 ("dé"), or `\\xNN` escapes where they are not UTF-8; any other lone surrogate (from a
+    JSON `\\ud800` escape) becomes a visible `\\ud800`. Valid text is returned as it is.
+    """
+    text = str(text)
+    return _SURROGATE_RUN.sub(_repair, text) if _SURROGATE_RUN.search(text) else text

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from mis_bench_dataset.atomic import atomic_open
 from mis_bench_dataset.problems import BuildError, Problem
 from mis_bench_dataset.video_ids import parse_video_id
 
@@ -56,7 +57,7 @@ def _read(path: Path, problems: list[Problem], transcripts: dict[str, str]) -> t
 
 def write_transcripts_csv(path: str | Path, transcripts: dict[str, str]) -> Path:
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as handle:
+    with atomic_open(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["video", "transcript"])
         for video_id in sorted(transcripts):

@@ -24,6 +24,7 @@ or aggregated long (``video_id, dimension, score``; also ``reference``/``gold``)
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import logging
@@ -34,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.errors import DataError
 from mis_bench_dataset.jsonio import JSONInputError, loads_strict, read_json
@@ -330,8 +332,12 @@ def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None
     return mapping
 
 
-def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
-    """Write long-form predictions; format from the suffix (.csv or .jsonl); None -> empty / null."""
+def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: AtomicFiles | None = None) -> Path:
+    """Write long-form predictions; format from the suffix (.csv or .jsonl); None -> empty / null.
+
+    The file is written atomically (`mis_bench_dataset.atomic`); with `files` it is staged there
+    and appears together with the other files of that group.
+    """
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl"):
@@ -358,24 +364,29 @@ def write_predictions(path: str | Path, records: Iterable[Mapping]) -> Path:
         if record.get("raw_response") is not None or "raw_response" in record:
             row["raw_response"] = record.get("raw_response")
         rows.append(row)
-    with_raw = any("raw_response" in r for r in rows)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if suffix == ".jsonl":
-        with path.open("w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
-    else:
-        columns = [*LONG_COLUMNS, "raw_response"] if with_raw else list(LONG_COLUMNS)
-        with path.open("w", newline="", encoding="utf-8") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(columns)
-            for row in rows:
-                value = "" if row["prediction"] is None else repr(row["prediction"])
-                cells = [row["video_id"], row["dimension"], value]
-                if with_raw:
-                    cells.append("" if row.get("raw_response") is None else row["raw_response"])
-                writer.writerow(cells)
+    with contextlib.ExitStack() as stack:
+        group = files if files is not None else stack.enter_context(AtomicFiles())
+        with group.open(path, "w", newline="") as handle:
+            _write_rows(handle, rows, suffix)
     return path
+
+
+def _write_rows(handle, rows: list[dict], suffix: str) -> None:
+    if suffix == ".jsonl":
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
+        return
+    with_raw = any("raw_response" in r for r in rows)
+    columns = [*LONG_COLUMNS, "raw_response"] if with_raw else list(LONG_COLUMNS)
+    writer = csv.writer(handle)
+    writer.writerow(columns)
+    for row in rows:
+        value = "" if row["prediction"] is None else repr(row["prediction"])
+        cells = [row["video_id"], row["dimension"], value]
+        if with_raw:
+            cells.append("" if row.get("raw_response") is None else row["raw_response"])
+        writer.writerow(cells)
 
 
 # --- references ----------------------------------------------------------------------

@@ -41,6 +41,7 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.icc import icc3_ci
+from mis_bench_dataset.jsonio import json_safe  # noqa: F401 - re-exported: one rule, in the ground layer
 from mis_bench_dataset.numbers import exact_decimal
 
 from .agreement import LOA_Z, STATISTIC_KEYS, agreement_blocks
@@ -229,21 +230,6 @@ def align(
             ", ".join(out_examples),
         )
     return AlignedScores(videos, dimensions, pred, gold, n_missing, n_out)
-
-
-def json_safe(value: object) -> object:
-    """NaN -> None and numpy scalars -> Python, recursively (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    if isinstance(value, (np.integer,)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        return None if math.isnan(value) else float(value)
-    return value
 
 
 def _overall_block(pred: np.ndarray, gold: np.ndarray, usable: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -24,6 +24,7 @@ import os
 import sys
 from pathlib import Path
 
+from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.errors import EXIT_USAGE, MisBenchError, require_extra
 
 logger = logging.getLogger("raft_trainer.train")
@@ -204,7 +205,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
         trainer.save_state()
     if trainer.accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
-        (output_dir / "setting.json").write_text(json.dumps(setting, indent=2))
+        write_atomic(output_dir / "setting.json", json.dumps(setting, indent=2, ensure_ascii=False) + "\n")
         if script_args.train:
             print(
                 f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; "
@@ -258,7 +259,7 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
     result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=args.seed)
     result["setting"] = setting
-    (output_dir / "scores_test.json").write_text(json.dumps(json_safe(result), indent=2, allow_nan=False))
+    write_atomic(output_dir / "scores_test.json", json.dumps(json_safe(result), indent=2, allow_nan=False) + "\n")
     print(f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}")
 
 

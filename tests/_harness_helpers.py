@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import random
@@ -326,3 +327,70 @@ def serve_forever_main(port_file: str, delay_s: float = 0.0) -> None:
         Path(port_file).write_text(server.base_url)
         while True:
             time.sleep(3600)
+
+
+class TricklingServer:
+    """A raw socket server that answers every request with a valid Chat Completions body, one byte every
+    `interval_s` (the headers too with `trickle_headers`): each read gets data long before any read timeout,
+    so only a total deadline ends the request. Counts the connections and requests it got."""
+
+    def __init__(self, interval_s: float = 0.25, trickle_headers: bool = False, reply: str = "3.5") -> None:
+        import socket
+
+        self.interval_s, self.trickle_headers, self.reply = interval_s, trickle_headers, reply
+        self.requests = 0
+        self._stop = threading.Event()
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._sock.settimeout(0.1)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn) -> None:
+        with contextlib.suppress(OSError), conn:
+            conn.settimeout(5.0)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.requests += 1
+            text = prompt_text(json.loads(body))
+            payload = json.dumps(chat_completion(text, reply=self.reply)).encode()
+            headers = (
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+            ).encode()
+            if not self.trickle_headers:
+                conn.sendall(headers)
+            for byte in (headers if self.trickle_headers else b"") + payload:
+                if self._stop.wait(self.interval_s):
+                    return
+                conn.sendall(bytes([byte]))
+
+    def __enter__(self) -> TricklingServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()

@@ -124,3 +124,33 @@ def default_sample_cache(tmp_path_factory) -> Path:
     cache = tmp_path_factory.mktemp("mis-bench-cache")
     default_sample(cache)
     return cache
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """`tiny_disk(kib)` -> a folder on a fresh tmpfs of that size: a real full disk for the ENOSPC tests.
+
+    Mounting needs root (CAP_SYS_ADMIN); elsewhere the tests that need it skip, saying so (the faked
+    ENOSPC tests cover the same code everywhere). Unmounted at teardown.
+    """
+    import shutil
+    import subprocess
+
+    mounted: list[Path] = []
+
+    def mount(kib: int) -> Path:
+        folder = tmp_path / f"disk{len(mounted)}"
+        folder.mkdir()
+        if os.geteuid() != 0 or shutil.which("mount") is None:
+            pytest.skip("a tmpfs needs root: the real full-disk test runs only where mounting is allowed")
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs", str(folder)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+        mounted.append(folder)
+        return folder
+
+    yield mount
+    for folder in mounted:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)

@@ -254,7 +254,7 @@ CASES = [
     (MODEL + " --backend-modalities smell", 2, ["--backend-modalities", "smell"]),
     (MODEL + " --cache {w}/dir", 2, ["--cache", "is a folder"]),
     (MODEL + " --cache {w}/file.txt/c", 2, ["--cache", "inside"]),
-    (MODEL + " --cache {w}/preds.csv", 1, ["preds.csv", "cache record"]),
+    (MODEL + " --cache {w}/preds.csv", 1, ["preds.csv", "not a response cache"]),
     ("run --backend openai --model m --dataset {w}/build --out {o} --base-url notaurl", 2, ["--base-url", "notaurl"]),
     ("run --backend openai --model m --dataset {w}/missing --out {o} " + CLOSED, 2, ["--dataset", "missing"]),
     ("run --backend openai --model m --dataset {w}/release --out {o} " + CLOSED, 1, ["release", "scoring"]),

@@ -92,8 +92,9 @@ def test_cli_synth_then_build(tmp_path, capsys):
     (tmp_path / "rel" / "audio" / "prosody").joinpath(f"{summary_first(tmp_path)}.npz").unlink()
     assert cli_main(["build", str(tmp_path / "rel"), "--out", str(tmp_path / "out2"), "--strict"]) == 1
     captured = capsys.readouterr()
-    assert "missing_file" in captured.out and summary_first(tmp_path) in captured.out and "prosody" in captured.out
-    assert captured.err.startswith("mis-bench build: error: --strict: 1 problem(s)")
+    assert "missing_file" in captured.err and summary_first(tmp_path) in captured.err and "prosody" in captured.err
+    assert captured.err.splitlines()[-1].startswith("mis-bench build: error: --strict: 1 problem(s)")
+    assert captured.out == ""  # the listing is a diagnostic: stderr
     assert not (tmp_path / "out2").exists()
 
 

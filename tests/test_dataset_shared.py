@@ -67,7 +67,7 @@ def test_subset10_strict_exits_nonzero_naming_them(subset10_dir, subset_build, t
     from eval_scripts.cli import main
 
     assert main(["build", str(subset10_dir), "--out", str(tmp_path / "x"), "--strict"]) == 1
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err  # the listing is a diagnostic: stderr
     for p in report.problems:
         assert p.video_id in printed
     assert not (tmp_path / "x").exists()

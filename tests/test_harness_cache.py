@@ -63,7 +63,8 @@ def test_torn_last_line_is_dropped_then_appending_works(tmp_path) -> None:
         assert cache.stats.torn_tail_bytes == len(b'{"key": "b", "status": "o')
         assert "a" in cache and "b" not in cache
         cache.append(_record("b"))
-    lines = path.read_bytes().splitlines()
+    header, *lines = path.read_bytes().splitlines()
+    assert json.loads(header)["mis_bench_cache"] == 1
     assert [json.loads(line)["key"] for line in lines] == ["a", "b"]
 
 

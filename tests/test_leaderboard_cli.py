@@ -20,9 +20,12 @@ def labelled(synthetic_build):
     return synthetic_build, read_references(synthetic_build, split="test")
 
 
-def _results_file(tmp_path, name, references, noise, seed, **kw):
+def _results_file(tmp_path, name, references, noise, seed, fingerprint=None, **kw):
     path = tmp_path / name
-    path.write_text(json.dumps(make_results(noisy_predictions(references, noise, seed=seed), **kw)))
+    results = make_results(noisy_predictions(references, noise, seed=seed), **kw)
+    if fingerprint is not None:
+        results["dataset"]["fingerprint"] = fingerprint
+    path.write_text(json.dumps(results))
     return path
 
 
@@ -48,7 +51,7 @@ def test_submit_rejects_with_reasons_and_exit_code_1(tmp_path, labelled, capsys)
     captured = capsys.readouterr()
     assert "submission rejected" in captured.err and "partial.json" in captured.err
     assert len(captured.err.strip().splitlines()[-1:]) == 1 and "Traceback" not in captured.err
-    assert "coverage:" in captured.out and "9.5 is not a number" in captured.out  # every reason is listed
+    assert "coverage:" in captured.err and "9.5 is not a number" in captured.err  # every reason is listed (stderr)
     assert not (tmp_path / "pkg").exists()
 
 
@@ -56,7 +59,12 @@ def test_leaderboard_command_writes_csv_json_html(tmp_path, labelled, capsys):
     dataset, references = labelled
     subs = tmp_path / "subs"
     subs.mkdir()
-    _results_file(subs, "good.json", references, 0.2, 3, model="org/good")
+    from mis_bench_dataset.loading import dataset_fingerprint
+
+    # The references are a build: only a submission made on it is ranked (its fingerprint).
+    _results_file(
+        subs, "good.json", references, 0.2, 3, model="org/good", fingerprint=dataset_fingerprint(dataset, "test")
+    )
     _results_file(subs, "bad.json", references, 0.2, 3, model="org/bad", split="validation")
     (subs / "broken.json").write_bytes(b"\xff\xfe not json")
     out = tmp_path / "board"

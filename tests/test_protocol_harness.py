@@ -228,8 +228,9 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     # (The random tiny model never stops within 16 tokens, so its answers are truncated and not served as
     # answers; the keys of the recorded outcomes show what the cache would serve.)
     def keys() -> list[str]:
-        lines = (tmp_path / "runs" / "responses.cache.jsonl").read_text().splitlines()
-        return [json.loads(line)["key"] for line in lines]
+        from eval_scripts.cache import iter_records  # the records, without the cache's header line
+
+        return [record["key"] for record in iter_records(tmp_path / "runs" / "responses.cache.jsonl")]
 
     first = keys()
     assert len(first) == 3 and result.n_truncated + result.n_parsed + result.n_unparsed == 3

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -14,6 +15,8 @@ from mis_bench_dataset.inputs import UnsupportedSetting
 from mis_bench_dataset.protocol import VideoSampling
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
+# The kind of failure of a row not answered before the run's deadline (`--run-deadline`).
+FAILURE_RUN_DEADLINE = "run deadline"
 # What a backend that cannot ask its model (an HTTP server, vLLM's engine) assumes until told otherwise.
 DEFAULT_DECLARED_KINDS: tuple[str, ...] = ("text",)
 # name -> "module:Class", imported on first use
@@ -92,9 +95,27 @@ class Backend(ABC):
     # Set by backends that pick a raw video's frames themselves (recorded with the run); None when the
     # server or engine samples them.
     video_sampling: VideoSampling | None = None
+    # `time.monotonic()` after which nothing more is sent (the run's deadline; None: none). Rows not
+    # answered by then come back failed, kind FAILURE_RUN_DEADLINE (`deadline_failure`).
+    deadline: float | None = None
 
     def __init__(self, model: str):
         self.model = model
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def deadline_failure(self, index: int, *, attempts: int = 0, latency_s: float = 0.0) -> Completion:
+        """The outcome of a row the run's deadline left unanswered (asked again by the next run)."""
+        return Completion(
+            index,
+            None,
+            False,
+            f"{FAILURE_RUN_DEADLINE}: the run's deadline (--run-deadline) passed before an answer came",
+            attempts,
+            latency_s,
+            failure=FAILURE_RUN_DEADLINE,
+        )
 
     def check_inputs(self, needed: set[str] | frozenset[str], what: str) -> None:
         missing = set(needed) - set(self.modalities)

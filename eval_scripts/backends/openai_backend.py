@@ -1,7 +1,11 @@
 """Any OpenAI-compatible Chat Completions server over HTTP (OpenAI, vLLM/SGLang servers, Gemini).
 
 Stdlib only (`http.client`, one keep-alive connection per worker thread), so the
-harness has no HTTP dependency. Requests run on a bounded thread pool; each is
+harness has no HTTP dependency. `timeout_s` (`--timeout`) is a total deadline per attempt:
+connecting, sending, the headers and the whole body must be done within it, however slowly a
+server trickles its bytes (`backends.deadlines`); the run's deadline (`Backend.deadline`,
+`--run-deadline`) cuts every attempt and wait short, and rows not answered by then fail as
+"run deadline" (asked again by the next run). Requests run on a bounded thread pool; each is
 retried with exponential backoff and full jitter on 429, 5xx, timeouts, dropped
 connections and malformed bodies (honouring ``Retry-After``). A request that still
 fails comes back as a failed `Completion` naming the kind of failure (`failure`) and
@@ -47,11 +51,14 @@ from pathlib import Path
 
 from eval_scripts.backends.base import (
     DEFAULT_DECLARED_KINDS,
+    FAILURE_RUN_DEADLINE,
     Backend,
     Completion,
     DecodingConfig,
     declared_modalities,
 )
+from eval_scripts.backends.deadlines import DEADLINES, shut_down
+from eval_scripts.cache import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.errors import DataError, UsageError
 
@@ -73,7 +80,6 @@ FAILURE_CONNECT_TIMEOUT = "connect timeout"
 FAILURE_CONNECT = "cannot connect"
 FAILURE_TIMEOUT = "timeout"
 FAILURE_DROPPED = "connection dropped"
-FAILURE_MALFORMED = "malformed response"
 # The server was never reached: what the circuit breaker counts.
 CONNECTION_FAILURES = frozenset({FAILURE_REFUSED, FAILURE_DNS, FAILURE_TLS, FAILURE_CONNECT_TIMEOUT, FAILURE_CONNECT})
 
@@ -256,25 +262,44 @@ class OpenAIBackend(Backend):
         return body
 
     # -- transport --------------------------------------------------------
-    def _connection(self) -> http.client.HTTPConnection:
-        """This thread's connection, opened (TCP, TLS) under the connect timeout when it is not open."""
+    def _connection(self, deadline: float) -> http.client.HTTPConnection:
+        """This thread's connection, opened (TCP, TLS) under the connect timeout when it is not open;
+        every blocking step of the attempt gets at most the time left before `deadline`."""
+        left = max(0.001, deadline - time.monotonic())
         conn = getattr(self._local, "conn", None)
         if conn is None:
             cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-            conn = cls(self._host, self._port, timeout=self.retry.timeout_s)
+            conn = cls(self._host, self._port, timeout=left)
             self._local.conn = conn
             with self._lock:
                 self._open_connections.add(conn)
         if conn.sock is None:
-            conn.timeout = min(self.retry.timeout_s, CONNECT_TIMEOUT_S)
+            conn.timeout = min(left, CONNECT_TIMEOUT_S)
             try:
                 conn.connect()
             except OSError as err:
                 self._drop_connection()
+                if isinstance(err, TimeoutError) and time.monotonic() >= deadline:
+                    raise self._timed_out(deadline) from err
                 raise _AttemptFailed(connection_failure_kind(err), f"{type(err).__name__}: {err}") from err
-            conn.timeout = self.retry.timeout_s
-            conn.sock.settimeout(self.retry.timeout_s)
+        left = max(0.001, deadline - time.monotonic())
+        conn.timeout = left
+        conn.sock.settimeout(left)
         return conn
+
+    def _attempt_deadline(self) -> float:
+        """When this attempt must be over: --timeout from now, or the run's deadline if that comes first."""
+        ends = time.monotonic() + self.retry.timeout_s
+        return ends if self.deadline is None else min(ends, self.deadline)
+
+    def _timed_out(self, deadline: float) -> _AttemptFailed:
+        if self.deadline is not None and deadline >= self.deadline:
+            return _AttemptFailed(
+                FAILURE_RUN_DEADLINE, "the run's deadline (--run-deadline) passed during the request", retryable=False
+            )
+        return _AttemptFailed(
+            FAILURE_TIMEOUT, f"no complete answer within {self.retry.timeout_s:g} s (connect, headers and body)"
+        )
 
     def _drop_connection(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -300,17 +325,21 @@ class OpenAIBackend(Backend):
             headers["Authorization"] = f"Bearer {self._api_key}"
         with self._lock:
             self.calls += 1
-        conn = self._connection()
+        deadline = self._attempt_deadline()
+        conn = self._connection(deadline)
+        # The whole attempt (request, headers, body) ends by the deadline, however slowly the bytes come.
+        token = DEADLINES.arm(deadline, shut_down(conn.sock))
         try:
             conn.request("POST", self._path, body=payload, headers=headers)
             response = conn.getresponse()
             raw = response.read()
-        except TimeoutError as err:
-            self._drop_connection()
-            raise _AttemptFailed(FAILURE_TIMEOUT, f"no answer within {self.retry.timeout_s:g} s") from err
         except (http.client.HTTPException, OSError) as err:
+            expired = DEADLINES.disarm(token)
             self._drop_connection()
+            if expired or isinstance(err, TimeoutError):
+                raise self._timed_out(deadline) from err
             raise _AttemptFailed(FAILURE_DROPPED, f"{type(err).__name__}: {err}") from err
+        DEADLINES.disarm(token)  # complete in time (or completed just as it passed: a whole answer is kept)
         self.breaker.reached_server()
         if response.getheader("Connection", "").lower() == "close":
             self._drop_connection()
@@ -368,6 +397,8 @@ class OpenAIBackend(Backend):
         for attempt in range(self.retry.max_retries + 1):
             if self._stop.is_set():
                 break
+            if self.past_deadline():
+                return self.deadline_failure(index, attempts=attempts, latency_s=time.monotonic() - start)
             attempts += 1
             try:
                 answer = self._post_once(payload)
@@ -390,6 +421,8 @@ class OpenAIBackend(Backend):
             if not failure.retryable or attempt == self.retry.max_retries:
                 break
             wait = self.retry.delay(attempt, failure.retry_after, rng)
+            if self.deadline is not None:
+                wait = min(wait, max(0.0, self.deadline - time.monotonic()))
             logger.debug("request %d: %s; retrying in %.2f s", index, failure, wait)
             if self._stop.wait(wait):
                 break
@@ -489,5 +522,14 @@ def parse_chat_completion(body: dict) -> ChatAnswer:
     if not isinstance(content, str):
         raise TypeError(f"message content is {type(content).__name__}")
     usage = body.get("usage")
-    usage = {k: v for k, v in usage.items() if isinstance(v, int)} if isinstance(usage, dict) else None
-    return ChatAnswer(content, choice.get("finish_reason"), usage or None)
+    if isinstance(usage, dict):  # the counts (checked below); nested details (prompt_tokens_details) are dropped
+        usage = {
+            k: v for k, v in usage.items() if k in USAGE_FIELDS or (isinstance(v, int) and not isinstance(v, bool))
+        }
+    else:
+        usage = None
+    finish_reason = choice.get("finish_reason")
+    problem = answer_problem(content, finish_reason, usage)
+    if problem is not None:  # NaN, a lone surrogate, negative or absurd token counts: never an answer
+        raise ValueError(problem)
+    return ChatAnswer(content, finish_reason, usage or None)

@@ -162,6 +162,9 @@ class TransformersBackend(Backend):
             generation_kwargs.update(temperature=decoding.temperature, top_p=decoding.top_p)
         for start in range(0, len(order), self.batch_size):
             indices = order[start : start + self.batch_size]
+            if self.past_deadline():  # checked between batches: a batch in progress finishes
+                yield from (self.deadline_failure(i) for i in order[start:])
+                return
             inputs = self._encode([prompts[i] for i in indices]).to(self.device)
             with torch.inference_mode():
                 output = self.hf_model.generate(**inputs, **generation_kwargs)

@@ -58,6 +58,9 @@ class VLLMBackend(Backend):
             seed=decoding.seed,
         )
         for start in range(0, len(prompts), self.batch_size):
+            if self.past_deadline():  # checked between batches: a batch in progress finishes
+                yield from (self.deadline_failure(i) for i in range(start, len(prompts)))
+                return
             batch = prompts[start : start + self.batch_size]
             conversations = [chat_messages(p) for p in batch]
             outputs = self.llm.chat(conversations, params, use_tqdm=False)

@@ -6,24 +6,35 @@ light so `mis-bench --help` stays fast; the work happens in the library layers b
 
 Failures follow one convention (`mis_bench_dataset.errors`): an expected failure prints one
 line on stderr, `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO`, and exits 2 (usage), 1 (data)
-or 3 (failed model requests); Ctrl-C exits 130 saying what was kept. A traceback appears only
-with `--debug` (or `MIS_BENCH_DEBUG=1`).
+or 3 (failed model requests); Ctrl-C exits 130 and SIGTERM 143, saying what was kept (both
+unwind the command, so its temporary files and staging folders are removed). A traceback
+appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
-from eval_scripts.cli import build, leaderboard, report, reproduce, run, score, stats, synth
-from mis_bench_dataset.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_USAGE, MisBenchError
-from mis_bench_dataset.text_safety import clean_terminal
+from eval_scripts.cli import build, cache, leaderboard, report, reproduce, run, score, stats, synth
+from mis_bench_dataset.errors import (
+    EXIT_DATA,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    EXIT_USAGE,
+    MisBenchError,
+    Terminated,
+)
+from mis_bench_dataset.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, build, stats, score, run, report, leaderboard, reproduce)
+SUBCOMMANDS = (synth, build, stats, score, run, cache, report, leaderboard, reproduce)
 
 
 class Parser(argparse.ArgumentParser):
@@ -33,7 +44,7 @@ class Parser(argparse.ArgumentParser):
         command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
         prog = f"mis-bench {command}".strip()
         hint = f"see `{prog} --help`"
-        self.exit(EXIT_USAGE, clean_terminal(f"{prog}: error: {message}; {hint}") + "\n")
+        self.exit(EXIT_USAGE, clean_line(f"{prog}: error: {message}; {hint}") + "\n")
 
 
 def _version() -> str:
@@ -62,21 +73,55 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _fail(command: str, message: str, code: int) -> int:
-    print(clean_terminal(f"mis-bench {command}: error: {message}"), file=sys.stderr, flush=True)
+    print(clean_line(f"mis-bench {command}: error: {message}"), file=sys.stderr, flush=True)  # one line, always
     return code
 
 
+class _TerminalFormatter(logging.Formatter):
+    """Log lines as the terminal may show them: one line per message, control characters in file names
+    (a newline, an escape sequence) as visible escapes; a traceback keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return clean_line(super().formatMessage(record))
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging's name
+        return clean_terminal(super().formatException(ei))
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise Terminated()
+
+
+def _safe_streams() -> None:
+    """Text the terminal's encoding cannot show (LC_ALL=C, a path's undecodable bytes) is escaped, never fatal."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: SIGTERM is handled like Ctrl-C while it runs (temporaries removed, one line)."""
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    try:
+        return _main(argv)
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    _safe_streams()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a bad argument already printed as one line
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE if stop.code else 0
     debug = args.debug or os.environ.get("MIS_BENCH_DEBUG", "") not in ("", "0")
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     if not getattr(args, "func", None):
         names = ", ".join(parser._subparsers._group_actions[0].choices)
         print(
@@ -92,12 +137,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         listing = getattr(err, "listing", None)
         if getattr(err, "problems", None) and listing is not None:
-            print(clean_terminal(listing()))
+            print(clean_terminal(listing()), file=sys.stderr)  # diagnostics: stdout keeps only results (--json)
         return _fail(command, err.line(), err.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         if debug:
             raise
         kept = getattr(args, "interrupted_note", None) or "files already written are kept"
+        if isinstance(stop, Terminated):
+            return _fail(command, f"terminated (SIGTERM); {kept}", EXIT_TERMINATED)
         return _fail(command, f"interrupted (Ctrl-C); {kept}", EXIT_INTERRUPTED)
     except (OSError, MemoryError, RecursionError) as err:
         if debug:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.text_safety import clean_terminal
+from mis_bench_dataset.text_safety import clean_line, clean_terminal
 
 
 def _number(kind: type, text: str) -> float | int:
@@ -139,6 +139,12 @@ def strict_json(payload: Any) -> str:
 
 def print_json(payload: Any) -> None:
     print(strict_json(payload))
+
+
+def shown(value: object) -> str:
+    """A user's value (a path, a model or file name) inside a printed line: control characters, newlines
+    included, as visible escapes, so a hostile name can neither break nor forge the line."""
+    return clean_line(str(value))
 
 
 def say(text: str = "", *, err: bool = False) -> None:

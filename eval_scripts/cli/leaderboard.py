@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say, shown
 from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
@@ -102,8 +102,8 @@ def submit_command(args: argparse.Namespace) -> int:
         print_json(outcome)
     else:
         say(
-            f"Valid submission ({obj['system']['model']}, {obj['setting']['modality']}, "
-            f"{obj['setting']['prompt_style']}): {package}"
+            f"Valid submission ({shown(obj['system']['model'])}, {obj['setting']['modality']}, "
+            f"{obj['setting']['prompt_style']}): {shown(package)}"
         )
         if not outcome["coverage_checked"]:
             say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
@@ -116,6 +116,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.loading import dataset_fingerprints
     from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
     from mis_icc_metric.predictions_io import read_references
 
@@ -140,23 +141,25 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         n_bootstrap=args.bootstrap,
         seed=args.seed,
         max_bytes=int(args.max_mb * 1024 * 1024),
+        # A labelled build has a fingerprint: submissions made on another build are not ranked.
+        fingerprints=dataset_fingerprints(args.references, args.split) if args.references.is_dir() else None,
     )
     files = write_leaderboard(board, folder, title=args.title)
     if args.json:
         print_json(board)
         return 0
-    say(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {files.html}")
+    say(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {shown(files.html)}")
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
         say(
-            f"  {entry['rank']:3d}. {entry['model']} [{entry['modality']}, {entry['prompt_style']}] "
+            f"  {entry['rank']:3d}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
             f"overall ICC {pct(overall)}%"
         )
     for floor in board.get("floors", []):
         say(f"  floor {floor['model']} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)")
     for rejected in board["rejected"]:
         say(
-            f"  rejected {rejected['file']}: {rejected['reasons'][0]}"
+            f"  rejected {shown(rejected['file'])}: {shown(rejected['reasons'][0])}"
             + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
         )
     return 0

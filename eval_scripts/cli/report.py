@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, print_json, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, print_json, say, shown
 from eval_scripts.report.options import SCATTER_CHOICES
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.splits import SPLITS
@@ -136,7 +136,7 @@ def report_command(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         say(
-            f"Report of {len(files)} run(s): {written.html} (and {written.markdown.name}, {written.json.name}, "
+            f"Report of {len(files)} run(s): {shown(written.html)} (and {written.markdown.name}, {written.json.name}, "
             f"{len(written.figures)} figure(s))"
         )
         if references is None:

@@ -20,6 +20,7 @@ from eval_scripts.cli.args import (
     positive_int,
     print_json,
     say,
+    shown,
     unit_interval,
 )
 from eval_scripts.feature_plots import FEATURE_FORMATS
@@ -167,7 +168,13 @@ def register(subparsers) -> None:
     )
     group.add_argument("--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight (1-1024)")
     group.add_argument("--max-retries", type=bounded_int(0, 100), default=5)
-    group.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per request")
+    group.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=120.0,
+        help="seconds per request attempt, in total: connecting, sending, the headers and the whole body "
+        "(a server trickling its answer is cut off too); each retry gets its own (default 120)",
+    )
     group.add_argument(
         "--backoff-base", type=non_negative_float, default=1.0, help="seconds; doubles per retry, with jitter"
     )
@@ -236,6 +243,14 @@ def register(subparsers) -> None:
         type=positive_float,
         default=OPENAI_MAX_MB,
         help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
+    )
+    parser.add_argument(
+        "--run-deadline",
+        type=positive_float,
+        metavar="SECONDS",
+        help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
+        "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
+        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm",
     )
     group = parser.add_argument_group("the default job (no --backend/--model)")
     group.add_argument(
@@ -352,11 +367,14 @@ def _say_result(summary: dict, called: str = "called") -> None:
         f"{summary['called']} {called}, {summary['failed']} failed, {summary['truncated']} truncated, "
         f"{summary['unparsed']} unparsed, {summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
         f"{_tokens_line(summary['usage'])}{_prefix_line(summary['prefix'])}\n"
-        f"predictions: {summary['predictions']}\nresults: {summary['results']}"
+        f"predictions: {shown(summary['predictions'])}\nresults: {shown(summary['results'])}"
     )
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import time
+
+    started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
     if not args.model and not args.backend and not batch_mode:
         from eval_scripts.main_job import run_default
@@ -388,6 +406,7 @@ def run_command(args: argparse.Namespace) -> int:
         n_bootstrap=args.n_bootstrap,
         cache_path=args.cache,
         progress=not args.no_progress,
+        deadline=None if args.run_deadline is None else started + args.run_deadline,
     )
     args.interrupted_note = (
         f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
@@ -429,7 +448,10 @@ def _report_problems(result) -> None:
         say(f"{result.label}: {result.n_failed} request(s) failed, by kind:", err=True)
         for line in failure_lines(result.failures):
             say(line, err=True)
-        say(f"  details per row: {result.raw_responses_path}; rerun the same command to retry only these", err=True)
+        say(
+            f"  details per row: {shown(result.raw_responses_path)}; rerun the same command to retry only these",
+            err=True,
+        )
     if result.n_truncated:
         say(
             f"{result.label}: {result.n_truncated} answer(s) reached the token limit and were not scored "
@@ -564,7 +586,7 @@ def _say_export(export: dict) -> None:
         say(f"nothing to export: every request has a cached answer ({export['cached']:,}); no file written")
         return
     for item in export["files"]:
-        say(f"wrote {item['path']}: {item['requests']:,} requests, {item['bytes']:,} bytes")
+        say(f"wrote {shown(item['path'])}: {item['requests']:,} requests, {item['bytes']:,} bytes")
     say(
         f"exported {export['requests']:,} requests without a cached answer ({export['cached']:,} cached)"
         f"{_prefix_line(export['prefix'])}\n"

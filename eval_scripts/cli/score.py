@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say
+from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say, shown
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct, signed
@@ -242,10 +242,10 @@ def _write_json(path: Path | None, payload: dict) -> None:
     if path is None:
         return
     from eval_scripts.cli.args import strict_json
-    from mis_bench_dataset.outputs import write_atomic
+    from mis_bench_dataset.atomic import write_atomic
 
     write_atomic(path, strict_json(payload) + "\n")
-    say(f"wrote {path}")
+    say(f"wrote {shown(path)}")
 
 
 def _load(args: argparse.Namespace, *prediction_paths: Path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say
+from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say, shown
 from mis_bench_dataset.loading import DEFAULT_BUILD_DIR
 
 MAX_VIDEOS = 100_000
@@ -49,8 +49,11 @@ def run(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         say(
-            f"wrote SYNTHETIC release of {summary['n_videos']} videos to {release.release_dir} "
-            f"(ratings: {release.ratings_csv})"
+            f"wrote SYNTHETIC release of {summary['n_videos']} videos to {shown(release.release_dir)} "
+            f"(ratings: {shown(release.ratings_csv)})"
         )
-        say(f"next: mis-bench build {release.release_dir} --labels {release.ratings_csv} --out {DEFAULT_BUILD_DIR}")
+        say(
+            f"next: mis-bench build {shown(release.release_dir)} --labels {shown(release.ratings_csv)} "
+            f"--out {DEFAULT_BUILD_DIR}"
+        )
     return 0

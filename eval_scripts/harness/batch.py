@@ -36,8 +36,9 @@ from eval_scripts.backends.openai_backend import (
     server_message,
 )
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.outputs import OutputFolder, write_atomic
+from mis_bench_dataset.outputs import OutputFolder
 
 if TYPE_CHECKING:  # the CLI reads this module's limits for --help: keep it free of the dataset stack
     from eval_scripts.harness.context import RunContext

@@ -4,7 +4,9 @@ The runner asks the wrapper for every prompt of a setting; answers the cache alr
 come back at once (`Completion.cached`), the rest go to the wrapped backend, and every new
 outcome is appended to the cache the moment it arrives, so a killed run loses nothing. Failed
 and truncated outcomes (`eval_scripts.cache.outcome_status`) are recorded but never served as
-answers: the next run asks again.
+answers: the next run asks again. A cached answer is served only for the row it names (video,
+dimension, prompt hash), and a new answer that could not be served later (`cache.answer_problem`:
+a NaN finish reason, a lone surrogate, negative token counts) becomes a failed, malformed one first.
 """
 
 from __future__ import annotations
@@ -14,8 +16,16 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
-from eval_scripts.cache import ResponseCache, cache_key, outcome_status
+from eval_scripts.cache import (
+    FAILURE_MALFORMED,
+    ResponseCache,
+    answer_problem,
+    cache_key,
+    outcome_status,
+    usage_problem,
+)
 from eval_scripts.prompts import Prompt
+from mis_bench_dataset.text_safety import unicode_text
 
 
 class CachingBackend(Backend):
@@ -40,15 +50,21 @@ class CachingBackend(Backend):
             decoding=decoding.as_dict(),
         )
 
+    def cached(self, prompt: Prompt, key: str) -> dict | None:
+        """The cache's answer for this prompt's row, checked against the row (`ResponseCache.answer_for`)."""
+        return self.cache.answer_for(
+            key, video_id=prompt.video_id, dimension=prompt.dimension, prompt_hash=prompt.prompt_hash
+        )
+
     def pending(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> list[int]:
-        """Indices of the prompts the cache has no answer for."""
-        return [i for i, prompt in enumerate(prompts) if self.key(prompt, decoding) not in self.cache]
+        """Indices of the prompts the cache has no answer for (a conflict raises here, before any call)."""
+        return [i for i, prompt in enumerate(prompts) if self.cached(prompt, self.key(prompt, decoding)) is None]
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         keys = [self.key(prompt, decoding) for prompt in prompts]
         pending = []
         for index, key in enumerate(keys):
-            record = self.cache.get(key)
+            record = self.cached(prompts[index], key)
             if record is None:
                 pending.append(index)
             else:
@@ -66,6 +82,7 @@ class CachingBackend(Backend):
         for completion in self.inner.complete([prompts[i] for i in pending], decoding):
             index = pending[completion.index]
             prompt = prompts[index]
+            sanitise(completion)
             self.cache.append(
                 {
                     "key": keys[index],
@@ -91,3 +108,29 @@ class CachingBackend(Backend):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def sanitise(completion: Completion) -> Completion:
+    """Make an answer that must not be cached (`cache.answer_problem`) a failed, malformed one, in place.
+
+    Whatever the backend: text with a lone surrogate, a finish reason that is not text (NaN), token
+    counts that are negative, fractional or absurd. The row fails this run (exit 3) and is asked again
+    by the next; no such value ever reaches the cache, so no cached record can break a later run.
+    """
+    if completion.error is not None:
+        completion.error = unicode_text(str(completion.error))  # a server's message may hold a lone surrogate
+    if not completion.ok:  # kept for the record only: nothing in it may break the cache line
+        if completion.text is not None and answer_problem(completion.text, None, None):
+            completion.text = None
+        if usage_problem(completion.usage):
+            completion.usage = None
+        if not isinstance(completion.finish_reason, str | None):
+            completion.finish_reason = None
+        return completion
+    problem = answer_problem(completion.text, completion.finish_reason, completion.usage)
+    if problem is not None:
+        completion.ok = False
+        completion.text, completion.finish_reason, completion.usage = None, None, None
+        completion.error = f"{FAILURE_MALFORMED}: {problem}"
+        completion.failure = FAILURE_MALFORMED
+    return completion

@@ -51,6 +51,9 @@ class RunConfig:
     cache_path: str | Path | None = None
     dataset_name: str | None = None
     progress: bool = True
+    # `time.monotonic()` after which no request is sent (`--run-deadline`, counted from the command's
+    # start, so a grid shares it); rows not answered by then fail as "run deadline". None: no deadline.
+    deadline: float | None = None
 
 
 def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:

@@ -4,7 +4,8 @@ A run folder holds `predictions.jsonl` (long form, read by `mis-bench score`), o
 `raw_responses.jsonl` (model runs), and `results.json` (the leaderboard submission schema,
 validated before it is written), scored against the split's gold at its exact decimal when
 the split is labelled. Every file is claimed in the command's output folder first, so a run
-never replaces a file it did not write (`mis_bench_dataset.outputs`).
+never replaces a file it did not write (`mis_bench_dataset.outputs`), and the files appear
+together, each whole (`mis_bench_dataset.atomic`): a failure leaves the earlier run's files as they were.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.outputs import OutputFolder, write_atomic
+from mis_bench_dataset.atomic import AtomicFiles
+from mis_bench_dataset.outputs import OutputFolder
 
 RUN_WRITER = "run"
 PREDICTIONS_NAME = "predictions.jsonl"
@@ -66,20 +68,23 @@ def write_run(
             if (p["video_id"], p["dimension"]) in references
         }
         scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
-    write_predictions(claimed[PREDICTIONS_NAME], predictions)
     raw_path = None
-    if raw_records is not None:
-        raw_path = claimed[RAW_RESPONSES_NAME]
-        write_atomic(raw_path, "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records))
-    results = write_results(
-        claimed[RESULTS_NAME],
-        system=system,
-        setting=setting,
-        dataset=dataset,
-        predictions=predictions,
-        scores=scores,
-        parse_rates=parse_rates,
-        usage=usage,
-        outcomes=outcomes,
-    )
+    with AtomicFiles() as files:  # the run's files appear together: never a folder mixing two runs
+        write_predictions(claimed[PREDICTIONS_NAME], predictions, files=files)
+        if raw_records is not None:
+            raw_path = claimed[RAW_RESPONSES_NAME]
+            lines = (json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records)
+            files.write(raw_path, "".join(lines))
+        results = write_results(
+            claimed[RESULTS_NAME],
+            files=files,
+            system=system,
+            setting=setting,
+            dataset=dataset,
+            predictions=predictions,
+            scores=scores,
+            parse_rates=parse_rates,
+            usage=usage,
+            outcomes=outcomes,
+        )
     return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME])

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.leaderboard.page import render_page
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.atomic import AtomicFiles
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 from mis_bench_dataset.text_safety import escape_csv
 
 logger = logging.getLogger(__name__)
@@ -101,8 +102,9 @@ def write_leaderboard(
     """Write leaderboard.json, leaderboard.csv and index.html into `out_dir`, replacing only its own earlier ones."""
     folder = as_output_folder(out_dir, command, inputs)
     json_path, csv_path, html_path = folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)
-    write_atomic(json_path, json_text(board))
-    write_atomic(csv_path, csv_text(board))
-    write_atomic(html_path, render_page(board, title=title))
+    with AtomicFiles() as files:  # the three appear together, or none changes
+        files.write(json_path, json_text(board))
+        files.write(csv_path, csv_text(board))
+        files.write(html_path, render_page(board, title=title))
     logger.info("leaderboard: %d ranked, %d rejected -> %s", len(board["entries"]), len(board["rejected"]), folder.root)
     return LeaderboardFiles(json_path, csv_path, html_path)

@@ -1,7 +1,8 @@
 """Score every submission in a folder against hidden labels; never stop on a bad one.
 
 Each file is loaded strictly, validated (schema, known videos, full coverage of
-the split), and scored by the metric from its predictions; the `scores` a
+the split, and, when the references are a build, the dataset fingerprint), and scored by the
+metric from its predictions; the `scores` a
 submitter sent are ignored. A file that fails any step is listed as rejected
 with its reasons; an unexpected crash is caught and reported the same way, so
 one submission can never hide another.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,20 @@ class _Accepted:
     predictions: dict[tuple[str, str], float | None]
 
 
-def _load_all(paths: list[Path], video_ids: set[str], split: str, max_bytes: int):
+def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str]) -> str | None:
+    """Why a submission made on another dataset is not ranked (None when its fingerprint is the references')."""
+    if fingerprint in fingerprints:
+        return None
+    return (
+        f"dataset fingerprint {fingerprint!r} is not the references' ({', '.join(sorted(fingerprints))}): "
+        "the predictions were made on another build or another version of it, so they cannot be ranked "
+        "against these labels; rerun on the references' build"
+    )
+
+
+def _load_all(
+    paths: list[Path], video_ids: set[str], split: str, max_bytes: int, fingerprints: Collection[str] | None = None
+):
     accepted: list[_Accepted] = []
     rejected: list[dict[str, Any]] = []
     for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5):
@@ -50,6 +64,12 @@ def _load_all(paths: list[Path], video_ids: set[str], split: str, max_bytes: int
             results = validate_results(
                 load_submission(path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=path.name
             )
+            mismatch = (
+                None if fingerprints is None else fingerprint_reason(results["dataset"]["fingerprint"], fingerprints)
+            )
+            if mismatch is not None:
+                rejected.append({"file": path.name, "reasons": [mismatch]})
+                continue
             accepted.append(_Accepted(path.name, results, predictions_mapping(results)))
         except SubmissionError as err:
             rejected.append({"file": path.name, "reasons": err.reasons})
@@ -123,12 +143,16 @@ def build_leaderboard(
     n_bootstrap: int = 10_000,
     seed: int = 0,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    fingerprints: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """The leaderboard as a JSON-ready dict: ranked entries, rejected files, the human ceiling.
 
     Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
     carries a paired bootstrap comparison against the leader on the same videos. The `mean`
     floor baseline is scored but not ranked: it is listed under `floors` (rank null).
+    `fingerprints`: the references' dataset fingerprints (`loading.dataset_fingerprints` of the
+    labelled build); a submission recording another one is not ranked but listed as rejected
+    with the reason. None (labels from a file, which has no fingerprint): not checked.
     """
     from eval_scripts.report.inputs import predictions_on
     from mis_icc_metric import paired_comparison, score_predictions
@@ -148,7 +172,7 @@ def build_leaderboard(
         if p.is_file() and p.suffix.lower() == ".json" and not p.name.startswith(".")
     )
     video_ids = {video for video, _ in references}
-    accepted, rejected = _load_all(paths, video_ids, split, max_bytes)
+    accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints)
     # One common item set for every system: the "overall on common videos" figure.
     common = sorted(set.intersection(*(_fully_parsed_videos(s.predictions) for s in accepted))) if accepted else []
 
@@ -204,6 +228,7 @@ def build_leaderboard(
         "n_common_videos": len(common),
         "n_bootstrap": n_bootstrap,
         "seed": seed,
+        "references_fingerprints": None if fingerprints is None else sorted(fingerprints),
         "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
         "human_ceiling": {key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()},
         "entries": [entry for entry, _ in entries],

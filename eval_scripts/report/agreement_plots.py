@@ -20,6 +20,7 @@ import numpy as np
 
 from eval_scripts.report.plots import _literal, _pyplot, _save
 from eval_scripts.report.table import RunView
+from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import DIMENSIONS, SCORE_MAX, SCORE_MIN
 
 __all__ = [
@@ -159,11 +160,17 @@ PLOTS = {
 
 
 def write_agreement_plots(
-    run: RunView, references: Mapping[tuple[str, str], float | None], paths: Mapping[str, Path], *, suffix: str = ""
+    run: RunView,
+    references: Mapping[tuple[str, str], float | None],
+    paths: Mapping[str, Path],
+    *,
+    suffix: str = "",
+    files: AtomicFiles | None = None,
 ) -> dict[str, Path]:
-    """The three figures of one run into `paths` (kind -> PNG path, kinds of PLOTS), titled with the run."""
+    """The three figures of one run into `paths` (kind -> PNG path, kinds of PLOTS), titled with the run
+    (staged in `files` when given, so they appear with the rest of the report)."""
     written = {}
     for kind, path in paths.items():
         make, name = PLOTS[kind]
-        written[kind] = _save(make(run, references, title=f"{name}: {run.label}{suffix}"), path, dpi=90)
+        written[kind] = _save(make(run, references, title=f"{name}: {run.label}{suffix}"), path, dpi=90, files=files)
     return written

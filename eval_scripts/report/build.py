@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,10 +52,11 @@ from eval_scripts.report.views import (
     rank_table,
 )
 from eval_scripts.submission import slug
+from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.labels import Labels
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
+from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 from mis_bench_dataset.text_safety import escape_html
 
 logger = logging.getLogger(__name__)
@@ -121,8 +122,8 @@ def _slug(text: str) -> str:
     return slug(text).lower()[:60]
 
 
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+def _data_uri(path: Path, read: Callable[[Path], bytes]) -> str:
+    return "data:image/png;base64," + base64.b64encode(read(path)).decode("ascii")
 
 
 def _coverage_notes(runs: Sequence[RunView]) -> list[str]:
@@ -269,7 +270,7 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
     return "\n".join(md)
 
 
-def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
+def _html(title: str, synthetic: bool, sections: Sequence[_Section], read: Callable[[Path], bytes]) -> str:
     page = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
@@ -291,7 +292,7 @@ def _html(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
             )
         for caption, table in section.tables:
             page.append(f"<h3>{escape_html(caption)}</h3>{to_html(table)}")
-        page += [f"<img alt='{escape_html(alt)}' src='{_data_uri(path)}'>" for alt, path in section.figures]
+        page += [f"<img alt='{escape_html(alt)}' src='{_data_uri(path, read)}'>" for alt, path in section.figures]
         page.append("</section>")
     page.append("</body></html>")
     return "\n".join(page)
@@ -405,49 +406,28 @@ def write_report(
     comparison = compare_systems(
         runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
     )
-    heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix)
-    radar_runs = comparison.views() or [entry.run for entry in best] or runs
-    radar = radar_chart(radar_runs, radar_path, title="Per-dimension ICC(3,1) %" + suffix)
-    scatter_files = [scatter_grid(run, references, path) for run, path in zip(scattered, scatter_paths, strict=True)]
-    plots = _agreement_plots(scattered, references, plot_paths, suffix)
     rated = _rate(best, references, raters) if raters is not None else []
-
-    sections = [
-        _table3_section(best, ranks, undefined),
-        _figure2_section(runs, heatmap),
-        _comparison_section(comparison, radar),
-        _Section(
-            "Errors and parse rates",
-            [OVERALL_NOTE, *_coverage_notes(runs)],
-            [
-                ("MSE (lower is better)", mse_table(runs)),
-                (
-                    "Parse rate per dimension, rows without a score by cause (unparsed, truncated at the "
-                    "token limit, failed request) and overall exclusion rate",
-                    rates_table(runs),
-                ),
-            ],
-            [],
-        ),
-        _agreement_section(best, plots, suffix),
-    ]
-    if raters is not None:
-        sections.append(_raters_section(rated, str(raters.path)))
-    if scatter_files:
-        what = "each system's best configuration" if scatters == "best" else "every configuration"
-        sections.append(
-            _Section(
-                "Predicted vs gold",
-                [f"Parsed predictions against the gold scores of {what}."],
-                [],
-                [(f"scatter {p.stem}", p) for p in scatter_files],
-            )
-        )
-
-    write_atomic(markdown_path, _markdown(title, synthetic, sections))
-    write_atomic(html_path, _html(title, synthetic, sections))
-    data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
-    write_atomic(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
+        heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
+        radar_runs = comparison.views() or [entry.run for entry in best] or runs
+        radar = radar_chart(radar_runs, radar_path, title="Per-dimension ICC(3,1) %" + suffix, files=files)
+        scatter_files = [
+            scatter_grid(run, references, path, files=files) for run, path in zip(scattered, scatter_paths, strict=True)
+        ]
+        plots = _agreement_plots(scattered, references, plot_paths, suffix, files)
+        sections = [
+            _table3_section(best, ranks, undefined),
+            _figure2_section(runs, heatmap),
+            _comparison_section(comparison, radar),
+            _errors_section(runs),
+            _agreement_section(best, plots, suffix),
+            *([_raters_section(rated, str(raters.path))] if raters is not None else []),
+            *_scatter_sections(scatter_files, scatters),
+        ]
+        files.write(markdown_path, _markdown(title, synthetic, sections))
+        files.write(html_path, _html(title, synthetic, sections, files.read))
+        data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
+        files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files, agreement_files)
@@ -466,7 +446,7 @@ def _claim(folder: OutputFolder, stem: str, scattered: Sequence[RunView]) -> tup
 def _errors_section(runs: Sequence[RunView]) -> _Section:
     return _Section(
         "Errors and parse rates",
-        [OVERALL_NOTE],
+        [OVERALL_NOTE, *_coverage_notes(runs)],
         [
             ("MSE (lower is better)", mse_table(runs)),
             (
@@ -479,14 +459,33 @@ def _errors_section(runs: Sequence[RunView]) -> _Section:
     )
 
 
+def _scatter_sections(scatter_files: Sequence[Path], scatters: str) -> list[_Section]:
+    if not scatter_files:
+        return []
+    what = "each system's best configuration" if scatters == "best" else "every configuration"
+    return [
+        _Section(
+            "Predicted vs gold",
+            [f"Parsed predictions against the gold scores of {what}."],
+            [],
+            [(f"scatter {p.stem}", p) for p in scatter_files],
+        )
+    ]
+
+
 def _agreement_plots(
-    runs: Sequence[RunView], references: Mapping[tuple[str, str], float], paths: Sequence[Path], suffix: str
+    runs: Sequence[RunView],
+    references: Mapping[tuple[str, str], float],
+    paths: Sequence[Path],
+    suffix: str,
+    files: AtomicFiles,
 ) -> list[tuple[RunView, dict[str, Path]]]:
-    """Each run's Bland-Altman, calibration and histogram figures, into its claimed paths (PLOTS order)."""
+    """Each run's Bland-Altman, calibration and histogram figures, into its claimed paths (PLOTS order),
+    staged in the report's `files`."""
     kinds = list(PLOTS)
     per_run = [dict(zip(kinds, paths[i * len(kinds) : (i + 1) * len(kinds)], strict=True)) for i in range(len(runs))]
     return [
-        (run, write_agreement_plots(run, references, mine, suffix=suffix))
+        (run, write_agreement_plots(run, references, mine, suffix=suffix, files=files))
         for run, mine in zip(runs, per_run, strict=True)
     ]
 

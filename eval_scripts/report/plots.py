@@ -12,6 +12,7 @@ import numpy as np
 
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import configuration_matrix
+from mis_bench_dataset.atomic import AtomicFiles, save_figure
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.text_safety import visible_controls
 
@@ -33,9 +34,15 @@ def _literal(text: str) -> str:
     return visible_controls(text, inline=True).replace("$", r"\$")
 
 
-def radar_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "Per-dimension ICC(3,1) %") -> Path:
-    """One polygon per run plus the dashed human single-rater ceiling (Table 2), saved as PNG."""
-    return _save(radar_figure(runs, title=title), path, dpi=110, tight=True)
+def radar_chart(
+    runs: Sequence[RunView],
+    path: str | Path,
+    *,
+    title: str = "Per-dimension ICC(3,1) %",
+    files: AtomicFiles | None = None,
+) -> Path:
+    """One polygon per run plus the dashed human single-rater ceiling (Table 2), saved as PNG (staged in `files`)."""
+    return _save(radar_figure(runs, title=title), path, dpi=110, tight=True, files=files)
 
 
 def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1) %"):
@@ -69,9 +76,15 @@ def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1
     return fig
 
 
-def scatter_grid(run: RunView, references: Mapping[tuple[str, str], float | None], path: str | Path) -> Path:
+def scatter_grid(
+    run: RunView,
+    references: Mapping[tuple[str, str], float | None],
+    path: str | Path,
+    *,
+    files: AtomicFiles | None = None,
+) -> Path:
     """Predicted vs gold per dimension (parsed predictions only), with the identity line and ICC."""
-    return _save(scatter_figure(run, references), path, dpi=90)
+    return _save(scatter_figure(run, references), path, dpi=90, files=files)
 
 
 def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None]):
@@ -102,9 +115,15 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
     return fig
 
 
-def heatmap_chart(runs: Sequence[RunView], path: str | Path, *, title: str = "ICC(3,1) % by configuration") -> Path:
+def heatmap_chart(
+    runs: Sequence[RunView],
+    path: str | Path,
+    *,
+    title: str = "ICC(3,1) % by configuration",
+    files: AtomicFiles | None = None,
+) -> Path:
     """Every run (rows) by dimension (columns), saved as PNG."""
-    return _save(heatmap_figure(runs, title=title), path, dpi=110)
+    return _save(heatmap_figure(runs, title=title), path, dpi=110, files=files)
 
 
 def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by configuration"):
@@ -133,8 +152,15 @@ def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by confi
     return fig
 
 
-def _save(fig, path: str | Path, *, dpi: int, tight: bool = False) -> Path:
+def _save(fig, path: str | Path, *, dpi: int, tight: bool = False, files: AtomicFiles | None = None) -> Path:
+    """Save atomically (staged in `files` when given: it appears with the rest of the report)."""
     path = Path(path)
-    fig.savefig(path, dpi=dpi, **({"bbox_inches": "tight", "pad_inches": 0.2} if tight else {}))
-    _pyplot().close(fig)
+    options = {"dpi": dpi, **({"bbox_inches": "tight", "pad_inches": 0.2} if tight else {})}
+    try:
+        if files is not None:
+            files.save_figure(fig, path, **options)
+        else:
+            save_figure(fig, path, **options)
+    finally:
+        _pyplot().close(fig)
     return path
