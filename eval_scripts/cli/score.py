@@ -161,13 +161,12 @@ def format_agreement_table(result: dict) -> str:
     for label, block in rows:
         low, high = _stat(block, "loa_low"), _stat(block, "loa_high")
         limits = MISSING if num(low) == MISSING else f"[{signed(low)}, {signed(high)}]"
-        distinct = _stat(block, "n_distinct")
         lines.append(
             f"{label:<6} {_pct(_stat(block, 'icc2_1'), 8)} {_pct(_stat(block, 'icc1_1'), 8)} "
             f"{_pct(_stat(block, 'krippendorff_alpha'), 6)} {_pct(_stat(block, 'pearson'), 6)} "
             f"{_pct(_stat(block, 'spearman'), 6)} {_num(_stat(block, 'mae')):>6} {signed(_stat(block, 'bias')):>6} "
             f"{limits:<18} {_num(_stat(block, 'sd_ratio'), 2):>8} {_pct(_stat(block, 'integer_share'), 6)} "
-            f"{MISSING if distinct is None else int(distinct):>6}"
+            f"{num(_stat(block, 'n_distinct'), 0):>6}"
         )
     return "\n".join(lines)
 
@@ -264,7 +263,7 @@ def _load(args: argparse.Namespace, *prediction_paths: Path):
         file = read_prediction_file(path)
         check_predicted_pairs(file, references, where)
         for note in file.notes:
-            say(f"note: {path}: {note}")
+            say(f"note: {shown(path)}: {note}")
         predictions.append(predictions_to_mapping(file.records))
     return references, predictions
 

@@ -54,7 +54,7 @@ def _cells(block: Mapping[str, Any]) -> list[str]:
     share, _ = _stat(block, "integer_share")
     cells.append(pct(share))
     distinct, _ = _stat(block, "n_distinct")
-    cells.append(MISSING if distinct is None else str(int(distinct)))
+    cells.append(num(distinct, 0))  # undefined (no pairs: NaN, or null once in JSON) reads as missing
     return cells
 
 
