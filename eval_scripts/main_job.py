@@ -77,7 +77,7 @@ def _cross_validation(args, dataset_dir: Path, jobs, folder, n_bootstrap: int, s
     if not folds:
         return None
     from eval_scripts.baselines.crossval import cross_validate
-    from mis_bench_dataset.outputs import write_atomic
+    from mis_bench_dataset.atomic import write_atomic
 
     seeds = list(range(seed, seed + int(getattr(args, "cv_seeds", 3) or 3)))
     say(f"Cross-validating over every video: {folds} folds grouped by clinician, fold seeds {seeds} ...")
@@ -106,7 +106,7 @@ def _cv_table(cross_validation: dict, synthetic: bool) -> str:
         lines.append(
             f"| {name} | " + " | ".join(cells) + f" | {pct(mean['mean'])} ({pct(mean['min'])} to {pct(mean['max'])}) |"
         )
-    lines.append(f"Details: {cross_validation['path']}")
+    lines.append(f"Details: {shown(cross_validation['path'])}")
     return "\n".join(lines)
 
 
