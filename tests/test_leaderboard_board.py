@@ -261,3 +261,41 @@ def test_every_file_is_either_ranked_or_rejected_never_lost(tmp_path, references
         assert all(r["reasons"] for r in result["rejected"])
 
     check()
+
+
+def test_every_row_of_the_page_has_a_cell_under_each_column(tmp_path, references, systems):
+    """Ranked rows, the floor row and the ceiling row carry one cell per column, in the columns' order (a
+    column added to the entries but not to the floor row would shift every floor number one column left)."""
+    from html.parser import HTMLParser
+
+    from eval_scripts.leaderboard.page import columns
+    from eval_scripts.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
+
+    _write(tmp_path / "a.json", make_results(systems["strong"], model="org/strong"))
+    floor = make_results({key: 3.5 for key in references}, model=BASELINE_MODEL_IDS["mean"])
+    floor["system"]["backend"] = BASELINE_BACKEND
+    _write(tmp_path / "b.json", floor)
+    board = build_leaderboard(tmp_path, references, n_bootstrap=20, seed=0)
+    assert len(board["entries"]) == 1 and len(board["floors"]) == 1
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows: list[tuple[str, list]] = []
+
+        def handle_starttag(self, tag, attrs):
+            attrs = dict(attrs)
+            if tag == "tr" and attrs.get("class") in ("entry", "floor", "ceiling"):
+                self.rows.append((attrs["class"], []))
+            elif tag == "td" and self.rows and "colspan" not in attrs:  # not the detail row's one cell
+                self.rows[-1][1].append(attrs.get("data-key"))
+
+    parser = Rows()
+    parser.feed(render_page(board))
+    keys = [key for key, _, _ in columns(board)]
+    kinds = [kind for kind, _ in parser.rows]
+    assert kinds == ["entry", "floor", "ceiling"]
+    for kind, cells in parser.rows:
+        assert len(cells) == len(keys), (kind, cells)
+        if kind != "ceiling":  # the ceiling row leaves the columns without a Table 2 value blank
+            assert cells == keys, kind

@@ -120,6 +120,14 @@ def _agreement_text(block: Mapping[str, Any] | None) -> str:
     )
 
 
+# Tooltips of headers that are no dimension abbreviation (those carry the dimension's name).
+HEADER_TITLES = {
+    "icc2_1": "Overall ICC(2,1) %: absolute agreement of the per-video means (counts a constant offset, "
+    "which ICC(3,1) ignores)",
+    "bias": "Overall bias: mean of model minus expert, in score points",
+}
+
+
 def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """(key, header, type) of the sortable columns, in order."""
     cols = [
@@ -129,7 +137,7 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         ("prompt_style", "Prompt", "text"),
         ("overall", "Overall ICC %", "num"),
         ("mean_icc", "Mean ICC %", "num"),
-        ("icc2_1", "Overall ICC(2,1) %", "num"),
+        ("icc2_1", "ICC(2,1) %", "num"),
         ("bias", "Bias", "num"),
     ]
     cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
@@ -139,6 +147,21 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         ("p_vs_leader", "p vs leader", "num"),
     ]
     return cols
+
+
+def _score_cells(scores: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    """The cells from "overall" to "excluded_rate" (columns order), the same for ranked and floor rows."""
+    overall = scores.get("overall") or {}
+    icc2, icc2_ci = _agreement(overall, "icc2_1")
+    bias, _ = _agreement(overall, "bias")
+    return [
+        _icc_cell("overall", overall),
+        _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
+        _cell("icc2_1", icc2, pct(icc2), title=f"absolute agreement, overall: {pct(icc2)}%, 95% CI {ci_pct(icc2_ci)}"),
+        _cell("bias", bias, signed(bias), title="mean of model minus expert, overall, in score points"),
+        *(_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]),
+        _cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))),
+    ]
 
 
 def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:
@@ -157,17 +180,8 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
             entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""),
             css="text",
         ),
-        _icc_cell("overall", overall),
-        _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
+        *_score_cells(scores, board),
     ]
-    icc2, icc2_ci = _agreement(overall, "icc2_1")
-    bias, _ = _agreement(overall, "bias")
-    cells.append(
-        _cell("icc2_1", icc2, pct(icc2), title=f"absolute agreement, overall: {pct(icc2)}%, 95% CI {ci_pct(icc2_ci)}")
-    )
-    cells.append(_cell("bias", bias, signed(bias), title="mean of model minus expert, overall, in score points"))
-    cells += [_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]]
-    cells.append(_cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))))
     outcomes = entry.get("outcomes") or {}
     counts = outcomes.get("overall") or {}
     truncated = counts.get("truncated")
@@ -236,7 +250,6 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
 def _floor_row(entry: Mapping[str, Any], board: Mapping[str, Any]) -> str:
     """A floor baseline beside the ranked systems: its scores, no rank, no comparison with the leader."""
     scores = entry["scores"]
-    overall = scores.get("overall") or {}
     cells = [
         _cell("rank", None, MISSING, title="floor baseline: shown for reference, not ranked"),
         _cell(
@@ -244,10 +257,7 @@ def _floor_row(entry: Mapping[str, Any], board: Mapping[str, Any]) -> str:
         ),
         _cell("modality", entry["modality"], entry["modality"], css="text"),
         _cell("prompt_style", entry["prompt_style"], entry["prompt_style"], css="text"),
-        _icc_cell("overall", overall),
-        _cell("mean_icc", scores.get("mean_icc"), pct(scores.get("mean_icc"))),
-        *(_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]),
-        _cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))),
+        *_score_cells(scores, board),
         _cell("truncated", None, MISSING),
         _cell("p_vs_leader", None, MISSING),
     ]
@@ -259,7 +269,8 @@ def _ceiling_row(board: Mapping[str, Any], cols: list[tuple[str, str, str]]) -> 
     cells = []
     for key, _, _ in cols:
         if key == "model":
-            cells.append('<td class="text">Human single rater (paper Table 2)</td>')
+            # data-key "model": the label wraps like a model name instead of widening the column.
+            cells.append('<td class="text" data-key="model">Human single rater (paper Table 2)</td>')
         elif key == "mean_icc":
             cells.append(_cell("mean_icc", HUMAN_CEILING_MEAN, pct(HUMAN_CEILING_MEAN)))
         elif key in ceiling:
@@ -275,13 +286,17 @@ def embedded_json(board: Mapping[str, Any]) -> str:
     return json.dumps(board, ensure_ascii=True, allow_nan=False).replace("<", "\\u003c")
 
 
+def _titled(key: str, header: str) -> bool:
+    return header in ABBREVIATION_NAMES or key in HEADER_TITLES
+
+
 def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
     cols = columns(board)
     head = "".join(
         f'<th data-key="{key}" data-type="{kind}"'
         + (' data-default="ascending"' if kind == "text" or key == "rank" else "")
         + (' class="text"' if kind == "text" else "")
-        + (f' title="{_esc(ABBREVIATION_NAMES[header])}"' if header in ABBREVIATION_NAMES else "")
+        + (f' title="{_esc(ABBREVIATION_NAMES.get(header) or HEADER_TITLES[key])}"' if _titled(key, header) else "")
         + ">"
         + (
             f'<abbr title="{_esc(ABBREVIATION_NAMES[header])}">{_esc(header)}</abbr>'
@@ -304,7 +319,9 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
         )
     legend = (
         f"<p class='legend' id='legend'>{_esc(ABBREVIATION_LEGEND)} Overall: ICC of the per-video mean of the eight "
-        "scores. Excluded: share of videos without all eight scores. Truncated: answers cut at the token limit. "
+        "scores. ICC(2,1): absolute agreement of the same means (it counts a constant offset, which ICC(3,1) "
+        "ignores). Bias: overall mean of model minus expert, in score points. Excluded: share of videos without all "
+        "eight scores. Truncated: answers cut at the token limit. "
         "p vs leader: paired bootstrap p-value of the overall ICC difference."
         + (
             " (floor): the train-mean baseline, ICC 0 by construction, shown for reference and not ranked."
