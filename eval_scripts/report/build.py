@@ -80,7 +80,9 @@ th,td{border:1px solid #ccc;padding:.25rem .4rem;text-align:right;white-space:no
 th{background:#f0f0f5;white-space:normal;max-width:14rem}
 th.label{text-align:left}
 td.label{text-align:left;white-space:normal;min-width:9rem;max-width:18rem;overflow-wrap:anywhere}
+td.label+td.label{min-width:4rem}
 td .detail{display:block;font-size:.72rem;color:#555}
+td .range-end{display:block}
 td.best{font-weight:700}
 td sup{font-size:.65rem;margin-left:.1rem}
 tr.reference td{font-style:italic;background:#f3f3f3}

@@ -294,6 +294,8 @@ def rates_table(runs: Sequence[RunView]) -> Table:
 
 # "12.3 [4.5, 20.1] p=0.010" -> the value, then its interval and its p-value on smaller lines below.
 _VALUE_AND_DETAIL = re.compile(r"^(\S+) (\[[^\]]*\])(?: (.+))?$")
+# "-0.89 to +0.93" (a range, e.g. the limits of agreement) -> its two ends on two lines, so the column stays narrow.
+_RANGE = re.compile(r"^(\S+) (to \S+)$")
 
 
 def _md_cell(table: Table, r: int, c: int, cell: str) -> str:
@@ -324,6 +326,9 @@ def to_markdown(table: Table) -> str:
 def _html_cell(cell: str, numeric: bool) -> str:
     match = _VALUE_AND_DETAIL.match(cell) if numeric else None
     if match is None:
+        ends = _RANGE.match(cell) if numeric else None
+        if ends is not None:
+            return f'{escape_html(ends.group(1))}<span class="range-end">{escape_html(ends.group(2))}</span>'
         return escape_html(cell)
     details = "".join(f'<span class="detail">{escape_html(part)}</span>' for part in match.groups()[1:] if part)
     return escape_html(match.group(1)) + details
