@@ -317,9 +317,10 @@ def agreement_blocks(
 def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
     """Every statistic of one set of (prediction, gold) pairs (no CIs): {key: value}.
 
-    >>> stats = agreement([3.0, 4.0, 2.0, 5.0], [2.0, 3.0, 1.0, 4.0])  # the model is one point high
-    >>> stats["icc3_1"], round(stats["icc2_1"], 3), stats["bias"], stats["sd_diff"]
-    (1.0, 0.769, 1.0, 0.0)
+    Examples:
+        >>> stats = agreement([3.0, 4.0, 2.0, 5.0], [2.0, 3.0, 1.0, 4.0])  # the model is one point high
+        >>> stats["icc3_1"], round(stats["icc2_1"], 3), stats["bias"], stats["sd_diff"]
+        (1.0, 0.769, 1.0, 0.0)
     """
     pred = np.asarray(predictions, dtype=np.float64)
     ref = np.asarray(gold, dtype=np.float64)
