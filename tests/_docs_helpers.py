@@ -14,6 +14,9 @@ The rules (also in docs/architecture.md, "Writing docs"):
   what it installs must be installed here (torch at the pinned version, every requirement of the extras).
 - A ```text block is not executed; it is either an output block or a command that cannot run offline,
   whose first line says why: `# Needs ...` (a GPU, a server, the network, ...).
+- A block naming `../shared` (the developers' and CI's read-only copy of the public data beside the
+  checkout: the authors' files, the real transcripts) runs with that folder beside the temporary checkout
+  when it exists; without it the block is skipped and the page's test says which blocks it skipped.
 - An output block is a ```text fence with `title="output"` right after a runnable block: that block's
   stdout must match it line by line (trailing spaces and surrounding blank lines ignored). A line that is
   exactly `...` stands for any number of lines; `...` inside a line for any text on that line.
@@ -36,6 +39,7 @@ RUNNABLE = ("bash", "python")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
 CI_MARKER = "<!-- docs-test: ci -->"
 NEEDS = re.compile(r"^\s*#\s*Needs\b")
+SHARED = "../shared"  # the public data laid out beside a developer's or CI's checkout (tests/conftest.py)
 SETUP_COMMAND = re.compile(
     r"^(python3? -m venv\b|\. \.venv/bin/activate$|source \.venv/bin/activate$|(python3? -m )?pip3? install\b)"
 )
@@ -56,6 +60,11 @@ class Block:
     @property
     def where(self) -> str:
         return f"{self.page}:{self.line}"
+
+    @property
+    def needs_shared(self) -> bool:
+        """It reads the data of `../shared` (run only where that folder exists)."""
+        return SHARED + "/" in self.code
 
 
 @dataclass

@@ -17,6 +17,7 @@ import pytest
 from _docs_helpers import (
     CI_MARKER,
     NEEDS,
+    SHARED,
     Block,
     output_matches,
     read_blocks,
@@ -25,6 +26,7 @@ from _docs_helpers import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
+SHARED_FOLDER = (REPO / SHARED).resolve()  # the developers' and CI's copy of the public data, when laid out
 PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]
 # Languages a fence may have: executed (bash, python), outputs and commands that cannot run (text),
 # and what is not a command (a citation, a diagram without a language).
@@ -56,7 +58,10 @@ def _ci_blocks(page: str) -> list[Block]:
 
 
 def _checkout_view(work: Path) -> None:
-    """`work` shows the checkout: its top-level entries linked in (writes go to `work` itself)."""
+    """`work` shows the checkout: its top-level entries linked in (writes go to `work` itself), and
+    `../shared` beside it where the checkout has one."""
+    if SHARED_FOLDER.is_dir():
+        (work.parent / "shared").symlink_to(SHARED_FOLDER)
     ignored = subprocess.run(
         ["git", "check-ignore", *[p.name for p in REPO.iterdir()]], cwd=REPO, capture_output=True, text=True
     ).stdout.split()
@@ -104,6 +109,7 @@ def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, d
     def here(text: str) -> str:
         return text.replace("/tmp/", f"{tmp}/")
 
+    skipped = []
     for block in blocks.blocks:
         if block.ci:
             commands = [line.strip() for line in block.code.splitlines() if line.strip()]
@@ -111,6 +117,9 @@ def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, d
             assert not missing, f"{block.where}: not what .ci/run runs: {missing}"
             continue
         if block.language not in ("bash", "python"):
+            continue
+        if block.needs_shared and not SHARED_FOLDER.is_dir():
+            skipped.append(block.where)
             continue
         code, setup = split_setup(block.code) if block.language == "bash" else (block.code, [])
         for command in setup:
@@ -135,6 +144,8 @@ def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, d
     if written:
         ignored = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True, text=True)
         assert set(ignored.stdout.split()) == set(written), f"{page} leaves files in the checkout: {written}"
+    if skipped:
+        pytest.skip(f"{SHARED_FOLDER} absent (laid out for developers and CI only): skipped {', '.join(skipped)}")
 
 
 def test_every_block_is_run_or_says_why_not():
