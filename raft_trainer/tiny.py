@@ -95,9 +95,24 @@ def tiny_model(tokenizer, seed: int = 0, hidden: int = 32, layers: int = 2):
 
 
 def save_tiny_model(folder: str | Path, seed: int = 0) -> Path:
-    """Write the tiny model and its tokenizer into `folder` (created if needed); returns the folder."""
+    """Write the tiny model and its tokenizer into `folder` (created if needed); returns the folder.
+
+    Saved into a scratch folder first, then published through the one atomic writer: an interrupted
+    call leaves `folder` as it was, never a half-written model; other files in `folder` are kept.
+    """
+    import tempfile
+
+    from mis_bench_dataset.atomic import AtomicFiles
+
     tokenizer = tiny_tokenizer()
     out = Path(folder)
-    tiny_model(tokenizer, seed=seed).save_pretrained(out)
-    tokenizer.save_pretrained(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="mis-bench-tiny-") as scratch, AtomicFiles() as files:
+        tiny_model(tokenizer, seed=seed).save_pretrained(scratch)
+        tokenizer.save_pretrained(scratch)
+        for path in sorted(Path(scratch).rglob("*")):
+            if path.is_file():
+                target = out / path.relative_to(scratch)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                files.write(target, path.read_bytes())
     return out

@@ -173,10 +173,11 @@ ALLOWED_WRITES = {
     ("mis_bench_dataset/synth.py", "savez"),  # into an in-memory buffer, then the writer
     ("mis_bench_dataset/synth.py", "savez_compressed"),
     ("eval_scripts/feature_plots.py", "savefig"),  # into an in-memory buffer (a prompt's image)
+    ("raft_trainer/tiny.py", "save_pretrained"),  # into a scratch folder, then the writer
     ("mis_bench_dataset/atomic.py", "savefig"),
 }
 WRITING_CALLS = {"write_text", "write_bytes", "savefig", "rename", "savez", "savez_compressed", "to_csv"}
-WRITING_CALLS |= {"to_parquet", "dump", "ParquetWriter", "save_to_disk"}
+WRITING_CALLS |= {"to_parquet", "dump", "ParquetWriter", "save_to_disk", "save_pretrained"}
 SHUTIL_COPIES = {"copyfile", "copy", "copy2", "copytree", "move"}
 
 
@@ -191,7 +192,9 @@ def _writes(path: Path) -> list[tuple[int, str]]:
         if name in WRITING_CALLS or (on_os and name in ("replace", *SHUTIL_COPIES)):
             found.append((node.lineno, name))
         elif name == "open" and not (isinstance(func, ast.Attribute) and _is_group(func.value)):
-            modes = [a for a in node.args[1:2] if isinstance(a, ast.Constant)] + [
+            # open(path, mode) / os.open(path, flags), or path.open(mode): a Path method takes the mode first.
+            position = slice(0, 1) if isinstance(func, ast.Attribute) and not _is_os(func.value) else slice(1, 2)
+            modes = [a for a in node.args[position] if isinstance(a, ast.Constant)] + [
                 k.value for k in node.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)
             ]
             if any(set(str(m.value)) & set("wax+") for m in modes):
