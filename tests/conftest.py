@@ -65,3 +65,17 @@ def default_sample_cache(tmp_path_factory) -> Path:
     cache = tmp_path_factory.mktemp("mis-bench-cache")
     default_sample(cache)
     return cache
+
+
+AUTHORS_ANSWERS = SHARED_DATA / "authors" / "answers_dev.json"
+
+
+@pytest.fixture(scope="session")
+def authors_answers() -> list[dict]:
+    """Real answers of the authors' fine-tuned judges, hand-labelled (`text`, `score` or null); skips without
+    ../shared."""
+    import json
+
+    if not AUTHORS_ANSWERS.is_file():
+        pytest.skip(f"{AUTHORS_ANSWERS} not present")
+    return json.loads(AUTHORS_ANSWERS.read_text(encoding="utf-8"))
