@@ -3,8 +3,8 @@
 The runner asks the wrapper for every prompt of a setting; answers the cache already holds
 come back at once (`Completion.cached`), the rest go to the wrapped backend, and every new
 outcome is appended to the cache the moment it arrives, so a killed run loses nothing. Failed
-and truncated outcomes (`eval_scripts.cache.outcome_status`) are recorded but never served as
-answers: the next run asks again.
+and truncated outcomes (`eval_scripts.harness.readouts.answer_status`) are recorded but never served as
+answers: the next run asks again. An expected-score readout is kept in the record (`expected`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
-from eval_scripts.cache import ResponseCache, cache_key, outcome_status
+from eval_scripts.cache import ResponseCache, cache_key
+from eval_scripts.harness.readouts import answer_status
 from eval_scripts.prompts import Prompt
 
 
@@ -60,32 +61,34 @@ class CachingBackend(Backend):
                     cached=True,
                     finish_reason=record.get("finish_reason"),
                     usage=record.get("usage"),
+                    expected=record.get("expected"),
                 )
         if not pending:
             return
         for completion in self.inner.complete([prompts[i] for i in pending], decoding):
             index = pending[completion.index]
             prompt = prompts[index]
-            self.cache.append(
-                {
-                    "key": keys[index],
-                    "status": outcome_status(completion.ok, completion.finish_reason),
-                    "backend": self.inner.name,
-                    "model": self.inner.model,
-                    "setting": self.setting,
-                    "prompt_hash": prompt.prompt_hash,
-                    "video_id": prompt.video_id,
-                    "dimension": prompt.dimension,
-                    "decoding": decoding.as_dict(),
-                    "response": completion.text,
-                    "error": completion.error,
-                    "finish_reason": completion.finish_reason,
-                    "usage": completion.usage,
-                    "attempts": completion.attempts,
-                    "latency_s": round(completion.latency_s, 4),
-                    "created_at": time.time(),
-                }
-            )
+            record = {
+                "key": keys[index],
+                "status": answer_status(completion.ok, completion.finish_reason, decoding),
+                "backend": self.inner.name,
+                "model": self.inner.model,
+                "setting": self.setting,
+                "prompt_hash": prompt.prompt_hash,
+                "video_id": prompt.video_id,
+                "dimension": prompt.dimension,
+                "decoding": decoding.as_dict(),
+                "response": completion.text,
+                "error": completion.error,
+                "finish_reason": completion.finish_reason,
+                "usage": completion.usage,
+                "attempts": completion.attempts,
+                "latency_s": round(completion.latency_s, 4),
+                "created_at": time.time(),
+            }
+            if completion.expected is not None:
+                record["expected"] = completion.expected
+            self.cache.append(record)
             completion.index = index
             yield completion
 
