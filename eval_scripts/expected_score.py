@@ -62,7 +62,7 @@ class ExpectedScore:
     reason: str | None = None
 
     def as_record(self) -> dict:
-        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+        return asdict(self)
 
     @classmethod
     def missing(cls, reason: str) -> ExpectedScore:
@@ -111,11 +111,14 @@ def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedS
     integer = digit_expectation(tokens[index])
     value = text[parsed.start : parsed.end]
     fraction: tuple[float, float | None] = (0.0, None)
-    if "." in value:
+    point_next = index + 1 < len(tokens) and tokens[index + 1].token == "."
+    if "." in value or (point_next and index + 2 == len(tokens)):  # "3." at the end: its decimal may follow
+        if index + 2 < len(tokens) and point_next and _digit(tokens[index + 2].token) is None:
+            return ExpectedScore.missing("the score's decimal point and digit are not tokens of their own")
+        if not point_next and index + 1 < len(tokens):
+            return ExpectedScore.missing("the score's decimal point and digit are not tokens of their own")
         if index + 2 >= len(tokens):
             return ExpectedScore.missing("the score's decimal was cut by the token limit")
-        if tokens[index + 1].token != "." or _digit(tokens[index + 2].token) is None:
-            return ExpectedScore.missing("the score's decimal point and digit are not tokens of their own")
         fraction = digit_expectation(tokens[index + 2])
     score = integer[0] + 0.1 * fraction[0]
     result = ExpectedScore(

@@ -136,11 +136,14 @@ def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
 
 
 def run_dir_name(config: RunConfig, input_source: str) -> str:
-    """`<model>/<setting>`: one folder per model and setting under the run's --out."""
+    """`<model>/<setting>`: one folder per model and setting (and readout, and sample count) under the run's --out."""
+    expected = config.decoding is not None and config.decoding.expected
     setting = (
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
         + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
+        + ("__expected" if expected else "")
+        + (f"__{config.samples}samples" if config.samples > 1 else "")
     )
     return f"{slug(config.model)}/{slug(setting)}"
 
