@@ -68,6 +68,28 @@ class ExpectedScore:
     def missing(cls, reason: str) -> ExpectedScore:
         return cls(None, reason=reason)
 
+    @classmethod
+    def of(
+        cls,
+        integer_digit: int,
+        integer: tuple[float, float | None],
+        fraction: tuple[float, float | None],
+        score: float | None = None,
+    ) -> ExpectedScore:
+        """E[int] + 0.1 E[frac] from the two positions' (expectation, digit mass), or `score` when the caller
+        computed it; None outside [1, 5], never clipped."""
+        score = integer[0] + 0.1 * fraction[0] if score is None else score
+        inside = SCORE_MIN <= score <= SCORE_MAX
+        return cls(
+            score if inside else None,
+            integer_digit=integer_digit,
+            integer_expected=integer[0],
+            integer_mass=integer[1],
+            fraction_expected=fraction[0],
+            fraction_mass=fraction[1],
+            reason=None if inside else f"expected score {score:.3f} outside [1, 5]",
+        )
+
 
 def _digit(token: str) -> int | None:
     stripped = token.strip()
@@ -120,18 +142,7 @@ def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedS
         if index + 2 >= len(tokens):
             return ExpectedScore.missing("the score's decimal was cut by the token limit")
         fraction = digit_expectation(tokens[index + 2])
-    score = integer[0] + 0.1 * fraction[0]
-    result = ExpectedScore(
-        score if SCORE_MIN <= score <= SCORE_MAX else None,
-        integer_digit=_digit(tokens[index].token),
-        integer_expected=integer[0],
-        integer_mass=integer[1],
-        fraction_expected=fraction[0],
-        fraction_mass=fraction[1],
-    )
-    if result.score is None:
-        return ExpectedScore(**{**asdict(result), "reason": f"expected score {score:.3f} outside [1, 5]"})
-    return result
+    return ExpectedScore.of(_digit(tokens[index].token), integer, fraction)
 
 
 def tokens_from_openai(logprobs: object) -> list[TokenChoice] | None:
