@@ -99,3 +99,35 @@ def readouts_json(payload: Mapping[str, Any]) -> str:
     from mis_icc_metric.scoring import json_safe
 
     return json.dumps(json_safe(dict(payload)), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _with_experts(values: Mapping[Key, float | None], references: Mapping[Key, float]) -> dict[str, Any]:
+    from mis_icc_metric.scoring import score_predictions
+
+    keys = [key for key in values if key in references]  # the rows this run covers
+    scored = score_predictions({k: values[k] for k in keys}, {k: references[k] for k in keys}, n_bootstrap=0)
+    return {"overall_icc": scored["overall"]["icc"], "mean_icc": scored["mean_icc"]}
+
+
+def readouts_summary(readouts: Mapping[str, Any], references: Mapping[Key, float] | None = None) -> dict[str, Any]:
+    """What `mis-bench score` shows of a run's readouts: the stored self-agreement and, against the references,
+    the agreement with the experts of the other readouts (the samples' median; an expected run's text readout)."""
+    rows = readouts["rows"]
+    summary: dict[str, Any] = {
+        "score_from": readouts.get("score_from"),
+        "samples": readouts.get("samples"),
+        "agreement": readouts.get("agreement") or readout_agreement(rows),
+    }
+    if references:
+        keyed = {(row["video_id"], row["dimension"]): row for row in rows}
+        others: dict[str, dict[Key, float | None]] = {}
+        if (readouts.get("samples") or 1) > 1:
+            others["median"] = {key: row.get("median") for key, row in keyed.items()}
+        if any(row.get("text_values") for row in rows):
+            others["text"] = {
+                key: statistics.fmean(read) if (read := [v for v in row["text_values"] if v is not None]) else None
+                for key, row in keyed.items()
+            }
+        if any(key in references for key in keyed):
+            summary["with_experts"] = {name: _with_experts(values, references) for name, values in others.items()}
+    return summary

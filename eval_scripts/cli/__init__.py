@@ -18,12 +18,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from eval_scripts.cli import build, leaderboard, report, run, score, stats, synth
+from eval_scripts.cli import build, leaderboard, parse, report, run, score, stats, synth
 from mis_bench_dataset.errors import EXIT_DATA, EXIT_INTERRUPTED, EXIT_USAGE, MisBenchError
 from mis_bench_dataset.text_safety import clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, build, stats, score, run, report, leaderboard)
+SUBCOMMANDS = (synth, build, stats, score, run, parse, report, leaderboard)
 
 
 class Parser(argparse.ArgumentParser):

@@ -20,6 +20,7 @@ from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_
 from eval_scripts.report.formatting import md_escape
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
+from eval_scripts.report.stability import STABILITY_NOTE, stability, stability_tables
 from eval_scripts.report.table import (
     RANK_NAMES,
     RANK_SUPERSCRIPTS,
@@ -48,6 +49,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder, write_atomic
 from mis_bench_dataset.text_safety import escape_html
+from mis_icc_metric.scoring import json_safe
 
 logger = logging.getLogger(__name__)
 
@@ -342,6 +344,9 @@ def write_report(
             [],
         ),
     ]
+    stable = stability(runs)
+    if stable["runs"] or stable["pairs"]:
+        sections.append(_Section("Judge stability", [STABILITY_NOTE], stability_tables(stable), []))
     if scatter_files:
         what = "each system's best configuration" if scatters == "best" else "every configuration"
         sections.append(
@@ -355,7 +360,7 @@ def write_report(
 
     write_atomic(markdown_path, _markdown(title, synthetic, sections))
     write_atomic(html_path, _html(title, synthetic, sections))
-    data = report_data(runs, best, ranks, undefined, comparison, title=title)
+    data = {**report_data(runs, best, ranks, undefined, comparison, title=title), "stability": json_safe(stable)}
     write_atomic(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files)
