@@ -205,3 +205,11 @@ def test_batch_lines_carry_the_logprob_parameters_and_an_import_equals_the_live_
     assert _jsonl(Path(imported["predictions"])) == _jsonl(Path(live["predictions"]))
     readouts = json.loads(Path(live["readouts"]).read_text())
     assert readouts["agreement"]["test_retest"]["n"] == 8 and readouts["samples"] == 2
+
+
+def test_a_dry_run_counts_every_sample_at_the_expected_budget(synthetic_build, tmp_path, capsys) -> None:
+    flags = ("--score-from", "expected", "--samples", "3", "--temperature", "0.5", "--dry-run")
+    assert main(_run(synthetic_build, tmp_path / "runs", "http://127.0.0.1:9/v1", *flags)) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["requests"] == 24 and plan["cached"] == 0  # 8 rows x 3 samples, nothing sent
+    assert plan["completion_tokens_max"] == 24 * 4 and plan["settings"][0]["expected_completion_tokens"] == 4

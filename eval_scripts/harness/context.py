@@ -100,6 +100,7 @@ class RunContext:
         """Decoding parameters plus what identifies the prompt wording."""
         config = self.config
         info = {**self.decoding.as_dict(), "template_sha256": template_hash(config.modality, config.prompt_style)}
+        info["score_from"] = self.decoding.score_from  # the readout, recorded for text runs too
         if self.samples > 1:
             info["samples"] = self.samples
         if self.input_source == "features":
