@@ -254,6 +254,16 @@ def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, 
     }
 
 
+def _row_readouts(context: RunContext, completions: dict[tuple[int, int], Completion]) -> list[RowReadout]:
+    """Each row's samples read (text or expected) and combined (`eval_scripts.harness.readouts`)."""
+    decodings = [context.decoding.for_sample(sample) for sample in range(context.samples)]
+    style = context.config.prompt_style
+    return [
+        row_readout([sample_outcome(completions.get((index, n)), d, style) for n, d in enumerate(decodings)])
+        for index in range(len(context.rows))
+    ]
+
+
 def _write(
     context: RunContext,
     completions: dict[tuple[int, int], Completion],
@@ -264,16 +274,10 @@ def _write(
     from eval_scripts.results import package_versions, usage_totals
 
     config = context.config
-    decodings = [context.decoding.for_sample(sample) for sample in range(context.samples)]
-    predictions, raw_records, outcomes, failures, readouts = [], [], [], [], []
+    readouts = _row_readouts(context, completions)
+    predictions, raw_records, outcomes, failures = [], [], [], []
     parsed_by_dim: dict[str, list[bool]] = defaultdict(list)
-    for index, (row, prompt) in enumerate(zip(context.rows, context.prompts, strict=True)):
-        samples = [
-            sample_outcome(completions.get((index, n)), decoding, config.prompt_style)
-            for n, decoding in enumerate(decodings)
-        ]
-        readout = row_readout(samples)
-        readouts.append(readout)
+    for row, prompt, readout in zip(context.rows, context.prompts, readouts, strict=True):
         parsed_by_dim[row["dimension"]].append(readout.prediction is not None)
         outcomes.append((row["dimension"], row_outcome(readout.status, readout.prediction)))
         predictions.append(
@@ -281,10 +285,10 @@ def _write(
                 "video_id": row["video_id"],
                 "dimension": row["dimension"],
                 "prediction": readout.prediction,
-                "raw_response": samples[0].text,
+                "raw_response": readout.samples[0].text,
             }
         )
-        for n, sample in enumerate(samples):
+        for n, sample in enumerate(readout.samples):
             raw_records.append(_raw_record(row, prompt, sample, n, context))
             if sample.status == STATUS_FAILED:
                 failures.append((raw_records[-1]["failure"], raw_records[-1]["error"]))
