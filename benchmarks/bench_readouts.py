@@ -1,7 +1,7 @@
 """Readout speed in the transformers backend: the expected score (`--score-from expected`) against
 `generate()` + parse (`--score-from text`), on a tiny random Qwen2 with the real MIS-Bench prompts.
 
-    python3 benchmarks/bench_readouts.py [--hidden 128 --layers 4 --vocab 32768 --videos 8 --repeats 5]
+    python3 benchmarks/bench_readouts.py [--hidden 32 --layers 2 --vocab 0 --videos 8 --repeats 7 --threads 1]
 
 Each mode is the backend's own `complete()` on the same rows (8 dimensions per video), what `mis-bench
 run --backend transformers` calls: text with the style's default token budget (32 direct, 16 paper) and
@@ -111,7 +111,11 @@ def _figures(completions, readout: str, style: str) -> dict:
 
 def _timed(opts: dict, model_dir: Path) -> dict:
     """Median wall time of each mode, the modes alternating repeat by repeat in random order."""
+    import torch
+
     from eval_scripts.backends import get_backend
+
+    torch.set_num_threads(opts["threads"])
 
     backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
     prompts = {style: _prompts(style, opts["videos"]) for style in ("direct", "paper")}
@@ -142,6 +146,9 @@ def _timed(opts: dict, model_dir: Path) -> dict:
 def _peak(opts, model_dir, mode, queue) -> None:
     from eval_scripts.backends import get_backend
 
+    import torch
+
+    torch.set_num_threads(opts["threads"])
     name, style, readout, tokens = mode
     backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
     _one_pass(backend, _prompts(style, opts["videos"]), _decoding(style, readout, tokens))
@@ -157,6 +164,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: steadier on a shared machine)")
     parser.add_argument("--json", type=Path)
     opts = vars(parser.parse_args())
     with tempfile.TemporaryDirectory() as tmp:

@@ -30,7 +30,11 @@ B. *Conclusion*: a verb phrase that gives the score: "scores a 1.00", "scores 1"
    Between the verb and the value only articles, pronouns, the words score / rating / grade /
    level / mark, of / as / at / for, and markup may stand (so "does not receive a score higher
    than 3.375" is no conclusion); "receives"-type verbs need an article or one of those nouns
-   ("the patient gets 3 sessions" is none).
+   ("the patient gets 3 sessions" is none). Also a concluding sentence that ends on its value:
+   one opening with "Therefore", "Thus", "Hence", "So", "Overall", "In conclusion", "In summary",
+   "All in all" or "Finally" whose value follows "is", "be", "was", "of", "at", "as", "a", "an",
+   a label noun, ":" or "..." and ends the sentence ("Therefore, the response is 3.375.",
+   "Therefore, ... 3.375"), unless a bound stands before it ("than", "below", "at most", "not" ...).
 C. *Fraction of five*: ``x/5`` or ``x out of 5``.
 D. *Score mention*: "score", "rating", "rated", "rate", "level", "grade" followed by the value
    ("Score: 3.5", "a score of 4", "Rating 2.6").
@@ -41,23 +45,28 @@ E. *Lone number*: for ``direct`` and ``paper`` the whole answer or its first lin
 kinds B-D is set aside (and its value is then no candidate of a weaker kind either) when:
 
 - its value is in quotes: ``a "5" should not be rated``, ``not coded as a “5”``;
-- it names an end of the scale: "the maximum rating of 5", "the lowest score of 1";
 - it is negated or hypothetical: "not", "never", "cannot" just before the verb; "to", "in order
   to", "must", "may", "might", "could" before it ("to receive a "5""); an "if", "unless" or
   "whether" earlier in its sentence ("If it were warmer, the score would be 4");
-- rubric talk follows the value: "if", "when", "only", "would", "should", "must", "requires",
-  "means", "describes", "is the maximum" ... ("a score of 5 requires ...", "Give a rating of 1
-  if ...", "the score 4 is the lowest score");
+- rubric talk follows the value: "if", "when", "only", "would" (but not "would be
+  appropriate / fair / reasonable / the best ..."), "should", "must", "requires", "means",
+  "describes", "is the maximum" ... ("a score of 5 requires ...", "Give a rating of 1 if ...",
+  "the score 4 is the lowest score");
+- (kind D) it names an end of the scale ("the maximum rating of 5", "the lowest score of 1"; a
+  conclusion may: "receives the highest score of 5"), or "not a" stands before it;
 - (kind D) it is a rubric line echoed back: the word, a bare integer and then more text, no
   connector ("Score 3: A moderate level ...", "Score 5. The participant ...");
 - (kind B) "scores" is the plural noun ("the scores 4 and 5 differ").
 
 **4. Which candidate.** Kinds A and B are final statements: every one must give the same score
 (after rounding) and be valid; two different final scores, or one unusable, give ``None``. Kinds
-C and D are deliberation: the last one decides. A text cut off inside a sentence (it ends
-without a sentence end, as when the model loops until the token limit) may have lost its
-conclusion: there only kinds A and B count, plus, for ``direct`` and ``paper``, a candidate on
-the first line (where such an answer states its score).
+C and D are deliberation: the last one decides. A text cut off inside a sentence, as when the
+model loops until the token limit, may have lost its conclusion: there only kinds A and B count,
+plus, for ``direct`` and ``paper``, a candidate or lone number on a finished first line (where
+such an answer states its score). Cut off means: the text does not end on a sentence end (``.``,
+``!``, ``?``, a closing bracket or quote, markup, a digit), and its last line either holds a
+finished sentence before the unfinished one or is at least `CUT_OFF_MIN_WORDS` words long (a
+short answer may just lack its full stop).
 
 **5. The decisive value is validated**, never repaired:
 
