@@ -144,9 +144,9 @@ def _timed(opts: dict, model_dir: Path) -> dict:
 
 
 def _peak(opts, model_dir, mode, queue) -> None:
-    from eval_scripts.backends import get_backend
-
     import torch
+
+    from eval_scripts.backends import get_backend
 
     torch.set_num_threads(opts["threads"])
     name, style, readout, tokens = mode

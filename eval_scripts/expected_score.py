@@ -103,8 +103,9 @@ def digit_expectation(choice: TokenChoice) -> tuple[float, float] | None:
     weights = [0.0] * 10
     for token, logprob in candidates.items():
         digit = _digit(token)
-        if digit is not None and logprob is not None and math.isfinite(logprob):
-            weights[digit] += math.exp(logprob)
+        # a log-probability is at most 0: a positive or non-finite one (a hostile reply) is ignored
+        if digit is not None and logprob is not None and math.isfinite(logprob) and logprob <= 1e-6:
+            weights[digit] += math.exp(min(logprob, 0.0))
     mass = sum(weights)
     if mass <= 0.0:
         return None

@@ -213,3 +213,8 @@ def test_a_dry_run_counts_every_sample_at_the_expected_budget(synthetic_build, t
     plan = json.loads(capsys.readouterr().out)
     assert plan["requests"] == 24 and plan["cached"] == 0  # 8 rows x 3 samples, nothing sent
     assert plan["completion_tokens_max"] == 24 * 4 and plan["settings"][0]["expected_completion_tokens"] == 4
+
+
+def test_hostile_log_probabilities_are_ignored_not_a_crash() -> None:
+    hostile = TokenChoice("3", 1e308, (("3", 1e308), ("4", float("nan")), ("2", float("inf")), ("1", math.log(0.5))))
+    assert digit_expectation(hostile) == pytest.approx((1.0, 0.5))
