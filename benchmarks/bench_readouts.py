@@ -6,10 +6,12 @@
 Each mode is the backend's own `complete()` on the same rows (8 dimensions per video), what `mis-bench
 run --backend transformers` calls: text with the style's default token budget (32 direct, 16 paper) and
 with the fewest tokens a score needs (4: "3", ".", "5", end); expected reads the digit distributions
-(no generate() for direct/paper: one pass over the prompt, the shared rubric prefix computed once per
-dimension, one cached step over [digit, '.']). Modes alternate repeat by repeat in one process (fair on a
-busy machine; the median wall time is reported); each mode also runs alone in a spawned process for its
-peak resident memory. Prints a Markdown table; --json PATH writes the figures.
+(no generate() for direct/paper: one pass over the prompt, the prefix a dimension's rows share computed
+once, one cached step over [digit, '.']). Two more modes run `raft_trainer.predict`'s `generate_scores` and
+`predict_scores` (the same read path) on the trainer's prompt, whose rubric comes before the transcript.
+Modes alternate repeat by repeat in one process (fair on a busy machine; the median wall time is reported);
+each mode also runs alone in a spawned process for its peak resident memory. Prints a Markdown table;
+--json PATH writes the figures.
 """
 
 from __future__ import annotations
@@ -40,6 +42,10 @@ MODES = [
     ("direct: expected score", "direct", "expected", None),
     ("paper: generate() + parse, default 16 tokens", "paper", "text", None),
     ("paper: expected score", "paper", "expected", None),
+    # The same read path on the trainer's prompt (rubric before the transcript, so a dimension's rows share it):
+    # raft_trainer.predict's own functions, not the backend.
+    ("trainer prompt: generate_scores, 16 tokens", "toolkit", "text", 16),
+    ("trainer prompt: predict_scores", "toolkit", "expected", None),
 ]
 
 
@@ -73,6 +79,8 @@ def _prompts(style: str, videos: int):
 
     from _harness_helpers import scoring_rows
 
+    if style == "toolkit":  # the trainer's functions take the rows themselves
+        return scoring_rows(videos)
     prompts = []
     for row in scoring_rows(videos):
         if style == "paper":
@@ -86,21 +94,50 @@ def _prompts(style: str, videos: int):
 def _decoding(style: str, readout: str, tokens: int | None):
     from eval_scripts.backends.base import DecodingConfig
 
+    if style == "toolkit":
+        return DecodingConfig(max_new_tokens=tokens or 16, score_from=readout, style=style)
     return DecodingConfig.for_style(style, score_from=readout, max_new_tokens=tokens)
 
 
 def _one_pass(backend, prompts, decoding) -> tuple[float, list]:
     start = time.perf_counter()
-    completions = list(backend.complete(prompts, decoding))
+    if decoding.style == "toolkit":
+        completions = _trainer_pass(backend, prompts, decoding)
+    else:
+        completions = list(backend.complete(prompts, decoding))
     return time.perf_counter() - start, completions
+
+
+def _trainer_pass(backend, rows, decoding) -> list:
+    """`raft_trainer.predict`'s functions on the trainer's prompt, as Completions for `_figures`."""
+    from eval_scripts.backends.base import Completion
+    from raft_trainer.predict import generate_scores, predict_scores
+
+    model, tokenizer = backend.hf_model, backend.tokenizer
+    if decoding.expected:
+        scores = predict_scores(model, tokenizer, rows, batch_size=backend.batch_size, show_progress=False)
+        usage = {"prompt_tokens": 0, "completion_tokens": 2}
+        return [Completion(i, "", True, usage=usage, expected={"score": float(v)}) for i, v in enumerate(scores)]
+    values, texts = generate_scores(
+        model,
+        tokenizer,
+        rows,
+        batch_size=backend.batch_size,
+        max_new_tokens=decoding.max_new_tokens,
+        show_progress=False,
+    )
+    return [Completion(i, t, True, usage={"prompt_tokens": 0, "completion_tokens": decoding.max_new_tokens})
+            for i, t in enumerate(texts)]  # fmt: skip
 
 
 def _figures(completions, readout: str, style: str) -> dict:
     from eval_scripts.parse import parse_score
 
     n = len(completions)
+    parse_style = "paper" if style == "toolkit" else style  # the trainer's completion "The score prediction is: x"
     values = [
-        (c.expected or {}).get("score") if readout == "expected" else parse_score(c.text, style) for c in completions
+        (c.expected or {}).get("score") if readout == "expected" else parse_score(c.text, parse_style)
+        for c in completions
     ]
     return {
         "prompt_tokens_per_row": sum(c.usage["prompt_tokens"] for c in completions) / n,
@@ -118,7 +155,7 @@ def _timed(opts: dict, model_dir: Path) -> dict:
     torch.set_num_threads(opts["threads"])
 
     backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
-    prompts = {style: _prompts(style, opts["videos"]) for style in ("direct", "paper")}
+    prompts = {style: _prompts(style, opts["videos"]) for style in ("direct", "paper", "toolkit")}
     times: dict[str, list[float]] = {name: [] for name, *_ in MODES}
     figures: dict[str, dict] = {}
     for name, style, readout, tokens in MODES:  # warm-up, and the figures that do not depend on timing
@@ -178,11 +215,13 @@ def main() -> None:
             name, peak = queue.get()
             process.join()
             results[name]["peak_rss_mb"] = peak
-    baseline = {style: results[MODES[0 if style == "direct" else 3][0]]["median_s"] for style in ("direct", "paper")}
+    baseline = {
+        style: results[MODES[index][0]]["median_s"] for style, index in (("direct", 0), ("paper", 3), ("toolkit", 5))
+    }
     print(
         "| mode | rows/s | median s | speed-up vs generate() (default budget) | prompt tokens/row | "
         "completion tokens/row | scored | peak RSS MB |"
-    )
+    )  # the trainer rows' prompt tokens are not counted (0)
     print("|---|---|---|---|---|---|---|---|")
     for name, style, *_ in MODES:
         r = results[name]
