@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.atomic import create_new
+from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_TEXT, prompt_style
 from mis_bench_dataset.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
@@ -69,11 +70,18 @@ ROW_FIELDS = ("video_id", "dimension", "prompt_hash")
 _QUOTE_CHARS = 80
 
 
-def outcome_status(ok: bool, finish_reason: str | None) -> str:
-    """The one truncation rule: an answer that ended by the token limit is not an answer."""
+def outcome_status(ok: bool, finish_reason: str | None, *, readout: str = SCORE_TEXT, style: str | None = None) -> str:
+    """The one truncation rule: an answer that ended by the token limit is not an answer ("3." may be what is
+    left of "3.5"), except the expected-score readout (`readout`) of a style whose answer starts with its score
+    (direct, paper: `PromptStyle.score_first`). That readout takes the score from the first tokens'
+    log-probabilities and asks for only those tokens (`PROMPT_STYLE_TABLE`), so the limit cutting the rest of
+    the text is by design; a score the limit cut is itself no expected score (`eval_scripts.expected_score`)."""
     if not ok:
         return STATUS_FAILED
-    return STATUS_TRUNCATED if finish_reason == FINISH_LENGTH else STATUS_OK
+    if finish_reason != FINISH_LENGTH:
+        return STATUS_OK
+    score_in_prefix = readout == SCORE_EXPECTED and style is not None and prompt_style(style).score_first
+    return STATUS_OK if score_in_prefix else STATUS_TRUNCATED
 
 
 class CacheError(DataError):
@@ -145,13 +153,16 @@ def usage_problem(usage: Any) -> str | None:
     return None
 
 
-def answer_problem(text: Any, finish_reason: Any, usage: Any) -> str | None:
+def answer_problem(text: Any, finish_reason: Any, usage: Any, expected: Any = None) -> str | None:
     """Why an answer must not be cached or served (None when it may be): the one rule for every backend.
 
     The text must be a string of valid Unicode (no lone surrogate: it could not be written as
     UTF-8), the finish reason absent or a short string, the token counts whole, non-negative and
-    plausible (`usage_problem`).
+    plausible (`usage_problem`), the expected-score readout, when there is one, an object whose
+    numbers are finite (an undefined one is null, never NaN).
     """
+    if expected is not None and (not isinstance(expected, Mapping) or _non_finite(expected)):
+        return "the expected-score readout is not an object of finite numbers"
     if not isinstance(text, str):
         return "no response text" if text is None else f"the response is {type(text).__name__}, not text"
     if _has_surrogate(text):
@@ -168,7 +179,9 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why an `ok` record of a cache file cannot be served as an answer (None when it can)."""
     if "response" not in record:
         return "an answer without a response"
-    problem = answer_problem(record["response"], record.get("finish_reason"), record.get("usage"))
+    problem = answer_problem(
+        record["response"], record.get("finish_reason"), record.get("usage"), record.get("expected")
+    )
     if problem is None and _non_finite(record):
         problem = "a non-finite number (NaN or Infinity)"
     return problem

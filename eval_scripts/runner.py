@@ -25,11 +25,9 @@ from typing import Any
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.cache import (
     STATUS_FAILED,
-    STATUS_OK,
     STATUS_TRUNCATED,
     CacheIndex,
     ResponseCache,
-    outcome_status,
     read_cache,
 )
 from eval_scripts.harness.batch import (
@@ -66,8 +64,9 @@ from eval_scripts.harness.outcomes import (
     summarise_failures,
 )
 from eval_scripts.harness.outputs import RUN_WRITER, write_run
-from eval_scripts.parse import parse_score
+from eval_scripts.harness.readouts import RowReadout, SampleOutcome, row_readout, sample_outcome
 from eval_scripts.prompts import MODALITIES, Prompt
+from eval_scripts.readout_agreement import READOUTS_FORMAT_VERSION, readout_agreement
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
@@ -114,6 +113,7 @@ class RunResult:
     failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
     prefix: PrefixStats | None = None  # of the requests sent, in the order sent (None: the engine reorders)
+    readouts_path: Path | None = None  # readouts.json of an expected-score or repeated-sample run
 
     @property
     def n_unanswered(self) -> int:
@@ -165,43 +165,120 @@ def _protected(config: RunConfig, inputs: Sequence[str | Path] = ()) -> list[Pat
 
 def _complete(
     context: RunContext, backend: Backend, folder: OutputFolder, inputs: Sequence[str | Path] = ()
-) -> tuple[dict[int, Completion], PrefixStats | None]:
-    """Every row's completion (cached or new), requests sent in prefix-friendly order when the engine keeps it."""
+) -> tuple[dict[tuple[int, int], Completion], PrefixStats | None]:
+    """Every (row, sample) completion (cached or new), sent in prefix-friendly order when the engine keeps it."""
     from tqdm.auto import tqdm
 
     config = context.config
     cache_path = Path(config.cache_path) if config.cache_path else folder.claim(CACHE_NAME, RUN_WRITER)
-    completions: dict[int, Completion] = {}
+    completions: dict[tuple[int, int], Completion] = {}
     order = list(range(len(context.prompts)))
     if backend.keeps_request_order:
         order = prefix_order(_requests(context, order))
     backend.deadline = config.deadline
+    decodings = [context.decoding.for_sample(sample) for sample in range(context.samples)]
     with ResponseCache(cache_path, protected=_protected(config, inputs)) as cache:
         caching = CachingBackend(backend, cache, context.setting)
-        pending = set(caching.pending(context.prompts, context.decoding))
+        pending = [set(caching.pending(context.prompts, decoding)) for decoding in decodings]
         logger.info(
-            "%s | %s | %s: %d rows, %d cached, %d to call",
+            "%s | %s | %s: %d rows x %d sample(s), %d cached, %d to call",
             backend.name,
             config.model,
             context.label,
             len(context.prompts),
-            len(context.prompts) - len(pending),
-            len(pending),
+            len(decodings),
+            len(context.prompts) * len(decodings) - sum(map(len, pending)),
+            sum(map(len, pending)),
         )
-        prefix = prefix_stats(_requests(context, (i for i in order if i in pending)))
+        prefix = sum(
+            (prefix_stats(_requests(context, (i for i in order if i in todo))) for todo in pending), PrefixStats()
+        )
         with tqdm(
-            total=len(context.prompts), unit="row", desc=context.label, disable=not config.progress, dynamic_ncols=True
+            total=len(context.prompts) * len(decodings),
+            unit="answer",
+            desc=context.label,
+            disable=not config.progress,
+            dynamic_ncols=True,
         ) as bar:
-            for completion in caching.complete([context.prompts[i] for i in order], context.decoding):
-                completion.index = order[completion.index]
-                completions[completion.index] = completion
-                bar.update(1)
+            for sample, decoding in enumerate(decodings):  # one pass per sample: each answer cached as it comes
+                for completion in caching.complete([context.prompts[i] for i in order], decoding):
+                    completion.index = order[completion.index]
+                    completions[(completion.index, sample)] = completion
+                    bar.update(1)
     return completions, prefix if backend.keeps_request_order else None
+
+
+def _raw_record(row: dict, prompt: Prompt, sample: SampleOutcome, index: int, context: RunContext) -> dict:
+    """One line of raw_responses.jsonl: one sample of one row, with both readouts of an expected-score run."""
+    completion = sample.completion
+    error = failure = None
+    if sample.status == STATUS_FAILED:
+        error = completion.error if completion else "not answered"
+        failure = (completion.failure if completion else None) or "request failed"
+    elif sample.status == STATUS_TRUNCATED:
+        error = f"the answer reached the token limit (finish_reason length); {TRUNCATION_HINT}"
+    record = {
+        "video_id": row["video_id"],
+        "dimension": row["dimension"],
+        "prompt_hash": prompt.prompt_hash,
+        "status": sample.status,
+        "response": completion.text if completion is not None else None,
+        "prediction": sample.value,
+        "error": error,
+        "failure": failure,
+        "finish_reason": completion.finish_reason if completion else None,
+        "usage": completion.usage if completion else None,
+    }
+    if context.decoding.expected:
+        record.update(text_prediction=sample.text_value, expected=sample.expected)
+    if context.samples > 1:
+        record["sample"] = index
+    return record
+
+
+def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, Any] | None:
+    """readouts.json of an expected-score or repeated-sample run (None for a plain text run)."""
+    decoding = context.decoding
+    if not decoding.expected and context.samples == 1:
+        return None
+    rows = []
+    for row, readout in zip(context.rows, readouts, strict=True):
+        record = {
+            "video_id": row["video_id"],
+            "dimension": row["dimension"],
+            "prediction": readout.prediction,
+            "median": readout.median,
+            "sd": readout.sd,
+            "spread": readout.spread,
+            "values": list(readout.values),
+        }
+        if decoding.expected:
+            record["text_values"] = [sample.text_value for sample in readout.samples]
+        rows.append(record)
+    return {
+        "format_version": READOUTS_FORMAT_VERSION,
+        "score_from": decoding.score_from,
+        "samples": context.samples,
+        "temperature": decoding.temperature,
+        "aggregate": "mean of the samples' scores that could be read (median beside)",
+        "agreement": readout_agreement(rows),
+        "rows": rows,
+    }
+
+
+def _row_readouts(context: RunContext, completions: dict[tuple[int, int], Completion]) -> list[RowReadout]:
+    """Each row's samples read (text or expected) and combined (`eval_scripts.harness.readouts`)."""
+    decodings = [context.decoding.for_sample(sample) for sample in range(context.samples)]
+    style = context.config.prompt_style
+    return [
+        row_readout([sample_outcome(completions.get((index, n)), d, style) for n, d in enumerate(decodings)])
+        for index in range(len(context.rows))
+    ]
 
 
 def _write(
     context: RunContext,
-    completions: dict[int, Completion],
+    completions: dict[tuple[int, int], Completion],
     folder: OutputFolder,
     started: float,
     prefix: PrefixStats | None = None,
@@ -209,45 +286,24 @@ def _write(
     from eval_scripts.results import package_versions, usage_totals
 
     config = context.config
+    readouts = _row_readouts(context, completions)
     predictions, raw_records, outcomes, failures = [], [], [], []
     parsed_by_dim: dict[str, list[bool]] = defaultdict(list)
-    for index, (row, prompt) in enumerate(zip(context.rows, context.prompts, strict=True)):
-        completion = completions.get(index)
-        status = outcome_status(completion.ok, completion.finish_reason) if completion else STATUS_FAILED
-        text = completion.text if completion is not None else None
-        # Only a complete answer is scored: a truncated one ("3." of "3.5") is never parsed.
-        value = parse_score(text, config.prompt_style) if status == STATUS_OK and text is not None else None
-        parsed_by_dim[row["dimension"]].append(value is not None)
-        outcomes.append((row["dimension"], row_outcome(status, value)))
+    for row, prompt, readout in zip(context.rows, context.prompts, readouts, strict=True):
+        parsed_by_dim[row["dimension"]].append(readout.prediction is not None)
+        outcomes.append((row["dimension"], row_outcome(readout.status, readout.prediction)))
         predictions.append(
             {
                 "video_id": row["video_id"],
                 "dimension": row["dimension"],
-                "prediction": value,
-                "raw_response": text if status == STATUS_OK else None,
+                "prediction": readout.prediction,
+                "raw_response": readout.samples[0].text,
             }
         )
-        error = failure = None
-        if status == STATUS_FAILED:
-            error = completion.error if completion else "not answered"
-            failure = (completion.failure if completion else None) or "request failed"
-            failures.append((failure, error))
-        elif status == STATUS_TRUNCATED:
-            error = f"the answer reached the token limit (finish_reason length); {TRUNCATION_HINT}"
-        raw_records.append(
-            {
-                "video_id": row["video_id"],
-                "dimension": row["dimension"],
-                "prompt_hash": prompt.prompt_hash,
-                "status": status,
-                "response": text,
-                "prediction": value,
-                "error": error,
-                "failure": failure,
-                "finish_reason": completion.finish_reason if completion else None,
-                "usage": completion.usage if completion else None,
-            }
-        )
+        for n, sample in enumerate(readout.samples):
+            raw_records.append(_raw_record(row, prompt, sample, n, context))
+            if sample.status == STATUS_FAILED:
+                failures.append((raw_records[-1]["failure"], raw_records[-1]["error"]))
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
     usage = usage_totals(record["usage"] for record in raw_records)
     counts = count_outcomes(outcomes)
@@ -270,6 +326,7 @@ def _write(
         raw_records=raw_records,
         usage=usage,
         outcomes={**counts, "failures": failure_summary},
+        readouts=_readouts(context, readouts),
     )
     n_cached = sum(1 for c in completions.values() if c.cached)
     overall = counts["overall"]
@@ -294,6 +351,7 @@ def _write(
         n_unparsed=overall[OUTCOME_UNPARSED],
         outcomes=counts,
         failures=failure_summary,
+        readouts_path=written.readouts_path,
     )
 
 
@@ -378,11 +436,16 @@ def prepare_settings(
 
 @dataclass
 class _Pending:
-    """A prepared setting's rows without a cached answer (the cache read, never written)."""
+    """A prepared setting's requests without a cached answer (the cache read, never written): (row, sample) pairs."""
 
     context: RunContext
     answers: dict[str, dict]
-    rows: list[int]
+    requests: list[tuple[int, int]]
+
+    @property
+    def rows(self) -> list[int]:
+        """The row of each pending request."""
+        return [index for index, _ in self.requests]
 
     def counts(self, label: str) -> dict[str, Any]:
         context = self.context
@@ -390,8 +453,8 @@ class _Pending:
             "setting": label,
             "input_source": context.input_source,
             "rows": len(context.prompts),
-            "requests": len(self.rows),
-            "cached": len(context.prompts) - len(self.rows),
+            "requests": len(self.requests),
+            "cached": len(context.prompts) * context.samples - len(self.requests),
         }
 
 
@@ -408,12 +471,17 @@ def _pending(entries: Sequence[PreparedSetting]) -> list[_Pending | None]:
         path = Path(config.cache_path) if config.cache_path else Path(config.out) / CACHE_NAME
         if path not in read:
             read[path] = read_cache(path, protected=_protected(config))
-        answers = {
-            key: _served(read[path], key, prompt) for key, prompt in zip(context.keys, context.prompts, strict=True)
-        }
-        answers = {key: record for key, record in answers.items() if record is not None}
-        rows = [i for i, key in enumerate(context.keys) if key not in answers]
-        pending.append(_Pending(context, answers, rows))
+        answers: dict[str, dict] = {}
+        requests: list[tuple[int, int]] = []  # (row, sample) pairs the cache cannot serve
+        for sample in range(context.samples):
+            for i, prompt in enumerate(context.prompts):
+                key = context.key(i, sample)
+                record = _served(read[path], key, prompt)
+                if record is None:
+                    requests.append((i, sample))
+                else:
+                    answers[key] = record
+        pending.append(_Pending(context, answers, requests))
     return pending
 
 
@@ -434,7 +502,8 @@ def _expected_completion(context: RunContext, answers: dict[str, dict], given: i
     if seen:
         return int(round_half_up(sum(seen) / len(seen), 0)), f"mean of {len(seen)} cached answers"
     style = context.config.prompt_style
-    return expected_completion_tokens(style), f"default for {style}"
+    # a request writes at most its token limit (an expected-score request asks for only the score's tokens)
+    return min(expected_completion_tokens(style), context.decoding.max_new_tokens), f"default for {style}"
 
 
 def dry_run(
@@ -534,8 +603,11 @@ def export_batch(
         context = pending.context
         requests += _requests(context, pending.rows)
         lines += [
-            batch_line(custom_id(context, i), backend.request_body(context.prompts[i], context.decoding))
-            for i in pending.rows
+            batch_line(
+                custom_id(context, i, sample),
+                backend.request_body(context.prompts[i], context.decoding.for_sample(sample)),
+            )
+            for i, sample in pending.requests
         ]
         settings.append(pending.counts(entry.label))
     order = prefix_order(requests)
@@ -567,9 +639,10 @@ def import_batch(
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
     known = {
-        custom_id(entry.context, i): (n, i)
+        custom_id(entry.context, i, sample): (n, i, sample)
         for n, entry in enumerate(entries)
         if entry.context
+        for sample in range(entry.context.samples)
         for i in range(len(entry.context.prompts))
     }
     chosen, report = resolve_outcomes(read_batch_outputs(paths), known)
@@ -582,11 +655,11 @@ def import_batch(
             where=where,
             hint="import with the flags of the export (model, dataset, split, settings, decoding, --limit)",
         )
-    by_setting: dict[int, dict[tuple[str, str, str], BatchOutcome]] = defaultdict(dict)
+    by_setting: dict[int, dict[tuple[str, str, str, int], BatchOutcome]] = defaultdict(dict)
     for request_id, outcome in chosen.items():
-        n, i = known[request_id]
+        n, i, sample = known[request_id]
         prompt = entries[n].context.prompts[i]
-        by_setting[n][(prompt.video_id, prompt.dimension, prompt.prompt_hash)] = outcome
+        by_setting[n][(prompt.video_id, prompt.dimension, prompt.prompt_hash, sample)] = outcome
     results = []
     for n, entry in enumerate(entries):
         if entry.context is None:

@@ -69,6 +69,11 @@ ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
 # The authors' MIS-RAFT protocol behind Table 4 (mis_bench_dataset.protocol), beside the grid's two styles.
 PAPER_PROMPT_STYLE = "paper"
 LONE_NUMBER_LINES: tuple[str, ...] = ("first", "last")
+# How a row's score is read (`mis-bench run --score-from`): the parser on the answer's text, or the
+# probability-weighted score from the model's distribution over the score's digits (docs/readouts.md).
+SCORE_TEXT = "text"
+SCORE_EXPECTED = "expected"
+SCORE_READOUTS: tuple[str, ...] = (SCORE_TEXT, SCORE_EXPECTED)
 
 
 @dataclass(frozen=True)
@@ -92,9 +97,18 @@ class PromptStyle:
     def __post_init__(self) -> None:
         if self.lone_number_line not in LONE_NUMBER_LINES:
             raise ValueError(f"prompt style {self.name!r}: lone_number_line must be one of {LONE_NUMBER_LINES}")
+        unknown = set(self.readout_max_new_tokens) - set(SCORE_READOUTS)
+        if unknown:
+            raise ValueError(f"prompt style {self.name!r}: unknown readouts {sorted(unknown)}; use {SCORE_READOUTS}")
         limits = [self.max_new_tokens, self.expected_completion_tokens, *self.readout_max_new_tokens.values()]
         if any(not isinstance(n, int) or n < 1 for n in limits):
             raise ValueError(f"prompt style {self.name!r}: token counts must be positive integers, got {limits}")
+
+    @property
+    def score_first(self) -> bool:
+        """Whether an answer starts with its score (a bare number stands on its first line): an expected-score
+        readout then reads the score from the answer's first tokens."""
+        return self.lone_number_line == "first"
 
     def max_tokens(self, readout: str | None = None) -> int:
         """The answer token limit of `readout` (None: the text answer)."""
@@ -113,6 +127,8 @@ PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
             max_new_tokens=32,
             expected_completion_tokens=8,
             lone_number_line="first",
+            # An expected-score request reads the score's first tokens: "3", ".", "5" and the end of sequence.
+            readout_max_new_tokens=MappingProxyType({SCORE_EXPECTED: 4}),
         ),
         # A CoT answer is a paragraph of analysis ending with its score.
         PromptStyle(
@@ -130,6 +146,7 @@ PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
             max_new_tokens=16,
             expected_completion_tokens=8,
             lone_number_line="first",
+            readout_max_new_tokens=MappingProxyType({SCORE_EXPECTED: 4}),
         ),
     )
 }

@@ -142,17 +142,7 @@ class ScoringEncoder(TrainingRowMixin):
 
     def _render(self, row: Mapping[str, Any], transcript: str, score_text: str) -> tuple[list[int], int]:
         prompt = prompt_messages(row, transcript, self.prompt_style)
-        prompt_text = self.tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
-        full_text = self.tokenizer.apply_chat_template(
-            prompt + [{"role": "assistant", "content": completion_text(score_text)}], tokenize=False
-        )
-        prompt_ids, full_ids = self._ids(prompt_text), self._ids(full_text)
-        prompt_len = 0
-        for a, b in zip(prompt_ids, full_ids, strict=False):  # their common prefix: full_ids is longer
-            if a != b:
-                break
-            prompt_len += 1
-        return full_ids, prompt_len
+        return render_with_completion(self.tokenizer, prompt, completion_text(score_text))
 
     def encode(self, row: Mapping[str, Any], score_text: str) -> dict[str, Any]:
         """Token ids, completion-only labels and the integer digit's index for one row."""
@@ -207,6 +197,38 @@ class ScoringEncoder(TrainingRowMixin):
         """Ids up to (excluding) the integer digit: what the model sees when it predicts the score."""
         out = self.encode(row, PLACEHOLDER_SCORE)
         return out["input_ids"][: out["score_index"]]
+
+
+def render_with_completion(tokenizer, messages: list[dict], completion: str, template=None) -> tuple[list[int], int]:
+    """Token ids of `messages` plus an assistant turn holding `completion`, rendered with the chat template
+    (`template`'s, a processor's, when given; else the tokenizer's), and the length of the prompt part (the
+    ids it shares with the prompt rendered for generation)."""
+    template = template or tokenizer
+    content: Any = completion
+    if messages and isinstance(messages[-1].get("content"), list):  # processor chats: content parts
+        content = [{"type": "text", "text": completion}]
+    prompt_text = template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    full_text = template.apply_chat_template([*messages, {"role": "assistant", "content": content}], tokenize=False)
+    prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+    full_ids = tokenizer(full_text, add_special_tokens=False)["input_ids"]
+    prompt_len = 0
+    for a, b in zip(prompt_ids, full_ids, strict=False):  # their common prefix: full_ids is longer
+        if a != b:
+            break
+        prompt_len += 1
+    return full_ids, prompt_len
+
+
+def prefilled_prompt_ids(
+    tokenizer, digits: DigitTokens, messages: list[dict], prefix: str = "", template=None
+) -> list[int]:
+    """Ids of `messages` and an assistant answer beginning with `prefix`, up to (excluding) the score's integer
+    digit: where the model's digit distribution is read (`raft_trainer.predict.read_digit_scores`)."""
+    full_ids, prompt_len = render_with_completion(tokenizer, messages, prefix + PLACEHOLDER_SCORE, template)
+    index = digits.find_score(
+        full_ids, PLACEHOLDER_SCORE, start=prompt_len, context="prefilled answer", tokenizer=tokenizer
+    )
+    return full_ids[:index]
 
 
 def check_scoring_columns(dataset, where: str = "dataset") -> None:

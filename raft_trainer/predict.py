@@ -19,6 +19,7 @@ import inspect
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -57,8 +58,8 @@ def _returned_cache(out):
     return getattr(out, "cache", None) or getattr(out, "past_key_values", None)
 
 
-def _next_digit_probs(model, appended, state, digit_ids, renormalize) -> torch.Tensor:
-    """Digit probabilities after appending `appended` (B, 2) to each row, reusing the KV cache."""
+def _next_logits(model, appended, state) -> torch.Tensor:
+    """Next-token logits (B, V) after appending `appended` (B, 2) to each row, reusing the KV cache."""
     mask = torch.cat([state["mask"], torch.ones_like(appended)], dim=1)
     if state["cache"] is None:  # models without a cache: a full pass over prefix + appended tokens
         out = model(input_ids=torch.cat([state["ids"], appended], dim=1), attention_mask=mask, logits_to_keep=1)
@@ -74,7 +75,7 @@ def _next_digit_probs(model, appended, state, digit_ids, renormalize) -> torch.T
             logits_to_keep=1,
             **{_cache_kwarg(model): state["cache"]},
         )
-    return digit_probabilities(out.logits[:, -1], digit_ids, renormalize)
+    return out.logits[:, -1]
 
 
 def _repeat_state(state: dict, k: int) -> dict:
@@ -166,64 +167,148 @@ def predict_scores(
     encoder = ScoringEncoder(tokenizer, digits, max_length, modality, prompt_style)
     rows = list(rows)
     prompts = [encoder.encode_prompt(row) for row in rows]
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    groups = [str(row.get("dimension")) for row in rows]
+    return read_digit_scores(
+        model,
+        prompts,
+        digits,
+        pad_token_id(tokenizer),
+        groups=groups,
+        batch_size=batch_size,
+        method=method,
+        renormalize=renormalize,
+        share_prefix=share_prefix,
+        show_progress=show_progress,
+    ).scores
+
+
+def pad_token_id(tokenizer) -> int:
+    return tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+
+@dataclass(frozen=True)
+class DigitReadout:
+    """What `read_digit_scores` read per prompt: the expected score, the greedy digits, the digit expectations
+    and the probability mass the ten digit tokens hold in the full softmax at the two positions (NaN / -1 where
+    `method="exact"` has no single fractional position)."""
+
+    scores: np.ndarray
+    integer_digit: np.ndarray
+    fraction_digit: np.ndarray
+    integer_expected: np.ndarray
+    fraction_expected: np.ndarray
+    integer_mass: np.ndarray
+    fraction_mass: np.ndarray
+
+
+def _digit_mass(logits: torch.Tensor, digit_ids: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(logits.float(), dim=-1).index_select(-1, digit_ids).sum(dim=-1)
+
+
+@torch.inference_mode()
+def read_digit_scores(
+    model,
+    prompts: Sequence[Sequence[int]],
+    digits: DigitTokens,
+    pad_id: int,
+    *,
+    groups: Sequence[str] | None = None,
+    batch_size: int = 8,
+    method: str = "greedy",
+    renormalize: bool = True,
+    share_prefix: bool = True,
+    show_progress: bool = True,
+) -> DigitReadout:
+    """The expected score after each prompt (token ids ending just before the score's integer digit): the one
+    expected-score path of `predict_scores` and of the harness's transformers backend.
+
+    With `share_prefix` (text models), prompts of one group (`groups`, e.g. the dimension) share their common
+    prefix: its KV cache is computed once per group and only each prompt's rest is run, with explicit position
+    ids so the result equals the unshared computation.
+    """
+    if method not in PREDICT_METHODS:
+        raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
     device = next(model.parameters()).device
-    digit_ids = digits.tensor(device)
-    point = torch.tensor([digits.point_id], device=device)
     share_prefix = share_prefix and _can_share_prefix(model)
     was_training = model.training
     model.eval()
-    groups: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        groups.setdefault(str(row.get("dimension")) if share_prefix else "", []).append(i)
-    scores = np.empty(len(rows), dtype=np.float64)
-    progress = tqdm(total=len(rows), desc="predict_scores", disable=not show_progress or len(rows) <= batch_size)
-    for members in groups.values():
-        shared, prefix_cache = 0, None
-        if share_prefix and len(members) > 1:
-            shared = min(
-                _common_prefix_length([prompts[i] for i in members]), min(len(prompts[i]) for i in members) - 1
-            )
-            if shared >= MIN_SHARED_PREFIX:
-                prefix = torch.tensor([prompts[members[0]][:shared]], device=device)
-                prefix_cache = _returned_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1))
-            if prefix_cache is None:
-                shared = 0
+    members_of: dict[str, list[int]] = {}
+    for i in range(len(prompts)):
+        members_of.setdefault(groups[i] if share_prefix and groups is not None else "", []).append(i)
+    columns = {name: np.full(len(prompts), np.nan) for name in DigitReadout.__dataclass_fields__}
+    progress = tqdm(total=len(prompts), desc="predict_scores", disable=not show_progress or len(prompts) <= batch_size)
+    for members in members_of.values():
+        shared, prefix_cache = _shared_prefix(model, prompts, members, device) if share_prefix else (0, None)
         members = sorted(members, key=lambda i: len(prompts[i]))  # similar lengths share a batch
         for start in range(0, len(members), batch_size):
             index = np.array(members[start : start + batch_size])
-            ids, mask = _left_pad([prompts[i][shared:] for i in index], pad_id, device)
-            positions, cache, last_position = None, None, None
-            if shared:
-                cache = copy.deepcopy(prefix_cache)
-                cache.batch_repeat_interleave(len(index))
-                positions = (shared + mask.cumsum(dim=1) - 1).clamp(min=shared)
-                last_position = positions[:, -1]
-                mask = torch.cat([torch.ones(len(index), shared, dtype=mask.dtype, device=device), mask], dim=1)
-            kwargs = {_cache_kwarg(model): cache} if cache is not None else {}
-            out = model(
-                input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs
+            batch = _read_batch(
+                model, [prompts[i] for i in index], digits, pad_id, shared, prefix_cache, method, renormalize, device
             )
-            p_int = digit_probabilities(out.logits[:, -1], digit_ids, renormalize)  # (B, 10)
-            state = {"cache": _returned_cache(out), "mask": mask, "ids": ids, "last_position": last_position}
-            if state["cache"] is None and shared:
-                raise RuntimeError("the model returned no KV cache after a cached prefix; pass share_prefix=False")
-            if method == "greedy":
-                chosen = digit_ids[p_int.argmax(dim=-1)]
-                appended = torch.stack([chosen, point.expand_as(chosen)], dim=1)
-                p_frac = _next_digit_probs(model, appended, state, digit_ids, renormalize)
-                batch_scores = expected_digit(p_int) + 0.1 * expected_digit(p_frac)
-            else:
-                k = len(VALID_INTEGER_DIGITS)
-                ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
-                appended = torch.stack([digit_ids[ints].repeat(len(index)), point.repeat(len(index) * k)], dim=1)
-                p_frac = _next_digit_probs(model, appended, _repeat_state(state, k), digit_ids, renormalize)
-                batch_scores = _exact_score(p_int, p_frac, ints)
-            scores[index] = batch_scores.double().cpu().numpy()
+            for name, values in batch.items():
+                columns[name][index] = values
             progress.update(len(index))
     progress.close()
     model.train(was_training)
-    return scores
+    return DigitReadout(**columns)
+
+
+def _shared_prefix(model, prompts, members, device) -> tuple[int, Any]:
+    """(length, KV cache) of the prefix the group's prompts share, when long enough to be worth it; else (0, None)."""
+    if len(members) < 2:
+        return 0, None
+    shared = min(_common_prefix_length([prompts[i] for i in members]), min(len(prompts[i]) for i in members) - 1)
+    if shared < MIN_SHARED_PREFIX:
+        return 0, None
+    prefix = torch.tensor([list(prompts[members[0]][:shared])], device=device)
+    prefix_cache = _returned_cache(model(input_ids=prefix, use_cache=True, logits_to_keep=1))
+    return (shared, prefix_cache) if prefix_cache is not None else (0, None)
+
+
+def _read_batch(model, batch_prompts, digits, pad_id, shared, prefix_cache, method, renormalize, device) -> dict:
+    """One batch of `read_digit_scores`: a pass to the integer digit, then one cached step over [digit, '.']."""
+    digit_ids = digits.tensor(device)
+    point = torch.tensor([digits.point_id], device=device)
+    n = len(batch_prompts)
+    ids, mask = _left_pad([p[shared:] for p in batch_prompts], pad_id, device)
+    positions, cache, last_position = None, None, None
+    if shared:
+        cache = copy.deepcopy(prefix_cache)
+        cache.batch_repeat_interleave(n)
+        positions = (shared + mask.cumsum(dim=1) - 1).clamp(min=shared)
+        last_position = positions[:, -1]
+        mask = torch.cat([torch.ones(n, shared, dtype=mask.dtype, device=device), mask], dim=1)
+    kwargs = {_cache_kwarg(model): cache} if cache is not None else {}
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True, logits_to_keep=1, **kwargs)
+    int_logits = out.logits[:, -1]
+    p_int = digit_probabilities(int_logits, digit_ids, renormalize)  # (B, 10)
+    state = {"cache": _returned_cache(out), "mask": mask, "ids": ids, "last_position": last_position}
+    if state["cache"] is None and shared:
+        raise RuntimeError("the model returned no KV cache after a cached prefix; pass share_prefix=False")
+    chosen = p_int.argmax(dim=-1)
+    result = {
+        "integer_digit": chosen,
+        "integer_expected": expected_digit(p_int),
+        "integer_mass": _digit_mass(int_logits, digit_ids),
+    }
+    if method == "greedy":
+        appended = torch.stack([digit_ids[chosen], point.expand_as(chosen)], dim=1)
+        frac_logits = _next_logits(model, appended, state)
+        p_frac = digit_probabilities(frac_logits, digit_ids, renormalize)
+        result.update(
+            fraction_digit=p_frac.argmax(dim=-1),
+            fraction_expected=expected_digit(p_frac),
+            fraction_mass=_digit_mass(frac_logits, digit_ids),
+            scores=expected_digit(p_int) + 0.1 * expected_digit(p_frac),
+        )
+    else:
+        k = len(VALID_INTEGER_DIGITS)
+        ints = torch.tensor(VALID_INTEGER_DIGITS, device=device)
+        appended = torch.stack([digit_ids[ints].repeat(n), point.repeat(n * k)], dim=1)
+        frac_logits = _next_logits(model, appended, _repeat_state(state, k))
+        p_frac = digit_probabilities(frac_logits, digit_ids, renormalize)
+        result.update(scores=_exact_score(p_int, p_frac, ints), fraction_digit=torch.full_like(chosen, -1))
+    return {name: value.double().cpu().numpy() for name, value in result.items()}
 
 
 def _exact_score(p_int: torch.Tensor, p_frac: torch.Tensor, ints: torch.Tensor) -> torch.Tensor:

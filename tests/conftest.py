@@ -154,3 +154,17 @@ def tiny_disk(tmp_path):
     yield mount
     for folder in mounted:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+AUTHORS_ANSWERS = AUTHORS / "answers_dev.json"
+
+
+@pytest.fixture(scope="session")
+def authors_answers() -> list[dict]:
+    """Real answers of the authors' fine-tuned judges, hand-labelled (`text`, `score` or null); skips without
+    ../shared."""
+    import json
+
+    if not AUTHORS_ANSWERS.is_file():
+        pytest.skip(f"{AUTHORS_ANSWERS} not present")
+    return json.loads(AUTHORS_ANSWERS.read_text(encoding="utf-8"))

@@ -163,3 +163,17 @@ def test_a_plot_is_refused_before_any_request_unless_images_are_declared(
     summary = _summary(capsys)
     assert summary["input_source"] == "features" and summary["called"] == 8 and summary["parsed"] == 8
     assert served.chat_requests() - before == 8
+
+
+def test_transformers_serve_returns_no_logprobs_so_an_expected_run_stops_at_once(
+    served, synthetic_build, tmp_path, capsys
+) -> None:
+    """`transformers serve` accepts `logprobs` / `top_logprobs` but ignores them (it answers without any):
+    the expected-score readout cannot run on it, and says so on the first answer."""
+    before = served.chat_requests()
+    code = main(_run(served, tmp_path / "runs", synthetic_build, "--score-from", "expected", "--concurrency", "1"))
+    err = _error_lines(capsys)
+    assert code == EXIT_USAGE
+    assert len(err) == 1 and "answered without them (its reply's first choice: {" in err[0]
+    assert '"content": "3.5"' in err[0] and "transformers serve` does not" in err[0]
+    assert served.chat_requests() - before <= 2

@@ -57,8 +57,9 @@ CASES: list[tuple[str, str, float | None]] = [
     ("My final score is 3.3.", "cot", 3.3),
     ("Final score: 4.0 (out of 5)", "cot", 4.0),
     ("Final score: 4 out of 5.0", "cot", 4.0),
-    # the final one of several mentions wins
-    ("Final score: 2.0\nOn reflection...\nFinal score: 3.5", "cot", 3.5),
+    # two different final scores are no answer; the last of several weaker mentions wins
+    ("Final score: 2.0\nOn reflection...\nFinal score: 3.5", "cot", None),
+    ("Final score: 3.5\nOn reflection...\nFinal score: 3.5", "cot", 3.5),
     ("A score of 2 seems low; a score of 4 seems high. Score: 3.2", "cot", 3.2),
     ("Score: 4.1 at first. Rated 3.9 on reflection.", "direct", 3.9),
     # an explicit final score beats later, weaker mentions

@@ -34,6 +34,9 @@ EXPECTED = {
     "cot": (1024, 400, "last"),
     "paper": (16, 8, "first"),
 }
+# The expected-score readout's token limit (issue 18: "3", ".", "5" and the end for a score-first style; a CoT
+# answer keeps its own limit, its score comes last).
+EXPECTED_READOUT_LIMIT = {"direct": 4, "cot": 1024, "paper": 4}
 
 
 def test_the_table_is_the_list_of_styles_and_holds_their_defaults():
@@ -56,7 +59,11 @@ def test_the_table_is_the_list_of_styles_and_holds_their_defaults():
 def test_a_readout_has_its_own_limit_or_the_styles():
     style = PromptStyle("x", "h", 32, 8, "first", readout_max_new_tokens={"expected": 4})
     assert style.max_tokens("expected") == 4 and style.max_tokens("text") == style.max_tokens() == 32
-    assert prompt_style("direct").max_tokens("expected") == 32  # no readout limits yet: the text answer's
+    for name, limit in EXPECTED_READOUT_LIMIT.items():
+        assert prompt_style(name).max_tokens("expected") == limit, name
+        assert prompt_style(name).score_first == (prompt_style(name).lone_number_line == "first")
+    with pytest.raises(ValueError, match="unknown readouts"):
+        PromptStyle("x", "h", 32, 8, "first", readout_max_new_tokens={"logits": 4})
     with pytest.raises(ValueError, match="lone_number_line must be one of"):
         PromptStyle("x", "h", 32, 8, "middle")
     with pytest.raises(ValueError, match="token counts must be positive integers"):
@@ -70,6 +77,9 @@ def test_the_readers_take_the_tables_values(name):
     style = prompt_style(name)
     assert DecodingConfig.for_style(name).max_new_tokens == style.max_new_tokens
     assert DecodingConfig.for_style(name, max_new_tokens=7).max_new_tokens == 7
+    expected = DecodingConfig.for_style(name, score_from="expected")
+    assert expected.max_new_tokens == style.max_tokens("expected") == EXPECTED_READOUT_LIMIT[name]
+    assert DecodingConfig.for_style(name, score_from="expected", max_new_tokens=7).max_new_tokens == 7
     assert expected_completion_tokens(name) == style.expected_completion_tokens
     # tier D: a bare number on the style's line is the answer, one on the other line is not
     first, last = "4.2\nThe response is warm.", "The response is warm.\n4.2"
@@ -80,6 +90,8 @@ def test_the_readers_take_the_tables_values(name):
 def test_the_help_lists_every_style(capsys):
     assert main(["run", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
+    readout_limits = " / ".join(f"{s.max_tokens('expected')} ({s.name})" for s in PROMPT_STYLE_TABLE.values())
+    assert f"with --score-from expected {readout_limits}" in text
     for style in PROMPT_STYLE_TABLE.values():
         assert f"{style.name}: {' '.join(style.help.split())}" in text
         assert f"{style.max_new_tokens} ({style.name})" in text

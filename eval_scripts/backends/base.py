@@ -6,10 +6,10 @@ import importlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.dimensions import prompt_style
+from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT, prompt_style
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.inputs import UnsupportedSetting
 from mis_bench_dataset.protocol import VideoSampling
@@ -44,23 +44,58 @@ class BackendUnavailable(UsageError):
     """The engine behind a backend is not installed or cannot start here."""
 
 
+# The readouts (`mis-bench run --score-from`: SCORE_READOUTS) are defined in `mis_bench_dataset.dimensions`,
+# beside the per-style token limits they select; imported here for the harness.
+
+
 @dataclass(frozen=True)
 class DecodingConfig:
-    """Decoding parameters; part of every cache key. Greedy (temperature 0) by default."""
+    """Decoding parameters; part of every cache key. Greedy (temperature 0) by default.
+
+    `score_from` is the readout (`SCORE_READOUTS`); `style` the prompt style, which says where an
+    expected-score readout finds the score in the answer; `sample` the index of a repeated sample
+    (`--samples N`, each with seed `seed + sample`).
+    """
 
     max_new_tokens: int = 32
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    score_from: str = SCORE_TEXT
+    style: str | None = None
+    sample: int = 0
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """What determines an answer, the mapping every cache key holds: the four sampling parameters, plus
+        the readout (and style) when it is not the text one and the sample index after the first, so the
+        keys of runs made before readouts and samples existed are unchanged."""
+        fields = asdict(self)
+        readout = {k: fields.pop(k) for k in ("score_from", "style", "sample")}
+        if readout["score_from"] != SCORE_TEXT:
+            fields.update(score_from=readout["score_from"], style=readout["style"])
+        if readout["sample"]:
+            fields["sample"] = readout["sample"]
+        return fields
+
+    @property
+    def expected(self) -> bool:
+        return self.score_from == SCORE_EXPECTED
+
+    def for_sample(self, sample: int) -> DecodingConfig:
+        """The decoding of repeated sample `sample` (0 is the run's own): its own seed, so samples differ."""
+        return replace(self, sample=sample, seed=self.seed - self.sample + sample)
 
     @classmethod
     def for_style(cls, style: str, **overrides) -> DecodingConfig:
-        """The style's answer token limit (`mis_bench_dataset.dimensions.PROMPT_STYLE_TABLE`: a CoT answer needs
-        room for its analysis, a direct one a few tokens, `paper` the authors' 16), then the overrides given."""
-        base = {"max_new_tokens": prompt_style(style).max_tokens()}
+        """The style's answer token limit for the readout asked (`mis_bench_dataset.dimensions.PROMPT_STYLE_TABLE`:
+        a CoT answer needs room for its analysis, a direct one a few tokens, `paper` the authors' 16, an
+        expected-score readout of a direct or paper answer only its score's tokens), then the overrides given."""
+        readout = overrides.get("score_from") or SCORE_TEXT
+        if readout not in SCORE_READOUTS:
+            raise UsageError(
+                f"unknown readout {readout!r}", where="--score-from", hint=f"use {' or '.join(SCORE_READOUTS)}"
+            )
+        base = {"max_new_tokens": prompt_style(style).max_tokens(readout), "style": style}
         base.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**base)
 
@@ -71,7 +106,8 @@ class Completion:
 
     `finish_reason` is the server's ("stop", "length", ...) when it says; `usage` its token
     counts; `cached` marks an answer served from the response cache without a call; `failure`
-    the kind of failure of a failed one ("connection refused", "HTTP 500", ...), for summaries.
+    the kind of failure of a failed one ("connection refused", "HTTP 500", ...), for summaries;
+    `expected` the expected-score readout when the decoding asked for one.
     """
 
     index: int
@@ -84,6 +120,7 @@ class Completion:
     usage: dict | None = None
     cached: bool = False
     failure: str | None = None
+    expected: dict | None = None  # the expected-score readout (`eval_scripts.expected_score.ExpectedScore.as_record`)
 
 
 class Backend(ABC):

@@ -59,6 +59,7 @@ from eval_scripts.backends.base import (
 )
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.cache import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
+from eval_scripts.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.errors import DataError, UsageError
 
@@ -80,6 +81,7 @@ FAILURE_CONNECT_TIMEOUT = "connect timeout"
 FAILURE_CONNECT = "cannot connect"
 FAILURE_TIMEOUT = "timeout"
 FAILURE_DROPPED = "connection dropped"
+FAILURE_NO_LOGPROBS = "no logprobs"
 # The server was never reached: what the circuit breaker counts.
 CONNECTION_FAILURES = frozenset({FAILURE_REFUSED, FAILURE_DNS, FAILURE_TLS, FAILURE_CONNECT_TIMEOUT, FAILURE_CONNECT})
 
@@ -94,6 +96,10 @@ class ServerUnreachableError(DataError):
 
 class RequestRefusedError(UsageError):
     """The server refused a request as the command built it (HTTP 400/401/403/404/422): fix the command (exit 2)."""
+
+
+class LogprobsMissingError(UsageError):
+    """An expected-score run met a server that answers without log-probabilities: the run stops (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +264,8 @@ class OpenAIBackend(Backend):
             "seed": decoding.seed,
             self.max_tokens_field: decoding.max_new_tokens,
         }
+        if decoding.expected:  # the expected-score readout reads the top candidates of every token
+            body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         body.update(self.extra_body)
         return body
 
@@ -387,6 +395,24 @@ class OpenAIBackend(Backend):
             hint=hint + "; the run was stopped, answers received before are kept in the response cache",
         )
 
+    @staticmethod
+    def _expected(answer: ChatAnswer, decoding: DecodingConfig) -> dict | None:
+        """The expected-score record of an answer ({} when the decoding asked for none; None: no logprobs)."""
+        if not decoding.expected:
+            return {}
+        if answer.tokens is None:
+            return None
+        return expected_from_tokens(answer.tokens, decoding.style or "direct").as_record()
+
+    def _no_logprobs(self, answer: ChatAnswer) -> LogprobsMissingError:
+        return LogprobsMissingError(
+            f"--score-from expected needs the token log-probabilities, but the model server answered without "
+            f"them (its reply's first choice: {answer.excerpt})",
+            where=f"--base-url {self.display_url}, --model {self.model}",
+            hint="serve the model with a server that returns logprobs (vLLM, SGLang, OpenAI; `transformers serve` "
+            "does not), or use --score-from text; the run was stopped before sending the rest",
+        )
+
     # -- one request, with retries ------------------------------------------
     def _call(self, index: int, prompt: Prompt, decoding: DecodingConfig) -> Completion:
         payload = json.dumps(self.request_body(prompt, decoding)).encode("utf-8")
@@ -402,6 +428,17 @@ class OpenAIBackend(Backend):
             attempts += 1
             try:
                 answer = self._post_once(payload)
+                expected = self._expected(answer, decoding)
+                if expected is None:
+                    self._request_stop(self._no_logprobs(answer))
+                    return Completion(
+                        index,
+                        None,
+                        False,
+                        "the server answered without logprobs",
+                        attempts,
+                        failure=FAILURE_NO_LOGPROBS,
+                    )
                 return Completion(
                     index,
                     answer.text,
@@ -411,6 +448,7 @@ class OpenAIBackend(Backend):
                     time.monotonic() - start,
                     finish_reason=answer.finish_reason,
                     usage=answer.usage,
+                    expected=expected or None,
                 )
             except _AttemptFailed as err:
                 failure = err
@@ -504,16 +542,20 @@ def _retry_after(value: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class ChatAnswer:
-    """What a Chat Completions response body says: the text, why it stopped, the tokens it used."""
+    """What a Chat Completions response body says: the text, why it stopped, the tokens it used, and
+    (when asked for) each generated token's top candidates; `excerpt` is the first choice, shortened."""
 
     text: str
     finish_reason: str | None
     usage: dict | None
+    tokens: list[TokenChoice] | None = None
+    excerpt: str = ""
 
 
 def parse_chat_completion(body: dict) -> ChatAnswer:
     """The first choice of a Chat Completions response body (live or from a batch output line)."""
     choice = body["choices"][0]
+    tokens = tokens_from_openai(choice.get("logprobs"))
     content = choice["message"]["content"]
     if isinstance(content, list):  # some servers return content parts
         content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
@@ -532,4 +574,8 @@ def parse_chat_completion(body: dict) -> ChatAnswer:
     problem = answer_problem(content, finish_reason, usage)
     if problem is not None:  # NaN, a lone surrogate, negative or absurd token counts: never an answer
         raise ValueError(problem)
-    return ChatAnswer(content, finish_reason, usage or None)
+    excerpt = ""
+    if tokens is None:  # what an expected-score run's error shows of a reply without logprobs
+        excerpt = json.dumps(choice, ensure_ascii=False)
+        excerpt = excerpt if len(excerpt) <= 200 else excerpt[:199] + "\u2026"
+    return ChatAnswer(content, finish_reason, usage or None, tokens, excerpt)

@@ -21,12 +21,16 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
 from eval_scripts.cache import FINISH_LENGTH
+from eval_scripts.expected_score import ExpectedScore
+from eval_scripts.parse import parse_details
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.errors import require
+from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
+from mis_bench_dataset.errors import UsageError, require
 from mis_bench_dataset.protocol import VideoSampling
 
 logger = logging.getLogger(__name__)
@@ -148,6 +152,14 @@ class TransformersBackend(Backend):
         )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        if decoding.expected:
+            yield from self._complete_expected(prompts, decoding)
+            return
+        for answer in self._generate(prompts, decoding):
+            yield answer.completion()
+
+    def _generate(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[_Generated]:
+        """generate() in padded batches of similar length; one `_Generated` per prompt."""
         import torch
 
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i].text))
@@ -173,16 +185,80 @@ class TransformersBackend(Backend):
             texts = self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True)
             ended, completion_tokens = self._endings(new_tokens)
             mask = inputs.get("attention_mask")
-            prompt_tokens = (
-                mask.sum(dim=1).tolist() if mask is not None else [inputs["input_ids"].shape[1]] * len(indices)
-            )
-            for index, text, stopped, n_new, n_prompt in zip(
-                indices, texts, ended, completion_tokens, prompt_tokens, strict=True
-            ):
-                usage = {"prompt_tokens": n_prompt, "completion_tokens": n_new, "total_tokens": n_prompt + n_new}
-                yield Completion(
-                    index, text.strip(), True, finish_reason="stop" if stopped else FINISH_LENGTH, usage=usage
+            if mask is None:
+                mask = torch.ones_like(inputs["input_ids"])
+            for row, index in enumerate(indices):
+                yield _Generated(
+                    index,
+                    texts[row],
+                    ended[row],
+                    new_tokens[row, : completion_tokens[row]].tolist(),
+                    inputs["input_ids"][row][mask[row].bool()].tolist(),
                 )
+
+    # -- the expected-score readout (docs/readouts.md) ---------------------------------------------
+    def _complete_expected(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        """The expected score from the model's digit distributions, through `raft_trainer.predict.read_digit_scores`
+        (the trainer's own path, shared prefix included). direct / paper: no generate() at all, one pass over the
+        prompt and its answer prefix (`paper`: MIS-RAFT's "The score prediction is: "), one cached step over
+        [digit, '.']; the text kept beside is the greedy digits. cot: the answer is generated, then a second,
+        prefilled pass reads the final score's position after the reasoning."""
+        from raft_trainer.data import COMPLETION_PREFIX, prefilled_prompt_ids
+        from raft_trainer.digits import DigitTokens
+
+        with_media = [p for p in prompts if p.images or p.audio_path or p.video_path]
+        if with_media:
+            raise UsageError(
+                "--score-from expected with the transformers backend reads text prompts only; "
+                f"{len(with_media)} prompt(s) of this setting carry images, audio or video",
+                where="--score-from",
+                hint="use --score-from text for this setting, or an openai-compatible server that returns logprobs",
+            )
+        digits = DigitTokens.from_tokenizer(self.tokenizer)
+        if decoding.style == "cot":
+            yield from self._cot_expected(prompts, decoding, digits)
+            return
+        prefix = COMPLETION_PREFIX if decoding.style == PAPER_PROMPT_STYLE else ""
+        ids = [
+            prefilled_prompt_ids(self.tokenizer, digits, self._messages(p, []), prefix, self.processor) for p in prompts
+        ]
+        readout = self._read(ids, [p.dimension for p in prompts], digits)
+        for index, prompt_ids in enumerate(ids):
+            expected = _expected_record(readout, index)
+            text = f"{prefix}{int(readout.integer_digit[index])}.{int(readout.fraction_digit[index])}"
+            usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": 3, "total_tokens": len(prompt_ids) + 3}
+            yield Completion(index, text, True, usage=usage, expected=expected)
+
+    def _cot_expected(self, prompts, decoding, digits) -> Iterator[Completion]:
+        answers = sorted(self._generate(prompts, decoding), key=lambda a: a.index)
+        positions = [_final_score_token(self.tokenizer, digits, answer) for answer in answers]
+        readable = [i for i, k in enumerate(positions) if isinstance(k, int)]
+        readout = self._read(
+            [answers[i].prompt_ids + answers[i].new_ids[: positions[i]] for i in readable],
+            [prompts[i].dimension for i in readable],
+            digits,
+        )
+        for answer, position in zip(answers, positions, strict=True):
+            completion = answer.completion()
+            if isinstance(position, int):
+                completion.expected = _expected_record(readout, readable.index(answer.index))
+            else:
+                completion.expected = ExpectedScore.missing(position).as_record()
+            yield completion
+
+    def _read(self, ids: list[list[int]], groups: list[str], digits):
+        from raft_trainer.predict import pad_token_id, read_digit_scores
+
+        self.calls += len(ids)
+        return read_digit_scores(
+            self.hf_model,
+            ids,
+            digits,
+            pad_token_id(self.tokenizer),
+            groups=groups,
+            batch_size=self.batch_size,
+            show_progress=False,
+        )
 
     def _endings(self, new_tokens) -> tuple[list[bool], list[int]]:
         """Per sequence: did it end with an end-of-sequence token, and how many tokens did it generate.
@@ -204,3 +280,48 @@ class TransformersBackend(Backend):
 
     def close(self) -> None:
         self.hf_model = None
+
+
+@dataclass
+class _Generated:
+    """One generated answer: its text (special tokens skipped), whether it ended by itself, its new token ids
+    (up to and including the end of sequence) and the prompt's ids (padding removed)."""
+
+    index: int
+    text: str
+    stopped: bool
+    new_ids: list[int]
+    prompt_ids: list[int]
+
+    def completion(self) -> Completion:
+        n_new, n_prompt = len(self.new_ids), len(self.prompt_ids)
+        usage = {"prompt_tokens": n_prompt, "completion_tokens": n_new, "total_tokens": n_prompt + n_new}
+        finish = "stop" if self.stopped else FINISH_LENGTH
+        return Completion(self.index, self.text.strip(), True, finish_reason=finish, usage=usage)
+
+
+def _expected_record(readout, index: int) -> dict:
+    return ExpectedScore.of(
+        int(readout.integer_digit[index]),
+        (float(readout.integer_expected[index]), float(readout.integer_mass[index])),
+        (float(readout.fraction_expected[index]), float(readout.fraction_mass[index])),
+        score=float(readout.scores[index]),  # as `raft_trainer.predict_scores` computes it, to the last bit
+    ).as_record()
+
+
+def _final_score_token(tokenizer, digits, answer: _Generated) -> int | str:
+    """Index in the new tokens of the final score's integer digit (what a prefilled pass predicts), or why none."""
+    text = tokenizer.decode(answer.new_ids, skip_special_tokens=True)
+    parsed = parse_details(text, "cot")
+    if parsed.start is None:
+        return f"no score in the answer ({parsed.reason})"
+    low, high = 0, len(answer.new_ids)
+    while low < high:  # the fewest tokens whose text reaches past the digit
+        middle = (low + high) // 2
+        if len(tokenizer.decode(answer.new_ids[: middle + 1], skip_special_tokens=True)) > parsed.start:
+            high = middle
+        else:
+            low = middle + 1
+    if low >= len(answer.new_ids) or answer.new_ids[low] != digits.digit_ids[int(text[parsed.start])]:
+        return "the score's integer digit is not a token of its own"
+    return low

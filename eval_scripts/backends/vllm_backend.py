@@ -3,6 +3,8 @@
 Prompts go through `LLM.chat` with OpenAI-style content parts, so images, audio
 and video reach multimodal models the way vLLM's server would pass them. Like the
 openai backend it assumes text only until told (`modalities`, ``--backend-modalities``).
+The expected-score readout asks for the top `TOP_LOGPROBS` candidates of every generated token
+(`SamplingParams(logprobs=...)`) and reads them as the openai backend reads a server's.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from eval_scripts.backends.base import (
     DecodingConfig,
     declared_modalities,
 )
+from eval_scripts.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens
 from eval_scripts.prompts import Prompt
 
 
@@ -56,6 +59,7 @@ class VLLMBackend(Backend):
             top_p=decoding.top_p,
             max_tokens=decoding.max_new_tokens,
             seed=decoding.seed,
+            **({"logprobs": TOP_LOGPROBS} if decoding.expected else {}),
         )
         for start in range(0, len(prompts), self.batch_size):
             if self.past_deadline():  # checked between batches: a batch in progress finishes
@@ -73,6 +77,27 @@ class VLLMBackend(Backend):
                     "completion_tokens": len(generated.token_ids),
                     "total_tokens": prompt_tokens + len(generated.token_ids),
                 }
+                expected = None
+                if decoding.expected:
+                    expected = expected_from_tokens(vllm_tokens(generated), decoding.style or "direct").as_record()
                 yield Completion(
-                    start + offset, generated.text.strip(), True, finish_reason=generated.finish_reason, usage=usage
+                    start + offset,
+                    generated.text.strip(),
+                    True,
+                    finish_reason=generated.finish_reason,
+                    usage=usage,
+                    expected=expected,
                 )
+
+
+def vllm_tokens(generated) -> list[TokenChoice]:
+    """The generated positions of a vLLM `CompletionOutput` with `logprobs`: per position a dict token id ->
+    `Logprob(logprob, rank, decoded_token)` holding the top-k and the sampled token."""
+    if generated.logprobs is None:
+        raise BackendUnavailable("vLLM returned no logprobs although they were asked for (SamplingParams.logprobs)")
+    tokens = []
+    for token_id, position in zip(generated.token_ids, generated.logprobs, strict=True):
+        chosen = position[token_id]
+        top = tuple((entry.decoded_token or "", float(entry.logprob)) for entry in position.values())
+        tokens.append(TokenChoice(chosen.decoded_token or "", float(chosen.logprob), top))
+    return tokens

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS
+from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS, SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT
 from eval_scripts.cli.args import (
     bounded_int,
     comma_list,
@@ -113,9 +113,28 @@ def register(subparsers) -> None:
         "--max-tokens",
         dest="max_new_tokens",
         type=positive_int,
-        help="default " + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in PROMPT_STYLE_TABLE.values()),
+        help="default "
+        + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in PROMPT_STYLE_TABLE.values())
+        + "; with --score-from expected "
+        + " / ".join(f"{s.max_tokens(SCORE_EXPECTED)} ({s.name})" for s in PROMPT_STYLE_TABLE.values()),
     )
     parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
+    parser.add_argument(
+        "--score-from",
+        choices=SCORE_READOUTS,
+        default=SCORE_TEXT,
+        help="text: parse the answer (default); expected: the probability-weighted score from the model's "
+        "distribution over the score's digits (logprobs; for direct/paper only the score's first tokens, see "
+        "--max-tokens); "
+        "the text answer is kept beside it (docs/readouts.md)",
+    )
+    parser.add_argument(
+        "--samples",
+        type=bounded_int(1, 100),
+        default=1,
+        help="answers per row (1-100), each with its own seed; a row scores their mean (median and spread in "
+        "readouts.json; test-retest ICC in score/report); use with --temperature above 0",
+    )
     parser.add_argument("--top-p", type=unit_interval, default=1.0)
     parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument(
@@ -322,8 +341,11 @@ def _summary(result) -> dict:
         "overall_icc": (scores.get("overall") or {}).get("icc"),
         "usage": result.usage,
         "prefix": result.prefix.as_dict() if result.prefix else None,
+        "score_from": result.config.decoding.score_from if result.config.decoding else "text",
+        "samples": result.config.samples,
         "predictions": str(result.predictions_path),
         "results": str(result.results_path),
+        "readouts": str(result.readouts_path) if result.readouts_path else None,
         "seconds": round(result.elapsed_s, 2),
     }
 
@@ -368,6 +390,12 @@ def _say_result(summary: dict, called: str = "called") -> None:
         f"{summary['unparsed']} unparsed, {summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
         f"{_tokens_line(summary['usage'])}{_prefix_line(summary['prefix'])}\n"
         f"predictions: {shown(summary['predictions'])}\nresults: {shown(summary['results'])}"
+        + (
+            f"\nreadouts ({summary['score_from']} score, {summary['samples']} sample(s) per row): "
+            f"{shown(summary['readouts'])}"
+            if summary.get("readouts")
+            else ""
+        )
     )
 
 
@@ -407,7 +435,14 @@ def run_command(args: argparse.Namespace) -> int:
         cache_path=args.cache,
         progress=not args.no_progress,
         deadline=None if args.run_deadline is None else started + args.run_deadline,
+        samples=args.samples,
     )
+    if args.samples > 1 and args.temperature == 0:
+        say(
+            "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
+            "where the engine is not deterministic; set --temperature above 0 to measure the judge's stability",
+            err=True,
+        )
     args.interrupted_note = (
         f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
     )
@@ -466,7 +501,12 @@ def _decoding(args, style: str):
     from eval_scripts.backends.base import DecodingConfig
 
     return DecodingConfig.for_style(
-        style, max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p, seed=args.seed
+        style,
+        max_new_tokens=args.max_new_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        score_from=args.score_from,
     )
 
 

@@ -31,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_common(score, min_bootstrap=0)
     score.add_argument(
+        "--retest",
+        type=existing("file"),
+        default=None,
+        help="predictions of a second run of the same model and setting: the judge's test-retest ICC(3,1) "
+        "between the two runs, beside its agreement with the experts",
+    )
+    score.add_argument(
         "--common-videos",
         type=existing("file"),
         default=None,
@@ -292,7 +299,7 @@ def _data_errors(func):
 def run_score(args: argparse.Namespace) -> int:
     from mis_icc_metric.scoring import score_predictions
 
-    json_path = _claim_json(args, args.predictions, args.references, args.common_videos, args.raters)
+    json_path = _claim_json(args, args.predictions, args.references, args.common_videos, args.raters, args.retest)
     references, (predictions,) = _load(args, args.predictions)
     raters = None
     if args.raters is not None:
@@ -328,8 +335,57 @@ def run_score(args: argparse.Namespace) -> int:
     if raters is not None:
         say("")
         say(format_raters_table(result["model_as_rater"]))
+    _add_stability(args, result, predictions, references)
     _write_json(json_path, result)
     return 0
+
+
+def _block_line(what: str, block: dict | None) -> str | None:
+    if not block:
+        return None
+    ci = f" {_ci(block.get('ci')).strip()}" if block.get("ci") else ""
+    left = f", {block['n_left_out']} left out" if block.get("n_left_out") else ""
+    return f"  {what}: ICC(3,1) {_pct(block.get('icc')).strip()}{ci} over {block.get('n', 0)} rows{left}"
+
+
+def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, references: dict) -> None:
+    """The judge's agreement with itself (the run's readouts.json, a --retest run), printed and added to `result`."""
+    from eval_scripts.readout_agreement import read_readouts, readouts_summary, run_agreement
+
+    readouts = read_readouts(args.predictions.parent)
+    lines = []
+    if readouts is not None:
+        summary = readouts_summary(readouts, references)
+        result["readouts"] = summary
+        agreement = summary["agreement"]
+        lines += [
+            _block_line("text vs expected readout", agreement.get("text_vs_expected")),
+            _block_line("test-retest, sample 1 vs 2", agreement.get("test_retest")),
+        ]
+        spread = agreement.get("spread") or {}
+        if spread.get("rows"):
+            lines.append(
+                f"  spread per row: mean SD {_num(spread['mean_sd'])}, samples differ on "
+                f"{_pct(spread['share_differing']).strip()}% of {spread['rows']} rows, largest range "
+                f"{_num(spread['max_range'], 1)}"
+            )
+        for name, experts in (summary.get("with_experts") or {}).items():
+            lines.append(
+                f"  {name} readout vs experts: overall ICC {_pct(experts['overall_icc']).strip()}, "
+                f"mean ICC {_pct(experts['mean_icc']).strip()}"
+            )
+    if args.retest is not None:
+        from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions
+
+        second = predictions_to_mapping(read_predictions(args.retest))
+        result["retest"] = {"predictions_file": str(args.retest), **run_agreement(predictions, second)}
+        lines.append(_block_line(f"test-retest vs {shown(args.retest)}", result["retest"]))
+    lines = [line for line in lines if line]
+    if lines:
+        say("")
+        say(f"Judge stability ({readouts['score_from'] + ' readout, ' if readouts else ''}agreement with itself):")
+        for line in lines:
+            say(line)
 
 
 @_data_errors

@@ -31,10 +31,12 @@ from eval_scripts.backends.base import Backend, Completion, DecodingConfig
 from eval_scripts.backends.openai_backend import (
     ERROR_BODY_CHARS,
     FAILURE_MALFORMED,
+    FAILURE_NO_LOGPROBS,
     http_failure,
     parse_chat_completion,
     server_message,
 )
+from eval_scripts.expected_score import TokenChoice, expected_from_tokens
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.errors import DataError, UsageError
@@ -52,11 +54,11 @@ KEY_DIGITS = 24
 _MAX_NAMED = 10
 
 
-def custom_id(context: RunContext, index: int) -> str:
-    """The batch id of row `index` of a prepared run (see the module docstring)."""
+def custom_id(context: RunContext, index: int, sample: int = 0) -> str:
+    """The batch id of row `index` (its repeated sample `sample`) of a prepared run (see the module docstring)."""
     prompt = context.prompts[index]
     setting = context.run_dir.rsplit("/", 1)[-1]
-    return f"{setting}/{prompt.video_id}/{prompt.dimension}/{context.keys[index][:KEY_DIGITS]}"
+    return f"{setting}/{prompt.video_id}/{prompt.dimension}/{context.key(index, sample)[:KEY_DIGITS]}"
 
 
 def batch_line(request_id: str, body: Mapping) -> bytes:
@@ -127,6 +129,7 @@ class BatchOutcome:
     error: str | None
     where: str  # file, line
     failure: str | None = None  # the kind of failure, as a live request's (`openai_backend.FAILURE_*`)
+    tokens: tuple[TokenChoice, ...] | None = None  # each generated token's top candidates, when the line has them
 
     def same_answer(self, other: BatchOutcome) -> bool:
         return (self.ok, self.text, self.finish_reason) == (other.ok, other.text, other.finish_reason)
@@ -168,7 +171,9 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
         except (KeyError, IndexError, TypeError, ValueError) as err:
             failure, message = FAILURE_MALFORMED, f"{FAILURE_MALFORMED}: {type(err).__name__}: {str(err)[:100]}"
         else:
-            return obj["custom_id"], BatchOutcome(True, answer.text, answer.finish_reason, answer.usage, None, where)
+            tokens = tuple(answer.tokens) if answer.tokens is not None else None
+            outcome = BatchOutcome(True, answer.text, answer.finish_reason, answer.usage, None, where, tokens=tokens)
+            return obj["custom_id"], outcome
     return obj["custom_id"], BatchOutcome(False, None, None, None, message[:ERROR_BODY_CHARS], where, failure)
 
 
@@ -277,26 +282,38 @@ class BatchOutputBackend(Backend):
 
     keeps_request_order = False
 
-    def __init__(self, exported_by: Backend, outcomes: Mapping[tuple[str, str, str], BatchOutcome]) -> None:
+    def __init__(self, exported_by: Backend, outcomes: Mapping[tuple[str, str, str, int], BatchOutcome]) -> None:
         super().__init__(exported_by.model)
         self.name = exported_by.name
         self.modalities = exported_by.modalities
-        self.outcomes = dict(outcomes)  # (video_id, dimension, prompt_hash) -> outcome
+        self.outcomes = dict(outcomes)  # (video_id, dimension, prompt_hash, sample) -> outcome
         self.served = 0
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         for index, prompt in enumerate(prompts):
-            outcome = self.outcomes.get((prompt.video_id, prompt.dimension, prompt.prompt_hash))
+            outcome = self.outcomes.get((prompt.video_id, prompt.dimension, prompt.prompt_hash, decoding.sample))
             if outcome is None:
                 continue
             self.served += 1
-            yield Completion(
-                index,
-                outcome.text,
-                outcome.ok,
-                outcome.error,
-                attempts=1,
-                finish_reason=outcome.finish_reason,
-                usage=outcome.usage,
-                failure=outcome.failure,
-            )
+            yield _completion(index, outcome, decoding)
+
+
+def _completion(index: int, outcome: BatchOutcome, decoding: DecodingConfig) -> Completion:
+    """A live request's Completion for an imported outcome; an expected-score readout needs the line's logprobs."""
+    expected = None
+    if outcome.ok and decoding.expected:
+        if outcome.tokens is None:
+            error = f"{FAILURE_NO_LOGPROBS}: the batch output line has no logprobs ({outcome.where})"
+            return Completion(index, None, False, error, attempts=1, failure=FAILURE_NO_LOGPROBS)
+        expected = expected_from_tokens(outcome.tokens, decoding.style or "direct").as_record()
+    return Completion(
+        index,
+        outcome.text,
+        outcome.ok,
+        outcome.error,
+        attempts=1,
+        finish_reason=outcome.finish_reason,
+        usage=outcome.usage,
+        failure=outcome.failure,
+        expected=expected,
+    )

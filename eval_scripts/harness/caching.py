@@ -6,7 +6,8 @@ outcome is appended to the cache the moment it arrives, so a killed run loses no
 and truncated outcomes (`eval_scripts.cache.outcome_status`) are recorded but never served as
 answers: the next run asks again. A cached answer is served only for the row it names (video,
 dimension, prompt hash), and a new answer that could not be served later (`cache.answer_problem`:
-a NaN finish reason, a lone surrogate, negative token counts) becomes a failed, malformed one first.
+a NaN finish reason, a lone surrogate, negative token counts, a non-finite expected score) becomes a
+failed, malformed one first. An expected-score readout is kept in the record (`expected`).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class CachingBackend(Backend):
                     cached=True,
                     finish_reason=record.get("finish_reason"),
                     usage=record.get("usage"),
+                    expected=record.get("expected"),
                 )
         if not pending:
             return
@@ -83,26 +85,29 @@ class CachingBackend(Backend):
             index = pending[completion.index]
             prompt = prompts[index]
             sanitise(completion)
-            self.cache.append(
-                {
-                    "key": keys[index],
-                    "status": outcome_status(completion.ok, completion.finish_reason),
-                    "backend": self.inner.name,
-                    "model": self.inner.model,
-                    "setting": self.setting,
-                    "prompt_hash": prompt.prompt_hash,
-                    "video_id": prompt.video_id,
-                    "dimension": prompt.dimension,
-                    "decoding": decoding.as_dict(),
-                    "response": completion.text,
-                    "error": completion.error,
-                    "finish_reason": completion.finish_reason,
-                    "usage": completion.usage,
-                    "attempts": completion.attempts,
-                    "latency_s": round(completion.latency_s, 4),
-                    "created_at": time.time(),
-                }
-            )
+            record = {
+                "key": keys[index],
+                "status": outcome_status(
+                    completion.ok, completion.finish_reason, readout=decoding.score_from, style=decoding.style
+                ),
+                "backend": self.inner.name,
+                "model": self.inner.model,
+                "setting": self.setting,
+                "prompt_hash": prompt.prompt_hash,
+                "video_id": prompt.video_id,
+                "dimension": prompt.dimension,
+                "decoding": decoding.as_dict(),
+                "response": completion.text,
+                "error": completion.error,
+                "finish_reason": completion.finish_reason,
+                "usage": completion.usage,
+                "attempts": completion.attempts,
+                "latency_s": round(completion.latency_s, 4),
+                "created_at": time.time(),
+            }
+            if completion.expected is not None:
+                record["expected"] = completion.expected
+            self.cache.append(record)
             completion.index = index
             yield completion
 
@@ -114,8 +119,9 @@ def sanitise(completion: Completion) -> Completion:
     """Make an answer that must not be cached (`cache.answer_problem`) a failed, malformed one, in place.
 
     Whatever the backend: text with a lone surrogate, a finish reason that is not text (NaN), token
-    counts that are negative, fractional or absurd. The row fails this run (exit 3) and is asked again
-    by the next; no such value ever reaches the cache, so no cached record can break a later run.
+    counts that are negative, fractional or absurd, an expected-score readout holding NaN. The row fails
+    this run (exit 3) and is asked again by the next; no such value ever reaches the cache, so no cached
+    record can break a later run.
     """
     if completion.error is not None:
         completion.error = unicode_text(str(completion.error))  # a server's message may hold a lone surrogate
@@ -126,11 +132,14 @@ def sanitise(completion: Completion) -> Completion:
             completion.usage = None
         if not isinstance(completion.finish_reason, str | None):
             completion.finish_reason = None
+        if answer_problem("", None, None, completion.expected):
+            completion.expected = None
         return completion
-    problem = answer_problem(completion.text, completion.finish_reason, completion.usage)
+    problem = answer_problem(completion.text, completion.finish_reason, completion.usage, completion.expected)
     if problem is not None:
         completion.ok = False
         completion.text, completion.finish_reason, completion.usage = None, None, None
+        completion.expected = None
         completion.error = f"{FAILURE_MALFORMED}: {problem}"
         completion.failure = FAILURE_MALFORMED
     return completion

@@ -8,7 +8,7 @@ dozen parameters.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ class RunConfig:
     # `time.monotonic()` after which no request is sent (`--run-deadline`, counted from the command's
     # start, so a grid shares it); rows not answered by then fail as "run deadline". None: no deadline.
     deadline: float | None = None
+    samples: int = 1  # answers asked per row (`--samples`), each its own seed; the row scores their mean
 
 
 def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:
@@ -75,6 +76,14 @@ class RunContext:
     setting: dict[str, Any]  # the full setting, part of every cache key
     dataset: dict[str, Any]  # the results' dataset block
     run_dir: str  # relative to config.out
+    sample_keys: list[list[str]] = field(default_factory=list)  # per sample, the rows' keys (0: `keys`)
+
+    @property
+    def samples(self) -> int:
+        return max(1, len(self.sample_keys))
+
+    def key(self, index: int, sample: int = 0) -> str:
+        return self.sample_keys[sample][index] if self.sample_keys else self.keys[index]
 
     @property
     def label(self) -> str:
@@ -94,6 +103,9 @@ class RunContext:
         """Decoding parameters plus what identifies the prompt wording."""
         config = self.config
         info = {**self.decoding.as_dict(), "template_sha256": template_hash(config.modality, config.prompt_style)}
+        info["score_from"] = self.decoding.score_from  # the readout, recorded for text runs too
+        if self.samples > 1:
+            info["samples"] = self.samples
         if self.input_source == "features":
             info["feature_format"] = config.feature_format
         if config.few_shot_k:
@@ -128,11 +140,14 @@ def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
 
 
 def run_dir_name(config: RunConfig, input_source: str) -> str:
-    """`<model>/<setting>`: one folder per model and setting under the run's --out."""
+    """`<model>/<setting>`: one folder per model and setting (and readout, and sample count) under the run's --out."""
+    expected = config.decoding is not None and config.decoding.expected
     setting = (
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
         + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
+        + ("__expected" if expected else "")
+        + (f"__{config.samples}samples" if config.samples > 1 else "")
     )
     return f"{slug(config.model)}/{slug(setting)}"
 
@@ -188,6 +203,10 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
         config.modality, config.input_source, config.feature_format, rows, config.dataset, backend
     )
     decoding = config.decoding or DecodingConfig.for_style(config.prompt_style)
+    if decoding.style != config.prompt_style:  # where an expected-score readout finds the score
+        decoding = replace(decoding, style=config.prompt_style)
+    if config.samples < 1:
+        raise UsageError(f"--samples must be at least 1, got {config.samples}", where="--samples")
     try:
         prompts = build_prompts(
             rows,
@@ -216,17 +235,20 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     sampling = getattr(backend, "video_sampling", None)
     if input_source == "raw" and any(p.video_path for p in prompts) and sampling is not None:
         setting["video"] = sampling.as_record()
-    keys = [
-        cache_key(
-            backend=backend.name,
-            model=config.model,
-            setting=setting,
-            prompt_hash=p.prompt_hash,
-            video_id=p.video_id,
-            dimension=p.dimension,
-            decoding=decoding.as_dict(),
-        )
-        for p in prompts
+    sample_keys = [
+        [
+            cache_key(
+                backend=backend.name,
+                model=config.model,
+                setting=setting,
+                prompt_hash=p.prompt_hash,
+                video_id=p.video_id,
+                dimension=p.dimension,
+                decoding=decoding.for_sample(sample).as_dict(),
+            )
+            for p in prompts
+        ]
+        for sample in range(config.samples)
     ]
     configs = ("scoring", "features") if input_source == "features" else ("scoring",)
     return RunContext(
@@ -234,10 +256,11 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
         backend_name=backend.name,
         rows=rows,
         prompts=prompts,
-        keys=keys,
+        keys=sample_keys[0],
         input_source=input_source,
         decoding=decoding,
         setting=setting,
         dataset=dataset_record(source, config.split, configs, config.dataset_name),
         run_dir=run_dir_name(config, input_source),
+        sample_keys=sample_keys,
     )

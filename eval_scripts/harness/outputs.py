@@ -1,10 +1,11 @@
 """The one writer of a run's files, shared by model runs and the CPU baselines.
 
 A run folder holds `predictions.jsonl` (long form, read by `mis-bench score`), optionally
-`raw_responses.jsonl` (model runs), and `results.json` (the leaderboard submission schema,
-validated before it is written), scored against the split's gold at its exact decimal when
-the split is labelled. Every file is claimed in the command's output folder first, so a run
-never replaces a file it did not write (`mis_bench_dataset.outputs`), and the files appear
+`raw_responses.jsonl` (model runs) and `readouts.json` (expected-score or repeated-sample runs:
+each row's samples and readouts, the judge's agreement with itself), and `results.json` (the
+leaderboard submission schema, validated before it is written), scored against the split's gold
+at its exact decimal when the split is labelled. Every file is claimed in the command's output folder
+first, so a run never replaces a file it did not write (`mis_bench_dataset.outputs`), and the files appear
 together, each whole (`mis_bench_dataset.atomic`): a failure leaves the earlier run's files as they were.
 """
 
@@ -31,6 +32,7 @@ class WrittenRun:
     predictions_path: Path
     raw_responses_path: Path | None
     results_path: Path
+    readouts_path: Path | None = None
 
     @property
     def scores(self) -> dict | None:
@@ -52,13 +54,17 @@ def write_run(
     raw_records: Sequence[Mapping[str, Any]] | None = None,
     usage: Mapping[str, int] | None = None,
     outcomes: Mapping[str, Any] | None = None,
+    readouts: Mapping[str, Any] | None = None,
 ) -> WrittenRun:
-    """Score `predictions` against `references` (when any) and write the run's files under `run_dir`."""
+    """Score `predictions` against `references` (when any) and write the run's files under `run_dir`;
+    `readouts` (an expected-score or repeated-sample run's per-row readouts) go to readouts.json."""
+    from eval_scripts.readout_agreement import READOUTS_NAME, readouts_json
     from eval_scripts.results import write_results
     from mis_icc_metric.predictions_io import write_predictions
     from mis_icc_metric.scoring import score_predictions
 
     names = [PREDICTIONS_NAME, RESULTS_NAME] + ([RAW_RESPONSES_NAME] if raw_records is not None else [])
+    names += [READOUTS_NAME] if readouts is not None else []
     claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER), strict=True))
     scores = None
     if references:
@@ -87,4 +93,8 @@ def write_run(
             usage=usage,
             outcomes=outcomes,
         )
-    return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME])
+        readouts_path = None
+        if readouts is not None:
+            readouts_path = claimed[READOUTS_NAME]
+            files.write(readouts_path, readouts_json(readouts))
+    return WrittenRun(results, claimed[PREDICTIONS_NAME], raw_path, claimed[RESULTS_NAME], readouts_path)

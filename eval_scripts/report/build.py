@@ -28,6 +28,7 @@ from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_
 from eval_scripts.report.formatting import md_escape
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
+from eval_scripts.report.stability import STABILITY_NOTE, stability, stability_tables
 from eval_scripts.report.table import (
     RANK_NAMES,
     RANK_SUPERSCRIPTS,
@@ -55,6 +56,7 @@ from eval_scripts.submission import slug
 from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
 from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.jsonio import json_safe
 from mis_bench_dataset.labels import Labels
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder
 from mis_bench_dataset.text_safety import escape_html
@@ -409,6 +411,7 @@ def write_report(
         runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
     )
     rated = _rate(best, references, raters) if raters is not None else []
+    stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)
     with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
         heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
         radar_runs = comparison.views() or [entry.run for entry in best] or runs
@@ -424,11 +427,13 @@ def write_report(
             _errors_section(runs),
             _agreement_section(best, plots, suffix),
             *([_raters_section(rated, str(raters.path))] if raters is not None else []),
+            *_stability_sections(stable),
             *_scatter_sections(scatter_files, scatters),
         ]
         files.write(markdown_path, _markdown(title, synthetic, sections))
         files.write(html_path, _html(title, synthetic, sections, files.read))
         data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
+        data["stability"] = json_safe(stable)
         files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
@@ -459,6 +464,13 @@ def _errors_section(runs: Sequence[RunView]) -> _Section:
         ],
         [],
     )
+
+
+def _stability_sections(stable: Mapping[str, Any]) -> list[_Section]:
+    """The judge-stability section, when a run has readouts or two runs are of one model and setting."""
+    if not (stable["runs"] or stable["pairs"]):
+        return []
+    return [_Section("Judge stability", [STABILITY_NOTE], stability_tables(stable), [])]
 
 
 def _scatter_sections(scatter_files: Sequence[Path], scatters: str) -> list[_Section]:

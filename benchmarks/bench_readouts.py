@@ -1,0 +1,238 @@
+"""Readout speed in the transformers backend: the expected score (`--score-from expected`) against
+`generate()` + parse (`--score-from text`), on a tiny random Qwen2 with the real MIS-Bench prompts.
+
+    python3 benchmarks/bench_readouts.py [--hidden 32 --layers 2 --vocab 0 --videos 8 --repeats 7 --threads 1]
+
+Each mode is the backend's own `complete()` on the same rows (8 dimensions per video), what `mis-bench
+run --backend transformers` calls: text with the style's default token budget (32 direct, 16 paper) and
+with the fewest tokens a score needs (4: "3", ".", "5", end); expected reads the digit distributions
+(no generate() for direct/paper: one pass over the prompt, the prefix a dimension's rows share computed
+once, one cached step over [digit, '.']). Two more modes run `raft_trainer.predict`'s `generate_scores` and
+`predict_scores` (the same read path) on the trainer's prompt, whose rubric comes before the transcript.
+Modes alternate repeat by repeat in one process (fair on a busy machine; the median wall time is reported);
+each mode also runs alone in a spawned process for its peak resident memory. Prints a Markdown table;
+--json PATH writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# (name, prompt style, readout, max_new_tokens or None for the style's default)
+MODES = [
+    ("direct: generate() + parse, default 32 tokens", "direct", "text", None),
+    ("direct: generate() + parse, 4 tokens", "direct", "text", 4),
+    ("direct: expected score", "direct", "expected", None),
+    ("paper: generate() + parse, default 16 tokens", "paper", "text", None),
+    ("paper: expected score", "paper", "expected", None),
+    # The same read path on the trainer's prompt (rubric before the transcript, so a dimension's rows share it):
+    # raft_trainer.predict's own functions, not the backend.
+    ("trainer prompt: generate_scores, 16 tokens", "toolkit", "text", 16),
+    ("trainer prompt: predict_scores", "toolkit", "expected", None),
+]
+
+
+def _save_model(folder: Path, opts: dict) -> Path:
+    import torch
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from _raft_helpers import make_tokenizer
+
+    tokenizer = make_tokenizer()
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=max(opts["vocab"], len(tokenizer)),
+        hidden_size=opts["hidden"],
+        intermediate_size=4 * opts["hidden"],
+        num_hidden_layers=opts["layers"],
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        max_position_embeddings=8192,
+        tie_word_embeddings=False,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    Qwen2ForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _prompts(style: str, videos: int):
+    from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt
+
+    from _harness_helpers import scoring_rows
+
+    if style == "toolkit":  # the trainer's functions take the rows themselves
+        return scoring_rows(videos)
+    prompts = []
+    for row in scoring_rows(videos):
+        if style == "paper":
+            paper = render_paper_prompt(row, "text")
+            prompts.append(Prompt(row["video_id"], row["dimension"], paper.user, system=paper.system))
+        else:
+            prompts.append(Prompt(row["video_id"], row["dimension"], render_prompt(row, "text", style)))
+    return prompts
+
+
+def _decoding(style: str, readout: str, tokens: int | None):
+    from eval_scripts.backends.base import DecodingConfig
+
+    if style == "toolkit":
+        return DecodingConfig(max_new_tokens=tokens or 16, score_from=readout, style=style)
+    return DecodingConfig.for_style(style, score_from=readout, max_new_tokens=tokens)
+
+
+def _one_pass(backend, prompts, decoding) -> tuple[float, list]:
+    start = time.perf_counter()
+    if decoding.style == "toolkit":
+        completions = _trainer_pass(backend, prompts, decoding)
+    else:
+        completions = list(backend.complete(prompts, decoding))
+    return time.perf_counter() - start, completions
+
+
+def _trainer_pass(backend, rows, decoding) -> list:
+    """`raft_trainer.predict`'s functions on the trainer's prompt, as Completions for `_figures`."""
+    from eval_scripts.backends.base import Completion
+    from raft_trainer.predict import generate_scores, predict_scores
+
+    model, tokenizer = backend.hf_model, backend.tokenizer
+    if decoding.expected:
+        scores = predict_scores(model, tokenizer, rows, batch_size=backend.batch_size, show_progress=False)
+        usage = {"prompt_tokens": 0, "completion_tokens": 2}
+        return [Completion(i, "", True, usage=usage, expected={"score": float(v)}) for i, v in enumerate(scores)]
+    values, texts = generate_scores(
+        model,
+        tokenizer,
+        rows,
+        batch_size=backend.batch_size,
+        max_new_tokens=decoding.max_new_tokens,
+        show_progress=False,
+    )
+    return [Completion(i, t, True, usage={"prompt_tokens": 0, "completion_tokens": decoding.max_new_tokens})
+            for i, t in enumerate(texts)]  # fmt: skip
+
+
+def _figures(completions, readout: str, style: str) -> dict:
+    from eval_scripts.parse import parse_score
+
+    n = len(completions)
+    parse_style = "paper" if style == "toolkit" else style  # the trainer's completion "The score prediction is: x"
+    values = [
+        (c.expected or {}).get("score") if readout == "expected" else parse_score(c.text, parse_style)
+        for c in completions
+    ]
+    return {
+        "prompt_tokens_per_row": sum(c.usage["prompt_tokens"] for c in completions) / n,
+        "completion_tokens_per_row": sum(c.usage["completion_tokens"] for c in completions) / n,
+        "scored": sum(v is not None for v in values),
+    }
+
+
+def _timed(opts: dict, model_dir: Path) -> dict:
+    """Median wall time of each mode, the modes alternating repeat by repeat in random order."""
+    import torch
+
+    from eval_scripts.backends import get_backend
+
+    torch.set_num_threads(opts["threads"])
+
+    backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
+    prompts = {style: _prompts(style, opts["videos"]) for style in ("direct", "paper", "toolkit")}
+    times: dict[str, list[float]] = {name: [] for name, *_ in MODES}
+    figures: dict[str, dict] = {}
+    for name, style, readout, tokens in MODES:  # warm-up, and the figures that do not depend on timing
+        _, completions = _one_pass(backend, prompts[style], _decoding(style, readout, tokens))
+        figures[name] = _figures(completions, readout, style)
+    rng = random.Random(0)
+    for _ in range(opts["repeats"]):
+        order = list(MODES)
+        rng.shuffle(order)
+        for name, style, readout, tokens in order:
+            elapsed, _ = _one_pass(backend, prompts[style], _decoding(style, readout, tokens))
+            times[name].append(elapsed)
+    rows = len(prompts["direct"])
+    return {
+        name: {
+            **figures[name],
+            "median_s": statistics.median(t),
+            "rows": rows,
+            "rows_per_s": rows / statistics.median(t),
+        }
+        for name, t in times.items()
+    }
+
+
+def _peak(opts, model_dir, mode, queue) -> None:
+    import torch
+
+    from eval_scripts.backends import get_backend
+
+    torch.set_num_threads(opts["threads"])
+    name, style, readout, tokens = mode
+    backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
+    _one_pass(backend, _prompts(style, opts["videos"]), _decoding(style, readout, tokens))
+    queue.put((name, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hidden", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--vocab", type=int, default=32768)
+    parser.add_argument("--videos", type=int, default=8, help="videos; 8 rows (dimensions) each")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: steadier on a shared machine)")
+    parser.add_argument("--json", type=Path)
+    opts = vars(parser.parse_args())
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = _save_model(Path(tmp) / "tiny-qwen2", opts)
+        results = _timed(opts, model_dir)
+        context = mp.get_context("spawn")
+        for mode in MODES:
+            queue = context.Queue()
+            process = context.Process(target=_peak, args=(opts, model_dir, mode, queue))
+            process.start()
+            name, peak = queue.get()
+            process.join()
+            results[name]["peak_rss_mb"] = peak
+    baseline = {
+        style: results[MODES[index][0]]["median_s"] for style, index in (("direct", 0), ("paper", 3), ("toolkit", 5))
+    }
+    print(
+        "| mode | rows/s | median s | speed-up vs generate() (default budget) | prompt tokens/row | "
+        "completion tokens/row | scored | peak RSS MB |"
+    )  # the trainer rows' prompt tokens are not counted (0)
+    print("|---|---|---|---|---|---|---|---|")
+    for name, style, *_ in MODES:
+        r = results[name]
+        print(
+            f"| {name} | {r['rows_per_s']:.1f} | {r['median_s']:.2f} | {baseline[style] / r['median_s']:.1f}x | "
+            f"{r['prompt_tokens_per_row']:.0f} | {r['completion_tokens_per_row']:.1f} | {r['scored']}/{r['rows']} | "
+            f"{r['peak_rss_mb']:.0f} |"
+        )
+    if opts["json"]:
+        opts["json"].write_text(json.dumps({"options": opts | {"json": str(opts["json"])}, "modes": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""`mis-bench parse`: re-parse a run's saved answers with the current parser and show what changed."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eval_scripts.cli.args import existing, non_negative_int, print_json, say
+from mis_bench_dataset.dimensions import PROMPT_STYLES
+
+EXCERPT_CHARS = 100
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "parse",
+        help="re-parse a run's saved answers with the current parser, show what changed (no model call)",
+        description=(
+            "Read a run's raw_responses.jsonl (or a predictions file with raw_response), parse every complete "
+            "answer again with the current parser and list the answers whose value changed. With --out, write "
+            "the re-parsed text readout as a predictions file (a new file, or one `mis-bench parse` wrote)."
+        ),
+    )
+    parser.add_argument("file", type=existing("file"), help="raw_responses.jsonl, or predictions with raw_response")
+    parser.add_argument(
+        "--prompt", dest="prompt_style", choices=PROMPT_STYLES, help="prompt style (default: from results.json beside)"
+    )
+    parser.add_argument("--out", type=Path, help="write the re-parsed predictions here (.jsonl or .csv)")
+    parser.add_argument("--show", type=non_negative_int, default=20, help="changed answers to list (default 20)")
+    parser.add_argument("--json", action="store_true", help="print the counts and every change as JSON")
+    parser.set_defaults(func=parse_command)
+
+
+def _value(value: float | None) -> str:
+    return "none" if value is None else f"{value:g}"
+
+
+def _excerpt(text: str | None) -> str:
+    if text is None:
+        return ""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else "\u2026" + flat[-(EXCERPT_CHARS - 1) :]
+
+
+def parse_command(args: argparse.Namespace) -> int:
+    from eval_scripts.reparse import RESULTS_NAME, reparse
+
+    out = None
+    if args.out is not None:
+        from mis_bench_dataset.outputs import claim_file
+
+        out = claim_file(
+            args.out,
+            command="parse",
+            writer="parse",
+            arg="--out",
+            inputs=[args.file, args.file.with_name(RESULTS_NAME)],
+        )
+    result = reparse(args.file, args.prompt_style)
+    counts = result.counts()
+    if out is not None:
+        from mis_icc_metric.predictions_io import write_predictions
+
+        write_predictions(out, result.predictions())
+    if args.json:
+        print_json(
+            {
+                "source": str(result.source),
+                "style": result.style,
+                **counts,
+                "changes": [{**vars(a), "text": _excerpt(a.text)} for a in result.changed],
+                "out": str(out) if out else None,
+            }
+        )
+        return 0
+    say(
+        f"{result.source} ({result.style}): {counts['answers']} answers re-parsed with the current parser, "
+        f"{counts['changed']} changed ({counts['number_to_none']} number -> none, {counts['none_to_number']} "
+        f"none -> number, {counts['number_to_number']} to another number)"
+    )
+    for answer in result.changed[: args.show]:
+        sample = f" sample {answer.sample}" if answer.sample else ""
+        why = answer.rule if answer.new is not None else answer.reason
+        say(
+            f"  {answer.video_id} {answer.dimension}{sample}: {_value(answer.old)} -> {_value(answer.new)} "
+            f"({why}): {_excerpt(answer.text)}"
+        )
+    if len(result.changed) > args.show:
+        say(f"  ... and {len(result.changed) - args.show} more (--show N, or --json for all)")
+    if out is not None:
+        say(f"wrote {out}: the re-parsed predictions of {len(result.predictions())} rows")
+    return 0

@@ -1,0 +1,172 @@
+"""The probability-weighted ("expected") score of an answer, from the log-probabilities a server returns.
+
+The paper's own readout (§5.2, eq. 9-11; G-Eval's probability-weighted score): at the position of
+the score's integer digit, E[int] = sum_d p(d) d; at the position of its first decimal, E[frac];
+the score is E[int] + 0.1 E[frac | the generated integer digit] (the greedy form of
+`raft_trainer.predict`: one request cannot see the fraction after an integer it did not generate).
+
+A server returns only the top-k candidates of each position (`top_logprobs`, at most
+`TOP_LOGPROBS`), so each expectation is renormalised over the digit tokens present in that list
+(" 3" and "3" count as the digit 3; a multi-digit token is no digit), and the probability mass those
+digits cover is recorded with the answer: a small mass says the model was not writing a digit there.
+
+Where the score sits: the position of the value the parser reads (`eval_scripts.parse.parse_details`)
+in the text the tokens spell, for every style (for CoT, the final score after the reasoning). An
+answer whose value is an integer ("4" then the end) has fractional part 0. No score in the answer,
+digits that are not single tokens, a fraction cut by the token limit, or an expectation outside
+[1, 5] (never clipped) give no expected score, with the reason recorded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+from eval_scripts.parse import parse_details
+from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+
+__all__ = [
+    "TOP_LOGPROBS",
+    "ExpectedScore",
+    "TokenChoice",
+    "digit_expectation",
+    "expected_from_tokens",
+    "tokens_from_openai",
+]
+
+# The most candidates OpenAI's Chat Completions API returns per position (vLLM's default ceiling too).
+TOP_LOGPROBS = 20
+_DIGITS = "0123456789"
+
+
+@dataclass(frozen=True)
+class TokenChoice:
+    """One generated position: the token written and the top-k candidates (token text, log-probability)."""
+
+    token: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class ExpectedScore:
+    """The readout of one answer; `score` None with a `reason` when it cannot be read."""
+
+    score: float | None
+    integer_digit: int | None = None
+    integer_expected: float | None = None
+    integer_mass: float | None = None
+    fraction_expected: float | None = None
+    fraction_mass: float | None = None
+    reason: str | None = None
+
+    def as_record(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def missing(cls, reason: str) -> ExpectedScore:
+        return cls(None, reason=reason)
+
+    @classmethod
+    def of(
+        cls,
+        integer_digit: int,
+        integer: tuple[float, float | None],
+        fraction: tuple[float, float | None],
+        score: float | None = None,
+    ) -> ExpectedScore:
+        """E[int] + 0.1 E[frac] from the two positions' (expectation, digit mass), or `score` when the caller
+        computed it; None outside [1, 5], never clipped."""
+        score = integer[0] + 0.1 * fraction[0] if score is None else score
+        inside = SCORE_MIN <= score <= SCORE_MAX
+        return cls(
+            score if inside else None,
+            integer_digit=integer_digit,
+            integer_expected=integer[0],
+            integer_mass=integer[1],
+            fraction_expected=fraction[0],
+            fraction_mass=fraction[1],
+            reason=None if inside else f"expected score {score:.3f} outside [1, 5]",
+        )
+
+
+def _digit(token: str) -> int | None:
+    stripped = token.strip()
+    return int(stripped) if len(stripped) == 1 and stripped in _DIGITS else None
+
+
+def digit_expectation(choice: TokenChoice) -> tuple[float, float] | None:
+    """(E[digit], mass the digits cover) over the single-digit candidates of one position; None: no digit."""
+    candidates = dict(choice.top)
+    candidates.setdefault(choice.token, choice.logprob)  # the written token, were it outside the top-k list
+    weights = [0.0] * 10
+    for token, logprob in candidates.items():
+        digit = _digit(token)
+        # a log-probability is at most 0: a positive or non-finite one (a hostile reply) is ignored
+        if digit is not None and logprob is not None and math.isfinite(logprob) and logprob <= 1e-6:
+            weights[digit] += math.exp(min(logprob, 0.0))
+    mass = sum(weights)
+    if mass <= 0.0:
+        return None
+    return sum(d * w for d, w in enumerate(weights)) / mass, mass
+
+
+def _token_at(tokens: Sequence[TokenChoice], offset: int) -> int | None:
+    """Index of the token whose text covers character `offset` of the tokens' concatenation."""
+    end = 0
+    for index, choice in enumerate(tokens):
+        end += len(choice.token)
+        if offset < end:
+            return index
+    return None
+
+
+def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedScore:
+    """The expected score of the answer `tokens` spell (see the module doc)."""
+    text = "".join(choice.token for choice in tokens)
+    parsed = parse_details(text, style)
+    if parsed.start is None:
+        return ExpectedScore.missing(f"no score in the answer ({parsed.reason})")
+    index = _token_at(tokens, parsed.start)
+    if index is None or _digit(tokens[index].token) is None or tokens[index].token.strip() != text[parsed.start]:
+        return ExpectedScore.missing("the score's integer digit is not a token of its own")
+    integer = digit_expectation(tokens[index])
+    value = text[parsed.start : parsed.end]
+    fraction: tuple[float, float | None] = (0.0, None)
+    point_next = index + 1 < len(tokens) and tokens[index + 1].token == "."
+    if "." in value or (point_next and index + 2 == len(tokens)):  # "3." at the end: its decimal may follow
+        if index + 2 < len(tokens) and point_next and _digit(tokens[index + 2].token) is None:
+            return ExpectedScore.missing("the score's decimal point and digit are not tokens of their own")
+        if not point_next and index + 1 < len(tokens):
+            return ExpectedScore.missing("the score's decimal point and digit are not tokens of their own")
+        if index + 2 >= len(tokens):
+            return ExpectedScore.missing("the score's decimal was cut by the token limit")
+        fraction = digit_expectation(tokens[index + 2])
+    return ExpectedScore.of(_digit(tokens[index].token), integer, fraction)
+
+
+def tokens_from_openai(logprobs: object) -> list[TokenChoice] | None:
+    """The positions of a Chat Completions choice's `logprobs` (`{"content": [{"token", "logprob",
+    "top_logprobs": [...]}, ...]}`); None when the server sent none (a server that ignores the request)."""
+    if not isinstance(logprobs, Mapping) or not isinstance(logprobs.get("content"), list):
+        return None
+    tokens = []
+    for position in logprobs["content"]:
+        if not isinstance(position, Mapping) or not isinstance(position.get("token"), str):
+            raise TypeError("a logprobs position without a token")
+        top = position.get("top_logprobs") or []
+        tokens.append(TokenChoice(position["token"], _logprob(position.get("logprob")), tuple(_candidates(top))))
+    return tokens
+
+
+def _logprob(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"a log-probability is {type(value).__name__}")
+    return float(value)
+
+
+def _candidates(top: Iterable) -> Iterable[tuple[str, float]]:
+    for candidate in top:
+        if isinstance(candidate, Mapping) and isinstance(candidate.get("token"), str):
+            yield candidate["token"], _logprob(candidate.get("logprob"))
