@@ -126,3 +126,33 @@ def test_an_expected_run_end_to_end_with_samples(tiny, synthetic_build, tmp_path
     raw = [json.loads(line) for line in Path(summary["results"]).with_name("raw_responses.jsonl").open()]
     assert sorted({r["sample"] for r in raw}) == [0, 1] and len(raw) == 16
     assert main(args) == 0 and json.loads(capsys.readouterr().out)["called"] == 0
+
+
+def test_the_expected_readout_stops_between_dimensions_at_the_run_deadline(tiny, monkeypatch) -> None:
+    backend = get_backend("transformers", str(tiny), batch_size=4, device="cpu")
+    rows = scoring_rows(2, dimensions=("empathy", "wau"))
+    prompts = [Prompt(r["video_id"], r["dimension"], render_prompt(r, "text", "direct")) for r in rows]
+    checks = iter([False, True])  # the deadline passes while the first dimension is read
+    monkeypatch.setattr(backend, "past_deadline", lambda: next(checks))
+    completions = sorted(
+        backend.complete(prompts, DecodingConfig.for_style("direct", score_from="expected")), key=lambda c: c.index
+    )
+    assert [c.index for c in completions] == list(range(len(prompts)))
+    answered = {c.index for c in completions if c.ok}
+    assert answered == {i for i, p in enumerate(prompts) if p.dimension == prompts[0].dimension}
+    assert backend.calls == len(answered) == 2
+    assert {c.failure for c in completions if not c.ok} == {"run deadline"}
+
+
+def test_a_cot_expected_readout_past_the_run_deadline_fails_its_rows_not_the_run(tmp_path) -> None:
+    import time
+
+    model_dir = make_fixed_answer_model(tmp_path / "fixed", answer="Final score: 3.5")
+    backend = get_backend("transformers", str(model_dir), device="cpu")
+    backend.deadline = time.monotonic() - 1.0
+    prompts = [Prompt("AB0101_T1_Jessica", dimension, "Rate the response.") for dimension in ("wau", "empathy")]
+    completions = list(backend.complete(prompts, DecodingConfig.for_style("cot", score_from="expected")))
+    assert sorted(c.index for c in completions) == [0, 1] and backend.calls == 0
+    assert all(not c.ok and c.failure == "run deadline" for c in completions)
+    text = list(backend.complete(prompts, DecodingConfig.for_style("cot")))
+    assert all(not c.ok and c.failure == "run deadline" for c in text)

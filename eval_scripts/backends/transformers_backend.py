@@ -156,10 +156,11 @@ class TransformersBackend(Backend):
             yield from self._complete_expected(prompts, decoding)
             return
         for answer in self._generate(prompts, decoding):
-            yield answer.completion()
+            yield answer.completion() if isinstance(answer, _Generated) else answer
 
-    def _generate(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[_Generated]:
-        """generate() in padded batches of similar length; one `_Generated` per prompt."""
+    def _generate(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[_Generated | Completion]:
+        """generate() in padded batches of similar length; one `_Generated` per prompt, or the failed
+        `Completion` of a prompt the run's deadline left unanswered (`Backend.deadline_failure`)."""
         import torch
 
         order = sorted(range(len(prompts)), key=lambda i: len(prompts[i].text))
@@ -219,29 +220,44 @@ class TransformersBackend(Backend):
             yield from self._cot_expected(prompts, decoding, digits)
             return
         prefix = COMPLETION_PREFIX if decoding.style == PAPER_PROMPT_STYLE else ""
-        ids = [
-            prefilled_prompt_ids(self.tokenizer, digits, self._messages(p, []), prefix, self.processor) for p in prompts
-        ]
-        readout = self._read(ids, [p.dimension for p in prompts], digits)
-        for index, prompt_ids in enumerate(ids):
-            expected = _expected_record(readout, index)
-            text = f"{prefix}{int(readout.integer_digit[index])}.{int(readout.fraction_digit[index])}"
-            usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": 3, "total_tokens": len(prompt_ids) + 3}
-            yield Completion(index, text, True, usage=usage, expected=expected)
+        by_dimension: dict[str, list[int]] = {}
+        for index, prompt in enumerate(prompts):
+            by_dimension.setdefault(prompt.dimension, []).append(index)
+        groups = list(by_dimension.values())
+        # One read per dimension, whose rows share the rubric prefix; the run's deadline is checked between them.
+        for number, indices in enumerate(groups):
+            if self.past_deadline():
+                yield from (self.deadline_failure(i) for rest in groups[number:] for i in rest)
+                return
+            ids = [
+                prefilled_prompt_ids(self.tokenizer, digits, self._messages(prompts[i], []), prefix, self.processor)
+                for i in indices
+            ]
+            readout = self._read(ids, [prompts[i].dimension for i in indices], digits)
+            for row, (index, prompt_ids) in enumerate(zip(indices, ids, strict=True)):
+                expected = _expected_record(readout, row)
+                text = f"{prefix}{int(readout.integer_digit[row])}.{int(readout.fraction_digit[row])}"
+                n_prompt = len(prompt_ids)
+                usage = {"prompt_tokens": n_prompt, "completion_tokens": 3, "total_tokens": n_prompt + 3}
+                yield Completion(index, text, True, usage=usage, expected=expected)
 
     def _cot_expected(self, prompts, decoding, digits) -> Iterator[Completion]:
-        answers = sorted(self._generate(prompts, decoding), key=lambda a: a.index)
+        outcomes = list(self._generate(prompts, decoding))
+        yield from (o for o in outcomes if not isinstance(o, _Generated))  # left unanswered by the run's deadline
+        answers = sorted((o for o in outcomes if isinstance(o, _Generated)), key=lambda a: a.index)
         positions = [_final_score_token(self.tokenizer, digits, answer) for answer in answers]
-        readable = [i for i, k in enumerate(positions) if isinstance(k, int)]
-        readout = self._read(
-            [answers[i].prompt_ids + answers[i].new_ids[: positions[i]] for i in readable],
-            [prompts[i].dimension for i in readable],
-            digits,
-        )
-        for answer, position in zip(answers, positions, strict=True):
+        readable = [n for n, k in enumerate(positions) if isinstance(k, int)]
+        readout = None
+        if readable:
+            readout = self._read(
+                [answers[n].prompt_ids + answers[n].new_ids[: positions[n]] for n in readable],
+                [prompts[answers[n].index].dimension for n in readable],
+                digits,
+            )
+        for n, (answer, position) in enumerate(zip(answers, positions, strict=True)):
             completion = answer.completion()
             if isinstance(position, int):
-                completion.expected = _expected_record(readout, readable.index(answer.index))
+                completion.expected = _expected_record(readout, readable.index(n))
             else:
                 completion.expected = ExpectedScore.missing(position).as_record()
             yield completion
