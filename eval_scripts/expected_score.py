@@ -132,6 +132,8 @@ def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedS
     if index is None or _digit(tokens[index].token) is None or tokens[index].token.strip() != text[parsed.start]:
         return ExpectedScore.missing("the score's integer digit is not a token of its own")
     integer = digit_expectation(tokens[index])
+    if integer is None:  # every digit's log-probability there was hostile (positive, NaN, infinite): ignored
+        return ExpectedScore.missing("no usable probability for the score's integer digit")
     value = text[parsed.start : parsed.end]
     fraction: tuple[float, float | None] = (0.0, None)
     point_next = index + 1 < len(tokens) and tokens[index + 1].token == "."
@@ -143,6 +145,8 @@ def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedS
         if index + 2 >= len(tokens):
             return ExpectedScore.missing("the score's decimal was cut by the token limit")
         fraction = digit_expectation(tokens[index + 2])
+        if fraction is None:
+            return ExpectedScore.missing("no usable probability for the score's decimal digit")
     return ExpectedScore.of(_digit(tokens[index].token), integer, fraction)
 
 

@@ -218,3 +218,14 @@ def test_a_dry_run_counts_every_sample_at_the_expected_budget(synthetic_build, t
 def test_hostile_log_probabilities_are_ignored_not_a_crash() -> None:
     hostile = TokenChoice("3", 1e308, (("3", 1e308), ("4", float("nan")), ("2", float("inf")), ("1", math.log(0.5))))
     assert digit_expectation(hostile) == pytest.approx((1.0, 0.5))
+
+
+def test_a_position_whose_every_digit_probability_is_hostile_is_no_score_not_a_crash() -> None:
+    good = TokenChoice("3", math.log(0.5), (("3", math.log(0.5)), ("4", math.log(0.5))))
+    point = TokenChoice(".", 0.0, ((".", 0.0),))
+    nan_digit = TokenChoice("2", float("nan"), (("2", float("nan")), ("6", 3.0)))
+    integer_bad = expected_from_tokens([nan_digit, point, good], "direct")
+    assert integer_bad.score is None and integer_bad.reason == "no usable probability for the score's integer digit"
+    fraction_bad = expected_from_tokens([good, point, nan_digit], "direct")
+    assert fraction_bad.score is None and fraction_bad.reason == "no usable probability for the score's decimal digit"
+    assert expected_from_tokens([good, point, good], "direct").score == pytest.approx(3.5 + 0.35)
