@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import existing, non_negative_int, print_json, say
+from eval_scripts.cli.args import existing, non_negative_int, print_json, say, shown
 from mis_bench_dataset.dimensions import PROMPT_STYLES
 
 EXCERPT_CHARS = 100
@@ -74,7 +74,7 @@ def parse_command(args: argparse.Namespace) -> int:
         )
         return 0
     say(
-        f"{result.source} ({result.style}): {counts['answers']} answers re-parsed with the current parser, "
+        f"{shown(result.source)} ({result.style}): {counts['answers']} answers re-parsed with the current parser, "
         f"{counts['changed']} changed ({counts['number_to_none']} number -> none, {counts['none_to_number']} "
         f"none -> number, {counts['number_to_number']} to another number)"
     )
@@ -88,5 +88,5 @@ def parse_command(args: argparse.Namespace) -> int:
     if len(result.changed) > args.show:
         say(f"  ... and {len(result.changed) - args.show} more (--show N, or --json for all)")
     if out is not None:
-        say(f"wrote {out}: the re-parsed predictions of {len(result.predictions())} rows")
+        say(f"wrote {shown(out)}: the re-parsed predictions of {len(result.predictions())} rows")
     return 0
