@@ -91,6 +91,52 @@ def test_bad_status_is_rejected(tmp_path) -> None:
         cache.append({"key": "a", "status": "maybe"})
 
 
+@pytest.mark.parametrize(
+    ("readout", "style", "status"),
+    [
+        ("text", "direct", "truncated"),
+        ("text", "paper", "truncated"),
+        ("text", "cot", "truncated"),
+        ("expected", "direct", "ok"),  # its score is in the first tokens: the short limit cuts the rest by design
+        ("expected", "paper", "ok"),
+        ("expected", "cot", "truncated"),  # its score comes last: a cut CoT answer has none
+        ("expected", None, "truncated"),
+    ],
+)
+def test_the_one_truncation_rule_knows_the_expected_readout_of_a_score_first_style(readout, style, status) -> None:
+    from eval_scripts.cache import FINISH_LENGTH, outcome_status
+
+    assert outcome_status(True, FINISH_LENGTH, readout=readout, style=style) == status
+    assert outcome_status(True, "stop", readout=readout, style=style) == "ok"
+    assert outcome_status(False, FINISH_LENGTH, readout=readout, style=style) == "failed"
+
+
+def test_an_expected_record_with_a_non_finite_number_is_never_cached(tmp_path) -> None:
+    from eval_scripts.backends.base import Backend, Completion, DecodingConfig
+    from eval_scripts.cache import answer_problem
+    from eval_scripts.harness.caching import CachingBackend
+    from eval_scripts.prompts import Prompt
+
+    assert answer_problem("3.5", "stop", None, {"score": 3.5, "reason": None}) is None
+    assert "finite" in answer_problem("3.5", "stop", None, {"score": float("nan")})
+    assert "finite" in answer_problem("3.5", "stop", None, [3.5])
+
+    class NaNExpected(Backend):
+        name = "nan-expected"
+
+        def complete(self, prompts, decoding):
+            for index, _ in enumerate(prompts):
+                yield Completion(index, "3.5", True, finish_reason="stop", expected={"score": float("inf")})
+
+    path = tmp_path / "c.jsonl"
+    decoding = DecodingConfig.for_style("direct", score_from="expected")
+    with ResponseCache(path) as cache:
+        (completion,) = CachingBackend(NaNExpected("m"), cache, {"s": 1}).complete([Prompt("v", "wau", "t")], decoding)
+    assert not completion.ok and completion.failure == "malformed response" and completion.expected is None
+    (record,) = iter_records(path)
+    assert record["status"] == "failed" and "expected" not in record
+
+
 def test_truncated_and_failed_outcomes_are_recorded_but_never_answers(tmp_path) -> None:
     from eval_scripts.cache import FINISH_LENGTH, outcome_status
 
