@@ -6,7 +6,7 @@ into a hidden sibling folder whose card (README.md, the file `load_dataset`
 needs) is written last, and the folder is renamed into place only on success.
 A build that fails, is interrupted (Ctrl-C, SIGTERM) or meets a full disk removes
 its staging folder; one a killed build left behind is removed by the next build
-(`mis_bench_dataset.atomic.staging_folder`).
+(`mis_bench_dataset.rules.atomic.staging_folder`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from mis_bench_dataset.atomic import (
+from mis_bench_dataset.rules.atomic import (
     NoSpaceError,
     is_no_space,
     no_space_error,
@@ -35,14 +35,24 @@ from mis_bench_dataset.atomic import (
     write_atomic,
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.jsonio import json_safe
-from mis_bench_dataset.labels import Labels, read_labels
-from mis_bench_dataset.loading import DEFAULT_BUILD_DIR as DEFAULT_OUT
-from mis_bench_dataset.numbers import num
-from mis_bench_dataset.outputs import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
-from mis_bench_dataset.parquet_writer import ShardedParquetWriter
-from mis_bench_dataset.problems import BuildError, Problem
-from mis_bench_dataset.release import (
+from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.release.labels import Labels, read_labels
+from mis_bench_dataset.built.format import (
+    BUILD_WRITER,
+    CONFIGS,
+    LEGACY_BUILD_FILES,
+    REPORT_NAME,
+    STATS_FOLDER,
+    read_build_report,
+    shard_sizes,
+    split_fingerprints,
+)
+from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR as DEFAULT_OUT
+from mis_bench_dataset.rules.numbers import num
+from mis_bench_dataset.rules.ownership import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
+from mis_bench_dataset.build.parquet_shards import ShardedParquetWriter
+from mis_bench_dataset.release.problems import BuildError, Problem
+from mis_bench_dataset.release.tree import (
     MAX_RECORDING_SECONDS,
     MODALITIES,
     TEXT_MODALITY,
@@ -50,7 +60,7 @@ from mis_bench_dataset.release import (
     read_video,
     scan_release,
 )
-from mis_bench_dataset.schema import (
+from mis_bench_dataset.build.schema import (
     arrays_1d,
     arrays_2d,
     features_arrow_schema,
@@ -68,15 +78,10 @@ from mis_bench_dataset.splits import (
     default_seed,
     split_counts,
 )
-from mis_bench_dataset.transcripts import read_transcripts_csv
+from mis_bench_dataset.release.transcripts import read_transcripts_csv
 
 logger = logging.getLogger(__name__)
 
-CONFIGS: tuple[str, ...] = ("features", "scoring")
-REPORT_NAME = "build_report.json"
-BUILD_WRITER = "build"
-# What a build folder written before output manifests existed holds.
-LEGACY_BUILD_FILES: tuple[str, ...] = ("README.md", REPORT_NAME, *(f"{config}/*.parquet" for config in CONFIGS))
 
 
 @dataclass
@@ -108,6 +113,10 @@ class BuildReport:
     bytes_read: int = 0
     bytes_written: int = 0
     seconds: float = 0.0
+    # split -> {"scoring" | "scoring+features" -> sha256 of those Parquet files}: what results record
+    # (`built.format.fingerprint_files`), with each shard's size so a reader knows they still match.
+    split_fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
+    shard_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -164,7 +173,7 @@ class BuildReport:
 
 
 def _rounding_sentence(rounding: dict) -> str:
-    from mis_bench_dataset.labels import GoldRounding
+    from mis_bench_dataset.release.labels import GoldRounding
 
     return GoldRounding(rounding["n_rounded"], rounding["n_values"], rounding["form"]).sentence()
 
@@ -399,8 +408,9 @@ def _report(out_dir, release_dir, transcripts, labels, label_set, index, transcr
 
 def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels | None, written) -> None:
     """The report, the statistics and the card (last: it makes the folder loadable), then the swap."""
-    from mis_bench_dataset.card import write_card
+    from mis_bench_dataset.build.card import write_card
 
+    report.split_fingerprints, report.shard_sizes = split_fingerprints(staging), shard_sizes(staging)
     report_text = json.dumps(json_safe(report.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
     write_atomic(staging / REPORT_NAME, report_text + "\n")  # strict JSON: an undefined ICC is null
     stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and written.n_labeled else None
@@ -410,7 +420,7 @@ def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels
 
 def _source_records(labels: str | Path | Labels | None, transcripts: str | Path | None) -> dict[str, dict]:
     """Name, SHA-256 and (for the authors' public files) repository, commit and path of the inputs."""
-    from mis_bench_dataset.provenance import source_record
+    from mis_bench_dataset.release.provenance import source_record
 
     paths = {"labels": labels.path if isinstance(labels, Labels) else labels, "transcripts": transcripts}
     return {role: source_record(path) for role, path in paths.items() if path is not None and Path(path).is_file()}
@@ -544,8 +554,7 @@ def _write_configs(
 
 def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
     """`mis-bench stats` of the whole build into `folder/stats/`, for the card (ceiling only from per-rater labels)."""
-    from mis_bench_dataset.card import STATS_FOLDER
-    from mis_bench_dataset.stats import dataset_stats, read_gold, write_stats
+    from mis_bench_dataset.build.stats import dataset_stats, read_gold, write_stats
 
     rounding = labels.rounding.to_dict() if labels.rounding else None
     stats = dataset_stats(
@@ -553,18 +562,3 @@ def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
     )
     write_stats(stats, folder / STATS_FOLDER)
     return stats
-
-
-def read_build_report(out_dir: str | Path) -> dict:
-    return json.loads((Path(out_dir) / REPORT_NAME).read_text(encoding="utf-8"))
-
-
-def is_synthetic_build(dataset: object) -> bool | None:
-    """Whether a built folder holds synthetic data; None when unknown (no report, not a folder)."""
-    if not isinstance(dataset, (str, Path)):
-        return None
-    try:
-        value = read_build_report(dataset).get("synthetic")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, bool) else None

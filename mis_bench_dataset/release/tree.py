@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.problems import Problem
+from mis_bench_dataset.release.problems import Problem
 from mis_bench_dataset.video_ids import parse_video_id
 
 logger = logging.getLogger(__name__)

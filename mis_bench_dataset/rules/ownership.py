@@ -20,9 +20,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from mis_bench_dataset.atomic import write_atomic
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.text_safety import unicode_text
+from mis_bench_dataset.rules.atomic import write_atomic
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.text_safety import unicode_text
 
 MANIFEST_NAME = ".mis-bench-outputs.json"
 _MAX_NAMED = 5

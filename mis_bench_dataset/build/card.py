@@ -7,16 +7,17 @@ from pathlib import Path
 
 import yaml
 
-from mis_bench_dataset.atomic import write_atomic
+from mis_bench_dataset.built.format import STATS_FOLDER
+from mis_bench_dataset.rules.atomic import write_atomic
 from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
-from mis_bench_dataset.numbers import MISSING, num
-from mis_bench_dataset.provenance import describe_source
-from mis_bench_dataset.release import MODALITIES
+from mis_bench_dataset.rules.numbers import MISSING, num
+from mis_bench_dataset.release.provenance import describe_source
+from mis_bench_dataset.release.tree import MODALITIES
 from mis_bench_dataset.splits import FRACTIONS, PAPER_ROWS, SPLITS
 
 SYNTHETIC_BANNER = (
     "> **SYNTHETIC DATA.** Every video, feature, transcript and rating in this folder was generated "
-    "by `mis-bench synth` (`mis_bench_dataset.synth`) with planted signal. It is NOT the MIS-Bench "
+    "by `mis-bench synth` (`mis_bench_dataset.synth.generator`) with planted signal. It is NOT the MIS-Bench "
     "release and says nothing about real therapists. Use it to test software, never to report results."
 )
 
@@ -74,7 +75,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 # Where the build keeps `mis-bench stats` output for the card (stats.json and the figures).
-STATS_FOLDER = "stats"
+
 _GROUP_TITLES = {"split": "split", "time_point": "time point", "stimulus": "stimulus"}
 
 
@@ -222,7 +223,7 @@ def card_body(report, stats: dict | None = None) -> str:
         )
     parts.append("## Provenance\n\n" + provenance)
     if report.synthetic:
-        signal = report.synthetic_signal or "See mis_bench_dataset/synth.py."
+        signal = report.synthetic_signal or "See mis_bench_dataset/synth/generator.py."
         parts.append("## Synthetic data: the planted signal\n\n" + signal.lstrip(": \n"))
     parts.append(
         "## Privacy\n\nThe release holds de-identified features only: OpenFace action units, landmarks, "

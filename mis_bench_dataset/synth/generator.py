@@ -1,6 +1,6 @@
 """Synthetic MIS-Bench releases with planted, documented signal (`mis-bench synth`).
 
-The tree has exactly the public release layout (see `mis_bench_dataset.release`)
+The tree has exactly the public release layout (see `mis_bench_dataset.release.tree`)
 plus `ratings.csv`, per-rater labels in the long form (three raters R1-R3), and a
 `subset_manifest.json` whose `"synthetic": true` makes every card built from it
 say so loudly.
@@ -66,7 +66,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.atomic import AtomicFiles, atomic_open, write_atomic
 from mis_bench_dataset.dimensions import (
     DIMENSION_KEYS,
     GOLD_STATS,
@@ -75,11 +74,12 @@ from mis_bench_dataset.dimensions import (
     N_FULLY_RATED,
     N_VIDEOS,
 )
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.labels import write_ratings_long
-from mis_bench_dataset.numbers import round_half_up_array
-from mis_bench_dataset.outputs import check_folder_path
-from mis_bench_dataset.release import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
+from mis_bench_dataset.release.labels import write_ratings_long
+from mis_bench_dataset.release.tree import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
+from mis_bench_dataset.rules.atomic import AtomicFiles, atomic_open, write_atomic
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.numbers import round_half_up_array
+from mis_bench_dataset.rules.ownership import check_folder_path
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
 logger = logging.getLogger(__name__)
@@ -515,7 +515,7 @@ def generate_synthetic_release(
 
 def gold_from_ratings(ratings_csv: str | Path) -> dict[str, dict[str, float | None]]:
     """Convenience for tests and docs: gold scores of a ratings CSV."""
-    from mis_bench_dataset.labels import read_labels
+    from mis_bench_dataset.release.labels import read_labels
 
     return read_labels(ratings_csv).gold
 
