@@ -1,4 +1,4 @@
-"""The number rules defined once in mis_bench_dataset.rules.numbers: half-up rounding, float32 widening, percent text."""
+"""The number rules defined once in mis_bench_dataset.rules.numbers: half-up rounding, float32 widening, percents."""
 
 from __future__ import annotations
 

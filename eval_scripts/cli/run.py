@@ -416,11 +416,12 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError("--cv-folds cross-validates the default job's baselines", hint="drop --backend/--model")
     from eval_scripts.report.text_table import format_table
     from eval_scripts.runner import RunConfig, run_setting
+    from mis_bench_dataset.built.handle import BuiltDataset
 
     config = RunConfig(
         backend=args.backend,
         model=args.model,
-        dataset=args.dataset,
+        dataset=BuiltDataset.of(args.dataset),  # opened once: every setting of a grid shares it
         split=args.split,
         modality=args.modality,
         prompt_style=args.prompt_style,
