@@ -13,7 +13,7 @@ old code's folder and to this tree in turn:
 Each figure is the median of `--repeats` rounds (old and new alternate), wall time of the
 whole command (interpreter start and imports included) and the process's peak RSS.
 
-    python3 benchmarks/bench_open_once.py [--ref int] [--videos 996] [--limit 0] [--repeats 3]
+    python3 benchmarks/bench_open_once.py [--ref int] [--videos 996] [--limits 0,2] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -102,6 +102,12 @@ def run_argv(build: Path, out: Path, base_url: str, limit: int, dry: bool) -> li
     return argv + (["--dry-run"] if dry else [])
 
 
+def _test_rows(build: Path) -> list[dict]:
+    from mis_bench_dataset import BuiltDataset
+
+    return BuiltDataset.open(build).rows("test")
+
+
 def old_tree(ref: str, into: Path) -> Path:
     """The code of `ref` (a commit or branch of this repository), unpacked with `git archive`."""
     archive = subprocess.run(["git", "-C", str(REPO), "archive", ref], capture_output=True, check=True).stdout
@@ -113,7 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ref", default="int", help="the code before (a git ref of this repository)")
     parser.add_argument("--videos", type=int, default=996, help="videos in the synthetic build (test: 10%%)")
-    parser.add_argument("--limit", type=int, default=0, help="--limit of the runs (0: the whole test split)")
+    parser.add_argument(
+        "--limits", default="0,2", help="comma-separated --limit values of the runs (0: the whole test split)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -132,17 +140,19 @@ def main() -> None:
         build_dataset(release.release_dir, build, labels=release.ratings_csv, progress=False)
         server, url = start_server()
         closed = "http://127.0.0.1:9/v1"
-        figures: dict[str, dict[str, list[dict]]] = {"dry-run grid": {}, "server grid": {}}
+        limits = [int(x) for x in args.limits.split(",")]
+        test_videos = len({row["video_id"] for row in _test_rows(build)})
+        figures: dict[str, dict[str, list[dict]]] = {}
         for round_ in range(args.repeats):
             for name, code_dir in (("before", old), ("after", REPO)):
-                for kind, dry in (("dry-run grid", True), ("server grid", False)):
-                    out = work / f"out-{name}-{kind.split()[0]}-{round_}"
-                    argv = run_argv(build, out, closed if dry else url, args.limit, dry)
-                    figures[kind].setdefault(name, []).append(measure(code_dir, argv, work))
+                for limit in limits:
+                    for kind, dry in (("dry-run grid", True), ("server grid", False)):
+                        label = f"{kind}, {(limit or test_videos) * 8} rows per setting"
+                        out = work / f"out-{name}-{kind.split()[0]}-{limit}-{round_}"
+                        argv = run_argv(build, out, closed if dry else url, limit, dry)
+                        figures.setdefault(label, {}).setdefault(name, []).append(measure(code_dir, argv, work))
         server.shutdown()
-    test_videos = round(args.videos * 0.1)
-    rows = (args.limit or test_videos) * 8
-    print(f"synthetic build of {args.videos} videos; grid of 8 settings x {rows} rows; median of {args.repeats}")
+    print(f"synthetic build of {args.videos} videos ({test_videos} test); grid of 8 settings; median of {args.repeats}")
     print("| run | before (s) | after (s) | speed-up | peak RSS before (MB) | after (MB) |")
     print("|---|---:|---:|---:|---:|---:|")
     result = {}
@@ -154,7 +164,7 @@ def main() -> None:
             f"| {kind} | {wall['before']:.2f} | {wall['after']:.2f} | {wall['before'] / wall['after']:.1f}x "
             f"| {rss['before']:.0f} | {rss['after']:.0f} |"
         )
-    print(json.dumps({"videos": args.videos, "rows_per_setting": rows, "load_average": os.getloadavg(), **result}))
+    print(json.dumps({"videos": args.videos, "load_average": os.getloadavg(), **result}))
 
 
 if __name__ == "__main__":

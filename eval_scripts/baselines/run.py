@@ -41,6 +41,19 @@ def load_feature_rows(dataset: str | Path | BuiltDataset, split: str) -> list[di
     return list(BuiltDataset.of(dataset).features(split).rows())
 
 
+def _system(baseline: str, model: Any, n_train: int) -> dict[str, Any]:
+    """The results' `system` block of a fitted baseline."""
+    from eval_scripts.results import package_versions
+
+    return {
+        "model": BASELINE_MODEL_IDS[baseline],
+        "backend": BASELINE_BACKEND,
+        "decoding": model.describe(),
+        "package_versions": package_versions(extra=("scikit-learn",)),
+        "description": f"CPU {baseline} baseline fitted on the train split ({n_train} videos)",
+    }
+
+
 def run_baseline(
     dataset: str | Path | BuiltDataset,
     out: str | Path | OutputFolder,
@@ -61,8 +74,6 @@ def run_baseline(
     OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
     and one `summary_cache` (a dict) shared by those runs summarises each video once.
     """
-    from eval_scripts.results import package_versions
-
     if split == "train":
         raise UsageError(
             "baselines are fitted on the train split", where="--split", hint="evaluate them on validation or test"
@@ -83,13 +94,7 @@ def run_baseline(
     written = write_run(
         folder,
         run_dir,
-        system={
-            "model": BASELINE_MODEL_IDS[baseline],
-            "backend": BASELINE_BACKEND,
-            "decoding": model.describe(),
-            "package_versions": package_versions(extra=("scikit-learn",)),
-            "description": f"CPU {baseline} baseline fitted on the train split ({len(train_rows)} videos)",
-        },
+        system=_system(baseline, model, len(train_rows)),
         setting={"modality": modality, "prompt_style": "none", "few_shot_k": 0, "input_source": "features"},
         dataset=dataset.record(split, ("scoring", "features")),
         predictions=records,

@@ -177,6 +177,36 @@ def _expected_completion(context: RunContext, answers: dict[str, dict], given: i
     return min(expected_completion_tokens(style), context.decoding.max_new_tokens), f"default for {style}"
 
 
+def _setting_estimate(
+    label: str,
+    pending: _Pending,
+    tokenizer: Any,
+    model: str,
+    expected_tokens: int | None,
+    price_in: float | None,
+    price_out: float | None,
+) -> dict[str, Any]:
+    """One setting's line of a dry run: its requests, prompt tokens, expected and maximal completion, cost."""
+    context = pending.context
+    prompts = [context.prompts[i] for i in pending.rows]
+    tokens = count_prompt_tokens([p.text for p in prompts], tokenizer, model)
+    per_request, source = _expected_completion(context, pending.answers, expected_tokens)
+    completion = per_request * len(prompts)
+    upper = context.decoding.max_new_tokens * len(prompts)
+    return {
+        **pending.counts(label),
+        "prompt_chars": sum(len(p.text) for p in prompts),
+        "prompt_tokens_estimate": tokens.tokens,
+        "attachments": sum(len(p.images) + bool(p.audio_path) + bool(p.video_path) for p in prompts),
+        "expected_completion_tokens": per_request,
+        "expected_completion_source": source,
+        "completion_tokens_estimate": completion,
+        "completion_tokens_max": upper,
+        "cost_estimate": cost(tokens.tokens, completion, price_in, price_out),
+        "cost_max": cost(tokens.tokens, upper, price_in, price_out),
+    }
+
+
 def dry_run(
     configs: Sequence[RunConfig],
     *,
@@ -196,27 +226,10 @@ def dry_run(
         if pending is None:
             settings.append({"setting": entry.label, "refused": entry.refused})
             continue
-        context = pending.context
-        prompts = [context.prompts[i] for i in pending.rows]
-        tokens = count_prompt_tokens([p.text for p in prompts], tokenizer, model)
-        per_request, source = _expected_completion(context, pending.answers, expected_completion_tokens)
-        completion = per_request * len(prompts)
-        upper = context.decoding.max_new_tokens * len(prompts)
         settings.append(
-            {
-                **pending.counts(entry.label),
-                "prompt_chars": sum(len(p.text) for p in prompts),
-                "prompt_tokens_estimate": tokens.tokens,
-                "attachments": sum(len(p.images) + bool(p.audio_path) + bool(p.video_path) for p in prompts),
-                "expected_completion_tokens": per_request,
-                "expected_completion_source": source,
-                "completion_tokens_estimate": completion,
-                "completion_tokens_max": upper,
-                "cost_estimate": cost(tokens.tokens, completion, price_in, price_out),
-                "cost_max": cost(tokens.tokens, upper, price_in, price_out),
-            }
+            _setting_estimate(entry.label, pending, tokenizer, model, expected_completion_tokens, price_in, price_out)
         )
-        pending_requests += requests_of(context, pending.rows)
+        pending_requests += requests_of(pending.context, pending.rows)
     ordered = [pending_requests[i] for i in prefix_order(pending_requests)]
     done = [s for s in settings if "refused" not in s]
     totals = {

@@ -276,6 +276,35 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
     return _Collected(predictions, raw_records, outcomes, failures, parse_rates)
 
 
+def _run_result(context, completions, written, collected, counts, failure_summary, usage, started, prefix) -> RunResult:
+    """What a run did: its counts, scores and files."""
+    n_cached = sum(1 for c in completions.values() if c.cached)
+    overall = counts["overall"]
+    return RunResult(
+        config=context.config,
+        input_source=context.input_source,
+        n_rows=len(context.rows),
+        n_cached=n_cached,
+        n_called=len(completions) - n_cached,
+        n_failed=overall[OUTCOME_FAILED],
+        n_parsed=overall[OUTCOME_ANSWERED],
+        n_truncated=overall[OUTCOME_TRUNCATED],
+        scores=written.scores,
+        parse_rates=collected.parse_rates,
+        run_dir=written.results_path.parent,
+        predictions_path=written.predictions_path,
+        raw_responses_path=written.raw_responses_path,
+        results_path=written.results_path,
+        elapsed_s=time.monotonic() - started,
+        usage=usage,
+        prefix=prefix,
+        n_unparsed=overall[OUTCOME_UNPARSED],
+        outcomes=counts,
+        failures=failure_summary,
+        readouts_path=written.readouts_path,
+    )
+
+
 def write_result(
     context: RunContext,
     completions: dict[tuple[int, int], Completion],
@@ -312,28 +341,4 @@ def write_result(
         outcomes={**counts, "failures": failure_summary},
         readouts=_readouts(context, readouts),
     )
-    n_cached = sum(1 for c in completions.values() if c.cached)
-    overall = counts["overall"]
-    return RunResult(
-        config=config,
-        input_source=context.input_source,
-        n_rows=len(context.rows),
-        n_cached=n_cached,
-        n_called=len(completions) - n_cached,
-        n_failed=overall[OUTCOME_FAILED],
-        n_parsed=overall[OUTCOME_ANSWERED],
-        n_truncated=overall[OUTCOME_TRUNCATED],
-        scores=written.scores,
-        parse_rates=collected.parse_rates,
-        run_dir=written.results_path.parent,
-        predictions_path=written.predictions_path,
-        raw_responses_path=written.raw_responses_path,
-        results_path=written.results_path,
-        elapsed_s=time.monotonic() - started,
-        usage=usage,
-        prefix=prefix,
-        n_unparsed=overall[OUTCOME_UNPARSED],
-        outcomes=counts,
-        failures=failure_summary,
-        readouts_path=written.readouts_path,
-    )
+    return _run_result(context, completions, written, collected, counts, failure_summary, usage, started, prefix)

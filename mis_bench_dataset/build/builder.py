@@ -43,7 +43,6 @@ from mis_bench_dataset.built.format import (
     LEGACY_BUILD_FILES,
     REPORT_NAME,
     STATS_FOLDER,
-    read_build_report,
     shard_sizes,
     split_fingerprints,
 )
@@ -56,6 +55,7 @@ from mis_bench_dataset.release.tree import (
     MAX_RECORDING_SECONDS,
     MODALITIES,
     TEXT_MODALITY,
+    ReleaseIndex,
     VideoRecord,
     read_video,
     scan_release,
@@ -325,22 +325,7 @@ def build_dataset(
     ]
     check_build_output(out_dir, sources)
 
-    problems: list[Problem] = []
-    transcript_map: dict[str, str] | None = None
-    if transcripts is not None:
-        transcript_map, transcript_problems = read_transcripts_csv(transcripts)
-        problems += transcript_problems
-    index = scan_release(release_dir, extra_video_ids=sorted(transcript_map or {}))
-    index_problems = index.problems
-    if transcript_map is not None:
-        # The CSV supplies the text: a video missing text/words but present in the CSV lacks nothing.
-        index_problems = [
-            p
-            for p in index_problems
-            if not (p.kind == "missing_modality_folder" and p.modality == TEXT_MODALITY)
-            and not (p.kind == "missing_file" and p.modality == TEXT_MODALITY and p.video_id in transcript_map)
-        ]
-    problems = index_problems + problems
+    index, transcript_map, problems = _index_sources(release_dir, transcripts)
     video_ids = index.video_ids
     if not video_ids:
         raise BuildError(f"no videos found in {release_dir}" + (f" or {transcripts}" if transcripts else ""), problems)
@@ -366,6 +351,26 @@ def build_dataset(
         logger.warning("%s: %s", out_dir, report.split_warning)
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
     return report
+
+
+def _index_sources(release_dir, transcripts) -> tuple[ReleaseIndex, dict[str, str] | None, list[Problem]]:
+    """The release index, the transcripts CSV's text (None without one), and their problems (release's first)."""
+    problems: list[Problem] = []
+    transcript_map: dict[str, str] | None = None
+    if transcripts is not None:
+        transcript_map, transcript_problems = read_transcripts_csv(transcripts)
+        problems += transcript_problems
+    index = scan_release(release_dir, extra_video_ids=sorted(transcript_map or {}))
+    index_problems = index.problems
+    if transcript_map is not None:
+        # The CSV supplies the text: a video missing text/words but present in the CSV lacks nothing.
+        index_problems = [
+            p
+            for p in index_problems
+            if not (p.kind == "missing_modality_folder" and p.modality == TEXT_MODALITY)
+            and not (p.kind == "missing_file" and p.modality == TEXT_MODALITY and p.video_id in transcript_map)
+        ]
+    return index, transcript_map, index_problems + problems
 
 
 def _label_fields(labels: str | Path | Labels | None, label_set: Labels | None, transcripts) -> dict:
