@@ -31,7 +31,7 @@ from eval_scripts.harness.batch_flow import (
     import_batch,
     prepare_settings,
 )
-from eval_scripts.harness.context import HarnessError, RunConfig, prepare_run, setting_label
+from eval_scripts.harness.context import RunConfig, prepare_run, setting_label
 from eval_scripts.harness.execution import (
     GridEntry,
     RunResult,
@@ -49,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "GridEntry",
-    "HarnessError",
     "PreparedSetting",
     "RunConfig",
     "RunResult",

@@ -126,6 +126,8 @@ def test_in_memory_data_is_wrapped(synthetic_build):
     with pytest.raises(DataError, match="no `features` config"):
         handle.features("test")
     assert BuiltDataset.of(handle) is handle
+    first, again, memory, none = BuiltDataset.of_each([synthetic_build, str(synthetic_build), data, None])
+    assert first is again and first.path == synthetic_build and memory.rows("test") == rows and none is None
 
 
 @contextmanager

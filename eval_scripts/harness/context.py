@@ -25,10 +25,6 @@ from mis_bench_dataset.rules.text_safety import slug
 CACHE_NAME = "responses.cache.jsonl"
 
 
-class HarnessError(DataError):
-    """A run cannot start: bad dataset rows, missing inputs (exit 1)."""
-
-
 @dataclass
 class RunConfig:
     """One zero-shot setting of one model, as the user asked for it."""
@@ -120,13 +116,13 @@ def _check_rows(rows: list[dict], where: str) -> None:
     for i, row in enumerate(rows):
         missing = [c for c in needed if c not in row]
         if missing:
-            raise HarnessError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
+            raise DataError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
         if row["dimension"] not in DIMENSION_BY_KEY:
-            raise HarnessError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
+            raise DataError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
     pairs = Counter((row["video_id"], row["dimension"]) for row in rows)
     dupes = [pair for pair, n in pairs.items() if n > 1]
     if dupes:
-        raise HarnessError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
+        raise DataError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
 
 
 def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
@@ -245,7 +241,7 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     where = f"{source.path if source.is_folder else 'dataset'} ({config.split})"
     rows = _limit_rows(source.rows(config.split), config.limit)
     if not rows:
-        raise HarnessError(f"split {config.split!r} has no rows", where=where)
+        raise DataError(f"split {config.split!r} has no rows", where=where)
     _check_rows(rows, where)
     train_rows = _few_shot_rows(config, dataset, train)
     input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows, dataset, backend)
@@ -264,7 +260,7 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
             few_shot_seed=config.few_shot_seed,
         )
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
-        raise HarnessError(str(err), where=where) from err
+        raise DataError(str(err), where=where) from err
     setting = _setting(config, input_source, prompts, backend)
     sample_keys = _sample_keys(config, backend, setting, prompts, decoding)
     configs = ("scoring", "features") if input_source == "features" else ("scoring",)

@@ -84,17 +84,8 @@ class GridEntry:
 
 def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
     """The configs with each dataset opened once (`BuiltDataset`): configs naming one folder share one handle."""
-    opened: dict[Any, BuiltDataset | None] = {}
-
-    def handle(dataset: Any) -> BuiltDataset | None:
-        if dataset is None or isinstance(dataset, BuiltDataset):
-            return dataset
-        key = Path(dataset).resolve() if isinstance(dataset, (str, Path)) else id(dataset)
-        if key not in opened:
-            opened[key] = BuiltDataset.of(dataset)
-        return opened[key]
-
-    return [replace(config, dataset=handle(config.dataset)) for config in configs]
+    handles = BuiltDataset.of_each([config.dataset for config in configs])
+    return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
 
 
 def dataset_paths(configs: Sequence[RunConfig]) -> list[Path]:

@@ -40,7 +40,6 @@ from mis_bench_dataset.release.labels import Labels, read_labels
 from mis_bench_dataset.built.format import (
     BUILD_WRITER,
     CONFIGS,
-    LEGACY_BUILD_FILES,
     REPORT_NAME,
     STATS_FOLDER,
     shard_sizes,
@@ -244,7 +243,7 @@ def check_build_output(out_dir: str | Path, sources: list[str | Path]) -> None:
     file names). The foreign files are named and nothing is changed.
     """
     check_not_overlapping(out_dir, sources, command="build")
-    check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+    check_replaceable_folder(out_dir, BUILD_WRITER, command="build")
 
 
 @contextlib.contextmanager
@@ -283,7 +282,7 @@ def _publish(staging: Path, out_dir: Path) -> None:
     old = None
     remove_stale_staging(out_dir.parent, _old_prefix(out_dir))  # left by a build killed during its swap
     if out_dir.exists():
-        check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+        check_replaceable_folder(out_dir, BUILD_WRITER, command="build")
         old = out_dir.parent / f"{_old_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         out_dir.rename(old)
     staging.rename(out_dir)

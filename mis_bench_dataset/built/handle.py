@@ -62,6 +62,18 @@ class BuiltDataset:
             return cls.open(dataset, where=where)
         return cls(data=dataset)
 
+    @classmethod
+    def of_each(cls, datasets: Sequence[Any], *, where: str = "dataset") -> list[BuiltDataset | None]:
+        """`of` of each; the same folder named twice (or the same object) is opened once and shared."""
+        opened: dict[Any, BuiltDataset | None] = {}
+        handles = []
+        for dataset in datasets:
+            key = Path(dataset).resolve() if isinstance(dataset, (str, Path)) else id(dataset)
+            if key not in opened:
+                opened[key] = cls.of(dataset, where=where)
+            handles.append(opened[key])
+        return handles
+
     @property
     def is_folder(self) -> bool:
         return self.path is not None
