@@ -41,8 +41,8 @@ print(json.dumps({"seconds": seconds, "bytes_read": report.bytes_read, "bytes_wr
 NAIVE_CHILD = r"""
 import json, resource, sys, time
 import datasets
-from mis_bench_dataset.release import scan_release, read_video, MODALITIES
-from mis_bench_dataset.schema import features_features
+from mis_bench_dataset.release.tree import scan_release, read_video, MODALITIES
+from mis_bench_dataset.build.schema import features_features
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 index = scan_release(sys.argv[1])
@@ -91,7 +91,7 @@ def subset_tree(release: Path, ids: list[str], target: Path) -> Path:
     """A release with the first len(ids) videos, as symlinks (no copy)."""
     if target.exists():
         shutil.rmtree(target)
-    from mis_bench_dataset.release import MODALITIES, TEXT_FOLDER
+    from mis_bench_dataset.release.tree import MODALITIES, TEXT_FOLDER
 
     for folder in (*(m.folder for m in MODALITIES), TEXT_FOLDER):
         (target / folder).mkdir(parents=True)
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from mis_bench_dataset import generate_synthetic_release
-    from mis_bench_dataset.release import FRAMED_MODALITIES, MODALITY_BY_NAME
+    from mis_bench_dataset.release.tree import FRAMED_MODALITIES, MODALITY_BY_NAME
 
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)

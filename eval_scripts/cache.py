@@ -44,9 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.atomic import create_new
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_TEXT, prompt_style
-from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.rules.atomic import create_new
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -18,14 +18,17 @@ import functools
 import json
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eval_scripts.cli.args import say as _say
 from eval_scripts.cli.args import shown
+from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
-from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.rules.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -42,25 +45,15 @@ def _out_dir(args: argparse.Namespace) -> Path:
     return Path(out) if out else DEFAULT_OUT
 
 
-def _dataset(args: argparse.Namespace, say) -> tuple[Path, bool]:
-    """(built dataset folder, is synthetic)."""
-    from mis_bench_dataset.build import read_build_report
-
-    if getattr(args, "dataset", None):
-        path = Path(args.dataset)
-        if not (path / "features").is_dir():
-            raise DataError(
-                f"{path} has no `features` config", where="--dataset", hint="give a folder written by `mis-bench build`"
-            )
-        try:
-            synthetic = bool(read_build_report(path).get("synthetic", False))
-        except (OSError, ValueError):
-            synthetic = False
-        return path, synthetic
+def _dataset(dataset: str | Path | BuiltDataset | None, say) -> tuple[BuiltDataset, bool]:
+    """(the built dataset, opened once, is synthetic): the given build, or the embedded synthetic sample."""
+    if dataset is not None:
+        handle = BuiltDataset.of(dataset, where="--dataset").require("features", where="--dataset")
+        return handle, bool(handle.synthetic)
     from mis_bench_dataset import default_sample
 
     say("Preparing the synthetic sample (generated once, then cached) ...")
-    return default_sample().build_dir, True
+    return BuiltDataset.open(default_sample().build_dir), True
 
 
 def _jobs(train_rows: list[dict]) -> tuple[list[tuple[str, str]], dict[str, str]]:
@@ -71,17 +64,18 @@ def _jobs(train_rows: list[dict]) -> tuple[list[tuple[str, str]], dict[str, str]
     return [("features", modality) for modality in SETTINGS if modality in feedable] + [("mean", "text")], skipped
 
 
-def _cross_validation(args, dataset_dir: Path, jobs, folder, n_bootstrap: int, seed: int, say) -> dict | None:
+def _cross_validation(
+    dataset: BuiltDataset, jobs, folder, *, folds: int, n_seeds: int, n_bootstrap: int, seed: int, say
+) -> dict | None:
     """With `--cv-folds K`: clinician-grouped K-fold CV over every video, `--cv-seeds` fold seeds from `--seed`."""
-    folds = int(getattr(args, "cv_folds", 0) or 0)
     if not folds:
         return None
     from eval_scripts.baselines.crossval import cross_validate
-    from mis_bench_dataset.atomic import write_atomic
+    from mis_bench_dataset.rules.atomic import write_atomic
 
-    seeds = list(range(seed, seed + int(getattr(args, "cv_seeds", 3) or 3)))
+    seeds = list(range(seed, seed + n_seeds))
     say(f"Cross-validating over every video: {folds} folds grouped by clinician, fold seeds {seeds} ...")
-    doc = cross_validate(dataset_dir, jobs, n_folds=folds, seeds=seeds, n_bootstrap=n_bootstrap)
+    doc = cross_validate(dataset, jobs, n_folds=folds, seeds=seeds, n_bootstrap=n_bootstrap)
     path = folder.claim("cross_validation.json", "run-cross-validation")
     write_atomic(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return {"path": str(path), "n_folds": folds, "seeds": seeds, "n_videos": doc["n_videos"], "doc": doc}
@@ -90,7 +84,7 @@ def _cross_validation(args, dataset_dir: Path, jobs, folder, n_bootstrap: int, s
 def _cv_table(cross_validation: dict, synthetic: bool) -> str:
     """Per run, each dimension's ICC % averaged over the fold seeds, and the mean ICC with its range."""
     from mis_bench_dataset.dimensions import DIMENSIONS
-    from mis_bench_dataset.numbers import pct
+    from mis_bench_dataset.rules.numbers import pct
 
     doc = cross_validation["doc"]
     lines = [
@@ -110,116 +104,94 @@ def _cv_table(cross_validation: dict, synthetic: bool) -> str:
     return "\n".join(lines)
 
 
-def run_default(args: argparse.Namespace) -> int:
-    """Run the default job; prints a summary and returns the exit code."""
+@dataclass
+class _Job:
+    """What the default job's stages share: the dataset opened once, where it writes, how it scores."""
+
+    dataset: BuiltDataset
+    synthetic: bool
+    out_dir: Path
+    folder: Any  # OutputFolder
+    split: str
+    n_bootstrap: int
+    seed: int
+    say: Callable[..., None]
+
+
+def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], jobs) -> list:
+    """Each (baseline, setting) fitted on train, scored on the split, its files written under runs/."""
     from eval_scripts.baselines import run_baseline
-    from eval_scripts.baselines.run import load_feature_rows
-    from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
-    from eval_scripts.report import write_report
-    from eval_scripts.report.table import icc_table, run_views, to_markdown
-    from eval_scripts.submission import package_submission
-    from mis_bench_dataset.atomic import write_atomic
-    from mis_bench_dataset.loading import dataset_fingerprints, gold_references
-    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
 
-    started = time.monotonic()
-    as_json = bool(getattr(args, "json", False))
-    # With --json, stdout carries only the JSON; progress and the banner go to stderr.
-    say = functools.partial(_say, err=as_json)
-    out_dir = _out_dir(args)
-    args.interrupted_note = (
-        f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
-        "cache); rerun the same command to run the job again"
-    )
-    split = getattr(args, "split", "test") or "test"
-    n_bootstrap = int(getattr(args, "n_bootstrap", 1000) or 0)
-    seed = int(getattr(args, "seed", 0) or 0)
-    dataset_dir, synthetic = _dataset(args, say)
-    check_not_overlapping(out_dir, [dataset_dir], command="run")
-    folder = OutputFolder(out_dir, command="run")
-    if synthetic:
-        say(SYNTHETIC_BANNER)
-
-    train_rows = load_feature_rows(dataset_dir, "train")
-    eval_rows = load_feature_rows(dataset_dir, split)
-    references = gold_references(eval_rows)
-    if not references:
-        raise DataError(
-            f"split {split!r} has no labels to score against",
-            where=str(dataset_dir),
-            hint="build the dataset with --labels, or pass --split with a labelled split",
-        )
-
-    n_videos = len({video for video, _ in references})
-    say(
-        f"Fitting on {len(train_rows)} train videos; scoring {n_videos} {split} videos x {len(DIMENSION_KEYS)} "
-        f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)"
-    )
-    runs_dir = out_dir / "runs"
-    jobs, skipped = _jobs(train_rows)
-    for setting, why in skipped.items():
-        say(f"  skipping features {setting}: {why}")
     runs = []
     summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
     for baseline, modality in jobs:
         run = run_baseline(
-            dataset_dir,
-            folder,
+            job.dataset,
+            job.folder,
             baseline=baseline,
             modality=modality,
-            split=split,
-            n_bootstrap=n_bootstrap,
-            seed=seed,
+            split=job.split,
+            n_bootstrap=job.n_bootstrap,
+            seed=job.seed,
             train_rows=train_rows,
             eval_rows=eval_rows,
             subdir="runs",
             summary_cache=summary_cache,
         )
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
-        say(
+        job.say(
             f"  {baseline:8s} {modality:17s} overall ICC {'–' if overall is None else f'{100 * overall:5.1f}'}%"
             f"  ({run.seconds:.1f}s)"
         )
         runs.append(run)
+    return runs
 
-    title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if synthetic else "")
+
+def _publish(job: _Job, runs: list, references: dict) -> tuple[Any, Any]:
+    """The report of the runs, their submissions and the leaderboard built from them."""
+    from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
+    from eval_scripts.report import write_report
+    from eval_scripts.submission import package_submission
+
+    title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if job.synthetic else "")
     report = write_report(
         [r.results for r in runs],
-        folder,
+        job.folder,
         references=references,
         title=title,
         sources=[str(r.results_path) for r in runs],
-        comparison_bootstrap=n_bootstrap,
-        seed=seed,
+        comparison_bootstrap=job.n_bootstrap,
+        seed=job.seed,
     )
-
-    submissions = out_dir / "submissions"
+    submissions = job.out_dir / "submissions"
     for run in runs:
         package_submission(run.results_path, submissions, replace_previous=True, command="run")
     board = build_leaderboard(
         submissions,
         references,
-        split=split,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        fingerprints=dataset_fingerprints(dataset_dir, split),
+        split=job.split,
+        n_bootstrap=job.n_bootstrap,
+        seed=job.seed,
+        fingerprints=job.dataset.fingerprints(job.split),
     )
     leaderboard = write_leaderboard(
         board,
-        out_dir / "leaderboard",
+        job.out_dir / "leaderboard",
         command="run",
-        title="MIS-Bench leaderboard (SYNTHETIC sample)" if synthetic else "MIS-Bench leaderboard",
+        title="MIS-Bench leaderboard (SYNTHETIC sample)" if job.synthetic else "MIS-Bench leaderboard",
     )
+    return report, leaderboard
 
-    cross_validation = _cross_validation(args, dataset_dir, jobs, folder, n_bootstrap, seed, say)
 
-    summary: dict[str, Any] = {
-        "synthetic": synthetic,
-        "dataset": str(dataset_dir),
-        "split": split,
+def _summary(job: _Job, runs, skipped, cross_validation, report, leaderboard, n_videos: int, n_train: int) -> dict:
+    """summary.json: what ran, where its files are, and the headline numbers."""
+    return {
+        "synthetic": job.synthetic,
+        "dataset": str(job.dataset.path),
+        "split": job.split,
         "n_videos": n_videos,
-        "n_train_videos": len(train_rows),
-        "n_bootstrap": n_bootstrap,
+        "n_train_videos": n_train,
+        "n_bootstrap": job.n_bootstrap,
         "runs": [
             {
                 "baseline": r.name,
@@ -240,15 +212,16 @@ def run_default(args: argparse.Namespace) -> int:
         },
         "report": {"markdown": str(report.markdown), "html": str(report.html), "json": str(report.json)},
         "leaderboard": {"html": str(leaderboard.html), "json": str(leaderboard.json), "csv": str(leaderboard.csv)},
-        "seconds": round(time.monotonic() - started, 1),
     }
-    write_atomic(folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
 
-    if as_json:
-        print(json.dumps(summary, indent=1, ensure_ascii=False))
-        return 0
+
+def _say_summary(job: _Job, summary: dict, runs, cross_validation, report, leaderboard) -> None:
+    """The terminal summary: the ICC table, the cross-validation table, where the files are."""
+    from eval_scripts.report.table import icc_table, run_views, to_markdown
+
+    say, synthetic = job.say, job.synthetic
     say()
-    say(f"ICC(3,1) % on {n_videos} {split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
+    say(f"ICC(3,1) % on {summary['n_videos']} {job.split} videos" + (" (SYNTHETIC sample)" if synthetic else "") + ":")
     say(to_markdown(icc_table(run_views([r.results for r in runs]), with_ci=False)))
     say()
     if cross_validation:
@@ -256,8 +229,87 @@ def run_default(args: argparse.Namespace) -> int:
         say(_cv_table(cross_validation, synthetic))
     say(f"Report:      {shown(report.html)}  (and {report.markdown.name}, {report.json.name})")
     say(f"Leaderboard: {shown(leaderboard.html)}")
-    say(f"Runs:        {shown(runs_dir)}/  (predictions.jsonl + results.json per run)")
+    say(f"Runs:        {shown(job.out_dir / 'runs')}/  (predictions.jsonl + results.json per run)")
     say(f"Done in {summary['seconds']}s.")
     if synthetic:
         say("Reminder: SYNTHETIC data. Real scores need the MIS-Bench labels and a real model.")
+
+
+def run_default_job(
+    dataset: str | Path | BuiltDataset | None = None,
+    out: str | Path = DEFAULT_OUT,
+    *,
+    split: str = "test",
+    n_bootstrap: int = 1000,
+    seed: int = 0,
+    cv_folds: int = 0,
+    cv_seeds: int = 3,
+    as_json: bool = False,
+) -> dict[str, Any]:
+    """The default job on `dataset` (default: the synthetic sample) into `out`; prints its summary, returns it.
+
+    With `as_json`, stdout carries only the summary JSON; progress and the banner go to stderr.
+    """
+    from eval_scripts.baselines.run import load_feature_rows
+    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.rules.atomic import write_atomic
+    from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+
+    started = time.monotonic()
+    say = functools.partial(_say, err=as_json)
+    out_dir = Path(out)
+    handle, synthetic = _dataset(dataset, say)
+    check_not_overlapping(out_dir, [handle.path], command="run")
+    job = _Job(handle, synthetic, out_dir, OutputFolder(out_dir, command="run"), split, n_bootstrap, seed, say)
+    if synthetic:
+        say(SYNTHETIC_BANNER)
+    train_rows = load_feature_rows(handle, "train")
+    eval_rows = load_feature_rows(handle, split)
+    references = gold_references(eval_rows)
+    if not references:
+        raise DataError(
+            f"split {split!r} has no labels to score against",
+            where=str(handle.path),
+            hint="build the dataset with --labels, or pass --split with a labelled split",
+        )
+    n_videos = len({video for video, _ in references})
+    say(
+        f"Fitting on {len(train_rows)} train videos; scoring {n_videos} {split} videos x {len(DIMENSION_KEYS)} "
+        f"dimensions ({n_bootstrap} bootstrap resamples for the CIs)"
+    )
+    jobs, skipped = _jobs(train_rows)
+    for setting, why in skipped.items():
+        say(f"  skipping features {setting}: {why}")
+    runs = _fit_and_score(job, train_rows, eval_rows, jobs)
+    report, leaderboard = _publish(job, runs, references)
+    cross_validation = _cross_validation(
+        handle, jobs, job.folder, folds=cv_folds, n_seeds=cv_seeds, n_bootstrap=n_bootstrap, seed=seed, say=say
+    )
+    summary = _summary(job, runs, skipped, cross_validation, report, leaderboard, n_videos, len(train_rows))
+    summary["seconds"] = round(time.monotonic() - started, 1)
+    write_atomic(job.folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
+    if as_json:
+        print(json.dumps(summary, indent=1, ensure_ascii=False))
+    else:
+        _say_summary(job, summary, runs, cross_validation, report, leaderboard)
+    return summary
+
+
+def run_default(args: argparse.Namespace) -> int:
+    """`mis-bench run` with no model: the default job with the command line's values; returns the exit code."""
+    out_dir = _out_dir(args)
+    args.interrupted_note = (
+        f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
+        "cache); rerun the same command to run the job again"
+    )
+    run_default_job(
+        getattr(args, "dataset", None) or None,
+        out_dir,
+        split=getattr(args, "split", "test") or "test",
+        n_bootstrap=int(getattr(args, "n_bootstrap", 1000) or 0),
+        seed=int(getattr(args, "seed", 0) or 0),
+        cv_folds=int(getattr(args, "cv_folds", 0) or 0),
+        cv_seeds=int(getattr(args, "cv_seeds", 3) or 3),
+        as_json=bool(getattr(args, "json", False)),
+    )
     return 0

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS
-from mis_bench_dataset.errors import DataError
-from mis_bench_dataset.numbers import MISSING, num, pct
 from mis_bench_dataset.paper_results import TABLE4, TABLE4_BOOTSTRAP
-from mis_bench_dataset.provenance import CODING, PUBLIC_FILES
+from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES
+from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.numbers import MISSING, num, pct
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def _file(folder: Path, name: str) -> Path:
 
 def _provenance(path: Path) -> dict[str, Any]:
     """Whether the file is the authors' published file byte for byte (it is scored either way)."""
-    from mis_bench_dataset.provenance import source_record
+    from mis_bench_dataset.release.provenance import source_record
 
     record = source_record(path)
     record["published"] = "repository" in record
@@ -56,7 +56,7 @@ def _provenance(path: Path) -> dict[str, Any]:
 
 
 def _gold(folder: Path, gold: str):
-    from mis_bench_dataset.labels import read_labels
+    from mis_bench_dataset.release.labels import read_labels
 
     if gold not in GOLD_CHOICES:
         raise ValueError(f"gold must be one of {GOLD_CHOICES}, got {gold!r}")
@@ -70,7 +70,7 @@ def _gold(folder: Path, gold: str):
 
 def reproduce_table6(folder: str | Path, *, gold: str = "rounded") -> dict[str, Any]:
     """Per dimension the gold mean, sd (ddof 1), min and max of `coding.csv` beside Table 6."""
-    from mis_bench_dataset.stats import summarize
+    from mis_bench_dataset.build.stats import summarize
 
     folder = Path(folder)
     labels = _gold(folder, gold)
@@ -98,8 +98,9 @@ def reproduce_table6(folder: str | Path, *, gold: str = "rounded") -> dict[str, 
 
 
 def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int) -> dict[str, Any]:
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.predictions_io import check_predicted_pairs, predictions_to_mapping, read_prediction_file
-    from mis_icc_metric.scoring import json_safe, score_predictions
+    from mis_icc_metric.scoring import score_predictions
 
     path = _file(folder, condition.file)
     file = read_prediction_file(path)

@@ -17,8 +17,8 @@ from typing import Any
 
 from eval_scripts.cache import USAGE_FIELDS
 from eval_scripts.submission import SCHEMA_VERSION
-from mis_bench_dataset.atomic import AtomicFiles, write_atomic
-from mis_bench_dataset.jsonio import json_safe
+from mis_bench_dataset.rules.atomic import AtomicFiles, write_atomic
+from mis_bench_dataset.rules.jsonio import json_safe
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 

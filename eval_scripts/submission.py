@@ -16,18 +16,18 @@ import hashlib
 import json
 import logging
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.atomic import write_atomic
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
-from mis_bench_dataset.errors import DataError
-from mis_bench_dataset.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
-from mis_bench_dataset.outputs import OutputFolder
+from mis_bench_dataset.rules.atomic import write_atomic
+from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
+from mis_bench_dataset.rules.ownership import OutputFolder
+from mis_bench_dataset.rules.text_safety import slug
 from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def _validator():
 
 
 def parse_submission_bytes(data: bytes, source: str = "<submission>", *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
-    """Strict JSON (`mis_bench_dataset.jsonio`): size- and depth-limited, UTF-8, no NaN, no duplicate keys."""
+    """Strict JSON (`mis_bench_dataset.rules.jsonio`): size- and depth-limited, UTF-8, no NaN, no duplicate keys."""
     try:
         return loads_strict(data, source, max_bytes=max_bytes)
     except JSONInputError as err:
@@ -272,11 +272,6 @@ def predictions_mapping(obj: Mapping[str, Any]) -> dict[tuple[str, str], float |
 
 
 # ----------------------------------------------------------------------------- packaging
-
-
-def slug(text: str) -> str:
-    """A file-name-safe form of a model id or setting."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "model"
 
 
 def canonical_bytes(obj: Any) -> bytes:

@@ -1,4 +1,9 @@
-"""MIS-Bench dataset: domain constants, release reader, Hub-ready builder, synthetic generator."""
+"""MIS-Bench dataset: the benchmark's facts at the top, and its rooms.
+
+`dimensions`, `video_ids`, `splits`, `protocol`, `setting_inputs`, `icc` and `paper_results` are
+the benchmark's facts; `rules/` the toolkit-wide rules, `release/` reading a release, `build/`
+writing a build, `built/` reading one back (`BuiltDataset`), `synth/` the synthetic generator.
+"""
 
 from mis_bench_dataset.dimensions import (
     DIMENSION_BY_KEY,
@@ -16,16 +21,17 @@ from mis_bench_dataset.video_ids import VideoId, normalize_video_id, parse_video
 # The reader/builder/generator import numpy and pyarrow: load them on first use so that
 # `mis-bench --help` (which imports this package) stays fast.
 _LAZY = {
-    "BuildError": "mis_bench_dataset.problems",
-    "Problem": "mis_bench_dataset.problems",
-    "BuildReport": "mis_bench_dataset.build",
-    "build_dataset": "mis_bench_dataset.build",
-    "Labels": "mis_bench_dataset.labels",
-    "read_labels": "mis_bench_dataset.labels",
-    "default_sample": "mis_bench_dataset.sample",
-    "DefaultSample": "mis_bench_dataset.sample",
-    "SyntheticRelease": "mis_bench_dataset.synth",
-    "generate_synthetic_release": "mis_bench_dataset.synth",
+    "BuildError": "mis_bench_dataset.release.problems",
+    "Problem": "mis_bench_dataset.release.problems",
+    "BuildReport": "mis_bench_dataset.build.builder",
+    "BuiltDataset": "mis_bench_dataset.built.handle",
+    "build_dataset": "mis_bench_dataset.build.builder",
+    "Labels": "mis_bench_dataset.release.labels",
+    "read_labels": "mis_bench_dataset.release.labels",
+    "default_sample": "mis_bench_dataset.synth.sample",
+    "DefaultSample": "mis_bench_dataset.synth.sample",
+    "SyntheticRelease": "mis_bench_dataset.synth.generator",
+    "generate_synthetic_release": "mis_bench_dataset.synth.generator",
 }
 
 
@@ -54,6 +60,7 @@ __all__ = [
     "SyntheticRelease",
     "build_dataset",
     "BuildReport",
+    "BuiltDataset",
     "BuildError",
     "Problem",
     "read_labels",

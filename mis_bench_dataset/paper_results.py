@@ -3,7 +3,7 @@
 Table 4: ICC(3,1) in percent by FIS dimension for Qwen2.5-VL-7B-Instruct under raw
 inference, standard fine-tuning and MIS-RAFT, with 95% percentile bootstrap CIs over
 videos (10,000 resamples), and each condition's mean over the eight dimensions. The
-predictions behind it are the authors' public files (`mis_bench_dataset.provenance`).
+predictions behind it are the authors' public files (`mis_bench_dataset.release.provenance`).
 Table 2 (human ceiling) and Table 6 (gold statistics) are in `mis_bench_dataset.dimensions`.
 """
 

@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.icc import icc3_from_cross_products
+from mis_bench_dataset.rules.errors import UsageError
 
 __all__ = [
     "MAX_BOOTSTRAP",

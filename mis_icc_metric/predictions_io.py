@@ -18,7 +18,7 @@ answer in a wide file is written as a null token (`null`, `NA`, `nan`, `none`) o
 
 References: a built dataset folder (``datasets.load_dataset(dir, "scoring")``), or a
 labels CSV: per-rater (``video_id, rater, dimension, score``, aggregated by
-`mis_bench_dataset.labels` as the paper does: mean, one decimal), aggregated wide,
+`mis_bench_dataset.release.labels` as the paper does: mean, one decimal), aggregated wide,
 or aggregated long (``video_id, dimension, score``; also ``reference``/``gold``).
 """
 
@@ -35,11 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import resolve_dimension
-from mis_bench_dataset.errors import DataError
-from mis_bench_dataset.jsonio import JSONInputError, loads_strict, read_json
-from mis_bench_dataset.labels import ID_COLUMNS, map_wide_header
+from mis_bench_dataset.release.labels import ID_COLUMNS, map_wide_header
+from mis_bench_dataset.rules.atomic import AtomicFiles
+from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.jsonio import JSONInputError, loads_strict, read_json
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.video_ids import normalize_video_id
 
@@ -119,7 +119,7 @@ def _dimension(raw: object, path: Path, row: int | None, column: str) -> str:
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
     """Header and (row number, row) pairs of a CSV, JSONL or JSON file.
 
-    JSON goes through `mis_bench_dataset.jsonio` (size and nesting limits, strict: null, not NaN).
+    JSON goes through `mis_bench_dataset.rules.jsonio` (size and nesting limits, strict: null, not NaN).
     """
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
@@ -335,7 +335,7 @@ def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None
 def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: AtomicFiles | None = None) -> Path:
     """Write long-form predictions; format from the suffix (.csv or .jsonl); None -> empty / null.
 
-    The file is written atomically (`mis_bench_dataset.atomic`); with `files` it is staged there
+    The file is written atomically (`mis_bench_dataset.rules.atomic`); with `files` it is staged there
     and appears together with the other files of that group.
     """
     path = Path(path)
@@ -394,8 +394,8 @@ def _write_rows(handle, rows: list[dict], suffix: str) -> None:
 
 def _scoring_columns(directory: Path, split: str) -> tuple[list[str], list[str], np.ndarray]:
     """video_id, dimension and score of one split (or "all", every split the build wrote, in split order)
-    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.loading`)."""
-    from mis_bench_dataset.loading import load_build
+    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.built.loading`)."""
+    from mis_bench_dataset.built.loading import load_build
 
     needed = ["video_id", "dimension", "score"]
     videos: list[str] = []
@@ -458,7 +458,7 @@ def _references_from_long_gold(path: Path, header: list[str], rows: list[tuple[i
 
 
 def _references_from_labels(path: Path) -> dict[Key, float]:
-    from mis_bench_dataset.labels import read_labels
+    from mis_bench_dataset.release.labels import read_labels
 
     labels = read_labels(path)
     if labels.problems:

@@ -7,7 +7,7 @@ paper's "fully rated" videos, `Labels.fully_rated_videos`) where the model's pre
 
 - the model's ICC(3,1) against each individual rater, next to each pair of raters' ICC(3,1);
 - the raters' single-rater ICC(3,1) among themselves (the human ceiling of paper Table 2, computed
-  as `mis_bench_dataset.labels.human_ceiling` does, on the panel) and, for reference, exactly that
+  as `mis_bench_dataset.release.labels.human_ceiling` does, on the panel) and, for reference, exactly that
   function's value on all fully rated scored videos;
 - leave one rater out: the panel's ICC(3,1) with rater r replaced by the model, and how much it
   drops (negative delta) or rises against the raters alone.
@@ -32,9 +32,9 @@ from itertools import combinations
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.icc import icc3_1
-from mis_bench_dataset.labels import Labels, icc3_1_with_ci
+from mis_bench_dataset.release.labels import Labels, icc3_1_with_ci
+from mis_bench_dataset.rules.errors import UsageError
 
 from .scoring import MIN_ITEMS, Key, align
 

@@ -41,8 +41,7 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.icc import icc3_ci
-from mis_bench_dataset.jsonio import json_safe  # noqa: F401 - re-exported: one rule, in the ground layer
-from mis_bench_dataset.numbers import exact_decimal
+from mis_bench_dataset.rules.numbers import exact_decimal
 
 from .agreement import LOA_Z, STATISTIC_KEYS, agreement_blocks
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
@@ -61,7 +60,6 @@ __all__ = [
     "coerce_score",
     "mappings_from_columns",
     "MIN_ITEMS",
-    "json_safe",
 ]
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from trl import ModelConfig, TrlParser
 
-from mis_bench_dataset.errors import UsageError
+from mis_bench_dataset.rules.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
 from raft_trainer.predict import PREDICT_METHODS
 

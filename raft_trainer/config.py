@@ -9,7 +9,6 @@ from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from mis_bench_dataset.inputs import INPUT_SOURCES, setting_media
 from mis_bench_dataset.protocol import (
     FIXED_VIDEO_SAMPLING,
     PAPER_VIDEO_MAX_PIXELS,
@@ -17,6 +16,7 @@ from mis_bench_dataset.protocol import (
     VIDEO_SAMPLING_RULES,
     VideoSampling,
 )
+from mis_bench_dataset.setting_inputs import INPUT_SOURCES, setting_media
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class RAFTConfig(SFTConfig):
             - `"raw"`: rows carry `video_path` / `audio_path`; the processor given as `processing_class` loads the
               media, batch by batch in the collator.
             - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
-              (`mis_bench_dataset.inputs.resolve_input_source`).
+              (`mis_bench_dataset.setting_inputs.resolve_input_source`).
 
         prompt_style (`str`, *optional*, defaults to `"toolkit"`):
             Prompt of every row. Possible values are:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
-from mis_bench_dataset.inputs import setting_media
 from mis_bench_dataset.protocol import paper_prompt
+from mis_bench_dataset.setting_inputs import setting_media
 from raft_trainer.digits import DigitTokens, format_score
 from raft_trainer.media import MEDIA_CONTEXT_COLUMN
 

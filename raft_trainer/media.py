@@ -2,7 +2,7 @@
 
 The public release has no raw audio or video. For `audio+text`, `video+text` and
 `audio+video+text` a row then gets the same numeric, plainly labelled descriptors the zero-shot
-harness uses (`mis_bench_dataset.feature_descriptors`, computed from the `features` config and joined on
+harness uses (`mis_bench_dataset.built.feature_descriptors`, computed from the `features` config and joined on
 `video_id`), stored in the row's `media_context` column and recorded as `input_source =
 "features"`. A video whose features for a requested medium were not released gets an explicit
 "not available" line: a multimodal setting never silently degrades to a text-only prompt.
@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS, describe_media
-from mis_bench_dataset.inputs import UnsupportedSetting, setting_media
+from mis_bench_dataset.built.feature_descriptors import FEATURE_COLUMNS, describe_media
+from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.setting_inputs import UnsupportedSetting, setting_media
 
 logger = logging.getLogger(__name__)
 
@@ -55,15 +56,13 @@ def feature_context(features_row: Mapping[str, Any], modality: str) -> str:
 
 
 def load_feature_contexts(
-    dataset_dir: str | Path, modality: str, splits: Iterable[str] | None = None
+    dataset_dir: str | Path | BuiltDataset, modality: str, splits: Iterable[str] | None = None
 ) -> dict[str, str]:
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config.
 
-    Read with `mis_bench_dataset.arrays.FeatureArrays` (zero-copy views of the Parquet columns).
+    Read with `mis_bench_dataset.built.arrays.FeatureArrays` (zero-copy views of the Parquet columns).
     """
-    from mis_bench_dataset.arrays import FeatureArrays
-    from mis_bench_dataset.built import built_splits
-    from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.rules.errors import DataError
 
     media = setting_media(modality)
     if not media:
@@ -71,9 +70,11 @@ def load_feature_contexts(
     wanted = ["video_id", "transcript", *(c for m in media for c in FEATURE_COLUMNS[m])]
     contexts: dict[str, str] = {}
     try:
-        present = built_splits(dataset_dir)
+        dataset = BuiltDataset.of(dataset_dir)  # a path is opened here; a handle's arrays are reused
+        dataset_dir = dataset.path
+        present = dataset.splits("features")
         for split in [s for s in (splits or present) if s in present]:
-            features = FeatureArrays.open(dataset_dir, split, wanted)
+            features = dataset.features(split, wanted)
             for row in features.rows(wanted):
                 contexts[row["video_id"]] = feature_context(row, modality)
     except DataError as err:

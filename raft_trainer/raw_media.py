@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
-from mis_bench_dataset.inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
 from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.setting_inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
 from raft_trainer.collator import MEDIA_BATCH_KEYS
 from raft_trainer.data import (
     PLACEHOLDER_SCORE,

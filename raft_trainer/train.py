@@ -24,8 +24,8 @@ import os
 import sys
 from pathlib import Path
 
-from mis_bench_dataset.atomic import write_atomic
-from mis_bench_dataset.errors import EXIT_USAGE, MisBenchError, require_extra
+from mis_bench_dataset.rules.atomic import write_atomic
+from mis_bench_dataset.rules.errors import EXIT_USAGE, MisBenchError, require_extra
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -55,7 +55,7 @@ def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
 
     Refuses (SystemExit naming the reason) rather than training a multimodal setting on text alone.
     """
-    from mis_bench_dataset.inputs import UnsupportedSetting, resolve_input_source
+    from mis_bench_dataset.setting_inputs import UnsupportedSetting, resolve_input_source
     from raft_trainer.media import attach_feature_context, load_feature_contexts
 
     try:
@@ -76,7 +76,7 @@ def load_media_processor(model: str, modality: str):
     """The model's AutoProcessor, refused (SystemExit, with why) unless it takes the setting's media."""
     from transformers import AutoProcessor
 
-    from mis_bench_dataset.inputs import UnsupportedSetting
+    from mis_bench_dataset.setting_inputs import UnsupportedSetting
     from raft_trainer.media import check_processor_takes_media
 
     try:
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             return err.exit_code
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    from mis_bench_dataset.loading import load_build
+    from mis_bench_dataset.built.loading import load_build
 
     try:
         with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
@@ -149,7 +149,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     from transformers import AutoTokenizer
     from trl import get_peft_config, get_quantization_config
 
-    from mis_bench_dataset.inputs import setting_media
+    from mis_bench_dataset.setting_inputs import setting_media
     from raft_trainer.trainer import RAFTTrainer
 
     check_scoring(splits, script_args.dataset_dir)
@@ -222,7 +222,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
 
 
 def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, script_args, setting: dict) -> None:
-    from mis_bench_dataset.loading import gold_references
+    from mis_bench_dataset.built.loading import gold_references
     from raft_trainer.predict import predict_scores, prediction_records
 
     args = trainer.args
@@ -253,8 +253,8 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     labelled = gold_references(rows)
     if len(labelled) < 2:
         return
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import score_predictions
-    from mis_icc_metric.scoring import json_safe
 
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
     result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=args.seed)

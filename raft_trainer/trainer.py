@@ -257,7 +257,7 @@ def _resolve_input_source(args: RAFTConfig, dataset) -> str:
     modality's media paths, else "features" ("text" for the text setting); only the path columns are read."""
     if args.input_source != "auto":
         return args.input_source
-    from mis_bench_dataset.inputs import PATH_COLUMNS, resolve_input_source
+    from mis_bench_dataset.setting_inputs import PATH_COLUMNS, resolve_input_source
 
     columns = list(dataset.column_names) if dataset is not None else []
     paths = [c for c in PATH_COLUMNS.values() if c in columns]

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.inputs import UnsupportedSetting
 from mis_bench_dataset.protocol import PAPER_FRAME_STRIDE, VideoSampling
+from mis_bench_dataset.setting_inputs import UnsupportedSetting
 
 # transformers' `load_video` backend names, in the order we try them, with the module each needs.
 DECODERS: tuple[tuple[str, str], ...] = (

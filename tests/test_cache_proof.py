@@ -26,7 +26,7 @@ from eval_scripts.cli import main
 from eval_scripts.harness.cache_tools import check_cache, merge_caches
 from eval_scripts.harness.caching import CachingBackend
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.errors import EXIT_DATA, EXIT_USAGE, UsageError
+from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_USAGE, UsageError
 
 from _harness_helpers import ChatServer
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.arrays import ARRAY_WIDTHS, FeatureArrays
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.release import MODALITY_BY_NAME
-from mis_bench_dataset.schema import arrays_1d, arrays_2d
+from mis_bench_dataset.build.schema import arrays_1d, arrays_2d
+from mis_bench_dataset.built.arrays import ARRAY_WIDTHS, FeatureArrays
+from mis_bench_dataset.release.tree import MODALITY_BY_NAME
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 SPLITS = ("train", "validation", "test")
 DATASET_PAGE = Path(__file__).resolve().parents[1] / "docs" / "dataset.md"

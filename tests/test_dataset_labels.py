@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
-from mis_bench_dataset.numbers import round_half_up
+from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
+from mis_bench_dataset.rules.numbers import round_half_up
 
 from _metric_helpers import pingouin_icc3_1
 
@@ -177,7 +177,7 @@ _ids = st.builds(
     )
 )
 def test_long_csv_round_trip_gives_the_paper_aggregate(tmp_path_factory, ratings):
-    from mis_bench_dataset.labels import write_ratings_long
+    from mis_bench_dataset.release.labels import write_ratings_long
 
     path = write_ratings_long(
         tmp_path_factory.mktemp("long") / "r.csv", [(v, r, d, float(s)) for (v, r, d), s in ratings.items()]
@@ -199,7 +199,7 @@ def test_long_csv_round_trip_gives_the_paper_aggregate(tmp_path_factory, ratings
     )
 )
 def test_transcripts_csv_round_trips_any_text(tmp_path_factory, transcripts):
-    from mis_bench_dataset.transcripts import read_transcripts_csv, write_transcripts_csv
+    from mis_bench_dataset.release.transcripts import read_transcripts_csv, write_transcripts_csv
 
     path = write_transcripts_csv(tmp_path_factory.mktemp("tr") / "t.csv", transcripts)
     read, problems = read_transcripts_csv(path)
@@ -207,7 +207,7 @@ def test_transcripts_csv_round_trips_any_text(tmp_path_factory, transcripts):
 
 
 def test_unreadable_csv_files_are_named(tmp_path):
-    from mis_bench_dataset.transcripts import read_transcripts_csv
+    from mis_bench_dataset.release.transcripts import read_transcripts_csv
 
     latin = tmp_path / "labels.csv"
     latin.write_bytes("video_id,rater,dimension,score\nAB1234_T1_Luke,Ren\xe9,empathy,3\n".encode("latin-1"))
@@ -225,7 +225,7 @@ def test_unreadable_csv_files_are_named(tmp_path):
     "header", ["video_id,rater,dimension,score\n", "video_id,VF,H/PE,Per.,Emo.,WAU,Emp.,ABC,ARRR\n"]
 )
 def test_a_header_without_rows_is_refused_not_built_as_no_problems(tmp_path, header):
-    from mis_bench_dataset.labels import read_labels
+    from mis_bench_dataset.release.labels import read_labels
 
     path = tmp_path / "labels.csv"
     path.write_text(header)

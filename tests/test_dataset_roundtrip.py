@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mis_bench_dataset.build.schema import FEATURES_COLUMNS, SCORING_COLUMNS
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.labels import read_labels
-from mis_bench_dataset.release import MODALITIES
-from mis_bench_dataset.schema import FEATURES_COLUMNS, SCORING_COLUMNS
+from mis_bench_dataset.release.labels import read_labels
+from mis_bench_dataset.release.tree import MODALITIES
 
 
 def _load(path: Path, config: str, split: str):

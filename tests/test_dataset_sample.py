@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mis_bench_dataset.sample import DEFAULT_SAMPLE_VIDEOS, default_sample
+from mis_bench_dataset.synth.sample import DEFAULT_SAMPLE_VIDEOS, default_sample
 
 
 def test_default_sample_is_generated_once_then_reused(default_sample_cache, monkeypatch):
@@ -23,7 +23,7 @@ def test_default_sample_is_generated_once_then_reused(default_sample_cache, monk
 def test_default_sample_rebuilds_a_missing_build_without_regenerating(tmp_path, monkeypatch):
     import shutil
 
-    import mis_bench_dataset.sample as sample_module
+    import mis_bench_dataset.synth.sample as sample_module
 
     monkeypatch.setattr(sample_module, "DEFAULT_SAMPLE_VIDEOS", 6)  # the logic, not the size, is under test
     sample = default_sample(tmp_path)
@@ -37,7 +37,7 @@ def test_default_sample_rebuilds_a_missing_build_without_regenerating(tmp_path, 
 def test_push_to_hub_uploads_the_folder_as_a_dataset_repo(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from mis_bench_dataset.hub import push_to_hub
+    from mis_bench_dataset.build.publish import push_to_hub
 
     calls = []
 

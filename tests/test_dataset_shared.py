@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mis_bench_dataset import build_dataset
-from mis_bench_dataset.release import MODALITIES
+from mis_bench_dataset.release.tree import MODALITIES
 
 SPLITS = ("train", "validation", "test")
 

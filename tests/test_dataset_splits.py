@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset import build_dataset
 from mis_bench_dataset.splits import SPLITS, assign_splits, split_counts
-from mis_bench_dataset.synth import synthetic_video_ids
+from mis_bench_dataset.synth.generator import synthetic_video_ids
 from mis_bench_dataset.video_ids import STIMULI, parse_video_id
 
 video_ids = st.lists(

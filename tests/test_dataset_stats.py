@@ -19,10 +19,7 @@ from hypothesis import strategies as st
 from scipy import stats as sp_stats
 
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.labels import read_labels, write_gold_wide
-from mis_bench_dataset.stats import (
+from mis_bench_dataset.build.stats import (
     HISTOGRAM_BINS,
     GoldTable,
     compute_stats,
@@ -31,6 +28,9 @@ from mis_bench_dataset.stats import (
     summarize,
     write_stats,
 )
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
+from mis_bench_dataset.release.labels import read_labels, write_gold_wide
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 # (video index, dimension) pairs whose ratings are all removed: those videos lack that gold score.
 UNRATED = ((0, "empathy"), (3, "verbal_fluency"), (3, "arrr"), (7, "wau"))

@@ -24,7 +24,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.errors import EXIT_DATA, EXIT_REQUESTS, EXIT_USAGE
+from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_REQUESTS, EXIT_USAGE
 
 from _fault_helpers import fake_full_disk, fill_disk, snapshot
 from _harness_helpers import ChatServer, TricklingServer, chat_completion, prompt_text
@@ -100,7 +100,7 @@ def test_case_1_a_file_that_is_not_a_cache_is_refused_unchanged(dataset, tmp_pat
 
 
 def test_case_1_a_cache_inside_the_dataset_is_refused_and_the_build_still_reads(dataset, tmp_path, capsys) -> None:
-    from mis_bench_dataset.loading import load_rows
+    from mis_bench_dataset import BuiltDataset
 
     shard = next((dataset / "scoring").glob("test-*.parquet"))
     before = snapshot(dataset)
@@ -111,7 +111,7 @@ def test_case_1_a_cache_inside_the_dataset_is_refused_and_the_build_still_reads(
     assert code == EXIT_USAGE
     assert len(lines) == 1 and "--cache" in lines[0] and "inside the dataset" in lines[0]
     assert snapshot(dataset) == before
-    assert load_rows(dataset, "scoring", "test")
+    assert BuiltDataset.of(dataset).rows("test")
 
 
 # ----------------------------------------------------------------------------- case 2: outputs under a full disk
@@ -450,7 +450,7 @@ def _transcript(path: Path) -> str:
 
 
 def test_case_8_the_exact_file_name_wins_and_the_stray_one_is_reported(tmp_path) -> None:
-    from mis_bench_dataset.loading import load_rows
+    from mis_bench_dataset import BuiltDataset
 
     release = generate_synthetic_release(tmp_path / "release", n_videos=10, seed=2).release_dir
     exact = sorted((release / "text" / "words").glob("*.npz"))[0]
@@ -458,7 +458,7 @@ def test_case_8_the_exact_file_name_wins_and_the_stray_one_is_reported(tmp_path)
     stray = exact.with_name(f"{video_id} .npz")  # a trailing space sorts before "."
     np.savez(stray, text=np.array("a stray transcript that must not be used"))
     report = build_dataset(release, tmp_path / "built", progress=False)
-    rows = [r for split in ("train", "validation", "test") for r in load_rows(tmp_path / "built", "scoring", split)]
+    rows = [r for split in ("train", "validation", "test") for r in BuiltDataset.of(tmp_path / "built").rows(split)]
     assert {r["transcript"] for r in rows if r["video_id"] == video_id} == {_transcript(exact)}
     named = [p for p in report.problems if p.path and p.path.endswith(".npz") and p.video_id == video_id]
     assert [p.path for p in named] == [f"text/words/{video_id} .npz"]
@@ -499,7 +499,7 @@ def test_case_8_class_hostile_names_never_forge_a_line_of_the_leaderboard_listin
 
 
 def test_case_9_a_submission_on_another_dataset_is_not_ranked(synthetic_build, tmp_path, capsys) -> None:
-    from mis_bench_dataset.loading import dataset_fingerprint
+    from mis_bench_dataset import BuiltDataset
     from mis_icc_metric.predictions_io import read_references
 
     from _leaderboard_helpers import make_results, noisy_predictions
@@ -508,7 +508,7 @@ def test_case_9_a_submission_on_another_dataset_is_not_ranked(synthetic_build, t
     subs = tmp_path / "subs"
     subs.mkdir()
     for name, noise, fingerprint in (
-        ("same.json", 0.6, dataset_fingerprint(synthetic_build, "test")),
+        ("same.json", 0.6, BuiltDataset.of(synthetic_build).fingerprint("test")),
         ("other.json", 0.1, "sha256:" + "0" * 64),
     ):
         results = make_results(noisy_predictions(references, noise, seed=1), model=name)

@@ -531,7 +531,7 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
     for line, message in shapes:
         outcome = parse_output_line(line, "w")[1]
         assert not outcome.ok and outcome.text is None and outcome.error == message
-    from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.rules.errors import DataError
 
     with pytest.raises(DataError, match="no custom_id"):
         parse_output_line({"response": None}, "out.jsonl, line 7")
@@ -616,7 +616,7 @@ def test_results_schema_reads_1_0_and_1_1_with_usage() -> None:
 
 def test_one_request_over_the_size_limit_is_a_usage_error() -> None:
     from eval_scripts.harness.batch import split_lines
-    from mis_bench_dataset.errors import UsageError
+    from mis_bench_dataset.rules.errors import UsageError
 
     assert split_lines([b"aa\n", b"b\n", b"cccc\n"], 2, 5) == [[b"aa\n", b"b\n"], [b"cccc\n"]]  # 3 + 2 bytes fit
     assert split_lines([b"a\n", b"b\n", b"c\n"], 2, 100) == [[b"a\n", b"b\n"], [b"c\n"]]

@@ -201,11 +201,11 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
 def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> None:
     import re
 
-    from mis_bench_dataset.errors import UsageError
-    from mis_bench_dataset.loading import load_rows
+    from mis_bench_dataset import BuiltDataset
+    from mis_bench_dataset.rules.errors import UsageError
 
-    train_transcripts = {r["transcript"].strip() for r in load_rows(synthetic_build, "scoring", "train")}
-    test_rows = load_rows(synthetic_build, "scoring", "test")
+    train_transcripts = {r["transcript"].strip() for r in BuiltDataset.of(synthetic_build).rows("train")}
+    test_rows = BuiltDataset.of(synthetic_build).rows("test")
     with ChatServer() as server:
         config = _config(tmp_path, server, prompt_style="cot", dataset=synthetic_build, few_shot_k=2, limit=1)
         result = run_setting(config)

@@ -18,15 +18,15 @@ from eval_scripts.prompts import (
     template_hash,
     template_path,
 )
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
-from mis_bench_dataset.feature_descriptors import (
+from mis_bench_dataset.built.feature_descriptors import (
     MIN_PAUSE_SECONDS,
     audio_descriptors,
     describe_audio,
     describe_video,
     video_descriptors,
 )
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
 
 from _harness_helpers import scoring_rows
 

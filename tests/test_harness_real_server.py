@@ -15,7 +15,7 @@ import pytest
 
 from eval_scripts.cache import iter_records
 from eval_scripts.cli import main
-from mis_bench_dataset.errors import EXIT_USAGE, install_hint
+from mis_bench_dataset.rules.errors import EXIT_USAGE, install_hint
 
 from _harness_helpers import make_fixed_answer_model
 from _server_helpers import TransformersServer, serving_missing

@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.release import MODALITY_BY_NAME, npz_headers
-from mis_bench_dataset.text_safety import clean_terminal, escape_csv, escape_html, escape_markdown
+from mis_bench_dataset.release.tree import MODALITY_BY_NAME, npz_headers
+from mis_bench_dataset.rules.text_safety import clean_terminal, escape_csv, escape_html, escape_markdown
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions
 
@@ -49,7 +49,7 @@ def test_the_header_is_read_without_the_data(tmp_path):
 
 
 def test_an_array_beyond_two_hours_is_reported_and_never_decompressed(release, tmp_path, monkeypatch):
-    import mis_bench_dataset.release as release_module
+    import mis_bench_dataset.release.tree as release_module
 
     root = tmp_path / "release"
     shutil.copytree(release.release_dir, root)

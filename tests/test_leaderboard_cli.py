@@ -59,11 +59,17 @@ def test_leaderboard_command_writes_csv_json_html(tmp_path, labelled, capsys):
     dataset, references = labelled
     subs = tmp_path / "subs"
     subs.mkdir()
-    from mis_bench_dataset.loading import dataset_fingerprint
+    from mis_bench_dataset import BuiltDataset
 
     # The references are a build: only a submission made on it is ranked (its fingerprint).
     _results_file(
-        subs, "good.json", references, 0.2, 3, model="org/good", fingerprint=dataset_fingerprint(dataset, "test")
+        subs,
+        "good.json",
+        references,
+        0.2,
+        3,
+        model="org/good",
+        fingerprint=BuiltDataset.of(dataset).fingerprint("test"),
     )
     _results_file(subs, "bad.json", references, 0.2, 3, model="org/bad", split="validation")
     (subs / "broken.json").write_bytes(b"\xff\xfe not json")
@@ -125,8 +131,8 @@ def test_report_command_needs_scores_or_references(tmp_path, labelled, capsys):
 
 
 def test_report_of_already_scored_results_without_references(tmp_path, labelled):
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import score_predictions
-    from mis_icc_metric.scoring import json_safe
 
     _, references = labelled
     predictions = noisy_predictions(references, 0.3, seed=6)

@@ -15,7 +15,7 @@ from eval_scripts.cli import main as cli_main
 from eval_scripts.main_job import DEFAULT_OUT, _out_dir, run_default
 from eval_scripts.submission import find_problems, load_submission
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
-from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.rules.errors import DataError
 from mis_icc_metric.predictions_io import read_predictions, read_references
 
 from _metric_helpers import pingouin_icc3_1

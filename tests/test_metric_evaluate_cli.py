@@ -12,8 +12,9 @@ import pytest
 import yaml
 
 import mis_icc_metric
+from mis_bench_dataset.rules.jsonio import json_safe
 from mis_icc_metric.predictions_io import write_predictions
-from mis_icc_metric.scoring import json_safe, score_predictions
+from mis_icc_metric.scoring import score_predictions
 
 from _metric_helpers import make_scores, write_scoring_dataset
 

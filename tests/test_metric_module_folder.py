@@ -111,7 +111,7 @@ def test_requirements_bring_every_import_of_the_script():
     library_imports = {
         name for kind, name, *_ in evaluate.loading.get_imports(str(METRIC_DIR / "mis_icc.py")) if kind == "library"
     }
-    assert library_imports == {"datasets", "evaluate", "mis_icc_metric"}
+    assert library_imports == {"datasets", "evaluate", "mis_bench_dataset", "mis_icc_metric"}
     assert library_imports - own_packages <= install_requires  # a plain `pip install mis-bench` brings them
 
 

@@ -13,8 +13,8 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.errors import UsageError
-from mis_bench_dataset.labels import read_labels, write_ratings_long
+from mis_bench_dataset.release.labels import read_labels, write_ratings_long
+from mis_bench_dataset.rules.errors import UsageError
 from mis_icc_metric.raters import certification, model_as_rater
 from tests._independent import anova_forms, anova_icc
 
@@ -134,7 +134,7 @@ def test_different_rater_names_on_the_panel_are_a_note_not_a_wrong_number(tmp_pa
 
 def test_wide_labels_are_refused(tmp_path, labelled):
     _, labels, references, predictions, _ = labelled
-    from mis_bench_dataset.labels import write_gold_wide
+    from mis_bench_dataset.release.labels import write_gold_wide
 
     wide = read_labels(write_gold_wide(tmp_path / "gold.csv", labels.gold))
     with pytest.raises(UsageError, match="per-rater labels"):
@@ -150,8 +150,8 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
     path, labels, references, predictions, _ = labelled
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.predictions_io import write_predictions
-    from mis_icc_metric.scoring import json_safe
 
     pred_file = tmp_path / "pred.csv"
     write_predictions(
@@ -187,7 +187,7 @@ def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
 
 def test_score_raters_cli_refuses_wide_labels(tmp_path, labelled):
     path, labels, _, predictions, _ = labelled
-    from mis_bench_dataset.labels import write_gold_wide
+    from mis_bench_dataset.release.labels import write_gold_wide
     from mis_icc_metric.predictions_io import write_predictions
 
     pred_file = tmp_path / "pred.csv"

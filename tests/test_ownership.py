@@ -15,8 +15,8 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.outputs import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.ownership import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -113,20 +113,19 @@ def test_rebuild_of_its_own_folder_replaces_it(work):
     assert second.split_counts == first.split_counts and (out / MANIFEST_NAME).is_file()
 
 
-def test_a_build_folder_from_before_manifests_is_still_replaceable(work):
+def test_a_build_folder_without_its_manifest_is_never_replaced(work):
+    """No release wrote builds without a manifest: a folder without one is the user's, whatever its file names."""
     out = work / "build"
     build_dataset(work / "release", out, progress=False)
     (out / MANIFEST_NAME).unlink()
-    build_dataset(work / "release", out, seed=2, progress=False)  # only the build's own file names: replaced
-    (out / MANIFEST_NAME).unlink()
-    (out / "thesis.tex").write_text("do not delete")
-    with pytest.raises(DataError, match="thesis.tex"):
-        build_dataset(work / "release", out, progress=False)
-    assert (out / "thesis.tex").read_text() == "do not delete"
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with pytest.raises(DataError, match="README.md"):
+        build_dataset(work / "release", out, seed=2, progress=False)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_a_file_added_during_the_build_is_not_deleted(work, monkeypatch):
-    import mis_bench_dataset.card as card_module
+    import mis_bench_dataset.build.card as card_module
 
     out = work / "build"
     build_dataset(work / "release", out, progress=False)

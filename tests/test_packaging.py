@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mis_bench_dataset.errors import EXTRA_MODULES
+from mis_bench_dataset.rules.errors import EXTRA_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = Path(__file__).resolve().parent
@@ -152,8 +152,9 @@ print(json.dumps({"hidden_ok": hidden_ok, "codes": codes, "loaded": loaded, "pre
     board = json.loads((job / "leaderboard" / "leaderboard.json").read_text())
     assert len(board["entries"]) == 4 and len(board["floors"]) == 1  # the mean floor is not ranked
     # The same numbers as with every package present.
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
-    from mis_icc_metric.scoring import json_safe, score_predictions
+    from mis_icc_metric.scoring import score_predictions
 
     predictions = predictions_to_mapping(read_predictions(report["predictions"]))
     expected = json_safe(score_predictions(predictions, read_references(tmp_path / "build"), n_bootstrap=0))
@@ -167,7 +168,7 @@ def test_commands_that_need_the_train_extra_name_it(tmp_path, synthetic_build):
 import json
 import runpy
 
-from mis_bench_dataset.errors import MissingExtraError
+from mis_bench_dataset.rules.errors import MissingExtraError
 
 messages = {}
 from eval_scripts.backends import get_backend
@@ -219,7 +220,7 @@ print(json.dumps(messages))
 
 
 HINT_PROBE = """
-from mis_bench_dataset.errors import MissingExtraError
+from mis_bench_dataset.rules.errors import MissingExtraError
 try:
     import raft_trainer  # noqa: F401
 except MissingExtraError as err:
@@ -261,7 +262,7 @@ def test_the_install_hint_from_a_wheel_names_the_extra(tmp_path):
 
 
 def test_the_torch_pin_of_the_hints_is_the_one_ci_and_the_readme_install():
-    from mis_bench_dataset.errors import TORCH_PIN
+    from mis_bench_dataset.rules.errors import TORCH_PIN
 
     assert TORCH_PIN == "torch==2.13.0"
     for document in (REPO_ROOT / ".ci" / "run", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "installation.md"):

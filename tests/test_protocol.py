@@ -223,7 +223,7 @@ def test_frame_archives_are_sampled_by_the_rule(tmp_path):
 def test_without_a_video_decoder_raw_video_is_refused_with_what_to_install(tmp_path):
     import importlib
 
-    from mis_bench_dataset.inputs import UnsupportedSetting
+    from mis_bench_dataset.setting_inputs import UnsupportedSetting
     from raft_trainer.video import DECODERS, load_sampled_video
 
     for _, module in DECODERS:
@@ -258,11 +258,11 @@ def paper_layout_rows(scoring_rows: list[dict]) -> list[dict]:
 def test_hub_layout_rows_become_scoring_rows(synthetic_build, tmp_path):
     from datasets import Dataset, load_dataset
 
-    from mis_bench_dataset.errors import DataError
-    from mis_bench_dataset.loading import load_rows
-    from mis_bench_dataset.paper_layout import scoring_rows_from_paper_layout
+    from mis_bench_dataset import BuiltDataset
+    from mis_bench_dataset.release.hub_layout import scoring_rows_from_paper_layout
+    from mis_bench_dataset.rules.errors import DataError
 
-    original = load_rows(synthetic_build, "scoring", "test")
+    original = BuiltDataset.of(synthetic_build).rows("test")
     parquet = tmp_path / "test.parquet"
     Dataset.from_list(paper_layout_rows(original)).to_parquet(parquet)
     local = load_dataset("parquet", data_files={"test": str(parquet)}, split="test", cache_dir=str(tmp_path / "c"))
@@ -279,8 +279,8 @@ def test_hub_layout_rows_become_scoring_rows(synthetic_build, tmp_path):
 
 
 def test_loading_the_hub_dataset_offline_is_one_clear_error(monkeypatch):
-    from mis_bench_dataset.errors import DataError
-    from mis_bench_dataset.paper_layout import FULL_DATASET_ID, load_full_dataset
+    from mis_bench_dataset.release.hub_layout import FULL_DATASET_ID, load_full_dataset
+    from mis_bench_dataset.rules.errors import DataError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

@@ -11,8 +11,8 @@ from datasets import Dataset
 from test_protocol import check_paper_user_text
 
 from eval_scripts.cli import main
+from mis_bench_dataset import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_bench_dataset.loading import load_rows
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256
 
 from _harness_helpers import ChatServer, scoring_rows
@@ -59,7 +59,7 @@ def _dimension_of(system: str) -> str:
 
 @pytest.mark.parametrize("modality", ["text", "video+text"])
 def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, capsys, modality):
-    rows = {(r["video_id"], r["dimension"]): r for r in load_rows(synthetic_build, "scoring", "test")}
+    rows = {(r["video_id"], r["dimension"]): r for r in BuiltDataset.of(synthetic_build).rows("test")}
     with ChatServer() as server:
         assert _run(server, synthetic_build, tmp_path / "out", "--modality", modality) == 0
     summary = json.loads(capsys.readouterr().out)

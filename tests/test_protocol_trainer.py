@@ -195,7 +195,7 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
     recipe's LoRA adapter is at its initialisation, B = 0, so it changes nothing)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from mis_bench_dataset.loading import load_rows
+    from mis_bench_dataset import BuiltDataset
     from mis_icc_metric.predictions_io import read_predictions
     from raft_trainer.predict import predict_scores
     from raft_trainer.train import main
@@ -228,7 +228,7 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
         "trained": False,
     }
     assert not (out / "adapter_model.safetensors").exists() and not (out / "trainer_state.json").exists()
-    rows = load_rows(synthetic_build, "scoring", "test")
+    rows = BuiltDataset.of(synthetic_build).rows("test")
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     reference = predict_scores(
         model, AutoTokenizer.from_pretrained(tiny_model_dir), rows, prompt_style="paper", show_progress=False

@@ -140,7 +140,7 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
 
 
 def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_path):
-    from mis_bench_dataset.inputs import UnsupportedSetting
+    from mis_bench_dataset.setting_inputs import UnsupportedSetting
 
     with pytest.raises(UnsupportedSetting, match="cannot take video"):
         RAFTTrainer(
@@ -156,7 +156,7 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 
 
 def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tokenizer, tmp_path):
-    from mis_bench_dataset.inputs import UnsupportedSetting
+    from mis_bench_dataset.setting_inputs import UnsupportedSetting
     from raft_trainer.digits import DigitTokens
     from raft_trainer.raw_media import RawMediaEncoder
 

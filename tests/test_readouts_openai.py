@@ -13,7 +13,7 @@ import pytest
 from eval_scripts.cache import iter_records
 from eval_scripts.cli import main
 from eval_scripts.expected_score import TOP_LOGPROBS, TokenChoice, digit_expectation, expected_from_tokens
-from mis_bench_dataset.errors import EXIT_USAGE
+from mis_bench_dataset.rules.errors import EXIT_USAGE
 
 from _batch_helpers import read_batch_input
 from _harness_helpers import ChatServer, prompt_text

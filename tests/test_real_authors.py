@@ -62,7 +62,7 @@ def _asked(path: Path) -> dict[tuple[str, str], float]:
 
 def test_table6_is_exact_from_the_build_and_from_reproduce(real_text_build, authors_dir, tmp_path):
     from eval_scripts.reproduce import reproduce_table6
-    from mis_bench_dataset.stats import compute_stats
+    from mis_bench_dataset.build.stats import compute_stats
 
     stats = compute_stats(real_text_build)
     for key, paper in GOLD_STATS.items():
@@ -76,8 +76,8 @@ def test_table6_is_exact_from_the_build_and_from_reproduce(real_text_build, auth
 
 
 def test_the_build_reads_coding_csv_as_published(real_text_build, coding, authors_dir):
-    from mis_bench_dataset.build import read_build_report
-    from mis_bench_dataset.stats import read_gold
+    from mis_bench_dataset.build.stats import read_gold
+    from mis_bench_dataset.built.format import read_build_report
 
     report = read_build_report(real_text_build)
     assert report["problems"] == [] and report["n_labeled_videos"] == 996
@@ -130,8 +130,7 @@ def test_table4_icc_equals_pingouin_on_the_asked_pairs(authors_dir, coding):
 
 
 def test_paper_rows_regenerates_the_797_test_pairs(authors_dir, real_transcripts_csv, tmp_path):
-    from mis_bench_dataset import build_dataset
-    from mis_bench_dataset.loading import load_rows
+    from mis_bench_dataset import BuiltDataset, build_dataset
 
     report = build_dataset(
         None,
@@ -142,8 +141,8 @@ def test_paper_rows_regenerates_the_797_test_pairs(authors_dir, real_transcripts
         progress=False,
     )
     assert report.seed == 42 and report.split_rows == {"train": 6374, "validation": 797, "test": 797}
-    test = {(r["video_id"], r["dimension"]) for r in load_rows(tmp_path / "paper-rows", "scoring", "test")}
-    train = {(r["video_id"], r["dimension"]) for r in load_rows(tmp_path / "paper-rows", "scoring", "train")}
+    test = {(r["video_id"], r["dimension"]) for r in BuiltDataset.of(tmp_path / "paper-rows").rows("test")}
+    train = {(r["video_id"], r["dimension"]) for r in BuiltDataset.of(tmp_path / "paper-rows").rows("train")}
     assert set(_asked(authors_dir / "raw_inference.csv")) == test
     assert set(_asked(authors_dir / "finetune_raft.csv")) == test
     assert set(_asked(authors_dir / "finetune.csv")) < test  # one asked pair's answer is empty

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from eval_scripts.cli import main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.labels import read_labels
+from mis_bench_dataset.release.labels import read_labels
 from mis_bench_dataset.video_ids import misspelling_note, parse_video_id
 
 VIDEOS = ("AB0101_T1_Luke", "AB0101_T2_Sean", "CD0202_T3_Jessica", "CD0202_T1_John")
@@ -162,8 +162,8 @@ def synthetic_release(tmp_path_factory):
 
 
 def test_paper_rows_partitions_the_rows_and_warns(synthetic_release, tmp_path):
-    from mis_bench_dataset.loading import load_rows
-    from mis_bench_dataset.stats import compute_stats, read_gold
+    from mis_bench_dataset import BuiltDataset
+    from mis_bench_dataset.build.stats import compute_stats, read_gold
 
     out = tmp_path / "paper-rows"
     report = build_dataset(
@@ -174,10 +174,10 @@ def test_paper_rows_partitions_the_rows_and_warns(synthetic_release, tmp_path):
     assert report.split_rows["test"] == report.split_rows["validation"] == (n - int(n * 0.8)) // 2  # 0.2 then 0.5
     where: dict = {}
     for split in ("train", "validation", "test"):
-        for row in load_rows(out, "scoring", split):
+        for row in BuiltDataset.of(out).rows(split):
             assert (row["video_id"], row["dimension"]) not in where
             where[(row["video_id"], row["dimension"])] = split
-        for row in load_rows(out, "features", split):  # each copy carries the gold of that split's rows only
+        for row in BuiltDataset.of(out).rows(split, "features"):  # each copy carries the gold of that split's rows only
             for key in DIMENSION_KEYS:
                 if row[key] is not None:
                     assert where.get((row["video_id"], key)) == split
@@ -199,15 +199,15 @@ def test_paper_rows_is_selected_by_name_on_the_command_line(synthetic_release, t
 @pytest.fixture(scope="module")
 def text_only_build(synthetic_release, tmp_path_factory):
     """The synthetic videos' transcripts and ratings as a text-only build (no audio or video features)."""
-    from mis_bench_dataset.loading import load_rows
-    from mis_bench_dataset.transcripts import write_transcripts_csv
+    from mis_bench_dataset import BuiltDataset
+    from mis_bench_dataset.release.transcripts import write_transcripts_csv
 
     work = tmp_path_factory.mktemp("text_only")
     full = build_dataset(synthetic_release.release_dir, work / "full", progress=False)
     transcripts = {
         row["video_id"]: row["transcript"]
         for split in ("train", "validation", "test")
-        for row in load_rows(full.out_dir, "features", split)
+        for row in BuiltDataset.of(full.out_dir).rows(split, "features")
     }
     csv_path = write_transcripts_csv(work / "transcripts.csv", transcripts)
     build_dataset(None, work / "text", labels=synthetic_release.ratings_csv, transcripts=csv_path, progress=False)

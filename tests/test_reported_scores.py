@@ -27,10 +27,11 @@ from hypothesis import strategies as st
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
+from mis_bench_dataset.rules.jsonio import json_safe
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.paired import paired_comparison
 from mis_icc_metric.predictions_io import write_predictions
-from mis_icc_metric.scoring import json_safe, score_predictions
+from mis_icc_metric.scoring import score_predictions
 
 from _metric_helpers import make_scores, write_scoring_dataset
 

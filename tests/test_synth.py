@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-import mis_bench_dataset.synth as synth
+import mis_bench_dataset.synth.generator as synth
 from mis_bench_dataset import generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING
-from mis_bench_dataset.labels import aggregate, icc3_1_with_ci
-from mis_bench_dataset.release import MODALITIES, scan_release
+from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci
+from mis_bench_dataset.release.tree import MODALITIES, scan_release
 from mis_bench_dataset.video_ids import STIMULI, parse_video_id
 
 from _metric_helpers import pingouin_icc3_1
@@ -221,7 +221,7 @@ def test_full_size_mean_duration_is_the_papers():
 def test_refuses_nonempty_output(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")
-    from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.rules.errors import DataError
 
     with pytest.raises(DataError, match="not empty"):
         generate_synthetic_release(tmp_path / "x", n_videos=2)

@@ -61,7 +61,7 @@ from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.cache import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
 from eval_scripts.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from eval_scripts.expected_score import ExpectedScore
 from eval_scripts.parse import parse_details
 from eval_scripts.prompts import Prompt
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
-from mis_bench_dataset.errors import UsageError, require
 from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.rules.errors import UsageError, require
 
 logger = logging.getLogger(__name__)
 

@@ -20,25 +20,26 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from eval_scripts.baselines.models import make_baseline
+from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
 
-def all_feature_rows(dataset_dir: str | Path) -> list[dict]:
+def all_feature_rows(dataset: str | Path | BuiltDataset) -> list[dict]:
     """`features` rows of every split the build wrote; refuses a build that puts a video in two splits."""
     from eval_scripts.baselines.run import load_feature_rows
-    from mis_bench_dataset.built import built_splits
 
-    rows = [row for split in built_splits(dataset_dir) for row in load_feature_rows(dataset_dir, split)]
+    dataset = BuiltDataset.of(dataset)
+    rows = [row for split in dataset.splits("features") for row in load_feature_rows(dataset, split)]
     videos = [str(row["video_id"]) for row in rows]
     if len(set(videos)) != len(videos):
         raise DataError(
             "a video appears in several splits (a paper-rows build): cross-validation needs one row per video",
-            where=str(dataset_dir),
+            where=str(dataset.path),
             hint="cross-validate on a build split by video or clinician",
         )
     return rows
@@ -78,7 +79,7 @@ def out_of_fold_predictions(
 
 
 def cross_validate(
-    dataset_dir: str | Path,
+    dataset: str | Path | BuiltDataset,
     jobs: Sequence[tuple[str, str]],
     *,
     n_folds: int = 5,
@@ -88,13 +89,15 @@ def cross_validate(
 ) -> dict[str, Any]:
     """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions, and
     across seeds the mean (min, max) of each dimension's ICC and of the mean ICC."""
-    from mis_bench_dataset.loading import gold_references
-    from mis_icc_metric.scoring import json_safe, score_predictions
+    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric.scoring import score_predictions
 
-    rows = all_feature_rows(dataset_dir)
+    dataset = BuiltDataset.of(dataset)
+    rows = all_feature_rows(dataset)
     references = gold_references(rows)
     if not references:
-        raise DataError("the build has no gold scores", where=str(dataset_dir), hint="build it with --labels")
+        raise DataError("the build has no gold scores", where=str(dataset.path), hint="build it with --labels")
     cache: dict = {}
     results: dict[str, Any] = {}
     for baseline, modality in tqdm(list(jobs), desc="cross-validating", unit="setting", disable=not progress or None):

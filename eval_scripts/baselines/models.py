@@ -124,9 +124,12 @@ class FeatureRidgeBaseline:
         fitted once on all train rows, as in the folds, and each dimension's ridge on the
         rows labelled for it.
         """
+        import scipy.linalg  # noqa: F401 - loaded first: the limit covers only the BLAS libraries loaded by then
         from threadpoolctl import threadpool_limits
 
-        with threadpool_limits(limits=1, user_api="blas"):  # tiny matrices: BLAS threads only add overhead
+        # Tiny matrices: BLAS threads only add overhead, and one thread gives the same bits in every process
+        # (scipy's own OpenBLAS, loaded inside the limit, would otherwise run threaded).
+        with threadpool_limits(limits=1, user_api="blas"):
             return self._fit(rows)
 
     def _fit(self, rows: Sequence[Mapping[str, Any]]) -> FeatureRidgeBaseline:

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.baselines.models import make_baseline
-from eval_scripts.harness.context import dataset_record
-from eval_scripts.harness.outputs import write_run
+from eval_scripts.harness.run_writer import write_run
 from eval_scripts.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
-from eval_scripts.submission import slug
+from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.built.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.errors import UsageError
-from mis_bench_dataset.loading import gold_references
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder
+from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
+from mis_bench_dataset.rules.text_safety import slug
 
 logger = logging.getLogger(__name__)
 
@@ -34,16 +34,28 @@ class BaselineRun:
     seconds: float
 
 
-def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
+def load_feature_rows(dataset: str | Path | BuiltDataset, split: str) -> list[dict]:
     """`features`-config rows of one split, their arrays zero-copy views of a memory-mapped
-    Arrow file (`mis_bench_dataset.arrays.FeatureArrays`): nothing is copied per video."""
-    from mis_bench_dataset.arrays import FeatureArrays
+    Arrow file (`mis_bench_dataset.built.arrays.FeatureArrays`, opened once per split by the
+    handle): nothing is copied per video."""
+    return list(BuiltDataset.of(dataset).features(split).rows())
 
-    return list(FeatureArrays.open(dataset_dir, split).rows())
+
+def _system(baseline: str, model: Any, n_train: int) -> dict[str, Any]:
+    """The results' `system` block of a fitted baseline."""
+    from eval_scripts.results import package_versions
+
+    return {
+        "model": BASELINE_MODEL_IDS[baseline],
+        "backend": BASELINE_BACKEND,
+        "decoding": model.describe(),
+        "package_versions": package_versions(extra=("scikit-learn",)),
+        "description": f"CPU {baseline} baseline fitted on the train split ({n_train} videos)",
+    }
 
 
 def run_baseline(
-    dataset_dir: str | Path,
+    dataset: str | Path | BuiltDataset,
     out: str | Path | OutputFolder,
     *,
     baseline: str = "features",
@@ -62,17 +74,15 @@ def run_baseline(
     OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
     and one `summary_cache` (a dict) shared by those runs summarises each video once.
     """
-    from eval_scripts.results import package_versions
-
     if split == "train":
         raise UsageError(
             "baselines are fitted on the train split", where="--split", hint="evaluate them on validation or test"
         )
     started = time.monotonic()
-    dataset_dir = Path(dataset_dir)
+    dataset = BuiltDataset.of(dataset).require("features")
     folder = as_output_folder(out, "run")
-    train_rows = train_rows if train_rows is not None else load_feature_rows(dataset_dir, "train")
-    eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset_dir, split)
+    train_rows = train_rows if train_rows is not None else load_feature_rows(dataset, "train")
+    eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset, split)
     model = make_baseline(baseline, modality, summary_cache).fit(train_rows)
     predicted = model.predict(eval_rows)
     records = [
@@ -84,15 +94,9 @@ def run_baseline(
     written = write_run(
         folder,
         run_dir,
-        system={
-            "model": BASELINE_MODEL_IDS[baseline],
-            "backend": BASELINE_BACKEND,
-            "decoding": model.describe(),
-            "package_versions": package_versions(extra=("scikit-learn",)),
-            "description": f"CPU {baseline} baseline fitted on the train split ({len(train_rows)} videos)",
-        },
+        system=_system(baseline, model, len(train_rows)),
         setting={"modality": modality, "prompt_style": "none", "few_shot_k": 0, "input_source": "features"},
-        dataset=dataset_record(dataset_dir, split, ("scoring", "features")),
+        dataset=dataset.record(split, ("scoring", "features")),
         predictions=records,
         references=gold_references(eval_rows),
         parse_rates={key: 1.0 for key in DIMENSION_KEYS},

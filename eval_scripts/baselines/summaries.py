@@ -3,7 +3,7 @@
 Groups match the benchmark's modality settings: `text` (transcript length, speech
 rate, lexical markers), `audio` (log-Mel/MFCC statistics, pauses, prosody, wav2vec
 mean/std when present) and `video` (OpenFace action units, gaze, landmark motion).
-Column layouts follow `mis_bench_dataset.release` (OpenFace 3: 8 AUs, 98 landmarks
+Column layouts follow `mis_bench_dataset.release.tree` (OpenFace 3: 8 AUs, 98 landmarks
 x/y, gaze yaw/pitch, 2 confidence columns; librosa: 80 log-Mel + 13 MFCC).
 A modality a video lacks gives zeros plus a `has_*` indicator set to 0, so the
 regressor sees "absent" instead of a fake measurement.
@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.feature_descriptors import frame_energy, silent_frames
-from mis_bench_dataset.release import (
+from mis_bench_dataset.built.feature_descriptors import frame_energy, silent_frames
+from mis_bench_dataset.release.tree import (
     MODALITY_BY_NAME,
     OPENFACE_AUS,
     OPENFACE_CONFIDENCE,

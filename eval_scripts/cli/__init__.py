@@ -4,7 +4,7 @@ Each subcommand module exposes `register(subparsers)`, which adds its parser and
 `func` (parsed arguments -> exit code). Subcommand modules keep their top-level imports
 light so `mis-bench --help` stays fast; the work happens in the library layers below.
 
-Failures follow one convention (`mis_bench_dataset.errors`): an expected failure prints one
+Failures follow one convention (`mis_bench_dataset.rules.errors`): an expected failure prints one
 line on stderr, `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO`, and exits 2 (usage), 1 (data)
 or 3 (failed model requests); Ctrl-C exits 130 and SIGTERM 143, saying what was kept (both
 unwind the command, so its temporary files and staging folders are removed). A traceback
@@ -23,7 +23,7 @@ import threading
 from collections.abc import Sequence
 
 from eval_scripts.cli import build, cache, leaderboard, parse, report, reproduce, run, score, stats, synth
-from mis_bench_dataset.errors import (
+from mis_bench_dataset.rules.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -31,7 +31,7 @@ from mis_bench_dataset.errors import (
     MisBenchError,
     Terminated,
 )
-from mis_bench_dataset.text_safety import clean_line, clean_terminal
+from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
 SUBCOMMANDS = (synth, build, stats, score, run, parse, cache, report, leaderboard, reproduce)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.text_safety import clean_line, clean_terminal
+from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 
 def _number(kind: type, text: str) -> float | int:
@@ -132,7 +132,7 @@ def file_path(text: str) -> str:
 
 def strict_json(payload: Any) -> str:
     """JSON with undefined numbers as null (strict JSON has no NaN / Infinity)."""
-    from mis_icc_metric.scoring import json_safe
+    from mis_bench_dataset.rules.jsonio import json_safe
 
     return json.dumps(json_safe(payload), indent=1, ensure_ascii=False, allow_nan=False)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import existing, non_negative_int, positive_float, print_json, say
-from mis_bench_dataset.loading import DEFAULT_BUILD_DIR
-from mis_bench_dataset.release import MAX_RECORDING_SECONDS
+from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
+from mis_bench_dataset.release.tree import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
 
 
@@ -75,8 +75,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.build import build_dataset
-    from mis_bench_dataset.errors import UsageError
+    from mis_bench_dataset.build.builder import build_dataset
+    from mis_bench_dataset.rules.errors import UsageError
 
     if args.release_dir is None and args.transcripts is None:
         raise UsageError("nothing to build", hint="give RELEASE_DIR, --transcripts CSV, or both")
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         say(report.summary())
     if args.push_to_hub:
-        from mis_bench_dataset.hub import push_to_hub
+        from mis_bench_dataset.build.publish import push_to_hub
 
         url = push_to_hub(report.out_dir, args.push_to_hub, private=args.private)
         say(f"pushed to {url}")

@@ -36,7 +36,7 @@ def register(subparsers) -> None:
 
 def check_command(args: argparse.Namespace) -> int:
     from eval_scripts.harness.cache_tools import check_cache
-    from mis_bench_dataset.errors import EXIT_DATA
+    from mis_bench_dataset.rules.errors import EXIT_DATA
 
     reports = [check_cache(path) for path in args.caches]
     if args.json:

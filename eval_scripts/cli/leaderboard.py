@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say, shown
-from mis_bench_dataset.numbers import pct
+from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -66,10 +66,9 @@ def register(subparsers) -> None:
 
 
 def _split_video_ids(dataset: Path, split: str) -> list[str]:
-    from mis_bench_dataset.loading import load_build
+    from mis_bench_dataset.built.handle import BuiltDataset
 
-    with load_build(dataset, "scoring", split) as rows:
-        return sorted(set(rows["video_id"]))
+    return sorted({row["video_id"] for row in BuiltDataset.open(dataset, configs=("scoring",)).rows(split)})
 
 
 def submit_command(args: argparse.Namespace) -> int:
@@ -115,9 +114,9 @@ def submit_command(args: argparse.Namespace) -> int:
 def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
-    from mis_bench_dataset.errors import DataError
-    from mis_bench_dataset.loading import dataset_fingerprints
-    from mis_bench_dataset.outputs import OutputFolder, check_not_overlapping
+    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
     from mis_icc_metric.predictions_io import read_references
 
     # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
@@ -142,7 +141,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_bytes=int(args.max_mb * 1024 * 1024),
         # A labelled build has a fingerprint: submissions made on another build are not ranked.
-        fingerprints=dataset_fingerprints(args.references, args.split) if args.references.is_dir() else None,
+        fingerprints=BuiltDataset.open(args.references).fingerprints(args.split) if args.references.is_dir() else None,
     )
     files = write_leaderboard(board, folder, title=args.title)
     if args.json:

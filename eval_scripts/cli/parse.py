@@ -47,7 +47,7 @@ def parse_command(args: argparse.Namespace) -> int:
 
     out = None
     if args.out is not None:
-        from mis_bench_dataset.outputs import claim_file
+        from mis_bench_dataset.rules.ownership import claim_file
 
         out = claim_file(
             args.out,

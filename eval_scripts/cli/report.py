@@ -80,8 +80,8 @@ def register(subparsers) -> None:
 def report_command(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
     from eval_scripts.report.inputs import load_results, read_report_references, rescore, results_files
-    from mis_bench_dataset.errors import DataError
-    from mis_bench_dataset.outputs import OutputFolder
+    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.rules.ownership import OutputFolder
 
     files = results_files(args.results)
     sources = [str(f) for f in files]
@@ -90,8 +90,8 @@ def report_command(args: argparse.Namespace) -> int:
     results_list = load_results(files)
     raters = None
     if args.raters:
-        from mis_bench_dataset.errors import UsageError
-        from mis_bench_dataset.labels import read_labels
+        from mis_bench_dataset.release.labels import read_labels
+        from mis_bench_dataset.rules.errors import UsageError
 
         if not args.references:
             raise UsageError("--raters needs --references (the gold scores)", hint="pass --references LABELS_OR_BUILD")

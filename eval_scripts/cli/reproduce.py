@@ -52,7 +52,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eval_scripts.reproduce import format_table4, format_table6, reproduce_table4, reproduce_table6
-    from mis_bench_dataset.errors import DataError
+    from mis_bench_dataset.rules.errors import DataError
 
     if args.table == "table6":
         doc = reproduce_table6(args.folder, gold=args.gold)

@@ -26,8 +26,6 @@ from eval_scripts.cli.args import (
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
-from mis_bench_dataset.inputs import INPUT_SOURCES
-from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.protocol import (
     FIXED_VIDEO_SAMPLING,
     PAPER_VIDEO_FRAMES,
@@ -36,6 +34,8 @@ from mis_bench_dataset.protocol import (
     PAPER_VIDEO_MIN_PIXELS,
     VIDEO_SAMPLING_RULES,
 )
+from mis_bench_dataset.rules.numbers import pct
+from mis_bench_dataset.setting_inputs import INPUT_SOURCES
 from mis_bench_dataset.splits import SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
@@ -313,8 +313,8 @@ def _backend_options(args) -> dict:
 
 
 def _video_sampling(args):
-    from mis_bench_dataset.errors import UsageError
     from mis_bench_dataset.protocol import VideoSampling
+    from mis_bench_dataset.rules.errors import UsageError
 
     try:
         return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels, args.video_sampling)
@@ -408,7 +408,7 @@ def run_command(args: argparse.Namespace) -> int:
         from eval_scripts.main_job import run_default
 
         return int(run_default(args) or 0)
-    from mis_bench_dataset.errors import UsageError
+    from mis_bench_dataset.rules.errors import UsageError
 
     if not (args.model and args.backend):
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
@@ -416,11 +416,12 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError("--cv-folds cross-validates the default job's baselines", hint="drop --backend/--model")
     from eval_scripts.report.text_table import format_table
     from eval_scripts.runner import RunConfig, run_setting
+    from mis_bench_dataset.built.handle import BuiltDataset
 
     config = RunConfig(
         backend=args.backend,
         model=args.model,
-        dataset=args.dataset,
+        dataset=BuiltDataset.of(args.dataset),  # opened once: every setting of a grid shares it
         split=args.split,
         modality=args.modality,
         prompt_style=args.prompt_style,
@@ -522,7 +523,7 @@ def _configs(args, config) -> list:
 
 def _batch_command(args, config) -> int:
     """--dry-run, --export-batch, --import-batch: the same prompts and keys as a live run, no live calls."""
-    from mis_bench_dataset.errors import EXIT_REQUESTS, UsageError
+    from mis_bench_dataset.rules.errors import EXIT_REQUESTS, UsageError
 
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
@@ -637,7 +638,7 @@ def _say_export(export: dict) -> None:
 
 def _exit_code(results) -> int:
     """3 when any request of any setting failed (a grid follows the single-setting rule), else 0."""
-    from mis_bench_dataset.errors import EXIT_REQUESTS, UsageError
+    from mis_bench_dataset.rules.errors import EXIT_REQUESTS, UsageError
 
     if not results:
         raise UsageError("every setting of the grid was refused", hint="see the reasons above")

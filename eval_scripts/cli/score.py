@@ -11,7 +11,7 @@ from pathlib import Path
 from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say, shown
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
-from mis_bench_dataset.numbers import MISSING, ci_pct, num, pct, signed
+from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
@@ -233,7 +233,7 @@ def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
     """The --json path, checked before any work: never an input, never a file another writer made."""
     if args.json is None:
         return None
-    from mis_bench_dataset.outputs import claim_file
+    from mis_bench_dataset.rules.ownership import claim_file
 
     return claim_file(
         args.json,
@@ -248,7 +248,7 @@ def _write_json(path: Path | None, payload: dict) -> None:
     if path is None:
         return
     from eval_scripts.cli.args import strict_json
-    from mis_bench_dataset.atomic import write_atomic
+    from mis_bench_dataset.rules.atomic import write_atomic
 
     write_atomic(path, strict_json(payload) + "\n")
     say(f"wrote {shown(path)}")
@@ -279,7 +279,7 @@ def _data_errors(func):
     """A file the metric cannot use (missing, malformed, pairs without gold) is a data error, one line."""
 
     def wrapper(args: argparse.Namespace) -> int:
-        from mis_bench_dataset.errors import DataError, MisBenchError, UsageError
+        from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError
 
         try:
             return func(args)
@@ -303,7 +303,7 @@ def run_score(args: argparse.Namespace) -> int:
     references, (predictions,) = _load(args, args.predictions)
     raters = None
     if args.raters is not None:
-        from mis_bench_dataset.labels import read_labels
+        from mis_bench_dataset.release.labels import read_labels
 
         raters = read_labels(args.raters)  # a BuildError (a DataError) names the file
     common = None

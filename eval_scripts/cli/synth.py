@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say, shown
-from mis_bench_dataset.loading import DEFAULT_BUILD_DIR
+from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
 
 MAX_VIDEOS = 100_000
 
@@ -16,7 +16,7 @@ def register(subparsers) -> None:
         help="write a synthetic release (release layout + per-rater ratings.csv) with planted signal",
         description="Write a SYNTHETIC MIS-Bench release tree in the public release layout, plus "
         "OUT/ratings.csv with three raters' scores. The planted signal is documented in "
-        "mis_bench_dataset/synth.py. Build it with: mis-bench build OUT --labels OUT/ratings.csv",
+        "mis_bench_dataset/synth/generator.py. Build it with: mis-bench build OUT --labels OUT/ratings.csv",
     )
     parser.add_argument("out", help="new (or empty) folder to write the release into")
     parser.add_argument("--videos", type=bounded_int(1, MAX_VIDEOS), default=40, help="number of videos (default 40)")
@@ -28,7 +28,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.synth import generate_synthetic_release
+    from mis_bench_dataset.synth.generator import generate_synthetic_release
 
     release = generate_synthetic_release(
         args.out,

@@ -38,9 +38,9 @@ from eval_scripts.backends.openai_backend import (
 )
 from eval_scripts.expected_score import TokenChoice, expected_from_tokens
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.atomic import write_atomic
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.outputs import OutputFolder
+from mis_bench_dataset.rules.atomic import write_atomic
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.ownership import OutputFolder
 
 if TYPE_CHECKING:  # the CLI reads this module's limits for --help: keep it free of the dataset stack
     from eval_scripts.harness.context import RunContext

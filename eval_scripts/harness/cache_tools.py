@@ -28,8 +28,8 @@ from eval_scripts.cache import (
     prove_cache,
     scan_records,
 )
-from mis_bench_dataset.atomic import AtomicFiles
-from mis_bench_dataset.outputs import OutputFolder
+from mis_bench_dataset.rules.atomic import AtomicFiles
+from mis_bench_dataset.rules.ownership import OutputFolder
 
 MERGE_WRITER = "cache-merge"
 CONFLICTS_SUFFIX = ".conflicts.jsonl"

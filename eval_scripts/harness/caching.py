@@ -26,7 +26,7 @@ from eval_scripts.cache import (
     usage_problem,
 )
 from eval_scripts.prompts import Prompt
-from mis_bench_dataset.text_safety import unicode_text
+from mis_bench_dataset.rules.text_safety import unicode_text
 
 
 class CachingBackend(Backend):

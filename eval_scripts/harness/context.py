@@ -16,17 +16,13 @@ from eval_scripts.backends.base import Backend, DecodingConfig
 from eval_scripts.cache import cache_key
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.prompts import Prompt, check_setting, template_hash
-from eval_scripts.submission import slug
-from mis_bench_dataset.build import is_synthetic_build
+from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.built.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.loading import dataset_fingerprint, gold_references, load_rows
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.text_safety import slug
 
 CACHE_NAME = "responses.cache.jsonl"
-
-
-class HarnessError(DataError):
-    """A run cannot start: bad dataset rows, missing inputs (exit 1)."""
 
 
 @dataclass
@@ -35,7 +31,7 @@ class RunConfig:
 
     backend: str
     model: str
-    dataset: str | Path | None = None
+    dataset: str | Path | BuiltDataset | None = None  # a path is opened once, at the run's boundary
     split: str = "test"
     modality: str = "text"
     prompt_style: str = "direct"
@@ -120,13 +116,13 @@ def _check_rows(rows: list[dict], where: str) -> None:
     for i, row in enumerate(rows):
         missing = [c for c in needed if c not in row]
         if missing:
-            raise HarnessError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
+            raise DataError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
         if row["dimension"] not in DIMENSION_BY_KEY:
-            raise HarnessError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
+            raise DataError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
     pairs = Counter((row["video_id"], row["dimension"]) for row in rows)
     dupes = [pair for pair, n in pairs.items() if n > 1]
     if dupes:
-        raise HarnessError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
+        raise DataError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
 
 
 def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
@@ -152,21 +148,8 @@ def run_dir_name(config: RunConfig, input_source: str) -> str:
     return f"{slug(config.model)}/{slug(setting)}"
 
 
-def dataset_record(source: Any, split: str, configs: tuple[str, ...], name: str | None = None) -> dict[str, Any]:
-    """The results' `dataset` block: name, content fingerprint, split, and whether it is synthetic."""
-    record = {
-        "name": name or (Path(source).name if isinstance(source, (str, Path)) else "in-memory"),
-        "fingerprint": dataset_fingerprint(source, split, configs),
-        "split": split,
-    }
-    synthetic = is_synthetic_build(source)
-    if synthetic is not None:
-        record["synthetic"] = synthetic
-    return record
-
-
-def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, train: Any = None) -> RunContext:
-    """Resolve one setting: rows, input source, prompts and keys; refuses what cannot run before any call."""
+def _check_config(config: RunConfig) -> None:
+    """Refuse a setting, few-shot count or sample count that cannot run, before reading anything."""
     try:
         check_setting(config.modality, config.prompt_style)
     except ValueError as err:
@@ -179,49 +162,35 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
             where="--few-shot",
             hint="drop --few-shot, or use --prompt direct or cot",
         )
-    source = scoring if scoring is not None else config.dataset
-    if source is None:
-        raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
-    where = f"{source if isinstance(source, (str, Path)) else 'dataset'} ({config.split})"
-    rows = _limit_rows(load_rows(source, "scoring", config.split), config.limit)
-    if not rows:
-        raise HarnessError(f"split {config.split!r} has no rows", where=where)
-    _check_rows(rows, where)
-    train_rows = None
-    if config.few_shot_k:
-        if config.split == "train":
-            raise UsageError(
-                "few-shot examples come from the train split",
-                where="--few-shot",
-                hint="evaluate the validation or test split instead",
-            )
-        train_source = train if train is not None else config.dataset
-        if train_source is None:
-            raise UsageError("few-shot needs the train split", where="--few-shot", hint="pass --dataset DIR")
-        train_rows = load_rows(train_source, "scoring", "train")
-    input_source = input_source_for(
-        config.modality, config.input_source, config.feature_format, rows, config.dataset, backend
-    )
+
+
+def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: Any) -> list[dict] | None:
+    """The train split's rows few-shot examples come from (None without --few-shot)."""
+    if not config.few_shot_k:
+        return None
+    if config.split == "train":
+        raise UsageError(
+            "few-shot examples come from the train split",
+            where="--few-shot",
+            hint="evaluate the validation or test split instead",
+        )
+    train_source = BuiltDataset.of(train) if train is not None else dataset
+    if train_source is None:
+        raise UsageError("few-shot needs the train split", where="--few-shot", hint="pass --dataset DIR")
+    return train_source.rows("train")
+
+
+def _decoding(config: RunConfig) -> DecodingConfig:
     decoding = config.decoding or DecodingConfig.for_style(config.prompt_style)
     if decoding.style != config.prompt_style:  # where an expected-score readout finds the score
         decoding = replace(decoding, style=config.prompt_style)
     if config.samples < 1:
         raise UsageError(f"--samples must be at least 1, got {config.samples}", where="--samples")
-    try:
-        prompts = build_prompts(
-            rows,
-            modality=config.modality,
-            prompt_style=config.prompt_style,
-            input_source=input_source,
-            dataset=config.dataset,
-            split=config.split,
-            feature_format=config.feature_format,
-            train_rows=train_rows,
-            few_shot_k=config.few_shot_k,
-            few_shot_seed=config.few_shot_seed,
-        )
-    except ValueError as err:  # an empty transcript, too few labelled few-shot examples
-        raise HarnessError(str(err), where=where) from err
+    return decoding
+
+
+def _setting(config: RunConfig, input_source: str, prompts: list[Prompt], backend: Backend) -> dict[str, Any]:
+    """The full setting, part of every cache key."""
     setting: dict[str, Any] = {
         "modality": config.modality,
         "prompt_style": config.prompt_style,
@@ -235,7 +204,14 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     sampling = getattr(backend, "video_sampling", None)
     if input_source == "raw" and any(p.video_path for p in prompts) and sampling is not None:
         setting["video"] = sampling.as_record()
-    sample_keys = [
+    return setting
+
+
+def _sample_keys(
+    config: RunConfig, backend: Backend, setting: dict, prompts: list[Prompt], decoding: DecodingConfig
+) -> list[list[str]]:
+    """Per sample, each row's cache key."""
+    return [
         [
             cache_key(
                 backend=backend.name,
@@ -250,6 +226,43 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
         ]
         for sample in range(config.samples)
     ]
+
+
+def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, train: Any = None) -> RunContext:
+    """Resolve one setting: rows, input source, prompts and keys; refuses what cannot run before any call.
+
+    `config.dataset` is a `BuiltDataset` (a path is opened here); `scoring` / `train` override its rows.
+    """
+    _check_config(config)
+    dataset = BuiltDataset.of(config.dataset)
+    source = BuiltDataset.of(scoring) if scoring is not None else dataset
+    if source is None:
+        raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
+    where = f"{source.path if source.is_folder else 'dataset'} ({config.split})"
+    rows = _limit_rows(source.rows(config.split), config.limit)
+    if not rows:
+        raise DataError(f"split {config.split!r} has no rows", where=where)
+    _check_rows(rows, where)
+    train_rows = _few_shot_rows(config, dataset, train)
+    input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows, dataset, backend)
+    decoding = _decoding(config)
+    try:
+        prompts = build_prompts(
+            rows,
+            modality=config.modality,
+            prompt_style=config.prompt_style,
+            input_source=input_source,
+            dataset=dataset,
+            split=config.split,
+            feature_format=config.feature_format,
+            train_rows=train_rows,
+            few_shot_k=config.few_shot_k,
+            few_shot_seed=config.few_shot_seed,
+        )
+    except ValueError as err:  # an empty transcript, too few labelled few-shot examples
+        raise DataError(str(err), where=where) from err
+    setting = _setting(config, input_source, prompts, backend)
+    sample_keys = _sample_keys(config, backend, setting, prompts, decoding)
     configs = ("scoring", "features") if input_source == "features" else ("scoring",)
     return RunContext(
         config=config,
@@ -260,7 +273,7 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
         input_source=input_source,
         decoding=decoding,
         setting=setting,
-        dataset=dataset_record(source, config.split, configs, config.dataset_name),
+        dataset=source.record(config.split, configs, config.dataset_name),
         run_dir=run_dir_name(config, input_source),
         sample_keys=sample_keys,
     )

@@ -3,21 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Any
 
 from eval_scripts.backends.base import Backend
 from eval_scripts.feature_plots import FEATURE_FORMATS, feature_media_block
 from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
-from mis_bench_dataset.arrays import FeatureArrays
+from mis_bench_dataset.built.feature_descriptors import FEATURE_COLUMNS
+from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.feature_descriptors import FEATURE_COLUMNS
-from mis_bench_dataset.inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.setting_inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
 
 
 def input_source_for(
-    modality: str, requested: str, feature_format: str, rows: Sequence[Mapping], dataset: Any, backend: Backend
+    modality: str,
+    requested: str,
+    feature_format: str,
+    rows: Sequence[Mapping],
+    dataset: BuiltDataset | None,
+    backend: Backend,
 ) -> str:
     """`text`, `raw` or `features` for this setting, or UnsupportedSetting before any model call, saying why."""
     source = resolve_input_source(modality, rows, requested)
@@ -25,7 +28,7 @@ def input_source_for(
     if source == "raw":
         backend.check_inputs(media, f"setting {modality} with raw media")
     elif source == "features":
-        if not isinstance(dataset, (str, Path)):
+        if dataset is None or not dataset.is_folder:
             raise UnsupportedSetting(
                 f"{modality}: no raw media in the rows and no dataset folder with a `features` config",
                 hint="pass --dataset DIR (a `mis-bench build` output) to derive audio/video descriptions",
@@ -42,12 +45,15 @@ def input_source_for(
 
 
 def feature_blocks(
-    dataset: str | Path, split: str, modality: str, feature_format: str, video_ids: set[str]
+    dataset: BuiltDataset, split: str, modality: str, feature_format: str, video_ids: set[str]
 ) -> dict[str, tuple[str, tuple[bytes, ...]]]:
-    """video_id -> (text block, images), from zero-copy views of the `features` columns (`FeatureArrays`)."""
+    """video_id -> (text block, images), from zero-copy views of the `features` columns (`FeatureArrays`).
+
+    The handle opens the split's arrays once: every feature setting of a grid reads the same ones.
+    """
     columns = ["video_id", "transcript", *(c for kind in SETTING_MEDIA[modality] for c in FEATURE_COLUMNS[kind])]
     try:
-        features = FeatureArrays.open(dataset, split, columns)
+        features = dataset.features(split, columns)
     except DataError as err:
         raise UnsupportedSetting(
             f"{modality}: no usable `features` config: {err.what}",
@@ -62,7 +68,7 @@ def feature_blocks(
     if missing:
         raise DataError(
             f"{len(missing)} video(s) have no row in the `features` config, e.g. {sorted(missing)[:3]}",
-            where=str(dataset),
+            where=str(dataset.path),
             hint="rebuild the dataset with `mis-bench build`",
         )
     return blocks
@@ -74,7 +80,7 @@ def build_prompts(
     modality: str,
     prompt_style: str,
     input_source: str,
-    dataset: Any = None,
+    dataset: BuiltDataset | None = None,
     split: str = "test",
     feature_format: str = "text",
     train_rows: Sequence[Mapping] | None = None,

@@ -28,7 +28,7 @@ from eval_scripts.submission import (
     validate_results,
 )
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
-from mis_bench_dataset.errors import DataError
+from mis_bench_dataset.rules.errors import DataError
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +155,8 @@ def build_leaderboard(
     with the reason. None (labels from a file, which has no fingerprint): not checked.
     """
     from eval_scripts.report.inputs import predictions_on
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import paired_comparison, score_predictions
-    from mis_icc_metric.scoring import json_safe
 
     submissions_dir = Path(submissions_dir)
     if not submissions_dir.is_dir():

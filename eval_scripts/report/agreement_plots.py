@@ -20,8 +20,8 @@ import numpy as np
 
 from eval_scripts.report.plots import _literal, _pyplot, _save
 from eval_scripts.report.table import RunView
-from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import DIMENSIONS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.rules.atomic import AtomicFiles
 
 __all__ = [
     "CALIBRATION_BIN",

@@ -52,14 +52,13 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from eval_scripts.submission import slug
-from mis_bench_dataset.atomic import AtomicFiles
 from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.jsonio import json_safe
-from mis_bench_dataset.labels import Labels
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder
-from mis_bench_dataset.text_safety import escape_html
+from mis_bench_dataset.release.labels import Labels
+from mis_bench_dataset.rules.atomic import AtomicFiles
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
+from mis_bench_dataset.rules.text_safety import escape_html, slug
 
 logger = logging.getLogger(__name__)
 
@@ -324,7 +323,7 @@ def report_data(
     rated: Sequence[tuple[RunView, Mapping[str, Any]]] = (),
 ) -> dict[str, Any]:
     """report.json: the three views as data (ICC as raw fractions, null when undefined)."""
-    from mis_icc_metric.scoring import json_safe
+    from mis_bench_dataset.rules.jsonio import json_safe
 
     return json_safe(
         {
@@ -509,8 +508,8 @@ def _rate(
 ) -> list[tuple[RunView, dict[str, Any]]]:
     """`mis_icc_metric.raters.model_as_rater` of each system's best configuration (strict-JSON safe)."""
     from eval_scripts.report.inputs import predictions_on
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.raters import model_as_rater
-    from mis_icc_metric.scoring import json_safe
 
     rated = []
     for entry in best:

@@ -22,7 +22,7 @@ from eval_scripts.report.inputs import Key, predictions_on, score_run
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
-from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -174,8 +174,8 @@ def compare_systems(
             seed=None,
         )
 
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import paired_comparison
-    from mis_icc_metric.scoring import json_safe
 
     scores = [
         score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)

@@ -1,6 +1,6 @@
 """What a report reads: results JSON files (or folders of them), labels, and rescoring against them.
 
-Expected failures are `mis_bench_dataset.errors` exceptions naming the file, so the CLI prints one line.
+Expected failures are `mis_bench_dataset.rules.errors` exceptions naming the file, so the CLI prints one line.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from mis_bench_dataset.errors import DataError, UsageError
+from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -86,8 +86,8 @@ def score_run(
     source: str,
 ) -> dict[str, Any]:
     """`mis_icc_metric.score_predictions` of one run's predictions on the labelled pairs, strict-JSON safe."""
+    from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import score_predictions
-    from mis_icc_metric.scoring import json_safe
 
     try:
         return json_safe(

@@ -10,6 +10,7 @@ the first EvaluationModule subclass defined here (so evaluate is imported as a m
 import datasets
 import evaluate
 
+import mis_bench_dataset.rules.jsonio
 import mis_icc_metric.scoring
 
 _CITATION = """\
@@ -122,4 +123,4 @@ class MisIcc(evaluate.Metric):
             common_videos=common_videos,
             out_of_range=out_of_range,
         )
-        return mis_icc_metric.scoring.json_safe(result)
+        return mis_bench_dataset.rules.jsonio.json_safe(result)

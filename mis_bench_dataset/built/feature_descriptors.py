@@ -7,7 +7,7 @@ never mistaken for raw-media runs. The zero-shot harness (`eval_scripts`), the R
 trainer and the baselines all read the same descriptors and the same pause rule from
 here, the ground layer; the harness adds an optional plot (`eval_scripts.feature_plots`).
 
-Column layouts (paper Table 1; `mis_bench_dataset.release`):
+Column layouts (paper Table 1; `mis_bench_dataset.release.tree`):
 
 - `librosa` (50 Hz): 80 log-Mel bands (dB, `power_to_db` with an 80 dB floor), then 13 MFCCs.
 - `prosody` (one row per video, 15 values, unnamed in the release). Only the first
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.release import (
+from mis_bench_dataset.release.tree import (
     LIBROSA_LOG_MEL,
     OPENFACE_AUS,
     OPENFACE_CONFIDENCE,

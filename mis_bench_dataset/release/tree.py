@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.problems import Problem
+from mis_bench_dataset.release.problems import Problem
 from mis_bench_dataset.video_ids import parse_video_id
 
 logger = logging.getLogger(__name__)
@@ -201,6 +201,67 @@ def _read_manifest(root: Path, problems: list[Problem]) -> dict:
     return manifest if isinstance(manifest, dict) else {}
 
 
+_RELEASE_FOLDERS: tuple[tuple[str, str], ...] = (
+    *((m.name, m.folder) for m in MODALITIES),
+    (TEXT_MODALITY, TEXT_FOLDER),
+)
+
+
+def _scan_modalities(root: Path, problems: list[Problem]) -> tuple[dict[str, dict[str, Path]], list[str], list[str]]:
+    """Each modality folder's files by video id; the modalities present and absent (an absent one is a problem)."""
+    files: dict[str, dict[str, Path]] = {}
+    present: list[str] = []
+    absent: list[str] = []
+    for name, folder in _RELEASE_FOLDERS:
+        if (root / folder).is_dir():
+            files[name] = _scan_folder(root, folder, name, problems)
+            present.append(name)
+        else:
+            absent.append(name)
+            problems.append(
+                Problem(
+                    "missing_modality_folder",
+                    f"folder {folder}/ is absent from the release; '{name}' is empty for every video",
+                    modality=name,
+                    path=folder,
+                )
+            )
+    return files, present, absent
+
+
+def _unknown_files(root: Path, problems: list[Problem]) -> None:
+    """Files and folders outside the release layout: listed, ignored."""
+    known = {f for _, f in _RELEASE_FOLDERS}
+    for path in sorted(root.iterdir()):
+        if path.is_dir() and path.name in KNOWN_TOP_LEVEL_DIRS:
+            for sub in sorted(path.iterdir()):
+                rel = sub.relative_to(root).as_posix()
+                if rel not in known:
+                    problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=rel))
+        elif path.name not in KNOWN_TOP_LEVEL_FILES and path.name not in KNOWN_TOP_LEVEL_DIRS:
+            problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=path.name))
+
+
+def _manifest_videos(manifest: dict, ids: set[str], problems: list[Problem]) -> None:
+    """Add the manifest's listed videos to `ids`; one listed but in no modality is a problem."""
+    for raw in manifest.get("sample_ids", []) or []:
+        try:
+            video_id = parse_video_id(raw).video_id
+        except ValueError as exc:
+            problems.append(Problem("malformed_id", str(exc), path="subset_manifest.json"))
+            continue
+        if video_id not in ids:
+            problems.append(
+                Problem(
+                    "missing_video",
+                    "listed in subset_manifest.json but no file in any modality",
+                    video_id=video_id,
+                    path="subset_manifest.json",
+                )
+            )
+            ids.add(video_id)
+
+
 def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str, ...] = ()) -> ReleaseIndex:
     """Index a release tree without reading arrays.
 
@@ -210,59 +271,23 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
     problems: list[Problem] = []
     files: dict[str, dict[str, Path]] = {}
     present: list[str] = []
-    absent: list[str] = []
     manifest: dict = {}
     ids: set[str] = set(extra_video_ids)
-    folders = [(m.name, m.folder) for m in MODALITIES] + [(TEXT_MODALITY, TEXT_FOLDER)]
     if root is not None:
         root = Path(root)
         if not root.is_dir():
             raise FileNotFoundError(f"release directory {root} does not exist or is not a folder")
         manifest = _read_manifest(root, problems)
-        for name, folder in folders:
-            if (root / folder).is_dir():
-                files[name] = _scan_folder(root, folder, name, problems)
-                present.append(name)
-                ids.update(files[name])
-            else:
-                absent.append(name)
-                problems.append(
-                    Problem(
-                        "missing_modality_folder",
-                        f"folder {folder}/ is absent from the release; '{name}' is empty for every video",
-                        modality=name,
-                        path=folder,
-                    )
-                )
-        for path in sorted(root.iterdir()):
-            if path.is_dir() and path.name in KNOWN_TOP_LEVEL_DIRS:
-                for sub in sorted(path.iterdir()):
-                    rel = sub.relative_to(root).as_posix()
-                    if rel not in {f for _, f in folders}:
-                        problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=rel))
-            elif path.name not in KNOWN_TOP_LEVEL_FILES and path.name not in KNOWN_TOP_LEVEL_DIRS:
-                problems.append(Problem("unknown_file", "not part of the release layout; ignored", path=path.name))
-        for raw in manifest.get("sample_ids", []) or []:
-            try:
-                video_id = parse_video_id(raw).video_id
-            except ValueError as exc:
-                problems.append(Problem("malformed_id", str(exc), path="subset_manifest.json"))
-                continue
-            if video_id not in ids:
-                problems.append(
-                    Problem(
-                        "missing_video",
-                        "listed in subset_manifest.json but no file in any modality",
-                        video_id=video_id,
-                        path="subset_manifest.json",
-                    )
-                )
-                ids.add(video_id)
+        files, present, absent = _scan_modalities(root, problems)
+        for name in present:
+            ids.update(files[name])
+        _unknown_files(root, problems)
+        _manifest_videos(manifest, ids, problems)
     else:
-        absent = [name for name, _ in folders]
+        absent = [name for name, _ in _RELEASE_FOLDERS]
     for name in present:
         for video_id in sorted(ids - set(files[name])):
-            folder = dict(folders)[name]
+            folder = dict(_RELEASE_FOLDERS)[name]
             problems.append(Problem("missing_file", f"no {folder}/{video_id}.npz", video_id=video_id, modality=name))
     logger.info(
         "release %s: %d videos, modalities present: %s",

@@ -18,9 +18,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from mis_bench_dataset.atomic import file_lock, staging_folder
 from mis_bench_dataset.dimensions import N_VIDEOS
-from mis_bench_dataset.synth import GENERATOR_VERSION
+from mis_bench_dataset.rules.atomic import file_lock, staging_folder
+from mis_bench_dataset.synth.generator import GENERATOR_VERSION
 
 logger = logging.getLogger(__name__)
 
@@ -58,8 +58,8 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
     job sharing the cache) waits for the first and then uses its sample. A published release or
     build is never removed; the release is generated aside and renamed into place (manifest last).
     """
-    from mis_bench_dataset.build import build_dataset
-    from mis_bench_dataset.synth import generate_synthetic_release
+    from mis_bench_dataset.build.builder import build_dataset
+    from mis_bench_dataset.synth.generator import generate_synthetic_release
 
     root = cache_root(cache_dir) / f"default-sample-v{GENERATOR_VERSION}"
     sample = DefaultSample(root, root / "release", root / "release" / "ratings.csv", root / "mis-bench")

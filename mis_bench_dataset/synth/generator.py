@@ -1,6 +1,6 @@
 """Synthetic MIS-Bench releases with planted, documented signal (`mis-bench synth`).
 
-The tree has exactly the public release layout (see `mis_bench_dataset.release`)
+The tree has exactly the public release layout (see `mis_bench_dataset.release.tree`)
 plus `ratings.csv`, per-rater labels in the long form (three raters R1-R3), and a
 `subset_manifest.json` whose `"synthetic": true` makes every card built from it
 say so loudly.
@@ -66,7 +66,6 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.atomic import AtomicFiles, atomic_open, write_atomic
 from mis_bench_dataset.dimensions import (
     DIMENSION_KEYS,
     GOLD_STATS,
@@ -75,11 +74,12 @@ from mis_bench_dataset.dimensions import (
     N_FULLY_RATED,
     N_VIDEOS,
 )
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.labels import write_ratings_long
-from mis_bench_dataset.numbers import round_half_up_array
-from mis_bench_dataset.outputs import check_folder_path
-from mis_bench_dataset.release import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
+from mis_bench_dataset.release.labels import write_ratings_long
+from mis_bench_dataset.release.tree import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
+from mis_bench_dataset.rules.atomic import AtomicFiles, atomic_open, write_atomic
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.numbers import round_half_up_array
+from mis_bench_dataset.rules.ownership import check_folder_path
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
 logger = logging.getLogger(__name__)
@@ -445,6 +445,47 @@ def _save(files: AtomicFiles, path: Path, compress: bool, **arrays) -> None:
     files.write(path, buffer.getvalue())
 
 
+def _write_videos(out_dir: Path, videos, n_videos: int, compress: bool, progress: bool) -> list[dict]:
+    """Each video's npz files (one per modality, and its text); its manifest row, in order."""
+    from tqdm.auto import tqdm
+
+    manifest_rows = []
+    for video_id, arrays, text in tqdm(
+        videos, total=n_videos, desc="synthesizing", unit="video", disable=not progress or None
+    ):
+        entry = {"sample_id": video_id}
+        # Thousands of small files: each whole (renamed into place), not synced one by one.
+        with AtomicFiles(durable=False) as files:
+            for name, (features, timestamps) in arrays.items():
+                rel = f"{MODALITY_BY_NAME[name].folder}/{video_id}.npz"
+                _save(files, out_dir / rel, compress, features=features, timestamps=timestamps)
+                entry[f"{MODALITY_BY_NAME[name].folder}_path"] = rel
+            rel = f"{TEXT_FOLDER}/{video_id}.npz"
+            _save(files, out_dir / rel, compress, text=np.array(text))
+            entry[f"{TEXT_FOLDER}_path"] = rel
+        manifest_rows.append(entry)
+    return manifest_rows
+
+
+def _write_manifests(out_dir: Path, manifest_rows: list[dict], video_ids, seed: int, full_size: bool) -> None:
+    """subset_manifest.csv, then subset_manifest.json (written last: its presence says the release is complete)."""
+    manifest = {
+        "synthetic": True,
+        "generator": f"mis_bench_dataset.synth v{GENERATOR_VERSION}",
+        "random_seed": seed,
+        "full_size": full_size,
+        "sample_count": len(video_ids),
+        "planted_signal": PLANTED_SIGNAL,
+        "modalities": sorted([m.folder for m in MODALITIES] + [TEXT_FOLDER]),
+        "sample_ids": video_ids,
+    }
+    with atomic_open(out_dir / "subset_manifest.csv", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(manifest_rows[0]))
+        writer.writeheader()
+        writer.writerows(manifest_rows)
+    write_atomic(out_dir / "subset_manifest.json", json.dumps(manifest, indent=2) + "\n")  # last: complete
+
+
 def generate_synthetic_release(
     out_dir: str | Path,
     n_videos: int = 40,
@@ -454,8 +495,6 @@ def generate_synthetic_release(
     progress: bool = False,
 ) -> SyntheticRelease:
     """Write a synthetic release tree plus `ratings.csv` (per-rater, long form) into `out_dir`."""
-    from tqdm.auto import tqdm
-
     out_dir = Path(out_dir)
     check_folder_path(out_dir, command="synth", arg="OUT")
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -472,40 +511,12 @@ def generate_synthetic_release(
     for folder in folders:
         (out_dir / folder).mkdir(parents=True, exist_ok=True)
 
-    manifest_rows = []
-    for video_id, arrays, text in tqdm(
-        videos, total=len(video_ids), desc="synthesizing", unit="video", disable=not progress or None
-    ):
-        entry = {"sample_id": video_id}
-        # Thousands of small files: each whole (renamed into place), not synced one by one.
-        with AtomicFiles(durable=False) as files:
-            for name, (features, timestamps) in arrays.items():
-                rel = f"{MODALITY_BY_NAME[name].folder}/{video_id}.npz"
-                _save(files, out_dir / rel, compress, features=features, timestamps=timestamps)
-                entry[f"{MODALITY_BY_NAME[name].folder}_path"] = rel
-            rel = f"{TEXT_FOLDER}/{video_id}.npz"
-            _save(files, out_dir / rel, compress, text=np.array(text))
-            entry[f"{TEXT_FOLDER}_path"] = rel
-        manifest_rows.append(entry)
+    manifest_rows = _write_videos(out_dir, videos, len(video_ids), compress, progress)
     rated = np.argwhere(~np.isnan(draw.ratings))  # (video, dimension, rater) in row-major order
     rows = [(video_ids[i], RATERS[r], DIMENSION_KEYS[d], float(draw.ratings[i, d, r])) for i, d, r in rated.tolist()]
 
     ratings_csv = write_ratings_long(out_dir / "ratings.csv", rows)
-    manifest = {
-        "synthetic": True,
-        "generator": f"mis_bench_dataset.synth v{GENERATOR_VERSION}",
-        "random_seed": seed,
-        "full_size": full_size,
-        "sample_count": len(video_ids),
-        "planted_signal": PLANTED_SIGNAL,
-        "modalities": sorted([m.folder for m in MODALITIES] + [TEXT_FOLDER]),
-        "sample_ids": video_ids,
-    }
-    with atomic_open(out_dir / "subset_manifest.csv", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(manifest_rows[0]))
-        writer.writeheader()
-        writer.writerows(manifest_rows)
-    write_atomic(out_dir / "subset_manifest.json", json.dumps(manifest, indent=2) + "\n")  # last: complete
+    _write_manifests(out_dir, manifest_rows, video_ids, seed, full_size)
     n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
     logger.info(
         "synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), n_clinicians, seed, out_dir
@@ -515,7 +526,7 @@ def generate_synthetic_release(
 
 def gold_from_ratings(ratings_csv: str | Path) -> dict[str, dict[str, float | None]]:
     """Convenience for tests and docs: gold scores of a ratings CSV."""
-    from mis_bench_dataset.labels import read_labels
+    from mis_bench_dataset.release.labels import read_labels
 
     return read_labels(ratings_csv).gold
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from mis_bench_dataset.atomic import atomic_open
-from mis_bench_dataset.problems import BuildError, Problem
+from mis_bench_dataset.release.problems import BuildError, Problem
+from mis_bench_dataset.rules.atomic import atomic_open
 from mis_bench_dataset.video_ids import parse_video_id
 
 ID_COLUMNS = ("video", "video_id", "file_name", "sample_id")

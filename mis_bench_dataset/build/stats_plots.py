@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mis_bench_dataset.atomic import AtomicFiles, save_figure
+from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 
 # PNGs without a timestamp or version: the same statistics give the same bytes.

@@ -6,7 +6,7 @@ into a hidden sibling folder whose card (README.md, the file `load_dataset`
 needs) is written last, and the folder is renamed into place only on success.
 A build that fails, is interrupted (Ctrl-C, SIGTERM) or meets a full disk removes
 its staging folder; one a killed build left behind is removed by the next build
-(`mis_bench_dataset.atomic.staging_folder`).
+(`mis_bench_dataset.rules.atomic.staging_folder`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from mis_bench_dataset.atomic import (
+from mis_bench_dataset.rules.atomic import (
     NoSpaceError,
     is_no_space,
     no_space_error,
@@ -35,22 +35,31 @@ from mis_bench_dataset.atomic import (
     write_atomic,
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.jsonio import json_safe
-from mis_bench_dataset.labels import Labels, read_labels
-from mis_bench_dataset.loading import DEFAULT_BUILD_DIR as DEFAULT_OUT
-from mis_bench_dataset.numbers import num
-from mis_bench_dataset.outputs import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
-from mis_bench_dataset.parquet_writer import ShardedParquetWriter
-from mis_bench_dataset.problems import BuildError, Problem
-from mis_bench_dataset.release import (
+from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.release.labels import Labels, read_labels
+from mis_bench_dataset.built.format import (
+    BUILD_WRITER,
+    CONFIGS,
+    REPORT_NAME,
+    STATS_FOLDER,
+    shard_sizes,
+    split_fingerprints,
+)
+from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR as DEFAULT_OUT
+from mis_bench_dataset.rules.numbers import num
+from mis_bench_dataset.rules.ownership import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
+from mis_bench_dataset.build.parquet_shards import ShardedParquetWriter
+from mis_bench_dataset.release.problems import BuildError, Problem
+from mis_bench_dataset.release.tree import (
     MAX_RECORDING_SECONDS,
     MODALITIES,
     TEXT_MODALITY,
+    ReleaseIndex,
     VideoRecord,
     read_video,
     scan_release,
 )
-from mis_bench_dataset.schema import (
+from mis_bench_dataset.build.schema import (
     arrays_1d,
     arrays_2d,
     features_arrow_schema,
@@ -68,15 +77,10 @@ from mis_bench_dataset.splits import (
     default_seed,
     split_counts,
 )
-from mis_bench_dataset.transcripts import read_transcripts_csv
+from mis_bench_dataset.release.transcripts import read_transcripts_csv
 
 logger = logging.getLogger(__name__)
 
-CONFIGS: tuple[str, ...] = ("features", "scoring")
-REPORT_NAME = "build_report.json"
-BUILD_WRITER = "build"
-# What a build folder written before output manifests existed holds.
-LEGACY_BUILD_FILES: tuple[str, ...] = ("README.md", REPORT_NAME, *(f"{config}/*.parquet" for config in CONFIGS))
 
 
 @dataclass
@@ -108,6 +112,10 @@ class BuildReport:
     bytes_read: int = 0
     bytes_written: int = 0
     seconds: float = 0.0
+    # split -> {"scoring" | "scoring+features" -> sha256 of those Parquet files}: what results record
+    # (`built.format.fingerprint_files`), with each shard's size so a reader knows they still match.
+    split_fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
+    shard_sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -164,7 +172,7 @@ class BuildReport:
 
 
 def _rounding_sentence(rounding: dict) -> str:
-    from mis_bench_dataset.labels import GoldRounding
+    from mis_bench_dataset.release.labels import GoldRounding
 
     return GoldRounding(rounding["n_rounded"], rounding["n_values"], rounding["form"]).sentence()
 
@@ -235,7 +243,7 @@ def check_build_output(out_dir: str | Path, sources: list[str | Path]) -> None:
     file names). The foreign files are named and nothing is changed.
     """
     check_not_overlapping(out_dir, sources, command="build")
-    check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+    check_replaceable_folder(out_dir, BUILD_WRITER, command="build")
 
 
 @contextlib.contextmanager
@@ -274,7 +282,7 @@ def _publish(staging: Path, out_dir: Path) -> None:
     old = None
     remove_stale_staging(out_dir.parent, _old_prefix(out_dir))  # left by a build killed during its swap
     if out_dir.exists():
-        check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+        check_replaceable_folder(out_dir, BUILD_WRITER, command="build")
         old = out_dir.parent / f"{_old_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         out_dir.rename(old)
     staging.rename(out_dir)
@@ -316,22 +324,7 @@ def build_dataset(
     ]
     check_build_output(out_dir, sources)
 
-    problems: list[Problem] = []
-    transcript_map: dict[str, str] | None = None
-    if transcripts is not None:
-        transcript_map, transcript_problems = read_transcripts_csv(transcripts)
-        problems += transcript_problems
-    index = scan_release(release_dir, extra_video_ids=sorted(transcript_map or {}))
-    index_problems = index.problems
-    if transcript_map is not None:
-        # The CSV supplies the text: a video missing text/words but present in the CSV lacks nothing.
-        index_problems = [
-            p
-            for p in index_problems
-            if not (p.kind == "missing_modality_folder" and p.modality == TEXT_MODALITY)
-            and not (p.kind == "missing_file" and p.modality == TEXT_MODALITY and p.video_id in transcript_map)
-        ]
-    problems = index_problems + problems
+    index, transcript_map, problems = _index_sources(release_dir, transcripts)
     video_ids = index.video_ids
     if not video_ids:
         raise BuildError(f"no videos found in {release_dir}" + (f" or {transcripts}" if transcripts else ""), problems)
@@ -357,6 +350,26 @@ def build_dataset(
         logger.warning("%s: %s", out_dir, report.split_warning)
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
     return report
+
+
+def _index_sources(release_dir, transcripts) -> tuple[ReleaseIndex, dict[str, str] | None, list[Problem]]:
+    """The release index, the transcripts CSV's text (None without one), and their problems (release's first)."""
+    problems: list[Problem] = []
+    transcript_map: dict[str, str] | None = None
+    if transcripts is not None:
+        transcript_map, transcript_problems = read_transcripts_csv(transcripts)
+        problems += transcript_problems
+    index = scan_release(release_dir, extra_video_ids=sorted(transcript_map or {}))
+    index_problems = index.problems
+    if transcript_map is not None:
+        # The CSV supplies the text: a video missing text/words but present in the CSV lacks nothing.
+        index_problems = [
+            p
+            for p in index_problems
+            if not (p.kind == "missing_modality_folder" and p.modality == TEXT_MODALITY)
+            and not (p.kind == "missing_file" and p.modality == TEXT_MODALITY and p.video_id in transcript_map)
+        ]
+    return index, transcript_map, index_problems + problems
 
 
 def _label_fields(labels: str | Path | Labels | None, label_set: Labels | None, transcripts) -> dict:
@@ -399,8 +412,9 @@ def _report(out_dir, release_dir, transcripts, labels, label_set, index, transcr
 
 def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels | None, written) -> None:
     """The report, the statistics and the card (last: it makes the folder loadable), then the swap."""
-    from mis_bench_dataset.card import write_card
+    from mis_bench_dataset.build.card import write_card
 
+    report.split_fingerprints, report.shard_sizes = split_fingerprints(staging), shard_sizes(staging)
     report_text = json.dumps(json_safe(report.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
     write_atomic(staging / REPORT_NAME, report_text + "\n")  # strict JSON: an undefined ICC is null
     stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and written.n_labeled else None
@@ -410,7 +424,7 @@ def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels
 
 def _source_records(labels: str | Path | Labels | None, transcripts: str | Path | None) -> dict[str, dict]:
     """Name, SHA-256 and (for the authors' public files) repository, commit and path of the inputs."""
-    from mis_bench_dataset.provenance import source_record
+    from mis_bench_dataset.release.provenance import source_record
 
     paths = {"labels": labels.path if isinstance(labels, Labels) else labels, "transcripts": transcripts}
     return {role: source_record(path) for role, path in paths.items() if path is not None and Path(path).is_file()}
@@ -544,8 +558,7 @@ def _write_configs(
 
 def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
     """`mis-bench stats` of the whole build into `folder/stats/`, for the card (ceiling only from per-rater labels)."""
-    from mis_bench_dataset.card import STATS_FOLDER
-    from mis_bench_dataset.stats import dataset_stats, read_gold, write_stats
+    from mis_bench_dataset.build.stats import dataset_stats, read_gold, write_stats
 
     rounding = labels.rounding.to_dict() if labels.rounding else None
     stats = dataset_stats(
@@ -553,18 +566,3 @@ def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
     )
     write_stats(stats, folder / STATS_FOLDER)
     return stats
-
-
-def read_build_report(out_dir: str | Path) -> dict:
-    return json.loads((Path(out_dir) / REPORT_NAME).read_text(encoding="utf-8"))
-
-
-def is_synthetic_build(dataset: object) -> bool | None:
-    """Whether a built folder holds synthetic data; None when unknown (no report, not a folder)."""
-    if not isinstance(dataset, (str, Path)):
-        return None
-    try:
-        value = read_build_report(dataset).get("synthetic")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return value if isinstance(value, bool) else None

@@ -7,16 +7,17 @@ from pathlib import Path
 
 import yaml
 
-from mis_bench_dataset.atomic import write_atomic
+from mis_bench_dataset.built.format import STATS_FOLDER
 from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
-from mis_bench_dataset.numbers import MISSING, num
-from mis_bench_dataset.provenance import describe_source
-from mis_bench_dataset.release import MODALITIES
+from mis_bench_dataset.release.provenance import describe_source
+from mis_bench_dataset.release.tree import MODALITIES
+from mis_bench_dataset.rules.atomic import write_atomic
+from mis_bench_dataset.rules.numbers import MISSING, num
 from mis_bench_dataset.splits import FRACTIONS, PAPER_ROWS, SPLITS
 
 SYNTHETIC_BANNER = (
     "> **SYNTHETIC DATA.** Every video, feature, transcript and rating in this folder was generated "
-    "by `mis-bench synth` (`mis_bench_dataset.synth`) with planted signal. It is NOT the MIS-Bench "
+    "by `mis-bench synth` (`mis_bench_dataset.synth.generator`) with planted signal. It is NOT the MIS-Bench "
     "release and says nothing about real therapists. Use it to test software, never to report results."
 )
 
@@ -74,7 +75,7 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 
 
 # Where the build keeps `mis-bench stats` output for the card (stats.json and the figures).
-STATS_FOLDER = "stats"
+
 _GROUP_TITLES = {"split": "split", "time_point": "time point", "stimulus": "stimulus"}
 
 
@@ -179,10 +180,8 @@ def _labels_text(report) -> str:
     return text
 
 
-def card_body(report, stats: dict | None = None) -> str:
-    parts: list[str] = []
-    title = "# MIS-Bench" + (" (SYNTHETIC)" if report.synthetic else "")
-    parts.append(title)
+def _intro(report) -> list[str]:
+    parts = ["# MIS-Bench" + (" (SYNTHETIC)" if report.synthetic else "")]
     if report.synthetic:
         parts.append(SYNTHETIC_BANNER)
     if report.split_warning:
@@ -193,8 +192,12 @@ def card_body(report, stats: dict | None = None) -> str:
         "is scored on eight FIS dimensions on a 1.0-5.0 scale (one decimal). Models are evaluated "
         "by ICC(3,1) against the gold score."
     )
+    return parts
+
+
+def _loading_section(report) -> str:
     folder = f"./{Path(report.out_dir).name}"
-    parts.append(
+    return (
         "## Loading\n\nBy the folder's path (a bare name is looked up on the Hub and, offline, in the `datasets` "
         "cache, which may hold another build of that name):\n\n```python\nfrom datasets import load_dataset\n"
         f'scoring = load_dataset("{folder}", "scoring", split="test")'
@@ -205,6 +208,8 @@ def card_body(report, stats: dict | None = None) -> str:
         '`load_dataset("USER/REPO", "scoring")`.'
     )
 
+
+def _provenance_section(report) -> str:
     def name(path):  # folder/file names only: the card is published, local paths are not
         return Path(path).name
 
@@ -220,17 +225,23 @@ def card_body(report, stats: dict | None = None) -> str:
         provenance += f"\n\n* {role}: `{record['file']}`, SHA-256 `{record['sha256']}`" + (
             f": the authors' public file ({published}), byte for byte" if published else ""
         )
-    parts.append("## Provenance\n\n" + provenance)
-    if report.synthetic:
-        signal = report.synthetic_signal or "See mis_bench_dataset/synth.py."
-        parts.append("## Synthetic data: the planted signal\n\n" + signal.lstrip(": \n"))
-    parts.append(
-        "## Privacy\n\nThe release holds de-identified features only: OpenFace action units, landmarks, "
-        "gaze and confidence; librosa log-Mel/MFCC; wav2vec 2.0 frame embeddings; prosody descriptors; "
-        "and transcripts. No raw video or audio is included. Video ids carry a clinician code, the time "
-        "point and the standardized-patient stimulus, not names of real clients."
-    )
-    parts.append(
+    return "## Provenance\n\n" + provenance
+
+
+PRIVACY_SECTION = (
+    "## Privacy\n\nThe release holds de-identified features only: OpenFace action units, landmarks, "
+    "gaze and confidence; librosa log-Mel/MFCC; wav2vec 2.0 frame embeddings; prosody descriptors; "
+    "and transcripts. No raw video or audio is included. Video ids carry a clinician code, the time "
+    "point and the standardized-patient stimulus, not names of real clients."
+)
+CITATION_SECTION = (
+    "## Citation\n\nMIS-Bench: a multimodal interpersonal skills benchmark (996 psychotherapy response "
+    "videos, 8 FIS dimensions)."
+)
+
+
+def _configs_section() -> str:
+    return (
         "## Configs\n\n"
         "* `scoring` (default): one row per (video, dimension): `video_id`, `clinician`, `time_point`, "
         "`stimulus`, `dimension` (key), `dimension_name`, `transcript`, `criterion`, `rubric_1`..`rubric_5` "
@@ -243,6 +254,9 @@ def card_body(report, stats: dict | None = None) -> str:
         "openface/librosa/wav2vec (twice the prosody segment midpoint when only prosody exists; null "
         "with no timed modality). The eight gold scores are float32 columns named by dimension key."
     )
+
+
+def _dimensions_and_rubric() -> list[str]:
     rows = [
         [
             d.key,
@@ -253,20 +267,26 @@ def card_body(report, stats: dict | None = None) -> str:
         ]
         for d in DIMENSIONS
     ]
-    parts.append(
-        "## Dimensions\n\n" + _table(rows, ["key", "name", "abbr.", "paper human ICC(3,1)", "paper gold mean ± sd"])
+    dimensions = "## Dimensions\n\n" + _table(
+        rows, ["key", "name", "abbr.", "paper human ICC(3,1)", "paper gold mean ± sd"]
     )
     rubric_lines = []
     for d in DIMENSIONS:
         rubric_lines.append(f"**{d.name}.** {RUBRIC[d.key].criterion}\n")
         rubric_lines += [f"{i}. {text}" for i, text in enumerate(RUBRIC[d.key].scores, start=1)]
         rubric_lines.append("")
-    parts.append("## Rubric (paper Table 5)\n\n" + "\n".join(rubric_lines).strip())
+    return [dimensions, "## Rubric (paper Table 5)\n\n" + "\n".join(rubric_lines).strip()]
+
+
+def _split_counts_section(report) -> str:
     counts = ", ".join(f"{k}: {v} videos" for k, v in report.split_counts.items())
     empty = [k for k, v in report.split_counts.items() if v == 0]
     if empty:
         counts += f" (too few videos: {', '.join(empty)} not written)"
-    parts.append(_splits_section(report, counts))
+    return _splits_section(report, counts)
+
+
+def _labels_section(report) -> str:
     labels = _labels_text(report)
     if report.human_ceiling:
         crow = [
@@ -277,18 +297,28 @@ def card_body(report, stats: dict | None = None) -> str:
             "\n\nHuman single-rater ICC(3,1) among the raters on the fully rated videos (cf. paper Table 2):\n\n"
             + _table(crow, ["dimension", "ICC(3,1)", "95% CI", "videos"])
         )
-    parts.append(f"## Labels\n\n{labels}\n\nLabelled videos: {report.n_labeled_videos} of {report.n_videos}.")
-    if stats is not None:
-        parts.append(statistics_section(stats))
+    return f"## Labels\n\n{labels}\n\nLabelled videos: {report.n_labeled_videos} of {report.n_videos}."
+
+
+def _build_report_section(report) -> str:
     modal = ", ".join(f"{k} {v}/{report.n_videos}" for k, v in report.modalities_present.items())
     problems = f"{len(report.problems)} problem(s)" + (
         ": " + ", ".join(f"{k} x{v}" for k, v in report.problem_counts().items()) if report.problems else ""
     )
-    parts.append(f"## Build report\n\nModalities present: {modal}. {problems}. Details in `build_report.json`.")
-    parts.append(
-        "## Citation\n\nMIS-Bench: a multimodal interpersonal skills benchmark (996 psychotherapy response "
-        "videos, 8 FIS dimensions)."
-    )
+    return f"## Build report\n\nModalities present: {modal}. {problems}. Details in `build_report.json`."
+
+
+def card_body(report, stats: dict | None = None) -> str:
+    """The card's Markdown, section by section (the YAML front matter is `card_metadata`)."""
+    parts = [*_intro(report), _loading_section(report), _provenance_section(report)]
+    if report.synthetic:
+        signal = report.synthetic_signal or "See mis_bench_dataset/synth/generator.py."
+        parts.append("## Synthetic data: the planted signal\n\n" + signal.lstrip(": \n"))
+    parts += [PRIVACY_SECTION, _configs_section(), *_dimensions_and_rubric(), _split_counts_section(report)]
+    parts.append(_labels_section(report))
+    if stats is not None:
+        parts.append(statistics_section(stats))
+    parts += [_build_report_section(report), CITATION_SECTION]
     return "\n\n".join(parts) + "\n"
 
 

@@ -25,14 +25,14 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.atomic import AtomicFiles
-from mis_bench_dataset.built import check_build_dir, read_columns, resolve_splits
+from mis_bench_dataset.rules.atomic import AtomicFiles
+from mis_bench_dataset.built.format import check_build_dir, read_build_report, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
-from mis_bench_dataset.errors import DataError, UsageError
-from mis_bench_dataset.jsonio import json_safe
-from mis_bench_dataset.labels import Labels
-from mis_bench_dataset.numbers import exact_decimal, round_half_up
-from mis_bench_dataset.outputs import OutputFolder, as_output_folder
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.release.labels import Labels
+from mis_bench_dataset.rules.numbers import exact_decimal, round_half_up
+from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 
@@ -86,7 +86,7 @@ class GoldTable:
 
 def read_gold(build_dir: str | Path, split: str = ALL_SPLITS) -> GoldTable:
     """The gold scores of one split (or all) of a built folder, read from its Parquet files."""
-    folder = check_build_dir(build_dir)
+    folder = check_build_dir(build_dir, ("features",))
     ids: list[str] = []
     groups: dict[str, list[str]] = {g: [] for g in GROUPINGS}
     blocks: list[np.ndarray] = []
@@ -260,10 +260,9 @@ def dataset_stats(
 
 def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels | str | Path | None = None) -> dict:
     """`stats.json` of a built folder's split (or all); with per-rater labels also the ceiling."""
-    from mis_bench_dataset.build import read_build_report
-    from mis_bench_dataset.labels import read_labels
+    from mis_bench_dataset.release.labels import read_labels
 
-    folder = check_build_dir(build_dir)
+    folder = check_build_dir(build_dir, ("features",))
     label_set = labels if isinstance(labels, Labels) or labels is None else read_labels(labels)
     try:
         rounding = read_build_report(folder).get("gold_rounding")
@@ -284,7 +283,7 @@ STATS_WRITER = "stats"
 
 def write_stats(doc: dict, out_dir: str | Path | OutputFolder) -> Path:
     """Write `stats.json` and the figures into `out_dir`, replacing only files the statistics wrote there."""
-    from mis_bench_dataset.stats_plots import write_figures
+    from mis_bench_dataset.build.stats_plots import write_figures
 
     folder = as_output_folder(out_dir, "stats")
     path, *_ = folder.claim_all([STATS_FILE, *doc["figures"].values()], STATS_WRITER)
@@ -296,7 +295,7 @@ def write_stats(doc: dict, out_dir: str | Path | OutputFolder) -> Path:
 
 def summary_text(doc: dict, out_dir: str | Path | None = None) -> str:
     """A short plain-text view of a `stats.json` document (what the CLI prints)."""
-    from mis_bench_dataset.numbers import num
+    from mis_bench_dataset.rules.numbers import num
 
     lines = [
         f"gold statistics of {doc['dataset']} [split {doc['split']}]: {doc['n_videos']} videos, "

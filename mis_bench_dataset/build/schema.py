@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.release import MODALITIES
+from mis_bench_dataset.release.tree import MODALITIES
 
 ID_COLUMNS: tuple[str, ...] = ("video_id", "clinician", "time_point", "stimulus")
 SCORING_COLUMNS: tuple[str, ...] = (

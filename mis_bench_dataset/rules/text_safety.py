@@ -78,3 +78,8 @@ def unicode_text(text: str) -> str:
     """
     text = str(text)
     return _SURROGATE_RUN.sub(_repair, text) if _SURROGATE_RUN.search(text) else text
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of a model id or setting (run folders, submission names, report files)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80] or "model"

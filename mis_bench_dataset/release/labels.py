@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.atomic import atomic_open
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, resolve_dimension
-from mis_bench_dataset.numbers import round_half_up
-from mis_bench_dataset.problems import BuildError, Problem
+from mis_bench_dataset.release.problems import BuildError, Problem
+from mis_bench_dataset.rules.atomic import atomic_open
+from mis_bench_dataset.rules.numbers import round_half_up
 from mis_bench_dataset.video_ids import misspelling_note, parse_video_id
 
 ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")

@@ -1,0 +1,335 @@
+"""One setting's requests and files: what a live run, an imported batch and a grid share.
+
+`complete_requests` sends a context's prompts (in prefix-friendly order) through the caching
+wrapper and the append-only response cache; `write_result` reads each row's answers and writes
+the run's files through the one run writer. `open_datasets` opens each dataset a set of
+configs names once (`BuiltDataset`), so a grid reads its dataset once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from eval_scripts.backends.base import Backend, Completion, get_backend
+from eval_scripts.cache import STATUS_FAILED, STATUS_TRUNCATED, ResponseCache
+from eval_scripts.harness.caching import CachingBackend
+from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
+from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
+from eval_scripts.harness.outcomes import (
+    OUTCOME_ANSWERED,
+    OUTCOME_FAILED,
+    OUTCOME_TRUNCATED,
+    OUTCOME_UNPARSED,
+    TRUNCATION_HINT,
+    count_outcomes,
+    row_outcome,
+    summarise_failures,
+)
+from eval_scripts.harness.readouts import RowReadout, SampleOutcome, row_readout, sample_outcome
+from eval_scripts.harness.run_writer import RUN_WRITER, write_run
+from eval_scripts.prompts import Prompt
+from eval_scripts.readout_agreement import READOUTS_FORMAT_VERSION, readout_agreement
+from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunResult:
+    config: RunConfig
+    input_source: str
+    n_rows: int
+    n_cached: int
+    n_called: int
+    n_failed: int
+    n_parsed: int
+    n_truncated: int
+    scores: dict | None
+    parse_rates: dict[str, float]
+    run_dir: Path
+    predictions_path: Path
+    raw_responses_path: Path
+    results_path: Path
+    elapsed_s: float
+    n_unparsed: int = 0
+    outcomes: dict = field(default_factory=dict)  # `harness.outcomes.count_outcomes`
+    failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
+    usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
+    prefix: PrefixStats | None = None  # of the requests sent, in the order sent (None: the engine reorders)
+    readouts_path: Path | None = None  # readouts.json of an expected-score or repeated-sample run
+
+    @property
+    def n_unanswered(self) -> int:
+        """Rows without an answer: failed or truncated (the next run or export asks again)."""
+        return self.n_failed + self.n_truncated
+
+    @property
+    def label(self) -> str:
+        return setting_label(self.config.modality, self.config.prompt_style, self.config.few_shot_k)
+
+
+@dataclass
+class GridEntry:
+    label: str
+    result: RunResult | None = None
+    refused: str | None = None
+
+
+def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
+    """The configs with each dataset opened once (`BuiltDataset`): configs naming one folder share one handle."""
+    handles = BuiltDataset.of_each([config.dataset for config in configs])
+    return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
+
+
+def dataset_paths(configs: Sequence[RunConfig]) -> list[Path]:
+    """The dataset folders the configs read (what outputs must never overlap or overwrite)."""
+    paths = []
+    for config in configs:
+        dataset = BuiltDataset.of(config.dataset)
+        if dataset is not None and dataset.is_folder and dataset.path not in paths:
+            paths.append(dataset.path)
+    return paths
+
+
+def make_backend(config: RunConfig) -> Backend:
+    return get_backend(config.backend, config.model, **config.backend_options)
+
+
+def output_folder(config: RunConfig) -> OutputFolder:
+    """The run's --out: never inside (or around) the dataset it reads."""
+    datasets = dataset_paths([config])
+    if datasets:
+        check_not_overlapping(config.out, datasets, command="run")
+    return OutputFolder(config.out, command="run")
+
+
+def requests_of(context: RunContext, indices: Iterable[int]) -> list[tuple[str, Prompt]]:
+    """(modality, prompt) of rows `indices`, what `harness.ordering` sorts and measures."""
+    return [(context.config.modality, context.prompts[i]) for i in indices]
+
+
+def protected_paths(config: RunConfig, inputs: Sequence[str | Path] = ()) -> list[Path]:
+    """What a response cache must never be or lie inside: the dataset folder and the run's other inputs."""
+    return [*dataset_paths([config]), *(Path(p) for p in inputs)]
+
+
+def complete_requests(
+    context: RunContext, backend: Backend, folder: OutputFolder, inputs: Sequence[str | Path] = ()
+) -> tuple[dict[tuple[int, int], Completion], PrefixStats | None]:
+    """Every (row, sample) completion (cached or new), sent in prefix-friendly order when the engine keeps it."""
+    from tqdm.auto import tqdm
+
+    config = context.config
+    cache_path = Path(config.cache_path) if config.cache_path else folder.claim(CACHE_NAME, RUN_WRITER)
+    completions: dict[tuple[int, int], Completion] = {}
+    order = list(range(len(context.prompts)))
+    if backend.keeps_request_order:
+        order = prefix_order(requests_of(context, order))
+    backend.deadline = config.deadline
+    decodings = [context.decoding.for_sample(sample) for sample in range(context.samples)]
+    with ResponseCache(cache_path, protected=protected_paths(config, inputs)) as cache:
+        caching = CachingBackend(backend, cache, context.setting)
+        pending = [set(caching.pending(context.prompts, decoding)) for decoding in decodings]
+        logger.info(
+            "%s | %s | %s: %d rows x %d sample(s), %d cached, %d to call",
+            backend.name,
+            config.model,
+            context.label,
+            len(context.prompts),
+            len(decodings),
+            len(context.prompts) * len(decodings) - sum(map(len, pending)),
+            sum(map(len, pending)),
+        )
+        prefix = sum(
+            (prefix_stats(requests_of(context, (i for i in order if i in todo))) for todo in pending), PrefixStats()
+        )
+        with tqdm(
+            total=len(context.prompts) * len(decodings),
+            unit="answer",
+            desc=context.label,
+            disable=not config.progress,
+            dynamic_ncols=True,
+        ) as bar:
+            for sample, decoding in enumerate(decodings):  # one pass per sample: each answer cached as it comes
+                for completion in caching.complete([context.prompts[i] for i in order], decoding):
+                    completion.index = order[completion.index]
+                    completions[(completion.index, sample)] = completion
+                    bar.update(1)
+    return completions, prefix if backend.keeps_request_order else None
+
+
+def _raw_record(row: dict, prompt: Prompt, sample: SampleOutcome, index: int, context: RunContext) -> dict:
+    """One line of raw_responses.jsonl: one sample of one row, with both readouts of an expected-score run."""
+    completion = sample.completion
+    error = failure = None
+    if sample.status == STATUS_FAILED:
+        error = completion.error if completion else "not answered"
+        failure = (completion.failure if completion else None) or "request failed"
+    elif sample.status == STATUS_TRUNCATED:
+        error = f"the answer reached the token limit (finish_reason length); {TRUNCATION_HINT}"
+    record = {
+        "video_id": row["video_id"],
+        "dimension": row["dimension"],
+        "prompt_hash": prompt.prompt_hash,
+        "status": sample.status,
+        "response": completion.text if completion is not None else None,
+        "prediction": sample.value,
+        "error": error,
+        "failure": failure,
+        "finish_reason": completion.finish_reason if completion else None,
+        "usage": completion.usage if completion else None,
+    }
+    if context.decoding.expected:
+        record.update(text_prediction=sample.text_value, expected=sample.expected)
+    if context.samples > 1:
+        record["sample"] = index
+    return record
+
+
+def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, Any] | None:
+    """readouts.json of an expected-score or repeated-sample run (None for a plain text run)."""
+    decoding = context.decoding
+    if not decoding.expected and context.samples == 1:
+        return None
+    rows = []
+    for row, readout in zip(context.rows, readouts, strict=True):
+        record = {
+            "video_id": row["video_id"],
+            "dimension": row["dimension"],
+            "prediction": readout.prediction,
+            "median": readout.median,
+            "sd": readout.sd,
+            "spread": readout.spread,
+            "values": list(readout.values),
+        }
+        if decoding.expected:
+            record["text_values"] = [sample.text_value for sample in readout.samples]
+        rows.append(record)
+    return {
+        "format_version": READOUTS_FORMAT_VERSION,
+        "score_from": decoding.score_from,
+        "samples": context.samples,
+        "temperature": decoding.temperature,
+        "aggregate": "mean of the samples' scores that could be read (median beside)",
+        "agreement": readout_agreement(rows),
+        "rows": rows,
+    }
+
+
+def _row_readouts(context: RunContext, completions: dict[tuple[int, int], Completion]) -> list[RowReadout]:
+    """Each row's samples read (text or expected) and combined (`eval_scripts.harness.readouts`)."""
+    decodings = [context.decoding.for_sample(sample) for sample in range(context.samples)]
+    style = context.config.prompt_style
+    return [
+        row_readout([sample_outcome(completions.get((index, n)), d, style) for n, d in enumerate(decodings)])
+        for index in range(len(context.rows))
+    ]
+
+
+@dataclass
+class _Collected:
+    """What a run writes, gathered row by row from the readouts."""
+
+    predictions: list[dict]
+    raw_records: list[dict]
+    outcomes: list[tuple[str, str]]
+    failures: list[tuple[str, str]]
+    parse_rates: dict[str, float]
+
+
+def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
+    """Predictions, raw records, outcomes and parse rates of every row, in row order."""
+    predictions, raw_records, outcomes, failures = [], [], [], []
+    parsed_by_dim: dict[str, list[bool]] = defaultdict(list)
+    for row, prompt, readout in zip(context.rows, context.prompts, readouts, strict=True):
+        parsed_by_dim[row["dimension"]].append(readout.prediction is not None)
+        outcomes.append((row["dimension"], row_outcome(readout.status, readout.prediction)))
+        predictions.append(
+            {
+                "video_id": row["video_id"],
+                "dimension": row["dimension"],
+                "prediction": readout.prediction,
+                "raw_response": readout.samples[0].text,
+            }
+        )
+        for n, sample in enumerate(readout.samples):
+            raw_records.append(_raw_record(row, prompt, sample, n, context))
+            if sample.status == STATUS_FAILED:
+                failures.append((raw_records[-1]["failure"], raw_records[-1]["error"]))
+    parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
+    return _Collected(predictions, raw_records, outcomes, failures, parse_rates)
+
+
+def _run_result(context, completions, written, collected, counts, failure_summary, usage, started, prefix) -> RunResult:
+    """What a run did: its counts, scores and files."""
+    n_cached = sum(1 for c in completions.values() if c.cached)
+    overall = counts["overall"]
+    return RunResult(
+        config=context.config,
+        input_source=context.input_source,
+        n_rows=len(context.rows),
+        n_cached=n_cached,
+        n_called=len(completions) - n_cached,
+        n_failed=overall[OUTCOME_FAILED],
+        n_parsed=overall[OUTCOME_ANSWERED],
+        n_truncated=overall[OUTCOME_TRUNCATED],
+        scores=written.scores,
+        parse_rates=collected.parse_rates,
+        run_dir=written.results_path.parent,
+        predictions_path=written.predictions_path,
+        raw_responses_path=written.raw_responses_path,
+        results_path=written.results_path,
+        elapsed_s=time.monotonic() - started,
+        usage=usage,
+        prefix=prefix,
+        n_unparsed=overall[OUTCOME_UNPARSED],
+        outcomes=counts,
+        failures=failure_summary,
+        readouts_path=written.readouts_path,
+    )
+
+
+def write_result(
+    context: RunContext,
+    completions: dict[tuple[int, int], Completion],
+    folder: OutputFolder,
+    started: float,
+    prefix: PrefixStats | None = None,
+) -> RunResult:
+    """Write the run's files (`harness.run_writer`) from its completions and say what happened."""
+    from eval_scripts.results import package_versions, usage_totals
+
+    config = context.config
+    readouts = _row_readouts(context, completions)
+    collected = _collect(context, readouts)
+    usage = usage_totals(record["usage"] for record in collected.raw_records)
+    counts = count_outcomes(collected.outcomes)
+    failure_summary = summarise_failures(collected.failures)
+    written = write_run(
+        folder,
+        context.run_dir,
+        system={
+            "model": config.model,
+            "backend": context.backend_name,
+            "decoding": context.system_decoding(),
+            "package_versions": package_versions(),
+        },
+        setting=context.results_setting(),
+        dataset=context.dataset,
+        predictions=collected.predictions,
+        references=context.references,
+        parse_rates=collected.parse_rates,
+        n_bootstrap=config.n_bootstrap,
+        raw_records=collected.raw_records,
+        usage=usage,
+        outcomes={**counts, "failures": failure_summary},
+        readouts=_readouts(context, readouts),
+    )
+    return _run_result(context, completions, written, collected, counts, failure_summary, usage, started, prefix)

@@ -1,0 +1,1 @@
+"""Reading a build back: its folder format, the `BuiltDataset` handle, `datasets` loading, arrays, descriptors."""
