@@ -44,7 +44,7 @@ from eval_scripts.harness.batch import (
     write_batch_files,
 )
 from eval_scripts.harness.caching import CachingBackend
-from eval_scripts.harness.context import CACHE_NAME, HarnessError, RunConfig, RunContext, prepare_run, setting_label
+from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, prepare_run, setting_label
 from eval_scripts.harness.estimate import (
     cost,
     count_prompt_tokens,
@@ -77,7 +77,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "GridEntry",
-    "HarnessError",
     "PreparedSetting",
     "RunConfig",
     "RunResult",

@@ -20,6 +20,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.errors import UsageError
 from mis_bench_dataset.loading import gold_references
 from mis_bench_dataset.outputs import OutputFolder, as_output_folder
+from mis_bench_dataset.protocol import setting_record
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def run_baseline(
             "package_versions": package_versions(extra=("scikit-learn",)),
             "description": f"CPU {baseline} baseline fitted on the train split ({len(train_rows)} videos)",
         },
-        setting={"modality": modality, "prompt_style": "none", "few_shot_k": 0, "input_source": "features"},
+        setting=setting_record(modality, "none", "features", few_shot_k=0),
         dataset=dataset_record(dataset_dir, split, ("scoring", "features")),
         predictions=records,
         references=gold_references(eval_rows),

@@ -21,12 +21,9 @@ from mis_bench_dataset.build import is_synthetic_build
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
 from mis_bench_dataset.errors import DataError, UsageError
 from mis_bench_dataset.loading import dataset_fingerprint, gold_references, load_rows
+from mis_bench_dataset.protocol import setting_record
 
 CACHE_NAME = "responses.cache.jsonl"
-
-
-class HarnessError(DataError):
-    """A run cannot start: bad dataset rows, missing inputs (exit 1)."""
 
 
 @dataclass
@@ -120,13 +117,13 @@ def _check_rows(rows: list[dict], where: str) -> None:
     for i, row in enumerate(rows):
         missing = [c for c in needed if c not in row]
         if missing:
-            raise HarnessError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
+            raise DataError(f"missing column(s) {', '.join(missing)}", where=f"{where}, row {i}")
         if row["dimension"] not in DIMENSION_BY_KEY:
-            raise HarnessError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
+            raise DataError(f"unknown dimension {row['dimension']!r}", where=f"{where}, row {i} ({row['video_id']})")
     pairs = Counter((row["video_id"], row["dimension"]) for row in rows)
     dupes = [pair for pair, n in pairs.items() if n > 1]
     if dupes:
-        raise HarnessError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
+        raise DataError(f"duplicate (video_id, dimension) rows, e.g. {dupes[:3]}", where=where)
 
 
 def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
@@ -185,7 +182,7 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
     where = f"{source if isinstance(source, (str, Path)) else 'dataset'} ({config.split})"
     rows = _limit_rows(load_rows(source, "scoring", config.split), config.limit)
     if not rows:
-        raise HarnessError(f"split {config.split!r} has no rows", where=where)
+        raise DataError(f"split {config.split!r} has no rows", where=where)
     _check_rows(rows, where)
     train_rows = None
     if config.few_shot_k:
@@ -221,20 +218,17 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
             few_shot_seed=config.few_shot_seed,
         )
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
-        raise HarnessError(str(err), where=where) from err
-    setting: dict[str, Any] = {
-        "modality": config.modality,
-        "prompt_style": config.prompt_style,
-        "few_shot_k": config.few_shot_k,
-        "input_source": input_source,
-    }
-    if input_source == "features":
-        setting["feature_format"] = config.feature_format
-    if config.few_shot_k:
-        setting["few_shot_seed"] = config.few_shot_seed
+        raise DataError(str(err), where=where) from err
     sampling = getattr(backend, "video_sampling", None)
-    if input_source == "raw" and any(p.video_path for p in prompts) and sampling is not None:
-        setting["video"] = sampling.as_record()
+    setting = setting_record(
+        config.modality,
+        config.prompt_style,
+        input_source,
+        few_shot_k=config.few_shot_k,
+        few_shot_seed=config.few_shot_seed,
+        feature_format=config.feature_format,
+        video=sampling if any(p.video_path for p in prompts) else None,
+    )
     sample_keys = [
         [
             cache_key(
