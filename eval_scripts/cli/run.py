@@ -144,7 +144,13 @@ def register(subparsers) -> None:
         help=f"bootstrap resamples for ICC CIs, 0 to {MAX_BOOTSTRAP:,} (default 1000)",
     )
     group = parser.add_argument_group("transformers / vllm")
-    group.add_argument("--batch-size", type=positive_int, default=8)
+    group.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="prompts per call (default: 8 with transformers; with vllm all prompts in one call, batched by "
+        "vLLM's own scheduler)",
+    )
     group.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
     group = parser.add_argument_group(
@@ -303,7 +309,9 @@ def _backend_options(args) -> dict:
             "max_tokens_field": args.max_tokens_field,
         }
     else:
-        options = {"batch_size": args.batch_size, "dtype": args.dtype}
+        options = {"dtype": args.dtype}
+        if args.batch_size is not None:  # else the backend's own: 8 prompts (transformers), vLLM's scheduler (vllm)
+            options["batch_size"] = args.batch_size
         if args.backend == "transformers":
             options["device"] = args.device
             options["video_sampling"] = _video_sampling(args)
