@@ -75,8 +75,6 @@ logger = logging.getLogger(__name__)
 CONFIGS: tuple[str, ...] = ("features", "scoring")
 REPORT_NAME = "build_report.json"
 BUILD_WRITER = "build"
-# What a build folder written before output manifests existed holds.
-LEGACY_BUILD_FILES: tuple[str, ...] = ("README.md", REPORT_NAME, *(f"{config}/*.parquet" for config in CONFIGS))
 
 
 @dataclass
@@ -235,7 +233,7 @@ def check_build_output(out_dir: str | Path, sources: list[str | Path]) -> None:
     file names). The foreign files are named and nothing is changed.
     """
     check_not_overlapping(out_dir, sources, command="build")
-    check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+    check_replaceable_folder(out_dir, BUILD_WRITER, command="build")
 
 
 @contextlib.contextmanager
@@ -274,7 +272,7 @@ def _publish(staging: Path, out_dir: Path) -> None:
     old = None
     remove_stale_staging(out_dir.parent, _old_prefix(out_dir))  # left by a build killed during its swap
     if out_dir.exists():
-        check_replaceable_folder(out_dir, BUILD_WRITER, command="build", legacy=LEGACY_BUILD_FILES)
+        check_replaceable_folder(out_dir, BUILD_WRITER, command="build")
         old = out_dir.parent / f"{_old_prefix(out_dir)}{os.getpid()}-{uuid.uuid4().hex[:8]}"
         out_dir.rename(old)
     staging.rename(out_dir)

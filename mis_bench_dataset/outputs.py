@@ -187,15 +187,10 @@ def check_not_overlapping(out: str | Path, sources: Iterable[str | Path], *, com
             )
 
 
-def foreign_files(folder: str | Path, writer: str, legacy: Iterable[str] = ()) -> list[str]:
-    """Files in `folder` (recursively) that the manifest does not record as `writer`'s.
-
-    `legacy` are glob patterns a folder written before manifests existed may hold
-    (used only when the folder has no manifest).
-    """
+def foreign_files(folder: str | Path, writer: str) -> list[str]:
+    """Files in `folder` (recursively) that the manifest does not record as `writer`'s."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    legacy = tuple(legacy)
     foreign = []
     for path in sorted(folder.rglob("*")):
         if path.is_dir() and not path.is_symlink():
@@ -203,21 +198,18 @@ def foreign_files(folder: str | Path, writer: str, legacy: Iterable[str] = ()) -
         rel = path.relative_to(folder).as_posix()
         if rel == MANIFEST_NAME:
             continue
-        ok = manifest.get(rel) == writer if manifest else any(Path(rel).match(pattern) for pattern in legacy)
-        if not ok:
+        if manifest.get(rel) != writer:
             foreign.append(rel)
     return foreign
 
 
-def check_replaceable_folder(
-    folder: str | Path, writer: str, *, command: str, arg: str = "--out", legacy: Iterable[str] = ()
-) -> None:
+def check_replaceable_folder(folder: str | Path, writer: str, *, command: str, arg: str = "--out") -> None:
     """Refuse to replace a folder holding anything `writer` did not write (the files are named)."""
     folder = Path(folder)
     check_folder_path(folder, command=command, arg=arg)
     if not folder.is_dir():
         return
-    foreign = foreign_files(folder, writer, legacy)
+    foreign = foreign_files(folder, writer)
     if foreign:
         raise DataError(
             f"{arg} {folder} holds {len(foreign)} file(s) mis-bench {command} did not write: {_named(foreign)}",

@@ -51,7 +51,7 @@ def board_dir(tmp_path_factory, references, systems):
     weak["scores"] = {"dimensions": {}, "overall": {"icc": 0.99}, "mean_icc": 0.99}
     _write(folder / "b_weak.json", weak)
     _write(folder / "c_gappy.json", make_results(systems["gappy"], model="org/gappy", modality="video+text"))
-    (folder / "d_malformed.json").write_text('{"schema_version": "1.0", "system": ', encoding="utf-8")
+    (folder / "d_malformed.json").write_text('{"schema_version": "1.1", "system": ', encoding="utf-8")
     wrong_version = make_results(systems["strong"], model="org/old")
     wrong_version["schema_version"] = "2.0"
     _write(folder / "e_version.json", wrong_version)

@@ -113,16 +113,14 @@ def test_rebuild_of_its_own_folder_replaces_it(work):
     assert second.split_counts == first.split_counts and (out / MANIFEST_NAME).is_file()
 
 
-def test_a_build_folder_from_before_manifests_is_still_replaceable(work):
+def test_a_build_folder_without_its_manifest_is_not_replaced(work):
+    """No release wrote build folders without a manifest: a folder without one is not the toolkit's."""
     out = work / "build"
     build_dataset(work / "release", out, progress=False)
     (out / MANIFEST_NAME).unlink()
-    build_dataset(work / "release", out, seed=2, progress=False)  # only the build's own file names: replaced
-    (out / MANIFEST_NAME).unlink()
-    (out / "thesis.tex").write_text("do not delete")
-    with pytest.raises(DataError, match="thesis.tex"):
-        build_dataset(work / "release", out, progress=False)
-    assert (out / "thesis.tex").read_text() == "do not delete"
+    with pytest.raises(DataError, match="did not write"):
+        build_dataset(work / "release", out, seed=2, progress=False)
+    assert (out / "build_report.json").is_file()
 
 
 def test_a_file_added_during_the_build_is_not_deleted(work, monkeypatch):

@@ -107,7 +107,7 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
         # The coverage rule of mis_icc_metric.coverage (a leaderboard admits only full coverage of the split).
         "coverage": scores.get("coverage"),
         # Why rows have no score (unparsed / truncated at the token limit / failed), as the run recorded it
-        # (schema 1.1; checked to add up to the predictions); null for 1.0 files and baselines.
+        # (schema 1.1; checked to add up to the predictions); null for baselines.
         "outcomes": sub.results.get("outcomes"),
         "scores": scores,
     }
