@@ -520,12 +520,10 @@ def _decoding(args, style: str):
 
 def _configs(args, config) -> list:
     """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
-    from dataclasses import replace
+    from eval_scripts.runner import grid_configs
 
-    settings = (
-        [(m, s) for m in args.modalities for s in args.prompts] if args.grid else [(args.modality, args.prompt_style)]
-    )
-    return [replace(config, modality=m, prompt_style=s, decoding=_decoding(args, s)) for m, s in settings]
+    modalities, styles = (args.modalities, args.prompts) if args.grid else ([args.modality], [args.prompt_style])
+    return list(grid_configs(config, modalities, styles, lambda style: _decoding(args, style)))
 
 
 def _batch_command(args, config) -> int:
@@ -654,16 +652,6 @@ def _exit_code(results) -> int:
 
 def _run_grid_with_decoding(config, modalities, styles, args):
     """Grid runs: each style gets its own default token budget unless --max-new-tokens is set."""
-    from dataclasses import replace
+    from eval_scripts.runner import run_grid
 
-    from eval_scripts.runner import make_backend, run_grid
-
-    backend = make_backend(config)
-    entries = []
-    try:
-        for style in styles:
-            entries += run_grid(replace(config, decoding=_decoding(args, style)), modalities, [style], backend=backend)
-    finally:
-        backend.close()
-    order = {(m, s): i for i, (m, s) in enumerate((m, s) for m in modalities for s in styles)}
-    return sorted(entries, key=lambda e: order.get(tuple(e.label.split(" ")[:2]), 0))
+    return run_grid(config, modalities, styles, decoding=lambda style: _decoding(args, style))
