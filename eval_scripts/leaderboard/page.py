@@ -165,12 +165,20 @@ def _score_cells(scores: Mapping[str, Any], board: Mapping[str, Any]) -> list[st
 
 
 def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:
-    scores = entry["scores"]
-    overall = scores.get("overall") or {}
-    comparison = entry.get("vs_leader") or {}
-    p_value = comparison.get("p_value")
+    """An entry's row of cells and its hidden row of details (opened by a click)."""
+    row_id = f"e{entry['rank']}"
+    detail_html = "<br>".join(_entry_details(entry, board))
+    return (
+        f'<tr class="entry" data-id="{row_id}">{"".join(_entry_cells(entry, board))}</tr>'
+        f'<tr class="detail" id="detail-{row_id}" hidden><td colspan="{n_columns}">{detail_html}</td></tr>'
+    )
+
+
+def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    p_value = (entry.get("vs_leader") or {}).get("p_value")
     model_css = "text synthetic" if entry["synthetic"] else "text"
-    cells = [
+    truncated = ((entry.get("outcomes") or {}).get("overall") or {}).get("truncated")
+    return [
         _cell("rank", entry["rank"], str(entry["rank"])),
         _cell("model", entry["model"], entry["model"], css=model_css, title=f"{entry['backend']} · {entry['file']}"),
         _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
@@ -180,28 +188,27 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
             entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""),
             css="text",
         ),
-        *_score_cells(scores, board),
-    ]
-    outcomes = entry.get("outcomes") or {}
-    counts = outcomes.get("overall") or {}
-    truncated = counts.get("truncated")
-    cells.append(
+        *_score_cells(entry["scores"], board),
         _cell(
             "truncated",
             truncated,
             MISSING if truncated is None else str(truncated),
             title="answers cut at the token limit (not scored), as the run recorded them",
-        )
-    )
-    cells.append(
+        ),
         _cell(
             "p_vs_leader",
             p_value,
             "leader" if entry["rank"] == 1 else num(p_value, 4),
             title="paired bootstrap, two-sided, overall ICC vs the leader",
-        )
-    )
-    row_id = f"e{entry['rank']}"
+        ),
+    ]
+
+
+def _entry_details(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    scores = entry["scores"]
+    overall = scores.get("overall") or {}
+    outcomes = entry.get("outcomes") or {}
+    counts = outcomes.get("overall") or {}
     details = [
         f"<b>{_esc(entry['model'])}</b> ({_esc(entry['backend'])}; {_esc(entry['modality'])}; "
         f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; "
@@ -227,24 +234,23 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
             + _agreement_text(block)
         )
     if entry["rank"] > 1:
-        details.append(
-            f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
-            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} "
-            f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
+        details += _leader_details(entry.get("vs_leader") or {}, board)
+    return details
+
+
+def _leader_details(comparison: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
+        f"{ci_pct(comparison.get('delta_ci'))}, p = {num(comparison.get('p_value'), 4)} "
+        f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
+    ]
+    dimension_p = comparison.get("dimension_p_values") or {}
+    if dimension_p:
+        lines.append(
+            "per-dimension p vs leader: "
+            + ", ".join(f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"])
         )
-        dimension_p = comparison.get("dimension_p_values") or {}
-        if dimension_p:
-            details.append(
-                "per-dimension p vs leader: "
-                + ", ".join(
-                    f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"]
-                )
-            )
-    detail_html = "<br>".join(details)
-    return (
-        f'<tr class="entry" data-id="{row_id}">{"".join(cells)}</tr>'
-        f'<tr class="detail" id="detail-{row_id}" hidden><td colspan="{n_columns}">{detail_html}</td></tr>'
-    )
+    return lines
 
 
 def _floor_row(entry: Mapping[str, Any], board: Mapping[str, Any]) -> str:
