@@ -296,9 +296,8 @@ def _titled(key: str, header: str) -> bool:
     return header in ABBREVIATION_NAMES or key in HEADER_TITLES
 
 
-def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
-    cols = columns(board)
-    head = "".join(
+def _header_cells(cols) -> str:
+    return "".join(
         f'<th data-key="{key}" data-type="{kind}"'
         + (' data-default="ascending"' if kind == "text" or key == "rank" else "")
         + (' class="text"' if kind == "text" else "")
@@ -312,18 +311,22 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
         + "</th>"
         for key, header, kind in cols
     )
-    rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
-    floors = board.get("floors", [])
-    shown = [*board["entries"], *floors]
+
+
+def _synthetic_notice(board: Mapping[str, Any]) -> str:
+    shown = [*board["entries"], *board.get("floors", [])]
     n_synthetic = sum(entry["synthetic"] for entry in shown)
-    notice = ""
-    if n_synthetic:
-        notice = (
-            f"<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: {n_synthetic} of {len(shown)} entries, "
-            "marked SYNTHETIC, were scored on the toolkit's generated sample, not on MIS-Bench; their numbers say "
-            "nothing about model skill.</p>"
-        )
-    legend = (
+    if not n_synthetic:
+        return ""
+    return (
+        f"<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: {n_synthetic} of {len(shown)} entries, "
+        "marked SYNTHETIC, were scored on the toolkit's generated sample, not on MIS-Bench; their numbers say "
+        "nothing about model skill.</p>"
+    )
+
+
+def _legend(with_floors: bool) -> str:
+    return (
         f"<p class='legend' id='legend'>{_esc(ABBREVIATION_LEGEND)} Overall: ICC of the per-video mean of the eight "
         "scores. ICC(2,1): absolute agreement of the same means (it counts a constant offset, which ICC(3,1) "
         "ignores). Bias: overall mean of model minus expert, in score points. Excluded: share of videos without all "
@@ -331,21 +334,30 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
         "p vs leader: paired bootstrap p-value of the overall ICC difference."
         + (
             " (floor): the train-mean baseline, ICC 0 by construction, shown for reference and not ranked."
-            if floors
+            if with_floors
             else ""
         )
         + "</p>"
     )
-    rejected = ""
-    if board["rejected"]:
-        items = "".join(
-            f"<li><code>{_esc(r['file'])}</code><ul>"
-            f"{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
-            for r in board["rejected"]
-        )
-        rejected = (
-            f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
-        )
+
+
+def _rejected_list(board: Mapping[str, Any]) -> str:
+    if not board["rejected"]:
+        return ""
+    items = "".join(
+        f"<li><code>{_esc(r['file'])}</code><ul>"
+        f"{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
+        for r in board["rejected"]
+    )
+    return f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
+
+
+def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
+    cols = columns(board)
+    rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
+    floors = board.get("floors", [])
+    notice, legend, rejected = _synthetic_notice(board), _legend(bool(floors)), _rejected_list(board)
+    head = _header_cells(cols)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
