@@ -43,6 +43,27 @@ def load_feature_rows(dataset_dir: str | Path, split: str) -> list[dict]:
     return list(FeatureArrays.open(dataset_dir, split).rows())
 
 
+def _records(eval_rows: list[dict], predicted) -> list[dict]:
+    return [
+        {"video_id": str(row["video_id"]), "dimension": key, "prediction": float(predicted[key][i])}
+        for i, row in enumerate(eval_rows)
+        for key in DIMENSION_KEYS
+    ]
+
+
+def _system(baseline: str, model, n_train: int) -> dict:
+    """The results' `system` block of a fitted baseline."""
+    from eval_scripts.results import package_versions
+
+    return {
+        "model": BASELINE_MODEL_IDS[baseline],
+        "backend": BASELINE_BACKEND,
+        "decoding": model.describe(),
+        "package_versions": package_versions(extra=("scikit-learn",)),
+        "description": f"CPU {baseline} baseline fitted on the train split ({n_train} videos)",
+    }
+
+
 def run_baseline(
     dataset_dir: str | Path,
     out: str | Path | OutputFolder,
@@ -63,8 +84,6 @@ def run_baseline(
     OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
     and one `summary_cache` (a dict) shared by those runs summarises each video once.
     """
-    from eval_scripts.results import package_versions
-
     if split == "train":
         raise UsageError(
             "baselines are fitted on the train split", where="--split", hint="evaluate them on validation or test"
@@ -76,22 +95,12 @@ def run_baseline(
     eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset_dir, split)
     model = make_baseline(baseline, modality, summary_cache).fit(train_rows)
     predicted = model.predict(eval_rows)
-    records = [
-        {"video_id": str(row["video_id"]), "dimension": key, "prediction": float(predicted[key][i])}
-        for i, row in enumerate(eval_rows)
-        for key in DIMENSION_KEYS
-    ]
+    records = _records(eval_rows, predicted)
     run_dir = "/".join(part for part in (subdir.strip("/"), f"{baseline}__{slug(modality.replace('+', '-'))}") if part)
     written = write_run(
         folder,
         run_dir,
-        system={
-            "model": BASELINE_MODEL_IDS[baseline],
-            "backend": BASELINE_BACKEND,
-            "decoding": model.describe(),
-            "package_versions": package_versions(extra=("scikit-learn",)),
-            "description": f"CPU {baseline} baseline fitted on the train split ({len(train_rows)} videos)",
-        },
+        system=_system(baseline, model, len(train_rows)),
         setting=setting_record(modality, "none", "features", few_shot_k=0),
         dataset=dataset_record(dataset_dir, split, ("scoring", "features")),
         predictions=records,

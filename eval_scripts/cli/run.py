@@ -422,10 +422,38 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
     if args.cv_folds:
         raise UsageError("--cv-folds cross-validates the default job's baselines", hint="drop --backend/--model")
-    from eval_scripts.report.text_table import format_table
-    from eval_scripts.runner import RunConfig, run_setting
+    from eval_scripts.runner import run_setting
 
-    config = RunConfig(
+    config = _run_config(args, started)
+    if args.samples > 1 and args.temperature == 0:
+        say(
+            "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
+            "where the engine is not deterministic; set --temperature above 0 to measure the judge's stability",
+            err=True,
+        )
+    args.interrupted_note = (
+        f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
+    )
+    if batch_mode:
+        return _batch_command(args, config)
+    if args.grid:
+        return _grid_command(args, config)
+    config.decoding = _decoding(args, args.prompt_style)
+    result = run_setting(config)
+    summary = _summary(result)
+    if args.json:
+        print_json(summary)
+    else:
+        _say_result(summary)
+    _report_problems(result)
+    return _exit_code([result])
+
+
+def _run_config(args: argparse.Namespace, started: float):
+    """The RunConfig of `mis-bench run` with a model (its deadline counted from `started`)."""
+    from eval_scripts.runner import RunConfig
+
+    return RunConfig(
         backend=args.backend,
         model=args.model,
         dataset=args.dataset,
@@ -445,42 +473,24 @@ def run_command(args: argparse.Namespace) -> int:
         deadline=None if args.run_deadline is None else started + args.run_deadline,
         samples=args.samples,
     )
-    if args.samples > 1 and args.temperature == 0:
-        say(
-            "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
-            "where the engine is not deterministic; set --temperature above 0 to measure the judge's stability",
-            err=True,
-        )
-    args.interrupted_note = (
-        f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
-    )
-    if batch_mode:
-        return _batch_command(args, config)
-    if args.grid:
-        entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
-        if args.json:
-            print_json(
-                [
-                    {"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result)
-                    for e in entries
-                ]
-            )
-        else:
-            say(format_table(entries))
-            say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
-        for entry in entries:
-            if entry.result is not None:
-                _report_problems(entry.result)
-        return _exit_code([e.result for e in entries if e.result is not None])
-    config.decoding = _decoding(args, args.prompt_style)
-    result = run_setting(config)
-    summary = _summary(result)
+
+
+def _grid_command(args: argparse.Namespace, config) -> int:
+    """`--grid`: every setting, a Table-3-like table (or JSON), then each setting's problems."""
+    from eval_scripts.report.text_table import format_table
+
+    entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
     if args.json:
-        print_json(summary)
+        print_json(
+            [{"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result) for e in entries]
+        )
     else:
-        _say_result(summary)
-    _report_problems(result)
-    return _exit_code([result])
+        say(format_table(entries))
+        say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
+    for entry in entries:
+        if entry.result is not None:
+            _report_problems(entry.result)
+    return _exit_code([e.result for e in entries if e.result is not None])
 
 
 def _report_problems(result) -> None:
@@ -528,7 +538,7 @@ def _configs(args, config) -> list:
 
 def _batch_command(args, config) -> int:
     """--dry-run, --export-batch, --import-batch: the same prompts and keys as a live run, no live calls."""
-    from mis_bench_dataset.errors import EXIT_REQUESTS, UsageError
+    from mis_bench_dataset.errors import UsageError
 
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
@@ -559,7 +569,13 @@ def _batch_command(args, config) -> int:
         else:
             _say_export(export)
         return 0
+    return _import_command(args, configs)
+
+
+def _import_command(args, configs) -> int:
+    """--import-batch: the batch's answers into the cache, then the run(s) scored as a live run would."""
     from eval_scripts.runner import import_batch
+    from mis_bench_dataset.errors import EXIT_REQUESTS
 
     entries, report = import_batch(configs, args.import_batch, grid=args.grid)
     results = [e.result for e in entries if e.result is not None]
