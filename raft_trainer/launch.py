@@ -9,16 +9,15 @@ fails its one line is kept and the launcher's own traceback (accelerate's `Calle
 
 from __future__ import annotations
 
-import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from raft_trainer.train import EXIT_FILE_ENV, PROG_ENV
+
 TRAIN_SCRIPT = Path(__file__).with_name("train.py")
-PROG_ENV = "MIS_BENCH_TRAIN_PROG"  # the program name the children write their errors as
-EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # where a failing child writes its exit code for the parent
 
 
 def under_launcher() -> bool:
@@ -78,11 +77,3 @@ def filter_stderr(stream, error_prefix: str, out=None) -> list[str]:
             out.write(line)
             out.flush()
     return errors
-
-
-def report_exit_code(code: int) -> None:
-    """In a launched child: leave the exit code of a refused run for the parent (the launcher exits 1)."""
-    path = os.environ.get(EXIT_FILE_ENV)
-    if path and under_launcher():
-        with contextlib.suppress(OSError):
-            Path(path).write_text(str(code))

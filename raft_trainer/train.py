@@ -19,6 +19,7 @@ one line `PROG: error: WHAT (WHERE); WHAT TO DO`, exit 2 for a bad setting or fl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -32,18 +33,26 @@ from mis_bench_dataset.text_safety import clean_line
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
 TRAIN_WRITER = "train"  # the writer name of every file a training run leaves in --output_dir
+PROG_ENV = "MIS_BENCH_TRAIN_PROG"  # launched processes: the program name they write their errors as
+EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # launched processes: where a refused one leaves its exit code
 
 
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """The script: `run`, with an expected failure printed as one line on stderr and its exit code returned."""
     try:
         return run(argv, prog)
-    except MisBenchError as err:
-        from raft_trainer.launch import report_exit_code
-
+    except MisBenchError as err:  # also a missing `train` extra: nothing of raft_trainer is imported here
         print(clean_line(f"{prog}: error: {err.line()}"), file=sys.stderr, flush=True)
-        report_exit_code(err.exit_code)
+        _report_exit_code(err.exit_code)
         return err.exit_code
+
+
+def _report_exit_code(code: int) -> None:
+    """In a launched process: leave the exit code of a refused run for the parent (the launcher exits 1)."""
+    path = os.environ.get(EXIT_FILE_ENV)
+    if path and "LOCAL_RANK" in os.environ:
+        with contextlib.suppress(OSError):
+            Path(path).write_text(str(code))
 
 
 def run(argv: list[str] | None = None, prog: str = PROG) -> int:
@@ -344,6 +353,4 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
 
 
 if __name__ == "__main__":
-    from raft_trainer.launch import PROG_ENV
-
     sys.exit(main(prog=os.environ.get(PROG_ENV, PROG)))
