@@ -120,7 +120,8 @@ def check_run(splits, script_args, training_args) -> None:
     training_args.input_source = prepare_inputs(splits, dataset, training_args.modality, training_args.input_source)
     if script_args.train:
         eval_split(splits, training_args, dataset)
-    check_replaceable_folder(training_args.output_dir, TRAIN_WRITER, command="train", arg="--output_dir")
+    if os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0":  # before the main process writes anything
+        check_replaceable_folder(training_args.output_dir, TRAIN_WRITER, command="train", arg="--output_dir")
 
 
 def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
