@@ -51,8 +51,10 @@ def _report_exit_code(code: int) -> None:
     """In a launched process: leave the exit code of a refused run for the parent (the launcher exits 1)."""
     path = os.environ.get(EXIT_FILE_ENV)
     if path and "LOCAL_RANK" in os.environ:
+        from mis_bench_dataset.atomic import write_atomic
+
         with contextlib.suppress(OSError):
-            Path(path).write_text(str(code))
+            write_atomic(path, str(code))
 
 
 def run(argv: list[str] | None = None, prog: str = PROG) -> int:
@@ -211,9 +213,16 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     from mis_bench_dataset.outputs import OutputFolder
 
     model = model_args.model_name_or_path
-    tokenizer = AutoTokenizer.from_pretrained(
-        model, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
-    )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            model, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
+        )
+    except OSError as err:  # no such folder, no tokenizer files, or a Hub id while offline
+        raise UsageError(
+            f"cannot load the tokenizer of {model!r}: {' '.join(str(err).split())[:300]}",
+            where="--model_name_or_path",
+            hint="give a local model folder or a Hub id this machine can download",
+        ) from None
     raw = training_args.input_source == "raw"
     processing_class = load_media_processor(model, training_args.modality) if raw else tokenizer
     set_model_init_kwargs(training_args, model_args)

@@ -315,3 +315,16 @@ def test_train_help_lists_the_mis_raft_and_data_options_first_each_with_its_defa
     formatter = parser._get_formatter()  # transformers' ArgumentDefaultsHelpFormatter
     for action in options:
         assert action.help and "%(default)" in formatter._get_help_string(action), action.dest
+
+
+def test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code(synthetic_build, tmp_path):
+    """Two real processes under `accelerate launch` (started by `mis-bench train --num_processes 2`) that both
+    refuse the model: their line is shown once, accelerate's traceback is dropped, the exit code is theirs (2)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, "-m", "eval_scripts.cli", "train", "--num_processes", "2", "--model", str(tmp_path / "none")]
+    cmd += ["--dataset", str(synthetic_build), "--output_dir", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("mis-bench train: error: cannot load the tokenizer of "), errors
+    assert "Traceback" not in proc.stderr and "CalledProcessError" not in proc.stderr
