@@ -289,7 +289,14 @@ def _modality_cost(opts, queue):
     rows_per_s = {}
     for name, rows in test_rows.items():
         t0 = time.perf_counter()
-        predict_scores(model, tokenizer, rows, batch_size=opts["predict_batch"], modality=name, show_progress=False)
+        predict_scores(
+            model,
+            tokenizer,
+            rows,
+            RAFTConfig(modality=name, max_length=None),
+            batch_size=opts["predict_batch"],
+            show_progress=False,
+        )
         rows_per_s[name] = len(rows) / (time.perf_counter() - t0)
     queue.put(
         {

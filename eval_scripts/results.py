@@ -1,4 +1,4 @@
-"""The results JSON of one run (= a leaderboard submission, schema 1.1; 1.0 files are still read).
+"""The results JSON of one run (= a leaderboard submission, schema 1.1).
 
 `write_results` assembles exactly the contract's fields and validates them with the
 leaderboard's validator (`eval_scripts.submission`) before writing, so a run never

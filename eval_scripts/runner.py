@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
@@ -81,6 +81,21 @@ def run_setting(
     return write_result(context, completions, folder, started, prefix)
 
 
+def grid_configs(
+    config: RunConfig,
+    modalities: Iterable[str] = MODALITIES,
+    styles: Iterable[str] = ZERO_SHOT_PROMPT_STYLES,
+    decoding: Callable[[str], Any] | None = None,
+) -> Iterator[RunConfig]:
+    """The grid's settings in the order of its table (modality-major), the one expansion of a grid for runs, dry
+    runs and batch files; `decoding(style)` gives each style its decoding (default: the config's)."""
+    styles = list(styles)
+    for modality in modalities:
+        for style in styles:
+            sub = replace(config, modality=modality, prompt_style=style)
+            yield sub if decoding is None else replace(sub, decoding=decoding(style))
+
+
 def run_grid(
     config: RunConfig,
     modalities: Iterable[str] = MODALITIES,
@@ -88,22 +103,21 @@ def run_grid(
     *,
     backend: Backend | None = None,
     scoring: Any = None,
+    decoding: Callable[[str], Any] | None = None,
 ) -> list[GridEntry]:
-    """Every (modality, style); settings the backend cannot take are listed as refused, with why."""
+    """Every (modality, style) of `grid_configs`; settings the backend cannot take are listed as refused, with why."""
     (config,) = open_datasets([config])  # once for every setting
     own_backend = backend is None
     backend = backend or make_backend(config)
     entries = []
     try:
-        for modality in modalities:
-            for style in styles:
-                sub = replace(config, modality=modality, prompt_style=style)
-                label = setting_label(modality, style, config.few_shot_k)
-                try:
-                    entries.append(GridEntry(label, run_setting(sub, backend=backend, scoring=scoring)))
-                except UnsupportedSetting as err:
-                    logger.warning("refused %s: %s", label, err)
-                    entries.append(GridEntry(label, refused=str(err)))
+        for sub in grid_configs(config, modalities, styles, decoding):
+            label = setting_label(sub.modality, sub.prompt_style, config.few_shot_k)
+            try:
+                entries.append(GridEntry(label, run_setting(sub, backend=backend, scoring=scoring)))
+            except UnsupportedSetting as err:
+                logger.warning("refused %s: %s", label, err)
+                entries.append(GridEntry(label, refused=str(err)))
     finally:
         if own_backend:
             backend.close()

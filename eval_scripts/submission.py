@@ -1,8 +1,7 @@
 """Results JSON / leaderboard submission: load, validate, package, push.
 
 A submission is the results JSON that `mis-bench run` writes (schema
-`schemas/submission.schema.json`, version 1.1; 1.0 files, which lack the optional
-`usage` and `outcomes` blocks, are still read). Validation has two layers:
+`schemas/submission.schema.json`, version 1.1, the only version a release wrote). Validation has two layers:
 the JSON Schema (shape and types) and the semantic checks a schema cannot
 express (NaN, duplicate keys, known video ids, full coverage of the split).
 Every problem is reported, not only the first, so a submitter fixes all of
@@ -32,8 +31,8 @@ from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1.1"  # what this toolkit writes; 1.1 adds the optional `usage` and `outcomes` blocks
-READABLE_SCHEMA_VERSIONS: tuple[str, ...] = ("1.0", "1.1")
+SCHEMA_VERSION = "1.1"  # what this toolkit writes and reads (with the optional `usage` and `outcomes` blocks)
+READABLE_SCHEMA_VERSIONS: tuple[str, ...] = (SCHEMA_VERSION,)
 SCHEMA_PATH = Path(__file__).with_name("schemas") / "submission.schema.json"
 # 996 videos x 8 dimensions with chain-of-thought raw responses of a few kB each
 # stay well below this; anything larger is a mistake or an attack on the scorer.
@@ -206,14 +205,12 @@ def find_problems(
     if isinstance(predictions, list):
         problems += _prediction_problems(predictions, video_ids, dimensions)
         if "outcomes" in obj:
-            problems += _outcome_problems(obj["outcomes"], predictions, version)
+            problems += _outcome_problems(obj["outcomes"], predictions)
     return list(dict.fromkeys(problems))
 
 
-def _outcome_problems(outcomes: Any, predictions: list[Any], version: str) -> list[str]:
+def _outcome_problems(outcomes: Any, predictions: list[Any]) -> list[str]:
     """The `outcomes` counts must add up to the predictions they describe (the schema checked their shape)."""
-    if version == "1.0":
-        return ["$.outcomes: the outcomes block needs schema_version '1.1'"]
     if not isinstance(outcomes, Mapping) or not isinstance(outcomes.get("dimensions"), Mapping):
         return []
     rows: Counter[str] = Counter()

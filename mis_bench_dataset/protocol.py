@@ -325,3 +325,34 @@ class VideoSampling:
             "max_pixels_per_frame": self.max_pixels_per_frame(),
             "frame_rule": "linspace(0, n_frames - 1, frames), truncated",
         }
+
+
+def setting_record(
+    modality: str,
+    prompt_style: str,
+    input_source: str,
+    *,
+    few_shot_k: int | None = None,
+    few_shot_seed: int | None = None,
+    feature_format: str | None = None,
+    video: VideoSampling | None = None,
+    **extra: object,
+) -> dict:
+    """The `setting` block a run records (results files, `setting.json`, `scores_test.json`): the one writer of it
+    for the harness, the baselines and the trainer, so the three describe a setting with the same keys.
+
+    `feature_format` is kept only for feature-derived inputs, `few_shot_seed` only with examples, `video` (the raw
+    frames' sampling) only for raw inputs; `extra` (e.g. `trained`) is appended as given.
+    """
+    record: dict = {"modality": modality, "prompt_style": prompt_style}
+    if few_shot_k is not None:
+        record["few_shot_k"] = few_shot_k
+    record["input_source"] = input_source
+    if input_source == "features" and feature_format is not None:
+        record["feature_format"] = feature_format
+    if few_shot_k and few_shot_seed is not None:
+        record["few_shot_seed"] = few_shot_seed
+    if input_source == "raw" and video is not None:
+        record["video"] = video.as_record()
+    record.update(extra)
+    return record

@@ -34,6 +34,56 @@ def bootstrap_p_value(deltas: np.ndarray) -> float:
     return float(min(1.0, 2 * min(below, above)))
 
 
+class _PairedDeltas:
+    """One shared bootstrap of both systems' ICCs (A's blocks: dimensions then overall; then B's) and the
+    differences A - B, read out per block or for the mean ICC over the dimensions."""
+
+    def __init__(self, a, b, n_bootstrap: int, seed: int | None, confidence: float) -> None:
+        both = a.parsed & b.parsed
+        n, n_dims = both.shape
+        overall_a, complete = _overall_block(a.pred, a.gold, both)
+        overall_b, _ = _overall_block(b.pred, b.gold, both)
+        complete &= a.has_gold.all(axis=1)
+        ratings_a = np.concatenate([np.stack([a.pred, a.gold], axis=-1), overall_a[:, None]], axis=1)
+        ratings_b = np.concatenate([np.stack([b.pred, b.gold], axis=-1), overall_b[:, None]], axis=1)
+        self.valid = np.concatenate([both, complete[:, None]], axis=1)
+        ratings = np.concatenate([ratings_a, ratings_b], axis=1)  # blocks: A dims+overall, B dims+overall
+        valid2 = np.concatenate([self.valid, self.valid], axis=1)
+        self.width, self.confidence = n_dims + 1, confidence
+        self.point = point_blocks(ratings, valid2)["icc"]
+        boot = bootstrap_blocks(ratings, valid2, bootstrap_indices(n, n_bootstrap, seed))["icc"]
+        self.deltas = boot[:, : self.width] - boot[:, self.width :]
+        self.point_delta = self.point[: self.width] - self.point[self.width :]
+
+    def entry(self, block: int) -> dict:
+        n_items = int(self.valid[:, block].sum())
+        nan = float("nan")
+        delta = float(self.point_delta[block]) if n_items >= MIN_ITEMS else nan
+        defined = not np.isnan(delta)  # no interval or test for an undefined difference
+        return {
+            "icc_a": float(self.point[block]) if n_items >= MIN_ITEMS else nan,
+            "icc_b": float(self.point[self.width + block]) if n_items >= MIN_ITEMS else nan,
+            "delta": delta,
+            "delta_ci": percentile_ci(self.deltas[:, block], self.confidence).tolist() if defined else None,
+            "p_value": bootstrap_p_value(self.deltas[:, block]) if defined else nan,
+            "n": n_items,
+        }
+
+    def mean_entry(self) -> dict:
+        n_dims, width = self.width - 1, self.width
+        mean_deltas = self.deltas[:, :n_dims].mean(axis=1)
+        usable_dims = all(self.valid[:, j].sum() >= MIN_ITEMS for j in range(n_dims))
+        mean_delta = float(self.point_delta[:n_dims].mean()) if usable_dims else float("nan")
+        mean_defined = not np.isnan(mean_delta)
+        return {
+            "icc_a": float(self.point[:n_dims].mean()) if usable_dims else float("nan"),
+            "icc_b": float(self.point[width : width + n_dims].mean()) if usable_dims else float("nan"),
+            "delta": mean_delta,
+            "delta_ci": percentile_ci(mean_deltas, self.confidence).tolist() if mean_defined else None,
+            "p_value": bootstrap_p_value(mean_deltas) if mean_defined else float("nan"),
+        }
+
+
 def paired_comparison(
     predictions_a: Mapping[Key, object],
     predictions_b: Mapping[Key, object],
@@ -57,53 +107,14 @@ def paired_comparison(
     b = align(predictions_b, references, missing=align_missing)
     if a.videos != b.videos or a.dimensions != b.dimensions:
         raise ValueError("systems A and B must be aligned to the same references")
-    both = a.parsed & b.parsed
-    n, n_dims = both.shape
-    overall_a, complete = _overall_block(a.pred, a.gold, both)
-    overall_b, _ = _overall_block(b.pred, b.gold, both)
-    complete &= a.has_gold.all(axis=1)
-
-    ratings_a = np.concatenate([np.stack([a.pred, a.gold], axis=-1), overall_a[:, None]], axis=1)
-    ratings_b = np.concatenate([np.stack([b.pred, b.gold], axis=-1), overall_b[:, None]], axis=1)
-    valid = np.concatenate([both, complete[:, None]], axis=1)
-    ratings = np.concatenate([ratings_a, ratings_b], axis=1)  # blocks: A dims+overall, B dims+overall
-    valid2 = np.concatenate([valid, valid], axis=1)
-    width = n_dims + 1
-
-    point = point_blocks(ratings, valid2)["icc"]
-    boot = bootstrap_blocks(ratings, valid2, bootstrap_indices(n, n_bootstrap, seed))["icc"]
-    deltas = boot[:, :width] - boot[:, width:]
-    point_delta = point[:width] - point[width:]
-
-    def entry(block: int) -> dict:
-        n_items = int(valid[:, block].sum())
-        nan = float("nan")
-        delta = float(point_delta[block]) if n_items >= MIN_ITEMS else nan
-        defined = not np.isnan(delta)  # no interval or test for an undefined difference
-        return {
-            "icc_a": float(point[block]) if n_items >= MIN_ITEMS else nan,
-            "icc_b": float(point[width + block]) if n_items >= MIN_ITEMS else nan,
-            "delta": delta,
-            "delta_ci": percentile_ci(deltas[:, block], confidence).tolist() if defined else None,
-            "p_value": bootstrap_p_value(deltas[:, block]) if defined else nan,
-            "n": n_items,
-        }
-
+    diff = _PairedDeltas(a, b, n_bootstrap, seed, confidence)
+    n, n_dims = diff.valid.shape[0], diff.width - 1
     dimensions = {}
     for j, key in enumerate(a.dimensions):
         dim = DIMENSION_BY_KEY[key]
-        dimensions[key] = {"name": dim.name, "abbreviation": dim.abbreviation, **entry(j)}
-    mean_deltas = deltas[:, :n_dims].mean(axis=1)
-    usable_dims = all(valid[:, j].sum() >= MIN_ITEMS for j in range(n_dims))
-    mean_delta = float(point_delta[:n_dims].mean()) if usable_dims else float("nan")
-    mean_defined = not np.isnan(mean_delta)
-    mean_icc = {
-        "icc_a": float(point[:n_dims].mean()) if usable_dims else float("nan"),
-        "icc_b": float(point[width : width + n_dims].mean()) if usable_dims else float("nan"),
-        "delta": mean_delta,
-        "delta_ci": percentile_ci(mean_deltas, confidence).tolist() if mean_defined else None,
-        "p_value": bootstrap_p_value(mean_deltas) if mean_defined else float("nan"),
-    }
+        dimensions[key] = {"name": dim.name, "abbreviation": dim.abbreviation, **diff.entry(j)}
+    mean_icc = diff.mean_entry()
+    entry = diff.entry
     overall = entry(n_dims)
     if not overall["n"]:
         overall["note"] = (

@@ -27,7 +27,7 @@ import logging
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -166,6 +166,13 @@ def align(
     if not references:
         raise ValueError("references are empty: nothing to score against")
 
+    gold_values = _gold_values(references)
+    _check_pairs(predictions, gold_values, missing)
+    return _lay_out(predictions, gold_values, out_of_range)
+
+
+def _gold_values(references: Mapping[Key, object]) -> dict[Key, float]:
+    """The references as exact floats, each key, dimension and value checked."""
     gold_values: dict[Key, float] = {}
     for key, raw in references.items():
         if not (isinstance(key, tuple) and len(key) == 2):
@@ -177,7 +184,11 @@ def align(
         if not SCORE_MIN <= value <= SCORE_MAX:
             raise ValueError(f"reference {key!r} = {value} is outside the score range [{SCORE_MIN}, {SCORE_MAX}]")
         gold_values[key] = value
+    return gold_values
 
+
+def _check_pairs(predictions: Mapping[Key, object], gold_values: Mapping[Key, float], missing: str) -> None:
+    """No prediction without a reference; no reference without a prediction unless counted as unparsed."""
     extra = [key for key in predictions if key not in gold_values]
     for key in extra:
         if isinstance(key, tuple) and len(key) == 2:
@@ -191,6 +202,9 @@ def align(
             "(pass missing='unparsed' to count them as unparsed)"
         )
 
+
+def _lay_out(predictions: Mapping[Key, object], gold_values: Mapping[Key, float], out_of_range: str) -> AlignedScores:
+    """Both on one (video, dimension) grid; out-of-range predictions counted (and warned of) or refused."""
     videos = sorted({video for video, _ in gold_values})
     present = {dim for _, dim in gold_values}
     dimensions = [key for key in DIMENSION_KEYS if key in present]
@@ -346,45 +360,14 @@ def score_predictions(
         raise ValueError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
     references, align_missing, coverage = evaluated_references(predictions, references, missing)
     data = align(predictions, references, missing=align_missing, out_of_range=out_of_range)
-    n, n_dims = data.pred.shape
-    parsed, has_gold = data.parsed, data.has_gold
-    blocks = _Blocks()
-
-    dim_blocks = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j]) for j in range(n_dims)]
-    gold_complete = has_gold.all(axis=1) & (n_dims == len(DIMENSION_KEYS))
-    overall_ratings, overall_valid = _overall_block(data.pred, data.gold, parsed)
-    overall_valid &= gold_complete
-    overall_block = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid)
-
-    unparsed = has_gold & np.isnan(data.pred)
-    imputed_pred = np.where(unparsed, impute_value, data.pred)
-    imputed_dims = [j for j in range(n_dims) if unparsed[:, j].any()]
-    imputed_blocks = {j: blocks.add(imputed_pred[:, j], data.gold[:, j], has_gold[:, j]) for j in imputed_dims}
-    imputed_overall_ratings, imputed_valid = _overall_block(imputed_pred, data.gold, has_gold)
-    imputed_overall = blocks.add(imputed_overall_ratings[:, 0], imputed_overall_ratings[:, 1], imputed_valid)
-
-    common_mask = None
-    if common_videos is not None:
-        common = {str(v) for v in common_videos}
-        unknown = common.difference(data.videos)
-        if unknown:
-            raise ValueError(f"{len(unknown)} common video(s) have no reference: {sorted(unknown)[:5]}")
-        if not common:
-            raise ValueError("common_videos is empty")
-        common_mask = np.isin(np.asarray(data.videos, dtype=object), list(common))
-        common_dim_blocks = [
-            blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j] & common_mask) for j in range(n_dims)
-        ]
-        common_overall = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid & common_mask)
-
-    indices = bootstrap_indices(n, n_bootstrap, seed) if n_bootstrap else None
-    rat, val, point, boot = blocks.run(indices)
+    plan = _plan_blocks(data, impute_value, common_videos)
+    indices = bootstrap_indices(len(data.videos), n_bootstrap, seed) if n_bootstrap else None
+    rat, val, point, boot = plan.blocks.run(indices)
     report = _Reporter(point, boot, confidence)
-    agreement_of = [*dim_blocks, overall_block]  # the ICC's own pairs: each dimension, then overall
+    agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
     agreements = agreement_blocks(
         rat[:, agreement_of], val[:, agreement_of], indices, confidence=confidence, min_items=MIN_ITEMS
     )
-
     entries: dict[int, dict] = {}
 
     def entry(block: int) -> dict:
@@ -392,12 +375,78 @@ def score_predictions(
             entries[block] = report.entry(block, rat[:, block, 0], rat[:, block, 1], val[:, block])
         return dict(entries[block])
 
+    dimensions = _dimension_results(data, plan, entry, agreements)
+    mean_icc = _mean_icc(dimensions.values())
+    return {
+        "dimensions": dimensions,
+        "overall": _overall_result(data, plan, entry, agreements[-1], missing),
+        "mean_icc": mean_icc,
+        "mean_icc_ci": report.mean_ci(plan.dims, mean_icc),
+        "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
+        "coverage": coverage.to_dict(),
+        "midpoint_imputation": _midpoint_result(data, plan, entry, report, impute_value),
+        "common_set": _common_result(data, plan, entry, report),
+        "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range),
+    }
+
+
+_SUMMARY_FIELDS = ("icc", "icc_ci", "mse", "n")
+
+
+@dataclass
+class _Plan:
+    """Every (ratings, valid) block one bootstrap scores, by role: per dimension, overall, the midpoint-imputed
+    ones and the common-set ones (`common_mask` None when no common set was asked for)."""
+
+    blocks: _Blocks
+    dims: list[int]
+    overall: int
+    gold_complete: np.ndarray
+    unparsed: np.ndarray
+    imputed: dict[int, int]
+    imputed_overall: int
+    common_mask: np.ndarray | None = None
+    common_dims: list[int] = field(default_factory=list)
+    common_overall: int | None = None
+
+
+def _plan_blocks(data: AlignedScores, impute_value: float, common_videos: Iterable[str] | None) -> _Plan:
+    n_dims = data.pred.shape[1]
+    parsed, has_gold = data.parsed, data.has_gold
+    blocks = _Blocks()
+    dims = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j]) for j in range(n_dims)]
+    gold_complete = has_gold.all(axis=1) & (n_dims == len(DIMENSION_KEYS))
+    overall_ratings, overall_valid = _overall_block(data.pred, data.gold, parsed)
+    overall_valid &= gold_complete
+    overall = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid)
+
+    unparsed = has_gold & np.isnan(data.pred)
+    imputed_pred = np.where(unparsed, impute_value, data.pred)
+    imputed_dims = [j for j in range(n_dims) if unparsed[:, j].any()]
+    imputed = {j: blocks.add(imputed_pred[:, j], data.gold[:, j], has_gold[:, j]) for j in imputed_dims}
+    imputed_overall_ratings, imputed_valid = _overall_block(imputed_pred, data.gold, has_gold)
+    imputed_overall = blocks.add(imputed_overall_ratings[:, 0], imputed_overall_ratings[:, 1], imputed_valid)
+    plan = _Plan(blocks, dims, overall, gold_complete, unparsed, imputed, imputed_overall)
+    if common_videos is not None:
+        common = {str(v) for v in common_videos}
+        unknown = common.difference(data.videos)
+        if unknown:
+            raise ValueError(f"{len(unknown)} common video(s) have no reference: {sorted(unknown)[:5]}")
+        if not common:
+            raise ValueError("common_videos is empty")
+        plan.common_mask = mask = np.isin(np.asarray(data.videos, dtype=object), list(common))
+        plan.common_dims = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j] & mask) for j in range(n_dims)]
+        plan.common_overall = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid & mask)
+    return plan
+
+
+def _dimension_results(data: AlignedScores, plan: _Plan, entry, agreements) -> dict[str, dict]:
     dimensions: dict[str, dict] = {}
     for j, key in enumerate(data.dimensions):
         dim = DIMENSION_BY_KEY[key]
-        n_total = int(has_gold[:, j].sum())
-        n_unparsed = int(unparsed[:, j].sum())
-        result = {"name": dim.name, "abbreviation": dim.abbreviation, **entry(dim_blocks[j])}
+        n_total = int(data.has_gold[:, j].sum())
+        n_unparsed = int(plan.unparsed[:, j].sum())
+        result = {"name": dim.name, "abbreviation": dim.abbreviation, **entry(plan.dims[j])}
         ceiling = HUMAN_CEILING[key]
         result.update(
             n_total=n_total,
@@ -410,79 +459,75 @@ def score_predictions(
             agreement=agreements[j],
         )
         dimensions[key] = result
+    return dimensions
 
-    n_complete = int(gold_complete.sum())
-    overall = entry(overall_block)
+
+def _overall_result(data: AlignedScores, plan: _Plan, entry, agreement, missing: str) -> dict:
+    n = len(data.videos)
+    n_complete = int(plan.gold_complete.sum())
+    overall = entry(plan.overall)
     overall.update(
         n_total=n_complete,
         n_excluded=n_complete - overall["n"],
         excluded_rate=(n_complete - overall["n"]) / n_complete if n_complete else float("nan"),
-        agreement=agreements[-1],
+        agreement=agreement,
     )
     if n_complete < n:
         overall["n_incomplete_gold"] = n - n_complete
-    reason = overall_reason(list(data.dimensions), n_complete, int(has_gold.sum(axis=1).max(initial=0)), missing)
+    most_dims = int(data.has_gold.sum(axis=1).max(initial=0))
+    reason = overall_reason(list(data.dimensions), n_complete, most_dims, missing)
     if reason is not None:
         overall["note"] = reason
+    return overall
 
+
+def _midpoint_result(data: AlignedScores, plan: _Plan, entry, report: _Reporter, impute_value: float) -> dict:
+    sources = [plan.imputed.get(j, plan.dims[j]) for j in range(len(data.dimensions))]
     imputed_dimensions = {}
     for j, key in enumerate(data.dimensions):
-        source = imputed_blocks.get(j, dim_blocks[j])
-        item = entry(source)
-        imputed_dimensions[key] = {
-            "icc": item["icc"],
-            "icc_ci": item["icc_ci"],
-            "mse": item["mse"],
-            "n": item["n"],
-            "n_imputed": int(unparsed[:, j].sum()),
-        }
-    imputed_entry = entry(imputed_overall)
+        item = entry(sources[j])
+        imputed_dimensions[key] = {**{f: item[f] for f in _SUMMARY_FIELDS}, "n_imputed": int(plan.unparsed[:, j].sum())}
+    imputed_entry = entry(plan.imputed_overall)
     imputed_mean = _mean_icc(imputed_dimensions.values())
-    midpoint = {
+    return {
         "value": impute_value,
-        "n_imputed": int(unparsed.sum()),
+        "n_imputed": int(plan.unparsed.sum()),
         "dimensions": imputed_dimensions,
-        "overall": {k: imputed_entry[k] for k in ("icc", "icc_ci", "mse", "n")},
+        "overall": {k: imputed_entry[k] for k in _SUMMARY_FIELDS},
         "mean_icc": imputed_mean,
-        "mean_icc_ci": report.mean_ci([imputed_blocks.get(j, dim_blocks[j]) for j in range(n_dims)], imputed_mean),
+        "mean_icc_ci": report.mean_ci(sources, imputed_mean),
     }
 
-    mean_icc = _mean_icc(dimensions.values())
-    result = {
-        "dimensions": dimensions,
-        "overall": overall,
-        "mean_icc": mean_icc,
-        "mean_icc_ci": report.mean_ci(dim_blocks, mean_icc),
-        "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
-        "coverage": coverage.to_dict(),
-        "midpoint_imputation": midpoint,
-        "common_set": None,
-        "meta": {
-            "metric": "ICC(3,1)",
-            "ci_method": CI_METHOD,
-            "confidence": confidence,
-            "n_bootstrap": n_bootstrap,
-            "seed": seed,
-            "n_videos": n,
-            "dimensions": list(data.dimensions),
-            "missing": missing,
-            "out_of_range": out_of_range,
-            "agreement": {
-                "statistics": list(STATISTIC_KEYS),
-                "pairs": "the ICC's: parsed predictions per dimension, complete videos overall",
-                "bias": "model minus expert",
-                "limits_of_agreement": f"bias +- {LOA_Z} sd of the differences (Bland & Altman 1986)",
-            },
+
+def _common_result(data: AlignedScores, plan: _Plan, entry, report: _Reporter) -> dict | None:
+    if plan.common_mask is None:
+        return None
+    common_dims = {key: entry(plan.common_dims[j]) for j, key in enumerate(data.dimensions)}
+    common_mean = _mean_icc(common_dims.values())
+    return {
+        "n_videos": int(plan.common_mask.sum()),
+        "dimensions": {k: {f: v[f] for f in _SUMMARY_FIELDS} for k, v in common_dims.items()},
+        "overall": {f: entry(plan.common_overall)[f] for f in _SUMMARY_FIELDS},
+        "mean_icc": common_mean,
+        "mean_icc_ci": report.mean_ci(plan.common_dims, common_mean),
+    }
+
+
+def _meta(data: AlignedScores, confidence, n_bootstrap, seed, missing, out_of_range) -> dict:
+    return {
+        "metric": "ICC(3,1)",
+        "ci_method": CI_METHOD,
+        "confidence": confidence,
+        "n_bootstrap": n_bootstrap,
+        "seed": seed,
+        "n_videos": len(data.videos),
+        "dimensions": list(data.dimensions),
+        "missing": missing,
+        "out_of_range": out_of_range,
+        "agreement": {
+            "statistics": list(STATISTIC_KEYS),
+            "pairs": "the ICC's: parsed predictions per dimension, complete videos overall",
+            "bias": "model minus expert",
+            "limits_of_agreement": f"bias +- {LOA_Z} sd of the differences (Bland & Altman 1986)",
         },
     }
-    if common_mask is not None:
-        common_dims = {key: entry(common_dim_blocks[j]) for j, key in enumerate(data.dimensions)}
-        common_mean = _mean_icc(common_dims.values())
-        result["common_set"] = {
-            "n_videos": int(common_mask.sum()),
-            "dimensions": {k: {f: v[f] for f in ("icc", "icc_ci", "mse", "n")} for k, v in common_dims.items()},
-            "overall": {f: entry(common_overall)[f] for f in ("icc", "icc_ci", "mse", "n")},
-            "mean_icc": common_mean,
-            "mean_icc_ci": report.mean_ci(common_dim_blocks, common_mean),
-        }
-    return result

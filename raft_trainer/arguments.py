@@ -8,7 +8,7 @@ is the paper's Appendix D.1 setup.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from trl import ModelConfig, TrlParser
 
@@ -39,6 +39,9 @@ class RAFTScriptArguments:
             formula) or `"exact"` (the expectation over the five integer digits).
         predict_batch_size (`int`, *optional*, defaults to `8`):
             Rows per forward pass when predicting.
+        num_processes (`int`, *optional*, defaults to `1`):
+            Processes to train in (DDP). Above 1, the settings and the data are checked here first, then the
+            processes are started with `accelerate launch` (`raft_trainer.launch`); ignored inside a launched group.
     """
 
     dataset_dir: str = field(
@@ -53,6 +56,13 @@ class RAFTScriptArguments:
         metadata={"help": "Expected score at prediction: greedy or exact.", "choices": list(PREDICT_METHODS)},
     )
     predict_batch_size: int = field(default=8, metadata={"help": "Rows per forward pass when predicting."})
+    num_processes: int = field(
+        default=1,
+        metadata={
+            "help": "Processes to train in (DDP); above 1 the settings and data are checked first, then the "
+            "processes are started with accelerate launch."
+        },
+    )
 
 
 @dataclass
@@ -106,14 +116,50 @@ class RAFTModelConfig(ModelConfig):
 
 
 DATACLASSES = (RAFTScriptArguments, RAFTConfig, RAFTModelConfig)
+USAGE = "%(prog)s --model_name_or_path MODEL --dataset_dir DIR [--output_dir OUT] [--config RECIPE.yaml] [FLAGS]"
+DESCRIPTION = (
+    "Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5), then predict the test split. Every flag "
+    "is also a key of a --config YAML recipe (raft_trainer/recipes/); a flag overrides the recipe."
+)
+
+
+# `--help` lists these first, in this order (titles; the fields of each), then TRL's and transformers' fields.
+HELP_GROUPS = (
+    ("data and outputs", ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__)),
+    ("MIS-RAFT objective and inputs (RAFTConfig)", tuple(RAFTConfig.__annotations__)),
+    ("model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)", tuple(field.name for field in fields(ModelConfig))),
+)
+TRAINING_ARGUMENTS_GROUP = "TRL's SFTConfig and transformers' TrainingArguments"
 
 
 class RAFTParser(TrlParser):
-    """`TrlParser` that, before it builds the dataclasses, refuses settings this machine cannot run, all in one line."""
+    """`TrlParser` that, before it builds the dataclasses, refuses settings this machine cannot run, all in one line;
+    its `--help` lists the MIS-RAFT, data and model options before TRL's and transformers' (`HELP_GROUPS`)."""
 
     def __init__(self, *args, check_machine: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.check_machine = check_machine
+        self._group_for_help()
+
+    def _group_for_help(self) -> None:
+        """Move each field's flags from the one `options` group into the titled groups, in `HELP_GROUPS` order."""
+        general = self._optionals
+        by_dest: dict[str, list] = {}
+        for action in general._group_actions:
+            if action.dest != "help":
+                by_dest.setdefault(action.dest, []).append(action)
+        groups = [(title, names) for title, names in HELP_GROUPS]
+        groups.append((TRAINING_ARGUMENTS_GROUP, tuple(by_dest)))
+        for title, names in groups:
+            group = self.add_argument_group(title)
+            for name in dict.fromkeys(names):
+                for action in by_dest.pop(name, []):
+                    general._group_actions.remove(action)
+                    group._group_actions.append(action)
+
+    def error(self, message: str):  # type: ignore[override]
+        """argparse's usage block and line become the toolkit's one line (exit 2)."""
+        raise UsageError(" ".join(message.split()), where="flags", hint=f"see `{self.prog} --help`")
 
     def parse_known_args(self, args=None, namespace=None):
         namespace, remaining = super().parse_known_args(args, namespace)
@@ -131,7 +177,12 @@ def make_parser(prog: str | None = None, check_machine: bool = True) -> RAFTPars
     import torch
 
     parser = RAFTParser(
-        DATACLASSES, prog=prog, description=__doc__.split("\n\n")[0], allow_abbrev=False, check_machine=check_machine
+        DATACLASSES,
+        prog=prog,
+        usage=USAGE,
+        description=DESCRIPTION,
+        allow_abbrev=False,
+        check_machine=check_machine,
     )
     if check_machine and not torch.cuda.is_available():
         # The CPU fallback: TrainingArguments must know, or `accelerate launch` of several processes would not

@@ -277,10 +277,12 @@ class RAFTConfig(SFTConfig):
                 f"RAFTConfig.raft_loss_scale must be one of {', '.join(RAFT_LOSS_SCALES)}, got {self.raft_loss_scale!r}"
             )
         setting_media(self.modality)
-        if self.input_source not in INPUT_SOURCES:
+        if self.input_source not in (*INPUT_SOURCES, "text"):  # "text": the text setting's, resolved
             raise ValueError(
                 f"RAFTConfig.input_source must be one of {', '.join(INPUT_SOURCES)}, got {self.input_source!r}"
             )
+        if self.input_source == "text" and self.modality != "text":
+            raise ValueError(f"RAFTConfig.input_source='text' is the text setting's, got modality {self.modality!r}")
         if self.input_source == "raw" and self.modality == "text":
             raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
         if self.prompt_style not in TRAINER_PROMPT_STYLES:

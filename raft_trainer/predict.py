@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from mis_bench_dataset.protocol import VideoSampling
+from raft_trainer.config import RAFTConfig
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import digit_probabilities, expected_digit
@@ -116,56 +116,47 @@ MIN_SHARED_PREFIX = 16
 @torch.inference_mode()
 def predict_scores(
     model,
-    tokenizer_or_processor,
+    processing_class,
     rows: Iterable[Mapping[str, Any]],
+    config: RAFTConfig | None = None,
     *,
     batch_size: int = 8,
     method: str = "greedy",
-    max_length: int | None = None,
-    renormalize: bool = True,
     digit_tokens: DigitTokens | None = None,
     share_prefix: bool = True,
     show_progress: bool = True,
-    modality: str = "text",
-    input_source: str = "features",
-    prompt_style: str = TOOLKIT_PROMPT_STYLE,
-    video_sampling: VideoSampling | None = None,
 ) -> np.ndarray:
-    """Expected score of every scoring row (same order), shape (len(rows),).
+    """Expected score of every scoring row (same order), shape (len(rows),), with the prompts `config` describes
+    (the `RAFTConfig` the model was trained with: its `modality`, `input_source`, `prompt_style`, `max_length`,
+    `renormalize_digits` and raw-video sampling; default: RAFTConfig's defaults without a `max_length`).
 
     With `share_prefix` (text models), rows of one dimension share the system + rubric prefix: its
     KV cache is computed once per dimension and only each row's transcript and tail are run, with
     explicit position ids so the result equals the unshared computation. With an audio/video
     `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript;
-    with `input_source="raw"` the rows' `video_path` / `audio_path` go through the processor instead
-    (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing; a video's frames are
-    sampled by `video_sampling`, default the "fixed" rule with the paper's budget). `prompt_style` is the one
-    the model was trained with (`raft_trainer.data.TRAINER_PROMPT_STYLES`).
+    with the input source "raw" (given, or "auto" resolved from the rows) the rows' `video_path` / `audio_path`
+    go through the processor instead (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
     """
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
-    tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
+    config = config if config is not None else RAFTConfig(max_length=None)
+    rows = list(rows)
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
-    if input_source == "raw":
+    readout = {"method": method, "renormalize": config.renormalize_digits, "show_progress": show_progress}
+    if _input_source(config, rows) == "raw":
         from raft_trainer.raw_media import RawMediaEncoder
 
         encoder = RawMediaEncoder(
-            tokenizer_or_processor, digits, modality, max_length, prompt_style, video_sampling or VideoSampling()
-        )
-        return _predict_raw(
-            model,
-            encoder,
-            list(rows),
+            processing_class,
             digits,
-            batch_size=batch_size,
-            method=method,
-            renormalize=renormalize,
-            show_progress=show_progress,
+            config.modality,
+            config.max_length,
+            config.prompt_style,
+            config.raw_video_sampling,
         )
-    if input_source != "features":
-        raise ValueError(f"input_source must be 'features' or 'raw', got {input_source!r}")
-    encoder = ScoringEncoder(tokenizer, digits, max_length, modality, prompt_style)
-    rows = list(rows)
+        return _predict_raw(model, encoder, rows, digits, batch_size=batch_size, **readout)
+    encoder = ScoringEncoder(tokenizer, digits, config.max_length, config.modality, config.prompt_style)
     prompts = [encoder.encode_prompt(row) for row in rows]
     groups = [str(row.get("dimension")) for row in rows]
     return read_digit_scores(
@@ -175,11 +166,18 @@ def predict_scores(
         pad_token_id(tokenizer),
         groups=groups,
         batch_size=batch_size,
-        method=method,
-        renormalize=renormalize,
         share_prefix=share_prefix,
-        show_progress=show_progress,
+        **readout,
     ).scores
+
+
+def _input_source(config: RAFTConfig, rows: Sequence[Mapping[str, Any]]) -> str:
+    """The config's input source; "auto" resolved from the rows as the trainer resolves it."""
+    if config.input_source != "auto":
+        return config.input_source
+    from mis_bench_dataset.setting_inputs import resolve_input_source
+
+    return resolve_input_source(config.modality, rows, "auto")
 
 
 def pad_token_id(tokenizer) -> int:

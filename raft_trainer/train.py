@@ -1,97 +1,164 @@
 """Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5).
 
-    accelerate launch raft_trainer/train.py --model_name_or_path MODEL --dataset_dir DIR [--output_dir OUT] [FLAGS]
-    accelerate launch --multi_gpu --num_processes 2 raft_trainer/train.py \
-        --config raft_trainer/recipes/paper_d1.yaml --dataset_dir DIR       # the paper's Appendix D.1 setup
+    mis-bench train --model_name_or_path MODEL --dataset_dir DIR [--output_dir OUT] [--num_processes N] [FLAGS]
+    accelerate launch raft_trainer/train.py --model_name_or_path MODEL --dataset_dir DIR [FLAGS]
+    mis-bench train --config raft_trainer/recipes/paper_d1.yaml --dataset_dir DIR   # the paper's Appendix D.1 setup
 
 Flags (`--help`): every field of `RAFTScriptArguments`, `RAFTConfig` (TRL's SFTConfig plus the MIS-RAFT objective)
 and `RAFTModelConfig` (TRL's ModelConfig) in `raft_trainer/arguments.py`, parsed by TRL's `TrlParser`, so a
-`--config` YAML recipe sets any of them and flags override it. Runs on one CPU process, one GPU or several (DDP).
-Writes to OUT: the LoRA adapter and tokenizer, `trainer_state.json`, `setting.json` (modality, input source,
-prompt style, raw-video sampling),
-`predictions_test.csv` (long form, read by `mis-bench score`) and, when the test split is labelled,
-`scores_test.json`. The audio/video settings on the public release use feature-derived descriptors from the
-dataset's `features` config (`input_source: features`, see `raft_trainer.media`). Without CUDA it trains in float32
-(logged) and refuses, in one line, settings that need CUDA (4-bit, paged optimizers, bf16). `--no_train` predicts
-without training (Table 4's raw inference; `recipes/paper_table4_raw.yaml`).
+`--config` YAML recipe sets any of them and flags override it. Runs on one CPU process, one GPU or several (DDP:
+`--num_processes N` checks the settings and the data first, then starts the processes with `accelerate launch`).
+Writes to OUT (claimed through the output-ownership manifest: a folder holding files the toolkit did not write is
+refused): the LoRA adapter and tokenizer, `trainer_state.json`, `setting.json` (modality, input source, prompt
+style, raw-video sampling), `predictions_test.csv` (long form, read by `mis-bench score`) and, when the test split
+is labelled, `scores_test.json`. Without CUDA it trains in float32 (logged) and refuses, in one line, settings that
+need CUDA (4-bit, paged optimizers, bf16). `--no_train` predicts without training (Table 4's raw inference;
+`recipes/paper_table4_raw.yaml`): no trainer, no tokenised train rows. Failures follow the toolkit's convention:
+one line `PROG: error: WHAT (WHERE); WHAT TO DO`, exit 2 for a bad setting or flag, 1 for bad data.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import sys
+import warnings
 from pathlib import Path
 
-from mis_bench_dataset.rules.atomic import write_atomic
-from mis_bench_dataset.rules.errors import EXIT_USAGE, MisBenchError, require_extra
+from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError, require_extra
+from mis_bench_dataset.rules.text_safety import clean_line
+from raft_trainer.launch import EXIT_FILE_ENV, PROG_ENV
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
+TRAIN_WRITER = "train"  # the writer name of every file a training run leaves in --output_dir
 
 
-def parse_arguments(argv: list[str] | None = None):
-    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value exits 2 with one
-    line on stderr."""
+def main(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """The script: `run`, with an expected failure printed as one line on stderr and its exit code returned."""
+    try:
+        return run(argv, prog)
+    except MisBenchError as err:  # also a missing `train` extra: nothing of raft_trainer is imported here
+        print(clean_line(f"{prog}: error: {err.line()}"), file=sys.stderr, flush=True)
+        _report_exit_code(err.exit_code)
+        return err.exit_code
+
+
+def _report_exit_code(code: int) -> None:
+    """In a launched process: leave the exit code of a refused run for the parent (the launcher exits 1)."""
+    path = os.environ.get(EXIT_FILE_ENV)
+    if path and "LOCAL_RANK" in os.environ:
+        from mis_bench_dataset.rules.atomic import write_atomic
+
+        with contextlib.suppress(OSError):
+            write_atomic(path, str(code))
+
+
+def run(argv: list[str] | None = None, prog: str = PROG) -> int:
+    """Parse, check, then train and predict here, or start `--num_processes` processes that do; raises the
+    toolkit's errors (`mis_bench_dataset.errors`) for the caller to print."""
+    require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
+    try:
+        script_args, training_args, model_args = parse_arguments(argv, prog)
+    except SystemExit as stop:  # --help
+        return stop.code if isinstance(stop.code, int) else 0
+    if model_args.load_in_4bit or model_args.load_in_8bit:
+        require_extra("qlora", "--load_in_4bit / --load_in_8bit")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    import datasets
+
+    datasets.disable_progress_bars()  # the build's own splits: "Generating split" bars say nothing to act on
+    from mis_bench_dataset.built.loading import load_build
+    from mis_bench_dataset.rules.ownership import check_not_overlapping
+    from raft_trainer.launch import launch_processes, under_launcher
+
+    output_dir = Path(training_args.output_dir)
+    check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
+    with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
+        check_run(splits, script_args, training_args)
+        if script_args.num_processes > 1 and not under_launcher():
+            return launch_processes(script_args.num_processes, _argv(argv), prog)
+        return train_and_predict(splits, script_args, training_args, model_args)
+
+
+def _argv(argv: list[str] | None) -> list[str]:
+    return list(sys.argv[1:] if argv is None else argv)
+
+
+def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
+    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value is a
+    UsageError (exit 2)."""
     import yaml
 
     from raft_trainer.arguments import make_parser
 
     try:
-        return make_parser(prog=PROG).parse_args_and_config(argv)
-    except (ValueError, OSError, yaml.YAMLError, MisBenchError) as err:
-        print(f"{PROG}: error: {' '.join(str(err).split())}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE) from None
+        with warnings.catch_warnings():  # TRL's SFTConfig sets the deprecated spelling itself: nothing to act on
+            warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
+            return make_parser(prog=prog).parse_args_and_config(argv)
+    except MisBenchError:
+        raise
+    except (ValueError, OSError, yaml.YAMLError) as err:
+        raise UsageError(" ".join(str(err).split()), where="flags or --config recipe") from None
 
 
-def check_scoring(splits, dataset: str) -> None:
+def check_run(splits, script_args, training_args) -> None:
+    """Everything about the data and the setting that can be refused before a model is loaded (and before
+    processes are started): a train split, the input source (resolved once, stored in `training_args`), a
+    labelled validation split when evaluating, and an output folder holding only this writer's files."""
+    from mis_bench_dataset.rules.ownership import check_replaceable_folder
+
+    dataset = script_args.dataset_dir
     if "train" not in splits:
-        raise SystemExit(f"{dataset}: the scoring config has no train split (found {list(splits)})")
+        raise DataError(
+            f"the scoring config has no train split (found {', '.join(splits)})",
+            where=dataset,
+            hint="give a folder written by `mis-bench build`",
+        )
+    training_args.input_source = prepare_inputs(splits, dataset, training_args.modality, training_args.input_source)
+    if script_args.train:
+        eval_split(splits, training_args, dataset)
+    if os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0":  # before the main process writes anything
+        check_replaceable_folder(training_args.output_dir, TRAIN_WRITER, command="train", arg="--output_dir")
 
 
 def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
     """Resolve the input source of `modality` and attach each row's media context; returns the source.
 
-    Refuses (SystemExit naming the reason) rather than training a multimodal setting on text alone.
+    Refuses (an UnsupportedSetting, exit 2, naming the reason) rather than training a multimodal setting on text.
     """
-    from mis_bench_dataset.setting_inputs import UnsupportedSetting, resolve_input_source
+    from mis_bench_dataset.setting_inputs import resolve_input_source
     from raft_trainer.media import attach_feature_context, load_feature_contexts
 
-    try:
-        source = resolve_input_source(modality, splits["train"], requested)
-        if source == "features":
-            contexts = load_feature_contexts(dataset, modality, list(splits))
-            for name in list(splits):
-                splits[name] = attach_feature_context(splits[name], contexts, modality, f"{dataset} {name} split")
-            logger.info(
-                "%s: feature-derived descriptors from the `features` config for %d videos", modality, len(contexts)
-            )
-    except UnsupportedSetting as err:
-        raise SystemExit(str(err)) from err
+    source = resolve_input_source(modality, splits["train"], requested)
+    if source == "features":
+        contexts = load_feature_contexts(dataset, modality, list(splits))
+        for name in list(splits):
+            splits[name] = attach_feature_context(splits[name], contexts, modality, f"{dataset} {name} split")
+        logger.info("%s: feature-derived descriptors from the `features` config for %d videos", modality, len(contexts))
     return source
 
 
 def load_media_processor(model: str, modality: str):
-    """The model's AutoProcessor, refused (SystemExit, with why) unless it takes the setting's media."""
+    """The model's AutoProcessor, refused (a UsageError, with why) unless it takes the setting's media."""
     from transformers import AutoProcessor
 
-    from mis_bench_dataset.setting_inputs import UnsupportedSetting
     from raft_trainer.media import check_processor_takes_media
 
     try:
         processor = AutoProcessor.from_pretrained(model)
     except Exception as err:  # e.g. a video processor whose torchvision does not import
-        raise SystemExit(
+        raise UsageError(
             f"--modality {modality} with raw media: cannot load the processor of {model!r} "
-            f"({type(err).__name__}: {err}); "
-            "raw video needs the model's processor with its video dependencies (torchvision); "
-            "or use --input_source features"
+            f"({type(err).__name__}: {err})",
+            where="--model_name_or_path",
+            hint="raw video needs the model's processor with its video dependencies (torchvision); "
+            "or use --input_source features",
         ) from err
-    try:
-        check_processor_takes_media(processor, modality)
-    except UnsupportedSetting as err:
-        raise SystemExit(str(err)) from err
+    check_processor_takes_media(processor, modality)
     return processor
 
 
@@ -101,9 +168,10 @@ def eval_split(splits, training_args, dataset: str):
         return None
     validation = splits.get("validation")
     if validation is None or all(s is None for s in validation["score"]):
-        raise SystemExit(
-            f"--eval_strategy {training_args.eval_strategy.value}: {dataset} has no labelled validation split; "
-            "use --eval_strategy no"
+        raise UsageError(
+            f"--eval_strategy {training_args.eval_strategy.value}: {dataset} has no labelled validation split",
+            where="flags or --config recipe",
+            hint="use --eval_strategy no",
         )
     return validation
 
@@ -120,60 +188,66 @@ def log_device(training_args) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    try:
-        require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
-    except MisBenchError as err:
-        print(f"{PROG}: error: {err.line()}", file=sys.stderr)
-        return err.exit_code
-    script_args, training_args, model_args = parse_arguments(argv)
-    if model_args.load_in_4bit or model_args.load_in_8bit:
-        try:
-            require_extra("qlora", "--load_in_4bit / --load_in_8bit")
-        except MisBenchError as err:
-            print(f"{PROG}: error: {err.line()}", file=sys.stderr)
-            return err.exit_code
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    from mis_bench_dataset.built.loading import load_build
+def run_setting(script_args, training_args) -> dict:
+    """The `setting` block of `setting.json` and `scores_test.json` (the toolkit's one writer of it)."""
+    from mis_bench_dataset.protocol import setting_record
+    from mis_bench_dataset.setting_inputs import setting_media
 
-    try:
-        with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
-            return train_and_predict(splits, script_args, training_args, model_args)
-    except MisBenchError as err:
-        print(f"{PROG}: error: {err.line()}", file=sys.stderr)
-        return err.exit_code
+    video = training_args.raw_video_sampling if "video" in setting_media(training_args.modality) else None
+    return setting_record(
+        training_args.modality,
+        training_args.prompt_style,
+        training_args.input_source,
+        feature_format="text",  # as the harness records it: text descriptors, no plots
+        video=video,
+        trained=script_args.train,
+    )
 
 
 def train_and_predict(splits, script_args, training_args, model_args) -> int:
+    """Train (unless `--no_train`), save, record the setting and predict the test split; `check_run` first."""
+    from accelerate import PartialState
     from transformers import AutoTokenizer
-    from trl import get_peft_config, get_quantization_config
 
-    from mis_bench_dataset.setting_inputs import setting_media
-    from raft_trainer.trainer import RAFTTrainer
+    from mis_bench_dataset.rules.ownership import OutputFolder
 
-    check_scoring(splits, script_args.dataset_dir)
-    input_source = prepare_inputs(splits, script_args.dataset_dir, training_args.modality, training_args.input_source)
-    setting = {
-        "modality": training_args.modality,
-        "input_source": input_source,
-        "prompt_style": training_args.prompt_style,
-        "trained": script_args.train,
-    }
-    if input_source == "features":  # as the harness records it: text descriptors, no plots
-        setting["feature_format"] = "text"
-    if input_source == "raw" and "video" in setting_media(training_args.modality):
-        setting["video"] = training_args.raw_video_sampling.as_record()
-    log_device(training_args)
     model = model_args.model_name_or_path
-    tokenizer = AutoTokenizer.from_pretrained(
-        model, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
-    )
-    processing_class = load_media_processor(model, training_args.modality) if input_source == "raw" else tokenizer
-    output_dir = Path(training_args.output_dir)
-    eval_dataset = eval_split(splits, training_args, script_args.dataset_dir)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            model, revision=model_args.model_revision, trust_remote_code=training_args.trust_remote_code
+        )
+    except OSError as err:  # no such folder, no tokenizer files, or a Hub id while offline
+        raise UsageError(
+            f"cannot load the tokenizer of {model!r}: {' '.join(str(err).split())[:300]}",
+            where="--model_name_or_path",
+            hint="give a local model folder or a Hub id this machine can download",
+        ) from None
+    raw = training_args.input_source == "raw"
+    processing_class = load_media_processor(model, training_args.modality) if raw else tokenizer
+    set_model_init_kwargs(training_args, model_args)
+    if script_args.train:
+        log_device(training_args)
+        trained, note = train(splits, script_args, training_args, model_args, processing_class)
+    else:
+        trained = load_untrained(model, training_args, model_args)
+        note = f"no training (--no_train): predicting with {model} as loaded"
+    state = PartialState()
+    if state.is_main_process:
+        record_trainer_files(training_args.output_dir)
+        out = OutputFolder(
+            training_args.output_dir, command="train", arg="--output_dir", inputs=[script_args.dataset_dir]
+        )
+        setting = run_setting(script_args, training_args)
+        write_json(out, "setting.json", setting)
+        print(note)
+        if script_args.predict and "test" in splits:
+            write_test_predictions(trained, processing_class, splits["test"], out, script_args, training_args, setting)
+    state.wait_for_everyone()
+    return 0
 
-    # As TRL's scripts do: the model's loading arguments come from the model config, the trainer's own win.
+
+def set_model_init_kwargs(training_args, model_args) -> None:
+    """As TRL's scripts do: the model's loading arguments come from the model config, the trainer's own win."""
     model_args.dtype = model_args.dtype or ("bfloat16" if training_args.bf16 else "float32")
     training_args.model_init_kwargs = {
         "revision": model_args.model_revision,
@@ -182,70 +256,97 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
         "dtype": model_args.dtype,
         **(training_args.model_init_kwargs or {}),
     }
+
+
+def train(splits, script_args, training_args, model_args, processing_class):
+    """(the trained model, unwrapped; the line that says what was trained): RAFTTrainer on the train split."""
+    from trl import get_peft_config, get_quantization_config
+
+    from raft_trainer.trainer import RAFTTrainer
+
     trainer = RAFTTrainer(
-        model,
+        model_args.model_name_or_path,
         args=training_args,
         train_dataset=splits["train"],
-        eval_dataset=eval_dataset,
+        eval_dataset=eval_split(splits, training_args, script_args.dataset_dir),
         processing_class=processing_class,
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
-    if script_args.train:
-        logger.info(
-            "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
-            trainer.accelerator.num_processes,
-            training_args.raft_objective,
-            training_args.modality,
-            input_source,
-            training_args.prompt_style,
-        )
-        train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
-        trainer.save_model(str(output_dir))
-        trainer.save_state()
-    if trainer.accelerator.is_main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        write_atomic(output_dir / "setting.json", json.dumps(setting, indent=2, ensure_ascii=False) + "\n")
-        if script_args.train:
-            print(
-                f"trained {trainer.state.global_step} steps, train loss {train_result.training_loss:.4f}; "
-                f"adapter in {output_dir}"
-            )
-        else:
-            print(f"no training (--no_train): predicting with {model} as loaded")
-    if not script_args.predict or "test" not in splits:
-        return 0
-    if trainer.accelerator.is_main_process:
-        write_test_predictions(trainer, processing_class, splits["test"], output_dir, script_args, setting)
-    trainer.accelerator.wait_for_everyone()
-    return 0
+    logger.info(
+        "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
+        trainer.accelerator.num_processes,
+        training_args.raft_objective,
+        training_args.modality,
+        training_args.input_source,
+        training_args.prompt_style,
+    )
+    result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    trainer.save_model(training_args.output_dir)
+    trainer.save_state()
+    note = (
+        f"trained {trainer.state.global_step} steps, train loss {result.training_loss:.4f}; "
+        f"adapter in {training_args.output_dir}"
+    )
+    return trainer.accelerator.unwrap_model(trainer.model), note
 
 
-def write_test_predictions(trainer, processing_class, test_split, output_dir: Path, script_args, setting: dict) -> None:
+def load_untrained(model: str, training_args, model_args):
+    """The model as loaded for the raw-inference condition: TRL's loader with the run's dtype and quantization,
+    no trainer (so no train rows are tokenised) and no adapter (a fresh LoRA adapter is the identity)."""
+    from trl import get_quantization_config
+    from trl.trainer.utils import create_model_from_path
+
+    kwargs = dict(training_args.model_init_kwargs)
+    quantization = get_quantization_config(model_args)
+    if quantization is not None:
+        kwargs["quantization_config"] = quantization
+    return create_model_from_path(model, **kwargs)
+
+
+def record_trainer_files(output_dir: str | Path) -> None:
+    """Record the files the trainer wrote (adapter, tokenizer, state, checkpoints) as this writer's in the
+    folder's ownership manifest: `check_run` refused a folder holding anything else, so every file in it is the
+    run's, and the next run may replace them."""
+    from mis_bench_dataset.rules.ownership import MANIFEST_NAME, read_manifest, write_manifest
+
+    root = Path(output_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    owned = read_manifest(root)
+    files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()]
+    new = {rel: TRAIN_WRITER for rel in files if rel != MANIFEST_NAME and rel not in owned}
+    if new:
+        write_manifest(root, {**owned, **new})
+
+
+def write_json(out, name: str, obj: dict) -> Path:
+    """Claim `name` in the output folder and write `obj` to it atomically, NaN as null."""
+    from mis_bench_dataset.rules.atomic import write_atomic
+    from mis_bench_dataset.rules.jsonio import json_safe
+
+    path = out.claim(name, TRAIN_WRITER)
+    write_atomic(path, json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    return path
+
+
+def write_test_predictions(model, processing_class, test_split, out, script_args, config, setting: dict) -> None:
+    """`predictions_test.csv` and, when the split is labelled, `scores_test.json` (with the setting)."""
     from mis_bench_dataset.built.loading import gold_references
+    from mis_icc_metric import score_predictions
+    from mis_icc_metric.predictions_io import write_predictions
     from raft_trainer.predict import predict_scores, prediction_records
 
-    args = trainer.args
-    model = trainer.accelerator.unwrap_model(trainer.model)
     rows = list(test_split)
     scores = predict_scores(
         model,
         processing_class,
         rows,
+        config,
         batch_size=script_args.predict_batch_size,
         method=script_args.predict_method,
-        max_length=args.max_length,
-        renormalize=args.renormalize_digits,
-        modality=args.modality,
-        input_source="raw" if setting["input_source"] == "raw" else "features",
-        prompt_style=args.prompt_style,
-        video_sampling=args.raw_video_sampling,
     )
     records = prediction_records(rows, scores)
-    path = output_dir / "predictions_test.csv"
-    from mis_icc_metric.predictions_io import write_predictions
-
-    write_predictions(path, records)
+    path = write_predictions(out.claim("predictions_test.csv", TRAIN_WRITER), records)
     print(
         f"wrote {len(records)} test predictions ({setting['modality']}, input source {setting['input_source']}, "
         f"prompt style {setting['prompt_style']}) to {path}"
@@ -253,15 +354,12 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     labelled = gold_references(rows)
     if len(labelled) < 2:
         return
-    from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_icc_metric import score_predictions
-
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
-    result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=args.seed)
+    result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=config.seed)
     result["setting"] = setting
-    write_atomic(output_dir / "scores_test.json", json.dumps(json_safe(result), indent=2, allow_nan=False) + "\n")
+    write_json(out, "scores_test.json", result)
     print(f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog=os.environ.get(PROG_ENV, PROG)))

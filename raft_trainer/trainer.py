@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from trl import SFTTrainer
 
+from mis_icc_metric import icc3_1
 from raft_trainer.collator import MEDIA_BATCH_KEYS, RAFT_BATCH_KEYS, RAFTDataCollator
 from raft_trainer.config import RAFTConfig
 from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
@@ -39,11 +40,6 @@ def score_metrics(eval_pred) -> dict[str, float]:
     preds, gold = np.asarray(eval_pred.predictions, dtype=np.float64), np.asarray(eval_pred.label_ids, dtype=np.float64)
     predicted, dims = preds[:, 0], preds[:, 1].astype(int)
     metrics = {"score_mse": float(np.mean((predicted - gold) ** 2)), "mean_predicted_score": float(predicted.mean())}
-    try:
-        from mis_icc_metric import icc3_1
-    except ImportError:  # the metric package is optional at import time only while it is being built
-        logger.warning("mis_icc_metric.icc3_1 is unavailable: eval ICC not reported")
-        return metrics
     if len(gold) >= 2:
         metrics["icc"] = float(icc3_1(np.stack([gold, predicted], axis=1)))
         per_dim = [
@@ -87,30 +83,11 @@ class RAFTTrainer(SFTTrainer):
         if processing_class is None:
             raise ValueError("RAFTTrainer needs `processing_class` (the model's tokenizer or processor)")
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
-        if tokenizer.pad_token is None:
-            if tokenizer.eos_token is None:
-                raise ValueError("the tokenizer has neither a pad nor an eos token; set `tokenizer.pad_token`")
-            logger.info("tokenizer has no pad token: padding with eos %r", tokenizer.eos_token)
-            tokenizer.pad_token = tokenizer.eos_token
+        _ensure_pad_token(tokenizer)
         self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
         self.input_source = _resolve_input_source(args, train_dataset)  # "text", "features" or "raw"
         self._raw_media = self.input_source == "raw"
-        raw_encoder = None
-        if self._raw_media:
-            from raft_trainer.raw_media import RawMediaEncoder
-
-            raw_encoder = RawMediaEncoder(
-                processing_class,
-                self.digit_tokens,
-                args.modality,
-                args.max_length,
-                args.prompt_style,
-                args.raw_video_sampling,
-            )
-            encode = _raw_rows
-        else:
-            encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality, args.prompt_style)
-            encode = lambda dataset, split: _encode(dataset, encoder, split, args.dataset_num_proc)  # noqa: E731
+        encode, raw_encoder = self._row_encoding(args, processing_class, tokenizer)
         train_dataset = encode(train_dataset, "train")
         if isinstance(eval_dataset, dict):
             eval_dataset = {k: encode(v, k) for k, v in eval_dataset.items()}
@@ -140,6 +117,24 @@ class RAFTTrainer(SFTTrainer):
         self._digit_ids = self.digit_tokens.tensor()
 
     # -- data ---------------------------------------------------------------------------------
+    def _row_encoding(self, args: RAFTConfig, processing_class, tokenizer):
+        """(how a split's rows are prepared, the collator's raw-media encoder or None): raw-media rows stay
+        unencoded for the collator; the others are tokenized here with the chat template."""
+        if not self._raw_media:
+            encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality, args.prompt_style)
+            return (lambda dataset, split: _encode(dataset, encoder, split, args.dataset_num_proc)), None
+        from raft_trainer.raw_media import RawMediaEncoder
+
+        raw_encoder = RawMediaEncoder(
+            processing_class,
+            self.digit_tokens,
+            args.modality,
+            args.max_length,
+            args.prompt_style,
+            args.raw_video_sampling,
+        )
+        return _raw_rows, raw_encoder
+
     def _prepare_dataset(self, dataset, *args, **kwargs):
         """Raw-media rows stay as they are: the collator encodes them batch by batch (their pixels are too
         large to store per row). Encoded rows go through TRL's preparation as usual."""
@@ -190,8 +185,7 @@ class RAFTTrainer(SFTTrainer):
         target = raft["score"].to(predicted.device)
         sq_error_sum = squared_score_error_sum(predicted, target)
         keep_labels = raft["keep_labels"].to(logits.device)
-        raft_weight, ce_weight = self.args.loss_weights
-        if ce_weight > 0:
+        if self.args.loss_weights[1] > 0:  # the cross-entropy term's weight
             ce_sum = F.cross_entropy(
                 logits.flatten(0, 1).float(), keep_labels.flatten(), ignore_index=-100, reduction="sum"
             )
@@ -250,6 +244,15 @@ class RAFTTrainer(SFTTrainer):
                 logs[f"{prefix}score_mse"] = sq / n
                 logs[f"{prefix}mean_predicted_score"] = pred_sum / n
         super().log(logs, start_time)
+
+
+def _ensure_pad_token(tokenizer) -> None:
+    """Pad with eos when the tokenizer has no pad token (logged); refused when it has neither."""
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ValueError("the tokenizer has neither a pad nor an eos token; set `tokenizer.pad_token`")
+        logger.info("tokenizer has no pad token: padding with eos %r", tokenizer.eos_token)
+        tokenizer.pad_token = tokenizer.eos_token
 
 
 def _resolve_input_source(args: RAFTConfig, dataset) -> str:

@@ -54,7 +54,7 @@ def make_results(
         for dim in DIMENSION_KEYS
     }
     return {
-        "schema_version": "1.0",
+        "schema_version": "1.1",
         "system": {
             "model": model,
             "backend": "transformers",

@@ -131,3 +131,19 @@ def test_the_architecture_page_names_every_module():
         f"{layer}.{name}" for layer, name in names if not re.search(rf"[`.(]{re.escape(name)}[`.,)/ ]", section)
     )
     assert not missing, "modules docs/architecture.md does not name: " + ", ".join(missing)
+
+
+MAX_FUNCTION_LINES = 80  # library functions stay short; argparse registration (`register`) lists options
+
+
+def test_no_library_function_is_longer_than_80_lines():
+    too_long = []
+    for layer in LAYERS:
+        for path in sorted((REPO / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+                if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) or node.name == "register":
+                    continue
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    too_long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({length} lines)")
+    assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)

@@ -592,14 +592,14 @@ def test_usage_totals_by_hand() -> None:
     assert usage_totals([]) == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0}
 
 
-def test_results_schema_reads_1_0_and_1_1_with_usage() -> None:
+def test_results_schema_reads_1_1_with_usage_and_refuses_1_0() -> None:
     from eval_scripts.submission import SubmissionError, validate_results
 
     from _leaderboard_helpers import make_references, make_results, noisy_predictions
 
     old = make_results(noisy_predictions(make_references(), 0.4, seed=1))
-    old["schema_version"] = "1.0"
-    assert validate_results(old) is old
+    with pytest.raises(SubmissionError, match="unsupported schema version '1.0'"):
+        validate_results({**old, "schema_version": "1.0"})  # a draft no release wrote
     new = {
         **old,
         "schema_version": "1.1",

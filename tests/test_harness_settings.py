@@ -100,3 +100,17 @@ def test_grid_prints_a_table_and_lists_refusals(public_build, server, tmp_path) 
     table = format_table(entries)
     assert table.splitlines()[0].split()[:3] == ["setting", "VF", "H/PE"]
     assert "refused: audio+text: " not in table and "refused: setting audio+text with feature plots" in table
+
+
+def test_the_grid_is_expanded_once_modality_major_with_each_styles_decoding():
+    """`grid_configs` is the one expansion behind a grid run, its dry run and its batch files: the table's order
+    (modality-major), every (modality, style) once, each style with the decoding asked for it."""
+    from eval_scripts.backends import DecodingConfig
+    from eval_scripts.runner import grid_configs
+
+    config = RunConfig(backend="openai", model="m")
+    styles = ["direct", "cot", "paper"]
+    configs = list(grid_configs(config, MODALITIES, styles, DecodingConfig.for_style))
+    assert [(c.modality, c.prompt_style) for c in configs] == [(m, s) for m in MODALITIES for s in styles]
+    assert all(c.decoding == DecodingConfig.for_style(c.prompt_style) for c in configs)
+    assert [c.decoding for c in grid_configs(config, ["text"], styles)] == [config.decoding] * 3

@@ -51,7 +51,7 @@ def board_dir(tmp_path_factory, references, systems):
     weak["scores"] = {"dimensions": {}, "overall": {"icc": 0.99}, "mean_icc": 0.99}
     _write(folder / "b_weak.json", weak)
     _write(folder / "c_gappy.json", make_results(systems["gappy"], model="org/gappy", modality="video+text"))
-    (folder / "d_malformed.json").write_text('{"schema_version": "1.0", "system": ', encoding="utf-8")
+    (folder / "d_malformed.json").write_text('{"schema_version": "1.1", "system": ', encoding="utf-8")
     wrong_version = make_results(systems["strong"], model="org/old")
     wrong_version["schema_version"] = "2.0"
     _write(folder / "e_version.json", wrong_version)
@@ -197,17 +197,19 @@ def test_space_app_serves_the_same_page(board):
 
 
 def test_nan_scores_become_null_in_json(tmp_path, references):
-    # A constant predictor has an undefined/zero ICC; the board must still write strict JSON.
-    constant = {key: 3.0 for key in references}
+    """An ICC the formula leaves undefined (constant gold and constant predictions on one dimension: 0 / 0) is
+    NaN in the scores; the board writes it as null in strict JSON, and the other dimensions keep their numbers."""
+    flat_gold = {key: (3.0 if key[1] == "empathy" else gold) for key, gold in references.items()}
+    predictions = {key: (3.0 if key[1] == "empathy" else max(1.0, gold - 0.3)) for key, gold in references.items()}
+    assert math.isnan(score_predictions(predictions, flat_gold, n_bootstrap=0)["dimensions"]["empathy"]["icc"])
     folder = tmp_path / "subs"
     folder.mkdir()
-    _write(folder / "const.json", make_results(constant, model="const"))
-    result = build_leaderboard(folder, references, n_bootstrap=20)
-    files = write_leaderboard(result, tmp_path / "out")
-    text = files.json.read_text()
-    assert "NaN" not in text
-    icc = json.loads(text)["entries"][0]["scores"]["dimensions"]["empathy"]["icc"]
-    assert icc is None or math.isfinite(icc)
+    _write(folder / "flat.json", make_results(predictions, model="flat"))
+    result = build_leaderboard(folder, flat_gold, n_bootstrap=20)
+    text = write_leaderboard(result, tmp_path / "out").json.read_text()
+    dimensions = json.loads(text)["entries"][0]["scores"]["dimensions"]
+    assert dimensions["empathy"]["icc"] is None
+    assert all(math.isfinite(dimensions[key]["icc"]) for key in DIMENSION_KEYS if key != "empathy")
 
 
 def test_csv_neutralises_spreadsheet_formulas(board):

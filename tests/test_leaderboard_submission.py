@@ -35,7 +35,7 @@ def test_schema_is_a_valid_draft_2020_12_schema_and_names_the_project_dimensions
     schema = submission.load_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["properties"]["schema_version"]["enum"] == list(submission.READABLE_SCHEMA_VERSIONS)
-    assert submission.READABLE_SCHEMA_VERSIONS == ("1.0", "1.1") and submission.SCHEMA_VERSION == "1.1"
+    assert submission.READABLE_SCHEMA_VERSIONS == ("1.1",) and submission.SCHEMA_VERSION == "1.1"
     kinds = schema["$defs"]["outcome_counts"]["required"]
     assert kinds == ["answered", "unparsed", "truncated", "failed"]
     dims = schema["properties"]["predictions"]["items"]["properties"]["dimension"]["enum"]
@@ -69,8 +69,8 @@ def _with_outcomes(results: dict) -> dict:
     return obj
 
 
-def test_a_1_0_file_and_a_1_1_file_with_outcomes_both_validate(valid):
-    assert valid["schema_version"] == "1.0" and "outcomes" not in valid
+def test_a_file_without_and_with_outcomes_both_validate(valid):
+    assert valid["schema_version"] == "1.1" and "outcomes" not in valid
     assert find_problems(valid, video_ids=VIDEO_IDS, split="test") == []
     newer = _with_outcomes(valid)
     assert newer["outcomes"]["overall"]["truncated"] > 0
@@ -80,7 +80,7 @@ def test_a_1_0_file_and_a_1_1_file_with_outcomes_both_validate(valid):
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda o: o.update(schema_version="1.0"), "$.outcomes: the outcomes block needs schema_version '1.1'"),
+        (lambda o: o.update(schema_version="1.0"), "$.schema_version: unsupported schema version '1.0'"),
         (
             lambda o: o["outcomes"]["dimensions"]["wau"].update(
                 answered=o["outcomes"]["dimensions"]["wau"]["answered"] - 1, unparsed=1
@@ -222,7 +222,7 @@ def test_many_problems_are_summarised_not_flooded(valid):
 
 def test_malformed_json_file(tmp_path):
     path = tmp_path / "bad.json"
-    path.write_text('{"schema_version": "1.0",', encoding="utf-8")
+    path.write_text('{"schema_version": "1.1",', encoding="utf-8")
     with pytest.raises(SubmissionError, match=r"malformed JSON at line 1 column 26.*bad\.json"):
         load_submission(path)
 

@@ -76,7 +76,7 @@ def test_wide_original_result_file_form(tmp_path):
 
 def test_results_json_and_wide_jsonl(tmp_path):
     results = tmp_path / "run.json"
-    results.write_text(json.dumps({"schema_version": "1.0", "predictions": RECORDS}), encoding="utf-8")
+    results.write_text(json.dumps({"schema_version": "1.1", "predictions": RECORDS}), encoding="utf-8")
     assert read_predictions(results) == RECORDS
     wide = tmp_path / "wide.jsonl"
     wide.write_text(json.dumps({"video_id": "EH0822_FIS_Time1_Jessica", "Emp.": 4.1, "WAU": None}) + "\n")

@@ -184,6 +184,7 @@ except MissingExtraError as err:
 code = main(["run", "--backend", "transformers", "--model", "some/model", "--dataset", sys.argv[3],
              "--out", "runs"])
 messages["cli"] = code
+messages["cli train"] = main(["train", "--model", "some/model", "--dataset", sys.argv[3]])
 train_script = sys.argv[4]
 sys.argv = [train_script, "--model", "some/model", "--dataset", sys.argv[3]]
 try:
@@ -209,10 +210,11 @@ print(json.dumps(messages))
         f"raft_trainer (MIS-RAFT training and scoring) needs the 'train' extra; not installed: torch; {hint}",
         2,
     ]
-    assert messages["cli"] == 2 and messages["train.py"] == 2
+    assert messages["cli"] == 2 and messages["train.py"] == 2 and messages["cli train"] == 2
     errors = [line for line in done.stderr.splitlines() if "error:" in line]
     assert errors == [
         f"mis-bench run: error: {backend_line}",
+        f"mis-bench train: error: mis-bench train needs the 'train' extra; not installed: torch; {hint}",
         f"train.py: error: MIS-RAFT training (raft_trainer/train.py) needs the 'train' extra; not installed: torch; "
         f"{hint}",
     ]

@@ -231,7 +231,11 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
     rows = BuiltDataset.of(synthetic_build).rows("test")
     model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32)
     reference = predict_scores(
-        model, AutoTokenizer.from_pretrained(tiny_model_dir), rows, prompt_style="paper", show_progress=False
+        model,
+        AutoTokenizer.from_pretrained(tiny_model_dir),
+        rows,
+        RAFTConfig(prompt_style="paper", max_length=None),
+        show_progress=False,
     )
     got = {(p["video_id"], p["dimension"]): p["prediction"] for p in read_predictions(out / "predictions_test.csv")}
     assert [got[(r["video_id"], r["dimension"])] for r in rows] == pytest.approx(reference.tolist(), abs=1e-5)

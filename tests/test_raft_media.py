@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import datasets
 import numpy as np
@@ -15,6 +16,7 @@ from mis_bench_dataset.built.feature_descriptors import (
     describe_video,
     video_descriptors,
 )
+from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.setting_inputs import UnsupportedSetting, resolve_input_source
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
@@ -146,31 +148,34 @@ def test_lora_steps_and_prediction_with_audio_video_text(synthetic_build, contex
 
     test_rows = attach_feature_context(scoring["test"].select(range(2)), contexts, ALL).to_list()
     model = trainer.model
-    with_media = predict_scores(model, tokenizer, test_rows, modality=ALL, show_progress=False)
+    with_media = predict_scores(
+        model, tokenizer, test_rows, RAFTConfig(modality=ALL, max_length=None), show_progress=False
+    )
     text_rows = [{k: v for k, v in r.items() if k != MEDIA_CONTEXT_COLUMN} for r in test_rows]
     text_only = predict_scores(model, tokenizer, text_rows, show_progress=False)
     assert with_media.shape == (2,) and np.all((with_media >= 0) & (with_media <= 9.9))
     assert not np.allclose(with_media, text_only)  # the descriptors reach the model
     with pytest.raises(ValueError, match="refusing to build a text-only prompt"):
-        predict_scores(model, tokenizer, text_rows, modality=ALL, show_progress=False)
+        predict_scores(model, tokenizer, text_rows, RAFTConfig(modality=ALL, max_length=None), show_progress=False)
 
 
 def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_build, tmp_path, capsys):
     from raft_trainer.train import main
 
     argv = ["--model", str(tmp_path / "unused"), "--dataset", str(synthetic_build), "--output-dir", str(tmp_path / "o")]
-    with pytest.raises(SystemExit, match="lack video_path.*--input-source features"):
-        main([*argv, "--modality", "video+text", "--input-source", "raw"])
-    with pytest.raises(SystemExit):
-        main([*argv, "--modality", "smell+text"])
-    assert "invalid choice: 'smell+text'" in capsys.readouterr().err
+    assert main([*argv, "--modality", "video+text", "--input-source", "raw"]) == 2
+    assert main([*argv, "--modality", "smell+text"]) == 2
+    err = capsys.readouterr().err
+    raw, smell = [line for line in err.splitlines() if "error:" in line]
+    assert raw.startswith("train.py: error: ") and re.search("lack video_path.*--input-source features", raw)
+    assert smell.startswith("train.py: error: ") and "invalid choice: 'smell+text'" in smell
 
 
 def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path):
     from raft_trainer.tiny import save_tiny_model
     from raft_trainer.train import load_media_processor
 
-    with pytest.raises(SystemExit, match="cannot take video"):
+    with pytest.raises(UsageError, match="cannot take video"):
         load_media_processor(str(save_tiny_model(tmp_path / "tiny-qwen2")), "video+text")
 
 

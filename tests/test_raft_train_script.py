@@ -1,5 +1,5 @@
-"""`raft_trainer/train.py`: one process in-process, two processes under `accelerate launch`, outputs
-readable by `mis-bench score`.
+"""`raft_trainer/train.py` and `mis-bench train`: one process in-process, two processes under `accelerate launch`
+(started by `--num_processes 2`), outputs claimed and readable by `mis-bench score`, one-line refusals.
 
 Multi-process proof: with LoRA dropout 0 and sequential data order, the first optimizer step of two
 processes x per-device batch 1 has the same loss and gradient norm as one process x batch 2. On a
@@ -171,20 +171,15 @@ def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, sy
         HF_HUB_DISABLE_TELEMETRY="1",
         TOKENIZERS_PARALLELISM="false",
     )
+    # `mis-bench train --num_processes 2` checks the run, then runs `accelerate launch --multi_gpu --num_processes 2
+    # ... raft_trainer/train.py` (raft_trainer.launch) with every launcher value given: no "not passed" block.
     cmd = [
         sys.executable,
         "-m",
-        "accelerate.commands.launch",
-        "--multi_gpu",
+        "eval_scripts.cli",
+        "train",
         "--num_processes",
         "2",
-        "--num_machines",
-        "1",
-        "--mixed_precision",
-        "no",
-        "--dynamo_backend",
-        "no",
-        str(TRAIN),
         *_common(tiny_model_dir, synthetic_build, double),
         "--max_steps",
         "1",
@@ -195,8 +190,141 @@ def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, sy
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "training on 2 process(es)" in proc.stderr
+    assert "were not passed to `accelerate launch`" not in proc.stderr and "Traceback" not in proc.stderr
     one, two = _first_log(single), _first_log(double)
     assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
     assert two["grad_norm"] == pytest.approx(one["grad_norm"], rel=1e-5)
     assert two["score_mse"] == pytest.approx(one["score_mse"], rel=1e-5)
     assert two["mean_predicted_score"] == pytest.approx(one["mean_predicted_score"], rel=1e-5)
+
+
+def test_mis_bench_train_trains_and_claims_its_outputs_and_refuses_a_foreign_folder(
+    tiny_model_dir, synthetic_build, tmp_path, capsys
+):
+    """`mis-bench train` is train.py's parser and recipe; every file it leaves is recorded as the `train` writer's,
+    so a rerun may replace them, and a folder holding a file of the user's is refused in one line (exit 1)."""
+    from eval_scripts.cli import main as mis_bench_main
+    from mis_bench_dataset.rules.ownership import read_manifest
+
+    out = tmp_path / "run"
+    argv = ["train", *_common(tiny_model_dir, synthetic_build, out), "--max_steps", "1", "--no_predict"]
+    assert mis_bench_main(argv) == 0
+    owned = read_manifest(out)
+    for name in ("setting.json", "adapter_model.safetensors", "adapter_config.json", "trainer_state.json"):
+        assert owned.get(name) == "train", name
+    assert json.loads((out / "setting.json").read_text())["trained"] is True
+    assert mis_bench_main([*argv, "--no_train"]) == 0  # its own files: replaced
+    assert json.loads((out / "setting.json").read_text())["trained"] is False
+    capsys.readouterr()
+
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("the user's\n")
+    assert mis_bench_main(["train", *_common(tiny_model_dir, synthetic_build, foreign), "--no_train"]) == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert (
+        len(errors) == 1 and errors[0].startswith("mis-bench train: error: --output_dir ") and "notes.txt" in errors[0]
+    )
+    assert (foreign / "notes.txt").read_text() == "the user's\n" and not (foreign / "setting.json").exists()
+
+
+def test_raw_inference_builds_no_trainer_and_logs_no_training(tiny_model_dir, synthetic_build, tmp_path, caplog):
+    """`--no_train` loads the model and predicts: the train rows are never tokenised (no RAFTTrainer, whose
+    constructor encodes them) and nothing says it trains."""
+    import raft_trainer.trainer
+    from raft_trainer.train import main
+
+    def no_trainer(*args, **kwargs):
+        raise AssertionError("--no_train built a RAFTTrainer")
+
+    original = raft_trainer.trainer.RAFTTrainer.__init__
+    raft_trainer.trainer.RAFTTrainer.__init__ = no_trainer
+    try:
+        with caplog.at_level(logging.INFO):
+            assert main([*_common(tiny_model_dir, synthetic_build, tmp_path / "raw"), "--no_train"]) == 0
+    finally:
+        raft_trainer.trainer.RAFTTrainer.__init__ = original
+    assert "training on" not in caplog.text
+    assert (tmp_path / "raw" / "predictions_test.csv").is_file() and (tmp_path / "raw" / "scores_test.json").is_file()
+
+
+def test_a_bad_setting_with_several_processes_is_one_line_before_any_process_starts(
+    synthetic_build, tmp_path, capsys, monkeypatch
+):
+    import raft_trainer.launch
+    from eval_scripts.cli import main as mis_bench_main
+
+    def no_launch(*args, **kwargs):
+        raise AssertionError("processes were started for a refused setting")
+
+    monkeypatch.setattr(raft_trainer.launch.subprocess, "Popen", no_launch)
+    base = ["train", "--model", "m", "--dataset", str(synthetic_build), "--output_dir", str(tmp_path / "o")]
+    refused = [
+        ["--num_processes", "2", "--optim", "paged_adamw_8bit"],
+        ["--num_processes", "2", "--modality", "video+text", "--input_source", "raw"],
+        ["--num_processes", "2", "--modality", "smell+text"],
+    ]
+    for extra in refused:
+        assert mis_bench_main([*base, *extra]) == 2, extra
+        errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert len(errors) == 1 and errors[0].startswith("mis-bench train: error: "), errors
+
+
+def test_the_launcher_keeps_a_childs_one_line_and_drops_the_launchers_traceback():
+    """What accelerate's launcher prints when a child exits non-zero (accelerate 1.15, simple and torch elastic
+    launchers) after the child's own line."""
+    import io
+
+    from raft_trainer.launch import filter_stderr
+
+    launched = [
+        "INFO raft_trainer.train: something before\n",
+        "mis-bench train: error: no labelled rows (test split); rebuild it\n",
+        "mis-bench train: error: no labelled rows (test split); rebuild it\n",  # the second process
+        "Traceback (most recent call last):\n",
+        '  File "/venv/bin/accelerate", line 8, in <module>\n',
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n",
+        "============================================================\n",
+    ]
+    shown = io.StringIO()
+    errors = filter_stderr(iter(launched), "mis-bench train: error: ", shown)
+    assert shown.getvalue() == "".join(launched[:2]) and len(errors) == 2
+
+
+def test_train_help_lists_the_mis_raft_and_data_options_first_each_with_its_default(capsys):
+    from eval_scripts.cli.train import full_parser
+    from raft_trainer.arguments import TRAINING_ARGUMENTS_GROUP
+
+    parser = full_parser()
+    titles = [group.title for group in parser._action_groups if group._group_actions]
+    assert (
+        titles[1:4]
+        == [
+            "data and outputs",
+            "MIS-RAFT objective and inputs (RAFTConfig)",
+            "model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)",
+        ]
+        and titles[-1] == TRAINING_ARGUMENTS_GROUP
+    )
+    text = parser.format_help()
+    body = text[text.index("data and outputs:") :]
+    assert body.index("--raft_objective") < body.index("--model_name_or_path ") < body.index("--gradient_accumulation")
+    assert len(text[: text.index("--raft_objective")].splitlines()) < 50
+    options = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    assert len(options) > 150
+    formatter = parser._get_formatter()  # transformers' ArgumentDefaultsHelpFormatter
+    for action in options:
+        assert action.help and "%(default)" in formatter._get_help_string(action), action.dest
+
+
+def test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code(synthetic_build, tmp_path):
+    """Two real processes under `accelerate launch` (started by `mis-bench train --num_processes 2`) that both
+    refuse the model: their line is shown once, accelerate's traceback is dropped, the exit code is theirs (2)."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    cmd = [sys.executable, "-m", "eval_scripts.cli", "train", "--num_processes", "2", "--model", str(tmp_path / "none")]
+    cmd += ["--dataset", str(synthetic_build), "--output_dir", str(tmp_path / "out")]
+    proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and errors[0].startswith("mis-bench train: error: cannot load the tokenizer of "), errors
+    assert "Traceback" not in proc.stderr and "CalledProcessError" not in proc.stderr

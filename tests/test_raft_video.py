@@ -190,7 +190,12 @@ def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenize
     model = make_vl_model(tokenizer, seed=3).eval()
     rows = raw_video_rows(tmp_path, 3, seed=5)
     scores = predict_scores(
-        model, processor, rows, batch_size=2, method=method, modality="video+text", input_source="raw"
+        model,
+        processor,
+        rows,
+        RAFTConfig(modality="video+text", input_source="raw", max_length=None),
+        batch_size=2,
+        method=method,
     )
 
     digits = DigitTokens.from_tokenizer(tokenizer)

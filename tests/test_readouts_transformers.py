@@ -14,6 +14,7 @@ from eval_scripts.backends import DecodingConfig, get_backend
 from eval_scripts.cli import main
 from eval_scripts.parse import parse_score
 from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt
+from raft_trainer.config import RAFTConfig
 from raft_trainer.digits import DigitTokens
 from raft_trainer.predict import predict_scores
 from raft_trainer.tiny import save_tiny_model
@@ -42,7 +43,12 @@ def test_the_backend_expectation_equals_predict_scores_on_the_same_model_and_row
     decoding = DecodingConfig.for_style("paper", score_from="expected")
     completions = sorted(backend.complete(_paper_prompts(rows), decoding), key=lambda c: c.index)
     reference = predict_scores(
-        backend.hf_model, backend.tokenizer, rows, batch_size=batch_size, prompt_style="paper", show_progress=False
+        backend.hf_model,
+        backend.tokenizer,
+        rows,
+        RAFTConfig(prompt_style="paper", max_length=None),
+        batch_size=batch_size,
+        show_progress=False,
     )
     got = [c.expected["score"] if c.expected["score"] is not None else c.expected["reason"] for c in completions]
     assert got == [float(v) if 1 <= v <= 5 else f"expected score {v:.3f} outside [1, 5]" for v in reference]

@@ -76,3 +76,29 @@ def test_vllm_expected_readout_asks_for_logprobs_and_equals_the_hand_computation
     assert all(c.text == "3.5" and c.expected["integer_mass"] == pytest.approx(0.9) for c in completions)
     (plain,) = backend.complete(prompts[:1], DecodingConfig.for_style("direct"))
     assert FakeLLM.params[-1].logprobs is None and plain.expected is None
+
+
+def _chat_sizes(monkeypatch, fake_vllm, argv: list[str], n: int) -> list[int]:
+    """The prompts per `LLM.chat` call of a `mis-bench run --backend vllm` command line over `n` prompts."""
+    from eval_scripts.cli import build_parser
+    from eval_scripts.cli.run import _backend_options
+
+    sizes = []
+    original = FakeLLM.chat
+
+    def counted(self, conversations, params, use_tqdm=False):
+        sizes.append(len(conversations))
+        return original(self, conversations, params, use_tqdm)
+
+    monkeypatch.setattr(FakeLLM, "chat", counted)
+    args = build_parser().parse_args(["run", "--backend", "vllm", "--model", "fake-model", *argv])
+    backend = get_backend("vllm", "fake-model", **_backend_options(args))
+    prompts = [Prompt(f"AB01{i:02d}_T1_Jessica", "wau", f"Rate {i}.") for i in range(n)]
+    assert len(list(backend.complete(prompts, DecodingConfig.for_style("direct")))) == n
+    return sizes
+
+
+def test_vllm_gets_every_prompt_in_one_call_unless_a_batch_size_is_given(monkeypatch, fake_vllm) -> None:
+    """vLLM's scheduler sizes its batches: the transformers backend's 8 is not inherited; --batch-size still cuts."""
+    assert _chat_sizes(monkeypatch, fake_vllm, [], 20) == [20]
+    assert _chat_sizes(monkeypatch, fake_vllm, ["--batch-size", "8"], 20) == [8, 8, 4]

@@ -1,7 +1,8 @@
 """vLLM's offline engine (GPU only), imported lazily.
 
 Prompts go through `LLM.chat` with OpenAI-style content parts, so images, audio
-and video reach multimodal models the way vLLM's server would pass them. Like the
+and video reach multimodal models the way vLLM's server would pass them. All prompts go to one `LLM.chat` call
+(vLLM's scheduler forms the batches) unless `batch_size` (`--batch-size`) cuts them into calls of that size. Like the
 openai backend it assumes text only until told (`modalities`, ``--backend-modalities``).
 The expected-score readout asks for the top `TOP_LOGPROBS` candidates of every generated token
 (`SamplingParams(logprobs=...)`) and reads them as the openai backend reads a server's.
@@ -32,7 +33,7 @@ class VLLMBackend(Backend):
         *,
         dtype: str = "auto",
         modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
-        batch_size: int = 256,
+        batch_size: int | None = None,
         trust_remote_code: bool = False,
         **engine_options,
     ):
@@ -48,7 +49,7 @@ class VLLMBackend(Backend):
         self._vllm = vllm
         options = {k: v for k, v in engine_options.items() if k in ("tensor_parallel_size", "max_model_len")}
         self.llm = vllm.LLM(model=model, dtype=dtype, trust_remote_code=trust_remote_code, **options)
-        self.batch_size = batch_size
+        self.batch_size = batch_size  # None: every prompt in one `LLM.chat` call, batched by vLLM's scheduler
         self.calls = 0
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
@@ -61,11 +62,12 @@ class VLLMBackend(Backend):
             seed=decoding.seed,
             **({"logprobs": TOP_LOGPROBS} if decoding.expected else {}),
         )
-        for start in range(0, len(prompts), self.batch_size):
+        size = self.batch_size or max(1, len(prompts))
+        for start in range(0, len(prompts), size):
             if self.past_deadline():  # checked between batches: a batch in progress finishes
                 yield from (self.deadline_failure(i) for i in range(start, len(prompts)))
                 return
-            batch = prompts[start : start + self.batch_size]
+            batch = prompts[start : start + size]
             conversations = [chat_messages(p) for p in batch]
             outputs = self.llm.chat(conversations, params, use_tqdm=False)
             self.calls += len(batch)

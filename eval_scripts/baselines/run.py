@@ -17,6 +17,7 @@ from eval_scripts.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.rules.text_safety import slug
@@ -54,6 +55,14 @@ def _system(baseline: str, model: Any, n_train: int) -> dict[str, Any]:
     }
 
 
+def _records(eval_rows: list[dict], predicted) -> list[dict]:
+    return [
+        {"video_id": str(row["video_id"]), "dimension": key, "prediction": float(predicted[key][i])}
+        for i, row in enumerate(eval_rows)
+        for key in DIMENSION_KEYS
+    ]
+
+
 def run_baseline(
     dataset: str | Path | BuiltDataset,
     out: str | Path | OutputFolder,
@@ -85,17 +94,13 @@ def run_baseline(
     eval_rows = eval_rows if eval_rows is not None else load_feature_rows(dataset, split)
     model = make_baseline(baseline, modality, summary_cache).fit(train_rows)
     predicted = model.predict(eval_rows)
-    records = [
-        {"video_id": str(row["video_id"]), "dimension": key, "prediction": float(predicted[key][i])}
-        for i, row in enumerate(eval_rows)
-        for key in DIMENSION_KEYS
-    ]
+    records = _records(eval_rows, predicted)
     run_dir = "/".join(part for part in (subdir.strip("/"), f"{baseline}__{slug(modality.replace('+', '-'))}") if part)
     written = write_run(
         folder,
         run_dir,
         system=_system(baseline, model, len(train_rows)),
-        setting={"modality": modality, "prompt_style": "none", "few_shot_k": 0, "input_source": "features"},
+        setting=setting_record(modality, "none", "features", few_shot_k=0),
         dataset=dataset.record(split, ("scoring", "features")),
         predictions=records,
         references=gold_references(eval_rows),

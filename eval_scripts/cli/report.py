@@ -88,14 +88,7 @@ def report_command(args: argparse.Namespace) -> int:
     extra_inputs = [path for path in (args.references, args.raters) if path]
     folder = OutputFolder(args.out, command="report", inputs=[*files, *extra_inputs])
     results_list = load_results(files)
-    raters = None
-    if args.raters:
-        from mis_bench_dataset.release.labels import read_labels
-        from mis_bench_dataset.rules.errors import UsageError
-
-        if not args.references:
-            raise UsageError("--raters needs --references (the gold scores)", hint="pass --references LABELS_OR_BUILD")
-        raters = read_labels(args.raters)
+    raters = _raters(args)
     references = None
     if args.references:
         references = read_report_references(args.references, args.split)
@@ -125,6 +118,23 @@ def report_command(args: argparse.Namespace) -> int:
         scatters=args.scatters,
         raters=raters,
     )
+    _say_report(args, sources, written, rescored=references is not None)
+    return 0
+
+
+def _raters(args: argparse.Namespace):
+    """The per-rater labels of `--raters` (they need the gold scores of `--references`), or None."""
+    if not args.raters:
+        return None
+    from mis_bench_dataset.release.labels import read_labels
+    from mis_bench_dataset.rules.errors import UsageError
+
+    if not args.references:
+        raise UsageError("--raters needs --references (the gold scores)", hint="pass --references LABELS_OR_BUILD")
+    return read_labels(args.raters)
+
+
+def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescored: bool) -> None:
     summary = {
         "runs": sources,
         "markdown": str(written.markdown),
@@ -134,11 +144,10 @@ def report_command(args: argparse.Namespace) -> int:
     }
     if args.json:
         print_json(summary)
-    else:
-        say(
-            f"Report of {len(files)} run(s): {shown(written.html)} (and {written.markdown.name}, {written.json.name}, "
-            f"{len(written.figures)} figure(s))"
-        )
-        if references is None:
-            say("No --references: the comparison shows the stored CIs and has no paired tests.")
-    return 0
+        return
+    say(
+        f"Report of {len(sources)} run(s): {shown(written.html)} (and {written.markdown.name}, {written.json.name}, "
+        f"{len(written.figures)} figure(s))"
+    )
+    if not rescored:
+        say("No --references: the comparison shows the stored CIs and has no paired tests.")

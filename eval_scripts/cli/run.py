@@ -144,7 +144,13 @@ def register(subparsers) -> None:
         help=f"bootstrap resamples for ICC CIs, 0 to {MAX_BOOTSTRAP:,} (default 1000)",
     )
     group = parser.add_argument_group("transformers / vllm")
-    group.add_argument("--batch-size", type=positive_int, default=8)
+    group.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=None,
+        help="prompts per call (default: 8 with transformers; with vllm all prompts in one call, batched by "
+        "vLLM's own scheduler)",
+    )
     group.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
     group = parser.add_argument_group(
@@ -303,7 +309,9 @@ def _backend_options(args) -> dict:
             "max_tokens_field": args.max_tokens_field,
         }
     else:
-        options = {"batch_size": args.batch_size, "dtype": args.dtype}
+        options = {"dtype": args.dtype}
+        if args.batch_size is not None:  # else the backend's own: 8 prompts (transformers), vLLM's scheduler (vllm)
+            options["batch_size"] = args.batch_size
         if args.backend == "transformers":
             options["device"] = args.device
             options["video_sampling"] = _video_sampling(args)
@@ -414,11 +422,39 @@ def run_command(args: argparse.Namespace) -> int:
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
     if args.cv_folds:
         raise UsageError("--cv-folds cross-validates the default job's baselines", hint="drop --backend/--model")
-    from eval_scripts.report.text_table import format_table
-    from eval_scripts.runner import RunConfig, run_setting
+    from eval_scripts.runner import run_setting
+
+    config = _run_config(args, started)
+    if args.samples > 1 and args.temperature == 0:
+        say(
+            "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
+            "where the engine is not deterministic; set --temperature above 0 to measure the judge's stability",
+            err=True,
+        )
+    args.interrupted_note = (
+        f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
+    )
+    if batch_mode:
+        return _batch_command(args, config)
+    if args.grid:
+        return _grid_command(args, config)
+    config.decoding = _decoding(args, args.prompt_style)
+    result = run_setting(config)
+    summary = _summary(result)
+    if args.json:
+        print_json(summary)
+    else:
+        _say_result(summary)
+    _report_problems(result)
+    return _exit_code([result])
+
+
+def _run_config(args: argparse.Namespace, started: float):
+    """The RunConfig of `mis-bench run` with a model (its deadline counted from `started`)."""
+    from eval_scripts.runner import RunConfig
     from mis_bench_dataset.built.handle import BuiltDataset
 
-    config = RunConfig(
+    return RunConfig(
         backend=args.backend,
         model=args.model,
         dataset=BuiltDataset.of(args.dataset),  # opened once: every setting of a grid shares it
@@ -438,42 +474,24 @@ def run_command(args: argparse.Namespace) -> int:
         deadline=None if args.run_deadline is None else started + args.run_deadline,
         samples=args.samples,
     )
-    if args.samples > 1 and args.temperature == 0:
-        say(
-            "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
-            "where the engine is not deterministic; set --temperature above 0 to measure the judge's stability",
-            err=True,
-        )
-    args.interrupted_note = (
-        f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
-    )
-    if batch_mode:
-        return _batch_command(args, config)
-    if args.grid:
-        entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
-        if args.json:
-            print_json(
-                [
-                    {"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result)
-                    for e in entries
-                ]
-            )
-        else:
-            say(format_table(entries))
-            say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
-        for entry in entries:
-            if entry.result is not None:
-                _report_problems(entry.result)
-        return _exit_code([e.result for e in entries if e.result is not None])
-    config.decoding = _decoding(args, args.prompt_style)
-    result = run_setting(config)
-    summary = _summary(result)
+
+
+def _grid_command(args: argparse.Namespace, config) -> int:
+    """`--grid`: every setting, a Table-3-like table (or JSON), then each setting's problems."""
+    from eval_scripts.report.text_table import format_table
+
+    entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
     if args.json:
-        print_json(summary)
+        print_json(
+            [{"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result) for e in entries]
+        )
     else:
-        _say_result(summary)
-    _report_problems(result)
-    return _exit_code([result])
+        say(format_table(entries))
+        say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
+    for entry in entries:
+        if entry.result is not None:
+            _report_problems(entry.result)
+    return _exit_code([e.result for e in entries if e.result is not None])
 
 
 def _report_problems(result) -> None:
@@ -513,17 +531,15 @@ def _decoding(args, style: str):
 
 def _configs(args, config) -> list:
     """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
-    from dataclasses import replace
+    from eval_scripts.runner import grid_configs
 
-    settings = (
-        [(m, s) for m in args.modalities for s in args.prompts] if args.grid else [(args.modality, args.prompt_style)]
-    )
-    return [replace(config, modality=m, prompt_style=s, decoding=_decoding(args, s)) for m, s in settings]
+    modalities, styles = (args.modalities, args.prompts) if args.grid else ([args.modality], [args.prompt_style])
+    return list(grid_configs(config, modalities, styles, lambda style: _decoding(args, style)))
 
 
 def _batch_command(args, config) -> int:
     """--dry-run, --export-batch, --import-batch: the same prompts and keys as a live run, no live calls."""
-    from mis_bench_dataset.rules.errors import EXIT_REQUESTS, UsageError
+    from mis_bench_dataset.rules.errors import UsageError
 
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
@@ -554,7 +570,13 @@ def _batch_command(args, config) -> int:
         else:
             _say_export(export)
         return 0
+    return _import_command(args, configs)
+
+
+def _import_command(args, configs) -> int:
+    """--import-batch: the batch's answers into the cache, then the run(s) scored as a live run would."""
     from eval_scripts.runner import import_batch
+    from mis_bench_dataset.rules.errors import EXIT_REQUESTS
 
     entries, report = import_batch(configs, args.import_batch, grid=args.grid)
     results = [e.result for e in entries if e.result is not None]
@@ -647,16 +669,6 @@ def _exit_code(results) -> int:
 
 def _run_grid_with_decoding(config, modalities, styles, args):
     """Grid runs: each style gets its own default token budget unless --max-new-tokens is set."""
-    from dataclasses import replace
+    from eval_scripts.runner import run_grid
 
-    from eval_scripts.runner import make_backend, run_grid
-
-    backend = make_backend(config)
-    entries = []
-    try:
-        for style in styles:
-            entries += run_grid(replace(config, decoding=_decoding(args, style)), modalities, [style], backend=backend)
-    finally:
-        backend.close()
-    order = {(m, s): i for i, (m, s) in enumerate((m, s) for m in modalities for s in styles)}
-    return sorted(entries, key=lambda e: order.get(tuple(e.label.split(" ")[:2]), 0))
+    return run_grid(config, modalities, styles, decoding=lambda style: _decoding(args, style))

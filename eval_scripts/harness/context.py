@@ -19,6 +19,7 @@ from eval_scripts.prompts import Prompt, check_setting, template_hash
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
+from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.text_safety import slug
 
@@ -190,21 +191,17 @@ def _decoding(config: RunConfig) -> DecodingConfig:
 
 
 def _setting(config: RunConfig, input_source: str, prompts: list[Prompt], backend: Backend) -> dict[str, Any]:
-    """The full setting, part of every cache key."""
-    setting: dict[str, Any] = {
-        "modality": config.modality,
-        "prompt_style": config.prompt_style,
-        "few_shot_k": config.few_shot_k,
-        "input_source": input_source,
-    }
-    if input_source == "features":
-        setting["feature_format"] = config.feature_format
-    if config.few_shot_k:
-        setting["few_shot_seed"] = config.few_shot_seed
+    """The full setting, part of every cache key (`setting_record`, the one writer of a run's setting block)."""
     sampling = getattr(backend, "video_sampling", None)
-    if input_source == "raw" and any(p.video_path for p in prompts) and sampling is not None:
-        setting["video"] = sampling.as_record()
-    return setting
+    return setting_record(
+        config.modality,
+        config.prompt_style,
+        input_source,
+        few_shot_k=config.few_shot_k,
+        few_shot_seed=config.few_shot_seed,
+        feature_format=config.feature_format,
+        video=sampling if any(p.video_path for p in prompts) else None,
+    )
 
 
 def _sample_keys(

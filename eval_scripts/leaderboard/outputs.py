@@ -53,7 +53,7 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
         for key in ("icc2_1", "krippendorff_alpha", "bias", "loa_low", "loa_high", "sd_ratio"):
             row[f"overall_{key}"] = (agreement.get(key) or {}).get("value")
         outcomes = entry.get("outcomes") or {}
-        for kind in ("unparsed", "truncated", "failed"):  # counts as the run recorded them; empty for 1.0 files
+        for kind in ("unparsed", "truncated", "failed"):  # counts as the run recorded them; empty without outcomes
             row[kind] = (outcomes.get("overall") or {}).get(kind)
         for dim in board["dimensions"]:
             block = scores["dimensions"].get(dim["key"]) or {}

@@ -165,12 +165,20 @@ def _score_cells(scores: Mapping[str, Any], board: Mapping[str, Any]) -> list[st
 
 
 def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:
-    scores = entry["scores"]
-    overall = scores.get("overall") or {}
-    comparison = entry.get("vs_leader") or {}
-    p_value = comparison.get("p_value")
+    """An entry's row of cells and its hidden row of details (opened by a click)."""
+    row_id = f"e{entry['rank']}"
+    detail_html = "<br>".join(_entry_details(entry, board))
+    return (
+        f'<tr class="entry" data-id="{row_id}">{"".join(_entry_cells(entry, board))}</tr>'
+        f'<tr class="detail" id="detail-{row_id}" hidden><td colspan="{n_columns}">{detail_html}</td></tr>'
+    )
+
+
+def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    p_value = (entry.get("vs_leader") or {}).get("p_value")
     model_css = "text synthetic" if entry["synthetic"] else "text"
-    cells = [
+    truncated = ((entry.get("outcomes") or {}).get("overall") or {}).get("truncated")
+    return [
         _cell("rank", entry["rank"], str(entry["rank"])),
         _cell("model", entry["model"], entry["model"], css=model_css, title=f"{entry['backend']} · {entry['file']}"),
         _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
@@ -180,28 +188,27 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
             entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""),
             css="text",
         ),
-        *_score_cells(scores, board),
-    ]
-    outcomes = entry.get("outcomes") or {}
-    counts = outcomes.get("overall") or {}
-    truncated = counts.get("truncated")
-    cells.append(
+        *_score_cells(entry["scores"], board),
         _cell(
             "truncated",
             truncated,
             MISSING if truncated is None else str(truncated),
             title="answers cut at the token limit (not scored), as the run recorded them",
-        )
-    )
-    cells.append(
+        ),
         _cell(
             "p_vs_leader",
             p_value,
             "leader" if entry["rank"] == 1 else num(p_value, 4),
             title="paired bootstrap, two-sided, overall ICC vs the leader",
-        )
-    )
-    row_id = f"e{entry['rank']}"
+        ),
+    ]
+
+
+def _entry_details(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    scores = entry["scores"]
+    overall = scores.get("overall") or {}
+    outcomes = entry.get("outcomes") or {}
+    counts = outcomes.get("overall") or {}
     details = [
         f"<b>{_esc(entry['model'])}</b> ({_esc(entry['backend'])}; {_esc(entry['modality'])}; "
         f"input {_esc(entry['input_source'])}; file {_esc(entry['file'])}; "
@@ -227,24 +234,23 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
             + _agreement_text(block)
         )
     if entry["rank"] > 1:
-        details.append(
-            f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
-            f"{ci_pct(comparison.get('delta_ci'))}, p = {num(p_value, 4)} "
-            f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
+        details += _leader_details(entry.get("vs_leader") or {}, board)
+    return details
+
+
+def _leader_details(comparison: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    lines = [
+        f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
+        f"{ci_pct(comparison.get('delta_ci'))}, p = {num(comparison.get('p_value'), 4)} "
+        f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
+    ]
+    dimension_p = comparison.get("dimension_p_values") or {}
+    if dimension_p:
+        lines.append(
+            "per-dimension p vs leader: "
+            + ", ".join(f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"])
         )
-        dimension_p = comparison.get("dimension_p_values") or {}
-        if dimension_p:
-            details.append(
-                "per-dimension p vs leader: "
-                + ", ".join(
-                    f"{_esc(d['abbreviation'])} {num(dimension_p.get(d['key']), 4)}" for d in board["dimensions"]
-                )
-            )
-    detail_html = "<br>".join(details)
-    return (
-        f'<tr class="entry" data-id="{row_id}">{"".join(cells)}</tr>'
-        f'<tr class="detail" id="detail-{row_id}" hidden><td colspan="{n_columns}">{detail_html}</td></tr>'
-    )
+    return lines
 
 
 def _floor_row(entry: Mapping[str, Any], board: Mapping[str, Any]) -> str:
@@ -290,9 +296,8 @@ def _titled(key: str, header: str) -> bool:
     return header in ABBREVIATION_NAMES or key in HEADER_TITLES
 
 
-def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
-    cols = columns(board)
-    head = "".join(
+def _header_cells(cols) -> str:
+    return "".join(
         f'<th data-key="{key}" data-type="{kind}"'
         + (' data-default="ascending"' if kind == "text" or key == "rank" else "")
         + (' class="text"' if kind == "text" else "")
@@ -306,18 +311,22 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
         + "</th>"
         for key, header, kind in cols
     )
-    rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
-    floors = board.get("floors", [])
-    shown = [*board["entries"], *floors]
+
+
+def _synthetic_notice(board: Mapping[str, Any]) -> str:
+    shown = [*board["entries"], *board.get("floors", [])]
     n_synthetic = sum(entry["synthetic"] for entry in shown)
-    notice = ""
-    if n_synthetic:
-        notice = (
-            f"<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: {n_synthetic} of {len(shown)} entries, "
-            "marked SYNTHETIC, were scored on the toolkit's generated sample, not on MIS-Bench; their numbers say "
-            "nothing about model skill.</p>"
-        )
-    legend = (
+    if not n_synthetic:
+        return ""
+    return (
+        f"<p class='notice' id='synthetic-notice'>SYNTHETIC DATA: {n_synthetic} of {len(shown)} entries, "
+        "marked SYNTHETIC, were scored on the toolkit's generated sample, not on MIS-Bench; their numbers say "
+        "nothing about model skill.</p>"
+    )
+
+
+def _legend(with_floors: bool) -> str:
+    return (
         f"<p class='legend' id='legend'>{_esc(ABBREVIATION_LEGEND)} Overall: ICC of the per-video mean of the eight "
         "scores. ICC(2,1): absolute agreement of the same means (it counts a constant offset, which ICC(3,1) "
         "ignores). Bias: overall mean of model minus expert, in score points. Excluded: share of videos without all "
@@ -325,21 +334,30 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
         "p vs leader: paired bootstrap p-value of the overall ICC difference."
         + (
             " (floor): the train-mean baseline, ICC 0 by construction, shown for reference and not ranked."
-            if floors
+            if with_floors
             else ""
         )
         + "</p>"
     )
-    rejected = ""
-    if board["rejected"]:
-        items = "".join(
-            f"<li><code>{_esc(r['file'])}</code><ul>"
-            f"{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
-            for r in board["rejected"]
-        )
-        rejected = (
-            f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
-        )
+
+
+def _rejected_list(board: Mapping[str, Any]) -> str:
+    if not board["rejected"]:
+        return ""
+    items = "".join(
+        f"<li><code>{_esc(r['file'])}</code><ul>"
+        f"{''.join(f'<li>{_esc(reason)}</li>' for reason in r['reasons'])}</ul></li>"
+        for r in board["rejected"]
+    )
+    return f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
+
+
+def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
+    cols = columns(board)
+    rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
+    floors = board.get("floors", [])
+    notice, legend, rejected = _synthetic_notice(board), _legend(bool(floors)), _rejected_list(board)
+    head = _header_cells(cols)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>

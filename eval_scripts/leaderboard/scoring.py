@@ -107,7 +107,7 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
         # The coverage rule of mis_icc_metric.coverage (a leaderboard admits only full coverage of the split).
         "coverage": scores.get("coverage"),
         # Why rows have no score (unparsed / truncated at the token limit / failed), as the run recorded it
-        # (schema 1.1; checked to add up to the predictions); null for 1.0 files and baselines.
+        # (schema 1.1; checked to add up to the predictions); null for baselines.
         "outcomes": sub.results.get("outcomes"),
         "scores": scores,
     }
@@ -135,46 +135,26 @@ def _vs_leader(comparison: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_leaderboard(
-    submissions_dir: str | Path,
-    references: References,
-    *,
-    split: str = "test",
-    n_bootstrap: int = 10_000,
-    seed: int = 0,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    fingerprints: Collection[str] | None = None,
-) -> dict[str, Any]:
-    """The leaderboard as a JSON-ready dict: ranked entries, rejected files, the human ceiling.
-
-    Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
-    carries a paired bootstrap comparison against the leader on the same videos. The `mean`
-    floor baseline is scored but not ranked: it is listed under `floors` (rank null).
-    `fingerprints`: the references' dataset fingerprints (`loading.dataset_fingerprints` of the
-    labelled build); a submission recording another one is not ranked but listed as rejected
-    with the reason. None (labels from a file, which has no fingerprint): not checked.
-    """
-    from eval_scripts.report.inputs import predictions_on
-    from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_icc_metric import paired_comparison, score_predictions
-
-    submissions_dir = Path(submissions_dir)
+def _submission_files(submissions_dir: Path) -> list[Path]:
+    """The folder's `.json` files; hidden files (the output manifest, editor backups) are never submissions."""
     if not submissions_dir.is_dir():
         raise DataError(
             f"the submissions folder {submissions_dir} does not exist",
             where="SUBMISSIONS_DIR",
             hint="give the folder `mis-bench submit --out` wrote",
         )
-    # Hidden files (the output manifest, editor backups) are never submissions.
-    paths = sorted(
+    return sorted(
         p
         for p in submissions_dir.iterdir()
         if p.is_file() and p.suffix.lower() == ".json" and not p.name.startswith(".")
     )
-    video_ids = {video for video, _ in references}
-    accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints)
-    # One common item set for every system: the "overall on common videos" figure.
-    common = sorted(set.intersection(*(_fully_parsed_videos(s.predictions) for s in accepted))) if accepted else []
+
+
+def _score_all(accepted, references, rejected: list, n_bootstrap: int, seed: int, common: list) -> list:
+    """(entry, submission) for each accepted file it could score; one that fails is added to `rejected`."""
+    from eval_scripts.report.inputs import predictions_on
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric import score_predictions
 
     entries = []
     for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5):
@@ -192,11 +172,15 @@ def build_leaderboard(
         except Exception as err:  # noqa: BLE001
             logger.exception("scoring failed for %s", sub.file)
             rejected.append({"file": sub.file, "reasons": [f"could not be scored: {type(err).__name__}: {err}"]})
+    return entries
 
-    floors = [entry for entry, _ in entries if entry["floor"]]
-    for entry in floors:
-        entry["rank"], entry["vs_leader"] = None, None
-    entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=lambda pair: _rank_key(pair[0]))
+
+def _rank_against_leader(entries: list, references, n_bootstrap: int, seed: int) -> None:
+    """Number the ranked entries and compare each with the leader (a paired bootstrap on the same videos)."""
+    from eval_scripts.report.inputs import predictions_on
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric import paired_comparison
+
     for rank, (entry, sub) in enumerate(entries, start=1):
         entry["rank"] = rank
         if rank == 1:
@@ -220,6 +204,37 @@ def build_leaderboard(
                 "error": f"{type(err).__name__}: {err}",
             }
 
+
+def build_leaderboard(
+    submissions_dir: str | Path,
+    references: References,
+    *,
+    split: str = "test",
+    n_bootstrap: int = 10_000,
+    seed: int = 0,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    fingerprints: Collection[str] | None = None,
+) -> dict[str, Any]:
+    """The leaderboard as a JSON-ready dict: ranked entries, rejected files, the human ceiling.
+
+    Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
+    carries a paired bootstrap comparison against the leader on the same videos. The `mean`
+    floor baseline is scored but not ranked: it is listed under `floors` (rank null).
+    `fingerprints`: the references' dataset fingerprints (`loading.dataset_fingerprints` of the
+    labelled build); a submission recording another one is not ranked but listed as rejected
+    with the reason. None (labels from a file, which has no fingerprint): not checked.
+    """
+    paths = _submission_files(Path(submissions_dir))
+    video_ids = {video for video, _ in references}
+    accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints)
+    # One common item set for every system: the "overall on common videos" figure.
+    common = sorted(set.intersection(*(_fully_parsed_videos(s.predictions) for s in accepted))) if accepted else []
+    entries = _score_all(accepted, references, rejected, n_bootstrap, seed, common)
+    floors = [entry for entry, _ in entries if entry["floor"]]
+    for entry in floors:
+        entry["rank"], entry["vs_leader"] = None, None
+    entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=lambda pair: _rank_key(pair[0]))
+    _rank_against_leader(entries, references, n_bootstrap, seed)
     return {
         "format_version": LEADERBOARD_FORMAT_VERSION,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

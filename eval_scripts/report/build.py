@@ -391,10 +391,7 @@ def write_report(
     `references`) adds the model-as-one-more-rater section for each system's best configuration.
     """
     runs = by_system(run_views(results_list, sources))
-    if not runs:
-        raise UsageError("nothing to report: no results given")
-    if scatters not in SCATTER_CHOICES:
-        raise UsageError(f"--scatters must be one of {', '.join(SCATTER_CHOICES)}, got {scatters!r}")
+    _check_request(runs, scatters, raters, references)
     folder = as_output_folder(out_dir, "report")
     synthetic = any(run.synthetic for run in runs)
     suffix = " (SYNTHETIC data)" if synthetic else ""
@@ -402,8 +399,6 @@ def write_report(
     best, undefined = best_configurations(runs)
     ranks = rank_table(best)
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
-    if raters is not None and references is None:
-        raise UsageError("the model-as-rater section needs the gold scores too", hint="pass --references as well")
     fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
     heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
     comparison = compare_systems(
@@ -423,11 +418,7 @@ def write_report(
             _table3_section(best, ranks, undefined),
             _figure2_section(runs, heatmap),
             _comparison_section(comparison, radar),
-            _errors_section(runs),
-            _agreement_section(best, plots, suffix),
-            *([_raters_section(rated, str(raters.path))] if raters is not None else []),
-            *_stability_sections(stable),
-            *_scatter_sections(scatter_files, scatters),
+            *_closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters),
         ]
         files.write(markdown_path, _markdown(title, synthetic, sections))
         files.write(html_path, _html(title, synthetic, sections, files.read))
@@ -437,6 +428,26 @@ def write_report(
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files, agreement_files)
+
+
+def _check_request(runs, scatters: str, raters, references) -> None:
+    if not runs:
+        raise UsageError("nothing to report: no results given")
+    if scatters not in SCATTER_CHOICES:
+        raise UsageError(f"--scatters must be one of {', '.join(SCATTER_CHOICES)}, got {scatters!r}")
+    if raters is not None and references is None:
+        raise UsageError("the model-as-rater section needs the gold scores too", hint="pass --references as well")
+
+
+def _closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters) -> list:
+    """The sections after the comparison: errors, agreement, model as a rater, stability, scatters."""
+    return [
+        _errors_section(runs),
+        _agreement_section(best, plots, suffix),
+        *([_raters_section(rated, str(raters.path))] if raters is not None else []),
+        *_stability_sections(stable),
+        *_scatter_sections(scatter_files, scatters),
+    ]
 
 
 def _claim(folder: OutputFolder, stem: str, scattered: Sequence[RunView]) -> tuple[list[Path], list[Path], list[Path]]:

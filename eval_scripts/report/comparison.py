@@ -118,6 +118,68 @@ def choose_reference(
     )
 
 
+def _comparable(ref: RunView, others: Sequence[RunView]) -> tuple[list[RunView], list[tuple[RunView, str]]]:
+    """(the reference and the systems scored on its split of its dataset, the others with why they are left out)."""
+    compared, skipped = [], []
+    for run in [ref, *others]:
+        if (run.fingerprint, run.split) == (ref.fingerprint, ref.split):
+            compared.append(run)
+        else:
+            skipped.append(
+                (
+                    run,
+                    f"scored on split {run.split!r} of dataset {run.fingerprint!r}; the reference on "
+                    f"split {ref.split!r} of dataset {ref.fingerprint!r}",
+                )
+            )
+    return compared, skipped
+
+
+def _stored_comparison(ref, rule, compared, skipped, notes: list[str], n_bootstrap: int) -> Comparison:
+    """Without labels: the scores as the results stored them, and no paired tests."""
+    stored = {(run.scores.get("meta") or {}).get("n_bootstrap") for run in compared}
+    counts = ", ".join("unknown" if n is None else f"{n:,}" for n in sorted(stored, key=lambda n: (n is None, n)))
+    notes.append(
+        f"CIs as stored in the results ({counts} resamples); no paired tests: both need the labels "
+        f"(pass --references DATASET_DIR_OR_LABELS to rescore with {n_bootstrap:,} resamples and test)"
+    )
+    return Comparison(
+        ref,
+        rule,
+        compared,
+        [run.scores for run in compared],
+        [],
+        skipped,
+        notes,
+        rescored=False,
+        n_bootstrap=stored.pop() if len(stored) == 1 else None,
+        seed=None,
+    )
+
+
+def _paired_tests(ref, others, references, n_bootstrap: int, seed: int, quiet: bool) -> list[dict[str, Any]]:
+    """Each system against the reference: a paired bootstrap of the ICC differences on the same videos."""
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric import paired_comparison
+
+    reference_predictions = predictions_on(ref.predictions, references)
+    paired = []
+    for run in tqdm(others, desc="comparison: paired tests", unit="system", disable=quiet):
+        try:
+            comparison = paired_comparison(
+                predictions_on(run.predictions, references),
+                reference_predictions,
+                references,
+                n_bootstrap=n_bootstrap,
+                seed=seed,
+                names=(run.label, ref.label),
+            )
+        except ValueError as err:
+            raise DataError(f"cannot compare with the reference: {err}", where=run.source or run.label) from None
+        paired.append(json_safe(comparison))
+    return paired
+
+
 def compare_systems(
     runs: Sequence[RunView],
     best: Sequence[BestConfiguration],
@@ -140,43 +202,10 @@ def compare_systems(
             ],
         )
     ref, rule = choose_reference(runs, best, reference)
-    candidates = [ref] + [entry.run for entry in best if entry.run.model != ref.model]
-    compared, skipped = [], []
-    for run in candidates:
-        if (run.fingerprint, run.split) == (ref.fingerprint, ref.split):
-            compared.append(run)
-        else:
-            skipped.append(
-                (
-                    run,
-                    f"scored on split {run.split!r} of dataset {run.fingerprint!r}; the reference on "
-                    f"split {ref.split!r} of dataset {ref.fingerprint!r}",
-                )
-            )
+    compared, skipped = _comparable(ref, [entry.run for entry in best if entry.run.model != ref.model])
     notes: list[str] = []
     if references is None:
-        stored = {(run.scores.get("meta") or {}).get("n_bootstrap") for run in compared}
-        counts = ", ".join("unknown" if n is None else f"{n:,}" for n in sorted(stored, key=lambda n: (n is None, n)))
-        notes.append(
-            f"CIs as stored in the results ({counts} resamples); no paired tests: both need the labels "
-            f"(pass --references DATASET_DIR_OR_LABELS to rescore with {n_bootstrap:,} resamples and test)"
-        )
-        return Comparison(
-            ref,
-            rule,
-            compared,
-            [run.scores for run in compared],
-            [],
-            skipped,
-            notes,
-            rescored=False,
-            n_bootstrap=stored.pop() if len(stored) == 1 else None,
-            seed=None,
-        )
-
-    from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_icc_metric import paired_comparison
-
+        return _stored_comparison(ref, rule, compared, skipped, notes, n_bootstrap)
     scores = [
         score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
         for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3)
@@ -185,23 +214,7 @@ def compare_systems(
     if n_bootstrap == 0:
         notes.append("no CIs and no paired tests: the number of bootstrap resamples is 0")
     else:
-        reference_predictions = predictions_on(ref.predictions, references)
-        for run in tqdm(compared[1:], desc="comparison: paired tests", unit="system", disable=len(compared) < 4):
-            try:
-                paired.append(
-                    json_safe(
-                        paired_comparison(
-                            predictions_on(run.predictions, references),
-                            reference_predictions,
-                            references,
-                            n_bootstrap=n_bootstrap,
-                            seed=seed,
-                            names=(run.label, ref.label),
-                        )
-                    )
-                )
-            except ValueError as err:
-                raise DataError(f"cannot compare with the reference: {err}", where=run.source or run.label) from None
+        paired = _paired_tests(ref, compared[1:], references, n_bootstrap, seed, len(compared) < 4)
     if len(compared) < 2:
         notes.append(f"only one system on split {ref.split!r} of dataset {ref.fingerprint!r}: nothing to test against")
     return Comparison(
