@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.cli.args import DEFAULT_BOOTSTRAP, shown
 from eval_scripts.cli.args import say as _say
-from eval_scripts.cli.args import shown
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.errors import DataError
@@ -132,7 +132,7 @@ def run_default(args: argparse.Namespace) -> int:
         "cache); rerun the same command to run the job again"
     )
     split = getattr(args, "split", "test") or "test"
-    n_bootstrap = int(getattr(args, "n_bootstrap", 1000) or 0)
+    n_bootstrap = int(getattr(args, "bootstrap", DEFAULT_BOOTSTRAP) or 0)
     seed = int(getattr(args, "seed", 0) or 0)
     dataset_dir, synthetic = _dataset(args, say)
     check_not_overlapping(out_dir, [dataset_dir], command="run")

@@ -399,7 +399,7 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
                 str(SEED),
                 "--common-videos",
                 str(common),
-                "--json",
+                "--out",
                 str(out),
             ]
         )
@@ -495,7 +495,7 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
                 str(N_BOOT),
                 "--seed",
                 str(SEED),
-                "--json",
+                "--out",
                 str(out),
             ]
         )

@@ -7,10 +7,9 @@ import argparse
 import os
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say, shown
+from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, positive_float, print_json, say, shown
 from mis_bench_dataset.numbers import pct
 from mis_bench_dataset.splits import SPLITS
-from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 DEFAULT_MAX_MB = 64
 
@@ -27,14 +26,20 @@ def register(subparsers) -> None:
     )
     submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
     submit.add_argument(
-        "--dataset", type=existing("folder"), help="built dataset folder: also check coverage of its --split"
+        "--dataset",
+        type=existing("folder"),
+        help="built dataset folder: also check coverage of its --split (default: none, the leaderboard checks it)",
     )
-    submit.add_argument("--split", default="test", choices=SPLITS)
+    submit.add_argument("--split", default="test", choices=SPLITS, help="split whose coverage --dataset checks")
     submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
-    submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
+    submit.add_argument(
+        "--push",
+        metavar="REPO",
+        help="Hub dataset id of the leaderboard requests, e.g. org/requests (default: none, nothing is uploaded)",
+    )
     submit.add_argument("--token-env", default="HF_TOKEN", help="environment variable holding the Hub token")
-    submit.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="size limit in MB (default 64)")
-    submit.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    submit.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="size limit in MB")
+    add_json(submit, what="the outcome")
     submit.set_defaults(func=submit_command)
 
     board = subparsers.add_parser(
@@ -53,15 +58,13 @@ def register(subparsers) -> None:
         type=existing("any"),
         help="hidden labels: a built dataset folder or a labels file",
     )
-    board.add_argument("--split", default="test", choices=SPLITS)
-    board.add_argument(
-        "--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000, help="bootstrap resamples (default: 10000)"
-    )
-    board.add_argument("--seed", type=non_negative_int, default=0)
+    board.add_argument("--split", default="test", choices=SPLITS, help="split the submissions are scored on")
+    add_bootstrap(board, minimum=1)
+    add_seed(board)
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
-    board.add_argument("--title", default="MIS-Bench leaderboard")
+    board.add_argument("--title", default="MIS-Bench leaderboard", help="the page's title")
     board.add_argument("--out", type=Path, default=Path("mis-bench-leaderboard"), help="output folder")
-    board.add_argument("--json", action="store_true", help="print the leaderboard JSON")
+    add_json(board, what="the leaderboard")
     board.set_defaults(func=leaderboard_command)
 
 
