@@ -59,7 +59,7 @@ def _load_all(
 ):
     accepted: list[_Accepted] = []
     rejected: list[dict[str, Any]] = []
-    for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5):
+    for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5 or None):
         try:
             results = validate_results(
                 load_submission(path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=path.name
@@ -177,7 +177,7 @@ def build_leaderboard(
     common = sorted(set.intersection(*(_fully_parsed_videos(s.predictions) for s in accepted))) if accepted else []
 
     entries = []
-    for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5):
+    for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5 or None):
         try:
             scores = json_safe(
                 score_predictions(

@@ -179,14 +179,16 @@ def compare_systems(
 
     scores = [
         score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
-        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3)
+        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3 or None)
     ]
     paired: list[dict[str, Any]] = []
     if n_bootstrap == 0:
         notes.append("no CIs and no paired tests: the number of bootstrap resamples is 0")
     else:
         reference_predictions = predictions_on(ref.predictions, references)
-        for run in tqdm(compared[1:], desc="comparison: paired tests", unit="system", disable=len(compared) < 4):
+        for run in tqdm(
+            compared[1:], desc="comparison: paired tests", unit="system", disable=len(compared) < 4 or None
+        ):
             try:
                 paired.append(
                     json_safe(
