@@ -15,6 +15,7 @@ from pathlib import Path
 
 SYNTHETIC_MARK = "SYNTHETIC"
 DEFAULT_SAMPLE_NAME = "the default synthetic sample"
+SYNTHETIC_LINE = f"{SYNTHETIC_MARK} data: these numbers say nothing about any model on MIS-Bench."
 FINGERPRINT_CHARS = 19  # "sha256:" and 12 hex digits
 
 

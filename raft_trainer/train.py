@@ -149,6 +149,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     from transformers import AutoTokenizer
     from trl import get_peft_config, get_quantization_config
 
+    from mis_bench_dataset.build import is_synthetic_build
     from mis_bench_dataset.inputs import setting_media
     from raft_trainer.trainer import RAFTTrainer
 
@@ -159,6 +160,8 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
         "input_source": input_source,
         "prompt_style": training_args.prompt_style,
         "trained": script_args.train,
+        # the build report's rule: every output of synthetic data says so (setting.json, scores_test.json, stdout)
+        "synthetic": bool(is_synthetic_build(script_args.dataset_dir)),
     }
     if input_source == "features":  # as the harness records it: text descriptors, no plots
         setting["feature_format"] = "text"
@@ -259,8 +262,12 @@ def write_test_predictions(trainer, processing_class, test_split, output_dir: Pa
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
     result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=args.seed)
     result["setting"] = setting
+    result = {"synthetic": setting["synthetic"], **result}
     write_atomic(output_dir / "scores_test.json", json.dumps(json_safe(result), indent=2, allow_nan=False) + "\n")
-    print(f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}")
+    print(
+        f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}"
+        + (" (SYNTHETIC data: these numbers say nothing about any model on MIS-Bench)" if setting["synthetic"] else "")
+    )
 
 
 if __name__ == "__main__":

@@ -75,6 +75,12 @@ def _split_video_ids(dataset: Path, split: str) -> list[str]:
         return sorted(set(rows["video_id"]))
 
 
+def _mark(entry: dict) -> str:
+    from eval_scripts.data_names import SYNTHETIC_MARK
+
+    return f" [{SYNTHETIC_MARK}]" if entry.get("synthetic") else ""
+
+
 def submit_command(args: argparse.Namespace) -> int:
     from eval_scripts.submission import SubmissionError, load_submission, package_submission
 
@@ -96,6 +102,7 @@ def submit_command(args: argparse.Namespace) -> int:
         "package": str(package),
         "pushed": None,
         "coverage_checked": video_ids is not None,
+        "synthetic": bool((obj.get("dataset") or {}).get("synthetic", False)),
     }
     if args.push:
         from eval_scripts.submission import push_submission
@@ -106,7 +113,7 @@ def submit_command(args: argparse.Namespace) -> int:
     else:
         say(
             f"Valid submission ({shown(obj['system']['model'])}, {obj['setting']['modality']}, "
-            f"{obj['setting']['prompt_style']}): {shown(package)}"
+            f"{obj['setting']['prompt_style']}): {shown(package)}" + _mark(outcome)
         )
         if not outcome["coverage_checked"]:
             say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
@@ -156,10 +163,17 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         overall = entry["scores"]["overall"].get("icc")
         say(
             f"  {entry['rank']:3d}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
-            f"overall ICC {pct(overall)}%"
+            f"overall ICC {pct(overall)}%" + _mark(entry)
         )
     for floor in board.get("floors", []):
-        say(f"  floor {floor['model']} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)")
+        say(
+            f"  floor {shown(floor['model'])} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)"
+            + _mark(floor)
+        )
+    if board["synthetic"]:
+        from eval_scripts.data_names import SYNTHETIC_LINE
+
+        say(SYNTHETIC_LINE)
     for rejected in board["rejected"]:
         say(
             f"  rejected {shown(rejected['file'])}: {shown(rejected['reasons'][0])}"

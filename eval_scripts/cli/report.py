@@ -117,7 +117,9 @@ def report_command(args: argparse.Namespace) -> int:
         scatters=args.scatters,
         raters=raters,
     )
+    synthetic = any(bool((results.get("dataset") or {}).get("synthetic")) for results in results_list)
     summary = {
+        "synthetic": synthetic,
         "runs": sources,
         "markdown": str(written.markdown),
         "html": str(written.html),
@@ -133,4 +135,8 @@ def report_command(args: argparse.Namespace) -> int:
         )
         if references is None:
             say("No --references: the comparison shows the stored CIs and has no paired tests.")
+        if synthetic:
+            from eval_scripts.data_names import SYNTHETIC_LINE
+
+            say(SYNTHETIC_LINE)
     return 0

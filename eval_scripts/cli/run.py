@@ -26,6 +26,7 @@ from eval_scripts.cli.args import (
     shown,
     unit_interval,
 )
+from eval_scripts.data_names import SYNTHETIC_LINE, any_synthetic, source_synthetic
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
@@ -67,7 +68,8 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--dataset",
         type=existing("folder", as_path=False),
-        help="built dataset folder (`mis-bench build --out DIR`) (default: the default synthetic sample)",
+        help="built dataset folder (`mis-bench build --out DIR`) (default: the default synthetic sample for the "
+        "default job; a model run needs it)",
     )
     parser.add_argument("--split", default="test", choices=SPLITS, help="split to evaluate")
     parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS, help="modality setting")
@@ -370,6 +372,8 @@ def _summary(result) -> dict:
         "results": str(result.results_path),
         "readouts": str(result.readouts_path) if result.readouts_path else None,
         "seconds": round(result.elapsed_s, 2),
+        # the build report's rule, carried in the results' dataset block (eval_scripts.data_names)
+        "synthetic": bool(source_synthetic(result.results_path)),
     }
 
 
@@ -420,6 +424,12 @@ def _say_result(summary: dict, called: str = "called") -> None:
             else ""
         )
     )
+    _say_synthetic(summary["synthetic"])
+
+
+def _say_synthetic(synthetic: bool) -> None:
+    if synthetic:
+        say(SYNTHETIC_LINE)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -483,6 +493,7 @@ def run_command(args: argparse.Namespace) -> int:
         else:
             say(format_table(entries))
             say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
+            _say_synthetic(any(_summary(e.result)["synthetic"] for e in entries if e.result is not None))
         for entry in entries:
             if entry.result is not None:
                 _report_problems(entry.result)
@@ -550,6 +561,7 @@ def _batch_command(args, config) -> int:
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
     configs = _configs(args, config)
+    synthetic = any_synthetic([config.dataset])
     if args.dry_run:
         from eval_scripts.runner import dry_run
 
@@ -560,10 +572,12 @@ def _batch_command(args, config) -> int:
             price_out=args.price_out,
             expected_completion_tokens=args.expected_completion_tokens,
         )
+        plan = {**plan, "synthetic": synthetic}
         if args.json:
             print_json(plan)
         else:
             _say_dry_run(plan, config.model)
+            _say_synthetic(synthetic)
         return 0
     if args.export_batch:
         from eval_scripts.runner import export_batch
@@ -571,10 +585,12 @@ def _batch_command(args, config) -> int:
         export = export_batch(
             configs, args.export_batch, grid=args.grid, max_requests=args.batch_max_requests, max_mb=args.batch_max_mb
         )
+        export = {**export, "synthetic": synthetic}
         if args.json:
             print_json(export)
         else:
             _say_export(export)
+            _say_synthetic(synthetic)
         return 0
     from eval_scripts.runner import import_batch
 
@@ -591,13 +607,14 @@ def _batch_command(args, config) -> int:
             else {**_summary(e.result), "imported": e.result.n_called}
             for e in entries
         ]
-        print_json({"settings": summaries, "batch": report.as_dict()})
+        print_json({"settings": summaries, "batch": report.as_dict(), "synthetic": synthetic})
     else:
         if args.grid:
             from eval_scripts.report.text_table import format_table
 
             say(format_table(entries))
             say(f"all settings: {_tokens_line(_total_usage(entries))}")
+            _say_synthetic(synthetic)
         else:
             _say_result(_summary(results[0]), called="imported")
         unanswered = sum(r.n_unanswered for r in results)

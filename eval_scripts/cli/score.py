@@ -265,12 +265,12 @@ def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
 
 def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) -> bool:
     """`synthetic` at the top of the result (the build report's rule, `eval_scripts.data_names`); the mark line."""
-    from eval_scripts.data_names import SYNTHETIC_MARK, any_synthetic
+    from eval_scripts.data_names import SYNTHETIC_LINE, any_synthetic
 
     synthetic = any_synthetic([args.references, *predictions])
     result["synthetic"] = synthetic
     if synthetic:
-        _text(args)(f"{SYNTHETIC_MARK} data: these scores say nothing about any model on MIS-Bench.")
+        _text(args)(SYNTHETIC_LINE)
     return synthetic
 
 

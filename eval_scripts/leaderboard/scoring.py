@@ -228,6 +228,8 @@ def build_leaderboard(
         "n_common_videos": len(common),
         "n_bootstrap": n_bootstrap,
         "seed": seed,
+        # Any ranked or floor entry made from synthetic data marks the whole board (its rows are marked too).
+        "synthetic": any(entry["synthetic"] for entry, _ in entries) or any(floor["synthetic"] for floor in floors),
         "references_fingerprints": None if fingerprints is None else sorted(fingerprints),
         "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
         "human_ceiling": {key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()},

@@ -149,8 +149,8 @@ def compare_systems(
             skipped.append(
                 (
                     run,
-                    f"scored on split {run.split!r} of dataset {run.fingerprint!r}; the reference on "
-                    f"split {ref.split!r} of dataset {ref.fingerprint!r}",
+                    f"scored on split {run.split!r} of {run.dataset_label()}; the reference on "
+                    f"split {ref.split!r} of {ref.dataset_label()}",
                 )
             )
     notes: list[str] = []
@@ -205,7 +205,7 @@ def compare_systems(
             except ValueError as err:
                 raise DataError(f"cannot compare with the reference: {err}", where=run.source or run.label) from None
     if len(compared) < 2:
-        notes.append(f"only one system on split {ref.split!r} of dataset {ref.fingerprint!r}: nothing to test against")
+        notes.append(f"only one system on split {ref.split!r} of {ref.dataset_label()}: nothing to test against")
     return Comparison(
         ref, rule, compared, scores, paired, skipped, notes, rescored=True, n_bootstrap=n_bootstrap, seed=seed
     )
