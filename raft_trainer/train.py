@@ -120,7 +120,20 @@ def log_device(training_args) -> None:
         )
 
 
+# Deprecation warnings TRL and PEFT raise from their own code (TRL's config sets `gradient_checkpointing`, its and
+# PEFT's helpers read `is_gradient_checkpointing`): nothing a user of this script can change, so not shown.
+THIRD_PARTY_DEPRECATIONS = (r"`gradient_checkpointing` is deprecated", r"`is_gradient_checkpointing` is deprecated")
+
+
+def _filter_third_party_warnings() -> None:
+    import warnings
+
+    for message in THIRD_PARTY_DEPRECATIONS:
+        warnings.filterwarnings("ignore", message=message, category=FutureWarning)
+
+
 def main(argv: list[str] | None = None) -> int:
+    _filter_third_party_warnings()
     try:
         require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
     except MisBenchError as err:
