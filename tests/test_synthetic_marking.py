@@ -79,6 +79,11 @@ def test_run_openai_dry_run_and_batch(build, tmp_path, capsys):
         summary = json.loads(out)
         assert code == 0 and summary["synthetic"] is synthetic
         assert json.loads(Path(summary["results"]).read_text())["dataset"]["synthetic"] is synthetic
+        raw = Path(summary["results"]).with_name("raw_responses.jsonl")
+        code, out, _ = _cli(capsys, "parse", raw)
+        assert code == 0 and _marked(out) is synthetic
+        code, out, _ = _cli(capsys, "parse", raw, "--json")
+        assert code == 0 and json.loads(out)["synthetic"] is synthetic
         code, out, _ = _cli(capsys, *args, "--grid", "--modalities", "text")
         assert code == 0 and _marked(out) is synthetic
     code, out, _ = _cli(capsys, *args, "--dry-run")
@@ -132,6 +137,9 @@ def test_stats(build, tmp_path, capsys):
     titles = _png_titles(tmp_path / "stats")
     assert set(titles) == {"correlation.png", "histograms.png"}
     assert all(title and _marked(title) is synthetic for title in titles.values()), titles
+    built = _png_titles(folder / "stats")  # the build's own statistics, for its card
+    assert len(built) == 2 and all(_marked(title) is synthetic for title in built.values()), built
+    assert json.loads((folder / "stats" / "stats.json").read_text())["synthetic"] is synthetic
 
 
 def test_training_outputs(build, tmp_path, capsys):

@@ -60,6 +60,9 @@ def parse_command(args: argparse.Namespace) -> int:
         )
     result = reparse(args.file, args.prompt_style)
     counts = result.counts()
+    from eval_scripts.data_names import SYNTHETIC_LINE, source_synthetic
+
+    synthetic = bool(source_synthetic(args.file.with_name(RESULTS_NAME)))  # the run's results say what data it was
     if out is not None:
         from mis_icc_metric.predictions_io import write_predictions
 
@@ -72,6 +75,7 @@ def parse_command(args: argparse.Namespace) -> int:
                 **counts,
                 "changes": [{**vars(a), "text": _excerpt(a.text)} for a in result.changed],
                 "out": str(out) if out else None,
+                "synthetic": synthetic,
             }
         )
         return 0
@@ -91,4 +95,6 @@ def parse_command(args: argparse.Namespace) -> int:
         say(f"  ... and {len(result.changed) - args.show} more (--show N, or --json for all)")
     if out is not None:
         say(f"wrote {shown(out)}: the re-parsed predictions of {len(result.predictions())} rows")
+    if synthetic:
+        say(SYNTHETIC_LINE)
     return 0

@@ -434,7 +434,8 @@ def run_compare(args: argparse.Namespace) -> int:
         names=(str(args.a), str(args.b)),
     )
     result["meta"].update(references=str(args.references), split=args.split)
-    _text(args)(f"Paired comparison on split {args.split!r} of {_data_name(args)}:")
+    where = f"split {args.split!r} of {_data_name(args)}" if Path(args.references).is_dir() else _data_name(args)
+    _text(args)(f"Paired comparison on {where}:")
     _mark_synthetic(args, result, args.a, args.b)
     _text(args)(format_compare_table(result))
     _finish(args, json_path, result)
