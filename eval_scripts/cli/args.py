@@ -167,9 +167,7 @@ def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what:
 def add_json(parser: argparse.ArgumentParser, *, what: str = "the result") -> None:
     """`--json`: a switch everywhere. stdout then carries only strict JSON (progress and notes go to stderr);
     a command that also writes its JSON to a file takes the file with `--out`."""
-    parser.add_argument(
-        "--json", action="store_true", help=f"print {what} as strict JSON on stdout instead of the text summary"
-    )
+    parser.add_argument("--json", action="store_true", help=f"print {what} as strict JSON on stdout (instead of text)")
 
 
 def strict_json(payload: Any) -> str:

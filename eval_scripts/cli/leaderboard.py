@@ -31,7 +31,12 @@ def register(subparsers) -> None:
         help="built dataset folder: also check coverage of its --split (default: none, the leaderboard checks it)",
     )
     submit.add_argument("--split", default="test", choices=SPLITS, help="split whose coverage --dataset checks")
-    submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
+    submit.add_argument(
+        "--out",
+        type=Path,
+        default=Path("mis-bench-submissions"),
+        help="folder for the package (default: ./mis-bench-submissions)",
+    )
     submit.add_argument(
         "--push",
         metavar="REPO",
@@ -63,7 +68,12 @@ def register(subparsers) -> None:
     add_seed(board)
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
     board.add_argument("--title", default="MIS-Bench leaderboard", help="the page's title")
-    board.add_argument("--out", type=Path, default=Path("mis-bench-leaderboard"), help="output folder")
+    board.add_argument(
+        "--out",
+        type=Path,
+        default=Path("mis-bench-leaderboard"),
+        help="output folder (default: ./mis-bench-leaderboard)",
+    )
     add_json(board, what="the leaderboard")
     board.set_defaults(func=leaderboard_command)
 

@@ -64,7 +64,9 @@ def register(subparsers) -> None:
     )
     add_seed(parser)
     parser.add_argument("--title", default="MIS-Bench report", help="the report's title")
-    parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
+    parser.add_argument(
+        "--out", type=Path, default=Path("mis-bench-report"), help="output folder (default: ./mis-bench-report)"
+    )
     add_json(parser, what="the written paths")
     parser.set_defaults(func=report_command)
 

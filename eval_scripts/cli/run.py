@@ -302,7 +302,7 @@ def register(subparsers) -> None:
         type=bounded_int(0, 50),
         default=0,
         metavar="K",
-        help="also cross-validate the baselines over every video: K folds grouped by clinician (0 = off, default)",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician (default: 0, off)",
     )
     group.add_argument(
         "--cv-seeds",
