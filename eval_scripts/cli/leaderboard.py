@@ -180,13 +180,13 @@ def leaderboard_command(args: argparse.Namespace) -> int:
             f"  floor {shown(floor['model'])} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)"
             + _mark(floor)
         )
-    if board["synthetic"]:
-        from eval_scripts.data_names import SYNTHETIC_LINE
-
-        say(SYNTHETIC_LINE)
     for rejected in board["rejected"]:
         say(
             f"  rejected {shown(rejected['file'])}: {shown(rejected['reasons'][0])}"
             + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
         )
+    if board["synthetic"]:
+        from eval_scripts.data_names import SYNTHETIC_LINE
+
+        say(SYNTHETIC_LINE)
     return 0
