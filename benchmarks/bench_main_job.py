@@ -1,7 +1,7 @@
 """Speed of the main job, the features baseline and the leaderboard, in one run.
 
 1. The default job (`mis-bench run`, no model) from a cold cache: generation of the
-   996-video sample + build + 4 feature settings + mean floor + scoring (1,000 bootstrap
+   996-video sample + build + 4 feature settings + mean floor + scoring (10,000 bootstrap
    resamples) + report + leaderboard; then again with the cache warm. Wall time, CPU time
    (user + sys, so a busy shared machine can be told apart from a slow job), peak RSS,
    and the headline numbers of the job's summary (test videos, best mean ICC).

@@ -93,10 +93,16 @@ def measure(code_dir: Path, argv: list[str], work: Path) -> dict:
     return {"wall_s": wall, "peak_rss_mb": inner["peak_rss_mb"]}
 
 
-def run_argv(build: Path, out: Path, base_url: str, limit: int, dry: bool) -> list[str]:
+def bootstrap_flag(code_dir: Path) -> str:
+    """The resample-count flag of that tree's `mis-bench run` (`--n-bootstrap` before issue 21 made it `--bootstrap`)."""
+    source = (code_dir / "eval_scripts" / "cli" / "run.py").read_text(encoding="utf-8")
+    return "--n-bootstrap" if '"--n-bootstrap"' in source else "--bootstrap"
+
+
+def run_argv(build: Path, out: Path, base_url: str, limit: int, dry: bool, flag: str = "--bootstrap") -> list[str]:
     argv = ["run", "--backend", "openai", "--model", "fake-model", "--dataset", str(build), "--grid"]
     argv += ["--out", str(out), "--base-url", base_url, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress"]
-    argv += ["--n-bootstrap", "0", "--max-retries", "0", "--concurrency", "16", "--json"]
+    argv += [flag, "0", "--max-retries", "0", "--concurrency", "16", "--json"]
     if limit:
         argv += ["--limit", str(limit)]
     return argv + (["--dry-run"] if dry else [])
@@ -149,7 +155,7 @@ def main() -> None:
                     for kind, dry in (("dry-run grid", True), ("server grid", False)):
                         label = f"{kind}, {(limit or test_videos) * 8} rows per setting"
                         out = work / f"out-{name}-{kind.split()[0]}-{limit}-{round_}"
-                        argv = run_argv(build, out, closed if dry else url, limit, dry)
+                        argv = run_argv(build, out, closed if dry else url, limit, dry, bootstrap_flag(code_dir))
                         figures.setdefault(label, {}).setdefault(name, []).append(measure(code_dir, argv, work))
         server.shutdown()
     print(f"synthetic build of {args.videos} videos ({test_videos} test); grid of 8 settings; median of {args.repeats}")

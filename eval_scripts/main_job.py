@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.cli.args import DEFAULT_BOOTSTRAP, shown
 from eval_scripts.cli.args import say as _say
-from eval_scripts.cli.args import shown
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
@@ -240,7 +240,7 @@ def run_default_job(
     out: str | Path = DEFAULT_OUT,
     *,
     split: str = "test",
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     cv_folds: int = 0,
     cv_seeds: int = 3,
@@ -306,7 +306,7 @@ def run_default(args: argparse.Namespace) -> int:
         getattr(args, "dataset", None) or None,
         out_dir,
         split=getattr(args, "split", "test") or "test",
-        n_bootstrap=int(getattr(args, "n_bootstrap", 1000) or 0),
+        n_bootstrap=int(getattr(args, "bootstrap", DEFAULT_BOOTSTRAP) or 0),
         seed=int(getattr(args, "seed", 0) or 0),
         cv_folds=int(getattr(args, "cv_folds", 0) or 0),
         cv_seeds=int(getattr(args, "cv_seeds", 3) or 3),

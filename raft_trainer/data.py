@@ -244,9 +244,12 @@ def labelled_rows(dataset, split: str):
     """The split's rows that have a gold score (the count dropped is logged); raises when none do."""
     check_scoring_columns(dataset, f"{split} split")
     n_before = len(dataset)
-    dataset = dataset.filter(
-        lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows"
-    )
+    from mis_bench_dataset.built.loading import quiet_datasets
+
+    with quiet_datasets():  # a fraction of a second: no bar
+        dataset = dataset.filter(
+            lambda score: score is not None, input_columns="score", desc=f"Dropping unlabelled {split} rows"
+        )
     if len(dataset) < n_before:
         logger.warning("%s split: dropped %d of %d rows without a gold score", split, n_before - len(dataset), n_before)
     if len(dataset) == 0:

@@ -36,8 +36,19 @@ PROG = "train.py"
 TRAIN_WRITER = "train"  # the writer name of every file a training run leaves in --output_dir
 
 
+# Deprecation warnings TRL and PEFT raise from their own code (TRL's config sets `gradient_checkpointing`, its and
+# PEFT's helpers read `is_gradient_checkpointing`): nothing a user of this script can change, so not shown.
+THIRD_PARTY_DEPRECATIONS = (r"`gradient_checkpointing` is deprecated", r"`is_gradient_checkpointing` is deprecated")
+
+
+def _filter_third_party_warnings() -> None:
+    for message in THIRD_PARTY_DEPRECATIONS:
+        warnings.filterwarnings("ignore", message=message, category=FutureWarning)
+
+
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """The script: `run`, with an expected failure printed as one line on stderr and its exit code returned."""
+    _filter_third_party_warnings()
     try:
         return run(argv, prog)
     except MisBenchError as err:  # also a missing `train` extra: nothing of raft_trainer is imported here
@@ -58,7 +69,7 @@ def _report_exit_code(code: int) -> None:
 
 def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Parse, check, then train and predict here, or start `--num_processes` processes that do; raises the
-    toolkit's errors (`mis_bench_dataset.errors`) for the caller to print."""
+    toolkit's errors (`mis_bench_dataset.rules.errors`) for the caller to print."""
     require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
     try:
         script_args, training_args, model_args = parse_arguments(argv, prog)
@@ -190,6 +201,7 @@ def log_device(training_args) -> None:
 
 def run_setting(script_args, training_args) -> dict:
     """The `setting` block of `setting.json` and `scores_test.json` (the toolkit's one writer of it)."""
+    from mis_bench_dataset.built.handle import BuiltDataset
     from mis_bench_dataset.protocol import setting_record
     from mis_bench_dataset.setting_inputs import setting_media
 
@@ -201,6 +213,8 @@ def run_setting(script_args, training_args) -> dict:
         feature_format="text",  # as the harness records it: text descriptors, no plots
         video=video,
         trained=script_args.train,
+        # the build report's rule: every output of synthetic data says so (setting.json, scores_test.json, stdout)
+        synthetic=bool(BuiltDataset.open(script_args.dataset_dir).synthetic),
     )
 
 
@@ -332,6 +346,7 @@ def write_json(out, name: str, obj: dict) -> Path:
 def write_test_predictions(model, processing_class, test_split, out, script_args, config, setting: dict) -> None:
     """`predictions_test.csv` and, when the split is labelled, `scores_test.json` (with the setting)."""
     from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
     from mis_icc_metric import score_predictions
     from mis_icc_metric.predictions_io import write_predictions
     from raft_trainer.predict import predict_scores, prediction_records
@@ -355,10 +370,13 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     if len(labelled) < 2:
         return
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
-    result = score_predictions(predictions, labelled, n_bootstrap=1000, seed=config.seed)
-    result["setting"] = setting
+    result = score_predictions(predictions, labelled, n_bootstrap=PAPER_BOOTSTRAP_RESAMPLES, seed=config.seed)
+    result = {"synthetic": setting["synthetic"], **result, "setting": setting}
     write_json(out, "scores_test.json", result)
-    print(f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}")
+    print(
+        f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}"
+        + (" (SYNTHETIC data: these numbers say nothing about any model on MIS-Bench)" if setting["synthetic"] else "")
+    )
 
 
 if __name__ == "__main__":

@@ -112,6 +112,23 @@ def synthetic_build(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def unmarked_build(tmp_path_factory) -> Path:
+    """A labelled build whose build report says `synthetic: false`: the generator's release (40 videos, seed 0)
+    with its manifest's `synthetic` flag set to false before `build_dataset`, so every output made from it must
+    carry no SYNTHETIC mark (the counterpart of `synthetic_build` for marking tests). Read-only."""
+    import json
+
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+
+    root = tmp_path_factory.mktemp("unmarked_build")
+    release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
+    manifest = release.release_dir / "subset_manifest.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "synthetic": False}))
+    build_dataset(release.release_dir, root / "plain-build", labels=release.ratings_csv, progress=False)
+    return root / "plain-build"
+
+
+@pytest.fixture(scope="session")
 def default_sample_cache(tmp_path_factory) -> Path:
     """A cache folder holding the embedded default sample (SYNTHETIC, 996 short videos, seed 0),
     generated once per test session: pass it as `MIS_BENCH_CACHE` or to `default_sample(path)`.

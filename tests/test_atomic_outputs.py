@@ -299,7 +299,7 @@ def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(syn
     with ChatServer(delay_s=0.2) as server:
         command = [sys.executable, "-m", "eval_scripts.cli", "run", "--backend", "openai", "--model", "m"]
         command += ["--base-url", server.base_url, "--dataset", str(synthetic_build), "--limit", "3", "--out", str(out)]
-        command += ["--concurrency", "2", "--n-bootstrap", "0", "--no-progress", "--api-key-env", "MIS_BENCH_TEST_KEY"]
+        command += ["--concurrency", "2", "--bootstrap", "0", "--no-progress", "--api-key-env", "MIS_BENCH_TEST_KEY"]
         victim = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while not (cache.is_file() and cache.read_bytes().count(b"\n") >= 4):

@@ -182,7 +182,7 @@ def _grid(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
     return [
         "run", "--backend", "openai", "--model", "fake-model", "--dataset", str(build), "--limit", "2",
         "--out", str(out), "--base-url", base_url, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress",
-        "--n-bootstrap", "0", "--max-retries", "0", "--backoff-base", "0", "--grid", *extra,
+        "--bootstrap", "0", "--max-retries", "0", "--backoff-base", "0", "--grid", *extra,
     ]  # fmt: skip
 
 

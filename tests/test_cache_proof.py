@@ -294,7 +294,7 @@ def test_the_cache_command_checks_merges_and_refuses_its_inputs(tmp_path, capsys
 
 def test_two_machines_caches_merged_serve_a_run_without_calls(synthetic_build, tmp_path) -> None:
     common = ["run", "--backend", "openai", "--model", "m", "--dataset", str(synthetic_build), "--no-progress"]
-    common += ["--n-bootstrap", "0", "--api-key-env", "MIS_BENCH_TEST_KEY"]
+    common += ["--bootstrap", "0", "--api-key-env", "MIS_BENCH_TEST_KEY"]
     with ChatServer() as server:
         for machine, limit in (("m1", "1"), ("m2", "2")):
             args = [*common, "--base-url", server.base_url, "--limit", limit, "--out", str(tmp_path / machine)]

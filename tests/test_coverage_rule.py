@@ -102,7 +102,7 @@ def scored(tmp_path_factory):
                     str(folder / "gold.csv"),
                     "--bootstrap",
                     "300",
-                    "--json",
+                    "--out",
                     str(out),
                 ]
             )

@@ -37,7 +37,7 @@ def _run(dataset, out, base_url, *extra) -> list[str]:
         "1",
         "--out",
         str(out),
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--no-progress",
         "--json",

@@ -49,7 +49,7 @@ def _run_args(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]
         "1",
         "--out",
         str(out),
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--no-progress",
         "--max-retries",
@@ -425,7 +425,7 @@ def test_case_7_two_default_jobs_started_together_both_succeed(tmp_path) -> None
     env = {**os.environ, "MIS_BENCH_CACHE": str(tmp_path / "cache")}
     jobs = [
         subprocess.Popen(
-            [sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(tmp_path / f"job{n}"), "--n-bootstrap", "0"],
+            [sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(tmp_path / f"job{n}"), "--bootstrap", "0"],
             cwd=REPO,
             env=env,
             stdout=subprocess.PIPE,
@@ -491,8 +491,8 @@ def test_case_8_class_hostile_names_never_forge_a_line_of_the_leaderboard_listin
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 3  # the summary, one ranked entry, one rejected file
-    assert "org/m\\x0a" in lines[1] and "bad\\x0a" in lines[2]
+    assert len(lines) == 4  # the summary, one ranked entry, one rejected file, the synthetic data's mark
+    assert "org/m\\x0a" in lines[1] and "bad\\x0a" in lines[2] and lines[3].startswith("SYNTHETIC data:")
 
 
 # ----------------------------------------------------------------------------- case 9: the leaderboard's fingerprint

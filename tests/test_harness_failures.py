@@ -77,7 +77,7 @@ def _cli(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]:
         "3",
         "--out",
         str(out),
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--no-progress",
         *extra,

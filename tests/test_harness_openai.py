@@ -157,7 +157,7 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
                 "--concurrency",
                 "2",
                 "--no-progress",
-                "--n-bootstrap",
+                "--bootstrap",
                 "0",
                 "--json",
             ]

@@ -56,7 +56,7 @@ def _run(server, out: Path, dataset: Path, *extra: str, model: str | None = None
         "2",
         "--out",
         str(out),
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--no-progress",
         "--json",

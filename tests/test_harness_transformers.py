@@ -88,7 +88,7 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
         "16",
         "--out",
         str(out),
-        "--n-bootstrap",
+        "--bootstrap",
         "200",
         "--no-progress",
     ]

@@ -35,7 +35,7 @@ def default_job(default_sample_cache, tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
         patch.chdir(work)
         patch.setenv("MIS_BENCH_CACHE", str(default_sample_cache))
-        assert cli_main(["run", "--n-bootstrap", "200"]) == 0
+        assert cli_main(["run", "--bootstrap", "200"]) == 0
     return work / "mis-bench-results", printed.getvalue()
 
 
@@ -129,7 +129,7 @@ def test_default_job_baselines_land_below_the_human_ceiling(default_job, default
 
 def test_default_job_on_a_given_dataset_with_json(synthetic_build, tmp_path, capsys):
     args = argparse.Namespace(
-        dataset=str(synthetic_build), out=str(tmp_path / "res"), split="validation", n_bootstrap=50, seed=1, json=True
+        dataset=str(synthetic_build), out=str(tmp_path / "res"), split="validation", bootstrap=50, seed=1, json=True
     )
     assert run_default(args) == 0
     captured = capsys.readouterr()

@@ -117,7 +117,7 @@ def test_score_cli_prints_the_table_and_writes_raw_json(tmp_path, capsys):
                 str(dataset),
                 "--bootstrap",
                 "300",
-                "--json",
+                "--out",
                 str(out),
             ]
         )
@@ -156,7 +156,7 @@ def test_score_cli_on_the_synthetic_build_with_common_set(synthetic_build, tmp_p
                 "50",
                 "--common-videos",
                 str(common),
-                "--json",
+                "--out",
                 str(tmp_path / "s.json"),
             ]
         )
@@ -182,7 +182,7 @@ def test_compare_cli_runs_the_paired_bootstrap(tmp_path, capsys):
             )
         )
     out = tmp_path / "cmp.json"
-    assert _run(["compare", *paths, "--references", str(dataset), "--bootstrap", "300", "--json", str(out)]) == 0
+    assert _run(["compare", *paths, "--references", str(dataset), "--bootstrap", "300", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"^All\s", printed, re.M) and "paired bootstrap" in printed
     saved = json.loads(out.read_text())

@@ -167,7 +167,7 @@ def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
         str(path),
         "--bootstrap",
         "50",
-        "--json",
+        "--out",
         str(tmp_path / "scores.json"),
     )
     assert code == 0, err

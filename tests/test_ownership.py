@@ -179,18 +179,18 @@ def test_score_json_never_replaces_its_own_input_or_a_user_file(tmp_path, scored
     mine.write_text('{"my": "notes"}')
     before = snapshot(tmp_path)
     common = ["score", "--predictions", str(pred), "--references", str(build), "--split", "train", "--bootstrap", "0"]
-    code, _, err = run_cli(capsys, *common, "--json", str(pred))
+    code, _, err = run_cli(capsys, *common, "--out", str(pred))
     assert code == 2 and "would overwrite the input" in err
     assert_one_error_line(err, "score")
-    code, _, err = run_cli(capsys, *common, "--json", str(mine))
+    code, _, err = run_cli(capsys, *common, "--out", str(mine))
     assert code == 1 and "was not written by mis-bench score" in err
-    code, _, err = run_cli(capsys, *common, "--json", str(tmp_path))
+    code, _, err = run_cli(capsys, *common, "--out", str(tmp_path))
     assert code == 2 and "is a folder" in err
     assert_kept(before, tmp_path)
     # Its own earlier output is replaced on a rerun.
     out = tmp_path / "scores.json"
-    assert run_cli(capsys, *common, "--json", str(out))[0] == 0
-    assert run_cli(capsys, *common, "--json", str(out), "--seed", "1")[0] == 0
+    assert run_cli(capsys, *common, "--out", str(out))[0] == 0
+    assert run_cli(capsys, *common, "--out", str(out), "--seed", "1")[0] == 0
     assert json.loads(out.read_text())["meta"]["seed"] == 1  # the rerun's result replaced the first
     assert_kept(before, tmp_path)
 
@@ -214,7 +214,7 @@ def test_compare_json_never_replaces_an_input(tmp_path, scored, capsys):
         "train",
         "--bootstrap",
         "10",
-        "--json",
+        "--out",
         str(b),
     )
     assert code == 2 and "would overwrite the input" in err

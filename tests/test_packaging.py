@@ -119,17 +119,17 @@ build = str(work / "build")
 release = work / "release"
 codes["synth"] = main(["synth", str(release), "--videos", "30", "--seed", "0"])
 codes["build"] = main(["build", str(release), "--labels", str(release / "ratings.csv"), "--out", build])
-codes["default job"] = main(["run", "--dataset", build, "--out", str(work / "job"), "--n-bootstrap", "20"])
+codes["default job"] = main(["run", "--dataset", build, "--out", str(work / "job"), "--bootstrap", "20"])
 
 from _harness_helpers import ChatServer
 
 with ChatServer() as server:
     codes["openai run"] = main(["run", "--backend", "openai", "--model", "fake", "--dataset", build,
-                                "--base-url", server.base_url, "--out", str(work / "openai"), "--n-bootstrap", "0",
+                                "--base-url", server.base_url, "--out", str(work / "openai"), "--bootstrap", "0",
                                 "--no-progress"])
 predictions = next((work / "openai").rglob("predictions.jsonl"))
 codes["score"] = main(["score", "--predictions", str(predictions), "--references", build, "--bootstrap", "0",
-                       "--json", str(work / "scores.json")])
+                       "--out", str(work / "scores.json")])
 
 import evaluate
 import mis_icc_metric

@@ -120,7 +120,7 @@ def _run(build: Path, out: Path, base_url: str, style: str, modality: str, *extr
         "--api-key-env",
         "MIS_BENCH_UNSET",
         "--no-progress",
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--max-retries",
         "0",

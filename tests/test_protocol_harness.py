@@ -38,7 +38,7 @@ def _run(server: ChatServer, build, out, *extra: str) -> int:
             "test",
             "--limit",
             "2",
-            "--n-bootstrap",
+            "--bootstrap",
             "0",
             "--no-progress",
             "--json",

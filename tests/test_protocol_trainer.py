@@ -157,6 +157,7 @@ def test_table4_recipes_train_predict_and_score_with_the_paper_style(
         "input_source": "features",
         "prompt_style": "paper",
         "trained": True,
+        "synthetic": True,
         "feature_format": "text",
     }
     assert json.loads((out / "setting.json").read_text()) == setting
@@ -226,6 +227,7 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
         "input_source": "text",
         "prompt_style": "paper",
         "trained": False,
+        "synthetic": True,
     }
     assert not (out / "adapter_model.safetensors").exists() and not (out / "trainer_state.json").exists()
     rows = BuiltDataset.of(synthetic_build).rows("test")

@@ -101,7 +101,7 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
             str(synthetic_build),
             "--bootstrap",
             "200",
-            "--json",
+            "--out",
             str(result_path),
         ]
     )

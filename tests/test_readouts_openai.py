@@ -88,7 +88,7 @@ def _run(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
         "--api-key-env",
         "MIS_BENCH_UNSET",
         "--no-progress",
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--max-retries",
         "0",

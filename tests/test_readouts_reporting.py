@@ -25,7 +25,7 @@ def _with_logprobs(body: dict) -> tuple[int, dict]:
 def _run(build: Path, out: Path, url: str, *extra: str) -> dict:
     args = ["run", "--backend", "openai", "--model", "fake-judge", "--base-url", url, "--api-key-env",
             "MIS_BENCH_UNSET", "--dataset", str(build), "--limit", "4", "--out", str(out), "--no-progress",
-            "--n-bootstrap", "0", "--json", *extra]  # fmt: skip
+            "--bootstrap", "0", "--json", *extra]  # fmt: skip
     assert main(args) == 0
     return args
 
@@ -49,7 +49,7 @@ def test_score_shows_both_readouts_the_samples_and_a_second_run(two_runs, synthe
     first, second = two_runs
     out_json = tmp_path / "score.json"
     code = main(["score", "--predictions", first["predictions"], "--references", str(synthetic_build), "--bootstrap",
-                 "0", "--retest", second["predictions"], "--json", str(out_json), "--missing", "unparsed"])  # fmt: skip
+                 "0", "--retest", second["predictions"], "--out", str(out_json), "--missing", "unparsed"])  # fmt: skip
     assert code == 0
     printed = capsys.readouterr().out
     assert "Judge stability (expected readout, agreement with itself):" in printed

@@ -39,7 +39,7 @@ def seeded_reply(body: dict) -> tuple[int, dict]:
 def _args(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
     return [
         "run", "--backend", "openai", "--model", "fake-model", "--base-url", base_url, "--api-key-env",
-        "MIS_BENCH_UNSET", "--dataset", str(build), "--out", str(out), "--no-progress", "--n-bootstrap", "0",
+        "MIS_BENCH_UNSET", "--dataset", str(build), "--out", str(out), "--no-progress", "--bootstrap", "0",
         "--json", "--samples", "3", "--temperature", "0.7", "--concurrency", "2", *extra,
     ]  # fmt: skip
 

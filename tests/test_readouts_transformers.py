@@ -114,7 +114,7 @@ def test_an_expected_run_end_to_end_with_samples(tiny, synthetic_build, tmp_path
         "--device",
         "cpu",
         "--no-progress",
-        "--n-bootstrap",
+        "--bootstrap",
         "0",
         "--json",
         "--score-from",

@@ -157,7 +157,7 @@ def test_the_authors_prediction_files_score_unmodified(real_text_build, authors_
     out = tmp_path / "scores.json"
     path = authors_dir / FILES[condition]
     args = ["score", "--predictions", str(path), "--references", str(real_text_build), "--split", "all"]
-    assert main([*args, "--bootstrap", "200", "--json", str(out)]) == 0
+    assert main([*args, "--bootstrap", "200", "--out", str(out)]) == 0
     scores = json.loads(out.read_text())
     asked = _asked(path)
     assert scores["coverage"]["n_asked_pairs"] == len(asked) and scores["coverage"]["n_gold_pairs"] == 7968

@@ -218,7 +218,7 @@ def test_default_job_on_a_text_only_build_runs_what_it_can_feed(text_only_build,
     from eval_scripts.main_job import run_default
 
     args = argparse.Namespace(
-        dataset=str(text_only_build), out=str(tmp_path / "job"), n_bootstrap=50, seed=0, cv_folds=3, cv_seeds=2
+        dataset=str(text_only_build), out=str(tmp_path / "job"), bootstrap=50, seed=0, cv_folds=3, cv_seeds=2
     )
     assert run_default(args) == 0
     printed = capsys.readouterr().out

@@ -85,7 +85,7 @@ def test_a_fresh_run_reparses_unchanged(synthetic_build, tmp_path, capsys) -> No
     with ChatServer() as server:
         code = main(["run", "--backend", "openai", "--model", "fake", "--base-url", server.base_url,
                      "--api-key-env", "MIS_BENCH_UNSET", "--dataset", str(synthetic_build), "--limit", "1",
-                     "--prompt", "cot", "--out", str(tmp_path / "runs"), "--no-progress", "--n-bootstrap", "0",
+                     "--prompt", "cot", "--out", str(tmp_path / "runs"), "--no-progress", "--bootstrap", "0",
                      "--json"])  # fmt: skip
     assert code == 0
     summary = json.loads(capsys.readouterr().out)

@@ -288,7 +288,7 @@ def test_comparison_skips_other_splits_and_needs_labels_for_tests(grid):
     comparison = compare_systems(views, best, references=None)
     assert [run.model for run in comparison.runs] == ["org/alpha"]
     reasons = [reason for _, reason in comparison.skipped]
-    assert "split 'validation'" in reasons[0] and "dataset 'other'" in reasons[1]
+    assert "split 'validation'" in reasons[0] and "(SYNTHETIC, other)" in reasons[1]  # named, the fingerprint second
     assert comparison.paired == [] and "--references" in comparison.notes[0] and "50 resamples" in comparison.notes[0]
     with pytest.raises(UsageError, match="neither a results file nor a system"):
         compare_systems(views, best, reference="org/nobody")

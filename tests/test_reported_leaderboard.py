@@ -243,10 +243,11 @@ def test_printed_lines(made):
     lines = made["printed"].splitlines()
     assert lines[0] == f"3 ranked, 1 rejected -> {made['out'] / 'index.html'}"
     for line, entry in zip(lines[1:4], board["entries"], strict=True):
-        match = re.fullmatch(rf"\s+(\d+)\. (\S+) \[text, direct\] overall ICC ({PERCENT})%", line)
+        match = re.fullmatch(rf"\s+(\d+)\. (\S+) \[text, direct\] overall ICC ({PERCENT})% \[SYNTHETIC\]", line)
         assert match and int(match.group(1)) == entry["rank"] and match.group(2) == entry["model"]
         assert _shows_percent(match.group(3), entry["scores"]["overall"]["icc"])
     assert lines[4].startswith("  rejected d_broken.json: ")
+    assert lines[5:] == ["SYNTHETIC data: these numbers say nothing about any model on MIS-Bench."]
 
 
 def test_agreement_columns_page_and_csv(made):

@@ -400,7 +400,7 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
                 str(SEED),
                 "--common-videos",
                 str(common),
-                "--json",
+                "--out",
                 str(out),
             ]
         )
@@ -417,7 +417,8 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
             common_videos=sorted({v for v, _ in references})[:15],
         )
     )
-    assert saved == json.loads(json.dumps({**direct, "meta": saved["meta"]}))
+    # a folder without a build report is not marked synthetic (the build report's rule)
+    assert saved == json.loads(json.dumps({**direct, "meta": saved["meta"], "synthetic": False}))
     row = re.compile(rf"^(\S+)\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+)\s+({PERCENT})%\s+({PERCENT})\s+{CI}$")
     rows = {m.group(1): m.groups()[1:] for m in map(row.match, printed) if m}
     assert list(rows) == [d.abbreviation for d in DIMENSIONS]
@@ -496,7 +497,7 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
                 str(N_BOOT),
                 "--seed",
                 str(SEED),
-                "--json",
+                "--out",
                 str(out),
             ]
         )

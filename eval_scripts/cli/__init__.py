@@ -37,13 +37,53 @@ from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 SUBCOMMANDS = (synth, build, stats, score, run, parse, cache, report, leaderboard, reproduce, train)
 
 
+def shown_default(default: object) -> str | None:
+    """An option's default as its help shows it; None when there is nothing to show (a switch, not set)."""
+    if default is None or default is False or default is True or default == argparse.SUPPRESS:
+        return None
+    if isinstance(default, (list, tuple)):
+        return ",".join(str(item) for item in default) or None
+    if isinstance(default, int):
+        return f"{default:,}"
+    if isinstance(default, float):
+        return f"{default:g}"
+    return str(default)
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the help already says it (argparse's
+    ArgumentDefaultsHelpFormatter would also print "(default: None)" on every switch and unset option)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        value = shown_default(action.default)
+        if not action.option_strings or value is None or "default" in text.lower():
+            return text
+        return f"{text} (default: {value.replace('%', '%%')})"
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with the toolkit's one-line error format (its own is a usage block plus a line)."""
+    """argparse with the toolkit's one-line error format (its own is a usage block plus a line), and every
+    option's default in its help."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """argparse's, with arguments no parser knows reported under the subcommand that was given."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._command = getattr(parsed, "command", None)
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        command = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        command = self.prog.split(" ", 1)[1] if " " in self.prog else getattr(self, "_command", None) or ""
         prog = f"mis-bench {command}".strip()
         hint = f"see `{prog} --help`"
+        if message.startswith("unrecognized arguments") and ".json" in message:
+            hint = f"--json is a switch (JSON on stdout); write a JSON file with --out FILE; {hint}"
         self.exit(EXIT_USAGE, clean_line(f"{prog}: error: {message}; {hint}") + "\n")
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 
@@ -128,6 +129,45 @@ def file_path(text: str) -> str:
     if blocking is not None:
         raise argparse.ArgumentTypeError(f"{text} lies inside {blocking}, a file, not a folder")
     return text
+
+
+# One definition per option concept shared by several subcommands: one spelling, one default, one help
+# (tests/test_cli_options.py walks every subcommand's parser and checks it).
+DEFAULT_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES  # the paper's, and the metric's own default (score_predictions)
+
+
+def add_bootstrap(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    *,
+    minimum: int = 0,
+    what: str = "bootstrap resamples for the ICC CIs",
+    flag: str = "--bootstrap",
+    default: int = DEFAULT_BOOTSTRAP,
+) -> None:
+    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
+    from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
+
+    parser.add_argument(
+        flag,
+        type=bounded_int(minimum, MAX_BOOTSTRAP),
+        default=default,
+        metavar="N",
+        help=f"{what}, {minimum} to {MAX_BOOTSTRAP:,}"
+        + (" (0: no CIs)" if minimum == 0 else "")
+        + f" (default: {default:,}"
+        + (", the paper's)" if default == PAPER_BOOTSTRAP_RESAMPLES else ")"),
+    )
+
+
+def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str = "bootstrap seed") -> None:
+    """`--seed S`: the one random seed of a command (what it seeds is said per command); default 0."""
+    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help=f"{what} (default: 0)")
+
+
+def add_json(parser: argparse.ArgumentParser, *, what: str = "the result") -> None:
+    """`--json`: a switch everywhere. stdout then carries only strict JSON (progress and notes go to stderr);
+    a command that also writes its JSON to a file takes the file with `--out`."""
+    parser.add_argument("--json", action="store_true", help=f"print {what} as strict JSON on stdout (instead of text)")
 
 
 def strict_json(payload: Any) -> str:

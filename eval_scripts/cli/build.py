@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.cli.args import existing, non_negative_int, positive_float, print_json, say
-from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
+from eval_scripts.cli.args import add_json, existing, non_negative_int, positive_float, print_json, say
+from mis_bench_dataset.built.loading import DEFAULT_BUILD_DIR
 from mis_bench_dataset.release.tree import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
 
@@ -30,12 +30,12 @@ def register(subparsers) -> None:
         "--labels",
         type=existing("file", as_path=False),
         help="labels CSV: per-rater long (video_id,rater,dimension,score) or wide (e.g. the authors' coding.csv; "
-        "values not at one decimal are rounded half up and counted)",
+        "values not at one decimal are rounded half up and counted) (default: none, an unlabelled build)",
     )
     parser.add_argument(
         "--transcripts",
         type=existing("file", as_path=False),
-        help="transcripts CSV (video,transcript); supplies the text modality",
+        help="transcripts CSV (video,transcript); supplies the text modality (default: none, the release's own)",
     )
     parser.add_argument("--out", default=DEFAULT_BUILD_DIR, help=f"output folder (default: ./{DEFAULT_BUILD_DIR})")
     parser.add_argument(
@@ -52,7 +52,7 @@ def register(subparsers) -> None:
         "--seed",
         type=non_negative_int,
         default=None,
-        help=f"split seed (default 0; {PAPER_ROWS_SEED} with {PAPER_ROWS}, the authors' seed)",
+        help=f"split seed (default: 0; {PAPER_ROWS_SEED} with {PAPER_ROWS}, the authors' seed)",
     )
     parser.add_argument("--strict", action="store_true", help="fail (exit 1) on any problem")
     parser.add_argument(
@@ -68,9 +68,13 @@ def register(subparsers) -> None:
         action="store_true",
         help="build even when the labels file has problems (they are still reported)",
     )
-    parser.add_argument("--push-to-hub", metavar="REPO", help="then upload the folder to this Hub dataset repo")
+    parser.add_argument(
+        "--push-to-hub",
+        metavar="REPO",
+        help="then upload the folder to this Hub dataset repo (default: none, nothing is uploaded)",
+    )
     parser.add_argument("--private", action="store_true", help="with --push-to-hub: create a private repo")
-    parser.add_argument("--json", action="store_true", help="print the build report as JSON")
+    add_json(parser, what="the build report")
     parser.set_defaults(func=run)
 
 

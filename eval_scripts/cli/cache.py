@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import existing, print_json, say
+from eval_scripts.cli.args import add_json, existing, print_json, say
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(parser))
     check = actions.add_parser("check", help="describe response caches (read only)")
     check.add_argument("caches", nargs="+", type=existing("file"), help="response cache files")
-    check.add_argument("--json", action="store_true", help="print the reports as JSON")
+    add_json(check, what="the reports")
     check.set_defaults(func=check_command)
     merge = actions.add_parser("merge", help="merge response caches into a new one")
     merge.add_argument("caches", nargs="+", type=existing("file"), help="response cache files")
@@ -30,7 +30,7 @@ def register(subparsers) -> None:
     merge.add_argument(
         "--conflicts", type=Path, help="where conflicting records go (default: OUT.conflicts.jsonl, when there are any)"
     )
-    merge.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    add_json(merge, what="the outcome")
     merge.set_defaults(func=merge_command)
 
 

@@ -7,10 +7,9 @@ import argparse
 import os
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, positive_float, print_json, say, shown
+from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, positive_float, print_json, say, shown
 from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.splits import SPLITS
-from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 DEFAULT_MAX_MB = 64
 
@@ -27,14 +26,25 @@ def register(subparsers) -> None:
     )
     submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
     submit.add_argument(
-        "--dataset", type=existing("folder"), help="built dataset folder: also check coverage of its --split"
+        "--dataset",
+        type=existing("folder"),
+        help="built dataset folder: also check coverage of its --split (default: none, the leaderboard checks it)",
     )
-    submit.add_argument("--split", default="test", choices=SPLITS)
-    submit.add_argument("--out", type=Path, default=Path("mis-bench-submissions"), help="folder for the package")
-    submit.add_argument("--push", metavar="REPO", help="Hub dataset id of the leaderboard requests, e.g. org/requests")
+    submit.add_argument("--split", default="test", choices=SPLITS, help="split whose coverage --dataset checks")
+    submit.add_argument(
+        "--out",
+        type=Path,
+        default=Path("mis-bench-submissions"),
+        help="folder for the package (default: ./mis-bench-submissions)",
+    )
+    submit.add_argument(
+        "--push",
+        metavar="REPO",
+        help="Hub dataset id of the leaderboard requests, e.g. org/requests (default: none, nothing is uploaded)",
+    )
     submit.add_argument("--token-env", default="HF_TOKEN", help="environment variable holding the Hub token")
-    submit.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="size limit in MB (default 64)")
-    submit.add_argument("--json", action="store_true", help="print the outcome as JSON")
+    submit.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="size limit in MB")
+    add_json(submit, what="the outcome")
     submit.set_defaults(func=submit_command)
 
     board = subparsers.add_parser(
@@ -53,15 +63,18 @@ def register(subparsers) -> None:
         type=existing("any"),
         help="hidden labels: a built dataset folder or a labels file",
     )
-    board.add_argument("--split", default="test", choices=SPLITS)
-    board.add_argument(
-        "--bootstrap", type=bounded_int(1, MAX_BOOTSTRAP), default=10_000, help="bootstrap resamples (default: 10000)"
-    )
-    board.add_argument("--seed", type=non_negative_int, default=0)
+    board.add_argument("--split", default="test", choices=SPLITS, help="split the submissions are scored on")
+    add_bootstrap(board, minimum=1)
+    add_seed(board)
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
-    board.add_argument("--title", default="MIS-Bench leaderboard")
-    board.add_argument("--out", type=Path, default=Path("mis-bench-leaderboard"), help="output folder")
-    board.add_argument("--json", action="store_true", help="print the leaderboard JSON")
+    board.add_argument("--title", default="MIS-Bench leaderboard", help="the page's title")
+    board.add_argument(
+        "--out",
+        type=Path,
+        default=Path("mis-bench-leaderboard"),
+        help="output folder (default: ./mis-bench-leaderboard)",
+    )
+    add_json(board, what="the leaderboard")
     board.set_defaults(func=leaderboard_command)
 
 
@@ -69,6 +82,12 @@ def _split_video_ids(dataset: Path, split: str) -> list[str]:
     from mis_bench_dataset.built.handle import BuiltDataset
 
     return sorted({row["video_id"] for row in BuiltDataset.open(dataset, configs=("scoring",)).rows(split)})
+
+
+def _mark(entry: dict) -> str:
+    from eval_scripts.data_names import SYNTHETIC_MARK
+
+    return f" [{SYNTHETIC_MARK}]" if entry.get("synthetic") else ""
 
 
 def submit_command(args: argparse.Namespace) -> int:
@@ -92,6 +111,7 @@ def submit_command(args: argparse.Namespace) -> int:
         "package": str(package),
         "pushed": None,
         "coverage_checked": video_ids is not None,
+        "synthetic": bool((obj.get("dataset") or {}).get("synthetic", False)),
     }
     if args.push:
         from eval_scripts.submission import push_submission
@@ -102,7 +122,7 @@ def submit_command(args: argparse.Namespace) -> int:
     else:
         say(
             f"Valid submission ({shown(obj['system']['model'])}, {obj['setting']['modality']}, "
-            f"{obj['setting']['prompt_style']}): {shown(package)}"
+            f"{obj['setting']['prompt_style']}): {shown(package)}" + _mark(outcome)
         )
         if not outcome["coverage_checked"]:
             say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
@@ -152,13 +172,20 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         overall = entry["scores"]["overall"].get("icc")
         say(
             f"  {entry['rank']:3d}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
-            f"overall ICC {pct(overall)}%"
+            f"overall ICC {pct(overall)}%" + _mark(entry)
         )
     for floor in board.get("floors", []):
-        say(f"  floor {floor['model']} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)")
+        say(
+            f"  floor {shown(floor['model'])} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)"
+            + _mark(floor)
+        )
     for rejected in board["rejected"]:
         say(
             f"  rejected {shown(rejected['file'])}: {shown(rejected['reasons'][0])}"
             + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
         )
+    if board["synthetic"]:
+        from eval_scripts.data_names import SYNTHETIC_LINE
+
+        say(SYNTHETIC_LINE)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import existing, non_negative_int, print_json, say, shown
+from eval_scripts.cli.args import add_json, existing, non_negative_int, print_json, say, shown
 from mis_bench_dataset.dimensions import PROMPT_STYLES
 
 EXCERPT_CHARS = 100
@@ -25,9 +25,11 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--prompt", dest="prompt_style", choices=PROMPT_STYLES, help="prompt style (default: from results.json beside)"
     )
-    parser.add_argument("--out", type=Path, help="write the re-parsed predictions here (.jsonl or .csv)")
+    parser.add_argument(
+        "--out", type=Path, help="write the re-parsed predictions here (.jsonl or .csv) (default: no file)"
+    )
     parser.add_argument("--show", type=non_negative_int, default=20, help="changed answers to list (default 20)")
-    parser.add_argument("--json", action="store_true", help="print the counts and every change as JSON")
+    add_json(parser, what="the counts and every change")
     parser.set_defaults(func=parse_command)
 
 
@@ -58,6 +60,9 @@ def parse_command(args: argparse.Namespace) -> int:
         )
     result = reparse(args.file, args.prompt_style)
     counts = result.counts()
+    from eval_scripts.data_names import SYNTHETIC_LINE, source_synthetic
+
+    synthetic = bool(source_synthetic(args.file.with_name(RESULTS_NAME)))  # the run's results say what data it was
     if out is not None:
         from mis_icc_metric.predictions_io import write_predictions
 
@@ -70,6 +75,7 @@ def parse_command(args: argparse.Namespace) -> int:
                 **counts,
                 "changes": [{**vars(a), "text": _excerpt(a.text)} for a in result.changed],
                 "out": str(out) if out else None,
+                "synthetic": synthetic,
             }
         )
         return 0
@@ -89,4 +95,6 @@ def parse_command(args: argparse.Namespace) -> int:
         say(f"  ... and {len(result.changed) - args.show} more (--show N, or --json for all)")
     if out is not None:
         say(f"wrote {shown(out)}: the re-parsed predictions of {len(result.predictions())} rows")
+    if synthetic:
+        say(SYNTHETIC_LINE)
     return 0

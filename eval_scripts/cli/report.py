@@ -7,11 +7,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, print_json, say, shown
+from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say, shown
 from eval_scripts.report.options import SCATTER_CHOICES
-from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.splits import SPLITS
-from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 
 def register(subparsers) -> None:
@@ -31,23 +29,17 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--references",
         type=existing("any"),
-        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters)",
+        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters) (default: none, "
+        "the stored scores are shown)",
     )
     parser.add_argument(
         "--split", default="test", choices=SPLITS, help="split when --references is a dataset folder (default: test)"
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=bounded_int(0, MAX_BOOTSTRAP),
-        default=1000,
-        help="bootstrap resamples when rescoring every run (default: 1000)",
-    )
-    parser.add_argument(
-        "--comparison-bootstrap",
-        type=bounded_int(0, MAX_BOOTSTRAP),
-        default=PAPER_BOOTSTRAP,
-        help=f"bootstrap resamples of the comparison's CIs and paired tests (default: "
-        f"{PAPER_BOOTSTRAP:,}, as the paper); needs --references",
+    add_bootstrap(parser, what="bootstrap resamples when rescoring every run (with --references)")
+    add_bootstrap(
+        parser,
+        flag="--comparison-bootstrap",
+        what="bootstrap resamples of the comparison's CIs and paired tests; needs --references",
     )
     parser.add_argument(
         "--reference",
@@ -68,12 +60,14 @@ def register(subparsers) -> None:
         metavar="LABELS",
         help="per-rater labels (video_id, rater, dimension, score): add the model-as-one-more-rater section "
         "(each system's best configuration against each rater, leave one rater out, the Appendix B "
-        "certification rule); needs --references",
+        "certification rule); needs --references (default: no such section)",
     )
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument("--title", default="MIS-Bench report")
-    parser.add_argument("--out", type=Path, default=Path("mis-bench-report"), help="output folder")
-    parser.add_argument("--json", action="store_true", help="print the written paths as JSON")
+    add_seed(parser)
+    parser.add_argument("--title", default="MIS-Bench report", help="the report's title")
+    parser.add_argument(
+        "--out", type=Path, default=Path("mis-bench-report"), help="output folder (default: ./mis-bench-report)"
+    )
+    add_json(parser, what="the written paths")
     parser.set_defaults(func=report_command)
 
 
@@ -118,7 +112,8 @@ def report_command(args: argparse.Namespace) -> int:
         scatters=args.scatters,
         raters=raters,
     )
-    _say_report(args, sources, written, rescored=references is not None)
+    synthetic = any(bool((results.get("dataset") or {}).get("synthetic")) for results in results_list)
+    _say_report(args, sources, written, rescored=references is not None, synthetic=synthetic)
     return 0
 
 
@@ -134,8 +129,9 @@ def _raters(args: argparse.Namespace):
     return read_labels(args.raters)
 
 
-def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescored: bool) -> None:
+def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescored: bool, synthetic: bool) -> None:
     summary = {
+        "synthetic": synthetic,
         "runs": sources,
         "markdown": str(written.markdown),
         "html": str(written.html),
@@ -151,3 +147,7 @@ def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescor
     )
     if not rescored:
         say("No --references: the comparison shows the stored CIs and has no paired tests.")
+    if synthetic:
+        from eval_scripts.data_names import SYNTHETIC_LINE
+
+        say(SYNTHETIC_LINE)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, print_json, say
-from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
+from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say
 
 
 def register(subparsers) -> None:
@@ -36,17 +35,12 @@ def register(subparsers) -> None:
         help="rounded (default: the paper's rule, §3.2) or as-published (coding.csv's unrounded means, "
         "which do not reproduce the paper)",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=bounded_int(1, MAX_BOOTSTRAP),
-        default=TABLE4_BOOTSTRAP,
-        help=f"table4: bootstrap resamples (default {TABLE4_BOOTSTRAP:,}, the paper's)",
-    )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="table4: bootstrap seed (default 0)")
+    add_bootstrap(parser, minimum=1, what="table4: bootstrap resamples", default=TABLE4_BOOTSTRAP)
+    add_seed(parser, what="table4: bootstrap seed")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when the numbers do not reproduce the paper's (for CI)"
     )
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead")
+    add_json(parser, what="the comparison")
     parser.set_defaults(func=run)
 
 

@@ -10,6 +10,9 @@ import argparse
 
 from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS, SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT
 from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_seed,
     bounded_int,
     comma_list,
     existing,
@@ -23,6 +26,7 @@ from eval_scripts.cli.args import (
     shown,
     unit_interval,
 )
+from eval_scripts.data_names import SYNTHETIC_LINE, any_synthetic, source_synthetic
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
@@ -37,32 +41,44 @@ from mis_bench_dataset.protocol import (
 from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.setting_inputs import INPUT_SOURCES
 from mis_bench_dataset.splits import SPLITS
-from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="evaluate a model zero-shot (4 modality settings x direct/CoT, or the paper's protocol), resumable",
+        help="evaluate a model zero-shot (4 modality settings x direct/CoT, or the paper's protocol), resumable; "
+        "with no model, the default job (CPU baselines on the default synthetic sample)",
         description=(
-            "Prompt a model for every (video, dimension) of a split, parse its scores, and write "
-            "predictions, raw responses and a results JSON (leaderboard schema) under --out. "
-            "Responses are cached append-only: a killed run resumes, a finished run re-run makes no calls."
+            "With --backend and --model: prompt the model for every (video, dimension) of a split, parse its "
+            "scores, and write predictions, raw responses and a results JSON (leaderboard schema) under --out. "
+            "Responses are cached append-only: a killed run resumes, a finished run re-run makes no calls. "
+            "Without a model (no --backend/--model): run the default job, offline on the CPU: the feature "
+            "baselines and the mean floor on the default synthetic sample (or on --dataset DIR), scored, with a "
+            "report and a leaderboard, under ./mis-bench-results."
         ),
     )
-    parser.add_argument("--backend", choices=BACKEND_NAMES)
-    parser.add_argument("--model", help="Hub id / local folder (transformers, vllm) or API model name (openai)")
     parser.add_argument(
-        "--dataset", type=existing("folder", as_path=False), help="built dataset folder (`mis-bench build --out DIR`)"
+        "--backend", choices=BACKEND_NAMES, help="model backend (default: none, which runs the default job)"
     )
-    parser.add_argument("--split", default="test", choices=SPLITS)
-    parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS)
+    parser.add_argument(
+        "--model",
+        help="Hub id / local folder (transformers, vllm) or API model name (openai) (default: none, which runs the "
+        "default job)",
+    )
+    parser.add_argument(
+        "--dataset",
+        type=existing("folder", as_path=False),
+        help="built dataset folder (`mis-bench build --out DIR`) (default: the default synthetic sample for the "
+        "default job; a model run needs it)",
+    )
+    parser.add_argument("--split", default="test", choices=SPLITS, help="split to evaluate")
+    parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS, help="modality setting")
     parser.add_argument(
         "--prompt",
         dest="prompt_style",
         default="direct",
         choices=PROMPT_STYLES,
-        help="; ".join(f"{style.name}: {style.help}" for style in PROMPT_STYLE_TABLE.values()),
+        help="; ".join(f"{style.name}: {style.help}" for style in PROMPT_STYLE_TABLE.values()) + " (default: direct)",
     )
     parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
@@ -71,7 +87,7 @@ def register(subparsers) -> None:
         "--modalities",
         type=comma_list(MODALITY_SETTINGS),
         default=list(MODALITY_SETTINGS),
-        help="comma-separated settings for --grid (default: all four)",
+        help=f"comma-separated settings for --grid (default: all four, {','.join(MODALITY_SETTINGS)})",
     )
     parser.add_argument(
         "--prompts",
@@ -80,15 +96,21 @@ def register(subparsers) -> None:
         help=f"comma-separated prompt styles for --grid, of {', '.join(PROMPT_STYLES)} "
         f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)",
     )
-    parser.add_argument("--limit", type=positive_int, help="only the first N videos (sorted ids), all dimensions")
+    parser.add_argument(
+        "--limit",
+        type=positive_int,
+        help="only the first N videos (sorted ids), all dimensions (default: every video of the split)",
+    )
     parser.add_argument(
         "--few-shot",
         dest="few_shot_k",
         type=non_negative_int,
         default=0,
-        help="k scored examples per dimension from the train split (never the evaluated one)",
+        help="k scored examples per dimension from the train split (never the evaluated one); 0: zero-shot",
     )
-    parser.add_argument("--few-shot-seed", type=non_negative_int, default=0)
+    parser.add_argument(
+        "--few-shot-seed", type=non_negative_int, default=0, help="seed of the choice of few-shot examples"
+    )
     parser.add_argument(
         "--input-source",
         default="auto",
@@ -105,25 +127,29 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--out",
         default=None,
-        help="output folder (cache, predictions, results); default ./runs, or ./mis-bench-results for the default job",
+        help="output folder (cache, predictions, results) (default: ./runs, or ./mis-bench-results for the "
+        "default job)",
     )
-    parser.add_argument("--cache", type=file_path, help="response cache file (default OUT/responses.cache.jsonl)")
+    parser.add_argument("--cache", type=file_path, help="response cache file (default: OUT/responses.cache.jsonl)")
     parser.add_argument(
         "--max-new-tokens",
         "--max-tokens",
         dest="max_new_tokens",
         type=positive_int,
-        help="default "
+        help="most tokens an answer may have (default: "
         + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in PROMPT_STYLE_TABLE.values())
         + "; with --score-from expected "
-        + " / ".join(f"{s.max_tokens(SCORE_EXPECTED)} ({s.name})" for s in PROMPT_STYLE_TABLE.values()),
+        + " / ".join(f"{s.max_tokens(SCORE_EXPECTED)} ({s.name})" for s in PROMPT_STYLE_TABLE.values())
+        + ")",
     )
-    parser.add_argument("--temperature", type=non_negative_float, default=0.0, help="0 = greedy (default)")
+    parser.add_argument(
+        "--temperature", type=non_negative_float, default=0.0, help="sampling temperature, 0 = greedy (default: 0)"
+    )
     parser.add_argument(
         "--score-from",
         choices=SCORE_READOUTS,
         default=SCORE_TEXT,
-        help="text: parse the answer (default); expected: the probability-weighted score from the model's "
+        help="text: parse the answer (default: text); expected: the probability-weighted score from the model's "
         "distribution over the score's digits (logprobs; for direct/paper only the score's first tokens, see "
         "--max-tokens); "
         "the text answer is kept beside it (docs/readouts.md)",
@@ -133,16 +159,11 @@ def register(subparsers) -> None:
         type=bounded_int(1, 100),
         default=1,
         help="answers per row (1-100), each with its own seed; a row scores their mean (median and spread in "
-        "readouts.json; test-retest ICC in score/report); use with --temperature above 0",
+        "readouts.json; test-retest ICC in score/report); use with --temperature above 0 (default: 1)",
     )
-    parser.add_argument("--top-p", type=unit_interval, default=1.0)
-    parser.add_argument("--seed", type=non_negative_int, default=0)
-    parser.add_argument(
-        "--n-bootstrap",
-        type=bounded_int(0, MAX_BOOTSTRAP),
-        default=1000,
-        help=f"bootstrap resamples for ICC CIs, 0 to {MAX_BOOTSTRAP:,} (default 1000)",
-    )
+    parser.add_argument("--top-p", type=unit_interval, default=1.0, help="nucleus sampling top-p")
+    add_seed(parser, what="seed of the model's sampling and of the bootstrap (the default job: of its fits too)")
+    add_bootstrap(parser)
     group = parser.add_argument_group("transformers / vllm")
     group.add_argument(
         "--batch-size",
@@ -151,7 +172,7 @@ def register(subparsers) -> None:
         help="prompts per call (default: 8 with transformers; with vllm all prompts in one call, batched by "
         "vLLM's own scheduler)",
     )
-    group.add_argument("--dtype", default="auto", help="auto, float32, bfloat16, float16")
+    group.add_argument("--dtype", default="auto", help="model dtype: auto, float32, bfloat16, float16")
     group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
     group = parser.add_argument_group(
         "raw video (transformers backend; an openai/vllm server samples its own frames)",
@@ -185,14 +206,14 @@ def register(subparsers) -> None:
         help=f"pixels each frame keeps at least (default 16*28*28 = {PAPER_VIDEO_MIN_PIXELS})",
     )
     group = parser.add_argument_group("openai-compatible HTTP")
-    group.add_argument("--base-url", default="https://api.openai.com/v1")
+    group.add_argument("--base-url", default="https://api.openai.com/v1", help="the server's API root")
     group.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
         help="environment variable holding the API key (the key is never logged or written)",
     )
     group.add_argument("--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight (1-1024)")
-    group.add_argument("--max-retries", type=bounded_int(0, 100), default=5)
+    group.add_argument("--max-retries", type=bounded_int(0, 100), default=5, help="retries of a failed request (0-100)")
     group.add_argument(
         "--timeout",
         type=positive_float,
@@ -203,7 +224,9 @@ def register(subparsers) -> None:
     group.add_argument(
         "--backoff-base", type=non_negative_float, default=1.0, help="seconds; doubles per retry, with jitter"
     )
-    group.add_argument("--backoff-max", type=non_negative_float, default=30.0)
+    group.add_argument(
+        "--backoff-max", type=non_negative_float, default=30.0, help="seconds, the longest wait between retries"
+    )
     group.add_argument(
         "--max-tokens-field",
         default="max_tokens",
@@ -228,7 +251,8 @@ def register(subparsers) -> None:
         "--export-batch",
         metavar="FILE.jsonl",
         help="write one OpenAI Batch API / vLLM run_batch input line per request without a cached "
-        "answer (every setting with --grid), split at --batch-max-requests / --batch-max-mb",
+        "answer (every setting with --grid), split at --batch-max-requests / --batch-max-mb (default: none, a "
+        "live run)",
     )
     mode.add_argument(
         "--import-batch",
@@ -241,13 +265,13 @@ def register(subparsers) -> None:
         "--price-in",
         type=non_negative_float,
         metavar="USD",
-        help="price per million prompt tokens, for --dry-run's cost estimate",
+        help="price per million prompt tokens, for --dry-run's cost estimate (default: none, no cost estimate)",
     )
     group.add_argument(
         "--price-out",
         type=non_negative_float,
         metavar="USD",
-        help="price per million completion tokens, for --dry-run's cost estimate",
+        help="price per million completion tokens, for --dry-run's cost estimate (default: none, no cost estimate)",
     )
     group.add_argument(
         "--expected-completion-tokens",
@@ -275,7 +299,8 @@ def register(subparsers) -> None:
         metavar="SECONDS",
         help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
         "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
-        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm",
+        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm "
+        "(default: no deadline)",
     )
     group = parser.add_argument_group("the default job (no --backend/--model)")
     group.add_argument(
@@ -283,7 +308,7 @@ def register(subparsers) -> None:
         type=bounded_int(0, 50),
         default=0,
         metavar="K",
-        help="also cross-validate the baselines over every video: K folds grouped by clinician (0 = off, default)",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician (default: 0, off)",
     )
     group.add_argument(
         "--cv-seeds",
@@ -292,8 +317,8 @@ def register(subparsers) -> None:
         metavar="N",
         help="fold seeds for --cv-folds, from --seed on (default 3)",
     )
-    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
-    parser.add_argument("--no-progress", action="store_true")
+    add_json(parser, what="the summary")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run_command)
 
 
@@ -355,6 +380,8 @@ def _summary(result) -> dict:
         "results": str(result.results_path),
         "readouts": str(result.readouts_path) if result.readouts_path else None,
         "seconds": round(result.elapsed_s, 2),
+        # the build report's rule, carried in the results' dataset block (eval_scripts.data_names)
+        "synthetic": bool(source_synthetic(result.results_path)),
     }
 
 
@@ -405,6 +432,12 @@ def _say_result(summary: dict, called: str = "called") -> None:
             else ""
         )
     )
+    _say_synthetic(summary["synthetic"])
+
+
+def _say_synthetic(synthetic: bool) -> None:
+    if synthetic:
+        say(SYNTHETIC_LINE)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -468,7 +501,7 @@ def _run_config(args: argparse.Namespace, started: float):
         input_source=args.input_source,
         feature_format=args.feature_format,
         backend_options=_backend_options(args),
-        n_bootstrap=args.n_bootstrap,
+        n_bootstrap=args.bootstrap,
         cache_path=args.cache,
         progress=not args.no_progress,
         deadline=None if args.run_deadline is None else started + args.run_deadline,
@@ -488,6 +521,7 @@ def _grid_command(args: argparse.Namespace, config) -> int:
     else:
         say(format_table(entries))
         say(f"all settings: {_tokens_line(_total_usage(entries))}{_prefix_line(_total_prefix(entries))}")
+        _say_synthetic(any(_summary(e.result)["synthetic"] for e in entries if e.result is not None))
     for entry in entries:
         if entry.result is not None:
             _report_problems(entry.result)
@@ -544,6 +578,7 @@ def _batch_command(args, config) -> int:
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
     configs = _configs(args, config)
+    synthetic = any_synthetic([config.dataset])
     if args.dry_run:
         from eval_scripts.runner import dry_run
 
@@ -554,10 +589,12 @@ def _batch_command(args, config) -> int:
             price_out=args.price_out,
             expected_completion_tokens=args.expected_completion_tokens,
         )
+        plan = {**plan, "synthetic": synthetic}
         if args.json:
             print_json(plan)
         else:
             _say_dry_run(plan, config.model)
+            _say_synthetic(synthetic)
         return 0
     if args.export_batch:
         from eval_scripts.runner import export_batch
@@ -565,15 +602,17 @@ def _batch_command(args, config) -> int:
         export = export_batch(
             configs, args.export_batch, grid=args.grid, max_requests=args.batch_max_requests, max_mb=args.batch_max_mb
         )
+        export = {**export, "synthetic": synthetic}
         if args.json:
             print_json(export)
         else:
             _say_export(export)
+            _say_synthetic(synthetic)
         return 0
-    return _import_command(args, configs)
+    return _import_command(args, configs, synthetic)
 
 
-def _import_command(args, configs) -> int:
+def _import_command(args, configs, synthetic: bool) -> int:
     """--import-batch: the batch's answers into the cache, then the run(s) scored as a live run would."""
     from eval_scripts.runner import import_batch
     from mis_bench_dataset.rules.errors import EXIT_REQUESTS
@@ -591,13 +630,14 @@ def _import_command(args, configs) -> int:
             else {**_summary(e.result), "imported": e.result.n_called}
             for e in entries
         ]
-        print_json({"settings": summaries, "batch": report.as_dict()})
+        print_json({"settings": summaries, "batch": report.as_dict(), "synthetic": synthetic})
     else:
         if args.grid:
             from eval_scripts.report.text_table import format_table
 
             say(format_table(entries))
             say(f"all settings: {_tokens_line(_total_usage(entries))}")
+            _say_synthetic(synthetic)
         else:
             _say_result(_summary(results[0]), called="imported")
         unanswered = sum(r.n_unanswered for r in results)

@@ -8,12 +8,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import bounded_int, existing, non_negative_int, probability, say, shown
+from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, probability, say, shown
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
-from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
 
 
@@ -35,13 +34,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=existing("file"),
         default=None,
         help="predictions of a second run of the same model and setting: the judge's test-retest ICC(3,1) "
-        "between the two runs, beside its agreement with the experts",
+        "between the two runs, beside its agreement with the experts (default: none)",
     )
     score.add_argument(
         "--common-videos",
         type=existing("file"),
         default=None,
-        help="text file with one video id per line: also score on this common set",
+        help="text file with one video id per line: also score on this common set (default: none)",
     )
     score.add_argument(
         "--raters",
@@ -49,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="LABELS",
         help="per-rater labels (video_id, rater, dimension, score): also compare the model with each rater, "
-        "leave one rater out, and run the Appendix B certification rule",
+        "leave one rater out, and run the Appendix B certification rule (default: none)",
     )
     score.set_defaults(func=run_score)
 
@@ -77,13 +76,8 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
         choices=(*SPLITS, ALL_SPLITS),
         help=f"dataset split when --references is a folder (default: test; {ALL_SPLITS}: every split)",
     )
-    parser.add_argument(
-        "--bootstrap",
-        type=bounded_int(min_bootstrap, MAX_BOOTSTRAP),
-        default=10_000,
-        help=f"bootstrap resamples, {min_bootstrap} to {MAX_BOOTSTRAP:,} (default: 10000)",
-    )
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default: 0)")
+    add_bootstrap(parser, minimum=min_bootstrap)
+    add_seed(parser)
     parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
     parser.add_argument(
         "--missing",
@@ -92,7 +86,14 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
         help="a gold pair the predictions do not name: not-asked (default: not evaluated; the overall score "
         "uses only videos with all eight dimensions asked), unparsed (counted as unparsed) or error",
     )
-    parser.add_argument("--json", type=Path, default=None, help="write the machine-readable result here")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="FILE.json",
+        help="also write the full result as JSON to this file (default: no file)",
+    )
+    add_json(parser, what="the full result")
 
 
 def _pct(value: float | None, width: int = 5) -> str:
@@ -230,28 +231,53 @@ def format_compare_table(result: dict) -> str:
 
 
 def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
-    """The --json path, checked before any work: never an input, never a file another writer made."""
-    if args.json is None:
+    """The --out path, checked before any work: never an input, never a file another writer made."""
+    if args.out is None:
         return None
     from mis_bench_dataset.rules.ownership import claim_file
 
     return claim_file(
-        args.json,
+        args.out,
         command=args.command,
-        writer=f"{args.command}-json",
-        arg="--json",
+        writer=f"{args.command}-json",  # the writer's name of files written before --out replaced --json FILE
+        arg="--out",
         inputs=[p for p in inputs if p is not None],
     )
 
 
-def _write_json(path: Path | None, payload: dict) -> None:
-    if path is None:
-        return
-    from eval_scripts.cli.args import strict_json
-    from mis_bench_dataset.rules.atomic import write_atomic
+def _text(args: argparse.Namespace):
+    """Where the human summary goes: stdout, or nowhere with --json (stdout then carries only the JSON)."""
+    return (lambda *_, **__: None) if args.json else say
 
-    write_atomic(path, strict_json(payload) + "\n")
-    say(f"wrote {shown(path)}")
+
+def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
+    """The result: printed as strict JSON with --json, and written to --out FILE when given."""
+    from eval_scripts.cli.args import strict_json
+
+    if path is not None:
+        from mis_bench_dataset.rules.atomic import write_atomic
+
+        write_atomic(path, strict_json(payload) + "\n")
+        say(f"wrote {shown(path)}", err=args.json)
+    if args.json:
+        print_json(payload)
+
+
+def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) -> bool:
+    """`synthetic` at the top of the result (the build report's rule, `eval_scripts.data_names`); the mark line."""
+    from eval_scripts.data_names import SYNTHETIC_LINE, any_synthetic
+
+    synthetic = any_synthetic([args.references, *predictions])
+    result["synthetic"] = synthetic
+    if synthetic:
+        _text(args)(SYNTHETIC_LINE)
+    return synthetic
+
+
+def _data_name(args: argparse.Namespace) -> str:
+    from eval_scripts.data_names import build_name
+
+    return shown(build_name(args.references) if Path(args.references).is_dir() else args.references)
 
 
 def _load(args: argparse.Namespace, *prediction_paths: Path):
@@ -270,7 +296,7 @@ def _load(args: argparse.Namespace, *prediction_paths: Path):
         file = read_prediction_file(path)
         check_predicted_pairs(file, references, where)
         for note in file.notes:
-            say(f"note: {shown(path)}: {note}")
+            say(f"note: {shown(path)}: {note}", err=args.json)
         predictions.append(predictions_to_mapping(file.records))
     return references, predictions
 
@@ -325,18 +351,20 @@ def run_score(args: argparse.Namespace) -> int:
         from mis_icc_metric.raters import model_as_rater
 
         result["model_as_rater"] = model_as_rater(predictions, references, raters, confidence=args.confidence)
-    say(
-        f"MIS-Bench ICC(3,1): {args.predictions} vs {args.references}"
+    text = _text(args)
+    text(
+        f"MIS-Bench ICC(3,1): {shown(args.predictions)} vs {_data_name(args)}"
         f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})"
     )
-    say(format_score_table(result))
-    say("")
-    say(format_agreement_table(result))
+    _mark_synthetic(args, result, args.predictions)
+    text(format_score_table(result))
+    text("")
+    text(format_agreement_table(result))
     if raters is not None:
-        say("")
-        say(format_raters_table(result["model_as_rater"]))
+        text("")
+        text(format_raters_table(result["model_as_rater"]))
     _add_stability(args, result, predictions, references)
-    _write_json(json_path, result)
+    _finish(args, json_path, result)
     return 0
 
 
@@ -382,10 +410,11 @@ def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, re
         lines.append(_block_line(f"test-retest vs {shown(args.retest)}", result["retest"]))
     lines = [line for line in lines if line]
     if lines:
-        say("")
-        say(f"Judge stability ({readouts['score_from'] + ' readout, ' if readouts else ''}agreement with itself):")
+        text = _text(args)
+        text("")
+        text(f"Judge stability ({readouts['score_from'] + ' readout, ' if readouts else ''}agreement with itself):")
         for line in lines:
-            say(line)
+            text(line)
 
 
 @_data_errors
@@ -405,6 +434,9 @@ def run_compare(args: argparse.Namespace) -> int:
         names=(str(args.a), str(args.b)),
     )
     result["meta"].update(references=str(args.references), split=args.split)
-    say(format_compare_table(result))
-    _write_json(json_path, result)
+    where = f"split {args.split!r} of {_data_name(args)}" if Path(args.references).is_dir() else _data_name(args)
+    _text(args)(f"Paired comparison on {where}:")
+    _mark_synthetic(args, result, args.a, args.b)
+    _text(args)(format_compare_table(result))
+    _finish(args, json_path, result)
     return 0

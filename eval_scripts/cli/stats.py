@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import existing, print_json, say
+from eval_scripts.cli.args import add_json, existing, print_json, say
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
 DEFAULT_OUT = "mis-bench-stats"
@@ -30,10 +30,10 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--labels",
         type=existing("file", as_path=False),
-        help="per-rater labels CSV (video_id,rater,dimension,score) for the human ceiling",
+        help="per-rater labels CSV (video_id,rater,dimension,score) for the human ceiling (default: none, no ceiling)",
     )
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
-    parser.add_argument("--json", action="store_true", help="print stats.json to stdout")
+    add_json(parser, what="stats.json")
     parser.set_defaults(func=run)
 
 

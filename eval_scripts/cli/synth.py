@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.cli.args import bounded_int, non_negative_int, print_json, say, shown
-from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
+from eval_scripts.cli.args import add_json, add_seed, bounded_int, print_json, say, shown
+from mis_bench_dataset.built.loading import DEFAULT_BUILD_DIR
 
 MAX_VIDEOS = 100_000
 
@@ -20,10 +20,10 @@ def register(subparsers) -> None:
     )
     parser.add_argument("out", help="new (or empty) folder to write the release into")
     parser.add_argument("--videos", type=bounded_int(1, MAX_VIDEOS), default=40, help="number of videos (default 40)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
+    add_seed(parser, what="seed of the generator")
     parser.add_argument("--full-size", action="store_true", help="real durations (mean about 62 s) for benchmarks")
     parser.add_argument("--no-compress", action="store_true", help="write uncompressed npz (faster, larger)")
-    parser.add_argument("--json", action="store_true", help="print a JSON summary")
+    add_json(parser, what="a summary")
     parser.set_defaults(func=run, interrupted_note="the partial release folder is left as it is; delete it and rerun")
 
 

@@ -59,7 +59,7 @@ def _load_all(
 ):
     accepted: list[_Accepted] = []
     rejected: list[dict[str, Any]] = []
-    for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5):
+    for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5 or None):
         try:
             results = validate_results(
                 load_submission(path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=path.name
@@ -157,7 +157,7 @@ def _score_all(accepted, references, rejected: list, n_bootstrap: int, seed: int
     from mis_icc_metric import score_predictions
 
     entries = []
-    for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5):
+    for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5 or None):
         try:
             scores = json_safe(
                 score_predictions(
@@ -243,6 +243,8 @@ def build_leaderboard(
         "n_common_videos": len(common),
         "n_bootstrap": n_bootstrap,
         "seed": seed,
+        # Any ranked or floor entry made from synthetic data marks the whole board (its rows are marked too).
+        "synthetic": any(entry["synthetic"] for entry, _ in entries) or any(floor["synthetic"] for floor in floors),
         "references_fingerprints": None if fingerprints is None else sorted(fingerprints),
         "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
         "human_ceiling": {key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()},

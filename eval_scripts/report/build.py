@@ -173,7 +173,7 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
     if comparison.reference is not None:
         ref = comparison.reference
         paragraphs.append(
-            f"Systems scored on split {ref.split!r} of dataset {ref.fingerprint!r}: the reference and every other "
+            f"Systems scored on split {ref.split!r} of {ref.dataset_label()}: the reference and every other "
             "system's best configuration (Table 3 view). Reference: " + ref.label + f" ({comparison.reference_rule})."
         )
         if comparison.rescored and comparison.n_bootstrap:
@@ -411,7 +411,8 @@ def write_report(
         radar_runs = comparison.views() or [entry.run for entry in best] or runs
         radar = radar_chart(radar_runs, radar_path, title="Per-dimension ICC(3,1) %" + suffix, files=files)
         scatter_files = [
-            scatter_grid(run, references, path, files=files) for run, path in zip(scattered, scatter_paths, strict=True)
+            scatter_grid(run, references, path, files=files, suffix=suffix)
+            for run, path in zip(scattered, scatter_paths, strict=True)
         ]
         plots = _agreement_plots(scattered, references, plot_paths, suffix, files)
         sections = [

@@ -128,8 +128,8 @@ def _comparable(ref: RunView, others: Sequence[RunView]) -> tuple[list[RunView],
             skipped.append(
                 (
                     run,
-                    f"scored on split {run.split!r} of dataset {run.fingerprint!r}; the reference on "
-                    f"split {ref.split!r} of dataset {ref.fingerprint!r}",
+                    f"scored on split {run.split!r} of {run.dataset_label()}; the reference on "
+                    f"split {ref.split!r} of {ref.dataset_label()}",
                 )
             )
     return compared, skipped
@@ -164,7 +164,9 @@ def _paired_tests(ref, others, references, n_bootstrap: int, seed: int, quiet: b
 
     reference_predictions = predictions_on(ref.predictions, references)
     paired = []
-    for run in tqdm(others, desc="comparison: paired tests", unit="system", disable=quiet):
+    for run in tqdm(
+        others, desc="comparison: paired tests", unit="system", disable=quiet or None
+    ):  # None: only on a terminal
         try:
             comparison = paired_comparison(
                 predictions_on(run.predictions, references),
@@ -208,7 +210,7 @@ def compare_systems(
         return _stored_comparison(ref, rule, compared, skipped, notes, n_bootstrap)
     scores = [
         score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
-        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3)
+        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3 or None)
     ]
     paired: list[dict[str, Any]] = []
     if n_bootstrap == 0:
@@ -216,7 +218,7 @@ def compare_systems(
     else:
         paired = _paired_tests(ref, compared[1:], references, n_bootstrap, seed, len(compared) < 4)
     if len(compared) < 2:
-        notes.append(f"only one system on split {ref.split!r} of dataset {ref.fingerprint!r}: nothing to test against")
+        notes.append(f"only one system on split {ref.split!r} of {ref.dataset_label()}: nothing to test against")
     return Comparison(
         ref, rule, compared, scores, paired, skipped, notes, rescored=True, n_bootstrap=n_bootstrap, seed=seed
     )

@@ -82,12 +82,14 @@ def scatter_grid(
     path: str | Path,
     *,
     files: AtomicFiles | None = None,
+    suffix: str = "",
 ) -> Path:
-    """Predicted vs gold per dimension (parsed predictions only), with the identity line and ICC."""
-    return _save(scatter_figure(run, references), path, dpi=90, files=files)
+    """Predicted vs gold per dimension (parsed predictions only), with the identity line and ICC; the title is
+    the run's label and `suffix` (the report's " (SYNTHETIC data)")."""
+    return _save(scatter_figure(run, references, suffix=suffix), path, dpi=90, files=files)
 
 
-def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None]):
+def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, suffix: str = ""):
     plt = _pyplot()
     fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
@@ -110,7 +112,7 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
         ax.set_xlabel("gold")
     for ax in axes[:, 0]:
         ax.set_ylabel("predicted")
-    fig.suptitle(_literal(run.label), fontsize=10)
+    fig.suptitle(_literal(run.label) + suffix, fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -152,10 +154,22 @@ def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by confi
     return fig
 
 
+def figure_title(fig) -> str:
+    """The figure's visible title: its suptitle, else its first axes' title."""
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None and suptitle.get_text():
+        return suptitle.get_text()
+    return next((ax.get_title() for ax in fig.axes if ax.get_title()), "")
+
+
 def _save(fig, path: str | Path, *, dpi: int, tight: bool = False, files: AtomicFiles | None = None) -> Path:
-    """Save atomically (staged in `files` when given: it appears with the rest of the report)."""
+    """Save atomically (staged in `files` when given: it appears with the rest of the report); the figure's
+    title is also the PNG's Title text (a reader or a check sees SYNTHETIC without looking at the pixels)."""
     path = Path(path)
     options = {"dpi": dpi, **({"bbox_inches": "tight", "pad_inches": 0.2} if tight else {})}
+    title = figure_title(fig)
+    if title:
+        options["metadata"] = {"Title": title}
     try:
         if files is not None:
             files.save_figure(fig, path, **options)

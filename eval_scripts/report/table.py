@@ -36,6 +36,13 @@ class RunView:
     source: str | None = None  # the results file it came from, when known
     outcomes: Mapping[str, Any] | None = None  # schema 1.1 `outcomes` (answered/unparsed/truncated/failed), if any
     floor: bool = False  # the `mean` floor baseline: shown, never ranked among the systems
+    dataset_name: str = ""  # the results' dataset name (a build folder's name)
+
+    def dataset_label(self) -> str:
+        """The data by its name, the fingerprint second (`the default synthetic sample (sha256:1823...)`)."""
+        from eval_scripts.data_names import dataset_name
+
+        return dataset_name(self.dataset_name, self.fingerprint, self.split, synthetic=self.synthetic)
 
     def dim(self, key: str) -> Mapping[str, Any]:
         return (self.scores.get("dimensions") or {}).get(key) or {}
@@ -122,6 +129,7 @@ def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str |
                 source=None if sources is None else sources[index],
                 outcomes=results.get("outcomes"),
                 floor=is_floor_baseline(results["system"]),
+                dataset_name=str(dataset.get("name") or ""),
             )
         )
     return views

@@ -417,7 +417,11 @@ def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels
     report.split_fingerprints, report.shard_sizes = split_fingerprints(staging), shard_sizes(staging)
     report_text = json.dumps(json_safe(report.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
     write_atomic(staging / REPORT_NAME, report_text + "\n")  # strict JSON: an undefined ICC is null
-    stats = _write_statistics(staging, label_set, out_dir.name) if label_set is not None and written.n_labeled else None
+    stats = (
+        _write_statistics(staging, label_set, out_dir.name, synthetic=report.synthetic)
+        if label_set is not None and written.n_labeled
+        else None
+    )
     write_card(staging, report, features_features(), scoring_features(), written.files, stats)
     _publish(staging, out_dir)
 
@@ -556,7 +560,7 @@ def _write_configs(
     return _Written(files, present, n_labeled, hasher.hexdigest(), bytes_read, problems)
 
 
-def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
+def _write_statistics(folder: Path, labels: Labels, name: str, *, synthetic: bool = False) -> dict:
     """`mis-bench stats` of the whole build into `folder/stats/`, for the card (ceiling only from per-rater labels)."""
     from mis_bench_dataset.build.stats import dataset_stats, read_gold, write_stats
 
@@ -564,5 +568,6 @@ def _write_statistics(folder: Path, labels: Labels, name: str) -> dict:
     stats = dataset_stats(
         read_gold(folder), labels if labels.form == "long" else None, dataset=name, gold_rounding=rounding
     )
+    stats = {"synthetic": synthetic, **stats}  # its figures say SYNTHETIC too
     write_stats(stats, folder / STATS_FOLDER)
     return stats

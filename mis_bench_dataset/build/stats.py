@@ -259,7 +259,9 @@ def dataset_stats(
 
 
 def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels | str | Path | None = None) -> dict:
-    """`stats.json` of a built folder's split (or all); with per-rater labels also the ceiling."""
+    """`stats.json` of a built folder's split (or all); with per-rater labels also the ceiling; `synthetic` from
+    the build report (its figures and summary then say so)."""
+    from mis_bench_dataset.built.handle import BuiltDataset
     from mis_bench_dataset.release.labels import read_labels
 
     folder = check_build_dir(build_dir, ("features",))
@@ -268,7 +270,7 @@ def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels
         rounding = read_build_report(folder).get("gold_rounding")
     except (OSError, ValueError, AttributeError):
         rounding = None
-    return dataset_stats(
+    doc = dataset_stats(
         read_gold(folder, split),
         label_set,
         dataset=folder.resolve().name,
@@ -276,6 +278,7 @@ def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels
         source=str(folder),
         gold_rounding=rounding,
     )
+    return {"synthetic": bool(BuiltDataset.open(folder).synthetic), **doc}
 
 
 STATS_WRITER = "stats"
@@ -326,4 +329,6 @@ def summary_text(doc: dict, out_dir: str | Path | None = None) -> str:
         )
     if out_dir is not None:
         lines.append(f"wrote {Path(out_dir) / STATS_FILE}, " + ", ".join(doc["figures"].values()))
+    if doc.get("synthetic"):
+        lines.append("SYNTHETIC data: generated scores, not MIS-Bench's (the build report says synthetic: true)")
     return "\n".join(lines)

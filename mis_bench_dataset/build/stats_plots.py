@@ -21,13 +21,22 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path, files: AtomicFiles | None = None) -> Path:
-    """Save atomically (staged in `files` when given)."""
+SYNTHETIC_MARK = "SYNTHETIC data"
+
+
+def _title(stats: dict, title: str) -> str:
+    """A figure's title, marked when the statistics are of synthetic data (`stats["synthetic"]`)."""
+    return f"{SYNTHETIC_MARK}: {title}" if stats.get("synthetic") else title
+
+
+def _save(fig, path: Path, files: AtomicFiles | None = None, title: str | None = None) -> Path:
+    """Save atomically (staged in `files` when given); the title also in the PNG's text metadata."""
+    metadata = {**_PNG_METADATA, **({"Title": title} if title else {})}
     try:
         if files is not None:
-            files.save_figure(fig, path, format="png", dpi=100, metadata=_PNG_METADATA)
+            files.save_figure(fig, path, format="png", dpi=100, metadata=metadata)
         else:
-            save_figure(fig, path, format="png", dpi=100, metadata=_PNG_METADATA)
+            save_figure(fig, path, format="png", dpi=100, metadata=metadata)
     finally:
         _pyplot().close(fig)
     return path
@@ -62,9 +71,10 @@ def correlation_heatmap(stats: dict, path: str | Path, files: AtomicFiles | None
                     color="white" if abs(matrix[i, j]) > 0.6 else "black",
                 )
     fig.colorbar(image, ax=ax, label="Pearson r")
-    ax.set_title(f"Gold-score correlation ({stats['n_complete_videos']} videos with all eight scores)", fontsize=10)
+    title = _title(stats, f"Gold-score correlation ({stats['n_complete_videos']} videos with all eight scores)")
+    ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    return _save(fig, Path(path), files)
+    return _save(fig, Path(path), files, title)
 
 
 def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
@@ -93,9 +103,13 @@ def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = N
         ax.set_xlabel("gold score", fontsize=8)
     for ax in axes[:, 0]:
         ax.set_ylabel("videos", fontsize=8)
+    title = _title(stats, "Gold-score histograms")
+    if stats.get("synthetic"):
+        fig.suptitle(title, fontsize=10, fontweight="bold")
     # Fixed margins: tight_layout would draw the figure twice.
-    fig.subplots_adjust(left=0.05, right=0.99, top=0.94, bottom=0.09, wspace=0.22, hspace=0.28)
-    return _save(fig, Path(path), files)
+    top = 0.89 if stats.get("synthetic") else 0.94
+    fig.subplots_adjust(left=0.05, right=0.99, top=top, bottom=0.09, wspace=0.22, hspace=0.28)
+    return _save(fig, Path(path), files, title)
 
 
 def write_figures(stats: dict, folder: str | Path, files: AtomicFiles | None = None) -> dict[str, Path]:

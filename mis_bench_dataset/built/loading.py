@@ -22,6 +22,24 @@ from mis_bench_dataset.rules.errors import DataError
 
 
 @contextmanager
+def quiet_datasets() -> Iterator[None]:
+    """`datasets`' own progress bars ("Generating train split", "Map", "Filter") off for the toolkit's internal
+    loads, which take well under a second each; the user's setting is restored afterwards, and a user who set
+    HF_DATASETS_DISABLE_PROGRESS_BARS=0 keeps the bars."""
+    from datasets import config
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    if are_progress_bars_disabled() or config.HF_DATASETS_DISABLE_PROGRESS_BARS is False:
+        yield
+        return
+    disable_progress_bars()
+    try:
+        yield
+    finally:
+        enable_progress_bars()
+
+
+@contextmanager
 def load_build(folder: str | Path, config: str, split: str | None = None) -> Iterator[Any]:
     """The `datasets` Dataset (or DatasetDict without `split`) of one config of a built folder.
 
@@ -32,7 +50,8 @@ def load_build(folder: str | Path, config: str, split: str | None = None) -> Ite
     path = check_build_dir(folder, (config,))
     with tempfile.TemporaryDirectory(prefix="mis_bench_load_") as cache_dir:
         try:
-            loaded = load_dataset(str(path), config, split=split, cache_dir=cache_dir)
+            with quiet_datasets():
+                loaded = load_dataset(str(path), config, split=split, cache_dir=cache_dir)
         except (ValueError, FileNotFoundError, KeyError) as err:
             what = f"config {config!r}" + (f", split {split!r}" if split else "")
             raise DataError(

@@ -75,8 +75,8 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
             with staging_folder(root, ".release.staging-") as staging:
                 # Uncompressed: random arrays barely compress, and zlib would dominate the first run's time.
                 generate_synthetic_release(
-                    staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED, compress=False
-                )
+                    staging, n_videos=DEFAULT_SAMPLE_VIDEOS, seed=DEFAULT_SAMPLE_SEED, compress=False, progress=True
+                )  # the one long wait of a first run: a bar on a terminal
                 if sample.release_dir.exists():  # left by a version without the lock: never complete, never in use
                     shutil.rmtree(sample.release_dir)
                 staging.rename(sample.release_dir)

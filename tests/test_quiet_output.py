@@ -1,0 +1,86 @@
+"""The real CLI's stderr in a subprocess (as a user's terminal or log sees it): no `datasets` progress bars
+("Generating train split", "Map", "Filter") from the toolkit's internal loads, no third-party warnings; the
+toolkit's own log lines only. The user's own progress-bar setting is left as it was."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOISE = re.compile(r"Generating \w+ split|^Map|^Filter|Warning\b|warnings\.warn|it/s\]|examples/s", re.MULTILINE)
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env.pop("HF_DATASETS_DISABLE_PROGRESS_BARS", None)
+    return subprocess.run(
+        [sys.executable, "-W", "default", "-m", "eval_scripts.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def _noise(stderr: str) -> list[str]:
+    lines = stderr.replace("\r", "\n").splitlines()
+    return [line for line in lines if NOISE.search(line) or not re.match(r"(INFO|WARNING) [\w.]+: |mis-bench ", line)]
+
+
+def test_default_job_stderr_has_only_our_log_lines(synthetic_build, tmp_path):
+    done = _cli(
+        "run", "--dataset", str(synthetic_build), "--out", str(tmp_path / "job"), "--bootstrap", "50", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "INFO eval_scripts.baselines.run" in done.stderr  # the toolkit's own lines are there
+    assert _noise(done.stderr) == []
+
+
+def test_dry_run_stderr_has_no_bars(synthetic_build, tmp_path):
+    args = ["run", "--backend", "openai", "--model", "m", "--dataset", str(synthetic_build), "--dry-run", "--grid"]
+    done = _cli(*args, "--out", str(tmp_path / "dry"), "--api-key-env", "MIS_BENCH_UNSET_KEY", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "dry run of m" in done.stdout
+    assert _noise(done.stderr) == []
+
+
+def test_quiet_loads_restore_the_users_setting(synthetic_build, capfd):
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    from mis_bench_dataset.built.loading import load_build
+
+    assert not are_progress_bars_disabled()
+    with load_build(synthetic_build, "scoring", "test") as rows:
+        assert len(rows) and not are_progress_bars_disabled()  # the user's bars are back after the load
+    assert "Generating" not in capfd.readouterr().err
+    disable_progress_bars()
+    try:
+        with load_build(synthetic_build, "scoring", "test"):
+            pass
+        assert are_progress_bars_disabled()  # a user who turned them off keeps them off
+    finally:
+        enable_progress_bars()
+
+
+@pytest.mark.parametrize("command", ["stats", "score"])
+def test_other_loads_are_quiet(synthetic_build, tmp_path, command):
+    if command == "stats":
+        args = ["stats", str(synthetic_build), "--out", str(tmp_path / "stats")]
+    else:
+        from mis_icc_metric.predictions_io import read_references, write_predictions
+
+        refs = read_references(synthetic_build, split="test")
+        write_predictions(
+            tmp_path / "p.csv", [{"video_id": v, "dimension": d, "prediction": 3.0} for v, d in sorted(refs)]
+        )
+        args = ["score", "--predictions", str(tmp_path / "p.csv"), "--references", str(synthetic_build)]
+    done = _cli(*args, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert _noise(done.stderr) == []
