@@ -94,7 +94,7 @@ def measure(code_dir: Path, argv: list[str], work: Path) -> dict:
 
 
 def bootstrap_flag(code_dir: Path) -> str:
-    """The resample-count flag of that tree's `mis-bench run` (`--n-bootstrap` before issue 21 made it `--bootstrap`)."""
+    """The resample flag of that tree's `mis-bench run` (`--n-bootstrap` before issue 21 made it `--bootstrap`)."""
     source = (code_dir / "eval_scripts" / "cli" / "run.py").read_text(encoding="utf-8")
     return "--n-bootstrap" if '"--n-bootstrap"' in source else "--bootstrap"
 
