@@ -63,6 +63,8 @@ def source_synthetic(source: object) -> bool | None:
     from mis_bench_dataset.built.handle import BuiltDataset
     from mis_bench_dataset.rules.errors import MisBenchError
 
+    if isinstance(source, BuiltDataset):
+        return source.synthetic
     if not isinstance(source, (str, Path)):
         return None
     path = Path(source)

@@ -15,9 +15,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-PROG_ENV = "MIS_BENCH_TRAIN_PROG"  # launched processes: the program name they write their errors as
-EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # launched processes: where a refused one leaves its exit code
-
 TRAIN_SCRIPT = Path(__file__).with_name("train.py")
 
 
@@ -47,11 +44,15 @@ def launch_command(num_processes: int, argv: list[str]) -> list[str]:
     ]
 
 
-def launch_processes(num_processes: int, argv: list[str], prog: str) -> int:
-    """Run the launched group, its stderr shown as it comes but for the launcher's report of a failed child."""
+def launch_processes(num_processes: int, argv: list[str], prog: str, *, prog_env: str, exit_file_env: str) -> int:
+    """Run the launched group, its stderr shown as it comes but for the launcher's report of a failed child.
+
+    `prog_env` / `exit_file_env`: the environment variables `train.py` reads in a launched process (its program
+    name, where a refused process leaves its exit code); they are train.py's, so this module imports nothing of it.
+    """
     with tempfile.TemporaryDirectory(prefix="mis_bench_launch_") as tmp:
         exit_file = Path(tmp) / "exit"
-        env = dict(os.environ, **{PROG_ENV: prog, EXIT_FILE_ENV: str(exit_file)})
+        env = dict(os.environ, **{prog_env: prog, exit_file_env: str(exit_file)})
         env.setdefault("TOKENIZERS_PARALLELISM", "false")
         proc = subprocess.Popen(launch_command(num_processes, argv), env=env, stderr=subprocess.PIPE, text=True)
         errors = filter_stderr(proc.stderr, f"{prog}: error: ")

@@ -29,12 +29,13 @@ from pathlib import Path
 
 from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError, require_extra
 from mis_bench_dataset.rules.text_safety import clean_line
-from raft_trainer.launch import EXIT_FILE_ENV, PROG_ENV
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
 TRAIN_WRITER = "train"  # the writer name of every file a training run leaves in --output_dir
 
+PROG_ENV = "MIS_BENCH_TRAIN_PROG"  # launched processes: the program name they write their errors as
+EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # launched processes: where a refused one leaves its exit code
 
 # Deprecation warnings TRL and PEFT raise from their own code (TRL's config sets `gradient_checkpointing`, its and
 # PEFT's helpers read `is_gradient_checkpointing`): nothing a user of this script can change, so not shown.
@@ -79,9 +80,6 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         require_extra("qlora", "--load_in_4bit / --load_in_8bit")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    import datasets
-
-    datasets.disable_progress_bars()  # the build's own splits: "Generating split" bars say nothing to act on
     from mis_bench_dataset.built.loading import load_build
     from mis_bench_dataset.rules.ownership import check_not_overlapping
     from raft_trainer.launch import launch_processes, under_launcher
@@ -91,7 +89,9 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args)
         if script_args.num_processes > 1 and not under_launcher():
-            return launch_processes(script_args.num_processes, _argv(argv), prog)
+            return launch_processes(
+                script_args.num_processes, _argv(argv), prog, prog_env=PROG_ENV, exit_file_env=EXIT_FILE_ENV
+            )
         return train_and_predict(splits, script_args, training_args, model_args)
 
 

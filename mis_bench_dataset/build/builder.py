@@ -25,18 +25,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from mis_bench_dataset.rules.atomic import (
-    NoSpaceError,
-    is_no_space,
-    no_space_error,
-    remove_stale_staging,
-    staging_folder,
-    sync_file,
-    write_atomic,
+from mis_bench_dataset.build.parquet_shards import ShardedParquetWriter
+from mis_bench_dataset.build.schema import (
+    arrays_1d,
+    arrays_2d,
+    features_arrow_schema,
+    features_features,
+    scoring_arrow_schema,
+    scoring_features,
 )
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.rules.jsonio import json_safe
-from mis_bench_dataset.release.labels import Labels, read_labels
 from mis_bench_dataset.built.format import (
     BUILD_WRITER,
     CONFIGS,
@@ -46,10 +43,10 @@ from mis_bench_dataset.built.format import (
     split_fingerprints,
 )
 from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR as DEFAULT_OUT
-from mis_bench_dataset.rules.numbers import num
-from mis_bench_dataset.rules.ownership import check_arrow_path, check_not_overlapping, check_replaceable_folder, write_manifest
-from mis_bench_dataset.build.parquet_shards import ShardedParquetWriter
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset.release.labels import Labels, read_labels
 from mis_bench_dataset.release.problems import BuildError, Problem
+from mis_bench_dataset.release.transcripts import read_transcripts_csv
 from mis_bench_dataset.release.tree import (
     MAX_RECORDING_SECONDS,
     MODALITIES,
@@ -59,13 +56,22 @@ from mis_bench_dataset.release.tree import (
     read_video,
     scan_release,
 )
-from mis_bench_dataset.build.schema import (
-    arrays_1d,
-    arrays_2d,
-    features_arrow_schema,
-    features_features,
-    scoring_arrow_schema,
-    scoring_features,
+from mis_bench_dataset.rules.atomic import (
+    NoSpaceError,
+    is_no_space,
+    no_space_error,
+    remove_stale_staging,
+    staging_folder,
+    sync_file,
+    write_atomic,
+)
+from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.rules.numbers import num
+from mis_bench_dataset.rules.ownership import (
+    check_arrow_path,
+    check_not_overlapping,
+    check_replaceable_folder,
+    write_manifest,
 )
 from mis_bench_dataset.splits import (
     PAPER_ROWS,
@@ -77,10 +83,8 @@ from mis_bench_dataset.splits import (
     default_seed,
     split_counts,
 )
-from mis_bench_dataset.release.transcripts import read_transcripts_csv
 
 logger = logging.getLogger(__name__)
-
 
 
 @dataclass

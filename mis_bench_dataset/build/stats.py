@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.built.format import check_build_dir, read_build_report, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.release.labels import Labels
+from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.jsonio import json_safe
-from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.rules.numbers import exact_decimal, round_half_up
 from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS

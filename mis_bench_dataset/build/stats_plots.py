@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
 
 # PNGs without a timestamp or version: the same statistics give the same bytes.
 _PNG_METADATA = {"Software": None}
