@@ -13,9 +13,9 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-SYNTHETIC_MARK = "SYNTHETIC"
+from mis_bench_dataset.synth import SYNTHETIC_MARK
+
 DEFAULT_SAMPLE_NAME = "the default synthetic sample"
-SYNTHETIC_LINE = f"{SYNTHETIC_MARK} data: these numbers say nothing about any model on MIS-Bench."
 FINGERPRINT_CHARS = 19  # "sha256:" and 12 hex digits
 
 
@@ -75,11 +75,16 @@ def source_synthetic(source: object) -> bool | None:
             return None
     if path.suffix.lower() == ".json" and path.is_file():
         try:
-            value = (json.loads(path.read_text(encoding="utf-8")).get("dataset") or {}).get("synthetic")
+            return results_synthetic(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, AttributeError):
             return None
-        return value if isinstance(value, bool) else None
     return None
+
+
+def results_synthetic(results: dict) -> bool | None:
+    """What a results JSON's `dataset` block says (a run copies it from the build report); None when silent."""
+    value = (results.get("dataset") or {}).get("synthetic")
+    return value if isinstance(value, bool) else None
 
 
 def any_synthetic(sources: Iterable[object]) -> bool:

@@ -347,6 +347,7 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     """`predictions_test.csv` and, when the split is labelled, `scores_test.json` (with the setting)."""
     from mis_bench_dataset.built.loading import gold_references
     from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
+    from mis_bench_dataset.synth import SYNTHETIC_LINE
     from mis_icc_metric import score_predictions
     from mis_icc_metric.predictions_io import write_predictions
     from raft_trainer.predict import predict_scores, prediction_records
@@ -375,7 +376,7 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     write_json(out, "scores_test.json", result)
     print(
         f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}"
-        + (" (SYNTHETIC data: these numbers say nothing about any model on MIS-Bench)" if setting["synthetic"] else "")
+        + (f" ({SYNTHETIC_LINE.rstrip('.')})" if setting["synthetic"] else "")
     )
 
 

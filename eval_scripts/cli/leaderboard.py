@@ -85,7 +85,7 @@ def _split_video_ids(dataset: Path, split: str) -> list[str]:
 
 
 def _mark(entry: dict) -> str:
-    from eval_scripts.data_names import SYNTHETIC_MARK
+    from mis_bench_dataset.synth import SYNTHETIC_MARK
 
     return f" [{SYNTHETIC_MARK}]" if entry.get("synthetic") else ""
 
@@ -185,7 +185,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
             + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
         )
     if board["synthetic"]:
-        from eval_scripts.data_names import SYNTHETIC_LINE
+        from mis_bench_dataset.synth import SYNTHETIC_LINE
 
         say(SYNTHETIC_LINE)
     return 0

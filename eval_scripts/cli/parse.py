@@ -60,7 +60,8 @@ def parse_command(args: argparse.Namespace) -> int:
         )
     result = reparse(args.file, args.prompt_style)
     counts = result.counts()
-    from eval_scripts.data_names import SYNTHETIC_LINE, source_synthetic
+    from eval_scripts.data_names import source_synthetic
+    from mis_bench_dataset.synth import SYNTHETIC_LINE
 
     synthetic = bool(source_synthetic(args.file.with_name(RESULTS_NAME)))  # the run's results say what data it was
     if out is not None:

@@ -112,7 +112,9 @@ def report_command(args: argparse.Namespace) -> int:
         scatters=args.scatters,
         raters=raters,
     )
-    synthetic = any(bool((results.get("dataset") or {}).get("synthetic")) for results in results_list)
+    from eval_scripts.data_names import results_synthetic
+
+    synthetic = any(results_synthetic(results) for results in results_list)
     _say_report(args, sources, written, rescored=references is not None, synthetic=synthetic)
     return 0
 
@@ -148,6 +150,6 @@ def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescor
     if not rescored:
         say("No --references: the comparison shows the stored CIs and has no paired tests.")
     if synthetic:
-        from eval_scripts.data_names import SYNTHETIC_LINE
+        from mis_bench_dataset.synth import SYNTHETIC_LINE
 
         say(SYNTHETIC_LINE)

@@ -26,7 +26,7 @@ from eval_scripts.cli.args import (
     shown,
     unit_interval,
 )
-from eval_scripts.data_names import SYNTHETIC_LINE, any_synthetic, source_synthetic
+from eval_scripts.data_names import any_synthetic, source_synthetic
 from eval_scripts.feature_plots import FEATURE_FORMATS
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
@@ -41,6 +41,7 @@ from mis_bench_dataset.protocol import (
 from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.setting_inputs import INPUT_SOURCES
 from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.synth import SYNTHETIC_LINE
 
 
 def register(subparsers) -> None:

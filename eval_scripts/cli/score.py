@@ -265,7 +265,8 @@ def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
 
 def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) -> bool:
     """`synthetic` at the top of the result (the build report's rule, `eval_scripts.data_names`); the mark line."""
-    from eval_scripts.data_names import SYNTHETIC_LINE, any_synthetic
+    from eval_scripts.data_names import any_synthetic
+    from mis_bench_dataset.synth import SYNTHETIC_LINE
 
     synthetic = any_synthetic([args.references, *predictions])
     result["synthetic"] = synthetic

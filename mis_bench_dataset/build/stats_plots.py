@@ -7,6 +7,7 @@ from pathlib import Path
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
+from mis_bench_dataset.synth import SYNTHETIC_MARK
 
 # PNGs without a timestamp or version: the same statistics give the same bytes.
 _PNG_METADATA = {"Software": None}
@@ -21,12 +22,9 @@ def _pyplot():
     return plt
 
 
-SYNTHETIC_MARK = "SYNTHETIC data"
-
-
 def _title(stats: dict, title: str) -> str:
     """A figure's title, marked when the statistics are of synthetic data (`stats["synthetic"]`)."""
-    return f"{SYNTHETIC_MARK}: {title}" if stats.get("synthetic") else title
+    return f"{SYNTHETIC_MARK} data: {title}" if stats.get("synthetic") else title
 
 
 def _save(fig, path: Path, files: AtomicFiles | None = None, title: str | None = None) -> Path:
