@@ -32,25 +32,20 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 def _setup(opts):
     import torch
-    from transformers import Qwen2Config, Qwen2ForCausalLM
 
-    from _raft_helpers import make_tokenizer
+    from raft_trainer.tiny import tiny_model, tiny_tokenizer
 
-    tokenizer = make_tokenizer()
-    torch.manual_seed(0)
-    config = Qwen2Config(
-        vocab_size=max(opts["vocab"], len(tokenizer)),
-        hidden_size=opts["hidden"],
-        intermediate_size=4 * opts["hidden"],
-        num_hidden_layers=opts["layers"],
-        num_attention_heads=8,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
+    tokenizer = tiny_tokenizer()
+    model = tiny_model(
+        tokenizer,
+        hidden=opts["hidden"],
+        layers=opts["layers"],
+        vocab_size=opts["vocab"],
+        heads=8,
+        kv_heads=4,
+        ffn_factor=4,
         tie_word_embeddings=False,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
     )
-    model = Qwen2ForCausalLM(config)
     if torch.cuda.is_available():
         model = model.to("cuda", dtype=torch.bfloat16)
     return tokenizer, model

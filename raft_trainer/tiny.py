@@ -72,21 +72,37 @@ def tiny_tokenizer(split_digits: bool = True, vocab_size: int = 1200):
     return fast
 
 
-def tiny_model(tokenizer, seed: int = 0, hidden: int = 32, layers: int = 2):
-    """A randomly initialised `Qwen2ForCausalLM` sized for `tokenizer` (seeded: the same seed, the same weights)."""
+def tiny_model(
+    tokenizer,
+    seed: int = 0,
+    hidden: int = 32,
+    layers: int = 2,
+    *,
+    vocab_size: int = 0,
+    heads: int = 4,
+    kv_heads: int = 2,
+    ffn_factor: int = 2,
+    tie_word_embeddings: bool = True,
+    max_positions: int = 4096,
+):
+    """A randomly initialised `Qwen2ForCausalLM` sized for `tokenizer` (seeded: the same seed, the same weights).
+
+    The keywords size it for benchmarks: `vocab_size` pads the LM head beyond the tokenizer's vocabulary (a
+    real model's head is ~150 k wide), the others are Qwen2Config's.
+    """
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
     config = Qwen2Config(
-        vocab_size=len(tokenizer),
+        vocab_size=max(vocab_size, len(tokenizer)),
         hidden_size=hidden,
-        intermediate_size=2 * hidden,
+        intermediate_size=ffn_factor * hidden,
         num_hidden_layers=layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=4096,
-        tie_word_embeddings=True,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=tie_word_embeddings,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
