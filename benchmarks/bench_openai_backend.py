@@ -78,7 +78,7 @@ def main() -> None:
     from datasets import Dataset
 
     from eval_scripts.backends.openai_backend import RetryPolicy
-    from eval_scripts.runner import RunConfig, run_setting
+    from eval_scripts.harness.runner import RunConfig, run_setting
 
     data = Dataset.from_list(rows(args.videos))
     server, url = start_server(args.delay)

@@ -70,7 +70,7 @@ def _save_model(folder: Path, opts: dict) -> Path:
 
 
 def _prompts(style: str, videos: int):
-    from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt
+    from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
 
     from _harness_helpers import scoring_rows
 
@@ -126,7 +126,7 @@ def _trainer_pass(backend, rows, decoding) -> list:
 
 
 def _figures(completions, readout: str, style: str) -> dict:
-    from eval_scripts.parse import parse_score
+    from eval_scripts.answers.parse import parse_score
 
     n = len(completions)
     parse_style = "paper" if style == "toolkit" else style  # the trainer's completion "The score prediction is: x"

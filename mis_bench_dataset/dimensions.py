@@ -164,6 +164,8 @@ def prompt_style(name: str) -> PromptStyle:
 N_VIDEOS = 996
 # Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption).
 PAPER_BOOTSTRAP_RESAMPLES = 10_000
+# The one default resample count of every entry point (CLI, Python API, default job, baselines, metric): the paper's.
+DEFAULT_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES
 N_FULLY_RATED = 625
 MEAN_DURATION_SECONDS = 62.42
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_BOOTSTRAP_RESAMPLES
 
 
 @dataclass(frozen=True)
@@ -92,4 +92,4 @@ TABLE4: tuple[Table4Condition, ...] = (
         31.1,
     ),
 )
-TABLE4_BOOTSTRAP = 10_000  # "10,000 bootstrap resamples" (Table 4 caption)
+TABLE4_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES  # "10,000 bootstrap resamples" (Table 4 caption)

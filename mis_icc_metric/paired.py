@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY
 
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, paired_references
@@ -89,7 +89,7 @@ def paired_comparison(
     predictions_b: Mapping[Key, object],
     references: Mapping[Key, object],
     *,
-    n_bootstrap: int = 10_000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int | None = 0,
     confidence: float = 0.95,
     missing: str = DEFAULT_MISSING,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
     HUMAN_CEILING,
@@ -341,7 +342,7 @@ def score_predictions(
     predictions: Mapping[Key, object],
     references: Mapping[Key, object],
     *,
-    n_bootstrap: int = 10_000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int | None = 0,
     confidence: float = 0.95,
     common_videos: Iterable[str] | None = None,

@@ -100,7 +100,7 @@ def test_no_import_cycle():
         order = list(TopologicalSorter(import_graph()).static_order())
     except CycleError as err:
         raise AssertionError(f"import cycle: {' -> '.join(err.args[1])}") from None
-    assert "mis_bench_dataset.built.handle" in order and "eval_scripts.runner" in order  # the graph is the tree
+    assert "mis_bench_dataset.built.handle" in order and "eval_scripts.harness.runner" in order  # the graph is the tree
 
 
 def test_the_cycle_check_finds_a_cycle():
@@ -147,3 +147,66 @@ def test_no_library_function_is_longer_than_80_lines():
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({length} lines)")
     assert not too_long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(too_long)
+
+
+# ----------------------------------------------------------------------------- the rooms of eval_scripts
+
+# Each room imports only the rooms before it (and the lower layers); `cli` is the top and nothing imports it.
+ROOMS = ("answers", "backends", "formats", "harness", "baselines", "report", "leaderboard", "jobs", "cli")
+MAX_LOOSE_MODULES = 3
+
+
+def _room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "eval_scripts" and len(parts) > 1 and parts[1] in ROOMS else None
+
+
+def test_eval_scripts_has_rooms_and_at_most_three_loose_modules():
+    package = REPO / "eval_scripts"
+    loose = sorted(p.name for p in package.glob("*.py") if not p.name.startswith("__"))
+    assert len(loose) <= MAX_LOOSE_MODULES, f"loose modules beside the rooms: {loose}"
+    rooms = sorted(p.name for p in package.iterdir() if (p / "__init__.py").is_file())
+    assert rooms == sorted(ROOMS), f"rooms on disk {rooms} != the declared ROOMS"
+
+
+def test_rooms_import_only_rooms_below_them():
+    """The one-way arrows inside eval_scripts: a room imports itself and the rooms before it in ROOMS."""
+    violations = []
+    for module, imported in import_graph().items():
+        room = _room(module)
+        if room is None:
+            continue
+        for target in imported:
+            other = _room(target)
+            if other is not None and ROOMS.index(other) > ROOMS.index(room):
+                violations.append(f"{module} ({room}) imports {target} ({other}), a room above it")
+    assert not violations, "\n".join(sorted(violations))
+
+
+def test_nothing_outside_cli_imports_the_cli():
+    violations = [
+        f"{module} imports {target}"
+        for module, imported in import_graph().items()
+        if _room(module) != "cli"
+        for target in imported
+        if _room(target) == "cli"
+    ]
+    assert not violations, "only eval_scripts.cli may import eval_scripts.cli:\n" + "\n".join(sorted(violations))
+
+
+def test_the_room_check_finds_an_arrow_that_runs_back_up():
+    graph = import_graph()
+    graph["eval_scripts.answers.parse"] = {*graph["eval_scripts.answers.parse"], "eval_scripts.harness.runner"}
+    bad = [t for t in graph["eval_scripts.answers.parse"] if ROOMS.index(_room(t) or "answers") > 0]
+    assert bad == ["eval_scripts.harness.runner"]
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_docstring_names_exactly_its_modules(room):
+    """A room's `__init__` docstring lists each of its modules as a '- `name`: what it does' line."""
+    folder = REPO / "eval_scripts" / room
+    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    listed = set(re.findall(r"^- `(\w+)`:", doc, re.M))
+    on_disk = {p.stem for p in folder.glob("*.py") if not p.name.startswith("__")}
+    on_disk |= {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
+    assert listed == on_disk, f"eval_scripts/{room}/__init__.py lists {sorted(listed)}, the folder has {sorted(on_disk)}"

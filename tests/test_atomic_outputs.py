@@ -165,14 +165,17 @@ def test_a_file_lock_makes_a_second_holder_wait(tmp_path) -> None:
 # (module, call) pairs that write a file without the atomic writer, each for a reason.
 ALLOWED_WRITES = {
     ("mis_bench_dataset/rules/atomic.py", "*"),  # the writer itself
-    ("eval_scripts/cache.py", "open"),  # the append-only cache: one flushed line per record, proven first
+    (
+        "eval_scripts/harness/response_cache.py",
+        "open",
+    ),  # the append-only cache: one flushed line per record, proven first
     ("mis_bench_dataset/build/parquet_shards.py", "rename"),  # shards inside the build's staging folder
     ("mis_bench_dataset/build/parquet_shards.py", "ParquetWriter"),
     ("mis_bench_dataset/build/builder.py", "rename"),  # the staging folder swapped in whole
     ("mis_bench_dataset/synth/sample.py", "rename"),  # the release staging folder renamed into place, under the lock
     ("mis_bench_dataset/synth/generator.py", "savez"),  # into an in-memory buffer, then the writer
     ("mis_bench_dataset/synth/generator.py", "savez_compressed"),
-    ("eval_scripts/feature_plots.py", "savefig"),  # into an in-memory buffer (a prompt's image)
+    ("eval_scripts/answers/feature_plots.py", "savefig"),  # into an in-memory buffer (a prompt's image)
     ("raft_trainer/tiny.py", "save_pretrained"),  # into a scratch folder, then the writer
     ("mis_bench_dataset/rules/atomic.py", "savefig"),
 }
@@ -290,7 +293,7 @@ def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(syn
     import signal
     import time
 
-    from eval_scripts.cache import iter_records
+    from eval_scripts.harness.response_cache import iter_records
 
     from _harness_helpers import ChatServer
 

@@ -11,7 +11,7 @@ import pytest
 from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, run_baseline, summarise
 from eval_scripts.baselines.run import load_feature_rows
 from eval_scripts.baselines.summaries import audio_summary, text_summary, video_summary
-from eval_scripts.submission import find_problems
+from eval_scripts.formats.submission import find_problems
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_icc_metric import score_predictions
 from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references

@@ -12,9 +12,9 @@ import pytest
 from datasets import Dataset
 
 from eval_scripts.backends.deadlines import Deadlines
-from eval_scripts.cache import iter_records
 from eval_scripts.cli import main
-from eval_scripts.runner import RunConfig, run_setting
+from eval_scripts.harness.response_cache import iter_records
+from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.rules.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, TricklingServer, make_tiny_chat_model, scoring_rows

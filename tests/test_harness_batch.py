@@ -297,7 +297,7 @@ def test_dry_run_uses_the_local_tokenizer(tmp_path, synthetic_build, capsys) -> 
     from transformers import AutoTokenizer
 
     from eval_scripts.harness.context import prepare_run
-    from eval_scripts.runner import RunConfig, batch_backend
+    from eval_scripts.harness.runner import RunConfig, batch_backend
 
     from _harness_helpers import make_tiny_chat_model
 
@@ -452,7 +452,7 @@ def test_prefix_order_changes_no_result(tmp_path) -> None:
     from datasets import Dataset
 
     from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
-    from eval_scripts.runner import RunConfig, run_setting
+    from eval_scripts.harness.runner import RunConfig, run_setting
 
     from _harness_helpers import scoring_rows
 
@@ -580,7 +580,7 @@ def test_common_prefix_length_matches_os_path_commonprefix(a, b) -> None:
 
 
 def test_usage_totals_by_hand() -> None:
-    from eval_scripts.results import usage_totals
+    from eval_scripts.formats.results import usage_totals
 
     usages = [
         {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
@@ -593,7 +593,7 @@ def test_usage_totals_by_hand() -> None:
 
 
 def test_results_schema_reads_1_1_with_usage_and_refuses_1_0() -> None:
-    from eval_scripts.submission import SubmissionError, validate_results
+    from eval_scripts.formats.submission import SubmissionError, validate_results
 
     from _leaderboard_helpers import make_references, make_results, noisy_predictions
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import DecodingConfig
 from eval_scripts.backends.openai_backend import (
     CircuitBreaker,
@@ -25,10 +26,9 @@ from eval_scripts.backends.openai_backend import (
     ServerUnreachableError,
     server_message,
 )
-from eval_scripts.cache import iter_records
 from eval_scripts.cli import main
-from eval_scripts.prompts import Prompt
-from eval_scripts.runner import RunConfig, run_setting
+from eval_scripts.harness.response_cache import iter_records
+from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, scoring_rows

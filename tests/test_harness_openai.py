@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import DecodingConfig
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
-from eval_scripts.cache import iter_records
-from eval_scripts.prompts import Prompt
-from eval_scripts.runner import RunConfig, run_setting
+from eval_scripts.harness.response_cache import iter_records
+from eval_scripts.harness.runner import RunConfig, run_setting
 
 from _harness_helpers import ChatServer, FaultPlan, scoring_rows
 

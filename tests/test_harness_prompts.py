@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from eval_scripts.feature_plots import feature_media_block
-from eval_scripts.parse import parse_score
-from eval_scripts.prompts import (
+from eval_scripts.answers.feature_plots import feature_media_block
+from eval_scripts.answers.parse import parse_score
+from eval_scripts.answers.prompts import (
     MODALITIES,
     FewShotExample,
     Prompt,

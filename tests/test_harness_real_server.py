@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.cache import iter_records
 from eval_scripts.cli import main
+from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.rules.errors import EXIT_USAGE, install_hint
 
 from _harness_helpers import make_fixed_answer_model

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from eval_scripts.answers.prompts import MODALITIES
 from eval_scripts.backends.base import UnsupportedSetting
 from eval_scripts.backends.openai_backend import RetryPolicy
-from eval_scripts.prompts import MODALITIES
+from eval_scripts.harness.runner import RunConfig, run_grid, run_setting
 from eval_scripts.report.text_table import format_table
-from eval_scripts.runner import RunConfig, run_grid, run_setting
 
 from _harness_helpers import ChatServer
 
@@ -106,7 +106,7 @@ def test_the_grid_is_expanded_once_modality_major_with_each_styles_decoding():
     """`grid_configs` is the one expansion behind a grid run, its dry run and its batch files: the table's order
     (modality-major), every (modality, style) once, each style with the decoding asked for it."""
     from eval_scripts.backends import DecodingConfig
-    from eval_scripts.runner import grid_configs
+    from eval_scripts.harness.runner import grid_configs
 
     config = RunConfig(backend="openai", model="m")
     styles = ["direct", "cot", "paper"]

@@ -7,9 +7,9 @@ import json
 import pytest
 from datasets import Dataset
 
+from eval_scripts.answers.prompts import Prompt, render_prompt
 from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backend
-from eval_scripts.prompts import Prompt, render_prompt
-from eval_scripts.runner import RunConfig, run_setting
+from eval_scripts.harness.runner import RunConfig, run_setting
 
 from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 
@@ -63,7 +63,7 @@ def test_text_only_model_refuses_raw_video(tiny_model, tmp_path) -> None:
 
 def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, synthetic_build, tmp_path) -> None:
     from eval_scripts.cli import main
-    from eval_scripts.results import validate_results
+    from eval_scripts.formats.results import validate_results
     from mis_icc_metric.predictions_io import read_predictions, read_references
     from mis_icc_metric.scoring import score_predictions
 

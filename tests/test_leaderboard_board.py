@@ -270,8 +270,8 @@ def test_every_row_of_the_page_has_a_cell_under_each_column(tmp_path, references
     column added to the entries but not to the floor row would shift every floor number one column left)."""
     from html.parser import HTMLParser
 
+    from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
     from eval_scripts.leaderboard.page import columns
-    from eval_scripts.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 
     _write(tmp_path / "a.json", make_results(systems["strong"], model="org/strong"))
     floor = make_results({key: 3.5 for key in references}, model=BASELINE_MODEL_IDS["mean"])

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts import submission
-from eval_scripts.submission import (
+from eval_scripts.formats.submission import (
     SubmissionError,
     find_problems,
     load_submission,

@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main as cli_main
-from eval_scripts.main_job import DEFAULT_OUT, _out_dir, run_default
-from eval_scripts.submission import find_problems, load_submission
+from eval_scripts.cli.run import default_out as _out_dir
+from eval_scripts.cli.run import run_default
+from eval_scripts.formats.submission import find_problems, load_submission
+from eval_scripts.jobs.default_job import DEFAULT_OUT
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
 from mis_icc_metric.predictions_io import read_predictions, read_references

@@ -13,13 +13,13 @@ import pytest
 from datasets import Dataset
 
 from eval_scripts.backends.openai_backend import RetryPolicy
+from eval_scripts.harness.runner import GridEntry, RunConfig, run_setting
 from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.leaderboard.outputs import csv_rows
 from eval_scripts.report import write_report
 from eval_scripts.report.formatting import MISSING
 from eval_scripts.report.table import rates_table, run_views
 from eval_scripts.report.text_table import format_table
-from eval_scripts.runner import GridEntry, RunConfig, run_setting
 from mis_bench_dataset.built.loading import gold_references
 from tests._leaderboard_helpers import make_results
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts.parse import MAX_NUMBER_DIGITS, PARSE_STYLES, parse_details, parse_score
-from eval_scripts.prompts import render_paper_prompt, render_prompt
+from eval_scripts.answers.parse import MAX_NUMBER_DIGITS, PARSE_STYLES, parse_details, parse_score
+from eval_scripts.answers.prompts import render_paper_prompt, render_prompt
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.rules.numbers import round_half_up
 

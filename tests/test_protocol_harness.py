@@ -143,7 +143,7 @@ def test_direct_and_cot_requests_are_byte_for_byte_unchanged(style):
 
 
 def test_the_system_message_is_part_of_the_prompt_hash():
-    from eval_scripts.prompts import Prompt
+    from eval_scripts.answers.prompts import Prompt
 
     plain = Prompt("v", "wau", "hello")
     with_system = Prompt("v", "wau", "hello", system="Rate it.")
@@ -164,7 +164,7 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     carry the pixel budget, the system message is rendered first, and the results and cache key record the sampling."""
     from test_protocol import reference_indices
 
-    from eval_scripts.runner import RunConfig, run_setting
+    from eval_scripts.harness.runner import RunConfig, run_setting
     from mis_bench_dataset.protocol import VideoSampling, paper_prompt
 
     from _raft_helpers import make_fake_video_processor, make_vl_model, make_vl_tokenizer, raw_video_rows
@@ -228,7 +228,7 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     # (The random tiny model never stops within 16 tokens, so its answers are truncated and not served as
     # answers; the keys of the recorded outcomes show what the cache would serve.)
     def keys() -> list[str]:
-        from eval_scripts.cache import iter_records  # the records, without the cache's header line
+        from eval_scripts.harness.response_cache import iter_records  # the records, without the cache's header line
 
         return [record["key"] for record in iter_records(tmp_path / "runs" / "responses.cache.jsonl")]
 

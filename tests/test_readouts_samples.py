@@ -18,8 +18,8 @@ from _independent import anova_icc, ftest_ci, pingouin_icc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts.cache import iter_records
-from eval_scripts.readout_agreement import icc_block, run_agreement, spread_summary
+from eval_scripts.harness.readout_agreement import icc_block, run_agreement, spread_summary
+from eval_scripts.harness.response_cache import iter_records
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
 

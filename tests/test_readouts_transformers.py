@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from eval_scripts.answers.parse import parse_score
+from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
 from eval_scripts.backends import DecodingConfig, get_backend
 from eval_scripts.cli import main
-from eval_scripts.parse import parse_score
-from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt
 from raft_trainer.config import RAFTConfig
 from raft_trainer.digits import DigitTokens
 from raft_trainer.predict import predict_scores

@@ -215,7 +215,7 @@ def text_only_build(synthetic_release, tmp_path_factory):
 
 
 def test_default_job_on_a_text_only_build_runs_what_it_can_feed(text_only_build, tmp_path, capsys):
-    from eval_scripts.main_job import run_default
+    from eval_scripts.cli.run import run_default
 
     args = argparse.Namespace(
         dataset=str(text_only_build), out=str(tmp_path / "job"), bootstrap=50, seed=0, cv_folds=3, cv_seeds=2

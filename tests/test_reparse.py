@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eval_scripts.cli import main
-from eval_scripts.reparse import reparse
+from eval_scripts.harness.reparse import reparse
 from mis_bench_dataset.rules.errors import EXIT_USAGE
 
 from _harness_helpers import ChatServer

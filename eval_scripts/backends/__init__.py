@@ -4,6 +4,12 @@ A backend turns `Prompt`s into `Completion`s. It declares the inputs it takes
 (`modalities`, a subset of text/image/audio/video) so the runner can refuse a
 setting it cannot serve instead of silently dropping media. Engines are imported
 lazily: `get_backend("vllm", ...)` on a machine without vLLM raises a clear error.
+
+- `base`: the backend interface (`Backend`, `Completion`, `DecodingConfig`) and the registry.
+- `deadlines`: total deadlines for blocking HTTP requests (one watchdog thread).
+- `openai_backend`: any OpenAI-compatible Chat Completions server over HTTP (OpenAI, vLLM/SGLang servers, Gemini).
+- `transformers_backend`: local Hugging Face models: chat LMs and processor-based MLLMs.
+- `vllm_backend`: vLLM's offline engine (GPU only), imported lazily.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
-from eval_scripts.prompts import Prompt
+from eval_scripts.answers.prompts import Prompt
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT, prompt_style
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.rules.errors import UsageError
@@ -120,7 +120,9 @@ class Completion:
     usage: dict | None = None
     cached: bool = False
     failure: str | None = None
-    expected: dict | None = None  # the expected-score readout (`eval_scripts.expected_score.ExpectedScore.as_record`)
+    expected: dict | None = (
+        None  # the expected-score readout (`eval_scripts.answers.expected_score.ExpectedScore.as_record`)
+    )
 
 
 class Backend(ABC):

@@ -49,6 +49,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
+from eval_scripts.answers.outcome import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import (
     DEFAULT_DECLARED_KINDS,
     FAILURE_RUN_DEADLINE,
@@ -58,9 +61,6 @@ from eval_scripts.backends.base import (
     declared_modalities,
 )
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
-from eval_scripts.cache import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
-from eval_scripts.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
-from eval_scripts.prompts import Prompt
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)

@@ -24,11 +24,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_scripts.answers.expected_score import ExpectedScore
+from eval_scripts.answers.outcome import FINISH_LENGTH
+from eval_scripts.answers.parse import parse_details
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
-from eval_scripts.cache import FINISH_LENGTH
-from eval_scripts.expected_score import ExpectedScore
-from eval_scripts.parse import parse_details
-from eval_scripts.prompts import Prompt
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.rules.errors import UsageError, require

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import (
     DEFAULT_DECLARED_KINDS,
     Backend,
@@ -20,8 +22,6 @@ from eval_scripts.backends.base import (
     DecodingConfig,
     declared_modalities,
 )
-from eval_scripts.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens
-from eval_scripts.prompts import Prompt
 
 
 class VLLMBackend(Backend):

@@ -1,5 +1,11 @@
 """CPU baselines that run in seconds: `mean` (train-split mean, the ICC-0 floor) and
-`features` (per-dimension ridge on video-level feature summaries, one per modality setting)."""
+`features` (per-dimension ridge on video-level feature summaries, one per modality setting).
+
+- `crossval`: clinician-grouped K-fold cross-validation of the CPU baselines over every video of a build.
+- `models`: the CPU baselines: `mean` (the sanity floor) and `features` (per-dimension ridge).
+- `run`: run a baseline on a built dataset and write what `mis-bench run` writes.
+- `summaries`: video-level summaries of the `features` config, one numeric vector per modality group.
+"""
 
 from eval_scripts.baselines.models import BASELINES, FeatureRidgeBaseline, MeanBaseline, make_baseline
 from eval_scripts.baselines.run import BaselineRun, run_baseline

@@ -21,7 +21,7 @@ from tqdm.auto import tqdm
 
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def cross_validate(
     *,
     n_folds: int = 5,
     seeds: Sequence[int] = (0, 1, 2),
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions, and

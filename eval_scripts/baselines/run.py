@@ -1,6 +1,6 @@
 """Run a baseline on a built dataset and write what `mis-bench run` writes:
 long-form predictions (mis_icc_metric.predictions_io) and a results JSON in the
-submission schema (eval_scripts.results.write_results), so scoring, reports and
+submission schema (eval_scripts.formats.results.write_results), so scoring, reports and
 leaderboard submissions are identical for baselines and models."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.baselines.models import make_baseline
+from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.harness.run_writer import write_run
-from eval_scripts.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
 from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
@@ -44,7 +44,7 @@ def load_feature_rows(dataset: str | Path | BuiltDataset, split: str) -> list[di
 
 def _system(baseline: str, model: Any, n_train: int) -> dict[str, Any]:
     """The results' `system` block of a fitted baseline."""
-    from eval_scripts.results import package_versions
+    from eval_scripts.formats.results import package_versions
 
     return {
         "model": BASELINE_MODEL_IDS[baseline],
@@ -70,7 +70,7 @@ def run_baseline(
     baseline: str = "features",
     modality: str = "audio+video+text",
     split: str = "test",
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     train_rows: list[dict] | None = None,
     eval_rows: list[dict] | None = None,

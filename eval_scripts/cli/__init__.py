@@ -9,6 +9,21 @@ line on stderr, `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO`, and exits 2 (u
 or 3 (failed model requests); Ctrl-C exits 130 and SIGTERM 143, saying what was kept (both
 unwind the command, so its temporary files and staging folders are removed). A traceback
 appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
+
+The CLI only parses arguments, calls one library function and prints; nothing outside `cli/` imports it.
+
+- `args`: argument types and output helpers shared by every subcommand.
+- `build`: `mis-bench build`.
+- `cache`: `mis-bench cache check|merge`.
+- `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
+- `parse`: `mis-bench parse`.
+- `report`: `mis-bench report`.
+- `reproduce`: `mis-bench reproduce table4|table6`.
+- `run`: `mis-bench run`.
+- `score`: `mis-bench score` and `mis-bench compare`.
+- `stats`: `mis-bench stats`.
+- `synth`: `mis-bench synth`.
+- `train`: `mis-bench train`.
 """
 
 from __future__ import annotations

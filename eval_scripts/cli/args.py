@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, PAPER_BOOTSTRAP_RESAMPLES
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 
@@ -133,9 +133,6 @@ def file_path(text: str) -> str:
 
 # One definition per option concept shared by several subcommands: one spelling, one default, one help
 # (tests/test_cli_options.py walks every subcommand's parser and checks it).
-DEFAULT_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES  # the paper's, and the metric's own default (score_predictions)
-
-
 def add_bootstrap(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     *,

@@ -91,7 +91,7 @@ def _mark(entry: dict) -> str:
 
 
 def submit_command(args: argparse.Namespace) -> int:
-    from eval_scripts.submission import SubmissionError, load_submission, package_submission
+    from eval_scripts.formats.submission import SubmissionError, load_submission, package_submission
 
     max_bytes = int(args.max_mb * 1024 * 1024)
     try:
@@ -114,7 +114,7 @@ def submit_command(args: argparse.Namespace) -> int:
         "synthetic": bool((obj.get("dataset") or {}).get("synthetic", False)),
     }
     if args.push:
-        from eval_scripts.submission import push_submission
+        from eval_scripts.formats.submission import push_submission
 
         outcome["pushed"] = push_submission(package, args.push, token=os.environ.get(args.token_env))
     if args.json:

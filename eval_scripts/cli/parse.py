@@ -45,7 +45,7 @@ def _excerpt(text: str | None) -> str:
 
 
 def parse_command(args: argparse.Namespace) -> int:
-    from eval_scripts.reparse import RESULTS_NAME, reparse
+    from eval_scripts.harness.reparse import RESULTS_NAME, reparse
 
     out = None
     if args.out is not None:
@@ -60,7 +60,7 @@ def parse_command(args: argparse.Namespace) -> int:
         )
     result = reparse(args.file, args.prompt_style)
     counts = result.counts()
-    from eval_scripts.data_names import source_synthetic
+    from eval_scripts.formats.data_names import source_synthetic
     from mis_bench_dataset.synth import SYNTHETIC_LINE
 
     synthetic = bool(source_synthetic(args.file.with_name(RESULTS_NAME)))  # the run's results say what data it was

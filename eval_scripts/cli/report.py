@@ -112,7 +112,7 @@ def report_command(args: argparse.Namespace) -> int:
         scatters=args.scatters,
         raters=raters,
     )
-    from eval_scripts.data_names import results_synthetic
+    from eval_scripts.formats.data_names import results_synthetic
 
     synthetic = any(results_synthetic(results) for results in results_list)
     _say_report(args, sources, written, rescored=references is not None, synthetic=synthetic)

@@ -1,5 +1,5 @@
 """`mis-bench reproduce table4|table6 --from DIR`: the paper's Tables 4 and 6 from the authors' public files,
-printed beside the published values (`eval_scripts.reproduce`)."""
+printed beside the published values (`eval_scripts.jobs.reproduce`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, p
 
 
 def register(subparsers) -> None:
-    from eval_scripts.reproduce import GOLD_CHOICES, TABLES
+    from eval_scripts.jobs.reproduce import GOLD_CHOICES, TABLES
     from mis_bench_dataset.paper_results import TABLE4_BOOTSTRAP
 
     parser = subparsers.add_parser(
@@ -45,7 +45,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_scripts.reproduce import format_table4, format_table6, reproduce_table4, reproduce_table6
+    from eval_scripts.jobs.reproduce import format_table4, format_table6, reproduce_table4, reproduce_table6
     from mis_bench_dataset.rules.errors import DataError
 
     if args.table == "table6":

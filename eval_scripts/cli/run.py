@@ -1,13 +1,15 @@
 """`mis-bench run`: zero-shot evaluation of a model on MIS-Bench (one setting, or a grid).
 
 Without --model/--backend it runs the project's default job
-(`eval_scripts.main_job.run_default`).
+(`eval_scripts.jobs.default_job.run_default`).
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from eval_scripts.answers.feature_plots import FEATURE_FORMATS
 from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS, SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT
 from eval_scripts.cli.args import (
     add_bootstrap,
@@ -26,8 +28,7 @@ from eval_scripts.cli.args import (
     shown,
     unit_interval,
 )
-from eval_scripts.data_names import any_synthetic, source_synthetic
-from eval_scripts.feature_plots import FEATURE_FORMATS
+from eval_scripts.formats.data_names import any_synthetic, source_synthetic
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.protocol import (
@@ -381,7 +382,7 @@ def _summary(result) -> dict:
         "results": str(result.results_path),
         "readouts": str(result.readouts_path) if result.readouts_path else None,
         "seconds": round(result.elapsed_s, 2),
-        # the build report's rule, carried in the results' dataset block (eval_scripts.data_names)
+        # the build report's rule, carried in the results' dataset block (eval_scripts.formats.data_names)
         "synthetic": bool(source_synthetic(result.results_path)),
     }
 
@@ -441,22 +442,54 @@ def _say_synthetic(synthetic: bool) -> None:
         say(SYNTHETIC_LINE)
 
 
+def default_out(args: argparse.Namespace) -> Path:
+    from eval_scripts.jobs.default_job import DEFAULT_OUT
+
+    out = getattr(args, "out", None)
+    return Path(out) if out else DEFAULT_OUT
+
+
+def run_default(args: argparse.Namespace) -> int:
+    """`mis-bench run` with no model: the default job with the command line's values; returns the exit code."""
+    import functools
+
+    from eval_scripts.jobs.default_job import run_default_job
+    from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
+
+    out_dir = default_out(args)
+    args.interrupted_note = (
+        f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
+        "cache); rerun the same command to run the job again"
+    )
+    as_json = bool(getattr(args, "json", False))
+    run_default_job(
+        getattr(args, "dataset", None) or None,
+        out_dir,
+        split=getattr(args, "split", "test") or "test",
+        n_bootstrap=int(getattr(args, "bootstrap", DEFAULT_BOOTSTRAP) or 0),
+        seed=int(getattr(args, "seed", 0) or 0),
+        cv_folds=int(getattr(args, "cv_folds", 0) or 0),
+        cv_seeds=int(getattr(args, "cv_seeds", 3) or 3),
+        as_json=as_json,
+        say=functools.partial(say, err=as_json),
+    )
+    return 0
+
+
 def run_command(args: argparse.Namespace) -> int:
     import time
 
     started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
     if not args.model and not args.backend and not batch_mode:
-        from eval_scripts.main_job import run_default
-
-        return int(run_default(args) or 0)
+        return run_default(args)
     from mis_bench_dataset.rules.errors import UsageError
 
     if not (args.model and args.backend):
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
     if args.cv_folds:
         raise UsageError("--cv-folds cross-validates the default job's baselines", hint="drop --backend/--model")
-    from eval_scripts.runner import run_setting
+    from eval_scripts.harness.runner import run_setting
 
     config = _run_config(args, started)
     if args.samples > 1 and args.temperature == 0:
@@ -485,7 +518,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _run_config(args: argparse.Namespace, started: float):
     """The RunConfig of `mis-bench run` with a model (its deadline counted from `started`)."""
-    from eval_scripts.runner import RunConfig
+    from eval_scripts.harness.runner import RunConfig
     from mis_bench_dataset.built.handle import BuiltDataset
 
     return RunConfig(
@@ -566,7 +599,7 @@ def _decoding(args, style: str):
 
 def _configs(args, config) -> list:
     """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
-    from eval_scripts.runner import grid_configs
+    from eval_scripts.harness.runner import grid_configs
 
     modalities, styles = (args.modalities, args.prompts) if args.grid else ([args.modality], [args.prompt_style])
     return list(grid_configs(config, modalities, styles, lambda style: _decoding(args, style)))
@@ -581,7 +614,7 @@ def _batch_command(args, config) -> int:
     configs = _configs(args, config)
     synthetic = any_synthetic([config.dataset])
     if args.dry_run:
-        from eval_scripts.runner import dry_run
+        from eval_scripts.harness.runner import dry_run
 
         plan = dry_run(
             configs,
@@ -598,7 +631,7 @@ def _batch_command(args, config) -> int:
             _say_synthetic(synthetic)
         return 0
     if args.export_batch:
-        from eval_scripts.runner import export_batch
+        from eval_scripts.harness.runner import export_batch
 
         export = export_batch(
             configs, args.export_batch, grid=args.grid, max_requests=args.batch_max_requests, max_mb=args.batch_max_mb
@@ -615,7 +648,7 @@ def _batch_command(args, config) -> int:
 
 def _import_command(args, configs, synthetic: bool) -> int:
     """--import-batch: the batch's answers into the cache, then the run(s) scored as a live run would."""
-    from eval_scripts.runner import import_batch
+    from eval_scripts.harness.runner import import_batch
     from mis_bench_dataset.rules.errors import EXIT_REQUESTS
 
     entries, report = import_batch(configs, args.import_batch, grid=args.grid)
@@ -710,6 +743,6 @@ def _exit_code(results) -> int:
 
 def _run_grid_with_decoding(config, modalities, styles, args):
     """Grid runs: each style gets its own default token budget unless --max-new-tokens is set."""
-    from eval_scripts.runner import run_grid
+    from eval_scripts.harness.runner import run_grid
 
     return run_grid(config, modalities, styles, decoding=lambda style: _decoding(args, style))

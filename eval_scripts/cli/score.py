@@ -264,8 +264,8 @@ def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
 
 
 def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) -> bool:
-    """`synthetic` at the top of the result (the build report's rule, `eval_scripts.data_names`); the mark line."""
-    from eval_scripts.data_names import any_synthetic
+    """`synthetic` at the top of the result (the build report's rule, `formats.data_names`); the mark line."""
+    from eval_scripts.formats.data_names import any_synthetic
     from mis_bench_dataset.synth import SYNTHETIC_LINE
 
     synthetic = any_synthetic([args.references, *predictions])
@@ -276,7 +276,7 @@ def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) 
 
 
 def _data_name(args: argparse.Namespace) -> str:
-    from eval_scripts.data_names import build_name
+    from eval_scripts.formats.data_names import build_name
 
     return shown(build_name(args.references) if Path(args.references).is_dir() else args.references)
 
@@ -379,7 +379,7 @@ def _block_line(what: str, block: dict | None) -> str | None:
 
 def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, references: dict) -> None:
     """The judge's agreement with itself (the run's readouts.json, a --retest run), printed and added to `result`."""
-    from eval_scripts.readout_agreement import read_readouts, readouts_summary, run_agreement
+    from eval_scripts.harness.readout_agreement import read_readouts, readouts_summary, run_agreement
 
     readouts = read_readouts(args.predictions.parent)
     lines = []

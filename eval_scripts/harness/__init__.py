@@ -1,18 +1,19 @@
-"""The zero-shot harness in small pieces, each with one job.
+"""The zero-shot harness in small pieces, each with one job; `runner` strings them together.
 
-- `context`: `RunConfig` (what the user asked for) and `prepare_run`, which builds the
-  `RunContext` of one setting once: rows, input source, prompts, cache keys, dataset identity.
+- `runner`: one setting x prompt style end to end, resumable (`run_setting`), grids (`run_grid`), dry runs and batches.
+- `context`: `RunConfig` (what the user asked for) and `prepare_run`, which builds the `RunContext` of one setting once.
 - `prompting`: which input source a backend can take, feature-derived blocks, rendered prompts.
-- `caching`: `CachingBackend`, a wrapper around any backend that answers from the append-only
-  response cache and records every new outcome (the idea of lmms-eval's `CachingLM`).
-- `outputs`: the one writer of a run's files (predictions, raw responses, scored results JSON),
-  shared by model runs and the CPU baselines.
-- `ordering`: prefix-friendly request order (grouped by modality setting and dimension) and how
-  much of it a prefix cache can reuse.
-- `batch`: OpenAI Batch API / vLLM `run_batch` files: custom ids, export lines, reading output
-  lines, and `BatchOutputBackend`, which answers a run from them behind `CachingBackend`.
-- `estimate`: prompt-token (local tokenizer or characters/4) and cost estimates for dry runs.
-
-`eval_scripts.runner` strings them together (`run_setting`, `run_grid`, `dry_run`, `export_batch`,
-`import_batch`).
+- `execution`: one setting's requests and files: what a live run, an imported batch and a grid share.
+- `response_cache`: the append-only JSONL response cache, proven before use, that never loses or duplicates a row.
+- `caching`: `CachingBackend`, any backend behind the response cache (lmms-eval's `CachingLM` idea).
+- `cache_tools`: `mis-bench cache check|merge`: what a cache holds, one cache from several machines' caches.
+- `readouts`: how a row's answers become its score (parser or expected score, then the mean over samples).
+- `outcomes`: what happened to each row of a run, counted once for every reader.
+- `readout_agreement`: a judge's agreement with itself (two readouts, two samples, two runs).
+- `reparse`: the saved answers of a run re-parsed with the current parser (`mis-bench parse`).
+- `run_writer`: the one writer of a run's files, shared by model runs and the CPU baselines.
+- `ordering`: prefix-friendly request order and how much of it a prefix cache can reuse.
+- `batch`: OpenAI Batch API / vLLM `run_batch` files: export lines, read output lines, `BatchOutputBackend`.
+- `batch_flow`: dry runs and batch files: a run's settings prepared, then estimated, exported or answered from files.
+- `estimate`: prompt-token and cost estimates for dry runs.
 """

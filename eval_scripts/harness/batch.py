@@ -16,7 +16,7 @@ run it is given, never by parsing them: an id of another run, setting or decodin
 Imported outcomes reach the run through `BatchOutputBackend`, a backend that answers from the
 output file, behind the same `CachingBackend` as a live run: answers land in the append-only
 response cache, errors are recorded as failed and answers cut by the token limit as truncated
-(`eval_scripts.cache.outcome_status`), and the run's files are written by the same code.
+(`eval_scripts.answers.outcome.outcome_status`), and the run's files are written by the same code.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eval_scripts.answers.expected_score import TokenChoice, expected_from_tokens
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
 from eval_scripts.backends.openai_backend import (
     ERROR_BODY_CHARS,
@@ -36,8 +38,6 @@ from eval_scripts.backends.openai_backend import (
     parse_chat_completion,
     server_message,
 )
-from eval_scripts.expected_score import TokenChoice, expected_from_tokens
-from eval_scripts.prompts import Prompt
 from mis_bench_dataset.rules.atomic import write_atomic
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.ownership import OutputFolder

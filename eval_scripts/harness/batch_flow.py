@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend
-from eval_scripts.cache import CacheIndex, read_cache
 from eval_scripts.harness.batch import (
     OPENAI_MAX_MB,
     OPENAI_MAX_REQUESTS,
@@ -52,7 +52,7 @@ from eval_scripts.harness.execution import (
     write_result,
 )
 from eval_scripts.harness.ordering import prefix_order, prefix_stats
-from eval_scripts.prompts import Prompt
+from eval_scripts.harness.response_cache import CacheIndex, read_cache
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.numbers import round_half_up
 from mis_bench_dataset.rules.ownership import check_not_overlapping

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.answers.prompts import Prompt, check_setting, template_hash
 from eval_scripts.backends.base import Backend, DecodingConfig
-from eval_scripts.cache import cache_key
 from eval_scripts.harness.prompting import build_prompts, input_source_for
-from eval_scripts.prompts import Prompt, check_setting, template_hash
+from eval_scripts.harness.response_cache import cache_key
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
 from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.text_safety import slug
@@ -44,7 +44,7 @@ class RunConfig:
     feature_format: str = "text"
     decoding: DecodingConfig | None = None
     backend_options: dict[str, Any] = field(default_factory=dict)
-    n_bootstrap: int = 1000
+    n_bootstrap: int = DEFAULT_BOOTSTRAP
     cache_path: str | Path | None = None
     dataset_name: str | None = None
     progress: bool = True

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.answers.outcome import STATUS_FAILED, STATUS_TRUNCATED
+from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
-from eval_scripts.cache import STATUS_FAILED, STATUS_TRUNCATED, ResponseCache
 from eval_scripts.harness.caching import CachingBackend
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
 from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
@@ -31,10 +32,10 @@ from eval_scripts.harness.outcomes import (
     row_outcome,
     summarise_failures,
 )
+from eval_scripts.harness.readout_agreement import READOUTS_FORMAT_VERSION, readout_agreement
 from eval_scripts.harness.readouts import RowReadout, SampleOutcome, row_readout, sample_outcome
+from eval_scripts.harness.response_cache import ResponseCache
 from eval_scripts.harness.run_writer import RUN_WRITER, write_run
-from eval_scripts.prompts import Prompt
-from eval_scripts.readout_agreement import READOUTS_FORMAT_VERSION, readout_agreement
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
 
@@ -304,7 +305,7 @@ def write_result(
     prefix: PrefixStats | None = None,
 ) -> RunResult:
     """Write the run's files (`harness.run_writer`) from its completions and say what happened."""
-    from eval_scripts.results import package_versions, usage_totals
+    from eval_scripts.formats.results import package_versions, usage_totals
 
     config = context.config
     readouts = _row_readouts(context, completions)

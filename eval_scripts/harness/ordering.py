@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval_scripts.prompts import MODALITIES, Prompt
+from eval_scripts.answers.prompts import MODALITIES, Prompt
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
 _DIMENSION_RANK = {key: rank for rank, key in enumerate(DIMENSION_KEYS)}

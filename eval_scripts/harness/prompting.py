@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from eval_scripts.answers.feature_plots import FEATURE_FORMATS, feature_media_block
+from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
 from eval_scripts.backends.base import Backend
-from eval_scripts.feature_plots import FEATURE_FORMATS, feature_media_block
-from eval_scripts.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
 from mis_bench_dataset.built.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.ownership import OutputFolder
 
@@ -49,7 +50,7 @@ def write_run(
     predictions: Sequence[Mapping[str, Any]],
     references: Mapping[tuple[str, str], float],
     parse_rates: Mapping[str, float],
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     raw_records: Sequence[Mapping[str, Any]] | None = None,
     usage: Mapping[str, int] | None = None,
@@ -58,8 +59,8 @@ def write_run(
 ) -> WrittenRun:
     """Score `predictions` against `references` (when any) and write the run's files under `run_dir`;
     `readouts` (an expected-score or repeated-sample run's per-row readouts) go to readouts.json."""
-    from eval_scripts.readout_agreement import READOUTS_NAME, readouts_json
-    from eval_scripts.results import write_results
+    from eval_scripts.formats.results import write_results
+    from eval_scripts.harness.readout_agreement import READOUTS_NAME, readouts_json
     from mis_icc_metric.predictions_io import write_predictions
     from mis_icc_metric.scoring import score_predictions
 

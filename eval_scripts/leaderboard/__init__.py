@@ -1,5 +1,11 @@
 """The MIS-Bench leaderboard: validate and score submissions against hidden labels,
-write CSV + JSON + a static sortable page, and serve it from a Hub Space."""
+write CSV + JSON + a static sortable page, and serve it from a Hub Space.
+
+- `outputs`: write a leaderboard as JSON, CSV and the static HTML page.
+- `page`: the static leaderboard page (one self-contained HTML file).
+- `scoring`: score every submission in a folder against hidden labels; never stop on a bad one.
+- `space_app`: the Hub Space app serving the page.
+"""
 
 from eval_scripts.leaderboard.outputs import LeaderboardFiles, write_leaderboard
 from eval_scripts.leaderboard.page import render_page

@@ -19,15 +19,15 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from eval_scripts.results import is_floor_baseline
-from eval_scripts.submission import (
+from eval_scripts.formats.results import is_floor_baseline
+from eval_scripts.formats.submission import (
     DEFAULT_MAX_BYTES,
     SubmissionError,
     load_submission,
     predictions_mapping,
     validate_results,
 )
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -210,7 +210,7 @@ def build_leaderboard(
     references: References,
     *,
     split: str = "test",
-    n_bootstrap: int = 10_000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     max_bytes: int = DEFAULT_MAX_BYTES,
     fingerprints: Collection[str] | None = None,

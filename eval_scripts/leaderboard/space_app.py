@@ -26,6 +26,7 @@ from pathlib import Path
 from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.page import render_page
 from eval_scripts.leaderboard.scoring import build_leaderboard
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,7 @@ def build_board_from_env() -> dict:
         _submissions_dir(),
         read_references(references_path, split=split),
         split=split,
-        n_bootstrap=int(os.environ.get("MIS_BENCH_BOOTSTRAP", "10000")),
+        n_bootstrap=int(os.environ.get("MIS_BENCH_BOOTSTRAP", str(DEFAULT_BOOTSTRAP))),
     )
 
 

@@ -1,6 +1,20 @@
 """Reports for one run or a set of runs, as the paper shows them: the Table 3 view (each system's best
 configuration), the Figure 2 view (every configuration by dimension), the Table 4 / Figure 4 comparison,
-MSE, parse and exclusion rates, and predicted-vs-gold scatters."""
+MSE, parse and exclusion rates, and predicted-vs-gold scatters.
+
+- `agreement`: the agreement tables beyond ICC(3,1).
+- `agreement_plots`: agreement figures of one run, per dimension.
+- `build`: write a report (Markdown, self-contained HTML, report.json, PNGs).
+- `comparison`: the paper's Table 4 / Figure 4 view: systems on the same split.
+- `formatting`: number and text formatting shared by reports and the leaderboard page.
+- `inputs`: what a report reads: results files, labels, rescoring.
+- `options`: the report's user-facing choices, light enough for `--help`.
+- `plots`: figures: the radar with the human ceiling, configuration x dimension views.
+- `stability`: each run's agreement with itself beside its agreement with the experts.
+- `table`: report tables as cell grids, rendered to Markdown and HTML.
+- `text_table`: a Table-3-like plain-text table for the terminal.
+- `views`: the paper's views of many runs as data (Table 3, Figure 2).
+"""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
 
 def load_results(files: Sequence[Path]) -> list[dict[str, Any]]:
     """Each file read strictly and validated against the submission schema."""
-    from eval_scripts.submission import SubmissionError, load_submission, validate_results
+    from eval_scripts.formats.submission import SubmissionError, load_submission, validate_results
 
     loaded = []
     for path in files:
@@ -110,7 +110,7 @@ def rescore(
     sources: Sequence[str],
 ) -> list[dict[str, Any]]:
     """Copies of the results with `scores` recomputed from their predictions against `references`."""
-    from eval_scripts.submission import predictions_mapping
+    from eval_scripts.formats.submission import predictions_mapping
 
     rescored = []
     for results, source in tqdm(

@@ -3,7 +3,7 @@
 From the `readouts.json` a run writes beside its results (expected-score and repeated-sample runs):
 ICC(3,1) of its text vs expected readouts, of its first two samples (test-retest), and the spread of
 its samples per row; and, for every two runs given of one model in one setting on one split (two runs
-the user made), the ICC(3,1) between their predictions. `eval_scripts.readout_agreement` computes
+the user made), the ICC(3,1) between their predictions. `eval_scripts.harness.readout_agreement` computes
 them; this module only gathers and lays them out.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.readout_agreement import read_readouts, run_agreement
+from eval_scripts.harness.readout_agreement import read_readouts, run_agreement
 from eval_scripts.report.table import RunView, Table
 from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct
 

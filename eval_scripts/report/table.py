@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from eval_scripts.formats.results import is_floor_baseline
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
-from eval_scripts.results import is_floor_baseline
 from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
 from mis_bench_dataset.rules.text_safety import escape_html
 
@@ -40,7 +40,7 @@ class RunView:
 
     def dataset_label(self) -> str:
         """The data by its name, the fingerprint second (`the default synthetic sample (sha256:1823...)`)."""
-        from eval_scripts.data_names import dataset_name
+        from eval_scripts.formats.data_names import dataset_name
 
         return dataset_name(self.dataset_name, self.fingerprint, self.split, synthetic=self.synthetic)
 

@@ -5,7 +5,7 @@ therapist; what it gets instead is a short, numeric, plainly labelled summary of
 the released features. Results record `input_source = "features"` so these runs are
 never mistaken for raw-media runs. The zero-shot harness (`eval_scripts`), the RAFT
 trainer and the baselines all read the same descriptors and the same pause rule from
-here, the ground layer; the harness adds an optional plot (`eval_scripts.feature_plots`).
+here, the ground layer; the harness adds an optional plot (`eval_scripts.answers.feature_plots`).
 
 Column layouts (paper Table 1; `mis_bench_dataset.release.tree`):
 

@@ -12,6 +12,7 @@ import evaluate
 
 import mis_bench_dataset.rules.jsonio
 import mis_icc_metric.scoring
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 
 _CITATION = """\
 @misc{lu2026misbench,
@@ -107,7 +108,7 @@ class MisIcc(evaluate.Metric):
         references,
         video_ids,
         dimensions,
-        n_bootstrap=10_000,
+        n_bootstrap=DEFAULT_BOOTSTRAP,
         seed=0,
         confidence=0.95,
         common_videos=None,

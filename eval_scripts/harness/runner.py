@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from eval_scripts.answers.prompts import MODALITIES
 from eval_scripts.backends.base import Backend
 from eval_scripts.harness.batch_flow import (
     PreparedSetting,
@@ -41,7 +42,6 @@ from eval_scripts.harness.execution import (
     output_folder,
     write_result,
 )
-from eval_scripts.prompts import MODALITIES
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
 

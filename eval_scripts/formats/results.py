@@ -1,7 +1,7 @@
 """The results JSON of one run (= a leaderboard submission, schema 1.1).
 
 `write_results` assembles exactly the contract's fields and validates them with the
-leaderboard's validator (`eval_scripts.submission`) before writing, so a run never
+leaderboard's validator (`eval_scripts.formats.submission`) before writing, so a run never
 leaves behind a file `mis-bench submit` would reject. `validate_results` is
 re-exported from there.
 """
@@ -15,8 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.cache import USAGE_FIELDS
-from eval_scripts.submission import SCHEMA_VERSION
+from eval_scripts.answers.outcome import USAGE_FIELDS
+from eval_scripts.formats.submission import SCHEMA_VERSION
 from mis_bench_dataset.rules.atomic import AtomicFiles, write_atomic
 from mis_bench_dataset.rules.jsonio import json_safe
 
@@ -99,8 +99,8 @@ def write_results(path: str | Path, *, files: AtomicFiles | None = None, **field
     Results that fail the schema are a bug of the writer, not of a file: nothing is written, and the
     error says so instead of pointing at a file that does not exist.
     """
-    from eval_scripts.submission import SubmissionError
-    from eval_scripts.submission import validate_results as _validate
+    from eval_scripts.formats.submission import SubmissionError
+    from eval_scripts.formats.submission import validate_results as _validate
 
     obj = build_results(**fields)
     path = Path(path)
@@ -120,7 +120,7 @@ def write_results(path: str | Path, *, files: AtomicFiles | None = None, **field
 
 
 def validate_results(obj: Any, **kwargs: Any) -> Any:
-    """The leaderboard's validator (eval_scripts.submission.validate_results)."""
-    from eval_scripts.submission import validate_results as _validate
+    """The leaderboard's validator (eval_scripts.formats.submission.validate_results)."""
+    from eval_scripts.formats.submission import validate_results as _validate
 
     return _validate(obj, **kwargs)

@@ -13,8 +13,6 @@ every output.
 
 from __future__ import annotations
 
-import argparse
-import functools
 import json
 import logging
 import time
@@ -23,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.cli.args import DEFAULT_BOOTSTRAP, shown
-from eval_scripts.cli.args import say as _say
 from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.text_safety import clean_line as shown
 
 logger = logging.getLogger(__name__)
 
@@ -38,11 +35,6 @@ SYNTHETIC_BANNER = (
     "toolkit works end to end; they say nothing about any model. Run a real model with "
     "`mis-bench run --dataset DIR --backend B --model M`."
 )
-
-
-def _out_dir(args: argparse.Namespace) -> Path:
-    out = getattr(args, "out", None)
-    return Path(out) if out else DEFAULT_OUT
 
 
 def _dataset(dataset: str | Path | BuiltDataset | None, say) -> tuple[BuiltDataset, bool]:
@@ -149,9 +141,9 @@ def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], job
 
 def _publish(job: _Job, runs: list, references: dict) -> tuple[Any, Any]:
     """The report of the runs, their submissions and the leaderboard built from them."""
+    from eval_scripts.formats.submission import package_submission
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.report import write_report
-    from eval_scripts.submission import package_submission
 
     title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if job.synthetic else "")
     report = write_report(
@@ -245,10 +237,12 @@ def run_default_job(
     cv_folds: int = 0,
     cv_seeds: int = 3,
     as_json: bool = False,
+    say: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The default job on `dataset` (default: the synthetic sample) into `out`; prints its summary, returns it.
 
-    With `as_json`, stdout carries only the summary JSON; progress and the banner go to stderr.
+    `say` prints one line for the user (the CLI's printer); without it the lines are logged. With `as_json`,
+    stdout carries only the summary JSON (the CLI's `say` then writes to stderr).
     """
     from eval_scripts.baselines.run import load_feature_rows
     from mis_bench_dataset.built.loading import gold_references
@@ -256,7 +250,7 @@ def run_default_job(
     from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
 
     started = time.monotonic()
-    say = functools.partial(_say, err=as_json)
+    say = say or logger.info
     out_dir = Path(out)
     handle, synthetic = _dataset(dataset, say)
     check_not_overlapping(out_dir, [handle.path], command="run")
@@ -293,23 +287,3 @@ def run_default_job(
     else:
         _say_summary(job, summary, runs, cross_validation, report, leaderboard)
     return summary
-
-
-def run_default(args: argparse.Namespace) -> int:
-    """`mis-bench run` with no model: the default job with the command line's values; returns the exit code."""
-    out_dir = _out_dir(args)
-    args.interrupted_note = (
-        f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
-        "cache); rerun the same command to run the job again"
-    )
-    run_default_job(
-        getattr(args, "dataset", None) or None,
-        out_dir,
-        split=getattr(args, "split", "test") or "test",
-        n_bootstrap=int(getattr(args, "bootstrap", DEFAULT_BOOTSTRAP) or 0),
-        seed=int(getattr(args, "seed", 0) or 0),
-        cv_folds=int(getattr(args, "cv_folds", 0) or 0),
-        cv_seeds=int(getattr(args, "cv_seeds", 3) or 3),
-        as_json=bool(getattr(args, "json", False)),
-    )
-    return 0

@@ -6,7 +6,7 @@ measures noise. Each comparison is ICC(3,1) (`mis_icc_metric.icc3`, the benchmar
 the rows both sides scored, every (video, dimension) row one item, with its F-test 95% CI; rows
 either side left unscored are left out and counted.
 
-The per-row records are those a run writes to `readouts.json` (`eval_scripts.runner`): `values`
+The per-row records are those a run writes to `readouts.json` (`eval_scripts.harness.runner`): `values`
 (each sample's score, null when unread) and, for an expected-score run, `text_values` (each
 sample's parsed text beside it).
 """

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.cache import FINISH_LENGTH, STATUS_OK
-from eval_scripts.parse import PARSE_STYLES, parse_details
+from eval_scripts.answers.outcome import FINISH_LENGTH, STATUS_OK
+from eval_scripts.answers.parse import PARSE_STYLES, parse_details
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 RESULTS_NAME = "results.json"
