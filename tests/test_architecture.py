@@ -209,4 +209,4 @@ def test_each_room_docstring_names_exactly_its_modules(room):
     listed = set(re.findall(r"^- `(\w+)`:", doc, re.M))
     on_disk = {p.stem for p in folder.glob("*.py") if not p.name.startswith("__")}
     on_disk |= {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
-    assert listed == on_disk, f"eval_scripts/{room}/__init__.py lists {sorted(listed)}, the folder has {sorted(on_disk)}"
+    assert listed == on_disk, f"{room}/__init__.py lists {sorted(listed)}; the folder has {sorted(on_disk)}"

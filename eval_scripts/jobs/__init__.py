@@ -1,5 +1,5 @@
 """Whole jobs the CLI starts with one call, with typed parameters (no argparse here).
 
-- `default_job`: `mis-bench run` with no model: CPU baselines, report and leaderboard on a build or the synthetic sample.
+- `default_job`: `mis-bench run` with no model: CPU baselines, report and leaderboard (a build or the sample).
 - `reproduce`: `mis-bench reproduce table4|table6` from the authors' public files.
 """
