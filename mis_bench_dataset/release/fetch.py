@@ -244,38 +244,53 @@ def _remove_empty(folder: Path) -> None:
 
 
 def _fetch_one(file: PublicFile, base: str, out: Path, timeout: float, bar, missing: list[PublicFile]) -> FetchedFile:
-    """Download one file into its `.part` (resuming), then verify and publish it."""
+    """Download one file into its `.part` (resuming), then verify and publish it. A `.part` left by an earlier
+    run that does not verify (written by another version, or damaged) is started over once before refusing."""
     url = file_url(base, file)
     part = _part_path(out, file)
     part.parent.mkdir(parents=True, exist_ok=True)
     done = FetchedFile(file, "fetched", url)
+    earlier = _size_of(part)
+    _download_with_retries(file, url, part, timeout, bar, done, [f for f in missing if not (out / f.name).is_file()])
+    if earlier and sha256_of(part) != file.sha256:
+        logger.warning("%s: the partial download kept from an earlier run does not verify; starting over", file.name)
+        bar.update(-_size_of(part))
+        part.unlink()
+        done.restarts += 1
+        _download_with_retries(file, url, part, timeout, bar, done, [])
+    _publish(part, out, file, url)
+    return done
+
+
+def _download_with_retries(
+    file: PublicFile, url: str, part: Path, timeout: float, bar, done: FetchedFile, unfetched: list[PublicFile]
+) -> None:
+    """Requests until `part` holds what the server sends in full: a cut connection resumes at once, a server
+    error is asked again after a pause, `RETRIES` times; a host not reached at all fails at once."""
     failure = ""
     for attempt in range(RETRIES + 1):
         had = _size_of(part)
         if had >= file.size:
-            break  # complete from an earlier run: verified without a request (a longer file is refused there)
+            return  # complete (from an earlier run too): verified without a request; a longer file is refused
         try:
             if _download(url, part, file, timeout, bar, done):
-                break
+                return
             failure = f"the connection ended after {_size_of(part):,} of {file.size:,} bytes"
         except _Cut as cut:
             failure = str(cut)
         except urllib.error.HTTPError as err:
             failure = _http_failure(err, file, url)
         except (urllib.error.URLError, OSError) as err:
-            if attempt == 0 and not had:
-                raise _unreachable(err, url, [f for f in missing if not (out / f.name).is_file()]) from err
+            if attempt == 0 and not had and unfetched:
+                raise _unreachable(err, url, unfetched) from err
             failure = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
         if _size_of(part) <= had and attempt < RETRIES:  # no progress: wait a little before asking again
             time.sleep(min(0.25 * 2**attempt, 2.0))
-    else:
-        raise FetchRequestsError(
-            f"{file.name} could not be fetched in {RETRIES + 1} requests: {failure}",
-            where=url,
-            hint=f"rerun the same mis-bench fetch to resume from the {_size_of(part):,} bytes kept in {part}",
-        )
-    _publish(part, out, file, url)
-    return done
+    raise FetchRequestsError(
+        f"{file.name} could not be fetched in {RETRIES + 1} requests: {failure}",
+        where=url,
+        hint=f"rerun the same mis-bench fetch to resume from the {_size_of(part):,} bytes kept in {part}",
+    )
 
 
 def _size_of(path: Path) -> int:
