@@ -172,11 +172,12 @@ def _check_present(files: Iterable[PublicFile], out: Path) -> set[str]:
         target = out / file.name
         if not (target.exists() or target.is_symlink()):
             continue
-        digest = sha256_of(target) if target.is_file() else "not a file"
+        digest = sha256_of(target) if target.is_file() else None
         if digest != file.sha256:
+            found = f"SHA-256 {digest}" if digest else "not a file"
             raise DataError(
-                f"{target} is already there and is not the authors' {file.name} (SHA-256 {digest}, the "
-                f"provenance table's {file.sha256}); it is left as it is",
+                f"{target} is already there and is not the authors' {file.name} ({found}, the provenance "
+                f"table's SHA-256 {file.sha256}); it is left as it is",
                 where="mis-bench fetch --out",
                 hint="move it away or fetch into another --out",
             )
