@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import signal
 import socket
+import subprocess
+import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -57,8 +62,10 @@ class Mirror:
     bytes sent before the connection is cut (the first `cuts` responses of it); `ignore_range`: answer a
     Range request with the whole file (200)."""
 
-    def __init__(self, tamper=(), cut=None, cuts=1, ignore_range=False):
+    def __init__(self, tamper=(), cut=None, cuts=1, ignore_range=False, stall=None):
         self.routes = _routes()
+        self.stall = stall  # (name, bytes): send that many bytes of it, then hold the connection until closed
+        self.released = threading.Event()
         self.tamper, self.cut, self.cuts_left = set(tamper), dict(cut or {}), {k: cuts for k in (cut or {})}
         self.ignore_range = ignore_range
         self.log: list[tuple[str, str | None, int]] = []  # (file name, Range header, status)
@@ -88,6 +95,11 @@ class Mirror:
                     self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
                 self.end_headers()
                 payload = bytes(body[start:])
+                if mirror.stall and mirror.stall[0] == name:
+                    self.wfile.write(payload[: mirror.stall[1]])
+                    self.wfile.flush()
+                    mirror.released.wait(30)
+                    return
                 if mirror.cuts_left.get(name, 0) > 0:
                     mirror.cuts_left[name] -= 1
                     self.wfile.write(payload[: mirror.cut[name]])
@@ -118,6 +130,7 @@ class Mirror:
         return self
 
     def __exit__(self, *exc) -> None:
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
@@ -250,6 +263,26 @@ def test_a_damaged_partial_download_starts_over_once(tmp_path, capsys):
         code, doc, _ = _fetch(out, mirror.url, capsys=capsys)
     assert code == 0 and mirror.requests("coding.csv") == [("bytes=2200-", 206), (None, 200)]
     assert next(f for f in doc["files"] if f["file"] == "coding.csv")["restarts"] == 1
+    assert (out / "coding.csv").read_bytes() == (AUTHORS / "coding.csv").read_bytes()
+
+
+def test_sigterm_mid_file_keeps_the_partial_download_for_the_next_run(tmp_path, capsys):
+    out = tmp_path / "authors"
+    part = out / fetch_module.PARTIAL_FOLDER / "coding.csv.part"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    with Mirror(stall=("coding.csv", 60_000)) as mirror:
+        command = [sys.executable, "-m", "eval_scripts.cli", "fetch", "--out", str(out), "--base-url", mirror.url]
+        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while not (part.is_file() and part.stat().st_size == 60_000) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 143 and "partial download for the next mis-bench fetch to resume" in err
+    assert part.stat().st_size == 60_000 and not (out / "coding.csv").exists()
+    with Mirror() as mirror:
+        code, doc, _ = _fetch(out, mirror.url, capsys=capsys)
+    assert code == 0 and mirror.requests("coding.csv") == [("bytes=60000-", 206)]
     assert (out / "coding.csv").read_bytes() == (AUTHORS / "coding.csv").read_bytes()
 
 

@@ -24,6 +24,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--out",
+        metavar="DIR",
         help="folder to write the files into (default: authors/ in the toolkit's cache, $MIS_BENCH_CACHE or "
         "~/.cache/mis-bench)",
     )
@@ -44,7 +45,11 @@ def register(subparsers) -> None:
         help="seconds to wait for a connection and for each read",
     )
     add_json(parser, what="what was fetched, kept and verified")
-    parser.set_defaults(func=run)
+    parser.set_defaults(
+        func=run,
+        interrupted_note="the files already verified are kept, and the partial download for the next "
+        "mis-bench fetch to resume",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -348,7 +348,7 @@ def _copy_body(response, part: Path, offset: int, file: PublicFile, bar) -> None
         written = offset
         while True:
             try:
-                chunk = response.read(_CHUNK)
+                chunk = response.read1(_CHUNK)  # what has arrived: a stalled server leaves it on the disk
             except (http.client.HTTPException, OSError) as err:  # IncompleteRead, reset, read timeout
                 raise _Cut(
                     f"the connection broke after {written:,} of {file.size:,} bytes ({type(err).__name__})"
