@@ -550,6 +550,7 @@ ANCHORS = {
     # a model at a closed port, on a folder that is not a build: fails before any request
     "run": "run --backend openai --model m --dataset {w}/dir --base-url http://127.0.0.1:{port}/v1 --max-retries 0 "
     "--timeout 1 --no-progress",
+    "fetch": "fetch --base-url http://127.0.0.1:{port} --timeout 1",  # the file host at a closed port: no download
     "synth": "synth --videos 1",  # OUT from the fragments; at most a small release, in a folder not there yet
 }
 

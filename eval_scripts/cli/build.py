@@ -37,6 +37,15 @@ def register(subparsers) -> None:
         type=existing("file", as_path=False),
         help="transcripts CSV (video,transcript); supplies the text modality (default: none, the release's own)",
     )
+    parser.add_argument(
+        "--authors",
+        nargs="?",
+        const="",
+        metavar="DIR",
+        help="a folder `mis-bench fetch` wrote (no DIR: its default folder): the same build as --transcripts "
+        "DIR/fis_transcript.csv --labels DIR/coding.csv, the card citing the authors' repository, commit and path "
+        "(default: none)",
+    )
     parser.add_argument("--out", default=DEFAULT_BUILD_DIR, help=f"output folder (default: ./{DEFAULT_BUILD_DIR})")
     parser.add_argument(
         "--split-by",
@@ -82,8 +91,16 @@ def run(args: argparse.Namespace) -> int:
     from mis_bench_dataset.build.builder import build_dataset
     from mis_bench_dataset.rules.errors import UsageError
 
+    if args.authors is not None:
+        from mis_bench_dataset.release.fetch import authors_inputs
+
+        if args.transcripts or args.labels:
+            raise UsageError(
+                "--authors gives the transcripts and the labels itself", hint="drop --transcripts / --labels"
+            )
+        args.transcripts, args.labels = (str(path) for path in authors_inputs(args.authors or None))
     if args.release_dir is None and args.transcripts is None:
-        raise UsageError("nothing to build", hint="give RELEASE_DIR, --transcripts CSV, or both")
+        raise UsageError("nothing to build", hint="give RELEASE_DIR, --transcripts CSV, --authors DIR, or both")
     report = build_dataset(
         args.release_dir,
         args.out,

@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         description="Recompute the paper's Table 6 (gold statistics, from coding.csv) or Table 4 (Qwen2.5-VL raw, "
         "fine-tuning and MIS-RAFT ICCs with bootstrap CIs, from coding.csv, raw_inference.csv, finetune.csv and "
         "finetune_raft.csv) and print them beside the published numbers. FOLDER holds the files under their names "
-        "in the authors' repository (docs/reproducing.md: `git show COMMIT:PATH`).",
+        "in the authors' repository, as `mis-bench fetch` writes them (docs/reproducing.md).",
     )
     parser.add_argument("table", choices=TABLES, help="which table")
     parser.add_argument(

@@ -39,7 +39,8 @@ def _file(folder: Path, name: str) -> Path:
         raise DataError(
             f"no {name} in the folder",
             where=str(folder),
-            hint=f"write it from a clone of the authors' repository: `{known.git_show}`",
+            hint=f"fetch it with `mis-bench fetch --out {folder}`, or write it from a clone of the authors' "
+            f"repository: `{known.git_show}`",
         )
     return path
 
