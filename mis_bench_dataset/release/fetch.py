@@ -40,7 +40,7 @@ from mis_bench_dataset.release.provenance import (
     PublicFile,
     sha256_of,
 )
-from mis_bench_dataset.rules.atomic import file_lock, sync_file
+from mis_bench_dataset.rules.atomic import file_lock, publish_file
 from mis_bench_dataset.rules.errors import EXIT_REQUESTS, DataError, MisBenchError, UsageError
 
 logger = logging.getLogger(__name__)
@@ -381,12 +381,11 @@ def _publish(part: Path, out: Path, file: PublicFile, url: str) -> None:
             where=url,
             hint=f"check the mirror (--base-url / {BASE_URL_ENV}) or fetch from {DEFAULT_BASE_URL}",
         )
-    sync_file(part)
     target.parent.mkdir(parents=True, exist_ok=True)
     if _check_present([file], out):  # put there meanwhile by something that does not take our lock
         part.unlink()
         return
-    os.replace(part, target)
+    publish_file(part, target)
 
 
 def _http_failure(err: urllib.error.HTTPError, file: PublicFile, url: str) -> str:

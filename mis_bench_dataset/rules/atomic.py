@@ -119,6 +119,16 @@ def sync_file(path: str | Path) -> None:
         os.close(fd)
 
 
+def publish_file(finished: str | Path, target: str | Path) -> Path:
+    """Put a file written elsewhere (a verified download) in place in one rename: synced first, so a reader sees
+    the old file or the whole new one, never a part; the rename made durable."""
+    finished, target = Path(finished), Path(target)
+    sync_file(finished)
+    os.replace(finished, target)
+    _fsync_folder(target.parent)
+    return target
+
+
 class AtomicFiles:
     """Files published together: `with AtomicFiles() as files: files.write(path, data) ...`.
 
