@@ -381,6 +381,7 @@ def _summary(result) -> dict:
         "predictions": str(result.predictions_path),
         "results": str(result.results_path),
         "readouts": str(result.readouts_path) if result.readouts_path else None,
+        "distribution_only": result.distribution_only,
         "seconds": round(result.elapsed_s, 2),
         # the build report's rule, carried in the results' dataset block (eval_scripts.formats.data_names)
         "synthetic": bool(source_synthetic(result.results_path)),
@@ -433,8 +434,17 @@ def _say_result(summary: dict, called: str = "called") -> None:
             if summary.get("readouts")
             else ""
         )
+        + _distribution_line(summary.get("distribution_only"))
     )
     _say_synthetic(summary["synthetic"])
+
+
+def _distribution_line(reasons: dict | None) -> str:
+    """The rows an expected-score run scored from the distribution though their text gives no score."""
+    if not reasons:
+        return ""
+    shown_reasons = ", ".join(f"{reason}: {count}" for reason, count in reasons.items())
+    return f"\nscored from the distribution, the text giving no score: {sum(reasons.values())} rows ({shown_reasons})"
 
 
 def _say_synthetic(synthetic: bool) -> None:
