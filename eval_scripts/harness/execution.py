@@ -73,6 +73,7 @@ class RunResult:
     readouts_path: Path | None = None  # readouts.json of an expected-score or repeated-sample run
     # expected-score runs: rows the distribution scored though their text gives none, per reason
     distribution_only: dict[str, int] = field(default_factory=dict)
+    replicas: list[dict] | None = None  # several servers: what each did in this setting (`replica_use`)
 
     @property
     def n_unanswered(self) -> int:
@@ -108,7 +109,21 @@ def dataset_paths(configs: Sequence[RunConfig]) -> list[Path]:
 
 
 def make_backend(config: RunConfig) -> Backend:
-    return get_backend(config.backend, config.model, **config.backend_options)
+    options = dict(config.backend_options)
+    if config.base_urls:  # one server or several (`backends.replicas`); the cache key holds no address
+        options["base_url"] = list(config.base_urls)
+    return get_backend(config.backend, config.model, **options)
+
+
+def replica_use(before: list[dict] | None, after: list[dict] | None) -> list[dict] | None:
+    """What each server did between two `Backend.replicas()` readings (one setting of a grid), or None."""
+    if not after:
+        return None
+    counters = ("sent", "answered", "failed", "cool_downs")
+    return [
+        {**now, **{key: now[key] - (then or {}).get(key, 0) for key in counters}}
+        for now, then in zip(after, before or [None] * len(after), strict=True)
+    ]
 
 
 def output_folder(config: RunConfig) -> OutputFolder:
@@ -321,6 +336,7 @@ def write_result(
     folder: OutputFolder,
     started: float,
     prefix: PrefixStats | None = None,
+    replicas: list[dict] | None = None,
 ) -> RunResult:
     """Write the run's files (`harness.run_writer`) from its completions and say what happened."""
     from eval_scripts.formats.results import package_versions, usage_totals
@@ -351,6 +367,8 @@ def write_result(
         outcomes={**counts, "failures": failure_summary},
         readouts=_readouts(context, readouts),
     )
-    return _run_result(
+    result = _run_result(
         context, completions, written, collected, counts, failure_summary, usage, started, prefix, readouts
     )
+    result.replicas = replicas
+    return result
