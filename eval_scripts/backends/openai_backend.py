@@ -22,6 +22,11 @@ Two failures stop the whole run instead, because every other request would meet 
   with the server's message.
 
 Answers received before a stop are still yielded, so the response cache keeps them.
+
+Several servers of one model (`base_url` a list: `--base-url` repeated or a comma list) share the
+requests: each attempt goes where `backends.replicas.ReplicaPool` says (fewest in flight, `concurrency`
+per server), each server has its own connections, circuit breaker and retry budget, a failing one is
+taken out for a cool-down, and the run stops as unreachable only when no server can be reached.
 The API key is read from an environment variable (default ``OPENAI_API_KEY``);
 only the variable's name ever appears in logs, errors or files.
 
