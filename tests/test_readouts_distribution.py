@@ -197,3 +197,41 @@ def test_the_report_shows_the_distribution_scored_rows_in_the_readout_cell() -> 
     assert (
         table.rows[0][1] == "expected (6 rows scored from the distribution only, the text giving none: out of range 6)"
     )
+
+
+def test_the_transformers_cot_readout_scores_a_final_score_out_of_the_scale(tmp_path) -> None:
+    import torch
+
+    from eval_scripts.answers.prompts import Prompt
+    from eval_scripts.backends import DecodingConfig, get_backend
+    from raft_trainer.digits import DigitTokens
+
+    from _harness_helpers import make_fixed_answer_model
+
+    model_dir = make_fixed_answer_model(tmp_path / "fixed", answer="Final score: 5.8")
+    backend = get_backend("transformers", str(model_dir), device="cpu")
+    tokenizer, model = backend.tokenizer, backend.hf_model
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    chain = tokenizer("Final score: 5.8", add_special_tokens=False).input_ids
+    step = chain.index(digits.digit_ids[5])
+    with torch.no_grad():  # where the score stands, 1 and 2 get mass too: greedy still writes 5
+        for digit in (1, 2):
+            model.lm_head.weight[digits.digit_ids[digit], step] = 9.9
+    prompts = [Prompt("AB0101_T1_Jessica", "wau", "Rate the response.")]
+    (completion,) = backend.complete(prompts, DecodingConfig.for_style("cot", score_from="expected"))
+    assert completion.text == "Final score: 5.8"  # out of the scale as text
+    chat = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Rate the response."}], add_generation_prompt=True, tokenize=False
+    )
+    before = tokenizer(chat + "Final score: ", add_special_tokens=False)["input_ids"]
+    values = torch.arange(10, dtype=torch.float32)
+
+    def probabilities(ids):
+        with torch.no_grad():
+            return torch.softmax(model(torch.tensor([ids])).logits[0, -1, list(digits.digit_ids)], dim=-1)
+
+    p_int = probabilities(before)
+    p_frac = probabilities(before + [digits.digit_ids[5], digits.point_id])
+    reference = float(p_int @ values + 0.1 * (p_frac @ values))
+    assert 1.0 <= reference <= 5.0 and completion.expected["integer_digit"] == 5
+    assert completion.expected["score"] == pytest.approx(reference, abs=1e-6)
