@@ -329,6 +329,7 @@ class OpenAIBackend(Backend):
         self.extra_body = dict(extra_body or {})
         self.cooldown_s = cooldown_s
         self.pool = ReplicaPool(len(self.endpoints), capacity=self.concurrency, cooldown_s=cooldown_s)
+        self._unreachable_replicas: set[int] = set()  # servers whose breaker tripped this run
         self._stop = threading.Event()
         self._stop_error: Exception | None = None
         self._lock = threading.Lock()
@@ -559,7 +560,7 @@ class OpenAIBackend(Backend):
             return
         self._stop.clear()
         self._stop_error = None
-        self._unreachable_replicas: set[int] = set()
+        self._unreachable_replicas = set()
         for endpoint in self.endpoints:
             endpoint.breaker.rearm()
         workers = min(self.concurrency * len(self.endpoints), len(prompts))  # --concurrency is per server
