@@ -57,12 +57,13 @@ def test_cot_reads_the_final_score_after_the_reasoning() -> None:
 @pytest.mark.parametrize(
     ("positions", "reason"),
     [
-        ([("35", None)], "no score in the answer"),
+        ([("35", None)], "more than one integer digit (out of range)"),
         ([("Score", None), (": ", None), ("3", INTEGER_TOP), (".", None)], "cut by the token limit"),
         ([("3", INTEGER_TOP), (".5", None)], "not tokens of their own"),
         ([("The", None), (" score", None)], "no score in the answer"),
         ([("5", [("5", 0.9), ("4", 0.1)]), (".", None), ("0", [("0", 0.5), ("9", 0.5)])], "outside [1, 5]"),
-        ([("5", None), (".", None), ("5", None)], "no score in the answer (out of range)"),
+        # out of the scale as text, so the distribution decides: a sure 5.5 is outside too
+        ([("5", None), (".", None), ("5", None)], "expected score 5.500 outside [1, 5]"),
     ],
 )
 def test_what_cannot_be_read_has_no_expected_score_and_says_why(positions, reason) -> None:

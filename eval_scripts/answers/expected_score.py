@@ -11,15 +11,20 @@ A server returns only the top-k candidates of each position (`top_logprobs`, at 
 digits cover is recorded with the answer: a small mass says the model was not writing a digit there.
 
 Where the score sits: the position of the value the parser reads (`eval_scripts.answers.parse.parse_details`)
-in the text the tokens spell, for every style (for CoT, the final score after the reasoning). An
-answer whose value is an integer ("4" then the end) has fractional part 0. No score in the answer,
-digits that are not single tokens, a fraction cut by the token limit, or an expectation outside
-[1, 5] (never clipped) give no expected score, with the reason recorded.
+in the text the tokens spell, for every style (for CoT, the final score after the reasoning). The
+distribution decides, not the text: when the parser rejects the value it found for the value alone
+("5.8" out of the scale, a runaway "3.375.375"), the digits where that value stands are read all the
+same (`score_span`), so a greedy text out of the scale never drops a row the distribution can score
+(the harness counts such rows: `eval_scripts.harness.readouts`). An answer whose value is an integer
+("4" then the end) has fractional part 0. No place where a score stands, a value with more than one
+integer digit, digits that are not single tokens, a fraction cut by the token limit, or an expectation
+outside [1, 5] (never clipped) give no expected score, with the reason recorded.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -32,12 +37,14 @@ __all__ = [
     "TokenChoice",
     "digit_expectation",
     "expected_from_tokens",
+    "score_span",
     "tokens_from_openai",
 ]
 
 # The most candidates OpenAI's Chat Completions API returns per position (vLLM's default ceiling too).
 TOP_LOGPROBS = 20
 _DIGITS = "0123456789"
+_ONE_INTEGER_DIGIT = re.compile(r"\d(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
@@ -122,19 +129,33 @@ def _token_at(tokens: Sequence[TokenChoice], offset: int) -> int | None:
     return None
 
 
+def score_span(text: str, style: str) -> tuple[int, int] | str:
+    """Where the score's digits stand in `text` (start, end), or why nowhere: the value the parser reads, or
+    the one it rejected for the value alone (`ParseResult.stands`: out of the scale, runaway digits), when
+    that value has one integer digit."""
+    parsed = parse_details(text, style)
+    span = (parsed.start, parsed.end) if parsed.start is not None and parsed.end is not None else parsed.stands
+    if span is None:
+        return f"no score in the answer ({parsed.reason})"
+    if _ONE_INTEGER_DIGIT.fullmatch(text[span[0] : span[1]]) is None:  # "10", "45.5": no digit of a 1-5 score
+        return f"the value where the score stands has more than one integer digit ({parsed.reason})"
+    return span
+
+
 def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedScore:
     """The expected score of the answer `tokens` spell (see the module doc)."""
     text = "".join(choice.token for choice in tokens)
-    parsed = parse_details(text, style)
-    if parsed.start is None:
-        return ExpectedScore.missing(f"no score in the answer ({parsed.reason})")
-    index = _token_at(tokens, parsed.start)
-    if index is None or _digit(tokens[index].token) is None or tokens[index].token.strip() != text[parsed.start]:
+    span = score_span(text, style)
+    if isinstance(span, str):
+        return ExpectedScore.missing(span)
+    start, end = span
+    index = _token_at(tokens, start)
+    if index is None or _digit(tokens[index].token) is None or tokens[index].token.strip() != text[start]:
         return ExpectedScore.missing("the score's integer digit is not a token of its own")
     integer = digit_expectation(tokens[index])
     if integer is None:  # every digit's log-probability there was hostile (positive, NaN, infinite): ignored
         return ExpectedScore.missing("no usable probability for the score's integer digit")
-    value = text[parsed.start : parsed.end]
+    value = text[start:end]
     fraction: tuple[float, float | None] = (0.0, None)
     point_next = index + 1 < len(tokens) and tokens[index + 1].token == "."
     if "." in value or (point_next and index + 2 == len(tokens)):  # "3." at the end: its decimal may follow

@@ -81,6 +81,9 @@ short answer may just lack its full stop).
 - otherwise the value is rounded to one decimal, half up, on its exact decimal text
   (`mis_bench_dataset.rules.numbers.round_half_up`: 3.375 -> 3.4, 3.45 -> 3.5, 3.449 -> 3.4).
 
+A value rejected for itself alone (out of range, a runaway digit string) still says where the score
+stands (`ParseResult.stands`): the expected-score readout lets the model's distribution there decide.
+
 The function never raises on any string and returns ``None`` for non-strings.
 """
 
@@ -235,17 +238,29 @@ _COMPLETE_END = re.compile(rf"[.!?)\]}}>*`\d{_QUOTES}\u2026]\s*\Z")
 @dataclass(frozen=True)
 class ParseResult:
     """What the parser read: the score (or None), the rule that decided or why there is none, and
-    where the decisive value lies in the original text (`start`, `end`; None when there is none)."""
+    where the decisive value lies in the original text (`start`, `end`; None when there is none).
+
+    `stands` is where a score stands when its value was rejected for the value alone (out of range,
+    a runaway digit string: "5.8", "3.375.375"), the one decisive candidate; None otherwise (no
+    candidate, several, or one set aside for its context: another scale, a range, a sign). The
+    expected-score readout reads the model's distribution there (`eval_scripts.answers.expected_score`).
+    """
 
     value: float | None
     rule: str | None = None
     reason: str | None = None
     start: int | None = None
     end: int | None = None
+    stands: tuple[int, int] | None = None
 
 
 class _Rejected(Exception):
-    """The decisive candidate is unusable (runaway digits, another scale, a range, out of range ...)."""
+    """The decisive candidate is unusable (runaway digits, another scale, a range, out of range ...);
+    `value_only` when the value alone was wrong and the place is still where the score stands."""
+
+    def __init__(self, reason: str, *, value_only: bool = False):
+        super().__init__(reason)
+        self.value_only = value_only
 
 
 @dataclass(frozen=True)
@@ -300,7 +315,9 @@ def _decide(prepared: _Text, rule: str, candidates: list[re.Match]) -> ParseResu
     try:
         values = {_validated(body, match) for match in candidates}
     except _Rejected as err:
-        return ParseResult(None, rule, str(err))
+        only = err.value_only and len(candidates) == 1
+        stands = prepared.original(candidates[0].start("num"), candidates[0].end("num")) if only else None
+        return ParseResult(None, rule, str(err), stands=stands)
     if len(values) > 1:
         shown = ", ".join(f"{v:g}" for v in sorted(values))
         return ParseResult(None, rule, f"different final scores stated ({shown})")
@@ -523,7 +540,7 @@ def _validated(body: str, match: re.Match) -> float:
     if match["sign"]:
         raise _Rejected("signed value")
     if _SECOND_POINT.match(tail) or sum(c.isdigit() for c in number) > MAX_NUMBER_DIGITS:
-        raise _Rejected("runaway digit string")
+        raise _Rejected("runaway digit string", value_only=True)
     if _ATTACHED.match(tail):
         raise _Rejected("not a plain number (letters or an exponent attached)")
     if _LIST_OR_RANGE.match(tail):
@@ -535,5 +552,5 @@ def _validated(body: str, match: re.Match) -> float:
         raise _Rejected("another scale")
     value = Decimal(number)
     if not Decimal(str(SCORE_MIN)) <= value <= Decimal(str(SCORE_MAX)):
-        raise _Rejected("out of range")
+        raise _Rejected("out of range", value_only=True)
     return round_half_up(value)

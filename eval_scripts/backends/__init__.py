@@ -7,6 +7,8 @@ lazily: `get_backend("vllm", ...)` on a machine without vLLM raises a clear erro
 
 - `base`: the backend interface (`Backend`, `Completion`, `DecodingConfig`) and the registry.
 - `deadlines`: total deadlines for blocking HTTP requests (one watchdog thread).
+- `plugins`: backends from outside: installed packages' entry points in the group `mis_bench.backends`.
+- `replicas`: several servers of one model: least-outstanding routing, a cool-down and retry budget per replica.
 - `openai_backend`: any OpenAI-compatible Chat Completions server over HTTP (OpenAI, vLLM/SGLang servers, Gemini).
 - `transformers_backend`: local Hugging Face models: chat LMs and processor-based MLLMs.
 - `vllm_backend`: vLLM's offline engine (GPU only), imported lazily.
@@ -21,6 +23,7 @@ from eval_scripts.backends.base import (
     Completion,
     DecodingConfig,
     UnsupportedSetting,
+    backend_names,
     get_backend,
 )
 
@@ -31,5 +34,6 @@ __all__ = [
     "Completion",
     "DecodingConfig",
     "UnsupportedSetting",
+    "backend_names",
     "get_backend",
 ]

@@ -170,13 +170,61 @@ class Backend(ABC):
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         """Yield one Completion per prompt (any order; `index` says which)."""
 
+    def replicas(self) -> list[dict] | None:
+        """Per server, when the backend spreads requests over several (`backends.replicas`): its address and
+        counters (attempts sent, answered, failed, cool-downs) since it was made; None otherwise."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - an optional hook: backends holding no engine need not override it
         """Release engine resources."""
 
 
+def backend_names() -> tuple[str, ...]:
+    """The built-in backends, then the installed ones (entry-point group `mis_bench.backends`; metadata only)."""
+    from eval_scripts.backends.plugins import installed_backends
+
+    return BACKEND_NAMES + tuple(installed_backends(BACKEND_NAMES))
+
+
+def backend_choices_text() -> str:
+    """What `--backend` may be, for help and errors: built-in names, then installed ones."""
+    installed = backend_names()[len(BACKEND_NAMES) :]
+    return f"{', '.join(BACKEND_NAMES)} (built in); " + (
+        f"installed: {', '.join(installed)}" if installed else "none installed (entry-point group mis_bench.backends)"
+    )
+
+
 def get_backend(name: str, model: str, **options) -> Backend:
-    if name not in _REGISTRY:
-        raise UsageError(f"unknown backend {name!r}", where="--backend", hint=f"use one of {', '.join(BACKEND_NAMES)}")
-    module_name, class_name = _REGISTRY[name].split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    return cls(model, **options)
+    """The backend `name` for `model`: a built-in one, or an installed plugin's class (`backends.plugins`)."""
+    if name in _REGISTRY:
+        module_name, class_name = _REGISTRY[name].split(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        return cls(model, **options)
+    backend = _installed_class(name)(model, **options)
+    if backend.name == Backend.name:  # a plugin that names itself nothing is keyed (cache) by its entry point
+        backend.name = name
+    return backend
+
+
+def _installed_class(name: str) -> type[Backend]:
+    """The class an installed package names for `name`, loaded and checked; a one-line error otherwise."""
+    from eval_scripts.backends.plugins import installed_backends, origin
+
+    point = installed_backends(BACKEND_NAMES).get(name)
+    if point is None:
+        raise UsageError(f"unknown backend {name!r}", where="--backend", hint=f"use one of {backend_choices_text()}")
+    try:
+        cls = point.load()
+    except Exception as err:  # noqa: BLE001 - whatever a third-party module raises on import is one line here
+        raise BackendUnavailable(
+            f"the installed backend {name!r} ({origin(point)}) cannot be loaded: {type(err).__name__}: {err}",
+            where="--backend",
+            hint="fix or reinstall the package that provides it",
+        ) from err
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise BackendUnavailable(
+            f"the installed backend {name!r} ({origin(point)}) is not a Backend class",
+            where="--backend",
+            hint="the entry point must name a subclass of eval_scripts.backends.Backend (docs/harness.md)",
+        )
+    return cls

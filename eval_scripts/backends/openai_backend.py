@@ -22,6 +22,11 @@ Two failures stop the whole run instead, because every other request would meet 
   with the server's message.
 
 Answers received before a stop are still yielded, so the response cache keeps them.
+
+Several servers of one model (`base_url` a list: `--base-url` repeated or a comma list) share the
+requests: each attempt goes where `backends.replicas.ReplicaPool` says (fewest in flight, `concurrency`
+per server), each server has its own connections, circuit breaker and retry budget, a failing one is
+taken out for a cool-down, and the run stops as unreachable only when no server can be reached.
 The API key is read from an environment variable (default ``OPENAI_API_KEY``);
 only the variable's name ever appears in logs, errors or files.
 
@@ -61,6 +66,7 @@ from eval_scripts.backends.base import (
     declared_modalities,
 )
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
+from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
@@ -206,25 +212,11 @@ class CircuitBreaker:
             return "; ".join(self.kinds.values())
 
 
-class OpenAIBackend(Backend):
-    name = "openai"
+class _Endpoint:
+    """One server's address and connections: one keep-alive connection per worker thread, and its own
+    circuit breaker (`CircuitBreaker`)."""
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        base_url: str = "https://api.openai.com/v1",
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
-        retry: RetryPolicy | None = None,
-        modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
-        max_tokens_field: str = "max_tokens",
-        extra_body: dict | None = None,
-        breaker: CircuitBreaker | None = None,
-        **_ignored,
-    ):
-        super().__init__(model)
-        self.modalities = declared_modalities(modalities)
+    def __init__(self, base_url: str, breaker: CircuitBreaker | None = None) -> None:
         parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
         if parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise UsageError(
@@ -232,27 +224,122 @@ class OpenAIBackend(Backend):
                 where="--base-url",
                 hint="e.g. http://127.0.0.1:8000/v1",
             )
-        self._scheme, self._host, self._port = parsed.scheme, parsed.hostname, parsed.port
-        self._path = parsed.path + "/chat/completions"
+        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
+        self.path = parsed.path + "/chat/completions"
         self.base_url = base_url
         # What errors show: never a password in the URL.
         port = f":{parsed.port}" if parsed.port else ""
         self.display_url = f"{parsed.scheme}://{parsed.hostname}{port}{parsed.path}"
+        self.breaker = breaker or CircuitBreaker()
+        self.local = threading.local()
+        self.open_connections: set[http.client.HTTPConnection] = set()
+        self.lock = threading.Lock()
+
+    def connection(self, deadline: float, timed_out: Callable[[float], Exception]) -> http.client.HTTPConnection:
+        """This thread's connection, opened (TCP, TLS) under the connect timeout when it is not open;
+        every blocking step of the attempt gets at most the time left before `deadline`."""
+        left = max(0.001, deadline - time.monotonic())
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            conn = cls(self.host, self.port, timeout=left)
+            self.local.conn = conn
+            with self.lock:
+                self.open_connections.add(conn)
+        if conn.sock is None:
+            conn.timeout = min(left, CONNECT_TIMEOUT_S)
+            try:
+                conn.connect()
+            except OSError as err:
+                self.drop_connection()
+                if isinstance(err, TimeoutError) and time.monotonic() >= deadline:
+                    raise timed_out(deadline) from err
+                raise _AttemptFailed(connection_failure_kind(err), f"{type(err).__name__}: {err}") from err
+        left = max(0.001, deadline - time.monotonic())
+        conn.timeout = left
+        conn.sock.settimeout(left)
+        return conn
+
+    def drop_connection(self) -> None:
+        conn = getattr(self.local, "conn", None)
+        if conn is not None:
+            conn.close()
+            with self.lock:
+                self.open_connections.discard(conn)
+        self.local.conn = None
+
+    def abort_in_flight(self) -> None:
+        """Wake every worker blocked on a socket, so a stopped run ends now, not after its timeouts."""
+        with self.lock:
+            connections = list(self.open_connections)
+        for conn in connections:
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        with self.lock:
+            connections, self.open_connections = list(self.open_connections), set()
+        for conn in connections:
+            conn.close()
+
+
+def base_url_list(base_url: str | Sequence[str]) -> list[str]:
+    """The servers of `--base-url`: given several times or as a comma list, each once, in the order given."""
+    parts = [base_url] if isinstance(base_url, str) else list(base_url)
+    urls = [url.strip() for part in parts for url in part.split(",") if url.strip()]
+    if not urls:
+        raise UsageError("--base-url is empty", where="--base-url", hint="e.g. http://127.0.0.1:8000/v1")
+    return list(dict.fromkeys(urls))
+
+
+class OpenAIBackend(Backend):
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | Sequence[str] = "https://api.openai.com/v1",
+        api_key_env: str = "OPENAI_API_KEY",
+        concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
+        max_tokens_field: str = "max_tokens",
+        extra_body: dict | None = None,
+        breaker: CircuitBreaker | None = None,
+        cooldown_s: float = 5.0,
+        **_ignored,
+    ):
+        super().__init__(model)
+        self.modalities = declared_modalities(modalities)
+        urls = base_url_list(base_url)
+        # Several servers of one model (`backends.replicas`): one endpoint (connections, breaker) each.
+        self.endpoints = [_Endpoint(url, breaker if n == 0 else None) for n, url in enumerate(urls)]
+        first = self.endpoints[0]
+        self.base_url, self.display_url, self.breaker = first.base_url, first.display_url, first.breaker
         self.api_key_env = api_key_env
         self._api_key = os.environ.get(api_key_env) or None
         if self._api_key is None:
             logger.info("no API key in $%s: sending requests without Authorization", api_key_env)
-        self.concurrency = max(1, int(concurrency))
+        self.concurrency = max(1, int(concurrency))  # per server
         self.retry = retry or RetryPolicy()
         self.max_tokens_field = max_tokens_field
         self.extra_body = dict(extra_body or {})
-        self.breaker = breaker or CircuitBreaker()
-        self._local = threading.local()
-        self._open_connections: set[http.client.HTTPConnection] = set()
+        self.cooldown_s = cooldown_s
+        self.pool = ReplicaPool(len(self.endpoints), capacity=self.concurrency, cooldown_s=cooldown_s)
+        self._unreachable_replicas: set[int] = set()  # servers whose breaker tripped this run
         self._stop = threading.Event()
         self._stop_error: Exception | None = None
         self._lock = threading.Lock()
         self.calls = 0  # HTTP requests sent, including retries
+
+    def replicas(self) -> list[dict] | None:
+        """Per server (when there are several): its address and what it did this run (`ReplicaPool.summary`)."""
+        if len(self.endpoints) < 2:
+            return None
+        return [{"url": e.display_url, **s} for e, s in zip(self.endpoints, self.pool.summary(), strict=True)]
 
     # -- request building -------------------------------------------------
     def request_body(self, prompt: Prompt, decoding: DecodingConfig) -> dict:
@@ -270,31 +357,6 @@ class OpenAIBackend(Backend):
         return body
 
     # -- transport --------------------------------------------------------
-    def _connection(self, deadline: float) -> http.client.HTTPConnection:
-        """This thread's connection, opened (TCP, TLS) under the connect timeout when it is not open;
-        every blocking step of the attempt gets at most the time left before `deadline`."""
-        left = max(0.001, deadline - time.monotonic())
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            cls = http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-            conn = cls(self._host, self._port, timeout=left)
-            self._local.conn = conn
-            with self._lock:
-                self._open_connections.add(conn)
-        if conn.sock is None:
-            conn.timeout = min(left, CONNECT_TIMEOUT_S)
-            try:
-                conn.connect()
-            except OSError as err:
-                self._drop_connection()
-                if isinstance(err, TimeoutError) and time.monotonic() >= deadline:
-                    raise self._timed_out(deadline) from err
-                raise _AttemptFailed(connection_failure_kind(err), f"{type(err).__name__}: {err}") from err
-        left = max(0.001, deadline - time.monotonic())
-        conn.timeout = left
-        conn.sock.settimeout(left)
-        return conn
-
     def _attempt_deadline(self) -> float:
         """When this attempt must be over: --timeout from now, or the run's deadline if that comes first."""
         ends = time.monotonic() + self.retry.timeout_s
@@ -309,48 +371,36 @@ class OpenAIBackend(Backend):
             FAILURE_TIMEOUT, f"no complete answer within {self.retry.timeout_s:g} s (connect, headers and body)"
         )
 
-    def _drop_connection(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            with self._lock:
-                self._open_connections.discard(conn)
-        self._local.conn = None
-
     def _abort_in_flight(self) -> None:
-        """Wake every worker blocked on a socket, so a stopped run ends now, not after its timeouts."""
-        with self._lock:
-            connections = list(self._open_connections)
-        for conn in connections:
-            sock = conn.sock
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+        for endpoint in self.endpoints:
+            endpoint.abort_in_flight()
+        self.pool.wake()
 
-    def _post_once(self, payload: bytes) -> ChatAnswer:
+    def _post_once(self, payload: bytes, endpoint: _Endpoint | None = None) -> ChatAnswer:
+        endpoint = endpoint or self.endpoints[0]
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         with self._lock:
             self.calls += 1
         deadline = self._attempt_deadline()
-        conn = self._connection(deadline)
+        conn = endpoint.connection(deadline, self._timed_out)
         # The whole attempt (request, headers, body) ends by the deadline, however slowly the bytes come.
         token = DEADLINES.arm(deadline, shut_down(conn.sock))
         try:
-            conn.request("POST", self._path, body=payload, headers=headers)
+            conn.request("POST", endpoint.path, body=payload, headers=headers)
             response = conn.getresponse()
             raw = response.read()
         except (http.client.HTTPException, OSError) as err:
             expired = DEADLINES.disarm(token)
-            self._drop_connection()
+            endpoint.drop_connection()
             if expired or isinstance(err, TimeoutError):
                 raise self._timed_out(deadline) from err
             raise _AttemptFailed(FAILURE_DROPPED, f"{type(err).__name__}: {err}") from err
         DEADLINES.disarm(token)  # complete in time (or completed just as it passed: a whole answer is kept)
-        self.breaker.reached_server()
+        endpoint.breaker.reached_server()
         if response.getheader("Connection", "").lower() == "close":
-            self._drop_connection()
+            endpoint.drop_connection()
         if response.status >= 400:
             raise _AttemptFailed(
                 http_failure(response.status),
@@ -373,16 +423,26 @@ class OpenAIBackend(Backend):
         self._abort_in_flight()
 
     def _unreachable(self) -> ServerUnreachableError:
-        breaker = self.breaker
+        if len(self.endpoints) == 1:
+            breaker = self.breaker
+            what = (
+                f"cannot reach the model server: the first {breaker.failures} attempt(s) all failed to connect "
+                f"({breaker.cause()})"
+            )
+        else:
+            causes = "; ".join(f"{e.display_url}: {e.breaker.cause()}" for e in self.endpoints)
+            what = (
+                f"cannot reach any of the {len(self.endpoints)} model servers: their first attempts all failed "
+                f"to connect ({causes})"
+            )
         return ServerUnreachableError(
-            f"cannot reach the model server: the first {breaker.failures} attempt(s) all failed to connect "
-            f"({breaker.cause()})",
-            where=f"--base-url {self.display_url}",
+            what,
+            where="--base-url " + ", ".join(e.display_url for e in self.endpoints),
             hint="check --base-url and that the server is running and reachable from here; "
             "the run was stopped, answers received before are kept in the response cache",
         )
 
-    def _refused(self, status: int, message: str) -> RequestRefusedError:
+    def _refused(self, status: int, message: str, endpoint: _Endpoint) -> RequestRefusedError:
         if status in (401, 403):
             hint = f"check the API key in ${self.api_key_env} (--api-key-env) and its access to the model"
         elif status == 404:
@@ -391,7 +451,7 @@ class OpenAIBackend(Backend):
             hint = "check --model and the request options (--max-tokens-field, --backend-modalities)"
         return RequestRefusedError(
             f"the model server refused the request: HTTP {status}: {message}",
-            where=f"--base-url {self.display_url}, --model {self.model}",
+            where=f"--base-url {endpoint.display_url}, --model {self.model}",
             hint=hint + "; the run was stopped, answers received before are kept in the response cache",
         )
 
@@ -404,77 +464,107 @@ class OpenAIBackend(Backend):
             return None
         return expected_from_tokens(answer.tokens, decoding.style or "direct").as_record()
 
-    def _no_logprobs(self, answer: ChatAnswer) -> LogprobsMissingError:
+    def _no_logprobs(self, answer: ChatAnswer, endpoint: _Endpoint) -> LogprobsMissingError:
         return LogprobsMissingError(
             f"--score-from expected needs the token log-probabilities, but the model server answered without "
             f"them (its reply's first choice: {answer.excerpt})",
-            where=f"--base-url {self.display_url}, --model {self.model}",
+            where=f"--base-url {endpoint.display_url}, --model {self.model}",
             hint="serve the model with a server that returns logprobs (vLLM, SGLang, OpenAI; `transformers serve` "
             "does not), or use --score-from text; the run was stopped before sending the rest",
         )
 
     # -- one request, with retries ------------------------------------------
     def _call(self, index: int, prompt: Prompt, decoding: DecodingConfig) -> Completion:
+        """One request: each attempt to the replica `ReplicaPool` picks, at most `max_retries + 1` on each; a
+        retry on the replica that just failed waits the backoff, one on another replica does not."""
         payload = json.dumps(self.request_body(prompt, decoding)).encode("utf-8")
         rng = random.Random()
         start = time.monotonic()
         failure: _AttemptFailed | None = None
-        attempts = 0
-        for attempt in range(self.retry.max_retries + 1):
-            if self._stop.is_set():
-                break
+        tries = [0] * len(self.endpoints)
+        attempts, last = 0, None
+        while not self._stop.is_set():
             if self.past_deadline():
                 return self.deadline_failure(index, attempts=attempts, latency_s=time.monotonic() - start)
-            attempts += 1
-            try:
-                answer = self._post_once(payload)
-                expected = self._expected(answer, decoding)
-                if expected is None:
-                    self._request_stop(self._no_logprobs(answer))
-                    return Completion(
-                        index,
-                        None,
-                        False,
-                        "the server answered without logprobs",
-                        attempts,
-                        failure=FAILURE_NO_LOGPROBS,
-                    )
-                return Completion(
-                    index,
-                    answer.text,
-                    True,
-                    None,
-                    attempts,
-                    time.monotonic() - start,
-                    finish_reason=answer.finish_reason,
-                    usage=answer.usage,
-                    expected=expected or None,
-                )
-            except _AttemptFailed as err:
-                failure = err
-            if failure.kind in CONNECTION_FAILURES and self.breaker.connection_failed(failure.kind, str(failure)):
-                self._request_stop(self._unreachable())
-            if failure.status in STOP_STATUS:
-                self._request_stop(self._refused(failure.status, failure.detail))
-            if not failure.retryable or attempt == self.retry.max_retries:
+            replica = self.pool.acquire(
+                lambda r: tries[r] <= self.retry.max_retries, avoid=last, stop=self._stop, deadline=self.deadline
+            )
+            if replica is None:
+                if self.past_deadline():
+                    continue
                 break
-            wait = self.retry.delay(attempt, failure.retry_after, rng)
-            if self.deadline is not None:
-                wait = min(wait, max(0.0, self.deadline - time.monotonic()))
-            logger.debug("request %d: %s; retrying in %.2f s", index, failure, wait)
-            if self._stop.wait(wait):
+            if failure is not None and replica == last and not self._back_off(index, failure, tries[replica], rng):
+                self.pool.release(replica, NEUTRAL)
+                continue  # stopped, or the run's deadline passed while waiting
+            attempts += 1
+            tries[replica] += 1
+            outcome = self._attempt(payload, replica)
+            if isinstance(outcome, ChatAnswer):
+                return self._answered(index, outcome, decoding, attempts, start, self.endpoints[replica])
+            failure, last = outcome, replica
+            if not failure.retryable:
                 break
         error = str(failure) if failure is not None else "not sent: the run was stopped"
         kind = failure.kind if failure is not None else "not sent"
         return Completion(index, None, False, error, attempts, time.monotonic() - start, failure=kind)
+
+    def _back_off(self, index: int, failure: _AttemptFailed, tried: int, rng: random.Random) -> bool:
+        """Wait before retrying on the replica that failed; False when the run stopped or its deadline came."""
+        wait = self.retry.delay(tried - 1, failure.retry_after, rng)
+        if self.deadline is not None:
+            wait = min(wait, max(0.0, self.deadline - time.monotonic()))
+        logger.debug("request %d: %s; retrying in %.2f s", index, failure, wait)
+        return not self._stop.wait(wait) and not self.past_deadline()
+
+    def _attempt(self, payload: bytes, replica: int) -> ChatAnswer | _AttemptFailed:
+        """One attempt on `replica` (released to the pool with its outcome); a failure that concerns the whole
+        run (no server reachable, a refused request) stops it."""
+        endpoint = self.endpoints[replica]
+        try:
+            answer = self._post_once(payload, endpoint)
+        except _AttemptFailed as err:
+            self.pool.release(replica, FAILED if _replica_failure(err) else NEUTRAL)
+            if err.kind in CONNECTION_FAILURES and endpoint.breaker.connection_failed(err.kind, str(err)):
+                self._unreachable_replicas.add(replica)
+                if len(self._unreachable_replicas) == len(self.endpoints):
+                    self._request_stop(self._unreachable())
+                else:
+                    self.pool.take_out(replica)
+            if err.status in STOP_STATUS:
+                self._request_stop(self._refused(err.status, err.detail, endpoint))
+            return err
+        self.pool.release(replica, ANSWERED)
+        return answer
+
+    def _answered(self, index, answer: ChatAnswer, decoding, attempts: int, start: float, endpoint) -> Completion:
+        expected = self._expected(answer, decoding)
+        if expected is None:
+            self._request_stop(self._no_logprobs(answer, endpoint))
+            return Completion(
+                index, None, False, "the server answered without logprobs", attempts, failure=FAILURE_NO_LOGPROBS
+            )
+        return Completion(
+            index,
+            answer.text,
+            True,
+            None,
+            attempts,
+            time.monotonic() - start,
+            finish_reason=answer.finish_reason,
+            usage=answer.usage,
+            expected=expected or None,
+        )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
         if not prompts:
             return
         self._stop.clear()
         self._stop_error = None
-        self.breaker.rearm()
-        pool = ThreadPoolExecutor(max_workers=min(self.concurrency, len(prompts)))
+        self._unreachable_replicas = set()
+        for endpoint in self.endpoints:
+            endpoint.breaker.rearm()
+        workers = min(self.concurrency * len(self.endpoints), len(prompts))  # --concurrency is per server
+        pool = ThreadPoolExecutor(max_workers=workers)
         futures = [pool.submit(self._call, i, p, decoding) for i, p in enumerate(prompts)]
         yielded: set[Future] = set()
         try:
@@ -496,10 +586,14 @@ class OpenAIBackend(Backend):
             self.close()  # the pool's threads end: so do their connections
 
     def close(self) -> None:
-        with self._lock:
-            connections, self._open_connections = list(self._open_connections), set()
-        for conn in connections:
-            conn.close()
+        for endpoint in self.endpoints:
+            endpoint.close()
+
+
+def _replica_failure(err: _AttemptFailed) -> bool:
+    """A failure that says the replica is unwell (towards its cool-down): no connection, a dropped or timed-out
+    attempt, HTTP 429 or 5xx, a malformed body; not a refused request or the run's deadline."""
+    return err.kind != FAILURE_RUN_DEADLINE and (err.status is None or err.status in RETRYABLE_STATUS)
 
 
 def chat_messages(prompt: Prompt) -> list[dict]:

@@ -24,9 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from eval_scripts.answers.expected_score import ExpectedScore
+from eval_scripts.answers.expected_score import ExpectedScore, score_span
 from eval_scripts.answers.outcome import FINISH_LENGTH
-from eval_scripts.answers.parse import parse_details
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
@@ -328,16 +327,16 @@ def _expected_record(readout, index: int) -> dict:
 def _final_score_token(tokenizer, digits, answer: _Generated) -> int | str:
     """Index in the new tokens of the final score's integer digit (what a prefilled pass predicts), or why none."""
     text = tokenizer.decode(answer.new_ids, skip_special_tokens=True)
-    parsed = parse_details(text, "cot")
-    if parsed.start is None:
-        return f"no score in the answer ({parsed.reason})"
+    span = score_span(text, "cot")  # also where a value out of the scale stands: the distribution decides
+    if isinstance(span, str):
+        return span
     low, high = 0, len(answer.new_ids)
     while low < high:  # the fewest tokens whose text reaches past the digit
         middle = (low + high) // 2
-        if len(tokenizer.decode(answer.new_ids[: middle + 1], skip_special_tokens=True)) > parsed.start:
+        if len(tokenizer.decode(answer.new_ids[: middle + 1], skip_special_tokens=True)) > span[0]:
             high = middle
         else:
             low = middle + 1
-    if low >= len(answer.new_ids) or answer.new_ids[low] != digits.digit_ids[int(text[parsed.start])]:
+    if low >= len(answer.new_ids) or answer.new_ids[low] != digits.digit_ids[int(text[span[0]])]:
         return "the score's integer digit is not a token of its own"
     return low

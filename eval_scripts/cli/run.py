@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.answers.feature_plots import FEATURE_FORMATS
-from eval_scripts.backends.base import BACKEND_NAMES, INPUT_KINDS, SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT
+from eval_scripts.backends.base import INPUT_KINDS, SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT
 from eval_scripts.cli.args import (
     add_bootstrap,
     add_json,
@@ -59,9 +59,7 @@ def register(subparsers) -> None:
             "report and a leaderboard, under ./mis-bench-results."
         ),
     )
-    parser.add_argument(
-        "--backend", choices=BACKEND_NAMES, help="model backend (default: none, which runs the default job)"
-    )
+    _add_backend(parser)
     parser.add_argument(
         "--model",
         help="Hub id / local folder (transformers, vllm) or API model name (openai) (default: none, which runs the "
@@ -208,13 +206,15 @@ def register(subparsers) -> None:
         help=f"pixels each frame keeps at least (default 16*28*28 = {PAPER_VIDEO_MIN_PIXELS})",
     )
     group = parser.add_argument_group("openai-compatible HTTP")
-    group.add_argument("--base-url", default="https://api.openai.com/v1", help="the server's API root")
+    _add_base_url(group)
     group.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
         help="environment variable holding the API key (the key is never logged or written)",
     )
-    group.add_argument("--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight (1-1024)")
+    group.add_argument(
+        "--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight per server (1-1024)"
+    )
     group.add_argument("--max-retries", type=bounded_int(0, 100), default=5, help="retries of a failed request (0-100)")
     group.add_argument(
         "--timeout",
@@ -324,12 +324,58 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run_command)
 
 
+# -- the backend: built in or installed (entry points `mis_bench.backends`; issue 26) -------------------------
+def _add_backend(parser) -> None:
+    from eval_scripts.backends.base import backend_choices_text, backend_names
+
+    parser.add_argument(
+        "--backend",
+        choices=backend_names(),  # installed plugins' metadata only: no plugin module imported here
+        help=f"model backend: {backend_choices_text()} (default: none, which runs the default job)",
+    )
+
+
+# -- several servers (`--base-url` repeated or a comma list; issue 29) ----------------------------------------
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def _add_base_url(group) -> None:
+    group.add_argument(
+        "--base-url",
+        action="append",
+        metavar="URL",
+        help="the server's API root; repeat it or give a comma list for several servers of one model: requests go "
+        "to the one with the fewest in flight, a failing one is taken out for a cool-down while the others carry "
+        f"on, and the cache is the same as one server's (default: {DEFAULT_BASE_URL})",
+    )
+
+
+def _servers_line(servers: list[dict] | None, concurrency: int | None) -> str:
+    """Several servers: what each answered, failed and how often it was taken out (--concurrency is per server)."""
+    if not servers:
+        return ""
+    each = "; ".join(
+        f"{s['url']}: {s['answered']} answered, {s['failed']} failed"
+        + (f", taken out {s['cool_downs']}x" if s["cool_downs"] else "")
+        for s in servers
+    )
+    return f"\nservers: {len(servers)}, {concurrency} requests in flight per server (--concurrency): {each}"
+
+
+def _base_urls(args) -> tuple[str, ...]:
+    """The servers `--base-url` names (openai backend), each once; none given: OpenAI's API."""
+    if args.backend != "openai":
+        return ()
+    from eval_scripts.backends.openai_backend import base_url_list
+
+    return tuple(base_url_list(args.base_url or [DEFAULT_BASE_URL]))
+
+
 def _backend_options(args) -> dict:
     if args.backend == "openai":
         from eval_scripts.backends.openai_backend import RetryPolicy
 
         options = {
-            "base_url": args.base_url,
             "api_key_env": args.api_key_env,
             "concurrency": args.concurrency,
             "retry": RetryPolicy(args.max_retries, args.backoff_base, args.backoff_max, args.timeout),
@@ -342,7 +388,7 @@ def _backend_options(args) -> dict:
         if args.backend == "transformers":
             options["device"] = args.device
             options["video_sampling"] = _video_sampling(args)
-    if args.backend_modalities and args.backend in ("openai", "vllm"):
+    if args.backend_modalities and args.backend != "transformers":  # it asks its model; the others are told
         options["modalities"] = tuple(args.backend_modalities)
     return options
 
@@ -381,6 +427,9 @@ def _summary(result) -> dict:
         "predictions": str(result.predictions_path),
         "results": str(result.results_path),
         "readouts": str(result.readouts_path) if result.readouts_path else None,
+        "distribution_only": result.distribution_only,
+        "servers": result.replicas,
+        "concurrency_per_server": result.config.backend_options.get("concurrency") if result.replicas else None,
         "seconds": round(result.elapsed_s, 2),
         # the build report's rule, carried in the results' dataset block (eval_scripts.formats.data_names)
         "synthetic": bool(source_synthetic(result.results_path)),
@@ -433,8 +482,18 @@ def _say_result(summary: dict, called: str = "called") -> None:
             if summary.get("readouts")
             else ""
         )
+        + _distribution_line(summary.get("distribution_only"))
+        + _servers_line(summary.get("servers"), summary.get("concurrency_per_server"))
     )
     _say_synthetic(summary["synthetic"])
+
+
+def _distribution_line(reasons: dict | None) -> str:
+    """The rows an expected-score run scored from the distribution though their text gives no score."""
+    if not reasons:
+        return ""
+    shown_reasons = ", ".join(f"{reason}: {count}" for reason, count in reasons.items())
+    return f"\nscored from the distribution, the text giving no score: {sum(reasons.values())} rows ({shown_reasons})"
 
 
 def _say_synthetic(synthetic: bool) -> None:
@@ -540,6 +599,7 @@ def _run_config(args: argparse.Namespace, started: float):
         progress=not args.no_progress,
         deadline=None if args.run_deadline is None else started + args.run_deadline,
         samples=args.samples,
+        base_urls=_base_urls(args),
     )
 
 

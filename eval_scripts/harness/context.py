@@ -52,6 +52,9 @@ class RunConfig:
     # start, so a grid shares it); rows not answered by then fail as "run deadline". None: no deadline.
     deadline: float | None = None
     samples: int = 1  # answers asked per row (`--samples`), each its own seed; the row scores their mean
+    # The servers of one model (`--base-url`, repeatable or a comma list; openai backend): several spread the
+    # requests (`eval_scripts.backends.replicas`). Empty: the backend's own default. Never in a cache key.
+    base_urls: tuple[str, ...] = ()
 
 
 def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:

@@ -33,7 +33,13 @@ from eval_scripts.harness.outcomes import (
     summarise_failures,
 )
 from eval_scripts.harness.readout_agreement import READOUTS_FORMAT_VERSION, readout_agreement
-from eval_scripts.harness.readouts import RowReadout, SampleOutcome, row_readout, sample_outcome
+from eval_scripts.harness.readouts import (
+    RowReadout,
+    SampleOutcome,
+    distribution_only_counts,
+    row_readout,
+    sample_outcome,
+)
 from eval_scripts.harness.response_cache import ResponseCache
 from eval_scripts.harness.run_writer import RUN_WRITER, write_run
 from mis_bench_dataset.built.handle import BuiltDataset
@@ -65,6 +71,9 @@ class RunResult:
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
     prefix: PrefixStats | None = None  # of the requests sent, in the order sent (None: the engine reorders)
     readouts_path: Path | None = None  # readouts.json of an expected-score or repeated-sample run
+    # expected-score runs: rows the distribution scored though their text gives none, per reason
+    distribution_only: dict[str, int] = field(default_factory=dict)
+    replicas: list[dict] | None = None  # several servers: what each did in this setting (`replica_use`)
 
     @property
     def n_unanswered(self) -> int:
@@ -100,7 +109,21 @@ def dataset_paths(configs: Sequence[RunConfig]) -> list[Path]:
 
 
 def make_backend(config: RunConfig) -> Backend:
-    return get_backend(config.backend, config.model, **config.backend_options)
+    options = dict(config.backend_options)
+    if config.base_urls:  # one server or several (`backends.replicas`); the cache key holds no address
+        options["base_url"] = list(config.base_urls)
+    return get_backend(config.backend, config.model, **options)
+
+
+def replica_use(before: list[dict] | None, after: list[dict] | None) -> list[dict] | None:
+    """What each server did between two `Backend.replicas()` readings (one setting of a grid), or None."""
+    if not after:
+        return None
+    counters = ("sent", "answered", "failed", "cool_downs")
+    return [
+        {**now, **{key: now[key] - (then or {}).get(key, 0) for key in counters}}
+        for now, then in zip(after, before or [None] * len(after), strict=True)
+    ]
 
 
 def output_folder(config: RunConfig) -> OutputFolder:
@@ -189,6 +212,8 @@ def _raw_record(row: dict, prompt: Prompt, sample: SampleOutcome, index: int, co
     }
     if context.decoding.expected:
         record.update(text_prediction=sample.text_value, expected=sample.expected)
+        if sample.distribution_only:  # scored from the distribution: why the text gives no score
+            record["distribution_only"] = sample.distribution_only
     if context.samples > 1:
         record["sample"] = index
     return record
@@ -212,16 +237,21 @@ def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, 
         }
         if decoding.expected:
             record["text_values"] = [sample.text_value for sample in readout.samples]
+            if any(sample.distribution_only for sample in readout.samples):
+                record["distribution_only"] = [sample.distribution_only for sample in readout.samples]
         rows.append(record)
-    return {
+    payload = {
         "format_version": READOUTS_FORMAT_VERSION,
         "score_from": decoding.score_from,
         "samples": context.samples,
         "temperature": decoding.temperature,
         "aggregate": "mean of the samples' scores that could be read (median beside)",
         "agreement": readout_agreement(rows),
-        "rows": rows,
     }
+    if decoding.expected:  # rows the distribution scored though their text gives no score, per reason
+        reasons = distribution_only_counts(readouts)
+        payload["distribution_only"] = {"rows": sum(reasons.values()), "reasons": reasons}
+    return {**payload, "rows": rows}
 
 
 def _row_readouts(context: RunContext, completions: dict[tuple[int, int], Completion]) -> list[RowReadout]:
@@ -268,7 +298,9 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
     return _Collected(predictions, raw_records, outcomes, failures, parse_rates)
 
 
-def _run_result(context, completions, written, collected, counts, failure_summary, usage, started, prefix) -> RunResult:
+def _run_result(
+    context, completions, written, collected, counts, failure_summary, usage, started, prefix, readouts
+) -> RunResult:
     """What a run did: its counts, scores and files."""
     n_cached = sum(1 for c in completions.values() if c.cached)
     overall = counts["overall"]
@@ -294,6 +326,7 @@ def _run_result(context, completions, written, collected, counts, failure_summar
         outcomes=counts,
         failures=failure_summary,
         readouts_path=written.readouts_path,
+        distribution_only=distribution_only_counts(readouts) if context.decoding.expected else {},
     )
 
 
@@ -303,6 +336,7 @@ def write_result(
     folder: OutputFolder,
     started: float,
     prefix: PrefixStats | None = None,
+    replicas: list[dict] | None = None,
 ) -> RunResult:
     """Write the run's files (`harness.run_writer`) from its completions and say what happened."""
     from eval_scripts.formats.results import package_versions, usage_totals
@@ -333,4 +367,8 @@ def write_result(
         outcomes={**counts, "failures": failure_summary},
         readouts=_readouts(context, readouts),
     )
-    return _run_result(context, completions, written, collected, counts, failure_summary, usage, started, prefix)
+    result = _run_result(
+        context, completions, written, collected, counts, failure_summary, usage, started, prefix, readouts
+    )
+    result.replicas = replicas
+    return result

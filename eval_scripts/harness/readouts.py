@@ -6,6 +6,9 @@ score from the model's digit distribution), then the mean (and median) over the 
   readout of a style whose answer starts with its score (``direct``, ``paper``) needs only the
   score's first tokens, so its small token limit cutting the text is by design. The text readout
   of a cut text is never parsed.
+- The distribution decides, not the text: an expected-score sample whose text gives no score (out of
+  the scale, unparsed, cut) but whose digit distribution does is scored, and says why its text did not
+  (`SampleOutcome.distribution_only`; counted per run by `distribution_only_counts`).
 - A row is answered when every one of its samples is (a failed or cut sample leaves the row
   unanswered: the next run asks for that sample only); its prediction is the mean of the samples'
   scores that could be read, None when none could.
@@ -14,11 +17,12 @@ score from the model's digit distribution), then the mean (and median) over the 
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eval_scripts.answers.outcome import FINISH_LENGTH, STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, outcome_status
-from eval_scripts.answers.parse import parse_score
+from eval_scripts.answers.parse import parse_details, parse_score
 from eval_scripts.backends.base import Completion, DecodingConfig
 
 
@@ -32,6 +36,12 @@ class SampleOutcome:
     text_value: float | None
     expected: dict | None
     value: float | None
+    # why the text gives no score, for an expected-score sample the distribution scored all the same
+    distribution_only: str | None = None
+
+
+# The reason of a distribution-scored sample whose text was cut by the token limit (so never parsed).
+TEXT_CUT = "text cut by the token limit"
 
 
 def sample_outcome(completion: Completion | None, decoding: DecodingConfig, style: str) -> SampleOutcome:
@@ -43,7 +53,10 @@ def sample_outcome(completion: Completion | None, decoding: DecodingConfig, styl
     text_value = parse_score(text, style) if complete_text else None
     expected = completion.expected if status == STATUS_OK and decoding.expected else None
     value = (expected or {}).get("score") if decoding.expected else text_value
-    return SampleOutcome(completion, status, text, text_value, expected, value)
+    distribution_only = None
+    if decoding.expected and value is not None and text_value is None:
+        distribution_only = parse_details(text, style).reason if complete_text else TEXT_CUT
+    return SampleOutcome(completion, status, text, text_value, expected, value, distribution_only)
 
 
 @dataclass(frozen=True)
@@ -77,3 +90,10 @@ def row_readout(samples: Sequence[SampleOutcome]) -> RowReadout:
         sd=statistics.stdev(read) if len(read) > 1 else None,
         values=values,
     )
+
+
+def distribution_only_counts(readouts: Sequence[RowReadout]) -> dict[str, int]:
+    """Rows scored from the distribution where a sample's text gives no score, per reason (the row's first such
+    sample's; most frequent first): what the run line, readouts.json and the report show."""
+    reasons = (next((s.distribution_only for s in row.samples if s.distribution_only), None) for row in readouts)
+    return dict(Counter(reason for reason in reasons if reason).most_common())

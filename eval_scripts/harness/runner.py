@@ -40,6 +40,7 @@ from eval_scripts.harness.execution import (
     make_backend,
     open_datasets,
     output_folder,
+    replica_use,
     write_result,
 )
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
@@ -74,11 +75,13 @@ def run_setting(
     backend = backend or make_backend(config)
     try:
         context = prepare_run(config, backend, scoring=scoring, train=train)
+        before = backend.replicas()
         completions, prefix = complete_requests(context, backend, folder)
+        replicas = replica_use(before, backend.replicas())
     finally:
         if own_backend:
             backend.close()
-    return write_result(context, completions, folder, started, prefix)
+    return write_result(context, completions, folder, started, prefix, replicas)
 
 
 def grid_configs(

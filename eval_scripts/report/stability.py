@@ -46,6 +46,7 @@ def stability(runs: Sequence[RunView]) -> dict[str, Any]:
                 "score_from": readouts.get("score_from"),
                 "samples": readouts.get("samples"),
                 "experts_icc": run.overall.get("icc"),
+                "distribution_only": readouts.get("distribution_only"),
                 **{key: agreement.get(key) for key in ("text_vs_expected", "test_retest", "spread")},
             }
         )
@@ -73,6 +74,14 @@ def _icc(block: Mapping[str, Any] | None) -> str:
     return f"{text} {ci} n={block.get('n', 0)}" if ci != MISSING else f"{text} n={block.get('n', 0)}"
 
 
+def _distribution_only(block: Mapping[str, Any] | None) -> str:
+    """ "(n rows scored from the distribution only: reason n, ...)" of an expected-score run, else nothing."""
+    if not block or not block.get("rows"):
+        return ""
+    reasons = ", ".join(f"{reason} {count}" for reason, count in (block.get("reasons") or {}).items())
+    return f" ({block['rows']} rows scored from the distribution only, the text giving none: {reasons})"
+
+
 def stability_tables(data: Mapping[str, Any]) -> list[tuple[str, Table]]:
     tables = []
     if data["runs"]:
@@ -85,7 +94,7 @@ def stability_tables(data: Mapping[str, Any]) -> list[tuple[str, Table]]:
             rows.append(
                 [
                     entry["label"],
-                    str(entry.get("score_from") or MISSING),
+                    str(entry.get("score_from") or MISSING) + _distribution_only(entry.get("distribution_only")),
                     str(entry.get("samples") or MISSING),
                     pct(entry["experts_icc"]),
                     _icc(entry.get("text_vs_expected")),
