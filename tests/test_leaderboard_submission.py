@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts import submission
+from eval_scripts.formats import submission
 from eval_scripts.formats.submission import (
     SubmissionError,
     find_problems,
