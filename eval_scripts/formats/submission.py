@@ -26,7 +26,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.atomic import write_atomic
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
-from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder
+from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, read_manifest
 from mis_bench_dataset.rules.text_safety import clip, safe_text, slug
 from mis_bench_dataset.video_ids import normalize_video_id
 
@@ -353,12 +353,12 @@ def package_submission(
         )
     folder = OutputFolder(out_dir, command=command, inputs=[results_path])
     name = submission_name(obj)
-    existed = folder.root.exists()
+    existed = (folder.root.exists(), (folder.root / MANIFEST_NAME).exists())
     target = folder.claim(name, SUBMISSION_WRITER)
     try:
         write_atomic(target, package)
     except BaseException:
-        _undo_claim(folder, name, existed)
+        _undo_claim(folder, name, *existed)
         raise
     if replace_previous:
         entry_prefix = name.rsplit("__", 1)[0] + "__"
@@ -369,14 +369,16 @@ def package_submission(
     return target
 
 
-def _undo_claim(folder: OutputFolder, name: str, existed: bool) -> None:
-    """A package that could not be written leaves nothing: its record, and a folder this call made."""
+def _undo_claim(folder: OutputFolder, name: str, had_folder: bool, had_manifest: bool) -> None:
+    """A package that could not be written leaves nothing: not its record, nor a manifest or a folder this
+    call made (one another run has written to since is kept)."""
     folder.remove_owned(name, SUBMISSION_WRITER)
-    if not existed:
+    if not had_manifest and not read_manifest(folder.root):
         for leftover in (MANIFEST_NAME, LOCK_NAME):
             (folder.root / leftover).unlink(missing_ok=True)
+    if not had_folder:
         with contextlib.suppress(OSError):
-            folder.root.rmdir()
+            folder.root.rmdir()  # only when empty
 
 
 def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str]) -> str | None:
