@@ -141,6 +141,8 @@ def unranked_entry(sub: Candidate, references: Mapping, reason: str, **extra: An
         "n_pairs": len(references),
         "answered_rate": round(n_answered / len(references), 3) if references else None,
         "reason": reason,
+        # Why pairs have no score, as the run recorded it (schema 1.1, checked to add up): null without.
+        "outcomes": sub.results.get("outcomes"),
         "duplicate_of": None,
         **extra,
     }

@@ -36,6 +36,12 @@ def csv_rows(board: Mapping[str, Any]) -> list[dict[str, Any]]:
         row = dict.fromkeys(columns)
         row.update({key: entry.get(key) for key in ("model", "backend", "modality", "prompt_style", "file")})
         row.update(status="unranked: " + entry["reason"], answered_rate=entry["answered_rate"])
+        outcomes = entry.get("outcomes") or {}
+        counts = outcomes.get("overall") or {}
+        row.update({kind: counts.get(kind) for kind in ("unparsed", "truncated", "failed")})
+        for dim in board["dimensions"]:
+            dim_counts = (outcomes.get("dimensions") or {}).get(dim["key"]) or {}
+            row[f"{dim['key']}_truncated"] = dim_counts.get("truncated")
         rows.append(row)
     return [{key: escape_csv(v) if isinstance(v, str) else v for key, v in row.items()} for row in rows]
 

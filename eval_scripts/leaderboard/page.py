@@ -367,14 +367,24 @@ def _labels_notice(board: Mapping[str, Any]) -> str:
     )
 
 
+def _outcome_counts(outcomes: Mapping[str, Any] | None) -> str:
+    counts = (outcomes or {}).get("overall") or {}
+    if not counts:
+        return ""
+    return (
+        f" ({_esc(counts.get('unparsed'))} unparsed, {_esc(counts.get('truncated'))} truncated at the token limit, "
+        f"{_esc(counts.get('failed'))} failed requests, as the run recorded them)"
+    )
+
+
 def _unranked_list(board: Mapping[str, Any]) -> str:
     unranked = board.get("unranked") or []
     if not unranked:
         return ""
     items = "".join(
         f"<li><b>{_esc(u['model'])}</b> ({_esc(u['modality'])}, {_esc(u['prompt_style'])}; "
-        f"<code>{_esc(u['file'])}</code>): answered {_esc(u['n_answered'])} of {_esc(u['n_pairs'])} pairs; "
-        f"{_esc(u['reason'])}</li>"
+        f"<code>{_esc(u['file'])}</code>): answered {_esc(u['n_answered'])} of {_esc(u['n_pairs'])} pairs"
+        f"{_outcome_counts(u.get('outcomes'))}; {_esc(u['reason'])}</li>"
         for u in unranked
     )
     return f"<h2>Not ranked ({len(unranked)})</h2><ul class='unranked' id='unranked'>{items}</ul>"
