@@ -17,7 +17,7 @@ from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from eval_scripts.leaderboard.outputs import csv_text, json_text
-from eval_scripts.leaderboard.requests import Request
+from eval_scripts.leaderboard.received import Request
 from eval_scripts.leaderboard.space_app import site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.rules.jsonio import json_safe

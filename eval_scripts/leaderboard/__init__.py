@@ -6,7 +6,7 @@ write CSV + JSON + a static sortable page, and serve it from a Hub Space.
 - `outputs`: write a leaderboard as JSON, CSV and the static HTML page.
 - `page`: the static leaderboard page (one self-contained HTML file).
 - `references`: the board's labels, fingerprints and synthetic flag, read alike by the CLI and the Space.
-- `requests`: who sent each submission and when the board received it (a local folder, a Hub requests repo).
+- `received`: who sent each submission and when the board received it (a local folder, a Hub requests repo).
 - `scoring`: score every submission in a folder against hidden labels; never stop on a bad one.
 - `space_app`: the Hub Space app serving the page.
 """

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_scripts.formats.results import BASELINE_BACKEND, is_floor_baseline
-from eval_scripts.leaderboard.requests import Request
+from eval_scripts.leaderboard.received import Request
 from mis_bench_dataset.rules.text_safety import invisible_characters, name_key, normal_name, safe_text
 
 RESERVED_PREFIX = "baseline/"

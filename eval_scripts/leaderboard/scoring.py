@@ -36,7 +36,7 @@ from eval_scripts.leaderboard.disclosure import (
     significant,
 )
 from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
-from eval_scripts.leaderboard.requests import Request, file_request
+from eval_scripts.leaderboard.received import Request, file_request
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSIONS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.text_safety import normal_name, safe_text
@@ -244,7 +244,7 @@ def build_leaderboard(
     recording another fingerprint is rejected, and the board's SYNTHETIC mark is the references' flag, never
     the submitter's (None: a labels file, not checked / the submitter's claim may add the mark).
     `labels_public` False: a hidden-label board (only agreement figures, one ranked submission per account a
-    day). `requests`: file name -> who sent it and when (`requests`; default: the operator's, at its mtime).
+    day). `requests`: file name -> who sent it and when (`received`; default: the operator's, at its mtime).
     """
     paths = _submission_files(Path(submissions_dir))
     video_ids = {video for video, _ in references}

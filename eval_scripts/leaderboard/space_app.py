@@ -5,7 +5,7 @@ Deploy as a Docker Space (`sdk: docker`, `app_port: 7860`) whose command is
 
 - `MIS_BENCH_SUBMISSIONS`: folder of submission JSON files (the operator's), or
   `MIS_BENCH_REQUESTS_REPO`: a Hub dataset of requests, read at start: each pull request adding
-  `requests/*.json` is a submission of its author (`requests.hub_requests`);
+  `requests/*.json` is a submission of its author (`received.hub_requests`);
 - `MIS_BENCH_REFERENCES`: the hidden labels (a built dataset folder or a labels file,
   anything `mis_icc_metric.predictions_io.read_references` reads), kept in a private
   location the submitters cannot see; a build's fingerprints and SYNTHETIC flag apply as in the CLI;
@@ -34,8 +34,8 @@ from pathlib import Path
 
 from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.page import render_page
+from eval_scripts.leaderboard.received import Request, hub_requests
 from eval_scripts.leaderboard.references import read_board_references
-from eval_scripts.leaderboard.requests import Request, hub_requests
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 
