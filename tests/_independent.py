@@ -305,6 +305,21 @@ def close(value: object, expected: object, tolerance: float = 1e-9) -> bool:
     return value == expected
 
 
+def close_published(value: object, expected: object, digits: int = 3) -> bool:
+    """`close` for a figure published at `digits` significant digits: within half a unit of its last digit."""
+    if isinstance(expected, Mapping):
+        return isinstance(value, Mapping) and all(close_published(value.get(k), v, digits) for k, v in expected.items())
+    if isinstance(expected, (list, tuple)):
+        if value is None:
+            return all(isinstance(e, float) and math.isnan(e) for e in expected)
+        pairs = zip(value, expected, strict=True)
+        return len(value) == len(expected) and all(close_published(v, e, digits) for v, e in pairs)
+    if isinstance(expected, float) and math.isfinite(expected) and expected != 0:
+        unit = 10 ** (math.floor(math.log10(abs(expected))) - digits + 1)
+        return isinstance(value, (int, float)) and abs(value - expected) <= 0.5 * unit * (1 + 1e-9)
+    return close(value, expected)
+
+
 def anova_forms(matrix: np.ndarray) -> dict[str, float]:
     """The six Shrout & Fleiss (1979) forms of an (n x k) matrix from the two-way ANOVA sums of squares,
     written out term by term (targets, raters, residual); NaN where a denominator is zero."""

@@ -491,8 +491,9 @@ def test_case_8_class_hostile_names_never_forge_a_line_of_the_leaderboard_listin
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 4  # the summary, one ranked entry, one rejected file, the synthetic data's mark
-    assert "org/m\\x0a" in lines[1] and "bad\\x0a" in lines[2] and lines[3].startswith("SYNTHETIC data:")
+    assert len(lines) == 3  # the summary and two rejected files: a name holding a newline is refused
+    assert lines[1].startswith("  rejected a.json: the model name holds invisible or format characters (U+000A)")
+    assert lines[2].startswith("  rejected bad\\x0a  rejected nothing.json: malformed JSON")
 
 
 # ----------------------------------------------------------------------------- case 9: the leaderboard's fingerprint

@@ -13,6 +13,7 @@ import urllib.request
 import pytest
 
 from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
+from eval_scripts.leaderboard.disclosure import significant
 from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
@@ -96,50 +97,49 @@ def test_every_bad_submission_is_rejected_with_its_reason(board):
 
 
 def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems):
-    assert [e["model"] for e in board["entries"]] == ["org/strong <b>bold</b>", "org/gappy", "org/weak"]
-    assert [e["rank"] for e in board["entries"]] == [1, 2, 3]
-    fully_parsed = [v for v in VIDEO_IDS if all(systems["gappy"][(v, d)] is not None for d in DIMENSION_KEYS)]
-    assert board["n_common_videos"] == len(fully_parsed)
-    for entry, name in zip(board["entries"], ["strong", "gappy", "weak"], strict=True):
-        expected = json_safe(
-            score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3, common_videos=fully_parsed)
-        )
-        assert entry["scores"] == expected
-    weak = board["entries"][2]
+    """Only entries answering every pair are ranked; the gappy one is listed with its coverage, no figure."""
+    assert [e["model"] for e in board["entries"]] == ["org/strong <b>bold</b>", "org/weak"]
+    assert [e["rank"] for e in board["entries"]] == [1, 2]
+    assert board["n_common_videos"] == len(VIDEO_IDS)
+    for entry, name in zip(board["entries"], ["strong", "weak"], strict=True):
+        expected = json_safe(score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3))
+        assert entry["scores"] == significant(expected)  # published at three significant digits
+    weak = board["entries"][1]
     assert weak["scores"]["overall"]["icc"] < 0.9  # not the submitted 0.99
-    gappy = board["entries"][1]
-    for key in DIMENSION_KEYS:
-        parsed = sum(systems["gappy"][(v, key)] is not None for v in VIDEO_IDS) / len(VIDEO_IDS)
-        assert gappy["parse_rates"][key] == pytest.approx(parsed)
+    (gappy,) = board["unranked"]
+    n_answered = sum(value is not None for value in systems["gappy"].values())
+    assert (gappy["file"], gappy["n_answered"], gappy["n_pairs"]) == ("c_gappy.json", n_answered, len(references))
+    assert "does not answer the whole split" in gappy["reason"] and "scores" not in gappy
 
 
 def test_paired_comparison_against_the_leader(board, references, systems):
     assert board["entries"][0]["vs_leader"] is None
     direct = paired_comparison(systems["strong"], systems["weak"], references, n_bootstrap=N_BOOT, seed=3)
-    weak = board["entries"][2]["vs_leader"]
-    assert weak["p_value"] == direct["overall"]["p_value"] and weak["delta"] == direct["overall"]["delta"]
+    weak = board["entries"][1]["vs_leader"]
+    assert weak["p_value"] == significant(direct["overall"]["p_value"])
+    assert weak["delta"] == significant(direct["overall"]["delta"])
     assert weak["delta"] > 0 and weak["p_value"] < 0.05
-    assert weak["dimension_p_values"] == {k: v["p_value"] for k, v in direct["dimensions"].items()}
+    assert weak["dimension_p_values"] == {k: significant(v["p_value"]) for k, v in direct["dimensions"].items()}
 
 
 def test_human_ceiling_is_table_2(board):
     assert board["human_ceiling"]["empathy"] == {"icc": HUMAN_CEILING["empathy"].icc, "icc_ci": [0.38, 0.48]}
 
 
-def test_a_crash_while_scoring_rejects_only_that_submission(board_dir, references, monkeypatch):
+def test_a_crash_while_scoring_rejects_only_that_submission(board_dir, references, systems, monkeypatch):
     import mis_icc_metric
 
     real = mis_icc_metric.score_predictions
 
     def flaky(predictions, *args, **kwargs):
-        if any(v is None for v in predictions.values()):
+        if predictions == systems["weak"]:
             raise RuntimeError("boom")
         return real(predictions, *args, **kwargs)
 
     monkeypatch.setattr(mis_icc_metric, "score_predictions", flaky, raising=False)
     result = build_leaderboard(board_dir, references, n_bootstrap=20)
-    assert [e["model"] for e in result["entries"]] == ["org/strong <b>bold</b>", "org/weak"]
-    crashed = next(r for r in result["rejected"] if r["file"] == "c_gappy.json")
+    assert [e["model"] for e in result["entries"]] == ["org/strong <b>bold</b>"]
+    crashed = next(r for r in result["rejected"] if r["file"] == "b_weak.json")
     assert crashed["reasons"] == ["could not be scored: RuntimeError: boom"]
 
 
@@ -156,15 +156,16 @@ def test_csv_and_json_and_page_agree(tmp_path, board):
     assert json.loads(files.json.read_text()) == board
     with files.csv.open(newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert [int(r["rank"]) for r in rows] == [1, 2, 3]
-    for row, entry in zip(rows, board["entries"], strict=True):
+    assert [r["status"] for r in rows] == ["ranked", "ranked", "unranked: " + board["unranked"][0]["reason"]]
+    assert [int(r["rank"]) for r in rows[:2]] == [1, 2] and rows[2]["rank"] == "" and rows[2]["overall_icc"] == ""
+    for row, entry in zip(rows, board["entries"], strict=False):
         assert float(row["overall_icc"]) == entry["scores"]["overall"]["icc"]
         assert float(row["empathy_icc"]) == entry["scores"]["dimensions"]["empathy"]["icc"]
         assert row["model"] == entry["model"]
     page = files.html.read_text()
     assert "<b>bold</b>" not in page and "org/strong &lt;b&gt;bold&lt;/b&gt;" in page
     assert "Human single rater (paper Table 2)" in page and "e_version.json" in page
-    p_emp = board["entries"][2]["vs_leader"]["dimension_p_values"]["empathy"]
+    p_emp = board["entries"][1]["vs_leader"]["dimension_p_values"]["empathy"]
     assert f"Emp. {p_emp:.4f}" in page
 
 
@@ -258,8 +259,10 @@ def test_every_file_is_either_ranked_or_rejected_never_lost(tmp_path, references
                 path.write_text(json.dumps(obj))
         result = build_leaderboard(folder, references, n_bootstrap=10)
         ranked = [e["file"] for e in result["entries"]]
+        unranked = [e["file"] for e in result["unranked"]]
         rejected = [r["file"] for r in result["rejected"]]
-        assert sorted(ranked + rejected) == sorted(p.name for p in folder.iterdir())
+        assert sorted(ranked + unranked + rejected) == sorted(p.name for p in folder.iterdir())
+        assert len(ranked) <= 1  # one name in one setting is one entry; copies are duplicates or taken
         assert all(r["reasons"] for r in result["rejected"])
 
     check()

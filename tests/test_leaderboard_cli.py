@@ -8,6 +8,7 @@ import json
 import pytest
 
 from eval_scripts.cli import main as cli_main
+from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from tests._leaderboard_helpers import make_results, noisy_predictions
 
@@ -29,9 +30,15 @@ def _results_file(tmp_path, name, references, noise, seed, fingerprint=None, **k
     return path
 
 
+def _fingerprint(dataset):
+    from mis_bench_dataset import BuiltDataset
+
+    return BuiltDataset.of(dataset).fingerprint("test")
+
+
 def test_submit_packages_a_valid_file_and_checks_coverage(tmp_path, labelled, capsys):
     dataset, references = labelled
-    source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m")
+    source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m", fingerprint=_fingerprint(dataset))
     assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["ok"] and outcome["coverage_checked"] and outcome["pushed"] is None
@@ -80,10 +87,12 @@ def test_leaderboard_command_writes_csv_json_html(tmp_path, labelled, capsys):
     printed = capsys.readouterr().out
     assert "1 ranked, 2 rejected" in printed and "rejected bad.json" in printed
     board = json.loads((out / "leaderboard.json").read_text())
-    assert board["n_videos"] == len({v for v, _ in references})
+    assert board["n_videos"] == len({v for v, _ in references}) < MIN_PUBLISHED_VIDEOS
+    # The synthetic build's test split is too small for a published figure: ranked, figures withheld.
     with open(out / "leaderboard.csv", newline="") as handle:
         (row,) = list(csv.DictReader(handle))
-    assert row["model"] == "org/good" and float(row["overall_icc"]) == board["entries"][0]["scores"]["overall"]["icc"]
+    assert row["model"] == "org/good" and row["overall_icc"] == "" and row["rank"] == "1"
+    assert "fewer than the 10" in board["entries"][0]["scores"]["withheld"]
     assert "org/good" in (out / "index.html").read_text()
 
 
@@ -151,7 +160,7 @@ def test_space_app_builds_its_board_from_the_environment(tmp_path, labelled, mon
     dataset, references = labelled
     subs = tmp_path / "subs"
     subs.mkdir()
-    _results_file(subs, "a.json", references, 0.2, 21, model="org/a")
+    _results_file(subs, "a.json", references, 0.2, 21, model="org/a", fingerprint=_fingerprint(dataset))
     monkeypatch.setenv("MIS_BENCH_SUBMISSIONS", str(subs))
     monkeypatch.setenv("MIS_BENCH_REFERENCES", str(dataset))
     monkeypatch.setenv("MIS_BENCH_BOOTSTRAP", "30")
@@ -162,3 +171,47 @@ def test_space_app_builds_its_board_from_the_environment(tmp_path, labelled, mon
     monkeypatch.delenv("MIS_BENCH_REFERENCES")
     with pytest.raises(SystemExit, match="MIS_BENCH_REFERENCES"):
         build_board_from_env()
+
+
+def test_submit_with_dataset_refuses_another_build(tmp_path, labelled, capsys):
+    dataset, references = labelled
+    source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m")  # the helper's fingerprint
+    assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
+    err = capsys.readouterr().err
+    assert "dataset fingerprint 'abc123' is not the references'" in err and "Traceback" not in err
+    assert not (tmp_path / "pkg").exists()
+
+
+def test_submit_refuses_a_lone_surrogate_with_its_reason(tmp_path, capsys):
+    text = json.dumps(make_results(noisy_predictions({("C0101_T2_Luke", "empathy"): 3.0}, 0.1, 1), model="SUR"))
+    source = tmp_path / "r.json"
+    source.write_text(text.replace('"SUR"', '"sur\\ud800rogate"'))
+    assert cli_main(["submit", str(source), "--out", str(tmp_path / "pkg")]) == 1
+    err = capsys.readouterr().err
+    assert "lone surrogate" in err and "internal error" not in err and not (tmp_path / "pkg").exists()
+
+
+def test_submit_push_opens_a_pull_request(tmp_path, labelled, capsys, monkeypatch):
+    import huggingface_hub
+
+    _, references = labelled
+    calls = []
+
+    class FakeApi:
+        def __init__(self, token=None):
+            self.token = token
+
+        def upload_file(self, **kwargs):
+            calls.append((self.token, kwargs))
+            return type("CommitInfo", (), {"pr_url": "https://huggingface.co/datasets/org/req/discussions/7"})()
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m")
+    out = tmp_path / "pkg"
+    assert cli_main(["submit", str(source), "--out", str(out), "--push", "org/req", "--json"]) == 0
+    outcome = json.loads(capsys.readouterr().out)
+    assert outcome["pushed"] == "https://huggingface.co/datasets/org/req/discussions/7"
+    ((token, kwargs),) = calls
+    assert token == "hf_test" and kwargs["create_pr"] is True and kwargs["repo_type"] == "dataset"
+    assert kwargs["repo_id"] == "org/req" and kwargs["path_in_repo"] == "requests/" + outcome["package"].split("/")[-1]

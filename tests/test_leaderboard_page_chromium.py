@@ -80,7 +80,7 @@ def board(tmp_path_factory):
     references = make_references()
     folder = tmp_path_factory.mktemp("subs")
     for seed, (model, noise) in enumerate([("zeta/good", 0.2), ("alpha/mid", 0.6), ("mu/poor", 1.2)]):
-        results = make_results(noisy_predictions(references, noise, seed=seed + 40, none_rate=0.03), model=model)
+        results = make_results(noisy_predictions(references, noise, seed=seed + 40, none_rate=0.0), model=model)
         (folder / f"{model.replace('/', '_')}.json").write_text(json.dumps(results))
     return build_leaderboard(folder, references, n_bootstrap=100, seed=0)
 
@@ -154,7 +154,7 @@ def realistic_board(tmp_path_factory):
     ]
     for seed, (model, modality, backend, noise, synthetic) in enumerate(systems):
         predictions = (
-            noisy_predictions(references, noise, seed=seed + 70, none_rate=0.02)
+            noisy_predictions(references, noise, seed=seed + 70)
             if noise is not None
             else {key: 3.5 for key in references}
         )

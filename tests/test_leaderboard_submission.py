@@ -302,6 +302,52 @@ def test_package_refuses_invalid(tmp_path, valid):
     assert not (tmp_path / "out").exists()
 
 
+def test_package_size_is_checked_before_anything_is_written(tmp_path, valid):
+    """The canonical package (indented) is larger than a compact file: checked against the limit first."""
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(valid, separators=(",", ":")))
+    limit = source.stat().st_size + 10
+    with pytest.raises(SubmissionError, match="the canonical package would be .* MB, over the"):
+        package_submission(source, tmp_path / "out", max_bytes=limit)
+    assert not (tmp_path / "out").exists()
+    assert package_submission(source, tmp_path / "out", max_bytes=limit * 4).stat().st_size > limit
+
+
+def test_a_package_that_cannot_be_written_leaves_nothing(tmp_path, valid, monkeypatch):
+    import errno
+
+    from mis_bench_dataset.rules.ownership import read_manifest
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(valid))
+    monkeypatch.setattr(submission, "write_atomic", full)
+    with pytest.raises(OSError, match="No space"):
+        package_submission(source, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "mine.txt").write_text("the user's")
+    with pytest.raises(OSError, match="No space"):
+        package_submission(source, tmp_path / "old")
+    assert [p.name for p in (tmp_path / "old").iterdir()] == ["mine.txt"] and read_manifest(tmp_path / "old") == {}
+
+
+def test_push_opens_a_pull_request_not_a_commit_to_main(tmp_path):
+    calls = []
+
+    class FakeApi:
+        def upload_file(self, **kwargs):
+            calls.append(kwargs)
+            return type("CommitInfo", (), {"pr_url": "https://hub/pr/3", "commit_url": "https://hub/commit/x"})()
+
+    package = tmp_path / "m__text__direct__abc.json"
+    package.write_text("{}")
+    assert submission.push_submission(package, "org/requests", api=FakeApi()) == "https://hub/pr/3"
+    assert calls[0]["create_pr"] is True and calls[0]["path_in_repo"] == "requests/m__text__direct__abc.json"
+
+
 # ----------------------------------------------------------------------------- fuzzing
 
 json_values = st.recursive(

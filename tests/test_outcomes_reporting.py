@@ -102,7 +102,9 @@ def test_leaderboard_shows_truncated_answers_as_the_run_recorded_them(runs, tmp_
     (folder / "b.json").write_text(json.dumps(plain))
     board = build_leaderboard(folder, references, split="test", n_bootstrap=50)
     assert board["rejected"] == []
-    by_model = {entry["model"]: entry for entry in board["entries"]}
+    # Truncated answers are unanswered pairs: that entry is listed unranked, with the counts the run recorded.
+    assert [entry["model"] for entry in board["unranked"]] == ["served/model"]
+    by_model = {entry["model"]: entry for entry in [*board["entries"], *board["unranked"]]}
     assert by_model["served/model"]["outcomes"] == results["outcomes"]
     assert by_model["older/model"]["outcomes"] is None
     rows = {row["model"]: row for row in csv_rows(board)}
@@ -111,5 +113,5 @@ def test_leaderboard_shows_truncated_answers_as_the_run_recorded_them(runs, tmp_
     assert {key: rows["served/model"][f"{key}_truncated"] for key in per_dimension} == per_dimension
     page = render_page(board)
     assert '<th data-key="truncated" data-type="num">Truncated</th>' in page
-    assert f'data-key="truncated" data-value="{n_cut}"' in page
+    assert 'data-key="truncated" data-value=""' in page  # the ranked 1.0 file recorded no outcomes
     assert f"0 unparsed, {n_cut} truncated at the token limit, 0 failed requests" in page

@@ -20,15 +20,16 @@ def register(subparsers) -> None:
         help="validate and package a results JSON as a leaderboard submission (optionally push it)",
         description=(
             "Check a results JSON against the submission schema (and, with --dataset, that it covers every "
-            "video of the split), write a canonical copy named by its content hash into --out, and with "
-            "--push upload it to a Hub dataset of requests."
+            "video of the split and was made on that build), write a canonical copy named by its content hash "
+            "into --out, and with --push open a pull request adding it to a Hub dataset of requests."
         ),
     )
     submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
     submit.add_argument(
         "--dataset",
         type=existing("folder"),
-        help="built dataset folder: also check coverage of its --split (default: none, the leaderboard checks it)",
+        help="built dataset folder: also check coverage of its --split and its fingerprint (default: none, the "
+        "leaderboard checks them)",
     )
     submit.add_argument("--split", default="test", choices=SPLITS, help="split whose coverage --dataset checks")
     submit.add_argument(
@@ -40,7 +41,8 @@ def register(subparsers) -> None:
     submit.add_argument(
         "--push",
         metavar="REPO",
-        help="Hub dataset id of the leaderboard requests, e.g. org/requests (default: none, nothing is uploaded)",
+        help="Hub dataset id of the leaderboard requests, e.g. org/requests: opens a pull request adding the "
+        "package (default: none, nothing is uploaded)",
     )
     submit.add_argument("--token-env", default="HF_TOKEN", help="environment variable holding the Hub token")
     submit.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="size limit in MB")
@@ -69,6 +71,12 @@ def register(subparsers) -> None:
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
     board.add_argument("--title", default="MIS-Bench leaderboard", help="the page's title")
     board.add_argument(
+        "--hidden-labels",
+        action="store_true",
+        help="the references' labels are not public: publish only the ICCs of ranked entries (default: public "
+        "labels, as MIS-Bench's are; the page says so)",
+    )
+    board.add_argument(
         "--out",
         type=Path,
         default=Path("mis-bench-leaderboard"),
@@ -78,10 +86,12 @@ def register(subparsers) -> None:
     board.set_defaults(func=leaderboard_command)
 
 
-def _split_video_ids(dataset: Path, split: str) -> list[str]:
+def _split_checks(dataset: Path, split: str) -> tuple[list[str], set[str], bool | None]:
+    """(the split's video ids, its fingerprints, the build's synthetic flag) that `submit --dataset` checks."""
     from mis_bench_dataset.built.handle import BuiltDataset
 
-    return sorted({row["video_id"] for row in BuiltDataset.open(dataset, configs=("scoring",)).rows(split)})
+    build = BuiltDataset.open(dataset, configs=("scoring",))
+    return sorted({row["video_id"] for row in build.rows(split)}), build.fingerprints(split), build.synthetic
 
 
 def _mark(entry: dict) -> str:
@@ -94,10 +104,15 @@ def submit_command(args: argparse.Namespace) -> int:
     from eval_scripts.formats.submission import SubmissionError, load_submission, package_submission
 
     max_bytes = int(args.max_mb * 1024 * 1024)
+    video_ids, fingerprints, synthetic = _split_checks(args.dataset, args.split) if args.dataset else (None, None, None)
     try:
-        video_ids = _split_video_ids(args.dataset, args.split) if args.dataset else None
         package = package_submission(
-            args.results, args.out, max_bytes=max_bytes, video_ids=video_ids, split=args.split if args.dataset else None
+            args.results,
+            args.out,
+            max_bytes=max_bytes,
+            video_ids=video_ids,
+            split=args.split if args.dataset else None,
+            fingerprints=fingerprints,
         )
     except SubmissionError as err:
         if not args.json:
@@ -111,7 +126,8 @@ def submit_command(args: argparse.Namespace) -> int:
         "package": str(package),
         "pushed": None,
         "coverage_checked": video_ids is not None,
-        "synthetic": bool((obj.get("dataset") or {}).get("synthetic", False)),
+        # The build's flag when --dataset gives one; else the file's own claim.
+        "synthetic": bool((obj.get("dataset") or {}).get("synthetic", False)) if synthetic is None else synthetic,
     }
     if args.push:
         from eval_scripts.formats.submission import push_submission
@@ -127,17 +143,15 @@ def submit_command(args: argparse.Namespace) -> int:
         if not outcome["coverage_checked"]:
             say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
         if outcome["pushed"]:
-            say(f"Pushed to {args.push}: {outcome['pushed']}")
+            say(f"Opened a pull request on {args.push}: {outcome['pushed']}")
     return 0
 
 
 def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
-    from mis_bench_dataset.built.handle import BuiltDataset
-    from mis_bench_dataset.rules.errors import DataError
+    from eval_scripts.leaderboard.references import read_board_references
     from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
-    from mis_icc_metric.predictions_io import read_references
 
     # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
     check_not_overlapping(
@@ -146,28 +160,25 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     inputs = [*sorted(args.submissions.glob("*.json")), args.references]  # none may be overwritten
     folder = OutputFolder(args.out, command="leaderboard", inputs=inputs)
     folder.claim_all(LEADERBOARD_FILES, LEADERBOARD_WRITER)  # before the scoring: fail fast
-    references = read_references(args.references, split=args.split)
-    if not references:
-        raise DataError(
-            f"the references have no gold scores for split {args.split!r}",
-            where=str(args.references),
-            hint="give the hidden labels: a labelled build or a labels file",
-        )
+    # The same reading as the Space's: a build's fingerprints and SYNTHETIC flag apply to every submission.
+    references = read_board_references(args.references, args.split)
     board = build_leaderboard(
         args.submissions,
-        references,
+        references.labels,
         split=args.split,
         n_bootstrap=args.bootstrap,
         seed=args.seed,
         max_bytes=int(args.max_mb * 1024 * 1024),
-        # A labelled build has a fingerprint: submissions made on another build are not ranked.
-        fingerprints=BuiltDataset.open(args.references).fingerprints(args.split) if args.references.is_dir() else None,
+        fingerprints=references.fingerprints,
+        synthetic=references.synthetic,
+        labels_public=not args.hidden_labels,
     )
     files = write_leaderboard(board, folder, title=args.title)
     if args.json:
         print_json(board)
         return 0
-    say(f"{len(board['entries'])} ranked, {len(board['rejected'])} rejected -> {shown(files.html)}")
+    unranked = f", {len(board['unranked'])} unranked" if board["unranked"] else ""
+    say(f"{len(board['entries'])} ranked{unranked}, {len(board['rejected'])} rejected -> {shown(files.html)}")
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
         say(
@@ -179,6 +190,8 @@ def leaderboard_command(args: argparse.Namespace) -> int:
             f"  floor {shown(floor['model'])} overall ICC {pct(floor['scores']['overall'].get('icc'))}% (not ranked)"
             + _mark(floor)
         )
+    for entry in board["unranked"]:
+        say(f"  unranked {shown(entry['file'])}: {shown(entry['reason'])}")
     for rejected in board["rejected"]:
         say(
             f"  rejected {shown(rejected['file'])}: {shown(rejected['reasons'][0])}"

@@ -10,13 +10,14 @@ them in one go; a bad submission never raises anything but SubmissionError.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,8 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.atomic import write_atomic
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
-from mis_bench_dataset.rules.ownership import OutputFolder
-from mis_bench_dataset.rules.text_safety import slug
+from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, read_manifest
+from mis_bench_dataset.rules.text_safety import clip, safe_text, slug
 from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,8 @@ SCHEMA_PATH = Path(__file__).with_name("schemas") / "submission.schema.json"
 # stay well below this; anything larger is a mistake or an attack on the scorer.
 # Reasons listed per kind of problem before the rest are summarised.
 _MAX_REASONS_PER_KIND = 10
+# A reason repeats at most this much of anything (a schema message quotes the submitted value).
+MAX_REASON_CHARS = 300
 
 
 class SubmissionError(DataError):
@@ -45,7 +48,8 @@ class SubmissionError(DataError):
 
     def __init__(self, source: str, reasons: list[str]):
         self.source = source
-        self.reasons = list(reasons)
+        # Valid Unicode and clipped: a reason reaches pages, CSV and JSON, and never repeats a long submitted value.
+        self.reasons = [safe_text(reason, MAX_REASON_CHARS) for reason in reasons]
         self.problems = self.reasons
         first = self.reasons[0] if self.reasons else "no reason given"
         more = f" (and {len(self.reasons) - 1} more problem(s))" if len(self.reasons) > 1 else ""
@@ -127,6 +131,21 @@ def _non_finite_paths(value: Any, path: str = "$") -> Iterable[str]:
             yield from _non_finite_paths(item, f"{path}[{index}]")
 
 
+def _surrogate_paths(value: Any, path: str = "$") -> Iterable[str]:
+    """Where a string (or a key) holds a lone surrogate: valid JSON (a \\ud800 escape), but not UTF-8 text."""
+    if isinstance(value, str):
+        if any("\ud800" <= char <= "\udfff" for char in value):
+            yield path
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and any("\ud800" <= char <= "\udfff" for char in key):
+                yield f"{path} (a key)"
+            yield from _surrogate_paths(item, f"{path}.{clip(key, 40)}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _surrogate_paths(item, f"{path}[{index}]")
+
+
 def _prediction_problems(
     predictions: list[Any], video_ids: Iterable[str] | None, dimensions: tuple[str, ...]
 ) -> list[str]:
@@ -191,6 +210,13 @@ def find_problems(
         readable = " and ".join(repr(v) for v in READABLE_SCHEMA_VERSIONS)
         return [f"$.schema_version: unsupported schema version {version!r}; this toolkit reads {readable}"]
     problems = [f"{path}: NaN or Infinity is not a number" for path in _non_finite_paths(obj)]
+    problems += _summarise(
+        "strings with lone surrogates",
+        [
+            f"{path}: holds a lone surrogate (a \\ud800-\\udfff escape), not valid Unicode"
+            for path in _surrogate_paths(obj)
+        ],
+    )
     problems += _schema_problems(obj)
     created_at = obj.get("created_at")
     if isinstance(created_at, str):
@@ -297,11 +323,14 @@ def package_submission(
     replace_previous: bool = False,
     video_ids: Sequence[str] | None = None,
     split: str | None = None,
+    fingerprints: Collection[str] | None = None,
     command: str = "submit",
 ) -> Path:
     """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`.
 
-    With `video_ids` (and `split`) the coverage of the split is checked too. With
+    With `video_ids` (and `split`) the coverage of the split is checked too, and with `fingerprints` (the
+    build's, `BuiltDataset.fingerprints(split)`) that the predictions were made on that build. The canonical
+    package is checked against `max_bytes` before anything is written; on any failure nothing is left. With
     `replace_previous`, earlier packages of the same system, setting and prompt style that
     the toolkit wrote into `out_dir` are removed, so a rerun replaces its leaderboard entry
     instead of adding a twin; files it did not write are never touched.
@@ -310,34 +339,80 @@ def package_submission(
     obj = validate_results(
         load_submission(results_path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=str(results_path)
     )
+    recorded = (obj.get("dataset") or {}).get("fingerprint")
+    if fingerprints is not None and recorded not in fingerprints:
+        raise SubmissionError(str(results_path), [fingerprint_reason(recorded, fingerprints)])
+    package = canonical_bytes(obj)
+    if len(package) > max_bytes:  # indentation can blow a deeply nested file up many times over
+        raise SubmissionError(
+            str(results_path),
+            [
+                f"the canonical package would be {len(package) / 2**20:.1f} MB, over the {max_bytes / 2**20:g} MB "
+                "limit (--max-mb) the leaderboard reads; shorten the raw responses or nested values"
+            ],
+        )
     folder = OutputFolder(out_dir, command=command, inputs=[results_path])
     name = submission_name(obj)
+    existed = (folder.root.exists(), (folder.root / MANIFEST_NAME).exists())
     target = folder.claim(name, SUBMISSION_WRITER)
+    try:
+        write_atomic(target, package)
+    except BaseException:
+        _undo_claim(folder, name, *existed)
+        raise
     if replace_previous:
         entry_prefix = name.rsplit("__", 1)[0] + "__"
         for previous in sorted(folder.root.glob(f"{entry_prefix}*.json")):
             if previous.name != name and folder.remove_owned(previous.name, SUBMISSION_WRITER):
                 logger.info("replaced earlier submission %s", previous)
-    write_atomic(target, canonical_bytes(obj))
     logger.info("packaged %s -> %s", results_path, target)
     return target
 
 
+def _undo_claim(folder: OutputFolder, name: str, had_folder: bool, had_manifest: bool) -> None:
+    """A package that could not be written leaves nothing: not its record, nor a manifest or a folder this
+    call made (one another run has written to since is kept)."""
+    folder.remove_owned(name, SUBMISSION_WRITER)
+    if not had_manifest and not read_manifest(folder.root):
+        for leftover in (MANIFEST_NAME, LOCK_NAME):
+            (folder.root / leftover).unlink(missing_ok=True)
+    if not had_folder:
+        with contextlib.suppress(OSError):
+            folder.root.rmdir()  # only when empty
+
+
+def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str]) -> str | None:
+    """Why a submission made on another dataset is not ranked (None when its fingerprint is the references')."""
+    if fingerprint in fingerprints:
+        return None
+    return (
+        f"dataset fingerprint {clip(repr(fingerprint), 80)} is not the references' "
+        f"({', '.join(sorted(fingerprints))}): "
+        "the predictions were made on another build or another version of it, so they cannot be ranked "
+        "against these labels; rerun on the references' build"
+    )
+
+
 def push_submission(
-    package_path: str | Path, repo_id: str, *, token: str | None = None, path_in_repo: str | None = None
+    package_path: str | Path, repo_id: str, *, token: str | None = None, path_in_repo: str | None = None, api=None
 ) -> str:
-    """Upload a packaged submission to a Hub dataset of requests; returns the commit URL.
+    """Open a pull request adding a packaged submission to a Hub dataset of requests; returns its URL.
 
-    Thin on purpose: the leaderboard re-validates and scores whatever lands there.
+    A pull request (`create_pr=True`), as Hub leaderboards take submissions: nothing reaches the requests
+    repo's main branch without review, and the PR's author is the account the board's limits count.
+    Thin on purpose: the leaderboard re-validates and scores whatever lands there. `api`: an `HfApi`.
     """
-    from huggingface_hub import HfApi
+    if api is None:
+        from huggingface_hub import HfApi
 
+        api = HfApi(token=token)
     package_path = Path(package_path)
-    info = HfApi(token=token).upload_file(
+    info = api.upload_file(
         path_or_fileobj=str(package_path),
         path_in_repo=path_in_repo or f"requests/{package_path.name}",
         repo_id=repo_id,
         repo_type="dataset",
         commit_message=f"Submit {package_path.name}",
+        create_pr=True,
     )
-    return str(getattr(info, "commit_url", info))
+    return str(getattr(info, "pr_url", None) or getattr(info, "commit_url", info))

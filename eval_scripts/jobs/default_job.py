@@ -165,6 +165,7 @@ def _publish(job: _Job, runs: list, references: dict) -> tuple[Any, Any]:
         n_bootstrap=job.n_bootstrap,
         seed=job.seed,
         fingerprints=job.dataset.fingerprints(job.split),
+        synthetic=job.dataset.synthetic,  # the build's flag, as `mis-bench leaderboard` and the Space read it
     )
     leaderboard = write_leaderboard(
         board,

@@ -352,11 +352,51 @@ def _rejected_list(board: Mapping[str, Any]) -> str:
     return f"<h2>Rejected submissions ({len(board['rejected'])})</h2><ul class='rejected' id='rejected'>{items}</ul>"
 
 
+def _labels_notice(board: Mapping[str, Any]) -> str:
+    """Whether the references' labels are public: a board on public labels is no held-out evaluation."""
+    if board.get("labels_public", True):
+        return (
+            "<p class='notice' id='labels-notice'>The references' labels are public (MIS-Bench's gold scores "
+            "are published with the dataset): anyone can fit or tune on them, so this board is not a held-out "
+            "evaluation; read it as a record of reported runs.</p>"
+        )
+    return (
+        "<p class='legend' id='labels-notice'>Hidden labels: figures are ICCs only, at "
+        f"{_esc(board.get('significant_digits'))} significant digits; one ranked submission per account a "
+        "day.</p>"
+    )
+
+
+def _outcome_counts(outcomes: Mapping[str, Any] | None) -> str:
+    counts = (outcomes or {}).get("overall") or {}
+    if not counts:
+        return ""
+    return (
+        f" ({_esc(counts.get('unparsed'))} unparsed, {_esc(counts.get('truncated'))} truncated at the token limit, "
+        f"{_esc(counts.get('failed'))} failed requests, as the run recorded them)"
+    )
+
+
+def _unranked_list(board: Mapping[str, Any]) -> str:
+    unranked = board.get("unranked") or []
+    if not unranked:
+        return ""
+    items = "".join(
+        f"<li><b>{_esc(u['model'])}</b> ({_esc(u['modality'])}, {_esc(u['prompt_style'])}; "
+        f"<code>{_esc(u['file'])}</code>): answered {_esc(u['n_answered'])} of {_esc(u['n_pairs'])} pairs"
+        f"{_outcome_counts(u.get('outcomes'))}; {_esc(u['reason'])}</li>"
+        for u in unranked
+    )
+    return f"<h2>Not ranked ({len(unranked)})</h2><ul class='unranked' id='unranked'>{items}</ul>"
+
+
 def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
     cols = columns(board)
     rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
     floors = board.get("floors", [])
     notice, legend, rejected = _synthetic_notice(board), _legend(bool(floors)), _rejected_list(board)
+    notice += _labels_notice(board)
+    rule = board.get("ranking_rule", "Ranked by overall ICC.")
     head = _header_cells(cols)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
@@ -364,14 +404,15 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
 <body><h1>{_esc(title)}</h1>{notice}
 <p>ICC(3,1) in percent against expert ratings on split <b>{_esc(board["split"])}</b> ({board["n_videos"]} videos),
 95% bootstrap CIs ({board["n_bootstrap"]} resamples) on hover and in each entry's detail row (click a row).
-Overall: the eight scores averaged per video; videos with an unparseable dimension are excluded.
-Ranked by overall ICC; p vs leader: paired bootstrap test of the overall ICC difference on the same videos.
-Generated {_esc(board["generated_at"])}.</p>
+Overall: the eight scores averaged per video.
+<span id="ranking-rule">{_esc(rule)}</span> p vs leader: paired bootstrap test of the overall ICC difference on
+the same videos. Generated {_esc(board["generated_at"])}.</p>
 <div class="table-wrap"><table id="leaderboard"><thead><tr>{head}</tr></thead>
 <tbody class="entries">{rows}</tbody>
 <tbody class="reference">{"".join(_floor_row(entry, board) for entry in floors)}{_ceiling_row(board, cols)}</tbody>
 </table></div>
 {legend}
+{_unranked_list(board)}
 {rejected}
 <script type="application/json" id="leaderboard-data">{embedded_json(board)}</script>
 <script>{_SCRIPT}</script>

@@ -1,11 +1,11 @@
 """Score every submission in a folder against hidden labels; never stop on a bad one.
 
 Each file is loaded strictly, validated (schema, known videos, full coverage of
-the split, and, when the references are a build, the dataset fingerprint), and scored by the
-metric from its predictions; the `scores` a
+the split, and, when the references are a build, the dataset fingerprint), screened for its identity and
+coverage (`identity`), and scored by the metric from its predictions; the `scores` a
 submitter sent are ignored. A file that fails any step is listed as rejected
 with its reasons; an unexpected crash is caught and reported the same way, so
-one submission can never hide another.
+one submission can never hide another. What is published of the scores is `disclosure`'s rule.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +21,25 @@ from tqdm.auto import tqdm
 from eval_scripts.formats.results import is_floor_baseline
 from eval_scripts.formats.submission import (
     DEFAULT_MAX_BYTES,
+    MAX_REASON_CHARS,
     SubmissionError,
+    fingerprint_reason,
     load_submission,
     predictions_mapping,
     validate_results,
 )
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
+from eval_scripts.leaderboard.disclosure import (
+    MIN_PUBLISHED_VIDEOS,
+    SIGNIFICANT_DIGITS,
+    published_comparison,
+    published_scores,
+    significant,
+)
+from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
+from eval_scripts.leaderboard.received import Request, file_request
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSIONS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.text_safety import normal_name, safe_text
 
 logger = logging.getLogger(__name__)
 
@@ -36,72 +47,66 @@ LEADERBOARD_FORMAT_VERSION = "1.0"
 References = Mapping[tuple[str, str], "float | None"]
 
 
-@dataclass
-class _Accepted:
-    file: str
-    results: dict[str, Any]
-    predictions: dict[tuple[str, str], float | None]
-
-
-def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str]) -> str | None:
-    """Why a submission made on another dataset is not ranked (None when its fingerprint is the references')."""
-    if fingerprint in fingerprints:
-        return None
-    return (
-        f"dataset fingerprint {fingerprint!r} is not the references' ({', '.join(sorted(fingerprints))}): "
-        "the predictions were made on another build or another version of it, so they cannot be ranked "
-        "against these labels; rerun on the references' build"
-    )
+RANKING_RULE = (
+    "Ranked: entries that answer every video and dimension of the split with a score, by overall ICC (the "
+    "paper's Table 3 criterion), then mean ICC, both at the published three significant digits; a tie goes to "
+    "the submission the board received first. A parse failure is an unanswered pair: an entry with any is "
+    "listed unranked with its coverage (the paper's overall rule excludes unparsed videos for a model's own "
+    "report; a ranking must not let a model choose which videos count)."
+)
 
 
 def _load_all(
-    paths: list[Path], video_ids: set[str], split: str, max_bytes: int, fingerprints: Collection[str] | None = None
-):
-    accepted: list[_Accepted] = []
+    paths: list[Path],
+    video_ids: set[str],
+    split: str,
+    max_bytes: int,
+    fingerprints: Collection[str] | None,
+    requests: Mapping[str, Request],
+) -> tuple[list[Candidate], list[dict[str, Any]]]:
+    accepted: list[Candidate] = []
     rejected: list[dict[str, Any]] = []
     for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5 or None):
+        shown = safe_text(path.name, 200)
         try:
             results = validate_results(
-                load_submission(path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=path.name
+                load_submission(path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=shown
             )
             mismatch = (
                 None if fingerprints is None else fingerprint_reason(results["dataset"]["fingerprint"], fingerprints)
             )
             if mismatch is not None:
-                rejected.append({"file": path.name, "reasons": [mismatch]})
+                rejected.append({"file": shown, "reasons": [mismatch]})
                 continue
-            accepted.append(_Accepted(path.name, results, predictions_mapping(results)))
+            request = requests.get(path.name) or file_request(path)
+            accepted.append(Candidate(path.name, results, predictions_mapping(results), request))
         except SubmissionError as err:
-            rejected.append({"file": path.name, "reasons": err.reasons})
+            rejected.append({"file": shown, "reasons": err.reasons})
         except Exception as err:  # noqa: BLE001 - a crash must not hide the other submissions
-            logger.exception("unexpected error while validating %s", path)
-            rejected.append(
-                {"file": path.name, "reasons": [f"internal error while validating: {type(err).__name__}: {err}"]}
-            )
+            logger.exception("unexpected error while validating %s", shown)
+            reason = f"internal error while validating: {type(err).__name__}: {err}"
+            rejected.append({"file": shown, "reasons": [safe_text(reason, MAX_REASON_CHARS)]})
     return accepted, rejected
 
 
-def _fully_parsed_videos(predictions: Mapping[tuple[str, str], float | None]) -> set[str]:
-    videos = {video for video, _ in predictions}
-    return {v for v in videos if all(predictions.get((v, d)) is not None for d in DIMENSION_KEYS)}
-
-
-def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
+def _entry(sub: Candidate, scores: dict[str, Any], synthetic: bool | None) -> dict[str, Any]:
+    """A scored entry; every text a submitter wrote made valid Unicode (the page, CSV and JSON are UTF-8)."""
     system, setting, dataset = sub.results["system"], sub.results["setting"], sub.results["dataset"]
     return {
-        "id": Path(sub.file).stem,
-        "file": sub.file,
-        "model": system["model"],
-        "backend": system["backend"],
+        "id": safe_text(Path(sub.file).stem, 200),
+        "file": safe_text(sub.file, 200),
+        "model": safe_text(normal_name(system["model"])),  # shown as compared (NFKC)
+        "backend": safe_text(system["backend"]),
         "modality": setting["modality"],
         "prompt_style": setting["prompt_style"],
         "few_shot_k": setting["few_shot_k"],
-        "input_source": setting["input_source"],
-        "dataset_fingerprint": dataset["fingerprint"],
-        "synthetic": bool(dataset.get("synthetic", False)),
+        "input_source": safe_text(setting["input_source"]),
+        "dataset_fingerprint": safe_text(dataset["fingerprint"]),
+        # The references' flag; only where they have none (a labels file) may the submitter's claim add it.
+        "synthetic": bool(dataset.get("synthetic", False)) if synthetic is None else synthetic,
         # The `mean` baseline: shown as a reference line (board["floors"]), never ranked among the systems.
         "floor": is_floor_baseline(system),
-        "created_at": sub.results["created_at"],
+        **sub.request.to_dict(),
         # Recomputed by the metric from the predictions, like the scores: never the submitter's claim.
         "parse_rates": scores.get("parse_rates") or {},
         # The coverage rule of mis_icc_metric.coverage (a leaderboard admits only full coverage of the split).
@@ -113,10 +118,12 @@ def _entry(sub: _Accepted, scores: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _rank_key(entry: dict[str, Any]) -> tuple:
-    overall = entry["scores"]["overall"].get("icc")
-    mean = entry["scores"].get("mean_icc")
-    return (overall is None, -(overall or 0.0), mean is None, -(mean or 0.0), entry["file"])
+def _rank_key(pair: tuple[dict[str, Any], Candidate]) -> tuple:
+    """Published overall ICC, then mean ICC (descending, undefined last), then the earlier received."""
+    entry, sub = pair
+    overall = significant(entry["scores"]["overall"].get("icc"))
+    mean = significant(entry["scores"].get("mean_icc"))
+    return (overall is None, -(overall or 0.0), mean is None, -(mean or 0.0), sub.request.received_at, sub.file)
 
 
 def _vs_leader(comparison: Mapping[str, Any]) -> dict[str, Any]:
@@ -150,8 +157,9 @@ def _submission_files(submissions_dir: Path) -> list[Path]:
     )
 
 
-def _score_all(accepted, references, rejected: list, n_bootstrap: int, seed: int, common: list) -> list:
-    """(entry, submission) for each accepted file it could score; one that fails is added to `rejected`."""
+def _score_all(accepted: list[Candidate], references, rejected: list, n_bootstrap: int, seed: int, synthetic) -> list:
+    """(entry, submission) for each accepted file it could score (unrounded); one that fails is added to
+    `rejected`."""
     from eval_scripts.report.inputs import predictions_on
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import score_predictions
@@ -165,13 +173,13 @@ def _score_all(accepted, references, rejected: list, n_bootstrap: int, seed: int
                     references,
                     n_bootstrap=n_bootstrap,
                     seed=seed,
-                    common_videos=common or None,
                 )
             )
-            entries.append((_entry(sub, scores), sub))
+            entries.append((_entry(sub, scores, synthetic), sub))
         except Exception as err:  # noqa: BLE001
             logger.exception("scoring failed for %s", sub.file)
-            rejected.append({"file": sub.file, "reasons": [f"could not be scored: {type(err).__name__}: {err}"]})
+            reason = safe_text(f"could not be scored: {type(err).__name__}: {err}", MAX_REASON_CHARS)
+            rejected.append({"file": safe_text(sub.file, 200), "reasons": [reason]})
     return entries
 
 
@@ -201,8 +209,17 @@ def _rank_against_leader(entries: list, references, n_bootstrap: int, seed: int)
                 "p_value": None,
                 "delta": None,
                 "delta_ci": None,
-                "error": f"{type(err).__name__}: {err}",
+                "error": safe_text(f"{type(err).__name__}: {err}", MAX_REASON_CHARS),
             }
+
+
+def _publish(entries: list[dict[str, Any]], *, hidden: bool, n_videos: int) -> None:
+    """Replace each entry's figures by what the board publishes of them (`disclosure`)."""
+    for entry in entries:
+        entry["scores"] = published_scores(entry["scores"], hidden=hidden, n_videos=n_videos)
+        entry["parse_rates"] = significant(entry["parse_rates"])
+        if entry.get("vs_leader") is not None:
+            entry["vs_leader"] = published_comparison(entry["vs_leader"], n_videos=n_videos)
 
 
 def build_leaderboard(
@@ -214,41 +231,54 @@ def build_leaderboard(
     seed: int = 0,
     max_bytes: int = DEFAULT_MAX_BYTES,
     fingerprints: Collection[str] | None = None,
+    synthetic: bool | None = None,
+    labels_public: bool = True,
+    requests: Mapping[str, Request] | None = None,
+    trusted_accounts: Collection[str] = (),
 ) -> dict[str, Any]:
-    """The leaderboard as a JSON-ready dict: ranked entries, rejected files, the human ceiling.
+    """The leaderboard as a JSON-ready dict: ranked and unranked entries, rejected files, the human ceiling.
 
-    Ranked by overall ICC (the paper's Table 3 criterion), then mean ICC. Each entry
-    carries a paired bootstrap comparison against the leader on the same videos. The `mean`
-    floor baseline is scored but not ranked: it is listed under `floors` (rank null).
-    `fingerprints`: the references' dataset fingerprints (`loading.dataset_fingerprints` of the
-    labelled build); a submission recording another one is not ranked but listed as rejected
-    with the reason. None (labels from a file, which has no fingerprint): not checked.
+    Ranked by `RANKING_RULE`; each ranked entry carries a paired bootstrap comparison against the leader on
+    the same videos. The `mean` floor baseline is scored but not ranked: it is listed under `floors`.
+    `fingerprints`, `synthetic`: the references' (`references.read_board_references`): a submission
+    recording another fingerprint is rejected, and the board's SYNTHETIC mark is the references' flag, never
+    the submitter's (None: a labels file, not checked / the submitter's claim may add the mark).
+    `labels_public` False: a hidden-label board (only agreement figures, one ranked submission per account a
+    day). `requests`: file name -> who sent it and when (`received`; default: the operator's, at its mtime).
     """
     paths = _submission_files(Path(submissions_dir))
     video_ids = {video for video, _ in references}
-    accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints)
-    # One common item set for every system: the "overall on common videos" figure.
-    common = sorted(set.intersection(*(_fully_parsed_videos(s.predictions) for s in accepted))) if accepted else []
-    entries = _score_all(accepted, references, rejected, n_bootstrap, seed, common)
-    floors = [entry for entry, _ in entries if entry["floor"]]
+    accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints, requests or {})
+    screened = screen(accepted, references, hidden=not labels_public, trusted_accounts=trusted_accounts)
+    rejected += screened.rejected
+    entries = _score_all(screened.ranked, references, rejected, n_bootstrap, seed, synthetic)
+    floors = [entry for entry, sub in entries if entry["floor"] and is_trusted(sub.request, trusted_accounts)]
     for entry in floors:
         entry["rank"], entry["vs_leader"] = None, None
-    entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=lambda pair: _rank_key(pair[0]))
+    entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=_rank_key)
     _rank_against_leader(entries, references, n_bootstrap, seed)
+    ranked = [entry for entry, _ in entries]
+    _publish([*ranked, *floors], hidden=not labels_public, n_videos=len(video_ids))
+    shown = [*ranked, *floors, *screened.unranked]
     return {
         "format_version": LEADERBOARD_FORMAT_VERSION,
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "split": split,
         "n_videos": len(video_ids),
-        "n_common_videos": len(common),
+        "n_common_videos": len(video_ids) if ranked else 0,  # every ranked entry answers every video
         "n_bootstrap": n_bootstrap,
         "seed": seed,
-        # Any ranked or floor entry made from synthetic data marks the whole board (its rows are marked too).
-        "synthetic": any(entry["synthetic"] for entry, _ in entries) or any(floor["synthetic"] for floor in floors),
+        # The references' flag when they have one; else any entry whose submitter marked it.
+        "synthetic": bool(synthetic) if synthetic is not None else any(e.get("synthetic") for e in shown),
+        "labels_public": labels_public,
+        "ranking_rule": RANKING_RULE,
+        "significant_digits": SIGNIFICANT_DIGITS,
+        "min_published_videos": MIN_PUBLISHED_VIDEOS,
         "references_fingerprints": None if fingerprints is None else sorted(fingerprints),
         "dimensions": [{"key": d.key, "name": d.name, "abbreviation": d.abbreviation} for d in DIMENSIONS],
         "human_ceiling": {key: {"icc": c.icc, "icc_ci": [c.ci_low, c.ci_high]} for key, c in HUMAN_CEILING.items()},
-        "entries": [entry for entry, _ in entries],
+        "entries": ranked,
         "floors": floors,
+        "unranked": screened.unranked,
         "rejected": sorted(rejected, key=lambda r: r["file"]),
     }

@@ -3,14 +3,21 @@
 Deploy as a Docker Space (`sdk: docker`, `app_port: 7860`) whose command is
 `python -m eval_scripts.leaderboard.space_app`. Configuration by environment:
 
-- `MIS_BENCH_SUBMISSIONS`: folder of submission JSON files, or
-  `MIS_BENCH_REQUESTS_REPO`: a Hub dataset of requests (`requests/*.json`), downloaded at start;
+- `MIS_BENCH_SUBMISSIONS`: folder of submission JSON files (the operator's), or
+  `MIS_BENCH_REQUESTS_REPO`: a Hub dataset of requests, read at start: each pull request adding
+  `requests/*.json` is a submission of its author (`received.hub_requests`);
 - `MIS_BENCH_REFERENCES`: the hidden labels (a built dataset folder or a labels file,
   anything `mis_icc_metric.predictions_io.read_references` reads), kept in a private
-  location the submitters cannot see;
-- `MIS_BENCH_SPLIT` (default `test`), `MIS_BENCH_BOOTSTRAP` (default 10000), `PORT` (default 7860).
+  location the submitters cannot see; a build's fingerprints and SYNTHETIC flag apply as in the CLI;
+- `MIS_BENCH_HIDDEN_LABELS=1`: the labels are not public (ICCs only, one ranked submission per account a
+  day); `MIS_BENCH_TRUSTED_ACCOUNTS`: comma-separated accounts that may submit `baseline/*` entries;
+- `MIS_BENCH_SPLIT` (default `test`), `MIS_BENCH_BOOTSTRAP` (default 10000), `HOST` (default 0.0.0.0, as a
+  Space needs), `PORT` (default 7860).
 
-Stdlib HTTP only: the page is static, so no web framework is needed.
+Stdlib HTTP only: the page is static, so no web framework is needed. The server answers GET and HEAD,
+drops a client idle or slow for `CLIENT_TIMEOUT_S`, serves at most `MAX_CONNECTIONS` at once (503 beyond),
+and sends no server version, `nosniff`, a CSP that allows only the page's own inline script and style, and
+`frame-ancestors` (the Hub embeds a Space in an iframe from huggingface.co).
 """
 
 from __future__ import annotations
@@ -19,16 +26,32 @@ import contextlib
 import logging
 import os
 import sys
+import tempfile
+import threading
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.page import render_page
+from eval_scripts.leaderboard.received import Request, hub_requests
+from eval_scripts.leaderboard.references import read_board_references
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 
 logger = logging.getLogger(__name__)
+
+CLIENT_TIMEOUT_S = 20.0
+MAX_CONNECTIONS = 32
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'self' https://huggingface.co https://*.hf.space"
+    ),
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-cache",
+}
 
 
 def site_files(board: Mapping) -> dict[str, tuple[str, bytes]]:
@@ -42,11 +65,51 @@ def site_files(board: Mapping) -> dict[str, tuple[str, bytes]]:
     }
 
 
-def make_server(files: Mapping[str, tuple[str, bytes]], host: str = "0.0.0.0", port: int = 7860) -> ThreadingHTTPServer:
-    """An HTTP server answering GET for `files` and 404 for anything else."""
+class _BoundedServer(ThreadingHTTPServer):
+    """A threading server that serves at most `max_connections` clients at once and answers 503 beyond."""
+
+    daemon_threads = True
+
+    def __init__(self, address, handler, max_connections: int) -> None:
+        self._slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request, client_address) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def make_server(
+    files: Mapping[str, tuple[str, bytes]],
+    host: str = "0.0.0.0",
+    port: int = 7860,
+    *,
+    timeout: float = CLIENT_TIMEOUT_S,
+    max_connections: int = MAX_CONNECTIONS,
+) -> ThreadingHTTPServer:
+    """An HTTP server answering GET and HEAD for `files` and 404 for anything else."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server API
+        protocol_version = "HTTP/1.0"  # one request per connection: no idle keep-alive holds a slot
+
+        def setup(self) -> None:
+            self.timeout = timeout  # the socket timeout: an idle or half-sent request is dropped
+            super().setup()
+
+        def version_string(self) -> str:
+            return "mis-bench-leaderboard"  # no server or Python version
+
+        def _send(self, head_only: bool) -> None:
             path = self.path.split("?", 1)[0]
             if path not in files:
                 self.send_error(404, "not found")
@@ -55,46 +118,68 @@ def make_server(files: Mapping[str, tuple[str, bytes]], host: str = "0.0.0.0", p
             self.send_response(200)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
+            for name, value in SECURITY_HEADERS.items():
+                self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(body)
+            if not head_only:
+                self.wfile.write(body)
+
+        def do_GET(self) -> None:  # noqa: N802 - http.server API
+            self._send(head_only=False)
+
+        def do_HEAD(self) -> None:  # noqa: N802 - http.server API
+            self._send(head_only=True)
+
+        def end_headers(self) -> None:
+            if not any(line.startswith(b"X-Content-Type-Options") for line in getattr(self, "_headers_buffer", [])):
+                self.send_header("X-Content-Type-Options", "nosniff")  # the error pages too
+            super().end_headers()
 
         def log_message(self, fmt: str, *args) -> None:
             logger.debug("%s " + fmt, self.address_string(), *args)
 
-    return ThreadingHTTPServer((host, port), Handler)
+    return _BoundedServer((host, port), Handler, max_connections)
 
 
-def _submissions_dir() -> Path:
+def _submissions(hf_api=None) -> tuple[Path, dict[str, Request]]:
+    """The folder of submissions and, for a requests repo, who sent each and when."""
     local = os.environ.get("MIS_BENCH_SUBMISSIONS")
     if local:
-        return Path(local)
+        return Path(local), {}
     repo = os.environ.get("MIS_BENCH_REQUESTS_REPO")
     if not repo:
         raise SystemExit("set MIS_BENCH_SUBMISSIONS (a folder) or MIS_BENCH_REQUESTS_REPO (a Hub dataset id)")
-    from huggingface_hub import snapshot_download
+    folder = Path(tempfile.mkdtemp(prefix="mis-bench-requests-"))
+    return folder, hub_requests(repo, folder, api=hf_api, token=os.environ.get("HF_TOKEN"))
 
-    return Path(snapshot_download(repo, repo_type="dataset", allow_patterns=["requests/*.json"])) / "requests"
 
-
-def build_board_from_env() -> dict:
-    from mis_icc_metric.predictions_io import read_references
-
+def build_board_from_env(hf_api=None) -> dict:
+    """The board the Space serves, from its environment (module docstring); `hf_api`: an `HfApi` for tests."""
     references_path = os.environ.get("MIS_BENCH_REFERENCES")
     if not references_path:
         raise SystemExit("set MIS_BENCH_REFERENCES to the hidden labels (dataset folder or labels file)")
     split = os.environ.get("MIS_BENCH_SPLIT", "test")
+    references = read_board_references(references_path, split)
+    folder, requests = _submissions(hf_api)
+    trusted = [a.strip() for a in os.environ.get("MIS_BENCH_TRUSTED_ACCOUNTS", "").split(",") if a.strip()]
     return build_leaderboard(
-        _submissions_dir(),
-        read_references(references_path, split=split),
+        folder,
+        references.labels,
         split=split,
         n_bootstrap=int(os.environ.get("MIS_BENCH_BOOTSTRAP", str(DEFAULT_BOOTSTRAP))),
+        fingerprints=references.fingerprints,
+        synthetic=references.synthetic,
+        labels_public=os.environ.get("MIS_BENCH_HIDDEN_LABELS", "") in ("", "0", "false"),
+        requests=requests,
+        trusted_accounts=trusted,
     )
 
 
 def main() -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    server = make_server(site_files(build_board_from_env()), port=int(os.environ.get("PORT", "7860")))
-    print(f"serving the MIS-Bench leaderboard on http://{server.server_address[0]}:{server.server_address[1]}/")
+    host, port = os.environ.get("HOST", "0.0.0.0"), int(os.environ.get("PORT", "7860"))
+    server = make_server(site_files(build_board_from_env()), host=host, port=port)
+    logger.info("serving the MIS-Bench leaderboard on http://%s:%s/", *server.server_address[:2])
     with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
     return 0

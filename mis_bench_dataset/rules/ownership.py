@@ -10,6 +10,8 @@ mapping each file the toolkit wrote there to the writer that wrote it (`report`,
 - a path of the wrong kind (a folder where a file goes, a file where a folder goes) is refused.
 
 The claim is recorded before the file is written, so a run killed half-way can be rerun.
+Every read-modify-write of the manifest holds an exclusive lock on `.mis-bench-outputs.lock`
+(`rules.atomic.file_lock`), so two runs writing one folder at once never drop each other's records.
 A build replaces its whole folder atomically, so it checks every file in the old folder
 (`check_replaceable_folder`). Nothing here deletes anything.
 """
@@ -20,11 +22,12 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from mis_bench_dataset.rules.atomic import write_atomic
+from mis_bench_dataset.rules.atomic import file_lock, write_atomic
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.text_safety import unicode_text
 
 MANIFEST_NAME = ".mis-bench-outputs.json"
+LOCK_NAME = ".mis-bench-outputs.lock"  # held while the manifest is read, changed and written back
 _MAX_NAMED = 5
 
 
@@ -49,6 +52,18 @@ def read_manifest(folder: str | Path) -> dict[str, str]:
 def write_manifest(folder: str | Path, files: dict[str, str]) -> None:
     payload = {"written_by": "mis-bench", "files": dict(sorted(files.items()))}
     write_atomic(Path(folder) / MANIFEST_NAME, json.dumps(payload, indent=1, ensure_ascii=False) + "\n")
+
+
+def update_manifest(folder: str | Path, add: dict[str, str] | None = None, remove: Iterable[str] = ()) -> dict:
+    """Record `add` and drop `remove` in `folder`'s manifest under its lock (the records of a concurrent run
+    are read inside the lock, so none is lost); returns the manifest as written."""
+    folder = Path(folder)
+    with file_lock(folder / LOCK_NAME, waiting=f"waiting for another mis-bench run writing {folder}"):
+        dropped = set(remove)
+        files = {k: v for k, v in read_manifest(folder).items() if k not in dropped}
+        files.update(add or {})
+        write_manifest(folder, files)
+    return files
 
 
 def _named(paths: Iterable[str]) -> str:
@@ -109,8 +124,7 @@ class OutputFolder:
         new = [rel for rel in rels if self._owned.get(rel) != writer]
         if new:
             self.root.mkdir(parents=True, exist_ok=True)
-            self._owned = {**read_manifest(self.root), **dict.fromkeys(new, writer)}
-            write_manifest(self.root, self._owned)
+            self._owned = update_manifest(self.root, dict.fromkeys(new, writer))
         for target in targets:
             target.parent.mkdir(parents=True, exist_ok=True)
         return targets
@@ -154,8 +168,7 @@ class OutputFolder:
         if not self.owned(rel, writer):
             return False
         (self.root / rel).unlink(missing_ok=True)
-        self._owned = {k: v for k, v in read_manifest(self.root).items() if k != rel}
-        write_manifest(self.root, self._owned)
+        self._owned = update_manifest(self.root, remove=[rel])
         return True
 
 
@@ -196,7 +209,7 @@ def foreign_files(folder: str | Path, writer: str) -> list[str]:
         if path.is_dir() and not path.is_symlink():
             continue
         rel = path.relative_to(folder).as_posix()
-        if rel == MANIFEST_NAME:
+        if rel in (MANIFEST_NAME, LOCK_NAME):
             continue
         if manifest.get(rel) != writer:
             foreign.append(rel)

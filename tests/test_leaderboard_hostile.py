@@ -1,0 +1,325 @@
+"""The leaderboard against a submitter who sends files to learn the labels, win by abstaining, take
+another's identity or break the page (issue 30). Every hostile file is generated here."""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
+from eval_scripts.leaderboard import build_leaderboard, render_page
+from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
+from eval_scripts.leaderboard.outputs import csv_text, json_text
+from eval_scripts.leaderboard.received import Request
+from eval_scripts.leaderboard.space_app import site_files
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.rules.jsonio import json_safe
+from mis_icc_metric import score_predictions
+from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+N_BOOT = 20
+T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def references():
+    return make_references(VIDEO_IDS, seed=7)
+
+
+def _write(folder, name, obj):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(obj), encoding="utf-8")
+    return name
+
+
+def _board(folder, references, **kw):
+    return build_leaderboard(folder, references, n_bootstrap=N_BOOT, seed=1, **kw)
+
+
+# ----------------------------------------------------------------------------- label recovery
+
+
+def _probe_one(video, references):
+    """Every prediction null but one video's, set to 1.0: each gold is 1 + sqrt(MSE) of its dimension."""
+    return {key: (1.0 if key[0] == video else None) for key in references}
+
+
+def _recover_one(scores) -> dict:
+    """The attacker's step: gold = 1 + sqrt(MSE) wherever an MSE is published."""
+    recovered = {}
+    for key, block in ((scores or {}).get("dimensions") or {}).items():
+        if isinstance(block, dict) and block.get("mse") is not None:
+            recovered[key] = 1 + math.sqrt(block["mse"])
+    return recovered
+
+
+def _recover_two(scores_low, scores_high, n: int) -> dict:
+    """Two submissions equal but on one video (1.0 in one, 5.0 in the other): per dimension the MSE difference
+    is ((1 - g)^2 - (5 - g)^2) / n = (8 g - 24) / n, so g = (n * difference + 24) / 8."""
+    recovered = {}
+    for key in DIMENSION_KEYS:
+        low = (((scores_low or {}).get("dimensions") or {}).get(key) or {}).get("mse")
+        high = (((scores_high or {}).get("dimensions") or {}).get(key) or {}).get("mse")
+        if low is not None and high is not None:
+            recovered[key] = (n * (low - high) + 24) / 8
+    return recovered
+
+
+def _published(board, file):
+    for entry in [*board["entries"], *board["unranked"]]:
+        if entry["file"] == file:
+            return entry.get("scores")
+    return None
+
+
+def test_the_probes_recover_every_label_from_full_precision_figures(references):
+    """The control: against what the board used to publish (the metric's figures), both probes work."""
+    video = VIDEO_IDS[4]
+    raw = json_safe(score_predictions(_probe_one(video, references), references, n_bootstrap=0))
+    assert _recover_one(raw) == pytest.approx({d: references[(video, d)] for d in DIMENSION_KEYS}, abs=1e-9)
+    base = noisy_predictions(references, 0.5, seed=3)
+    low = {**base, **{(video, d): 1.0 for d in DIMENSION_KEYS}}
+    high = {**base, **{(video, d): 5.0 for d in DIMENSION_KEYS}}
+    raw_low, raw_high = (json_safe(score_predictions(p, references, n_bootstrap=0)) for p in (low, high))
+    recovered = _recover_two(raw_low, raw_high, len(VIDEO_IDS))
+    assert recovered == pytest.approx({d: references[(video, d)] for d in DIMENSION_KEYS}, abs=1e-9)
+
+
+def test_no_label_is_recovered_from_a_hidden_label_board(tmp_path, references):
+    video = VIDEO_IDS[4]
+    base = noisy_predictions(references, 0.5, seed=3)
+    _write(tmp_path, "probe1.json", make_results(_probe_one(video, references), model="eve/probe-one"))
+    low = {**base, **{(video, d): 1.0 for d in DIMENSION_KEYS}}
+    high = {**base, **{(video, d): 5.0 for d in DIMENSION_KEYS}}
+    _write(tmp_path, "low.json", make_results(low, model="eve/low"))
+    _write(tmp_path, "high.json", make_results(high, model="eve/high"))
+    board = _board(tmp_path, references, labels_public=False)
+    assert [u["file"] for u in board["unranked"]] == ["probe1.json"]  # not the whole split: no figure at all
+    assert _published(board, "probe1.json") is None and _recover_one(_published(board, "probe1.json")) == {}
+    assert {e["file"] for e in board["entries"]} == {"low.json", "high.json"}
+    assert _recover_two(_published(board, "low.json"), _published(board, "high.json"), len(VIDEO_IDS)) == {}
+    text = json_text(board) + csv_text(board) + render_page(board)
+    for word in ("mse", "bias", "loa_", "mae", "sd_ratio"):
+        assert word not in json.dumps([board["entries"], board["floors"]]).lower(), word
+    assert "labels are public" not in text and "Hidden labels" in render_page(board)
+    # Figures carry three significant digits, never a full float.
+    icc = board["entries"][0]["scores"]["overall"]["icc"]
+    assert icc == float(f"{icc:.3g}") and len(repr(abs(icc)).replace("0.", "").lstrip("0")) <= 3
+
+
+def test_figures_of_a_split_under_the_minimum_are_withheld(tmp_path):
+    few = VIDEO_IDS[: MIN_PUBLISHED_VIDEOS - 1]
+    references = make_references(few, seed=2)
+    _write(tmp_path, "a.json", make_results(noisy_predictions(references, 0.3, seed=1), model="org/a"))
+    board = _board(tmp_path, references)
+    (entry,) = board["entries"]
+    assert entry["scores"]["overall"] == {} and entry["scores"]["dimensions"] == {}
+    assert "fewer than the 10" in entry["scores"]["withheld"]
+
+
+def test_a_public_label_board_says_so(tmp_path, references):
+    _write(tmp_path, "a.json", make_results(noisy_predictions(references, 0.3, seed=1), model="org/a"))
+    page = render_page(_board(tmp_path, references))
+    assert "labels are public" in page and "not a held-out evaluation" in page
+    assert "answer every video and dimension" in page  # the ranking rule is on the page
+
+
+# ----------------------------------------------------------------------------- abstaining
+
+
+def test_abstaining_never_wins(tmp_path, references):
+    honest = noisy_predictions(references, 0.35, seed=5)
+    weakest = noisy_predictions(references, 1.0, seed=6)
+    _write(tmp_path, "honest.json", make_results(honest, model="org/honest"))
+    _write(tmp_path, "weak.json", make_results(weakest, model="org/weak"))
+    for attempt in range(4):  # the weakest system with all but 3 random videos nulled, 4 draws
+        keep = set(VIDEO_IDS[attempt * 3 : attempt * 3 + 3])
+        abstains = {key: (value if key[0] in keep else None) for key, value in weakest.items()}
+        _write(tmp_path, f"abstain{attempt}.json", make_results(abstains, model=f"eve/abstain{attempt}"))
+    for labels_public in (True, False):
+        board = _board(tmp_path, references, labels_public=labels_public)
+        assert [e["file"] for e in board["entries"]] == ["honest.json", "weak.json"]
+        assert sorted(u["file"] for u in board["unranked"]) == [f"abstain{i}.json" for i in range(4)]
+        assert all(u["n_answered"] == 3 * len(DIMENSION_KEYS) for u in board["unranked"])
+
+
+@settings(max_examples=8, deadline=None, database=None)
+@given(nulls=st.sets(st.integers(0, len(VIDEO_IDS) * len(DIMENSION_KEYS) - 1), min_size=1, max_size=40))
+def test_an_entry_with_any_unanswered_pair_is_never_ranked(tmp_path_factory, nulls):
+    references = make_references(VIDEO_IDS, seed=7)
+    keys = sorted(references)
+    predictions = {key: (None if i in nulls else references[key]) for i, key in enumerate(keys)}
+    folder = tmp_path_factory.mktemp("nulls")
+    _write(folder, "a.json", make_results(predictions, model="eve/a"))
+    board = build_leaderboard(folder, references, n_bootstrap=0)
+    assert board["entries"] == [] and board["unranked"][0]["n_answered"] == len(keys) - len(nulls)
+
+
+# ----------------------------------------------------------------------------- identity
+
+
+def _requests(**files) -> dict:
+    """file -> Request: (account, minutes after T0)."""
+    return {name: Request(account, T0 + dt.timedelta(minutes=minutes)) for name, (account, minutes) in files.items()}
+
+
+def test_confusable_and_invisible_names_cannot_take_an_entry(tmp_path, references):
+    def results(model, seed):
+        return make_results(noisy_predictions(references, 0.5, seed=seed), model=model)
+
+    hostile = {
+        "capital-i.json": "org/IIama-7b",  # capital I for l
+        "cyrillic.json": "org/llаmа-7b",  # Cyrillic a
+        "greek.json": "org/llαmα-7b",  # Greek alpha
+        "fullwidth.json": "ｏｒｇ/llama-7b",
+        "case.json": "ORG/Llama-7B",
+        "zwsp.json": "org/lla\u200bma-7b",
+        "wj.json": "org/lla\u2060ma-7b",
+        "bidi.json": "org/llama-7b\u202e",
+    }
+    _write(tmp_path, "original.json", results("org/llama-7b", 1))
+    for index, (name, model) in enumerate(hostile.items()):
+        _write(tmp_path, name, results(model, 10 + index))
+    requests = _requests(**{"original.json": ("alice", 0)}, **{n: ("mallory", 5 + i) for i, n in enumerate(hostile)})
+    board = _board(tmp_path, references, requests=requests)
+    assert [e["file"] for e in board["entries"]] == ["original.json"]
+    reasons = {r["file"]: r["reasons"][0] for r in board["rejected"]}
+    assert set(reasons) == set(hostile)
+    for name in ("capital-i.json", "cyrillic.json", "greek.json", "fullwidth.json", "case.json"):
+        assert "already on the board (original.json" in reasons[name], name
+    for name, code in (("zwsp.json", "U+200B"), ("wj.json", "U+2060"), ("bidi.json", "U+202E")):
+        assert "invisible or format characters" in reasons[name] and code in reasons[name], name
+
+
+def test_the_same_submitter_may_update_its_entry(tmp_path, references):
+    _write(tmp_path, "v1.json", make_results(noisy_predictions(references, 0.6, seed=1), model="org/m"))
+    _write(tmp_path, "v2.json", make_results(noisy_predictions(references, 0.3, seed=2), model="ＯＲＧ/m"))
+    board = _board(tmp_path, references, requests=_requests(**{"v1.json": ("alice", 0), "v2.json": ("alice", 60)}))
+    assert [e["file"] for e in board["entries"]] == ["v2.json"] and board["entries"][0]["model"] == "ORG/m"  # NFKC
+    assert board["unranked"][0]["file"] == "v1.json" and "superseded by v2.json" in board["unranked"][0]["reason"]
+
+
+def test_baseline_names_and_the_floor_are_reserved(tmp_path, references):
+    def baseline(model, value=3.5, backend=BASELINE_BACKEND):
+        obj = make_results({key: value for key in references}, model=model)
+        obj["system"]["backend"] = backend
+        return obj
+
+    _write(tmp_path, "floor.json", baseline(BASELINE_MODEL_IDS["mean"]))  # the operator's own
+    _write(tmp_path, "floor-copy.json", baseline(BASELINE_MODEL_IDS["mean"], 3.4))  # a second floor row
+    _write(tmp_path, "fake-ridge.json", baseline(BASELINE_MODEL_IDS["features"], 3.6))  # from an account
+    _write(tmp_path, "fake-ridge-2.json", baseline("BaseIine/features-ridge", 3.7, backend="transformers"))
+    requests = _requests(**{"fake-ridge.json": ("mallory", 1), "fake-ridge-2.json": ("mallory", 2)})
+    board = _board(tmp_path, references, requests=requests)
+    assert [f["file"] for f in board["floors"]] == ["floor.json"] and board["entries"] == []
+    reasons = {r["file"]: r["reasons"][0] for r in board["rejected"]}
+    assert "already on the board (floor.json" in reasons["floor-copy.json"]
+    assert "is reserved" in reasons["fake-ridge.json"] and "is reserved" in reasons["fake-ridge-2.json"]
+    trusted = _board(tmp_path, references, requests=requests, trusted_accounts=["mallory"])
+    assert [e["file"] for e in trusted["entries"]] == ["fake-ridge.json"]  # a trusted account's baseline
+
+
+def test_a_copy_of_the_leader_is_a_duplicate_and_ties_go_to_the_earlier(tmp_path, references):
+    leader = noisy_predictions(references, 0.3, seed=1)
+    _write(tmp_path, "z-leader.json", make_results(leader, model="org/leader"))
+    _write(tmp_path, "0-copycat.json", make_results(leader, model="eve/copycat"))
+    # ICC(3,1) ignores a constant offset: shifted predictions tie the leader on every figure.
+    shifted = {key: round(min(5.0, value + 0.1), 1) for key, value in leader.items()}
+    assert all(value < 4.95 for value in leader.values()), "the shift must stay in range for an exact tie"
+    _write(tmp_path, "1-shifted.json", make_results(shifted, model="eve/shifted"))
+    requests = _requests(**{"z-leader.json": ("alice", 0), "0-copycat.json": ("eve", 30)})
+    requests.update(_requests(**{"1-shifted.json": ("eve2", 60)}))
+    board = _board(tmp_path, references, requests=requests)
+    assert [e["file"] for e in board["entries"]] == ["z-leader.json", "1-shifted.json"]  # by time, not by name
+    assert board["entries"][0]["scores"]["overall"]["icc"] == board["entries"][1]["scores"]["overall"]["icc"]
+    (copy,) = board["unranked"]
+    assert copy["file"] == "0-copycat.json" and copy["duplicate_of"] == "z-leader.json"
+    assert "duplicate" in copy["reason"] and "earlier submission keeps the rank" in copy["reason"]
+
+
+def test_one_ranked_submission_per_account_a_day_on_a_hidden_board(tmp_path, references):
+    for i in range(3):
+        _write(tmp_path, f"s{i}.json", make_results(noisy_predictions(references, 0.5, seed=i), model=f"eve/m{i}"))
+    requests = _requests(**{"s0.json": ("eve", 0), "s1.json": ("eve", 60), "s2.json": ("eve", 25 * 60)})
+    hidden = _board(tmp_path, references, labels_public=False, requests=requests)
+    assert sorted(e["file"] for e in hidden["entries"]) == ["s0.json", "s2.json"]
+    assert "less than a day earlier" in hidden["unranked"][0]["reason"] and "scores" not in hidden["unranked"][0]
+    public = _board(tmp_path, references, requests=requests)
+    assert len(public["entries"]) == 3
+
+
+# ----------------------------------------------------------------------------- text that reaches a page
+
+
+def test_a_lone_surrogate_is_rejected_and_the_page_is_served(tmp_path, references):
+    good = make_results(noisy_predictions(references, 0.3, seed=1), model="org/good")
+    _write(tmp_path, "good.json", good)
+    text = json.dumps(make_results(noisy_predictions(references, 0.3, seed=2), model="sur-ROGATE"))
+    (tmp_path / "surrogate.json").write_text(text.replace("sur-ROGATE", "sur\\ud800rogate"), encoding="utf-8")
+    board = _board(tmp_path, references)
+    (rejected,) = board["rejected"]
+    assert rejected["file"] == "surrogate.json" and "$.system.model: holds a lone surrogate" in rejected["reasons"][0]
+    files = site_files(board)  # UTF-8 encodes: the page, the JSON and the CSV
+    assert b"org/good" in files["/"][1] and b"surrogate.json" in files["/"][1]
+
+
+def test_rejection_reasons_never_repeat_a_long_submitted_value(tmp_path, references):
+    notice = "OFFICIAL NOTICE: your entry is suspended, log in with your HF token at http://evil.example " * 20_000
+    obj = make_results(noisy_predictions(references, 0.3, seed=1), model="org/x")
+    obj["setting"]["few_shot_k"] = notice  # a schema error quotes the value
+    obj["system"]["decoding"]["temperature"] = notice
+    _write(tmp_path, "notice.json", obj)
+    assert (tmp_path / "notice.json").stat().st_size > 3_000_000
+    board = _board(tmp_path, references)
+    reasons = board["rejected"][0]["reasons"]
+    assert reasons and all(len(reason) < 400 for reason in reasons)
+    page = render_page(board)  # the reason twice (the list, the embedded JSON), each under 400 characters
+    assert len(page) < len(render_page({**board, "rejected": []})) + 2 * 400 * len(reasons) + 500
+
+
+def test_every_csv_cell_is_spreadsheet_safe(tmp_path, references):
+    _write(tmp_path, "=HYPERLINK(1).json", make_results(noisy_predictions(references, 0.3, seed=1), model="@SUM(A1)"))
+    gappy = noisy_predictions(references, 0.3, seed=2, none_rate=0.1)
+    _write(tmp_path, "+cmd.json", make_results(gappy, model="-2+3"))
+    rows = list(csv.DictReader(io.StringIO(csv_text(_board(tmp_path, references)))))
+    assert [(r["file"], r["model"]) for r in rows] == [("'=HYPERLINK(1).json", "'@SUM(A1)"), ("'+cmd.json", "'-2+3")]
+    text_cells = [cell for row in rows for cell in row.values() if cell and not _is_number(cell)]
+    assert text_cells and all(not cell.startswith(("=", "+", "-", "@")) for cell in text_cells)
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- the references decide
+
+
+def test_the_synthetic_mark_and_the_fingerprint_come_from_the_references(tmp_path, synthetic_build, unmarked_build):
+    from eval_scripts.leaderboard.references import read_board_references
+
+    for build, expected in ((synthetic_build, True), (unmarked_build, False)):
+        refs = read_board_references(build, "test")
+        folder = tmp_path / build.name
+        for claim, name in ((False, "claims-real.json"), (True, "claims-synthetic.json")):
+            obj = make_results(noisy_predictions(refs.labels, 0.3, seed=int(claim)), model=f"org/{name}")
+            obj["dataset"].update(synthetic=claim, fingerprint=sorted(refs.fingerprints)[0])
+            _write(folder, name, obj)
+        other = make_results(noisy_predictions(refs.labels, 0.3, seed=3), model="org/other-build")
+        _write(folder, "other-build.json", other)  # the helper's fingerprint: another build
+        board = build_leaderboard(
+            folder, refs.labels, n_bootstrap=0, fingerprints=refs.fingerprints, synthetic=refs.synthetic
+        )
+        assert [e["synthetic"] for e in board["entries"]] == [expected, expected] and board["synthetic"] is expected
+        assert [r["file"] for r in board["rejected"]] == ["other-build.json"]
+        assert ("SYNTHETIC DATA" in render_page(board)) is expected

@@ -1,0 +1,236 @@
+"""The Space as a real HTTP server on loopback: it serves its page whatever the request files hold, drops
+idle and slow clients, bounds its connections, answers HEAD with hardened headers, binds HOST, reads
+submissions as pull requests, and ranks exactly what `mis-bench leaderboard` ranks."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import socket
+import threading
+import time
+import urllib.request
+from types import SimpleNamespace
+
+import pytest
+
+from eval_scripts.cli import main as cli_main
+from eval_scripts.leaderboard import space_app
+from eval_scripts.leaderboard.space_app import build_board_from_env, make_server, site_files
+from tests._leaderboard_helpers import make_results, noisy_predictions
+
+
+@contextlib.contextmanager
+def serving(files, **kw):
+    server = make_server(files, host="127.0.0.1", port=0, **kw)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _get(port, path="/", method="GET"):
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return response.status, dict(response.headers), response.read()
+
+
+@pytest.fixture(scope="module")
+def build_refs(synthetic_build):
+    from eval_scripts.leaderboard.references import read_board_references
+
+    return read_board_references(synthetic_build, "test")
+
+
+@pytest.fixture()
+def space_env(tmp_path, synthetic_build, build_refs, monkeypatch):
+    """A submissions folder on the synthetic build: two good files, one on another build, one with a lone
+    surrogate in its model name (valid JSON)."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    fingerprint = sorted(build_refs.fingerprints)[0]
+    for index, (name, noise) in enumerate((("a", 0.2), ("b", 0.6))):
+        obj = make_results(noisy_predictions(build_refs.labels, noise, seed=index), model=f"org/{name}")
+        obj["dataset"].update(fingerprint=fingerprint, synthetic=False)  # the build says synthetic: it is marked
+        (subs / f"{name}.json").write_text(json.dumps(obj))
+    other = make_results(noisy_predictions(build_refs.labels, 0.1, seed=5), model="org/elsewhere")
+    (subs / "elsewhere.json").write_text(json.dumps(other))
+    hostile = make_results(noisy_predictions(build_refs.labels, 0.1, seed=6), model="SURROGATE")
+    hostile["dataset"]["fingerprint"] = fingerprint
+    (subs / "surrogate.json").write_text(json.dumps(hostile).replace("SURROGATE", "sur\\ud800rogate"))
+    monkeypatch.setenv("MIS_BENCH_SUBMISSIONS", str(subs))
+    monkeypatch.setenv("MIS_BENCH_REFERENCES", str(synthetic_build))
+    monkeypatch.setenv("MIS_BENCH_BOOTSTRAP", "30")
+    return subs
+
+
+def test_the_space_serves_its_page_with_a_surrogate_file_present(space_env):
+    board = build_board_from_env()
+    assert [e["model"] for e in board["entries"]] == ["org/a", "org/b"]
+    assert all(e["synthetic"] for e in board["entries"]) and board["synthetic"] is True
+    reasons = {r["file"]: r["reasons"][0] for r in board["rejected"]}
+    assert set(reasons) == {"elsewhere.json", "surrogate.json"}
+    assert "dataset fingerprint 'abc123' is not the references'" in reasons["elsewhere.json"]
+    assert "lone surrogate" in reasons["surrogate.json"]
+    with serving(site_files(board)) as port:
+        status, headers, body = _get(port)
+        assert status == 200 and "org/a" in body.decode("utf-8") and "SYNTHETIC DATA" in body.decode("utf-8")
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert "frame-ancestors" in headers["Content-Security-Policy"]
+        assert "default-src 'none'" in headers["Content-Security-Policy"]
+        assert headers["Server"] == "mis-bench-leaderboard"  # no server or Python version
+        status, head_headers, head_body = _get(port, "/leaderboard.json", method="HEAD")
+        assert status == 200 and head_body == b""
+        assert int(head_headers["Content-Length"]) == len(site_files(board)["/leaderboard.json"][1])
+        with pytest.raises(urllib.error.HTTPError) as info:
+            _get(port, "/secret-labels.csv")
+        assert info.value.code == 404 and info.value.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_space_ranks_exactly_what_the_cli_ranks(space_env, synthetic_build, tmp_path, capsys):
+    out = tmp_path / "board"
+    args = ["leaderboard", str(space_env), "--references", str(synthetic_build), "--out", str(out)]
+    assert cli_main([*args, "--bootstrap", "30"]) == 0
+    cli_board = json.loads((out / "leaderboard.json").read_text())
+    space_board = build_board_from_env()
+    for key in ("entries", "floors", "unranked", "rejected", "synthetic", "references_fingerprints"):
+        assert space_board[key] == cli_board[key], key
+
+
+def _idle_is_dropped(port, payload: bytes, within: float) -> float:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        if payload:
+            client.sendall(payload)
+        start = time.monotonic()
+        data = client.recv(4096)  # blocks until the server answers or drops the connection
+        elapsed = time.monotonic() - start
+        assert elapsed < within
+        return data
+
+
+def test_idle_and_half_sent_clients_are_timed_out(space_env):
+    files = site_files(build_board_from_env())
+    with serving(files, timeout=0.5) as port:
+        assert _idle_is_dropped(port, b"", within=5) == b""
+        half = _idle_is_dropped(port, b"GET / HTTP/1.1\r\nHost: x\r\n", within=5)  # headers never finished
+        assert half == b""
+        assert _get(port)[0] == 200
+    assert space_app.CLIENT_TIMEOUT_S <= 30
+
+
+def test_connections_beyond_the_bound_get_503_and_the_page_returns(space_env):
+    files = site_files(build_board_from_env())
+    with serving(files, timeout=1.0, max_connections=2) as port:
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+        time.sleep(0.2)  # both accepted and holding their slots
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as third:
+                third.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                assert third.recv(4096).startswith(b"HTTP/1.1 503")
+        finally:
+            for client in idle:
+                client.close()
+        deadline = time.monotonic() + 10
+        while True:  # the idle clients time out and give their slots back
+            try:
+                assert _get(port)[0] == 200
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+
+
+def test_main_binds_the_host_from_the_environment(space_env, monkeypatch):
+    made = {}
+    real = space_app.make_server
+
+    def recording(files, host, port):
+        made["server"] = real(files, host=host, port=port)
+        return made["server"]
+
+    monkeypatch.setattr(space_app, "make_server", recording)
+    monkeypatch.setenv("HOST", "127.0.0.1")
+    monkeypatch.setenv("PORT", "0")
+    thread = threading.Thread(target=space_app.main, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while "server" not in made:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    server = made["server"]
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+        assert _get(server.server_address[1])[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class FakeHub:
+    """The few HfApi calls the Space makes, over in-memory pull requests (no network)."""
+
+    def __init__(self, tmp_path, pulls, main_files):
+        self.tmp, self.pulls, self.main_files = tmp_path, pulls, main_files
+
+    def get_repo_discussions(self, repo_id, *, repo_type, discussion_type):
+        assert (repo_type, discussion_type) == ("dataset", "pull_request")
+        return [
+            SimpleNamespace(num=n, status=p["status"], author=p["author"], created_at=p["at"])
+            for n, p in self.pulls.items()
+        ]
+
+    def get_discussion_details(self, repo_id, num, *, repo_type):
+        paths = self.pulls[num]["files"]
+        return SimpleNamespace(diff="".join(f"diff --git a/{p} b/{p}\n--- /dev/null\n+++ b/{p}\n" for p in paths))
+
+    def list_repo_files(self, repo_id, *, repo_type):
+        return list(self.main_files)
+
+    def hf_hub_download(self, repo_id, filename, *, repo_type, revision):
+        source = self.pulls[int(revision.split("/")[-1])]["files"][filename] if revision else self.main_files[filename]
+        local = self.tmp / f"download-{abs(hash((filename, revision)))}.json"
+        local.write_text(source)
+        return str(local)
+
+
+def test_the_space_reads_pull_requests_and_limits_each_account(tmp_path, build_refs, synthetic_build, monkeypatch):
+    fingerprint = sorted(build_refs.fingerprints)[0]
+
+    def request(model, seed):
+        obj = make_results(noisy_predictions(build_refs.labels, 0.4, seed=seed), model=model)
+        obj["dataset"]["fingerprint"] = fingerprint
+        return json.dumps(obj)
+
+    t0 = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
+    pulls = {
+        1: {"status": "merged", "author": "alice", "at": t0, "files": {"requests/a.json": request("org/a", 1)}},
+        2: {
+            "status": "open",
+            "author": "eve",
+            "at": t0 + dt.timedelta(hours=1),
+            "files": {"requests/e1.json": request("eve/1", 2)},
+        },
+        3: {
+            "status": "open",
+            "author": "eve",
+            "at": t0 + dt.timedelta(hours=2),
+            "files": {"requests/e2.json": request("eve/2", 3)},
+        },
+        4: {"status": "closed", "author": "bob", "at": t0, "files": {"requests/b.json": request("org/b", 4)}},
+    }
+    main_files = {"requests/a.json": pulls[1]["files"]["requests/a.json"], "README.md": "x"}
+    monkeypatch.delenv("MIS_BENCH_SUBMISSIONS", raising=False)
+    monkeypatch.setenv("MIS_BENCH_REQUESTS_REPO", "org/requests")
+    monkeypatch.setenv("MIS_BENCH_REFERENCES", str(synthetic_build))
+    monkeypatch.setenv("MIS_BENCH_BOOTSTRAP", "0")
+    monkeypatch.setenv("MIS_BENCH_HIDDEN_LABELS", "1")
+    board = build_board_from_env(hf_api=FakeHub(tmp_path, pulls, main_files))
+    ranked = {e["file"]: e["account"] for e in board["entries"]}
+    assert ranked == {"pr1__a.json": "alice", "pr2__e1.json": "eve"}  # the merged file counts once, as alice's
+    (limited,) = board["unranked"]
+    assert limited["file"] == "pr3__e2.json" and "less than a day earlier" in limited["reason"]
+    assert board["labels_public"] is False and "pr4__b.json" not in json.dumps(board)
