@@ -322,15 +322,15 @@ def record_trainer_files(output_dir: str | Path) -> None:
     """Record the files the trainer wrote (adapter, tokenizer, state, checkpoints) as this writer's in the
     folder's ownership manifest: `check_run` refused a folder holding anything else, so every file in it is the
     run's, and the next run may replace them."""
-    from mis_bench_dataset.rules.ownership import MANIFEST_NAME, read_manifest, write_manifest
+    from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, read_manifest, update_manifest
 
     root = Path(output_dir)
     root.mkdir(parents=True, exist_ok=True)
     owned = read_manifest(root)
     files = [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() or p.is_symlink()]
-    new = {rel: TRAIN_WRITER for rel in files if rel != MANIFEST_NAME and rel not in owned}
+    new = {rel: TRAIN_WRITER for rel in files if rel not in (MANIFEST_NAME, LOCK_NAME) and rel not in owned}
     if new:
-        write_manifest(root, {**owned, **new})
+        update_manifest(root, new)  # under the folder's lock, like every other writer
 
 
 def write_json(out, name: str, obj: dict) -> Path:
