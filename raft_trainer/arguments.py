@@ -9,6 +9,7 @@ is the paper's Appendix D.1 setup.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, field, fields
 
 from trl import ModelConfig, SFTConfig, TrlParser
@@ -290,7 +291,7 @@ class RAFTParser(TrlParser):
         return text + f"\n{n_more} more flags (TRL's and transformers' training arguments): {self.prog} --help-all\n"
 
     def print_help(self, file=None, full: bool = False) -> None:  # type: ignore[override]
-        self._print_message(self.format_help(full=full), file)
+        self._print_message(self.format_help(full=full), file or sys.stdout)
 
     def error(self, message: str):  # type: ignore[override]
         """argparse's usage block and line become the toolkit's one line (exit 2)."""

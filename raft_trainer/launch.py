@@ -67,7 +67,7 @@ def accelerate_config_file(value: str, *, cuda: bool | None = None) -> Path:
             where="--accelerate_config",
             hint=f"give one of {names} or the path of an accelerate YAML file",
         )
-    layout = load_accelerate_config(path)
+    layout = load_accelerate_config(path, value)
     if layout in NEEDS_CUDA and not (_cuda_available() if cuda is None else cuda):
         raise UsageError(
             f"--accelerate_config {value}: {layout} needs CUDA GPUs (accelerate runs CPU processes as DDP)",
@@ -77,7 +77,7 @@ def accelerate_config_file(value: str, *, cuda: bool | None = None) -> Path:
     return path
 
 
-def load_accelerate_config(path: Path) -> str:
+def load_accelerate_config(path: Path, value: str | None = None) -> str:
     """The file's `distributed_type` ("MULTI_GPU", "FSDP", "DEEPSPEED", ...), read by accelerate's own loader (an
     unknown key or value is refused there: a UsageError naming the file)."""
     from accelerate.commands.config.config_args import load_config_from_file
@@ -86,12 +86,19 @@ def load_accelerate_config(path: Path) -> str:
 
     try:
         return str(load_config_from_file(str(path)).distributed_type.value)
-    except (ValueError, TypeError, KeyError, AttributeError, OSError) as err:
+    except (ValueError, TypeError, KeyError, AttributeError, OSError, yaml_error()) as err:
+        reason = " ".join(str(err).replace(str(path), "it").split())[:240]
         raise UsageError(
-            f"accelerate cannot read {path}: {' '.join(str(err).split())[:300]}",
+            f"--accelerate_config {value or path}: accelerate cannot read it ({reason})",
             where="--accelerate_config",
             hint="fix the file (`accelerate config --config_file FILE` writes one)",
         ) from None
+
+
+def yaml_error() -> type[Exception]:
+    import yaml
+
+    return yaml.YAMLError
 
 
 def _cuda_available() -> bool:
