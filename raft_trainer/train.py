@@ -75,6 +75,7 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Parse, check, then train and predict here, or start `--num_processes` processes that do; raises the
     toolkit's errors (`mis_bench_dataset.rules.errors`) for the caller to print."""
     require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
+    _filter_third_party_warnings()  # `mis-bench train` calls this function, not `main`
     try:
         script_args, training_args, model_args = parse_arguments(argv, prog)
     except SystemExit as stop:  # --help
