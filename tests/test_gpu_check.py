@@ -13,6 +13,7 @@ run cut short keeps what it measured); docs/benchmarks.md names the command.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -156,12 +157,12 @@ def test_expected_score_predict_in_bf16_matches_fp32(tmp_path, report):
     tokenizer = tiny_tokenizer()
     rows = scoring_rows(6)  # 6 videos x 8 dimensions, with the rubric prompts
     config = RAFTConfig(str(tmp_path), max_length=None, use_cpu=False, bf16=False, report_to="none")
-    model = tiny_model(tokenizer, seed=0, hidden=256, layers=4).cuda().eval()
+    fp32_model = tiny_model(tokenizer, seed=0, hidden=256, layers=4).cuda().eval()
+    bf16_model = copy.deepcopy(fp32_model).to(torch.bfloat16)  # the same weights, rounded to bf16
     figures = {"rows": len(rows)}
     for method in ("greedy", "exact"):
-        fp32 = predict_scores(model, tokenizer, rows, config, method=method, show_progress=False)
-        bf16 = predict_scores(model.to(torch.bfloat16), tokenizer, rows, config, method=method, show_progress=False)
-        model.float()
+        fp32 = predict_scores(fp32_model, tokenizer, rows, config, method=method, show_progress=False)
+        bf16 = predict_scores(bf16_model, tokenizer, rows, config, method=method, show_progress=False)
         diff = abs(fp32 - bf16)
         figures[method] = {"max_abs_diff": float(diff.max()), "mean_abs_diff": float(diff.mean())}
     figures["tolerance"] = BF16_TOLERANCE
