@@ -8,9 +8,11 @@ is the paper's Appendix D.1 setup.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass, field, fields
 
-from trl import ModelConfig, TrlParser
+from trl import ModelConfig, SFTConfig, TrlParser
 
 from mis_bench_dataset.rules.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
@@ -42,6 +44,12 @@ class RAFTScriptArguments:
         num_processes (`int`, *optional*, defaults to `1`):
             Processes to train in (DDP). Above 1, the settings and the data are checked here first, then the
             processes are started with `accelerate launch` (`raft_trainer.launch`); ignored inside a launched group.
+            With `accelerate_config`, overrides the file's `num_processes` when above 1.
+        accelerate_config (`str`, *optional*):
+            accelerate configuration to launch with: the name of one shipped in `raft_trainer/accelerate_configs`
+            (`multi_gpu` (DDP), `fsdp` (FSDP2), `zero2`, `zero3` (DeepSpeed); the settings a LoRA / QLoRA run needs
+            are in each file's comments) or the path of an accelerate YAML file (e.g. a copy for two machines).
+            Checked before any process starts; FSDP and DeepSpeed need CUDA GPUs.
     """
 
     dataset_dir: str = field(
@@ -58,9 +66,13 @@ class RAFTScriptArguments:
     predict_batch_size: int = field(default=8, metadata={"help": "Rows per forward pass when predicting."})
     num_processes: int = field(
         default=1,
+        metadata={"help": "Processes to train in (DDP; the data and settings are checked before they start)."},
+    )
+    accelerate_config: str | None = field(
+        default=None,
         metadata={
-            "help": "Processes to train in (DDP); above 1 the settings and data are checked first, then the "
-            "processes are started with accelerate launch."
+            "help": "accelerate configuration to launch with: multi_gpu (DDP), fsdp (FSDP2), zero2, zero3 "
+            "(DeepSpeed; raft_trainer/accelerate_configs) or the path of an accelerate YAML file."
         },
     )
 
@@ -123,22 +135,121 @@ DESCRIPTION = (
 )
 
 
-# `--help` lists these first, in this order (titles; the fields of each), then TRL's and transformers' fields.
+# `--help` lists these groups (titles; the fields of each) in this order; the fields in SHORT_HELP are the ones shown
+# by default, the others only under `--help-all` (with TRL's and transformers' remaining fields, last).
+_RAFT_FIELDS = tuple(name for name in RAFTConfig.__annotations__ if name not in SFTConfig.__dataclass_fields__)
+# The most used TrainingArguments and the one line each has in the short help (None: the field's own help).
+COMMON_TRAINING_HELP = {
+    "max_length": None,
+    "num_train_epochs": None,
+    "max_steps": "Total optimizer steps; overrides num_train_epochs when positive.",
+    "per_device_train_batch_size": None,
+    "per_device_eval_batch_size": "Rows per device and evaluation step.",
+    "gradient_accumulation_steps": "Micro-batches per optimizer step (global batch = per-device x processes x this).",
+    "learning_rate": None,
+    "lr_scheduler_type": "Learning-rate schedule (linear, cosine, constant, ...).",
+    "warmup_steps": "Linear warmup steps (a float in [0, 1): a share of all steps).",
+    "weight_decay": "AdamW weight decay.",
+    "optim": "Optimizer (transformers' OptimizerNames; paged_* and *_8bit need bitsandbytes and CUDA).",
+    "bf16": "bfloat16 mixed precision (paper D.1); if not set: on with a bf16 GPU, else float32.",
+    "activation_checkpointing": None,
+    "eval_strategy": "When to evaluate on the validation split: no, steps or epoch.",
+    "eval_steps": "Steps between evaluations (eval_strategy steps).",
+    "save_strategy": "When to save a checkpoint: no, steps, epoch or best.",
+    "save_steps": "Steps between checkpoints (save_strategy steps).",
+    "logging_steps": "Steps between two logged losses.",
+    "seed": "Random seed (data order, LoRA initialisation, dropout).",
+    "report_to": "Where to report logs: none, all, tensorboard, wandb, ...",
+    "resume_from_checkpoint": "Checkpoint folder to resume training from.",
+    "use_cpu": "Train on the CPU even when a GPU is present (set without CUDA).",
+}
+COMMON_TRAINING_FIELDS = tuple(COMMON_TRAINING_HELP)
+_SHORT_TEXTS = {
+    **COMMON_TRAINING_HELP,
+    "output_dir": "Where the adapter, the trainer state and the test predictions are written.",
+    "load_in_4bit": "Load the base model in 4 bits (QLoRA; bitsandbytes and CUDA).",
+}
+_COMMON_MODEL_FIELDS = (
+    "model_name_or_path",
+    "dtype",
+    "use_peft",
+    "lora_r",
+    "lora_alpha",
+    "lora_dropout",
+    "lora_target_modules",
+    "load_in_4bit",
+    "bnb_4bit_quant_type",
+)
 HELP_GROUPS = (
     ("data and outputs", ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__)),
-    ("MIS-RAFT objective and inputs (RAFTConfig)", tuple(RAFTConfig.__annotations__)),
+    ("MIS-RAFT objective and inputs (RAFTConfig)", _RAFT_FIELDS),
     ("model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)", tuple(field.name for field in fields(ModelConfig))),
+    ("most used training arguments (TRL's SFTConfig, transformers' TrainingArguments)", COMMON_TRAINING_FIELDS),
 )
-TRAINING_ARGUMENTS_GROUP = "TRL's SFTConfig and transformers' TrainingArguments"
+_RARE_FIELDS = ("video_frames", "video_max_pixels", "video_min_pixels")  # raw video only: under --help-all
+SHORT_HELP = frozenset(
+    ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__, *_RAFT_FIELDS)
+    + _COMMON_MODEL_FIELDS
+    + COMMON_TRAINING_FIELDS
+) - frozenset(_RARE_FIELDS)
+TRAINING_ARGUMENTS_GROUP = "TRL's SFTConfig and transformers' TrainingArguments (all the others)"
+
+
+class ShortHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """The default `--help`: each flag under its field's own spelling only (the dashed and short aliases work too),
+    a short metavar (N, X, VALUE, or the choices when there are few), and no "(default: None)"."""
+
+    def __init__(self, prog: str, **kwargs) -> None:
+        super().__init__(prog, max_help_position=24, **kwargs)
+
+    def _format_action_invocation(self, action) -> str:
+        if not action.option_strings:
+            return super()._format_action_invocation(action)
+        flags = ", ".join(action.option_strings[:2]) if action.dest == "help" else action.option_strings[0]
+        metavar = _short_metavar(action)
+        if action.nargs == 0:
+            return flags
+        if action.nargs == "?":
+            return f"{flags} [{metavar}]"
+        if action.nargs in ("+", "*"):
+            return f"{flags} {metavar} [{metavar} ...]"
+        return f"{flags} {metavar}"
+
+    def _get_help_string(self, action) -> str:
+        if action.default is None or action.default is argparse.SUPPRESS:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _short_metavar(action) -> str:
+    """{a,b} for a few choices, NAME for many, N / X for numbers, BOOL for a switch, VALUE otherwise."""
+    if action.choices is not None:
+        return "{" + ",".join(str(c) for c in action.choices) + "}" if len(action.choices) <= 6 else "NAME"
+    if action.const is True:
+        return "BOOL"
+    return {int: "N", float: "X"}.get(action.type, "VALUE")
+
+
+class _HelpAll(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.print_help(full=True)
+        parser.exit()
 
 
 class RAFTParser(TrlParser):
     """`TrlParser` that, before it builds the dataclasses, refuses settings this machine cannot run, all in one line;
-    its `--help` lists the MIS-RAFT, data and model options before TRL's and transformers' (`HELP_GROUPS`)."""
+    its `--help` lists the data, MIS-RAFT, model and most used training options (`HELP_GROUPS`, `SHORT_HELP`), and
+    `--help-all` every flag, TRL's and transformers' last."""
 
     def __init__(self, *args, check_machine: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.check_machine = check_machine
+        self.add_argument(
+            "--help-all", action=_HelpAll, dest=argparse.SUPPRESS, help="show every flag (TRL's and transformers' too)"
+        )
         self._group_for_help()
 
     def _group_for_help(self) -> None:
@@ -146,7 +257,7 @@ class RAFTParser(TrlParser):
         general = self._optionals
         by_dest: dict[str, list] = {}
         for action in general._group_actions:
-            if action.dest != "help":
+            if action.dest not in ("help", argparse.SUPPRESS):
                 by_dest.setdefault(action.dest, []).append(action)
         groups = [(title, names) for title, names in HELP_GROUPS]
         groups.append((TRAINING_ARGUMENTS_GROUP, tuple(by_dest)))
@@ -157,6 +268,31 @@ class RAFTParser(TrlParser):
                     general._group_actions.remove(action)
                     group._group_actions.append(action)
 
+    def format_help(self, full: bool = False) -> str:  # type: ignore[override]
+        """The short help (`SHORT_HELP`, one spelling per flag, `--no_X` twins left out), or every flag (`full`)."""
+        if full:
+            return super().format_help()
+        hidden = [a for a in self._actions if a.option_strings and not _in_short_help(a)]
+        shortened = [a for a in self._actions if _SHORT_TEXTS.get(a.dest) and a not in hidden]
+        saved = [(action, action.help) for action in hidden + shortened]
+        formatter_class = self.formatter_class
+        try:
+            for action in hidden:
+                action.help = argparse.SUPPRESS
+            for action in shortened:
+                action.help = _SHORT_TEXTS[action.dest]
+            self.formatter_class = ShortHelpFormatter
+            text = super().format_help()
+        finally:
+            self.formatter_class = formatter_class
+            for action, help_text in saved:
+                action.help = help_text
+        n_more = len({a.dest for a in hidden if not a.option_strings[0].startswith("--no_")})
+        return text + f"\n{n_more} more flags (TRL's and transformers' training arguments): {self.prog} --help-all\n"
+
+    def print_help(self, file=None, full: bool = False) -> None:  # type: ignore[override]
+        self._print_message(self.format_help(full=full), file or sys.stdout)
+
     def error(self, message: str):  # type: ignore[override]
         """argparse's usage block and line become the toolkit's one line (exit 2)."""
         raise UsageError(" ".join(message.split()), where="flags", hint=f"see `{self.prog} --help`")
@@ -166,6 +302,13 @@ class RAFTParser(TrlParser):
         if self.check_machine:
             refuse_cuda_only_settings(namespace)
         return namespace, remaining
+
+
+def _in_short_help(action) -> bool:
+    """Whether the default `--help` shows this flag: a SHORT_HELP field, not the `--no_X` twin of a boolean."""
+    if action.dest in ("help", argparse.SUPPRESS):
+        return True
+    return action.dest in SHORT_HELP and not action.option_strings[0].startswith("--no_")
 
 
 def make_parser(prog: str | None = None, check_machine: bool = True) -> RAFTParser:

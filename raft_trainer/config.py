@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from transformers import TrainingArguments
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
@@ -26,6 +27,9 @@ RAFT_OBJECTIVES = ("raft", "ce", "raft+ce")
 # micro-batch's row count once more (custom_loss_raft.py: an MSE 'mean', then `/ num_seq`).
 RAFT_LOSS_SCALES = ("batch-mean", "authors")
 PADDING_SIDES = ("left", "right")
+# transformers 5.x renamed `gradient_checkpointing` to `activation_checkpointing` (the old name warns); TRL's configs
+# still default the old name to True, so RAFTConfig gives the same default under the name this TrainingArguments has.
+NEW_CHECKPOINTING_NAME = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
 # SFTConfig.loss_type values that leave RAFTTrainer's own objective alone ("chunked_nll" is TRL's alias of "nll").
 _TRL_TOKEN_LOSSES = ("nll", "chunked_nll")
 
@@ -138,6 +142,9 @@ class RAFTConfig(SFTConfig):
         bf16 (`bool` or `None`, *optional*, defaults to `None`):
             bfloat16 mixed precision (D.1: bfloat16). `None`: on when this machine has a GPU with bfloat16, else
             float32 (logged).
+        activation_checkpointing (`bool`, *optional*, defaults to `True`):
+            TRL's default (on), under transformers 5.x's name; `gradient_checkpointing`, its deprecated alias, is
+            left unset (so no FutureWarning), and keeps TRL's default where the installed transformers has only it.
 
     > [!NOTE]
     > `packing` and `padding_free` are refused: MIS-RAFT reads each row's score positions.
@@ -175,8 +182,8 @@ class RAFTConfig(SFTConfig):
     early_stopping_patience: int | None = field(
         default=None,
         metadata={
-            "help": "Stop after this many evaluations without improving metric_for_best_model (the authors': 10); "
-            "needs eval_strategy steps/epoch and metric_for_best_model or load_best_model_at_end. Default: none."
+            "help": "Stop after this many evaluations without improving metric_for_best_model (the authors': 10; "
+            "needs eval_strategy and a metric). Default: no early stopping."
         },
     )
     early_stopping_threshold: float = field(
@@ -188,17 +195,16 @@ class RAFTConfig(SFTConfig):
     modality: str = field(
         default="text",
         metadata={
-            "help": "Input setting: text (rubric + transcript) or an audio/video setting, which adds feature-derived "
-            "descriptors (public release) or raw media (rows with audio_path/video_path).",
+            "help": "Input setting: text (rubric + transcript), or an audio/video setting (adds the media: "
+            "feature-derived descriptors or raw files, see input_source).",
             "choices": list(MODALITY_SETTINGS),
         },
     )
     input_source: str = field(
         default="auto",
         metadata={
-            "help": "Audio/video settings: 'features' (descriptors from the dataset's `features` config), 'raw' (the "
-            "rows' media paths, through the model's processor) or 'auto' (raw when every training row has the paths, "
-            "else features).",
+            "help": "Audio/video settings: 'features' (descriptors from the `features` config), 'raw' (the rows' "
+            "media files, through the model's processor) or 'auto' (raw when every row has them).",
             "choices": list(INPUT_SOURCES),
         },
     )
@@ -213,9 +219,8 @@ class RAFTConfig(SFTConfig):
     video_sampling: str = field(
         default=FIXED_VIDEO_SAMPLING,
         metadata={
-            "help": "Raw video frame rule: 'fixed' (video_frames frames at linspace(0, n - 1, N) truncated, the "
-            "authors' get_video_frames) or 'paper' (what the authors' runs fed the model: 2 frames a second up to "
-            "768, resized within the budget, then every second row and column).",
+            "help": "Raw video frame rule: 'fixed' (video_frames evenly spaced frames, the authors' "
+            "get_video_frames) or 'paper' (what the authors' runs fed the model: 2 frames a second, up to 768).",
             "choices": list(VIDEO_SAMPLING_RULES),
         },
     )
@@ -258,6 +263,14 @@ class RAFTConfig(SFTConfig):
             "else float32."
         },
     )
+    if NEW_CHECKPOINTING_NAME:  # TRL's default (on), under the new name: no FutureWarning from our own default
+        activation_checkpointing: bool | None = field(
+            default=True,
+            metadata={"help": "Recompute activations in the backward pass to save memory (TRL's default: on)."},
+        )
+        gradient_checkpointing: bool | None = field(
+            default=None, metadata={"help": "Deprecated alias of activation_checkpointing (transformers 5.x)."}
+        )
 
     def __post_init__(self) -> None:
         if self.raft_objective not in RAFT_OBJECTIVES:

@@ -3,11 +3,13 @@
     mis-bench train --model_name_or_path MODEL --dataset_dir DIR [--output_dir OUT] [--num_processes N] [FLAGS]
     accelerate launch raft_trainer/train.py --model_name_or_path MODEL --dataset_dir DIR [FLAGS]
     mis-bench train --config raft_trainer/recipes/paper_d1.yaml --dataset_dir DIR   # the paper's Appendix D.1 setup
+    mis-bench train --accelerate_config fsdp|zero2|zero3|multi_gpu|FILE.yaml ...   # accelerate's layouts, as TRL's
 
 Flags (`--help`): every field of `RAFTScriptArguments`, `RAFTConfig` (TRL's SFTConfig plus the MIS-RAFT objective)
 and `RAFTModelConfig` (TRL's ModelConfig) in `raft_trainer/arguments.py`, parsed by TRL's `TrlParser`, so a
 `--config` YAML recipe sets any of them and flags override it. Runs on one CPU process, one GPU or several (DDP:
-`--num_processes N` checks the settings and the data first, then starts the processes with `accelerate launch`).
+`--num_processes N` checks the settings and the data first, then starts the processes with `accelerate launch`;
+`--accelerate_config` with one of the shipped accelerate configurations or a file, for FSDP and DeepSpeed).
 Writes to OUT (claimed through the output-ownership manifest: a folder holding files the toolkit did not write is
 refused): the LoRA adapter and tokenizer, `trainer_state.json`, `setting.json` (modality, input source, prompt
 style, raw-video sampling), `predictions_test.csv` (long form, read by `mis-bench score`) and, when the test split
@@ -37,9 +39,10 @@ TRAIN_WRITER = "train"  # the writer name of every file a training run leaves in
 PROG_ENV = "MIS_BENCH_TRAIN_PROG"  # launched processes: the program name they write their errors as
 EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # launched processes: where a refused one leaves its exit code
 
-# Deprecation warnings TRL and PEFT raise from their own code (TRL's config sets `gradient_checkpointing`, its and
-# PEFT's helpers read `is_gradient_checkpointing`): nothing a user of this script can change, so not shown.
-THIRD_PARTY_DEPRECATIONS = (r"`gradient_checkpointing` is deprecated", r"`is_gradient_checkpointing` is deprecated")
+# Deprecation warnings TRL and PEFT raise from their own code (their helpers read `is_gradient_checkpointing`):
+# nothing a user of this script can change, so not shown. (TRL's configs default the old `gradient_checkpointing`
+# name; RAFTConfig gives that default under the new name, so it raises nothing to filter.)
+THIRD_PARTY_DEPRECATIONS = (r"`is_gradient_checkpointing` is deprecated",)
 
 
 def _filter_third_party_warnings() -> None:
@@ -72,6 +75,7 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Parse, check, then train and predict here, or start `--num_processes` processes that do; raises the
     toolkit's errors (`mis_bench_dataset.rules.errors`) for the caller to print."""
     require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
+    _filter_third_party_warnings()  # `mis-bench train` calls this function, not `main`
     try:
         script_args, training_args, model_args = parse_arguments(argv, prog)
     except SystemExit as stop:  # --help
@@ -82,15 +86,21 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from mis_bench_dataset.built.loading import load_build
     from mis_bench_dataset.rules.ownership import check_not_overlapping
-    from raft_trainer.launch import launch_processes, under_launcher
+    from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
 
     output_dir = Path(training_args.output_dir)
     check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
+    config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args)
-        if script_args.num_processes > 1 and not under_launcher():
+        if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(
-                script_args.num_processes, _argv(argv), prog, prog_env=PROG_ENV, exit_file_env=EXIT_FILE_ENV
+                script_args.num_processes,
+                _argv(argv),
+                prog,
+                prog_env=PROG_ENV,
+                exit_file_env=EXIT_FILE_ENV,
+                config_file=config_file,
             )
         return train_and_predict(splits, script_args, training_args, model_args)
 
@@ -107,9 +117,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
     from raft_trainer.arguments import make_parser
 
     try:
-        with warnings.catch_warnings():  # TRL's SFTConfig sets the deprecated spelling itself: nothing to act on
-            warnings.filterwarnings("ignore", message="`gradient_checkpointing` is deprecated", category=FutureWarning)
-            return make_parser(prog=prog).parse_args_and_config(argv)
+        return make_parser(prog=prog).parse_args_and_config(argv)
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
@@ -374,9 +382,17 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     result = score_predictions(predictions, labelled, n_bootstrap=PAPER_BOOTSTRAP_RESAMPLES, seed=config.seed)
     result = {"synthetic": setting["synthetic"], **result, "setting": setting}
     write_json(out, "scores_test.json", result)
-    print(
-        f"test mean ICC(3,1) {result.get('mean_icc')}, overall MSE {result['overall'].get('mse')}"
-        + (f" ({SYNTHETIC_LINE.rstrip('.')})" if setting["synthetic"] else "")
+    print(score_line(result) + (f" ({SYNTHETIC_LINE.rstrip('.')})" if setting["synthetic"] else ""))
+
+
+def score_line(result: dict) -> str:
+    """The test split's scores as `mis-bench score` prints them: ICC in percent to one decimal, with its 95% CI."""
+    from mis_bench_dataset.rules.numbers import ci_pct, num, pct
+
+    overall = result["overall"]
+    return (
+        f"test mean ICC(3,1) {pct(result.get('mean_icc'))}% {ci_pct(result.get('mean_icc_ci'))} (95% CI), "
+        f"overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}"
     )
 
 

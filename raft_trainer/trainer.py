@@ -55,8 +55,11 @@ def score_metrics(eval_pred) -> dict[str, float]:
 class RAFTTrainer(SFTTrainer):
     """SFTTrainer whose loss is MIS-RAFT's expected-score squared error (or CE, or both).
 
-    `train_dataset` / `eval_dataset` may be `scoring` rows (tokenized here with the chat template)
-    or rows already encoded by `raft_trainer.data.prepare_raft_dataset`.
+    `train_dataset`, `eval_dataset` and the datasets given to `evaluate` and `predict` may be `scoring` rows
+    (tokenized here with the chat template) or rows already encoded by `raft_trainer.data.prepare_raft_dataset`,
+    as TRL's trainers prepare every dataset they are handed. `model` may be a model, or a Hub id or local folder
+    loaded as TRL's trainers load one (`args.model_init_kwargs`; the tokenizer from the same place when
+    `processing_class` is not given).
     """
 
     _tag_names = ["trl", "sft", "mis-raft"]
@@ -81,18 +84,15 @@ class RAFTTrainer(SFTTrainer):
         if not isinstance(args, RAFTConfig):
             raise TypeError(f"RAFTTrainer needs a RAFTConfig, got {type(args).__name__}")
         if processing_class is None:
-            raise ValueError("RAFTTrainer needs `processing_class` (the model's tokenizer or processor)")
+            processing_class = _processing_class_of(model, args)
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         _ensure_pad_token(tokenizer)
         self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
         self.input_source = _resolve_input_source(args, train_dataset)  # "text", "features" or "raw"
         self._raw_media = self.input_source == "raw"
-        encode, raw_encoder = self._row_encoding(args, processing_class, tokenizer)
-        train_dataset = encode(train_dataset, "train")
-        if isinstance(eval_dataset, dict):
-            eval_dataset = {k: encode(v, k) for k, v in eval_dataset.items()}
-        elif eval_dataset is not None:
-            eval_dataset = encode(eval_dataset, "eval")
+        self._encode_rows, raw_encoder = self._row_encoding(args, processing_class, tokenizer)
+        train_dataset = self._encode_rows(train_dataset, "train")
+        eval_dataset = self._encode_eval(eval_dataset)
         if data_collator is None:
             data_collator = RAFTDataCollator(
                 tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of, encoder=raw_encoder
@@ -135,12 +135,34 @@ class RAFTTrainer(SFTTrainer):
         )
         return _raw_rows, raw_encoder
 
-    def _prepare_dataset(self, dataset, *args, **kwargs):
-        """Raw-media rows stay as they are: the collator encodes them batch by batch (their pixels are too
-        large to store per row). Encoded rows go through TRL's preparation as usual."""
+    def _encode_eval(self, eval_dataset, name: str = "eval"):
+        """An evaluation dataset (or a dict of them, by name) encoded as the training rows are."""
+        if isinstance(eval_dataset, dict):
+            return {k: self._encode_rows(v, k) for k, v in eval_dataset.items()}
+        return self._encode_rows(eval_dataset, name)
+
+    def _prepare_dataset(self, dataset, processing_class, args, packing, formatting_func, dataset_name):
+        """Every dataset TRL prepares (at `__init__`, and the ones handed to `evaluate`) is encoded first, so
+        scoring rows are accepted everywhere; encoded rows pass through unchanged. Raw-media rows stay unencoded:
+        the collator encodes them batch by batch (their pixels are too large to store per row)."""
+        dataset = self._encode_rows(dataset, dataset_name)
         if self._raw_media:
             return dataset
-        return super()._prepare_dataset(dataset, *args, **kwargs)
+        return super()._prepare_dataset(dataset, processing_class, args, packing, formatting_func, dataset_name)
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval"):
+        """TRL's `evaluate` on scoring rows or encoded rows (a dict of them: one evaluation each, by name); a
+        name (`str`) selects one of the evaluation datasets given at `__init__`."""
+        if eval_dataset is not None and not isinstance(eval_dataset, str):
+            eval_dataset = self._encode_eval(eval_dataset, metric_key_prefix)
+        return super().evaluate(eval_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
+
+    def predict(self, test_dataset, ignore_keys=None, metric_key_prefix: str = "test"):
+        """transformers' `predict` on scoring rows or encoded rows (labelled rows: the RAFT forward reads the gold
+        integer digit; unlabelled rows are dropped with a logged count, `raft_trainer.predict.predict_scores`
+        scores them). `predictions` are (N, 2): [expected score, dimension index]; `label_ids` the gold scores."""
+        test_dataset = self._encode_rows(test_dataset, metric_key_prefix)
+        return super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
 
     def _set_signature_columns_if_needed(self):
         if self._signature_columns is None and self._raw_media:  # raw rows are encoded in the collator
@@ -244,6 +266,18 @@ class RAFTTrainer(SFTTrainer):
                 logs[f"{prefix}score_mse"] = sq / n
                 logs[f"{prefix}mean_predicted_score"] = pred_sum / n
         super().log(logs, start_time)
+
+
+def _processing_class_of(model, args: RAFTConfig):
+    """The tokenizer (or processor) of a model given by its Hub id or folder, loaded as TRL's trainers do."""
+    if not isinstance(model, str):
+        raise ValueError("RAFTTrainer needs `processing_class` (the model's tokenizer or processor)")
+    from transformers import AutoProcessor
+
+    init = args.model_init_kwargs or {}
+    return AutoProcessor.from_pretrained(
+        model, revision=init.get("revision"), trust_remote_code=init.get("trust_remote_code", args.trust_remote_code)
+    )
 
 
 def _ensure_pad_token(tokenizer) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -108,7 +109,14 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
     assert code == 0
     scored = json.loads(result_path.read_text())
     assert sum(d["n"] for d in scored["dimensions"].values()) == len(references)
-    assert "test predictions" in capsys.readouterr().out
+    out_text = capsys.readouterr().out
+    assert "test predictions" in out_text
+    # the test scores in percent to one decimal with the 95% CI, as `mis-bench score` prints them
+    own = json.loads((out / "scores_test.json").read_text())
+    low, high = own["mean_icc_ci"]
+    line = f"test mean ICC(3,1) {100 * own['mean_icc']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] (95% CI), "
+    assert line in out_text, out_text
+    assert f"MSE {own['overall']['mse']:.3f}" in out_text
 
 
 def test_train_script_runs_the_paper_recipe_with_cpu_overrides_on_a_tiny_model(
@@ -156,13 +164,27 @@ def test_train_script_runs_the_paper_recipe_with_cpu_overrides_on_a_tiny_model(
     assert _first_log(out)["step"] == 1 and not (out / "predictions_test.csv").exists()
 
 
-def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, synthetic_build, tmp_path):
+@pytest.fixture(scope="module")
+def one_process_step(tiny_model_dir, synthetic_build, tmp_path_factory) -> dict:
+    """The first logged step of one process x batch 2: the reference of the multi-process runs."""
     from raft_trainer.train import main
 
-    single = tmp_path / "single"
+    single = tmp_path_factory.mktemp("single")
     single_args = ["--max_steps", "1", "--per_device_train_batch_size", "2", "--no_predict"]
     assert main([*_common(tiny_model_dir, synthetic_build, single), *single_args]) == 0
+    return _first_log(single)
 
+
+# Two processes x batch 1 against one x batch 2 (the same global batch), to rel 1e-5: by `--num_processes 2` (DDP
+# with every launcher value given) and by the shipped DDP configuration, `--accelerate_config multi_gpu` (its
+# `num_processes: 2`). FSDP and DeepSpeed are not run here: accelerate runs CPU processes as DDP whatever the
+# configuration says (they are refused on a CPU, tests/test_raft_accelerate_configs.py; the GPU check runs ZeRO-2).
+@pytest.mark.parametrize(
+    "launch", [["--num_processes", "2"], ["--accelerate_config", "multi_gpu"]], ids=["flag", "config"]
+)
+def test_two_processes_match_one_process_with_twice_the_batch(
+    tiny_model_dir, synthetic_build, tmp_path, one_process_step, launch
+):
     double = tmp_path / "double"
     env = dict(
         os.environ,
@@ -178,8 +200,7 @@ def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, sy
         "-m",
         "eval_scripts.cli",
         "train",
-        "--num_processes",
-        "2",
+        *launch,
         *_common(tiny_model_dir, synthetic_build, double),
         "--max_steps",
         "1",
@@ -191,7 +212,7 @@ def test_two_processes_match_one_process_with_twice_the_batch(tiny_model_dir, sy
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "training on 2 process(es)" in proc.stderr
     assert "were not passed to `accelerate launch`" not in proc.stderr and "Traceback" not in proc.stderr
-    one, two = _first_log(single), _first_log(double)
+    one, two = one_process_step, _first_log(double)
     assert two["loss"] == pytest.approx(one["loss"], rel=1e-5)
     assert two["grad_norm"] == pytest.approx(one["grad_norm"], rel=1e-5)
     assert two["score_mse"] == pytest.approx(one["score_mse"], rel=1e-5)
@@ -291,30 +312,48 @@ def test_the_launcher_keeps_a_childs_one_line_and_drops_the_launchers_traceback(
     assert shown.getvalue() == "".join(launched[:2]) and len(errors) == 2
 
 
-def test_train_help_lists_the_mis_raft_and_data_options_first_each_with_its_default(capsys):
+def test_train_help_lists_the_toolkits_and_the_most_used_flags_and_help_all_every_flag(capsys):
     from eval_scripts.cli.train import full_parser
-    from raft_trainer.arguments import TRAINING_ARGUMENTS_GROUP
+    from raft_trainer.arguments import COMMON_TRAINING_FIELDS, TRAINING_ARGUMENTS_GROUP
 
     parser = full_parser()
     titles = [group.title for group in parser._action_groups if group._group_actions]
-    assert (
-        titles[1:4]
-        == [
-            "data and outputs",
-            "MIS-RAFT objective and inputs (RAFTConfig)",
-            "model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)",
-        ]
-        and titles[-1] == TRAINING_ARGUMENTS_GROUP
-    )
-    text = parser.format_help()
-    body = text[text.index("data and outputs:") :]
-    assert body.index("--raft_objective") < body.index("--model_name_or_path ") < body.index("--gradient_accumulation")
-    assert len(text[: text.index("--raft_objective")].splitlines()) < 50
-    options = [a for a in parser._actions if a.option_strings and a.dest != "help"]
+    assert titles[1:5] == [
+        "data and outputs",
+        "MIS-RAFT objective and inputs (RAFTConfig)",
+        "model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)",
+        "most used training arguments (TRL's SFTConfig, transformers' TrainingArguments)",
+    ]
+    assert titles[-1] == TRAINING_ARGUMENTS_GROUP
+    short = parser.format_help()
+    assert len(short.splitlines()) <= 150  # was 789
+    flags = [line.split()[0] for line in short.splitlines() if line.startswith("  --")]
+    assert flags.index("--dataset_dir") < flags.index("--raft_objective") < flags.index("--model_name_or_path")
+    assert flags[-len(COMMON_TRAINING_FIELDS) :] == [f"--{name}" for name in COMMON_TRAINING_FIELDS]
+    assert "--accelerate_config" in flags and "--help-all" in flags and "--no_train" not in flags
+    assert "--adam_beta1" not in short and short.rstrip().endswith("mis-bench train --help-all")
+
+    full = parser.format_help(full=True)
+    assert len(full.splitlines()) > 700 and "--adam_beta1" in full and "--no_train, --no-train" in full
+    options = [a for a in parser._actions if a.option_strings and a.dest not in ("help", "==SUPPRESS==")]
     assert len(options) > 150
-    formatter = parser._get_formatter()  # transformers' ArgumentDefaultsHelpFormatter
+    shown = {a.dest for a in options if f"  {a.option_strings[0]} " in short}
+    more = int(re.search(r"(\d+) more flags", short).group(1))
+    assert more == len({a.dest for a in options} - shown) > 100  # the count the short help gives is the rest
+    formatter = parser._get_formatter()  # transformers' ArgumentDefaultsHelpFormatter, under --help-all
     for action in options:
         assert action.help and "%(default)" in formatter._get_help_string(action), action.dest
+
+
+def test_mis_bench_train_help_and_help_all_print_and_exit_zero(capsys):
+    from eval_scripts.cli import main as mis_bench_main
+
+    assert mis_bench_main(["train", "--help"]) == 0
+    short = capsys.readouterr().out
+    assert mis_bench_main(["train", "--help-all"]) == 0
+    full = capsys.readouterr().out
+    assert len(short.splitlines()) <= 150 < 700 < len(full.splitlines())
+    assert short.startswith("usage: mis-bench train ") and full.startswith("usage: mis-bench train ")
 
 
 def test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code(synthetic_build, tmp_path):
