@@ -29,9 +29,7 @@ def _prompts(version: int) -> list[Prompt]:
     rows = scoring_rows(3, dimensions=("empathy", "abc"))
     for row in rows[::2]:  # transcripts of different lengths: padded batches
         row["transcript"] += " I am here with you." * 2
-    return [
-        Prompt(r["video_id"], r["dimension"], render_prompt(r, "text", "direct", version=version)) for r in rows
-    ]
+    return [Prompt(r["video_id"], r["dimension"], render_prompt(r, "text", "direct", version=version)) for r in rows]
 
 
 def _read(model_dir: Path, prompts: list[Prompt], share: bool) -> tuple[np.ndarray, list]:
