@@ -245,7 +245,7 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
 
 
 def test_results_schema_accepts_every_prompt_style():
-    from eval_scripts import submission
+    from eval_scripts.formats import submission
     from mis_bench_dataset.dimensions import PROMPT_STYLES
 
     enum = submission.load_schema()["properties"]["setting"]["properties"]["prompt_style"]["enum"]
