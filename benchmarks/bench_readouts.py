@@ -2,6 +2,14 @@
 `generate()` + parse (`--score-from text`), on a tiny random Qwen2 with the real MIS-Bench prompts.
 
     python3 benchmarks/bench_readouts.py [--hidden 32 --layers 2 --vocab 0 --videos 8 --repeats 7 --threads 1]
+        [--transcript-chars 0]
+
+The direct and CoT prompts are the default version-2 templates (task text and rubric first, the response last);
+"v1" modes run the version-1 templates (`--prompt-version 1`), i.e. the tree before issue 29, and "no shared
+prefix" the backend's plain path (`share_prefix=False`), in the same process. The table's last column is the share
+of prompt characters that repeat the start of the previous request in the order a run sends them
+(`harness.ordering`). `--transcript-chars N` lengthens every transcript to about N characters (the 996 real
+transcripts average about 700) by repeating its own sentence.
 
 Each mode is the backend's own `complete()` on the same rows (8 dimensions per video), what `mis-bench
 run --backend transformers` calls: text with the style's default token budget (32 direct, 16 paper) and
@@ -35,18 +43,23 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# (name, prompt style, readout, max_new_tokens or None for the style's default)
+# (name, prompt style, readout, max_new_tokens or None for the style's default, template version, shared prefix)
 MODES = [
-    ("direct: generate() + parse, default 32 tokens", "direct", "text", None),
-    ("direct: generate() + parse, 4 tokens", "direct", "text", 4),
-    ("direct: expected score", "direct", "expected", None),
-    ("paper: generate() + parse, default 16 tokens", "paper", "text", None),
-    ("paper: expected score", "paper", "expected", None),
+    ("direct v1: generate() + parse, default 32 tokens", "direct", "text", None, 1, True),
+    ("direct v1: expected score (before issue 29)", "direct", "expected", None, 1, True),
+    ("direct: generate() + parse, default 32 tokens", "direct", "text", None, 2, True),
+    ("direct: generate() + parse, 4 tokens", "direct", "text", 4, 2, True),
+    ("direct: expected score, no shared prefix", "direct", "expected", None, 2, False),
+    ("direct: expected score", "direct", "expected", None, 2, True),
+    ("paper: generate() + parse, default 16 tokens", "paper", "text", None, 2, True),
+    ("paper: expected score", "paper", "expected", None, 2, True),
     # The same read path on the trainer's prompt (rubric before the transcript, so a dimension's rows share it):
     # raft_trainer.predict's own functions, not the backend.
-    ("trainer prompt: generate_scores, 16 tokens", "toolkit", "text", 16),
-    ("trainer prompt: predict_scores", "toolkit", "expected", None),
+    ("trainer prompt: generate_scores, 16 tokens", "toolkit", "text", 16, 2, True),
+    ("trainer prompt: predict_scores", "toolkit", "expected", None, 2, True),
 ]
+BASELINES = {"direct": MODES[2][0], "paper": MODES[6][0], "toolkit": MODES[8][0]}  # generate() at the default budget
+BEFORE = MODES[1][0]  # the expected readout of the tree before issue 29
 
 
 def _save_model(folder: Path, opts: dict) -> Path:
@@ -69,21 +82,41 @@ def _save_model(folder: Path, opts: dict) -> Path:
     return folder
 
 
-def _prompts(style: str, videos: int):
-    from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
-
+def _rows(videos: int, transcript_chars: int) -> list[dict]:
     from _harness_helpers import scoring_rows
 
+    rows = scoring_rows(videos)
+    for row in rows:
+        sentence = row["transcript"]
+        row["transcript"] = " ".join([sentence] * max(1, round(transcript_chars / (len(sentence) + 1))))
+    return rows
+
+
+def _prompts(style: str, videos: int, version: int = 2, transcript_chars: int = 0):
+    from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
+
+    rows = _rows(videos, transcript_chars)
     if style == "toolkit":  # the trainer's functions take the rows themselves
-        return scoring_rows(videos)
+        return rows
     prompts = []
-    for row in scoring_rows(videos):
+    for row in rows:
         if style == "paper":
             paper = render_paper_prompt(row, "text")
             prompts.append(Prompt(row["video_id"], row["dimension"], paper.user, system=paper.system))
         else:
-            prompts.append(Prompt(row["video_id"], row["dimension"], render_prompt(row, "text", style)))
+            text = render_prompt(row, "text", style, version=version)
+            prompts.append(Prompt(row["video_id"], row["dimension"], text))
     return prompts
+
+
+def _reused_share(prompts) -> float | None:
+    """Share of prompt characters repeating the previous request's start, in the order a run sends them."""
+    from eval_scripts.harness.ordering import prefix_order, prefix_stats
+
+    if not prompts or not hasattr(prompts[0], "text"):
+        return None
+    requests = [("text", p) for p in prompts]
+    return prefix_stats([requests[i] for i in prefix_order(requests)]).reused_chars_share
 
 
 def _decoding(style: str, readout: str, tokens: int | None):
@@ -150,20 +183,25 @@ def _timed(opts: dict, model_dir: Path) -> dict:
     torch.set_num_threads(opts["threads"])
 
     backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
-    prompts = {style: _prompts(style, opts["videos"]) for style in ("direct", "paper", "toolkit")}
+    prompts = {
+        (style, version): _prompts(style, opts["videos"], version, opts["transcript_chars"])
+        for _, style, _, _, version, _ in MODES
+    }
     times: dict[str, list[float]] = {name: [] for name, *_ in MODES}
     figures: dict[str, dict] = {}
-    for name, style, readout, tokens in MODES:  # warm-up, and the figures that do not depend on timing
-        _, completions = _one_pass(backend, prompts[style], _decoding(style, readout, tokens))
-        figures[name] = _figures(completions, readout, style)
+    for name, style, readout, tokens, version, share in MODES:  # warm-up, and the figures that do not depend on timing
+        backend.share_prefix = share
+        _, completions = _one_pass(backend, prompts[style, version], _decoding(style, readout, tokens))
+        figures[name] = _figures(completions, readout, style) | {"reused_share": _reused_share(prompts[style, version])}
     rng = random.Random(0)
     for _ in range(opts["repeats"]):
         order = list(MODES)
         rng.shuffle(order)
-        for name, style, readout, tokens in order:
-            elapsed, _ = _one_pass(backend, prompts[style], _decoding(style, readout, tokens))
+        for name, style, readout, tokens, version, share in order:
+            backend.share_prefix = share
+            elapsed, _ = _one_pass(backend, prompts[style, version], _decoding(style, readout, tokens))
             times[name].append(elapsed)
-    rows = len(prompts["direct"])
+    rows = len(prompts["direct", 2])
     return {
         name: {
             **figures[name],
@@ -181,10 +219,44 @@ def _peak(opts, model_dir, mode, queue) -> None:
     from eval_scripts.backends import get_backend
 
     torch.set_num_threads(opts["threads"])
-    name, style, readout, tokens = mode
-    backend = get_backend("transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"])
-    _one_pass(backend, _prompts(style, opts["videos"]), _decoding(style, readout, tokens))
+    name, style, readout, tokens, version, share = mode
+    backend = get_backend(
+        "transformers", str(model_dir), batch_size=opts["batch"], device=opts["device"], share_prefix=share
+    )
+    prompts = _prompts(style, opts["videos"], version, opts["transcript_chars"])
+    _one_pass(backend, prompts, _decoding(style, readout, tokens))
     queue.put((name, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
+
+
+def _peaks(opts: dict, model_dir: Path, results: dict) -> None:
+    context = mp.get_context("spawn")
+    for mode in MODES:
+        queue = context.Queue()
+        process = context.Process(target=_peak, args=(opts, model_dir, mode, queue))
+        process.start()
+        name, peak = queue.get()
+        process.join()
+        results[name]["peak_rss_mb"] = peak
+
+
+def _table(results: dict) -> None:
+    print(
+        "| mode | rows/s | median s | vs generate() (default budget) | vs expected before issue 29 | "
+        "prompt tokens/row | completion tokens/row | scored | peak RSS MB | prompt chars shared with the previous |"
+    )  # the trainer rows' prompt tokens are not counted (0)
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    before = results[BEFORE]["median_s"]
+    for name, style, readout, _, version, _ in MODES:
+        r = results[name]
+        baseline = results[MODES[0][0] if version == 1 else BASELINES[style]]["median_s"]
+        versus = f"{before / r['median_s']:.1f}x" if (style, readout) == ("direct", "expected") else ""
+        shared = "" if r["reused_share"] is None else f"{100 * r['reused_share']:.0f}%"
+        peak = f"{r['peak_rss_mb']:.0f}" if "peak_rss_mb" in r else ""
+        print(
+            f"| {name} | {r['rows_per_s']:.1f} | {r['median_s']:.2f} | {baseline / r['median_s']:.1f}x | {versus} | "
+            f"{r['prompt_tokens_per_row']:.0f} | {r['completion_tokens_per_row']:.1f} | {r['scored']}/{r['rows']} | "
+            f"{peak} | {shared} |"
+        )
 
 
 def main() -> None:
@@ -197,34 +269,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: steadier on a shared machine)")
+    parser.add_argument("--transcript-chars", type=int, default=0, help="lengthen transcripts to about N characters")
+    parser.add_argument("--no-peak", action="store_true", help="skip the per-mode peak memory processes")
     parser.add_argument("--json", type=Path)
     opts = vars(parser.parse_args())
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = _save_model(Path(tmp) / "tiny-qwen2", opts)
         results = _timed(opts, model_dir)
-        context = mp.get_context("spawn")
-        for mode in MODES:
-            queue = context.Queue()
-            process = context.Process(target=_peak, args=(opts, model_dir, mode, queue))
-            process.start()
-            name, peak = queue.get()
-            process.join()
-            results[name]["peak_rss_mb"] = peak
-    baseline = {
-        style: results[MODES[index][0]]["median_s"] for style, index in (("direct", 0), ("paper", 3), ("toolkit", 5))
-    }
-    print(
-        "| mode | rows/s | median s | speed-up vs generate() (default budget) | prompt tokens/row | "
-        "completion tokens/row | scored | peak RSS MB |"
-    )  # the trainer rows' prompt tokens are not counted (0)
-    print("|---|---|---|---|---|---|---|---|")
-    for name, style, *_ in MODES:
-        r = results[name]
-        print(
-            f"| {name} | {r['rows_per_s']:.1f} | {r['median_s']:.2f} | {baseline[style] / r['median_s']:.1f}x | "
-            f"{r['prompt_tokens_per_row']:.0f} | {r['completion_tokens_per_row']:.1f} | {r['scored']}/{r['rows']} | "
-            f"{r['peak_rss_mb']:.0f} |"
-        )
+        if not opts["no_peak"]:
+            _peaks(opts, model_dir, results)
+    _table(results)
     if opts["json"]:
         opts["json"].write_text(json.dumps({"options": opts | {"json": str(opts["json"])}, "modes": results}, indent=1))
 

@@ -11,6 +11,7 @@ from eval_scripts.answers.feature_plots import feature_media_block
 from eval_scripts.answers.parse import parse_score
 from eval_scripts.answers.prompts import (
     MODALITIES,
+    PROMPT_VERSIONS,
     FewShotExample,
     Prompt,
     render_prompt,
@@ -33,11 +34,12 @@ from _harness_helpers import scoring_rows
 ROWS = {row["dimension"]: row for row in scoring_rows(1)}
 
 
+@pytest.mark.parametrize("version", PROMPT_VERSIONS)
 @pytest.mark.parametrize("modality", MODALITIES)
 @pytest.mark.parametrize("style", TEMPLATE_STYLES)
-def test_every_template_renders_for_every_dimension(modality: str, style: str) -> None:
+def test_every_template_renders_for_every_dimension(modality: str, style: str, version: int) -> None:
     for dimension in DIMENSION_KEYS:
-        text = render_prompt(ROWS[dimension], modality, style, media_block="MEDIA-BLOCK")
+        text = render_prompt(ROWS[dimension], modality, style, media_block="MEDIA-BLOCK", version=version)
         assert "$" not in text, "unfilled placeholder"
         assert ROWS[dimension]["transcript"] in text
         assert DIMENSION_BY_KEY[dimension].name in text
@@ -51,20 +53,25 @@ def test_every_template_renders_for_every_dimension(modality: str, style: str) -
             assert "Output only the numeric score" in text and "Final score" not in text
 
 
-def test_eight_distinct_template_files() -> None:
-    paths = {template_path(m, s) for m in MODALITIES for s in TEMPLATE_STYLES}
-    assert len(paths) == 8 and all(p.is_file() for p in paths)
-    assert len({template_hash(m, s) for m in MODALITIES for s in TEMPLATE_STYLES}) == 8
+def test_eight_distinct_template_files_per_version() -> None:
+    paths = {template_path(m, s, v) for m in MODALITIES for s in TEMPLATE_STYLES for v in PROMPT_VERSIONS}
+    assert len(paths) == 8 * len(PROMPT_VERSIONS) and all(p.is_file() for p in paths)
+    hashes = {template_hash(m, s, v) for m in MODALITIES for s in TEMPLATE_STYLES for v in PROMPT_VERSIONS}
+    assert len(hashes) == 8 * len(PROMPT_VERSIONS)
 
 
-def test_audio_only_setting_says_audio_not_video() -> None:
+@pytest.mark.parametrize("version", PROMPT_VERSIONS)
+def test_audio_only_setting_says_audio_not_video(version: int) -> None:
     row = ROWS["empathy"]
+    rubric = RUBRIC["empathy"]
 
-    def own_words(text: str) -> str:
-        return text.replace(RUBRIC["empathy"].criterion, "").split("Score descriptions")[0]
+    def own_words(text: str) -> str:  # the template's words: the rubric's text taken out
+        for part in (rubric.criterion, *(rubric.description(level) for level in range(1, 6))):
+            text = text.replace(part, "")
+        return text
 
-    audio = own_words(render_prompt(row, "audio+text", "direct"))
-    video = own_words(render_prompt(row, "video+text", "direct"))
+    audio = own_words(render_prompt(row, "audio+text", "direct", version=version))
+    video = own_words(render_prompt(row, "video+text", "direct", version=version))
     assert "audio of one therapist" in audio and not re.search(r"\bvideo\b", audio)
     assert "video of one therapist" in video
     # the rubric's own "video clip" (the client stimulus) is never rewritten

@@ -91,6 +91,10 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
         "--bootstrap",
         "200",
         "--no-progress",
+        # the fixture's answer (3 or 4) follows the sign of one hidden unit; with the version-2 prompts, which end
+        # alike (the answer instruction after the transcript), it answers 3 throughout and the ICC has no variance
+        "--prompt-version",
+        "1",
     ]
     assert main(args) == 0
     (results_path,) = out.rglob("results.json")

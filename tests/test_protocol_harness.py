@@ -110,7 +110,9 @@ def test_video_flags_are_checked_before_any_model_loads(tmp_path, capsys):
 
 
 # Computed with the code before the `system` field and the `paper` style existed (commit da3eee5): scoring_rows(1),
-# text setting, first row (verbal_fluency). A `direct` / `cot` request must hash, key and serialise exactly so.
+# text setting, first row (verbal_fluency). A `direct` / `cot` request with the version-1 templates
+# (`--prompt-version 1`, what every run used before version 2) must hash, key and serialise exactly so; version 2's
+# are pinned in test_prompt_versions.py.
 GOLDEN = {
     "direct": (
         "9df31f385e7b27fe73f0d87934967303bd0fefb22e50be8bb2c5c7f54d915853",
@@ -132,7 +134,9 @@ def test_direct_and_cot_requests_are_byte_for_byte_unchanged(style):
 
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1")
     context = prepare_run(
-        RunConfig(backend="openai", model="m", prompt_style=style), backend, scoring=Dataset.from_list(scoring_rows(1))
+        RunConfig(backend="openai", model="m", prompt_style=style, prompt_version=1),
+        backend,
+        scoring=Dataset.from_list(scoring_rows(1)),
     )
     prompt = context.prompts[0]
     body = backend.request_body(prompt, context.decoding)

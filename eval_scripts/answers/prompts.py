@@ -12,6 +12,14 @@ setting gives audio without video (paper §4.1: "video" becomes "audio" for
 audio-only input), "video" otherwise. Rubric text is never rewritten (its "video
 clip" is the client stimulus the therapist watched).
 
+Two versions of the eight templates (`PROMPT_VERSIONS`). Version 1 (`templates/*.txt`) names the dimension
+before the transcript; version 2 (`templates/v2/`, the default, `DEFAULT_PROMPT_VERSION`) is laid out for
+prefix caching: the task text, the transcript and the media block (features or the attached-media line)
+first, everything dimension-specific (the dimension's name, its rubric, few-shot examples, the answer
+instruction) after them, so the eight prompts of one video share their start and a server's prefix cache
+(or the transformers backend's shared-prefix read) computes it once. Version 1 stays selectable
+(`--prompt-version 1`) for runs comparable with earlier ones; each file's sha256 identifies it.
+
 The `paper` style is the authors' MIS-RAFT protocol (`mis_bench_dataset.protocol`): a system
 message and one user text with fixed sections, the same for every modality setting; it has no
 template file and no few-shot examples.
@@ -40,6 +48,8 @@ from mis_bench_dataset.rules.numbers import gold_decimal
 
 MODALITIES: tuple[str, ...] = MODALITY_SETTINGS
 TEMPLATE_DIR = Path(__file__).with_name("templates")
+PROMPT_VERSIONS: tuple[int, ...] = (1, 2)
+DEFAULT_PROMPT_VERSION = 2  # prefix-cache layout; 1 names the dimension before the transcript
 
 
 def check_setting(modality: str, style: str) -> None:
@@ -49,24 +59,40 @@ def check_setting(modality: str, style: str) -> None:
         raise ValueError(f"unknown prompt style {style!r}; expected one of {', '.join(PROMPT_STYLES)}")
 
 
-def template_path(modality: str, style: str) -> Path:
+def check_version(version: int) -> None:
+    if version not in PROMPT_VERSIONS:
+        raise ValueError(f"unknown prompt version {version!r}; expected one of {', '.join(map(str, PROMPT_VERSIONS))}")
+
+
+def template_path(modality: str, style: str, version: int = DEFAULT_PROMPT_VERSION) -> Path:
     check_setting(modality, style)
+    check_version(version)
     if style == PAPER_PROMPT_STYLE:
         raise ValueError("the `paper` style has no template file; it is built by mis_bench_dataset.protocol")
-    return TEMPLATE_DIR / f"{modality.replace('+', '_')}_{style}.txt"
+    folder = TEMPLATE_DIR if version == 1 else TEMPLATE_DIR / f"v{version}"
+    return folder / f"{modality.replace('+', '_')}_{style}.txt"
 
 
 @cache
-def load_template(modality: str, style: str) -> string.Template:
-    return string.Template(template_path(modality, style).read_text(encoding="utf-8"))
+def load_template(modality: str, style: str, version: int = DEFAULT_PROMPT_VERSION) -> string.Template:
+    return string.Template(template_path(modality, style, version).read_text(encoding="utf-8"))
 
 
-def template_hash(modality: str, style: str) -> str:
-    """sha256 of the template file (of the protocol's wording for `paper`): identifies the prompt wording of a run."""
+def template_hash(modality: str, style: str, version: int = DEFAULT_PROMPT_VERSION) -> str:
+    """sha256 of the template file (of the protocol's wording for `paper`, whatever the version): identifies the
+    prompt wording of a run."""
     if style == PAPER_PROMPT_STYLE:
         check_setting(modality, style)
+        check_version(version)
         return PAPER_TEMPLATE_SHA256
-    return hashlib.sha256(template_path(modality, style).read_bytes()).hexdigest()
+    return hashlib.sha256(template_path(modality, style, version).read_bytes()).hexdigest()
+
+
+def template_version(style: str, version: int = DEFAULT_PROMPT_VERSION) -> int | None:
+    """The template version a run's prompts have: `version` for direct / cot, None for `paper` (the authors'
+    protocol has one wording)."""
+    check_version(version)
+    return None if style == PAPER_PROMPT_STYLE else version
 
 
 def media_word(modality: str) -> str:
@@ -128,8 +154,9 @@ def render_prompt(
     *,
     media_block: str = "",
     few_shot: Sequence[FewShotExample] = (),
+    version: int = DEFAULT_PROMPT_VERSION,
 ) -> str:
-    """Fill a template from one `scoring` row (uses its rubric columns when present)."""
+    """Fill a template (of `version`) from one `scoring` row (uses its rubric columns when present)."""
     check_setting(modality, style)
     if style == PAPER_PROMPT_STYLE:
         raise ValueError("the `paper` style has a system message: use render_paper_prompt")
@@ -143,7 +170,7 @@ def render_prompt(
     transcript = (row.get("transcript") or "").strip()
     if not transcript:
         raise ValueError(f"row {row.get('video_id')!r} ({dimension}): empty transcript")
-    return load_template(modality, style).substitute(
+    return load_template(modality, style, version).substitute(
         media=media_word(modality),
         dimension_name=DIMENSION_BY_KEY[dimension].name,
         transcript=transcript,

@@ -52,9 +52,11 @@ class TransformersBackend(Backend):
         processor_obj=None,
         trust_remote_code: bool = False,
         video_sampling: VideoSampling | None = None,
+        share_prefix: bool = True,
         **_ignored,
     ):
         super().__init__(model)
+        self.share_prefix = share_prefix  # the expected readout's shared-prefix path (`_prefix_sharing`)
         self.video_sampling = video_sampling or VideoSampling()
         torch = require("torch", "train", "the transformers backend")
         transformers = require("transformers", "train", "the transformers backend")
@@ -272,8 +274,21 @@ class TransformersBackend(Backend):
             pad_token_id(self.tokenizer),
             groups=groups,
             batch_size=self.batch_size,
+            share_prefix=self._prefix_sharing(),
             show_progress=False,
         )
+
+    # -- the shared prefix of a dimension's prompts (issue 29; docs/readouts.md) ---------------------------
+    def _prefix_sharing(self) -> bool:
+        """Whether a group's common prefix is computed once and its KV cache continued by each row's rest.
+
+        The version-2 templates put the task text, the dimension's rubric and few-shot examples before the
+        transcript, so the rows of one dimension (the groups `_complete_expected` reads) share most of their
+        tokens. Exact for text decoders with 1-D positions (explicit position ids after the prefix); a model with
+        multimodal RoPE (Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni: a `vision_config` or `audio_config`) takes the plain
+        path, one pass over each whole prompt (`raft_trainer.predict.read_digit_scores` decides).
+        """
+        return self.share_prefix
 
     def _endings(self, new_tokens) -> tuple[list[bool], list[int]]:
         """Per sequence: did it end with an end-of-sequence token, and how many tokens did it generate.

@@ -321,6 +321,7 @@ def register(subparsers) -> None:
     )
     add_json(parser, what="the summary")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _register_prefix_caching(parser)
     parser.set_defaults(func=run_command)
 
 
@@ -369,6 +370,29 @@ def _base_urls(args) -> tuple[str, ...]:
     from eval_scripts.backends.openai_backend import base_url_list
 
     return tuple(base_url_list(args.base_url or [DEFAULT_BASE_URL]))
+
+
+# -- prompts laid out for prefix caching (issue 29): RunConfig.prompt_version, --price-cached-in -----------
+def _register_prefix_caching(parser) -> None:
+    from eval_scripts.answers.prompts import DEFAULT_PROMPT_VERSION, PROMPT_VERSIONS
+
+    parser.add_argument(
+        "--price-cached-in",
+        type=non_negative_float,
+        metavar="USD",
+        help="price per million cached prompt tokens (the provider's prompt-cache price), for --dry-run's cost "
+        "with the prompt tokens shared with the previous request billed at it (default: none)",
+    )
+    parser.add_argument(
+        "--prompt-version",
+        type=int,
+        choices=PROMPT_VERSIONS,
+        default=DEFAULT_PROMPT_VERSION,
+        help="version of the direct / cot templates: 2 puts the task text and the dimension's rubric before the "
+        "response (a dimension's prompts share their start: prefix caching), 1 names the dimension before the "
+        "transcript and the rubric after it (runs comparable with earlier ones) "
+        f"(default: {DEFAULT_PROMPT_VERSION}; `paper` has one wording)",
+    )
 
 
 def _backend_options(args) -> dict:
@@ -551,6 +575,7 @@ def run_command(args: argparse.Namespace) -> int:
     from eval_scripts.harness.runner import run_setting
 
     config = _run_config(args, started)
+    config.prompt_version = args.prompt_version  # the templates' version (_register_prefix_caching)
     if args.samples > 1 and args.temperature == 0:
         say(
             "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
@@ -671,6 +696,9 @@ def _batch_command(args, config) -> int:
 
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
+    if args.price_cached_in is not None and args.price_in is None:  # _register_prefix_caching
+        raise UsageError("--price-cached-in prices a part of the prompt", where="--price-cached-in",
+                         hint="give --price-in and --price-out with it")  # fmt: skip
     configs = _configs(args, config)
     synthetic = any_synthetic([config.dataset])
     if args.dry_run:
@@ -682,6 +710,7 @@ def _batch_command(args, config) -> int:
             price_in=args.price_in,
             price_out=args.price_out,
             expected_completion_tokens=args.expected_completion_tokens,
+            price_cached_in=args.price_cached_in,  # _register_prefix_caching
         )
         plan = {**plan, "synthetic": synthetic}
         if args.json:
@@ -776,6 +805,12 @@ def _say_dry_run(plan: dict, model: str) -> None:
     prefix = _prefix_line(plan["prefix"])
     if prefix:
         say(prefix.removeprefix("; "))
+    if plan.get("cost_estimate_with_cache") is not None:  # _register_prefix_caching
+        say(
+            f"with the provider's prompt cache: {_money(plan['cost_estimate_with_cache'])} (at most "
+            f"{_money(plan['cost_max_with_cache'])}), ~{plan['cached_prompt_tokens_estimate']:,} prompt tokens "
+            f"shared with the previous request at ${plan['price_cached_in_per_million']:g} per million"
+        )
 
 
 def _say_export(export: dict) -> None:

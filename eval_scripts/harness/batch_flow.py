@@ -34,6 +34,7 @@ from eval_scripts.harness.batch import (
 )
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, prepare_run, setting_label
 from eval_scripts.harness.estimate import (
+    cached_prompt_tokens,
     cost,
     count_prompt_tokens,
     expected_completion_tokens,
@@ -215,8 +216,10 @@ def dry_run(
     price_in: float | None = None,
     price_out: float | None = None,
     expected_completion_tokens: int | None = None,
+    price_cached_in: float | None = None,
 ) -> dict[str, Any]:
-    """What a run would send, calling nothing: requests without a cached answer, tokens, cost, prefix reuse."""
+    """What a run would send, calling nothing: requests without a cached answer, tokens, cost, prefix reuse (and,
+    with `price_cached_in`, the cost when the prompt tokens a prefix cache reuses are billed as cached)."""
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
     model = configs[0].model
@@ -230,7 +233,7 @@ def dry_run(
             _setting_estimate(entry.label, pending, tokenizer, model, expected_completion_tokens, price_in, price_out)
         )
         pending_requests += requests_of(pending.context, pending.rows)
-    ordered = [pending_requests[i] for i in prefix_order(pending_requests)]
+    reuse = prefix_stats([pending_requests[i] for i in prefix_order(pending_requests)])
     done = [s for s in settings if "refused" not in s]
     totals = {
         key: sum(s[key] for s in done)
@@ -253,8 +256,28 @@ def dry_run(
             totals["prompt_tokens_estimate"], totals["completion_tokens_estimate"], price_in, price_out
         ),
         "cost_max": cost(totals["prompt_tokens_estimate"], totals["completion_tokens_max"], price_in, price_out),
-        "prefix": prefix_stats(ordered).as_dict(),
+        "prefix": reuse.as_dict(),
+        **_cached_cost(totals, reuse, price_in, price_out, price_cached_in),
         "settings": settings,
+    }
+
+
+def _cached_cost(totals: dict, prefix: Any, price_in, price_out, price_cached_in) -> dict[str, Any]:
+    """The dry run's figures with a provider's prompt cache (`estimate.cached_prompt_tokens`); the costs are None
+    without `price_cached_in`."""
+    prompt = totals["prompt_tokens_estimate"]
+    cached = cached_prompt_tokens(prompt, prefix.reused_chars_share)
+
+    def priced(completion: int) -> float | None:
+        if price_cached_in is None:
+            return None
+        return cost(prompt, completion, price_in, price_out, cached_tokens=cached, price_cached_in=price_cached_in)
+
+    return {
+        "cached_prompt_tokens_estimate": cached,
+        "price_cached_in_per_million": price_cached_in,
+        "cost_estimate_with_cache": priced(totals["completion_tokens_estimate"]),
+        "cost_max_with_cache": priced(totals["completion_tokens_max"]),
     }
 
 

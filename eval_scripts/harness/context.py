@@ -12,7 +12,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.prompts import Prompt, check_setting, template_hash
+from eval_scripts.answers.prompts import (
+    DEFAULT_PROMPT_VERSION,
+    Prompt,
+    check_setting,
+    check_version,
+    template_hash,
+    template_version,
+)
 from eval_scripts.backends.base import Backend, DecodingConfig
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
@@ -55,6 +62,9 @@ class RunConfig:
     # The servers of one model (`--base-url`, repeatable or a comma list; openai backend): several spread the
     # requests (`eval_scripts.backends.replicas`). Empty: the backend's own default. Never in a cache key.
     base_urls: tuple[str, ...] = ()
+    # The direct / cot templates' version (`--prompt-version`): 2 is laid out for prefix caching, 1 is the
+    # earlier layout (runs comparable with earlier ones); `paper` has one wording.
+    prompt_version: int = DEFAULT_PROMPT_VERSION
 
 
 def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:
@@ -102,7 +112,11 @@ class RunContext:
     def system_decoding(self) -> dict[str, Any]:
         """Decoding parameters plus what identifies the prompt wording."""
         config = self.config
-        info = {**self.decoding.as_dict(), "template_sha256": template_hash(config.modality, config.prompt_style)}
+        info = {
+            **self.decoding.as_dict(),
+            "template_sha256": template_hash(config.modality, config.prompt_style, config.prompt_version),
+            "template_version": template_version(config.prompt_style, config.prompt_version),
+        }
         info["score_from"] = self.decoding.score_from  # the readout, recorded for text runs too
         if self.samples > 1:
             info["samples"] = self.samples
@@ -148,8 +162,14 @@ def run_dir_name(config: RunConfig, input_source: str) -> str:
         + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
         + ("__expected" if expected else "")
         + (f"__{config.samples}samples" if config.samples > 1 else "")
+        + (f"__prompts-v{config.prompt_version}" if _older_prompts(config) else "")
     )
     return f"{slug(config.model)}/{slug(setting)}"
+
+
+def _older_prompts(config: RunConfig) -> bool:
+    """Whether the run's templates are not the default version (its own run folder: never the default's)."""
+    return config.prompt_style != PAPER_PROMPT_STYLE and config.prompt_version != DEFAULT_PROMPT_VERSION
 
 
 def _check_config(config: RunConfig) -> None:
@@ -158,6 +178,10 @@ def _check_config(config: RunConfig) -> None:
         check_setting(config.modality, config.prompt_style)
     except ValueError as err:
         raise UsageError(str(err)) from err
+    try:
+        check_version(config.prompt_version)
+    except ValueError as err:
+        raise UsageError(str(err), where="--prompt-version") from err
     if config.few_shot_k < 0:
         raise UsageError(f"--few-shot must be 0 or more, got {config.few_shot_k}", where="--few-shot")
     if config.few_shot_k and config.prompt_style == PAPER_PROMPT_STYLE:
@@ -258,6 +282,7 @@ def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, tra
             train_rows=train_rows,
             few_shot_k=config.few_shot_k,
             few_shot_seed=config.few_shot_seed,
+            prompt_version=config.prompt_version,
         )
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
         raise DataError(str(err), where=where) from err

@@ -6,6 +6,13 @@ applied as a server would); nothing is downloaded, and a plain install without t
 Otherwise the estimate is characters / 4, OpenAI's rule of thumb for English text (about 4
 characters per token; the MIS-Bench prompts are English). Images, audio and video attached to a
 prompt are not in the estimate (providers price them separately); their number is reported.
+
+With a cached-input price (`--price-cached-in`, the provider's price for cached prompt tokens) the estimate
+also prices the prompt tokens a prefix cache can reuse: the run's prompt tokens times the share of prompt
+characters that repeat the start of the previous request (`ordering.PrefixStats.reused_chars_share`, in the
+order the run sends them). That is the most a cache holding the previous request saves; providers cache in
+blocks and from a minimum length (OpenAI: prompts of 1,024 tokens or more), so the real bill lies between the
+two figures.
 """
 
 from __future__ import annotations
@@ -72,8 +79,25 @@ def count_prompt_tokens(texts: Sequence[str], tokenizer=None, model: str = "") -
     return TokenCount(sum(len(ids) for ids in encoded), token_estimator(tokenizer, model))
 
 
-def cost(prompt_tokens: int, completion_tokens: int, price_in: float | None, price_out: float | None) -> float | None:
-    """Cost at `price_in` / `price_out` per million tokens; None unless both prices are given."""
+def cost(
+    prompt_tokens: int,
+    completion_tokens: int,
+    price_in: float | None,
+    price_out: float | None,
+    *,
+    cached_tokens: int = 0,
+    price_cached_in: float | None = None,
+) -> float | None:
+    """Cost at `price_in` / `price_out` per million tokens, `cached_tokens` of the prompt tokens at
+    `price_cached_in` when it is given; None unless `price_in` and `price_out` are given."""
     if price_in is None or price_out is None:
         return None
-    return (prompt_tokens * price_in + completion_tokens * price_out) / 1_000_000
+    cached = min(cached_tokens, prompt_tokens) if price_cached_in is not None else 0
+    prompt_cost = (prompt_tokens - cached) * price_in + cached * (price_cached_in or 0.0)
+    return (prompt_cost + completion_tokens * price_out) / 1_000_000
+
+
+def cached_prompt_tokens(prompt_tokens: int, reused_chars_share: float | None) -> int:
+    """Prompt tokens a prefix cache can reuse: `prompt_tokens` x the share of characters repeating the previous
+    request's start (tokens taken as proportional to characters)."""
+    return round(prompt_tokens * (reused_chars_share or 0.0))

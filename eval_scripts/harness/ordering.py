@@ -1,11 +1,15 @@
 """Prefix-friendly request order: requests that share their instructions go one after another.
 
 Servers with prefix caching (vLLM's automatic prefix caching, SGLang's radix cache, OpenAI's
-prompt caching) reuse the computed prefix a request shares with the ones just before it. Every
-prompt of a (modality setting, dimension) starts with the same instructions and rubric wording
-up to the response being rated, so requests are sorted by (modality setting, dimension, prompt
-text): each group is contiguous, and sorting the text puts the prompts that share the most
-(the direct and chain-of-thought prompts of one response, in a grid export) next to each other.
+prompt caching) reuse the computed prefix a request shares with the ones just before it. The
+version-2 templates (`answers.prompts`) start every prompt of a dimension with the same task
+text, rubric and few-shot examples, whatever the video and the modality setting, and end with the
+response (transcript, media) and the answer instruction; so requests are sorted by (dimension,
+prompt text): a dimension's requests are contiguous (every setting of a grid export together),
+and sorting the text puts the prompts that share the most next to each other (the settings'
+own wording clusters, then a response's direct and chain-of-thought prompts, equal up to the
+answer instruction). The version-1 templates name the dimension in their second paragraph, so
+the same order shares their task text and that paragraph.
 
 The order only changes when a request is sent: predictions are keyed by (video, dimension) and
 written in the rows' order, so no result depends on it.
@@ -29,10 +33,17 @@ def prefix_group(modality: str, prompt: Prompt) -> tuple[int, int]:
 
 
 def prefix_order(requests: Sequence[tuple[str, Prompt]]) -> list[int]:
-    """Indices of `(modality, prompt)` requests in prefix-friendly order (deterministic)."""
+    """Indices of `(modality, prompt)` requests in prefix-friendly order (deterministic): dimension-major, then
+    by prompt text (see the module's docstring)."""
     return sorted(
         range(len(requests)),
-        key=lambda i: (*prefix_group(*requests[i]), requests[i][1].text, requests[i][1].prompt_hash, i),
+        key=lambda i: (
+            _DIMENSION_RANK[requests[i][1].dimension],
+            requests[i][1].text,
+            _MODALITY_RANK[requests[i][0]],
+            requests[i][1].prompt_hash,
+            i,
+        ),
     )
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from eval_scripts.answers.feature_plots import FEATURE_FORMATS, feature_media_block
-from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt, select_few_shot
+from eval_scripts.answers.prompts import (
+    DEFAULT_PROMPT_VERSION,
+    Prompt,
+    render_paper_prompt,
+    render_prompt,
+    select_few_shot,
+)
 from eval_scripts.backends.base import Backend
 from mis_bench_dataset.built.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.built.handle import BuiltDataset
@@ -86,8 +92,10 @@ def build_prompts(
     train_rows: Sequence[Mapping] | None = None,
     few_shot_k: int = 0,
     few_shot_seed: int = 0,
+    prompt_version: int = DEFAULT_PROMPT_VERSION,
 ) -> list[Prompt]:
-    """One prompt per row: the template filled with the row, its media (or their descriptors) and few-shot examples."""
+    """One prompt per row: the template (of `prompt_version`) filled with the row, its media (or their descriptors)
+    and few-shot examples."""
     media = SETTING_MEDIA[modality]
     evaluated = {r["video_id"] for r in rows}
     blocks = feature_blocks(dataset, split, modality, feature_format, evaluated) if input_source == "features" else {}
@@ -110,7 +118,9 @@ def build_prompts(
             if input_source == "raw":
                 block = f"The {'video' if 'video' in media else 'audio'} of the response is attached."
             shots_here = shots.get(row["dimension"], ())
-            text = render_prompt(row, modality, prompt_style, media_block=block, few_shot=shots_here)
+            text = render_prompt(
+                row, modality, prompt_style, media_block=block, few_shot=shots_here, version=prompt_version
+            )
         prompts.append(
             Prompt(
                 video_id=row["video_id"],
