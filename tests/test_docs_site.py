@@ -44,6 +44,10 @@ def test_mkdocs_build_strict_passes(tmp_path):
     assert "WARNING" not in done.stderr, done.stderr[-4000:]
     for page in ("", "dataset/", "api/raft_trainer/"):
         assert (tmp_path / "site" / f"{page}index.html").is_file()
+    # Nothing is fetched from outside (the theme's web fonts off); the stylesheet that wraps wide tables is in.
+    home = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "fonts.googleapis" not in home and "fonts.gstatic" not in home
+    assert 'href="stylesheets/wide.css"' in home and (tmp_path / "site" / "stylesheets" / "wide.css").is_file()
     # The API reference was rendered from the docstrings, not left as `::: name` text.
     api = (tmp_path / "site" / "api" / "mis_icc_metric" / "index.html").read_text(encoding="utf-8")
     assert 'id="mis_icc_metric.scoring.score_predictions"' in api and ":::" not in api
@@ -85,9 +89,9 @@ def test_readme_links_lead_to_existing_files():
 
 
 def test_the_readme_is_a_short_door():
-    """At most ~200 lines, the first command within the first 40, no developer paths or machine notes."""
+    """Under 250 lines, the first command within the first 40, no developer paths or machine notes."""
     lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
-    assert len(lines) <= 200, len(lines)
+    assert len(lines) < 250, len(lines)
     first_fence = next(i for i, line in enumerate(lines) if line.startswith("```bash"))
     assert first_fence < 40
     text = "\n".join(lines)

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.progress import step
 
 logger = logging.getLogger(__name__)
 
@@ -100,19 +100,25 @@ def cross_validate(
         raise DataError("the build has no gold scores", where=str(dataset.path), hint="build it with --labels")
     cache: dict = {}
     results: dict[str, Any] = {}
-    for baseline, modality in tqdm(list(jobs), desc="cross-validating", unit="setting", disable=not progress or None):
-        by_seed = {}
-        for seed in seeds:
-            folds = clinician_folds(rows, n_folds, seed)
-            predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache)
-            scored = {key: value for key, value in predicted.items() if key in references}
-            by_seed[str(seed)] = json_safe(score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed))
-        results[f"{baseline} {modality}"] = {
-            "baseline": baseline,
-            "modality": modality,
-            "by_seed": by_seed,
-            "across_seeds": _across_seeds(list(by_seed.values())),
-        }
+    jobs = list(jobs)
+    desc = f"cross-validating ({n_folds} folds)"
+    with step(desc, total=len(jobs) * len(seeds), unit="setting x seed", show=progress) as done:
+        for baseline, modality in jobs:
+            by_seed = {}
+            for seed in seeds:
+                done.describe(f"{baseline} {modality}, seed {seed}")
+                folds = clinician_folds(rows, n_folds, seed)
+                predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache)
+                scored = {key: value for key, value in predicted.items() if key in references}
+                scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
+                by_seed[str(seed)] = json_safe(scores)
+                done.update()
+            results[f"{baseline} {modality}"] = {
+                "baseline": baseline,
+                "modality": modality,
+                "by_seed": by_seed,
+                "across_seeds": _across_seeds(list(by_seed.values())),
+            }
     return {
         "n_videos": len(rows),
         "n_folds": n_folds,
