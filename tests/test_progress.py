@@ -87,3 +87,15 @@ def test_show_false_is_silent_on_a_terminal_too(shown, monkeypatch, capsys):
     assert sum(progress(range(5), desc="counting", unit="n", show=shown)) == 10
     err = capsys.readouterr().err
     assert ("counting" in err) is shown
+
+
+def test_cross_validation_counts_every_fold(synthetic_build, caplog):
+    """The step that printed nothing for minutes: one unit per fitted fold (settings x seeds x folds)."""
+    from eval_scripts.baselines.crossval import cross_validate
+
+    jobs = [("mean", "text"), ("features", "text")]
+    with caplog.at_level(logging.INFO, logger="mis_bench_dataset.rules.progress"):
+        doc = cross_validate(synthetic_build, jobs, n_folds=3, seeds=(0, 1), n_bootstrap=0)
+    assert doc["n_folds"] == 3 and set(doc["runs"]) == {"mean text", "features text"}
+    lines = [r.getMessage() for r in caplog.records if r.name == "mis_bench_dataset.rules.progress"]
+    assert len(lines) == 1 and re.fullmatch(r"cross-validating \(3 folds\): 12 fold in \d+\.\ds", lines[0]), lines
