@@ -40,6 +40,7 @@ FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<ticks>`{3,})(?P<info>[^`]*)$")
 CI_MARKER = "<!-- docs-test: ci -->"
 NEEDS = re.compile(r"^\s*#\s*Needs\b")
 SHARED = "../shared"  # the public data laid out beside a developer's or CI's checkout (tests/conftest.py)
+OPTIONS_WITH_VALUES = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-c", "--constraint", "-r"}
 SETUP_COMMAND = re.compile(
     r"^(python3? -m venv\b|\. \.venv/bin/activate$|source \.venv/bin/activate$|(python3? -m )?pip3? install\b)"
 )
@@ -156,7 +157,12 @@ def unmet_install(command: str, setup_cfg: Path) -> list[str]:
     config = configparser.ConfigParser()
     config.read(setup_cfg)
     extras = config["options.extras_require"]
-    unmet, targets = [], [w for w in words[1:] if not w.startswith("-")]
+    targets = [
+        word
+        for before, word in zip(words, words[1:], strict=False)
+        if not word.startswith("-") and before not in OPTIONS_WITH_VALUES  # `--index-url URL`'s URL is no target
+    ]
+    unmet = []
     for target in targets:
         if target.startswith("."):
             chosen = re.findall(r"\w[\w-]*", target.partition("[")[2])

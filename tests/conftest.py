@@ -57,6 +57,29 @@ AUTHORS = SHARED_DATA / "authors"
 AUTHORS_FILES = ("coding.csv", "raw_inference.csv", "finetune.csv", "finetune_raft.csv")
 
 
+def shared_once(tmp_path_factory, name: str, make) -> Path:
+    """`name`'s folder, made once for the whole run by `make(folder)` and shared read-only by every xdist worker.
+
+    Under pytest-xdist the workers' base temps sit in one folder of this run; the first worker to ask makes
+    the folder under a file lock while the others wait, then all use it (a folder left half-made by a killed
+    worker has no `.done` mark and is made again). Without xdist it is this session's own folder.
+    """
+    import shutil
+
+    from mis_bench_dataset.rules.atomic import file_lock
+
+    base = tmp_path_factory.getbasetemp()
+    parent = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = parent / f"shared-{name}", parent / f"shared-{name}.done"
+    with file_lock(parent / f"shared-{name}.lock"):
+        if not done.is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def subset10_dir() -> Path:
     """The real public release subset; skips when ../shared is absent."""
@@ -89,9 +112,16 @@ def real_text_build(authors_dir, real_transcripts_csv, tmp_path_factory) -> Path
     built once per session with `mis_bench_dataset.build_dataset`. Read-only."""
     from mis_bench_dataset import build_dataset
 
-    out = tmp_path_factory.mktemp("real_text_build") / "mis-bench"
-    build_dataset(None, out, labels=authors_dir / "coding.csv", transcripts=real_transcripts_csv, progress=False)
-    return out
+    def make(root: Path) -> None:
+        build_dataset(
+            None,
+            root / "mis-bench",
+            labels=authors_dir / "coding.csv",
+            transcripts=real_transcripts_csv,
+            progress=False,
+        )
+
+    return shared_once(tmp_path_factory, "real_text_build", make) / "mis-bench"
 
 
 @pytest.fixture(scope="session")
@@ -105,10 +135,11 @@ def synthetic_build(tmp_path_factory) -> Path:
     """
     from mis_bench_dataset import build_dataset, generate_synthetic_release
 
-    root = tmp_path_factory.mktemp("synthetic_build")
-    release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
-    build_dataset(release.release_dir, root / "mis-bench", labels=release.ratings_csv, progress=False)
-    return root / "mis-bench"
+    def make(root: Path) -> None:
+        release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
+        build_dataset(release.release_dir, root / "mis-bench", labels=release.ratings_csv, progress=False)
+
+    return shared_once(tmp_path_factory, "synthetic_build", make) / "mis-bench"
 
 
 @pytest.fixture(scope="session")
@@ -120,27 +151,27 @@ def unmarked_build(tmp_path_factory) -> Path:
 
     from mis_bench_dataset import build_dataset, generate_synthetic_release
 
-    root = tmp_path_factory.mktemp("unmarked_build")
-    release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
-    manifest = release.release_dir / "subset_manifest.json"
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "synthetic": False}))
-    build_dataset(release.release_dir, root / "plain-build", labels=release.ratings_csv, progress=False)
-    return root / "plain-build"
+    def make(root: Path) -> None:
+        release = generate_synthetic_release(root / "release", n_videos=40, seed=0)
+        manifest = release.release_dir / "subset_manifest.json"
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "synthetic": False}))
+        build_dataset(release.release_dir, root / "plain-build", labels=release.ratings_csv, progress=False)
+
+    return shared_once(tmp_path_factory, "unmarked_build", make) / "plain-build"
 
 
 @pytest.fixture(scope="session")
 def default_sample_cache(tmp_path_factory) -> Path:
     """A cache folder holding the embedded default sample (SYNTHETIC, 996 short videos, seed 0),
-    generated once per test session: pass it as `MIS_BENCH_CACHE` or to `default_sample(path)`.
+    generated once per test run (shared by the xdist workers): pass it as `MIS_BENCH_CACHE` or to
+    `default_sample(path)`.
 
     The sample is what `mis-bench run` uses by default, so tests of the default job and of the
     generator's calibration look at the real thing. Read-only.
     """
     from mis_bench_dataset import default_sample
 
-    cache = tmp_path_factory.mktemp("mis-bench-cache")
-    default_sample(cache)
-    return cache
+    return shared_once(tmp_path_factory, "mis-bench-cache", default_sample)
 
 
 @pytest.fixture

@@ -46,12 +46,14 @@ def _run(dataset, out, base_url, *extra) -> list[str]:
 
 
 def test_the_watchdog_fires_once_past_the_deadline_and_never_after_a_disarm() -> None:
+    import threading
+
     deadlines = Deadlines()
-    fired = []
-    late = deadlines.arm(time.monotonic() + 0.05, lambda: fired.append("late"))
+    fired, late_fired = [], threading.Event()
+    late = deadlines.arm(time.monotonic() + 0.05, lambda: (fired.append("late"), late_fired.set()))
     early = deadlines.arm(time.monotonic() + 0.05, lambda: fired.append("early"))
     assert deadlines.disarm(early) is False
-    time.sleep(0.3)
+    assert late_fired.wait(10)  # the same deadline as the disarmed one: had that fired, it would have by now
     assert fired == ["late"] and deadlines.disarm(late) is True and deadlines.disarm(late) is False
 
 

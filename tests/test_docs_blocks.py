@@ -32,6 +32,7 @@ PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").
 # and what is not a command (a citation, a diagram without a language).
 KNOWN_LANGUAGES = {"bash", "python", "text", "bibtex", "", "json", "yaml"}
 BLOCK_TIMEOUT_S = 900
+CHECK_COMMAND = "scripts/check"  # the one test command: README's "Tests" block, run by .ci/run
 
 BASH_PRELUDE = r"""set -euo pipefail
 _docs_save() {
@@ -55,6 +56,19 @@ def _pages_with_code() -> list[str]:
 
 def _ci_blocks(page: str) -> list[Block]:
     return [b for b in read_blocks(REPO / page, page).blocks if b.ci]
+
+
+def _ci_lines() -> set[str]:
+    """The lines CI runs: `.ci/run`'s and those of `scripts/check`, which it calls."""
+    return {
+        line.strip()
+        for script in (REPO / ".ci" / "run", REPO / CHECK_COMMAND)
+        for line in script.read_text(encoding="utf-8").splitlines()
+    }
+
+
+def _readme_first_command() -> str:
+    return read_blocks(REPO / "README.md", "README.md").runnable[0].code
 
 
 def _checkout_view(work: Path) -> None:
@@ -104,7 +118,7 @@ def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, d
         folder.mkdir()
     _checkout_view(work)
     env = _environment(tmp_path, tmp, default_sample_cache)
-    ci_lines = {line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()}
+    ci_lines = _ci_lines()
 
     def here(text: str) -> str:
         return text.replace("/tmp/", f"{tmp}/")
@@ -114,13 +128,15 @@ def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, d
         if block.ci:
             commands = [line.strip() for line in block.code.splitlines() if line.strip()]
             missing = [line for line in commands if line not in ci_lines]
-            assert not missing, f"{block.where}: not what .ci/run runs: {missing}"
+            assert not missing, f"{block.where}: not what .ci/run (or the scripts/check it calls) runs: {missing}"
             continue
         if block.language not in ("bash", "python"):
             continue
         if block.needs_shared and not SHARED_FOLDER.is_dir():
             skipped.append(block.where)
             continue
+        if page != "README.md" and block is blocks.runnable[0] and block.code == _readme_first_command():
+            continue  # the README's first command, from the same fresh checkout: its test runs it (minutes)
         code, setup = split_setup(block.code) if block.language == "bash" else (block.code, [])
         for command in setup:
             unmet = unmet_install(command, REPO / "setup.cfg")
@@ -160,6 +176,22 @@ def test_every_block_is_run_or_says_why_not():
     assert not problems, "\n".join(problems)
 
 
+def test_the_test_command_is_one_command_and_ci_runs_it():
+    """README's "Tests" section leads with one command, `scripts/check`; .ci/run runs exactly it, as a line of its
+    own, and the README's first block is one command too (install and the default job)."""
+    readme = read_blocks(REPO / "README.md", "README.md")
+    tests_line = next(i for i, line in enumerate((REPO / "README.md").read_text().splitlines()) if line == "## Tests")
+    first_ci = next(b for b in readme.blocks if b.ci)
+    assert first_ci.line > tests_line and first_ci.code == CHECK_COMMAND + "\n"
+    assert CHECK_COMMAND in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert os.access(REPO / CHECK_COMMAND, os.X_OK) and os.access(REPO / ".ci" / "run", os.X_OK)
+    first = readme.runnable[0]
+    assert first.language == "bash" and len(first.code.strip().splitlines()) == 1
+    assert split_setup(first.code)[0] == "mis-bench run\n"
+    # The installation page starts with the same command (its test leaves it to the README's).
+    assert read_blocks(REPO / "docs" / "installation.md", "docs/installation.md").runnable[0].code == first.code
+
+
 def test_the_ci_marker_precedes_a_bash_block():
     for page in PAGES:
         lines = (REPO / page).read_text(encoding="utf-8").splitlines()
@@ -181,3 +213,5 @@ def test_setup_commands_are_recognised_and_checked():
     assert code == "mis-bench run\n" and setup == ["python3 -m venv .venv", ". .venv/bin/activate", "pip install -e ."]
     assert unmet_install('pip install -e ".[test]"', REPO / "setup.cfg") == []
     assert unmet_install("pip install torch==0.0.1", REPO / "setup.cfg") == ["torch==0.0.1"]
+    cpu = "pip install torch==0.0.1 --index-url https://download.pytorch.org/whl/cpu"
+    assert unmet_install(cpu, REPO / "setup.cfg") == ["torch==0.0.1"]  # the index URL is an option's value

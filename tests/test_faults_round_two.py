@@ -197,12 +197,23 @@ def _start_and_wait_for_staging(release: Path, out: Path) -> subprocess.Popen:
         if process.poll() is not None or time.monotonic() > deadline:
             pytest.fail(f"the build ended before it could be stopped: {process.communicate()[1][-2000:]}")
         time.sleep(0.005)
-    time.sleep(0.2)  # into the shards
+    while not any(f.is_file() for p in _staging(out) for f in p.rglob("*.parquet.partial")):  # into the shards
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"the build ended before writing a shard: {process.communicate()[1][-2000:]}")
+        time.sleep(0.005)
     return process
 
 
-def test_case_2_build_stopped_by_sigterm_removes_its_staging_folder(tmp_path) -> None:
-    release = generate_synthetic_release(tmp_path / "release", n_videos=300, seed=1, compress=False).release_dir
+@pytest.fixture(scope="module")
+def long_release(tmp_path_factory) -> Path:
+    """A release whose build takes long enough to be stopped halfway (300 videos); read-only."""
+    return generate_synthetic_release(
+        tmp_path_factory.mktemp("long") / "release", n_videos=300, seed=1, compress=False
+    ).release_dir
+
+
+def test_case_2_build_stopped_by_sigterm_removes_its_staging_folder(long_release, tmp_path) -> None:
+    release = long_release
     out = tmp_path / "built"
     process = _start_and_wait_for_staging(release, out)
     process.send_signal(signal.SIGTERM)
@@ -213,14 +224,15 @@ def test_case_2_build_stopped_by_sigterm_removes_its_staging_folder(tmp_path) ->
     assert _staging(out) == [] and not out.exists()
 
 
-def test_case_2_the_next_build_removes_a_killed_builds_staging_folder(tmp_path) -> None:
-    release = generate_synthetic_release(tmp_path / "release", n_videos=300, seed=1, compress=False).release_dir
+def test_case_2_the_next_build_removes_a_killed_builds_staging_folder(long_release, tmp_path) -> None:
     out = tmp_path / "built"
-    process = _start_and_wait_for_staging(release, out)
+    process = _start_and_wait_for_staging(long_release, out)
     process.kill()  # SIGKILL: no handler runs, the staging folder stays behind
     process.communicate(timeout=60)
     assert _staging(out)
-    done = subprocess.run(_build_command(release, out), cwd=REPO, capture_output=True, text=True, timeout=300)
+    # The next build into the same folder (here of a small release, so it is quick) removes what was left.
+    small = generate_synthetic_release(tmp_path / "small", n_videos=12, seed=1, compress=False).release_dir
+    done = subprocess.run(_build_command(small, out), cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert _staging(out) == []
     assert (out / "README.md").is_file()

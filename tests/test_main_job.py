@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from eval_scripts.cli import main as cli_main
 from eval_scripts.cli.run import default_out as _out_dir
 from eval_scripts.cli.run import run_default
 from eval_scripts.formats.submission import find_problems, load_submission
@@ -22,6 +22,8 @@ from mis_icc_metric.predictions_io import read_predictions, read_references
 
 from _metric_helpers import pingouin_icc3_1
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def test_out_folder_defaults_to_mis_bench_results():
     assert _out_dir(argparse.Namespace(out=None)) == DEFAULT_OUT == _out_dir(argparse.Namespace())
@@ -30,15 +32,37 @@ def test_out_folder_defaults_to_mis_bench_results():
 
 
 @pytest.fixture(scope="module")
-def default_job(default_sample_cache, tmp_path_factory):
-    """`mis-bench run` (no model) once, as a new user runs it: (results folder, stdout)."""
+def default_job_run(default_sample_cache, tmp_path_factory):
+    """`mis-bench run` (no model) once, as a new user runs it, in a subprocess: (results folder, stdout, stderr)."""
     work = tmp_path_factory.mktemp("default_job")
-    printed = io.StringIO()
-    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        patch.chdir(work)
-        patch.setenv("MIS_BENCH_CACHE", str(default_sample_cache))
-        assert cli_main(["run", "--bootstrap", "200"]) == 0
-    return work / "mis-bench-results", printed.getvalue()
+    env = {
+        **os.environ,
+        "MIS_BENCH_CACHE": str(default_sample_cache),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "eval_scripts.cli", "run", "--bootstrap", "200"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return work / "mis-bench-results", done.stdout, done.stderr
+
+
+@pytest.fixture(scope="module")
+def default_job(default_job_run):
+    """The default job's (results folder, stdout)."""
+    return default_job_run[:2]
+
+
+def test_the_default_job_is_quiet_on_stderr(default_job_run):
+    """On success at most 3 lines on stderr (warnings a user must act on), no log line without -v
+    (tests/test_quiet_output.py runs a default job with -v)."""
+    stderr = default_job_run[2]
+    assert len(stderr.splitlines()) <= 3 and "INFO" not in stderr, stderr
 
 
 def test_readme_first_command_runs_the_default_job(default_job, default_sample_cache):

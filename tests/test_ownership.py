@@ -155,18 +155,16 @@ def test_synth_into_a_file_or_a_nonempty_folder_is_refused(work, capsys):
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory, release):
-    """A build and a long-form predictions file for the score/compare writers."""
+def scored(synthetic_build):
+    """A build (the session's, read only: the writers under test write beside the predictions) and a long-form
+    predictions file for the score/compare writers."""
     from mis_icc_metric.predictions_io import read_references
 
-    root = tmp_path_factory.mktemp("scored")
-    build = root / "build"
-    build_dataset(release.release_dir, build, labels=release.ratings_csv, progress=False)
-    references = read_references(build, split="train")
+    references = read_references(synthetic_build, split="train")
     predictions = [
         {"video_id": v, "dimension": d, "prediction": min(5.0, gold + 0.1)} for (v, d), gold in references.items()
     ]
-    return build, predictions
+    return synthetic_build, predictions
 
 
 def test_score_json_never_replaces_its_own_input_or_a_user_file(tmp_path, scored, capsys):

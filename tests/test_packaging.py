@@ -18,6 +18,11 @@ from mis_bench_dataset.rules.errors import EXTRA_MODULES
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = Path(__file__).resolve().parent
 TRAIN_MODULES = EXTRA_MODULES["train"]
+# The torch step of every hint: the two commands README.md and docs/installation.md give (written out, not imported).
+TORCH_HINT = (
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu (a CPU-only machine; "
+    "with a CUDA GPU: pip install torch==2.13.0)"
+)
 
 # Runs before the code under test: every import finder is wrapped so that the hidden
 # top-level packages (sys.argv[1], comma-separated) are not found, as in a plain install.
@@ -199,10 +204,7 @@ print(json.dumps(messages))
     assert done.returncode == 0, done.stderr[-3000:]
     messages = json.loads(done.stdout.strip().splitlines()[-1])
     # Run from the checkout (an editable install or PYTHONPATH) in another folder: the extra from the checkout's path.
-    hint = (
-        "install it with: pip install torch==2.13.0 (or the CUDA build for your GPU), then "
-        f'pip install -e "{REPO_ROOT}[train]"'
-    )
+    hint = f'install it with: {TORCH_HINT}, then pip install -e "{REPO_ROOT}[train]"'
     backend_line, backend_code = messages["backend"]
     assert backend_line.startswith("the transformers backend needs the Python package 'torch'") and hint in backend_line
     assert backend_code == 2
@@ -233,9 +235,7 @@ except MissingExtraError as err:
 def test_the_install_hint_from_the_checkout_itself(tmp_path):
     done = _run_without(("torch",), HINT_PROBE, cwd=REPO_ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == (
-        'install it with: pip install torch==2.13.0 (or the CUDA build for your GPU), then pip install -e ".[train]"'
-    )
+    assert done.stdout.strip().splitlines()[-1] == (f'install it with: {TORCH_HINT}, then pip install -e ".[train]"')
 
 
 def test_the_install_hint_from_a_wheel_names_the_extra(tmp_path):
@@ -258,15 +258,17 @@ def test_the_install_hint_from_a_wheel_names_the_extra(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().splitlines()[-1] == (
-        "install it with: pip install torch==2.13.0 (or the CUDA build for your GPU), then "
-        "pip install 'mis-bench[train]'"
+        f"install it with: {TORCH_HINT}, then pip install 'mis-bench[train]'"
     )
 
 
 def test_the_torch_pin_of_the_hints_is_the_one_ci_and_the_readme_install():
-    from mis_bench_dataset.rules.errors import TORCH_PIN
+    from mis_bench_dataset.rules.errors import TORCH_CPU_COMMAND, TORCH_CUDA_COMMAND, TORCH_PIN
 
     assert TORCH_PIN == "torch==2.13.0"
-    for document in (REPO_ROOT / ".ci" / "run", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "installation.md"):
-        pins = set(re.findall(r"torch==[\d.]+", document.read_text(encoding="utf-8")))
+    for document in (REPO_ROOT / "scripts" / "check", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "installation.md"):
+        text = document.read_text(encoding="utf-8")
+        pins = set(re.findall(r"torch==[\d.]+", text))
         assert pins == {TORCH_PIN}, document
+        if document.suffix == ".md":  # the pages give both commands the hint names, as the hint writes them
+            assert TORCH_CPU_COMMAND in text and TORCH_CUDA_COMMAND in text, document

@@ -12,17 +12,17 @@ refused: its videos appear in several splits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.progress import step
 
 logger = logging.getLogger(__name__)
 
@@ -64,9 +64,14 @@ def clinician_folds(rows: Sequence[dict], n_folds: int, seed: int) -> np.ndarray
 
 
 def out_of_fold_predictions(
-    rows: Sequence[dict], baseline: str, modality: str, folds: np.ndarray, summary_cache: dict | None = None
+    rows: Sequence[dict],
+    baseline: str,
+    modality: str,
+    folds: np.ndarray,
+    summary_cache: dict | None = None,
+    on_fold: Callable[[], None] | None = None,
 ) -> dict[Key, float]:
-    """Every row predicted by the baseline fitted on the other folds."""
+    """Every row predicted by the baseline fitted on the other folds (`on_fold` called after each: progress)."""
     predictions: dict[Key, float] = {}
     for fold in np.unique(folds):
         train = [row for row, f in zip(rows, folds, strict=True) if f != fold]
@@ -75,6 +80,8 @@ def out_of_fold_predictions(
         for i, row in enumerate(held_out):
             for key in DIMENSION_KEYS:
                 predictions[(str(row["video_id"]), key)] = float(predicted[key][i])
+        if on_fold is not None:
+            on_fold()
     return predictions
 
 
@@ -100,19 +107,24 @@ def cross_validate(
         raise DataError("the build has no gold scores", where=str(dataset.path), hint="build it with --labels")
     cache: dict = {}
     results: dict[str, Any] = {}
-    for baseline, modality in tqdm(list(jobs), desc="cross-validating", unit="setting", disable=not progress or None):
-        by_seed = {}
-        for seed in seeds:
-            folds = clinician_folds(rows, n_folds, seed)
-            predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache)
-            scored = {key: value for key, value in predicted.items() if key in references}
-            by_seed[str(seed)] = json_safe(score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed))
-        results[f"{baseline} {modality}"] = {
-            "baseline": baseline,
-            "modality": modality,
-            "by_seed": by_seed,
-            "across_seeds": _across_seeds(list(by_seed.values())),
-        }
+    jobs = list(jobs)
+    desc = f"cross-validating ({n_folds} folds)"
+    with step(desc, total=len(jobs) * len(seeds) * n_folds, unit="fold", show=progress) as done:
+        for baseline, modality in jobs:
+            by_seed = {}
+            for seed in seeds:
+                done.describe(f"{baseline} {modality}, seed {seed}")
+                folds = clinician_folds(rows, n_folds, seed)
+                predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache, on_fold=done.update)
+                scored = {key: value for key, value in predicted.items() if key in references}
+                scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
+                by_seed[str(seed)] = json_safe(scores)
+            results[f"{baseline} {modality}"] = {
+                "baseline": baseline,
+                "modality": modality,
+                "by_seed": by_seed,
+                "across_seeds": _across_seeds(list(by_seed.values())),
+            }
     return {
         "n_videos": len(rows),
         "n_folds": n_folds,

@@ -118,7 +118,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="MIS-Bench: judge therapists' interpersonal skills against expert FIS ratings.",
     )
     parser.add_argument("--version", action="version", version=f"mis-bench {_version()}")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log what each step does and writes (the INFO lines); -vv also debug messages; quiet: warnings only",
+    )
     parser.add_argument(
         "--debug", action="store_true", help="show the full traceback of a failure (also MIS_BENCH_DEBUG=1)"
     )
@@ -142,6 +148,11 @@ class _TerminalFormatter(logging.Formatter):
 
     def formatException(self, ei) -> str:  # noqa: N802 - logging's name
         return clean_terminal(super().formatException(ei))
+
+
+def _log_level(verbose: int) -> int:
+    """Quiet by default (warnings a user must act on); -v the INFO lines, -vv debug messages."""
+    return (logging.WARNING, logging.INFO)[verbose] if verbose < 2 else logging.DEBUG
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -177,7 +188,7 @@ def _main(argv: Sequence[str] | None) -> int:
     debug = args.debug or os.environ.get("MIS_BENCH_DEBUG", "") not in ("", "0")
     handler = logging.StreamHandler()
     handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
+    logging.basicConfig(level=_log_level(args.verbose), handlers=[handler])
     if not getattr(args, "func", None):
         names = ", ".join(parser._subparsers._group_actions[0].choices)
         print(

@@ -25,6 +25,7 @@ from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.progress import step
 from mis_bench_dataset.rules.text_safety import clean_line as shown
 
 logger = logging.getLogger(__name__)
@@ -276,7 +277,8 @@ def run_default_job(
     for setting, why in skipped.items():
         say(f"  skipping features {setting}: {why}")
     runs = _fit_and_score(job, train_rows, eval_rows, jobs)
-    report, leaderboard = _publish(job, runs, references)
+    with step("writing the report, the submissions and the leaderboard"):  # the report's figures: seconds
+        report, leaderboard = _publish(job, runs, references)
     cross_validation = _cross_validation(
         handle, jobs, job.folder, folds=cv_folds, n_seeds=cv_seeds, n_bootstrap=n_bootstrap, seed=seed, say=say
     )

@@ -73,6 +73,7 @@ from mis_bench_dataset.rules.ownership import (
     check_replaceable_folder,
     write_manifest,
 )
+from mis_bench_dataset.rules.progress import step
 from mis_bench_dataset.splits import (
     PAPER_ROWS,
     PAPER_ROWS_WARNING,
@@ -344,12 +345,17 @@ def build_dataset(
         if strict and problems:
             raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)
 
-        report = _report(
-            out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems
-        )
-        report.split_by, report.seed = split_by, seed
-        report.seconds = round(time.perf_counter() - start, 3)
-        _finish(staging, out_dir, report, label_set, written)
+        with step(
+            "building MIS-Bench: agreement, statistics, figures, card", total=2, unit="part", show=progress
+        ) as done:
+            report = _report(
+                out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems
+            )
+            done.update()
+            report.split_by, report.seed = split_by, seed
+            report.seconds = round(time.perf_counter() - start, 3)
+            _finish(staging, out_dir, report, label_set, written)
+            done.update()
     if report.split_warning:
         logger.warning("%s: %s", out_dir, report.split_warning)
     logger.info("built %s: %d videos, %d problem(s)", out_dir, report.n_videos, len(report.problems))
@@ -522,7 +528,7 @@ def _write_configs(
     progress: bool,
 ) -> _Written:
     """Read each video once and write its `features` row(s) and `scoring` rows into their splits."""
-    from tqdm.auto import tqdm
+    from mis_bench_dataset.rules.progress import progress as steps
 
     writers = {
         (config, split): ShardedParquetWriter(
@@ -542,7 +548,7 @@ def _write_configs(
     problems: list[Problem] = []
     gold_by_video = label_set.gold if label_set is not None else {}
     empty_gold = dict.fromkeys(DIMENSION_KEYS)
-    for video_id in tqdm(video_ids, desc="building MIS-Bench", unit="video", disable=not progress or None):
+    for video_id in steps(video_ids, desc="building MIS-Bench", unit="video", show=progress):
         record = read_video(index, video_id, transcript_map, max_seconds=max_seconds)
         problems += record.problems
         bytes_read += record.bytes_read

@@ -73,9 +73,14 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 }
 
 
-# The torch wheel the docs and CI install first, so that an extra's `torch` requirement is met by the CPU build
-# instead of an unpinned CUDA build pulled from the index.
+# The torch wheel the docs and CI install first, so that an extra's `torch` requirement is met by the build the
+# user chose instead of whatever the index serves (on Linux, PyPI's torch is a multi-GB CUDA build with its NVIDIA
+# packages). A CPU-only machine takes PyTorch's CPU wheel index (pip's `--index-url`; what the tests need); a CUDA
+# machine the default wheel. README.md, docs/installation.md and scripts/check give the same two commands.
 TORCH_PIN = "torch==2.13.0"
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH_CPU_COMMAND = f"pip install {TORCH_PIN} --index-url {TORCH_CPU_INDEX}"
+TORCH_CUDA_COMMAND = f"pip install {TORCH_PIN}"
 DISTRIBUTION = "mis-bench"
 
 
@@ -96,7 +101,7 @@ def install_hint(extra: str) -> str:
 
     From a checkout the extra is installed from the checkout (`mis-bench` is not on the package index);
     from a wheel, as the installed distribution's extra. Extras that bring torch start with the pinned
-    CPU wheel (or the CUDA build of the user's choice), so pip does not pull an unpinned CUDA build.
+    torch for the machine: the CPU wheel index on a CPU-only machine, the default (CUDA) wheel with a GPU.
     """
     root = checkout_root()
     if root is None:
@@ -105,7 +110,10 @@ def install_hint(extra: str) -> str:
         where = "." if Path.cwd().resolve() == root else str(root)
         target = f'pip install -e "{where}[{extra}]"'
     if "torch" in EXTRA_MODULES.get(extra, ("torch",)):
-        return f"install it with: pip install {TORCH_PIN} (or the CUDA build for your GPU), then {target}"
+        return (
+            f"install it with: {TORCH_CPU_COMMAND} (a CPU-only machine; with a CUDA GPU: {TORCH_CUDA_COMMAND}), "
+            f"then {target}"
+        )
     return f"install it with: {target}"
 
 

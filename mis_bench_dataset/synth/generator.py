@@ -447,12 +447,10 @@ def _save(files: AtomicFiles, path: Path, compress: bool, **arrays) -> None:
 
 def _write_videos(out_dir: Path, videos, n_videos: int, compress: bool, progress: bool) -> list[dict]:
     """Each video's npz files (one per modality, and its text); its manifest row, in order."""
-    from tqdm.auto import tqdm
+    from mis_bench_dataset.rules.progress import progress as steps
 
     manifest_rows = []
-    for video_id, arrays, text in tqdm(
-        videos, total=n_videos, desc="synthesizing", unit="video", disable=not progress or None
-    ):
+    for video_id, arrays, text in steps(videos, total=n_videos, desc="synthesizing", unit="video", show=progress):
         entry = {"sample_id": video_id}
         # Thousands of small files: each whole (renamed into place), not synced one by one.
         with AtomicFiles(durable=False) as files:
@@ -518,9 +516,8 @@ def generate_synthetic_release(
     ratings_csv = write_ratings_long(out_dir / "ratings.csv", rows)
     _write_manifests(out_dir, manifest_rows, video_ids, seed, full_size)
     n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
-    logger.info(
-        "synthetic release: %d videos, %d clinicians, seed %d -> %s", len(video_ids), n_clinicians, seed, out_dir
-    )
+    # No path: callers write into a staging folder that is renamed afterwards, and name the final one themselves.
+    logger.debug("synthetic release: %d videos, %d clinicians, seed %d", len(video_ids), n_clinicians, seed)
     return SyntheticRelease(out_dir, ratings_csv, tuple(video_ids), seed)
 
 

@@ -80,5 +80,6 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
                 if sample.release_dir.exists():  # left by a version without the lock: never complete, never in use
                     shutil.rmtree(sample.release_dir)
                 staging.rename(sample.release_dir)
-        build_dataset(sample.release_dir, sample.build_dir, labels=sample.ratings_csv, progress=False)
+            logger.info("default sample release: %s", sample.release_dir)
+        build_dataset(sample.release_dir, sample.build_dir, labels=sample.ratings_csv, progress=True)
     return sample
