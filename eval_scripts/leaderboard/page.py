@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from eval_scripts.report.agreement import halo_cells
 from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct, signed
 from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, ABBREVIATION_NAMES, HUMAN_CEILING_MEAN
 from mis_bench_dataset.rules.text_safety import escape_html
@@ -125,6 +126,8 @@ HEADER_TITLES = {
     "icc2_1": "Overall ICC(2,1) %: absolute agreement of the per-video means (counts a constant offset, "
     "which ICC(3,1) ignores)",
     "bias": "Overall bias: mean of model minus expert, in score points",
+    "halo": "Halo: mean correlation between two dimensions' scores over videos (model / expert gold on the same "
+    "pairs); a judge that rates every dimension of a video alike sits well above the gold",
 }
 
 
@@ -143,6 +146,7 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
     cols += [
         ("excluded_rate", "Excluded %", "num"),
+        ("halo", "Halo (gold)", "num"),
         ("truncated", "Truncated", "num"),
         ("p_vs_leader", "p vs leader", "num"),
     ]
@@ -150,7 +154,7 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def _score_cells(scores: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
-    """The cells from "overall" to "excluded_rate" (columns order), the same for ranked and floor rows."""
+    """The cells from "overall" to "halo" (columns order), the same for ranked and floor rows."""
     overall = scores.get("overall") or {}
     icc2, icc2_ci = _agreement(overall, "icc2_1")
     bias, _ = _agreement(overall, "bias")
@@ -161,7 +165,17 @@ def _score_cells(scores: Mapping[str, Any], board: Mapping[str, Any]) -> list[st
         _cell("bias", bias, signed(bias), title="mean of model minus expert, overall, in score points"),
         *(_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]),
         _cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))),
+        _halo_cell(scores),
     ]
+
+
+def _halo_cell(scores: Mapping[str, Any]) -> str:
+    """The model's halo, the expert gold's on the same pairs in brackets (eval_scripts.report.agreement)."""
+    halo = (scores.get("halo") or {}).get("model") or {}
+    gold = (scores.get("halo") or {}).get("gold") or {}
+    text = MISSING if not halo else f"{num(halo.get('value'), 2)} ({num(gold.get('value'), 2)})"
+    model, expert, pairs = halo_cells(scores)
+    return _cell("halo", halo.get("value"), text, title=f"model {model}, gold {expert}; {pairs} dimension pairs")
 
 
 def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:

@@ -18,9 +18,11 @@ from typing import Any
 
 from eval_scripts.report.agreement import (
     AGREEMENT_NOTE,
+    HALO_NOTE,
     agreement_table,
     certification_rule,
     certification_table,
+    halo_table,
     raters_table,
 )
 from eval_scripts.report.agreement_plots import PLOTS, write_agreement_plots
@@ -213,12 +215,13 @@ def _agreement_section(
 ) -> _Section:
     """Every statistic beyond ICC(3,1) for each system's best configuration, and the agreement figures."""
     tables = [
-        ("Agreement with the gold scores of each system's best configuration", agreement_table([e.run for e in best]))
+        ("Agreement with the gold scores of each system's best configuration", agreement_table([e.run for e in best])),
+        ("Halo: mean correlation between dimensions over videos [95% CI]", halo_table([e.run for e in best])),
     ]
     figures = [
         (_PLOT_ALT[kind].format(label=run.label) + suffix, path) for run, paths in plots for kind, path in paths.items()
     ]
-    paragraphs = [AGREEMENT_NOTE]
+    paragraphs = [AGREEMENT_NOTE, HALO_NOTE]
     if not plots:
         paragraphs.append("The agreement figures need the labels (--references).")
     return _Section("Agreement beyond ICC(3,1)", paragraphs, tables, figures)
@@ -354,6 +357,7 @@ def report_data(
                     **entry.run.identity(),
                     "dimensions": {key: entry.run.dim(key).get("agreement") for key in DIMENSION_KEYS},
                     "overall": entry.run.overall.get("agreement"),
+                    "halo": {k: v for k, v in (entry.run.scores.get("halo") or {}).items() if k != "definition"},
                 }
                 for entry in best
             ],
