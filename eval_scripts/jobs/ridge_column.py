@@ -59,9 +59,16 @@ def paper_rows_predictions(labels, transcripts: str | Path) -> dict:
     from mis_bench_dataset.built.handle import BuiltDataset
     from mis_bench_dataset.splits import PAPER_ROWS
 
+    quiet = logging.getLogger("mis_bench_dataset")
+    level = quiet.level
     with tempfile.TemporaryDirectory(prefix="mis-bench-ridge-") as tmp:
         out = Path(tmp) / "paper-rows"
-        build_dataset(None, out, labels=labels, transcripts=transcripts, split_by=PAPER_ROWS, progress=False)
+        # The build's own lines (its leak warning, its temporary path) say nothing the column does not say.
+        quiet.setLevel(logging.ERROR)
+        try:
+            build_dataset(None, out, labels=labels, transcripts=transcripts, split_by=PAPER_ROWS, progress=False)
+        finally:
+            quiet.setLevel(level)
         handle = BuiltDataset.open(out)
         return ridge_predictions(load_feature_rows(handle, "train"), load_feature_rows(handle, "test"))
 
