@@ -1,4 +1,5 @@
-"""The text ridge beside Table 4 (`mis-bench reproduce table4`, eval_scripts.jobs.ridge_column), on the authors'
+"""The text ridge beside Table 4 (`mis-bench reproduce table4`, eval_scripts.jobs.ridge_column and
+eval_scripts.baselines.on_the_fly), on the authors'
 public files in ../shared (skipped without them).
 
 The fairness argument is tested as the stronger statement it rests on: dimension d's prediction is a function of
@@ -67,7 +68,7 @@ def _reflected(rows: list[dict], keep: str) -> list[dict]:
 
 def test_a_dimension_prediction_sees_only_its_own_dimension_gold(subset_build):
     from eval_scripts.baselines.run import load_feature_rows
-    from eval_scripts.jobs.ridge_column import ridge_predictions
+    from eval_scripts.baselines.on_the_fly import ridge_predictions
 
     train, test = load_feature_rows(subset_build, "train"), load_feature_rows(subset_build, "test")
     test_videos = {row["video_id"] for row in test}
@@ -88,7 +89,8 @@ def test_a_dimension_prediction_sees_only_its_own_dimension_gold(subset_build):
 
 def test_the_column_is_the_ridge_mis_bench_run_fits_on_the_paper_rows_build(subset_files, subset_build, tmp_path):
     """The ridge the reproduction fits from coding.csv + transcripts is `mis-bench run --dataset`'s features ridge."""
-    from eval_scripts.jobs.ridge_column import paper_rows_predictions, ridge_column
+    from eval_scripts.baselines.on_the_fly import paper_rows_predictions
+    from eval_scripts.jobs.ridge_column import ridge_column
     from mis_bench_dataset.release.labels import read_labels
 
     labels = read_labels(subset_files / "coding.csv")

@@ -144,7 +144,8 @@ def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int)
 
 def _ridge(folder: Path, transcripts, labels, references, n_bootstrap: int, seed: int) -> tuple[dict | None, str]:
     """The text ridge column (None without the transcripts) and the line that says what it is or why not."""
-    from eval_scripts.jobs.ridge_column import FAIRNESS, paper_rows_predictions, ridge_column
+    from eval_scripts.baselines.on_the_fly import paper_rows_predictions
+    from eval_scripts.jobs.ridge_column import FAIRNESS, ridge_column
 
     path = Path(transcripts) if transcripts is not None else folder / TRANSCRIPTS.name
     if not path.is_file():

@@ -1,27 +1,25 @@
 """The text ridge beside Table 4: the `features` baseline (text setting) fitted on the authors' own
 training rows and scored on their 797 test pairs, with a paired bootstrap test against MIS-RAFT.
 
-It is the same code as `mis-bench build --split-by paper-rows` then `mis-bench run --dataset`:
-`build_dataset` lays the rows out exactly as the authors split them (`splits.assign_rows`), and
-`baselines.make_baseline("features", "text")` fits and predicts; only the scoring follows the Table 4
-columns (`score_predictions` on the pairs asked, over the same shared bootstrap of the asked videos).
+It is the same code as `mis-bench build --split-by paper-rows` then `mis-bench run --dataset`
+(`baselines.on_the_fly`): `build_dataset` lays the rows out exactly as the authors split them
+(`splits.assign_rows`), and `baselines.make_baseline("features", "text")` fits and predicts; only the
+scoring follows the Table 4 columns (`score_predictions` on the pairs asked, over the same shared bootstrap
+of the asked videos).
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
+from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
 logger = logging.getLogger(__name__)
 
-RIDGE_KEY = "text_ridge"
 RIDGE_TITLE = "Text ridge"
-RIDGE_SETTING = "text"
 FAIRNESS = (
     "Why the comparison is fair: the ridge is fitted per dimension on transcripts alone, so a test pair's "
     "gold never reaches its own prediction (dimension d's model sees only dimension d's training gold); the "
@@ -30,47 +28,6 @@ FAIRNESS = (
 )
 
 Key = tuple[str, str]
-
-
-def ridge_predictions(train_rows: Sequence[Mapping[str, Any]], test_rows: Sequence[Mapping[str, Any]]) -> dict:
-    """(video, dimension) -> the text ridge's prediction for every labelled pair of `test_rows`.
-
-    `features`-config rows (one per video and split; a paper-rows copy carries only that split's gold).
-    Dimension d's prediction is a function of the transcripts and dimension d's training gold only: the
-    preprocessing (TF-IDF, scaler) sees no label, each dimension's alpha is chosen on its own labels
-    (the clinician folds depend on no label) and its ridge is fitted on its own labelled rows.
-    """
-    from eval_scripts.baselines.models import make_baseline
-
-    predicted = make_baseline("features", RIDGE_SETTING).fit(list(train_rows)).predict(list(test_rows))
-    return {
-        (str(row["video_id"]), key): float(predicted[key][i])
-        for i, row in enumerate(test_rows)
-        for key in DIMENSION_KEYS
-        if row.get(key) is not None
-    }
-
-
-def paper_rows_predictions(labels, transcripts: str | Path) -> dict:
-    """The text ridge's predictions on the test rows of a paper-rows build of `labels` + `transcripts`,
-    built in a temporary folder (removed afterwards)."""
-    from eval_scripts.baselines.run import load_feature_rows
-    from mis_bench_dataset.build.builder import build_dataset
-    from mis_bench_dataset.built.handle import BuiltDataset
-    from mis_bench_dataset.splits import PAPER_ROWS
-
-    quiet = logging.getLogger("mis_bench_dataset")
-    level = quiet.level
-    with tempfile.TemporaryDirectory(prefix="mis-bench-ridge-") as tmp:
-        out = Path(tmp) / "paper-rows"
-        # The build's own lines (its leak warning, its temporary path) say nothing the column does not say.
-        quiet.setLevel(logging.ERROR)
-        try:
-            build_dataset(None, out, labels=labels, transcripts=transcripts, split_by=PAPER_ROWS, progress=False)
-        finally:
-            quiet.setLevel(level)
-        handle = BuiltDataset.open(out)
-        return ridge_predictions(load_feature_rows(handle, "train"), load_feature_rows(handle, "test"))
 
 
 def ridge_column(
