@@ -67,8 +67,8 @@ def _reflected(rows: list[dict], keep: str) -> list[dict]:
 
 
 def test_a_dimension_prediction_sees_only_its_own_dimension_gold(subset_build):
-    from eval_scripts.baselines.run import load_feature_rows
     from eval_scripts.baselines.on_the_fly import ridge_predictions
+    from eval_scripts.baselines.run import load_feature_rows
 
     train, test = load_feature_rows(subset_build, "train"), load_feature_rows(subset_build, "test")
     test_videos = {row["video_id"] for row in test}
