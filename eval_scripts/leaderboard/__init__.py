@@ -1,6 +1,7 @@
 """The MIS-Bench leaderboard: validate and score submissions against hidden labels,
 write CSV + JSON + a static sortable page, and serve it from a Hub Space.
 
+- `authors`: the real leaderboard page from the authors' public files (`mis-bench leaderboard --from-authors`).
 - `outputs`: write a leaderboard as JSON, CSV and the static HTML page.
 - `page`: the static leaderboard page (one self-contained HTML file).
 - `scoring`: score every submission in a folder against hidden labels; never stop on a bad one.
