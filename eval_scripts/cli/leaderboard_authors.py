@@ -4,13 +4,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 
 from eval_scripts.cli.args import existing, print_json, say, shown
-
-AUTHORS_JSON = "real-leaderboard.json"
-WRITER = "leaderboard-from-authors"
 
 
 def add_authors_arguments(board: argparse.ArgumentParser) -> None:
@@ -47,21 +43,19 @@ def check_board_arguments(args: argparse.Namespace) -> bool:
 
 
 def authors_command(args: argparse.Namespace) -> int:
-    from eval_scripts.leaderboard.authors import PAGE_NAME, authors_leaderboard, render_authors_page
-    from mis_bench_dataset.rules.atomic import AtomicFiles
+    from eval_scripts.leaderboard.authors import JSON_NAME, PAGE_NAME, WRITER, authors_leaderboard, write_authors_page
     from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
 
     check_not_overlapping(args.out, [args.from_authors], command="leaderboard")
-    folder = OutputFolder(args.out, command="leaderboard", inputs=[args.from_authors, args.transcripts or args.out])
-    page_path, json_path = folder.claim_all([PAGE_NAME, AUTHORS_JSON], WRITER)
+    inputs = [p for p in (args.from_authors, args.transcripts) if p is not None]
+    folder = OutputFolder(args.out, command="leaderboard", inputs=inputs)
+    folder.claim_all([PAGE_NAME, JSON_NAME], WRITER)  # before the work: fail fast
     say("Building the paper-rows and video-level text builds and fitting the baselines on each ...", err=True)
     doc = authors_leaderboard(args.from_authors, args.transcripts, n_bootstrap=args.bootstrap, seed=args.seed)
     command = ["mis-bench", "leaderboard", "--from-authors", str(args.from_authors)]
     command += ["--transcripts", str(args.transcripts)] if args.transcripts else []
     command += ["--bootstrap", str(args.bootstrap), "--seed", str(args.seed), "--out", "DIR"]
-    with AtomicFiles() as files:
-        files.write(page_path, render_authors_page(doc, shlex.join(command)))
-        files.write(json_path, json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    page_path, json_path = write_authors_page(doc, folder, shlex.join(command))
     if args.json:
         print_json(doc)
         return 0

@@ -33,6 +33,8 @@ logger = logging.getLogger(__name__)
 
 AUTHORS_BOOTSTRAP = 2_000  # enough for the ranking and the CIs' first decimal; regenerated in the test suite
 PAGE_NAME = "real-leaderboard.md"
+JSON_NAME = "real-leaderboard.json"
+WRITER = "leaderboard-from-authors"
 AUTHORS_BACKEND = "authors' predictions file"
 SETTING = {"modality": "video+text", "prompt_style": "paper", "input_source": "raw"}  # Qwen2.5-VL on video + text
 
@@ -239,3 +241,16 @@ def render_authors_page(doc: Mapping[str, Any], command: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def write_authors_page(doc: Mapping[str, Any], folder, command: str) -> tuple[Path, Path]:
+    """The page and its data into `folder` (an OutputFolder), together or not at all."""
+    import json
+
+    from mis_bench_dataset.rules.atomic import AtomicFiles
+
+    page_path, json_path = folder.claim_all([PAGE_NAME, JSON_NAME], WRITER)
+    with AtomicFiles() as files:
+        files.write(page_path, render_authors_page(doc, command))
+        files.write(json_path, json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
+    return page_path, json_path

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.built.format import REPORT_NAME
+from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.release.provenance import describe_source
 from mis_bench_dataset.synth import SYNTHETIC_MARK
 
@@ -57,3 +60,11 @@ def describe_build(
         f"{scheme!r} scheme" + (f" (seed {seed})" if seed is not None else "") + "."
     )
     return About(label, [text], report.get("split_warning"))
+
+
+def about_references(references: str | Path | None, split: str) -> About | None:
+    """The `About` of `mis-bench report --references DIR` when DIR is a build (None for a labels file or none)."""
+    if references is None or not (Path(references) / REPORT_NAME).is_file():
+        return None
+    handle = BuiltDataset.open(references)
+    return describe_build(handle.report, handle.path.name, synthetic=bool(handle.synthetic), split=split)
