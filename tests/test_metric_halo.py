@@ -78,3 +78,45 @@ def test_a_judge_rating_every_dimension_alike_has_halo_one_in_the_scores():
     assert scores["halo"]["gold"]["value"] == pytest.approx(expected_gold, abs=1e-12)
     low, high = scores["halo"]["gold"]["ci"]
     assert low < expected_gold < high and scores["halo"]["model"]["ci"] == pytest.approx([1.0, 1.0])
+
+
+def _grid(predictions: dict, videos, keys) -> np.ndarray:
+    return np.array(
+        [[np.nan if predictions.get((v, k)) is None else predictions[(v, k)] for k in keys] for v in videos]
+    )
+
+
+def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
+    import json
+
+    from eval_scripts.cli import main
+    from eval_scripts.leaderboard import build_leaderboard
+    from eval_scripts.leaderboard.outputs import csv_rows
+    from eval_scripts.leaderboard.page import render_page
+    from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+    references = make_references()
+    predictions = noisy_predictions(references, 0.4, seed=3, none_rate=0.05)
+    videos = sorted(VIDEO_IDS)
+    pred, gold = _grid(predictions, videos, DIMENSION_KEYS), _grid(references, videos, DIMENSION_KEYS)
+    present = ~np.isnan(pred)
+    model_hand, gold_hand = _hand_halo([pred, gold], present)
+
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(make_results(predictions)))
+    labels = tmp_path / "gold.csv"
+    labels.write_text("video_id,dimension,score\n" + "".join(f"{v},{k},{s}\n" for (v, k), s in references.items()))
+    assert main(["score", "--predictions", str(results), "--references", str(labels), "--bootstrap", "50"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Halo"))
+    assert f"model {model_hand:.2f} [" in line and f"expert gold {gold_hand:.2f} [" in line and "28 of 28" in line
+
+    submissions = tmp_path / "subs"
+    submissions.mkdir()
+    (submissions / "a.json").write_text(json.dumps(make_results(predictions)))
+    board = build_leaderboard(submissions, references, n_bootstrap=50, seed=0)
+    (row,) = csv_rows(board)
+    assert row["halo"] == pytest.approx(model_hand, abs=1e-12) and row["halo_gold"] == pytest.approx(
+        gold_hand, abs=1e-12
+    )
+    page = render_page(board)
+    assert "Halo (gold)" in page and f">{model_hand:.2f} ({gold_hand:.2f})</td>" in page
