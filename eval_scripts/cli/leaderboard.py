@@ -60,7 +60,7 @@ def register(subparsers) -> None:
     board.add_argument(
         "--references",
         type=existing("any"),
-        help="hidden labels: a built dataset folder or a labels file (required with SUBMISSIONS_DIR)",
+        help="hidden labels: a built dataset folder or a labels file (required with SUBMISSIONS_DIR; default: none)",
     )
     from eval_scripts.cli.leaderboard_authors import add_authors_arguments
 

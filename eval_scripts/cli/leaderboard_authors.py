@@ -16,12 +16,12 @@ def add_authors_arguments(board: argparse.ArgumentParser) -> None:
         type=existing("folder"),
         help="instead of SUBMISSIONS_DIR: the real leaderboard page from the authors' public files in DIR (coding.csv, "
         "the three Table 4 prediction files; the transcripts from --transcripts or DIR/fis_transcript.csv), written "
-        "as real-leaderboard.md and .json into --out",
+        "as real-leaderboard.md and .json into --out (default: none, score SUBMISSIONS_DIR)",
     )
     board.add_argument(
         "--transcripts",
         type=existing("file"),
-        help="with --from-authors: the authors' transcripts (fis_transcript.csv) when not in DIR",
+        help="with --from-authors: the authors' transcripts (fis_transcript.csv; default: DIR/fis_transcript.csv)",
     )
 
 
