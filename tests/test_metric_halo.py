@@ -119,4 +119,5 @@ def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
         gold_hand, abs=1e-12
     )
     page = render_page(board)
-    assert "Halo (gold)" in page and f">{model_hand:.2f} ({gold_hand:.2f})</td>" in page
+    assert 'data-key="halo"' in page and f">{model_hand:.2f}</td>" in page
+    assert f"gold on the same pairs {gold_hand:.2f} [" in page

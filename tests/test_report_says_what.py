@@ -26,7 +26,7 @@ def test_a_cross_validated_build_report_names_its_data_and_has_the_section(synth
     lines = markdown.splitlines()
     assert lines[0] == "# MIS-Bench CPU baselines on SYNTHETIC build 'mis-bench'"
     first = next(line for line in lines[1:] if line and not line.startswith(">"))
-    assert first.startswith("Data: SYNTHETIC build 'mis-bench' (40 videos; gold from ratings.csv (sha256 ")
+    assert first.startswith("Data: SYNTHETIC build 'mis-bench' (40 videos; gold: the generator's SYNTHETIC ratings ")
     assert "split 'test' of the 'video' scheme (seed 0)" in first
     assert "## Cross-validation over every video" in markdown
     cv = json.loads((tmp_path / "job" / "cross_validation.json").read_text())

@@ -24,10 +24,12 @@ class About:
     warning: str | None = None
 
 
-def _gold_sentence(report: Mapping[str, Any]) -> str:
+def _gold_sentence(report: Mapping[str, Any], synthetic: bool) -> str:
     labels = (report.get("sources") or {}).get("labels")
     published = describe_source(labels)
-    if published:
+    if synthetic and labels:
+        source = f"gold: the generator's {SYNTHETIC_MARK} ratings ({labels['file']}, sha256 {labels['sha256'][:12]}...)"
+    elif published:
         source = f"gold from the authors' public {labels['file']} ({published})"
     elif labels:
         source = f"gold from {labels['file']} (sha256 {labels['sha256'][:12]}..., not a published file)"
@@ -55,10 +57,10 @@ def describe_build(
         label = f"{SYNTHETIC_MARK} build {name!r}" if synthetic else f"build {name!r}"
     scheme = report.get("split_by") or "unknown"
     seed = report.get("seed")
-    text = (
-        f"Data: {label} ({report.get('n_videos', '?')} videos; {_gold_sentence(report)}); split {split!r} of the "
-        f"{scheme!r} scheme" + (f" (seed {seed})" if seed is not None else "") + "."
-    )
+    gold = _gold_sentence(report, synthetic)
+    seeded = f" (seed {seed})" if seed is not None else ""
+    n_videos = report.get("n_videos", "?")
+    text = f"Data: {label} ({n_videos} videos; {gold}); split {split!r} of the {scheme!r} scheme{seeded}."
     return About(label, [text], report.get("split_warning"))
 
 
