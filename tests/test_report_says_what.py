@@ -40,11 +40,16 @@ def test_a_cross_validated_build_report_names_its_data_and_has_the_section(synth
         )  # the test-split number beside the cross-validation
         assert cells[1] == f"{100 * test_mean:.1f}"
         for k, seed in enumerate(cv["seeds"]):
-            assert cells[2 + k].startswith(f"{100 * run['by_seed'][str(seed)]['mean_icc']:.1f} [")
+            scores = run["by_seed"][str(seed)]
+            assert cells[2 + k].startswith(f"{100 * scores['mean_icc']:.1f} [")
+            folds = " / ".join("–" if v is None else f"{100 * v:.1f}" for v in scores["fold_mean_icc"])
+            assert cells[2 + k].endswith(f"; folds {folds}") and len(scores["fold_mean_icc"]) == 2
         spread = run["across_seeds"]["mean_icc"]
         assert cells[2 + len(cv["seeds"])] == (
             f"{100 * spread['mean']:.1f} ({100 * spread['min']:.1f} to {100 * spread['max']:.1f})"
         )
+    # The floor predicts one value per fold: each fold's own ICC is exactly 0.
+    assert all(v == 0.0 for s in cv["runs"]["mean text"]["by_seed"].values() for v in s["fold_mean_icc"])
     assert data["cross_validation"]["seeds"] == [0, 1] and data["about"]["warning"] is None
     assert "mis-bench fetch" in capsys.readouterr().out  # the closing line of a synthetic run
 
