@@ -4,7 +4,9 @@ Per block (a dimension, or the overall per-video mean), on exactly the (predicti
 ICC uses: all six Shrout & Fleiss ICC forms, Krippendorff's alpha (interval), Pearson and Spearman
 correlation, MAE, MSE, the mean bias (model minus expert) with the Bland & Altman (1986) 95% limits
 of agreement, and range use (sd ratio model / expert, share of answers on integer values, number of
-distinct values). docs/agreement.md says which statistic answers which question.
+distinct values); beside range use, across dimensions, the halo (`halo`: the mean correlation between a
+system's dimension scores over videos, beside the expert gold's). docs/agreement.md says which statistic
+answers which question.
 
 Everything is a function of a resample's item counts, so one shared index matrix gives every CI
 and no Python loop runs over resamples:
@@ -47,6 +49,7 @@ __all__ = [
     "agreement_point",
     "agreement_replicates",
     "alpha_from_mean_squares",
+    "halo",
     "krippendorff_alpha",
 ]
 
@@ -330,3 +333,106 @@ def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, 
         raise ValueError("agreement got a non-finite value; drop unparsed items first")
     point = agreement_point(np.stack([pred, ref], axis=-1)[:, None, :], np.ones((pred.size, 1), dtype=bool))
     return {key: float(value[0]) for key, value in point.items()}
+
+
+# ------------------------------------------------------------------------------------------ halo
+
+HALO_MIN_VIDEOS = 3  # a dimension pair's correlation needs at least this many videos scored on both
+_HALO_FEATURES = 6  # per dimension pair: [m, m dx, m dy, m dx^2, m dy^2, m dx dy]
+
+
+class _HaloPlan:
+    """Per dimension pair (i < j): the videos scored on both (m) and their scores centred on those videos'
+    means, as summable feature columns, so a resample's pairwise Pearson r is a function of `counts @ F`."""
+
+    def __init__(self, scores: np.ndarray, present: np.ndarray) -> None:
+        scores = np.asarray(scores, dtype=np.float64)
+        present = np.asarray(present, dtype=bool) & ~np.isnan(scores)
+        self.i, self.j = np.triu_indices(scores.shape[1], k=1)
+        both = present[:, self.i] & present[:, self.j]  # (n, P)
+        safe = np.where(present, scores, 0.0)
+        x, y = safe[:, self.i], safe[:, self.j]
+        n_both = both.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mx = np.where(n_both > 0, (x * both).sum(axis=0) / np.maximum(n_both, 1), 0.0)
+            my = np.where(n_both > 0, (y * both).sum(axis=0) / np.maximum(n_both, 1), 0.0)
+        dx, dy = np.where(both, x - mx, 0.0), np.where(both, y - my, 0.0)
+        self.features = np.stack([both * 1.0, dx, dy, dx * dx, dy * dy, dx * dy], axis=-1).reshape(len(scores), -1)
+        self.n_pairs = len(self.i)
+
+    def correlations(self, sums: np.ndarray) -> np.ndarray:
+        """Pearson r of every pair in every resample: (R, P); NaN where a pair has under HALO_MIN_VIDEOS videos or
+        no spread on one side."""
+        s = sums.reshape(sums.shape[0], self.n_pairs, _HALO_FEATURES)
+        n, sx, sy, sxx, syy, sxy = (s[..., k] for k in range(_HALO_FEATURES))
+        safe_n = np.where(n > 0, n, 1.0)
+        cxx, cyy, cxy = sxx - sx * sx / safe_n, syy - sy * sy / safe_n, sxy - sx * sy / safe_n
+        # A side constant in the resample: its centred sum is 0 up to cancellation noise.
+        spread = (cxx > 1e-9 * np.maximum(sxx, 1e-300)) & (cyy > 1e-9 * np.maximum(syy, 1e-300))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r = np.clip(cxy / np.sqrt(np.where(spread, cxx * cyy, 1.0)), -1, 1)
+        return np.where(spread & (n >= HALO_MIN_VIDEOS), r, np.nan)
+
+
+def _halo_mean(r: np.ndarray) -> np.ndarray:
+    defined = ~np.isnan(r)
+    total = np.where(defined, r, 0.0).sum(axis=-1)
+    count = defined.sum(axis=-1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def _halo_replicates(plans: list[_HaloPlan], points: list[np.ndarray], indices: np.ndarray) -> np.ndarray:
+    """Each system's halo in each resample: (B, systems), one `counts @ F` product per chunk for all of them."""
+    features = np.concatenate([p.features for p in plans], axis=1)
+    width = plans[0].features.shape[1]
+    boot = np.empty((indices.shape[0], len(plans)))
+    for rows, counts in resampled_chunks(indices, features.shape[0]):
+        sums = counts @ features
+        for k, plan in enumerate(plans):
+            r = plan.correlations(sums[:, k * width : (k + 1) * width])
+            boot[rows, k] = _halo_mean(np.where(np.isnan(points[k]), np.nan, r))
+        del counts  # before the next chunk is drawn
+    return boot
+
+
+def halo(
+    systems: Sequence[np.ndarray], present: np.ndarray, indices: np.ndarray | None, *, confidence: float = 0.95
+) -> list[dict]:
+    """Halo of each (videos x dimensions) score matrix in `systems` on the same `present` pairs: the mean
+    Pearson correlation between two dimensions' scores over the videos scored on both, over the dimension
+    pairs where it is defined for every system (at least HALO_MIN_VIDEOS videos, a spread on both sides:
+    the same pairs for all, so the values compare), with a percentile CI
+    over the shared index matrix `indices` (each resample averages the pairs defined at the point estimate
+    and in that resample). A judge that rates every dimension of a video alike has a halo near 1; the expert
+    gold's, on the same pairs, is the reference. Also each dimension pair's own r and its number of videos.
+
+    Examples:
+        >>> scores = np.array([[1.0, 2.0, 5.0], [2.0, 3.0, 4.0], [3.0, 5.0, 3.0], [4.0, 4.0, 1.0]])
+        >>> round(halo([scores], np.ones((4, 3), bool), None)[0]["value"], 3)  # (0.8 - 0.983 - 0.680) / 3
+        -0.288
+    """
+    plans = [_HaloPlan(scores, present) for scores in systems]
+    own = [plan.correlations(plan.features.sum(axis=0, keepdims=True))[0] for plan in plans]
+    common = np.logical_and.reduce([~np.isnan(r) for r in own]) if own else None
+    points = [np.where(common, r, np.nan) for r in own]  # the same dimension pairs for every system
+    boot = None if indices is None else _halo_replicates(plans, points, indices)
+    out = []
+    for k, (plan, r, mine) in enumerate(zip(plans, points, own, strict=True)):
+        value = float(_halo_mean(r))
+        ci = None
+        if boot is not None and not np.isnan(value):
+            ci = percentile_ci(boot[:, k], confidence).tolist()
+        n_videos = plan.features.reshape(len(plan.features), plan.n_pairs, _HALO_FEATURES)[..., 0].sum(axis=0)
+        out.append(
+            {
+                "value": value,
+                "ci": ci,
+                "n_pairs": int((~np.isnan(r)).sum()),  # averaged: defined for every system
+                "n_pairs_total": plan.n_pairs,
+                "pairs": [
+                    {"i": int(i), "j": int(j), "r": float(v), "n": int(m)}
+                    for i, j, v, m in zip(plan.i, plan.j, mine, n_videos, strict=True)
+                ],
+            }
+        )
+    return out

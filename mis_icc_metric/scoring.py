@@ -44,7 +44,7 @@ from mis_bench_dataset.dimensions import (
 from mis_bench_dataset.icc import icc3_ci
 from mis_bench_dataset.rules.numbers import exact_decimal
 
-from .agreement import LOA_Z, STATISTIC_KEYS, agreement_blocks
+from .agreement import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
 
@@ -379,6 +379,7 @@ def score_predictions(
     dimensions = _dimension_results(data, plan, entry, agreements)
     mean_icc = _mean_icc(dimensions.values())
     return {
+        "halo": _halo_result(data, indices, confidence),
         "dimensions": dimensions,
         "overall": _overall_result(data, plan, entry, agreements[-1], missing),
         "mean_icc": mean_icc,
@@ -511,6 +512,21 @@ def _common_result(data: AlignedScores, plan: _Plan, entry, report: _Reporter) -
         "overall": {f: entry(plan.common_overall)[f] for f in _SUMMARY_FIELDS},
         "mean_icc": common_mean,
         "mean_icc_ci": report.mean_ci(plan.common_dims, common_mean),
+    }
+
+
+def _halo_result(data: AlignedScores, indices, confidence: float) -> dict:
+    """The halo of the model and of the expert gold on the same parsed pairs (`agreement.halo`)."""
+    model, gold = halo([data.pred, data.gold], data.parsed, indices, confidence=confidence)
+    for side in (model, gold):
+        for pair in side["pairs"]:
+            pair["i"], pair["j"] = data.dimensions[pair["i"]], data.dimensions[pair["j"]]
+    return {
+        "model": model,
+        "gold": gold,
+        "definition": "mean Pearson r between two dimensions' scores over the videos scored on both (parsed "
+        f"pairs), over the dimension pairs with at least {HALO_MIN_VIDEOS} such videos and a spread on both sides "
+        "for the model and for the gold (the same pairs for both)",
     }
 
 

@@ -409,7 +409,7 @@ def _plain(text):
 def test_html_tables_show_the_markdown_numbers(made):
     md_tables = list(_md_tables(made["markdown"]).values())
     html_tables = _html_tables(made["html"])
-    assert len(md_tables) == len(html_tables) == 7  # the six of the paper's views, and the agreement table
+    assert len(md_tables) == len(html_tables) == 8  # the six of the paper's views, the agreement and halo tables
     for md_rows, html_rows in zip(md_tables, html_tables, strict=True):
         assert len(md_rows) == len(html_rows)
         for md_row, html_row in zip(md_rows, html_rows, strict=True):

@@ -2,6 +2,7 @@
 `features` (per-dimension ridge on video-level feature summaries, one per modality setting).
 
 - `crossval`: clinician-grouped K-fold cross-validation of the CPU baselines over every video of a build.
+- `on_the_fly`: temporary builds from a labels file and transcripts, and the text ridge fitted on them.
 - `models`: the CPU baselines: `mean` (the sanity floor) and `features` (per-dimension ridge).
 - `run`: run a baseline on a built dataset and write what `mis-bench run` writes.
 - `summaries`: video-level summaries of the `features` config, one numeric vector per modality group.

@@ -94,8 +94,9 @@ def cross_validate(
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions, and
-    across seeds the mean (min, max) of each dimension's ICC and of the mean ICC."""
+    """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions (and each fold's
+    own mean ICC, `fold_mean_icc`), and across seeds the mean (min, max) of each dimension's ICC and of the mean
+    ICC."""
     from mis_bench_dataset.built.loading import gold_references
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.scoring import score_predictions
@@ -119,6 +120,7 @@ def cross_validate(
                 scored = {key: value for key, value in predicted.items() if key in references}
                 scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
                 by_seed[str(seed)] = json_safe(scores)
+                by_seed[str(seed)]["fold_mean_icc"] = _fold_means(scored, references, rows, folds, n_folds)
             results[f"{baseline} {modality}"] = {
                 "baseline": baseline,
                 "modality": modality,
@@ -133,6 +135,20 @@ def cross_validate(
         "n_bootstrap": n_bootstrap,
         "runs": results,
     }
+
+
+def _fold_means(scored: dict, references: dict, rows: Sequence[dict], folds: np.ndarray, n_folds: int) -> list:
+    """Each fold's own mean ICC (its held-out videos alone, no CI): how much the pooled figure hides."""
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric.scoring import score_predictions
+
+    means = []
+    for fold in range(n_folds):
+        videos = {str(row["video_id"]) for row, f in zip(rows, folds, strict=True) if f == fold}
+        gold = {key: value for key, value in references.items() if key[0] in videos}
+        held_out = {key: value for key, value in scored.items() if key[0] in videos}
+        means.append(json_safe(score_predictions(held_out, gold, n_bootstrap=0)["mean_icc"]) if gold else None)
+    return means
 
 
 def _spread(values: list[float | None]) -> dict[str, float | None]:

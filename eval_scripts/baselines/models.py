@@ -233,11 +233,19 @@ def ridge_coefficients(
     """
     alphas = np.asarray(alphas, dtype=np.float64)
     if np.isnan(y_train).any():
-        parts = []
+        gram = x_train @ x_train.T  # once for every target: each one's centred Gram is read off it
+        weights, intercepts = [], []
         for j in range(y_train.shape[1]):
-            labelled = ~np.isnan(y_train[:, j])
-            parts.append(ridge_coefficients(x_train[labelled], y_train[labelled, j : j + 1], alphas[j : j + 1]))
-        return np.hstack([w for w, _ in parts]), np.concatenate([b for _, b in parts])
+            rows = np.flatnonzero(~np.isnan(y_train[:, j]))
+            kernel, _ = _centred_kernels(gram, None, rows)
+            y = y_train[rows, j : j + 1]
+            dual = _dual_solutions(kernel, y - y.mean(axis=0), alphas[j : j + 1])[0]
+            x_rows = x_train[rows]
+            x_mean = x_rows.mean(axis=0)
+            w = (x_rows - x_mean).T @ dual
+            weights.append(w)
+            intercepts.append(y.mean(axis=0) - x_mean @ w)
+        return np.hstack(weights), np.concatenate(intercepts)
     x_mean, y_mean = x_train.mean(axis=0), y_train.mean(axis=0)
     centred = x_train - x_mean
     distinct, which = np.unique(alphas, return_inverse=True)
@@ -247,14 +255,33 @@ def ridge_coefficients(
     return weights, y_mean - x_mean @ weights
 
 
+def _centred_kernels(gram: np.ndarray, cross: np.ndarray | None, rows: np.ndarray):
+    """The Gram matrix of the train rows `rows` centred on their own mean m, and the test rows' kernel against
+    them, read off the raw products gram = X X^T and cross = X_test X^T (no n x p work per target):
+    (x_a - m).(x_b - m) = x_a.x_b - x_a.m - m.x_b + m.m, with x.m the mean of x's products with the rows."""
+    g = gram[np.ix_(rows, rows)]
+    r = g.mean(axis=1)  # x_i . m
+    c = r.mean()  # m . m
+    kernel = g - r[:, None] - r[None, :] + c
+    if cross is None:
+        return kernel, None
+    t = cross[:, rows]
+    return kernel, t - t.mean(axis=1)[:, None] - r[None, :] + c
+
+
 def _fold_predictions(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, alphas) -> np.ndarray:
-    """ridge_path_predictions; a target with unlabelled rows is fitted on its labelled rows alone."""
+    """ridge_path_predictions; a target with unlabelled rows is fitted on its labelled rows alone (its centred
+    kernels read off one Gram matrix of all the rows, `_centred_kernels`)."""
     if not np.isnan(y_train).any():
         return ridge_path_predictions(x_train, y_train, x_test, alphas)
+    gram, cross = x_train @ x_train.T, x_test @ x_train.T
     out = np.empty((len(alphas), x_test.shape[0], y_train.shape[1]))
     for j in range(y_train.shape[1]):
-        labelled = ~np.isnan(y_train[:, j])
-        out[:, :, j] = ridge_path_predictions(x_train[labelled], y_train[labelled, j : j + 1], x_test, alphas)[:, :, 0]
+        rows = np.flatnonzero(~np.isnan(y_train[:, j]))
+        kernel, test_kernel = _centred_kernels(gram, cross, rows)
+        y = y_train[rows, j : j + 1]
+        dual = _dual_solutions(kernel, y - y.mean(axis=0), alphas)  # (n_alphas, n_rows, 1)
+        out[:, :, j] = (test_kernel @ dual)[:, :, 0] + y.mean()
     return out
 
 

@@ -17,6 +17,7 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `cache`: `mis-bench cache check|merge`.
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
+- `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
 - `parse`: `mis-bench parse`.
 - `report`: `mis-bench report`.
 - `reproduce`: `mis-bench reproduce table4|table6`.

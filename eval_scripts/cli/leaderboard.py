@@ -58,13 +58,15 @@ def register(subparsers) -> None:
             "predictions against --references, and write leaderboard.csv, leaderboard.json and index.html to --out."
         ),
     )
-    board.add_argument("submissions", type=existing("folder"), help="folder of submission JSON files")
+    board.add_argument("submissions", nargs="?", type=existing("folder"), help="folder of submission JSON files")
     board.add_argument(
         "--references",
-        required=True,
         type=existing("any"),
-        help="hidden labels: a built dataset folder or a labels file",
+        help="hidden labels: a built dataset folder or a labels file (required with SUBMISSIONS_DIR; default: none)",
     )
+    from eval_scripts.cli.leaderboard_authors import add_authors_arguments
+
+    add_authors_arguments(board)
     board.add_argument("--split", default="test", choices=SPLITS, help="split the submissions are scored on")
     add_bootstrap(board, minimum=1)
     add_seed(board)
@@ -148,6 +150,10 @@ def submit_command(args: argparse.Namespace) -> int:
 
 
 def leaderboard_command(args: argparse.Namespace) -> int:
+    from eval_scripts.cli.leaderboard_authors import authors_command, check_board_arguments
+
+    if check_board_arguments(args):
+        return authors_command(args)
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from eval_scripts.leaderboard.references import read_board_references

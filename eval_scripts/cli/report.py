@@ -73,6 +73,7 @@ def register(subparsers) -> None:
 
 def report_command(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
+    from eval_scripts.report.about import about_references
     from eval_scripts.report.inputs import load_results, read_report_references, rescore, results_files
     from mis_bench_dataset.rules.errors import DataError
     from mis_bench_dataset.rules.ownership import OutputFolder
@@ -111,6 +112,7 @@ def report_command(args: argparse.Namespace) -> int:
         seed=args.seed,
         scatters=args.scatters,
         raters=raters,
+        about=about_references(args.references, args.split),
     )
     from eval_scripts.formats.data_names import results_synthetic
 

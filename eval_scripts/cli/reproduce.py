@@ -17,7 +17,9 @@ def register(subparsers) -> None:
         help="the paper's Table 4 or Table 6 from the authors' public files, beside the published values",
         description="Recompute the paper's Table 6 (gold statistics, from coding.csv) or Table 4 (Qwen2.5-VL raw, "
         "fine-tuning and MIS-RAFT ICCs with bootstrap CIs, from coding.csv, raw_inference.csv, finetune.csv and "
-        "finetune_raft.csv) and print them beside the published numbers. FOLDER holds the files under their names "
+        "finetune_raft.csv) and print them beside the published numbers; table4 also fits the text ridge "
+        "baseline on the authors' own training rows (with their transcripts, fis_transcript.csv) as a fourth column, "
+        "with a paired bootstrap test against MIS-RAFT on the shared pairs. FOLDER holds the files under their names "
         "in the authors' repository, as `mis-bench fetch` writes them (docs/reproducing.md).",
     )
     parser.add_argument("table", choices=TABLES, help="which table")
@@ -35,6 +37,14 @@ def register(subparsers) -> None:
         help="rounded (default: the paper's rule, §3.2) or as-published (coding.csv's unrounded means, "
         "which do not reproduce the paper)",
     )
+    parser.add_argument(
+        "--transcripts",
+        type=existing("file"),
+        default=None,
+        help="table4: the authors' transcripts (fis_transcript.csv; default: FOLDER/fis_transcript.csv when there), "
+        "for the text ridge column fitted on their training rows and scored on the same test pairs",
+    )
+    parser.add_argument("--no-ridge", action="store_true", help="table4: leave out the text ridge column")
     add_bootstrap(parser, minimum=1, what="table4: bootstrap resamples", default=TABLE4_BOOTSTRAP)
     add_seed(parser, what="table4: bootstrap seed")
     parser.add_argument(
@@ -52,7 +62,14 @@ def run(args: argparse.Namespace) -> int:
         doc = reproduce_table6(args.folder, gold=args.gold)
         text = format_table6(doc)
     else:
-        doc = reproduce_table4(args.folder, gold=args.gold, n_bootstrap=args.bootstrap, seed=args.seed)
+        doc = reproduce_table4(
+            args.folder,
+            gold=args.gold,
+            n_bootstrap=args.bootstrap,
+            seed=args.seed,
+            transcripts=args.transcripts,
+            ridge=not args.no_ridge,
+        )
         text = format_table4(doc)
     if args.json:
         print_json(doc)

@@ -176,6 +176,14 @@ def format_agreement_table(result: dict) -> str:
             f"{limits:<18} {_num(_stat(block, 'sd_ratio'), 2):>8} {_pct(_stat(block, 'integer_share'), 6)} "
             f"{num(_stat(block, 'n_distinct'), 0):>6}"
         )
+    if result.get("halo"):
+        from eval_scripts.report.agreement import halo_cells
+
+        model, gold, pairs = halo_cells(result)
+        lines.append(
+            f"Halo (mean correlation between dimensions over videos, {pairs} dimension pairs): model {model}, "
+            f"expert gold {gold} on the same pairs"
+        )
     return "\n".join(lines)
 
 

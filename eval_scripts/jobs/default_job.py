@@ -109,6 +109,7 @@ class _Job:
     n_bootstrap: int
     seed: int
     say: Callable[..., None]
+    default_sample: bool = False
 
 
 def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], jobs) -> list:
@@ -140,13 +141,31 @@ def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], job
     return runs
 
 
-def _publish(job: _Job, runs: list, references: dict) -> tuple[Any, Any]:
-    """The report of the runs, their submissions and the leaderboard built from them."""
+def _about(job: _Job):
+    """What the report says it was run on: the default sample, or the build with its gold source and split."""
+    from eval_scripts.report.about import describe_build
+
+    return describe_build(
+        job.dataset.report,
+        job.dataset.path.name,
+        synthetic=job.synthetic,
+        split=job.split,
+        default_sample=job.default_sample,
+    )
+
+
+def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | None) -> tuple[Any, Any]:
+    """The report of the runs (with the cross-validation, when run), their submissions and the leaderboard."""
     from eval_scripts.formats.submission import package_submission
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.report import write_report
 
-    title = "MIS-Bench default job: CPU baselines" + (" on the SYNTHETIC sample" if job.synthetic else "")
+    about = _about(job)
+    title = f"MIS-Bench CPU baselines on {about.name}"
+    cv = None
+    if cross_validation:
+        test_split = {f"{r.name} {r.modality}": (r.results["scores"] or {}).get("mean_icc") for r in runs}
+        cv = {"doc": cross_validation["doc"], "test_split": test_split}
     report = write_report(
         [r.results for r in runs],
         job.folder,
@@ -155,6 +174,8 @@ def _publish(job: _Job, runs: list, references: dict) -> tuple[Any, Any]:
         sources=[str(r.results_path) for r in runs],
         comparison_bootstrap=job.n_bootstrap,
         seed=job.seed,
+        about=about,
+        cross_validation=cv,
     )
     submissions = job.out_dir / "submissions"
     for run in runs:
@@ -226,7 +247,10 @@ def _say_summary(job: _Job, summary: dict, runs, cross_validation, report, leade
     say(f"Runs:        {shown(job.out_dir / 'runs')}/  (predictions.jsonl + results.json per run)")
     say(f"Done in {summary['seconds']}s.")
     if synthetic:
-        say("Reminder: SYNTHETIC data. Real scores need the MIS-Bench labels and a real model.")
+        say(
+            "Reminder: SYNTHETIC data. For the real text benchmark, `mis-bench fetch` gets the authors' public "
+            "files (docs/reproducing.md); then `mis-bench run --dataset` on their build."
+        )
 
 
 def run_default_job(
@@ -257,6 +281,7 @@ def run_default_job(
     handle, synthetic = _dataset(dataset, say)
     check_not_overlapping(out_dir, [handle.path], command="run")
     job = _Job(handle, synthetic, out_dir, OutputFolder(out_dir, command="run"), split, n_bootstrap, seed, say)
+    job.default_sample = dataset is None
     if synthetic:
         say(SYNTHETIC_BANNER)
     train_rows = load_feature_rows(handle, "train")
@@ -277,11 +302,11 @@ def run_default_job(
     for setting, why in skipped.items():
         say(f"  skipping features {setting}: {why}")
     runs = _fit_and_score(job, train_rows, eval_rows, jobs)
-    with step("writing the report, the submissions and the leaderboard"):  # the report's figures: seconds
-        report, leaderboard = _publish(job, runs, references)
     cross_validation = _cross_validation(
         handle, jobs, job.folder, folds=cv_folds, n_seeds=cv_seeds, n_bootstrap=n_bootstrap, seed=seed, say=say
     )
+    with step("writing the report, the submissions and the leaderboard"):  # the report's figures: seconds
+        report, leaderboard = _publish(job, runs, references, cross_validation)
     summary = _summary(job, runs, skipped, cross_validation, report, leaderboard, n_videos, len(train_rows))
     summary["seconds"] = round(time.monotonic() - started, 1)
     write_atomic(job.folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")

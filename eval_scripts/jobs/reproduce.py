@@ -21,9 +21,9 @@ from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS
 from mis_bench_dataset.paper_results import TABLE4, TABLE4_BOOTSTRAP
-from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES
+from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS
 from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.numbers import MISSING, num, pct
+from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct
 
 logger = logging.getLogger(__name__)
 
@@ -98,17 +98,22 @@ def reproduce_table6(folder: str | Path, *, gold: str = "rounded") -> dict[str, 
     }
 
 
+def _predictions(folder: Path, condition, references):
+    """(the file read, its (video, dimension) -> prediction mapping), every pair checked against the gold."""
+    from mis_icc_metric.predictions_io import check_predicted_pairs, predictions_to_mapping, read_prediction_file
+
+    file = read_prediction_file(_file(folder, condition.file))
+    check_predicted_pairs(file, references, str(folder / CODING.name))
+    return file, predictions_to_mapping(file.records)
+
+
 def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int) -> dict[str, Any]:
     from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_icc_metric.predictions_io import check_predicted_pairs, predictions_to_mapping, read_prediction_file
     from mis_icc_metric.scoring import score_predictions
 
     path = _file(folder, condition.file)
-    file = read_prediction_file(path)
-    check_predicted_pairs(file, references, str(folder / CODING.name))
-    scores = json_safe(
-        score_predictions(predictions_to_mapping(file.records), references, n_bootstrap=n_bootstrap, seed=seed)
-    )
+    file, predictions = _predictions(folder, condition, references)
+    scores = json_safe(score_predictions(predictions, references, n_bootstrap=n_bootstrap, seed=seed))
     rows = {}
     for key, cell in condition.cells.items():
         entry = scores["dimensions"][key]
@@ -138,14 +143,49 @@ def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int)
     }
 
 
+def _ridge(folder: Path, transcripts, labels, references, n_bootstrap: int, seed: int) -> tuple[dict | None, str]:
+    """The text ridge column (None without the transcripts) and the line that says what it is or why not."""
+    from eval_scripts.baselines.on_the_fly import paper_rows_predictions
+    from eval_scripts.jobs.ridge_column import FAIRNESS, ridge_column
+
+    path = Path(transcripts) if transcripts is not None else folder / TRANSCRIPTS.name
+    if not path.is_file():
+        return None, (
+            f"No text ridge column: no {path.name} in {path.parent} (the authors' transcripts: "
+            f"`{TRANSCRIPTS.git_show}`, or --transcripts CSV)."
+        )
+    raft = next(c for c in TABLE4 if c.key == "mis_raft")
+    _, raft_predictions = _predictions(folder, raft, references)
+    logger.info("fitting the text ridge on the authors' training rows (%s)", path)
+    column = ridge_column(
+        paper_rows_predictions(labels, path), references, raft_predictions, n_bootstrap=n_bootstrap, seed=seed
+    )
+    column["transcripts"] = _provenance(path)
+    column["same_pairs_as_mis_raft"] = column["coverage"]["n_asked_pairs"] == len(raft_predictions)
+    return column, FAIRNESS
+
+
 def reproduce_table4(
-    folder: str | Path, *, gold: str = "rounded", n_bootstrap: int = TABLE4_BOOTSTRAP, seed: int = 0
+    folder: str | Path,
+    *,
+    gold: str = "rounded",
+    n_bootstrap: int = TABLE4_BOOTSTRAP,
+    seed: int = 0,
+    transcripts: str | Path | None = None,
+    ridge: bool = True,
 ) -> dict[str, Any]:
-    """Each condition's file scored against `coding.csv` beside Table 4: 24 ICCs, 3 means, 48 CI bounds."""
+    """Each condition's file scored against `coding.csv` beside Table 4: 24 ICCs, 3 means, 48 CI bounds.
+
+    With the transcripts (`transcripts`, default `folder/fis_transcript.csv`) and `ridge`, also the text
+    ridge fitted on the authors' training rows, scored on the same test pairs (`jobs.ridge_column`).
+    """
     folder = Path(folder)
     labels = _gold(folder, gold)
     references = {(v, k): s for v, scores in labels.gold.items() for k, s in scores.items() if s is not None}
     conditions = {c.key: _condition(folder, c, references, n_bootstrap, seed) for c in TABLE4}
+    column, ridge_note = (
+        _ridge(folder, transcripts, labels, references, n_bootstrap, seed) if ridge else (None, "No text ridge column.")
+    )
     cells = [row for c in conditions.values() for row in c["dimensions"].values()]
     deviations = [d for row in cells for d in row["ci_deviation"] if d is not None]
     n_bounds = 2 * len(cells)
@@ -158,6 +198,8 @@ def reproduce_table4(
         "rounding": labels.rounding.to_dict() if labels.rounding else None,
         "gold_file": _provenance(labels.path),
         "conditions": conditions,
+        "ridge": column,
+        "ridge_note": ridge_note,
         "n_equal": sum(row["equal"] for row in cells),
         "n_cells": len(cells),
         "n_means_equal": sum(c["mean_equal"] for c in conditions.values()),
@@ -226,4 +268,38 @@ def format_table4(doc: dict[str, Any]) -> str:
         f"decimal; {doc['n_bounds_within']} of {doc['n_bounds']} CI bounds within {CI_TOLERANCE} point "
         f"(largest difference {num(doc['max_ci_deviation'], 2)}): {verdict}."
     )
+    lines.append("")
+    lines.extend(_ridge_lines(doc) if doc.get("ridge") else [doc.get("ridge_note") or "No text ridge column."])
     return "\n".join(lines)
+
+
+def _ridge_lines(doc: dict[str, Any]) -> list[str]:
+    """The four columns side by side: the paper's three systems as rescored here, and the text ridge with
+    its CI and its paired difference from MIS-RAFT."""
+    ridge, conditions = doc["ridge"], doc["conditions"]
+    titles = [c["title"] for c in conditions.values()]
+    lines = [
+        f"Beside Table 4: the {ridge['title'].lower()} (the `features` baseline, {ridge['setting']} setting) fitted on "
+        f"{ridge['fitted_on']}, scored on the same pairs ({ridge['coverage']['sentence']})",
+        f"{'dim':<6} " + " ".join(f"{t:>11}" for t in titles) + f" {ridge['title']:>11}  {'95% CI':<15} "
+        f"{'ridge - MIS-RAFT [95% CI]':<28} {'p':>6}",
+    ]
+
+    def row(label: str, cells: list, ours, ci, versus) -> str:
+        return (
+            f"{label:<6} " + " ".join(f"{pct(c):>11}" for c in cells) + f" {pct(ours):>11}  {ci_pct(ci):<15} "
+            f"{pct(versus['delta']) + ' ' + ci_pct(versus['delta_ci']):<28} {num(versus['p_value'], 4):>6}"
+        )
+
+    for key, entry in ridge["dimensions"].items():
+        cells = [c["dimensions"][key]["icc"] for c in conditions.values()]
+        label = DIMENSION_BY_KEY[key].abbreviation
+        lines.append(row(label, cells, entry["icc"], entry["icc_ci"], entry["vs_mis_raft"]))
+    means = [c["mean_icc"] for c in conditions.values()]
+    lines.append(row("Mean", means, ridge["mean_icc"], ridge["mean_icc_ci"], ridge["vs_mis_raft"]["mean"]))
+    meta = ridge["vs_mis_raft"]["meta"]
+    lines.append(
+        f"Paired bootstrap over the {meta['n_videos']} videos either asked ({meta['n_bootstrap']:,} resamples, seed "
+        f"{meta['seed']}; two-sided p). {ridge['fairness']}"
+    )
+    return lines

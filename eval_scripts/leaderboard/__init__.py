@@ -1,6 +1,7 @@
 """The MIS-Bench leaderboard: validate and score submissions against hidden labels,
 write CSV + JSON + a static sortable page, and serve it from a Hub Space.
 
+- `authors`: the real leaderboard page from the authors' public files (`mis-bench leaderboard --from-authors`).
 - `disclosure`: what a board publishes: three significant digits, a minimum of videos, ICCs only when hidden.
 - `identity`: one identity per entry (normalised names, reserved baselines, duplicates) and the coverage rule.
 - `outputs`: write a leaderboard as JSON, CSV and the static HTML page.

@@ -66,6 +66,9 @@ def _figure_row(entry: Mapping[str, Any], board: Mapping[str, Any]) -> dict[str,
         "mean_icc": scores.get("mean_icc"),
         "p_vs_leader": (entry.get("vs_leader") or {}).get("p_value"),
     }
+    halo = scores.get("halo") or {}
+    row["halo"] = (halo.get("model") or {}).get("value")
+    row["halo_gold"] = (halo.get("gold") or {}).get("value")
     agreement = overall.get("agreement") or {}
     for key in ("icc2_1", "krippendorff_alpha", "bias", "loa_low", "loa_high", "sd_ratio"):
         row[f"overall_{key}"] = (agreement.get(key) or {}).get("value")

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from eval_scripts.report.agreement import halo_cells
 from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct, signed
 from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, ABBREVIATION_NAMES, HUMAN_CEILING_MEAN
 from mis_bench_dataset.rules.text_safety import escape_html
@@ -23,7 +24,7 @@ _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222}
 .table-wrap{max-width:100%;overflow-x:auto}
 table{border-collapse:collapse;font-size:.82rem}
-th,td{border:1px solid #ccc;padding:.25rem .35rem;text-align:right;white-space:nowrap}
+th,td{border:1px solid #ccc;padding:.25rem .3rem;text-align:right;white-space:nowrap}
 th{background:#f0f0f5;cursor:pointer;user-select:none;white-space:normal;vertical-align:bottom;max-width:5.5rem}
 th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::after{content:" \\25BC"}
 th abbr{text-decoration:none}
@@ -125,6 +126,8 @@ HEADER_TITLES = {
     "icc2_1": "Overall ICC(2,1) %: absolute agreement of the per-video means (counts a constant offset, "
     "which ICC(3,1) ignores)",
     "bias": "Overall bias: mean of model minus expert, in score points",
+    "halo": "Halo: mean correlation between two dimensions' scores over videos (the expert gold's on the same "
+    "pairs in the cell's tooltip); a judge that rates every dimension of a video alike sits well above the gold",
 }
 
 
@@ -142,6 +145,7 @@ def columns(board: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     ]
     cols += [(d["key"], d["abbreviation"], "num") for d in board["dimensions"]]
     cols += [
+        ("halo", "Halo", "num"),
         ("excluded_rate", "Excluded %", "num"),
         ("truncated", "Truncated", "num"),
         ("p_vs_leader", "p vs leader", "num"),
@@ -160,8 +164,17 @@ def _score_cells(scores: Mapping[str, Any], board: Mapping[str, Any]) -> list[st
         _cell("icc2_1", icc2, pct(icc2), title=f"absolute agreement, overall: {pct(icc2)}%, 95% CI {ci_pct(icc2_ci)}"),
         _cell("bias", bias, signed(bias), title="mean of model minus expert, overall, in score points"),
         *(_icc_cell(d["key"], (scores.get("dimensions") or {}).get(d["key"])) for d in board["dimensions"]),
+        _halo_cell(scores),
         _cell("excluded_rate", overall.get("excluded_rate"), pct(overall.get("excluded_rate"))),
     ]
+
+
+def _halo_cell(scores: Mapping[str, Any]) -> str:
+    """The model's halo; the expert gold's on the same pairs in the tooltip (eval_scripts.report.agreement)."""
+    halo = (scores.get("halo") or {}).get("model") or {}
+    model, expert, pairs = halo_cells(scores)
+    title = f"halo: model {model}, expert gold on the same pairs {expert}; {pairs} dimension pairs"
+    return _cell("halo", halo.get("value"), num(halo.get("value"), 2), title=title)
 
 
 def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:

@@ -2,10 +2,12 @@
 configuration), the Figure 2 view (every configuration by dimension), the Table 4 / Figure 4 comparison,
 MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 
-- `agreement`: the agreement tables beyond ICC(3,1).
+- `about`: what a report was run on (the sample, or a build's gold source and split), for its title and top.
+- `agreement`: the agreement tables beyond ICC(3,1), and the halo beside range use.
 - `agreement_plots`: agreement figures of one run, per dimension.
 - `build`: write a report (Markdown, self-contained HTML, report.json, PNGs).
 - `comparison`: the paper's Table 4 / Figure 4 view: systems on the same split.
+- `crossval_view`: the cross-validation section: per fold seed, mean and range, beside the test split.
 - `formatting`: number and text formatting shared by reports and the leaderboard page.
 - `inputs`: what a report reads: results files, labels, rescoring.
 - `options`: the report's user-facing choices, light enough for `--help`.

@@ -12,7 +12,16 @@ from eval_scripts.report.formatting import MISSING, ci_pct, num, pct, signed
 from eval_scripts.report.table import RunView, Table
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSIONS
 
-__all__ = ["AGREEMENT_NOTE", "agreement_table", "certification_rule", "certification_table", "raters_table"]
+__all__ = [
+    "AGREEMENT_NOTE",
+    "HALO_NOTE",
+    "agreement_table",
+    "certification_rule",
+    "certification_table",
+    "halo_cells",
+    "halo_table",
+    "raters_table",
+]
 
 AGREEMENT_NOTE = (
     "Same pairs as the ICC (parsed predictions per dimension; complete videos overall), each with its 95% "
@@ -56,6 +65,35 @@ def _cells(block: Mapping[str, Any]) -> list[str]:
     distinct, _ = _stat(block, "n_distinct")
     cells.append(num(distinct, 0))  # undefined (no pairs: NaN, or null once in JSON) reads as missing
     return cells
+
+
+HALO_NOTE = (
+    "Halo, beside range use: the mean Pearson correlation between two dimensions' scores over the videos scored on "
+    "both, over the dimension pairs where it is defined (at least 3 such videos, a spread on both sides), for the "
+    "system and for the expert gold on the same pairs, with 95% bootstrap CIs over the same resamples. A judge that "
+    "rates every dimension of a video alike has a halo well above the gold's; a dimension it scores the same for "
+    "every video has no correlation at all (its pairs drop out). See docs/agreement.md."
+)
+
+
+def halo_cells(scores: Mapping[str, Any]) -> tuple[str, str, str]:
+    """("model r [CI]", "gold r [CI]", "k of 28") of a scores object's `halo`, r as a plain 2-decimal number."""
+    halo = (scores or {}).get("halo") or {}
+
+    def side(name: str) -> str:
+        entry = halo.get(name) or {}
+        ci = entry.get("ci")
+        return _with_ci(num(entry.get("value"), 2), f"[{num(ci[0], 2)}, {num(ci[1], 2)}]" if ci else MISSING)
+
+    model = halo.get("model") or {}
+    pairs = f"{model['n_pairs']} of {model['n_pairs_total']}" if model else MISSING
+    return side("model"), side("gold"), pairs
+
+
+def halo_table(runs: Sequence[RunView]) -> Table:
+    """Per run its halo and the expert gold's on the same pairs, and how many dimension pairs define it."""
+    rows = [[run.label, *halo_cells(run.scores)] for run in runs]
+    return Table(["System", "halo (model)", "halo (expert gold)", "dimension pairs"], rows, set(), label_columns=1)
 
 
 def agreement_table(runs: Sequence[RunView]) -> Table:

@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.report.about import About
 from eval_scripts.report.agreement import (
     AGREEMENT_NOTE,
+    HALO_NOTE,
     agreement_table,
     certification_rule,
     certification_table,
+    halo_table,
     raters_table,
 )
 from eval_scripts.report.agreement_plots import PLOTS, write_agreement_plots
@@ -213,12 +216,13 @@ def _agreement_section(
 ) -> _Section:
     """Every statistic beyond ICC(3,1) for each system's best configuration, and the agreement figures."""
     tables = [
-        ("Agreement with the gold scores of each system's best configuration", agreement_table([e.run for e in best]))
+        ("Agreement with the gold scores of each system's best configuration", agreement_table([e.run for e in best])),
+        ("Halo: mean correlation between dimensions over videos [95% CI]", halo_table([e.run for e in best])),
     ]
     figures = [
         (_PLOT_ALT[kind].format(label=run.label) + suffix, path) for run, paths in plots for kind, path in paths.items()
     ]
-    paragraphs = [AGREEMENT_NOTE]
+    paragraphs = [AGREEMENT_NOTE, HALO_NOTE]
     if not plots:
         paragraphs.append("The agreement figures need the labels (--references).")
     return _Section("Agreement beyond ICC(3,1)", paragraphs, tables, figures)
@@ -249,10 +253,13 @@ def _raters_section(rated: Sequence[tuple[RunView, Mapping[str, Any]]], source: 
     return _Section("The model as one more rater", paragraphs, tables, [])
 
 
-def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
+def _markdown(title: str, synthetic: bool, sections: Sequence[_Section], about: About) -> str:
     md = [f"# {md_escape(title)}", ""]
+    if about.warning:
+        md += [f"> **{md_escape(about.warning)}**", ""]
     if synthetic:
         md += [f"> **{SYNTHETIC_NOTICE}**", ""]
+    md += [part for text in about.paragraphs for part in (md_escape(text), "")]
     md += [ABBREVIATION_LEGEND, ""]  # our own text: no user input in it
     for section in sections:
         md += [f"## {section.heading}", ""]
@@ -273,14 +280,19 @@ def _markdown(title: str, synthetic: bool, sections: Sequence[_Section]) -> str:
     return "\n".join(md)
 
 
-def _html(title: str, synthetic: bool, sections: Sequence[_Section], read: Callable[[Path], bytes]) -> str:
+def _html(
+    title: str, synthetic: bool, sections: Sequence[_Section], read: Callable[[Path], bytes], about: About
+) -> str:
     page = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{escape_html(title)}</title><style>{_CSS}</style></head><body><h1>{escape_html(title)}</h1>",
     ]
+    if about.warning:
+        page.append(f"<p class='notice' id='split-warning'>{escape_html(about.warning)}</p>")
     if synthetic:
         page.append(f"<p class='notice' id='synthetic-notice'>{escape_html(SYNTHETIC_NOTICE)}</p>")
+    page += [f"<p class='note about'>{escape_html(text)}</p>" for text in about.paragraphs]
     page.append(f"<p class='legend' id='legend'>{escape_html(ABBREVIATION_LEGEND)}</p>")
     for section in sections:
         page.append(f"<section id='{_slug(section.heading)}'><h2>{escape_html(section.heading)}</h2>")
@@ -354,6 +366,7 @@ def report_data(
                     **entry.run.identity(),
                     "dimensions": {key: entry.run.dim(key).get("agreement") for key in DIMENSION_KEYS},
                     "overall": entry.run.overall.get("agreement"),
+                    "halo": {k: v for k, v in (entry.run.scores.get("halo") or {}).items() if k != "definition"},
                 }
                 for entry in best
             ],
@@ -378,6 +391,8 @@ def write_report(
     seed: int = 0,
     scatters: str = "best",
     raters: Labels | None = None,
+    about: About | None = None,
+    cross_validation: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
     """The report of scored results objects (see the module docstring).
 
@@ -389,9 +404,14 @@ def write_report(
     system's "best" configuration, "all" runs or "none" (they need `references`); the same runs get the
     agreement figures (Bland-Altman, calibration, histograms). `raters` (per-rater `Labels`, needs
     `references`) adds the model-as-one-more-rater section for each system's best configuration.
+    `about` says what the runs were run on (`report.about`; default: the runs' datasets by name), first
+    thing under the title; `cross_validation` ({"doc": `baselines.crossval.cross_validate`'s, "test_split":
+    {run name: mean ICC}}) adds its section beside the test-split numbers.
     """
     runs = by_system(run_views(results_list, sources))
     _check_request(runs, scatters, raters, references)
+    about = about or _about_of(runs)
+    title = f"{title}: {about.name}" if title == "MIS-Bench report" else title
     folder = as_output_folder(out_dir, "report")
     synthetic = any(run.synthetic for run in runs)
     suffix = " (SYNTHETIC data)" if synthetic else ""
@@ -421,14 +441,37 @@ def write_report(
             _comparison_section(comparison, radar),
             *_closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters),
         ]
-        files.write(markdown_path, _markdown(title, synthetic, sections))
-        files.write(html_path, _html(title, synthetic, sections, files.read))
+        if cross_validation:
+            sections.insert(3, _crossval_section(cross_validation))
+        files.write(markdown_path, _markdown(title, synthetic, sections, about))
+        files.write(html_path, _html(title, synthetic, sections, files.read, about))
         data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
         data["stability"] = json_safe(stable)
+        data["about"] = {"name": about.name, "paragraphs": about.paragraphs, "warning": about.warning}
+        data["cross_validation"] = json_safe(cross_validation["doc"]) if cross_validation else None
         files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files, agreement_files)
+
+
+def _about_of(runs: Sequence[RunView]) -> About:
+    """The runs' datasets by name and fingerprint, when the caller gave no `About`."""
+    labels = sorted({f"{run.dataset_label()}, split {run.split!r}" for run in runs})
+    names = sorted({run.dataset_name or run.dataset_label() for run in runs})
+    return About(", ".join(names), ["Data: " + "; ".join(labels) + "."])
+
+
+def _crossval_section(cross_validation: Mapping[str, Any]) -> _Section:
+    from eval_scripts.report.crossval_view import crossval_paragraph, crossval_table
+
+    doc = cross_validation["doc"]
+    return _Section(
+        "Cross-validation over every video",
+        [crossval_paragraph(doc)],
+        [("Mean ICC(3,1) % per fold seed and over seeds", crossval_table(doc, cross_validation["test_split"]))],
+        [],
+    )
 
 
 def _check_request(runs, scatters: str, raters, references) -> None:

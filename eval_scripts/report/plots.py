@@ -59,9 +59,14 @@ def radar_figure(runs: Sequence[RunView], *, title: str = "Per-dimension ICC(3,1
         values = [run.dim(d.key).get("icc") for d in DIMENSIONS]
         values = [np.nan if v is None else 100.0 * float(v) for v in values]
         values_seen += [v for v in values if np.isfinite(v)]
+        if run.floor:  # ICC 0 everywhere: a dotted ring, visible because the radius starts below 0
+            ax.plot(closed, values + values[:1], ":", color="0.35", linewidth=2, label=_literal(run.label) + " (floor)")
+            continue
         ax.plot(closed, values + values[:1], linewidth=1.5, label=_literal(run.label))
         ax.fill(closed, np.nan_to_num(values + values[:1]), alpha=0.08)
     low = min(0.0, np.floor(min(values_seen) / 10) * 10)
+    if any(run.floor for run in runs):
+        low = min(low, -10.0)  # at radius 0 the floor's polygon would collapse into the centre
     ax.set_ylim(low, max(70.0, np.ceil(max(values_seen) / 10) * 10))
     ax.set_xticks(angles, [d.abbreviation for d in DIMENSIONS])
     ax.tick_params(axis="x", pad=12)  # clear of the ceiling line and the outer ring
