@@ -178,6 +178,11 @@ def _board_table(board: Mapping[str, Any]) -> list[str]:
         mean = f"{pct(scores.get('mean_icc'))} {ci_pct(scores.get('mean_icc_ci'))}"
         cells = [rank, _system_name(entry), pct(scores["overall"].get("icc")), mean, *dims, halo_text, p_text]
         lines.append("| " + " | ".join(cells) + " |")
+    for entry in board.get("unranked", []):  # listed with its coverage and no figure, as on any board
+        coverage = f"unranked: {entry['n_answered']:,} of {entry['n_pairs']:,} pairs answered ({entry['reason']})"
+        lines.append(
+            "| " + " | ".join(["–", _system_name(entry), MISSING, coverage, *[MISSING] * (len(DIMENSIONS) + 2)]) + " |"
+        )
     return lines
 
 
@@ -217,7 +222,9 @@ def render_authors_page(doc: Mapping[str, Any], command: str) -> str:
         f"**LEAKING SPLIT (paper-rows)**: the {rows['n_test_pairs']} (video, dimension) test pairs of the paper's "
         "Table 4, split by row as the authors' code split them, so a test video's other dimensions (and its "
         "transcript) are in training. No video has all eight dimensions here, so no overall ICC: the ranking "
-        "falls to the mean ICC. The three Qwen2.5-VL-7B-Instruct systems are the authors' committed prediction "
+        "falls to the mean ICC. Only a system that answers every pair is ranked (an unanswered pair is not dropped "
+        "from its score: [Reports](reports.md)), so a file with a blank answer is listed unranked, with its coverage. "
+        "The three Qwen2.5-VL-7B-Instruct systems are the authors' committed prediction "
         "files; the ridge and the floor are fitted on the authors' training rows, per dimension on transcripts "
         "alone, so a test pair's gold never reaches its own prediction (see [Reproducing](reproducing.md)).",
         "",
