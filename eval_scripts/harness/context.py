@@ -9,49 +9,21 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.prompts import Prompt, check_setting, template_hash
 from eval_scripts.backends.base import Backend, DecodingConfig
+from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
 from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.text_safety import slug
 
 CACHE_NAME = "responses.cache.jsonl"
-
-
-@dataclass
-class RunConfig:
-    """One zero-shot setting of one model, as the user asked for it."""
-
-    backend: str
-    model: str
-    dataset: str | Path | BuiltDataset | None = None  # a path is opened once, at the run's boundary
-    split: str = "test"
-    modality: str = "text"
-    prompt_style: str = "direct"
-    out: str | Path = "runs"
-    limit: int | None = None
-    few_shot_k: int = 0
-    few_shot_seed: int = 0
-    input_source: str = "auto"
-    feature_format: str = "text"
-    decoding: DecodingConfig | None = None
-    backend_options: dict[str, Any] = field(default_factory=dict)
-    n_bootstrap: int = DEFAULT_BOOTSTRAP
-    cache_path: str | Path | None = None
-    dataset_name: str | None = None
-    progress: bool = True
-    # `time.monotonic()` after which no request is sent (`--run-deadline`, counted from the command's
-    # start, so a grid shares it); rows not answered by then fail as "run deadline". None: no deadline.
-    deadline: float | None = None
-    samples: int = 1  # answers asked per row (`--samples`), each its own seed; the row scores their mean
 
 
 def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:
@@ -138,7 +110,7 @@ def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
 
 def run_dir_name(config: RunConfig, input_source: str) -> str:
     """`<model>/<setting>`: one folder per model and setting (and readout, and sample count) under the run's --out."""
-    expected = config.decoding is not None and config.decoding.expected
+    expected = decoding_for(config).expected
     setting = (
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
@@ -182,7 +154,7 @@ def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: Any) 
 
 
 def _decoding(config: RunConfig) -> DecodingConfig:
-    decoding = config.decoding or DecodingConfig.for_style(config.prompt_style)
+    decoding = decoding_for(config)
     if decoding.style != config.prompt_style:  # where an expected-score readout finds the score
         decoding = replace(decoding, style=config.prompt_style)
     if config.samples < 1:

@@ -20,6 +20,7 @@ from eval_scripts.answers.outcome import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.harness.caching import CachingBackend
+from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
 from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
 from eval_scripts.harness.outcomes import (
@@ -100,7 +101,7 @@ def dataset_paths(configs: Sequence[RunConfig]) -> list[Path]:
 
 
 def make_backend(config: RunConfig) -> Backend:
-    return get_backend(config.backend, config.model, **config.backend_options)
+    return get_backend(config.backend, config.model, **backend_options(config))
 
 
 def output_folder(config: RunConfig) -> OutputFolder:
@@ -328,6 +329,7 @@ def write_result(
         references=context.references,
         parse_rates=collected.parse_rates,
         n_bootstrap=config.n_bootstrap,
+        seed=config.seed,
         raw_records=collected.raw_records,
         usage=usage,
         outcomes={**counts, "failures": failure_summary},
