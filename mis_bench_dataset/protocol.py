@@ -29,7 +29,6 @@ import hashlib
 import math
 import string
 from dataclasses import dataclass
-
 from numbers import Integral
 from typing import TYPE_CHECKING
 

@@ -24,7 +24,6 @@ from mis_bench_dataset.release.tree import OPENFACE_AUS, OPENFACE_GAZE
 from mis_bench_dataset.setting_inputs import FEATURE_FORMATS
 
 
-
 def feature_plot(row: Mapping, modality: str) -> bytes:
     """PNG of the feature time series a setting stands for (energy/pauses, AUs, gaze)."""
     import matplotlib

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `mis-bench --help` needs none of it
