@@ -29,8 +29,9 @@ def option(
     """A field's `metadata`, e.g. `field(default=8, metadata=option("requests in flight", type=positive_int))`.
 
     `flag` defaults to `--field-name` and `dest` (the parsed attribute) to the field's name; `aliases` are
-    further spellings; `section` says under which heading `--help` lists it; `cli_default` is the command line's default where it differs from the field's (None where
-    the command picks the value by mode, e.g. the output folder; `...`: the field's own)."""
+    further spellings; `section` says under which heading `--help` lists it; `cli_default` is the command
+    line's default where it differs from the field's (None where the command picks the value by mode, e.g.
+    the output folder; `...`: the field's own)."""
     spec = {"help": help, "flag": flag, "dest": dest, "aliases": tuple(aliases), "type": type, "choices": choices}
     spec.update(metavar=metavar, action=action, section=section, cli_default=cli_default)
     return spec
