@@ -113,11 +113,11 @@ class PromptStyle:
         readout then reads the score from the answer's first tokens."""
         return self.lone_number_line == "first"
 
-    def max_tokens(self, readout: str | None = None) -> int:
-        """The answer token limit of `readout` (None: the text answer)."""
-        if readout is None:
+    def max_tokens(self, score_from: str | None = None) -> int:
+        """The answer token limit of the readout `score_from` (None: the text answer)."""
+        if score_from is None:
             return self.max_new_tokens
-        return self.readout_max_new_tokens.get(readout, self.max_new_tokens)
+        return self.readout_max_new_tokens.get(score_from, self.max_new_tokens)
 
 
 PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {

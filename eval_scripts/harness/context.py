@@ -18,7 +18,7 @@ from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, SCORE_TEXT
 from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.text_safety import slug
@@ -110,12 +110,12 @@ def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
 
 def run_dir_name(config: RunConfig, input_source: str) -> str:
     """`<model>/<setting>`: one folder per model and setting (and readout, and sample count) under the run's --out."""
-    expected = decoding_for(config).expected
+    score_from = decoding_for(config).score_from
     setting = (
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
         + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
-        + ("__expected" if expected else "")
+        + (f"__{score_from}" if score_from != SCORE_TEXT else "")
         + (f"__{config.samples}samples" if config.samples > 1 else "")
     )
     return f"{slug(config.model)}/{slug(setting)}"
