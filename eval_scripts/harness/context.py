@@ -8,6 +8,7 @@ dozen parameters.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,7 +17,7 @@ from eval_scripts.backends.base import Backend, DecodingConfig
 from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.built.handle import BuiltDataset, DatasetSource
 from mis_bench_dataset.built.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, SCORE_TEXT
 from mis_bench_dataset.protocol import setting_record
@@ -137,7 +138,16 @@ def _check_config(config: RunConfig) -> None:
         )
 
 
-def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: Any) -> list[dict] | None:
+def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
+    """The configs with each dataset opened once (`BuiltDataset`): configs naming one folder share one handle.
+
+    The boundary: a config handed to a public entry function may still name a folder (or hold rows); from here
+    on `config.dataset` is a `BuiltDataset` (or None), and opening it again is a no-op."""
+    handles = BuiltDataset.of_each([config.dataset for config in configs])
+    return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
+
+
+def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: BuiltDataset | None) -> list[dict] | None:
     """The train split's rows few-shot examples come from (None without --few-shot)."""
     if not config.few_shot_k:
         return None
@@ -147,7 +157,7 @@ def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: Any) 
             where="--few-shot",
             hint="evaluate the validation or test split instead",
         )
-    train_source = BuiltDataset.of(train) if train is not None else dataset
+    train_source = train if train is not None else dataset
     if train_source is None:
         raise UsageError("few-shot needs the train split", where="--few-shot", hint="pass --dataset DIR")
     return train_source.rows("train")
@@ -197,14 +207,19 @@ def _sample_keys(
     ]
 
 
-def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, train: Any = None) -> RunContext:
+def prepare_run(
+    config: RunConfig, backend: Backend, *, scoring: DatasetSource | None = None, train: DatasetSource | None = None
+) -> RunContext:
     """Resolve one setting: rows, input source, prompts and keys; refuses what cannot run before any call.
 
-    `config.dataset` is a `BuiltDataset` (a path is opened here); `scoring` / `train` override its rows.
+    `config.dataset` is a `BuiltDataset` (what is not yet is opened here, once); `scoring` / `train` override
+    its rows (its scoring rows, its train split's few-shot examples).
     """
     _check_config(config)
-    dataset = BuiltDataset.of(config.dataset)
-    source = BuiltDataset.of(scoring) if scoring is not None else dataset
+    (config,) = open_datasets([config])
+    dataset = config.dataset
+    source = BuiltDataset.of(scoring, where="scoring") if scoring is not None else dataset
+    train = BuiltDataset.of(train, where="train")
     if source is None:
         raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
     where = f"{source.path if source.is_folder else 'dataset'} ({config.split})"
