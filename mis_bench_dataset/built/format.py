@@ -143,6 +143,8 @@ def iter_row_groups(files: Sequence[Path], columns: Sequence[str]) -> Iterator[p
         try:
             parquet = pq.ParquetFile(path)
         except (OSError, pa.ArrowException) as err:
+            if isinstance(err, OSError) and err.errno is not None:
+                raise  # the disk's or the system's (EIO, EACCES, ...): said as such, at the CLI's boundary
             raise DataError(f"unreadable Parquet file: {err}", where=str(path), hint="rebuild the dataset") from err
         missing = [c for c in columns if c not in parquet.schema_arrow.names]
         if missing:

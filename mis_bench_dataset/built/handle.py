@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mis_bench_dataset.built import format as fmt
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.ownership import resolve_path
 from mis_bench_dataset.splits import SPLITS
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ class BuiltDataset:
         opened: dict[Any, BuiltDataset | None] = {}
         handles = []
         for dataset in datasets:
-            key = Path(dataset).resolve() if isinstance(dataset, (str, Path)) else id(dataset)
+            key = resolve_path(dataset) if isinstance(dataset, (str, Path)) else id(dataset)
             if key not in opened:
                 opened[key] = cls.of(dataset, where=where)
             handles.append(opened[key])

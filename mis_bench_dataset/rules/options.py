@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+from mis_bench_dataset.rules.errors import os_error_line
 
 
 def option(
@@ -115,9 +119,21 @@ def comma_list(choices: tuple[str, ...]):
     return parse
 
 
+def _stat(path: Path, text: str) -> os.stat_result | None:
+    """The path's status, None when there is nothing there; any other operating-system error (no permission,
+    a name too long, a link loop, an I/O error) is a usage error naming the argument, in the toolkit's words."""
+    try:
+        return path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        raise argparse.ArgumentTypeError(os_error_line(err, text)) from None
+
+
 def existing(kind: str, *, as_path: bool = True):
     """An input path that must exist as a `kind` ("file", "folder" or "any"), checked when parsed: a path
-    that does not exist or is of the wrong kind is a usage error naming the argument (exit 2), before any work.
+    that does not exist, is of the wrong kind or cannot be looked at is a usage error naming the argument
+    (exit 2), before any work.
 
     Returns a Path (or the text as given, `as_path=False`, where the command expects a string).
     """
@@ -126,11 +142,12 @@ def existing(kind: str, *, as_path: bool = True):
 
     def parse(text: str) -> Path | str:
         path = Path(text).expanduser()
-        if not path.exists():
+        status = _stat(path, text)
+        if status is None:
             raise argparse.ArgumentTypeError(f"no such {'file or folder' if kind == 'any' else kind}: {text}")
-        if kind == "file" and path.is_dir():
+        if kind == "file" and stat.S_ISDIR(status.st_mode):
             raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-        if kind == "folder" and not path.is_dir():
+        if kind == "folder" and not stat.S_ISDIR(status.st_mode):
             raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
         return path if as_path else text
 
@@ -142,9 +159,11 @@ def file_path(text: str) -> str:
     """A file that is read and appended to and need not exist yet (a response cache): a folder there, or a
     file where one of its folders should be, is a usage error naming the argument."""
     path = Path(text).expanduser()
-    if path.is_dir():
+    status = _stat(path, text)
+    if status is not None and stat.S_ISDIR(status.st_mode):
         raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise argparse.ArgumentTypeError(f"{text} lies inside {blocking}, a file, not a folder")
+    for parent in path.parents:
+        status = _stat(parent, str(parent))
+        if status is not None and not stat.S_ISDIR(status.st_mode):
+            raise argparse.ArgumentTypeError(f"{text} lies inside {parent}, a file, not a folder")
     return text
