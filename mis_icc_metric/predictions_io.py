@@ -325,9 +325,9 @@ def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None
             key = (str(record["video_id"]), str(record["dimension"]))
             value = record["prediction"]
         except KeyError as exc:
-            raise ValueError(f"prediction record {index} lacks field {exc.args[0]!r}") from None
+            raise DataError(f"prediction record {index} lacks field {exc.args[0]!r}") from None
         if key in mapping:
-            raise ValueError(f"prediction record {index}: duplicate (video_id, dimension) {key}")
+            raise DataError(f"prediction record {index}: duplicate (video_id, dimension) {key}")
         mapping[key] = coerce_score(value, what=f"prediction record {index} {key}")
     return mapping
 
@@ -341,22 +341,22 @@ def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: At
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl"):
-        raise ValueError(f"{path}: unsupported predictions file type {suffix!r}; use .csv or .jsonl")
+        raise DataError(f"{path}: unsupported predictions file type {suffix!r}; use .csv or .jsonl")
     rows: list[dict] = []
     seen: dict[Key, int] = {}
     for index, record in enumerate(records):
         missing = [c for c in LONG_COLUMNS if c not in record]
         if missing:
-            raise ValueError(f"prediction record {index} lacks field(s) {missing}")
+            raise DataError(f"prediction record {index} lacks field(s) {missing}")
         video = str(record["video_id"])
         if not video.strip():
-            raise ValueError(f"prediction record {index}: empty video_id")
+            raise DataError(f"prediction record {index}: empty video_id")
         dim = _dimension(record["dimension"], path, None, f"record {index} dimension")
         value = coerce_score(record["prediction"], what=f"prediction record {index}")
         if value is not None and math.isinf(value):
-            raise ValueError(f"prediction record {index}: prediction is infinite")
+            raise DataError(f"prediction record {index}: prediction is infinite")
         if (video, dim) in seen:
-            raise ValueError(
+            raise DataError(
                 f"prediction record {index}: duplicate {(video, dim)} (first at record {seen[(video, dim)]})"
             )
         seen[(video, dim)] = index
