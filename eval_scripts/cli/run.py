@@ -154,6 +154,13 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run_command)
 
 
+def _backend_options(args: argparse.Namespace) -> dict:
+    """The backend keywords the flags ask for (`eval_scripts.harness.config.backend_options`)."""
+    from eval_scripts.harness.config import backend_options
+
+    return backend_options(config_from_args(RunConfig, args))
+
+
 def _video_sampling(args: argparse.Namespace):
     """The frame rule the flags ask for (`eval_scripts.harness.config.video_sampling`)."""
     from eval_scripts.harness.config import video_sampling
