@@ -25,6 +25,7 @@ from eval_scripts.cli.args import (
 from eval_scripts.formats.data_names import any_synthetic, source_synthetic
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.config import RunConfig, decoding_for
+from eval_scripts.jobs.default_job import DEFAULT_CV_FOLDS, DEFAULT_CV_SEEDS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.synth import SYNTHETIC_LINE
@@ -71,6 +72,24 @@ def register(subparsers) -> None:
     )
     add_fields(group, RunConfig, "video")
     add_fields(parser.add_argument_group("openai-compatible HTTP"), RunConfig, "openai")
+    _add_batch_options(parser)
+    parser.add_argument(
+        "--run-deadline",
+        type=positive_float,
+        metavar="SECONDS",
+        help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
+        "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
+        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm "
+        "(default: no deadline)",
+    )
+    _add_default_job_options(parser)
+    add_json(parser, what="the summary")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run_command)
+
+
+def _add_batch_options(parser: argparse.ArgumentParser) -> None:
+    """The modes that open no connection (dry run, batch files) and their options: `run_command`'s, not RunConfig's."""
     group = parser.add_argument_group("cost estimate and batch files (--backend openai; these open no connection)")
     mode = group.add_mutually_exclusive_group()
     mode.add_argument(
@@ -125,33 +144,26 @@ def register(subparsers) -> None:
         default=OPENAI_MAX_MB,
         help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
     )
-    parser.add_argument(
-        "--run-deadline",
-        type=positive_float,
-        metavar="SECONDS",
-        help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
-        "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
-        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm "
-        "(default: no deadline)",
-    )
+
+
+def _add_default_job_options(parser: argparse.ArgumentParser) -> None:
+    """What only the default job takes (`eval_scripts.jobs.default_job.run_default_job`)."""
     group = parser.add_argument_group("the default job (no --backend/--model)")
     group.add_argument(
         "--cv-folds",
         type=bounded_int(0, 50),
-        default=0,
+        default=DEFAULT_CV_FOLDS,
         metavar="K",
-        help="also cross-validate the baselines over every video: K folds grouped by clinician (default: 0, off)",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician "
+        f"(default: {DEFAULT_CV_FOLDS}, off)",
     )
     group.add_argument(
         "--cv-seeds",
         type=bounded_int(1, 20),
-        default=3,
+        default=DEFAULT_CV_SEEDS,
         metavar="N",
-        help="fold seeds for --cv-folds, from --seed on (default 3)",
+        help=f"fold seeds for --cv-folds, from --seed on (default {DEFAULT_CV_SEEDS})",
     )
-    add_json(parser, what="the summary")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.set_defaults(func=run_command)
 
 
 def _backend_options(args: argparse.Namespace) -> dict:

@@ -30,6 +30,8 @@ from mis_bench_dataset.rules.text_safety import clean_line as shown
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUT = Path("mis-bench-results")
+DEFAULT_CV_FOLDS = 0  # no cross-validation unless asked (`--cv-folds K`)
+DEFAULT_CV_SEEDS = 3  # fold seeds, from the seed on (`--cv-seeds N`)
 SYNTHETIC_BANNER = (
     "SYNTHETIC DATA: this default job runs on a generated sample, not on MIS-Bench. The numbers show the "
     "toolkit works end to end; they say nothing about any model. Run a real model with "
@@ -234,8 +236,8 @@ def run_default_job(
     split: str = "test",
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
-    cv_folds: int = 0,
-    cv_seeds: int = 3,
+    cv_folds: int = DEFAULT_CV_FOLDS,
+    cv_seeds: int = DEFAULT_CV_SEEDS,
     as_json: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
