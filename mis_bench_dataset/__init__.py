@@ -16,6 +16,7 @@ from mis_bench_dataset.dimensions import (
     SCORE_MIN,
     resolve_dimension,
 )
+from mis_bench_dataset.rules.lazy import lazy_exports
 from mis_bench_dataset.video_ids import VideoId, normalize_video_id, parse_video_id
 
 # The reader/builder/generator import numpy and pyarrow: load them on first use so that
@@ -35,12 +36,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'mis_bench_dataset' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

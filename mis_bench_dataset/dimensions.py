@@ -11,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
+
+from mis_bench_dataset.rules.options import bounded_int, non_negative_int, option
 
 
 @dataclass(frozen=True)
@@ -110,11 +113,11 @@ class PromptStyle:
         readout then reads the score from the answer's first tokens."""
         return self.lone_number_line == "first"
 
-    def max_tokens(self, readout: str | None = None) -> int:
-        """The answer token limit of `readout` (None: the text answer)."""
-        if readout is None:
+    def max_tokens(self, score_from: str | None = None) -> int:
+        """The answer token limit of the readout `score_from` (None: the text answer)."""
+        if score_from is None:
             return self.max_new_tokens
-        return self.readout_max_new_tokens.get(readout, self.max_new_tokens)
+        return self.readout_max_new_tokens.get(score_from, self.max_new_tokens)
 
 
 PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
@@ -166,6 +169,40 @@ N_VIDEOS = 996
 PAPER_BOOTSTRAP_RESAMPLES = 10_000
 # The one default resample count of every entry point (CLI, Python API, default job, baselines, metric): the paper's.
 DEFAULT_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES
+# The index matrix and the replicates grow with resamples x videos; this cap keeps a full
+# 996-video bootstrap under about 1 GiB (the paper uses 10,000 resamples).
+MAX_BOOTSTRAP = 200_000
+# The one default random seed of every entry point (the bootstrap's, the sampling's, the baselines' fits).
+DEFAULT_SEED = 0
+
+
+# One spelling, default and help per concept shared by several commands (tests/test_cli_options.py checks).
+def bootstrap_option(
+    *,
+    minimum: int = 0,
+    what: str = "bootstrap resamples for the ICC CIs",
+    flag: str = "--bootstrap",
+    default: int = DEFAULT_BOOTSTRAP,
+    section: str = "main",
+) -> dict[str, Any]:
+    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
+    text = (
+        f"{what}, {minimum} to {MAX_BOOTSTRAP:,}"
+        + (" (0: no CIs)" if minimum == 0 else "")
+        + f" (default: {default:,}"
+        + (", the paper's)" if default == PAPER_BOOTSTRAP_RESAMPLES else ")")
+    )
+    dest = flag.lstrip("-").replace("-", "_")
+    return option(text, flag=flag, dest=dest, type=bounded_int(minimum, MAX_BOOTSTRAP), metavar="N", section=section)
+
+
+def seed_option(what: str = "bootstrap seed", *, section: str = "main") -> dict[str, Any]:
+    """`--seed S`: the one random seed of a command (what it seeds is said per command)."""
+    return option(
+        f"{what} (default: {DEFAULT_SEED})", flag="--seed", type=non_negative_int, metavar="S", section=section
+    )
+
+
 N_FULLY_RATED = 625
 MEAN_DURATION_SECONDS = 62.42
 

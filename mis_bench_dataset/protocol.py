@@ -29,8 +29,11 @@ import hashlib
 import math
 import string
 from dataclasses import dataclass
+from numbers import Integral
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: `mis-bench --help` needs none of it
+    import numpy as np
 
 from mis_bench_dataset.dimensions import (
     DIMENSION_BY_KEY,
@@ -183,7 +186,7 @@ def qwen_frame_size(
 
 
 def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
         raise ValueError(f"video sampling: {name} must be a positive integer, got {value!r}")
 
 
@@ -263,6 +266,8 @@ class VideoSampling:
             torch = require("torch", "train", "the 'paper' video sampling")
             positions = torch.linspace(0, int(n_frames) - 1, count, dtype=torch.float32, device="cpu")
             return positions.round().long().numpy()
+        import numpy as np
+
         if count == 1:
             return np.zeros(1, dtype=np.int64)
         return np.arange(count, dtype=np.int64) * (int(n_frames) - 1) // (count - 1)

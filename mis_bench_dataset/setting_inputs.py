@@ -26,6 +26,7 @@ SETTING_MEDIA: dict[str, frozenset[str]] = {
 MEDIA_ORDER: tuple[str, ...] = ("audio", "video")  # the order of media blocks in a prompt
 PATH_COLUMNS: dict[str, str] = {"audio": "audio_path", "video": "video_path"}
 INPUT_SOURCES: tuple[str, ...] = ("auto", "raw", "features")
+FEATURE_FORMATS: tuple[str, ...] = ("text", "plot", "text+plot")  # feature-derived input as text, a plot, both
 assert set(SETTING_MEDIA) == set(MODALITY_SETTINGS)
 
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import numpy as np
-
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.video_ids import parse_video_id
 
@@ -37,6 +35,8 @@ PAPER_ROWS_WARNING = (
 
 
 def _video_split(video_ids: list[str], seed: int) -> dict[str, str]:
+    import numpy as np  # here: `mis-bench --help` imports this module and needs none of numpy
+
     n = len(video_ids)
     order = np.random.default_rng(seed).permutation(n)
     n_val = max(1, round(n * FRACTIONS[1])) if n >= 3 else 0
@@ -47,6 +47,8 @@ def _video_split(video_ids: list[str], seed: int) -> dict[str, str]:
 
 
 def _clinician_split(video_ids: list[str], seed: int) -> dict[str, str]:
+    import numpy as np  # here: `mis-bench --help` imports this module and needs none of numpy
+
     groups: dict[str, list[str]] = defaultdict(list)
     for video_id in video_ids:
         groups[parse_video_id(video_id).clinician].append(video_id)

@@ -12,7 +12,19 @@ else that does not match is a malformed id.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+
+# The columns a CSV may hold a video id in, in the order they are looked for (the first present is the id):
+# labels, transcripts, predictions and references files share it.
+ID_COLUMNS: tuple[str, ...] = ("video_id", "video", "file_name", "sample_id")
+
+
+def id_column(header: Iterable[str]) -> str | None:
+    """The header's video-id column (the first of `ID_COLUMNS` it has), or None."""
+    present = set(header)
+    return next((column for column in ID_COLUMNS if column in present), None)
+
 
 STIMULI: tuple[str, ...] = ("Bethany", "Jackson", "Jessica", "John", "Lauren", "Luke", "Savannah", "Sean")
 TIME_POINTS: tuple[str, ...] = ("T1", "T2", "T3")

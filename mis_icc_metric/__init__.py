@@ -15,17 +15,7 @@ Examples:
 
 from __future__ import annotations
 
-from mis_bench_dataset.icc import (
-    ICC3Result,
-    icc3,
-    icc3_1,
-    icc3_ci,
-    icc3_k,
-    icc_forms,
-    icc_table,
-    mean_squared_error,
-    mean_squares,
-)
+from mis_bench_dataset.rules.lazy import lazy_exports
 
 __all__ = [
     "ICC3Result",
@@ -46,26 +36,27 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    # Lazy: keeps `import mis_icc_metric` (and `mis-bench --help`) light.
-    if name == "score_predictions":
-        from .scoring import score_predictions
-
-        return score_predictions
-    if name == "krippendorff_alpha":
-        from .agreement import krippendorff_alpha
-
-        return krippendorff_alpha
-    if name == "model_as_rater":
-        from .raters import model_as_rater
-
-        return model_as_rater
-    if name == "paired_comparison":
-        from .paired import paired_comparison
-
-        return paired_comparison
-    if name in ("metric_path", "load"):
-        from . import module_path
-
-        return getattr(module_path, name)
-    raise AttributeError(f"module 'mis_icc_metric' has no attribute {name!r}")
+_ICC = (
+    "ICC3Result",
+    "icc3",
+    "icc3_1",
+    "icc3_ci",
+    "icc3_k",
+    "icc_forms",
+    "icc_table",
+    "mean_squared_error",
+    "mean_squares",
+)
+# Lazy: keeps `import mis_icc_metric` (and `mis-bench --help`, which imports `mis_icc_metric.coverage`) light.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(_ICC, "mis_bench_dataset.icc"),
+        "score_predictions": ".scoring",
+        "krippendorff_alpha": ".agreement",
+        "model_as_rater": ".raters",
+        "paired_comparison": ".paired",
+        "metric_path": ".module_path",
+        "load": ".module_path",
+    },
+)

@@ -37,6 +37,7 @@ from mis_bench_dataset.icc import (
     icc_forms_from_mean_squares,
     mean_squares_from_moments,
 )
+from mis_bench_dataset.rules.errors import DataError
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 
@@ -238,7 +239,7 @@ class _Plan:
         ratings = np.asarray(ratings, dtype=np.float64)
         valid = np.asarray(valid, dtype=bool)
         if ratings.ndim != 3 or ratings.shape[-1] != 2 or valid.shape != ratings.shape[:2]:
-            raise ValueError(
+            raise DataError(
                 f"agreement needs (n, blocks, 2) ratings and an (n, blocks) mask, got {ratings.shape} and {valid.shape}"
             )
         self.n = ratings.shape[0]
@@ -328,9 +329,9 @@ def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, 
     pred = np.asarray(predictions, dtype=np.float64)
     ref = np.asarray(gold, dtype=np.float64)
     if pred.shape != ref.shape or pred.ndim != 1:
-        raise ValueError(f"predictions {pred.shape} and gold {ref.shape} must be two equal-length vectors")
+        raise DataError(f"predictions {pred.shape} and gold {ref.shape} must be two equal-length vectors")
     if not (np.isfinite(pred).all() and np.isfinite(ref).all()):
-        raise ValueError("agreement got a non-finite value; drop unparsed items first")
+        raise DataError("agreement got a non-finite value; drop unparsed items first")
     point = agreement_point(np.stack([pred, ref], axis=-1)[:, None, :], np.ones((pred.size, 1), dtype=bool))
     return {key: float(value[0]) for key, value in point.items()}
 

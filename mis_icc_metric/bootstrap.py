@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from mis_bench_dataset.dimensions import MAX_BOOTSTRAP  # noqa: F401 - re-exported: the cap's home was here
 from mis_bench_dataset.icc import icc3_from_cross_products
 from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.rules.progress import progress
@@ -45,9 +46,6 @@ _PROGRESS_CELLS = 400_000_000
 # A column's resampled sum of squares below this share of its raw (uncentred) one is cancellation noise: the
 # column is constant within that resample (e.g. every drawn item is a copy of one video).
 _CANCELLATION = 1e-9
-# The index matrix and the replicates grow with resamples x videos; this cap keeps a full
-# 996-video bootstrap under about 1 GiB (the paper uses 10,000 resamples).
-MAX_BOOTSTRAP = 200_000
 
 
 def bootstrap_indices(n_items: int, n_resamples: int, seed: int | None) -> np.ndarray:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.rules.errors import DataError
 
 Key = tuple[str, str]
 NOT_ASKED = "not-asked"
@@ -90,7 +91,7 @@ def coverage_of(asked: set[Key] | Mapping[Key, object], references: Mapping[Key,
 
 def check_policy(missing: str) -> None:
     if missing not in MISSING_POLICIES:
-        raise ValueError(f"missing must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {missing!r}")
+        raise DataError(f"missing must be one of {', '.join(map(repr, MISSING_POLICIES))}, got {missing!r}")
 
 
 def evaluated_references(
@@ -109,10 +110,10 @@ def evaluated_references(
     if missing != NOT_ASKED:
         return dict(references), missing, coverage
     if references and not predictions:
-        raise ValueError("no predictions: nothing to evaluate")
+        raise DataError("no predictions: nothing to evaluate")
     if references and not coverage.n_asked_pairs:
         shown = ", ".join(repr(key) for key in sorted(predictions, key=str)[:5])
-        raise ValueError(f"{len(predictions)} prediction(s) have no reference (none names a gold pair), e.g. {shown}")
+        raise DataError(f"{len(predictions)} prediction(s) have no reference (none names a gold pair), e.g. {shown}")
     return {key: value for key, value in references.items() if key in predictions}, "error", coverage
 
 
@@ -120,9 +121,9 @@ def _check_reference_keys(references: Mapping[Key, object]) -> None:
     """Every reference key is a (video, dimension key) pair, asked or not (a typo is never just 'not asked')."""
     for key in references:
         if not (isinstance(key, tuple) and len(key) == 2):
-            raise ValueError(f"reference key {key!r} is not a (video_id, dimension) pair")
+            raise DataError(f"reference key {key!r} is not a (video_id, dimension) pair")
         if key[1] not in DIMENSION_KEYS:
-            raise ValueError(
+            raise DataError(
                 f"reference {key!r}: unknown dimension key {key[1]!r}; expected one of {', '.join(DIMENSION_KEYS)}"
             )
 

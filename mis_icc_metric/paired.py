@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY
+from mis_bench_dataset.rules.errors import DataError
 
 from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, paired_references
@@ -101,12 +102,12 @@ def paired_comparison(
     asked, compared where both parsed; the overall only over videos with all eight asked by both.
     """
     if n_bootstrap < 1:
-        raise ValueError(f"paired comparison needs n_bootstrap >= 1, got {n_bootstrap}")
+        raise DataError(f"paired comparison needs n_bootstrap >= 1, got {n_bootstrap}")
     references, align_missing, cover_a, cover_b = paired_references(predictions_a, predictions_b, references, missing)
     a = align(predictions_a, references, missing=align_missing)
     b = align(predictions_b, references, missing=align_missing)
     if a.videos != b.videos or a.dimensions != b.dimensions:
-        raise ValueError("systems A and B must be aligned to the same references")
+        raise DataError("systems A and B must be aligned to the same references")
     diff = _PairedDeltas(a, b, n_bootstrap, seed, confidence)
     n, n_dims = diff.valid.shape[0], diff.width - 1
     dimensions = {}

@@ -36,12 +36,12 @@ from pathlib import Path
 import numpy as np
 
 from mis_bench_dataset.dimensions import resolve_dimension
-from mis_bench_dataset.release.labels import ID_COLUMNS, map_wide_header
+from mis_bench_dataset.release.labels import map_wide_header, table_form
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.jsonio import JSONInputError, loads_strict, read_json
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
-from mis_bench_dataset.video_ids import normalize_video_id
+from mis_bench_dataset.video_ids import ID_COLUMNS, id_column, normalize_video_id
 
 from .scoring import Key, coerce_score
 
@@ -193,15 +193,15 @@ def read_prediction_file(path: str | Path) -> PredictionFile:
     """`read_predictions` with the source row of each record and notes (blank wide cells, empty rows)."""
     path = Path(path)
     header, rows = _read_rows(path)
-    if all(column in header for column in LONG_COLUMNS):
+    form, wide_id = table_form(header, LONG_COLUMNS)
+    if form == "long":
         return _read_long_predictions(path, rows)
-    id_column = next((c for c in ID_COLUMNS if c in header), None)
-    if id_column is None:
+    if form is None:
         raise PredictionsFormatError(
             f"{path}: need long columns {list(LONG_COLUMNS)} or an id column ({', '.join(ID_COLUMNS)}) "
             f"plus one column per dimension; found {header}"
         )
-    return _read_wide_predictions(path, header, rows, id_column)
+    return _read_wide_predictions(path, header, rows, wide_id)
 
 
 def _read_long_predictions(path: Path, rows: list[tuple[int, dict]]) -> PredictionFile:
@@ -325,9 +325,9 @@ def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None
             key = (str(record["video_id"]), str(record["dimension"]))
             value = record["prediction"]
         except KeyError as exc:
-            raise ValueError(f"prediction record {index} lacks field {exc.args[0]!r}") from None
+            raise DataError(f"prediction record {index} lacks field {exc.args[0]!r}") from None
         if key in mapping:
-            raise ValueError(f"prediction record {index}: duplicate (video_id, dimension) {key}")
+            raise DataError(f"prediction record {index}: duplicate (video_id, dimension) {key}")
         mapping[key] = coerce_score(value, what=f"prediction record {index} {key}")
     return mapping
 
@@ -341,22 +341,22 @@ def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: At
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl"):
-        raise ValueError(f"{path}: unsupported predictions file type {suffix!r}; use .csv or .jsonl")
+        raise DataError(f"{path}: unsupported predictions file type {suffix!r}; use .csv or .jsonl")
     rows: list[dict] = []
     seen: dict[Key, int] = {}
     for index, record in enumerate(records):
         missing = [c for c in LONG_COLUMNS if c not in record]
         if missing:
-            raise ValueError(f"prediction record {index} lacks field(s) {missing}")
+            raise DataError(f"prediction record {index} lacks field(s) {missing}")
         video = str(record["video_id"])
         if not video.strip():
-            raise ValueError(f"prediction record {index}: empty video_id")
+            raise DataError(f"prediction record {index}: empty video_id")
         dim = _dimension(record["dimension"], path, None, f"record {index} dimension")
         value = coerce_score(record["prediction"], what=f"prediction record {index}")
         if value is not None and math.isinf(value):
-            raise ValueError(f"prediction record {index}: prediction is infinite")
+            raise DataError(f"prediction record {index}: prediction is infinite")
         if (video, dim) in seen:
-            raise ValueError(
+            raise DataError(
                 f"prediction record {index}: duplicate {(video, dim)} (first at record {seen[(video, dim)]})"
             )
         seen[(video, dim)] = index
@@ -500,7 +500,7 @@ def read_references(source: str | Path, split: str = "test") -> dict[Key, float]
         return _references_from_labels(path)
     if "video_id" in header and "dimension" in header and any(c in header for c in GOLD_VALUE_COLUMNS):
         return _references_from_long_gold(path, header, rows)
-    if any(c in header for c in ID_COLUMNS) and _has_dimension_column(header) and path.suffix.lower() == ".csv":
+    if id_column(header) and _has_dimension_column(header) and path.suffix.lower() == ".csv":
         return _references_from_labels(path)
     raise PredictionsFormatError(
         f"{path}: not a references file; expected a dataset folder, per-rater labels "

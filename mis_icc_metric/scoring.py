@@ -42,6 +42,7 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.icc import icc3_ci
+from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.numbers import exact_decimal
 
 from .agreement import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
@@ -99,16 +100,16 @@ def mappings_from_columns(
         "dimensions": len(dimensions),
     }
     if len(set(lengths.values())) != 1:
-        raise ValueError(f"inputs must have the same length, got {lengths}")
+        raise DataError(f"inputs must have the same length, got {lengths}")
     preds: dict[Key, object] = {}
     refs: dict[Key, object] = {}
     for index, (pred, ref, video, dim) in enumerate(zip(predictions, references, video_ids, dimensions, strict=True)):
         try:
             key = (str(video), resolve_dimension(str(dim)))
         except KeyError as exc:
-            raise ValueError(f"input {index}: {exc.args[0]}") from None
+            raise DataError(f"input {index}: {exc.args[0]}") from None
         if key in refs:
-            raise ValueError(f"input {index}: duplicate (video_id, dimension) pair {key}")
+            raise DataError(f"input {index}: duplicate (video_id, dimension) pair {key}")
         preds[key] = pred
         refs[key] = ref
     return preds, refs
@@ -136,7 +137,7 @@ class AlignedScores:
 
 def _check_dimension(dimension: str, where: str) -> None:
     if dimension not in DIMENSION_BY_KEY:
-        raise ValueError(f"{where}: unknown dimension key {dimension!r}; expected one of {', '.join(DIMENSION_KEYS)}")
+        raise DataError(f"{where}: unknown dimension key {dimension!r}; expected one of {', '.join(DIMENSION_KEYS)}")
 
 
 def _preview(keys: Iterable[Key], limit: int = 5) -> str:
@@ -159,13 +160,13 @@ def align(
     keep the value, count it, warn) or "error".
     """
     if missing not in ("error", "unparsed"):
-        raise ValueError(f"missing must be 'error' or 'unparsed', got {missing!r}")
+        raise DataError(f"missing must be 'error' or 'unparsed', got {missing!r}")
     if out_of_range not in ("flag", "error"):
-        raise ValueError(f"out_of_range must be 'flag' or 'error', got {out_of_range!r}")
+        raise DataError(f"out_of_range must be 'flag' or 'error', got {out_of_range!r}")
     if not isinstance(references, Mapping) or not isinstance(predictions, Mapping):
         raise TypeError("predictions and references must be mappings (video_id, dimension) -> score")
     if not references:
-        raise ValueError("references are empty: nothing to score against")
+        raise DataError("references are empty: nothing to score against")
 
     gold_values = _gold_values(references)
     _check_pairs(predictions, gold_values, missing)
@@ -177,13 +178,13 @@ def _gold_values(references: Mapping[Key, object]) -> dict[Key, float]:
     gold_values: dict[Key, float] = {}
     for key, raw in references.items():
         if not (isinstance(key, tuple) and len(key) == 2):
-            raise ValueError(f"reference key {key!r} is not a (video_id, dimension) pair")
+            raise DataError(f"reference key {key!r} is not a (video_id, dimension) pair")
         _check_dimension(key[1], f"reference {key!r}")
         value = coerce_score(raw, what=f"reference {key!r}")
         if value is None:
-            raise ValueError(f"reference {key!r} is missing (None/NaN); drop unlabelled pairs before scoring")
+            raise DataError(f"reference {key!r} is missing (None/NaN); drop unlabelled pairs before scoring")
         if not SCORE_MIN <= value <= SCORE_MAX:
-            raise ValueError(f"reference {key!r} = {value} is outside the score range [{SCORE_MIN}, {SCORE_MAX}]")
+            raise DataError(f"reference {key!r} = {value} is outside the score range [{SCORE_MIN}, {SCORE_MAX}]")
         gold_values[key] = value
     return gold_values
 
@@ -195,10 +196,10 @@ def _check_pairs(predictions: Mapping[Key, object], gold_values: Mapping[Key, fl
         if isinstance(key, tuple) and len(key) == 2:
             _check_dimension(key[1], f"prediction {key!r}")
     if extra:
-        raise ValueError(f"{len(extra)} prediction(s) have no reference: {_preview(extra)}")
+        raise DataError(f"{len(extra)} prediction(s) have no reference: {_preview(extra)}")
     absent = [key for key in gold_values if key not in predictions]
     if absent and missing == "error":
-        raise ValueError(
+        raise DataError(
             f"{len(absent)} reference pair(s) have no prediction: {_preview(absent)} "
             "(pass missing='unparsed' to count them as unparsed)"
         )
@@ -226,10 +227,10 @@ def _lay_out(predictions: Mapping[Key, object], gold_values: Mapping[Key, float]
         if guess is None:
             continue
         if math.isinf(guess):
-            raise ValueError(f"prediction {key!r} is infinite")
+            raise DataError(f"prediction {key!r} is infinite")
         if not SCORE_MIN <= guess <= SCORE_MAX:
             if out_of_range == "error":
-                raise ValueError(f"prediction {key!r} = {guess} is outside [{SCORE_MIN}, {SCORE_MAX}]")
+                raise DataError(f"prediction {key!r} = {guess} is outside [{SCORE_MIN}, {SCORE_MAX}]")
             n_out[j] += 1
             if len(out_examples) < 3:
                 out_examples.append(f"{key!r}={guess}")
@@ -358,7 +359,7 @@ def score_predictions(
     the predictions name), "unparsed" (every gold pair; an absent one is unparsed) or "error".
     """
     if n_bootstrap < 0:
-        raise ValueError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
+        raise DataError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
     references, align_missing, coverage = evaluated_references(predictions, references, missing)
     data = align(predictions, references, missing=align_missing, out_of_range=out_of_range)
     plan = _plan_blocks(data, impute_value, common_videos)
@@ -433,9 +434,9 @@ def _plan_blocks(data: AlignedScores, impute_value: float, common_videos: Iterab
         common = {str(v) for v in common_videos}
         unknown = common.difference(data.videos)
         if unknown:
-            raise ValueError(f"{len(unknown)} common video(s) have no reference: {sorted(unknown)[:5]}")
+            raise DataError(f"{len(unknown)} common video(s) have no reference: {sorted(unknown)[:5]}")
         if not common:
-            raise ValueError("common_videos is empty")
+            raise DataError("common_videos is empty")
         plan.common_mask = mask = np.isin(np.asarray(data.videos, dtype=object), list(common))
         plan.common_dims = [blocks.add(data.pred[:, j], data.gold[:, j], parsed[:, j] & mask) for j in range(n_dims)]
         plan.common_overall = blocks.add(overall_ratings[:, 0], overall_ratings[:, 1], overall_valid & mask)

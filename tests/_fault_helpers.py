@@ -1,11 +1,17 @@
-"""Faults for the trust tests: a full disk (real, on a tiny tmpfs, or faked), a stale staging folder."""
+"""Faults for the trust tests: a full disk (real, on a tiny tmpfs, or faked), a stale staging folder; the
+run command line, error-line and strict-JSONL helpers and the private dataset copy the fault tests share."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 from pathlib import Path
+
+from eval_scripts.cli import main
+
+from _harness_helpers import ChatServer
 
 
 def fill_disk(folder: Path, leave_bytes: int) -> Path:
@@ -43,3 +49,63 @@ def fake_full_disk(monkeypatch, budget_bytes: int = 0) -> list[int]:
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file under `root` (relative POSIX path -> bytes)."""
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run_args(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--backend",
+        "openai",
+        "--model",
+        "fake-model",
+        "--base-url",
+        base_url,
+        "--api-key-env",
+        "MIS_BENCH_TEST_KEY",
+        "--dataset",
+        str(dataset),
+        "--limit",
+        "1",
+        "--out",
+        str(out),
+        "--bootstrap",
+        "0",
+        "--no-progress",
+        "--max-retries",
+        "1",
+        "--backoff-base",
+        "0.001",
+        "--backoff-max",
+        "0.002",
+        *extra,
+    ]
+
+
+def _error_lines(err: str) -> list[str]:
+    assert "Traceback" not in err and "internal error" not in err, err
+    return [line for line in err.splitlines() if line.startswith("mis-bench")]
+
+
+def _strict_lines(path: Path) -> list[dict]:
+    """Every line of a JSONL file, parsed strictly (no NaN, valid UTF-8)."""
+
+    def refuse(token):
+        raise ValueError(f"non-JSON token {token}")
+
+    lines = path.read_bytes().decode("utf-8").split("\n")[:-1]  # JSON lines end in \n only (not U+0085)
+    return [json.loads(line, parse_constant=refuse) for line in lines]
+
+
+def _first_run(dataset: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+    out = tmp_path / "out"
+    with ChatServer() as server:
+        args = _run_args(dataset, out, server.base_url)
+        assert main(args) == 0
+    return out / "responses.cache.jsonl", args
+
+
+def _rewrite(cache: Path, lines: list[str]) -> None:
+    cache.write_text("".join(line + "\n" for line in lines))

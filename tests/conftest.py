@@ -216,3 +216,9 @@ def authors_answers() -> list[dict]:
     if not AUTHORS_ANSWERS.is_file():
         pytest.skip(f"{AUTHORS_ANSWERS} not present")
     return json.loads(AUTHORS_ANSWERS.read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def dataset(synthetic_build, tmp_path) -> Path:
+    """A private copy of the synthetic build, for tests that put a file inside it (a cache, a stray file)."""
+    return Path(shutil.copytree(synthetic_build, tmp_path / "bld"))

@@ -106,9 +106,9 @@ def test_bad_status_is_rejected(tmp_path) -> None:
 def test_the_one_truncation_rule_knows_the_expected_readout_of_a_score_first_style(readout, style, status) -> None:
     from eval_scripts.answers.outcome import FINISH_LENGTH, outcome_status
 
-    assert outcome_status(True, FINISH_LENGTH, readout=readout, style=style) == status
-    assert outcome_status(True, "stop", readout=readout, style=style) == "ok"
-    assert outcome_status(False, FINISH_LENGTH, readout=readout, style=style) == "failed"
+    assert outcome_status(True, FINISH_LENGTH, score_from=readout, style=style) == status
+    assert outcome_status(True, "stop", score_from=readout, style=style) == "ok"
+    assert outcome_status(False, FINISH_LENGTH, score_from=readout, style=style) == "failed"
 
 
 def test_an_expected_record_with_a_non_finite_number_is_never_cached(tmp_path) -> None:

@@ -21,8 +21,7 @@ from mis_bench_dataset.built.feature_descriptors import (
     silence_threshold,
 )
 from mis_bench_dataset.release.tree import OPENFACE_AUS, OPENFACE_GAZE
-
-FEATURE_FORMATS: tuple[str, ...] = ("text", "plot", "text+plot")
+from mis_bench_dataset.setting_inputs import FEATURE_FORMATS
 
 
 def feature_plot(row: Mapping, modality: str) -> bytes:

@@ -24,9 +24,11 @@ MAX_USAGE_TOKENS = 100_000_000
 MAX_FINISH_REASON_CHARS = 64
 
 
-def outcome_status(ok: bool, finish_reason: str | None, *, readout: str = SCORE_TEXT, style: str | None = None) -> str:
+def outcome_status(
+    ok: bool, finish_reason: str | None, *, score_from: str = SCORE_TEXT, style: str | None = None
+) -> str:
     """The one truncation rule: an answer that ended by the token limit is not an answer ("3." may be what is
-    left of "3.5"), except the expected-score readout (`readout`) of a style whose answer starts with its score
+    left of "3.5"), except the expected-score readout (`score_from`) of a style whose answer starts with its score
     (direct, paper: `PromptStyle.score_first`). That readout takes the score from the first tokens'
     log-probabilities and asks for only those tokens (`PROMPT_STYLE_TABLE`), so the limit cutting the rest of
     the text is by design; a score the limit cut is itself no expected score (`eval_scripts.answers.expected_score`)."""
@@ -34,7 +36,7 @@ def outcome_status(ok: bool, finish_reason: str | None, *, readout: str = SCORE_
         return STATUS_FAILED
     if finish_reason != FINISH_LENGTH:
         return STATUS_OK
-    score_in_prefix = readout == SCORE_EXPECTED and style is not None and prompt_style(style).score_first
+    score_in_prefix = score_from == SCORE_EXPECTED and style is not None and prompt_style(style).score_first
     return STATUS_OK if score_in_prefix else STATUS_TRUNCATED
 
 

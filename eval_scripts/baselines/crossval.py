@@ -20,7 +20,7 @@ import numpy as np
 
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.progress import step
 
@@ -90,7 +90,7 @@ def cross_validate(
     jobs: Sequence[tuple[str, str]],
     *,
     n_folds: int = 5,
-    seeds: Sequence[int] = (0, 1, 2),
+    seeds: Sequence[int] = tuple(range(DEFAULT_SEED, DEFAULT_SEED + 3)),
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     progress: bool = True,
 ) -> dict[str, Any]:

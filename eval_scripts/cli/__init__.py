@@ -47,6 +47,7 @@ from mis_bench_dataset.rules.errors import (
     EXIT_USAGE,
     MisBenchError,
     Terminated,
+    os_error_line,
 )
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
@@ -214,16 +215,14 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(stop, Terminated):
             return _fail(command, f"terminated (SIGTERM); {kept}", EXIT_TERMINATED)
         return _fail(command, f"interrupted (Ctrl-C); {kept}", EXIT_INTERRUPTED)
-    except (OSError, MemoryError, RecursionError) as err:
+    except OSError as err:  # at an input or output path: what it means there and what to do
         if debug:
             raise
-        where = getattr(err, "filename", None)
-        what = err.strerror if isinstance(err, OSError) and err.strerror else (str(err) or type(err).__name__)
-        return _fail(
-            command,
-            f"{what}" + (f" ({where})" if where else "") + "; check the path and free space, or rerun with --debug",
-            EXIT_DATA,
-        )
+        return _fail(command, os_error_line(err), EXIT_DATA)
+    except (MemoryError, RecursionError) as err:
+        if debug:
+            raise
+        return _fail(command, f"{str(err) or type(err).__name__}; rerun with --debug", EXIT_DATA)
     except Exception as err:  # noqa: BLE001 - a bug: one line, the traceback with --debug
         if debug:
             raise

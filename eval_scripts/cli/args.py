@@ -8,127 +8,25 @@ naming the flag, not a crash later); choices come from the constants that define
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-import math
 import sys
-from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, PAPER_BOOTSTRAP_RESAMPLES
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, bootstrap_option, seed_option
+from mis_bench_dataset.rules.options import (  # noqa: F401 - the argument types, re-exported for every subcommand
+    bounded_int,
+    comma_list,
+    existing,
+    file_path,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability,
+    unit_interval,
+)
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
-
-
-def _number(kind: type, text: str) -> float | int:
-    try:
-        return kind(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
-
-
-def positive_int(text: str) -> int:
-    value = _number(int, text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def non_negative_int(text: str) -> int:
-    value = _number(int, text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
-
-
-def bounded_int(low: int, high: int):
-    """An int in [low, high]: for counts whose size drives memory or time (bootstrap resamples, videos)."""
-
-    def parse(text: str) -> int:
-        value = _number(int, text)
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {value:,}")
-        return value
-
-    parse.__name__ = "int"
-    return parse
-
-
-def positive_float(text: str) -> float:
-    value = _number(float, text)
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    value = _number(float, text)
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number of 0 or more, got {text}")
-    return value
-
-
-def probability(text: str) -> float:
-    """A level strictly between 0 and 1 (a confidence level)."""
-    value = _number(float, text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
-    return value
-
-
-def unit_interval(text: str) -> float:
-    """A value in [0, 1] (top-p)."""
-    value = _number(float, text)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must lie between 0 and 1, got {text}")
-    return value
-
-
-def comma_list(choices: tuple[str, ...]):
-    """A comma-separated subset of `choices`, in the given order, without repeats."""
-
-    def parse(text: str) -> list[str]:
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        unknown = [item for item in items if item not in choices]
-        if unknown or not items:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {', '.join(choices)}; got {text!r}")
-        return list(dict.fromkeys(items))
-
-    parse.__name__ = "list"
-    return parse
-
-
-def existing(kind: str, *, as_path: bool = True):
-    """An input path that must exist as a `kind` ("file", "folder" or "any"), checked when parsed: a path
-    that does not exist or is of the wrong kind is a usage error naming the argument (exit 2), before any work.
-
-    Returns a Path (or the text as given, `as_path=False`, where the command expects a string).
-    """
-    if kind not in ("file", "folder", "any"):
-        raise ValueError(f"kind must be 'file', 'folder' or 'any', got {kind!r}")
-
-    def parse(text: str) -> Path | str:
-        path = Path(text).expanduser()
-        if not path.exists():
-            raise argparse.ArgumentTypeError(f"no such {'file or folder' if kind == 'any' else kind}: {text}")
-        if kind == "file" and path.is_dir():
-            raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-        if kind == "folder" and not path.is_dir():
-            raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
-        return path if as_path else text
-
-    parse.__name__ = kind
-    return parse
-
-
-def file_path(text: str) -> str:
-    """A file that is read and appended to and need not exist yet (a response cache): a folder there, or a
-    file where one of its folders should be, is a usage error naming the argument."""
-    path = Path(text).expanduser()
-    if path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
-    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
-    if blocking is not None:
-        raise argparse.ArgumentTypeError(f"{text} lies inside {blocking}, a file, not a folder")
-    return text
 
 
 # One definition per option concept shared by several subcommands: one spelling, one default, one help
@@ -142,23 +40,58 @@ def add_bootstrap(
     default: int = DEFAULT_BOOTSTRAP,
 ) -> None:
     """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
-    from mis_icc_metric.bootstrap import MAX_BOOTSTRAP
-
-    parser.add_argument(
-        flag,
-        type=bounded_int(minimum, MAX_BOOTSTRAP),
-        default=default,
-        metavar="N",
-        help=f"{what}, {minimum} to {MAX_BOOTSTRAP:,}"
-        + (" (0: no CIs)" if minimum == 0 else "")
-        + f" (default: {default:,}"
-        + (", the paper's)" if default == PAPER_BOOTSTRAP_RESAMPLES else ")"),
-    )
+    add_option(parser, "bootstrap", bootstrap_option(minimum=minimum, what=what, flag=flag, default=default), default)
 
 
 def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str = "bootstrap seed") -> None:
-    """`--seed S`: the one random seed of a command (what it seeds is said per command); default 0."""
-    parser.add_argument("--seed", type=non_negative_int, default=0, metavar="S", help=f"{what} (default: 0)")
+    """`--seed S`: the one random seed of a command (what it seeds is said per command)."""
+    add_option(parser, "seed", seed_option(what), DEFAULT_SEED)
+
+
+def add_option(parser, dest: str, spec: dict[str, Any], default: Any) -> None:
+    """One argparse option from an `option(...)` spec (`mis_bench_dataset.rules.options`)."""
+    flag = spec["flag"] or "--" + dest.replace("_", "-")
+    # A callable help or choices is read now, when the parser is built (installed backends' names).
+    spec = {key: value() if key in ("help", "choices") and callable(value) else value for key, value in spec.items()}
+    kwargs: dict[str, Any] = {"dest": spec["dest"] or dest, "help": spec["help"]}
+    kwargs["default"] = default if spec["cli_default"] is ... else spec["cli_default"]
+    if spec["action"]:
+        kwargs["action"] = spec["action"]
+        if spec["action"] == "append":  # argparse appends to a default: none here, the field's when not given
+            kwargs["default"] = None
+    kwargs.update({key: spec[key] for key in ("type", "choices", "metavar") if spec[key] is not None})
+    parser.add_argument(flag, *spec["aliases"], **kwargs)
+
+
+def add_fields(parser, config_class: type, section: str) -> list[str]:
+    """One option per field of the dataclass `config_class` whose metadata is an `option` of `section`, in field
+    order, with the field's default (the way `HfArgumentParser` reads a dataclass); returns their names."""
+    added = []
+    for item in dataclasses.fields(config_class):
+        if "help" not in item.metadata or item.metadata["section"] != section:
+            continue
+        if item.default is not dataclasses.MISSING:
+            default = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            default = item.default_factory()
+        else:
+            default = None  # a required field: the command says what leaving it out means
+        add_option(parser, item.name, item.metadata, default)
+        added.append(item.name)
+    return added
+
+
+def config_from_args(config_class: type, args: argparse.Namespace, **overrides: Any):
+    """The dataclass from the parsed options that are its fields (`add_fields`), then `overrides`."""
+    dests = {
+        item.name: item.metadata["dest"] or item.name
+        for item in dataclasses.fields(config_class)
+        if "help" in item.metadata
+    }
+    given = {name: getattr(args, dest) for name, dest in dests.items() if hasattr(args, dest)}
+    appended = {item.name for item in dataclasses.fields(config_class) if item.metadata.get("action") == "append"}
+    given = {name: value for name, value in given.items() if not (name in appended and value is None)}
+    return config_class(**{**given, **overrides})
 
 
 def add_json(parser: argparse.ArgumentParser, *, what: str = "the result") -> None:

@@ -6,7 +6,7 @@ import argparse
 
 from eval_scripts.cli.args import add_json, existing, non_negative_int, positive_float, print_json, say
 from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
-from mis_bench_dataset.release.tree import MAX_RECORDING_SECONDS
+from mis_bench_dataset.release.limits import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
 
 

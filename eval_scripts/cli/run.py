@@ -9,39 +9,25 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.answers.feature_plots import FEATURE_FORMATS
-from eval_scripts.backends.base import INPUT_KINDS, SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT
 from eval_scripts.cli.args import (
-    add_bootstrap,
+    add_fields,
     add_json,
-    add_seed,
     bounded_int,
     comma_list,
-    existing,
-    file_path,
+    config_from_args,
     non_negative_float,
-    non_negative_int,
     positive_float,
     positive_int,
     print_json,
     say,
     shown,
-    unit_interval,
 )
 from eval_scripts.formats.data_names import any_synthetic, source_synthetic
 from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
+from eval_scripts.harness.config import RunConfig, decoding_for
+from eval_scripts.jobs.default_job import DEFAULT_CV_FOLDS, DEFAULT_CV_SEEDS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
-from mis_bench_dataset.protocol import (
-    FIXED_VIDEO_SAMPLING,
-    PAPER_VIDEO_FRAMES,
-    PAPER_VIDEO_MAX_FRAMES,
-    PAPER_VIDEO_MAX_PIXELS,
-    PAPER_VIDEO_MIN_PIXELS,
-    VIDEO_SAMPLING_RULES,
-)
 from mis_bench_dataset.rules.numbers import pct
-from mis_bench_dataset.setting_inputs import INPUT_SOURCES
-from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.synth import SYNTHETIC_LINE
 
 
@@ -59,27 +45,7 @@ def register(subparsers) -> None:
             "report and a leaderboard, under ./mis-bench-results."
         ),
     )
-    _add_backend(parser)
-    parser.add_argument(
-        "--model",
-        help="Hub id / local folder (transformers, vllm) or API model name (openai) (default: none, which runs the "
-        "default job)",
-    )
-    parser.add_argument(
-        "--dataset",
-        type=existing("folder", as_path=False),
-        help="built dataset folder (`mis-bench build --out DIR`) (default: the default synthetic sample for the "
-        "default job; a model run needs it)",
-    )
-    parser.add_argument("--split", default="test", choices=SPLITS, help="split to evaluate")
-    parser.add_argument("--modality", default="text", choices=MODALITY_SETTINGS, help="modality setting")
-    parser.add_argument(
-        "--prompt",
-        dest="prompt_style",
-        default="direct",
-        choices=PROMPT_STYLES,
-        help="; ".join(f"{style.name}: {style.help}" for style in PROMPT_STYLE_TABLE.values()) + " (default: direct)",
-    )
+    add_fields(parser, RunConfig, "model")
     parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
     )
@@ -96,151 +62,35 @@ def register(subparsers) -> None:
         help=f"comma-separated prompt styles for --grid, of {', '.join(PROMPT_STYLES)} "
         f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)",
     )
-    parser.add_argument(
-        "--limit",
-        type=positive_int,
-        help="only the first N videos (sorted ids), all dimensions (default: every video of the split)",
-    )
-    parser.add_argument(
-        "--few-shot",
-        dest="few_shot_k",
-        type=non_negative_int,
-        default=0,
-        help="k scored examples per dimension from the train split (never the evaluated one); 0: zero-shot",
-    )
-    parser.add_argument(
-        "--few-shot-seed", type=non_negative_int, default=0, help="seed of the choice of few-shot examples"
-    )
-    parser.add_argument(
-        "--input-source",
-        default="auto",
-        choices=INPUT_SOURCES,
-        help="media for audio/video settings: raw files (video_path/audio_path) or "
-        "feature-derived descriptions (public release); auto picks raw when present",
-    )
-    parser.add_argument(
-        "--feature-format",
-        default="text",
-        choices=FEATURE_FORMATS,
-        help="feature-derived input as text, a plot image (vision models), or both",
-    )
-    parser.add_argument(
-        "--out",
-        default=None,
-        help="output folder (cache, predictions, results) (default: ./runs, or ./mis-bench-results for the "
-        "default job)",
-    )
-    parser.add_argument("--cache", type=file_path, help="response cache file (default: OUT/responses.cache.jsonl)")
-    parser.add_argument(
-        "--max-new-tokens",
-        "--max-tokens",
-        dest="max_new_tokens",
-        type=positive_int,
-        help="most tokens an answer may have (default: "
-        + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in PROMPT_STYLE_TABLE.values())
-        + "; with --score-from expected "
-        + " / ".join(f"{s.max_tokens(SCORE_EXPECTED)} ({s.name})" for s in PROMPT_STYLE_TABLE.values())
-        + ")",
-    )
-    parser.add_argument(
-        "--temperature", type=non_negative_float, default=0.0, help="sampling temperature, 0 = greedy (default: 0)"
-    )
-    parser.add_argument(
-        "--score-from",
-        choices=SCORE_READOUTS,
-        default=SCORE_TEXT,
-        help="text: parse the answer (default: text); expected: the probability-weighted score from the model's "
-        "distribution over the score's digits (logprobs; for direct/paper only the score's first tokens, see "
-        "--max-tokens); "
-        "the text answer is kept beside it (docs/readouts.md)",
-    )
-    parser.add_argument(
-        "--samples",
-        type=bounded_int(1, 100),
-        default=1,
-        help="answers per row (1-100), each with its own seed; a row scores their mean (median and spread in "
-        "readouts.json; test-retest ICC in score/report); use with --temperature above 0 (default: 1)",
-    )
-    parser.add_argument("--top-p", type=unit_interval, default=1.0, help="nucleus sampling top-p")
-    add_seed(parser, what="seed of the model's sampling and of the bootstrap (the default job: of its fits too)")
-    add_bootstrap(parser)
-    group = parser.add_argument_group("transformers / vllm")
-    group.add_argument(
-        "--batch-size",
-        type=positive_int,
-        default=None,
-        help="prompts per call (default: 8 with transformers; with vllm all prompts in one call, batched by "
-        "vLLM's own scheduler)",
-    )
-    group.add_argument("--dtype", default="auto", help="model dtype: auto, float32, bfloat16, float16")
-    group.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1, ...")
+    add_fields(parser, RunConfig, "setting")
+    add_fields(parser.add_argument_group("transformers / vllm"), RunConfig, "local")
     group = parser.add_argument_group(
         "raw video (transformers backend; an openai/vllm server samples its own frames)",
         "fixed: N frames at linspace(0, n_frames - 1, N) truncated (the authors' get_video_frames); paper: what "
         "the authors' runs fed the model (2 frames a second up to 768, each frame resized within the budget, "
         "then every second row and column); the pixel budget is the paper's by default",
     )
-    group.add_argument(
-        "--video-sampling",
-        default=FIXED_VIDEO_SAMPLING,
-        choices=VIDEO_SAMPLING_RULES,
-        help=f"frame rule (default {FIXED_VIDEO_SAMPLING}; paper reproduces the frames of Table 4's runs)",
-    )
-    group.add_argument(
-        "--video-frames",
-        type=positive_int,
-        default=None,
-        help=f"frames sampled per video under fixed (default {PAPER_VIDEO_FRAMES}), the most frames under paper "
-        f"(default {PAPER_VIDEO_MAX_FRAMES})",
-    )
-    group.add_argument(
-        "--video-max-pixels",
-        type=positive_int,
-        default=PAPER_VIDEO_MAX_PIXELS,
-        help=f"pixel budget of the whole clip, all frames together (default 20480*28*28 = {PAPER_VIDEO_MAX_PIXELS})",
-    )
-    group.add_argument(
-        "--video-min-pixels",
-        type=positive_int,
-        default=PAPER_VIDEO_MIN_PIXELS,
-        help=f"pixels each frame keeps at least (default 16*28*28 = {PAPER_VIDEO_MIN_PIXELS})",
-    )
-    group = parser.add_argument_group("openai-compatible HTTP")
-    _add_base_url(group)
-    group.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        help="environment variable holding the API key (the key is never logged or written)",
-    )
-    group.add_argument(
-        "--concurrency", type=bounded_int(1, 1024), default=8, help="requests in flight per server (1-1024)"
-    )
-    group.add_argument("--max-retries", type=bounded_int(0, 100), default=5, help="retries of a failed request (0-100)")
-    group.add_argument(
-        "--timeout",
+    add_fields(group, RunConfig, "video")
+    add_fields(parser.add_argument_group("openai-compatible HTTP"), RunConfig, "openai")
+    _add_batch_options(parser)
+    _register_prefix_caching(parser)
+    parser.add_argument(
+        "--run-deadline",
         type=positive_float,
-        default=120.0,
-        help="seconds per request attempt, in total: connecting, sending, the headers and the whole body "
-        "(a server trickling its answer is cut off too); each retry gets its own (default 120)",
+        metavar="SECONDS",
+        help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
+        "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
+        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm "
+        "(default: no deadline)",
     )
-    group.add_argument(
-        "--backoff-base", type=non_negative_float, default=1.0, help="seconds; doubles per retry, with jitter"
-    )
-    group.add_argument(
-        "--backoff-max", type=non_negative_float, default=30.0, help="seconds, the longest wait between retries"
-    )
-    group.add_argument(
-        "--max-tokens-field",
-        default="max_tokens",
-        help="request field for the token limit (max_completion_tokens for newer OpenAI models)",
-    )
-    group.add_argument(
-        "--backend-modalities",
-        type=comma_list(INPUT_KINDS),
-        default=None,
-        help="input kinds the served model takes (openai/vllm; default: text only, since the API "
-        "cannot tell): e.g. text,image for GPT, text,image,video for a vLLM-served VLM",
-    )
+    _add_default_job_options(parser)
+    add_json(parser, what="the summary")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run_command)
+
+
+def _add_batch_options(parser: argparse.ArgumentParser) -> None:
+    """The modes that open no connection (dry run, batch files) and their options: `run_command`'s, not RunConfig's."""
     group = parser.add_argument_group("cost estimate and batch files (--backend openai; these open no connection)")
     mode = group.add_mutually_exclusive_group()
     mode.add_argument(
@@ -295,62 +145,29 @@ def register(subparsers) -> None:
         default=OPENAI_MAX_MB,
         help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
     )
-    parser.add_argument(
-        "--run-deadline",
-        type=positive_float,
-        metavar="SECONDS",
-        help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
-        "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "
-        "deadline`, exit 3) and asked again by the next run. Checked between batches by transformers/vllm "
-        "(default: no deadline)",
-    )
+
+
+def _add_default_job_options(parser: argparse.ArgumentParser) -> None:
+    """What only the default job takes (`eval_scripts.jobs.default_job.run_default_job`)."""
     group = parser.add_argument_group("the default job (no --backend/--model)")
     group.add_argument(
         "--cv-folds",
         type=bounded_int(0, 50),
-        default=0,
+        default=DEFAULT_CV_FOLDS,
         metavar="K",
-        help="also cross-validate the baselines over every video: K folds grouped by clinician (default: 0, off)",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician "
+        f"(default: {DEFAULT_CV_FOLDS}, off)",
     )
     group.add_argument(
         "--cv-seeds",
         type=bounded_int(1, 20),
-        default=3,
+        default=DEFAULT_CV_SEEDS,
         metavar="N",
-        help="fold seeds for --cv-folds, from --seed on (default 3)",
-    )
-    add_json(parser, what="the summary")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    _register_prefix_caching(parser)
-    parser.set_defaults(func=run_command)
-
-
-# -- the backend: built in or installed (entry points `mis_bench.backends`; issue 26) -------------------------
-def _add_backend(parser) -> None:
-    from eval_scripts.backends.base import backend_choices_text, backend_names
-
-    parser.add_argument(
-        "--backend",
-        choices=backend_names(),  # installed plugins' metadata only: no plugin module imported here
-        help=f"model backend: {backend_choices_text()} (default: none, which runs the default job)",
+        help=f"fold seeds for --cv-folds, from --seed on (default {DEFAULT_CV_SEEDS})",
     )
 
 
 # -- several servers (`--base-url` repeated or a comma list; issue 29) ----------------------------------------
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def _add_base_url(group) -> None:
-    group.add_argument(
-        "--base-url",
-        action="append",
-        metavar="URL",
-        help="the server's API root; repeat it or give a comma list for several servers of one model: requests go "
-        "to the one with the fewest in flight, a failing one is taken out for a cool-down while the others carry "
-        f"on, and the cache is the same as one server's (default: {DEFAULT_BASE_URL})",
-    )
-
-
 def _servers_line(servers: list[dict] | None, concurrency: int | None) -> str:
     """Several servers: what each answered, failed and how often it was taken out (--concurrency is per server)."""
     if not servers:
@@ -363,19 +180,8 @@ def _servers_line(servers: list[dict] | None, concurrency: int | None) -> str:
     return f"\nservers: {len(servers)}, {concurrency} requests in flight per server (--concurrency): {each}"
 
 
-def _base_urls(args) -> tuple[str, ...]:
-    """The servers `--base-url` names (openai backend), each once; none given: OpenAI's API."""
-    if args.backend != "openai":
-        return ()
-    from eval_scripts.backends.openai_backend import base_url_list
-
-    return tuple(base_url_list(args.base_url or [DEFAULT_BASE_URL]))
-
-
-# -- prompts laid out for prefix caching (issue 29): RunConfig.prompt_version, --price-cached-in -----------
+# -- prompts laid out for prefix caching (issue 29): --price-cached-in (the version: RunConfig.prompt_version) --
 def _register_prefix_caching(parser) -> None:
-    from eval_scripts.answers.prompts import DEFAULT_PROMPT_VERSION, PROMPT_VERSIONS
-
     parser.add_argument(
         "--price-cached-in",
         type=non_negative_float,
@@ -383,50 +189,20 @@ def _register_prefix_caching(parser) -> None:
         help="price per million cached prompt tokens (the provider's prompt-cache price), for --dry-run's cost "
         "with the prompt tokens shared with the previous request billed at it (default: none)",
     )
-    parser.add_argument(
-        "--prompt-version",
-        type=int,
-        choices=PROMPT_VERSIONS,
-        default=DEFAULT_PROMPT_VERSION,
-        help="version of the direct / cot templates: 2 puts the task text and the dimension's rubric before the "
-        "response (a dimension's prompts share their start: prefix caching), 1 names the dimension before the "
-        "transcript and the rubric after it (runs comparable with earlier ones) "
-        f"(default: {DEFAULT_PROMPT_VERSION}; `paper` has one wording)",
-    )
 
 
-def _backend_options(args) -> dict:
-    if args.backend == "openai":
-        from eval_scripts.backends.openai_backend import RetryPolicy
+def _backend_options(args: argparse.Namespace) -> dict:
+    """The backend keywords the flags ask for (`eval_scripts.harness.config.backend_options`)."""
+    from eval_scripts.harness.config import backend_options
 
-        options = {
-            "api_key_env": args.api_key_env,
-            "concurrency": args.concurrency,
-            "retry": RetryPolicy(args.max_retries, args.backoff_base, args.backoff_max, args.timeout),
-            "max_tokens_field": args.max_tokens_field,
-        }
-    else:
-        options = {"dtype": args.dtype}
-        if args.batch_size is not None:  # else the backend's own: 8 prompts (transformers), vLLM's scheduler (vllm)
-            options["batch_size"] = args.batch_size
-        if args.backend == "transformers":
-            options["device"] = args.device
-            options["video_sampling"] = _video_sampling(args)
-    if args.backend_modalities and args.backend != "transformers":  # it asks its model; the others are told
-        options["modalities"] = tuple(args.backend_modalities)
-    return options
+    return backend_options(config_from_args(RunConfig, args))
 
 
-def _video_sampling(args):
-    from mis_bench_dataset.protocol import VideoSampling
-    from mis_bench_dataset.rules.errors import UsageError
+def _video_sampling(args: argparse.Namespace):
+    """The frame rule the flags ask for (`eval_scripts.harness.config.video_sampling`)."""
+    from eval_scripts.harness.config import video_sampling
 
-    try:
-        return VideoSampling(args.video_frames, args.video_max_pixels, args.video_min_pixels, args.video_sampling)
-    except ValueError as err:
-        raise UsageError(
-            str(err), where="--video-sampling / --video-frames / --video-max-pixels / --video-min-pixels"
-        ) from err
+    return video_sampling(config_from_args(RunConfig, args))
 
 
 def _summary(result) -> dict:
@@ -453,7 +229,7 @@ def _summary(result) -> dict:
         "readouts": str(result.readouts_path) if result.readouts_path else None,
         "distribution_only": result.distribution_only,
         "servers": result.replicas,
-        "concurrency_per_server": result.config.backend_options.get("concurrency") if result.replicas else None,
+        "concurrency_per_server": result.config.concurrency if result.replicas else None,
         "seconds": round(result.elapsed_s, 2),
         # the build report's rule, carried in the results' dataset block (eval_scripts.formats.data_names)
         "synthetic": bool(source_synthetic(result.results_path)),
@@ -537,25 +313,24 @@ def run_default(args: argparse.Namespace) -> int:
     import functools
 
     from eval_scripts.jobs.default_job import run_default_job
-    from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 
     out_dir = default_out(args)
     args.interrupted_note = (
         f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
         "cache); rerun the same command to run the job again"
     )
-    as_json = bool(getattr(args, "json", False))
-    run_default_job(
-        getattr(args, "dataset", None) or None,
-        out_dir,
-        split=getattr(args, "split", "test") or "test",
-        n_bootstrap=int(getattr(args, "bootstrap", DEFAULT_BOOTSTRAP) or 0),
-        seed=int(getattr(args, "seed", 0) or 0),
-        cv_folds=int(getattr(args, "cv_folds", 0) or 0),
-        cv_seeds=int(getattr(args, "cv_seeds", 3) or 3),
-        as_json=as_json,
-        say=functools.partial(say, err=as_json),
-    )
+    given = {key: value for key, value in vars(args).items() if value is not None}
+    # what the command line does not say, the job's own defaults (the same as RunConfig's: one definition each)
+    names = {
+        "split": "split",
+        "n_bootstrap": "bootstrap",
+        "seed": "seed",
+        "cv_folds": "cv_folds",
+        "cv_seeds": "cv_seeds",
+    }
+    job = {name: given[dest] for name, dest in names.items() if dest in given}
+    as_json = bool(given.get("json"))
+    run_default_job(given.get("dataset"), out_dir, **job, as_json=as_json, say=functools.partial(say, err=as_json))
     return 0
 
 
@@ -575,7 +350,6 @@ def run_command(args: argparse.Namespace) -> int:
     from eval_scripts.harness.runner import run_setting
 
     config = _run_config(args, started)
-    config.prompt_version = args.prompt_version  # the templates' version (_register_prefix_caching)
     if args.samples > 1 and args.temperature == 0:
         say(
             "mis-bench run: warning: --samples with --temperature 0 asks for greedy answers, which differ only "
@@ -589,7 +363,7 @@ def run_command(args: argparse.Namespace) -> int:
         return _batch_command(args, config)
     if args.grid:
         return _grid_command(args, config)
-    config.decoding = _decoding(args, args.prompt_style)
+    config.decoding = decoding_for(config)
     result = run_setting(config)
     summary = _summary(result)
     if args.json:
@@ -600,39 +374,27 @@ def run_command(args: argparse.Namespace) -> int:
     return _exit_code([result])
 
 
-def _run_config(args: argparse.Namespace, started: float):
+def _run_config(args: argparse.Namespace, started: float) -> RunConfig:
     """The RunConfig of `mis-bench run` with a model (its deadline counted from `started`)."""
-    from eval_scripts.harness.runner import RunConfig
     from mis_bench_dataset.built.handle import BuiltDataset
 
-    return RunConfig(
-        backend=args.backend,
-        model=args.model,
-        dataset=BuiltDataset.of(args.dataset),  # opened once: every setting of a grid shares it
-        split=args.split,
-        modality=args.modality,
-        prompt_style=args.prompt_style,
+    return config_from_args(
+        RunConfig,
+        args,
+        dataset=BuiltDataset.of(args.dataset),  # opened once, here: every setting of a grid shares it
         out=args.out or "runs",
-        limit=args.limit,
-        few_shot_k=args.few_shot_k,
-        few_shot_seed=args.few_shot_seed,
-        input_source=args.input_source,
-        feature_format=args.feature_format,
-        backend_options=_backend_options(args),
-        n_bootstrap=args.bootstrap,
-        cache_path=args.cache,
         progress=not args.no_progress,
         deadline=None if args.run_deadline is None else started + args.run_deadline,
-        samples=args.samples,
-        base_urls=_base_urls(args),
     )
 
 
 def _grid_command(args: argparse.Namespace, config) -> int:
     """`--grid`: every setting, a Table-3-like table (or JSON), then each setting's problems."""
+    from eval_scripts.harness.runner import run_grid
     from eval_scripts.report.text_table import format_table
 
-    entries = _run_grid_with_decoding(config, args.modalities, args.prompts, args)
+    # each style its own default token budget unless --max-new-tokens is set
+    entries = run_grid(config, args.modalities, args.prompts, decoding=lambda style: decoding_for(config, style))
     if args.json:
         print_json(
             [{"setting": e.label, "refused": e.refused} if e.result is None else _summary(e.result) for e in entries]
@@ -668,26 +430,12 @@ def _report_problems(result) -> None:
         )
 
 
-def _decoding(args, style: str):
-    """Decoding of one prompt style: its own default token budget unless --max-new-tokens is set."""
-    from eval_scripts.backends.base import DecodingConfig
-
-    return DecodingConfig.for_style(
-        style,
-        max_new_tokens=args.max_new_tokens,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        score_from=args.score_from,
-    )
-
-
 def _configs(args, config) -> list:
     """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
     from eval_scripts.harness.runner import grid_configs
 
     modalities, styles = (args.modalities, args.prompts) if args.grid else ([args.modality], [args.prompt_style])
-    return list(grid_configs(config, modalities, styles, lambda style: _decoding(args, style)))
+    return list(grid_configs(config, modalities, styles, lambda style: decoding_for(config, style)))
 
 
 def _batch_command(args, config) -> int:
@@ -834,10 +582,3 @@ def _exit_code(results) -> int:
     if not results:
         raise UsageError("every setting of the grid was refused", hint="see the reasons above")
     return EXIT_REQUESTS if any(r.n_failed for r in results) else 0
-
-
-def _run_grid_with_decoding(config, modalities, styles, args):
-    """Grid runs: each style gets its own default token budget unless --max-new-tokens is set."""
-    from eval_scripts.harness.runner import run_grid
-
-    return run_grid(config, modalities, styles, decoding=lambda style: _decoding(args, style))

@@ -310,27 +310,6 @@ def _load(args: argparse.Namespace, *prediction_paths: Path):
     return references, predictions
 
 
-def _data_errors(func):
-    """A file the metric cannot use (missing, malformed, pairs without gold) is a data error, one line."""
-
-    def wrapper(args: argparse.Namespace) -> int:
-        from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError
-
-        try:
-            return func(args)
-        except MisBenchError:
-            raise
-        except FileNotFoundError as exc:
-            raise UsageError("no such file or folder", where=str(exc.filename or exc), hint="check the path") from exc
-        except (ValueError, TypeError) as exc:
-            raise DataError(str(exc)) from exc
-
-    wrapper.__name__ = func.__name__
-    wrapper.__doc__ = func.__doc__
-    return wrapper
-
-
-@_data_errors
 def run_score(args: argparse.Namespace) -> int:
     from mis_icc_metric.scoring import score_predictions
 
@@ -426,7 +405,6 @@ def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, re
             text(line)
 
 
-@_data_errors
 def run_compare(args: argparse.Namespace) -> int:
     from mis_icc_metric.paired import paired_comparison
 

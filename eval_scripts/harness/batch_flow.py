@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend
@@ -32,7 +32,7 @@ from eval_scripts.harness.batch import (
     split_lines,
     write_batch_files,
 )
-from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, prepare_run, setting_label
+from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, open_datasets, prepare_run, setting_label
 from eval_scripts.harness.estimate import (
     cached_prompt_tokens,
     cost,
@@ -46,7 +46,6 @@ from eval_scripts.harness.execution import (
     complete_requests,
     dataset_paths,
     make_backend,
-    open_datasets,
     output_folder,
     protected_paths,
     requests_of,
@@ -58,6 +57,9 @@ from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.numbers import round_half_up
 from mis_bench_dataset.rules.ownership import check_not_overlapping
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
+
+if TYPE_CHECKING:
+    from mis_bench_dataset.built.handle import DatasetSource
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +86,11 @@ def batch_backend(config: RunConfig) -> Backend:
 
 
 def prepare_settings(
-    configs: Sequence[RunConfig], backend: Backend, *, grid: bool = False, scoring: Any = None
+    configs: Sequence[RunConfig], backend: Backend, *, grid: bool = False, scoring: DatasetSource | None = None
 ) -> list[PreparedSetting]:
     """Contexts of every setting; in a grid a setting the backend cannot take is listed as refused.
 
-    Each dataset is opened once for all the settings (`execution.open_datasets`).
+    Each dataset is opened once for all the settings (`context.open_datasets`).
     """
     entries = []
     for config in open_datasets(configs):
@@ -212,7 +214,7 @@ def dry_run(
     configs: Sequence[RunConfig],
     *,
     grid: bool = False,
-    scoring: Any = None,
+    scoring: DatasetSource | None = None,
     price_in: float | None = None,
     price_out: float | None = None,
     expected_completion_tokens: int | None = None,
@@ -293,7 +295,7 @@ def export_batch(
     path: str | Path,
     *,
     grid: bool = False,
-    scoring: Any = None,
+    scoring: DatasetSource | None = None,
     max_requests: int = OPENAI_MAX_REQUESTS,
     max_mb: float = OPENAI_MAX_MB,
 ) -> dict[str, Any]:
@@ -333,7 +335,11 @@ def export_batch(
 
 
 def import_batch(
-    configs: Sequence[RunConfig], paths: Sequence[str | Path], *, grid: bool = False, scoring: Any = None
+    configs: Sequence[RunConfig],
+    paths: Sequence[str | Path],
+    *,
+    grid: bool = False,
+    scoring: DatasetSource | None = None,
 ) -> tuple[list[GridEntry], ImportReport]:
     """Answer the run from provider output files, then write its files exactly as a live run does."""
     for path in paths:

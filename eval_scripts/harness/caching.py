@@ -82,7 +82,7 @@ class CachingBackend(Backend):
             record = {
                 "key": keys[index],
                 "status": outcome_status(
-                    completion.ok, completion.finish_reason, readout=decoding.score_from, style=decoding.style
+                    completion.ok, completion.finish_reason, score_from=decoding.score_from, style=decoding.style
                 ),
                 "backend": self.inner.name,
                 "model": self.inner.model,

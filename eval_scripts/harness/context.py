@@ -8,8 +8,8 @@ dozen parameters.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.prompts import (
@@ -21,50 +21,17 @@ from eval_scripts.answers.prompts import (
     template_version,
 )
 from eval_scripts.backends.base import Backend, DecodingConfig
+from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.built.handle import BuiltDataset, DatasetSource
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, SCORE_TEXT
 from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.text_safety import slug
 
 CACHE_NAME = "responses.cache.jsonl"
-
-
-@dataclass
-class RunConfig:
-    """One zero-shot setting of one model, as the user asked for it."""
-
-    backend: str
-    model: str
-    dataset: str | Path | BuiltDataset | None = None  # a path is opened once, at the run's boundary
-    split: str = "test"
-    modality: str = "text"
-    prompt_style: str = "direct"
-    out: str | Path = "runs"
-    limit: int | None = None
-    few_shot_k: int = 0
-    few_shot_seed: int = 0
-    input_source: str = "auto"
-    feature_format: str = "text"
-    decoding: DecodingConfig | None = None
-    backend_options: dict[str, Any] = field(default_factory=dict)
-    n_bootstrap: int = DEFAULT_BOOTSTRAP
-    cache_path: str | Path | None = None
-    dataset_name: str | None = None
-    progress: bool = True
-    # `time.monotonic()` after which no request is sent (`--run-deadline`, counted from the command's
-    # start, so a grid shares it); rows not answered by then fail as "run deadline". None: no deadline.
-    deadline: float | None = None
-    samples: int = 1  # answers asked per row (`--samples`), each its own seed; the row scores their mean
-    # The servers of one model (`--base-url`, repeatable or a comma list; openai backend): several spread the
-    # requests (`eval_scripts.backends.replicas`). Empty: the backend's own default. Never in a cache key.
-    base_urls: tuple[str, ...] = ()
-    # The direct / cot templates' version (`--prompt-version`): 2 is laid out for prefix caching, 1 is the
-    # earlier layout (runs comparable with earlier ones); `paper` has one wording.
-    prompt_version: int = DEFAULT_PROMPT_VERSION
 
 
 def setting_label(modality: str, prompt_style: str, few_shot_k: int = 0) -> str:
@@ -155,12 +122,12 @@ def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
 
 def run_dir_name(config: RunConfig, input_source: str) -> str:
     """`<model>/<setting>`: one folder per model and setting (and readout, and sample count) under the run's --out."""
-    expected = config.decoding is not None and config.decoding.expected
+    score_from = decoding_for(config).score_from
     setting = (
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
         + ("" if input_source in ("text", "raw") else f"__{input_source}-{config.feature_format}")
-        + ("__expected" if expected else "")
+        + (f"__{score_from}" if score_from != SCORE_TEXT else "")
         + (f"__{config.samples}samples" if config.samples > 1 else "")
         + (f"__prompts-v{config.prompt_version}" if _older_prompts(config) else "")
     )
@@ -192,7 +159,16 @@ def _check_config(config: RunConfig) -> None:
         )
 
 
-def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: Any) -> list[dict] | None:
+def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
+    """The configs with each dataset opened once (`BuiltDataset`): configs naming one folder share one handle.
+
+    The boundary: a config handed to a public entry function may still name a folder (or hold rows); from here
+    on `config.dataset` is a `BuiltDataset` (or None), and opening it again is a no-op."""
+    handles = BuiltDataset.of_each([config.dataset for config in configs])
+    return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
+
+
+def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: BuiltDataset | None) -> list[dict] | None:
     """The train split's rows few-shot examples come from (None without --few-shot)."""
     if not config.few_shot_k:
         return None
@@ -202,14 +178,14 @@ def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: Any) 
             where="--few-shot",
             hint="evaluate the validation or test split instead",
         )
-    train_source = BuiltDataset.of(train) if train is not None else dataset
+    train_source = train if train is not None else dataset
     if train_source is None:
         raise UsageError("few-shot needs the train split", where="--few-shot", hint="pass --dataset DIR")
     return train_source.rows("train")
 
 
 def _decoding(config: RunConfig) -> DecodingConfig:
-    decoding = config.decoding or DecodingConfig.for_style(config.prompt_style)
+    decoding = decoding_for(config)
     if decoding.style != config.prompt_style:  # where an expected-score readout finds the score
         decoding = replace(decoding, style=config.prompt_style)
     if config.samples < 1:
@@ -252,14 +228,19 @@ def _sample_keys(
     ]
 
 
-def prepare_run(config: RunConfig, backend: Backend, *, scoring: Any = None, train: Any = None) -> RunContext:
+def prepare_run(
+    config: RunConfig, backend: Backend, *, scoring: DatasetSource | None = None, train: DatasetSource | None = None
+) -> RunContext:
     """Resolve one setting: rows, input source, prompts and keys; refuses what cannot run before any call.
 
-    `config.dataset` is a `BuiltDataset` (a path is opened here); `scoring` / `train` override its rows.
+    `config.dataset` is a `BuiltDataset` (what is not yet is opened here, once); `scoring` / `train` override
+    its rows (its scoring rows, its train split's few-shot examples).
     """
     _check_config(config)
-    dataset = BuiltDataset.of(config.dataset)
-    source = BuiltDataset.of(scoring) if scoring is not None else dataset
+    (config,) = open_datasets([config])
+    dataset = config.dataset
+    source = BuiltDataset.of(scoring, where="scoring") if scoring is not None else dataset
+    train = BuiltDataset.of(train, where="train")
     if source is None:
         raise UsageError("no dataset", hint="pass --dataset DIR (a `mis-bench build` output)")
     where = f"{source.path if source.is_folder else 'dataset'} ({config.split})"

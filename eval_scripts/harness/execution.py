@@ -2,7 +2,7 @@
 
 `complete_requests` sends a context's prompts (in prefix-friendly order) through the caching
 wrapper and the append-only response cache; `write_result` reads each row's answers and writes
-the run's files through the one run writer. `open_datasets` opens each dataset a set of
+the run's files through the one run writer. `context.open_datasets` opens each dataset a set of
 configs names once (`BuiltDataset`), so a grid reads its dataset once.
 """
 
@@ -12,7 +12,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from eval_scripts.answers.outcome import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.harness.caching import CachingBackend
+from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
 from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
 from eval_scripts.harness.outcomes import (
@@ -92,27 +93,18 @@ class GridEntry:
     refused: str | None = None
 
 
-def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
-    """The configs with each dataset opened once (`BuiltDataset`): configs naming one folder share one handle."""
-    handles = BuiltDataset.of_each([config.dataset for config in configs])
-    return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
-
-
 def dataset_paths(configs: Sequence[RunConfig]) -> list[Path]:
     """The dataset folders the configs read (what outputs must never overlap or overwrite)."""
     paths = []
     for config in configs:
-        dataset = BuiltDataset.of(config.dataset)
-        if dataset is not None and dataset.is_folder and dataset.path not in paths:
+        dataset = config.dataset  # opened at the boundary (`open_datasets`)
+        if isinstance(dataset, BuiltDataset) and dataset.is_folder and dataset.path not in paths:
             paths.append(dataset.path)
     return paths
 
 
 def make_backend(config: RunConfig) -> Backend:
-    options = dict(config.backend_options)
-    if config.base_urls:  # one server or several (`backends.replicas`); the cache key holds no address
-        options["base_url"] = list(config.base_urls)
-    return get_backend(config.backend, config.model, **options)
+    return get_backend(config.backend, config.model, **backend_options(config))
 
 
 def replica_use(before: list[dict] | None, after: list[dict] | None) -> list[dict] | None:
@@ -362,6 +354,7 @@ def write_result(
         references=context.references,
         parse_rates=collected.parse_rates,
         n_bootstrap=config.n_bootstrap,
+        seed=config.seed,
         raw_records=collected.raw_records,
         usage=usage,
         outcomes={**counts, "failures": failure_summary},

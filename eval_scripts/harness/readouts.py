@@ -47,7 +47,9 @@ TEXT_CUT = "text cut by the token limit"
 def sample_outcome(completion: Completion | None, decoding: DecodingConfig, style: str) -> SampleOutcome:
     if completion is None:
         return SampleOutcome(None, STATUS_FAILED, None, None, None, None)
-    status = outcome_status(completion.ok, completion.finish_reason, readout=decoding.score_from, style=decoding.style)
+    status = outcome_status(
+        completion.ok, completion.finish_reason, score_from=decoding.score_from, style=decoding.style
+    )
     text = completion.text if status == STATUS_OK else None
     complete_text = text is not None and completion.finish_reason != FINISH_LENGTH
     text_value = parse_score(text, style) if complete_text else None

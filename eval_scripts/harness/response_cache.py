@@ -46,6 +46,7 @@ from typing import Any
 from eval_scripts.answers.outcome import STATUS_OK, STATUSES, answer_problem, non_finite
 from mis_bench_dataset.rules.atomic import create_new
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.ownership import resolve_path
 
 logger = logging.getLogger(__name__)
 
@@ -281,9 +282,9 @@ def index_cache(data: bytes, path: Path) -> CacheIndex:
 
 def check_cache_path(path: str | Path, protected: Iterable[str | Path]) -> None:
     """Refuse a cache path that is, or lies inside, one of the run's inputs (the dataset, imported files)."""
-    resolved = Path(path).expanduser().resolve()
+    resolved = resolve_path(path)
     for item in protected:
-        source = Path(item).expanduser().resolve()
+        source = resolve_path(item)
         if resolved == source or source in resolved.parents:
             what = f"lies inside the dataset or input folder {source}" if source.is_dir() else "is an input of the run"
             raise UsageError(

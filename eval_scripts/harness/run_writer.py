@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.ownership import OutputFolder
 
@@ -51,7 +51,7 @@ def write_run(
     references: Mapping[tuple[str, str], float],
     parse_rates: Mapping[str, float],
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     raw_records: Sequence[Mapping[str, Any]] | None = None,
     usage: Mapping[str, int] | None = None,
     outcomes: Mapping[str, Any] | None = None,

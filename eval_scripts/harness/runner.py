@@ -20,10 +20,10 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 from eval_scripts.answers.prompts import MODALITIES
-from eval_scripts.backends.base import Backend
+from eval_scripts.backends.base import Backend, DecodingConfig
 from eval_scripts.harness.batch_flow import (
     PreparedSetting,
     batch_backend,
@@ -32,19 +32,21 @@ from eval_scripts.harness.batch_flow import (
     import_batch,
     prepare_settings,
 )
-from eval_scripts.harness.context import RunConfig, prepare_run, setting_label
+from eval_scripts.harness.context import RunConfig, open_datasets, prepare_run, setting_label
 from eval_scripts.harness.execution import (
     GridEntry,
     RunResult,
     complete_requests,
     make_backend,
-    open_datasets,
     output_folder,
     replica_use,
     write_result,
 )
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
+
+if TYPE_CHECKING:
+    from mis_bench_dataset.built.handle import DatasetSource
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +67,11 @@ __all__ = [
 
 
 def run_setting(
-    config: RunConfig, *, backend: Backend | None = None, scoring: Any = None, train: Any = None
+    config: RunConfig,
+    *,
+    backend: Backend | None = None,
+    scoring: DatasetSource | None = None,
+    train: DatasetSource | None = None,
 ) -> RunResult:
     """Run (or resume) one setting; `scoring` / `train` override the dataset folder's rows."""
     started = time.monotonic()
@@ -88,7 +94,7 @@ def grid_configs(
     config: RunConfig,
     modalities: Iterable[str] = MODALITIES,
     styles: Iterable[str] = ZERO_SHOT_PROMPT_STYLES,
-    decoding: Callable[[str], Any] | None = None,
+    decoding: Callable[[str], DecodingConfig] | None = None,
 ) -> Iterator[RunConfig]:
     """The grid's settings in the order of its table (modality-major), the one expansion of a grid for runs, dry
     runs and batch files; `decoding(style)` gives each style its decoding (default: the config's)."""
@@ -105,8 +111,8 @@ def run_grid(
     styles: Iterable[str] = ZERO_SHOT_PROMPT_STYLES,
     *,
     backend: Backend | None = None,
-    scoring: Any = None,
-    decoding: Callable[[str], Any] | None = None,
+    scoring: DatasetSource | None = None,
+    decoding: Callable[[str], DecodingConfig] | None = None,
 ) -> list[GridEntry]:
     """Every (modality, style) of `grid_configs`; settings the backend cannot take are listed as refused, with why."""
     (config,) = open_datasets([config])  # once for every setting

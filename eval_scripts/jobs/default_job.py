@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.progress import step
@@ -31,6 +31,8 @@ from mis_bench_dataset.rules.text_safety import clean_line as shown
 logger = logging.getLogger(__name__)
 
 DEFAULT_OUT = Path("mis-bench-results")
+DEFAULT_CV_FOLDS = 0  # no cross-validation unless asked (`--cv-folds K`)
+DEFAULT_CV_SEEDS = 3  # fold seeds, from the seed on (`--cv-seeds N`)
 SYNTHETIC_BANNER = (
     "SYNTHETIC DATA: this default job runs on a generated sample, not on MIS-Bench. The numbers show the "
     "toolkit works end to end; they say nothing about any model. Run a real model with "
@@ -259,9 +261,9 @@ def run_default_job(
     *,
     split: str = "test",
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0,
-    cv_folds: int = 0,
-    cv_seeds: int = 3,
+    seed: int = DEFAULT_SEED,
+    cv_folds: int = DEFAULT_CV_FOLDS,
+    cv_seeds: int = DEFAULT_CV_SEEDS,
     as_json: bool = False,
     say: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -276,7 +278,7 @@ def run_default_job(
     from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
 
     started = time.monotonic()
-    say = say or logger.info
+    say = say or (lambda text="": logger.info("%s", text))  # the summary's blank lines too
     out_dir = Path(out)
     handle, synthetic = _dataset(dataset, say)
     check_not_overlapping(out_dir, [handle.path], command="run")

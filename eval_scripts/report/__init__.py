@@ -20,17 +20,12 @@ MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 
 from __future__ import annotations
 
+from mis_bench_dataset.rules.lazy import lazy_exports
+
 __all__ = ["write_report", "RunView", "run_views"]
 
 
-def __getattr__(name: str):
-    # Lazy: the report's plotting and scoring imports are heavy; `mis-bench --help` needs none of them.
-    if name == "write_report":
-        from eval_scripts.report.build import write_report
-
-        return write_report
-    if name in ("RunView", "run_views"):
-        from eval_scripts.report import table
-
-        return getattr(table, name)
-    raise AttributeError(f"module 'eval_scripts.report' has no attribute {name!r}")
+# Lazy: the report's plotting and scoring imports are heavy; `mis-bench --help` needs none of them.
+__getattr__ = lazy_exports(
+    __name__, {"write_report": "eval_scripts.report.build", "RunView": ".table", "run_views": ".table"}
+)

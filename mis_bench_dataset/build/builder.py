@@ -71,6 +71,7 @@ from mis_bench_dataset.rules.ownership import (
     check_arrow_path,
     check_not_overlapping,
     check_replaceable_folder,
+    resolve_path,
     write_manifest,
 )
 from mis_bench_dataset.rules.progress import step
@@ -322,7 +323,7 @@ def build_dataset(
     if release_dir is None and transcripts is None:
         raise BuildError("nothing to build: give a release folder, a transcripts CSV, or both")
     seed = default_seed(split_by) if seed is None else seed
-    out_dir = Path(out_dir).resolve()
+    out_dir = resolve_path(out_dir)
     check_arrow_path(out_dir, where="--out")
     sources = [
         s for s in (release_dir, transcripts, labels if isinstance(labels, (str, Path)) else None) if s is not None

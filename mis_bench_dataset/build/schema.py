@@ -16,9 +16,9 @@ import pyarrow as pa
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.release.tree import MODALITIES
 
-ID_COLUMNS: tuple[str, ...] = ("video_id", "clinician", "time_point", "stimulus")
+IDENTITY_COLUMNS: tuple[str, ...] = ("video_id", "clinician", "time_point", "stimulus")
 SCORING_COLUMNS: tuple[str, ...] = (
-    *ID_COLUMNS,
+    *IDENTITY_COLUMNS,
     "dimension",
     "dimension_name",
     "transcript",
@@ -33,7 +33,7 @@ SCORING_COLUMNS: tuple[str, ...] = (
 
 
 def features_columns() -> tuple[str, ...]:
-    cols: list[str] = [*ID_COLUMNS, "transcript"]
+    cols: list[str] = [*IDENTITY_COLUMNS, "transcript"]
     for m in MODALITIES:
         cols += [m.name, f"{m.name}_timestamps", f"has_{m.name}"]
     cols += ["duration_seconds", *DIMENSION_KEYS]
@@ -56,7 +56,7 @@ def features_features():
     """`datasets.Features` of the `features` config."""
     from datasets import Array2D, Features, List, Value
 
-    spec: dict = {name: Value("string") for name in (*ID_COLUMNS, "transcript")}
+    spec: dict = {name: Value("string") for name in (*IDENTITY_COLUMNS, "transcript")}
     for m in MODALITIES:
         spec[m.name] = Array2D((None, m.width), "float32")
         spec[f"{m.name}_timestamps"] = List(Value("float32"))
@@ -80,7 +80,7 @@ def scoring_arrow_schema(features=None) -> pa.Schema:
 
 
 def features_arrow_schema(features=None) -> pa.Schema:
-    fields = [pa.field(name, pa.string()) for name in (*ID_COLUMNS, "transcript")]
+    fields = [pa.field(name, pa.string()) for name in (*IDENTITY_COLUMNS, "transcript")]
     for m in MODALITIES:
         fields += [
             pa.field(m.name, pa.list_(pa.list_(pa.float32()))),

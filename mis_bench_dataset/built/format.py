@@ -17,13 +17,14 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.ownership import check_arrow_path
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+
+if TYPE_CHECKING:  # pyarrow is imported where it is read: `mis-bench --help` imports this module
+    import pyarrow as pa
 
 CONFIGS: tuple[str, ...] = ("features", "scoring")
 CARD_NAME = "README.md"
@@ -135,10 +136,15 @@ def shard_sizes(build_dir: str | Path) -> dict[str, int]:
 
 def iter_row_groups(files: Sequence[Path], columns: Sequence[str]) -> Iterator[pa.Table]:
     """The given columns of each row group of each file in turn (memory: one row group)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     for path in files:
         try:
             parquet = pq.ParquetFile(path)
         except (OSError, pa.ArrowException) as err:
+            if isinstance(err, OSError) and err.errno is not None:
+                raise  # the disk's or the system's (EIO, EACCES, ...): said as such, at the CLI's boundary
             raise DataError(f"unreadable Parquet file: {err}", where=str(path), hint="rebuild the dataset") from err
         missing = [c for c in columns if c not in parquet.schema_arrow.names]
         if missing:
@@ -153,6 +159,9 @@ def iter_row_groups(files: Sequence[Path], columns: Sequence[str]) -> Iterator[p
 
 def read_columns(build_dir: str | Path, config: str, split: str, columns: Sequence[str] | None = None) -> pa.Table:
     """The given columns (default: all) of one split, read into memory."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     files = split_files(build_dir, config, split)
     if not files:
         raise DataError(f"no {config}/{split}-*.parquet files", where=str(build_dir), hint=_BUILD_HINT)

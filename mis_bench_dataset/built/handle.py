@@ -19,17 +19,26 @@ wrapped by `BuiltDataset.of` too: it has rows, no feature arrays and no build re
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mis_bench_dataset.built import format as fmt
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.ownership import resolve_path
 from mis_bench_dataset.splits import SPLITS
 
 logger = logging.getLogger(__name__)
 
 IN_MEMORY = "in-memory"
+
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict
+
+# What a caller may hand a public entry function as a dataset: a built folder, an open handle, or in-memory
+# rows (a `Dataset` of scoring rows, a `DatasetDict` of splits, a list of row dicts). The entry function opens
+# it once (`BuiltDataset.of`), at the boundary; everything below takes the `BuiltDataset`.
+DatasetSource: TypeAlias = "str | Path | BuiltDataset | Dataset | DatasetDict | Sequence[Mapping[str, Any]]"
 
 
 class BuiltDataset:
@@ -54,7 +63,7 @@ class BuiltDataset:
         return cls(path=fmt.check_build_dir(folder, configs, where=where))
 
     @classmethod
-    def of(cls, dataset: Any, *, where: str = "dataset") -> BuiltDataset | None:
+    def of(cls, dataset: DatasetSource | None, *, where: str = "dataset") -> BuiltDataset | None:
         """A handle for a path, an in-memory `Dataset`/`DatasetDict`/row list, or a handle (returned as is)."""
         if dataset is None or isinstance(dataset, BuiltDataset):
             return dataset
@@ -63,12 +72,12 @@ class BuiltDataset:
         return cls(data=dataset)
 
     @classmethod
-    def of_each(cls, datasets: Sequence[Any], *, where: str = "dataset") -> list[BuiltDataset | None]:
+    def of_each(cls, datasets: Sequence[DatasetSource | None], *, where: str = "dataset") -> list[BuiltDataset | None]:
         """`of` of each; the same folder named twice (or the same object) is opened once and shared."""
         opened: dict[Any, BuiltDataset | None] = {}
         handles = []
         for dataset in datasets:
-            key = Path(dataset).resolve() if isinstance(dataset, (str, Path)) else id(dataset)
+            key = resolve_path(dataset) if isinstance(dataset, (str, Path)) else id(dataset)
             if key not in opened:
                 opened[key] = cls.of(dataset, where=where)
             handles.append(opened[key])

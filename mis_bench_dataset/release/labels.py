@@ -25,7 +25,7 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -36,9 +36,8 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, r
 from mis_bench_dataset.release.problems import BuildError, Problem
 from mis_bench_dataset.rules.atomic import atomic_open
 from mis_bench_dataset.rules.numbers import round_half_up
-from mis_bench_dataset.video_ids import misspelling_note, parse_video_id
+from mis_bench_dataset.video_ids import ID_COLUMNS, id_column, misspelling_note, parse_video_id
 
-ID_COLUMNS = ("video_id", "video", "file_name", "sample_id")
 # Wide-file columns that are neither the id nor a dimension and are skipped silently (pandas index columns).
 IGNORED_COLUMNS = frozenset({"", "index", "unnamed: 0"})
 LONG_COLUMNS = ("video_id", "rater", "dimension", "score")
@@ -390,23 +389,35 @@ def read_labels(path: str | Path, *, round_gold: bool = True) -> Labels:
     return labels
 
 
+def table_form(
+    header: Sequence[str], long_columns: Sequence[str], *, marker: str | None = None
+) -> tuple[str | None, str | None]:
+    """The one long/wide rule of a scores CSV (labels, predictions): `("long", None)` when the header has
+    `marker` (default: every one of `long_columns`), else `("wide", id column)` when it has a video-id column
+    (`ID_COLUMNS`), else `(None, None)`."""
+    if (marker in header) if marker else all(column in header for column in long_columns):
+        return "long", None
+    wide_id = id_column(header)
+    return ("wide", wide_id) if wide_id else (None, None)
+
+
 def _read_labels(path: Path, round_gold: bool = True) -> Labels:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in reader.fieldnames or []]
         reader.fieldnames = header
-        if "rater" in header:
+        form, wide_id = table_form(header, LONG_COLUMNS, marker="rater")
+        if form == "long":
             missing = [c for c in LONG_COLUMNS if c not in header]
             if missing:
                 raise BuildError(f"{path}: per-rater labels need columns {list(LONG_COLUMNS)}; missing {missing}")
             return _read_long(path, reader)
-        id_column = next((c for c in ID_COLUMNS if c in header), None)
-        if id_column is None:
+        if form is None:
             raise BuildError(
                 f"{path}: labels need either per-rater columns {list(LONG_COLUMNS)} or an id column "
                 f"({', '.join(ID_COLUMNS)}) plus one column per dimension; found {header}"
             )
-        return _read_wide(path, reader, id_column, round_gold)
+        return _read_wide(path, reader, wide_id, round_gold)
 
 
 def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]) -> Path:

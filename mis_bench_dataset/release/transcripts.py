@@ -7,9 +7,8 @@ from pathlib import Path
 
 from mis_bench_dataset.release.problems import BuildError, Problem
 from mis_bench_dataset.rules.atomic import atomic_open
+from mis_bench_dataset.video_ids import id_column as find_id_column
 from mis_bench_dataset.video_ids import parse_video_id
-
-ID_COLUMNS = ("video", "video_id", "file_name", "sample_id")
 
 
 def read_transcripts_csv(path: str | Path) -> tuple[dict[str, str], list[Problem]]:
@@ -27,7 +26,7 @@ def _read(path: Path, problems: list[Problem], transcripts: dict[str, str]) -> t
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
-        id_column = next((c for c in ID_COLUMNS if c in header), None)
+        id_column = find_id_column(header)
         if id_column is None or "transcript" not in header:
             raise BuildError(
                 f"{path}: transcripts CSV needs columns 'video' (or 'video_id') and 'transcript'; found {header}"

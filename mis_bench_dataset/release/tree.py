@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mis_bench_dataset.release.limits import MAX_RECORDING_SECONDS, MAX_TRANSCRIPT_CHARS
 from mis_bench_dataset.release.problems import Problem
 from mis_bench_dataset.video_ids import parse_video_id
 
@@ -49,9 +50,6 @@ MODALITIES: tuple[Modality, ...] = (
     Modality("wav2vec", "audio/wav2vec", 768, 50.0),
     Modality("prosody", "audio/prosody", 15, 1.0),  # one row per segment
 )
-# What one array may hold before it is refused unread (settable: `build_dataset(max_seconds=...)`).
-MAX_RECORDING_SECONDS = 2 * 60 * 60
-MAX_TRANSCRIPT_CHARS = 1_000_000
 MODALITY_BY_NAME: dict[str, Modality] = {m.name: m for m in MODALITIES}
 # Column layout inside the arrays (paper Table 1); every consumer slices with these.
 OPENFACE_AUS = slice(0, 8)

@@ -8,6 +8,7 @@ CLI prints `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO` and exits with `exit
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
 from pathlib import Path
@@ -59,6 +60,31 @@ class DataError(MisBenchError, ValueError):
     """A bad, missing or foreign file or folder (exit 1). A ValueError for library callers."""
 
     exit_code = EXIT_DATA
+
+
+# What an operating-system error at a path means and what to do, per errno: the one wording for every command
+# (`mis-bench` prints `os_error_line`; argument checks put it under the flag).
+_OS_ERRORS: dict[int, tuple[str, str]] = {
+    errno.EACCES: ("permission denied", "give your user access to it (read an input, write an output), or use a copy"),
+    errno.EPERM: ("operation not permitted", "give your user access to it, or choose another path"),
+    errno.ENOTDIR: ("a file where a folder is expected", "give a folder, or remove the file in the way"),
+    errno.EISDIR: ("a folder where a file is expected", "give a file path, or remove the folder in the way"),
+    errno.ENAMETOOLONG: ("file name too long", "use a shorter path (each name at most 255 bytes)"),
+    errno.ELOOP: ("too many levels of symbolic links", "the path's links loop; fix or remove the link"),
+    errno.EIO: ("input/output error", "the disk or share failed to read or write: check the device, then rerun"),
+    errno.ENOENT: ("no such file or folder", "check the path"),
+    errno.ENOSPC: ("no space left on the device", "free space, or choose an output on another disk"),
+    errno.EROFS: ("read-only file system", "choose an output on a writable disk"),
+}
+
+
+def os_error_line(err: OSError, where: str | None = None) -> str:
+    """`WHAT (PATH); WHAT TO DO` for an operating-system error at a path (`where`: the path, default the error's)."""
+    what, todo = _OS_ERRORS.get(
+        err.errno, (err.strerror or type(err).__name__, "check the path, or rerun with --debug")
+    )
+    path = where or err.filename
+    return f"{what}" + (f" ({path})" if path else "") + f"; {todo}"
 
 
 class MissingExtraError(UsageError):

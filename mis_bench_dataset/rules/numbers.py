@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: `mis-bench --help` needs none of it
+    import numpy as np
 
 MISSING = "–"
 
@@ -31,6 +33,8 @@ def round_half_up_array(values: np.ndarray, places: int = 1) -> np.ndarray:
     Vectorised shortcuts (`floor(x * 10 + 0.5)`) round 2.45 down to 2.4 because 2.45 * 10 is
     24.499999999999996 in binary; this follows the scalar rule exactly.
     """
+    import numpy as np
+
     array = np.asarray(values, dtype=np.float64)
     # Scores take few distinct values (means of integer ratings): round each distinct value once.
     distinct, inverse = np.unique(array, return_inverse=True)
@@ -40,6 +44,8 @@ def round_half_up_array(values: np.ndarray, places: int = 1) -> np.ndarray:
 
 def exact_decimal(value: float | np.floating) -> float:
     """A float32 value widened through its shortest repr (3.7, not 3.700000047); other floats as they are."""
+    import numpy as np
+
     if isinstance(value, np.float32) and np.isfinite(value):
         return float(str(value))
     return float(value)
@@ -51,6 +57,8 @@ def gold_decimal(value: float | np.floating) -> float:
     `datasets` hands float32 values over as Python floats (3.700000047683716); narrowing back to
     float32 and taking the shortest repr recovers 3.7 exactly, for any score of up to 7 digits.
     """
+    import numpy as np
+
     return exact_decimal(np.float32(value))
 
 

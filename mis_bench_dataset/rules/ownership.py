@@ -18,7 +18,9 @@ A build replaces its whole folder atomically, so it checks every file in the old
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,8 +33,16 @@ LOCK_NAME = ".mis-bench-outputs.lock"  # held while the manifest is read, change
 _MAX_NAMED = 5
 
 
-def _resolve(path: str | Path) -> Path:
-    return Path(path).expanduser().resolve()
+def resolve_path(path: str | Path) -> Path:
+    """The absolute path with its links followed; a link loop is the OSError it is (ELOOP, naming the path),
+    not Python's RuntimeError, so the CLI says it in one line like every other path problem."""
+    try:
+        return Path(path).expanduser().resolve()
+    except RuntimeError as err:  # Python < 3.13: "Symlink loop from ..."
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), str(path)) from err
+
+
+_resolve = resolve_path
 
 
 def _is_within(path: Path, folder: Path) -> bool:

@@ -1,0 +1,391 @@
+"""`RunConfig`: what one zero-shot run is asked for, each option written once, on its field.
+
+A field's `metadata` (`mis_bench_dataset.rules.options.option`) holds its flag, help and validator, and its
+default is the field's own (the backends' defaults where a backend defines the option), so the Python API
+and `mis-bench run` (whose options `eval_scripts.cli.args.add_fields` generates from these fields) agree.
+Light on purpose: `mis-bench run --help` imports this module, and neither numpy nor pyarrow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eval_scripts.answers.prompts import DEFAULT_PROMPT_VERSION, PROMPT_VERSIONS
+from eval_scripts.backends.base import INPUT_KINDS, DecodingConfig, backend_choices_text, backend_names
+from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
+from eval_scripts.backends.transformers_backend import TransformersBackend
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    MODALITY_SETTINGS,
+    PROMPT_STYLE_TABLE,
+    PROMPT_STYLES,
+    SCORE_EXPECTED,
+    SCORE_READOUTS,
+    bootstrap_option,
+    seed_option,
+)
+from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_FRAMES, VIDEO_SAMPLING_RULES, VideoSampling
+from mis_bench_dataset.rules.options import (
+    bounded_int,
+    comma_list,
+    existing,
+    file_path,
+    non_negative_float,
+    non_negative_int,
+    option,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
+from mis_bench_dataset.setting_inputs import FEATURE_FORMATS, INPUT_SOURCES
+from mis_bench_dataset.splits import SPLITS
+
+if TYPE_CHECKING:
+    from mis_bench_dataset.built.handle import BuiltDataset
+
+_OPENAI = OpenAIBackend.__init__.__kwdefaults__
+_LOCAL = TransformersBackend.__init__.__kwdefaults__
+_DECODING = DecodingConfig()
+_VIDEO = VideoSampling()
+_STYLES = PROMPT_STYLE_TABLE.values()
+# `--help` lists the fields by section, in this order (the command adds its mode flags between them).
+SECTIONS = ("model", "setting", "local", "video", "openai")
+
+
+@dataclass
+class RunConfig:
+    """One zero-shot setting of one model, as the user asked for it."""
+
+    backend: str = field(
+        metadata=option(
+            # Built in or installed (entry points `mis_bench.backends`): read when the parser is built, from the
+            # installed packages' metadata only (no plugin module imported for --help).
+            lambda: f"model backend: {backend_choices_text()} (default: none, which runs the default job)",
+            choices=backend_names,
+            section="model",
+        )
+    )
+    model: str = field(
+        metadata=option(
+            "Hub id / local folder (transformers, vllm) or API model name (openai) (default: none, which runs the "
+            "default job)",
+            section="model",
+        )
+    )
+    # A built dataset, opened once at the boundary (`mis-bench run`, or the public entry functions, which open a
+    # path they are given), so every setting of a grid shares one handle.
+    dataset: BuiltDataset | None = field(
+        default=None,
+        metadata=option(
+            "built dataset folder (`mis-bench build --out DIR`) (default: the default synthetic sample for the "
+            "default job; a model run needs it)",
+            type=existing("folder", as_path=False),
+            section="model",
+        ),
+    )
+    split: str = field(default="test", metadata=option("split to evaluate", choices=SPLITS, section="model"))
+    modality: str = field(
+        default="text", metadata=option("modality setting", choices=MODALITY_SETTINGS, section="model")
+    )
+    prompt_style: str = field(
+        default="direct",
+        metadata=option(
+            "; ".join(f"{style.name}: {style.help}" for style in _STYLES) + " (default: direct)",
+            flag="--prompt",
+            choices=PROMPT_STYLES,
+            section="model",
+        ),
+    )
+    # The direct / cot templates' version: 2 is laid out for prefix caching, 1 the earlier layout.
+    prompt_version: int = field(
+        default=DEFAULT_PROMPT_VERSION,
+        metadata=option(
+            "version of the direct / cot templates: 2 puts the task text and the dimension's rubric before the "
+            "response (a dimension's prompts share their start: prefix caching), 1 names the dimension before the "
+            "transcript and the rubric after it (runs comparable with earlier ones) "
+            f"(default: {DEFAULT_PROMPT_VERSION}; `paper` has one wording)",
+            type=int,
+            choices=PROMPT_VERSIONS,
+            section="setting",
+        ),
+    )
+    limit: int | None = field(
+        default=None,
+        metadata=option(
+            "only the first N videos (sorted ids), all dimensions (default: every video of the split)",
+            type=positive_int,
+            section="setting",
+        ),
+    )
+    few_shot_k: int = field(
+        default=0,
+        metadata=option(
+            "k scored examples per dimension from the train split (never the evaluated one); 0: zero-shot",
+            flag="--few-shot",
+            type=non_negative_int,
+            section="setting",
+        ),
+    )
+    few_shot_seed: int = field(
+        default=0,
+        metadata=option("seed of the choice of few-shot examples", type=non_negative_int, section="setting"),
+    )
+    input_source: str = field(
+        default="auto",
+        metadata=option(
+            "media for audio/video settings: raw files (video_path/audio_path) or "
+            "feature-derived descriptions (public release); auto picks raw when present",
+            choices=INPUT_SOURCES,
+            section="setting",
+        ),
+    )
+    feature_format: str = field(
+        default="text",
+        metadata=option(
+            "feature-derived input as text, a plot image (vision models), or both",
+            choices=FEATURE_FORMATS,
+            section="setting",
+        ),
+    )
+    out: str | Path = field(
+        default="runs",
+        metadata=option(
+            "output folder (cache, predictions, results) (default: ./runs, or ./mis-bench-results for the default job)",
+            section="setting",
+            cli_default=None,  # the command picks ./runs or the default job's folder
+        ),
+    )
+    cache_path: str | Path | None = field(
+        default=None,
+        metadata=option(
+            "response cache file (default: OUT/responses.cache.jsonl)",
+            flag="--cache",
+            type=file_path,
+            metavar="CACHE",
+            section="setting",
+        ),
+    )
+    # The decoding, unless `decoding` is given whole: each prompt style's own token budget unless set.
+    max_new_tokens: int | None = field(
+        default=None,
+        metadata=option(
+            "most tokens an answer may have (default: "
+            + " / ".join(f"{s.max_new_tokens} ({s.name})" for s in _STYLES)
+            + "; with --score-from expected "
+            + " / ".join(f"{s.max_tokens(SCORE_EXPECTED)} ({s.name})" for s in _STYLES)
+            + ")",
+            aliases=("--max-tokens",),
+            type=positive_int,
+            section="setting",
+        ),
+    )
+    temperature: float = field(
+        default=_DECODING.temperature,
+        metadata=option("sampling temperature, 0 = greedy (default: 0)", type=non_negative_float, section="setting"),
+    )
+    score_from: str = field(
+        default=_DECODING.score_from,
+        metadata=option(
+            "text: parse the answer (default: text); expected: the probability-weighted score from the model's "
+            "distribution over the score's digits (logprobs; for direct/paper only the score's first tokens, see "
+            "--max-tokens); "
+            "the text answer is kept beside it (docs/readouts.md)",
+            choices=SCORE_READOUTS,
+            section="setting",
+        ),
+    )
+    samples: int = field(
+        default=1,
+        metadata=option(
+            "answers per row (1-100), each with its own seed; a row scores their mean (median and spread in "
+            "readouts.json; test-retest ICC in score/report); use with --temperature above 0 (default: 1)",
+            type=bounded_int(1, 100),
+            section="setting",
+        ),
+    )
+    top_p: float = field(
+        default=_DECODING.top_p, metadata=option("nucleus sampling top-p", type=unit_interval, section="setting")
+    )
+    seed: int = field(
+        default=DEFAULT_SEED,
+        metadata=seed_option(
+            "seed of the model's sampling and of the bootstrap (the default job: of its fits too)", section="setting"
+        ),
+    )
+    n_bootstrap: int = field(default=DEFAULT_BOOTSTRAP, metadata=bootstrap_option(section="setting"))
+    # transformers / vllm
+    batch_size: int | None = field(
+        default=None,
+        metadata=option(
+            f"prompts per call (default: {_LOCAL['batch_size']} with transformers; with vllm all prompts in one "
+            "call, batched by vLLM's own scheduler)",
+            type=positive_int,
+            section="local",
+        ),
+    )
+    dtype: str = field(
+        default=_LOCAL["dtype"],
+        metadata=option("model dtype: auto, float32, bfloat16, float16", section="local"),
+    )
+    device: str = field(default=_LOCAL["device"], metadata=option("auto, cpu, cuda, cuda:1, ...", section="local"))
+    # raw video (transformers)
+    video_sampling: str = field(
+        default=_VIDEO.rule,
+        metadata=option(
+            f"frame rule (default {_VIDEO.rule}; paper reproduces the frames of Table 4's runs)",
+            choices=VIDEO_SAMPLING_RULES,
+            section="video",
+        ),
+    )
+    video_frames: int | None = field(
+        default=None,
+        metadata=option(
+            f"frames sampled per video under fixed (default {PAPER_VIDEO_FRAMES}), the most frames under paper "
+            f"(default {PAPER_VIDEO_MAX_FRAMES})",
+            type=positive_int,
+            section="video",
+        ),
+    )
+    video_max_pixels: int = field(
+        default=_VIDEO.max_pixels,
+        metadata=option(
+            f"pixel budget of the whole clip, all frames together (default 20480*28*28 = {_VIDEO.max_pixels})",
+            type=positive_int,
+            section="video",
+        ),
+    )
+    video_min_pixels: int = field(
+        default=_VIDEO.min_pixels,
+        metadata=option(
+            f"pixels each frame keeps at least (default 16*28*28 = {_VIDEO.min_pixels})",
+            type=positive_int,
+            section="video",
+        ),
+    )
+    # openai-compatible HTTP
+    # One server or several of one model (`--base-url` repeated or a comma list): requests go to the one with the
+    # fewest in flight (`eval_scripts.backends.replicas`). Never in a cache key.
+    base_url: str | list[str] = field(
+        default=_OPENAI["base_url"],
+        metadata=option(
+            "the server's API root; repeat it or give a comma list for several servers of one model: requests go "
+            "to the one with the fewest in flight, a failing one is taken out for a cool-down while the others carry "
+            f"on, and the cache is the same as one server's (default: {_OPENAI['base_url']})",
+            action="append",
+            metavar="URL",
+            section="openai",
+        ),
+    )
+    api_key_env: str = field(
+        default=_OPENAI["api_key_env"],
+        metadata=option(
+            "environment variable holding the API key (the key is never logged or written)", section="openai"
+        ),
+    )
+    concurrency: int = field(
+        default=_OPENAI["concurrency"],
+        metadata=option("requests in flight per server (1-1024)", type=bounded_int(1, 1024), section="openai"),
+    )
+    max_retries: int = field(
+        default=RetryPolicy.max_retries,
+        metadata=option("retries of a failed request (0-100)", type=bounded_int(0, 100), section="openai"),
+    )
+    timeout: float = field(
+        default=RetryPolicy.timeout_s,
+        metadata=option(
+            "seconds per request attempt, in total: connecting, sending, the headers and the whole body "
+            f"(a server trickling its answer is cut off too); each retry gets its own (default "
+            f"{RetryPolicy.timeout_s:g})",
+            type=positive_float,
+            section="openai",
+        ),
+    )
+    backoff_base: float = field(
+        default=RetryPolicy.backoff_base_s,
+        metadata=option("seconds; doubles per retry, with jitter", type=non_negative_float, section="openai"),
+    )
+    backoff_max: float = field(
+        default=RetryPolicy.backoff_max_s,
+        metadata=option("seconds, the longest wait between retries", type=non_negative_float, section="openai"),
+    )
+    max_tokens_field: str = field(
+        default=_OPENAI["max_tokens_field"],
+        metadata=option(
+            "request field for the token limit (max_completion_tokens for newer OpenAI models)", section="openai"
+        ),
+    )
+    backend_modalities: list[str] | None = field(
+        default=None,
+        metadata=option(
+            "input kinds the served model takes (openai/vllm; default: text only, since the API "
+            "cannot tell): e.g. text,image for GPT, text,image,video for a vLLM-served VLM",
+            type=comma_list(INPUT_KINDS),
+            section="openai",
+        ),
+    )
+    # Not on the command line as such.
+    decoding: DecodingConfig | None = None  # the whole decoding (default: from the fields above, per style)
+    backend_options: dict[str, Any] = field(default_factory=dict)  # the backend's keywords, over the fields'
+    dataset_name: str | None = None
+    progress: bool = True  # `--no-progress`
+    # `time.monotonic()` after which no request is sent (`--run-deadline`, counted from the command's
+    # start, so a grid shares it); rows not answered by then fail as "run deadline". None: no deadline.
+    deadline: float | None = None
+
+
+def option_fields(section: str | None = None) -> list[str]:
+    """The names of RunConfig's fields that are command-line options (of one `section`), in field order."""
+    return [f.name for f in fields(RunConfig) if "help" in f.metadata and section in (None, f.metadata["section"])]
+
+
+def decoding_for(config: RunConfig, style: str | None = None) -> DecodingConfig:
+    """The decoding of `style` (default: the config's): `config.decoding` when given whole, else the style's
+    own token budget (unless `max_new_tokens` is set) with the config's sampling fields."""
+    if config.decoding is not None:
+        return config.decoding
+    return DecodingConfig.for_style(
+        style or config.prompt_style,
+        max_new_tokens=config.max_new_tokens,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        seed=config.seed,
+        score_from=config.score_from,
+    )
+
+
+def backend_options(config: RunConfig) -> dict[str, Any]:
+    """The keywords the backend is built with: its options from the fields, then `config.backend_options`."""
+    if config.backend == "openai":
+        options: dict[str, Any] = {
+            "base_url": config.base_url,
+            "api_key_env": config.api_key_env,
+            "concurrency": config.concurrency,
+            "retry": RetryPolicy(config.max_retries, config.backoff_base, config.backoff_max, config.timeout),
+            "max_tokens_field": config.max_tokens_field,
+        }
+    else:
+        options = {"dtype": config.dtype} if config.backend in ("transformers", "vllm") else {}
+        if config.batch_size is not None:  # else the backend's own: 8 prompts (transformers), vLLM's scheduler (vllm)
+            options["batch_size"] = config.batch_size
+        if config.backend == "transformers":
+            options["device"] = config.device
+            options["video_sampling"] = video_sampling(config)
+    if config.backend_modalities and config.backend in ("openai", "vllm"):
+        options["modalities"] = tuple(config.backend_modalities)
+    return {**options, **config.backend_options}
+
+
+def video_sampling(config: RunConfig) -> VideoSampling:
+    from mis_bench_dataset.rules.errors import UsageError
+
+    try:
+        return VideoSampling(
+            config.video_frames, config.video_max_pixels, config.video_min_pixels, config.video_sampling
+        )
+    except ValueError as err:
+        raise UsageError(
+            str(err), where="--video-sampling / --video-frames / --video-max-pixels / --video-min-pixels"
+        ) from err

@@ -1,0 +1,169 @@
+"""Typed command-line values, defined once below the CLI: parsers that refuse a bad value with a message
+naming what is wrong (argparse shows it under the flag, exit 2), and `option`, the metadata of a dataclass
+field that becomes a flag (`eval_scripts.cli.args.add_fields` reads it, the way `HfArgumentParser` reads a
+dataclass's fields), so a default, its help and its validator are written once, on the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import stat
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from mis_bench_dataset.rules.errors import os_error_line
+
+
+def option(
+    help: str,  # noqa: A002 - argparse's name
+    *,
+    flag: str | None = None,
+    dest: str | None = None,
+    aliases: Sequence[str] = (),
+    type: Callable[[str], Any] | None = None,  # noqa: A002 - argparse's name
+    choices: Sequence[str] | None = None,
+    metavar: str | None = None,
+    action: str | None = None,
+    section: str = "main",
+    cli_default: Any = ...,
+) -> dict[str, Any]:
+    """A field's `metadata`, e.g. `field(default=8, metadata=option("requests in flight", type=positive_int))`.
+
+    `flag` defaults to `--field-name` and `dest` (the parsed attribute) to the field's name; `aliases` are
+    further spellings; `section` says under which heading `--help` lists it; `cli_default` is the command
+    line's default where it differs from the field's (None where the command picks the value by mode, e.g.
+    the output folder; `...`: the field's own)."""
+    spec = {"help": help, "flag": flag, "dest": dest, "aliases": tuple(aliases), "type": type, "choices": choices}
+    spec.update(metavar=metavar, action=action, section=section, cli_default=cli_default)
+    return spec
+
+
+def _number(kind: type, text: str) -> float | int:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
+def positive_int(text: str) -> int:
+    value = _number(int, text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    value = _number(int, text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """An int in [low, high]: for counts whose size drives memory or time (bootstrap resamples, videos)."""
+
+    def parse(text: str) -> int:
+        value = _number(int, text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {value:,}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def positive_float(text: str) -> float:
+    value = _number(float, text)
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = _number(float, text)
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of 0 or more, got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A level strictly between 0 and 1 (a confidence level)."""
+    value = _number(float, text)
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return value
+
+
+def unit_interval(text: str) -> float:
+    """A value in [0, 1] (top-p)."""
+    value = _number(float, text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must lie between 0 and 1, got {text}")
+    return value
+
+
+def comma_list(choices: tuple[str, ...]):
+    """A comma-separated subset of `choices`, in the given order, without repeats."""
+
+    def parse(text: str) -> list[str]:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        unknown = [item for item in items if item not in choices]
+        if unknown or not items:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {', '.join(choices)}; got {text!r}")
+        return list(dict.fromkeys(items))
+
+    parse.__name__ = "list"
+    return parse
+
+
+def _stat(path: Path, text: str) -> os.stat_result | None:
+    """The path's status, None when there is nothing there; any other operating-system error (no permission,
+    a name too long, a link loop, an I/O error) is a usage error naming the argument, in the toolkit's words."""
+    try:
+        return path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as err:
+        raise argparse.ArgumentTypeError(os_error_line(err, text)) from None
+
+
+def existing(kind: str, *, as_path: bool = True):
+    """An input path that must exist as a `kind` ("file", "folder" or "any"), checked when parsed: a path
+    that does not exist, is of the wrong kind or cannot be looked at is a usage error naming the argument
+    (exit 2), before any work.
+
+    Returns a Path (or the text as given, `as_path=False`, where the command expects a string).
+    """
+    if kind not in ("file", "folder", "any"):
+        raise ValueError(f"kind must be 'file', 'folder' or 'any', got {kind!r}")
+
+    def parse(text: str) -> Path | str:
+        path = Path(text).expanduser()
+        status = _stat(path, text)
+        if status is None:
+            raise argparse.ArgumentTypeError(f"no such {'file or folder' if kind == 'any' else kind}: {text}")
+        if kind == "file" and stat.S_ISDIR(status.st_mode):
+            raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+        if kind == "folder" and not stat.S_ISDIR(status.st_mode):
+            raise argparse.ArgumentTypeError(f"{text} is a file, not a folder")
+        return path if as_path else text
+
+    parse.__name__ = kind
+    return parse
+
+
+def file_path(text: str) -> str:
+    """A file that is read and appended to and need not exist yet (a response cache): a folder there, or a
+    file where one of its folders should be, is a usage error naming the argument."""
+    path = Path(text).expanduser()
+    status = _stat(path, text)
+    if status is not None and stat.S_ISDIR(status.st_mode):
+        raise argparse.ArgumentTypeError(f"{text} is a folder, not a file")
+    for parent in path.parents:
+        status = _stat(parent, str(parent))
+        if status is not None and not stat.S_ISDIR(status.st_mode):
+            raise argparse.ArgumentTypeError(f"{text} lies inside {parent}, a file, not a folder")
+    return text

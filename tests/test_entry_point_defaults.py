@@ -1,0 +1,96 @@
+"""One default per option: every entry point left without `--bootstrap` / `--seed` (or their keywords) scores
+with the same resample count and seed, `DEFAULT_BOOTSTRAP` and `DEFAULT_SEED`: the Python API (`RunConfig`,
+`run_setting`), `mis-bench run` (its defaults are the fields', option by option), the default job, the
+baselines and the cross-validation. The runs are real; the scorer they share records what it was asked for
+(the default job, minutes of fits and figures, by its signature: it hands both to the baselines)."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import pytest
+
+import mis_icc_metric.scoring as scoring
+from eval_scripts.cli import build_parser, main
+from eval_scripts.cli.args import config_from_args
+from eval_scripts.harness.config import RunConfig
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+
+from _harness_helpers import ChatServer
+
+EXPECTED = (DEFAULT_BOOTSTRAP, DEFAULT_SEED)
+
+
+@pytest.fixture
+def asked(monkeypatch) -> list[tuple[int, int]]:
+    """(n_bootstrap, seed) of every scoring call; scored with no resamples, to stay fast."""
+    calls: list[tuple[int, int]] = []
+    real = scoring.score_predictions
+
+    def recording(predictions, references, *args, n_bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED, **kwargs):
+        calls.append((n_bootstrap, seed))
+        return real(predictions, references, *args, n_bootstrap=0, seed=seed, **kwargs)
+
+    monkeypatch.setattr(scoring, "score_predictions", recording)
+    return calls
+
+
+def test_the_defaults_are_the_papers_resamples_and_seed_zero():
+    assert EXPECTED == (10_000, 0)
+
+
+def test_runconfig_and_the_command_line_have_the_same_defaults():
+    args = build_parser().parse_args(["run"])
+    config = RunConfig(backend="openai", model="m")
+    assert (args.bootstrap, args.seed) == (config.n_bootstrap, config.seed) == EXPECTED
+    # every generated option's default is its field's (the output folder's is picked by mode); a repeatable
+    # option (`--base-url`) parses to None when not given, and the config then takes the field's own
+    from_args = config_from_args(RunConfig, args, backend="openai", model="m")
+    for item in dataclasses.fields(RunConfig):
+        if "help" in item.metadata and item.metadata["cli_default"] is ...:
+            dest = item.metadata["dest"] or item.name
+            parsed = None if item.metadata["action"] == "append" else getattr(config, item.name)
+            assert getattr(args, dest) == parsed or item.name in ("backend", "model"), item.name
+            assert getattr(from_args, item.name) == getattr(config, item.name), item.name
+
+
+def _served_run_args(server: ChatServer, build, out) -> list[str]:
+    return [
+        "run", "--backend", "openai", "--model", "m", "--dataset", str(build), "--limit", "1", "--out", str(out),
+        "--base-url", server.base_url, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress", "--max-retries", "0",
+    ]  # fmt: skip
+
+
+def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_build, tmp_path, asked):
+    from eval_scripts.harness.runner import run_setting
+
+    with ChatServer() as server:
+        assert main(_served_run_args(server, synthetic_build, tmp_path / "cli")) == 0
+        config = RunConfig(
+            backend="openai",
+            model="m",
+            dataset=synthetic_build,
+            limit=1,
+            out=tmp_path / "api",
+            base_url=server.base_url,
+            api_key_env="MIS_BENCH_UNSET",
+            progress=False,
+        )
+        run_setting(config)
+    assert asked == [EXPECTED, EXPECTED]
+
+
+def test_the_default_job_baselines_and_cross_validation_score_with_the_defaults(synthetic_build, tmp_path, asked):
+    from eval_scripts.baselines.crossval import cross_validate
+    from eval_scripts.baselines.run import run_baseline
+    from eval_scripts.jobs.default_job import run_default_job
+
+    run_baseline(synthetic_build, tmp_path / "baseline", modality="text")
+    assert asked and set(asked) == {EXPECTED}
+    job = inspect.signature(run_default_job).parameters
+    assert (job["n_bootstrap"].default, job["seed"].default) == EXPECTED
+    asked.clear()
+    cross_validate(synthetic_build, [("features", "text")], n_folds=2, progress=False)
+    # seeds from the default on; each fold's own mean ICC is a point estimate (0 resamples), the CIs the default's
+    assert asked and asked[0] == EXPECTED and {n for n, _ in asked if n} == {DEFAULT_BOOTSTRAP}
