@@ -506,7 +506,7 @@ def fragments(draw, command: str) -> list[str]:
     def value(action) -> str:
         kind = getattr(action.type, "__name__", "")
         if action.choices:
-            likely = list(action.choices)
+            likely = [str(choice) for choice in action.choices]  # the command line is text
         elif kind in PATH_TYPES or action.dest in PATH_DESTS:
             likely = PATHS
         elif kind in NUMBER_TYPES:

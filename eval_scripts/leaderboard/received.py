@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from mis_bench_dataset.rules.atomic import write_atomic
 from mis_bench_dataset.rules.text_safety import slug
 
 logger = logging.getLogger(__name__)
@@ -95,4 +96,4 @@ def _main_request_files(api, repo_id: str) -> Iterable[str]:
 
 def _download(api, repo_id: str, path: str, revision: str | None, target: Path) -> None:
     local = api.hf_hub_download(repo_id, path, repo_type="dataset", revision=revision)
-    target.write_bytes(Path(local).read_bytes())
+    write_atomic(target, Path(local).read_bytes())
