@@ -330,7 +330,11 @@ def run_default(args: argparse.Namespace) -> int:
     }
     job = {name: given[dest] for name, dest in names.items() if dest in given}
     as_json = bool(given.get("json"))
-    run_default_job(given.get("dataset"), out_dir, **job, as_json=as_json, say=functools.partial(say, err=as_json))
+    summary = run_default_job(
+        given.get("dataset"), out_dir, **job, say=functools.partial(say, err=as_json), closing_lines=not as_json
+    )
+    if as_json:
+        print_json(summary)
     return 0
 
 

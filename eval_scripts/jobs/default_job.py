@@ -264,13 +264,14 @@ def run_default_job(
     seed: int = DEFAULT_SEED,
     cv_folds: int = DEFAULT_CV_FOLDS,
     cv_seeds: int = DEFAULT_CV_SEEDS,
-    as_json: bool = False,
     say: Callable[[str], None] | None = None,
+    closing_lines: bool = True,
 ) -> dict[str, Any]:
-    """The default job on `dataset` (default: the synthetic sample) into `out`; prints its summary, returns it.
+    """The default job on `dataset` (default: the synthetic sample) into `out`; returns its summary.
 
-    `say` prints one line for the user (the CLI's printer); without it the lines are logged. With `as_json`,
-    stdout carries only the summary JSON (the CLI's `say` then writes to stderr).
+    `say` shows one line to the user (the CLI's printer); without it the lines are logged. `closing_lines`: end
+    with the summary's lines (the paths, how to get the real benchmark); off when the caller prints the summary
+    itself (`mis-bench run --json`).
     """
     from eval_scripts.baselines.run import load_feature_rows
     from mis_bench_dataset.built.loading import gold_references
@@ -312,8 +313,6 @@ def run_default_job(
     summary = _summary(job, runs, skipped, cross_validation, report, leaderboard, n_videos, len(train_rows))
     summary["seconds"] = round(time.monotonic() - started, 1)
     write_atomic(job.folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
-    if as_json:
-        print(json.dumps(summary, indent=1, ensure_ascii=False))
-    else:
+    if closing_lines:
         _say_summary(job, summary, runs, cross_validation, report, leaderboard)
     return summary
