@@ -335,10 +335,16 @@ def test_the_base_url_comes_from_the_flag_then_the_environment(monkeypatch):
 def test_reproduce_table4_from_the_fetched_folder_equals_the_run_from_shared(fetched, capsys):
     out, _ = fetched
     docs = []
-    for folder in (out, AUTHORS):
-        assert main(["reproduce", "table4", "--from", str(folder), "--bootstrap", "20", "--json"]) == 0
+    # The fetched folder holds the transcripts (fis_transcript.csv) the ridge column needs; ../shared keeps them
+    # beside the authors' folder, under another name.
+    transcripts = AUTHORS.parent / "mis-bench-transcripts.csv"
+    for folder, more in ((out, []), (AUTHORS, ["--transcripts", str(transcripts)])):
+        assert main(["reproduce", "table4", "--from", str(folder), "--bootstrap", "20", "--json", *more]) == 0
         docs.append(json.loads(capsys.readouterr().out))
+    names = [doc["ridge"]["transcripts"].pop("file") for doc in docs]  # the local names: all else is equal
+    assert names == ["fis_transcript.csv", "mis-bench-transcripts.csv"]
     assert docs[0] == docs[1] and docs[0]["gold_file"]["published"] and docs[0]["n_equal"] == 24
+    assert docs[0]["ridge"] is not None and round(100 * docs[0]["ridge"]["mean_icc"], 1) == 41.2
 
 
 def test_build_authors_is_the_build_from_transcripts_and_labels(fetched, real_text_build, tmp_path, capsys):
