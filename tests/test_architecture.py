@@ -169,36 +169,39 @@ def test_eval_scripts_has_rooms_and_at_most_three_loose_modules():
     assert rooms == sorted(ROOMS), f"rooms on disk {rooms} != the declared ROOMS"
 
 
-def test_rooms_import_only_rooms_below_them():
-    """The one-way arrows inside eval_scripts: a room imports itself and the rooms before it in ROOMS."""
-    violations = []
-    for module, imported in import_graph().items():
+def _upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    """The imports of a room from a room after it in ROOMS (or of the CLI from outside `cli/`)."""
+    found = []
+    for module, imported in graph.items():
         room = _room(module)
-        if room is None:
-            continue
         for target in imported:
             other = _room(target)
-            if other is not None and ROOMS.index(other) > ROOMS.index(room):
-                violations.append(f"{module} ({room}) imports {target} ({other}), a room above it")
-    assert not violations, "\n".join(sorted(violations))
+            if room is not None and other is not None and ROOMS.index(other) > ROOMS.index(room):
+                found.append(f"{module} ({room}) imports {target} ({other}), a room above it")
+            elif other == "cli" and room != "cli":
+                found.append(f"{module} imports {target}: only eval_scripts.cli may import eval_scripts.cli")
+    return sorted(found)
 
 
-def test_nothing_outside_cli_imports_the_cli():
-    violations = [
-        f"{module} imports {target}"
-        for module, imported in import_graph().items()
-        if _room(module) != "cli"
-        for target in imported
-        if _room(target) == "cli"
-    ]
-    assert not violations, "only eval_scripts.cli may import eval_scripts.cli:\n" + "\n".join(sorted(violations))
+def test_rooms_import_only_rooms_below_them_and_nothing_imports_the_cli():
+    """The one-way arrows inside eval_scripts: a room imports itself and the rooms before it in ROOMS."""
+    arrows = _upward_arrows(import_graph())
+    assert not arrows, "\n".join(arrows)
 
 
-def test_the_room_check_finds_an_arrow_that_runs_back_up():
+@pytest.mark.parametrize(
+    ("module", "target"),
+    [
+        ("eval_scripts.answers.parse", "eval_scripts.harness.runner"),
+        ("eval_scripts.harness.runner", "eval_scripts.cli.run"),
+    ],
+)
+def test_the_room_check_finds_an_arrow_that_runs_back_up(module, target):
+    """The check itself: an upward import planted in a copy of the real graph is the one arrow it reports."""
     graph = import_graph()
-    graph["eval_scripts.answers.parse"] = {*graph["eval_scripts.answers.parse"], "eval_scripts.harness.runner"}
-    bad = [t for t in graph["eval_scripts.answers.parse"] if ROOMS.index(_room(t) or "answers") > 0]
-    assert bad == ["eval_scripts.harness.runner"]
+    graph[module] = {*graph[module], target}
+    (arrow,) = _upward_arrows(graph)
+    assert arrow.startswith(f"{module} ") and target in arrow
 
 
 @pytest.mark.parametrize("room", ROOMS)
