@@ -132,3 +132,30 @@ def test_old_spellings_are_usage_errors(capsys):
     assert main(["run", old, "10"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mis-bench run: error: unrecognized arguments: " + old) and err.count("\n") == 1
+
+
+# Options in seconds that are a limit compared against, never a wait handed to a socket or a timer.
+SECONDS_LIMITS = {("mis-bench build", "--max-duration")}
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        item
+        for item in OPTIONS
+        if item[1].metavar == "SECONDS" or (item[1].help or "").lower().startswith("seconds")
+        if (item[0], item[1].option_strings[0]) not in SECONDS_LIMITS
+    ],
+    ids=_id,
+)
+def test_every_wait_in_seconds_refuses_what_a_timer_cannot_hold(item, capsys):
+    """A timeout of 1e20 s overflowed the platform's time type inside the socket (found by the CLI fuzz on
+    `fetch --timeout`): every wait is refused above a week, with the usage line, before anything runs."""
+    from eval_scripts.cli import main
+
+    command, action = item
+    flag = action.option_strings[0]
+    assert main([*command.split()[1:], flag, "99999999999999999999"]) == 2
+    err = capsys.readouterr().err
+    assert f"argument {flag}" in err and "at most 604,800 seconds" in err and err.count("\n") == 1
+    assert action.type(str(7 * 24 * 3600)) == 7 * 24 * 3600

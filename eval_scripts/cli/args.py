@@ -24,7 +24,9 @@ from mis_bench_dataset.rules.options import (  # noqa: F401 - the argument types
     positive_float,
     positive_int,
     probability,
+    seconds,
     unit_interval,
+    wait_seconds,
 )
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 

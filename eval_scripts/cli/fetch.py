@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from eval_scripts.cli.args import add_json, positive_float, print_json, say, shown
+from eval_scripts.cli.args import add_json, print_json, say, seconds, shown
 
 
 def register(subparsers) -> None:
@@ -39,7 +39,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=positive_float,
+        type=seconds,
         default=DEFAULT_TIMEOUT_S,
         metavar="SECONDS",
         help="seconds to wait for a connection and for each read",

@@ -20,6 +20,7 @@ from eval_scripts.cli.args import (
     positive_int,
     print_json,
     say,
+    seconds,
     shown,
 )
 from eval_scripts.formats.data_names import any_synthetic, source_synthetic
@@ -76,7 +77,7 @@ def register(subparsers) -> None:
     _register_prefix_caching(parser)
     parser.add_argument(
         "--run-deadline",
-        type=positive_float,
+        type=seconds,
         metavar="SECONDS",
         help="end the whole run (every setting of a --grid) this many seconds after it starts: requests in "
         "flight are cut off, none is sent after; rows without an answer by then are failed (kind `run "

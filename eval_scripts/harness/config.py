@@ -36,9 +36,10 @@ from mis_bench_dataset.rules.options import (
     non_negative_float,
     non_negative_int,
     option,
-    positive_float,
     positive_int,
+    seconds,
     unit_interval,
+    wait_seconds,
 )
 from mis_bench_dataset.setting_inputs import FEATURE_FORMATS, INPUT_SOURCES
 from mis_bench_dataset.splits import SPLITS
@@ -299,17 +300,17 @@ class RunConfig:
             "seconds per request attempt, in total: connecting, sending, the headers and the whole body "
             f"(a server trickling its answer is cut off too); each retry gets its own (default "
             f"{RetryPolicy.timeout_s:g})",
-            type=positive_float,
+            type=seconds,
             section="openai",
         ),
     )
     backoff_base: float = field(
         default=RetryPolicy.backoff_base_s,
-        metadata=option("seconds; doubles per retry, with jitter", type=non_negative_float, section="openai"),
+        metadata=option("seconds; doubles per retry, with jitter", type=wait_seconds, section="openai"),
     )
     backoff_max: float = field(
         default=RetryPolicy.backoff_max_s,
-        metadata=option("seconds, the longest wait between retries", type=non_negative_float, section="openai"),
+        metadata=option("seconds, the longest wait between retries", type=wait_seconds, section="openai"),
     )
     max_tokens_field: str = field(
         default=_OPENAI["max_tokens_field"],

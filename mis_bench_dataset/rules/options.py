@@ -89,6 +89,26 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+MAX_WAIT_S = 7 * 24 * 3600  # one week: the longest wait a timeout, backoff or deadline may ask for
+
+
+def seconds(text: str) -> float:
+    """A wait above 0 of at most a week: a timeout or deadline that sockets and timers can hold (a larger
+    one overflows the platform's time type)."""
+    value = positive_float(text)
+    if value > MAX_WAIT_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WAIT_S:,} seconds (a week), got {text}")
+    return value
+
+
+def wait_seconds(text: str) -> float:
+    """A wait of 0 up to a week (a backoff between retries)."""
+    value = non_negative_float(text)
+    if value > MAX_WAIT_S:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WAIT_S:,} seconds (a week), got {text}")
+    return value
+
+
 def probability(text: str) -> float:
     """A level strictly between 0 and 1 (a confidence level)."""
     value = _number(float, text)
