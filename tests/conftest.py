@@ -9,9 +9,12 @@ sample) is temporary too. Subprocesses inherit both. tests/test_caches.py checks
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
+import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest  # imports none of the libraries whose caches are redirected below
@@ -172,6 +175,30 @@ def default_sample_cache(tmp_path_factory) -> Path:
     from mis_bench_dataset import default_sample
 
     return shared_once(tmp_path_factory, "mis-bench-cache", default_sample)
+
+
+@dataclass(frozen=True)
+class DefaultJobRun:
+    work: Path  # the checkout view it ran in: its results are `work / "mis-bench-results"`
+    done: subprocess.CompletedProcess
+
+
+@pytest.fixture(scope="session")
+def readme_default_job(default_sample_cache, tmp_path_factory) -> DefaultJobRun:
+    """The README's first command, `mis-bench run`, run once per test run exactly as the README's page runs
+    it (tests/_docs_runner.py: a fresh checkout view, the cached default sample, the default options):
+    tests/test_main_job.py checks what it wrote and printed, and the pages that start with it replay it.
+    Shared by the xdist workers; read-only."""
+    from _docs_runner import run_default_job
+
+    def make(folder: Path) -> None:
+        done = run_default_job(folder / "page", default_sample_cache)
+        (folder / "done.json").write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+
+    folder = shared_once(tmp_path_factory, "readme-default-job", make)
+    returncode, stdout, stderr = json.loads((folder / "done.json").read_text())
+    args = ["bash", "-c", "mis-bench run"]
+    return DefaultJobRun(folder / "page" / "checkout", subprocess.CompletedProcess(args, returncode, stdout, stderr))
 
 
 @pytest.fixture

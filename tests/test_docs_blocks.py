@@ -9,15 +9,13 @@ from __future__ import annotations
 import difflib
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from _docs_runner import DEFAULT_JOB_COMMAND, REPO, SHARED_FOLDER, PageRun, replay_default_job
 
 from _docs_helpers import (
     CI_MARKER,
     NEEDS,
-    SHARED,
     Block,
     output_matches,
     read_blocks,
@@ -25,29 +23,11 @@ from _docs_helpers import (
     unmet_install,
 )
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_FOLDER = (REPO / SHARED).resolve()  # the developers' and CI's copy of the public data, when laid out
 PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]
 # Languages a fence may have: executed (bash, python), outputs and commands that cannot run (text),
 # and what is not a command (a citation, a diagram without a language).
 KNOWN_LANGUAGES = {"bash", "python", "text", "bibtex", "", "json", "yaml"}
-BLOCK_TIMEOUT_S = 900
 CHECK_COMMAND = "scripts/check"  # the one test command: README's "Tests" block, run by .ci/run
-
-BASH_PRELUDE = r"""set -euo pipefail
-_docs_save() {
-  local _docs_names
-  _docs_names=$(compgen -v | grep -vxFf "$DOCS_BASELINE" | grep -v '^_docs' || true)
-  {
-    if [ -n "$_docs_names" ]; then declare -p $_docs_names; fi
-    printf 'cd %q\n' "$PWD"
-  } > "$DOCS_STATE" 2>/dev/null || true
-  printf '%s' "$PWD" > "$DOCS_STATE.pwd"
-}
-compgen -v > "$DOCS_BASELINE"
-if [ -f "$DOCS_STATE" ]; then . "$DOCS_STATE"; fi
-trap _docs_save EXIT
-"""
 
 
 def _pages_with_code() -> list[str]:
@@ -67,62 +47,13 @@ def _ci_lines() -> set[str]:
     }
 
 
-def _readme_first_command() -> str:
-    return read_blocks(REPO / "README.md", "README.md").runnable[0].code
-
-
-def _checkout_view(work: Path) -> None:
-    """`work` shows the checkout: its top-level entries linked in (writes go to `work` itself), and
-    `../shared` beside it where the checkout has one."""
-    if SHARED_FOLDER.is_dir():
-        (work.parent / "shared").symlink_to(SHARED_FOLDER)
-    ignored = subprocess.run(
-        ["git", "check-ignore", *[p.name for p in REPO.iterdir()]], cwd=REPO, capture_output=True, text=True
-    ).stdout.split()
-    for entry in REPO.iterdir():
-        if entry.name != ".git" and entry.name not in ignored:
-            (work / entry.name).symlink_to(entry)
-
-
-def _environment(tmp_path: Path, tmp: Path, cache: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        # The interpreter running the suite is the reader's `python3` (a virtual environment's bin first).
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        "TMPDIR": str(tmp),
-        "MIS_BENCH_CACHE": str(cache),
-        "DOCS_STATE": str(tmp_path / "shell-state"),
-        "DOCS_BASELINE": str(tmp_path / "shell-baseline"),
-        "MPLBACKEND": "Agg",
-    }
-
-
-def _run(block: Block, code: str, cwd: Path, env: dict[str, str], scripts: Path) -> subprocess.CompletedProcess:
-    if block.language == "bash":
-        script = scripts / f"{block.line}.sh"
-        script.write_text(BASH_PRELUDE + code, encoding="utf-8")
-        command, stdin = ["bash", str(script)], None
-    else:
-        command, stdin = [sys.executable, "-"], code  # as pasted into `python3`: the working directory on sys.path
-    return subprocess.run(
-        command, cwd=cwd, env=env, input=stdin, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S
-    )
-
-
 @pytest.mark.parametrize("page", _pages_with_code())
-def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, default_sample_cache):
+def test_every_block_of_the_page_runs_and_prints_what_it_shows(
+    page, tmp_path, default_sample_cache, readme_default_job
+):
     blocks = read_blocks(REPO / page, page)
-    work, tmp, scripts = tmp_path / "checkout", tmp_path / "tmp", tmp_path / "scripts"
-    for folder in (work, tmp, scripts):
-        folder.mkdir()
-    _checkout_view(work)
-    env = _environment(tmp_path, tmp, default_sample_cache)
+    run = PageRun(tmp_path, default_sample_cache)
     ci_lines = _ci_lines()
-
-    def here(text: str) -> str:
-        return text.replace("/tmp/", f"{tmp}/")
-
     skipped = []
     for block in blocks.blocks:
         if block.ci:
@@ -135,28 +66,24 @@ def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, d
         if block.needs_shared and not SHARED_FOLDER.is_dir():
             skipped.append(block.where)
             continue
-        if page != "README.md" and block is blocks.runnable[0] and block.code == _readme_first_command():
-            continue  # the README's first command, from the same fresh checkout: its test runs it (minutes)
         code, setup = split_setup(block.code) if block.language == "bash" else (block.code, [])
         for command in setup:
             unmet = unmet_install(command, REPO / "setup.cfg")
             assert not unmet, f"{block.where}: `{command}` would install what is not installed here: {unmet}"
-        state_pwd = tmp_path / "shell-state.pwd"
-        cwd = Path(state_pwd.read_text()) if state_pwd.is_file() else work
-        done = _run(block, here(code), cwd, env, scripts)
+        done = replay_default_job(run, block, code, readme_default_job) or run.run(block, code)
         assert done.returncode == 0, (
             f"{block.where}: the {block.language} block exits {done.returncode}\n--- stdout\n{done.stdout[-3000:]}"
             f"\n--- stderr\n{done.stderr[-5000:]}"
         )
         if block.output is not None:
-            printed = done.stdout.replace(f"{tmp}/", "/tmp/").replace(str(tmp), "/tmp")
+            printed = done.stdout.replace(f"{run.tmp}/", "/tmp/").replace(str(run.tmp), "/tmp")
             expected = block.output.code
             assert output_matches(expected, printed), f"{block.output.where}: the page shows other output:\n" + "".join(
                 difflib.unified_diff(expected.splitlines(True), printed.splitlines(True), "page", "printed", n=1)
             )
 
     # Nothing but ignored folders is left where a reader's checkout would be.
-    written = sorted(p.name + ("/" if p.is_dir() else "") for p in work.iterdir() if not p.is_symlink())
+    written = sorted(p.name + ("/" if p.is_dir() else "") for p in run.work.iterdir() if not p.is_symlink())
     if written:
         ignored = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True, text=True)
         assert set(ignored.stdout.split()) == set(written), f"{page} leaves files in the checkout: {written}"
@@ -187,8 +114,8 @@ def test_the_test_command_is_one_command_and_ci_runs_it():
     assert os.access(REPO / CHECK_COMMAND, os.X_OK) and os.access(REPO / ".ci" / "run", os.X_OK)
     first = readme.runnable[0]
     assert first.language == "bash" and len(first.code.strip().splitlines()) == 1
-    assert split_setup(first.code)[0] == "mis-bench run\n"
-    # The installation page starts with the same command (its test leaves it to the README's).
+    assert split_setup(first.code)[0] == DEFAULT_JOB_COMMAND
+    # The installation page starts with the same command (its test replays the README's run of it).
     assert read_blocks(REPO / "docs" / "installation.md", "docs/installation.md").runnable[0].code == first.code
 
 

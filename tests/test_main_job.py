@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -32,24 +29,13 @@ def test_out_folder_defaults_to_mis_bench_results():
 
 
 @pytest.fixture(scope="module")
-def default_job_run(default_sample_cache, tmp_path_factory):
-    """`mis-bench run` (no model) once, as a new user runs it, in a subprocess: (results folder, stdout, stderr)."""
-    work = tmp_path_factory.mktemp("default_job")
-    env = {
-        **os.environ,
-        "MIS_BENCH_CACHE": str(default_sample_cache),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "eval_scripts.cli", "run", "--bootstrap", "200"],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+def default_job_run(readme_default_job):
+    """The README's first command, `mis-bench run` (no model), as a new user runs it: in a subprocess, from a fresh
+    checkout, with the default options (conftest's `readme_default_job`, run once per test run and replayed by
+    the docs pages that start with it): (results folder, stdout, stderr)."""
+    done = readme_default_job.done
     assert done.returncode == 0, done.stderr[-3000:]
-    return work / "mis-bench-results", done.stdout, done.stderr
+    return readme_default_job.work / "mis-bench-results", done.stdout, done.stderr
 
 
 @pytest.fixture(scope="module")
