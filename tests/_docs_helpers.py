@@ -12,6 +12,8 @@ The rules (also in docs/architecture.md, "Writing docs"):
 - Setup commands are not run again: a `git clone ...` line, `python3 -m venv`, `. .venv/bin/activate` and
   `pip install ...` (a command of its own or joined by `&&`). Each `pip install` is checked instead:
   what it installs must be installed here (torch at the pinned version, every requirement of the extras).
+- The README's first command, `mis-bench run` in a fresh checkout, runs once per test run; a page that
+  starts with it replays that run (tests/_docs_runner.py says why that is the same).
 - A ```text block is not executed; it is either an output block or a command that cannot run offline,
   whose first line says why: `# Needs ...` (a GPU, a server, the network, ...).
 - A block naming `../shared` (the developers' and CI's read-only copy of the public data beside the
