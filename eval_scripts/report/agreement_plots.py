@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_scripts.report.plots import _literal, _pyplot, _save
+from eval_scripts.report.plots import _literal, _save, dimension_grid
 from eval_scripts.report.table import RunView
 from mis_bench_dataset.dimensions import DIMENSIONS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.atomic import AtomicFiles
@@ -70,18 +70,11 @@ def calibration_bins(pred: np.ndarray, gold: np.ndarray, width: float = CALIBRAT
     return bins
 
 
-def _grid(title: str):
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
-    fig.suptitle(_literal(title), fontsize=10)
-    return fig, axes
-
-
 def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: difference (model - gold) against the mean of the two, bias and limits of agreement."""
     from mis_icc_metric.agreement import agreement
 
-    fig, axes = _grid(title)
+    fig, axes = dimension_grid(_literal(title))
     reach = 1.0  # the y range, symmetric about 0: at least one point, at most the scale's width
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = pairs_of(run, references, dim.key)
@@ -106,13 +99,12 @@ def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float
         ax.set_xlabel("mean of model and gold")
     for ax in axes[:, 0]:
         ax.set_ylabel("model - gold")
-    fig.tight_layout()
     return fig
 
 
 def calibration_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: mean model score (+- 1 sd) per half-point gold bin, against the diagonal."""
-    fig, axes = _grid(title)
+    fig, axes = dimension_grid(_literal(title))
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = pairs_of(run, references, dim.key)
         ax.plot([SCORE_MIN, SCORE_MAX], [SCORE_MIN, SCORE_MAX], color="grey", linewidth=0.8, label="calibrated")
@@ -128,18 +120,18 @@ def calibration_figure(run: RunView, references: Mapping[tuple[str, str], float 
         ax.set_xlabel(f"gold (mean of each {CALIBRATION_BIN}-point bin)")
     for ax in axes[:, 0]:
         ax.set_ylabel("mean model score")
-    fig.tight_layout()
     return fig
 
 
 def histogram_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: gold and model score histograms overlaid (same pairs, same 0.1-point bins)."""
-    fig, axes = _grid(title)
+    fig, axes = dimension_grid(_literal(title))
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = pairs_of(run, references, dim.key)
-        if len(pairs):
-            ax.hist(pairs[:, 1], bins=_HISTOGRAM_EDGES, alpha=0.5, label="gold", color="C0")
-            ax.hist(pairs[:, 0], bins=_HISTOGRAM_EDGES, alpha=0.5, label="model", color="C1")
+        if len(pairs):  # one filled outline per histogram: ax.hist drew a patch per bin, 656 per figure
+            for column, label, color in ((1, "gold", "C0"), (0, "model", "C1")):
+                counts, _ = np.histogram(pairs[:, column], bins=_HISTOGRAM_EDGES)
+                ax.stairs(counts, _HISTOGRAM_EDGES, fill=True, alpha=0.5, label=label, color=color)
         distinct = len(np.unique(pairs[:, 0])) if len(pairs) else 0
         ax.set_title(f"{dim.abbreviation}  n={len(pairs)}  model values: {distinct}", fontsize=9)
         ax.set_xlim(SCORE_MIN - 0.1, SCORE_MAX + 0.1)
@@ -148,7 +140,6 @@ def histogram_figure(run: RunView, references: Mapping[tuple[str, str], float | 
         ax.set_xlabel("score")
     for ax in axes[:, 0]:
         ax.set_ylabel("videos")
-    fig.tight_layout()
     return fig
 
 

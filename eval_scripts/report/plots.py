@@ -18,6 +18,12 @@ from mis_bench_dataset.rules.text_safety import visible_controls
 
 # Scores sit on the axis limits (gold 5.0 is common): a margin so their markers are drawn whole.
 _SCORE_MARGIN = 0.15
+# The per-dimension 2 x 4 grids (scatters, agreement figures) have a fixed size and fixed fonts, so their layout
+# is fixed too: the margins tight_layout found on the default job's figures, widened to fit 4-digit y tick labels
+# (tests/test_report_figure_layout.py checks every text stays inside the canvas and clear of the others).
+# tight_layout measured every text once more per figure and left a layout engine that makes savefig draw twice.
+GRID_SIZE = (12.0, 6.2)
+GRID_LAYOUT = {"left": 0.07, "right": 0.985, "bottom": 0.095, "top": 0.895, "wspace": 0.1, "hspace": 0.2}
 
 
 def _pyplot():
@@ -27,6 +33,15 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def dimension_grid(title: str):
+    """A figure of 2 x 4 panels sharing both axes, one per dimension, with its suptitle (`title`, drawn as given:
+    pass it through `_literal` first where it holds user text); returns (figure, axes)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 4, figsize=GRID_SIZE, sharex=True, sharey=True, gridspec_kw=GRID_LAYOUT)
+    fig.suptitle(title, fontsize=10)
+    return fig, axes
 
 
 def _literal(text: str) -> str:
@@ -95,8 +110,7 @@ def scatter_grid(
 
 
 def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, suffix: str = ""):
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
+    fig, axes = dimension_grid(_literal(run.label) + suffix)
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = [
             (gold, run.predictions.get((video, key)))
@@ -117,8 +131,6 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
         ax.set_xlabel("gold")
     for ax in axes[:, 0]:
         ax.set_ylabel("predicted")
-    fig.suptitle(_literal(run.label) + suffix, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
