@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_scripts.report.plots import _literal, _save, dimension_grid
+from eval_scripts.report.plots import _literal, _save, dimension_grid, panel_title
 from eval_scripts.report.table import RunView
 from mis_bench_dataset.dimensions import DIMENSIONS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.atomic import AtomicFiles
@@ -91,7 +91,7 @@ def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float
                 ax.axhline(stats[limit], color="C3", linestyle="--", linewidth=1.0)
                 reach = max(reach, abs(stats[limit]))
             heading += f"  bias {stats['bias']:+.2f} [{stats['loa_low']:+.2f}, {stats['loa_high']:+.2f}]"
-        ax.set_title(heading, fontsize=8)
+        panel_title(ax, heading, 8)
         ax.set_xlim(SCORE_MIN, SCORE_MAX)
     reach = min(1.1 * reach, SCORE_MAX - SCORE_MIN)
     axes[0, 0].set_ylim(-reach, reach)  # shared by every panel
@@ -113,7 +113,7 @@ def calibration_figure(run: RunView, references: Mapping[tuple[str, str], float 
             x = [b["gold_mean"] for b in bins]
             y = [b["model_mean"] for b in bins]
             ax.errorbar(x, y, yerr=[b["model_sd"] for b in bins], fmt="o-", markersize=4, linewidth=1, capsize=2)
-        ax.set_title(f"{dim.abbreviation}  n={len(pairs)}", fontsize=9)
+        panel_title(ax, f"{dim.abbreviation}  n={len(pairs)}", 9)
         ax.set_xlim(SCORE_MIN, SCORE_MAX)
         ax.set_ylim(SCORE_MIN, SCORE_MAX)
     for ax in axes[1]:
@@ -133,7 +133,7 @@ def histogram_figure(run: RunView, references: Mapping[tuple[str, str], float | 
                 counts, _ = np.histogram(pairs[:, column], bins=_HISTOGRAM_EDGES)
                 ax.stairs(counts, _HISTOGRAM_EDGES, fill=True, alpha=0.5, label=label, color=color)
         distinct = len(np.unique(pairs[:, 0])) if len(pairs) else 0
-        ax.set_title(f"{dim.abbreviation}  n={len(pairs)}  model values: {distinct}", fontsize=9)
+        panel_title(ax, f"{dim.abbreviation}  n={len(pairs)}  model values: {distinct}", 9)
         ax.set_xlim(SCORE_MIN - 0.1, SCORE_MAX + 0.1)
     axes[0, 0].legend(fontsize=8, frameon=False)
     for ax in axes[1]:

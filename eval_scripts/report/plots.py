@@ -44,6 +44,12 @@ def dimension_grid(title: str):
     return fig, axes
 
 
+def panel_title(ax, text: str, fontsize: float) -> None:
+    """A grid panel's title, at the top of its axes: placed there (the grids have no tick labels on top) rather than
+    searched for at every draw, which measured the panel's ticks once more."""
+    ax.set_title(text, fontsize=fontsize, y=1.0)
+
+
 def _literal(text: str) -> str:
     """Text matplotlib draws as given: controls and bidi marks as visible escapes, `$` not starting mathtext."""
     return visible_controls(text, inline=True).replace("$", r"\$")
@@ -122,9 +128,7 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
             ax.scatter(gold, pred, s=10, alpha=0.6)
         ax.plot([SCORE_MIN, SCORE_MAX], [SCORE_MIN, SCORE_MAX], color="grey", linewidth=0.8)
         icc = run.dim(dim.key).get("icc")
-        ax.set_title(
-            f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", fontsize=9
-        )
+        panel_title(ax, f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", 9)
         ax.set_xlim(SCORE_MIN - _SCORE_MARGIN, SCORE_MAX + _SCORE_MARGIN)
         ax.set_ylim(SCORE_MIN - _SCORE_MARGIN, SCORE_MAX + _SCORE_MARGIN)
     for ax in axes[1]:
