@@ -3,15 +3,16 @@ the figures were sped up (the parent commit, `--base`), in one run.
 
 The default job's five runs and gold scores (the SYNTHETIC default sample, 100 test videos; the sample is
 generated first if the cache lacks it) are the inputs. Each tree, this checkout and `git archive BASE`
-unpacked aside, is timed in its own process on the same inputs: every figure of the report (the heatmap,
-the radar, and for each system's best configuration the scatters, Bland-Altman, calibration and histogram
-grids, each built and saved as PNG), then `write_report` as the default job calls it; best of --repeats,
-wall and CPU time (user + sys of the process, so a busy shared machine can be told apart), peak RSS. Both
-trees' figures must show the same thing: the same panels, titles, axis labels, limits, tick labels and
-legends, the same bars (bin, count, colour) in the histograms, and the same PNG Title text (with the
-SYNTHETIC mark). Then, unless --skip-job, `mis-bench run` itself with each tree, warm cache.
+unpacked aside, is timed in its own worker process on the same inputs: every figure of the report (the
+heatmap, the radar, and for each system's best configuration the scatter, Bland-Altman, calibration and
+histogram grids, each built and saved as PNG), then `write_report` as the default job calls it. Workers run
+--rounds times per tree, the trees alternating, and the best wall and the best CPU time (user + sys, so a
+busy shared machine can be told apart) are kept; peak RSS is the workers' largest. The first round also
+checks that both trees' figures show the same thing: panels, titles, axis labels, limits, tick labels,
+legends, every histogram bar (bin, count, colour), and the PNGs' Title text with the SYNTHETIC mark. Then
+`mis-bench run` itself with each tree (--job-rounds, alternating, warm cache).
 
-    python3 benchmarks/bench_report_figures.py [--repeats 3] [--base a2a5ca1] [--skip-job]
+    python3 benchmarks/bench_report_figures.py [--rounds 3] [--job-rounds 2] [--base a2a5ca1]
 """
 
 from __future__ import annotations
@@ -45,15 +46,11 @@ def _cpu(who=resource.RUSAGE_SELF) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _best(repeats: int, func) -> dict:
-    """Best of `repeats` calls: wall and CPU seconds (the best of each)."""
-    walls, cpus = [], []
-    for _ in range(repeats):
-        wall, cpu = time.perf_counter(), _cpu()
-        func()
-        walls.append(time.perf_counter() - wall)
-        cpus.append(_cpu() - cpu)
-    return {"wall_s": round(min(walls), 3), "cpu_s": round(min(cpus), 3)}
+def _timed(func) -> dict:
+    """Wall and CPU seconds of one call."""
+    wall, cpu = time.perf_counter(), _cpu()
+    func()
+    return {"wall_s": time.perf_counter() - wall, "cpu_s": _cpu() - cpu}
 
 
 def prepare_inputs(work: Path) -> Path:
@@ -108,8 +105,9 @@ def _shown(fig) -> dict:
     return {"suptitle": suptitle.get_text() if suptitle else None, "panels": panels}
 
 
-def worker(inputs: Path, repeats: int) -> dict:
-    """Time this tree's figures and write_report (the tree is whatever `eval_scripts` imports as)."""
+def worker(inputs: Path, check: bool) -> dict:
+    """Time this tree's figures and write_report once (the tree is whatever `eval_scripts` imports as); with
+    `check`, also what each figure shows and the PNGs' Title texts."""
     import matplotlib.pyplot as plt
     from PIL import Image
 
@@ -136,36 +134,28 @@ def worker(inputs: Path, repeats: int) -> dict:
             for i, r in enumerate(best)
         ]
     makers["heatmap"]()  # warm: pyplot's import and font cache are not the figures' cost
-    figures = {kind: _best(repeats, make) for kind, make in makers.items()}
-    total = {unit: round(sum(f[unit] for f in figures.values()), 3) for unit in ("wall_s", "cpu_s")}
-    report_dirs = iter(range(repeats))
-    report = _best(
-        repeats,
+    measured = {kind: _timed(make) for kind, make in makers.items()}
+    measured["write_report"] = _timed(
         lambda: write_report(
             results,
-            out / f"report-{next(report_dirs)}",
+            out / "report",
             references=references,
             title="MIS-Bench CPU baselines on the default sample",
             comparison_bootstrap=DEFAULT_BOOTSTRAP,
             seed=DEFAULT_SEED,
-        ),
+        )
     )
-    shown = {"heatmap": _shown(plots.heatmap_figure(runs)), "radar": _shown(plots.radar_figure(best))}
-    for i, run in enumerate(best):
-        shown[f"scatter {i + 1}"] = _shown(plots.scatter_figure(run, references, suffix=SUFFIX))
-        for kind, (make, name) in agreement_plots.PLOTS.items():
-            shown[f"{kind} {i + 1}"] = _shown(make(run, references, title=f"{name}: {run.label}{SUFFIX}"))
-    plt.close("all")
-    titles = {p.name: Image.open(p).text.get("Title") for p in sorted((out / "report-0").glob("*.png"))}
-    return {
-        "figures": figures,
-        "figures_total": total,
-        "write_report": report,
-        "pngs": len(titles),
-        "peak_rss_mb": _peak_rss_mb(),
-        "shown": shown,
-        "png_titles": titles,
-    }
+    done = {"measured": measured, "peak_rss_mb": _peak_rss_mb()}
+    if check:
+        shown = {"heatmap": _shown(plots.heatmap_figure(runs)), "radar": _shown(plots.radar_figure(best))}
+        for i, run in enumerate(best):
+            shown[f"scatter {i + 1}"] = _shown(plots.scatter_figure(run, references, suffix=SUFFIX))
+            for kind, (make, name) in agreement_plots.PLOTS.items():
+                shown[f"{kind} {i + 1}"] = _shown(make(run, references, title=f"{name}: {run.label}{SUFFIX}"))
+        plt.close("all")
+        done["shown"] = shown
+        done["png_titles"] = {p.name: Image.open(p).text.get("Title") for p in sorted((out / "report").glob("*.png"))}
+    return done
 
 
 def _unpack_base(base: str, into: Path) -> Path:
@@ -176,9 +166,9 @@ def _unpack_base(base: str, into: Path) -> Path:
     return into
 
 
-def _run_worker(tree: Path, inputs: Path, repeats: int) -> dict:
+def _run_worker(tree: Path, inputs: Path, check: bool) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    script = [sys.executable, __file__, "--worker", str(inputs), "--repeats", str(repeats)]
+    script = [sys.executable, __file__, "--worker", str(inputs), *(["--check"] if check else [])]
     done = subprocess.run(script, env=env, check=True, capture_output=True, text=True, cwd=tree)
     return json.loads(done.stdout)
 
@@ -194,11 +184,27 @@ def _time_job(tree: Path, out: Path) -> dict:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    return {"wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(_cpu(resource.RUSAGE_CHILDREN) - cpu, 1)}
+    return {"wall_s": time.perf_counter() - started, "cpu_s": _cpu(resource.RUSAGE_CHILDREN) - cpu}
 
 
-def _ratios(before: dict, after: dict) -> dict:
-    return {unit: round(before[unit] / after[unit], 2) for unit in ("wall_s", "cpu_s")}
+def _alternating(trees: dict, rounds: int, measure) -> dict[str, list]:
+    """`measure(name, tree, round)` for each tree, `rounds` times, the order swapped every round (load that
+    drifts during the run then favours neither tree)."""
+    measured: dict[str, list] = {name: [] for name in trees}
+    for round_ in range(rounds):
+        for name in list(trees)[:: 1 if round_ % 2 == 0 else -1]:
+            measured[name].append(measure(name, trees[name], round_))
+    return measured
+
+
+def _best(timings: list[dict], digits: int = 3) -> dict:
+    """The best wall and the best CPU time of several (each taken on its own)."""
+    return {unit: round(min(t[unit] for t in timings), digits) for unit in ("wall_s", "cpu_s")}
+
+
+def _pair(before: list[dict], after: list[dict], digits: int = 3) -> dict:
+    best = {"before": _best(before, digits), "after": _best(after, digits)}
+    return best | {"ratio": {unit: round(best["before"][unit] / best["after"][unit], 2) for unit in best["after"]}}
 
 
 def compare(args) -> dict:
@@ -206,44 +212,55 @@ def compare(args) -> dict:
         work = Path(tmp)
         inputs = prepare_inputs(work)  # also makes sure the sample is cached: the job timings below are warm
         trees = {"before": _unpack_base(args.base, work / "base"), "after": ROOT}
-        measured = {name: _run_worker(tree, inputs, args.repeats) for name, tree in trees.items()}
-        before, after = measured["before"], measured["after"]
+        load = os.getloadavg()[0]
+        runs = _alternating(trees, args.rounds, lambda _, tree, round_: _run_worker(tree, inputs, round_ == 0))
+        before, after = runs["before"], runs["after"]
+        kinds = list(after[0]["measured"])
+        figure_kinds = [kind for kind in kinds if kind != "write_report"]
+
+        def total(done: dict) -> dict:
+            return {unit: sum(done["measured"][kind][unit] for kind in figure_kinds) for unit in ("wall_s", "cpu_s")}
+
         figures = {
             "cpus": os.cpu_count(),
-            "load_average_1min": round(os.getloadavg()[0], 2),
+            "load_average_1min": round(load, 2),
             "base": args.base,
             "test_videos": pickle.loads(inputs.read_bytes())["n_videos"],
-            "repeats": args.repeats,
+            "rounds": args.rounds,
             "figures": {
-                kind: {"before": before["figures"][kind], "after": after["figures"][kind]}
-                | {"ratio": _ratios(before["figures"][kind], after["figures"][kind])}
-                for kind in after["figures"]
+                kind: _pair([r["measured"][kind] for r in before], [r["measured"][kind] for r in after])
+                for kind in figure_kinds
             },
-            "figures_total": {"before": before["figures_total"], "after": after["figures_total"]}
-            | {"ratio": _ratios(before["figures_total"], after["figures_total"])},
-            "write_report": {"before": before["write_report"], "after": after["write_report"]}
-            | {"ratio": _ratios(before["write_report"], after["write_report"])},
-            "pngs": after["pngs"],
-            "peak_rss_mb": {"before": before["peak_rss_mb"], "after": after["peak_rss_mb"]},
-            "same_figures_shown": before["shown"] == after["shown"],
-            "same_png_titles": before["png_titles"] == after["png_titles"],
-            "png_titles_say_synthetic": all("SYNTHETIC" in (t or "") for t in after["png_titles"].values()),
+            "figures_total": _pair([total(r) for r in before], [total(r) for r in after]),
+            "write_report": _pair(
+                [r["measured"]["write_report"] for r in before], [r["measured"]["write_report"] for r in after]
+            ),
+            "pngs": len(after[0]["png_titles"]),
+            "peak_rss_mb": {
+                "before": max(r["peak_rss_mb"] for r in before),
+                "after": max(r["peak_rss_mb"] for r in after),
+            },
+            "same_figures_shown": before[0]["shown"] == after[0]["shown"],
+            "same_png_titles": before[0]["png_titles"] == after[0]["png_titles"],
+            "png_titles_say_synthetic": all("SYNTHETIC" in (t or "") for t in after[0]["png_titles"].values()),
         }
-        if not args.skip_job:
-            jobs = {name: _time_job(tree, work / f"job-{name}") for name, tree in trees.items()}
-            figures["mis_bench_run"] = jobs | {"ratio": _ratios(jobs["before"], jobs["after"])}
+        if args.job_rounds:
+            jobs = _alternating(trees, args.job_rounds, lambda name, tree, i: _time_job(tree, work / f"job-{name}-{i}"))
+            figures["mis_bench_run"] = _pair(jobs["before"], jobs["after"], digits=1) | {"rounds": args.job_rounds}
+            figures["load_average_1min_end"] = round(os.getloadavg()[0], 2)
     return figures
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, help="worker processes per tree, best kept")
+    parser.add_argument("--job-rounds", type=int, default=2, help="`mis-bench run`s per tree (0: none)")
     parser.add_argument("--base", default="a2a5ca1", help="the 'before' commit (default: %(default)s)")
-    parser.add_argument("--skip-job", action="store_true", help="skip timing `mis-bench run` with each tree")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # internal: time one tree on these inputs
+    parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:  # the tree under test is on PYTHONPATH
-        print(json.dumps(worker(args.worker, args.repeats)))
+        print(json.dumps(worker(args.worker, args.check)))
         return
     sys.path.insert(0, str(ROOT))
     print(json.dumps(compare(args), indent=1))
