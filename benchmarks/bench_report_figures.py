@@ -145,7 +145,7 @@ def worker(inputs: Path, check: bool) -> dict:
             seed=DEFAULT_SEED,
         )
     )
-    done = {"measured": measured, "peak_rss_mb": _peak_rss_mb()}
+    done = {"measured": measured, "peak_rss_mb": _peak_rss_mb(), "code": str(Path(plots.__file__).parents[2])}
     if check:
         shown = {"heatmap": _shown(plots.heatmap_figure(runs)), "radar": _shown(plots.radar_figure(best))}
         for i, run in enumerate(best):
@@ -227,6 +227,7 @@ def compare(args) -> dict:
             "base": args.base,
             "test_videos": pickle.loads(inputs.read_bytes())["n_videos"],
             "rounds": args.rounds,
+            "code": {"before": before[0]["code"], "after": after[0]["code"]},  # where each worker's figures came from
             "figures": {
                 kind: _pair([r["measured"][kind] for r in before], [r["measured"][kind] for r in after])
                 for kind in figure_kinds
