@@ -12,6 +12,7 @@ import subprocess
 
 import numpy as np
 import pytest
+from matplotlib.colors import to_rgba
 
 from eval_scripts.report import write_report
 from eval_scripts.report.agreement_plots import (
@@ -147,11 +148,16 @@ def test_histograms_overlay_gold_and_model_counts(made):
     edges = np.round(np.arange(0.95, 5.1, 0.1), 2)
     for ax, dim in zip(fig.axes, DIMENSIONS, strict=True):
         pairs = pairs_of(run, made["references"], dim.key)
-        heights = [patch.get_height() for patch in ax.patches]
         gold_counts, _ = np.histogram(pairs[:, 1], bins=edges)
         model_counts, _ = np.histogram(pairs[:, 0], bins=edges)
-        assert heights == gold_counts.tolist() + model_counts.tolist()
+        gold, model = ax.patches  # one filled outline per histogram, gold under model
+        for patch, counts, label, colour in ((gold, gold_counts, "gold", "C0"), (model, model_counts, "model", "C1")):
+            drawn = patch.get_data()
+            assert drawn.values.tolist() == counts.tolist() and drawn.edges.tolist() == edges.tolist()
+            assert patch.get_label() == label and patch.get_fill() and patch.get_alpha() == 0.5
+            assert patch.get_facecolor() == to_rgba(colour, 0.5)
         assert ax.get_title().endswith(f"model values: {len(np.unique(pairs[:, 0]))}")
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["gold", "model"]
 
 
 def test_figures_and_report_json_say_synthetic_and_hold_the_data(made):

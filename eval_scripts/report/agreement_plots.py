@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from eval_scripts.report.plots import _literal, _pyplot, _save
+from eval_scripts.report.plots import _literal, _save, dimension_grid, panel_title
 from eval_scripts.report.table import RunView
 from mis_bench_dataset.dimensions import DIMENSIONS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.atomic import AtomicFiles
@@ -70,18 +70,11 @@ def calibration_bins(pred: np.ndarray, gold: np.ndarray, width: float = CALIBRAT
     return bins
 
 
-def _grid(title: str):
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
-    fig.suptitle(_literal(title), fontsize=10)
-    return fig, axes
-
-
 def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: difference (model - gold) against the mean of the two, bias and limits of agreement."""
     from mis_icc_metric.agreement import agreement
 
-    fig, axes = _grid(title)
+    fig, axes = dimension_grid(_literal(title))
     reach = 1.0  # the y range, symmetric about 0: at least one point, at most the scale's width
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = pairs_of(run, references, dim.key)
@@ -98,7 +91,7 @@ def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float
                 ax.axhline(stats[limit], color="C3", linestyle="--", linewidth=1.0)
                 reach = max(reach, abs(stats[limit]))
             heading += f"  bias {stats['bias']:+.2f} [{stats['loa_low']:+.2f}, {stats['loa_high']:+.2f}]"
-        ax.set_title(heading, fontsize=8)
+        panel_title(ax, heading, 8)
         ax.set_xlim(SCORE_MIN, SCORE_MAX)
     reach = min(1.1 * reach, SCORE_MAX - SCORE_MIN)
     axes[0, 0].set_ylim(-reach, reach)  # shared by every panel
@@ -106,13 +99,12 @@ def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float
         ax.set_xlabel("mean of model and gold")
     for ax in axes[:, 0]:
         ax.set_ylabel("model - gold")
-    fig.tight_layout()
     return fig
 
 
 def calibration_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: mean model score (+- 1 sd) per half-point gold bin, against the diagonal."""
-    fig, axes = _grid(title)
+    fig, axes = dimension_grid(_literal(title))
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = pairs_of(run, references, dim.key)
         ax.plot([SCORE_MIN, SCORE_MAX], [SCORE_MIN, SCORE_MAX], color="grey", linewidth=0.8, label="calibrated")
@@ -121,34 +113,33 @@ def calibration_figure(run: RunView, references: Mapping[tuple[str, str], float 
             x = [b["gold_mean"] for b in bins]
             y = [b["model_mean"] for b in bins]
             ax.errorbar(x, y, yerr=[b["model_sd"] for b in bins], fmt="o-", markersize=4, linewidth=1, capsize=2)
-        ax.set_title(f"{dim.abbreviation}  n={len(pairs)}", fontsize=9)
+        panel_title(ax, f"{dim.abbreviation}  n={len(pairs)}", 9)
         ax.set_xlim(SCORE_MIN, SCORE_MAX)
         ax.set_ylim(SCORE_MIN, SCORE_MAX)
     for ax in axes[1]:
         ax.set_xlabel(f"gold (mean of each {CALIBRATION_BIN}-point bin)")
     for ax in axes[:, 0]:
         ax.set_ylabel("mean model score")
-    fig.tight_layout()
     return fig
 
 
 def histogram_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: gold and model score histograms overlaid (same pairs, same 0.1-point bins)."""
-    fig, axes = _grid(title)
+    fig, axes = dimension_grid(_literal(title))
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = pairs_of(run, references, dim.key)
-        if len(pairs):
-            ax.hist(pairs[:, 1], bins=_HISTOGRAM_EDGES, alpha=0.5, label="gold", color="C0")
-            ax.hist(pairs[:, 0], bins=_HISTOGRAM_EDGES, alpha=0.5, label="model", color="C1")
+        if len(pairs):  # one filled outline per histogram: ax.hist drew a patch per bin, 656 per figure
+            for column, label, color in ((1, "gold", "C0"), (0, "model", "C1")):
+                counts, _ = np.histogram(pairs[:, column], bins=_HISTOGRAM_EDGES)
+                ax.stairs(counts, _HISTOGRAM_EDGES, fill=True, alpha=0.5, label=label, color=color)
         distinct = len(np.unique(pairs[:, 0])) if len(pairs) else 0
-        ax.set_title(f"{dim.abbreviation}  n={len(pairs)}  model values: {distinct}", fontsize=9)
+        panel_title(ax, f"{dim.abbreviation}  n={len(pairs)}  model values: {distinct}", 9)
         ax.set_xlim(SCORE_MIN - 0.1, SCORE_MAX + 0.1)
     axes[0, 0].legend(fontsize=8, frameon=False)
     for ax in axes[1]:
         ax.set_xlabel("score")
     for ax in axes[:, 0]:
         ax.set_ylabel("videos")
-    fig.tight_layout()
     return fig
 
 

@@ -18,6 +18,12 @@ from mis_bench_dataset.rules.text_safety import visible_controls
 
 # Scores sit on the axis limits (gold 5.0 is common): a margin so their markers are drawn whole.
 _SCORE_MARGIN = 0.15
+# The per-dimension 2 x 4 grids (scatters, agreement figures) have a fixed size and fixed fonts, so their layout
+# is fixed too: the margins tight_layout found on the default job's figures, widened to fit 4-digit y tick labels
+# (tests/test_report_figure_layout.py checks every text stays inside the canvas and clear of the others).
+# tight_layout measured every text once more per figure and left a layout engine that makes savefig draw twice.
+GRID_SIZE = (12.0, 6.2)
+GRID_LAYOUT = {"left": 0.07, "right": 0.985, "bottom": 0.095, "top": 0.895, "wspace": 0.1, "hspace": 0.2}
 
 
 def _pyplot():
@@ -27,6 +33,21 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def dimension_grid(title: str):
+    """A figure of 2 x 4 panels sharing both axes, one per dimension, with its suptitle (`title`, drawn as given:
+    pass it through `_literal` first where it holds user text); returns (figure, axes)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(2, 4, figsize=GRID_SIZE, sharex=True, sharey=True, gridspec_kw=GRID_LAYOUT)
+    fig.suptitle(title, fontsize=10)
+    return fig, axes
+
+
+def panel_title(ax, text: str, fontsize: float) -> None:
+    """A grid panel's title, at the top of its axes: placed there (the grids have no tick labels on top) rather than
+    searched for at every draw, which measured the panel's ticks once more."""
+    ax.set_title(text, fontsize=fontsize, y=1.0)
 
 
 def _literal(text: str) -> str:
@@ -95,8 +116,7 @@ def scatter_grid(
 
 
 def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, suffix: str = ""):
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=(12, 6.2), sharex=True, sharey=True)
+    fig, axes = dimension_grid(_literal(run.label) + suffix)
     for ax, dim in zip(axes.ravel(), DIMENSIONS, strict=True):
         pairs = [
             (gold, run.predictions.get((video, key)))
@@ -108,17 +128,13 @@ def scatter_figure(run: RunView, references: Mapping[tuple[str, str], float | No
             ax.scatter(gold, pred, s=10, alpha=0.6)
         ax.plot([SCORE_MIN, SCORE_MAX], [SCORE_MIN, SCORE_MAX], color="grey", linewidth=0.8)
         icc = run.dim(dim.key).get("icc")
-        ax.set_title(
-            f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", fontsize=9
-        )
+        panel_title(ax, f"{dim.abbreviation}  ICC {'–' if icc is None else f'{100 * icc:.1f}'}  n={len(pairs)}", 9)
         ax.set_xlim(SCORE_MIN - _SCORE_MARGIN, SCORE_MAX + _SCORE_MARGIN)
         ax.set_ylim(SCORE_MIN - _SCORE_MARGIN, SCORE_MAX + _SCORE_MARGIN)
     for ax in axes[1]:
         ax.set_xlabel("gold")
     for ax in axes[:, 0]:
         ax.set_ylabel("predicted")
-    fig.suptitle(_literal(run.label) + suffix, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
@@ -155,7 +171,8 @@ def heatmap_figure(runs: Sequence[RunView], *, title: str = "ICC(3,1) % by confi
     ax.set_yticks(range(len(runs)), [_literal(run.label) for run in runs], fontsize=8)
     fig.colorbar(image, ax=ax, label="ICC(3,1) %", fraction=0.04, pad=0.02)
     ax.set_title(title, pad=22, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout()  # measured: the run labels on the left are the user's and as long as they are
+    fig.set_layout_engine(None)  # laid out once; the placeholder tight_layout leaves would make savefig draw twice
     return fig
 
 
