@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.baselines import FeatureRidgeBaseline
-from eval_scripts.baselines.fold_features import FoldFeatures, count_terms, transcript_terms
+from eval_scripts.baselines.fold_features import FoldFeatures, transcript_terms
 from eval_scripts.baselines.run import load_feature_rows
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 
@@ -44,11 +44,12 @@ def test_fold_tfidf_is_the_vectorizers_fitted_on_the_fold(train_rows, test_rows)
     docs, new_docs = _docs(train_rows), _docs(test_rows)
     numeric = np.random.default_rng(0).normal(size=(len(docs), 3))
     fold = np.arange(len(docs))[np.arange(len(docs)) % 3 != 0]  # a fold's training rows
-    counts, terms = count_terms(docs)  # every row, counted once
-    features = FoldFeatures.fit(numeric[fold], counts[fold], terms)
+    features = FoldFeatures.fit(numeric, docs, fold)  # every row counted once, weighted by the fold's rows
     reference = _tfidf().fit(np.array(docs)[fold])
     assert list(features.terms) == list(reference.get_feature_names_out())
-    blocks = features.transform_counts(numeric, counts)
+    blocks = features.rows
+    products = blocks.dense @ blocks.dense.T + (blocks.sparse @ blocks.sparse.T).toarray()
+    np.testing.assert_allclose(blocks.gram(), products, rtol=0, atol=1e-13)
     np.testing.assert_allclose(blocks.sparse.toarray(), reference.transform(docs).toarray(), rtol=0, atol=1e-15)
     np.testing.assert_array_equal(blocks.dense, StandardScaler().fit(numeric[fold]).transform(numeric))
     unseen = features.transform(numeric[: len(new_docs)], new_docs)  # new rows: counted over the kept terms
@@ -59,21 +60,19 @@ def test_fold_tfidf_is_the_vectorizers_fitted_on_the_fold(train_rows, test_rows)
 def test_fold_tfidf_refuses_what_the_vectorizer_refuses(docs):
     with pytest.raises(ValueError) as expected:
         _tfidf().fit(docs)
-    counts, terms = count_terms(docs)
     with pytest.raises(ValueError, match="^" + str(expected.value).replace(".", r"\.") + "$"):
-        FoldFeatures.fit(np.zeros((len(docs), 1)), counts, terms)
+        FoldFeatures.fit(np.zeros((len(docs), 1)), docs, np.arange(len(docs)))
 
 
 @pytest.mark.parametrize("steps", [0, 1e18])  # always sparse, always dense
 def test_both_product_routes_give_the_dense_product(train_rows, monkeypatch, steps):
     from eval_scripts.baselines import fold_features
 
-    counts, _ = count_terms(_docs(train_rows))
     tfidf = _tfidf().fit_transform(_docs(train_rows))
     dense = tfidf.toarray()
     monkeypatch.setattr(fold_features, "DENSE_STEPS_PER_SPARSE_STEP", steps)
     blocks = fold_features.Blocks(np.ones((len(dense), 2)), tfidf)
-    np.testing.assert_allclose(blocks.products(blocks), 2.0 + dense @ dense.T, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(blocks.gram(), 2.0 + dense @ dense.T, rtol=0, atol=1e-14)
 
 
 def _pipeline_predictions(model, frame, labels, test_frame, alpha, labelled=None):

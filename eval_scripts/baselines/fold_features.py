@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 MIN_DF = 2  # the pipeline's TfidfVectorizer(min_df=2): a term in a single training document is dropped
+CACHED_FOLDS = 6  # the 5 CV folds and the final fit of one fit: what the next modality setting asks for again
+CACHED_ROWS = 2500  # above, a fold's n x n Gram matrix (50 MB at 2,500 rows) is not kept
 DENSE_STEPS_PER_SPARSE_STEP = 30  # measured on one core: ~15 G multiply-adds/s in BLAS, ~0.3 G in scipy's SpGEMM
 
 
@@ -37,7 +39,18 @@ def transcript_terms(transcript: str) -> tuple[str, ...]:
     return tuple(_word_1_2_grams()(transcript))
 
 
-def count_terms(transcripts: Sequence[str]) -> tuple[Any, np.ndarray]:
+@dataclass(frozen=True)
+class LexicalFold:
+    """The TF-IDF of a fit's transcripts with the weights of one fold's training rows, and its Gram matrix."""
+
+    terms: np.ndarray  # the kept terms (in at least MIN_DF training documents), sorted
+    tfidf: Any  # TfidfTransformer fitted on the training rows' counts of those terms
+    matrix: Any  # CSR (n_docs, n_kept): every transcript of the fit, weighted
+    gram: np.ndarray  # matrix @ matrix.T, dense, read-only
+
+
+@functools.lru_cache(maxsize=2)
+def _counts(transcripts: tuple[str, ...]) -> tuple[Any, np.ndarray]:
     """(CSR counts (n_docs, n_terms), the terms in CountVectorizer's sorted order) of the word 1-2 grams."""
     from sklearn.feature_extraction.text import CountVectorizer
 
@@ -46,18 +59,45 @@ def count_terms(transcripts: Sequence[str]) -> tuple[Any, np.ndarray]:
     return counts.tocsr(), vectorizer.get_feature_names_out()
 
 
+@functools.lru_cache(maxsize=CACHED_FOLDS)
+def _cached_lexical_fold(transcripts: tuple[str, ...], train: bytes) -> LexicalFold:
+    return _lexical_fold(transcripts, train)
+
+
+def _lexical_fold(transcripts: tuple[str, ...], train: bytes) -> LexicalFold:
+    from sklearn.feature_extraction.text import TfidfTransformer
+
+    counts, terms = _counts(transcripts)
+    fold_counts = counts[np.frombuffer(train, dtype=np.intp)]
+    kept = _kept_terms(fold_counts)
+    tfidf = TfidfTransformer(sublinear_tf=True).fit(fold_counts[:, kept])
+    matrix = tfidf.transform(counts[:, kept]).tocsr()
+    gram = _sparse_products(matrix, matrix)
+    gram.flags.writeable = False
+    return LexicalFold(terms[kept], tfidf, matrix, gram)
+
+
+def lexical_fold(transcripts: Sequence[str], train: np.ndarray) -> LexicalFold:
+    """The TF-IDF of `transcripts` fitted on the rows `train`, cached for the process: the modality settings of
+    one job fit on the same rows with the same folds, so their text block is computed once (the fit's transcripts
+    counted once, each fold weighted and multiplied once); not cached above CACHED_ROWS rows (memory)."""
+    key = (tuple(transcripts), np.asarray(train, dtype=np.intp).tobytes())
+    return _cached_lexical_fold(*key) if len(key[0]) <= CACHED_ROWS else _lexical_fold(*key)
+
+
 @dataclass(frozen=True)
 class Blocks:
     """Preprocessed rows: the standardised summaries (dense) and their TF-IDF (sparse CSR; None without text)."""
 
     dense: np.ndarray
     sparse: Any = None
+    sparse_gram: np.ndarray | None = None  # sparse @ sparse.T when known
 
-    def products(self, other: Blocks) -> np.ndarray:
-        """self @ other.T over both blocks, dense (n_self, n_other): the ridge's kernel rows."""
-        out = self.dense @ other.dense.T
+    def gram(self) -> np.ndarray:
+        """self @ self.T over both blocks, dense (n, n): every kernel entry the dual ridge needs."""
+        out = self.dense @ self.dense.T
         if self.sparse is not None:
-            out += _sparse_products(self.sparse, other.sparse)
+            out += self.sparse_gram if self.sparse_gram is not None else _sparse_products(self.sparse, self.sparse)
         return out
 
     def transposed_times(self, coefficients: np.ndarray) -> np.ndarray:
@@ -78,34 +118,26 @@ class Blocks:
 
 @dataclass
 class FoldFeatures:
-    """The preprocessing fitted on some rows: StandardScaler, and the kept terms with their TfidfTransformer."""
+    """The preprocessing fitted on some rows of a fit: StandardScaler, and the text block (`LexicalFold`)."""
 
     scaler: Any
-    kept: np.ndarray | None = None  # column indices into the counts it was fitted on
-    terms: np.ndarray | None = None  # the kept terms, sorted
-    tfidf: Any = None
+    terms: np.ndarray | None = None  # the kept terms, sorted (None without text)
+    tfidf: Any = None  # their TfidfTransformer
+    rows: Blocks | None = None  # every row of the fit, transformed
 
     @classmethod
-    def fit(cls, numeric: np.ndarray, counts: Any, terms: np.ndarray | None) -> FoldFeatures:
-        """Fitted on `numeric` (the summaries) and `counts` (the transcripts' term counts, None without text)."""
-        from sklearn.feature_extraction.text import TfidfTransformer
+    def fit(cls, numeric: np.ndarray, transcripts: Sequence[str] | None, train: np.ndarray) -> FoldFeatures:
+        """Fitted on the rows `train` of a fit's summaries `numeric` and `transcripts` (None without text)."""
         from sklearn.preprocessing import StandardScaler
 
-        scaler = StandardScaler().fit(numeric)
-        if counts is None:
-            return cls(scaler)
-        kept = _kept_terms(counts)
-        tfidf = TfidfTransformer(sublinear_tf=True).fit(counts[:, kept])
-        return cls(scaler, kept, terms[kept], tfidf)
+        scaler = StandardScaler().fit(numeric[train])
+        lexical = None if transcripts is None else lexical_fold(transcripts, train)
+        dense = scaler.transform(numeric)
+        if lexical is None:
+            return cls(scaler, rows=Blocks(dense))
+        return cls(scaler, lexical.terms, lexical.tfidf, Blocks(dense, lexical.matrix, lexical.gram))
 
-    def transform_counts(self, numeric: np.ndarray, counts: Any) -> Blocks:
-        """Rows whose counts share the columns of the counts this was fitted on."""
-        dense = self.scaler.transform(numeric)
-        if self.tfidf is None:
-            return Blocks(dense)
-        return Blocks(dense, self.tfidf.transform(counts[:, self.kept]).tocsr())
-
-    def transform(self, numeric: np.ndarray, transcripts: Sequence[str]) -> Blocks:
+    def transform(self, numeric: np.ndarray, transcripts: Sequence[str] | None) -> Blocks:
         """New rows: their transcripts counted over the kept terms (unseen terms dropped, as the vectorizer does)."""
         dense = self.scaler.transform(numeric)
         if self.tfidf is None:

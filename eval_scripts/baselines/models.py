@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from eval_scripts.baselines.fold_features import Blocks, FoldFeatures, count_terms, transcript_terms
+from eval_scripts.baselines.fold_features import Blocks, FoldFeatures, transcript_terms
 from eval_scripts.baselines.summaries import MODALITY_GROUPS, SummaryCache, summarise
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 
@@ -130,7 +130,6 @@ class FeatureRidgeBaseline:
         from sklearn.model_selection import GroupKFold
 
         numeric, transcripts = self._inputs(rows)
-        counts, terms = count_terms(transcripts) if transcripts is not None else (None, None)
         labels = np.column_stack([_labels(rows, key) for key in DIMENSION_KEYS])
         clinicians = np.array([str(row["clinician"]) for row in rows])
         for j, key in enumerate(DIMENSION_KEYS):
@@ -143,10 +142,7 @@ class FeatureRidgeBaseline:
         n_splits = min(self.n_folds, len(set(clinicians)))
         fold_mse = []  # per fold: (n_alphas, n_dims); averaged over folds like GridSearchCV's mean_test_score
         for train_idx, test_idx in GroupKFold(n_splits=n_splits).split(numeric, groups=clinicians):
-            fold_counts = None if counts is None else counts[train_idx]
-            features = FoldFeatures.fit(numeric[train_idx], fold_counts, terms)
-            x = features.transform_counts(numeric, counts)  # every row of the fit: one product gives both kernels
-            kernel = x.products(x)
+            kernel = FoldFeatures.fit(numeric, transcripts, train_idx).rows.gram()  # all rows: both kernels
             y_test = labels[test_idx]
             scored = ~np.isnan(y_test)
             gram, cross = kernel[np.ix_(train_idx, train_idx)], kernel[np.ix_(test_idx, train_idx)]
@@ -156,8 +152,8 @@ class FeatureRidgeBaseline:
             fold_mse.append(np.where(scored.any(axis=0), errors, np.nan))
         cv_mse = np.nanmean(np.stack(fold_mse), axis=0)
         best = cv_mse.argmin(axis=0)  # first (smallest) alpha on ties, as GridSearchCV
-        self.features = FoldFeatures.fit(numeric, counts, terms)
-        x_train = self.features.transform_counts(numeric, counts)
+        self.features = FoldFeatures.fit(numeric, transcripts, np.arange(len(rows)))
+        x_train, self.features.rows = self.features.rows, None  # kept no longer than the fit
         self.weights, self.intercepts = block_ridge_coefficients(x_train, labels, [self.alphas[b] for b in best])
         for j, key in enumerate(DIMENSION_KEYS):
             self.chosen_alpha[key] = float(self.alphas[best[j]])
@@ -270,7 +266,7 @@ def block_ridge_coefficients(x: Blocks, y_train: np.ndarray, alphas: Sequence[fl
     """Weights (p, k) and intercepts (k,) of sklearn `Ridge(alphas[j]).fit(x, y[:, j])` for every target j, on the
     labelled rows of each, for rows held as dense + sparse blocks: one Gram matrix for all targets, one
     factorisation per pattern of labelled rows and distinct alpha."""
-    b, m, means = _dual_coefficients(x.products(x), y_train, np.asarray(alphas, dtype=np.float64))
+    b, m, means = _dual_coefficients(x.gram(), y_train, np.asarray(alphas, dtype=np.float64))
     weights = x.transposed_times(b)
     return weights, means - (x.transposed_times(m) * weights).sum(axis=0)
 
