@@ -12,7 +12,7 @@ this tree, in one run.
 2. With `--commands`, the four commands end to end in fresh processes, with PYTHONPATH set to the old code
    (`git archive REF`) and to this tree in turn, old and new alternating: `mis-bench run --dataset REAL
    --cv-folds 5`, `mis-bench run --dataset REAL`, the default job on the cached default sample, and `mis-bench
-   reproduce table4 --transcripts`. Wall time (the median of `--repeats`) and peak RSS.
+   reproduce table4 --transcripts`. Wall and CPU time (user + sys; the median of `--repeats`) and peak RSS.
 
 Needs ../shared (the real transcripts and the authors' files) for everything but the default sample.
 
@@ -25,7 +25,6 @@ import argparse
 import importlib.util
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -93,7 +92,7 @@ def compare(name: str, old, new, jobs: list, cache: dict) -> dict:
                 new.transcript_terms(str(row.get("transcript") or "")),
             )
     _fit_predict(new, [(jobs[0][0], jobs[0][1][:60], jobs[0][2])], cache)  # imports
-    fold_features._counts.cache_clear(), fold_features._cached_lexical_fold.cache_clear()  # nothing of these rows
+    fold_features._corpus.clear(), fold_features._cached_lexical_fold.cache_clear()  # nothing of these rows kept
     figures = {"case": name, "fits": len(jobs)}
     results = {}
     for label, module in (("old", old), ("new", new)):
@@ -151,19 +150,22 @@ def in_process(ref: str, work: Path, cache_dir: Path) -> list[dict]:
     return figures
 
 
-def _command(tree: Path, args: list[str], env: dict) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def _command(tree: Path, args: list[str], env: dict) -> tuple[float, float, float]:
+    """(wall s, CPU s (user + sys), peak RSS MB) of one command in a fresh process (`os.wait4`: that child's own)."""
     started = time.perf_counter()
-    subprocess.run(
+    process = subprocess.Popen(
         [sys.executable, "-m", "eval_scripts.cli", *args],
-        check=True,
         env={**env, "PYTHONPATH": str(tree)},
         cwd=tree,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
-    return seconds, max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, args)
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def commands(ref: str, work: Path, cache_dir: Path, repeats: int) -> list[dict]:
@@ -195,8 +197,9 @@ def commands(ref: str, work: Path, cache_dir: Path, repeats: int) -> list[dict]:
                 times[label].append(_command(tree, args + out, env))
         row = {"command": name, "load_average": round(os.getloadavg()[0], 2)}
         for label in ("old", "new"):
-            row[f"{label}_s"] = round(statistics.median(t for t, _ in times[label]), 1)
-            row[f"{label}_peak_rss_mb"] = round(max(m for _, m in times[label]))
+            row[f"{label}_s"] = round(statistics.median(t for t, _, _ in times[label]), 1)
+            row[f"{label}_cpu_s"] = round(statistics.median(c for _, c, _ in times[label]), 1)
+            row[f"{label}_peak_rss_mb"] = round(max(m for _, _, m in times[label]))
         row["speedup"] = round(row["old_s"] / row["new_s"], 1)
         print(json.dumps(row), flush=True)
         figures.append(row)

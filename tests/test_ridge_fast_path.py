@@ -75,6 +75,25 @@ def test_both_product_routes_give_the_dense_product(train_rows, monkeypatch, ste
     np.testing.assert_allclose(blocks.gram(), 2.0 + dense @ dense.T, rtol=0, atol=1e-14)
 
 
+def test_what_the_process_keeps_changes_no_bit(train_rows, test_rows):
+    """A fit whose transcripts were counted with others (the corpus of the process) or whose folds' text blocks were
+    computed by an earlier setting gives bit for bit what a fit in a fresh process gives."""
+    from eval_scripts.baselines import fold_features
+
+    def fresh(modality, rows):
+        fold_features._corpus.clear(), fold_features._cached_lexical_fold.cache_clear()
+        return FeatureRidgeBaseline(modality, alphas=ALPHAS).fit(rows).predict(test_rows)
+
+    half = train_rows[: len(train_rows) // 2] + train_rows[-5:]
+    alone = {modality: fresh(modality, half) for modality in ("text", "video+text")}
+    FeatureRidgeBaseline("text", alphas=ALPHAS).fit(train_rows)  # the corpus now holds every train transcript
+    assert len(fold_features._corpus[0].row) > len({str(r["transcript"]) for r in half})
+    for modality in ("text", "video+text"):  # the second reuses the first's text blocks
+        kept = FeatureRidgeBaseline(modality, alphas=ALPHAS).fit(half).predict(test_rows)
+        for key in DIMENSION_KEYS:
+            np.testing.assert_array_equal(kept[key], alone[modality][key])
+
+
 def _pipeline_predictions(model, frame, labels, test_frame, alpha, labelled=None):
     """The pipeline refitted with `alpha`: preprocessing on every row, ridge on the labelled ones."""
     from sklearn.base import clone

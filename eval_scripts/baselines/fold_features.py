@@ -22,6 +22,7 @@ import numpy as np
 MIN_DF = 2  # the pipeline's TfidfVectorizer(min_df=2): a term in a single training document is dropped
 CACHED_FOLDS = 6  # the 5 CV folds and the final fit of one fit: what the next modality setting asks for again
 CACHED_ROWS = 2500  # above, a fold's n x n Gram matrix (50 MB at 2,500 rows) is not kept
+CORPUS_ROWS = 50_000  # transcripts whose counts the process keeps (sparse: a few MB per 1,000 transcripts)
 DENSE_STEPS_PER_SPARSE_STEP = 30  # measured on one core: ~15 G multiply-adds/s in BLAS, ~0.3 G in scipy's SpGEMM
 
 
@@ -49,14 +50,38 @@ class LexicalFold:
     gram: np.ndarray  # matrix @ matrix.T, dense, read-only
 
 
-@functools.lru_cache(maxsize=2)
-def _counts(transcripts: tuple[str, ...]) -> tuple[Any, np.ndarray]:
-    """(CSR counts (n_docs, n_terms), the terms in CountVectorizer's sorted order) of the word 1-2 grams."""
-    from sklearn.feature_extraction.text import CountVectorizer
+@dataclass(frozen=True)
+class _Corpus:
+    """Term counts of the transcripts seen so far in the process (CountVectorizer's counting, sorted terms)."""
 
-    vectorizer = CountVectorizer(analyzer=transcript_terms)
-    counts = vectorizer.fit_transform(list(transcripts))
-    return counts.tocsr(), vectorizer.get_feature_names_out()
+    row: dict[str, int]  # transcript -> its row of `counts`
+    counts: Any  # CSR (n_transcripts, n_terms)
+    terms: np.ndarray
+
+    @classmethod
+    def count(cls, transcripts: Sequence[str]) -> _Corpus:
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        unique = list(dict.fromkeys(transcripts))
+        vectorizer = CountVectorizer(analyzer=transcript_terms)
+        counts = vectorizer.fit_transform(unique).tocsr()
+        return cls({text: i for i, text in enumerate(unique)}, counts, vectorizer.get_feature_names_out())
+
+
+_corpus: list[_Corpus] = []  # at most one: the union of the transcripts the fits of this process counted
+
+
+def _counts(transcripts: tuple[str, ...]) -> tuple[Any, np.ndarray]:
+    """(CSR counts (n_docs, n_terms), terms) of `transcripts`: rows of the process's corpus, recounted as the union
+    when a transcript is new to it (the cross-validation's fits on overlapping rows count every video once or
+    twice, not once per fit). Over more terms than the transcripts' own counting finds, but a term none of them
+    has is in no document of any fold (document frequency 0): dropped with the rare terms, the same columns stay."""
+    corpus = _corpus[0] if _corpus else None
+    if corpus is None or any(text not in corpus.row for text in transcripts):
+        seen = list(corpus.row) if corpus is not None and len(corpus.row) + len(transcripts) <= CORPUS_ROWS else []
+        corpus = _Corpus.count(seen + list(transcripts))
+        _corpus[:] = [corpus]
+    return corpus.counts[[corpus.row[text] for text in transcripts]], corpus.terms
 
 
 @functools.lru_cache(maxsize=CACHED_FOLDS)

@@ -106,10 +106,11 @@ class FeatureRidgeBaseline:
 
         Equivalent to a GridSearchCV per dimension of `_pipeline` (same GroupKFold folds, same
         MSE criterion; tests check the chosen alphas, the CV errors and the predictions agree)
-        but the transcripts are counted once (`fold_features`), each fold fits the
-        preprocessing once and keeps the TF-IDF sparse, and one Gram matrix per fold with one
-        Cholesky factorisation per alpha gives the ridge predictions of every alpha for all
-        eight dimensions, instead of 8 x len(alphas) pipeline fits per fold. The final
+        but the transcripts are counted once (`fold_features`, for the process), each fold fits
+        the preprocessing once and keeps the TF-IDF sparse (its Gram matrix kept for the other
+        modality settings on the same rows), and one Gram matrix per fold with one Cholesky
+        factorisation per alpha gives the ridge predictions of every alpha for all eight
+        dimensions, instead of 8 x len(alphas) pipeline fits per fold. The final
         preprocessing (scaler, TF-IDF: no labels) is fitted once on all train rows, as in the
         folds, and each dimension's ridge on the rows labelled for it.
         """
