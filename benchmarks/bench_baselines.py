@@ -6,13 +6,15 @@ this tree, in one run.
    as the default job and the cross-validation share them): the default sample's four `features` settings (796
    train / 100 test videos), the text ridge on a build of the real transcripts + coding.csv, the 15 fits of
    `--cv-folds 5` (5 clinician folds x 3 seeds) on every video of it, and the text ridge on its paper-rows build
-   (`reproduce table4`'s column; unlabelled rows per dimension). Seconds, the ratio, the largest difference of
+   (`reproduce table4`'s column; unlabelled rows per dimension). Wall and CPU seconds (BLAS on one thread, as the
+   fits run), the ratio of CPU times (steadier than wall time on a shared machine), the largest difference of
    any prediction and CV error, whether every chosen alpha is the same, and the peak of Python-tracked memory
    (tracemalloc, numpy included) of one fit, measured in a separate untimed pass.
-2. With `--commands`, the four commands end to end in fresh processes, with PYTHONPATH set to the old code
-   (`git archive REF`) and to this tree in turn, old and new alternating: `mis-bench run --dataset REAL
-   --cv-folds 5`, `mis-bench run --dataset REAL`, the default job on the cached default sample, and `mis-bench
-   reproduce table4 --transcripts`. Wall and CPU time (user + sys; the median of `--repeats`) and peak RSS.
+2. With `--commands` (run first, while this process is small: a child's peak RSS starts from its parent's), the
+   four commands end to end in fresh processes, with PYTHONPATH set to the old code (`git archive REF`) and to
+   this tree in turn, old and new alternating: `mis-bench run --dataset REAL --cv-folds 5`, `mis-bench run
+   --dataset REAL`, the default job on the cached default sample, and `mis-bench reproduce table4 --transcripts`.
+   Wall and CPU time (user + sys; the median of `--repeats`) and peak RSS.
 
 Needs ../shared (the real transcripts and the authors' files) for everything but the default sample.
 
@@ -96,10 +98,11 @@ def compare(name: str, old, new, jobs: list, cache: dict) -> dict:
     figures = {"case": name, "fits": len(jobs)}
     results = {}
     for label, module in (("old", old), ("new", new)):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         results[label] = _fit_predict(module, jobs, cache)
         figures[f"{label}_s"] = round(time.perf_counter() - started, 2)
-    figures["speedup"] = round(figures["old_s"] / figures["new_s"], 1)
+        figures[f"{label}_cpu_s"] = round(time.process_time() - cpu, 2)
+    figures["speedup_cpu"] = round(figures["old_cpu_s"] / figures["new_cpu_s"], 1)  # steadier on a shared machine
     pairs = list(zip(results["old"], results["new"], strict=True))
     figures["max_abs_prediction_diff"] = float(
         max(np.abs(po[k] - pn[k]).max() for (_, po), (_, pn) in pairs for k in po)
@@ -169,15 +172,15 @@ def _command(tree: Path, args: list[str], env: dict) -> tuple[float, float, floa
 
 
 def commands(ref: str, work: Path, cache_dir: Path, repeats: int) -> list[dict]:
-    """The four commands end to end, old tree and this one alternating (fresh processes)."""
-    from mis_bench_dataset import default_sample
-
+    """The four commands end to end, old tree and this one alternating (fresh processes). Run before anything is
+    imported here: a child's peak RSS starts from its parent's at the fork."""
     old_tree = work / "old-tree"
     old_tree.mkdir()
     archive = subprocess.run(["git", "-C", str(REPO), "archive", ref], capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old_tree)], input=archive, check=True)
     env = {**os.environ, "MIS_BENCH_CACHE": str(cache_dir)}
-    default_sample(cache_dir)
+    sample = f"from mis_bench_dataset import default_sample; default_sample({str(cache_dir)!r})"
+    subprocess.run([sys.executable, "-c", sample], env={**env, "PYTHONPATH": str(REPO)}, check=True)
     real = work / "real-cli"
     build = ["build", "--transcripts", str(TRANSCRIPTS), "--labels", str(AUTHORS / "coding.csv"), "--out", str(real)]
     _command(REPO, build, env)
@@ -201,6 +204,7 @@ def commands(ref: str, work: Path, cache_dir: Path, repeats: int) -> list[dict]:
             row[f"{label}_cpu_s"] = round(statistics.median(c for _, c, _ in times[label]), 1)
             row[f"{label}_peak_rss_mb"] = round(max(m for _, _, m in times[label]))
         row["speedup"] = round(row["old_s"] / row["new_s"], 1)
+        row["speedup_cpu"] = round(row["old_cpu_s"] / row["new_cpu_s"], 1)
         print(json.dumps(row), flush=True)
         figures.append(row)
     return figures
@@ -213,16 +217,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--cache", help="MIS_BENCH_CACHE holding the default sample (default: that variable, or new)")
     args = parser.parse_args()
-    from threadpoolctl import threadpool_limits
-
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         figures = {"cpus": os.cpu_count(), "load_average_1min": round(os.getloadavg()[0], 2)}
         cache = Path(args.cache or os.environ.get("MIS_BENCH_CACHE") or work / "cache")
-        with threadpool_limits(limits=1, user_api="blas"):  # as the fits run, so old and new pay the same
-            figures["fits"] = in_process(args.ref, work, cache)
         if args.commands and TRANSCRIPTS.is_file():
             figures["commands"] = commands(args.ref, work, cache, args.repeats)
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):  # as the fits run, so old and new pay the same
+            figures["fits"] = in_process(args.ref, work, cache)
     print(json.dumps(figures, indent=1))
 
 
