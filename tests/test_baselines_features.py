@@ -208,13 +208,13 @@ def test_feature_rows_equal_row_by_row_datasets_access(synthetic_build):
 def test_unlabelled_rows_are_left_out_per_dimension():
     from sklearn.linear_model import Ridge
 
-    from eval_scripts.baselines.models import _fold_predictions
+    from eval_scripts.baselines.models import ridge_path_predictions
 
     rng = np.random.default_rng(7)
     x, x_test = rng.normal(size=(20, 6)), rng.normal(size=(4, 6))
     y = rng.normal(3.5, 0.5, (20, 2))
     y[[1, 5, 9], 1] = np.nan
-    path = _fold_predictions(x, y, x_test, [0.3, 30.0])
+    path = ridge_path_predictions(x, y, x_test, [0.3, 30.0])
     labelled = ~np.isnan(y[:, 1])
     for a, alpha in enumerate([0.3, 30.0]):
         np.testing.assert_allclose(path[a, :, 0], Ridge(alpha=alpha).fit(x, y[:, 0]).predict(x_test), rtol=1e-8)

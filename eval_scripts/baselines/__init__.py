@@ -1,6 +1,7 @@
 """CPU baselines that run in seconds: `mean` (train-split mean, the ICC-0 floor) and
 `features` (per-dimension ridge on video-level feature summaries, one per modality setting).
 
+- `fold_features`: the `features` preprocessing fitted per fold from one count of the transcripts, kept sparse.
 - `crossval`: clinician-grouped K-fold cross-validation of the CPU baselines over every video of a build.
 - `on_the_fly`: temporary builds from a labels file and transcripts, and the text ridge fitted on them.
 - `models`: the CPU baselines: `mean` (the sanity floor) and `features` (per-dimension ridge).

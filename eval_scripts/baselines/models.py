@@ -10,7 +10,6 @@ used such supervised feature models, paper §2.3). Predictions are clipped to th
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,26 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from eval_scripts.baselines.fold_features import Blocks, FoldFeatures, transcript_terms
 from eval_scripts.baselines.summaries import MODALITY_GROUPS, SummaryCache, summarise
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 
 logger = logging.getLogger(__name__)
 
 BASELINES = ("mean", "features")
-
-
-@functools.lru_cache(maxsize=1)
-def _word_1_2_grams():
-    from sklearn.feature_extraction.text import TfidfVectorizer
-
-    return TfidfVectorizer(ngram_range=(1, 2)).build_analyzer()
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def transcript_terms(transcript: str) -> tuple[str, ...]:
-    """Word 1- and 2-grams exactly as `TfidfVectorizer(ngram_range=(1, 2))` analyses a document, cached:
-    the CV folds and the four modality settings analyse the same transcripts again and again."""
-    return tuple(_word_1_2_grams()(transcript))
 
 
 def _labels(rows: Sequence[Mapping[str, Any]], key: str) -> np.ndarray:
@@ -73,7 +59,7 @@ class FeatureRidgeBaseline:
     modality: str = "audio+video+text"
     alphas: tuple[float, ...] = tuple(float(a) for a in np.logspace(-1, 4, 11))
     n_folds: int = 5
-    features: Any = None  # the fitted ColumnTransformer, shared by the eight ridges
+    features: FoldFeatures | None = None  # the fitted preprocessing, shared by the eight ridges
     weights: np.ndarray | None = None  # (n_features, 8) ridge weights, one column per dimension
     intercepts: np.ndarray | None = None  # (8,)
     chosen_alpha: dict[str, float] = field(default_factory=dict)
@@ -89,7 +75,7 @@ class FeatureRidgeBaseline:
         return MODALITY_GROUPS[self.modality]
 
     def _frame(self, rows: Sequence[Mapping[str, Any]]):
-        """Summaries in columns 0..p-1 and the transcript in column p (selected by position)."""
+        """Summaries in columns 0..p-1 and the transcript in column p (selected by position): `_pipeline`'s input."""
         import pandas as pd
 
         numeric = summarise(rows, self.groups, self.summary_cache)
@@ -98,6 +84,8 @@ class FeatureRidgeBaseline:
         return frame
 
     def _pipeline(self, n_numeric: int):
+        """The model as one scikit-learn pipeline: its definition, which `fit` computes faster (tests and
+        benchmarks/bench_baselines.py compare the two)."""
         from sklearn.compose import ColumnTransformer
         from sklearn.feature_extraction.text import TfidfVectorizer
         from sklearn.linear_model import Ridge
@@ -116,13 +104,15 @@ class FeatureRidgeBaseline:
         """Grouped CV over the alpha grid, then the preprocessing once and one ridge per dimension
         on the whole train split.
 
-        Equivalent to a GridSearchCV per dimension (same GroupKFold folds, same MSE
-        criterion; a test checks the chosen alphas agree) but the preprocessing is fitted
-        once per fold and one Gram-matrix eigendecomposition per fold gives the ridge
-        predictions of every alpha for all eight dimensions, instead of 8 x len(alphas)
-        pipeline fits per fold. The final preprocessing (scaler, TF-IDF: no labels) is
-        fitted once on all train rows, as in the folds, and each dimension's ridge on the
-        rows labelled for it.
+        Equivalent to a GridSearchCV per dimension of `_pipeline` (same GroupKFold folds, same
+        MSE criterion; tests check the chosen alphas, the CV errors and the predictions agree)
+        but the transcripts are counted once (`fold_features`, for the process), each fold fits
+        the preprocessing once and keeps the TF-IDF sparse (its Gram matrix kept for the other
+        modality settings on the same rows), and one Gram matrix per fold with one Cholesky
+        factorisation per alpha gives the ridge predictions of every alpha for all eight
+        dimensions, instead of 8 x len(alphas) pipeline fits per fold. The final
+        preprocessing (scaler, TF-IDF: no labels) is fitted once on all train rows, as in the
+        folds, and each dimension's ridge on the rows labelled for it.
         """
         import scipy.linalg  # noqa: F401 - loaded first: the limit covers only the BLAS libraries loaded by then
         from threadpoolctl import threadpool_limits
@@ -132,11 +122,15 @@ class FeatureRidgeBaseline:
         with threadpool_limits(limits=1, user_api="blas"):
             return self._fit(rows)
 
+    def _inputs(self, rows: Sequence[Mapping[str, Any]]) -> tuple[np.ndarray, list[str] | None]:
+        """(the summaries, the transcripts when text is in the setting): what the preprocessing reads."""
+        numeric = summarise(rows, self.groups, self.summary_cache)
+        return numeric, [str(row.get("transcript") or "") for row in rows] if "text" in self.groups else None
+
     def _fit(self, rows: Sequence[Mapping[str, Any]]) -> FeatureRidgeBaseline:
-        from sklearn.base import clone
         from sklearn.model_selection import GroupKFold
 
-        frame = self._frame(rows)
+        numeric, transcripts = self._inputs(rows)
         labels = np.column_stack([_labels(rows, key) for key in DIMENSION_KEYS])
         clinicians = np.array([str(row["clinician"]) for row in rows])
         for j, key in enumerate(DIMENSION_KEYS):
@@ -146,26 +140,22 @@ class FeatureRidgeBaseline:
                     f"dimension {key!r}: {n_groups} clinician(s) with labels in the train split; "
                     "grouped cross-validation needs at least 2"
                 )
-        template = self._pipeline(frame.shape[1] - 1)
         n_splits = min(self.n_folds, len(set(clinicians)))
         fold_mse = []  # per fold: (n_alphas, n_dims); averaged over folds like GridSearchCV's mean_test_score
-        for train_idx, test_idx in GroupKFold(n_splits=n_splits).split(frame, groups=clinicians):
-            features = clone(template.named_steps["features"])
-            x_train = features.fit_transform(frame.iloc[train_idx])
-            x_test = features.transform(frame.iloc[test_idx])
-            y_train, y_test = labels[train_idx], labels[test_idx]
+        for train_idx, test_idx in GroupKFold(n_splits=n_splits).split(numeric, groups=clinicians):
+            kernel = FoldFeatures.fit(numeric, transcripts, train_idx).rows.gram()  # all rows: both kernels
+            y_test = labels[test_idx]
             scored = ~np.isnan(y_test)
-            predicted = _fold_predictions(
-                np.asarray(x_train, dtype=np.float64), y_train, np.asarray(x_test, dtype=np.float64), self.alphas
-            )
+            gram, cross = kernel[np.ix_(train_idx, train_idx)], kernel[np.ix_(test_idx, train_idx)]
+            predicted = kernel_path_predictions(gram, cross, labels[train_idx], self.alphas)
             squared = np.where(scored[None], (predicted - np.nan_to_num(y_test)[None]) ** 2, 0.0)
             errors = squared.sum(axis=1) / np.maximum(scored.sum(axis=0), 1)  # (n_alphas, n_dims)
             fold_mse.append(np.where(scored.any(axis=0), errors, np.nan))
         cv_mse = np.nanmean(np.stack(fold_mse), axis=0)
         best = cv_mse.argmin(axis=0)  # first (smallest) alpha on ties, as GridSearchCV
-        self.features = clone(template.named_steps["features"])
-        x_train = np.asarray(self.features.fit_transform(frame), dtype=np.float64)
-        self.weights, self.intercepts = ridge_coefficients(x_train, labels, [self.alphas[b] for b in best])
+        self.features = FoldFeatures.fit(numeric, transcripts, np.arange(len(rows)))
+        x_train, self.features.rows = self.features.rows, None  # kept no longer than the fit
+        self.weights, self.intercepts = block_ridge_coefficients(x_train, labels, [self.alphas[b] for b in best])
         for j, key in enumerate(DIMENSION_KEYS):
             self.chosen_alpha[key] = float(self.alphas[best[j]])
             self.cv_mse[key] = float(cv_mse[best[j], j])
@@ -178,8 +168,8 @@ class FeatureRidgeBaseline:
         if self.features is None:
             raise RuntimeError("fit the features baseline on the train split before predicting")
         with threadpool_limits(limits=1, user_api="blas"):
-            x = np.asarray(self.features.transform(self._frame(rows)), dtype=np.float64)
-            predicted = np.clip(x @ self.weights + self.intercepts, SCORE_MIN, SCORE_MAX)
+            x = self.features.transform(*self._inputs(rows))
+            predicted = np.clip(x.times(self.weights) + self.intercepts, SCORE_MIN, SCORE_MAX)
             return {key: predicted[:, j] for j, key in enumerate(DIMENSION_KEYS)}
 
     def describe(self) -> dict[str, Any]:
@@ -207,52 +197,13 @@ def _dual_solutions(gram: np.ndarray, targets: np.ndarray, alphas: Sequence[floa
     return np.stack([cho_solve(cho_factor(gram + float(alpha) * identity), targets) for alpha in alphas])
 
 
-def ridge_path_predictions(
-    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, alphas: Sequence[float]
-) -> np.ndarray:
-    """Predictions of sklearn `Ridge(alpha, fit_intercept=True)` for every alpha at once: (n_alphas, n_test, n_targets).
-
-    Dual form, since videos are far fewer than features: the centred n x n Gram matrix
-    is computed once for all alphas and targets. A test checks equality with sklearn's Ridge.
-    """
-    x_mean, y_mean = x_train.mean(axis=0), y_train.mean(axis=0)
-    centred = x_train - x_mean
-    dual = _dual_solutions(centred @ centred.T, y_train - y_mean, alphas)  # (n_alphas, n, n_targets)
-    test_kernel = (x_test - x_mean) @ centred.T  # (n_test, n)
-    return test_kernel @ dual + y_mean
-
-
-def ridge_coefficients(
-    x_train: np.ndarray, y_train: np.ndarray, alphas: Sequence[float]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Weights (p, k) and intercepts (k,) of sklearn `Ridge(alphas[j]).fit(x, y[:, j])` for every target j at once.
-
-    The same dual form as `ridge_path_predictions` (one Gram matrix for all targets, one
-    factorisation per distinct alpha); a target with unlabelled (NaN) rows is fitted on
-    its labelled rows alone. A test checks equality with sklearn's Ridge.
-    """
-    alphas = np.asarray(alphas, dtype=np.float64)
-    if np.isnan(y_train).any():
-        gram = x_train @ x_train.T  # once for every target: each one's centred Gram is read off it
-        weights, intercepts = [], []
-        for j in range(y_train.shape[1]):
-            rows = np.flatnonzero(~np.isnan(y_train[:, j]))
-            kernel, _ = _centred_kernels(gram, None, rows)
-            y = y_train[rows, j : j + 1]
-            dual = _dual_solutions(kernel, y - y.mean(axis=0), alphas[j : j + 1])[0]
-            x_rows = x_train[rows]
-            x_mean = x_rows.mean(axis=0)
-            w = (x_rows - x_mean).T @ dual
-            weights.append(w)
-            intercepts.append(y.mean(axis=0) - x_mean @ w)
-        return np.hstack(weights), np.concatenate(intercepts)
-    x_mean, y_mean = x_train.mean(axis=0), y_train.mean(axis=0)
-    centred = x_train - x_mean
-    distinct, which = np.unique(alphas, return_inverse=True)
-    solutions = _dual_solutions(centred @ centred.T, y_train - y_mean, distinct)  # (n_distinct, n, k)
-    dual = solutions[which, :, np.arange(len(alphas))].T  # target j's column from its own alpha
-    weights = centred.T @ dual
-    return weights, y_mean - x_mean @ weights
+def _target_groups(y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(labelled rows, targets) for each distinct pattern of labelled rows: targets labelled on the same rows share
+    their centred kernel and its factorisations (all of them when nothing is missing)."""
+    labelled = ~np.isnan(y)
+    patterns, which = np.unique(labelled, axis=1, return_inverse=True)
+    which = np.asarray(which).ravel()
+    return [(np.flatnonzero(patterns[:, g]), np.flatnonzero(which == g)) for g in range(patterns.shape[1])]
 
 
 def _centred_kernels(gram: np.ndarray, cross: np.ndarray | None, rows: np.ndarray):
@@ -269,20 +220,63 @@ def _centred_kernels(gram: np.ndarray, cross: np.ndarray | None, rows: np.ndarra
     return kernel, t - t.mean(axis=1)[:, None] - r[None, :] + c
 
 
-def _fold_predictions(x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, alphas) -> np.ndarray:
-    """ridge_path_predictions; a target with unlabelled rows is fitted on its labelled rows alone (its centred
-    kernels read off one Gram matrix of all the rows, `_centred_kernels`)."""
-    if not np.isnan(y_train).any():
-        return ridge_path_predictions(x_train, y_train, x_test, alphas)
-    gram, cross = x_train @ x_train.T, x_test @ x_train.T
-    out = np.empty((len(alphas), x_test.shape[0], y_train.shape[1]))
-    for j in range(y_train.shape[1]):
-        rows = np.flatnonzero(~np.isnan(y_train[:, j]))
+def kernel_path_predictions(gram: np.ndarray, cross: np.ndarray, y_train: np.ndarray, alphas) -> np.ndarray:
+    """Predictions of sklearn `Ridge(alpha, fit_intercept=True)` for every alpha and target at once, (n_alphas,
+    n_test, n_targets), from the raw products gram = X X^T and cross = X_test X^T of the rows (dual form: videos
+    are far fewer than features). A target with unlabelled (NaN) rows is fitted on its labelled rows alone."""
+    out = np.full((len(alphas), cross.shape[0], y_train.shape[1]), np.nan)
+    for rows, targets in _target_groups(y_train):
+        if len(rows) == 0:
+            continue  # nothing to fit on: NaN, as the mean of no labels
         kernel, test_kernel = _centred_kernels(gram, cross, rows)
-        y = y_train[rows, j : j + 1]
-        dual = _dual_solutions(kernel, y - y.mean(axis=0), alphas)  # (n_alphas, n_rows, 1)
-        out[:, :, j] = (test_kernel @ dual)[:, :, 0] + y.mean()
+        y = y_train[np.ix_(rows, targets)]
+        dual = _dual_solutions(kernel, y - y.mean(axis=0), alphas)  # (n_alphas, n_rows, n_targets)
+        out[:, :, targets] = test_kernel @ dual + y.mean(axis=0)
     return out
+
+
+def ridge_path_predictions(
+    x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray, alphas: Sequence[float]
+) -> np.ndarray:
+    """`kernel_path_predictions` of dense rows (unlabelled rows left out per target). A test checks equality
+    with sklearn's Ridge."""
+    return kernel_path_predictions(x_train @ x_train.T, x_test @ x_train.T, y_train, alphas)
+
+
+def _dual_coefficients(gram: np.ndarray, y_train: np.ndarray, alphas: np.ndarray):
+    """(B (n, k), M (n, k), y means (k,)) with target j's ridge weights X^T B[:, j] and the mean of its
+    labelled rows X^T M[:, j]: the dual solution a of its centred kernel on its labelled rows R gives
+    w = (X_R - mean)^T a = X_R^T (a - mean(a)); unlabelled rows get 0."""
+    n, k = y_train.shape
+    b, m, means = np.zeros((n, k)), np.zeros((n, k)), np.full(k, np.nan)
+    for rows, targets in _target_groups(y_train):
+        if len(rows) == 0:
+            raise ValueError("a target has no labelled row to fit on")
+        kernel, _ = _centred_kernels(gram, None, rows)
+        y = y_train[np.ix_(rows, targets)]
+        distinct, which = np.unique(alphas[targets], return_inverse=True)
+        solutions = _dual_solutions(kernel, y - y.mean(axis=0), distinct)  # (n_distinct, n_rows, n_targets)
+        dual = solutions[np.asarray(which).ravel(), :, np.arange(len(targets))].T  # each target's own alpha
+        b[np.ix_(rows, targets)] = dual - dual.mean(axis=0)
+        m[np.ix_(rows, targets)] = 1.0 / len(rows)
+        means[targets] = y.mean(axis=0)
+    return b, m, means
+
+
+def block_ridge_coefficients(x: Blocks, y_train: np.ndarray, alphas: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Weights (p, k) and intercepts (k,) of sklearn `Ridge(alphas[j]).fit(x, y[:, j])` for every target j, on the
+    labelled rows of each, for rows held as dense + sparse blocks: one Gram matrix for all targets, one
+    factorisation per pattern of labelled rows and distinct alpha."""
+    b, m, means = _dual_coefficients(x.gram(), y_train, np.asarray(alphas, dtype=np.float64))
+    weights = x.transposed_times(b)
+    return weights, means - (x.transposed_times(m) * weights).sum(axis=0)
+
+
+def ridge_coefficients(
+    x_train: np.ndarray, y_train: np.ndarray, alphas: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`block_ridge_coefficients` of dense rows. A test checks equality with sklearn's Ridge."""
+    return block_ridge_coefficients(Blocks(np.asarray(x_train, dtype=np.float64)), y_train, alphas)
 
 
 def make_baseline(name: str, modality: str = "audio+video+text", summary_cache: SummaryCache | None = None):
