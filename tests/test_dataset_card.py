@@ -126,3 +126,66 @@ def test_tiny_release_omits_empty_splits_and_still_loads(tmp_path):
     meta, body = _card(tmp_path / "out")
     assert [f["split"] for f in meta["configs"][0]["data_files"]] == ["train"]
     assert "validation, test not written" in body
+
+
+def _hand_features():
+    """Both configs' `datasets.Features`, spelled out with the library's own types (the independent reference)."""
+    from datasets import Array2D, Features, List, Value
+
+    from mis_bench_dataset.build.schema import SCORING_COLUMNS
+    from mis_bench_dataset.dimensions import DIMENSION_KEYS
+
+    scoring = {name: Value("string") for name in SCORING_COLUMNS[:-1]} | {"score": Value("float32")}
+    features = {name: Value("string") for name in ("video_id", "clinician", "time_point", "stimulus", "transcript")}
+    for name, width in (("openface", 208), ("librosa", 93), ("wav2vec", 768), ("prosody", 15)):
+        features |= {
+            name: Array2D((None, width), "float32"),
+            f"{name}_timestamps": List(Value("float32")),
+            f"has_{name}": Value("bool"),
+        }
+    features |= {"duration_seconds": Value("float32")} | {key: Value("float32") for key in DIMENSION_KEYS}
+    return {"scoring": Features(scoring), "features": Features(features)}
+
+
+def test_the_schemas_written_without_datasets_are_what_datasets_writes():
+    """The build writes the features' dict (Parquet metadata) and YAML (card) without importing `datasets`:
+    exactly what `Features.to_dict()` and the card's `_to_yaml_list()` give, key order included."""
+    from datasets import Features
+
+    from mis_bench_dataset.build.schema import (
+        features_arrow_schema,
+        features_dicts,
+        features_features,
+        features_yaml,
+        scoring_arrow_schema,
+        scoring_features,
+    )
+
+    hand = _hand_features()
+    for config, built, arrow in (
+        ("scoring", scoring_features(), scoring_arrow_schema()),
+        ("features", features_features(), features_arrow_schema()),
+    ):
+        expected = hand[config]
+        assert json.dumps(features_dicts()[config]) == json.dumps(expected.to_dict())
+        assert built == expected and Features.from_dict(features_dicts()[config]) == expected
+        assert features_yaml(config) == expected._to_yaml_list()
+        stored = json.loads(arrow.metadata[b"huggingface"])["info"]["features"]
+        assert json.dumps(stored) == json.dumps(expected.to_dict())
+
+
+def test_a_build_imports_neither_datasets_nor_pyplot(tmp_path):
+    """The first `mis-bench run` builds the default sample; `datasets` (1-2 s to import) and pyplot are not needed."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from mis_bench_dataset import build_dataset, generate_synthetic_release\n"
+        f"release = generate_synthetic_release({str(tmp_path / 'release')!r}, n_videos=12, seed=1)\n"
+        f"build_dataset(release.release_dir, {str(tmp_path / 'out')!r}, labels=release.ratings_csv, progress=False)\n"
+        "print(sorted(m for m in ('datasets', 'matplotlib.pyplot', 'scipy.stats') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    assert (tmp_path / "out" / "README.md").is_file() and (tmp_path / "out" / "stats" / "histograms.png").is_file()

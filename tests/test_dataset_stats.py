@@ -307,3 +307,56 @@ def test_summary_and_histogram_are_exact(values):
     counts = histogram(values)
     assert sum(counts) == len(values)
     assert {b: c for b, c in zip(HISTOGRAM_BINS, counts, strict=True) if c} == dict(Counter(values))
+
+
+def _drawn_text_boxes(fig) -> list[tuple[str, object]]:
+    """(text, extent in pixels) of every text the Agg renderer draws, as it draws it."""
+    renderer = fig.canvas.get_renderer()
+    drawn: dict[int, object] = {}
+    draw_text = renderer.draw_text
+
+    def recording(gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        drawn[id(mtext)] = mtext
+        return draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    renderer.draw_text = recording
+    fig.draw(renderer)
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in drawn.values()]
+
+
+def _stress_doc(synthetic: bool) -> dict:
+    """A statistics document with the widest labels a build gives: five-digit counts, every mean and sd."""
+    rng = np.random.default_rng(0)
+    n = 240
+    gold = np.round(np.clip(rng.normal(3.2, 0.8, (n, len(DIMENSION_KEYS))), 1, 5), 1)
+    ids = tuple(f"AB{i // 24:04d}_T{i % 3 + 1}_Sean" for i in range(n))
+    table = GoldTable(ids, {"split": ("train",) * n, "time_point": ("T1",) * n, "stimulus": ("Sean",) * n}, gold)
+    doc = {"synthetic": synthetic, **dataset_stats(table)}
+    doc["n_complete_videos"] = 99_999
+    for key in DIMENSION_KEYS:
+        doc["dimensions"][key]["n"] = 99_999
+        doc["histograms"]["counts"][key] = [c * 100 for c in doc["histograms"]["counts"][key]]
+    return doc
+
+
+@pytest.mark.parametrize("synthetic", [True, False])
+def test_figure_text_stays_on_the_canvas_and_never_overlaps(synthetic):
+    from matplotlib.transforms import Bbox
+
+    from mis_bench_dataset.build.stats_plots import heatmap_figure, histograms_figure
+
+    doc = _stress_doc(synthetic)
+    for make in (heatmap_figure, histograms_figure):
+        fig, title = make(doc)
+        boxes = _drawn_text_boxes(fig)
+        texts = [text for text, _ in boxes]
+        assert ("SYNTHETIC data: " in title) == synthetic
+        if synthetic or make is heatmap_figure:  # the histograms of real data carry their title in the PNG only
+            assert title in texts
+        canvas = fig.bbox
+        for text, box in boxes:
+            assert canvas.x0 <= box.x0 and box.x1 <= canvas.x1 and canvas.y0 <= box.y0 and box.y1 <= canvas.y1, text
+        for i, (text_a, a) in enumerate(boxes):
+            for text_b, b in boxes[i + 1 :]:
+                both = Bbox.intersection(a, b)
+                assert both is None or both.width <= 0 or both.height <= 0, (make.__name__, text_a, text_b)

@@ -30,9 +30,8 @@ from mis_bench_dataset.build.schema import (
     arrays_1d,
     arrays_2d,
     features_arrow_schema,
-    features_features,
+    features_yaml,
     scoring_arrow_schema,
-    scoring_features,
 )
 from mis_bench_dataset.built.format import (
     BUILD_WRITER,
@@ -433,7 +432,7 @@ def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels
         if label_set is not None and written.n_labeled
         else None
     )
-    write_card(staging, report, features_features(), scoring_features(), written.files, stats)
+    write_card(staging, report, features_yaml("features"), features_yaml("scoring"), written.files, stats)
     _publish(staging, out_dir)
 
 

@@ -22,10 +22,12 @@ SYNTHETIC_BANNER = (
 )
 
 
-def card_metadata(report, features_features, scoring_features, files) -> dict:
+def card_metadata(report, features_yaml, scoring_yaml, files) -> dict:
+    """The card's YAML front matter; `features_yaml`, `scoring_yaml`: each config's columns as a card lists them
+    (`build.schema.features_yaml`)."""
     configs = []
     infos = []
-    for config, feats in (("scoring", scoring_features), ("features", features_features)):
+    for config, feats in (("scoring", scoring_yaml), ("features", features_yaml)):
         configs.append(
             {
                 "config_name": config,
@@ -43,7 +45,7 @@ def card_metadata(report, features_features, scoring_features, files) -> dict:
         infos.append(
             {
                 "config_name": config,
-                "features": feats._to_yaml_list(),
+                "features": feats,
                 "splits": [
                     {
                         "name": split,
@@ -322,8 +324,8 @@ def card_body(report, stats: dict | None = None) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_card(folder: Path, report, features_features, scoring_features, files, stats: dict | None = None) -> Path:
-    metadata = card_metadata(report, features_features, scoring_features, files)
+def write_card(folder: Path, report, features_yaml, scoring_yaml, files, stats: dict | None = None) -> Path:
+    metadata = card_metadata(report, features_yaml, scoring_yaml, files)
     front = yaml.safe_dump(metadata, sort_keys=False, allow_unicode=True)
     text = "---\n" + front + "---\n\n" + card_body(report, stats)
     return write_atomic(Path(folder) / "README.md", text)

@@ -47,10 +47,11 @@ class ShardedParquetWriter:
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Buffer a batch; the buffer never holds more than max(row_group_bytes, one batch)."""
-        if self._buffer and self._buffered_bytes + batch.nbytes > self.row_group_bytes:
+        size = batch.nbytes  # summed over every buffer of every column: once per batch
+        if self._buffer and self._buffered_bytes + size > self.row_group_bytes:
             self._flush()
         self._buffer.append(batch)
-        self._buffered_bytes += batch.nbytes
+        self._buffered_bytes += size
         self.num_rows += batch.num_rows
         if self._buffered_bytes >= self.row_group_bytes:
             self._flush()

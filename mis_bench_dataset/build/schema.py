@@ -43,40 +43,65 @@ def features_columns() -> tuple[str, ...]:
 FEATURES_COLUMNS: tuple[str, ...] = features_columns()
 
 
+def _value(dtype: str) -> dict:
+    return {"dtype": dtype, "_type": "Value"}
+
+
+def features_dicts() -> dict[str, dict[str, dict]]:
+    """config -> its columns as `datasets.Features.to_dict()` writes them (the form `datasets` stores in a
+    Parquet schema's metadata). The build writes these without importing `datasets` (which takes 1-2 s);
+    `Features.from_dict` of them is the config's `Features`, and tests check the round trip and the card's
+    YAML against `datasets` itself."""
+    scoring = {name: _value("string") for name in SCORING_COLUMNS}
+    scoring["score"] = _value("float32")
+    features = {name: _value("string") for name in (*IDENTITY_COLUMNS, "transcript")}
+    for m in MODALITIES:
+        features[m.name] = {"shape": [None, m.width], "dtype": "float32", "_type": "Array2D"}
+        features[f"{m.name}_timestamps"] = {"feature": _value("float32"), "_type": "List"}
+        features[f"has_{m.name}"] = _value("bool")
+    features["duration_seconds"] = _value("float32")
+    for key in DIMENSION_KEYS:
+        features[key] = _value("float32")
+    return {"scoring": scoring, "features": features}
+
+
+def features_yaml(config: str) -> list[dict]:
+    """The config's columns as a dataset card lists them (`Features._to_yaml_list()`, checked by the tests)."""
+    yaml = []
+    for name, spec in features_dicts()[config].items():
+        if spec["_type"] == "Array2D":
+            yaml.append({"name": name, "dtype": {"array2_d": {"shape": spec["shape"], "dtype": spec["dtype"]}}})
+        elif spec["_type"] == "List":
+            yaml.append({"name": name, "list": spec["feature"]["dtype"]})
+        else:
+            yaml.append({"name": name, "dtype": spec["dtype"]})
+    return yaml
+
+
 def scoring_features():
     """`datasets.Features` of the `scoring` config."""
-    from datasets import Features, Value
+    from datasets import Features
 
-    spec = {name: Value("string") for name in SCORING_COLUMNS}
-    spec["score"] = Value("float32")
-    return Features(spec)
+    return Features.from_dict(features_dicts()["scoring"])
 
 
 def features_features():
     """`datasets.Features` of the `features` config."""
-    from datasets import Array2D, Features, List, Value
+    from datasets import Features
 
-    spec: dict = {name: Value("string") for name in (*IDENTITY_COLUMNS, "transcript")}
-    for m in MODALITIES:
-        spec[m.name] = Array2D((None, m.width), "float32")
-        spec[f"{m.name}_timestamps"] = List(Value("float32"))
-        spec[f"has_{m.name}"] = Value("bool")
-    spec["duration_seconds"] = Value("float32")
-    for key in DIMENSION_KEYS:
-        spec[key] = Value("float32")
-    return Features(spec)
+    return Features.from_dict(features_dicts()["features"])
 
 
-def _with_hf_metadata(schema: pa.Schema, features) -> pa.Schema:
+def _with_hf_metadata(schema: pa.Schema, features: dict) -> pa.Schema:
     """Parquet alone (without the card) still tells `datasets` the declared features."""
-    metadata = {"huggingface": json.dumps({"info": {"features": features.to_dict()}})}
+    metadata = {"huggingface": json.dumps({"info": {"features": features}})}
     return schema.with_metadata(metadata)
 
 
 def scoring_arrow_schema(features=None) -> pa.Schema:
     fields = [pa.field(name, pa.string()) for name in SCORING_COLUMNS[:-1]]
     fields.append(pa.field("score", pa.float32()))
-    return _with_hf_metadata(pa.schema(fields), features or scoring_features())
+    return _with_hf_metadata(pa.schema(fields), features.to_dict() if features else features_dicts()["scoring"])
 
 
 def features_arrow_schema(features=None) -> pa.Schema:
@@ -89,7 +114,7 @@ def features_arrow_schema(features=None) -> pa.Schema:
         ]
     fields.append(pa.field("duration_seconds", pa.float32()))
     fields += [pa.field(key, pa.float32()) for key in DIMENSION_KEYS]
-    return _with_hf_metadata(pa.schema(fields), features or features_features())
+    return _with_hf_metadata(pa.schema(fields), features.to_dict() if features else features_dicts()["features"])
 
 
 def arrays_2d(arrays: list[np.ndarray], width: int) -> pa.Array:

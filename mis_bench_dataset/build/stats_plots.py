@@ -13,13 +13,15 @@ from mis_bench_dataset.synth import SYNTHETIC_MARK
 _PNG_METADATA = {"Software": None}
 
 
-def _pyplot():
-    import matplotlib
+def _figure(**kwargs):
+    """A figure on matplotlib's Agg canvas, without pyplot: no global figure list to close, and less to import
+    (pyplot also loads its backend and state machinery). The PNG bytes are the same as pyplot's."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _title(stats: dict, title: str) -> str:
@@ -30,21 +32,17 @@ def _title(stats: dict, title: str) -> str:
 def _save(fig, path: Path, files: AtomicFiles | None = None, title: str | None = None) -> Path:
     """Save atomically (staged in `files` when given); the title also in the PNG's text metadata."""
     metadata = {**_PNG_METADATA, **({"Title": title} if title else {})}
-    try:
-        if files is not None:
-            files.save_figure(fig, path, format="png", dpi=100, metadata=metadata)
-        else:
-            save_figure(fig, path, format="png", dpi=100, metadata=metadata)
-    finally:
-        _pyplot().close(fig)
+    if files is not None:
+        files.save_figure(fig, path, format="png", dpi=100, metadata=metadata)
+    else:
+        save_figure(fig, path, format="png", dpi=100, metadata=metadata)
     return path
 
 
-def correlation_heatmap(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
-    """Pearson r between the eight dimensions, annotated; blank where undefined."""
+def heatmap_figure(stats: dict):
+    """(figure, title) of Pearson r between the eight dimensions, annotated; blank where undefined."""
     import numpy as np
 
-    plt = _pyplot()
     labels = [DIMENSION_BY_KEY[k].abbreviation for k in DIMENSION_KEYS]
     matrix = np.array(
         [
@@ -52,7 +50,8 @@ def correlation_heatmap(stats: dict, path: str | Path, files: AtomicFiles | None
             for a in DIMENSION_KEYS
         ]
     )
-    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    fig = _figure(figsize=(6.4, 5.4))
+    ax = fig.subplots()
     image = ax.imshow(matrix, cmap="RdBu_r", vmin=-1.0, vmax=1.0)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
     ax.set_yticks(range(len(labels)), labels)
@@ -72,21 +71,28 @@ def correlation_heatmap(stats: dict, path: str | Path, files: AtomicFiles | None
     title = _title(stats, f"Gold-score correlation ({stats['n_complete_videos']} videos with all eight scores)")
     ax.set_title(title, fontsize=10)
     fig.tight_layout()
+    fig.set_layout_engine("none")  # laid out once: savefig would otherwise run the layout pass again
+    return fig, title
+
+
+def correlation_heatmap(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
+    """Paper Figure 5: the heatmap of `heatmap_figure`, saved to `path` (staged in `files` when given)."""
+    fig, title = heatmap_figure(stats)
     return _save(fig, Path(path), files, title)
 
 
-def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
-    """One bar chart per dimension at 0.1 resolution, with its n, mean and sd."""
+def histograms_figure(stats: dict):
+    """(figure, title) of one bar chart per dimension at 0.1 resolution, with its n, mean and sd."""
     import numpy as np
     from matplotlib.ticker import MaxNLocator
 
-    plt = _pyplot()
     bins = np.asarray(stats["histograms"]["bins"])
     edges = np.append(bins - 0.05, bins[-1] + 0.05)  # each 0.1 bin centred on its score
-    fig, axes = plt.subplots(2, 4, figsize=(12, 5.2), sharex=True)
+    fig = _figure(figsize=(12, 5.2))
+    axes = fig.subplots(2, 4, sharex=True)
     for ax, key in zip(axes.flat, DIMENSION_KEYS, strict=True):
         summary = stats["dimensions"][key]
-        # One filled step outline per panel: 8 artists instead of 328 bars, three times faster to draw.
+        # One filled step outline per panel (np.histogram's counts, already in stats): one artist, not 41 bars.
         ax.stairs(stats["histograms"]["counts"][key], edges, fill=True, color="#4477aa")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         detail = f"n={summary['n']}"
@@ -94,7 +100,8 @@ def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = N
             detail += f", mean {summary['mean']:.2f}"
         if summary["sd"] is not None:
             detail += f", sd {summary['sd']:.2f}"
-        ax.set_title(f"{DIMENSION_BY_KEY[key].abbreviation} ({detail})", fontsize=9)
+        # y given: no automatic title placement (it measures the tick labels once more; nothing is above the axes)
+        ax.set_title(f"{DIMENSION_BY_KEY[key].abbreviation} ({detail})", fontsize=9, y=1.0)
         ax.set_xlim(0.9, 5.1)
         ax.tick_params(labelsize=8)
     for ax in axes[-1]:
@@ -107,6 +114,12 @@ def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = N
     # Fixed margins: tight_layout would draw the figure twice.
     top = 0.89 if stats.get("synthetic") else 0.94
     fig.subplots_adjust(left=0.05, right=0.99, top=top, bottom=0.09, wspace=0.22, hspace=0.28)
+    return fig, title
+
+
+def gold_histograms(stats: dict, path: str | Path, files: AtomicFiles | None = None) -> Path:
+    """Paper Figure 6: the histograms of `histograms_figure`, saved to `path` (staged in `files` when given)."""
+    fig, title = histograms_figure(stats)
     return _save(fig, Path(path), files, title)
 
 

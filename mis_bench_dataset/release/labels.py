@@ -173,13 +173,13 @@ def at_one_decimal(value: Decimal | str) -> bool:
 
 def icc3_1_with_ci(matrix: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
     """ICC(3,1) (paper eq. 3-5) with its F-test CI, from the project's one metric core."""
-    from mis_bench_dataset.icc import icc3
+    from mis_bench_dataset.icc import icc3_1, icc3_ci
 
     y = np.asarray(matrix, dtype=np.float64)
     if y.ndim != 2 or y.shape[0] < 2 or y.shape[1] < 2:
         raise ValueError(f"ICC(3,1) needs at least 2 videos and 2 raters, got shape {y.shape}")
-    result = icc3(y, confidence=1 - alpha)
-    return float(result.icc), float(result.ci[0]), float(result.ci[1])
+    low, high = icc3_ci(y, confidence=1 - alpha)  # what `icc3` reports, without its average-rater form and p-value
+    return float(icc3_1(y)), float(low), float(high)
 
 
 def human_ceiling(labels: Labels) -> dict[str, CeilingEstimate]:
