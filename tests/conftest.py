@@ -66,6 +66,16 @@ AUTHORS = SHARED_DATA / "authors"
 AUTHORS_FILES = ("coding.csv", "raw_inference.csv", "finetune.csv", "finetune_raft.csv")
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """Under `-n`, work stealing: an idle worker takes tests queued for a busy one, so the long docs pages do not
+    end the run alone (an explicit `--dist` other than the default is kept)."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import WorkStealingScheduling
+
+    return WorkStealingScheduling(config, log)
+
+
 def shared_once(tmp_path_factory, name: str, make) -> Path:
     """`name`'s folder, made once for the whole run by `make(folder)` and shared read-only by every xdist worker.
 
