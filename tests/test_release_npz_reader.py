@@ -1,6 +1,6 @@
-"""The release reader opens each npz once: the size check reads the headers and the data is read from where
-each header ended. What it returns is exactly what `np.load` returns (dtype, shape, order, values, writable),
-and what `np.load` refuses it refuses."""
+"""The release reader opens each npz once: the size check reads the headers, then numpy's own reader reads the
+arrays from the same open archive. What it returns is exactly what `np.load` returns (dtype, shape, order, values,
+writable), and what `np.load` refuses it refuses, with numpy's message."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_the_arrays_are_what_np_load_returns(tmp_path_factory, arrays, fortran, 
         np.testing.assert_array_equal(have, want)
 
 
-def test_a_large_array_is_read_in_chunks_exactly(tmp_path):
-    values = np.random.default_rng(0).standard_normal((700, 768)).astype(np.float32)  # 2.1 MB: 9 chunks
+def test_a_large_array_is_read_exactly(tmp_path):
+    values = np.random.default_rng(0).standard_normal((700, 768)).astype(np.float32)  # 2.1 MB: many zip blocks
     path = tmp_path / "x.npz"
     np.savez_compressed(path, features=values, timestamps=np.arange(700, dtype=np.float32))
     got, problem = _read(path)
@@ -80,8 +80,8 @@ def test_an_array_shorter_than_its_header_is_unreadable(tmp_path):
     path = tmp_path / "x.npz"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("features.npy", header.getvalue() + np.zeros(5, np.float32).tobytes())  # 20 of 32 bytes
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError) as numpy_error:
         _numpy(path)
     got, problem = _read(path)
     assert got is None and problem.kind == "unreadable"
-    assert problem.reason == "ValueError: EOF: reading array data, expected 32 bytes got 20"
+    assert problem.reason == f"ValueError: {numpy_error.value}"

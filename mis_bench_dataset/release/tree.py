@@ -19,10 +19,8 @@ hostile file cannot make the reader allocate gigabytes.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import math
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -306,51 +304,31 @@ def scan_release(root: str | Path | None, extra_video_ids: list[str] | tuple[str
     )
 
 
-_READ_CHUNK = 1 << 18  # bytes per read of array data, as numpy's own reader (memory stays at the array's size)
-_NpyHeader = tuple[tuple[int, ...], bool, np.dtype]  # shape, fortran_order, dtype
-
-
-def _read_header(member) -> _NpyHeader:
-    """An .npy member's header (numpy's own parser); the stream is left at the first data byte."""
-    version = np.lib.format.read_magic(member)
-    read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    shape, fortran_order, dtype = read(member)
-    return tuple(shape), fortran_order, dtype
-
-
-def _open_members(archive: zipfile.ZipFile, stack: contextlib.ExitStack) -> dict[str, tuple[object, _NpyHeader]]:
-    """name -> (open member stream positioned at its data, header) of every .npy array in an npz."""
-    members = {}
+def _archive_headers(archive: zipfile.ZipFile) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """name -> (shape, dtype) of every .npy array of an open npz, from the headers (numpy's own parser) without
+    decompressing the data."""
+    headers = {}
     for info in archive.infolist():
-        if info.filename.endswith(".npy"):
-            member = stack.enter_context(archive.open(info))
-            members[info.filename[: -len(".npy")]] = (member, _read_header(member))
-    return members
+        if not info.filename.endswith(".npy"):
+            continue
+        with archive.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _, dtype = read(member)
+        headers[info.filename[: -len(".npy")]] = (tuple(shape), dtype)
+    return headers
 
 
 def npz_headers(path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
     """name -> (shape, dtype) of every array in an npz, read from the headers without decompressing the data."""
-    with zipfile.ZipFile(path) as archive, contextlib.ExitStack() as stack:
-        return {name: (shape, dtype) for name, (_, (shape, _, dtype)) in _open_members(archive, stack).items()}
+    with zipfile.ZipFile(path) as archive:
+        return _archive_headers(archive)
 
 
-def _array_data(member, header: _NpyHeader) -> np.ndarray:
-    """The array after its already-read header, exactly as `numpy.lib.format.read_array` reads it (which
-    would parse the header a second time): pickles refused, the data read in chunks into one array."""
-    shape, fortran_order, dtype = header
-    if dtype.hasobject:
-        raise ValueError("Object arrays cannot be loaded when allow_pickle=False")
-    count = math.prod(shape)
-    array = np.ndarray(count, dtype=dtype)  # np.ndarray, not np.empty: zero-width string dtypes (as numpy)
-    size = count * dtype.itemsize
-    view = array.view(np.uint8) if size else None
-    done = 0
-    while done < size:
-        got = member.readinto(view[done : done + _READ_CHUNK])
-        if not got:
-            raise ValueError(f"EOF: reading array data, expected {size} bytes got {done}")
-        done += got
-    return array.reshape(shape[::-1]).transpose() if fortran_order else array.reshape(shape)
+def _read_array(archive: zipfile.ZipFile, name: str) -> np.ndarray:
+    """One array of an open npz, read by numpy's own reader (pickles refused, as `np.load`)."""
+    with archive.open(f"{name}.npy") as member:
+        return np.lib.format.read_array(member, allow_pickle=False)
 
 
 def _too_large(headers: dict[str, tuple[tuple[int, ...], np.dtype]], max_rows: int, max_chars: int) -> str | None:
@@ -371,18 +349,16 @@ def _load_npz(
     path: Path, video_id: str, modality: str, rel: str, *, max_rows: int, max_chars: int = MAX_TRANSCRIPT_CHARS
 ) -> tuple[dict[str, np.ndarray] | None, Problem | None]:
     try:
-        # One open for the check and the read: every header first (nothing decompressed if one is too
-        # large), then each array's data from where its header ended.
-        with zipfile.ZipFile(path) as archive, contextlib.ExitStack() as stack:
-            members = _open_members(archive, stack)
-            reason = _too_large(
-                {name: (shape, dtype) for name, (_, (shape, _, dtype)) in members.items()}, max_rows, max_chars
-            )
+        # One open of the archive for the check and the read: every header first (nothing decompressed if one
+        # is too large), then the arrays.
+        with zipfile.ZipFile(path) as archive:
+            headers = _archive_headers(archive)
+            reason = _too_large(headers, max_rows, max_chars)
             if reason is not None:
                 return None, Problem(
                     "too_large", reason + " (never decompressed)", video_id=video_id, modality=modality, path=rel
                 )
-            return {name: _array_data(member, header) for name, (member, header) in members.items()}, None
+            return {name: _read_array(archive, name) for name in headers}, None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as exc:
         reason = f"{type(exc).__name__}: {exc}".strip()
         return None, Problem("unreadable", reason, video_id=video_id, modality=modality, path=rel)
