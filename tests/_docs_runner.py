@@ -63,6 +63,7 @@ class PageRun:
 
     root: Path
     cache: Path  # MIS_BENCH_CACHE: the suite's cached default sample
+    blocks_run: int = 0
 
     def __post_init__(self) -> None:
         for folder in (self.work, self.tmp, self.scripts):
@@ -89,8 +90,8 @@ class PageRun:
 
     @property
     def fresh(self) -> bool:
-        """No block has run yet (nothing written, no shell state)."""
-        return not any(self.scripts.iterdir()) and not (self.root / "shell-state.pwd").exists()
+        """No block (bash or Python) has run yet in this page."""
+        return self.blocks_run == 0
 
     def environment(self) -> dict[str, str]:
         return {
@@ -110,6 +111,7 @@ class PageRun:
         return text.replace("/tmp/", f"{self.tmp}/")
 
     def run(self, block: Block, code: str) -> subprocess.CompletedProcess:
+        self.blocks_run += 1
         if block.language == "bash":
             script = self.scripts / f"{block.line}.sh"
             script.write_text(BASH_PRELUDE + self.here(code), encoding="utf-8")
@@ -140,4 +142,5 @@ def replay_default_job(page: PageRun, block: Block, code: str, job) -> subproces
     if code != DEFAULT_JOB_COMMAND or block.language != "bash" or not page.fresh:
         return None
     shutil.copytree(job.work / DEFAULT_JOB_OUTPUT, page.work / DEFAULT_JOB_OUTPUT, symlinks=True)
+    page.blocks_run += 1
     return job.done

@@ -142,3 +142,14 @@ def test_setup_commands_are_recognised_and_checked():
     assert unmet_install("pip install torch==0.0.1", REPO / "setup.cfg") == ["torch==0.0.1"]
     cpu = "pip install torch==0.0.1 --index-url https://download.pytorch.org/whl/cpu"
     assert unmet_install(cpu, REPO / "setup.cfg") == ["torch==0.0.1"]  # the index URL is an option's value
+
+
+def test_only_a_fresh_page_starting_with_the_default_job_replays_it(tmp_path, default_sample_cache):
+    """The shared run stands in only for `mis-bench run` as a page's first block: after any block (a Python one
+    included) or for another command, the block runs itself."""
+    first = PageRun(tmp_path / "first", default_sample_cache)
+    bash = Block("p.md", 1, "bash", "bash", DEFAULT_JOB_COMMAND)
+    assert replay_default_job(first, bash, "mis-bench run --json\n", job=None) is None
+    later = PageRun(tmp_path / "later", default_sample_cache)
+    assert later.run(Block("p.md", 1, "python", "python", "print(1)\n"), "print(1)\n").stdout == "1\n"
+    assert not later.fresh and replay_default_job(later, bash, DEFAULT_JOB_COMMAND, job=None) is None
