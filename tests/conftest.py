@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,9 +189,38 @@ def default_sample_cache(tmp_path_factory) -> Path:
     The sample is what `mis-bench run` uses by default, so tests of the default job and of the
     generator's calibration look at the real thing. Read-only.
     """
-    from mis_bench_dataset import default_sample
+    return shared_once(tmp_path_factory, "default-sample", _first_uses_of_the_default_sample) / "cache"
 
-    return shared_once(tmp_path_factory, "mis-bench-cache", default_sample)
+
+# Two processes ask for the default sample at once, as two terminals' first `mis-bench run` would: one generates it
+# under the sample's lock, the other waits and uses it (tests/test_default_sample_lock.py reads what they printed).
+FIRST_USE = (
+    "import logging; logging.basicConfig(level=logging.INFO, format='%(name)s: %(message)s')\n"
+    "from mis_bench_dataset import default_sample\n"
+    "print(default_sample().build_dir)\n"
+)
+
+
+def _first_uses_of_the_default_sample(folder: Path) -> None:
+    """`folder/cache`: the sample, made by two concurrent first uses; `folder/first-uses.json`: their
+    [returncode, stdout, stderr]."""
+    env = {**os.environ, "MIS_BENCH_CACHE": str(folder / "cache")}
+    logs = [(folder / f"use{n}.out", folder / f"use{n}.err") for n in (1, 2)]
+    uses = []
+    for out, err in logs:
+        with open(out, "wb") as stdout, open(err, "wb") as stderr:
+            uses.append(subprocess.Popen([sys.executable, "-c", FIRST_USE], env=env, stdout=stdout, stderr=stderr))
+    codes = [use.wait(timeout=900) for use in uses]
+    outcomes = [[code, out.read_text(), err.read_text()] for code, (out, err) in zip(codes, logs, strict=True)]
+    (folder / "first-uses.json").write_text(json.dumps(outcomes))
+    assert all(code == 0 for code in codes), outcomes
+
+
+@pytest.fixture(scope="session")
+def default_sample_first_uses(default_sample_cache) -> list[subprocess.CompletedProcess]:
+    """The two concurrent first uses that made `default_sample_cache` (its generation, run once per test run)."""
+    outcomes = json.loads((default_sample_cache.parent / "first-uses.json").read_text())
+    return [subprocess.CompletedProcess(["python3", "-c", FIRST_USE], *outcome) for outcome in outcomes]
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,25 @@
-"""Two default jobs started together both succeed: the default sample is made once, under one lock."""
+"""Two first uses of the default sample at once both succeed: it is generated once, under one lock, and both use
+it. The two processes are the ones that made the suite's sample (conftest's `default_sample_cache`), started
+together as two terminals' first `mis-bench run` would be; `mis-bench run` gets its sample from `default_sample`."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
+from pathlib import Path
 
-from _fault_helpers import REPO
+GENERATING = "mis_bench_dataset.synth.sample: generating the embedded default sample"
+WAITING = "mis_bench_dataset.rules.atomic: waiting for another process generating the sample in"
 
 
-def test_two_default_jobs_started_together_both_succeed(tmp_path) -> None:
-    env = {**os.environ, "MIS_BENCH_CACHE": str(tmp_path / "cache")}
-    jobs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "eval_scripts.cli", "run", "--out", str(tmp_path / f"job{n}"), "--bootstrap", "0"],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in (1, 2)
-    ]
-    outcomes = [(job.wait(timeout=600), job.communicate()[1]) for job in jobs]
-    for code, err in outcomes:
-        assert code == 0, err[-3000:]
-    first, second = (json.loads((tmp_path / f"job{n}" / "summary.json").read_text()) for n in (1, 2))
-    assert [r["overall_icc"] for r in first["runs"]] == [r["overall_icc"] for r in second["runs"]]
+def test_two_first_uses_started_together_both_succeed_and_generate_once(
+    default_sample_first_uses, default_sample_cache
+) -> None:
+    for use in default_sample_first_uses:
+        assert use.returncode == 0, use.stderr[-3000:]
+    first, second = (Path(use.stdout.strip()) for use in default_sample_first_uses)
+    assert first == second and first.parent.parent == default_sample_cache
+    assert (first / "README.md").is_file()
+    generated = [GENERATING in use.stderr for use in default_sample_first_uses]
+    waited = [WAITING in use.stderr for use in default_sample_first_uses]
+    assert sorted(generated) == [False, True]  # one generated it
+    assert waited == [not made for made in generated]  # the other waited for it, then used it
+    assert not any(Path(default_sample_cache).glob("*/.release.staging-*"))  # no staging folder left behind

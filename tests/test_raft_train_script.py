@@ -175,15 +175,14 @@ def one_process_step(tiny_model_dir, synthetic_build, tmp_path_factory) -> dict:
     return _first_log(single)
 
 
-# Two processes x batch 1 against one x batch 2 (the same global batch), to rel 1e-5: by `--num_processes 2` (DDP
-# with every launcher value given) and by the shipped DDP configuration, `--accelerate_config multi_gpu` (its
-# `num_processes: 2`). FSDP and DeepSpeed are not run here: accelerate runs CPU processes as DDP whatever the
-# configuration says (they are refused on a CPU, tests/test_raft_accelerate_configs.py; the GPU check runs ZeRO-2).
-@pytest.mark.parametrize(
-    "launch", [["--num_processes", "2"], ["--accelerate_config", "multi_gpu"]], ids=["flag", "config"]
-)
+# Two processes x batch 1 against one x batch 2 (the same global batch), to rel 1e-5, started by `--num_processes 2`
+# (DDP with every launcher value given). The shipped DDP configuration, `--accelerate_config multi_gpu` (its
+# `num_processes: 2`), resolves in accelerate's own launcher to the same layout (the next test), and launches real
+# processes in test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code. FSDP and DeepSpeed are not
+# run here: accelerate runs CPU processes as DDP whatever the configuration says (they are refused on a CPU,
+# tests/test_raft_accelerate_configs.py; the GPU check runs ZeRO-2).
 def test_two_processes_match_one_process_with_twice_the_batch(
-    tiny_model_dir, synthetic_build, tmp_path, one_process_step, launch
+    tiny_model_dir, synthetic_build, tmp_path, one_process_step
 ):
     double = tmp_path / "double"
     env = dict(
@@ -200,7 +199,8 @@ def test_two_processes_match_one_process_with_twice_the_batch(
         "-m",
         "eval_scripts.cli",
         "train",
-        *launch,
+        "--num_processes",
+        "2",
         *_common(tiny_model_dir, synthetic_build, double),
         "--max_steps",
         "1",
@@ -217,6 +217,30 @@ def test_two_processes_match_one_process_with_twice_the_batch(
     assert two["grad_norm"] == pytest.approx(one["grad_norm"], rel=1e-5)
     assert two["score_mse"] == pytest.approx(one["score_mse"], rel=1e-5)
     assert two["mean_predicted_score"] == pytest.approx(one["mean_predicted_score"], rel=1e-5)
+
+
+def test_the_shipped_ddp_configuration_launches_what_the_flag_launches():
+    """accelerate's own launcher reads `--accelerate_config multi_gpu`'s command line and `--num_processes 2`'s into
+    the same layout: DDP, 2 processes on 1 machine (rank 0, every GPU), no precision or dynamo of its own."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+
+    from raft_trainer.accelerate_configs import config_path
+    from raft_trainer.launch import launch_command
+
+    layout = ("num_processes", "num_machines", "multi_gpu", "cpu", "use_fsdp", "use_deepspeed", "mixed_precision")
+    layout += ("dynamo_backend", "training_script", "training_script_args")
+
+    def resolved(command: list[str]) -> dict:
+        assert command[1:3] == ["-m", "accelerate.commands.launch"]
+        args = _validate_launch_command(launch_command_parser().parse_args(command[3:]))[0]
+        return {name: getattr(args, name) for name in layout} | {
+            "machine_rank": args.machine_rank or 0,
+            "gpu_ids": args.gpu_ids or "all",
+        }
+
+    flag = resolved(launch_command(2, ["--max_steps", "1"]))
+    assert flag["num_processes"] == 2 and flag["multi_gpu"] and flag["num_machines"] == 1
+    assert resolved(launch_command(1, ["--max_steps", "1"], config_path("multi_gpu"))) == flag
 
 
 def test_mis_bench_train_trains_and_claims_its_outputs_and_refuses_a_foreign_folder(
@@ -357,10 +381,12 @@ def test_mis_bench_train_help_and_help_all_print_and_exit_zero(capsys):
 
 
 def test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code(synthetic_build, tmp_path):
-    """Two real processes under `accelerate launch` (started by `mis-bench train --num_processes 2`) that both
-    refuse the model: their line is shown once, accelerate's traceback is dropped, the exit code is theirs (2)."""
+    """Two real processes under `accelerate launch`, started by `mis-bench train --accelerate_config multi_gpu` (the
+    shipped DDP file, `num_processes: 2`), that both refuse the model: their line is shown once, accelerate's
+    traceback is dropped, the exit code is theirs (2)."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    cmd = [sys.executable, "-m", "eval_scripts.cli", "train", "--num_processes", "2", "--model", str(tmp_path / "none")]
+    cmd = [sys.executable, "-m", "eval_scripts.cli", "train", "--accelerate_config", "multi_gpu"]
+    cmd += ["--model", str(tmp_path / "none")]
     cmd += ["--dataset", str(synthetic_build), "--output_dir", str(tmp_path / "out")]
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2, proc.stderr[-3000:]
