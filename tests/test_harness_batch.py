@@ -347,6 +347,44 @@ def test_dry_run_uses_the_local_tokenizer(tmp_path, synthetic_build, capsys) -> 
     assert plan["completion_tokens_estimate"] == 5 * 8 and plan["cost_estimate"] is None
 
 
+LOOKUP_PROBE = """
+import json, sys
+from eval_scripts.harness.estimate import local_tokenizer
+hosted = local_tokenizer("gpt-5.4")
+after_hosted = "transformers" in sys.modules
+cached = local_tokenizer("org/tiny-chat")
+print(json.dumps([hosted is None, after_hosted, type(cached).__name__, cached("hello")["input_ids"]]))
+"""
+
+
+def test_a_hosted_name_is_estimated_without_importing_transformers_and_a_hub_cached_tokenizer_is_used(
+    tmp_path,
+) -> None:
+    """A name with no folder and nothing in the Hub cache (`gpt-5.4`) falls back to characters/4 before transformers
+    is imported (it takes seconds); a repo id whose files are in the local Hub cache still gets its tokenizer."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from transformers import AutoTokenizer
+
+    from _harness_helpers import make_tiny_chat_model
+
+    model = make_tiny_chat_model(tmp_path / "tiny")
+    hub = tmp_path / "hub"
+    snapshot = hub / "models--org--tiny-chat" / "snapshots" / ("0" * 40)
+    shutil.copytree(model, snapshot)
+    (hub / "models--org--tiny-chat" / "refs").mkdir()
+    (hub / "models--org--tiny-chat" / "refs" / "main").write_text("0" * 40)
+    env = {**os.environ, "HF_HUB_CACHE": str(hub), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run([sys.executable, "-c", LOOKUP_PROBE], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    hosted_is_none, imported, cached_type, ids = json.loads(done.stdout)
+    assert hosted_is_none and not imported
+    assert cached_type != "NoneType" and ids == AutoTokenizer.from_pretrained(model)("hello")["input_ids"]
+
+
 def test_export_splits_at_the_limits_and_never_replaces_other_files(synthetic_build, exported, tmp_path) -> None:
     whole = exported.read_bytes().splitlines(keepends=True)
     target = tmp_path / "parts" / "in.jsonl"

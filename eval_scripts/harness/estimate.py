@@ -21,6 +21,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from mis_bench_dataset.dimensions import prompt_style
 
@@ -42,8 +43,31 @@ class TokenCount:
     estimator: str  # "tokenizer:<model>" or CHARS_ESTIMATOR
 
 
+# What AutoTokenizer reads first: a model with none of them in a folder or the Hub cache has no local tokenizer.
+TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json", "config.json")
+
+
+def tokenizer_files_here(model: str) -> bool:
+    """Whether `model` may have a tokenizer on this machine: a folder, or a Hub id with one of TOKENIZER_FILES in
+    the local Hub cache. Asked before importing transformers (seconds on a laptop), which a hosted model's name
+    (`gpt-5.4`) never needs."""
+    if Path(model).expanduser().is_dir():
+        return True
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # transformers' own lookup decides
+        return True
+    try:
+        return any(isinstance(try_to_load_from_cache(model, name), str) for name in TOKENIZER_FILES)
+    except ValueError:  # not a repo id (HFValidationError): no Hub cache entry either
+        return False
+
+
 def local_tokenizer(model: str):
     """The model's tokenizer when it is available locally, else None (never downloads)."""
+    if not tokenizer_files_here(model):
+        logger.debug("no local tokenizer files for %r; estimating tokens as %s", model, CHARS_ESTIMATOR)
+        return None
     try:
         from transformers import AutoTokenizer
     except ImportError:
