@@ -144,6 +144,30 @@ def real_text_build(authors_dir, real_transcripts_csv, tmp_path_factory) -> Path
     return shared_once(tmp_path_factory, "real_text_build", make) / "mis-bench"
 
 
+# `mis-bench reproduce table4 --from AUTHORS --transcripts ... --bootstrap 200 --json`: the ridge column refits every
+# dimension on the real transcripts, so the run is made once per test run (tests/test_reproduce_ridge.py checks it,
+# tests/test_fetch.py compares the run from a fetched folder with it).
+REPRODUCE_TABLE4_BOOTSTRAP = 200
+
+
+@pytest.fixture(scope="session")
+def reproduced_table4(authors_dir, real_transcripts_csv, tmp_path_factory) -> dict:
+    """The JSON `reproduce table4` prints from ../shared's authors' folder and transcripts (skips without them)."""
+    import contextlib
+    import io
+
+    from eval_scripts.cli import main
+
+    def make(folder: Path) -> None:
+        args = ["reproduce", "table4", "--from", str(authors_dir), "--transcripts", str(real_transcripts_csv)]
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert main([*args, "--bootstrap", str(REPRODUCE_TABLE4_BOOTSTRAP), "--json"]) == 0
+        (folder / "table4.json").write_text(printed.getvalue())
+
+    return json.loads((shared_once(tmp_path_factory, "reproduced-table4", make) / "table4.json").read_text())
+
+
 @pytest.fixture(scope="session")
 def synthetic_build(tmp_path_factory) -> Path:
     """A small labelled SYNTHETIC build (40 short videos, seed 0, split by video).

@@ -9,6 +9,7 @@ Skipped where ../shared is not laid out.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -332,15 +333,15 @@ def test_the_base_url_comes_from_the_flag_then_the_environment(monkeypatch):
     assert main(["fetch", "--base-url", "ftp://x/y", "--out", "/nonexistent-never-made"]) == 2
 
 
-def test_reproduce_table4_from_the_fetched_folder_equals_the_run_from_shared(fetched, capsys):
+def test_reproduce_table4_from_the_fetched_folder_equals_the_run_from_shared(fetched, reproduced_table4, capsys):
+    """The fetched folder holds the transcripts (fis_transcript.csv) the ridge column needs; ../shared keeps them
+    beside the authors' folder under another name (`reproduced_table4`: the run from ../shared, made once)."""
+    from conftest import REPRODUCE_TABLE4_BOOTSTRAP
+
     out, _ = fetched
-    docs = []
-    # The fetched folder holds the transcripts (fis_transcript.csv) the ridge column needs; ../shared keeps them
-    # beside the authors' folder, under another name.
-    transcripts = AUTHORS.parent / "mis-bench-transcripts.csv"
-    for folder, more in ((out, []), (AUTHORS, ["--transcripts", str(transcripts)])):
-        assert main(["reproduce", "table4", "--from", str(folder), "--bootstrap", "20", "--json", *more]) == 0
-        docs.append(json.loads(capsys.readouterr().out))
+    args = ["reproduce", "table4", "--from", str(out), "--bootstrap", str(REPRODUCE_TABLE4_BOOTSTRAP), "--json"]
+    assert main(args) == 0
+    docs = [json.loads(capsys.readouterr().out), copy.deepcopy(reproduced_table4)]
     names = [doc["ridge"]["transcripts"].pop("file") for doc in docs]  # the local names: all else is equal
     assert names == ["fis_transcript.csv", "mis-bench-transcripts.csv"]
     assert docs[0] == docs[1] and docs[0]["gold_file"]["published"] and docs[0]["n_equal"] == 24
