@@ -70,6 +70,10 @@ class Block:
         return SHARED + "/" in self.code
 
 
+# A command that reads the embedded default sample: `default_sample(...)`, or `mis-bench run` without `--dataset`.
+DEFAULT_SAMPLE_USE = re.compile(r"default_sample\b|(?:^|&&|;|\|\|)\s*mis-bench run\b(?![^\n]*--dataset)", re.MULTILINE)
+
+
 @dataclass
 class PageBlocks:
     page: str
@@ -78,6 +82,12 @@ class PageBlocks:
     @property
     def runnable(self) -> list[Block]:
         return [b for b in self.blocks if b.language in RUNNABLE and not b.ci]
+
+    @property
+    def uses_default_sample(self) -> bool:
+        """A block reads the default sample (continued lines joined first): the page is given the suite's cache. A
+        page this misses still runs right, generating the sample into its own empty cache (slowly)."""
+        return any(DEFAULT_SAMPLE_USE.search(b.code.replace("\\\n", " ")) for b in self.runnable)
 
 
 def read_blocks(path: Path, name: str) -> PageBlocks:

@@ -138,8 +138,8 @@ def run_default_job(root: Path, cache: Path) -> subprocess.CompletedProcess:
 def replay_default_job(page: PageRun, block: Block, code: str, job) -> subprocess.CompletedProcess | None:
     """The suite's one run of the README's first command (`job`: conftest's `readme_default_job`) for a page
     that starts with it: its output folder copied into the page's checkout, its CompletedProcess returned.
-    None (run the block) for any other block or state."""
-    if code != DEFAULT_JOB_COMMAND or block.language != "bash" or not page.fresh:
+    None (run the block) for any other block or state, or without `job`."""
+    if job is None or code != DEFAULT_JOB_COMMAND or block.language != "bash" or not page.fresh:
         return None
     shutil.copytree(job.work / DEFAULT_JOB_OUTPUT, page.work / DEFAULT_JOB_OUTPUT, symlinks=True)
     page.blocks_run += 1

@@ -67,6 +67,50 @@ AUTHORS = SHARED_DATA / "authors"
 AUTHORS_FILES = ("coding.csv", "raw_inference.csv", "finetune.csv", "finetune_raft.csv")
 
 
+# The suite's longest tests (seconds measured with --durations on a 2-core machine; a renamed test only loses its
+# place): a docs page's test by its id, a module by its path (all its tests stay together, so its module fixtures
+# are made once). They run first, in two groups of about equal time, one at the head of each half of the
+# collection: work stealing starts each worker on one half and steals from the end of a queue, so the long tests
+# start early on both workers and the short ones fill in, instead of one worker ending the run alone with a long one.
+PAGE_TEST = "tests/test_docs_blocks.py::test_every_block_of_the_page_runs_and_prints_what_it_shows[{}]"
+LONG_TESTS = {
+    PAGE_TEST.format("docs/training.md"): 96,
+    PAGE_TEST.format("docs/reproducing.md"): 92,
+    PAGE_TEST.format("docs/reports.md"): 67,
+    "tests/test_raft_train_script.py": 43,
+    PAGE_TEST.format("README.md"): 32,
+    "tests/test_report_agreement.py": 26,
+    "tests/test_atomic_outputs.py": 22,
+    "tests/test_real_leaderboard_page.py": 19,
+    PAGE_TEST.format("docs/dataset.md"): 19,
+    PAGE_TEST.format("docs/metric.md"): 13,
+    PAGE_TEST.format("docs/scaling.md"): 13,
+    "tests/test_packaging.py": 12,
+    "tests/test_report_page_chromium.py": 11,
+}
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The long tests first in each half of the collection (LONG_TESTS), the rest in pytest's order."""
+    units: dict[str, list] = {}
+    for item in items:
+        key = item.nodeid if item.nodeid in LONG_TESTS else item.nodeid.split("::")[0]
+        if key in LONG_TESTS:
+            units.setdefault(key, []).append(item)
+    if not units:
+        return
+    heads: list[list] = [[], []]
+    loads = [0, 0]
+    for key in sorted(units, key=lambda k: -LONG_TESTS[k]):
+        lighter = loads.index(min(loads))
+        heads[lighter] += units[key]
+        loads[lighter] += LONG_TESTS[key]
+    moved = {id(item) for unit in units.values() for item in unit}
+    rest = [item for item in items if id(item) not in moved]
+    first_half = max(0, len(items) // 2 - len(heads[0]))
+    items[:] = heads[0] + rest[:first_half] + heads[1] + rest[first_half:]
+
+
 def pytest_xdist_make_scheduler(config, log):
     """Under `-n`, work stealing: an idle worker takes tests queued for a busy one, so the long docs pages do not
     end the run alone (an explicit `--dist` other than the default is kept)."""

@@ -34,6 +34,12 @@ def _pages_with_code() -> list[str]:
     return [page for page in PAGES if read_blocks(REPO / page, page).runnable or _ci_blocks(page)]
 
 
+def _starts_with_the_default_job(blocks) -> bool:
+    """The page's first runnable block is the README's first command (the suite's one run of it is replayed)."""
+    first = blocks.runnable[0] if blocks.runnable else None
+    return first is not None and first.language == "bash" and split_setup(first.code)[0] == DEFAULT_JOB_COMMAND
+
+
 def _ci_blocks(page: str) -> list[Block]:
     return [b for b in read_blocks(REPO / page, page).blocks if b.ci]
 
@@ -48,11 +54,13 @@ def _ci_lines() -> set[str]:
 
 
 @pytest.mark.parametrize("page", _pages_with_code())
-def test_every_block_of_the_page_runs_and_prints_what_it_shows(
-    page, tmp_path, default_sample_cache, readme_default_job
-):
+def test_every_block_of_the_page_runs_and_prints_what_it_shows(page, tmp_path, request):
     blocks = read_blocks(REPO / page, page)
-    run = PageRun(tmp_path, default_sample_cache)
+    # The suite's default sample and its run of the README's first command only for a page that uses them: a worker
+    # starting with another page does not wait while the other worker makes them.
+    cache = request.getfixturevalue("default_sample_cache") if blocks.uses_default_sample else tmp_path / "cache"
+    run = PageRun(tmp_path / "page", cache)
+    readme_default_job = request.getfixturevalue("readme_default_job") if _starts_with_the_default_job(blocks) else None
     ci_lines = _ci_lines()
     skipped = []
     for block in blocks.blocks:
@@ -153,3 +161,16 @@ def test_only_a_fresh_page_starting_with_the_default_job_replays_it(tmp_path, de
     later = PageRun(tmp_path / "later", default_sample_cache)
     assert later.run(Block("p.md", 1, "python", "python", "print(1)\n"), "print(1)\n").stdout == "1\n"
     assert not later.fresh and replay_default_job(later, bash, DEFAULT_JOB_COMMAND, job=None) is None
+
+
+def test_a_page_using_the_default_sample_is_recognised():
+    from _docs_helpers import PageBlocks
+
+    def uses(code: str, language: str = "bash") -> bool:
+        return PageBlocks("p", [Block("p", 1, language, language, code)]).uses_default_sample
+
+    assert uses("mis-bench run\n") and uses("pip install -e . && mis-bench run --bootstrap 200\n")
+    assert uses("from mis_bench_dataset import default_sample\nprint(default_sample().build_dir)\n", "python")
+    assert not uses("mis-bench run --dataset build --out runs\n")
+    assert not uses("mis-bench run --backend openai --model m \\\n    --dataset build --dry-run\n")
+    assert not uses("mis-bench report runs --out r\n") and not uses("# mis-bench run\n", "text")
