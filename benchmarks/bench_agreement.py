@@ -8,7 +8,12 @@ calling pingouin.intraclass_corr (six forms), krippendorff.alpha, scipy pearsonr
 (MAE, MSE, bias, limits of agreement, range use) per block, timed on a few resamples and extrapolated.
 Checks every replicate equals the loop's and reports peak memory (tracemalloc) of our bootstrap.
 
-    python3 benchmarks/bench_agreement.py [--resamples 10000] [--loop-resamples 3] [--json OUT]
+With `--ref REV`, also the code before (`git show REV:mis_icc_metric/agreement.py`, imported beside this tree's)
+against this tree in the same run: `agreement_blocks` on the same data and on continuous predictions (a ridge's:
+nearly every prediction distinct), CPU seconds (best of --repeats), the ratio, peak traced memory, and whether
+every replicate of every statistic and the JSON entries are the same bits.
+
+    python3 benchmarks/bench_agreement.py [--resamples 10000] [--loop-resamples 3] [--json OUT] [--ref a3f6604]
 """
 
 from __future__ import annotations
@@ -83,14 +88,71 @@ def cpu_time(repeats: int, func) -> float:
     return min(times)
 
 
+def old_agreement(ref: str):
+    """`mis_icc_metric/agreement.py` as it was at `ref`, as a module of this tree's package (its relative imports
+    are this tree's `bootstrap`)."""
+    import importlib.util
+    import subprocess
+    import tempfile
+
+    source = subprocess.run(
+        ["git", "-C", str(Path(__file__).resolve().parents[1]), "show", f"{ref}:mis_icc_metric/agreement.py"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    path = Path(tempfile.mkdtemp()) / "agreement.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("mis_icc_metric._agreement_before", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_with(ref: str, repeats: int, resamples: int) -> list[dict]:
+    """Old and new `agreement_blocks` on the same blocks and resamples: CPU s, ratio, peak memory, same bits."""
+    from mis_icc_metric import agreement as new
+
+    old = old_agreement(ref)
+    pred, gold, ratings, valid = make_data()
+    rng = np.random.default_rng(1)
+    continuous = np.where(np.isnan(pred), np.nan, np.clip(gold + rng.normal(0, 0.6, gold.shape), 1, 5))
+    complete = ~np.isnan(continuous).any(axis=1)
+    overall = np.where(complete[:, None], np.stack([np.nanmean(continuous, 1), gold.mean(1)], 1), np.nan)
+    ratings_c = np.concatenate([np.stack([continuous, gold], -1), overall[:, None]], axis=1)
+    indices = bootstrap_indices(ratings.shape[0], resamples, 0)
+    rows = []
+    for name, data in (("predictions on 0.1 steps (as above)", ratings), ("continuous predictions", ratings_c)):
+        row = {"case": name}
+        for label, module in (("old", old), ("new", new)):
+            row[f"{label}_cpu_s"] = round(
+                cpu_time(repeats, lambda m=module, d=data: m.agreement_blocks(d, valid, indices)), 3
+            )
+            tracemalloc.start()
+            module.agreement_blocks(data, valid, indices)
+            row[f"{label}_peak_mib"] = round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+            tracemalloc.stop()
+        row["speedup_cpu"] = round(row["old_cpu_s"] / row["new_cpu_s"], 2)
+        before, after = old.agreement_replicates(data, valid, indices), new.agreement_replicates(data, valid, indices)
+        row["same_bits"] = all(np.array_equal(before[k], after[k], equal_nan=True) for k in STATISTIC_KEYS) and repr(
+            old.agreement_blocks(data, valid, indices)
+        ) == repr(new.agreement_blocks(data, valid, indices))
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--loop-resamples", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--ref", default=None, help="also compare with the code before (a git revision)")
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
+    before = compare_with(args.ref, args.repeats, args.resamples) if args.ref else None
 
     _, _, ratings, valid = make_data()
     n = ratings.shape[0]
@@ -135,6 +197,7 @@ def main(argv: list[str] | None = None) -> dict:
         "speedup": t_loop / t_all,
         "peak_memory_mib": peak / 2**20,
         "max_abs_diff_vs_loop": max_diff,
+        "against_ref": before,
     }
     print(
         f"{n} videos x 8 dimensions + overall, {len(STATISTIC_KEYS)} statistics, {args.resamples} resamples; "

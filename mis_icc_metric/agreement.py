@@ -185,51 +185,71 @@ def krippendorff_alpha(matrix: np.ndarray | Sequence[Sequence[float]]) -> float 
 # ------------------------------------------------------------------------------------------ ranks
 
 
+def _group_sums(groups: np.ndarray, n_groups: int, members: np.ndarray, n_members: int):
+    """The (n_groups x n_members) CSR matrix with a 1 at (groups[i], members[i]): `matrix @ x` sums the rows of x
+    by group (built directly in CSR form: the product reads it as it is, no transpose per call)."""
+    from scipy import sparse
+
+    order = np.argsort(groups, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(groups, minlength=n_groups))])
+    return sparse.csr_matrix((np.ones(groups.size), members[order], indptr), shape=(n_groups, n_members))
+
+
 class _BlockRanks:
-    """One block's items grouped by distinct prediction, distinct gold and distinct (prediction, gold)
-    pair, as sparse (n x groups) indicator matrices: a resample's weight per group is counts @ matrix."""
+    """One block's items grouped by distinct (prediction, gold) pair, and the pairs by distinct prediction and by
+    distinct gold value: a resample's weight per pair is one sparse product with its counts, its weights per
+    prediction and per gold value sums of those (exact: whole counts), not two more products with the counts."""
 
     def __init__(self, pred: np.ndarray, gold: np.ndarray, items: np.ndarray, n: int) -> None:
-        from scipy import sparse
-
-        _, pred_group = np.unique(pred, return_inverse=True)
-        _, gold_group = np.unique(gold, return_inverse=True)
+        pred_values, pred_group = np.unique(pred, return_inverse=True)
+        gold_values, gold_group = np.unique(gold, return_inverse=True)
         pairs, pair_group = np.unique(np.stack([pred_group, gold_group], axis=1), axis=0, return_inverse=True)
-        self.pair_pred, self.pair_gold = pairs[:, 0], pairs[:, 1]
-
-        def indicator(groups: np.ndarray) -> sparse.csr_matrix:
-            groups = groups.ravel()
-            return sparse.csr_matrix(
-                (np.ones(items.size), (items, groups)), shape=(n, int(groups.max()) + 1 if groups.size else 0)
-            )
-
-        self.by_pred = indicator(pred_group)
-        self.by_gold = indicator(gold_group)
-        self.by_pair = indicator(pair_group)
+        self.pair_pred, self.pair_gold = pairs[:, 0], pairs[:, 1]  # sorted by prediction, then gold
+        pair_index = np.arange(len(pairs))
+        self.by_pair = _group_sums(np.asarray(pair_group).ravel(), len(pairs), items, n)
+        # Every prediction with one gold value (e.g. continuous predictions): its pair's weight is its own.
+        self.one_pair_each = len(pairs) == len(pred_values)
+        self.pred_of_pair = (
+            None if self.one_pair_each else _group_sums(self.pair_pred, len(pred_values), pair_index, len(pairs))
+        )
+        self.gold_of_pair = _group_sums(self.pair_gold, len(gold_values), pair_index, len(pairs))
 
     def statistics(self, counts_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Spearman rho, number of distinct predictions) of each resample; counts_t is (n, R), one
         column per resample (contiguous, so the sparse products read it without a copy)."""
-        pred_weight = self.by_pred.T @ counts_t  # (distinct predictions, R)
-        gold_weight = self.by_gold.T @ counts_t
-        pair_weight = self.by_pair.T @ counts_t
+        pair_weight = self.by_pair @ counts_t  # (distinct pairs, R)
+        pred_weight = pair_weight if self.one_pair_each else self.pred_of_pair @ pair_weight
+        gold_weight = self.gold_of_pair @ pair_weight
         pred_rank, gold_rank = _mid_ranks(pred_weight), _mid_ranks(gold_weight)
-        n_eff = pred_weight.sum(axis=0)
+        n_eff = gold_weight.sum(axis=0)
         centre = n_eff * ((n_eff + 1) / 2) ** 2  # sum of w * r * s when r, s are at their mean (N + 1) / 2
+        # Whole counts and half-integer ranks: every product and sum below is exact, in any order.
         s_xx = np.einsum("ij,ij,ij->j", pred_weight, pred_rank, pred_rank) - centre
         s_yy = np.einsum("ij,ij,ij->j", gold_weight, gold_rank, gold_rank) - centre
-        s_xy = np.einsum("ij,ij,ij->j", pair_weight, pred_rank[self.pair_pred], gold_rank[self.pair_gold]) - centre
+        pair_rank = pred_rank if self.one_pair_each else pred_rank[self.pair_pred]
+        s_xy = np.einsum("ij,ij,ij->j", pair_weight, pair_rank, gold_rank[self.pair_gold]) - centre
         # All tied gives s_xx exactly 0 (both terms are the same expression); a real spread is >= about N.
         defined = (s_xx > 0.5) & (s_yy > 0.5) & (n_eff >= 2)
         with np.errstate(invalid="ignore", divide="ignore"):
             rho = np.where(defined, np.clip(s_xy / np.sqrt(s_xx * s_yy), -1, 1), np.nan)
-        return rho, np.count_nonzero(pred_weight > 0, axis=0).astype(np.float64)
+        return rho, np.count_nonzero(pred_weight, axis=0).astype(np.float64)  # weights are >= 0
 
 
 def _mid_ranks(weights: np.ndarray) -> np.ndarray:
     """Average rank of each distinct value (rows, in increasing order) given how many items hold it in
-    each resample (columns): ties share the mean rank."""
-    return np.cumsum(weights, axis=0) - (weights - 1) / 2
+    each resample (columns): ties share the mean rank, the running total minus (w - 1) / 2.
+
+    The running total goes row by row, each step one vectorised add over all resamples: numpy's
+    cumsum along the first axis walks each column with a stride (about 6x slower for 1,000 distinct
+    values x 1,024 resamples). Whole counts: exact, the same numbers in any order.
+    """
+    ranks = np.empty_like(weights)
+    if len(weights):
+        ranks[0] = weights[0]
+    for row in range(1, len(weights)):
+        np.add(ranks[row - 1], weights[row], out=ranks[row])
+    ranks -= (weights - 1) / 2
+    return ranks
 
 
 class _Plan:

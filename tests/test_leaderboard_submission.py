@@ -379,3 +379,29 @@ def test_fuzz_arbitrary_bytes_parse_or_raise_submission_error(data):
         assert err.reasons
     else:
         assert isinstance(find_problems(parsed), list)
+
+
+def test_the_quick_check_is_the_schemas_own_verdict(valid):
+    """`_valid_quickly` splits the predictions into per-value jsonschema checks: a valid file passes it, and the
+    per-value reading of the schema still sees what jsonschema sees on the whole file."""
+    assert submission._valid_quickly(valid) and submission._schema_problems(valid) == []
+    assert submission._item_validators() is not None  # the shipped schema takes the quick path
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.sampled_from(["video_id", "dimension", "prediction", "raw_response", "extra"]),
+    value=json_values | st.floats(0.5, 5.5) | st.sampled_from([1, 5, 5.0, True, 0, "", "x" * 201, None]),
+    drop=st.booleans(),
+)
+def test_fuzz_quick_check_never_passes_what_jsonschema_rejects(key, value, drop):
+    refs = make_references(VIDEO_IDS[:3])
+    obj = make_results(noisy_predictions(refs, 0.3, seed=0))
+    item = obj["predictions"][1]
+    if drop and key in item:
+        del item[key]
+    else:
+        item[key] = value
+    whole = submission._validator().is_valid(obj)
+    assert submission._valid_quickly(obj) == whole
+    assert (submission._schema_problems(obj) == []) == whole

@@ -69,7 +69,9 @@ def load_schema() -> dict[str, Any]:
     return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 
 
+@lru_cache(maxsize=1)
 def _validator():
+    """The schema's validator, built once (immutable: jsonschema's `evolve` makes the variants it descends into)."""
     import jsonschema
 
     cls = jsonschema.validators.validator_for(load_schema())
@@ -103,7 +105,59 @@ def _json_path(error) -> str:
     return f"${parts}" if parts else "$ (top level)"
 
 
+# What the predictions' schema may say for `_valid_quickly` to split it into per-value checks: an array of objects
+# with these keywords only (each item valid = an object, its required keys, no other key, each value valid).
+_ARRAY_KEYWORDS = frozenset({"type", "items", "description"})
+_ITEM_KEYWORDS = frozenset({"type", "required", "additionalProperties", "properties", "description"})
+
+
+@lru_cache(maxsize=1)
+def _item_validators() -> tuple[dict[str, Any], tuple[str, ...]] | None:
+    """(property -> the validator of its schema, required keys) of a prediction, read off the schema file; None when its
+    predictions schema uses anything else (then every document goes through jsonschema whole)."""
+    array = load_schema()["properties"]["predictions"]
+    item = array.get("items")
+    if set(array) - _ARRAY_KEYWORDS or array.get("type") != "array" or not isinstance(item, dict):
+        return None
+    if set(item) - _ITEM_KEYWORDS or item.get("type") != "object" or item.get("additionalProperties") is not False:
+        return None
+    if "$ref" in json.dumps(item):
+        return None
+    validator = _validator()
+    return {key: validator.evolve(schema=sub) for key, sub in item["properties"].items()}, tuple(
+        item.get("required", ())
+    )
+
+
+def _valid_quickly(obj: Any) -> bool:
+    """True only when jsonschema finds nothing in `obj`: the document without its predictions by jsonschema,
+    then each prediction's values, each distinct (property, value) validated by jsonschema once (800 items
+    hold a few hundred). False means "not shown valid": `_schema_problems` then asks jsonschema for the
+    messages on the whole document, as before."""
+    parts, items = _item_validators(), obj.get("predictions") if isinstance(obj, dict) else None
+    if parts is None or not isinstance(items, list):
+        return False
+    if not _validator().is_valid({**obj, "predictions": []}):
+        return False
+    properties, required = parts
+    checked: dict[tuple[str, type, Any], bool] = {}
+    for item in items:
+        if type(item) is not dict or any(key not in item for key in required):
+            return False
+        for key, value in item.items():
+            if key not in properties or isinstance(value, dict | list):
+                return False  # an extra key, or a value not keyed by itself: the whole document's messages
+            known = checked.get((key, type(value), value))
+            if known is None:
+                known = checked[(key, type(value), value)] = properties[key].is_valid(value)
+            if not known:
+                return False
+    return True
+
+
 def _schema_problems(obj: Any) -> list[str]:
+    if _valid_quickly(obj):
+        return []  # what iter_errors below yields for a valid document
     errors = sorted(_validator().iter_errors(obj), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     problems = []
     for error in errors:
