@@ -7,21 +7,11 @@ from pathlib import Path
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
+from mis_bench_dataset.rules.figures import agg_figure, panel_grid, release
 from mis_bench_dataset.synth import SYNTHETIC_MARK
 
 # PNGs without a timestamp or version: the same statistics give the same bytes.
 _PNG_METADATA = {"Software": None}
-
-
-def _figure(**kwargs):
-    """A figure on matplotlib's Agg canvas, without pyplot: no global figure list to close, and less to import
-    (pyplot also loads its backend and state machinery). The PNG bytes are the same as pyplot's."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(**kwargs)
-    FigureCanvasAgg(fig)
-    return fig
 
 
 def _title(stats: dict, title: str) -> str:
@@ -30,12 +20,14 @@ def _title(stats: dict, title: str) -> str:
 
 
 def _save(fig, path: Path, files: AtomicFiles | None = None, title: str | None = None) -> Path:
-    """Save atomically (staged in `files` when given); the title also in the PNG's text metadata."""
+    """Save atomically (staged in `files` when given); the title also in the PNG's text metadata. A grid is then
+    handed back for the next one (`figures.release`)."""
     metadata = {**_PNG_METADATA, **({"Title": title} if title else {})}
     if files is not None:
         files.save_figure(fig, path, format="png", dpi=100, metadata=metadata)
     else:
         save_figure(fig, path, format="png", dpi=100, metadata=metadata)
+    release(fig)
     return path
 
 
@@ -50,7 +42,7 @@ def heatmap_figure(stats: dict):
             for a in DIMENSION_KEYS
         ]
     )
-    fig = _figure(figsize=(6.4, 5.4))
+    fig = agg_figure(figsize=(6.4, 5.4))
     ax = fig.subplots()
     image = ax.imshow(matrix, cmap="RdBu_r", vmin=-1.0, vmax=1.0)
     ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
@@ -88,8 +80,7 @@ def histograms_figure(stats: dict):
 
     bins = np.asarray(stats["histograms"]["bins"])
     edges = np.append(bins - 0.05, bins[-1] + 0.05)  # each 0.1 bin centred on its score
-    fig = _figure(figsize=(12, 5.2))
-    axes = fig.subplots(2, 4, sharex=True)
+    fig, axes = panel_grid(2, 4, figsize=(12, 5.2), sharex=True)  # reused where a build wrote one before
     for ax, key in zip(axes.flat, DIMENSION_KEYS, strict=True):
         summary = stats["dimensions"][key]
         # One filled step outline per panel (np.histogram's counts, already in stats): one artist, not 41 bars.
