@@ -89,7 +89,8 @@ def histograms_figure(stats: dict):
 
     bins = np.asarray(stats["histograms"]["bins"])
     edges = np.append(bins - 0.05, bins[-1] + 0.05)  # each 0.1 bin centred on its score
-    fig, axes = panel_grid(2, 4, figsize=(12, 5.2), sharex=True)  # reused where a build wrote one before
+    # Reused where a build in this process wrote one before.
+    fig, axes = panel_grid(2, 4, figsize=(12, 5.2), sharex=True, tick_params={"labelsize": 8})
     for ax, key in zip(axes.flat, DIMENSION_KEYS, strict=True):
         summary = stats["dimensions"][key]
         # One filled step outline per panel (np.histogram's counts, already in stats): one artist, not 41 bars.
@@ -105,7 +106,6 @@ def histograms_figure(stats: dict):
         # y given: no automatic title placement (it measures the tick labels once more; nothing is above the axes)
         ax.set_title(f"{DIMENSION_BY_KEY[key].abbreviation} ({detail})", fontsize=9, y=1.0)
         ax.set_xlim(0.9, 5.1)
-        ax.tick_params(labelsize=8)
     for ax in axes[-1]:
         ax.set_xlabel("gold score", fontsize=8)
     for ax in axes[:, 0]:

@@ -38,18 +38,30 @@ def panel_grid(
     sharex: bool = False,
     sharey: bool = False,
     gridspec_kw: dict | None = None,
+    tick_params: dict | None = None,
 ):
     """(figure, axes array) of `nrows` x `ncols` panels: a reused grid of this shape when one was handed back
-    (`release`) under the same rcParams, else a new one."""
+    (`release`) under the same rcParams, else a new one. `tick_params` (`Axes.tick_params` of every panel) is
+    part of the shape: given here, it is applied once, when the grid is made (on a drawn grid it would touch
+    each of its ticks again)."""
     import matplotlib as mpl
 
-    shape = (nrows, ncols, tuple(figsize), sharex, sharey, tuple(sorted((gridspec_kw or {}).items())))
+    shape = (
+        nrows,
+        ncols,
+        tuple(figsize),
+        sharex,
+        sharey,
+        *(tuple(sorted((kw or {}).items())) for kw in (gridspec_kw, tick_params)),
+    )
     rc = mpl.rcParams.copy()  # (copy, not dict(): reading "backend" would resolve it and import pyplot)
     with _LOCK:
         fig = _FREE.pop(shape, None)
     if fig is None or fig._panel_grid[1] != rc:
         fig = agg_figure(figsize=figsize)
         axes = fig.subplots(nrows, ncols, sharex=sharex, sharey=sharey, gridspec_kw=gridspec_kw, squeeze=False)
+        for ax in axes.flat if tick_params else ():
+            ax.tick_params(**tick_params)
         fig._panel_grid = (shape, rc, axes)  # its shape and the rcParams it was built under: reused only under these
     return fig, fig._panel_grid[2]
 
