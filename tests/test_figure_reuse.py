@@ -80,14 +80,14 @@ def _stats(synthetic: bool, n: int, seed: int) -> dict:
 
 def test_stats_histograms_on_a_reused_grid_are_the_same_pngs(tmp_path, empty_pool):
     """Real data after synthetic: the synthetic figure's suptitle does not stay behind."""
-    docs = [_stats(True, 120, 0), _stats(False, 48, 1), _stats(True, 300, 2)]
+    docs = [_stats(True, 120, 0), _stats(False, 48, 1)]
     fresh = []
     for i, doc in enumerate(docs):
         figures._FREE.clear()
         fresh.append(gold_histograms(doc, tmp_path / f"fresh{i}.png").read_bytes())
     figures._FREE.clear()
-    for i, doc in enumerate(docs + docs[::-1]):
-        assert gold_histograms(doc, tmp_path / f"{i}.png").read_bytes() == fresh[docs.index(doc)], i
+    for i, which in enumerate((0, 1, 0)):
+        assert gold_histograms(docs[which], tmp_path / f"{i}.png").read_bytes() == fresh[which], i
 
 
 def test_a_grid_is_reused_only_once_saved_and_under_its_rcparams(tmp_path, empty_pool):
