@@ -94,9 +94,13 @@ def test_a_grid_is_reused_only_once_saved_and_under_its_rcparams(tmp_path, empty
     run, references = CASES[0]
     kept = scatter_figure(run, references)
     assert scatter_figure(run, references) is not kept  # kept by its caller: never handed out again
-    grid, _ = figures.panel_grid(1, 2, figsize=(4.0, 2.0), sharey=True)
+    grid, axes = figures.panel_grid(1, 2, figsize=(4.0, 2.0), sharey=True)
+    grid.suptitle("title")
+    note = grid.text(0.5, 0.5, "a note")
+    axes[0, 1].text(0.5, 0.5, "in a panel")
     figures.release(grid)
     assert figures.panel_grid(1, 2, figsize=(4.0, 2.0), sharey=True)[0] is grid
+    assert note not in grid.texts and [t.get_text() for t in grid.texts] == [""] and not axes[0, 1].texts
     figures.release(grid)
     assert figures.panel_grid(1, 2, figsize=(4.0, 2.0))[0] is not grid  # another shape
     with mpl.rc_context({"font.size": 7.0}):

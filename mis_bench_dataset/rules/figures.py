@@ -82,7 +82,8 @@ def release(fig) -> None:
 
 def _empty(fig) -> None:
     """What `Axes.clear` resets, except the axes and their ticks: data artists, containers, legends, titles,
-    axis labels, data and view limits (0-1, autoscaled), the colour cycle; the figure's texts emptied."""
+    axis labels, data and view limits (0-1, autoscaled), the colour cycle; the figure's texts removed (its
+    suptitle emptied)."""
     for ax in fig.axes:
         for artist in (*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images, *ax.artists, *ax.tables):
             artist.remove()
@@ -97,7 +98,11 @@ def _empty(fig) -> None:
     for ax in fig.axes:  # after every panel is empty: shared limits are set for the whole group
         ax.set_xlim(0.0, 1.0, auto=True)
         ax.set_ylim(0.0, 1.0, auto=True)
-    for text in fig.texts:  # the suptitle stays the figure's (suptitle() writes into it again)
-        text.set_text("")
+    suptitle = getattr(fig, "_suptitle", None)  # stays the figure's: suptitle() writes into it again
+    for text in list(fig.texts):
+        if text is suptitle:
+            text.set_text("")
+        else:
+            text.remove()
     for legend in list(fig.legends):
         legend.remove()
