@@ -1,23 +1,27 @@
-"""Speed of the report's figures and of `write_report` on the default job's runs, against the code before
-the figures were sped up (the parent commit, `--base`), in one run.
+"""Speed of the report's figures, of `write_report` and of the build's statistics figures, against the code
+before the figures were sped up (`--base`, the parent commit of the change), in one run.
 
 The default job's five runs and gold scores (the SYNTHETIC default sample, 100 test videos; the sample is
-generated first if the cache lacks it) are the inputs. Each tree, this checkout and `git archive BASE`
-unpacked aside, is timed in its own worker process on the same inputs: every figure of the report (the
-heatmap, the radar, and for each system's best configuration the scatter, Bland-Altman, calibration and
-histogram grids, each built and saved as PNG), then `write_report` as the default job calls it. Workers run
---rounds times per tree, the trees alternating, and the best wall and the best CPU time (user + sys, so a
-busy shared machine can be told apart) are kept; peak RSS is the workers' largest. The first round also
-checks that both trees' figures show the same thing: panels, titles, axis labels, limits, tick labels,
-legends, every histogram bar (bin, count, colour), and the PNGs' Title text with the SYNTHETIC mark. Then
-`mis-bench run` itself with each tree (--job-rounds, alternating, warm cache).
+generated first if the cache lacks it) and the sample build's `stats.json` are the inputs. Each tree, this
+checkout and `git archive BASE` unpacked aside, is timed in its own worker process on the same inputs: the
+build's two statistics figures (the correlation heatmap and the gold histograms, as a build writes them: the
+first time in the process, then the mean of three more, as later builds in one process write them), every
+figure of the report (the heatmap, the radar, and for each system's best configuration the scatter,
+Bland-Altman, calibration and histogram grids, each built and saved as PNG), then `write_report` as the
+default job calls it. Workers run --rounds times per tree, the trees alternating, and the best wall and the
+best CPU time (user + sys, so a busy shared machine can be told apart) are kept; peak RSS is the workers'
+largest. The first round also checks that both trees' figures show the same thing: panels, titles, axis
+labels, limits, tick labels, legends, every histogram bar (bin, count, colour), and the PNGs' Title text with
+the SYNTHETIC mark; and whether every PNG is the same, byte for byte. Then `mis-bench run` itself with each
+tree (--job-rounds, alternating, warm cache).
 
-    python3 benchmarks/bench_report_figures.py [--rounds 3] [--job-rounds 2] [--base a2a5ca1]
+    python3 benchmarks/bench_report_figures.py [--rounds 3] [--job-rounds 2] [--base a3f6604]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import pickle
@@ -63,9 +67,12 @@ def prepare_inputs(work: Path) -> Path:
 
     summary = run_default_job(out=work / "setup", say=lambda *_: None, closing_lines=False)
     results = [json.loads(Path(run["results"]).read_text()) for run in summary["runs"]]
-    references = gold_references(load_feature_rows(BuiltDataset.open(default_sample().build_dir), summary["split"]))
+    build = default_sample().build_dir
+    references = gold_references(load_feature_rows(BuiltDataset.open(build), summary["split"]))
+    stats = json.loads((build / "stats" / "stats.json").read_text(encoding="utf-8"))
     path = work / "inputs.pkl"
-    path.write_bytes(pickle.dumps({"results": results, "references": references, "n_videos": summary["n_videos"]}))
+    inputs = {"results": results, "references": references, "n_videos": summary["n_videos"], "stats": stats}
+    path.write_bytes(pickle.dumps(inputs))
     return path
 
 
@@ -105,9 +112,28 @@ def _shown(fig) -> dict:
     return {"suptitle": suptitle.get_text() if suptitle else None, "panels": panels}
 
 
+def _stats_figures(stats: dict, out: Path) -> dict:
+    """The build's two statistics figures, timed as a build writes them: the first time in this process, then
+    the mean of three more (later builds in one process, as the test suite runs them)."""
+    from mis_bench_dataset.build.stats_plots import write_figures
+
+    first = _timed(lambda: write_figures(stats, out / "stats"))
+    later = [_timed(lambda: write_figures(stats, out / "stats")) for _ in range(3)]
+    return {
+        "stats_first": first,
+        "stats_later": {unit: sum(t[unit] for t in later) / len(later) for unit in ("wall_s", "cpu_s")},
+    }
+
+
+def _digests(folder: Path) -> dict:
+    """Every PNG under `folder` (its path there -> SHA-256), to tell whether two trees wrote the same bytes."""
+    pngs = sorted(folder.rglob("*.png"))
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() for p in pngs}
+
+
 def worker(inputs: Path, check: bool) -> dict:
     """Time this tree's figures and write_report once (the tree is whatever `eval_scripts` imports as); with
-    `check`, also what each figure shows and the PNGs' Title texts."""
+    `check`, also what each figure shows, the PNGs' Title texts and every PNG's bytes."""
     import matplotlib.pyplot as plt
     from PIL import Image
 
@@ -121,6 +147,7 @@ def worker(inputs: Path, check: bool) -> dict:
     runs = by_system(run_views(results))
     best = [entry.run for entry in best_configurations(runs)[0]]
     out = Path(tempfile.mkdtemp(prefix="figures-"))
+    (out / "stats").mkdir()
     makers = {
         "heatmap": lambda: plots.heatmap_chart(runs, out / "heatmap.png", title="ICC(3,1) % by configuration" + SUFFIX),
         "radar": lambda: plots.radar_chart(best, out / "radar.png", title="Per-dimension ICC(3,1) %" + SUFFIX),
@@ -134,6 +161,7 @@ def worker(inputs: Path, check: bool) -> dict:
             for i, r in enumerate(best)
         ]
     makers["heatmap"]()  # warm: pyplot's import and font cache are not the figures' cost
+    stats = _stats_figures(data["stats"], out)  # before the report's grids: the first 2 x 4 grid of the process
     measured = {kind: _timed(make) for kind, make in makers.items()}
     measured["write_report"] = _timed(
         lambda: write_report(
@@ -145,7 +173,12 @@ def worker(inputs: Path, check: bool) -> dict:
             seed=DEFAULT_SEED,
         )
     )
-    done = {"measured": measured, "peak_rss_mb": _peak_rss_mb(), "code": str(Path(plots.__file__).parents[2])}
+    done = {
+        "measured": measured,
+        "stats": stats,
+        "peak_rss_mb": _peak_rss_mb(),
+        "code": str(Path(plots.__file__).parents[2]),
+    }
     if check:
         shown = {"heatmap": _shown(plots.heatmap_figure(runs)), "radar": _shown(plots.radar_figure(best))}
         for i, run in enumerate(best):
@@ -155,6 +188,7 @@ def worker(inputs: Path, check: bool) -> dict:
         plt.close("all")
         done["shown"] = shown
         done["png_titles"] = {p.name: Image.open(p).text.get("Title") for p in sorted((out / "report").glob("*.png"))}
+        done["png_digests"] = _digests(out)
     return done
 
 
@@ -236,6 +270,10 @@ def compare(args) -> dict:
             "write_report": _pair(
                 [r["measured"]["write_report"] for r in before], [r["measured"]["write_report"] for r in after]
             ),
+            "stats_figures": {
+                kind: _pair([r["stats"][kind] for r in before], [r["stats"][kind] for r in after])
+                for kind in ("stats_first", "stats_later")
+            },
             "pngs": len(after[0]["png_titles"]),
             "peak_rss_mb": {
                 "before": max(r["peak_rss_mb"] for r in before),
@@ -243,6 +281,11 @@ def compare(args) -> dict:
             },
             "same_figures_shown": before[0]["shown"] == after[0]["shown"],
             "same_png_titles": before[0]["png_titles"] == after[0]["png_titles"],
+            "pngs_compared": len(after[0]["png_digests"]),
+            "same_png_bytes": before[0]["png_digests"] == after[0]["png_digests"],
+            "pngs_that_differ": sorted(
+                name for name, digest in after[0]["png_digests"].items() if before[0]["png_digests"].get(name) != digest
+            ),
             "png_titles_say_synthetic": all("SYNTHETIC" in (t or "") for t in after[0]["png_titles"].values()),
         }
         if args.job_rounds:
@@ -256,7 +299,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3, help="worker processes per tree, best kept")
     parser.add_argument("--job-rounds", type=int, default=2, help="`mis-bench run`s per tree (0: none)")
-    parser.add_argument("--base", default="a2a5ca1", help="the 'before' commit (default: %(default)s)")
+    parser.add_argument("--base", default="a3f6604", help="the 'before' commit (default: %(default)s)")
     parser.add_argument("--worker", type=Path, help=argparse.SUPPRESS)  # internal: time one tree on these inputs
     parser.add_argument("--check", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()

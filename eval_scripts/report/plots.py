@@ -14,6 +14,7 @@ from eval_scripts.report.table import RunView
 from eval_scripts.report.views import configuration_matrix
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
+from mis_bench_dataset.rules.figures import panel_grid, release
 from mis_bench_dataset.rules.text_safety import visible_controls
 
 # Scores sit on the axis limits (gold 5.0 is common): a margin so their markers are drawn whole.
@@ -37,9 +38,9 @@ def _pyplot():
 
 def dimension_grid(title: str):
     """A figure of 2 x 4 panels sharing both axes, one per dimension, with its suptitle (`title`, drawn as given:
-    pass it through `_literal` first where it holds user text); returns (figure, axes)."""
-    plt = _pyplot()
-    fig, axes = plt.subplots(2, 4, figsize=GRID_SIZE, sharex=True, sharey=True, gridspec_kw=GRID_LAYOUT)
+    pass it through `_literal` first where it holds user text); returns (figure, axes). The grid is one `_save`
+    handed back before, emptied, when there is one (`figures.panel_grid`): making its axes was 40% of a grid."""
+    fig, axes = panel_grid(2, 4, figsize=GRID_SIZE, sharex=True, sharey=True, gridspec_kw=GRID_LAYOUT)
     fig.suptitle(title, fontsize=10)
     return fig, axes
 
@@ -192,11 +193,15 @@ def _save(fig, path: str | Path, *, dpi: int, tight: bool = False, files: Atomic
     title = figure_title(fig)
     if title:
         options["metadata"] = {"Title": title}
+    saved = False
     try:
         if files is not None:
             files.save_figure(fig, path, **options)
         else:
             save_figure(fig, path, **options)
+        saved = True
     finally:
+        if saved:  # a grid is emptied for the next one (one whose save failed is not reused)
+            release(fig)
         _pyplot().close(fig)
     return path
