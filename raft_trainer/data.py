@@ -304,6 +304,24 @@ def labelled_rows(dataset, split: str):
     return dataset
 
 
+def _encoded_features(features, keep: set[str]):
+    """The encoded rows' features, as `datasets` would infer them (ids int32, the rest int64, the input's own score
+    type), given up front so that writing the rows does not scan every id for its type."""
+    from datasets import Features, List, Value
+
+    kept = {name: feature for name, feature in features.items() if name in keep or name == "score"}
+    return Features(
+        {
+            **kept,
+            "input_ids": List(Value("int32")),
+            "labels": List(Value("int64")),
+            "score_index": Value("int64"),
+            "transcript_truncated": Value("bool"),
+            "dimension_index": Value("int64"),
+        }
+    )
+
+
 def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "train", num_proc: int | None = None):
     """Labelled scoring rows -> tokenized rows (`input_ids`, `labels`, `score_index`, `score`, `dimension_index`).
 
@@ -314,6 +332,7 @@ def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "trai
     encoded = dataset.map(
         encoder.encode_training_row,
         remove_columns=[c for c in dataset.column_names if c not in keep],
+        features=_encoded_features(dataset.features, keep),
         num_proc=num_proc,
         desc=f"Tokenizing {split} rows for MIS-RAFT",
     )

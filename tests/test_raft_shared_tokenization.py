@@ -181,3 +181,22 @@ def test_padded_batches_equal_the_plain_renderings(padding_side):
     assert fast.keys() == plain.keys()
     for key in fast:
         assert torch.equal(fast[key], plain[key]), key
+
+
+def test_prepared_rows_keep_the_types_datasets_would_infer():
+    """`prepare_raft_dataset` names its features up front; they, the column order and every value equal those of
+    the same map with the types inferred."""
+    import datasets
+
+    from _raft_helpers import toy_dataset
+
+    tokenizer = tiny_tokenizer()
+    encoder = data.ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length=None)
+    rows = toy_dataset(6, seed=3).cast_column("score", datasets.Value("float32"))
+    prepared = data.prepare_raft_dataset(rows, encoder)
+    with mock.patch.object(data, "_encoded_features", lambda features, keep: None):
+        inferred = data.prepare_raft_dataset(rows, encoder)
+    assert prepared.features == inferred.features and prepared.column_names == inferred.column_names
+    assert prepared.data.table.schema.equals(inferred.data.table.schema)
+    assert prepared.to_dict() == inferred.to_dict()
+    assert prepared.features["input_ids"] == datasets.List(datasets.Value("int32"))
