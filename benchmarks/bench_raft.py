@@ -7,7 +7,8 @@
 
 `--data-path`: the code before (`git archive REF`) against this tree, in one run, on a synthetic build: its train
 split encoded (`prepare_raft_dataset`, both prompt styles, max_length 1024) and its test split scored by the tiny
-model (`predict_scores`, greedy and exact), each tree in fresh processes (one torch thread), old and new alternating;
+model (`predict_scores`, greedy and exact), each tree in fresh processes (one torch thread; a warm-up on the
+validation split first), old and new alternating;
 CPU time of each part, peak RSS, and whether the two trees' token ids, labels, score positions and scores are
 byte-identical.
 
@@ -338,6 +339,8 @@ def _data_path_child(build: str) -> None:
     scoring = datasets.load_dataset(build, "scoring")
     cpu, digests = {}, {}
     columns = ["input_ids", "labels", "score_index", "score", "dimension_index"]
+    for style in DATA_PATH_STYLES:  # warm-up on the validation split: template compiled, BPE caches filled
+        prepare_raft_dataset(scoring["validation"], ScoringEncoder(tokenizer, digits, None, prompt_style=style))
     for style in DATA_PATH_STYLES:
         encoder = ScoringEncoder(tokenizer, digits, DATA_PATH_MAX_LENGTH, prompt_style=style)
         t0 = time.process_time()
@@ -348,6 +351,9 @@ def _data_path_child(build: str) -> None:
         ).hexdigest()
     model = tiny_model(tokenizer, seed=0)
     rows = scoring["test"].to_list()
+    predict_scores(
+        model, tokenizer, scoring["validation"].to_list()[:8], RAFTConfig(max_length=None), show_progress=False
+    )
     for method in ("greedy", "exact"):
         t0 = time.process_time()
         scores = predict_scores(model, tokenizer, rows, RAFTConfig(max_length=None), method=method, show_progress=False)
