@@ -3,6 +3,13 @@
 
     python3 benchmarks/bench_raft.py [--hidden 256 --layers 4 --vocab 32768 --steps 12 --rows 64]
     python3 benchmarks/bench_raft.py --modality-cost   # text vs audio+video+text (feature-derived) on a synthetic build
+    python3 benchmarks/bench_raft.py --data-path [--ref a3f6604] [--videos 40] [--repeats 3]
+
+`--data-path`: the code before (`git archive REF`) against this tree, in one run, on a synthetic build: its train
+split encoded (`prepare_raft_dataset`, both prompt styles, max_length 1024) and its test split scored by the tiny
+model (`predict_scores`, greedy and exact, median of 3 calls), each tree in fresh processes (one torch thread; a
+warm-up on the validation split first), old and new alternating; CPU time of each part, peak RSS, and whether the
+two trees' token ids, labels, score positions and scores are byte-identical.
 
 Step times are measured with the variants alternating step by step in one process (fair on a busy
 machine); each variant also runs alone in a spawned process so its peak resident memory (CPU) or
@@ -304,6 +311,115 @@ def _modality_cost(opts, queue):
     )
 
 
+DATA_PATH_STYLES = ("toolkit", "paper")
+DATA_PATH_MAX_LENGTH = 1024  # the paper style's longest rubric needs more than 512 tiny-tokenizer tokens
+
+
+def _data_path_child(build: str) -> None:
+    """One tree's data path on `build` (this process's PYTHONPATH picks the tree); prints CPU seconds per part,
+    peak RSS and digests of every output as one JSON line."""
+    import hashlib
+
+    import datasets
+    import numpy as np
+    import torch
+
+    from raft_trainer.config import RAFTConfig
+    from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
+    from raft_trainer.digits import DigitTokens
+    from raft_trainer.predict import predict_scores
+    from raft_trainer.tiny import tiny_model, tiny_tokenizer
+
+    torch.set_num_threads(1)
+    datasets.disable_caching()
+    datasets.disable_progress_bars()
+    tokenizer = tiny_tokenizer()
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    scoring = datasets.load_dataset(build, "scoring")
+    cpu, digests = {}, {}
+    columns = ["input_ids", "labels", "score_index", "score", "dimension_index"]
+    for style in DATA_PATH_STYLES:  # warm-up on the validation split: template compiled, BPE caches filled
+        prepare_raft_dataset(scoring["validation"], ScoringEncoder(tokenizer, digits, None, prompt_style=style))
+    for style in DATA_PATH_STYLES:
+        encoder = ScoringEncoder(tokenizer, digits, DATA_PATH_MAX_LENGTH, prompt_style=style)
+        t0 = time.process_time()
+        encoded = prepare_raft_dataset(scoring["train"], encoder)
+        cpu[f"encode train ({style})"] = time.process_time() - t0
+        digests[f"encode train ({style})"] = hashlib.sha256(
+            json.dumps(encoded.select_columns(columns).to_dict()).encode()
+        ).hexdigest()
+    model = tiny_model(tokenizer, seed=0)
+    rows = scoring["test"].to_list()
+    config = RAFTConfig(max_length=None)
+    predict_scores(model, tokenizer, scoring["validation"].to_list()[:8], config, show_progress=False)
+    for method in ("greedy", "exact"):  # the median of 3 calls: a forward pass's CPU time swings by 10-20 %
+        times = []
+        for _ in range(3):
+            t0 = time.process_time()
+            scores = predict_scores(model, tokenizer, rows, config, method=method, show_progress=False)
+            times.append(time.process_time() - t0)
+        cpu[f"predict test ({method})"] = statistics.median(times)
+        digests[f"predict test ({method})"] = hashlib.sha256(np.asarray(scores, dtype=np.float64).tobytes()).hexdigest()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "cpu_s": cpu,
+                "digests": digests,
+                "peak_rss_mb": peak,
+                "rows": {"train": len(scoring["train"]), "test": len(rows)},
+            }
+        )
+    )
+
+
+def _data_path(args) -> int:
+    """Old tree vs this tree on the data path (see the module docstring); prints a Markdown table."""
+    import subprocess
+    import tempfile
+
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+
+    runs: dict[str, list[dict]] = {"before": [], "after": []}
+    with tempfile.TemporaryDirectory(prefix="bench_raft_data_") as scratch:
+        work = Path(scratch)
+        release = generate_synthetic_release(work / "release", n_videos=args.videos, seed=0)
+        build = work / "build"
+        build_dataset(release.release_dir, build, labels=release.ratings_csv, progress=False)
+        old = work / "old"
+        old.mkdir()
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", args.ref], capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+        for _ in range(args.repeats):
+            for name, code in (("before", old), ("after", REPO)):
+                env = {**os.environ, "PYTHONPATH": str(code), "HF_DATASETS_CACHE": str(work / f"hf-{name}")}
+                argv = [sys.executable, str(Path(__file__).resolve()), "--data-path-child", str(build)]
+                done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise SystemExit(f"{code}: the data path failed:\n{done.stderr[-3000:]}")
+                runs[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    parts = list(runs["after"][0]["cpu_s"])
+    med = {name: {part: statistics.median(r["cpu_s"][part] for r in rs) for part in parts} for name, rs in runs.items()}
+    peak = {name: statistics.median(r["peak_rss_mb"] for r in rs) for name, rs in runs.items()}
+    same = {part: runs["before"][0]["digests"][part] == runs["after"][0]["digests"][part] for part in parts}
+    rows = runs["after"][0]["rows"]
+    print(
+        f"## MIS-RAFT data path, {args.ref} vs this tree: synthetic build of {args.videos} videos "
+        f"({rows['train']} train, {rows['test']} test rows), median of {args.repeats} rounds, one torch thread; "
+        f"load average {os.getloadavg()[0]:.1f}\n"
+    )
+    print("| part | before CPU s | after CPU s | speed-up | outputs |\n|---|---:|---:|---:|---|")
+    for part in parts:
+        b, a = med["before"][part], med["after"][part]
+        print(f"| {part} | {b:.2f} | {a:.2f} | {b / a:.2f}x | {'byte-identical' if same[part] else 'DIFFERENT'} |")
+    total_b, total_a = sum(med["before"].values()), sum(med["after"].values())
+    print(f"| all | {total_b:.2f} | {total_a:.2f} | {total_b / total_a:.2f}x | |")
+    print(f"\npeak RSS of the process (MB): before {peak['before']:.0f}, after {peak['after']:.0f}")
+    if args.json:
+        args.json.write_text(json.dumps({"ref": args.ref, "median_cpu_s": med, "peak_rss_mb": peak, "identical": same}))
+    return 0 if all(same.values()) else 1
+
+
 def _run(target, *args):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
@@ -330,10 +446,19 @@ def main(argv=None) -> int:
     p.add_argument(
         "--modality-cost", action="store_true", help="only measure text vs audio+video+text (feature-derived)"
     )
-    p.add_argument("--videos", type=int, default=40, help="synthetic videos for --modality-cost")
+    p.add_argument("--videos", type=int, default=40, help="synthetic videos for --modality-cost and --data-path")
+    p.add_argument("--data-path", action="store_true", help="only measure the data path: --ref against this tree")
+    p.add_argument("--ref", default="a3f6604", help="--data-path: the code before (a git ref)")
+    p.add_argument("--data-path-child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.data_path_child:
+        _data_path_child(args.data_path_child)
+        return 0
+    if args.data_path:
+        return _data_path(args)
     opts = vars(args).copy()
-    opts.pop("json")
+    for key in ("json", "data_path", "ref", "data_path_child"):
+        opts.pop(key)
     if args.modality_cost:
         return _print_modality_cost(_run(_modality_cost, opts), args)
 

@@ -209,14 +209,61 @@ def render_with_completion(tokenizer, messages: list[dict], completion: str, tem
         content = [{"type": "text", "text": completion}]
     prompt_text = template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     full_text = template.apply_chat_template([*messages, {"role": "assistant", "content": content}], tokenize=False)
+    shared = _ids_sharing_the_prompt(tokenizer, prompt_text, full_text)
+    if shared is not None:
+        return shared
     prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
     full_ids = tokenizer(full_text, add_special_tokens=False)["input_ids"]
-    prompt_len = 0
-    for a, b in zip(prompt_ids, full_ids, strict=False):  # their common prefix: full_ids is longer
-        if a != b:
+    return full_ids, _common_prefix(prompt_ids, full_ids)
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
             break
-        prompt_len += 1
-    return full_ids, prompt_len
+        n += 1
+    return n
+
+
+def _verbatim_marks(tokenizer) -> dict[int, str]:
+    """id -> text of the added tokens a fast tokenizer matches verbatim (not normalised, no stripping, not
+    single-word): the text is split at them before anything else, and each piece is tokenized on its own."""
+    backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
+    if backend is None:
+        return {}
+    return {
+        i: t.content
+        for i, t in backend.get_added_tokens_decoder().items()
+        if not (t.normalized or t.lstrip or t.rstrip or t.single_word)
+    }
+
+
+def _ids_sharing_the_prompt(tokenizer, prompt_text: str, full_text: str) -> tuple[list[int], int] | None:
+    """(full ids, prompt length) with one tokenization of the long text instead of two, or None (then the
+    caller tokenizes both).
+
+    A fast tokenizer splits a text at its verbatim added tokens first and tokenizes each piece alone (a
+    Metaspace "first" prefix depends only on whether the piece starts the text). When `full_text` extends
+    `prompt_text`, their ids therefore agree up to the last such token inside the prompt (`<|im_start|>` of
+    the assistant turn); only the prompt's short rest after it is tokenized again, behind that token so it
+    stays a piece that does not start the text. The prompt length is the common prefix of the two id lists,
+    as in the plain path."""
+    marks = _verbatim_marks(tokenizer) if full_text.startswith(prompt_text) else {}
+    if not marks:
+        return None
+    encoded = tokenizer(full_text, add_special_tokens=False, return_offsets_mapping=True)
+    full_ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
+    for j in range(len(full_ids) - 1, -1, -1):  # from the end: the completion is a few tokens
+        start, end = offsets[j]
+        mark = marks.get(full_ids[j])
+        if mark is None or end > len(prompt_text) or full_text[start:end] != mark:
+            continue
+        rest = tokenizer(mark + prompt_text[end:], add_special_tokens=False)["input_ids"]
+        if not rest or rest[0] != full_ids[j]:
+            return None
+        return full_ids, j + 1 + _common_prefix(rest[1:], full_ids[j + 1 :])
+    return None
 
 
 def prefilled_prompt_ids(
@@ -257,6 +304,24 @@ def labelled_rows(dataset, split: str):
     return dataset
 
 
+def _encoded_features(features, keep: set[str]):
+    """The encoded rows' features, as `datasets` would infer them (ids int32, the rest int64, the input's own score
+    type), given up front so that writing the rows does not scan every id for its type."""
+    from datasets import Features, List, Value
+
+    kept = {name: feature for name, feature in features.items() if name in keep or name == "score"}
+    return Features(
+        {
+            **kept,
+            "input_ids": List(Value("int32")),
+            "labels": List(Value("int64")),
+            "score_index": Value("int64"),
+            "transcript_truncated": Value("bool"),
+            "dimension_index": Value("int64"),
+        }
+    )
+
+
 def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "train", num_proc: int | None = None):
     """Labelled scoring rows -> tokenized rows (`input_ids`, `labels`, `score_index`, `score`, `dimension_index`).
 
@@ -267,6 +332,7 @@ def prepare_raft_dataset(dataset, encoder: ScoringEncoder, *, split: str = "trai
     encoded = dataset.map(
         encoder.encode_training_row,
         remove_columns=[c for c in dataset.column_names if c not in keep],
+        features=_encoded_features(dataset.features, keep),
         num_proc=num_proc,
         desc=f"Tokenizing {split} rows for MIS-RAFT",
     )

@@ -306,7 +306,8 @@ def _read_batch(model, batch_prompts, digits, pad_id, shared, prefix_cache, meth
         frac_logits = _next_logits(model, appended, _repeat_state(state, k))
         p_frac = digit_probabilities(frac_logits, digit_ids, renormalize)
         result.update(scores=_exact_score(p_int, p_frac, ints), fraction_digit=torch.full_like(chosen, -1))
-    return {name: value.double().cpu().numpy() for name, value in result.items()}
+    values = torch.stack([value.double() for value in result.values()]).cpu().numpy()  # one copy to the host
+    return dict(zip(result, values, strict=True))
 
 
 def _exact_score(p_int: torch.Tensor, p_frac: torch.Tensor, ints: torch.Tensor) -> torch.Tensor:
