@@ -91,23 +91,9 @@ def cpu_time(repeats: int, func) -> float:
 def old_agreement(ref: str):
     """`mis_icc_metric/agreement.py` as it was at `ref`, as a module of this tree's package (its relative imports
     are this tree's `bootstrap`)."""
-    import importlib.util
-    import subprocess
-    import tempfile
+    from _old_tree import module_at
 
-    source = subprocess.run(
-        ["git", "-C", str(Path(__file__).resolve().parents[1]), "show", f"{ref}:mis_icc_metric/agreement.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    path = Path(tempfile.mkdtemp()) / "agreement.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("mis_icc_metric._agreement_before", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return module_at(ref, "mis_icc_metric/agreement.py", "mis_icc_metric._agreement_before")
 
 
 def compare_with(ref: str, repeats: int, resamples: int) -> list[dict]:

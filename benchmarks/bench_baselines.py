@@ -24,7 +24,6 @@ Needs ../shared (the real transcripts and the authors' files) for everything but
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -43,23 +42,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 sys.path.insert(0, str(REPO))
+from _old_tree import module_at  # noqa: E402 - after the environment is set
 
 
 def old_models(ref: str, work: Path):
     """The `models` module as it was at `ref`, importable beside this tree's (its imports are this tree's)."""
-    source = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{ref}:eval_scripts/baselines/models.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    path = work / "old_models.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("old_models", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["old_models"] = module
-    spec.loader.exec_module(module)
-    return module
+    return module_at(ref, "eval_scripts/baselines/models.py", "old_models", work)
 
 
 def _fit_predict(module, jobs, cache):

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib.util
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,22 +25,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from _old_tree import module_at  # noqa: E402
 
 
 def old_submission(ref: str, work: Path):
     """`submission.py` as it was at `ref`, importable beside this tree's (its imports are this tree's)."""
-    source = subprocess.run(
-        ["git", "-C", str(REPO), "show", f"{ref}:eval_scripts/formats/submission.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    path = work / "old_submission.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("old_submission", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["old_submission"] = module
-    spec.loader.exec_module(module)
+    module = module_at(ref, "eval_scripts/formats/submission.py", "old_submission", work)
     module.SCHEMA_PATH = REPO / "eval_scripts" / "formats" / "schemas" / "submission.schema.json"  # the same file
     return module
 
