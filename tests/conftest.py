@@ -230,6 +230,22 @@ def synthetic_build(tmp_path_factory) -> Path:
     return shared_once(tmp_path_factory, "synthetic_build", make) / "mis-bench"
 
 
+@pytest.fixture(scope="module")
+def train_rows(synthetic_build) -> list[dict]:
+    """The `features` rows of `synthetic_build`'s train split (`load_feature_rows`), read once per test module."""
+    from eval_scripts.baselines.run import load_feature_rows
+
+    return load_feature_rows(synthetic_build, "train")
+
+
+@pytest.fixture(scope="module")
+def test_rows(synthetic_build) -> list[dict]:
+    """The `features` rows of `synthetic_build`'s test split, read once per test module."""
+    from eval_scripts.baselines.run import load_feature_rows
+
+    return load_feature_rows(synthetic_build, "test")
+
+
 @pytest.fixture(scope="session")
 def unmarked_build(tmp_path_factory) -> Path:
     """A labelled build whose build report says `synthetic: false`: the generator's release (40 videos, seed 0)

@@ -16,17 +16,6 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_icc_metric import score_predictions
 from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
 
-
-@pytest.fixture(scope="module")
-def train_rows(synthetic_build):
-    return load_feature_rows(synthetic_build, "train")
-
-
-@pytest.fixture(scope="module")
-def test_rows(synthetic_build):
-    return load_feature_rows(synthetic_build, "test")
-
-
 # ----------------------------------------------------------------------------- summaries
 
 

@@ -12,20 +12,9 @@ from hypothesis import strategies as st
 
 from eval_scripts.baselines import FeatureRidgeBaseline
 from eval_scripts.baselines.fold_features import FoldFeatures, transcript_terms
-from eval_scripts.baselines.run import load_feature_rows
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 
 ALPHAS = (0.1, 10.0, 1000.0)
-
-
-@pytest.fixture(scope="module")
-def train_rows(synthetic_build):
-    return load_feature_rows(synthetic_build, "train")
-
-
-@pytest.fixture(scope="module")
-def test_rows(synthetic_build):
-    return load_feature_rows(synthetic_build, "test")
 
 
 def _docs(rows) -> list[str]:
