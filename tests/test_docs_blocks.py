@@ -30,8 +30,26 @@ KNOWN_LANGUAGES = {"bash", "python", "text", "bibtex", "", "json", "yaml"}
 CHECK_COMMAND = "scripts/check"  # the one test command: README's "Tests" block, run by .ci/run
 
 
-def _pages_with_code() -> list[str]:
-    return [page for page in PAGES if read_blocks(REPO / page, page).runnable or _ci_blocks(page)]
+# Pages whose blocks take over 5 s to run here (training, real data, 10,000-resample reports, scaling): `slow`, so
+# they run when RUN_SLOW=1 (scripts/check, CI); the others run in the quick suite too.
+SLOW_PAGES = {
+    "README.md",
+    "docs/training.md",
+    "docs/reproducing.md",
+    "docs/reports.md",
+    "docs/dataset.md",
+    "docs/metric.md",
+    "docs/scaling.md",
+    "docs/agreement.md",
+}
+
+
+def _pages_with_code() -> list:
+    return [
+        pytest.param(page, marks=pytest.mark.slow) if page in SLOW_PAGES else page
+        for page in PAGES
+        if read_blocks(REPO / page, page).runnable or _ci_blocks(page)
+    ]
 
 
 def _starts_with_the_default_job(blocks) -> bool:

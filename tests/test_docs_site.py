@@ -47,6 +47,7 @@ def built_site(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     return tmp_path, done
 
 
+@pytest.mark.slow
 def test_mkdocs_build_strict_passes(built_site):
     tmp_path, done = built_site
     assert done.returncode == 0, done.stderr[-4000:]
@@ -88,6 +89,7 @@ pages.forEach(page => {
 </script></body></html>"""
 
 
+@pytest.mark.slow
 def test_wide_tables_and_code_fit_1280_px_in_chromium(built_site, tmp_path):
     """docs/stylesheets/wide.css: at 1280 px no table or code block of any page scrolls sideways. Skips without
     Chromium."""

@@ -333,6 +333,7 @@ def test_the_base_url_comes_from_the_flag_then_the_environment(monkeypatch):
     assert main(["fetch", "--base-url", "ftp://x/y", "--out", "/nonexistent-never-made"]) == 2
 
 
+@pytest.mark.slow
 def test_reproduce_table4_from_the_fetched_folder_equals_the_run_from_shared(fetched, reproduced_table4, capsys):
     """The fetched folder holds the transcripts (fis_transcript.csv) the ridge column needs; ../shared keeps them
     beside the authors' folder under another name (`reproduced_table4`: the run from ../shared, made once)."""

@@ -55,6 +55,7 @@ def empty_pool(monkeypatch):
     monkeypatch.setattr(figures, "_FREE", {})
 
 
+@pytest.mark.slow
 def test_report_grids_on_a_reused_grid_are_the_same_pngs(tmp_path, empty_pool):
     fresh = {}
     for kind in KINDS:

@@ -20,6 +20,8 @@ from mis_bench_dataset.rules.errors import EXIT_USAGE, install_hint
 from _harness_helpers import make_fixed_answer_model
 from _server_helpers import TransformersServer, serving_missing
 
+pytestmark = pytest.mark.slow  # starts `transformers serve`
+
 ANSWER = 3.5
 
 

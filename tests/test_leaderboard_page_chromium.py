@@ -23,7 +23,10 @@ from tests._leaderboard_helpers import make_references, make_results, noisy_pred
 BROWSER = next(
     (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
 )
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)"),
+]
 
 PROBE = r"""
 <script>

@@ -28,7 +28,7 @@ def _run(root: str, writer: str, barrier) -> None:
     folder.remove_owned(f"{writer}-0.txt", writer)  # a remove is a read-modify-write too
 
 
-@pytest.mark.parametrize("n_runs", [2, 4])
+@pytest.mark.parametrize("n_runs", [2, pytest.param(4, marks=pytest.mark.slow)])
 def test_every_file_each_run_wrote_is_in_the_manifest(tmp_path, n_runs):
     context = multiprocessing.get_context("fork")
     for attempt in range(TRIES):

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mis_bench_dataset.rules.errors import EXTRA_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -107,6 +109,7 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
     assert extras["all"] == [f"{name}[train,qlora,serving,docs,test]"]
 
 
+@pytest.mark.slow
 def test_core_commands_run_without_the_train_extra(tmp_path):
     body = """
 import importlib.util

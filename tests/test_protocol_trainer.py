@@ -73,6 +73,7 @@ def test_raft_config_prompt_style_and_video_fields(tmp_path):
         RAFTConfig(str(tmp_path), video_frames=64, video_max_pixels=1000, use_cpu=True)
 
 
+@pytest.mark.slow
 def test_raw_video_with_the_paper_style_trains_and_tells_the_processor_the_budget(tmp_path):
     """Two LoRA steps on a tiny Qwen2.5-VL; the stand-in processor receives the paper-style chat, frames sampled by
     the rule and the pixel budget (the real processor's video path needs torchvision, which does not import here)."""
@@ -176,6 +177,7 @@ def test_table4_recipes_train_predict_and_score_with_the_paper_style(
     assert scores["setting"] == setting and "mean_icc" in scores
 
 
+@pytest.mark.slow
 def test_the_authors_early_stopping_stops_and_keeps_the_best_checkpoint(tiny_model_dir, synthetic_build, tmp_path):
     """The MIS-RAFT recipe as they ran it, evaluating every step: with a learning rate of 0 the eval loss never
     improves, so a patience of 1 stops at the second evaluation and the first checkpoint is the best one."""

@@ -34,6 +34,7 @@ def _noise(stderr: str) -> list[str]:
     return [line for line in lines if NOISE.search(line) or not re.match(r"(INFO|WARNING) [\w.]+: |mis-bench ", line)]
 
 
+@pytest.mark.slow
 def test_verbose_brings_the_info_lines_back(synthetic_build, tmp_path):
     """`-v` brings back the toolkit's INFO lines, one per long step, none naming a temporary folder (quiet by
     default, at most 3 lines on success: tests/test_main_job.py)."""

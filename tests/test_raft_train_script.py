@@ -181,6 +181,7 @@ def one_process_step(tiny_model_dir, synthetic_build, tmp_path_factory) -> dict:
 # processes in test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code. FSDP and DeepSpeed are not
 # run here: accelerate runs CPU processes as DDP whatever the configuration says (they are refused on a CPU,
 # tests/test_raft_accelerate_configs.py; the GPU check runs ZeRO-2).
+@pytest.mark.slow
 def test_two_processes_match_one_process_with_twice_the_batch(
     tiny_model_dir, synthetic_build, tmp_path, one_process_step
 ):
@@ -380,6 +381,7 @@ def test_mis_bench_train_help_and_help_all_print_and_exit_zero(capsys):
     assert short.startswith("usage: mis-bench train ") and full.startswith("usage: mis-bench train ")
 
 
+@pytest.mark.slow
 def test_a_process_that_fails_after_the_launch_is_one_line_with_its_exit_code(synthetic_build, tmp_path):
     """Two real processes under `accelerate launch`, started by `mis-bench train --accelerate_config multi_gpu` (the
     shipped DDP file, `num_processes: 2`), that both refuse the model: their line is shown once, accelerate's

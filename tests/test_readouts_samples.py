@@ -44,6 +44,7 @@ def _args(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_samples_are_cached_and_a_sigkill_mid_run_loses_none(tmp_path, synthetic_build) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     out = tmp_path / "runs"

@@ -18,6 +18,7 @@ ARGS = ["--from-authors", "../shared/data/authors", "--transcripts", "../shared/
 ARGS += ["--bootstrap", "2000", "--seed", "0"]
 
 
+@pytest.mark.slow
 def test_the_committed_page_is_what_the_command_writes(authors_dir, real_transcripts_csv, tmp_path, monkeypatch):
     monkeypatch.chdir(REPO)
     assert main(["leaderboard", *ARGS, "--out", str(tmp_path / "board")]) == 0

@@ -214,6 +214,7 @@ window.addEventListener('load', function () {
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
 def test_report_page_in_chromium_at_1280_px(made, tmp_path):
     page = tmp_path / "report.html"

@@ -16,7 +16,10 @@ from mis_icc_metric.scoring import score_predictions
 from tests._leaderboard_helpers import make_references, make_results, noisy_predictions
 from tests.test_leaderboard_page_chromium import BROWSER
 
-pytestmark = pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(BROWSER is None, reason="no Chromium installed (apt-get install chromium)"),
+]
 
 PROBE = r"""
 <script>

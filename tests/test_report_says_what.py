@@ -21,6 +21,7 @@ def _job(dataset, out, **options):
     return (out / "report.md").read_text(encoding="utf-8"), json.loads((out / "report.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_cross_validated_build_report_names_its_data_and_has_the_section(synthetic_build, tmp_path, capsys):
     markdown, data = _job(synthetic_build, tmp_path / "job", cv_folds=2)
     lines = markdown.splitlines()

@@ -120,6 +120,7 @@ RUN_ON_PAPER_ROWS = {
 }
 
 
+@pytest.mark.slow
 def test_reproduce_table4_prints_the_ridge_column(authors_dir, real_transcripts_csv, reproduced_table4, capsys):
     args = ["reproduce", "table4", "--from", str(authors_dir), "--transcripts", str(real_transcripts_csv)]
     doc = reproduced_table4  # `args` with --bootstrap 200 --json, run once per test run
