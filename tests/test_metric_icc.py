@@ -33,7 +33,10 @@ def pingouin_icc3(matrix: np.ndarray) -> dict[str, dict]:
     old = pingouin.options.copy()
     pingouin.options["round.column.CI95"] = None
     try:
-        table = pingouin.intraclass_corr(long, targets="item", raters="rater", ratings="y")
+        # On a degenerate matrix (one rater constant) pingouin's CI bounds divide 0 by 0 and numpy warns; the
+        # ICC values compared here are computed before that and are unaffected.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            table = pingouin.intraclass_corr(long, targets="item", raters="rater", ratings="y")
     finally:
         pingouin.options.clear()
         pingouin.options.update(old)
