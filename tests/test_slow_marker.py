@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from conftest import run_slow
+from conftest import REPO_ROOT, run_slow
 from test_docs_blocks import PAGES, SLOW_PAGES, _pages_with_code
 
-REPO = Path(__file__).resolve().parents[1]
 SLOW_TEST = "tests/test_docs_site.py::test_mkdocs_build_strict_passes"
 
 
@@ -22,7 +20,7 @@ def _pytest(*args: str, run_slow: str | None) -> subprocess.CompletedProcess:
         env["RUN_SLOW"] = run_slow
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env=env,
         capture_output=True,
         text=True,
@@ -62,7 +60,7 @@ def test_a_run_slow_that_is_neither_yes_nor_no_stops_pytest_with_a_usage_error(t
 
 def test_ci_runs_the_slow_tests_too():
     """`scripts/check` (the README's test command, which .ci/run calls) runs pytest with RUN_SLOW=1."""
-    lines = (REPO / "scripts" / "check").read_text(encoding="utf-8").splitlines()
+    lines = (REPO_ROOT / "scripts" / "check").read_text(encoding="utf-8").splitlines()
     pytest_lines = [line for line in lines if " -m pytest" in line and not line.lstrip().startswith("#")]
     assert pytest_lines == ["RUN_SLOW=1 python3 -m pytest -q -n 2"]
 
