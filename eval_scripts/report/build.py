@@ -424,15 +424,8 @@ def write_report(
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
     fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
     heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
-    comparison = compare_systems(
-        runs,
-        best,
-        references=references,
-        reference=reference,
-        n_bootstrap=comparison_bootstrap,
-        seed=seed,
-        resample=resample,
-    )
+    resampling = {"n_bootstrap": comparison_bootstrap, "seed": seed, "resample": resample}
+    comparison = compare_systems(runs, best, references=references, reference=reference, **resampling)
     rated = _rate(best, references, raters) if raters is not None else []
     stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)
     with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
