@@ -194,30 +194,53 @@ def ppi_difference(
     return Interval(float(theta[1]), float(bounds[1, 0]), float(bounds[1, 1]), lam)
 
 
+def weighted_ppi_means(
+    labelled_weights: np.ndarray,
+    unlabelled_weights: np.ndarray,
+    y: np.ndarray,
+    yhat: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`ppi_mean` for many weightings of one set of videos at once: (estimate, standard error, lambda), each (B,).
+
+    Row b weights video i as a labelled video `labelled_weights[b, i]` times and as an unlabelled one
+    `unlabelled_weights[b, i]` times (a bootstrap resample's counts, or a 0/1 mask of which videos an expert
+    labelled): every moment is a matrix product, no loop over rows. `y` is read only where a labelled weight
+    is nonzero. A row with fewer than `MIN_LABELLED` labelled or no unlabelled video gives NaN.
+    """
+    yhat = np.asarray(yhat, dtype=np.float64)
+    y = np.nan_to_num(np.asarray(y, dtype=np.float64))
+    lab, unl = np.asarray(labelled_weights, np.float64), np.asarray(unlabelled_weights, np.float64)
+    n, big_n = lab.sum(1), unl.sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_y, mean_hat = lab @ y / n, lab @ yhat / n
+        mean_yy, mean_y_hat, mean_hat_hat = lab @ y**2 / n, lab @ (y * yhat) / n, lab @ yhat**2 / n
+        covariance = mean_y_hat - mean_y * mean_hat
+        total = n + big_n
+        every = lab + unl
+        spread = (every @ yhat**2 - (every @ yhat) ** 2 / total) / (total - 1)
+        lam = np.clip(covariance / ((1 + n / big_n) * spread), 0.0, 1.0)
+        lam = np.where(np.isfinite(lam), lam, 0.0)
+        mean_unl = unl @ yhat / big_n
+        var_unl = np.maximum(unl @ yhat**2 / big_n - mean_unl**2, 0.0)
+        rect_mean = mean_y - lam * mean_hat
+        rect_var = np.maximum(mean_yy - 2 * lam * mean_y_hat + lam**2 * mean_hat_hat - rect_mean**2, 0.0)
+        estimate = lam * mean_unl + rect_mean
+        se = np.sqrt(lam**2 * var_unl / big_n + rect_var / n)
+    defined = (n >= MIN_LABELLED) & (big_n > 0)
+    return np.where(defined, estimate, np.nan), np.where(defined, se, np.nan), lam
+
+
 def clustered_ppi_means(
     counts: np.ndarray,
     y: np.ndarray,
     yhat: np.ndarray,
     labelled: np.ndarray,
 ) -> np.ndarray:
-    """The PPI++ mean in every resample: (B,), vectorised over resamples (no loop).
+    """The PPI++ mean in every resample: (B,), vectorised over resamples (`weighted_ppi_means`).
 
     `counts` (B x n_items): how often each video is in each resample (`Resampling.counts`, a clinician
-    drawn twice brings each of its videos twice); `yhat` the judge on every video, `y` the gold (ignored where
-    `labelled` is False). Lambda is re-tuned in every resample, as `ppi_mean` tunes it; a resample with fewer
-    than `MIN_LABELLED` labelled or no unlabelled video gives NaN.
+    drawn twice brings each of its videos twice); `yhat` the judge on every video, `y` the gold (read only where
+    `labelled`). Lambda is re-tuned in every resample, as `ppi_mean` tunes it.
     """
-    yhat = np.asarray(yhat, dtype=np.float64)
     mask = np.asarray(labelled, dtype=bool)
-    y = np.where(mask, np.asarray(y, dtype=np.float64), 0.0)
-    c_lab, c_unl = counts * mask, counts * ~mask
-    n, big_n = c_lab.sum(1), c_unl.sum(1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mean_y, mean_hat = c_lab @ y / n, c_lab @ yhat / n
-        covariance = c_lab @ (y * yhat) / n - mean_y * mean_hat
-        total = n + big_n
-        spread = (counts @ yhat**2 - (counts @ yhat) ** 2 / total) / (total - 1)
-        lam = np.clip(covariance / ((1 + n / big_n) * spread), 0.0, 1.0)
-        lam = np.where(np.isfinite(lam), lam, 0.0)
-        estimate = lam * (c_unl @ yhat / big_n) + mean_y - lam * mean_hat
-    return np.where((n >= MIN_LABELLED) & (big_n > 0), estimate, np.nan)
+    return weighted_ppi_means(counts * mask, counts * ~mask, y, yhat)[0]

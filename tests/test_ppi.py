@@ -14,6 +14,7 @@ from mis_icc_metric.ppi import (
     mean_lambda,
     ppi_difference,
     ppi_mean,
+    weighted_ppi_means,
 )
 from tests._ppi_reference import ppi_reference
 
@@ -113,3 +114,30 @@ def test_a_perfect_judge_narrows_the_interval_to_the_judged_set():
     # By hand: cov(y, y) / ((1 + n/N) var(all)) with the labelled spread over n, the pooled one over n + N - 1.
     assert perfect.lam == pytest.approx(gold[:20].var() / ((1 + 20 / 480) * gold.var(ddof=1)))
     assert perfect.width < classical_mean(gold[:20]).width / 2
+
+
+def test_weighted_means_equal_ppi_mean_on_each_labelled_set_and_on_each_resample():
+    """The vectorised estimator against a loop of `ppi_mean`: (a) 0/1 masks (which videos an expert labelled),
+    (b) bootstrap counts, checked by repeating each video as often as it was drawn."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(3)
+    gold, judge = _scores(rng, 300, 0.5, 0.4, 0.8)
+    masks = np.zeros((40, 300))
+    for row in masks:
+        row[rng.choice(300, 30, replace=False)] = 1
+    estimate, se, lam = weighted_ppi_means(masks, 1 - masks, gold, judge)
+    for b, mask in enumerate(masks.astype(bool)):
+        expected = ppi_mean(gold[mask], judge[mask], judge[~mask])
+        assert estimate[b] == pytest.approx(expected.estimate, abs=1e-10)
+        assert 2 * norm.ppf(0.975) * se[b] == pytest.approx(expected.width, abs=1e-10)
+        assert lam[b] == pytest.approx(expected.lam, abs=1e-10)
+    labelled = rng.random(300) < 0.2
+    counts = rng.multinomial(300, np.full(300, 1 / 300), size=25).astype(float)
+    resampled = clustered_ppi_means(counts, np.where(labelled, gold, np.nan), judge, labelled)
+    for b, count in enumerate(counts.astype(int)):
+        lab, unl = (
+            np.repeat(np.flatnonzero(labelled), count[labelled]),
+            np.repeat(np.flatnonzero(~labelled), count[~labelled]),
+        )
+        assert resampled[b] == pytest.approx(ppi_mean(gold[lab], judge[lab], judge[unl]).estimate, abs=1e-10)

@@ -39,7 +39,21 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from eval_scripts.cli import build, cache, fetch, leaderboard, parse, report, reproduce, run, score, stats, synth, train
+from eval_scripts.cli import (
+    build,
+    cache,
+    estimate,
+    fetch,
+    leaderboard,
+    parse,
+    report,
+    reproduce,
+    run,
+    score,
+    stats,
+    synth,
+    train,
+)
 from mis_bench_dataset.rules.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -52,7 +66,7 @@ from mis_bench_dataset.rules.errors import (
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, fetch, build, stats, score, run, parse, cache, report, leaderboard, reproduce, train)
+SUBCOMMANDS = (synth, fetch, build, stats, score, estimate, run, parse, cache, report, leaderboard, reproduce, train)
 
 
 def shown_default(default: object) -> str | None:
