@@ -24,9 +24,9 @@ from mis_icc_metric.ppi import (
     Interval,
     classical_difference,
     classical_mean,
-    clustered_ppi_means,
     ppi_difference,
     ppi_mean,
+    weighted_ppi_means,
 )
 
 Key = tuple[str, str]
@@ -180,8 +180,14 @@ def clustered_estimates(dims: dict[str, _Dimension], groups, by, resampling, con
     out: dict = {"resampling": resampling.describe(), "dimensions": {}, "groups": {}, "differences": {}}
 
     def replicates(dim: _Dimension, group: str | None) -> np.ndarray:
+        """Every video of the plan, weighted 0 outside this dimension's (and group's) judged videos."""
         keep = np.ones(dim.rows.size, bool) if group is None else dim.group == group
-        return clustered_ppi_means(counts[:, dim.rows[keep]], dim.y[keep], dim.yhat[keep], dim.labelled[keep])
+        rows = dim.rows[keep]
+        include = np.zeros(resampling.n_items, bool)
+        include[rows] = True
+        y, yhat, labelled = (np.zeros(resampling.n_items) for _ in range(3))
+        y[rows], yhat[rows], labelled[rows] = dim.y[keep], dim.yhat[keep], dim.labelled[keep]
+        return weighted_ppi_means(counts, labelled > 0, y, yhat, include=include)[0]
 
     def block(values: np.ndarray, estimate: float) -> dict:
         low, high = percentile_ci(values, confidence)
@@ -222,8 +228,6 @@ def ppi_coverage_simulation(
     """
     from scipy.stats import norm
 
-    from mis_icc_metric.ppi import weighted_ppi_means
-
     if not 0 < share < 1:
         raise UsageError(f"share must be in (0, 1), got {share}")
     z = float(norm.ppf(1 - (1 - confidence) / 2))
@@ -240,7 +244,7 @@ def ppi_coverage_simulation(
         # The k videos with the smallest random keys: where dimensions share videos they share the draw.
         picked = np.argsort(keys[:, rows], axis=1)[:, :k]
         np.put_along_axis(masks, picked, 1.0, axis=1)
-        estimate, se, lam = weighted_ppi_means(masks, 1 - masks, y, yhat)
+        estimate, se, lam = weighted_ppi_means(np.ones_like(masks), masks > 0, y, yhat)
         n = masks.sum(1)
         mean_y = masks @ y / n
         sd_y = np.sqrt(np.maximum(masks @ y**2 / n - mean_y**2, 0.0))

@@ -195,33 +195,44 @@ def ppi_difference(
 
 
 def weighted_ppi_means(
-    labelled_weights: np.ndarray,
-    unlabelled_weights: np.ndarray,
+    weights: np.ndarray,
+    labelled: np.ndarray,
     y: np.ndarray,
     yhat: np.ndarray,
+    *,
+    include: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`ppi_mean` for many weightings of one set of videos at once: (estimate, standard error, lambda), each (B,).
 
-    Row b weights video i as a labelled video `labelled_weights[b, i]` times and as an unlabelled one
-    `unlabelled_weights[b, i]` times (a bootstrap resample's counts, or a 0/1 mask of which videos an expert
-    labelled): every moment is a matrix product, no loop over rows. `y` is read only where a labelled weight
-    is nonzero. A row with fewer than `MIN_LABELLED` labelled or no unlabelled video gives NaN.
+    Row b counts video i `weights[b, i]` times (a bootstrap resample's counts; ones for every video), as a
+    labelled video where `labelled` is True: one mask for every row (n,), or one per row (B, n) (which videos an
+    expert labelled in each simulated draw). Every moment is one matrix product, no loop over rows. `y` is read
+    only where labelled; `include` (n,) leaves out the videos where it is False (a subgroup, with one shared
+    weight matrix for every group). A row with fewer than `MIN_LABELLED` labelled or no unlabelled video gives NaN.
     """
     yhat = np.asarray(yhat, dtype=np.float64)
-    y = np.nan_to_num(np.asarray(y, dtype=np.float64))
-    lab, unl = np.asarray(labelled_weights, np.float64), np.asarray(unlabelled_weights, np.float64)
-    n, big_n = lab.sum(1), unl.sum(1)
+    mask = np.asarray(labelled, dtype=bool)
+    y = np.where(mask.any(axis=0) if mask.ndim == 2 else mask, np.nan_to_num(np.asarray(y, dtype=np.float64)), 0.0)
+    one = np.ones_like(yhat) if include is None else np.asarray(include, dtype=np.float64)
+    labelled_columns = one[:, None] * np.column_stack([one, y, yhat, y**2, y * yhat, yhat**2])
+    unlabelled_columns = one[:, None] * np.column_stack([one, yhat, yhat**2])
+    weights = np.asarray(weights, dtype=np.float64)
+    if mask.ndim == 1:  # one product over the stacked columns (no B x n temporaries)
+        both = weights @ np.column_stack([labelled_columns * mask[:, None], unlabelled_columns * ~mask[:, None]])
+        lab, unl = both[:, :6], both[:, 6:]
+    else:
+        lab, unl = (weights * mask) @ labelled_columns, (weights * ~mask) @ unlabelled_columns
+    n, big_n = lab[:, 0], unl[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean_y, mean_hat = lab @ y / n, lab @ yhat / n
-        mean_yy, mean_y_hat, mean_hat_hat = lab @ y**2 / n, lab @ (y * yhat) / n, lab @ yhat**2 / n
+        mean_y, mean_hat, mean_yy, mean_y_hat, mean_hat_hat = (lab[:, c] / n for c in range(1, 6))
         covariance = mean_y_hat - mean_y * mean_hat
         total = n + big_n
-        every = lab + unl
-        spread = (every @ yhat**2 - (every @ yhat) ** 2 / total) / (total - 1)
+        sum_hat, sum_hat2 = lab[:, 2] + unl[:, 1], lab[:, 5] + unl[:, 2]
+        spread = (sum_hat2 - sum_hat**2 / total) / (total - 1)
         lam = np.clip(covariance / ((1 + n / big_n) * spread), 0.0, 1.0)
         lam = np.where(np.isfinite(lam), lam, 0.0)
-        mean_unl = unl @ yhat / big_n
-        var_unl = np.maximum(unl @ yhat**2 / big_n - mean_unl**2, 0.0)
+        mean_unl = unl[:, 1] / big_n
+        var_unl = np.maximum(unl[:, 2] / big_n - mean_unl**2, 0.0)
         rect_mean = mean_y - lam * mean_hat
         rect_var = np.maximum(mean_yy - 2 * lam * mean_y_hat + lam**2 * mean_hat_hat - rect_mean**2, 0.0)
         estimate = lam * mean_unl + rect_mean
@@ -242,5 +253,4 @@ def clustered_ppi_means(
     drawn twice brings each of its videos twice); `yhat` the judge on every video, `y` the gold (read only where
     `labelled`). Lambda is re-tuned in every resample, as `ppi_mean` tunes it.
     """
-    mask = np.asarray(labelled, dtype=bool)
-    return weighted_ppi_means(counts * mask, counts * ~mask, y, yhat)[0]
+    return weighted_ppi_means(counts, labelled, y, yhat)[0]

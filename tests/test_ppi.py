@@ -126,7 +126,7 @@ def test_weighted_means_equal_ppi_mean_on_each_labelled_set_and_on_each_resample
     masks = np.zeros((40, 300))
     for row in masks:
         row[rng.choice(300, 30, replace=False)] = 1
-    estimate, se, lam = weighted_ppi_means(masks, 1 - masks, gold, judge)
+    estimate, se, lam = weighted_ppi_means(np.ones_like(masks), masks > 0, gold, judge)
     for b, mask in enumerate(masks.astype(bool)):
         expected = ppi_mean(gold[mask], judge[mask], judge[~mask])
         assert estimate[b] == pytest.approx(expected.estimate, abs=1e-10)

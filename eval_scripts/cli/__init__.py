@@ -15,10 +15,12 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `args`: argument types and output helpers shared by every subcommand.
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
+- `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
 - `parse`: `mis-bench parse`.
+- `plan`: `mis-bench plan` (how many videos, clinicians or expert labels an evaluation needs).
 - `report`: `mis-bench report`.
 - `reproduce`: `mis-bench reproduce table4|table6`.
 - `run`: `mis-bench run`.

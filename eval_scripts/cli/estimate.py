@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_option, add_seed, existing, probability, shown
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, resample_option
+from eval_scripts.cli.args import add_bootstrap, add_json, add_resample, add_seed, existing, probability, shown
 from mis_bench_dataset.rules.numbers import MISSING
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
@@ -50,12 +49,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also estimate per group and the differences between groups (default: none)",
     )
     parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
-    add_bootstrap(
-        parser,
-        what="resamples of the clustered variant (the PPI++ estimate recomputed per resample; 0: none)",
-        default=2000,  # a percentile CI of a mean needs far fewer than the ICC's 10,000; 2,000 takes under 1 s
-    )
-    add_option(parser, "resample", resample_option(), DEFAULT_RESAMPLE)
+    add_bootstrap(parser, what="resamples of the bootstrap variant (PPI++ recomputed per resample; 0: none)")
+    add_resample(parser)
     add_seed(parser)
     parser.add_argument(
         "--out", type=Path, default=None, metavar="FILE.json", help="also write the result as JSON (default: none)"
