@@ -48,6 +48,7 @@ from eval_scripts.cli import (
     fetch,
     leaderboard,
     parse,
+    plan,
     report,
     reproduce,
     run,
@@ -68,7 +69,22 @@ from mis_bench_dataset.rules.errors import (
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, fetch, build, stats, score, estimate, run, parse, cache, report, leaderboard, reproduce, train)
+SUBCOMMANDS = (
+    synth,
+    fetch,
+    build,
+    stats,
+    score,
+    estimate,
+    plan,
+    run,
+    parse,
+    cache,
+    report,
+    leaderboard,
+    reproduce,
+    train,
+)
 
 
 def shown_default(default: object) -> str | None:
