@@ -231,6 +231,8 @@ def plan_difference(
         raise UsageError("the difference is in ICC units in (0, 2); power and level in (0, 1)")
     videos, keys, ratings, valid = _pilot([predictions_a, predictions_b], references)
     d = len(keys)
+    if np.array_equal(ratings[:, :d], ratings[:, d:], equal_nan=True):
+        raise DataError("the two judges give the same score to every pilot video", hint="compare two different judges")
     clusters, n_units, per_unit = _units(videos, unit)
     grid = _grid(n_units)
     z = norm.ppf(1 - level / 2)
@@ -238,7 +240,8 @@ def plan_difference(
     for g, size in enumerate(grid):
         reps = _replicates(ratings, valid, clusters, n_units, size, n_resamples, seed)
         sd = np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
-        shift = abs(difference) / sd
+        with np.errstate(divide="ignore", invalid="ignore"):  # sd 0: the judges never differ; power undefined
+            shift = np.where(sd > 0, abs(difference) / sd, np.nan)
         powers[g] = norm.cdf(shift - z) + norm.cdf(-shift - z)
     needed = _smallest(grid, powers, power, rising=True)
     icc = point_blocks(ratings, valid)["icc"]

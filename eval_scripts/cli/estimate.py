@@ -97,7 +97,7 @@ def _value(block: dict) -> str:
     return f"{block['estimate']:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def _table(title: str, blocks: dict, confidence: float, clustered: dict | None) -> list[str]:
+def _table(title: str, blocks: dict, confidence: float, clustered: dict | None, unit: str = "") -> list[str]:
     from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 
     level = f"{confidence * 100:g}%"
@@ -105,7 +105,7 @@ def _table(title: str, blocks: dict, confidence: float, clustered: dict | None) 
         title,
         f"{'dim':<6} {'lab':>4} {'unlab':>5}  {'PPI++ [' + level + ' CI]':<24} {'lambda':>6}  "
         f"{'experts only':<24} {'judge only (biased)':<24} {'width':>5}"
-        + (f"  {'clustered PPI++ CI':<18}" if clustered else ""),
+        + (f"  {unit + '-bootstrap CI':<18}" if clustered else ""),
     ]
     for key, block in blocks.items():
         ratio = block["ppi"]["width"] / block["classical"]["width"] if block["classical"]["width"] else None
@@ -125,16 +125,17 @@ def format_estimates(result: dict) -> str:
     """The tables: per dimension, per group and per difference; PPI++, experts only, judge only, width ratio."""
     confidence = result["confidence"]
     clustered = result.get("clustered")
+    unit = clustered["resampling"]["unit"] if clustered else ""
     lines = [
         f"Mean scores by PPI++: the judge on {result['n_judged_videos']} videos, experts on "
         f"{result['n_expert_videos']} ({result['n_expert_videos_not_judged']} of them not judged, left out).",
-        *_table("All videos:", result["dimensions"], confidence, clustered and clustered["dimensions"]),
+        *_table("All videos:", result["dimensions"], confidence, clustered and clustered["dimensions"], unit),
     ]
     for group, blocks in (result.get("groups") or {}).items():
-        lines += _table(f"{result['by']} {group}:", blocks, confidence, clustered and clustered["groups"][group])
+        lines += _table(f"{result['by']} {group}:", blocks, confidence, clustered and clustered["groups"][group], unit)
     for name, blocks in (result.get("differences") or {}).items():
         cl = clustered and clustered["differences"][name]
-        lines += _table(f"difference {name} (PPI++ by ppi_ols_ci):", blocks, confidence, cl)
+        lines += _table(f"difference {name} (PPI++ by ppi_ols_ci):", blocks, confidence, cl, unit)
     lines.append(
         "width: PPI++ CI width / experts-only CI width; lambda: PPI++'s weight on the judge (0: experts only)."
     )
@@ -142,8 +143,8 @@ def format_estimates(result: dict) -> str:
     if clustered:
         plan = clustered["resampling"]
         lines.append(
-            f"clustered PPI++ CI: {plan['method']}; {plan['n_resamples']} resamples of {plan['n_clusters']} "
-            f"{plan['unit']}s, seed {plan['seed']}."
+            f"{unit}-bootstrap CI: PPI++ recomputed in each resample, {plan['method']}; {plan['n_resamples']} "
+            f"resamples of {plan['n_clusters']} {plan['unit']}s, seed {plan['seed']}."
         )
     lines.append(f"{result['judge_only_note'][0].upper()}{result['judge_only_note'][1:]}.")
     lines.append(f"For {result['purpose']}.")

@@ -138,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(value: int | None) -> str:
-    return "beyond the grid" if value is None else f"{value:,}"
+def _count(value: int | None, none: str = "beyond the grid") -> str:
+    return none if value is None else f"{value:,}"
 
 
 def format_plan(result: dict) -> str:
@@ -152,7 +152,7 @@ def format_plan(result: dict) -> str:
             f"{'dim':<6} {'judged':>7} {'PPI++':>8} {'experts only':>13}",
         ]
         lines += [
-            f"{r['abbreviation']:<6} {r['n_judged']:>7,} {_count(r['ppi_labels']):>8} "
+            f"{r['abbreviation']:<6} {r['n_judged']:>7,} {_count(r['ppi_labels'], 'all judged too few'):>8} "
             f"{_count(r['classical_labels']):>13}"
             for r in rows
         ]
