@@ -156,3 +156,32 @@ def test_groups_with_too_few_labels_are_listed_in_one_line(judge_and_experts, tm
     assert (
         len(err) == 1 and "too few expert-labelled videos" in err[0] and "T2/VF: 1" in err[0] and "T2/H/PE: 0" in err[0]
     )
+
+
+def test_the_coverage_simulation_equals_a_loop_over_draws():
+    """`ppi_coverage_simulation` against `ppi_mean` and `classical_mean` draw by draw (the same random keys), and
+    its coverage near the nominal level on synthetic data where the truth is known."""
+    from mis_icc_metric.estimates import ppi_coverage_simulation
+    from mis_icc_metric.ppi import classical_mean
+
+    predictions, gold = make_scores(n=400, seed=8, noise=0.4, unparsed=0.0)
+    result = ppi_coverage_simulation(predictions, gold, share=0.1, n_draws=60, seed=4)
+    videos = sorted({v for v, _ in gold})
+    keys = np.random.default_rng(4).random((60, len(videos)))
+    dim = DIMENSION_KEYS[1]
+    y = np.array([gold[(v, dim)] for v in videos])
+    yhat = np.array([predictions[(v, dim)] for v in videos])
+    covered, widths, classical_covered = 0, [], 0
+    for draw in keys:
+        chosen = np.zeros(len(videos), bool)
+        chosen[np.argsort(draw)[:40]] = True
+        ppi = ppi_mean(y[chosen], yhat[chosen], yhat[~chosen])
+        classical = classical_mean(y[chosen])
+        covered += ppi.low <= y.mean() <= ppi.high
+        classical_covered += classical.low <= y.mean() <= classical.high
+        widths.append(ppi.width)
+    entry = result["dimensions"][dim]
+    assert entry["ppi_coverage"] == pytest.approx(covered / 60)
+    assert entry["classical_coverage"] == pytest.approx(classical_covered / 60)
+    assert entry["ppi_width"] == pytest.approx(np.mean(widths))
+    assert 0.85 <= result["pooled"]["ppi_coverage"] <= 1.0
