@@ -17,7 +17,7 @@ import numpy as np
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
-from mis_icc_metric.bootstrap import percentile_ci
+from mis_icc_metric.bootstrap import percentile_ci, resampled_chunks
 from mis_icc_metric.ppi import (
     IID_ASSUMPTION,
     MIN_LABELLED,
@@ -175,19 +175,14 @@ def judged_videos(judge: Mapping[Key, float | None]) -> list[str]:
 
 
 def clustered_estimates(dims: dict[str, _Dimension], groups, by, resampling, confidence: float) -> dict:
-    """The PPI++ means (and differences) in every resample of `resampling`, percentile CIs (vectorised)."""
-    counts = resampling.counts()
-    out: dict = {"resampling": resampling.describe(), "dimensions": {}, "groups": {}, "differences": {}}
-
-    def replicates(dim: _Dimension, group: str | None) -> np.ndarray:
-        """Every video of the plan, weighted 0 outside this dimension's (and group's) judged videos."""
-        keep = np.ones(dim.rows.size, bool) if group is None else dim.group == group
-        rows = dim.rows[keep]
-        include = np.zeros(resampling.n_items, bool)
-        include[rows] = True
-        y, yhat, labelled = (np.zeros(resampling.n_items) for _ in range(3))
-        y[rows], yhat[rows], labelled[rows] = dim.y[keep], dim.yhat[keep], dim.labelled[keep]
-        return weighted_ppi_means(counts, labelled > 0, y, yhat, include=include)[0]
+    """The PPI++ means (and differences) in every resample of `resampling`, percentile CIs (vectorised; the
+    resample counts are drawn chunk by chunk, `bootstrap.resampled_chunks`, so memory stays bounded)."""
+    parts = [(key, None) for key in dims] + ([(key, g) for key in dims for g in groups] if by else [])
+    columns = {part: _weighted_columns(dims[part[0]], part[1], resampling.n_items) for part in parts}
+    replicates = {part: np.empty(resampling.n_resamples) for part in parts}
+    for rows, counts in resampled_chunks(resampling, resampling.n_items):
+        for part, (labelled, y, yhat, include) in columns.items():
+            replicates[part][rows] = weighted_ppi_means(counts, labelled, y, yhat, include=include)[0]
 
     def block(values: np.ndarray, estimate: float) -> dict:
         low, high = percentile_ci(values, confidence)
@@ -198,17 +193,26 @@ def clustered_estimates(dims: dict[str, _Dimension], groups, by, resampling, con
             "n_undefined": int(np.isnan(values).sum()),
         }
 
+    out: dict = {"resampling": resampling.describe(), "dimensions": {}, "groups": {}, "differences": {}}
     for key, dim in dims.items():
-        out["dimensions"][key] = block(replicates(dim, None), ppi_mean(*dim.part(), confidence=confidence).estimate)
-    if by is not None:
-        for key, dim in dims.items():
-            per_group = {g: replicates(dim, g) for g in groups}
-            for g in groups:
-                out["groups"].setdefault(g, {})[key] = block(per_group[g], ppi_mean(*dim.part(g)).estimate)
-            for a, b in combinations(groups, 2):
-                point = ppi_mean(*dim.part(b)).estimate - ppi_mean(*dim.part(a)).estimate
-                out["differences"].setdefault(f"{b} - {a}", {})[key] = block(per_group[b] - per_group[a], point)
+        out["dimensions"][key] = block(replicates[(key, None)], ppi_mean(*dim.part()).estimate)
+        for g in groups if by else ():
+            out["groups"].setdefault(g, {})[key] = block(replicates[(key, g)], ppi_mean(*dim.part(g)).estimate)
+        for a, b in combinations(groups, 2) if by else ():
+            point = ppi_mean(*dim.part(b)).estimate - ppi_mean(*dim.part(a)).estimate
+            difference = replicates[(key, b)] - replicates[(key, a)]
+            out["differences"].setdefault(f"{b} - {a}", {})[key] = block(difference, point)
     return out
+
+
+def _weighted_columns(dim: _Dimension, group: str | None, n_items: int):
+    """(labelled, y, yhat, include) over every video of the plan: 0 outside this dimension's (group's) videos."""
+    keep = np.ones(dim.rows.size, bool) if group is None else dim.group == group
+    rows = dim.rows[keep]
+    labelled, include = np.zeros(n_items, bool), np.zeros(n_items, bool)
+    y, yhat = np.zeros(n_items), np.zeros(n_items)
+    include[rows], labelled[rows], y[rows], yhat[rows] = True, dim.labelled[keep], dim.y[keep], dim.yhat[keep]
+    return labelled, y, yhat, include
 
 
 def ppi_coverage_simulation(
