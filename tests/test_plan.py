@@ -92,7 +92,7 @@ def test_the_planned_size_gives_the_half_width():
     assert all(tighter["dimensions"][k]["videos"] > plan["dimensions"][k]["videos"] for k in keys)
 
 
-def test_clinician_planning_needs_at_least_as_many_videos_when_clinicians_matter():
+def test_clinician_planning_counts_clinicians_at_the_pilots_videos_per_clinician():
     predictions, gold = make_scores(n=160, seed=4, noise=0.5, unparsed=0.0)
     by_video = plan_icc(predictions, gold, half_width=0.1, unit="video", n_resamples=1000)
     by_clinician = plan_icc(predictions, gold, half_width=0.1, unit="clinician", n_resamples=1000)

@@ -141,3 +141,18 @@ def test_weighted_means_equal_ppi_mean_on_each_labelled_set_and_on_each_resample
             np.repeat(np.flatnonzero(~labelled), count[~labelled]),
         )
         assert resampled[b] == pytest.approx(ppi_mean(gold[lab], judge[lab], judge[unl]).estimate, abs=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), offset=st.floats(-2, 2), n=st.integers(3, 50), big_n=st.integers(2, 300))
+def test_a_judge_offset_changes_neither_the_estimate_nor_the_interval(seed, offset, n, big_n):
+    """PPI++ is unbiased whatever the judge's offset: adding a constant to every judge score leaves a mean's
+    estimate, CI and lambda unchanged. (Not so for a difference's lambda: ppi_py tunes it on OLS gradients,
+    whose spread a constant shifts by group, so the test stops at means; any lambda stays valid.)"""
+    rng = np.random.default_rng(seed)
+    gold, judge = _scores(rng, n + big_n, rng.uniform(0.05, 2), scale=rng.uniform(0.3, 1.2))
+    plain = ppi_mean(gold[:n], judge[:n], judge[n:])
+    moved = ppi_mean(gold[:n], judge[:n] + offset, judge[n:] + offset)
+    np.testing.assert_allclose(
+        [moved.estimate, moved.low, moved.high, moved.lam], [plain.estimate, plain.low, plain.high, plain.lam]
+    )
