@@ -178,11 +178,11 @@ def _resampling_line(meta: dict) -> str:
     plan = meta.get("resampling")
     if not plan:
         return "No CIs (no bootstrap). clin.: clinicians behind the pairs."
+    drawn = "clinicians, each with all its videos" if plan["unit"] == "clinician" else "videos, as if independent"
     return (
-        f"CIs: {plan['method']}, {plan['n_resamples']:,} resamples of {plan['n_clusters']} {plan['unit']}s. "
-        "clin.: clinicians behind the pairs; deff: design effect, the CI variance resampling clinicians over "
-        "resampling videos (above 1: a video CI would be too narrow). For research on judges, not for "
-        "evaluating therapists."
+        f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample).\n"
+        "clin.: clinicians behind the pairs; deff: design effect, the variance resampling clinicians over resampling"
+        " videos.\nFor research on judges, not for evaluating therapists."
     )
 
 
