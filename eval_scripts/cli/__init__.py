@@ -15,10 +15,12 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `args`: argument types and output helpers shared by every subcommand.
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
+- `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
 - `parse`: `mis-bench parse`.
+- `plan`: `mis-bench plan` (how many videos, clinicians or expert labels an evaluation needs).
 - `report`: `mis-bench report`.
 - `reproduce`: `mis-bench reproduce table4|table6`.
 - `run`: `mis-bench run`.
@@ -39,7 +41,22 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from eval_scripts.cli import build, cache, fetch, leaderboard, parse, report, reproduce, run, score, stats, synth, train
+from eval_scripts.cli import (
+    build,
+    cache,
+    estimate,
+    fetch,
+    leaderboard,
+    parse,
+    plan,
+    report,
+    reproduce,
+    run,
+    score,
+    stats,
+    synth,
+    train,
+)
 from mis_bench_dataset.rules.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -52,7 +69,22 @@ from mis_bench_dataset.rules.errors import (
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, fetch, build, stats, score, run, parse, cache, report, leaderboard, reproduce, train)
+SUBCOMMANDS = (
+    synth,
+    fetch,
+    build,
+    stats,
+    score,
+    estimate,
+    plan,
+    run,
+    parse,
+    cache,
+    report,
+    leaderboard,
+    reproduce,
+    train,
+)
 
 
 def shown_default(default: object) -> str | None:
