@@ -31,13 +31,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
 from .agreement import moment_point, moment_replicates
 from .bootstrap import percentile_ci, resampled_chunks
 from .coverage import DEFAULT_MISSING, evaluated_references
+from .resampling import check_unit, clinician_clusters, make_resampling
 
 __all__ = [
     "GROUPINGS",
@@ -178,19 +179,7 @@ def _aligned(predictions: Mapping, references: Mapping, missing: str):
     return data, ratings, valid, [*data.dimensions, "overall"]
 
 
-def _clinicians(videos: Sequence[str], clusters: Mapping[str, str] | None) -> list[str]:
-    """Each video's clinician: `clusters[video]` when given, else parsed from the id."""
-    if clusters is None:
-        return [parse_video_id(v).clinician for v in videos]
-    absent = [v for v in videos if v not in clusters]
-    if absent:
-        raise DataError(f"{len(absent)} video(s) have no cluster label, e.g. {absent[0]!r}")
-    return [str(clusters[v]) for v in videos]
-
-
 def _resampling(ids: Sequence[str], n_bootstrap: int, seed: int | None, unit: str, clusters: Sequence[str]):
-    from .resampling import make_resampling
-
     if n_bootstrap < 0:
         raise DataError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
     return make_resampling(list(ids), n_bootstrap, seed, unit, clusters=list(clusters)) if n_bootstrap else None
@@ -240,7 +229,7 @@ def subgroup_agreement(
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int | None = 0,
     confidence: float = 0.95,
-    resample: str | None = None,
+    resample: str = DEFAULT_RESAMPLE,
     clusters: Mapping[str, str] | None = None,
     missing: str = DEFAULT_MISSING,
 ) -> dict:
@@ -250,12 +239,10 @@ def subgroup_agreement(
     resample: "clinician" (the toolkit's default) or "video". Grouped by clinician, a clinician draw keeps or
     drops a whole group, so its CIs resample the videos (said in `resampling_note`).
     """
-    from .resampling import DEFAULT_RESAMPLE
-
-    unit = resample or DEFAULT_RESAMPLE
+    unit = check_unit(resample)
     data, ratings, valid, blocks = _aligned(predictions, references, missing)
     codes, names = _codes(group_labels(data.videos, by), by)
-    clinicians = _clinicians(data.videos, clusters)
+    clinicians = clinician_clusters(data.videos, clusters)
     clinician_codes = np.unique(clinicians, return_inverse=True)[1]
     note = None
     if by == "clinician" and unit == "clinician":
@@ -356,7 +343,7 @@ def therapist_agreement(
     """Agreement of therapist means (a clinician's mean over the stimuli at a time point, model and expert on the
     same pairs) and of each clinician's change from T1 to T3, with CIs from one clinician draw for both."""
     data, ratings, valid, blocks = _aligned(predictions, references, missing)
-    clinicians = _clinicians(data.videos, clusters)
+    clinicians = clinician_clusters(data.videos, clusters)
     times = [parse_video_id(v).time_point for v in data.videos]
     unit_labels = [f"{c}_{t}" for c, t in zip(clinicians, times, strict=True)]
     units, unit_names = _codes(unit_labels)

@@ -132,3 +132,208 @@ def test_the_classical_equal_bias_test_is_scipys_one_way_anova():
 def test_one_group_gets_no_test_and_says_why():
     result = equal_bias_test(np.arange(5.0), np.zeros(5, int), np.arange(5))
     assert result["p_value"] is None and "fewer than two groups" in result["note"]
+
+
+# ------------------------------------------------------------------------------------------ the API
+
+
+def _pairs(predictions, references, key, rows=None):
+    """The (prediction, gold) pairs `score` scores for dimension `key` (parsed), optionally only `rows` videos."""
+    pairs = [
+        (predictions[(v, k)], g)
+        for (v, k), g in sorted(references.items())
+        if k == key and predictions.get((v, k)) is not None and (rows is None or v in rows)
+    ]
+    return np.array([p for p, _ in pairs]), np.array([g for _, g in pairs])
+
+
+def _group_of(video: str, by: str) -> str:
+    clinician, time, stimulus = video.split("_")
+    return {"clinician": clinician, "time_point": time, "stimulus": stimulus}[by]
+
+
+@pytest.mark.parametrize("by", ["time_point", "stimulus"])
+def test_subgroup_values_are_pingouins_icc_and_the_hand_bias_of_each_groups_pairs(by):
+    from mis_icc_metric.groups import subgroup_agreement
+
+    predictions, references = clustered_scores()
+    result = subgroup_agreement(predictions, references, by=by, n_bootstrap=0)
+    videos = {v for v, _ in references}
+    assert result["meta"]["purpose"].startswith("for research on judges")
+    for name in result["groups"]:
+        rows = {v for v in videos if _group_of(v, by) == name}
+        for key in ("verbal_fluency", "empathy"):
+            pred, gold = _pairs(predictions, references, key, rows)
+            cell = result["dimensions"][key]["groups"][name]
+            assert cell["n"] == len(pred)
+            if len(pred) >= 3:
+                assert cell["icc"] == pytest.approx(pingouin_icc(pred, gold), abs=1e-12)
+            assert cell["bias"] == pytest.approx(np.mean(pred - gold), abs=1e-12)
+            assert cell["mae"] == pytest.approx(np.mean(np.abs(pred - gold)), abs=1e-12)
+            assert cell["icc_ci"] is None  # no resamples asked
+    # The groups partition the videos.
+    assert sum(result["n_videos"].values()) == len(videos)
+
+
+def test_clinician_resampled_group_cis_are_the_percentiles_of_a_loop_over_the_drawn_clinicians():
+    """Each resample: the clinicians the shared draw names, each with all its videos (twice if drawn twice),
+    restricted to the group; the CI is np.percentile of pingouin's ICC / the mean difference over them."""
+    from mis_icc_metric.groups import subgroup_agreement
+    from mis_icc_metric.resampling import make_resampling
+
+    predictions, references = clustered_scores(n_clinicians=16, seed=4)
+    result = subgroup_agreement(predictions, references, by="time_point", n_bootstrap=40, seed=7)
+    assert result["meta"]["resampling"]["unit"] == "clinician"
+    videos = sorted({v for v, _ in references})
+    draw = make_resampling(videos, 40, 7, "clinician")
+    key = "hope_and_pe"
+    for name in result["groups"]:
+        iccs, biases = [], []
+        for row in draw.draws:
+            drawn = [v for c in row for v in videos if v.split("_")[0] == draw.cluster_names[c]]
+            pairs = [
+                (predictions[(v, key)], references[(v, key)])
+                for v in drawn
+                if _group_of(v, "time_point") == name and predictions[(v, key)] is not None
+            ]
+            pred, gold = np.array([p for p, _ in pairs]), np.array([g for _, g in pairs])
+            biases.append(np.mean(pred - gold) if len(pairs) else np.nan)
+            iccs.append(pingouin_icc(pred, gold) if len(pairs) >= 2 and np.ptp(pred) > 0 else np.nan)
+        cell = result["dimensions"][key]["groups"][name]
+        biases = np.array(biases)
+        np.testing.assert_allclose(cell["bias_ci"], np.percentile(biases[~np.isnan(biases)], [2.5, 97.5]), atol=1e-12)
+        iccs = np.array(iccs)
+        np.testing.assert_allclose(cell["icc_ci"], np.percentile(iccs[~np.isnan(iccs)], [2.5, 97.5]), atol=1e-9)
+
+
+def test_the_equal_bias_test_of_the_api_is_statsmodels_on_the_scored_pairs():
+    import statsmodels.api as sm
+
+    from mis_icc_metric.groups import subgroup_agreement
+
+    predictions, references = clustered_scores(seed=5)
+    result = subgroup_agreement(predictions, references, by="time_point", n_bootstrap=0)
+    key = "persuasiveness"
+    scored = sorted(v for (v, k) in references if k == key and predictions[(v, k)] is not None)
+    diff = np.array([predictions[(v, key)] - references[(v, key)] for v in scored])
+    groups = np.array([TIME_POINTS.index(_group_of(v, "time_point")) for v in scored])
+    clinicians = np.unique([v.split("_")[0] for v in scored], return_inverse=True)[1]
+    fit = sm.OLS(diff, np.eye(3)[groups]).fit(cov_type="cluster", cov_kwds={"groups": clinicians}, use_t=True)
+    wald = fit.wald_test(np.array([[-1, 1, 0], [-1, 0, 1]]), use_f=True, scalar=True)
+    test = result["dimensions"][key]["equal_bias"]
+    assert test["method"] == "cluster" and test["p_value"] == pytest.approx(float(wald.pvalue), rel=1e-9)
+    assert result["meta"]["equal_bias_method"].startswith("Wald test")
+
+
+def test_groups_too_small_for_a_ci_are_listed_with_their_values_never_dropped():
+    from mis_icc_metric.groups import MIN_CI_VIDEOS, subgroup_agreement
+
+    predictions, references = clustered_scores(n_clinicians=10, seed=2)
+    result = subgroup_agreement(predictions, references, by="clinician", n_bootstrap=20, seed=0)
+    # Grouped by clinician, a clinician draw would keep or drop a whole group: the CIs resample videos.
+    assert result["meta"]["resampling"]["unit"] == "video" and "whole group" in result["meta"]["resampling_note"]
+    assert result["meta"]["equal_bias_method"].startswith("one-way ANOVA")
+    listed = {(item["group"], item["block"]) for item in result["without_ci"]}
+    assert listed  # some clinicians have fewer than MIN_CI_VIDEOS videos
+    for block, entry in [*result["dimensions"].items(), ("overall", result["overall"])]:
+        assert set(entry["groups"]) == set(result["groups"])  # every group present in every block
+        for name, cell in entry["groups"].items():
+            small = cell["n"] < MIN_CI_VIDEOS
+            assert ((name, block) in listed) == small
+            assert (cell["no_ci_reason"] is not None) == small
+            if small:
+                assert cell["icc_ci"] is None and cell["bias_ci"] is None and not math.isnan(cell["bias"])
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 1000))
+def test_the_order_of_the_input_pairs_changes_nothing(seed):
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+
+    predictions, references = clustered_scores(n_clinicians=8, seed=seed % 7)
+    order = np.random.default_rng(seed).permutation(len(references))
+    keys = list(references)
+    shuffled_refs = {keys[i]: references[keys[i]] for i in order}
+    shuffled_preds = {keys[i]: predictions[keys[i]] for i in order}
+    for run in (
+        lambda p, r: subgroup_agreement(p, r, by="stimulus", n_bootstrap=15, seed=1),
+        lambda p, r: therapist_agreement(p, r, n_bootstrap=15, seed=1),
+    ):
+        assert repr(run(shuffled_preds, shuffled_refs)) == repr(run(predictions, references))
+
+
+def test_therapist_means_and_changes_are_pingouins_icc_of_the_hand_averages():
+    import pandas as pd
+
+    from mis_icc_metric.groups import therapist_agreement
+
+    predictions, references = clustered_scores(n_clinicians=30, seed=3)
+    result = therapist_agreement(predictions, references, n_bootstrap=0)
+    frame = pd.DataFrame(
+        [
+            {"clinician": v.split("_")[0], "time": v.split("_")[1], "key": k, "pred": predictions[(v, k)], "gold": g}
+            for (v, k), g in references.items()
+            if predictions[(v, k)] is not None
+        ]
+    )
+    for key in ("abc", "arrr"):
+        units = (
+            frame[frame.key == key]
+            .groupby(["clinician", "time"])
+            .agg(pred=("pred", "mean"), gold=("gold", "mean"), n=("pred", "size"))
+        )
+        entry = result["therapists"]["dimensions"][key]
+        assert entry["n"] == len(units)
+        assert entry["icc"] == pytest.approx(pingouin_icc(units.pred, units.gold), abs=1e-12)
+        assert entry["bias"] == pytest.approx((units.pred - units.gold).mean(), abs=1e-12)
+        assert entry["mean_videos_per_unit"] == pytest.approx(units.n.mean(), abs=1e-12)
+        wide = units.unstack("time")
+        both = wide[wide.pred["T1"].notna() & wide.pred["T3"].notna()]
+        change_pred, change_gold = both.pred["T3"] - both.pred["T1"], both.gold["T3"] - both.gold["T1"]
+        change = result["change"]["dimensions"][key]
+        assert change["n"] == change["n_clinicians"] == len(both)
+        assert change["icc"] == pytest.approx(pingouin_icc(change_pred, change_gold), abs=1e-12)
+        assert change["mae"] == pytest.approx(np.mean(np.abs(change_pred - change_gold)), abs=1e-12)
+
+
+def test_therapist_cis_resample_clinicians_with_all_their_units_from_one_draw():
+    """The therapist-level and change CIs: a loop over the draw's clinicians (each with all its units, twice if
+    drawn twice), pingouin's ICC of the drawn therapist means and of the drawn changes, np.percentile."""
+    import pandas as pd
+
+    from mis_icc_metric.groups import therapist_agreement
+    from mis_icc_metric.resampling import make_resampling
+
+    predictions, references = clustered_scores(n_clinicians=20, seed=6)
+    result = therapist_agreement(predictions, references, n_bootstrap=30, seed=2)
+    key = "wau"
+    frame = pd.DataFrame(
+        [
+            {"clinician": v.split("_")[0], "time": v.split("_")[1], "pred": predictions[(v, k)], "gold": g}
+            for (v, k), g in references.items()
+            if k == key and predictions[(v, k)] is not None
+        ]
+    )
+    units = frame.groupby(["clinician", "time"]).mean().reset_index()
+    draw = make_resampling(sorted({v for v, _ in references}), 30, 2, "clinician")
+    assert result["meta"]["resampling"]["unit"] == "clinician"
+    unit_iccs, change_iccs = [], []
+    wide = units.set_index(["clinician", "time"]).unstack("time")
+    for row in draw.draws:
+        names = [draw.cluster_names[c] for c in row]
+        drawn = pd.concat([units[units.clinician == name] for name in names])
+        unit_iccs.append(pingouin_icc(drawn.pred, drawn.gold))
+        changes = [wide.loc[name] for name in names if not np.isnan(wide.loc[name].pred.get("T1", np.nan))]
+        changes = [c for c in changes if not np.isnan(c.pred.get("T3", np.nan))]
+        change_pred = np.array([c.pred["T3"] - c.pred["T1"] for c in changes])
+        change_gold = np.array([c.gold["T3"] - c.gold["T1"] for c in changes])
+        change_iccs.append(pingouin_icc(change_pred, change_gold) if len(changes) >= 2 else np.nan)
+    np.testing.assert_allclose(
+        result["therapists"]["dimensions"][key]["icc_ci"], np.percentile(unit_iccs, [2.5, 97.5]), atol=1e-9
+    )
+    change_iccs = np.array(change_iccs)
+    np.testing.assert_allclose(
+        result["change"]["dimensions"][key]["icc_ci"],
+        np.percentile(change_iccs[~np.isnan(change_iccs)], [2.5, 97.5]),
+        atol=1e-9,
+    )
