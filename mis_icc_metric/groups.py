@@ -33,7 +33,7 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
 from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
+from mis_bench_dataset.video_ids import GROUPINGS, STIMULI, TIME_POINTS, parse_video_id
 
 from .agreement import moment_point, moment_replicates
 from .bootstrap import percentile_ci, resampled_chunks
@@ -41,9 +41,6 @@ from .coverage import DEFAULT_MISSING, evaluated_references
 from .resampling import check_unit, clinician_clusters, make_resampling
 
 __all__ = [
-    "GROUPINGS",
-    "THERAPIST",
-    "BY_CHOICES",
     "GROUP_STATISTICS",
     "MIN_CI_VIDEOS",
     "MIN_CI_CLUSTERS",
@@ -55,9 +52,6 @@ __all__ = [
     "therapist_agreement",
 ]
 
-GROUPINGS: tuple[str, ...] = ("time_point", "stimulus", "clinician")
-THERAPIST = "therapist"
-BY_CHOICES: tuple[str, ...] = (*GROUPINGS, THERAPIST)
 GROUP_STATISTICS: tuple[str, ...] = ("icc3_1", "bias", "mae")
 # A percentile CI of a group's ICC from fewer videos than this says little (the ICC itself needs the scoring
 # rules' 3): its point values are given, without a CI, and the group is listed.

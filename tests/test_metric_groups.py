@@ -337,3 +337,50 @@ def test_therapist_cis_resample_clinicians_with_all_their_units_from_one_draw():
         np.percentile(change_iccs[~np.isnan(change_iccs)], [2.5, 97.5]),
         atol=1e-9,
     )
+
+
+# ------------------------------------------------------------------------------------------ mis-bench score --by
+
+
+def _score_files(tmp_path, predictions, references):
+    from mis_icc_metric.predictions_io import write_predictions
+
+    from _metric_helpers import write_scoring_dataset
+
+    dataset = write_scoring_dataset(tmp_path / "ds", references)
+    rows = [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()]
+    return write_predictions(tmp_path / "preds.csv", rows), dataset
+
+
+def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them(tmp_path, capsys):
+    import json
+
+    from eval_scripts.cli import main
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+
+    predictions, references = clustered_scores(n_clinicians=12, seed=8)
+    preds, dataset = _score_files(tmp_path, predictions, references)
+    argv = ["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "50", "--seed", "3"]
+    assert main([*argv, "--by", "stimulus,therapist", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    expected = json_safe(subgroup_agreement(predictions, references, by="stimulus", n_bootstrap=50, seed=3))
+    assert doc["subgroups"]["stimulus"] == expected
+    assert doc["therapist_level"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=50, seed=3))
+    # The subgroups' draw is the score's own: the same resampling plan.
+    assert doc["subgroups"]["stimulus"]["meta"]["resampling"] == doc["meta"]["resampling"]
+    assert main([*argv, "--by", "stimulus"]) == 0
+    printed = capsys.readouterr().out
+    for name, cell in expected["overall"]["groups"].items():
+        line = next(line for line in printed.splitlines() if line.startswith(name + " "))
+        assert f"{100 * cell['icc']:.1f}" in line and f"{cell['bias']:+.2f}" in line
+    assert "not for therapist supervision, training, hiring or patient-facing evaluation" in printed
+
+
+def test_score_by_an_unknown_grouping_is_a_usage_error(tmp_path, capsys):
+    from eval_scripts.cli import main
+
+    predictions, references = clustered_scores(n_clinicians=4)
+    preds, dataset = _score_files(tmp_path, predictions, references)
+    assert main(["score", "--predictions", str(preds), "--references", str(dataset), "--by", "patient"]) == 2
+    assert "time_point, stimulus, clinician, therapist" in capsys.readouterr().err

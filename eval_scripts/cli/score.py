@@ -8,11 +8,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, probability, say, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_seed,
+    comma_list,
+    existing,
+    print_json,
+    probability,
+    say,
+    shown,
+)
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.video_ids import BY_CHOICES
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
 
 
@@ -49,6 +60,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LABELS",
         help="per-rater labels (video_id, rater, dimension, score): also compare the model with each rater, "
         "leave one rater out, and run the Appendix B certification rule (default: none)",
+    )
+    score.add_argument(
+        "--by",
+        type=comma_list(BY_CHOICES),
+        default=None,
+        metavar="GROUPING",
+        help="also agreement by subgroup, a comma list of time_point, stimulus, clinician (ICC(3,1), bias and MAE per "
+        "group with CIs from the score's own resamples, and a test of equal bias across groups) and therapist "
+        "(a clinician's mean over the stimuli per time point, and each clinician's change from T1 to T3, with "
+        "clinician-resampled CIs); for research on judges, not therapist evaluation (default: none)",
     )
     score.set_defaults(func=run_score)
 
@@ -352,8 +373,51 @@ def run_score(args: argparse.Namespace) -> int:
         text("")
         text(format_raters_table(result["model_as_rater"]))
     _add_stability(args, result, predictions, references)
+    if args.by:
+        _add_subgroups(args, result, predictions, references)
     _finish(args, json_path, result)
     return 0
+
+
+def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, references: dict) -> None:
+    """`--by`: the subgroup and therapist-level agreement, from the score's own draw (same seed, same resampling,
+    same videos), added to `result` and printed."""
+    from eval_scripts.report.subgroups import (
+        equal_bias_table,
+        plain_text,
+        subgroup_paragraphs,
+        subgroup_table,
+        therapist_paragraphs,
+        therapist_table,
+    )
+    from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
+    from mis_bench_dataset.video_ids import THERAPIST_LEVEL
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+
+    common = {
+        "n_bootstrap": args.bootstrap,
+        "seed": args.seed,
+        "confidence": args.confidence,
+        "missing": args.missing,
+    }
+    text = _text(args)
+    for by in args.by:
+        text("")
+        if by == THERAPIST_LEVEL:
+            level = therapist_agreement(predictions, references, **common)
+            result["therapist_level"] = level
+            text(plain_text(therapist_table(level)))
+            paragraphs = therapist_paragraphs(level)
+        else:
+            resample = getattr(args, "resample", None) or DEFAULT_RESAMPLE
+            groups = subgroup_agreement(predictions, references, by=by, resample=resample, **common)
+            result.setdefault("subgroups", {})[by] = groups
+            text(plain_text(subgroup_table(groups)))
+            text("")
+            text(plain_text(equal_bias_table(groups)))
+            paragraphs = subgroup_paragraphs(groups)
+        for paragraph in paragraphs:
+            text(paragraph)
 
 
 def _block_line(what: str, block: dict | None) -> str | None:

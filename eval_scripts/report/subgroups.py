@@ -1,0 +1,153 @@
+"""Agreement by subgroup and at the therapist level (`mis_icc_metric.groups`) as tables and sentences: the same
+cells for the terminal (`plain_text`), the report (Markdown / HTML) and the docs page `reproduce trust` writes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eval_scripts.report.formatting import MISSING, ci_pct, num, p_text, pct, signed
+from eval_scripts.report.table import Table
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+
+__all__ = [
+    "BY_TITLES",
+    "subgroup_table",
+    "equal_bias_table",
+    "therapist_table",
+    "subgroup_paragraphs",
+    "therapist_paragraphs",
+    "plain_text",
+]
+
+BY_TITLES = {"time_point": "time point", "stimulus": "stimulus", "clinician": "clinician"}
+
+
+def _signed_ci(ci: Sequence[float] | None) -> str:
+    return MISSING if not ci else f"[{signed(ci[0])}, {signed(ci[1])}]"
+
+
+def _with_ci(value: str, ci: str) -> str:
+    return value if ci == MISSING else f"{value} {ci}"
+
+
+def _icc(cell: Mapping[str, Any]) -> str:
+    return _with_ci(pct(cell.get("icc")), ci_pct(cell.get("icc_ci")))
+
+
+def _bias(cell: Mapping[str, Any]) -> str:
+    return _with_ci(signed(cell.get("bias")), _signed_ci(cell.get("bias_ci")))
+
+
+def _mae(cell: Mapping[str, Any]) -> str:
+    ci = cell.get("mae_ci")
+    return _with_ci(num(cell.get("mae")), MISSING if not ci else f"[{num(ci[0])}, {num(ci[1])}]")
+
+
+def subgroup_table(result: Mapping[str, Any]) -> Table:
+    """Per group: videos, clinicians, the overall score's ICC(3,1) %, bias and MAE with CIs, then each
+    dimension's ICC(3,1) % (the overall score: the per-video mean of the eight dimensions)."""
+    dims = list(result["dimensions"])
+    header = [BY_TITLES[result["by"]], "videos", "clinicians", "ICC % (overall) [95% CI]", "bias [95% CI]"]
+    header += ["MAE [95% CI]", *(DIMENSION_BY_KEY[key].abbreviation for key in dims)]
+    rows = []
+    for name in result["groups"]:
+        overall = result["overall"]["groups"][name]
+        cells = [pct(result["dimensions"][key]["groups"][name]["icc"]) for key in dims]
+        rows.append(
+            [name, str(result["n_videos"][name]), str(overall["n_clusters"]), _icc(overall), _bias(overall)]
+            + [_mae(overall), *cells]
+        )
+    return Table(header, rows, set(), label_columns=1)
+
+
+def equal_bias_table(result: Mapping[str, Any]) -> Table:
+    """Per dimension and overall: the test of equal bias across the groups (F, its df, p) and the groups' mean
+    bias from lowest to highest."""
+    blocks = [(DIMENSION_BY_KEY[key].abbreviation, entry) for key, entry in result["dimensions"].items()]
+    rows = []
+    for label, entry in [*blocks, ("Overall", result["overall"])]:
+        test = entry["equal_bias"]
+        df = MISSING if not test.get("df") else f"{test['df'][0]}, {test['df'][1]}"
+        biases = [(cell["bias"], name) for name, cell in entry["groups"].items() if cell["n"]]
+        low, high = min(biases) if biases else (None, ""), max(biases) if biases else (None, "")
+        rows.append(
+            [label, num(test.get("statistic"), 2), df, p_text(test.get("p_value"))]
+            + [f"{signed(low[0])} ({low[1]})", f"{signed(high[0])} ({high[1]})"]
+        )
+    header = ["Dimension", "F", "df", "p", "lowest group bias", "highest group bias"]
+    return Table(header, rows, set(), label_columns=1)
+
+
+def therapist_table(result: Mapping[str, Any]) -> Table:
+    """Per dimension and overall: therapist means (n, stimuli per therapist, ICC % and bias with CIs) and each
+    clinician's change from T1 to T3 (n, ICC % and bias with CIs)."""
+    levels = result["therapists"], result["change"]
+    blocks = [(DIMENSION_BY_KEY[key].abbreviation, key) for key in levels[0]["dimensions"]] + [("Overall", None)]
+    rows = []
+    for label, key in blocks:
+        unit, change = (level["overall"] if key is None else level["dimensions"][key] for level in levels)
+        rows.append(
+            [label, str(unit["n"]), num(unit["mean_videos_per_unit"], 1), _icc(unit), _bias(unit)]
+            + [str(change["n"]), _icc(change), _bias(change)]
+        )
+    header = ["Dimension", "therapists", "stimuli each", "ICC % [95% CI]", "bias [95% CI]"]
+    header += [f"clinicians {result['change_from']}->{result['change_to']}", "change ICC % [95% CI]"]
+    header += ["change bias [95% CI]"]
+    return Table(header, rows, set(), label_columns=1)
+
+
+def _resampling_sentence(meta: Mapping[str, Any]) -> str:
+    draw = meta.get("resampling")
+    if not draw:
+        return "No CIs (no resamples asked)."
+    text = f"CIs: {int(100 * meta['confidence'])}% {draw['method']}, {draw['n_resamples']:,} resamples, seed "
+    text += f"{draw['seed']} ({draw['n_clusters']} {'clinicians' if draw['unit'] == 'clinician' else 'videos'})."
+    return text + (f" Note: {meta['resampling_note']}." if meta.get("resampling_note") else "")
+
+
+def subgroup_paragraphs(result: Mapping[str, Any]) -> list[str]:
+    """What the subgroup tables are, how their CIs and test were made, which groups have no CI, and what for."""
+    meta = result["meta"]
+    paragraphs = [
+        f"Agreement by {BY_TITLES[result['by']]}: ICC(3,1), bias (model minus expert, score points) and MAE on each "
+        "group's scored pairs, the same pairs `score` uses. " + _resampling_sentence(meta),
+        f"Equal bias across groups: {meta['equal_bias_method']}.",
+    ]
+    small = sorted({item["group"] for item in result["without_ci"]})
+    if small:
+        paragraphs.append(
+            f"No CI for {len(small)} group(s) with fewer than {meta['min_ci_videos']} videos"
+            + (
+                f" or {meta['min_ci_clusters']} clinicians"
+                if (meta.get("resampling") or {}).get("unit") == "clinician"
+                else ""
+            )
+            + f" in some block (their values are shown): {', '.join(small)}."
+        )
+    paragraphs.append(f"These statistics are {meta['purpose']}.")
+    return paragraphs
+
+
+def therapist_paragraphs(result: Mapping[str, Any]) -> list[str]:
+    """What the therapist-level table is and how its CIs were made."""
+    meta = result["meta"]
+    return [
+        f"Therapist level: {meta['unit']} ({result['n_units']} therapists from {result['n_clinicians']} "
+        f"clinicians); the change: {meta['change']} ({result['n_clinicians_with_change']} clinicians seen at both). "
+        + _resampling_sentence(meta),
+        f"These statistics are {meta['purpose']}.",
+    ]
+
+
+def plain_text(table: Table) -> str:
+    """The table as aligned columns for the terminal (labels left, numbers right)."""
+    lines = [table.header, *table.rows]
+    widths = [max(len(row[i]) for row in lines) for i in range(len(table.header))]
+    return "\n".join(
+        "  ".join(
+            cell.ljust(width) if i < table.label_columns else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in lines
+    )
