@@ -257,7 +257,7 @@ def subgroup_agreement(
             rows = member[:, g] & valid[:, b]
             n_clusters = len(np.unique(clinician_codes[rows]))
             reason = _ci_reason(int(n_items[g, b]), n_clusters, unit)
-            if reason and draw is not None:
+            if reason and draw is not None and n_items[g, b]:  # an empty cell has no values to show either
                 without_ci.append({"group": name, "block": block, "n": int(n_items[g, b]), "reason": reason})
             cells[name] = {
                 **_stat_entry(point, cis, (g, b), int(n_items[g, b]), reason is None),
@@ -271,6 +271,7 @@ def subgroup_agreement(
         "by": by,
         "groups": names,
         "n_videos": {name: int(member[:, g].sum()) for g, name in enumerate(names)},
+        "n_clinicians": {name: len(np.unique(clinician_codes[member[:, g]])) for g, name in enumerate(names)},
         "dimensions": {block: results[block] for block in blocks[:-1]},
         "overall": results["overall"],
         "without_ci": without_ci,

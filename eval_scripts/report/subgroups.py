@@ -45,19 +45,21 @@ def _mae(cell: Mapping[str, Any]) -> str:
 
 
 def subgroup_table(result: Mapping[str, Any]) -> Table:
-    """Per group: videos, clinicians, the overall score's ICC(3,1) %, bias and MAE with CIs, then each
-    dimension's ICC(3,1) % (the overall score: the per-video mean of the eight dimensions)."""
+    """Per group: videos, clinicians, the overall score's ICC(3,1) %, bias and MAE with CIs (when some video has
+    all eight dimensions scored: the overall score is their per-video mean), then each dimension's ICC(3,1) %."""
     dims = list(result["dimensions"])
-    header = [BY_TITLES[result["by"]], "videos", "clinicians", "ICC % (overall) [95% CI]", "bias [95% CI]"]
-    header += ["MAE [95% CI]", *(DIMENSION_BY_KEY[key].abbreviation for key in dims)]
+    with_overall = any(cell["n"] for cell in result["overall"]["groups"].values())
+    header = [BY_TITLES[result["by"]], "videos", "clinicians"]
+    if with_overall:
+        header += ["ICC % (overall) [95% CI]", "bias [95% CI]", "MAE [95% CI]"]
+    header += [DIMENSION_BY_KEY[key].abbreviation for key in dims]
     rows = []
     for name in result["groups"]:
         overall = result["overall"]["groups"][name]
-        cells = [pct(result["dimensions"][key]["groups"][name]["icc"]) for key in dims]
-        rows.append(
-            [name, str(result["n_videos"][name]), str(overall["n_clusters"]), _icc(overall), _bias(overall)]
-            + [_mae(overall), *cells]
-        )
+        row = [name, str(result["n_videos"][name]), str(result["n_clinicians"][name])]
+        if with_overall:
+            row += [_icc(overall), _bias(overall), _mae(overall)]
+        rows.append(row + [pct(result["dimensions"][key]["groups"][name]["icc"]) for key in dims])
     return Table(header, rows, set(), label_columns=1)
 
 
@@ -69,12 +71,9 @@ def equal_bias_table(result: Mapping[str, Any]) -> Table:
     for label, entry in [*blocks, ("Overall", result["overall"])]:
         test = entry["equal_bias"]
         df = MISSING if not test.get("df") else f"{test['df'][0]}, {test['df'][1]}"
-        biases = [(cell["bias"], name) for name, cell in entry["groups"].items() if cell["n"]]
-        low, high = min(biases) if biases else (None, ""), max(biases) if biases else (None, "")
-        rows.append(
-            [label, num(test.get("statistic"), 2), df, p_text(test.get("p_value"))]
-            + [f"{signed(low[0])} ({low[1]})", f"{signed(high[0])} ({high[1]})"]
-        )
+        biases = sorted((cell["bias"], name) for name, cell in entry["groups"].items() if cell["n"])
+        ends = [f"{signed(bias)} ({name})" for bias, name in (biases[0], biases[-1])] if biases else [MISSING] * 2
+        rows.append([label, num(test.get("statistic"), 2), df, p_text(test.get("p_value")), *ends])
     header = ["Dimension", "F", "df", "p", "lowest group bias", "highest group bias"]
     return Table(header, rows, set(), label_columns=1)
 
@@ -92,7 +91,7 @@ def therapist_table(result: Mapping[str, Any]) -> Table:
             + [str(change["n"]), _icc(change), _bias(change)]
         )
     header = ["Dimension", "therapists", "stimuli each", "ICC % [95% CI]", "bias [95% CI]"]
-    header += [f"clinicians {result['change_from']}->{result['change_to']}", "change ICC % [95% CI]"]
+    header += [f"clinicians at {result['change_from']} and {result['change_to']}", "change ICC % [95% CI]"]
     header += ["change bias [95% CI]"]
     return Table(header, rows, set(), label_columns=1)
 
