@@ -34,13 +34,14 @@ def register(subparsers) -> None:
         default=None,
         type=existing("folder"),
         help="table4/table6: folder holding the authors' files (coding.csv and, for table4, the three prediction "
-        "files)",
+        "files; default: none, required for the tables)",
     )
     parser.add_argument(
         "--shared",
         default=None,
         type=existing("folder"),
-        help="trust: the folder laid out as ../shared (data/authors/ and data/mis-bench-transcripts.csv)",
+        help="trust: the folder laid out as ../shared (data/authors/ and data/mis-bench-transcripts.csv; default: "
+        "none, required for trust)",
     )
     parser.add_argument(
         "--out",
