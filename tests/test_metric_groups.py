@@ -384,3 +384,50 @@ def test_score_by_an_unknown_grouping_is_a_usage_error(tmp_path, capsys):
     preds, dataset = _score_files(tmp_path, predictions, references)
     assert main(["score", "--predictions", str(preds), "--references", str(dataset), "--by", "patient"]) == 2
     assert "time_point, stimulus, clinician, therapist" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------------ the report section
+
+
+def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(tmp_path):
+    import json
+
+    from eval_scripts.report import write_report
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric import score_predictions
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+    from tests._leaderboard_helpers import make_results
+
+    predictions, references = clustered_scores(n_clinicians=12, seed=9)
+    scores = json_safe(score_predictions(predictions, references, n_bootstrap=30, seed=0))
+    results = [make_results(predictions, model="org/judge", scores=scores)]
+    files = write_report(
+        results, tmp_path / "out", references=references, comparison_bootstrap=40, by=("time_point", "therapist")
+    )
+    doc = json.loads(files.json.read_text())
+    (by_time, therapists) = doc["subgroups"]
+    assert by_time["by"] == "time_point" and therapists["by"] == "therapist"
+    expected = json_safe(subgroup_agreement(predictions, references, by="time_point", n_bootstrap=40, seed=0))
+    assert by_time["result"] == expected
+    assert therapists["result"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=40, seed=0))
+    markdown = files.markdown.read_text()
+    section = markdown.split("Agreement by subgroup and at the therapist level", 1)[1]
+    for name, cell in expected["overall"]["groups"].items():
+        row = next(line for line in section.splitlines() if line.startswith(f"| {name} |"))
+        assert f"{100 * cell['icc']:.1f} [{100 * cell['icc_ci'][0]:.1f}, {100 * cell['icc_ci'][1]:.1f}]" in row
+    assert "not for therapist supervision, training, hiring or patient-facing evaluation" in section
+    assert "Agreement by subgroup and at the therapist level" in files.html.read_text()
+
+
+def test_the_report_refuses_subgroups_without_gold(tmp_path):
+    from eval_scripts.report import write_report
+    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_icc_metric import score_predictions
+    from tests._leaderboard_helpers import make_results
+
+    predictions, references = clustered_scores(n_clinicians=4)
+    results = [make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)))]
+    with pytest.raises(UsageError, match="needs the gold scores"):
+        write_report(results, tmp_path / "out", by=("stimulus",))
+    assert not (tmp_path / "out").exists()

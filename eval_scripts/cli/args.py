@@ -45,6 +45,22 @@ def add_bootstrap(
     add_option(parser, "bootstrap", bootstrap_option(minimum=minimum, what=what, flag=flag, default=default), default)
 
 
+def add_by(parser: argparse.ArgumentParser) -> None:
+    """`--by GROUPING[,...]`: agreement by subgroup and at the therapist level (`mis_icc_metric.groups`)."""
+    from mis_bench_dataset.video_ids import BY_CHOICES
+
+    parser.add_argument(
+        "--by",
+        type=comma_list(BY_CHOICES),
+        default=None,
+        metavar="GROUPING",
+        help="also agreement by subgroup, a comma list of time_point, stimulus, clinician (ICC(3,1), bias and MAE per "
+        "group with CIs, and a test of equal bias across groups) and therapist (a clinician's mean over the "
+        "stimuli per time point, and each clinician's change from T1 to T3, with clinician-resampled CIs); for "
+        "research on judges, not therapist evaluation; needs the gold scores (default: none)",
+    )
+
+
 def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str = "bootstrap seed") -> None:
     """`--seed S`: the one random seed of a command (what it seeds is said per command)."""
     add_option(parser, "seed", seed_option(what), DEFAULT_SEED)

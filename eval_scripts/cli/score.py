@@ -10,9 +10,9 @@ from pathlib import Path
 
 from eval_scripts.cli.args import (
     add_bootstrap,
+    add_by,
     add_json,
     add_seed,
-    comma_list,
     existing,
     print_json,
     probability,
@@ -23,7 +23,6 @@ from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
-from mis_bench_dataset.video_ids import BY_CHOICES
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
 
 
@@ -61,16 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="per-rater labels (video_id, rater, dimension, score): also compare the model with each rater, "
         "leave one rater out, and run the Appendix B certification rule (default: none)",
     )
-    score.add_argument(
-        "--by",
-        type=comma_list(BY_CHOICES),
-        default=None,
-        metavar="GROUPING",
-        help="also agreement by subgroup, a comma list of time_point, stimulus, clinician (ICC(3,1), bias and MAE per "
-        "group with CIs from the score's own resamples, and a test of equal bias across groups) and therapist "
-        "(a clinician's mean over the stimuli per time point, and each clinician's change from T1 to T3, with "
-        "clinician-resampled CIs); for research on judges, not therapist evaluation (default: none)",
-    )
+    add_by(score)
     score.set_defaults(func=run_score)
 
     compare = subparsers.add_parser(

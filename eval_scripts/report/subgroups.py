@@ -18,6 +18,8 @@ __all__ = [
     "subgroup_paragraphs",
     "therapist_paragraphs",
     "plain_text",
+    "subgroup_results",
+    "report_parts",
 ]
 
 BY_TITLES = {"time_point": "time point", "stimulus": "stimulus", "clinician": "clinician"}
@@ -150,3 +152,46 @@ def plain_text(table: Table) -> str:
         ).rstrip()
         for row in lines
     )
+
+
+def subgroup_results(
+    runs: Sequence[Any], references: Mapping[tuple[str, str], float], by: Sequence[str], *, n_bootstrap: int, seed: int
+) -> list[dict[str, Any]]:
+    """Per run (a `RunView` with predictions) and grouping: {"label", "by", "result"}, the JSON of
+    `subgroup_agreement` (the toolkit's default resampling) or, for "therapist", `therapist_agreement`."""
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.video_ids import THERAPIST_LEVEL
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+
+    out = []
+    for run in runs:
+        predictions = {key: value for key, value in run.predictions.items() if key in references}
+        gold = {key: references[key] for key in predictions}
+        for grouping in by:
+            if grouping == THERAPIST_LEVEL:
+                result = therapist_agreement(predictions, gold, n_bootstrap=n_bootstrap, seed=seed)
+            else:
+                result = subgroup_agreement(predictions, gold, by=grouping, n_bootstrap=n_bootstrap, seed=seed)
+            out.append({"label": run.label, "by": grouping, "result": json_safe(result)})
+    return out
+
+
+def report_parts(results: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[tuple[str, Table]]]:
+    """The report section's paragraphs (said once per grouping) and its captioned tables, run by run."""
+    paragraphs: list[str] = []
+    tables: list[tuple[str, Table]] = []
+    said: set[str] = set()
+    for item in results:
+        result, by = item["result"], item["by"]
+        if by in BY_TITLES:
+            tables.append((f"{item['label']}: agreement by {BY_TITLES[by]}", subgroup_table(result)))
+            tables.append((f"{item['label']}: test of equal bias across {BY_TITLES[by]}s", equal_bias_table(result)))
+            text = subgroup_paragraphs(result)
+        else:
+            tables.append((f"{item['label']}: agreement at the therapist level", therapist_table(result)))
+            text = therapist_paragraphs(result)
+        if by not in said:
+            said.add(by)
+            paragraphs += text[:-1]
+    purpose = results[0]["result"]["meta"]["purpose"] if results else ""
+    return paragraphs + ([f"These statistics are {purpose}."] if purpose else []), tables
