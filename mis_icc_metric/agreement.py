@@ -52,9 +52,6 @@ __all__ = [
     "alpha_from_mean_squares",
     "halo",
     "krippendorff_alpha",
-    "MOMENT_KEYS",
-    "moment_point",
-    "moment_replicates",
 ]
 
 # Bland & Altman (1986): the 95% limits of agreement are the mean difference +- 1.96 sd of the differences.
@@ -357,46 +354,6 @@ def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, 
         raise DataError("agreement got a non-finite value; drop unparsed items first")
     point = agreement_point(np.stack([pred, ref], axis=-1)[:, None, :], np.ones((pred.size, 1), dtype=bool))
     return {key: float(value[0]) for key, value in point.items()}
-
-
-# The statistics that are sums of per-item features (all but Spearman's rho and the distinct-value count, which
-# need ranks): what `moment_replicates` gives for many small blocks at once (subgroups, therapist means).
-MOMENT_KEYS: tuple[str, ...] = tuple(key for key in STATISTIC_KEYS if key not in ("spearman", "n_distinct"))
-# Below this share of non-zero feature cells (blocks that each use few items: one per subgroup) the features are
-# summed as a sparse matrix: the product then costs items x features instead of items x blocks x features.
-_SPARSE_DENSITY = 0.25
-
-
-def moment_point(ratings: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray]:
-    """The moment statistics (`MOMENT_KEYS`) of each block on its valid items: {key: (D,)}."""
-    moments = _Moments(np.asarray(ratings, dtype=np.float64), np.asarray(valid, dtype=bool))
-    stats = moments.statistics(moments.features.sum(axis=0, keepdims=True))
-    return {key: stats[key][0] for key in MOMENT_KEYS}
-
-
-def moment_replicates(ratings: np.ndarray, valid: np.ndarray, chunks, n_resamples: int) -> dict[str, np.ndarray]:
-    """The moment statistics of each block in each resample: {key: (B, D)}.
-
-    chunks: (rows, counts) pairs as `bootstrap.resampled_chunks` yields them (counts (R, n) over the n items of
-    `ratings`). Many blocks that each use a few items (one block per subgroup and dimension) are summed through
-    a sparse feature matrix: one product per chunk for all of them, no loop over blocks or resamples.
-    """
-    from scipy import sparse
-
-    moments = _Moments(np.asarray(ratings, dtype=np.float64), np.asarray(valid, dtype=bool))
-    features = moments.features
-    if np.count_nonzero(features) < _SPARSE_DENSITY * features.size:
-        transposed = sparse.csr_matrix(features.T)  # (F, n): F x n @ n x R reads the counts' columns in order
-        summed = lambda counts: (transposed @ np.ascontiguousarray(counts.T)).T  # noqa: E731
-    else:
-        summed = lambda counts: counts @ features  # noqa: E731
-    out = {key: np.empty((n_resamples, moments.n_blocks)) for key in MOMENT_KEYS}
-    for rows, counts in chunks:
-        stats = moments.statistics(np.ascontiguousarray(summed(counts)))
-        for key in MOMENT_KEYS:
-            out[key][rows] = stats[key]
-        del counts  # before the next chunk is drawn
-    return out
 
 
 # ------------------------------------------------------------------------------------------ halo

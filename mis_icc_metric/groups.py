@@ -7,7 +7,7 @@ reports therapists (a clinician's mean over the stimuli at a time point) and the
   and MAE on the group's scored pairs, with percentile CIs. The groups are subsets of the videos, so each group
   is one more block of the existing block machinery, its valid mask restricted to the group: one shared
   resample draw for every group and dimension, one sparse product per chunk for all of them
-  (`agreement.moment_replicates`). A group with fewer videos (or clinicians) than a CI needs gets its point
+  (`block_statistics`). A group with fewer videos (or clinicians) than a CI needs gets its point
   values without a CI and is listed in `without_ci`, never dropped.
 - **Equal bias across groups** (`equal_bias_test`): the Wald test that every group's mean difference (model
   minus expert) is the same, from the least-squares fit of the differences on group indicators with a
@@ -35,8 +35,7 @@ from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUPINGS, STIMULI, TIME_POINTS, parse_video_id
 
-from .agreement import moment_point, moment_replicates
-from .bootstrap import percentile_ci, resampled_chunks
+from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 from .coverage import DEFAULT_MISSING, evaluated_references
 from .resampling import check_unit, clinician_clusters, make_resampling
 
@@ -47,12 +46,17 @@ __all__ = [
     "PURPOSE",
     "group_labels",
     "grouped_moments",
+    "block_point",
+    "block_statistics",
     "equal_bias_test",
     "subgroup_agreement",
     "therapist_agreement",
 ]
 
 GROUP_STATISTICS: tuple[str, ...] = ("icc3_1", "bias", "mae")
+# Below this share of non-zero feature cells (blocks that each use few items: one per subgroup) the features are
+# summed as a sparse matrix: the product then costs items x features instead of items x blocks x features.
+_SPARSE_DENSITY = 0.25
 # A percentile CI of a group's ICC from fewer videos than this says little (the ICC itself needs the scoring
 # rules' 3): its point values are given, without a CI, and the group is listed.
 MIN_CI_VIDEOS = 10
@@ -86,6 +90,64 @@ def _codes(labels: Sequence[str], by: str | None = None) -> tuple[np.ndarray, li
     return np.array([index[label] for label in labels], dtype=np.int64), names
 
 
+class _BlockFeatures:
+    """Per-item features of many blocks for the three statistics reported here: `bootstrap.block_features`
+    (count, centred columns, their products, squared difference) and |model - expert|. Only ICC(3,1), bias and
+    MAE are computed per resample: the full agreement set would cost six times as much for 700 blocks."""
+
+    def __init__(self, ratings: np.ndarray, valid: np.ndarray) -> None:
+        n, self.n_blocks, _ = ratings.shape
+        base, self.layout = block_features(ratings, valid)
+        self.means = block_means(ratings, valid)  # (blocks, 2): the centring, to recover the bias
+        safe = np.where(valid[..., None], ratings, 0.0)
+        absolute = np.where(valid, np.abs(safe[..., 0] - safe[..., 1]), 0.0)
+        blocks = np.concatenate([base.reshape(n, self.n_blocks, self.layout.width), absolute[..., None]], axis=-1)
+        self.width = self.layout.width + 1
+        self.features = blocks.reshape(n, self.n_blocks * self.width)
+
+    def statistics(self, sums: np.ndarray) -> dict[str, np.ndarray]:
+        """{"icc3_1", "bias", "mae"} of each (resample, block) from summed features (R, blocks * width)."""
+        from mis_bench_dataset.icc import icc3_from_cross_products
+
+        blocks = sums.reshape(sums.shape[0], self.n_blocks, self.width)
+        n_eff, linear, cross = resampled_cross(blocks[..., : self.layout.width], self.layout)
+        safe_n = np.where(n_eff > 0, n_eff, 1.0)
+        centred_means = linear / safe_n[..., None]
+        bias = self.means[None, :, 0] - self.means[None, :, 1] + centred_means[..., 0] - centred_means[..., 1]
+        return {
+            "icc3_1": np.where(n_eff >= 2, icc3_from_cross_products(cross), np.nan),
+            "bias": np.where(n_eff > 0, bias, np.nan),
+            "mae": np.where(n_eff > 0, blocks[..., -1] / safe_n, np.nan),
+        }
+
+
+def block_point(ratings: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray]:
+    """ICC(3,1), bias and MAE of each block of `ratings` (n, D, 2) on its valid items: {key: (D,)}."""
+    features = _BlockFeatures(np.asarray(ratings, dtype=np.float64), np.asarray(valid, dtype=bool))
+    return {k: v[0] for k, v in features.statistics(features.features.sum(axis=0, keepdims=True)).items()}
+
+
+def block_statistics(ratings: np.ndarray, valid: np.ndarray, chunks, n_resamples: int) -> dict[str, np.ndarray]:
+    """ICC(3,1), bias and MAE of each block in each resample: {key: (B, D)}.
+
+    chunks: (rows, counts) pairs as `bootstrap.resampled_chunks` yields them. Many blocks that each use a few
+    items (one per subgroup and dimension) are summed through a sparse feature matrix: one product per chunk
+    for all of them, no loop over blocks or resamples.
+    """
+    from scipy import sparse
+
+    features = _BlockFeatures(np.asarray(ratings, dtype=np.float64), np.asarray(valid, dtype=bool))
+    dense = features.features
+    transposed = sparse.csr_matrix(dense.T) if np.count_nonzero(dense) < _SPARSE_DENSITY * dense.size else None
+    out = {key: np.empty((n_resamples, features.n_blocks)) for key in GROUP_STATISTICS}
+    for rows, counts in chunks:
+        sums = counts @ dense if transposed is None else (transposed @ np.ascontiguousarray(counts.T)).T
+        for key, value in features.statistics(np.ascontiguousarray(sums)).items():
+            out[key][rows] = value
+        del counts  # before the next chunk is drawn
+    return out
+
+
 def _n_resamples(resampling) -> int:
     return int(getattr(resampling, "n_resamples", None) or np.asarray(resampling).shape[0])
 
@@ -99,10 +161,10 @@ def grouped_moments(
     member = codes[:, None] == np.arange(n_groups)[None, :]  # (n, G)
     group_valid = (member[:, :, None] & valid[:, None, :]).reshape(n, n_groups * n_blocks)
     group_ratings = np.broadcast_to(ratings[:, None], (n, n_groups, n_blocks, 2)).reshape(n, n_groups * n_blocks, 2)
-    point = {k: v.reshape(n_groups, n_blocks) for k, v in moment_point(group_ratings, group_valid).items()}
+    point = {k: v.reshape(n_groups, n_blocks) for k, v in block_point(group_ratings, group_valid).items()}
     if resampling is None:
         return point, None
-    boot = moment_replicates(group_ratings, group_valid, resampled_chunks(resampling, n), _n_resamples(resampling))
+    boot = block_statistics(group_ratings, group_valid, resampled_chunks(resampling, n), _n_resamples(resampling))
     return point, {k: v.reshape(-1, n_groups, n_blocks) for k, v in boot.items()}
 
 
@@ -347,11 +409,11 @@ def therapist_agreement(
     unit_clinician = [name.rsplit("_", 1)[0] for name in unit_names]
     unit_time = [name.rsplit("_", 1)[1] for name in unit_names]
     draw = _resampling(unit_names, n_bootstrap, seed, "clinician", unit_clinician)
-    point = moment_point(means, unit_valid)
+    point = block_point(means, unit_valid)
     boot = (
         None
         if draw is None
-        else moment_replicates(means, unit_valid, resampled_chunks(draw, len(unit_names)), _n_resamples(draw))
+        else block_statistics(means, unit_valid, resampled_chunks(draw, len(unit_names)), _n_resamples(draw))
     )
 
     names = sorted(set(unit_clinician))
@@ -362,11 +424,11 @@ def therapist_agreement(
     both = (start >= 0) & (end >= 0)
     change = np.where(both[:, None, None], means[end] - means[start], np.nan)
     change_valid = both[:, None] & unit_valid[start] & unit_valid[end]
-    change_point = moment_point(change, change_valid)
+    change_point = block_point(change, change_valid)
     change_boot = None
     if draw is not None:
         chunks = _clinician_chunks(resampled_chunks(draw, len(unit_names)), first_unit)
-        change_boot = moment_replicates(change, change_valid, chunks, _n_resamples(draw))
+        change_boot = block_statistics(change, change_valid, chunks, _n_resamples(draw))
 
     def mean_count(b: int) -> dict:
         used = unit_valid[:, b]
