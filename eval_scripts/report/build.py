@@ -55,7 +55,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.errors import DataError, UsageError
@@ -181,8 +181,10 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
         )
         if comparison.rescored and comparison.n_bootstrap:
             paragraphs.append(
-                f"95% percentile bootstrap CIs over videos from {comparison.n_bootstrap:,} resamples (seed "
-                f"{comparison.seed}); paired tests: ICC(system) - ICC(reference) in percentage points on the items "
+                f"95% percentile bootstrap CIs resampling {comparison.resample}s (a clinician with all its videos"
+                " together: the clustered CI; or videos as if independent, the paper's protocol) from "
+                f"{comparison.n_bootstrap:,} resamples (seed {comparison.seed}); paired tests, the same draws for "
+                "both: ICC(system) - ICC(reference) in percentage points on the items "
                 "both systems parsed, with its CI and two-sided bootstrap p-value (mis_icc_metric.paired_comparison)."
             )
         tables.append(
@@ -389,6 +391,7 @@ def write_report(
     reference: str | None = None,
     comparison_bootstrap: int = PAPER_BOOTSTRAP,
     seed: int = 0,
+    resample: str = DEFAULT_RESAMPLE,
     scatters: str = "best",
     raters: Labels | None = None,
     about: About | None = None,
@@ -423,12 +426,11 @@ def write_report(
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
     fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
     heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
-    comparison = compare_systems(
-        runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
-    )
+    draw = {"n_bootstrap": comparison_bootstrap, "seed": seed, "resample": resample}  # the comparison's and subgroups'
+    comparison = compare_systems(runs, best, references=references, reference=reference, **draw)
     rated = _rate(best, references, raters) if raters is not None else []
     stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)
-    grouped = _subgroups(best, references, by, comparison_bootstrap, seed)
+    grouped = _subgroups(best, references, by, draw)
     with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
         heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
         radar_runs = comparison.views() or [entry.run for entry in best] or runs
@@ -479,13 +481,14 @@ def _crossval_section(cross_validation: Mapping[str, Any]) -> _Section:
     )
 
 
-def _subgroups(best, references, by: Sequence[str], n_bootstrap: int, seed: int) -> list[dict[str, Any]]:
-    """`report.subgroups.subgroup_results` of each system's best configuration (none without `by`)."""
+def _subgroups(best, references, by: Sequence[str], draw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """`report.subgroups.subgroup_results` of each system's best configuration (none without `by`); `draw`:
+    the comparison's resamples, seed and resampling unit."""
     if not by:
         return []
     from eval_scripts.report.subgroups import subgroup_results
 
-    return subgroup_results([entry.run for entry in best], references, by, n_bootstrap=n_bootstrap, seed=seed)
+    return subgroup_results([entry.run for entry in best], references, by, **draw)
 
 
 def _subgroups_section(grouped: Sequence[Mapping[str, Any]]) -> _Section:

@@ -8,7 +8,7 @@ from typing import Any
 
 from eval_scripts.report.formatting import MISSING, ci_pct, num, p_text, pct, signed
 from eval_scripts.report.table import Table
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DIMENSION_BY_KEY
 
 __all__ = [
     "BY_TITLES",
@@ -155,10 +155,16 @@ def plain_text(table: Table) -> str:
 
 
 def subgroup_results(
-    runs: Sequence[Any], references: Mapping[tuple[str, str], float], by: Sequence[str], *, n_bootstrap: int, seed: int
+    runs: Sequence[Any],
+    references: Mapping[tuple[str, str], float],
+    by: Sequence[str],
+    *,
+    n_bootstrap: int,
+    seed: int,
+    resample: str = DEFAULT_RESAMPLE,
 ) -> list[dict[str, Any]]:
     """Per run (a `RunView` with predictions) and grouping: {"label", "by", "result"}, the JSON of
-    `subgroup_agreement` (the toolkit's default resampling) or, for "therapist", `therapist_agreement`."""
+    `subgroup_agreement` (with `resample`) or, for "therapist", `therapist_agreement` (clinicians, always)."""
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_bench_dataset.video_ids import THERAPIST_LEVEL
     from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
@@ -171,7 +177,9 @@ def subgroup_results(
             if grouping == THERAPIST_LEVEL:
                 result = therapist_agreement(predictions, gold, n_bootstrap=n_bootstrap, seed=seed)
             else:
-                result = subgroup_agreement(predictions, gold, by=grouping, n_bootstrap=n_bootstrap, seed=seed)
+                result = subgroup_agreement(
+                    predictions, gold, by=grouping, n_bootstrap=n_bootstrap, seed=seed, resample=resample
+                )
             out.append({"label": run.label, "by": grouping, "result": json_safe(result)})
     return out
 
