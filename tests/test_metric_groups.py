@@ -369,6 +369,10 @@ def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them
     assert doc["therapist_level"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=50, seed=3))
     # The subgroups' draw is the score's own: the same resampling plan.
     assert doc["subgroups"]["stimulus"]["meta"]["resampling"] == doc["meta"]["resampling"]
+    assert main([*argv, "--by", "stimulus", "--resample", "video", "--json"]) == 0
+    by_video = json.loads(capsys.readouterr().out)
+    assert by_video["subgroups"]["stimulus"]["meta"]["resampling"] == by_video["meta"]["resampling"]
+    assert by_video["meta"]["resampling"]["unit"] == "video"
     assert main([*argv, "--by", "stimulus"]) == 0
     printed = capsys.readouterr().out
     for name, cell in expected["overall"]["groups"].items():
