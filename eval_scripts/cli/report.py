@@ -7,7 +7,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_resample, add_seed, existing, print_json, say, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_by,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    print_json,
+    say,
+    shown,
+)
 from eval_scripts.report.options import SCATTER_CHOICES
 from mis_bench_dataset.splits import SPLITS
 
@@ -62,6 +72,7 @@ def register(subparsers) -> None:
         "(each system's best configuration against each rater, leave one rater out, the Appendix B "
         "certification rule); needs --references (default: no such section)",
     )
+    add_by(parser)
     add_resample(parser)
     add_seed(parser)
     parser.add_argument("--title", default="MIS-Bench report", help="the report's title")
@@ -122,6 +133,7 @@ def report_command(args: argparse.Namespace) -> int:
         scatters=args.scatters,
         raters=raters,
         about=about_references(args.references, args.split),
+        by=args.by or (),
     )
     from eval_scripts.formats.data_names import results_synthetic
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from eval_scripts.cli.args import (
     add_bootstrap,
+    add_by,
     add_json,
     add_resample,
     add_seed,
@@ -60,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="per-rater labels (video_id, rater, dimension, score): also compare the model with each rater, "
         "leave one rater out, and run the Appendix B certification rule (default: none)",
     )
+    add_by(score)
     score.set_defaults(func=run_score)
 
     compare = subparsers.add_parser(
@@ -400,8 +402,49 @@ def run_score(args: argparse.Namespace) -> int:
         text("")
         text(format_raters_table(result["model_as_rater"]))
     _add_stability(args, result, predictions, references)
+    if args.by:
+        _add_subgroups(args, result, predictions, references)
     _finish(args, json_path, result)
     return 0
+
+
+def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, references: dict) -> None:
+    """`--by`: the subgroup and therapist-level agreement, from the score's own draw (same seed, same resampling,
+    same videos), added to `result` and printed."""
+    from eval_scripts.report.subgroups import (
+        equal_bias_table,
+        plain_text,
+        subgroup_paragraphs,
+        subgroup_table,
+        therapist_paragraphs,
+        therapist_table,
+    )
+    from mis_bench_dataset.video_ids import THERAPIST_LEVEL
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+
+    common = {
+        "n_bootstrap": args.bootstrap,
+        "seed": args.seed,
+        "confidence": args.confidence,
+        "missing": args.missing,
+    }
+    text = _text(args)
+    for by in args.by:
+        text("")
+        if by == THERAPIST_LEVEL:
+            level = therapist_agreement(predictions, references, **common)
+            result["therapist_level"] = level
+            text(plain_text(therapist_table(level)))
+            paragraphs = therapist_paragraphs(level)
+        else:
+            groups = subgroup_agreement(predictions, references, by=by, resample=args.resample, **common)
+            result.setdefault("subgroups", {})[by] = groups
+            text(plain_text(subgroup_table(groups)))
+            text("")
+            text(plain_text(equal_bias_table(groups)))
+            paragraphs = subgroup_paragraphs(groups)
+        for paragraph in paragraphs:
+            text(paragraph)
 
 
 def _block_line(what: str, block: dict | None) -> str | None:
