@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_BY_KEY, RESAMPLE_UNITS
 from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct
+from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
 
 logger = logging.getLogger(__name__)
 
@@ -266,9 +266,108 @@ def therapist_section(data: TrustData) -> str:
     ).rstrip()
 
 
+def ppi_section(data: TrustData) -> str:
+    """The PPI++ simulation on the ridge: reveal 10% of the gold, 500 draws, coverage and width against experts
+    only."""
+    from eval_scripts.report.table import Table
+    from mis_icc_metric.estimates import ppi_coverage_simulation
+
+    result = ppi_coverage_simulation(data.ridge_predictions, data.references, share=PPI_SHARE, n_draws=PPI_DRAWS)
+    rows = [
+        [
+            entry["abbreviation"],
+            str(entry["n_labelled"]),
+            pct(entry["ppi_coverage"]),
+            pct(entry["classical_coverage"]),
+            num(entry["ppi_width"], 3),
+            num(entry["classical_width"], 3),
+            num(entry["width_ratio"], 2),
+            num(entry["mean_lambda"], 2),
+            signed(entry["judge_only_bias"]),
+        ]
+        for entry in result["dimensions"].values()
+    ]
+    pooled = result["pooled"]
+    header = ["Dimension", "expert labels", "PPI++ coverage %", "experts-only coverage %", "PPI++ width"]
+    header += ["experts-only width", "width ratio", "mean lambda", "judge-only bias"]
+    return "\n".join(
+        [
+            "## Saving expert time: prediction-powered estimates",
+            "",
+            "A cohort's mean FIS from a judge on every video and an expert on a few: `mis-bench estimate --judge "
+            "PREDICTIONS --experts LABELS` combines them by PPI++ (power-tuned, equal to `ppi_py`), beside the "
+            "experts-only estimate and the judge-only one (biased by the judge's offset). Simulated on the real "
+            f"gold with the text ridge as the judge ({result['method']}; "
+            "`mis_icc_metric.estimates.ppi_coverage_simulation`):",
+            "",
+            _table(Table(header, rows, set(), label_columns=1)),
+            "",
+            f"Pooled over the dimensions: PPI++ covers {pct(pooled['ppi_coverage'])}% (experts only "
+            f"{pct(pooled['classical_coverage'])}%) with CIs {num(pooled['width_ratio'], 2)}x as wide as the "
+            "experts-only ones: the same validity for fewer expert ratings, as far as the judge tracks the gold. "
+            "The CI assumes videos are independent and the labelled ones a random subset; `estimate --resample "
+            "clinician` gives the clustered variant. The judge-only mean is off by the judge's bias, which no "
+            "number of judged videos removes.",
+        ]
+    )
+
+
+def planning_section(data: TrustData) -> str:
+    """A planning example from the ridge as a pilot: videos and clinicians for an ICC CI half-width."""
+    from eval_scripts.report.table import Table
+    from mis_icc_metric.planning import plan_icc
+
+    plan = plan_icc(data.ridge_predictions, data.references, half_width=PLAN_HALF_WIDTH, seed=data.seed)
+    rows = [
+        [
+            entry["abbreviation"],
+            pct(entry["pilot_icc"]),
+            num(entry["pilot_half_width"], 3),
+            str(entry["videos"] or MISSING),
+            str(entry["clinicians"] or MISSING),
+            str(entry["bonett_videos"]),
+            num(entry["design_effect"], 2),
+            str(entry["bonett_clinicians"] or MISSING),
+        ]
+        for entry in plan["dimensions"].values()
+    ]
+    header = ["Dimension", "pilot ICC %", "pilot half-width", "videos", "clinicians", "Bonett videos"]
+    header += ["design effect", "Bonett x deff clinicians"]
+    return "\n".join(
+        [
+            "## Planning an evaluation",
+            "",
+            f"How many videos and clinicians a judge's ICC(3,1) needs for a 95% CI of half-width "
+            f"{PLAN_HALF_WIDTH} (`mis-bench plan icc --half-width {PLAN_HALF_WIDTH}`, `mis_icc_metric.plan_icc`), "
+            "with the text ridge's out-of-fold predictions as the pilot: the pilot's clinicians resampled at each "
+            f"size ({plan['resampling']['n_resamples']:,} resamples a size, at the pilot's "
+            f"{num(plan['pilot']['videos_per_clinician'], 1)} videos per clinician), beside Bonett's (2002) "
+            "analytic n for independent videos and that n scaled by the design effect.",
+            "",
+            _table(Table(header, rows, set(), label_columns=1)),
+            "",
+            f"{plan['note'][0].upper() + plan['note'][1:]}. Where the judge spreads its scores far less than the gold, Bonett's "
+            "formula (which assumes exchangeable raters) and the resampled sizes part: trust the resampled column. "
+            "`mis-bench plan difference` sizes a comparison of two judges and `mis-bench plan labels` the expert "
+            "labels an `estimate` needs ([Estimates and sample sizes](estimates.md)).",
+        ]
+    )
+
+
+PPI_SHARE, PPI_DRAWS = 0.1, 500
+PLAN_HALF_WIDTH = 0.05
+
 Section = Callable[[TrustData], str]
-# The page, in order. Calibration, the PPI simulation and planning are sections to add here.
-SECTIONS: list[Section] = [purpose_section, judges_section, resampling_section, subgroups_section, therapist_section]
+# The page, in order.
+SECTIONS: list[Section] = [
+    purpose_section,
+    judges_section,
+    resampling_section,
+    subgroups_section,
+    therapist_section,
+    ppi_section,
+    planning_section,
+]
 
 
 def trust_page(
