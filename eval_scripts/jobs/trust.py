@@ -346,7 +346,8 @@ def planning_section(data: TrustData) -> str:
             "",
             _table(Table(header, rows, set(), label_columns=1)),
             "",
-            f"{plan['note'][0].upper() + plan['note'][1:]}. Where the judge spreads its scores far less than the gold, Bonett's "
+            f"{plan['note'][0].upper() + plan['note'][1:]}. Where the judge spreads its scores far less than the "
+            "gold, Bonett's "
             "formula (which assumes exchangeable raters) and the resampled sizes part: trust the resampled column. "
             "`mis-bench plan difference` sizes a comparison of two judges and `mis-bench plan labels` the expert "
             "labels an `estimate` needs ([Estimates and sample sizes](estimates.md)).",
