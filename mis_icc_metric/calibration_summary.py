@@ -194,14 +194,14 @@ def _replicates(
         counts = plan.counts(rows)
         fit_weights, eval_weights = counts[:, fit_columns], counts[:, eval_columns]
         calibrated = fit_maps_weighted(x_fit, y_fit, fit_weights, method, x_eval)
-        # A resample without a fit video cannot refit the map: undefined, left out of the percentiles.
-        calibrated[fit_weights.sum(axis=1) == 0] = np.nan
+        # A resample that draws no fit video cannot refit the map, one with under 2 evaluated videos has no
+        # statistic: undefined on both sides (left out of the percentiles, so before, after and change use
+        # the same resamples).
+        undefined = (fit_weights.sum(axis=1) == 0) | (eval_weights.sum(axis=1) < 2)
+        calibrated[undefined] = x_eval.mean()
         raw = np.broadcast_to(x_eval, calibrated.shape)
-        for side, predictions in (("before", raw), ("after", np.nan_to_num(calibrated, nan=x_eval.mean()))):
+        for side, predictions in (("before", raw), ("after", calibrated)):
             stats = agreement_weighted(predictions, y_eval, eval_weights)
             for stat in SUMMARY_STATISTICS:
-                value = stats[stat]
-                if side == "after":
-                    value = np.where(np.isnan(calibrated[:, 0]), np.nan, value)
-                out[side][stat][rows] = value
+                out[side][stat][rows] = np.where(undefined, np.nan, stats[stat])
     return out
