@@ -87,13 +87,17 @@ def risk_coverage(rows: Sequence[Mapping], widths: Sequence[float] | None = None
     """For each width w: the share of pairs whose interval is at most w wide (those a reader could accept
     without an expert at that tolerance), their number, their MAE and their coverage."""
     all_widths = np.array([r["width"] for r in rows])
-    if widths is None:
-        widths = sorted({float(np.round(w, 2)) for w in np.quantile(all_widths, np.linspace(0.1, 1, 10))})
-    table = []
+    if widths is None:  # the distinct widths rounded up to 0.01 (at most ten: deciles), rows that add pairs
+        up = np.unique(np.ceil(all_widths * 100 - 1e-9) / 100)
+        if up.size > 10:
+            up = np.unique(np.ceil(np.quantile(all_widths, np.linspace(0.1, 1, 10)) * 100 - 1e-9) / 100)
+        widths = up.tolist()
+    table: list[dict] = []
     for width in widths:
         kept = [r for r, w in zip(rows, all_widths, strict=True) if w <= width + 1e-9]
-        cell = _cell(kept)
-        table.append({"max_width": float(width), "share": len(kept) / max(len(rows), 1), **cell})
+        if table and len(kept) == table[-1]["n"]:
+            continue
+        table.append({"max_width": float(width), "share": len(kept) / max(len(rows), 1), **_cell(kept)})
     return table
 
 
