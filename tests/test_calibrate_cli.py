@@ -65,7 +65,10 @@ def test_calibrate_round_trip(synthetic_build, judged, tmp_path, capsys):
     assert main(["score", "--predictions", str(out / "calibrated-test.csv"), "--references", str(synthetic_build)]) == 0
     assert re.search(r"^ARRR\s", capsys.readouterr().out, re.M)
     applied = tmp_path / "applied.csv"
-    assert main(["calibrate", "--apply", str(out / "calibrator.json"), "--predictions", str(path), "--out", str(applied)]) == 0
+    assert (
+        main(["calibrate", "--apply", str(out / "calibrator.json"), "--predictions", str(path), "--out", str(applied)])
+        == 0
+    )
     assert "not for therapist supervision" in capsys.readouterr().out
     again = {(r["video_id"], r["dimension"]): r for r in read_prediction_file(applied).records}
     for record in calibrated.records:
@@ -135,7 +138,9 @@ def test_refusals_are_one_line(synthetic_build, judged, tmp_path, capsys):
     other_scale = {**calibrator, "scale": [0, 10]}
     (tmp_path / "scale.json").write_text(json.dumps(other_scale))
     for name, pattern in (("narrow.json", "not fitted on"), ("scale.json", "scale")):
-        code = main(["calibrate", "--apply", str(tmp_path / name), "--predictions", str(path), "--out", str(tmp_path / "x.csv")])
+        code = main(
+            ["calibrate", "--apply", str(tmp_path / name), "--predictions", str(path), "--out", str(tmp_path / "x.csv")]
+        )
         err = capsys.readouterr().err.strip()
         assert code == 1 and len(err.splitlines()) == 1 and pattern in err
     assert main([*base, "--fit-split", "validation", "--out", str(tmp_path / "c")]) == 2

@@ -59,27 +59,13 @@ def calibrate(
     """Calibrate `predictions` on the build `references`; write the calibrator, the calibrated other splits
     and the summary into `out`; return the summary (with `files`)."""
     from mis_bench_dataset.built.handle import BuiltDataset
-    from mis_bench_dataset.release.provenance import sha256_of
     from mis_bench_dataset.rules.ownership import OutputFolder
     from mis_icc_metric.calibration import fit_calibrator
     from mis_icc_metric.calibration_summary import calibration_summary
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, read_references
 
-    if fit_split == calibration_split:
-        raise UsageError(
-            f"--fit-split and --calibration-split are both {fit_split!r}",
-            hint="conformal intervals need a calibration split the map was not fitted on",
-        )
     build = Path(references)
-    if not build.is_dir():
-        raise UsageError(
-            f"--references {build} is a file; calibrate needs a build folder (its splits)",
-            hint="build one with mis-bench build, or call mis_icc_metric.calibration.fit_calibrator on your own split",
-        )
-    splits = BuiltDataset.open(build).splits("scoring")
-    for flag, split in (("--fit-split", fit_split), ("--calibration-split", calibration_split)):
-        if split not in splits:
-            raise UsageError(f"{flag} {split!r} is not a split of {build} (it has {', '.join(splits)})")
+    splits = _checked_splits(build, fit_split, calibration_split)
     folder = OutputFolder(out, command="calibrate", inputs=[predictions, references])
     file = read_prediction_file(predictions)
     predicted = predictions_to_mapping(file.records)
@@ -93,14 +79,7 @@ def calibrate(
                 where=str(predictions),
                 hint="predict every split (e.g. out-of-fold predictions) before calibrating",
             )
-    provenance = {
-        "predictions": str(predictions),
-        "predictions_sha256": sha256_of(predictions),
-        "references": str(build),
-        "fit_split": fit_split,
-        "calibration_split": calibration_split,
-        "toolkit_version": _version(),
-    }
+    provenance = _provenance(predictions, build, fit_split, calibration_split)
     calibrator = fit_calibrator(
         by_split[fit_split],
         gold[fit_split],
@@ -145,6 +124,40 @@ def calibrate(
     files["summary"] = str(path)
     write_atomic(path, json.dumps(json_safe(result), indent=2, allow_nan=False) + "\n")
     return result
+
+
+def _checked_splits(build: Path, fit_split: str, calibration_split: str) -> list[str]:
+    """The build's splits, after checking the fit and calibration splits are two of them."""
+    from mis_bench_dataset.built.handle import BuiltDataset
+
+    if fit_split == calibration_split:
+        raise UsageError(
+            f"--fit-split and --calibration-split are both {fit_split!r}",
+            hint="conformal intervals need a calibration split the map was not fitted on",
+        )
+    if not build.is_dir():
+        raise UsageError(
+            f"--references {build} is a file; calibrate needs a build folder (its splits)",
+            hint="build one with mis-bench build, or call mis_icc_metric.calibration.fit_calibrator on your own split",
+        )
+    splits = BuiltDataset.open(build).splits("scoring")
+    for flag, split in (("--fit-split", fit_split), ("--calibration-split", calibration_split)):
+        if split not in splits:
+            raise UsageError(f"{flag} {split!r} is not a split of {build} (it has {', '.join(splits)})")
+    return splits
+
+
+def _provenance(predictions: str | Path, build: Path, fit_split: str, calibration_split: str) -> dict[str, Any]:
+    from mis_bench_dataset.release.provenance import sha256_of
+
+    return {
+        "predictions": str(predictions),
+        "predictions_sha256": sha256_of(predictions),
+        "references": str(build),
+        "fit_split": fit_split,
+        "calibration_split": calibration_split,
+        "toolkit_version": _version(),
+    }
 
 
 def apply_calibrator(calibrator: str | Path, predictions: str | Path, out: str | Path) -> dict[str, Any]:
