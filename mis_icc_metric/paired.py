@@ -1,4 +1,5 @@
-"""Paired comparison of two systems on the same videos: bootstrap of the ICC difference.
+"""Paired comparison of two systems on the same videos: bootstrap of the ICC difference (resampling clinicians
+with all their videos by default, or videos; both systems with the same draws).
 
 Both systems are scored on the items where BOTH parsed (per dimension), and the
 overall score on the videos where both parsed every dimension, so the difference

@@ -2,7 +2,8 @@
 
 - Per dimension: ICC(3,1) of (prediction, gold) over the videos whose prediction
   parsed; unparsed (None / NaN) predictions are excluded and counted. MSE, n,
-  percentile bootstrap CI over videos, and the F-test CI for reference.
+  percentile bootstrap CI (resampling clinicians with all their videos by default, or videos: `resampling`),
+  and the F-test CI for reference.
 - Overall: per video, mean of the eight predicted dimension scores vs mean of the eight
   gold ones, excluding every video with any unparsed dimension (the exclusion rate is
   reported; the paper's mean is 1.5%). Also the mean of the per-dimension ICCs.
@@ -17,7 +18,7 @@
   (`agreement`: every ICC form, Krippendorff's alpha, r, rho, MAE, bias and limits of agreement,
   range use), each with its CI from the same index matrix.
 
-All bootstrap CIs (all blocks) come from one shared index matrix over the videos.
+All bootstrap CIs (all blocks) come from one shared draw (`resampling.Resampling`), with the design effect.
 Values are raw fractions; only the CLI shows percent.
 """
 
