@@ -8,8 +8,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, probability, say, shown
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DIMENSION_BY_KEY, RESAMPLE_UNITS
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    print_json,
+    probability,
+    say,
+    shown,
+)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.rules.numbers import num, pct, signed
 from mis_bench_dataset.splits import SPLITS
 
@@ -33,14 +43,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "with --apply: new predictions, no gold needed",
     )
     parser.add_argument(
-        "--references", type=existing("folder"), default=None, help="built dataset folder (its splits and gold)"
+        "--references",
+        type=existing("folder"),
+        default=None,
+        help="built dataset folder (its splits and gold); required unless --apply (default: none)",
     )
     parser.add_argument(
         "--apply",
         type=existing("file"),
         default=None,
         metavar="CALIBRATOR",
-        help="apply this calibrator.json to --predictions instead of fitting one (--out: the .csv/.jsonl to write)",
+        help="apply this calibrator.json to --predictions instead of fitting one (--out: the .csv/.jsonl to write; "
+        "default: fit one)",
     )
     parser.add_argument("--method", choices=_METHODS, default=_METHODS[0], help="the monotone map")
     parser.add_argument("--coverage", type=probability, default=0.9, help="the intervals' nominal coverage")
@@ -50,12 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_bootstrap(parser, what="resamples for the summary's CIs (each refits the map)")
     add_seed(parser)
-    parser.add_argument(
-        "--resample",
-        choices=RESAMPLE_UNITS,
-        default=DEFAULT_RESAMPLE,
-        help="what each resample draws: clinicians with all their videos, or videos",
-    )
+    add_resample(parser)
     parser.add_argument("--confidence", type=probability, default=0.95, help="CI level")
     parser.add_argument(
         "--out",

@@ -89,7 +89,6 @@ def calibrate(
         coverage=coverage,
         provenance=provenance,
     )
-    from mis_bench_dataset.rules.atomic import write_atomic
     from mis_icc_metric.predictions_io import write_predictions
 
     files = {"calibrator": str(calibrator.save(folder.claim("calibrator.json", WRITER)))}
@@ -116,13 +115,9 @@ def calibrate(
     }
     if not others:
         result["note"] = "no other split has predictions: nothing was evaluated (only the calibrator was written)"
-    import json
-
-    from mis_bench_dataset.rules.jsonio import json_safe
-
     path = folder.claim("summary.json", WRITER)
     files["summary"] = str(path)
-    write_atomic(path, json.dumps(json_safe(result), indent=2, allow_nan=False) + "\n")
+    _write_json(path, result)
     return result
 
 
@@ -158,6 +153,15 @@ def _provenance(predictions: str | Path, build: Path, fit_split: str, calibratio
         "calibration_split": calibration_split,
         "toolkit_version": _version(),
     }
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    import json
+
+    from mis_bench_dataset.rules.atomic import write_atomic
+    from mis_bench_dataset.rules.jsonio import json_safe
+
+    write_atomic(path, json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
 
 
 def apply_calibrator(calibrator: str | Path, predictions: str | Path, out: str | Path) -> dict[str, Any]:
