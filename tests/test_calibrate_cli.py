@@ -145,3 +145,26 @@ def test_refusals_are_one_line(synthetic_build, judged, tmp_path, capsys):
         assert code == 1 and len(err.splitlines()) == 1 and pattern in err
     assert main([*base, "--fit-split", "validation", "--out", str(tmp_path / "c")]) == 2
     assert "both 'validation'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_real_data_coverage_on_held_out_clinicians_is_near_nominal(authors_dir, real_transcripts_csv, tmp_path):
+    """The issue's done-when on the real text benchmark: the text ridge's out-of-fold predictions, calibrated on
+    builds split by clinician (seeds 0, 1, 2: `real_calibration_summary`'s default), cover the held-out test
+    clinicians' gold within 3 points of the nominal 90%, pooled over dimensions and splits."""
+    from eval_scripts.jobs.calibrate import real_calibration_summary
+    from mis_bench_dataset.video_ids import parse_video_id
+
+    shared = authors_dir.parents[1]
+    assert real_transcripts_csv == shared / "data" / "mis-bench-transcripts.csv"
+    result = real_calibration_summary(tmp_path, shared=shared, n_bootstrap=0)
+    for seed in ("0", "1", "2"):
+        build = tmp_path / f"real-clinician-{seed}"
+        clinicians = {
+            split: {parse_video_id(v).clinician for v, _ in read_references(build, split)}
+            for split in ("train", "test")
+        }
+        assert not clinicians["train"] & clinicians["test"]  # held-out clinicians
+        assert result["runs"][seed]["evaluated"]["test"]["pooled"]["n"] >= 700
+    assert result["n_pairs"] >= 2100
+    assert abs(result["pooled_coverage"] - result["nominal"]) <= 0.03
