@@ -187,64 +187,58 @@ def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.nd
     mean of their gold, ``_make_unique``), items of weight 0 left out, then pool adjacent violators over
     the distinct scores in increasing order (a block is merged into the one before while that one's
     mean is not below it), and between the fitted points linear interpolation, constant beyond the ends
-    (``out_of_bounds="clip"``). The Python loop runs over the distinct scores, never over resamples.
+    (``out_of_bounds="clip"``). The Python loop runs over the distinct scores, never over resamples; each
+    lane's stack of blocks lives in flat arrays indexed depth * lanes + lane (1-D gathers, and the
+    running maxima below run down contiguous rows).
     """
     unique, inverse = np.unique(x, return_inverse=True)
-    m = unique.size
-    lanes = weights.shape[0]
+    m, lanes = unique.size, weights.shape[0]
     indicator = np.zeros((x.size, m))
     indicator[np.arange(x.size), inverse] = 1.0
-    w = weights @ indicator  # (B, m): weight of each distinct score
-    wy = weights @ (indicator * y[:, None])  # (B, m): weighted gold sums
-    block_sum = np.zeros((lanes, m))
-    block_weight = np.zeros((lanes, m))
-    block_start = np.zeros((lanes, m), dtype=np.int64)
+    w = np.ascontiguousarray((weights @ indicator).T)  # (m, B): weight of each distinct score
+    wy = np.ascontiguousarray((weights @ (indicator * y[:, None])).T)  # (m, B): weighted gold sums
+    total, weight, mean = np.zeros(m * lanes), np.zeros(m * lanes), np.zeros(m * lanes)
+    start = np.zeros(m * lanes, dtype=np.int64)
     top = np.zeros(lanes, dtype=np.int64)
     every = np.arange(lanes)
     for point in range(m):
-        pushed = every[w[:, point] > 0]
-        depth = top[pushed]
-        block_sum[pushed, depth] = wy[pushed, point]
-        block_weight[pushed, depth] = w[pushed, point]
-        block_start[pushed, depth] = point
-        top[pushed] = depth + 1
-        candidates = pushed
-        while candidates.size:
-            depth = top[candidates]
-            deep = depth >= 2
-            candidates, depth = candidates[deep], depth[deep]
-            before = block_sum[candidates, depth - 2] / block_weight[candidates, depth - 2]
-            last = block_sum[candidates, depth - 1] / block_weight[candidates, depth - 1]
-            violated = before >= last
-            candidates, depth = candidates[violated], depth[violated]
-            block_sum[candidates, depth - 2] += block_sum[candidates, depth - 1]
-            block_weight[candidates, depth - 2] += block_weight[candidates, depth - 1]
-            top[candidates] = depth - 1
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = block_sum / block_weight
-    # Each distinct score's block: the last block starting at or before it.
-    marker = np.full((lanes, m), -1, dtype=np.int64)
-    rows, blocks = np.nonzero(np.arange(m)[None] < top[:, None])
-    marker[rows, block_start[rows, blocks]] = blocks
-    block_of = np.maximum.accumulate(marker, axis=1)
-    fitted = np.take_along_axis(means, np.maximum(block_of, 0), axis=1)  # (B, m), meaningful where w > 0
+        pushed = every[w[point] > 0]
+        slot = top[pushed] * lanes + pushed
+        total[slot], weight[slot], start[slot] = wy[point, pushed], w[point, pushed], point
+        mean[slot] = total[slot] / weight[slot]
+        top[pushed] += 1
+        lane = pushed[top[pushed] >= 2]
+        while lane.size:
+            last = (top[lane] - 1) * lanes + lane
+            violated = mean[last - lanes] >= mean[last]
+            lane, last = lane[violated], last[violated]
+            before = last - lanes
+            total[before] += total[last]
+            weight[before] += weight[last]
+            mean[before] = total[before] / weight[before]
+            top[lane] -= 1
+            lane = lane[top[lane] >= 2]
+    # Each distinct score's block: the last block starting at or before it (a running max down the rows).
+    marker = np.full((m, lanes), -1, dtype=np.int64)
+    depth, lane = np.nonzero(np.arange(m)[:, None] < top[None, :])
+    marker[start.reshape(m, lanes)[depth, lane], lane] = depth
+    block_of = np.maximum(np.maximum.accumulate(marker, axis=0), 0)
+    fitted = np.take_along_axis(mean.reshape(m, lanes), block_of, axis=0)  # (m, B), meaningful where w > 0
     # Interpolate at `at` between the nearest distinct scores with weight on either side.
-    index = np.arange(m)
+    index = np.arange(m)[:, None]
     present = w > 0
-    below = np.maximum.accumulate(np.where(present, index, -1), axis=1)
-    above = np.flip(np.minimum.accumulate(np.flip(np.where(present, index, m), axis=1), axis=1), axis=1)
+    below = np.maximum.accumulate(np.where(present, index, -1), axis=0)
+    above = np.minimum.accumulate(np.where(present, index, m)[::-1], axis=0)[::-1]
     position = np.searchsorted(unique, at, side="right")  # unique[position - 1] <= at < unique[position]
-    low = np.where(position > 0, below[:, np.maximum(position - 1, 0)], -1)
-    high = np.where(position < m, above[:, np.minimum(position, m - 1)], m)
-    low_ok, high_ok = low >= 0, high < m
-    low_i, high_i = np.where(low_ok, low, high), np.where(high_ok, high, low)
-    y_low = np.take_along_axis(fitted, low_i, axis=1)
-    y_high = np.take_along_axis(fitted, high_i, axis=1)
-    x_low, x_high = unique[low_i], unique[high_i]
-    span = x_high - x_low
+    low = np.where(position[:, None] > 0, below[np.maximum(position - 1, 0)], -1)  # (len(at), B)
+    high = np.where(position[:, None] < m, above[np.minimum(position, m - 1)], m)
+    low_i, high_i = np.where(low >= 0, low, high), np.where(high < m, high, low)
+    y_low = np.take_along_axis(fitted, low_i, axis=0)
+    y_high = np.take_along_axis(fitted, high_i, axis=0)
+    span = unique[high_i] - unique[low_i]
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(span > 0, (at[None] - x_low) / np.where(span > 0, span, 1.0), 0.0)
-    return y_low + np.clip(t, 0.0, 1.0) * (y_high - y_low)
+        t = np.where(span > 0, (at[:, None] - unique[low_i]) / np.where(span > 0, span, 1.0), 0.0)
+    return (y_low + np.clip(t, 0.0, 1.0) * (y_high - y_low)).T
 
 
 # ---------------------------------------------------------------------------------------- calibrator
