@@ -191,12 +191,13 @@ def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.nd
     lane's stack of blocks lives in flat arrays indexed depth * lanes + lane (1-D gathers, and the
     running maxima below run down contiguous rows).
     """
-    unique, inverse = np.unique(x, return_inverse=True)
+    order = np.argsort(x, kind="stable")
+    unique, first = np.unique(x[order], return_index=True)
     m, lanes = unique.size, weights.shape[0]
-    indicator = np.zeros((x.size, m))
-    indicator[np.arange(x.size), inverse] = 1.0
-    w = np.ascontiguousarray((weights @ indicator).T)  # (m, B): weight of each distinct score
-    wy = np.ascontiguousarray((weights @ (indicator * y[:, None])).T)  # (m, B): weighted gold sums
+    # (m, B): the weight and the weighted gold sum of each distinct score, items summed by score (sorted runs).
+    sorted_weights = np.ascontiguousarray(weights[:, order].T)
+    w = np.add.reduceat(sorted_weights, first, axis=0)
+    wy = np.add.reduceat(sorted_weights * y[order][:, None], first, axis=0)
     total, weight, mean = np.zeros(m * lanes), np.zeros(m * lanes), np.zeros(m * lanes)
     start = np.zeros(m * lanes, dtype=np.int64)
     top = np.zeros(lanes, dtype=np.int64)
