@@ -168,3 +168,20 @@ def test_real_data_coverage_on_held_out_clinicians_is_near_nominal(authors_dir, 
         assert result["runs"][seed]["evaluated"]["test"]["pooled"]["n"] >= 700
     assert result["n_pairs"] >= 2100
     assert abs(result["pooled_coverage"] - result["nominal"]) <= 0.03
+
+
+def test_what_is_not_used_is_said(synthetic_build, judged, tmp_path, capsys):
+    _, predictions = judged
+    extra = {**predictions, ("ZZ0001_T1_Bethany", "empathy"): 3.0}
+    extra = {k: v for k, v in extra.items() if not (k[1] == "wau" and k[0] in _train_videos(synthetic_build))}
+    path = tmp_path / "judge.csv"
+    write_predictions(path, [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in extra.items()])
+    argv = ["calibrate", "--predictions", str(path), "--references", str(synthetic_build), "--bootstrap", "0"]
+    assert main([*argv, "--coverage", "0.75", "--out", str(tmp_path / "out"), "--json"]) == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("1 prediction(s) name videos of no split" in note for note in notes)
+    assert any("['wau']" in note and "not calibrated" in note for note in notes)
+
+
+def _train_videos(build) -> set[str]:
+    return {video for video, _ in read_references(build, "train")}

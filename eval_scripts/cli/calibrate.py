@@ -175,8 +175,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     for split, summary in result["evaluated"].items():
         text("")
         text(format_summary(split, summary))
-    if result.get("note"):
-        text(result["note"])
+    for note in result["notes"]:
+        text(f"note: {note}")
     text("")
     for name, path in result["files"].items():
         text(f"wrote {name}: {shown(path)}")

@@ -94,12 +94,13 @@ def calibrate(
     files = {"calibrator": str(calibrator.save(folder.claim("calibrator.json", WRITER)))}
     summaries = {}
     for split in others:
-        records = calibrator.apply(by_split[split], f"split {split!r} of {predictions}")
+        fitted = {key: value for key, value in by_split[split].items() if key[1] in calibrator.dimensions}
+        records = calibrator.apply(fitted, f"split {split!r} of {predictions}")
         files[split] = str(write_predictions(folder.claim(f"calibrated-{split}.csv", WRITER), records))
         summaries[split] = calibration_summary(
             calibrator,
             (by_split[fit_split], gold[fit_split]),
-            (by_split[split], gold[split]),
+            (fitted, gold[split]),
             n_bootstrap=n_bootstrap,
             seed=seed,
             resample=resample,
@@ -113,8 +114,7 @@ def calibrate(
         "evaluated": summaries,
         "files": files,
     }
-    if not others:
-        result["note"] = "no other split has predictions: nothing was evaluated (only the calibrator was written)"
+    result["notes"] = _notes(predicted, by_split, calibrator.dimensions, others)
     path = folder.claim("summary.json", WRITER)
     files["summary"] = str(path)
     _write_json(path, result)
@@ -153,6 +153,21 @@ def _provenance(predictions: str | Path, build: Path, fit_split: str, calibratio
         "calibration_split": calibration_split,
         "toolkit_version": _version(),
     }
+
+
+def _notes(predicted: Mapping, by_split: Mapping[str, Mapping], dimensions, others: list[str]) -> list[str]:
+    """What was not used, said rather than dropped silently."""
+    notes = []
+    in_build = sum(len(part) for part in by_split.values())
+    if len(predicted) > in_build:
+        notes.append(f"{len(predicted) - in_build} prediction(s) name videos of no split of the build: not used")
+    named = {dim for _, dim in predicted}
+    unfitted = sorted(named - set(dimensions))
+    if unfitted:
+        notes.append(f"dimension(s) {unfitted} have no parsed prediction with gold in the fit split: not calibrated")
+    if not others:
+        notes.append("no other split has predictions: nothing was evaluated (only the calibrator was written)")
+    return notes
 
 
 def _write_json(path: Path, payload: dict) -> None:
