@@ -9,7 +9,13 @@ counts as sample weights, then `agreement` on the evaluated rows repeated by the
 `--loop-resamples` resamples and extrapolated to all. Checks the loop's replicates equal ours (1e-9) and
 reports peak traced memory of ours.
 
+With `--build BUILD --predictions FILE` (e.g. the real text build split by clinician and the ridge's out-of-fold
+predictions, as `eval_scripts.jobs.calibrate.real_calibration_summary` makes them), also the whole command's
+work, `eval_scripts.jobs.calibrate.calibrate` (reading the build and the file, fitting, writing, the summary),
+wall and CPU seconds, isotonic.
+
     python3 benchmarks/bench_calibrate.py [--resamples 10000] [--loop-resamples 200] [--json OUT]
+        [--build BUILD --predictions FILE]
 """
 
 from __future__ import annotations
@@ -123,11 +129,26 @@ def _replicates_for(plan, method, fit_keys, test_keys, x_fit, y_fit, x_test, y_t
     )
 
 
+def whole_command(build: Path, predictions: Path, n_resamples: int) -> dict:
+    import tempfile
+
+    from eval_scripts.jobs.calibrate import calibrate
+
+    with tempfile.TemporaryDirectory() as out:
+        wall, cpu = time.perf_counter(), time.process_time()
+        calibrate(predictions, build, out, n_bootstrap=n_resamples, seed=0)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    print(f"calibrate on {build}: {wall:.1f} s wall, {cpu:.1f} s CPU ({n_resamples:,} clinician resamples, isotonic)")
+    return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--loop-resamples", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--build", type=Path, default=None)
+    parser.add_argument("--predictions", type=Path, default=None)
     args = parser.parse_args()
     parts, golds = make_layout()
     sizes = {name: len({v for v, _ in part}) for name, part in parts.items()}
@@ -148,6 +169,8 @@ def main() -> None:
             f"(from {args.loop_resamples} resamples): {per_resample * args.resamples / seconds:.1f}x; "
             f"replicates equal to {worst:.1e}"
         )
+    if args.build is not None:
+        results["command"] = whole_command(args.build, args.predictions, args.resamples)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 
