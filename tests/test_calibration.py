@@ -192,3 +192,19 @@ def test_calibrator_round_trip_and_refusals(tmp_path):
         Calibrator.from_json({**data, "version": 99}, "x.json")
     with pytest.raises(DataError, match="needs at least 9"):
         fit_calibrator(predictions, gold, dict(list(predictions.items())[:64]), gold)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_calibrated_predictions_round_trip_with_their_intervals(tmp_path, suffix):
+    from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, write_predictions
+
+    rng = np.random.default_rng(1)
+    videos = [f"CL{i:04d}_T1_Jessica" for i in range(30)]
+    predictions, gold = _mapping(rng, videos), _mapping(rng, videos)
+    calibrator = fit_calibrator(predictions, gold, predictions, gold)
+    records = calibrator.apply({**predictions, ("CL0000_T1_Jessica", "empathy"): None})
+    path = write_predictions(tmp_path / f"calibrated{suffix}", records)
+    back = read_prediction_file(path)
+    assert back.form == "long" and back.records == records  # lower/upper/raw_prediction kept; None stays None
+    # What an older reader keeps: the calibrated score per pair.
+    assert predictions_to_mapping(back.records) == {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
