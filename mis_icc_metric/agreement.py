@@ -49,6 +49,7 @@ __all__ = [
     "agreement_blocks",
     "agreement_point",
     "agreement_replicates",
+    "agreement_weighted",
     "alpha_from_mean_squares",
     "halo",
     "krippendorff_alpha",
@@ -303,6 +304,21 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices: np.nda
             out[key][rows] = value
         del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
     return out
+
+
+def agreement_weighted(predictions: np.ndarray, gold: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
+    """The moment statistics (every ICC form, alpha, r, MAE, MSE, bias, limits, sd ratio, integer share; not
+    Spearman) of the same n items under each row of `weights` (R, n), where each row also has predictions of
+    its own (R, n) against one gold (n,): {key: (R,)}. For statistics of a model refitted in every resample
+    (a calibration map): each row is a block of `_Moments`, its sums one weighted product, no loop over rows.
+    """
+    predictions = np.asarray(predictions, dtype=np.float64)
+    n_rows, n = predictions.shape
+    ratings = np.stack([predictions.T, np.broadcast_to(np.asarray(gold, dtype=np.float64)[:, None], (n, n_rows))], -1)
+    moments = _Moments(ratings, np.ones((n, n_rows), dtype=bool))
+    features = moments.features.reshape(n, n_rows, moments.width)
+    sums = np.einsum("rn,nrw->rw", np.asarray(weights, dtype=np.float64), features, optimize=True)
+    return {key: value[0] for key, value in moments.statistics(sums.reshape(1, -1)).items()}
 
 
 def agreement_blocks(

@@ -7,6 +7,9 @@ empty cell / null when unparseable, optionally ``raw_response``. Also read:
   covers the original result files (``video`` = ``data/FIS996/CB0326_T3_Jackson``,
   display-name columns, a UTF-8 BOM);
 - a results JSON (``{"predictions": [...]}``) or a JSON list of long records.
+A long file may also carry a calibrated prediction's interval and the judge's score before calibration
+(``lower``, ``upper``, ``raw_prediction``: `mis-bench calibrate`); readers that do not know these columns
+read the file as before, and this one keeps them on the records.
 Video ids are normalised to ``{clinician}_{T1|T2|T3}_{stimulus}`` and dimensions to
 their keys; every bad cell is an error naming the file, row and column.
 
@@ -60,6 +63,8 @@ __all__ = [
 ]
 
 LONG_COLUMNS = ("video_id", "dimension", "prediction")
+# Optional long columns after `prediction` (and `raw_response`): a calibrated score's origin and interval.
+INTERVAL_COLUMNS = ("raw_prediction", "lower", "upper")
 GOLD_VALUE_COLUMNS = ("score", "reference", "gold")
 _NULL_TEXT = {"", "nan", "none", "null", "na", "n/a"}
 
@@ -218,6 +223,9 @@ def _read_long_predictions(path: Path, rows: list[tuple[int, dict]]) -> Predicti
         }
         if "raw_response" in row:
             record["raw_response"] = row["raw_response"]
+        for column in INTERVAL_COLUMNS:
+            if column in row:
+                record[column] = _parse_value(row.get(column), path, number, column)
         records.append(record)
     return PredictionFile(path, records, [number for number, _ in rows], "long")
 
@@ -363,6 +371,9 @@ def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: At
         row = {"video_id": video, "dimension": dim, "prediction": value}
         if record.get("raw_response") is not None or "raw_response" in record:
             row["raw_response"] = record.get("raw_response")
+        for column in INTERVAL_COLUMNS:
+            if column in record:
+                row[column] = coerce_score(record[column], what=f"prediction record {index} {column}")
         rows.append(row)
     path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
@@ -378,7 +389,8 @@ def _write_rows(handle, rows: list[dict], suffix: str) -> None:
             handle.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
         return
     with_raw = any("raw_response" in r for r in rows)
-    columns = [*LONG_COLUMNS, "raw_response"] if with_raw else list(LONG_COLUMNS)
+    extra = [column for column in INTERVAL_COLUMNS if any(column in r for r in rows)]
+    columns = [*LONG_COLUMNS, *(["raw_response"] if with_raw else []), *extra]
     writer = csv.writer(handle)
     writer.writerow(columns)
     for row in rows:
@@ -386,6 +398,7 @@ def _write_rows(handle, rows: list[dict], suffix: str) -> None:
         cells = [row["video_id"], row["dimension"], value]
         if with_raw:
             cells.append("" if row.get("raw_response") is None else row["raw_response"])
+        cells += ["" if row.get(column) is None else repr(row[column]) for column in extra]
         writer.writerow(cells)
 
 

@@ -42,6 +42,7 @@ SLOW_PAGES = {
     "docs/scaling.md",
     "docs/agreement.md",
     "docs/estimates.md",
+    "docs/calibration.md",
 }
 
 

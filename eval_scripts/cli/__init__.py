@@ -15,6 +15,7 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `args`: argument types and output helpers shared by every subcommand.
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
+- `calibrate`: `mis-bench calibrate` (and `--apply`).
 - `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
@@ -44,6 +45,7 @@ from collections.abc import Sequence
 from eval_scripts.cli import (
     build,
     cache,
+    calibrate,
     estimate,
     fetch,
     leaderboard,
@@ -75,6 +77,7 @@ SUBCOMMANDS = (
     build,
     stats,
     score,
+    calibrate,
     estimate,
     plan,
     run,

@@ -1,0 +1,185 @@
+"""`mis-bench calibrate`: a judge's scores mapped to the expert scale, with split-conformal intervals.
+
+Top-level imports stay light so `mis-bench --help` is fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    print_json,
+    probability,
+    say,
+    shown,
+)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.rules.numbers import num, pct, signed
+from mis_bench_dataset.splits import SPLITS
+
+_METHODS = ("isotonic", "linear")  # mis_icc_metric.calibration.CALIBRATION_METHODS (kept light here)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "calibrate",
+        help="calibrate a judge's scores to the expert scale, with a conformal interval per video",
+        description="Fit a monotone map from the judge's score to the gold per dimension on one split, "
+        "split-conformal intervals on a second, and write every other split calibrated with its interval "
+        "and a before/after summary; or --apply a saved calibrator to new predictions. For research on "
+        "judges, not therapist supervision, training, hiring or patient-facing evaluation.",
+    )
+    parser.add_argument(
+        "--predictions",
+        required=True,
+        type=existing("file"),
+        help="predictions file (the forms score reads) covering the fit, calibration and evaluated splits; "
+        "with --apply: new predictions, no gold needed",
+    )
+    parser.add_argument(
+        "--references",
+        type=existing("folder"),
+        default=None,
+        help="built dataset folder (its splits and gold); required unless --apply (default: none)",
+    )
+    parser.add_argument(
+        "--apply",
+        type=existing("file"),
+        default=None,
+        metavar="CALIBRATOR",
+        help="apply this calibrator.json to --predictions instead of fitting one (--out: the .csv/.jsonl to write; "
+        "default: fit one)",
+    )
+    parser.add_argument("--method", choices=_METHODS, default=_METHODS[0], help="the monotone map")
+    parser.add_argument("--coverage", type=probability, default=0.9, help="the intervals' nominal coverage")
+    parser.add_argument("--fit-split", choices=SPLITS, default="train", help="the split the map is fitted on")
+    parser.add_argument(
+        "--calibration-split", choices=SPLITS, default="validation", help="the split the conformal residuals come from"
+    )
+    add_bootstrap(parser, what="resamples for the summary's CIs (each refits the map)")
+    add_seed(parser)
+    add_resample(parser)
+    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output folder (default: ./calibration); with --apply the file to write (default: "
+        "PREDICTIONS-calibrated.csv beside the predictions)",
+    )
+    add_json(parser, what="the summary")
+    parser.set_defaults(func=run_calibrate)
+
+
+def _ci(entry: dict, show) -> str:
+    """`value [low, high]` with `show` formatting each number; the value alone without a CI."""
+    ci = entry["ci"]
+    return f"{show(entry['value'])} [{show(ci[0])}, {show(ci[1])}]" if ci else show(entry["value"])
+
+
+def format_summary(split: str, summary: dict) -> str:
+    """Per dimension before -> after (ICC in %, MAE and bias in points, with CIs), coverage and width; then
+    the pooled coverage, by time point and stimulus, and the risk-coverage table."""
+    lines = [f"Split {split!r}: {summary['method']} calibration, intervals at {pct(summary['coverage_nominal'])}%"]
+    plan = summary.get("resampling")
+    lines.append(
+        "CIs: "
+        + (f"{plan['n_resamples']:,} resamples, {plan['method']}; {plan['refit']}" if plan else "none (--bootstrap 0)")
+    )
+    lines.append(
+        f"{'dim':<6} {'ICC(3,1) before -> after':<36} {'ICC(A,1) before -> after':<36} "
+        f"{'MAE before -> after':<34} {'bias before -> after':<34} {'cover %':>7} {'width':>6} {'n':>4}"
+    )
+    for key, entry in summary["dimensions"].items():
+        if "before" not in entry:
+            lines.append(f"{DIMENSION_BY_KEY[key].abbreviation:<6} {entry.get('note', '')}")
+            continue
+        cells = []
+        for stat, show in (("icc3_1", pct), ("icc2_1", pct), ("mae", num), ("bias", signed)):
+            cells.append(f"{_ci(entry['before'][stat], show)} -> {_ci(entry['after'][stat], show)}")
+        lines.append(
+            f"{DIMENSION_BY_KEY[key].abbreviation:<6} {cells[0]:<36} {cells[1]:<36} {cells[2]:<34} {cells[3]:<34} "
+            f"{pct(entry['coverage']):>7} {num(entry['mean_width'], 2):>6} {entry['n_evaluated']:>4}"
+        )
+    pooled = summary["pooled"]
+    lines.append(
+        f"Coverage pooled over dimensions: {pct(pooled['coverage'])}% of {pooled['n']} pairs "
+        f"(nominal {pct(summary['coverage_nominal'])}%), mean width {num(pooled['mean_width'], 2)}"
+    )
+    for field, title in (("by_time_point", "time point"), ("by_stimulus", "stimulus")):
+        groups = ", ".join(
+            f"{group} {pct(cell['coverage'])}% (w {num(cell['mean_width'], 2)}, n {cell['n']})"
+            for group, cell in summary[field].items()
+        )
+        lines.append(f"By {title}: {groups}")
+    lines.append("Risk-coverage (intervals at most W wide: share of pairs, their MAE and coverage):")
+    for row in summary["risk_coverage"]:
+        lines.append(
+            f"  W <= {row['max_width']:.2f}: {pct(row['share'])}% of pairs, MAE {num(row['mae'])}, "
+            f"coverage {pct(row['coverage'])}%"
+        )
+    return "\n".join(lines)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from mis_bench_dataset.rules.errors import UsageError
+    from mis_icc_metric.calibration import INTENDED_USE
+
+    text = (lambda *_, **__: None) if args.json else say
+    if args.apply is not None:
+        from eval_scripts.jobs.calibrate import apply_calibrator
+
+        out = args.out or args.predictions.with_name(args.predictions.stem + "-calibrated.csv")
+        result = apply_calibrator(args.apply, args.predictions, out)
+        text(
+            f"Calibrated {result['n_calibrated']} of {result['n_predictions']} predictions with {shown(args.apply)} "
+            f"({result['method']}, intervals at {pct(result['coverage'])}%): wrote {shown(result['file'])}"
+        )
+        text(f"Intended use: {INTENDED_USE}.")
+        if args.json:
+            print_json(result)
+        return 0
+    if args.references is None:
+        raise UsageError("--references is required to fit a calibrator", hint="give a build folder, or --apply")
+    from eval_scripts.jobs.calibrate import calibrate
+
+    result = calibrate(
+        args.predictions,
+        args.references,
+        args.out or Path("calibration"),
+        method=args.method,
+        coverage=args.coverage,
+        fit_split=args.fit_split,
+        calibration_split=args.calibration_split,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        resample=args.resample,
+        confidence=args.confidence,
+    )
+    if result["synthetic"]:
+        from mis_bench_dataset.synth import SYNTHETIC_LINE
+
+        text(SYNTHETIC_LINE)
+    calibrator = result["calibrator"]
+    text(
+        f"Calibrated {shown(args.predictions)} on {shown(args.references)}: {calibrator['method']} map fitted on "
+        f"{args.fit_split!r}, conformal intervals from {args.calibration_split!r}."
+    )
+    text(f"Intended use: {INTENDED_USE}.")
+    for split, summary in result["evaluated"].items():
+        text("")
+        text(format_summary(split, summary))
+    for note in result["notes"]:
+        text(f"note: {note}")
+    text("")
+    for name, path in result["files"].items():
+        text(f"wrote {name}: {shown(path)}")
+    if args.json:
+        print_json(result)
+    return 0

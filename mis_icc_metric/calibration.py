@@ -1,0 +1,419 @@
+"""Calibrating a judge to the expert scale: a monotone map per dimension, then split-conformal intervals.
+
+A judge's ICC(3,1) ignores its offset and scale; whoever reads its scores on the 1-5 scale (absolute
+agreement, MAE, a cut-off) pays for them. The calibration fits, per dimension, a monotone map from the
+judge's score to the expert gold on one split (`isotonic`: scikit-learn's ``IsotonicRegression(
+out_of_bounds="clip")``; `linear`: least squares, clipped to the scale), then takes the absolute residuals
+of the calibrated scores on a second split and gives every video the interval calibrated score +- the
+ceil((n + 1) * coverage)-th smallest residual, clipped to [1, 5]: split conformal prediction exactly as
+MAPIE's ``SplitConformalRegressor`` (absolute conformity score, prefit) computes it, whose coverage is at
+least `coverage` on exchangeable videos.
+
+The fitted maps and quantiles are a `Calibrator`, saved as versioned JSON and applied to new predictions
+that have no gold. The maps in every bootstrap resample (the summary's CIs refit them) come from
+`fit_maps_weighted`: weighted least squares by matrix products, and for isotonic a pool-adjacent-violators
+pass that walks the sorted scores once with every resample a lane of one numpy array.
+
+For research on judges only, not therapist supervision, training, hiring or patient-facing evaluation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.rules.errors import DataError, UsageError
+
+__all__ = [
+    "CALIBRATOR_FORMAT",
+    "CALIBRATOR_VERSION",
+    "CALIBRATION_METHODS",
+    "DEFAULT_CALIBRATION_METHOD",
+    "DEFAULT_COVERAGE",
+    "INTENDED_USE",
+    "Calibrator",
+    "apply_map",
+    "calibration_videos_needed",
+    "conformal_quantile",
+    "conformal_rank",
+    "fit_calibrator",
+    "fit_map",
+    "fit_maps_weighted",
+]
+
+CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
+DEFAULT_CALIBRATION_METHOD = "isotonic"
+DEFAULT_COVERAGE = 0.9
+CALIBRATOR_FORMAT = "mis-bench-calibrator"
+CALIBRATOR_VERSION = 1
+SCALE: tuple[float, float] = (SCORE_MIN, SCORE_MAX)
+INTENDED_USE = (
+    "for research on automated judges of FIS ratings; not for therapist supervision, training, hiring "
+    "or patient-facing evaluation (the paper's ethics statement)"
+)
+# A weighted variance below this share of the weighted mean square is cancellation noise: no spread.
+_FLAT = 1e-12
+
+Key = tuple[str, str]
+
+
+# ---------------------------------------------------------------------------------------- conformal
+
+
+def _conformal_level(coverage: float) -> float:
+    """The quantile level MAPIE uses: 1 - alpha with alpha = 1 - coverage computed in decimal (MAPIE's
+    `_transform_confidence_level_to_alpha`), so the rank below is MAPIE's to the last bit."""
+    if not 0 < coverage < 1:
+        raise UsageError(f"coverage must lie strictly between 0 and 1, got {coverage}", hint="e.g. --coverage 0.9")
+    return 1 - float(Decimal(1) - Decimal(str(coverage)))
+
+
+def conformal_rank(n_calibration: int, coverage: float) -> int:
+    """Which smallest residual is the conformal quantile: ceil((n + 1) * coverage) (1-based)."""
+    return math.ceil(_conformal_level(coverage) * (n_calibration + 1))
+
+
+def calibration_videos_needed(coverage: float) -> int:
+    """The fewest calibration videos for which the conformal quantile exists (rank <= n)."""
+    level = _conformal_level(coverage)
+    n = max(1, int(level / (1 - level)) - 2)
+    while conformal_rank(n, coverage) > n:
+        n += 1
+    return n
+
+
+def conformal_quantile(residuals: np.ndarray, coverage: float, *, what: str = "calibration") -> float:
+    """The ceil((n + 1) * coverage)-th smallest absolute residual (MAPIE's split-conformal quantile).
+
+    Too few residuals for the level is a DataError saying how many are needed.
+    """
+    residuals = np.sort(np.asarray(residuals, dtype=np.float64))
+    n = residuals.size
+    rank = conformal_rank(n, coverage)
+    if rank > n:
+        raise DataError(
+            f"{what} has {n} video(s); coverage {coverage:g} needs at least {calibration_videos_needed(coverage)}",
+            hint="use a larger --calibration-split or a lower --coverage",
+        )
+    return float(residuals[rank - 1])
+
+
+# ---------------------------------------------------------------------------------------- maps
+
+
+def fit_map(scores: np.ndarray, gold: np.ndarray, method: str) -> dict[str, Any]:
+    """One dimension's monotone map from judge score to gold, as JSON-ready parameters.
+
+    isotonic: scikit-learn's increasing ``IsotonicRegression(out_of_bounds="clip")``, kept as its
+    thresholds (the map interpolates linearly between them and is constant beyond); linear: the least
+    squares line (slope 0 when the judge gives one value), its output clipped to the scale.
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(gold, dtype=np.float64)
+    if x.size == 0:
+        raise DataError("no (prediction, gold) pairs to fit the calibration on")
+    if method == "isotonic":
+        from sklearn.isotonic import IsotonicRegression
+
+        model = IsotonicRegression(out_of_bounds="clip", increasing=True).fit(x, y)
+        return {"method": method, "x": model.X_thresholds_.tolist(), "y": model.y_thresholds_.tolist()}
+    if method == "linear":
+        slope, intercept = _weighted_line(x[None], y[None], np.ones((1, x.size)))
+        return {"method": method, "slope": float(slope[0]), "intercept": float(intercept[0])}
+    raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
+
+
+def apply_map(params: Mapping[str, Any], scores: np.ndarray) -> np.ndarray:
+    """The calibrated scores of `scores` under one dimension's map (`fit_map`'s parameters)."""
+    x = np.asarray(scores, dtype=np.float64)
+    if params["method"] == "isotonic":
+        knots_x = np.asarray(params["x"], dtype=np.float64)
+        knots_y = np.asarray(params["y"], dtype=np.float64)
+        return np.interp(np.clip(x, knots_x[0], knots_x[-1]), knots_x, knots_y)
+    return np.clip(params["intercept"] + params["slope"] * x, *SCALE)
+
+
+def _weighted_line(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least-squares slope and intercept per row of `weights` (B, n); x, y (1, n) or (B, n).
+
+    Centred on the unweighted means first (no cancellation); a row without spread in x gets slope 0.
+    """
+    cx, cy = x.mean(), y.mean()
+    dx, dy = x - cx, y - cy
+    total = weights.sum(axis=1)
+    safe = np.where(total > 0, total, 1.0)
+    mx = (weights * dx).sum(axis=1) / safe
+    my = (weights * dy).sum(axis=1) / safe
+    sxx = (weights * dx * dx).sum(axis=1) / safe - mx * mx
+    sxy = (weights * dx * dy).sum(axis=1) / safe - mx * my
+    scale = (weights * dx * dx).sum(axis=1) / safe
+    spread = sxx > _FLAT * np.maximum(scale, 1e-300)
+    slope = np.where(spread, sxy / np.where(spread, sxx, 1.0), 0.0)
+    intercept = cy + my - slope * (cx + mx)
+    return slope, intercept
+
+
+def fit_maps_weighted(
+    scores: np.ndarray, gold: np.ndarray, weights: np.ndarray, method: str, at: np.ndarray
+) -> np.ndarray:
+    """The map fitted with each row of `weights` (B, n) as item weights (a bootstrap resample's counts),
+    evaluated at the scores `at` (m,): (B, m). Equal to scikit-learn's fit with ``sample_weight=row``.
+
+    linear: weighted moments, one product per statistic over all rows. isotonic: `_isotonic_lanes`.
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(gold, dtype=np.float64)
+    at = np.asarray(at, dtype=np.float64)
+    weights = np.asarray(weights, dtype=np.float64)
+    if method == "linear":
+        slope, intercept = _weighted_line(x[None], y[None], weights)
+        return np.clip(intercept[:, None] + slope[:, None] * at[None], *SCALE)
+    if method == "isotonic":
+        return _isotonic_lanes(x, y, weights, at)
+    raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
+
+
+def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Weighted increasing isotonic regression for every row of `weights` at once, evaluated at `at`.
+
+    What scikit-learn does per fit, with the rows as lanes of one array: equal scores pooled (weighted
+    mean of their gold, ``_make_unique``), items of weight 0 left out, then pool adjacent violators over
+    the distinct scores in increasing order (a block is merged into the one before while that one's
+    mean is not below it), and between the fitted points linear interpolation, constant beyond the ends
+    (``out_of_bounds="clip"``). The Python loop runs over the distinct scores, never over resamples; each
+    lane's stack of blocks lives in flat arrays indexed depth * lanes + lane (1-D gathers, and the
+    running maxima below run down contiguous rows).
+    """
+    order = np.argsort(x, kind="stable")
+    unique, first = np.unique(x[order], return_index=True)
+    m, lanes = unique.size, weights.shape[0]
+    # (m, B): the weight and the weighted gold sum of each distinct score, items summed by score (sorted runs).
+    sorted_weights = np.ascontiguousarray(weights[:, order].T)
+    w = np.add.reduceat(sorted_weights, first, axis=0)
+    wy = np.add.reduceat(sorted_weights * y[order][:, None], first, axis=0)
+    total, weight, mean = np.zeros(m * lanes), np.zeros(m * lanes), np.zeros(m * lanes)
+    start = np.zeros(m * lanes, dtype=np.int64)
+    top = np.zeros(lanes, dtype=np.int64)
+    every = np.arange(lanes)
+    for point in range(m):
+        pushed = every[w[point] > 0]
+        slot = top[pushed] * lanes + pushed
+        total[slot], weight[slot], start[slot] = wy[point, pushed], w[point, pushed], point
+        mean[slot] = total[slot] / weight[slot]
+        top[pushed] += 1
+        lane = pushed[top[pushed] >= 2]
+        while lane.size:
+            last = (top[lane] - 1) * lanes + lane
+            violated = mean[last - lanes] >= mean[last]
+            lane, last = lane[violated], last[violated]
+            before = last - lanes
+            total[before] += total[last]
+            weight[before] += weight[last]
+            mean[before] = total[before] / weight[before]
+            top[lane] -= 1
+            lane = lane[top[lane] >= 2]
+    # Each distinct score's block: the last block starting at or before it (a running max down the rows).
+    marker = np.full((m, lanes), -1, dtype=np.int64)
+    depth, lane = np.nonzero(np.arange(m)[:, None] < top[None, :])
+    marker[start.reshape(m, lanes)[depth, lane], lane] = depth
+    block_of = np.maximum(np.maximum.accumulate(marker, axis=0), 0)
+    fitted = np.take_along_axis(mean.reshape(m, lanes), block_of, axis=0)  # (m, B), meaningful where w > 0
+    # Interpolate at `at` between the nearest distinct scores with weight on either side.
+    index = np.arange(m)[:, None]
+    present = w > 0
+    below = np.maximum.accumulate(np.where(present, index, -1), axis=0)
+    above = np.minimum.accumulate(np.where(present, index, m)[::-1], axis=0)[::-1]
+    position = np.searchsorted(unique, at, side="right")  # unique[position - 1] <= at < unique[position]
+    low = np.where(position[:, None] > 0, below[np.maximum(position - 1, 0)], -1)  # (len(at), B)
+    high = np.where(position[:, None] < m, above[np.minimum(position, m - 1)], m)
+    low_i, high_i = np.where(low >= 0, low, high), np.where(high < m, high, low)
+    y_low = np.take_along_axis(fitted, low_i, axis=0)
+    y_high = np.take_along_axis(fitted, high_i, axis=0)
+    span = unique[high_i] - unique[low_i]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(span > 0, (at[:, None] - unique[low_i]) / np.where(span > 0, span, 1.0), 0.0)
+    return (y_low + np.clip(t, 0.0, 1.0) * (y_high - y_low)).T
+
+
+# ---------------------------------------------------------------------------------------- calibrator
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """Per dimension a monotone map and a conformal half-width, fitted on one split and calibrated on
+    another: everything `apply` needs for new predictions without gold."""
+
+    method: str
+    coverage: float
+    dimensions: tuple[str, ...]
+    maps: dict[str, dict[str, Any]]
+    half_widths: dict[str, float]
+    n_fit: dict[str, int]
+    n_calibration: dict[str, int]
+    scale: tuple[float, float] = SCALE
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": CALIBRATOR_FORMAT,
+            "version": CALIBRATOR_VERSION,
+            "intended_use": INTENDED_USE,
+            "method": self.method,
+            "coverage": self.coverage,
+            "scale": list(self.scale),
+            "dimensions": list(self.dimensions),
+            "maps": self.maps,
+            "half_widths": self.half_widths,
+            "n_fit": self.n_fit,
+            "n_calibration": self.n_calibration,
+            "provenance": self.provenance,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Calibrator:
+        """A calibrator from its JSON; another format or version, or a malformed one, is a DataError."""
+        if not isinstance(data, dict) or data.get("format") != CALIBRATOR_FORMAT:
+            raise DataError(f"not a {CALIBRATOR_FORMAT} file", where=where, hint="give a calibrator.json written by it")
+        if data.get("version") != CALIBRATOR_VERSION:
+            raise DataError(
+                f"calibrator version {data.get('version')!r}; this toolkit reads version {CALIBRATOR_VERSION}",
+                where=where,
+                hint="recalibrate with this toolkit's mis-bench calibrate",
+            )
+        try:
+            dims = tuple(data["dimensions"])
+            calibrator = cls(
+                method=str(data["method"]),
+                coverage=float(data["coverage"]),
+                dimensions=dims,
+                maps={d: dict(data["maps"][d]) for d in dims},
+                half_widths={d: float(data["half_widths"][d]) for d in dims},
+                n_fit={d: int(data["n_fit"][d]) for d in dims},
+                n_calibration={d: int(data["n_calibration"][d]) for d in dims},
+                scale=(float(data["scale"][0]), float(data["scale"][1])),
+                provenance=dict(data.get("provenance") or {}),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise DataError(f"malformed calibrator ({exc!r})", where=where, hint="recalibrate") from None
+        unknown = [d for d in dims if d not in DIMENSION_KEYS]
+        if unknown or calibrator.method not in CALIBRATION_METHODS:
+            raise DataError(f"calibrator names unknown dimension(s) {unknown} or method", where=where)
+        return calibrator
+
+    def save(self, path: str | Path) -> Path:
+        import json
+
+        from mis_bench_dataset.rules.atomic import write_atomic
+        from mis_bench_dataset.rules.jsonio import json_safe
+
+        return write_atomic(path, json.dumps(json_safe(self.to_json()), indent=2, allow_nan=False) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path) -> Calibrator:
+        from mis_bench_dataset.rules.jsonio import JSONInputError, read_json
+
+        try:
+            data = read_json(path)
+        except JSONInputError as exc:
+            raise DataError(f"not a readable calibrator: {exc.reason}", where=str(path)) from None
+        return cls.from_json(data, str(path))
+
+    def check_applies(self, predictions: Mapping[Key, float | None], where: str) -> None:
+        """Refuse predictions on another dimension set or scale than the calibrator's (one DataError line)."""
+        if tuple(self.scale) != SCALE:
+            raise DataError(
+                f"the calibrator is on the scale {list(self.scale)}, the toolkit's is {list(SCALE)}",
+                where=where,
+                hint="calibrate again on predictions and gold of the FIS scale",
+            )
+        named = sorted({dim for _, dim in predictions}, key=DIMENSION_KEYS.index)
+        extra = [d for d in named if d not in self.dimensions]
+        if extra:
+            raise DataError(
+                f"the predictions name dimension(s) {extra} the calibrator was not fitted on "
+                f"(it has {list(self.dimensions)})",
+                where=where,
+                hint="calibrate on predictions of the same dimensions",
+            )
+        values = np.array([v for v in predictions.values() if v is not None], dtype=np.float64)
+        outside = values[(values < self.scale[0]) | (values > self.scale[1])]
+        if outside.size:
+            raise DataError(
+                f"{outside.size} prediction(s) lie outside the calibrator's scale {list(self.scale)} "
+                f"(e.g. {outside[0]:g}): another scale",
+                where=where,
+                hint="give predictions on the 1-5 FIS scale",
+            )
+
+    def apply(self, predictions: Mapping[Key, float | None], where: str = "predictions") -> list[dict]:
+        """Long records {video_id, dimension, prediction (calibrated), raw_prediction, lower, upper};
+        an unparsed prediction stays None with no interval."""
+        self.check_applies(predictions, where)
+        records = []
+        for (video, dim), value in predictions.items():
+            record = {"video_id": video, "dimension": dim, "prediction": None, "raw_prediction": value}
+            record.update(lower=None, upper=None)
+            if value is not None:
+                calibrated = float(apply_map(self.maps[dim], np.array([value]))[0])
+                record["prediction"] = calibrated
+                record["lower"], record["upper"] = self.interval(dim, calibrated)
+            records.append(record)
+        return records
+
+    def interval(self, dim: str, calibrated: float) -> tuple[float, float]:
+        half = self.half_widths[dim]
+        low, high = self.scale
+        return float(np.clip(calibrated - half, low, high)), float(np.clip(calibrated + half, low, high))
+
+
+def _pairs(predictions: Mapping[Key, float | None], references: Mapping[Key, float], dim: str):
+    keys = sorted(k for k, v in predictions.items() if k[1] == dim and v is not None and k in references)
+    x = np.array([predictions[k] for k in keys], dtype=np.float64)
+    y = np.array([references[k] for k in keys], dtype=np.float64)
+    return keys, x, y
+
+
+def fit_calibrator(
+    fit_predictions: Mapping[Key, float | None],
+    fit_references: Mapping[Key, float],
+    calibration_predictions: Mapping[Key, float | None],
+    calibration_references: Mapping[Key, float],
+    *,
+    method: str = DEFAULT_CALIBRATION_METHOD,
+    coverage: float = DEFAULT_COVERAGE,
+    provenance: Mapping[str, Any] | None = None,
+) -> Calibrator:
+    """Fit each dimension's map on the fit pairs (a parsed prediction with gold) and its conformal
+    half-width on the calibration pairs; a dimension without fit pairs is left out (logged by the caller)."""
+    _conformal_level(coverage)
+    if method not in CALIBRATION_METHODS:
+        raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
+    maps, half_widths, n_fit, n_cal = {}, {}, {}, {}
+    for dim in DIMENSION_KEYS:
+        _, x, y = _pairs(fit_predictions, fit_references, dim)
+        if not x.size:
+            continue
+        maps[dim] = fit_map(x, y, method)
+        _, xc, yc = _pairs(calibration_predictions, calibration_references, dim)
+        residuals = np.abs(yc - apply_map(maps[dim], xc))
+        half_widths[dim] = conformal_quantile(residuals, coverage, what=f"the calibration split for {dim}")
+        n_fit[dim], n_cal[dim] = int(x.size), int(xc.size)
+    if not maps:
+        raise DataError("no dimension has a parsed prediction with gold in the fit split")
+    return Calibrator(
+        method=method,
+        coverage=coverage,
+        dimensions=tuple(maps),
+        maps=maps,
+        half_widths=half_widths,
+        n_fit=n_fit,
+        n_calibration=n_cal,
+        provenance=dict(provenance or {}),
+    )

@@ -1,0 +1,210 @@
+"""The calibration core (`mis_icc_metric.calibration`) against its independent references.
+
+scikit-learn's IsotonicRegression / LinearRegression (with sample weights: a bootstrap resample's counts)
+for the maps, MAPIE's SplitConformalRegressor (prefit, absolute conformity score) for the bounds, and
+hypothesis properties: the map is monotone, every interval holds its calibrated score, and on
+exchangeable synthetic data the conformal interval covers at least the nominal share on average.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.isotonic import IsotonicRegression
+from sklearn.linear_model import LinearRegression
+
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_icc_metric.calibration import (
+    Calibrator,
+    apply_map,
+    calibration_videos_needed,
+    conformal_quantile,
+    conformal_rank,
+    fit_calibrator,
+    fit_map,
+    fit_maps_weighted,
+)
+
+mapie_regression = pytest.importorskip("mapie.regression")
+
+
+def _judge(rng: np.random.Generator, n: int, *, decimals: int = 2) -> tuple[np.ndarray, np.ndarray]:
+    """A judge's scores and a gold on the FIS scale (one decimal), related monotonically with noise."""
+    x = np.round(rng.uniform(1, 5, n), decimals)
+    y = np.clip(np.round(0.6 * x + 1.2 + rng.normal(0, 0.5, n), 1), 1, 5)
+    return x, y
+
+
+def _mapie_bounds(estimator, x_cal, y_cal, x_new, coverage):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # MAPIE cannot tell a prefit IsotonicRegression is fitted
+        conformal = mapie_regression.SplitConformalRegressor(estimator, confidence_level=coverage, prefit=True)
+        conformal.conformalize(x_cal[:, None], y_cal)
+        predicted, intervals = conformal.predict_interval(x_new[:, None])
+    return predicted, intervals[:, 0, 0], intervals[:, 1, 0]
+
+
+@pytest.mark.parametrize("n_cal", [20, 57, 100, 313])
+@pytest.mark.parametrize("coverage", [0.8, 0.9, 0.95])
+def test_isotonic_map_and_bounds_equal_sklearn_and_mapie(n_cal, coverage):
+    rng = np.random.default_rng(n_cal)
+    x, y = _judge(rng, 300 + n_cal + 80)
+    fit, cal, new = slice(0, 300), slice(300, 300 + n_cal), slice(300 + n_cal, None)
+    x_new = np.concatenate([x[new], [0.2, 5.9, x[fit].min(), x[fit].max()]])  # beyond the fit's range too
+    reference = IsotonicRegression(out_of_bounds="clip").fit(x[fit], y[fit])
+    params = fit_map(x[fit], y[fit], "isotonic")
+    np.testing.assert_allclose(apply_map(params, x_new), reference.predict(x_new), rtol=0, atol=1e-12)
+    half = conformal_quantile(np.abs(y[cal] - apply_map(params, x[cal])), coverage)
+    predicted, low, high = _mapie_bounds(reference, x[cal], y[cal], x_new, coverage)
+    calibrated = apply_map(params, x_new)
+    np.testing.assert_allclose(calibrated, predicted, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.clip(calibrated - half, 1, 5), np.clip(low, 1, 5), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.clip(calibrated + half, 1, 5), np.clip(high, 1, 5), rtol=0, atol=1e-9)
+
+
+def test_linear_map_and_bounds_equal_sklearn_and_mapie():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(2, 4, 400)  # a line that stays inside the scale: MAPIE's bounds are unclipped
+    y = np.clip(0.5 * x + 1.5 + rng.normal(0, 0.3, 400), 1, 5)
+    reference = LinearRegression().fit(x[:250, None], y[:250])
+    params = fit_map(x[:250], y[:250], "linear")
+    assert params["slope"] == pytest.approx(reference.coef_[0], abs=1e-12)
+    assert params["intercept"] == pytest.approx(reference.intercept_, abs=1e-12)
+    half = conformal_quantile(np.abs(y[250:350] - apply_map(params, x[250:350])), 0.9)
+    predicted, low, high = _mapie_bounds(reference, x[250:350], y[250:350], x[350:], 0.9)
+    calibrated = apply_map(params, x[350:])
+    np.testing.assert_allclose(calibrated, predicted, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.clip(calibrated - half, 1, 5), np.clip(low, 1, 5), rtol=0, atol=1e-9)
+    np.testing.assert_allclose(np.clip(calibrated + half, 1, 5), np.clip(high, 1, 5), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("method", ["isotonic", "linear"])
+@pytest.mark.parametrize("decimals", [1, 3])  # many tied scores, and nearly all distinct
+def test_resampled_maps_equal_sklearn_fits_with_the_counts_as_weights(method, decimals):
+    rng = np.random.default_rng(decimals)
+    x, y = _judge(rng, 300, decimals=decimals)
+    counts = rng.multinomial(300, np.full(300, 1 / 300), size=60).astype(float)
+    counts[0] = 0.0
+    counts[0, :3] = [2.0, 0.0, 1.0]  # a resample with two distinct items only
+    at = np.concatenate([rng.uniform(0.5, 5.5, 50), x[:20]])
+    got = fit_maps_weighted(x, y, counts, method, at)
+    for row in range(counts.shape[0]):
+        if method == "isotonic":
+            model = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=counts[row])
+            expected = model.predict(at)
+        else:
+            keep = counts[row] > 0
+            line = LinearRegression().fit(x[keep, None], y[keep], sample_weight=counts[row][keep])
+            expected = np.clip(line.predict(at[:, None]), 1, 5)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-9)
+
+
+def test_conformal_rank_and_the_videos_needed():
+    assert conformal_rank(99, 0.9) == 90  # ceil(100 * 0.9)
+    assert conformal_rank(100, 0.9) == 91  # ceil(90.9)
+    assert calibration_videos_needed(0.9) == 9
+    assert calibration_videos_needed(0.95) == 19
+    for coverage in (0.5, 0.8, 0.9, 0.95, 0.99):
+        needed = calibration_videos_needed(coverage)
+        assert conformal_rank(needed, coverage) <= needed
+        assert conformal_rank(needed - 1, coverage) > needed - 1
+    assert conformal_quantile(np.arange(10.0), 0.9) == 9.0  # rank ceil(11 * 0.9) = 10: the largest
+    with pytest.raises(DataError, match="needs at least 19"):
+        conformal_quantile(np.arange(18.0), 0.95)
+    with pytest.raises(UsageError):
+        conformal_quantile(np.arange(18.0), 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    scores=st.lists(st.floats(1, 5, allow_nan=False), min_size=2, max_size=40),
+    noise=st.lists(st.floats(-2, 2, allow_nan=False), min_size=40, max_size=40),
+    probes=st.lists(st.floats(0, 6, allow_nan=False), min_size=2, max_size=20),
+    method=st.sampled_from(["isotonic", "linear"]),
+)
+def test_the_map_is_monotone_and_intervals_hold_the_calibrated_score(scores, noise, probes, method):
+    x = np.array(scores)
+    y = np.clip(np.round(x + np.array(noise[: x.size]), 1), 1, 5)
+    params = fit_map(x, y, method)
+    grid = np.sort(np.array(probes))
+    mapped = apply_map(params, grid)
+    step = np.diff(mapped)
+    assert (step >= -1e-12).all() if method == "isotonic" or params["slope"] >= 0 else (step <= 1e-12).all()
+    assert ((mapped >= 1) & (mapped <= 5)).all()
+    keys = {(f"C{i:03d}_T1_S1", "empathy"): float(v) for i, v in enumerate(x)}
+    gold = {(f"C{i:03d}_T1_S1", "empathy"): float(v) for i, v in enumerate(y)}
+    if len(keys) < calibration_videos_needed(0.5):
+        return
+    calibrator = fit_calibrator(keys, gold, keys, gold, method=method, coverage=0.5)
+    for record in calibrator.apply(keys):
+        assert record["lower"] <= record["prediction"] <= record["upper"]
+        assert record["lower"] >= 1 and record["upper"] <= 5
+
+
+@pytest.mark.parametrize("method", ["isotonic", "linear"])
+def test_coverage_guarantee_on_exchangeable_data(method):
+    """Over many draws of exchangeable fit / calibration / test videos the mean coverage is at least nominal
+    (split conformal's guarantee) and at most nominal + 1 / (n + 1) plus Monte Carlo error."""
+    rng = np.random.default_rng(7)
+    coverage, n_cal, covered = 0.9, 60, []
+    for _ in range(300):
+        x, y = _judge(rng, 100 + n_cal + 50)
+        params = fit_map(x[:100], y[:100], method)
+        half = conformal_quantile(np.abs(y[100 : 100 + n_cal] - apply_map(params, x[100 : 100 + n_cal])), coverage)
+        calibrated = apply_map(params, x[100 + n_cal :])
+        low, high = np.clip(calibrated - half, 1, 5), np.clip(calibrated + half, 1, 5)
+        covered.append(np.mean((y[100 + n_cal :] >= low) & (y[100 + n_cal :] <= high)))
+    mean = float(np.mean(covered))
+    monte_carlo = 3 * np.std(covered) / np.sqrt(len(covered))
+    assert coverage - monte_carlo <= mean <= coverage + 1 / (n_cal + 1) + monte_carlo
+
+
+def _mapping(rng, videos, dims=DIMENSION_KEYS):
+    return {(v, d): float(np.round(rng.uniform(1, 5), 2)) for v in videos for d in dims}
+
+
+def test_calibrator_round_trip_and_refusals(tmp_path):
+    rng = np.random.default_rng(0)
+    videos = [f"C{i:03d}_T{1 + i % 3}_S{i % 8 + 1}" for i in range(60)]
+    predictions, gold = _mapping(rng, videos), _mapping(rng, videos)
+    calibrator = fit_calibrator(predictions, gold, predictions, gold, provenance={"fit_split": "train"})
+    path = calibrator.save(tmp_path / "calibrator.json")
+    again = Calibrator.load(path)
+    assert again == calibrator
+    new = _mapping(rng, ["D001_T1_S1", "D002_T3_S4"])
+    assert again.apply(new) == calibrator.apply(new)
+    only_two = fit_calibrator(
+        {k: v for k, v in predictions.items() if k[1] in ("empathy", "wau")}, gold, predictions, gold
+    )
+    with pytest.raises(DataError, match="not fitted on"):
+        only_two.apply(new)
+    with pytest.raises(DataError, match="another scale"):
+        calibrator.apply({("D001_T1_S1", "empathy"): 7.5})
+    data = calibrator.to_json()
+    with pytest.raises(DataError, match="scale"):
+        Calibrator.from_json({**data, "scale": [0, 10]}, "x.json").apply(new)
+    with pytest.raises(DataError, match="version"):
+        Calibrator.from_json({**data, "version": 99}, "x.json")
+    with pytest.raises(DataError, match="needs at least 9"):
+        fit_calibrator(predictions, gold, dict(list(predictions.items())[:64]), gold)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_calibrated_predictions_round_trip_with_their_intervals(tmp_path, suffix):
+    from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, write_predictions
+
+    rng = np.random.default_rng(1)
+    videos = [f"CL{i:04d}_T1_Jessica" for i in range(30)]
+    predictions, gold = _mapping(rng, videos), _mapping(rng, videos)
+    calibrator = fit_calibrator(predictions, gold, predictions, gold)
+    records = calibrator.apply({**predictions, ("CL0000_T1_Jessica", "empathy"): None})
+    path = write_predictions(tmp_path / f"calibrated{suffix}", records)
+    back = read_prediction_file(path)
+    assert back.form == "long" and back.records == records  # lower/upper/raw_prediction kept; None stays None
+    # What an older reader keeps: the calibrated score per pair.
+    assert predictions_to_mapping(back.records) == {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
