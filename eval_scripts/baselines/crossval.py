@@ -20,7 +20,7 @@ import numpy as np
 
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.rules.progress import step
 
@@ -92,6 +92,7 @@ def cross_validate(
     n_folds: int = 5,
     seeds: Sequence[int] = tuple(range(DEFAULT_SEED, DEFAULT_SEED + 3)),
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    resample: str = DEFAULT_RESAMPLE,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions (and each fold's
@@ -118,7 +119,7 @@ def cross_validate(
                 folds = clinician_folds(rows, n_folds, seed)
                 predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache, on_fold=done.update)
                 scored = {key: value for key, value in predicted.items() if key in references}
-                scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
+                scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
                 by_seed[str(seed)] = json_safe(scores)
                 by_seed[str(seed)]["fold_mean_icc"] = _fold_means(scored, references, rows, folds, n_folds)
             results[f"{baseline} {modality}"] = {
@@ -133,6 +134,7 @@ def cross_validate(
         "grouping": "clinician (GroupKFold, shuffled by the seed)",
         "seeds": list(seeds),
         "n_bootstrap": n_bootstrap,
+        "resample": resample,
         "runs": results,
     }
 

@@ -16,7 +16,7 @@ from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.harness.run_writer import write_run
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.protocol import setting_record
 from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
@@ -71,6 +71,7 @@ def run_baseline(
     modality: str = "audio+video+text",
     split: str = "test",
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    resample: str = DEFAULT_RESAMPLE,
     seed: int = DEFAULT_SEED,
     train_rows: list[dict] | None = None,
     eval_rows: list[dict] | None = None,
@@ -106,6 +107,7 @@ def run_baseline(
         references=gold_references(eval_rows),
         parse_rates={key: 1.0 for key in DIMENSION_KEYS},
         n_bootstrap=n_bootstrap,
+        resample=resample,
         seed=seed,
     )
     seconds = time.monotonic() - started

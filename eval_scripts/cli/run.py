@@ -325,6 +325,7 @@ def run_default(args: argparse.Namespace) -> int:
     names = {
         "split": "split",
         "n_bootstrap": "bootstrap",
+        "resample": "resample",
         "seed": "seed",
         "cv_folds": "cv_folds",
         "cv_seeds": "cv_seeds",

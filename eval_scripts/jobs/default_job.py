@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.progress import step
@@ -60,7 +60,7 @@ def _jobs(train_rows: list[dict]) -> tuple[list[tuple[str, str]], dict[str, str]
 
 
 def _cross_validation(
-    dataset: BuiltDataset, jobs, folder, *, folds: int, n_seeds: int, n_bootstrap: int, seed: int, say
+    dataset: BuiltDataset, jobs, folder, *, folds: int, n_seeds: int, draw: tuple[int, int, str], say
 ) -> dict | None:
     """With `--cv-folds K`: clinician-grouped K-fold CV over every video, `--cv-seeds` fold seeds from `--seed`."""
     if not folds:
@@ -68,9 +68,10 @@ def _cross_validation(
     from eval_scripts.baselines.crossval import cross_validate
     from mis_bench_dataset.rules.atomic import write_atomic
 
+    n_bootstrap, seed, resample = draw
     seeds = list(range(seed, seed + n_seeds))
     say(f"Cross-validating over every video: {folds} folds grouped by clinician, fold seeds {seeds} ...")
-    doc = cross_validate(dataset, jobs, n_folds=folds, seeds=seeds, n_bootstrap=n_bootstrap)
+    doc = cross_validate(dataset, jobs, n_folds=folds, seeds=seeds, n_bootstrap=n_bootstrap, resample=resample)
     path = folder.claim("cross_validation.json", "run-cross-validation")
     write_atomic(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
     return {"path": str(path), "n_folds": folds, "seeds": seeds, "n_videos": doc["n_videos"], "doc": doc}
@@ -112,6 +113,7 @@ class _Job:
     seed: int
     say: Callable[..., None]
     default_sample: bool = False
+    resample: str = DEFAULT_RESAMPLE
 
 
 def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], jobs) -> list:
@@ -128,6 +130,7 @@ def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], job
             modality=modality,
             split=job.split,
             n_bootstrap=job.n_bootstrap,
+            resample=job.resample,
             seed=job.seed,
             train_rows=train_rows,
             eval_rows=eval_rows,
@@ -176,6 +179,7 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
         sources=[str(r.results_path) for r in runs],
         comparison_bootstrap=job.n_bootstrap,
         seed=job.seed,
+        resample=job.resample,
         about=about,
         cross_validation=cv,
     )
@@ -188,6 +192,7 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
         split=job.split,
         n_bootstrap=job.n_bootstrap,
         seed=job.seed,
+        resample=job.resample,
         fingerprints=job.dataset.fingerprints(job.split),
         synthetic=job.dataset.synthetic,  # the build's flag, as `mis-bench leaderboard` and the Space read it
     )
@@ -261,6 +266,7 @@ def run_default_job(
     *,
     split: str = "test",
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    resample: str = DEFAULT_RESAMPLE,
     seed: int = DEFAULT_SEED,
     cv_folds: int = DEFAULT_CV_FOLDS,
     cv_seeds: int = DEFAULT_CV_SEEDS,
@@ -284,6 +290,7 @@ def run_default_job(
     handle, synthetic = _dataset(dataset, say)
     check_not_overlapping(out_dir, [handle.path], command="run")
     job = _Job(handle, synthetic, out_dir, OutputFolder(out_dir, command="run"), split, n_bootstrap, seed, say)
+    job.resample = resample
     job.default_sample = dataset is None
     if synthetic:
         say(SYNTHETIC_BANNER)
@@ -306,7 +313,7 @@ def run_default_job(
         say(f"  skipping features {setting}: {why}")
     runs = _fit_and_score(job, train_rows, eval_rows, jobs)
     cross_validation = _cross_validation(
-        handle, jobs, job.folder, folds=cv_folds, n_seeds=cv_seeds, n_bootstrap=n_bootstrap, seed=seed, say=say
+        handle, jobs, job.folder, folds=cv_folds, n_seeds=cv_seeds, draw=(n_bootstrap, seed, resample), say=say
     )
     with step("writing the report, the submissions and the leaderboard"):  # the report's figures: seconds
         report, leaderboard = _publish(job, runs, references, cross_validation)
