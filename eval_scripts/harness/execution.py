@@ -140,7 +140,7 @@ def complete_requests(
     context: RunContext, backend: Backend, folder: OutputFolder, inputs: Sequence[str | Path] = ()
 ) -> tuple[dict[tuple[int, int], Completion], PrefixStats | None]:
     """Every (row, sample) completion (cached or new), sent in prefix-friendly order when the engine keeps it."""
-    from tqdm.auto import tqdm
+    from mis_bench_dataset.rules.progress import step
 
     config = context.config
     cache_path = Path(config.cache_path) if config.cache_path else folder.claim(CACHE_NAME, RUN_WRITER)
@@ -166,12 +166,8 @@ def complete_requests(
         prefix = sum(
             (prefix_stats(requests_of(context, (i for i in order if i in todo))) for todo in pending), PrefixStats()
         )
-        with tqdm(
-            total=len(context.prompts) * len(decodings),
-            unit="answer",
-            desc=context.label,
-            disable=not config.progress,
-            dynamic_ncols=True,
+        with step(
+            context.label, total=len(context.prompts) * len(decodings), unit="answer", show=config.progress
         ) as bar:
             for sample, decoding in enumerate(decodings):  # one pass per sample: each answer cached as it comes
                 for completion in caching.complete([context.prompts[i] for i in order], decoding):

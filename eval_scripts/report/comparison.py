@@ -16,13 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from eval_scripts.report.inputs import Key, predictions_on, score_run
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -164,9 +163,7 @@ def _paired_tests(ref, others, references, n_bootstrap: int, seed: int, quiet: b
 
     reference_predictions = predictions_on(ref.predictions, references)
     paired = []
-    for run in tqdm(
-        others, desc="comparison: paired tests", unit="system", disable=quiet or None
-    ):  # None: only on a terminal
+    for run in progress(others, desc="comparison: paired tests", unit="system", show=not quiet):
         try:
             comparison = paired_comparison(
                 predictions_on(run.predictions, references),
@@ -210,7 +207,7 @@ def compare_systems(
         return _stored_comparison(ref, rule, compared, skipped, notes, n_bootstrap)
     scores = [
         score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
-        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3 or None)
+        for run in progress(compared, desc="comparison: scoring", unit="system", show=len(compared) >= 3)
     ]
     paired: list[dict[str, Any]] = []
     if n_bootstrap == 0:

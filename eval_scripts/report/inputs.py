@@ -10,9 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -113,8 +112,8 @@ def rescore(
     from eval_scripts.formats.submission import predictions_mapping
 
     rescored = []
-    for results, source in tqdm(
-        list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", disable=len(results_list) < 3
+    for results, source in progress(
+        list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", show=len(results_list) >= 3
     ):
         scores = score_run(predictions_mapping(results), references, n_bootstrap=n_bootstrap, seed=seed, source=source)
         rescored.append({**results, "scores": scores})
