@@ -100,6 +100,8 @@ def _entry(sub: Candidate, scores: dict[str, Any], synthetic: bool | None) -> di
         "prompt_style": setting["prompt_style"],
         "few_shot_k": setting["few_shot_k"],
         "input_source": safe_text(setting["input_source"]),
+        # What tells it from another run of the same model and setting (`3 samples`, `max-tokens 2`), or "".
+        "options": sub.options,
         "dataset_fingerprint": safe_text(dataset["fingerprint"]),
         # The references' flag; only where they have none (a labels file) may the submitter's claim add it.
         "synthetic": bool(dataset.get("synthetic", False)) if synthetic is None else synthetic,
