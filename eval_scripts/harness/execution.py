@@ -38,6 +38,7 @@ from eval_scripts.harness.readouts import (
     RowReadout,
     SampleOutcome,
     distribution_only_counts,
+    out_of_range,
     row_readout,
     sample_outcome,
 )
@@ -66,7 +67,8 @@ class RunResult:
     raw_responses_path: Path
     results_path: Path
     elapsed_s: float
-    n_unparsed: int = 0
+    n_unparsed: int = 0  # answered rows that gave no score, out of range included (results.json's `unparsed`)
+    n_out_of_range: int = 0  # of those, the rows whose score (text or expected) lies outside [1, 5]
     outcomes: dict = field(default_factory=dict)  # `harness.outcomes.count_outcomes`
     failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
@@ -261,6 +263,7 @@ class _Collected:
     outcomes: list[tuple[str, str]]
     failures: list[tuple[str, str]]
     parse_rates: dict[str, float]
+    n_out_of_range: int = 0
 
 
 def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
@@ -283,7 +286,9 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
             if sample.status == STATUS_FAILED:
                 failures.append((raw_records[-1]["failure"], raw_records[-1]["error"]))
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
-    return _Collected(predictions, raw_records, outcomes, failures, parse_rates)
+    style = context.config.prompt_style
+    n_out_of_range = sum(out_of_range(readout, style) for readout in readouts)
+    return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range)
 
 
 def _run_result(
@@ -311,6 +316,7 @@ def _run_result(
         usage=usage,
         prefix=prefix,
         n_unparsed=overall[OUTCOME_UNPARSED],
+        n_out_of_range=collected.n_out_of_range,
         outcomes=counts,
         failures=failure_summary,
         readouts_path=written.readouts_path,
