@@ -125,10 +125,10 @@ def test_idle_and_half_sent_clients_are_timed_out(space_env):
 
 def test_connections_beyond_the_slots_and_the_queue_get_503_and_the_page_returns(space_env):
     files = site_files(build_board_from_env())
-    with serving(files, timeout=1.0, max_connections=2) as port:
+    with serving(files, timeout=3.0, max_connections=2) as port:
         # two slots and 2 * WAITING_PER_SLOT waiting places, all taken by idle clients
         idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2 + 2 * space_app.WAITING_PER_SLOT)]
-        time.sleep(0.2)  # all accepted: holding their slots or waiting for one
+        time.sleep(0.5)  # all accepted: holding their slots or waiting for one (well within their deadline)
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
                 extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
@@ -156,7 +156,9 @@ def _trickle(port: int, dropped_after: list[float]) -> None:
             except OSError:
                 break
             if select.select([client], [], [], 0.1)[0]:  # readable: the server answered or hung up
-                assert client.recv(4096) == b""  # hung up, nothing answered
+                # hung up (its request cut off, never answered), or 503 when its deadline passed while it waited
+                answer = client.recv(4096)
+                assert answer == b"" or answer.startswith(b"HTTP/1.1 503"), answer
                 break
         else:
             return
@@ -168,7 +170,7 @@ def test_trickling_clients_beyond_the_slots_cannot_keep_a_visitor_out(space_env,
     (not reset by every byte), the visitor who arrives after them is served within that deadline, and no
     half-sent request is answered or logged as a traceback."""
     files = site_files(build_board_from_env())
-    deadline_s, slots = 1.0, 3
+    deadline_s, slots = 2.0, 3
     dropped_after = []
     caplog.set_level("INFO", logger=space_app.__name__)
     with serving(files, timeout=deadline_s, max_connections=slots) as port:
@@ -184,9 +186,9 @@ def test_trickling_clients_beyond_the_slots_cannot_keep_a_visitor_out(space_env,
             for thread in tricklers:
                 thread.join(timeout=15)
     assert status == 200 and b"org/a" in body
-    assert waited < deadline_s + 0.5
+    assert waited < deadline_s + 1.0  # within the deadline (and scheduling on a loaded machine)
     assert len(dropped_after) == 2 * slots  # every trickler was cut off ...
-    assert max(dropped_after) < 3 * deadline_s  # ... within its deadline (a byte each 0.1 s reset no timer)
+    assert max(dropped_after) < 2 * deadline_s + 1  # ... by its deadline (a byte each 0.1 s reset no timer)
     assert "Traceback" not in caplog.text
     assert "cut off before its headers ended" in caplog.text
 

@@ -55,7 +55,9 @@ def render_help() -> str:
 
 def write_help() -> Path:
     """Rewrite `train_help.txt` from the parser (after a flag or a TRL / transformers default changed)."""
-    HELP_FILE.write_text(render_help(), encoding="utf-8")
+    from mis_bench_dataset.rules.atomic import write_atomic
+
+    write_atomic(HELP_FILE, render_help())
     return HELP_FILE
 
 

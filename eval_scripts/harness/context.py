@@ -285,7 +285,6 @@ def prepare_run(
         raise DataError(str(err), where=where) from err
     setting = _setting(config, input_source, prompts, backend)
     sample_keys = _sample_keys(config, backend, setting, prompts, decoding)
-    configs = ("scoring", "features") if input_source == "features" else ("scoring",)
     return RunContext(
         config=config,
         backend_name=backend.name,
@@ -295,7 +294,7 @@ def prepare_run(
         input_source=input_source,
         decoding=decoding,
         setting=setting,
-        dataset=source.record(config.split, configs, config.dataset_name),
+        dataset=source.record(config.split, config.dataset_name),
         run_dir=run_dir_name(config, input_source),
         sample_keys=sample_keys,
     )

@@ -69,6 +69,29 @@ def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
         ) from None
 
 
+def one_fingerprint_per_build(
+    results_list: Sequence[Mapping[str, Any]], source: str | Path, split: str
+) -> list[Mapping[str, Any]]:
+    """The results with every fingerprint of the references' build (`source`, when it is a build folder) on
+    `split` written as that build's one fingerprint (`BuiltDataset.build_fingerprint`): results recorded over
+    the configs they read (older runs: the text only; the baselines: text and features) are then compared with
+    each other and named as one build."""
+    from mis_bench_dataset.built.handle import BuiltDataset
+
+    path = Path(source)
+    if not path.is_dir():
+        return list(results_list)
+    build = BuiltDataset.open(path)
+    aliases, canonical = build.fingerprints(split), build.build_fingerprint(split)
+    same = []
+    for results in results_list:
+        dataset = results.get("dataset") or {}
+        if dataset.get("fingerprint") in aliases and dataset.get("split", split) == split:
+            results = {**results, "dataset": {**dataset, "fingerprint": canonical}}
+        same.append(results)
+    return same
+
+
 def predictions_on(
     predictions: Mapping[Key, float | None], references: Mapping[Key, object]
 ) -> dict[Key, float | None]:
