@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from eval_scripts.baselines.run import run_baseline
 from eval_scripts.cli import main
 from mis_bench_dataset.built import format as fmt
@@ -27,6 +29,7 @@ def _model_run(dataset: Path, out: Path, monkeypatch, capsys) -> Path:
     return Path(json.loads(capsys.readouterr().out)["results"])
 
 
+@pytest.mark.slow
 def test_a_model_run_and_the_baselines_of_one_build_are_compared(synthetic_build, tmp_path, monkeypatch, capsys):
     runs = tmp_path / "runs"
     model_results = _model_run(synthetic_build, runs, monkeypatch, capsys)

@@ -131,6 +131,7 @@ def _cli(*args: str) -> tuple[subprocess.CompletedProcess, float]:
     return done, time.perf_counter() - started
 
 
+@pytest.mark.slow
 def test_train_help_is_fast_and_help_command_prints_the_same():
     from eval_scripts.cli.train import HELP_FILE
 
