@@ -128,7 +128,9 @@ class RAFTModelConfig(ModelConfig):
 
 
 DATACLASSES = (RAFTScriptArguments, RAFTConfig, RAFTModelConfig)
-USAGE = "%(prog)s --model_name_or_path MODEL --dataset_dir DIR [--output_dir OUT] [--config RECIPE.yaml] [FLAGS]"
+# --model, --dataset, --out: the spelling of every mis-bench command; TRL's --model_name_or_path, --dataset_dir and
+# --output_dir are the same flags (the help lists them under TRL's names).
+USAGE = "%(prog)s --model MODEL --dataset DIR --out OUT [--config RECIPE.yaml] [FLAGS]"
 DESCRIPTION = (
     "Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5), then predict the test split. Every flag "
     "is also a key of a --config YAML recipe (raft_trainer/recipes/); a flag overrides the recipe."
@@ -327,11 +329,19 @@ def make_parser(prog: str | None = None, check_machine: bool = True) -> RAFTPars
         allow_abbrev=False,
         check_machine=check_machine,
     )
+    _alias(parser, "output_dir", "--out")  # the spelling of every other mis-bench command
     if check_machine and not torch.cuda.is_available():
         # The CPU fallback: TrainingArguments must know, or `accelerate launch` of several processes would not
         # form a (gloo) process group; a recipe or flag may still say otherwise.
         parser.set_defaults(use_cpu=True)
     return parser
+
+
+def _alias(parser: argparse.ArgumentParser, dest: str, alias: str) -> None:
+    """`alias` also sets `dest` (a TrainingArguments field, whose dataclass the toolkit does not redefine)."""
+    action = next(a for a in parser._actions if a.dest == dest and a.option_strings)
+    action.option_strings.append(alias)
+    parser._option_string_actions[alias] = action
 
 
 def cuda_only_settings(values) -> list[tuple[str, str]]:

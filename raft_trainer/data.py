@@ -111,6 +111,22 @@ class TrainingRowMixin:
         return out
 
 
+def prompt_floor(encoder: ScoringEncoder, rows) -> tuple[int, Mapping[str, Any] | None]:
+    """(the most tokens any row needs with its transcript removed: system prompt, rubric, media context and score;
+    that row): a `max_length` below it cannot encode the row. Rows of one dimension and media context need the
+    same, so each pair is rendered once."""
+    floor, widest, seen = 0, None, set()
+    for row in rows:
+        key = (row["dimension"], row.get(MEDIA_CONTEXT_COLUMN))
+        if key in seen:
+            continue
+        seen.add(key)
+        needed = len(encoder._render(row, "", PLACEHOLDER_SCORE)[0])
+        if needed > floor:
+            floor, widest = needed, row
+    return floor, widest
+
+
 @dataclass
 class ScoringEncoder(TrainingRowMixin):
     """Tokenizes scoring rows with the model's chat template and locates the score tokens.

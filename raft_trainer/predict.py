@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from mis_bench_dataset.rules.progress import progress, step
 from raft_trainer.config import RAFTConfig
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
 from raft_trainer.digits import DigitTokens
@@ -234,19 +234,28 @@ def read_digit_scores(
     for i in range(len(prompts)):
         members_of.setdefault(groups[i] if share_prefix and groups is not None else "", []).append(i)
     columns = {name: np.full(len(prompts), np.nan) for name in DigitReadout.__dataclass_fields__}
-    progress = tqdm(total=len(prompts), desc="predict_scores", disable=not show_progress or len(prompts) <= batch_size)
-    for members in members_of.values():
-        shared, prefix_cache = _shared_prefix(model, prompts, members, device) if share_prefix else (0, None)
-        members = sorted(members, key=lambda i: len(prompts[i]))  # similar lengths share a batch
-        for start in range(0, len(members), batch_size):
-            index = np.array(members[start : start + batch_size])
-            batch = _read_batch(
-                model, [prompts[i] for i in index], digits, pad_id, shared, prefix_cache, method, renormalize, device
-            )
-            for name, values in batch.items():
-                columns[name][index] = values
-            progress.update(len(index))
-    progress.close()
+    with step(
+        "predict_scores", total=len(prompts), unit="row", show=show_progress and len(prompts) > batch_size
+    ) as done:
+        for members in members_of.values():
+            shared, prefix_cache = _shared_prefix(model, prompts, members, device) if share_prefix else (0, None)
+            members = sorted(members, key=lambda i: len(prompts[i]))  # similar lengths share a batch
+            for start in range(0, len(members), batch_size):
+                index = np.array(members[start : start + batch_size])
+                batch = _read_batch(
+                    model,
+                    [prompts[i] for i in index],
+                    digits,
+                    pad_id,
+                    shared,
+                    prefix_cache,
+                    method,
+                    renormalize,
+                    device,
+                )
+                for name, values in batch.items():
+                    columns[name][index] = values
+                done.update(len(index))
     model.train(was_training)
     return DigitReadout(**columns)
 
@@ -342,7 +351,9 @@ def _predict_raw(
     model.eval()
     scores = np.empty(len(rows), dtype=np.float64)
     starts = range(0, len(rows), batch_size)
-    for start in tqdm(starts, desc="predict_scores (raw media)", disable=not show_progress or len(starts) < 2):
+    for start in progress(
+        starts, desc="predict_scores (raw media)", unit="batch", show=show_progress and len(starts) > 1
+    ):
         encoded = [encoder.encode_prompt(row) for row in rows[start : start + batch_size]]
         p_int = digit_probabilities(_media_forward(model, encoded, pad_id, device), digit_ids, renormalize)
         if method == "greedy":
@@ -398,7 +409,7 @@ def generate_scores(
     texts: list[str] = [""] * len(rows)
     order = np.argsort([len(p) for p in prompts], kind="stable")
     starts = range(0, len(rows), batch_size)
-    for start in tqdm(starts, desc="generate", disable=not show_progress or len(starts) < 2):
+    for start in progress(starts, desc="generate", unit="batch", show=show_progress and len(starts) > 1):
         index = order[start : start + batch_size]
         ids, mask = _left_pad([prompts[i] for i in index], pad_id, device)
         out = model.generate(

@@ -84,6 +84,7 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         require_extra("qlora", "--load_in_4bit / --load_in_8bit")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    _bars_only_on_a_terminal()
     from mis_bench_dataset.built.loading import load_build
     from mis_bench_dataset.rules.ownership import check_not_overlapping
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
@@ -93,6 +94,7 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args)
+        fit_max_length(splits, training_args, model_args, chosen=_flag_given(argv, "max_length"))
         if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(
                 script_args.num_processes,
@@ -103,6 +105,20 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
                 config_file=config_file,
             )
         return train_and_predict(splits, script_args, training_args, model_args)
+
+
+def _bars_only_on_a_terminal() -> None:
+    """transformers' and datasets' own bars (the Trainer's steps, "Tokenizing train dataset") follow the toolkit's
+    rule: drawn on a terminal or with `mis-bench --progress`, never into a redirected stderr."""
+    from mis_bench_dataset.rules.progress import bars_shown
+
+    if bars_shown():
+        return
+    import datasets
+    import transformers
+
+    datasets.disable_progress_bars()
+    transformers.utils.logging.disable_progress_bar()
 
 
 def _argv(argv: list[str] | None) -> list[str]:
@@ -142,6 +158,77 @@ def check_run(splits, script_args, training_args) -> None:
         eval_split(splits, training_args, dataset)
     if os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0":  # before the main process writes anything
         check_replaceable_folder(training_args.output_dir, TRAIN_WRITER, command="train", arg="--output_dir")
+
+
+TRANSCRIPT_ROOM = 256  # tokens of transcript a raised default max_length leaves beyond the longest prompt
+
+
+def fit_max_length(splits, training_args, model_args, *, chosen: bool) -> None:
+    """A `max_length` every row fits in with at least its prompt: the default (paper D.1: 512) is raised to the
+    longest prompt without its transcript plus `TRANSCRIPT_ROOM` when the build's rubrics need more (a warning
+    says so); a value the user chose below that floor is a usage error naming the row, before any model loads."""
+    if training_args.max_length is None or training_args.input_source == "raw":
+        return  # no limit; raw media rows are checked as they are encoded (media tokens are never cut)
+    from transformers import AutoTokenizer
+
+    from raft_trainer.data import ScoringEncoder, prompt_floor
+    from raft_trainer.digits import DigitTokens
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            model_args.model_name_or_path,
+            revision=model_args.model_revision,
+            trust_remote_code=training_args.trust_remote_code,
+        )
+        encoder = ScoringEncoder(
+            tokenizer, DigitTokens.from_tokenizer(tokenizer), None, training_args.modality, training_args.prompt_style
+        )
+    except (OSError, ValueError):
+        return  # no tokenizer or no chat template: train_and_predict says so in one line
+    columns = ["video_id", "dimension", *(["media_context"] if "media_context" in splits["train"].column_names else [])]
+    floor, row = prompt_floor(encoder, (r for split in splits.values() for r in split.select_columns(columns)))
+    if floor <= training_args.max_length:
+        return
+    where = f"video {row['video_id']}, dimension {row['dimension']}"
+    fitted = -(-(floor + TRANSCRIPT_ROOM) // 64) * 64
+    if chosen:
+        raise UsageError(
+            f"max_length {training_args.max_length} is too small: the prompt of {where} needs {floor} tokens with "
+            "its transcript removed (instructions and rubric)",
+            where="--max_length",
+            hint=f"pass --max_length {fitted} or more, or leave it out (the default fits the build)",
+        )
+    logger.warning(
+        "max_length raised from %d (paper D.1) to %d: the prompt of %s needs %d tokens with its transcript removed; "
+        "--max_length N sets another",
+        training_args.max_length,
+        fitted,
+        where,
+        floor,
+    )
+    training_args.max_length = fitted
+
+
+def _flag_given(argv: list[str] | None, name: str) -> bool:
+    """Whether `--name` (or `--name-with-dashes`) is on the command line or a key of its `--config` recipe."""
+    import yaml
+
+    args = _argv(argv)
+    spellings = {f"--{name}", f"--{name.replace('_', '-')}"}
+    if any(arg.split("=", 1)[0] in spellings for arg in args):
+        return True
+    for index, arg in enumerate(args):
+        recipe = arg.split("=", 1)[1] if arg.startswith("--config=") else None
+        if arg == "--config" and index + 1 < len(args):
+            recipe = args[index + 1]
+        if recipe:
+            try:
+                keys = yaml.safe_load(Path(recipe).read_text(encoding="utf-8")) or {}
+            except (OSError, yaml.YAMLError):
+                continue
+            if isinstance(keys, dict) and name in keys:
+                return True
+    return False
 
 
 def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
@@ -282,8 +369,10 @@ def set_model_init_kwargs(training_args, model_args) -> None:
 
 def train(splits, script_args, training_args, model_args, processing_class):
     """(the trained model, unwrapped; the line that says what was trained): RAFTTrainer on the train split."""
+    from transformers.trainer_callback import ProgressCallback
     from trl import get_peft_config, get_quantization_config
 
+    from mis_bench_dataset.rules.progress import bars_shown
     from raft_trainer.trainer import RAFTTrainer
 
     trainer = RAFTTrainer(
@@ -295,6 +384,8 @@ def train(splits, script_args, training_args, model_args, processing_class):
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
+    if not bars_shown():
+        trainer.remove_callback(ProgressCallback)  # its bar; the losses stay in trainer_state.json
     logger.info(
         "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
         trainer.accelerator.num_processes,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import select
 import socket
 import threading
 import time
@@ -122,15 +123,16 @@ def test_idle_and_half_sent_clients_are_timed_out(space_env):
     assert space_app.CLIENT_TIMEOUT_S <= 30
 
 
-def test_connections_beyond_the_bound_get_503_and_the_page_returns(space_env):
+def test_connections_beyond_the_slots_and_the_queue_get_503_and_the_page_returns(space_env):
     files = site_files(build_board_from_env())
-    with serving(files, timeout=1.0, max_connections=2) as port:
-        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
-        time.sleep(0.2)  # both accepted and holding their slots
+    with serving(files, timeout=3.0, max_connections=2) as port:
+        # two slots and 2 * WAITING_PER_SLOT waiting places, all taken by idle clients
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(2 + 2 * space_app.WAITING_PER_SLOT)]
+        time.sleep(0.5)  # all accepted: holding their slots or waiting for one (well within their deadline)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=5) as third:
-                third.sendall(b"GET / HTTP/1.0\r\n\r\n")
-                assert third.recv(4096).startswith(b"HTTP/1.1 503")
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
+                extra.sendall(b"GET / HTTP/1.0\r\n\r\n")
+                assert extra.recv(4096).startswith(b"HTTP/1.1 503")
         finally:
             for client in idle:
                 client.close()
@@ -142,6 +144,67 @@ def test_connections_beyond_the_bound_get_503_and_the_page_returns(space_env):
             except (urllib.error.URLError, ConnectionError):
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
+
+
+def _trickle(port: int, dropped_after: list[float]) -> None:
+    """A slow client: a byte of its headers every 0.1 s (at most 100), until the server drops it."""
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        for byte in (b"GET / HTTP/1.1\r\nX-Slow: " + b"a" * 100)[:100]:
+            try:
+                client.sendall(bytes([byte]))
+            except OSError:
+                break
+            if select.select([client], [], [], 0.1)[0]:  # readable: the server answered or hung up
+                # hung up (its request cut off, never answered), or 503 when its deadline passed while it waited
+                answer = client.recv(4096)
+                assert answer == b"" or answer.startswith(b"HTTP/1.1 503"), answer
+                break
+        else:
+            return
+        dropped_after.append(time.monotonic() - started)
+
+
+def test_trickling_clients_beyond_the_slots_cannot_keep_a_visitor_out(space_env, caplog):
+    """More clients trickling their headers than there are slots: each is dropped at the request's deadline
+    (not reset by every byte), the visitor who arrives after them is served within that deadline, and no
+    half-sent request is answered or logged as a traceback."""
+    files = site_files(build_board_from_env())
+    deadline_s, slots = 2.0, 3
+    dropped_after = []
+    caplog.set_level("INFO", logger=space_app.__name__)
+    with serving(files, timeout=deadline_s, max_connections=slots) as port:
+        tricklers = [threading.Thread(target=_trickle, args=(port, dropped_after)) for _ in range(2 * slots)]
+        for thread in tricklers:
+            thread.start()
+        time.sleep(0.3)  # every trickler connected and sending
+        try:
+            started = time.monotonic()
+            status, _, body = _get(port)
+            waited = time.monotonic() - started
+        finally:
+            for thread in tricklers:
+                thread.join(timeout=15)
+    assert status == 200 and b"org/a" in body
+    assert waited < deadline_s + 1.0  # within the deadline (and scheduling on a loaded machine)
+    assert len(dropped_after) == 2 * slots  # every trickler was cut off ...
+    assert max(dropped_after) < 2 * deadline_s + 1  # ... by its deadline (a byte each 0.1 s reset no timer)
+    assert "Traceback" not in caplog.text
+    assert "cut off before its headers ended" in caplog.text
+
+
+def test_a_client_that_hangs_up_mid_request_is_one_log_line_and_no_answer(space_env, caplog, capfd):
+    files = site_files(build_board_from_env())
+    caplog.set_level("INFO", logger=space_app.__name__)
+    with serving(files, timeout=5.0) as port:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            client.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+            client.shutdown(socket.SHUT_WR)
+            assert client.recv(4096) == b""  # not answered
+        assert _get(port)[0] == 200
+    lines = [r.getMessage() for r in caplog.records if "cut off" in r.getMessage()]
+    assert len(lines) == 1 and "\n" not in lines[0]
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_main_binds_the_host_from_the_environment(space_env, monkeypatch):

@@ -102,7 +102,7 @@ def run_baseline(
         run_dir,
         system=_system(baseline, model, len(train_rows)),
         setting=setting_record(modality, "none", "features", few_shot_k=0),
-        dataset=dataset.record(split, ("scoring", "features")),
+        dataset=dataset.record(split),
         predictions=records,
         references=gold_references(eval_rows),
         parse_rates={key: 1.0 for key in DIMENSION_KEYS},

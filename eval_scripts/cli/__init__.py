@@ -165,10 +165,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--debug", action="store_true", help="show the full traceback of a failure (also MIS_BENCH_DEBUG=1)"
     )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="draw progress bars even when stderr is not a terminal (a log file, a pipe); default: on a terminal only",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in SUBCOMMANDS:
         module.register(subparsers)
+    _register_help(subparsers, parser)
     return parser
+
+
+def _register_help(subparsers, parser: argparse.ArgumentParser) -> None:
+    """`mis-bench help [COMMAND]`: the same text as `mis-bench [COMMAND] --help`."""
+    names = list(subparsers.choices)
+    helper = subparsers.add_parser("help", help="show the help of mis-bench or of one COMMAND (`mis-bench help run`)")
+    helper.add_argument("topic", nargs="?", metavar="COMMAND", choices=names, help=f"one of {', '.join(names)}")
+
+    def show(args: argparse.Namespace) -> int:
+        if args.topic is None:
+            parser.print_help()
+            return 0
+        return _main([args.topic, "--help"])
+
+    helper.set_defaults(func=show)
 
 
 def _fail(command: str, message: str, code: int) -> int:
@@ -223,6 +244,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as stop:  # --help, --version, or a bad argument already printed as one line
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE if stop.code else 0
     debug = args.debug or os.environ.get("MIS_BENCH_DEBUG", "") not in ("", "0")
+    if args.progress:
+        from mis_bench_dataset.rules.progress import force_bars
+
+        force_bars()
     handler = logging.StreamHandler()
     handler.setFormatter(_TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=_log_level(args.verbose), handlers=[handler])

@@ -86,7 +86,13 @@ def register(subparsers) -> None:
 def report_command(args: argparse.Namespace) -> int:
     from eval_scripts.report import write_report
     from eval_scripts.report.about import about_references
-    from eval_scripts.report.inputs import load_results, read_report_references, rescore, results_files
+    from eval_scripts.report.inputs import (
+        load_results,
+        one_fingerprint_per_build,
+        read_report_references,
+        rescore,
+        results_files,
+    )
     from mis_bench_dataset.rules.errors import DataError
     from mis_bench_dataset.rules.ownership import OutputFolder
 
@@ -105,6 +111,7 @@ def report_command(args: argparse.Namespace) -> int:
                 where=str(args.references),
                 hint="give a labelled build or a labels file",
             )
+        results_list = one_fingerprint_per_build(results_list, args.references, args.split)
         results_list = rescore(
             results_list,
             references,

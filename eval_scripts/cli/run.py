@@ -216,8 +216,11 @@ def _summary(result) -> dict:
         "called": result.n_called,
         "failed": result.n_failed,
         "truncated": result.n_truncated,
-        "unparsed": result.n_unparsed,
+        # answered rows without a score: the parser could not read it, or it lies outside [1, 5]
+        "unparsed": result.n_unparsed - result.n_out_of_range,
+        "out_of_range": result.n_out_of_range,
         "parsed": result.n_parsed,
+        "parsed_rate": round(result.n_parsed / result.n_rows, 4) if result.n_rows else None,
         "failures": result.failures,
         "mean_icc": scores.get("mean_icc"),
         "overall_icc": (scores.get("overall") or {}).get("icc"),
@@ -274,7 +277,8 @@ def _say_result(summary: dict, called: str = "called") -> None:
     say(
         f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows, {summary['cached']} cached, "
         f"{summary['called']} {called}, {summary['failed']} failed, {summary['truncated']} truncated, "
-        f"{summary['unparsed']} unparsed, {summary['parsed']} parsed; mean ICC {pct(summary['mean_icc'])}%\n"
+        f"{summary['unparsed']} unparsed, {summary['out_of_range']} out of range, {summary['parsed']} parsed "
+        f"({pct(summary['parsed_rate'])}%); mean ICC {pct(summary['mean_icc'])}%\n"
         f"{_tokens_line(summary['usage'])}{_prefix_line(summary['prefix'])}\n"
         f"predictions: {shown(summary['predictions'])}\nresults: {shown(summary['results'])}"
         + (
@@ -582,9 +586,41 @@ def _say_export(export: dict) -> None:
 
 
 def _exit_code(results) -> int:
-    """3 when any request of any setting failed (a grid follows the single-setting rule), else 0."""
-    from mis_bench_dataset.rules.errors import EXIT_REQUESTS, UsageError
+    """3 when any request of any setting failed (a rerun retries them; a grid follows the single-setting rule);
+    else 1 (a DataError: one line, the counts by reason) when no row of some setting gave a score; else 0, whatever
+    the parse rate (the run line gives it)."""
+    from mis_bench_dataset.rules.errors import EXIT_REQUESTS, DataError, UsageError
 
     if not results:
         raise UsageError("every setting of the grid was refused", hint="see the reasons above")
-    return EXIT_REQUESTS if any(r.n_failed for r in results) else 0
+    if any(r.n_failed for r in results):
+        return EXIT_REQUESTS
+    empty = [r for r in results if r.n_rows and not r.n_parsed]
+    if empty:
+        raise DataError(
+            "no row gave a score in "
+            + "; ".join(f"{r.label} ({_unscored_counts(r)})" for r in empty)
+            + (f" ({len(empty)} of {len(results)} settings)" if len(results) > 1 else ""),
+            where=", ".join(shown(r.raw_responses_path) for r in empty[:2]) + (", ..." if len(empty) > 2 else ""),
+            hint=_unscored_hint(empty),
+        )
+    return 0
+
+
+def _unscored_counts(result) -> str:
+    """`32 rows: 30 truncated, 2 unparsed, 0 out of range, 0 failed`."""
+    return (
+        f"{result.n_rows} rows: {result.n_truncated} truncated, {result.n_unparsed - result.n_out_of_range} "
+        f"unparsed, {result.n_out_of_range} out of range, {result.n_failed} failed"
+    )
+
+
+def _unscored_hint(results) -> str:
+    from eval_scripts.harness.outcomes import TRUNCATION_HINT
+
+    hints = []
+    if any(r.n_truncated for r in results):
+        hints.append(f"{TRUNCATION_HINT} (answers cut at the token limit)")
+    if any(r.n_unparsed for r in results):
+        hints.append("read the answers in raw_responses.jsonl: the model may not follow the prompt's format")
+    return "; ".join(hints) or "see raw_responses.jsonl"

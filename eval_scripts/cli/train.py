@@ -2,15 +2,23 @@
 
 The subcommand hands every argument to the trainer's own parser (TRL's `TrlParser` over `RAFTScriptArguments`,
 `RAFTConfig` and `RAFTModelConfig`), built only when the command runs, so `mis-bench --help` stays fast and works
-without the `train` extra. `mis-bench train --help` shows that parser's help (`full_parser()`); `--num_processes N`
-starts N processes with `accelerate launch` after checking the settings and the data here.
+without the `train` extra. `mis-bench train --help` prints that parser's short help as stored in `train_help.txt`
+(building the parser imports torch, TRL and transformers: seconds; tests/test_train_defaults.py checks the stored
+text is what `full_parser()` prints, and `write_help()` rewrites it); `--help-all` builds the parser and prints every
+flag. `--num_processes N` starts N processes with `accelerate launch` after checking the settings and the data here.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import sys
+from pathlib import Path
 
 PROG = "mis-bench train"
+HELP_FILE = Path(__file__).with_name("train_help.txt")
+HELP_COLUMNS = 100  # the stored help's width
 
 
 def register(subparsers) -> None:
@@ -32,8 +40,33 @@ def full_parser():
     return make_parser(prog=PROG, check_machine=False)
 
 
+def render_help() -> str:
+    """The short help `full_parser()` prints, at the stored width (needs the train extra)."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(HELP_COLUMNS)
+    try:
+        return full_parser().format_help()
+    finally:
+        with contextlib.suppress(KeyError):
+            del os.environ["COLUMNS"]
+        if saved is not None:
+            os.environ["COLUMNS"] = saved
+
+
+def write_help() -> Path:
+    """Rewrite `train_help.txt` from the parser (after a flag or a TRL / transformers default changed)."""
+    from mis_bench_dataset.rules.atomic import write_atomic
+
+    write_atomic(HELP_FILE, render_help())
+    return HELP_FILE
+
+
 def run(args: argparse.Namespace) -> int:
     from mis_bench_dataset.rules.errors import require_extra
+
+    if list(args.train_args) in (["--help"], ["-h"]):
+        sys.stdout.write(HELP_FILE.read_text(encoding="utf-8"))  # nothing heavy imported: under a second
+        return 0
 
     require_extra("train", "mis-bench train")
     from raft_trainer.train import run as train

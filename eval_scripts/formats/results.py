@@ -27,6 +27,32 @@ BASELINE_MODEL_IDS = {"mean": "baseline/train-mean", "features": "baseline/featu
 BASELINE_BACKEND = "baseline"
 
 
+# The decoding options that change a run's answers (or its CIs: the seed), with the `mis-bench run` flag that sets
+# each: a value other than the prompt style's default names the run's folder (`text__direct__max-tokens-2`) and is
+# recorded in results.json as `system.decoding.changed`.
+DECODING_FLAGS = {"max_new_tokens": "max-tokens", "temperature": "temperature", "top_p": "top-p", "seed": "seed"}
+
+
+def changed_label(changed: Mapping[str, Any], *, sep: str = " ") -> list[str]:
+    """`max-tokens 2`, `temperature 0.7`: each changed option as its flag and value (`sep` between)."""
+    return [f"{DECODING_FLAGS.get(name, name)}{sep}{value:g}" for name, value in changed.items()]
+
+
+def options_label(system: Mapping[str, Any]) -> list[str]:
+    """What tells a model run from another of the same model and setting, from its recorded decoding: the
+    expected-score readout, the number of samples, the decoding options changed from the defaults."""
+    decoding = system.get("decoding") or {}
+    parts = []
+    if decoding.get("score_from") not in (None, "text"):
+        parts.append(f"{decoding['score_from']} readout")
+    if isinstance(decoding.get("samples"), int) and decoding["samples"] > 1:
+        parts.append(f"{decoding['samples']} samples")
+    changed = decoding.get("changed")
+    if isinstance(changed, Mapping):
+        parts += changed_label({k: v for k, v in changed.items() if isinstance(v, (int, float))})
+    return parts
+
+
 def is_floor_baseline(system: Mapping[str, Any]) -> bool:
     """Whether a results file's `system` is the `mean` floor (ICC 0 by construction): reports and the
     leaderboard show it beside the systems as a reference line, never ranked among them."""

@@ -390,12 +390,15 @@ def package_submission(
     instead of adding a twin; files it did not write are never touched.
     """
     results_path = Path(results_path)
-    obj = validate_results(
-        load_submission(results_path, max_bytes=max_bytes), video_ids=video_ids, split=split, source=str(results_path)
-    )
-    recorded = (obj.get("dataset") or {}).get("fingerprint")
-    if fingerprints is not None and recorded not in fingerprints:
-        raise SubmissionError(str(results_path), [fingerprint_reason(recorded, fingerprints)])
+    loaded = load_submission(results_path, max_bytes=max_bytes)
+    dataset = loaded.get("dataset") if isinstance(loaded, Mapping) else None
+    recorded = dataset.get("fingerprint") if isinstance(dataset, Mapping) else None
+    if fingerprints is not None and isinstance(recorded, str) and recorded not in fingerprints:
+        # another build first: its videos would otherwise all be listed as missing from this one
+        raise SubmissionError(str(results_path), [fingerprint_reason(recorded, fingerprints, name=dataset.get("name"))])
+    obj = validate_results(loaded, video_ids=video_ids, split=split, source=str(results_path))
+    if fingerprints is not None and obj["dataset"].get("fingerprint") not in fingerprints:
+        raise SubmissionError(str(results_path), [fingerprint_reason(obj["dataset"].get("fingerprint"), fingerprints)])
     package = canonical_bytes(obj)
     if len(package) > max_bytes:  # indentation can blow a deeply nested file up many times over
         raise SubmissionError(
@@ -435,12 +438,14 @@ def _undo_claim(folder: OutputFolder, name: str, had_folder: bool, had_manifest:
             folder.root.rmdir()  # only when empty
 
 
-def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str]) -> str | None:
-    """Why a submission made on another dataset is not ranked (None when its fingerprint is the references')."""
+def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str], *, name: Any = None) -> str | None:
+    """Why a submission made on another dataset is not ranked (None when its fingerprint is the references');
+    `name`: the dataset name the results record, said too."""
     if fingerprint in fingerprints:
         return None
+    made_on = f" (dataset {clip(repr(name), 80)})" if isinstance(name, str) and name else ""
     return (
-        f"dataset fingerprint {clip(repr(fingerprint), 80)} is not the references' "
+        f"dataset fingerprint {clip(repr(fingerprint), 80)}{made_on} is not the references' "
         f"({', '.join(sorted(fingerprints))}): "
         "the predictions were made on another build or another version of it, so they cannot be ranked "
         "against these labels; rerun on the references' build"

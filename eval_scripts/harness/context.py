@@ -21,6 +21,7 @@ from eval_scripts.answers.prompts import (
     template_version,
 )
 from eval_scripts.backends.base import Backend, DecodingConfig
+from eval_scripts.formats.results import DECODING_FLAGS, changed_label
 from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
@@ -87,6 +88,9 @@ class RunContext:
         info["score_from"] = self.decoding.score_from  # the readout, recorded for text runs too
         if self.samples > 1:
             info["samples"] = self.samples
+        changed = changed_decoding(self.decoding, config.prompt_style)
+        if changed:  # what names the run's folder beside the default-options run
+            info["changed"] = changed
         if self.input_source == "features":
             info["feature_format"] = config.feature_format
         if config.few_shot_k:
@@ -120,9 +124,20 @@ def _limit_rows(rows: list[dict], limit: int | None) -> list[dict]:
     return [r for r in rows if r["video_id"] in keep]
 
 
+def changed_decoding(decoding: DecodingConfig, prompt_style: str) -> dict[str, Any]:
+    """The options of `decoding` that differ from `prompt_style`'s defaults for its readout (`DECODING_FLAGS`)."""
+    default = DecodingConfig.for_style(decoding.style or prompt_style, score_from=decoding.score_from)
+    return {
+        name: getattr(decoding, name) for name in DECODING_FLAGS if getattr(decoding, name) != getattr(default, name)
+    }
+
+
 def run_dir_name(config: RunConfig, input_source: str) -> str:
-    """`<model>/<setting>`: one folder per model and setting (and readout, and sample count) under the run's --out."""
-    score_from = decoding_for(config).score_from
+    """`<model>/<setting>`: one folder per model and setting (and readout, sample count and decoding options other
+    than the defaults: `text__direct__max-tokens-2`) under the run's --out, so a rerun with other options writes
+    beside an earlier run, never over it; the default options keep the plain name (`text__direct`)."""
+    decoding = decoding_for(config)
+    score_from = decoding.score_from
     setting = (
         f"{config.modality.replace('+', '-')}__{config.prompt_style}"
         + (f"__{config.few_shot_k}shot" if config.few_shot_k else "")
@@ -130,6 +145,7 @@ def run_dir_name(config: RunConfig, input_source: str) -> str:
         + (f"__{score_from}" if score_from != SCORE_TEXT else "")
         + (f"__{config.samples}samples" if config.samples > 1 else "")
         + (f"__prompts-v{config.prompt_version}" if _older_prompts(config) else "")
+        + "".join(f"__{part}" for part in changed_label(changed_decoding(decoding, config.prompt_style), sep="-"))
     )
     return f"{slug(config.model)}/{slug(setting)}"
 
@@ -269,7 +285,6 @@ def prepare_run(
         raise DataError(str(err), where=where) from err
     setting = _setting(config, input_source, prompts, backend)
     sample_keys = _sample_keys(config, backend, setting, prompts, decoding)
-    configs = ("scoring", "features") if input_source == "features" else ("scoring",)
     return RunContext(
         config=config,
         backend_name=backend.name,
@@ -279,7 +294,7 @@ def prepare_run(
         input_source=input_source,
         decoding=decoding,
         setting=setting,
-        dataset=source.record(config.split, configs, config.dataset_name),
+        dataset=source.record(config.split, config.dataset_name),
         run_dir=run_dir_name(config, input_source),
         sample_keys=sample_keys,
     )

@@ -38,6 +38,7 @@ from eval_scripts.harness.readouts import (
     RowReadout,
     SampleOutcome,
     distribution_only_counts,
+    out_of_range,
     row_readout,
     sample_outcome,
 )
@@ -66,7 +67,8 @@ class RunResult:
     raw_responses_path: Path
     results_path: Path
     elapsed_s: float
-    n_unparsed: int = 0
+    n_unparsed: int = 0  # answered rows that gave no score, out of range included (results.json's `unparsed`)
+    n_out_of_range: int = 0  # of those, the rows whose score (text or expected) lies outside [1, 5]
     outcomes: dict = field(default_factory=dict)  # `harness.outcomes.count_outcomes`
     failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
@@ -140,7 +142,7 @@ def complete_requests(
     context: RunContext, backend: Backend, folder: OutputFolder, inputs: Sequence[str | Path] = ()
 ) -> tuple[dict[tuple[int, int], Completion], PrefixStats | None]:
     """Every (row, sample) completion (cached or new), sent in prefix-friendly order when the engine keeps it."""
-    from tqdm.auto import tqdm
+    from mis_bench_dataset.rules.progress import step
 
     config = context.config
     cache_path = Path(config.cache_path) if config.cache_path else folder.claim(CACHE_NAME, RUN_WRITER)
@@ -166,12 +168,8 @@ def complete_requests(
         prefix = sum(
             (prefix_stats(requests_of(context, (i for i in order if i in todo))) for todo in pending), PrefixStats()
         )
-        with tqdm(
-            total=len(context.prompts) * len(decodings),
-            unit="answer",
-            desc=context.label,
-            disable=not config.progress,
-            dynamic_ncols=True,
+        with step(
+            context.label, total=len(context.prompts) * len(decodings), unit="answer", show=config.progress
         ) as bar:
             for sample, decoding in enumerate(decodings):  # one pass per sample: each answer cached as it comes
                 for completion in caching.complete([context.prompts[i] for i in order], decoding):
@@ -265,6 +263,7 @@ class _Collected:
     outcomes: list[tuple[str, str]]
     failures: list[tuple[str, str]]
     parse_rates: dict[str, float]
+    n_out_of_range: int = 0
 
 
 def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
@@ -287,7 +286,9 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
             if sample.status == STATUS_FAILED:
                 failures.append((raw_records[-1]["failure"], raw_records[-1]["error"]))
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
-    return _Collected(predictions, raw_records, outcomes, failures, parse_rates)
+    style = context.config.prompt_style
+    n_out_of_range = sum(out_of_range(readout, style) for readout in readouts)
+    return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range)
 
 
 def _run_result(
@@ -315,6 +316,7 @@ def _run_result(
         usage=usage,
         prefix=prefix,
         n_unparsed=overall[OUTCOME_UNPARSED],
+        n_out_of_range=collected.n_out_of_range,
         outcomes=counts,
         failures=failure_summary,
         readouts_path=written.readouts_path,

@@ -94,6 +94,26 @@ def row_readout(samples: Sequence[SampleOutcome]) -> RowReadout:
     )
 
 
+OUT_OF_RANGE = "out of range"
+
+
+def out_of_range(readout: RowReadout, style: str) -> bool:
+    """Whether an answered row gave no score because the score it stated, or its expected score, lies outside
+    [1, 5] (never clipped): counted as "out of range", not as an answer the parser could not read."""
+    if readout.prediction is not None or readout.status != STATUS_OK:
+        return False
+    for sample in readout.samples:
+        if sample.expected is not None and "outside [1, 5]" in str(sample.expected.get("reason") or ""):
+            return True
+        if (
+            sample.expected is None
+            and sample.text is not None
+            and parse_details(sample.text, style).reason == OUT_OF_RANGE
+        ):
+            return True
+    return False
+
+
 def distribution_only_counts(readouts: Sequence[RowReadout]) -> dict[str, int]:
     """Rows scored from the distribution where a sample's text gives no score, per reason (the row's first such
     sample's; most frequent first): what the run line, readouts.json and the report show."""

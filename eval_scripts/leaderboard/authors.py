@@ -76,7 +76,7 @@ def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
         condition.key,
         system=system,
         setting=setting_record(SETTING["modality"], SETTING["prompt_style"], SETTING["input_source"], few_shot_k=0),
-        dataset=handle.record("test", ("scoring",)),
+        dataset=handle.record("test"),
         predictions=records,
         references=references,
         parse_rates=rates,

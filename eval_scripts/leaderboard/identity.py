@@ -24,7 +24,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval_scripts.formats.results import BASELINE_BACKEND, is_floor_baseline
+from eval_scripts.formats.results import BASELINE_BACKEND, is_floor_baseline, options_label
 from eval_scripts.leaderboard.received import Request
 from mis_bench_dataset.rules.text_safety import invisible_characters, name_key, normal_name, safe_text
 
@@ -51,7 +51,13 @@ class Candidate:
     @property
     def setting(self) -> tuple:
         s = self.results["setting"]
-        return (s["modality"], s["prompt_style"], s["few_shot_k"], s["input_source"])
+        # the run's options too (`3 samples`, `max-tokens 2`): a rerun with other options is another entry
+        return (s["modality"], s["prompt_style"], s["few_shot_k"], s["input_source"], self.options)
+
+    @property
+    def options(self) -> str:
+        """What tells this run from another of the same model and setting (`formats.results.options_label`)."""
+        return safe_text(" · ".join(options_label(self.results["system"])), 500)
 
     @property
     def shown_name(self) -> str:
@@ -136,6 +142,7 @@ def unranked_entry(sub: Candidate, references: Mapping, reason: str, **extra: An
         "prompt_style": setting["prompt_style"],
         "few_shot_k": setting["few_shot_k"],
         "input_source": safe_text(setting["input_source"]),
+        "options": sub.options,
         **sub.request.to_dict(),
         "n_answered": n_answered,
         "n_pairs": len(references),

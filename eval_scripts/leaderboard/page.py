@@ -198,7 +198,9 @@ def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str
         _cell(
             "prompt_style",
             entry["prompt_style"],
-            entry["prompt_style"] + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else ""),
+            entry["prompt_style"]
+            + (f" {entry['few_shot_k']}-shot" if entry["few_shot_k"] else "")
+            + (f" · {entry['options']}" if entry.get("options") else ""),
             css="text",
         ),
         *_score_cells(entry["scores"], board),
@@ -395,7 +397,9 @@ def _unranked_list(board: Mapping[str, Any]) -> str:
     if not unranked:
         return ""
     items = "".join(
-        f"<li><b>{_esc(u['model'])}</b> ({_esc(u['modality'])}, {_esc(u['prompt_style'])}; "
+        f"<li><b>{_esc(u['model'])}</b> ({_esc(u['modality'])}, {_esc(u['prompt_style'])}"
+        + (f", {_esc(u['options'])}" if u.get("options") else "")
+        + "; "
         f"<code>{_esc(u['file'])}</code>): answered {_esc(u['n_answered'])} of {_esc(u['n_pairs'])} pairs"
         f"{_outcome_counts(u.get('outcomes'))}; {_esc(u['reason'])}</li>"
         for u in unranked

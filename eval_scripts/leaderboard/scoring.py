@@ -16,8 +16,6 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from eval_scripts.formats.results import is_floor_baseline
 from eval_scripts.formats.submission import (
     DEFAULT_MAX_BYTES,
@@ -39,6 +37,7 @@ from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
 from eval_scripts.leaderboard.received import Request, file_request
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSIONS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.rules.progress import progress
 from mis_bench_dataset.rules.text_safety import normal_name, safe_text
 
 logger = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ def _load_all(
 ) -> tuple[list[Candidate], list[dict[str, Any]]]:
     accepted: list[Candidate] = []
     rejected: list[dict[str, Any]] = []
-    for path in tqdm(paths, desc="validating submissions", unit="file", disable=len(paths) < 5 or None):
+    for path in progress(paths, desc="validating submissions", unit="file", show=len(paths) >= 5):
         shown = safe_text(path.name, 200)
         try:
             results = validate_results(
@@ -101,6 +100,8 @@ def _entry(sub: Candidate, scores: dict[str, Any], synthetic: bool | None) -> di
         "prompt_style": setting["prompt_style"],
         "few_shot_k": setting["few_shot_k"],
         "input_source": safe_text(setting["input_source"]),
+        # What tells it from another run of the same model and setting (`3 samples`, `max-tokens 2`), or "".
+        "options": sub.options,
         "dataset_fingerprint": safe_text(dataset["fingerprint"]),
         # The references' flag; only where they have none (a labels file) may the submitter's claim add it.
         "synthetic": bool(dataset.get("synthetic", False)) if synthetic is None else synthetic,
@@ -166,7 +167,7 @@ def _score_all(accepted: list[Candidate], references, rejected: list, plan: tupl
 
     n_bootstrap, seed, resample = plan
     entries = []
-    for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5 or None):
+    for sub in progress(accepted, desc="scoring submissions", unit="file", show=len(accepted) >= 5):
         try:
             scores = json_safe(
                 score_predictions(

@@ -15,9 +15,13 @@ Deploy as a Docker Space (`sdk: docker`, `app_port: 7860`) whose command is
   Space needs), `PORT` (default 7860).
 
 Stdlib HTTP only: the page is static, so no web framework is needed. The server answers GET and HEAD,
-drops a client idle or slow for `CLIENT_TIMEOUT_S`, serves at most `MAX_CONNECTIONS` at once (503 beyond),
-and sends no server version, `nosniff`, a CSP that allows only the page's own inline script and style, and
-`frame-ancestors` (the Hub embeds a Space in an iframe from huggingface.co).
+gives each connection `CLIENT_TIMEOUT_S` in all from its arrival (waiting for a slot, headers, answer: a
+deadline for the whole request, not for each read, so a client trickling a byte at a time is dropped too),
+serves at most `MAX_CONNECTIONS` at once, lets `WAITING_PER_SLOT` times as many wait for a slot (a visitor
+arriving while slow clients hold every slot is served when theirs end; 503 beyond), never answers a request
+cut off before its headers ended, logs a client that hangs up or runs out of time as one line (no
+traceback), and sends no server version, `nosniff`, a CSP that allows only the page's own inline script and
+style, and `frame-ancestors` (the Hub embeds a Space in an iframe from huggingface.co).
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import socket
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -43,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 CLIENT_TIMEOUT_S = 20.0
 MAX_CONNECTIONS = 32
+WAITING_PER_SLOT = 4  # clients that may wait for a slot, per slot (threads blocked on a semaphore: cheap)
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": (
@@ -65,28 +72,81 @@ def site_files(board: Mapping) -> dict[str, tuple[str, bytes]]:
     }
 
 
+class _LastLine:
+    """The request stream, remembering the last line read: headers that end without their blank line were cut
+    off (the client hung up or its deadline passed), and such a request is not answered."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+        self.last = b""
+
+    def readline(self, limit: int = -1) -> bytes:
+        self.last = self._stream.readline(limit)
+        return self.last
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 class _BoundedServer(ThreadingHTTPServer):
-    """A threading server that serves at most `max_connections` clients at once and answers 503 beyond."""
+    """A threading server that serves at most `max_connections` clients at once, lets up to `WAITING_PER_SLOT`
+    times as many wait for a slot, answers 503 beyond, and ends every connection `timeout` after it was
+    accepted, waiting included: whoever came earlier is gone by then, so a visitor gets a slot within `timeout`
+    of arriving however many slow clients came before it (its request, sent at once, is then answered)."""
 
     daemon_threads = True
 
-    def __init__(self, address, handler, max_connections: int) -> None:
-        self._slots = threading.BoundedSemaphore(max_connections)
+    def __init__(self, address, handler, max_connections: int, timeout: float) -> None:
+        self._slots = threading.Semaphore(max_connections)
+        self._waiting = threading.Semaphore(max_connections * WAITING_PER_SLOT)
+        self._deadline_s = timeout
         super().__init__(address, handler)
 
+    @staticmethod
+    def _refuse(request) -> None:
+        with contextlib.suppress(OSError):
+            request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
     def process_request(self, request, client_address) -> None:
-        if not self._slots.acquire(blocking=False):
-            with contextlib.suppress(OSError):
-                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        if not self._waiting.acquire(blocking=False):  # slots and queue full: refused at once
+            self._refuse(request)
             self.shutdown_request(request)
             return
-        super().process_request(request, client_address)
+        ends = time.monotonic() + self._deadline_s
+        threading.Thread(target=self._serve, args=(request, client_address, ends), daemon=True).start()
 
-    def process_request_thread(self, request, client_address) -> None:
+    def _serve(self, request, client_address, ends: float) -> None:
         try:
-            super().process_request_thread(request, client_address)
+            got_slot = self._slots.acquire(timeout=max(0.0, ends - time.monotonic()))
         finally:
+            self._waiting.release()
+        if not got_slot:
+            logger.info("%s: no free slot within %.0f s: answered 503", client_address[0], self._deadline_s)
+            self._refuse(request)
+            self.shutdown_request(request)
+            return
+        # The whole request's deadline: past it the socket is shut, so a blocked read or write returns at once.
+        deadline = threading.Timer(max(0.0, ends - time.monotonic()), self._cut, args=(request,))
+        deadline.daemon = True
+        deadline.start()
+        try:
+            self.process_request_thread(request, client_address)
+        finally:
+            deadline.cancel()
             self._slots.release()
+
+    @staticmethod
+    def _cut(request) -> None:
+        with contextlib.suppress(OSError):
+            request.shutdown(socket.SHUT_RDWR)
+
+    def handle_error(self, request, client_address) -> None:
+        """One line for a client that went away (the default prints a traceback for each)."""
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):
+            logger.info("%s: connection ended early (%s)", client_address[0], type(error).__name__)
+        else:
+            logger.exception("%s: request failed", client_address[0])
 
 
 def make_server(
@@ -97,14 +157,28 @@ def make_server(
     timeout: float = CLIENT_TIMEOUT_S,
     max_connections: int = MAX_CONNECTIONS,
 ) -> ThreadingHTTPServer:
-    """An HTTP server answering GET and HEAD for `files` and 404 for anything else."""
+    """An HTTP server answering GET and HEAD for `files` and 404 for anything else; `timeout`: each request's
+    deadline in all (module docstring)."""
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.0"  # one request per connection: no idle keep-alive holds a slot
 
         def setup(self) -> None:
-            self.timeout = timeout  # the socket timeout: an idle or half-sent request is dropped
+            self.timeout = timeout  # no read waits past the deadline either
             super().setup()
+            self.rfile = _LastLine(self.rfile)
+
+        def parse_request(self) -> bool:
+            cut_off = not self.raw_requestline.endswith(b"\n")
+            if not cut_off:
+                if not super().parse_request():
+                    return False
+                cut_off = self.request_version != "HTTP/0.9" and self.rfile.last not in (b"\r\n", b"\n")
+            if cut_off:  # the client hung up or its deadline passed: nobody is left to answer
+                logger.info("%s: request cut off before its headers ended: not answered", self.client_address[0])
+                self.close_connection = True
+                return False
+            return True
 
         def version_string(self) -> str:
             return "mis-bench-leaderboard"  # no server or Python version
@@ -138,7 +212,7 @@ def make_server(
         def log_message(self, fmt: str, *args) -> None:
             logger.debug("%s " + fmt, self.address_string(), *args)
 
-    return _BoundedServer((host, port), Handler, max_connections)
+    return _BoundedServer((host, port), Handler, max_connections, timeout)
 
 
 def _submissions(hf_api=None) -> tuple[Path, dict[str, Request]]:

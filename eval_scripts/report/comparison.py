@@ -16,14 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from eval_scripts.report.inputs import Key, predictions_on, score_run
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -168,9 +167,7 @@ def _paired_tests(ref, others, references, plan: tuple[int, int, str], quiet: bo
     n_bootstrap, seed, resample = plan
     reference_predictions = predictions_on(ref.predictions, references)
     paired = []
-    for run in tqdm(
-        others, desc="comparison: paired tests", unit="system", disable=quiet or None
-    ):  # None: only on a terminal
+    for run in progress(others, desc="comparison: paired tests", unit="system", show=not quiet):
         try:
             comparison = paired_comparison(
                 predictions_on(run.predictions, references),
@@ -223,7 +220,7 @@ def compare_systems(
             source=run.source or run.label,
             resample=resample,
         )
-        for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3 or None)
+        for run in progress(compared, desc="comparison: scoring", unit="system", show=len(compared) >= 3)
     ]
     paired: list[dict[str, Any]] = []
     if n_bootstrap == 0:

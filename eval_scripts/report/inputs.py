@@ -10,10 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
 from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +70,29 @@ def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
         ) from None
 
 
+def one_fingerprint_per_build(
+    results_list: Sequence[Mapping[str, Any]], source: str | Path, split: str
+) -> list[Mapping[str, Any]]:
+    """The results with every fingerprint of the references' build (`source`, when it is a build folder) on
+    `split` written as that build's one fingerprint (`BuiltDataset.build_fingerprint`): results recorded over
+    the configs they read (older runs: the text only; the baselines: text and features) are then compared with
+    each other and named as one build."""
+    from mis_bench_dataset.built.handle import BuiltDataset
+
+    path = Path(source)
+    if not path.is_dir():
+        return list(results_list)
+    build = BuiltDataset.open(path)
+    aliases, canonical = build.fingerprints(split), build.build_fingerprint(split)
+    same = []
+    for results in results_list:
+        dataset = results.get("dataset") or {}
+        if dataset.get("fingerprint") in aliases and dataset.get("split", split) == split:
+            results = {**results, "dataset": {**dataset, "fingerprint": canonical}}
+        same.append(results)
+    return same
+
+
 def predictions_on(
     predictions: Mapping[Key, float | None], references: Mapping[Key, object]
 ) -> dict[Key, float | None]:
@@ -122,8 +144,8 @@ def rescore(
     from eval_scripts.formats.submission import predictions_mapping
 
     rescored = []
-    for results, source in tqdm(
-        list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", disable=len(results_list) < 3
+    for results, source in progress(
+        list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", show=len(results_list) >= 3
     ):
         scores = score_run(
             predictions_mapping(results),

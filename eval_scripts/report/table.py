@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eval_scripts.formats.results import is_floor_baseline
+from eval_scripts.formats.results import is_floor_baseline, options_label
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
 from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
 from mis_bench_dataset.rules.text_safety import escape_html
@@ -83,10 +83,13 @@ def configuration_label(modality: str, prompt_style: str | None, few_shot_k: int
 
 
 def run_label(results: Mapping[str, Any]) -> str:
+    """`model · modality · prompt style`, then what tells it from another run of that setting (`expected
+    readout`, `3 samples`, `max-tokens 2`: `formats.results.options_label`)."""
     setting = results["setting"]
-    return f"{results['system']['model']} · " + configuration_label(
+    label = f"{results['system']['model']} · " + configuration_label(
         setting["modality"], setting.get("prompt_style"), setting.get("few_shot_k")
     )
+    return " · ".join([label, *options_label(results["system"])])
 
 
 def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str | None] | None = None) -> list[RunView]:

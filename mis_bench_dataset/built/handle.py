@@ -169,9 +169,20 @@ class BuiltDataset:
             if all(fmt.split_files(self.path, config, split) for config in configs)
         }
 
-    def record(self, split: str, configs: Sequence[str] = ("scoring",), name: str | None = None) -> dict[str, Any]:
-        """The results' `dataset` block: name, content fingerprint, split, and whether it is synthetic."""
-        record: dict[str, Any] = {"name": name or self.name, "fingerprint": self.fingerprint(split, configs)}
+    def build_fingerprint(self, split: str) -> str:
+        """The one fingerprint a result on this split records, whatever it read: over every config the build holds
+        for the split (`scoring` and `features` when it has features), so a model run on the text and a baseline on
+        the features of one build name it alike and are compared (`fingerprints` still accepts results recorded
+        before, over the configs they read)."""
+        if self.path is None:
+            return self.fingerprint(split)
+        held = [c for c in fmt.FINGERPRINT_CONFIGS if all(fmt.split_files(self.path, config, split) for config in c)]
+        return self.fingerprint(split, held[-1] if held else ("scoring",))
+
+    def record(self, split: str, name: str | None = None) -> dict[str, Any]:
+        """The results' `dataset` block: name, the build's fingerprint (`build_fingerprint`), split, and whether it
+        is synthetic."""
+        record: dict[str, Any] = {"name": name or self.name, "fingerprint": self.build_fingerprint(split)}
         record["split"] = split
         if self.synthetic is not None:
             record["synthetic"] = self.synthetic

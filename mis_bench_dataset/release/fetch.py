@@ -195,9 +195,8 @@ def fetch_authors_files(
 ) -> FetchReport:
     """Download the authors' files missing from `out` (default `default_folder()`), each verified before it
     is published; files already there with the table's hash are kept. Holds a lock on `out` while it runs."""
-    from tqdm.auto import tqdm
-
     from mis_bench_dataset.rules.ownership import check_folder_path
+    from mis_bench_dataset.rules.progress import step
 
     files = public_files(features)
     base = resolve_base_url(base_url)
@@ -208,24 +207,24 @@ def fetch_authors_files(
         present = _check_present(files, out)
         missing = [f for f in files if f.name not in present]
         partial = sum(_size_of(_part_path(out, f)) for f in missing)
-        bar = tqdm(
-            total=sum(f.size for f in missing),
-            initial=partial,
-            unit="B",
-            unit_scale=True,
-            desc="fetching the authors' files",
-            disable=not progress or not missing or None,
-        )
-        try:
+        with contextlib.ExitStack() as cleanup:
+            cleanup.callback(_remove_empty, out / PARTIAL_FOLDER)
+            bar = cleanup.enter_context(
+                step(
+                    "fetching the authors' files",
+                    total=sum(f.size for f in missing),
+                    initial=partial,
+                    unit="B",
+                    unit_scale=True,
+                    show=progress and bool(missing),
+                )
+            )
             for file in files:
                 if file.name in present:
                     report.files.append(FetchedFile(file, "kept", file_url(base, file)))
                     continue
                 report.files.append(_fetch_one(file, base, out, timeout, bar, missing))
                 logger.debug("fetched and verified %s", file.name)
-        finally:
-            bar.close()
-            _remove_empty(out / PARTIAL_FOLDER)
     return report
 
 
