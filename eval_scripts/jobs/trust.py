@@ -308,57 +308,65 @@ def _ci_num(ci) -> str:
     return MISSING if not ci else f"[{signed(ci[0])}, {signed(ci[1])}]"
 
 
-def calibration_section(data: TrustData) -> str:
-    """Calibration and conformal intervals of the ridge on held-out clinicians (three clinician splits)."""
+def _markdown_table(header: list[str], rows: list[list[str]]) -> str:
     from eval_scripts.report.table import Table
 
-    runs = _calibrations(data)
-    seed_rows, nominal = [], None
+    return _table(Table(header, rows, set(), label_columns=1))
+
+
+def _seed_table(runs: dict[int, dict]) -> tuple[str, float, float]:
+    """(the per-split coverage table, the coverage pooled over splits and dimensions, the nominal level)."""
+    rows, cells = [], []
     for seed, run in runs.items():
-        test = run["evaluated"]["test"]
-        nominal = test["coverage_nominal"]
-        seed_rows.append(
-            [
-                str(seed),
-                str(test["pooled"]["n"]),
-                pct(test["pooled"]["coverage"]),
-                num(test["pooled"]["mean_width"], 2),
-                num(test["pooled"]["mae"], 3),
-            ]
-        )
-    cells = [
-        (run["evaluated"]["test"]["pooled"]["coverage"], run["evaluated"]["test"]["pooled"]["n"])
-        for run in runs.values()
+        pooled = run["evaluated"]["test"]["pooled"]
+        cells.append((pooled["coverage"], pooled["n"]))
+        rows.append([str(seed), str(pooled["n"]), pct(pooled["coverage"]), num(pooled["mean_width"], 2)])
+        rows[-1].append(num(pooled["mae"], 3))
+    nominal = next(iter(runs.values()))["evaluated"]["test"]["coverage_nominal"]
+    table = _markdown_table(["split seed", "test pairs", "coverage %", "mean width", "MAE"], rows)
+    return table, sum(c * n for c, n in cells) / sum(n for _, n in cells), nominal
+
+
+def _dimension_table(test: dict) -> str:
+    rows = [
+        [
+            DIMENSION_BY_KEY[key].abbreviation,
+            _before_after(entry, "icc3_1", pct),
+            _before_after(entry, "icc2_1", pct),
+            _before_after(entry, "mae", lambda v: num(v, 3)),
+            _before_after(entry, "bias", signed),
+            pct(entry["coverage"]),
+            num(entry["mean_width"], 2),
+        ]
+        for key, entry in test["dimensions"].items()
+        if "before" in entry
     ]
-    pooled = sum(c * n for c, n in cells) / sum(n for _, n in cells)
-    first = runs[CALIBRATION_SEEDS[0]]["evaluated"]["test"]
-    dim_rows = []
-    for key, entry in first["dimensions"].items():
-        if "before" not in entry:
-            continue
-        dim_rows.append(
-            [
-                DIMENSION_BY_KEY[key].abbreviation,
-                _before_after(entry, "icc3_1", pct),
-                _before_after(entry, "icc2_1", pct),
-                _before_after(entry, "mae", lambda v: num(v, 3)),
-                _before_after(entry, "bias", signed),
-                pct(entry["coverage"]),
-                num(entry["mean_width"], 2),
-            ]
-        )
+    return _markdown_table(["Dimension", "ICC(3,1) %", "ICC(A,1) %", "MAE", "bias", "coverage %", "mean width"], rows)
+
+
+def _group_and_risk_tables(test: dict) -> tuple[str, str]:
+    groups = [("time point", test["by_time_point"]), ("stimulus", test["by_stimulus"])]
     group_rows = [
-        [f"time point {g}", str(c["n"]), pct(c["coverage"]), num(c["mean_width"], 2)]
-        for g, c in first["by_time_point"].items()
-    ]
-    group_rows += [
-        [f"stimulus {g}", str(c["n"]), pct(c["coverage"]), num(c["mean_width"], 2)]
-        for g, c in first["by_stimulus"].items()
+        [f"{what} {g}", str(c["n"]), pct(c["coverage"]), num(c["mean_width"], 2)]
+        for what, cells in groups
+        for g, c in cells.items()
     ]
     risk_rows = [
         [num(r["max_width"], 2), pct(r["share"]), str(r["n"]), num(r["mae"], 3), pct(r["coverage"])]
-        for r in first["risk_coverage"]
+        for r in test["risk_coverage"]
     ]
+    return (
+        _markdown_table(["group", "pairs", "coverage %", "mean width"], group_rows),
+        _markdown_table(["max width", "share %", "pairs", "MAE", "coverage %"], risk_rows),
+    )
+
+
+def calibration_section(data: TrustData) -> str:
+    """Calibration and conformal intervals of the ridge on held-out clinicians (three clinician splits)."""
+    runs = _calibrations(data)
+    seed_table, pooled, nominal = _seed_table(runs)
+    first = runs[CALIBRATION_SEEDS[0]]["evaluated"]["test"]
+    group_table, risk_table = _group_and_risk_tables(first)
     return "\n".join(
         [
             "## Calibration and an interval for every score",
@@ -369,11 +377,7 @@ def calibration_section(data: TrustData) -> str:
             f"(`build --split-by clinician --seed S`), so the test split's clinicians are never seen by the map or "
             "the intervals. The judge is the text ridge's out-of-fold predictions.",
             "",
-            _table(
-                Table(
-                    ["split seed", "test pairs", "coverage %", "mean width", "MAE"], seed_rows, set(), label_columns=1
-                )
-            ),
+            seed_table,
             "",
             f"Pooled over the {len(runs)} splits and the dimensions, the intervals cover **{pct(pooled)}%** of the "
             f"held-out pairs (nominal {pct(nominal)}%). The guarantee is an average over calibration draws: a "
@@ -384,14 +388,7 @@ def calibration_section(data: TrustData) -> str:
             "",
             "The map is refitted in every resample (`mis_icc_metric.calibration_summary`).",
             "",
-            _table(
-                Table(
-                    ["Dimension", "ICC(3,1) %", "ICC(A,1) %", "MAE", "bias", "coverage %", "mean width"],
-                    dim_rows,
-                    set(),
-                    label_columns=1,
-                )
-            ),
+            _dimension_table(first),
             "",
             "The ridge is fitted to the gold scale already, so calibration moves its agreement little; for this "
             "judge the value is the interval. A zero-shot judge with an offset gains in ICC(A,1), MAE and bias; "
@@ -399,12 +396,12 @@ def calibration_section(data: TrustData) -> str:
             "",
             "Coverage by time point and by stimulus (same split):",
             "",
-            _table(Table(["group", "pairs", "coverage %", "mean width"], group_rows, set(), label_columns=1)),
+            group_table,
             "",
             "Risk and coverage: the share of pairs whose interval is at most a width wide (scores a reader could "
             "accept without an expert at that tolerance), their error and coverage:",
             "",
-            _table(Table(["max width", "share %", "pairs", "MAE", "coverage %"], risk_rows, set(), label_columns=1)),
+            risk_table,
         ]
     )
 
