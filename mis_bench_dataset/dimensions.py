@@ -178,6 +178,8 @@ MAX_BOOTSTRAP = 200_000
 RESAMPLE_UNITS: tuple[str, ...] = ("video", "clinician")
 DEFAULT_RESAMPLE = "clinician"
 PAPER_RESAMPLE = "video"
+# The one default level of every CI the toolkit reports (the paper's 95%).
+DEFAULT_CONFIDENCE = 0.95
 # The one default random seed of every entry point (the bootstrap's, the sampling's, the baselines' fits).
 DEFAULT_SEED = 0
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLE,
     DEFAULT_SEED,
     bootstrap_option,
@@ -71,6 +72,14 @@ def add_by(parser: argparse.ArgumentParser) -> None:
 def add_resample(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, default: str = DEFAULT_RESAMPLE) -> None:
     """`--resample video|clinician`: what each bootstrap resample of the command's CIs and paired tests draws."""
     add_option(parser, "resample", resample_option(default=default), default)
+
+
+def add_confidence(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """`--confidence P`: the level of every CI the command reports, `DEFAULT_CONFIDENCE` (95%)."""
+
+    parser.add_argument(
+        "--confidence", type=probability, default=DEFAULT_CONFIDENCE, help=f"CI level (default: {DEFAULT_CONFIDENCE})"
+    )
 
 
 def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str = "bootstrap seed") -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from eval_scripts.cli.args import (
     add_bootstrap,
+    add_confidence,
     add_json,
     add_resample,
     add_seed,
@@ -65,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bootstrap(parser, what="resamples for the summary's CIs (each refits the map)")
     add_seed(parser)
     add_resample(parser)
-    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level")
+    add_confidence(parser)
     parser.add_argument(
         "--out",
         type=Path,

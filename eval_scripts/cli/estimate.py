@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_resample, add_seed, existing, probability, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_confidence,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    shown,
+)
 from mis_bench_dataset.rules.numbers import MISSING
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
@@ -48,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="also estimate per group and the differences between groups (default: none)",
     )
-    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
+    add_confidence(parser)
     add_bootstrap(parser, what="resamples of the bootstrap variant (PPI++ recomputed per resample; 0: none)")
     add_resample(parser)
     add_seed(parser)

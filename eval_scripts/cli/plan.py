@@ -7,6 +7,7 @@ from pathlib import Path
 
 from eval_scripts.cli.args import (
     add_bootstrap,
+    add_confidence,
     add_json,
     add_resample,
     add_seed,
@@ -77,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="labels: videos the judge will score (default: as many as in --predictions)",
     )
-    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
+    add_confidence(parser)
     add_bootstrap(parser, minimum=100, what="resamples at each size tried (icc, difference)")
     add_resample(parser)
     add_seed(parser)

@@ -11,12 +11,12 @@ from pathlib import Path
 from eval_scripts.cli.args import (
     add_bootstrap,
     add_by,
+    add_confidence,
     add_json,
     add_resample,
     add_seed,
     existing,
     print_json,
-    probability,
     say,
     shown,
 )
@@ -91,7 +91,7 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
     add_bootstrap(parser, minimum=min_bootstrap)
     add_resample(parser)
     add_seed(parser)
-    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
+    add_confidence(parser)
     parser.add_argument(
         "--missing",
         choices=MISSING_POLICIES,
