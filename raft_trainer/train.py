@@ -42,7 +42,10 @@ EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # launched processes: where a refus
 # Deprecation warnings TRL and PEFT raise from their own code (their helpers read `is_gradient_checkpointing`):
 # nothing a user of this script can change, so not shown. (TRL's configs default the old `gradient_checkpointing`
 # name; RAFTConfig gives that default under the new name, so it raises nothing to filter.)
-THIRD_PARTY_DEPRECATIONS = (r"`is_gradient_checkpointing` is deprecated",)
+THIRD_PARTY_DEPRECATIONS = (
+    r"`is_gradient_checkpointing` is deprecated",
+    r"`gradient_checkpointing_(en|dis)able` is deprecated",  # TRL's GRPOTrainer calls the old names (--method grpo)
+)
 
 
 def _filter_third_party_warnings() -> None:
