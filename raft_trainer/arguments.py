@@ -104,11 +104,7 @@ class RAFTScriptArguments:
     )
     method: str = field(
         default=RAFT_METHOD,
-        metadata={
-            "help": "Trainer: raft (RAFTTrainer, objective --raft_objective) or grpo (TRL's GRPOTrainer, rewards "
-            "-(score - gold)^2 and the answer's format).",
-            "choices": list(TRAINING_METHODS),
-        },
+        metadata={"help": "raft or grpo (TRL's GRPOTrainer).", "choices": list(TRAINING_METHODS)},
     )
     num_generations: int = field(
         default=2, metadata={"help": "GRPO: answers sampled per prompt (per_device_train_batch_size: a multiple)."}
@@ -239,27 +235,26 @@ _COMMON_MODEL_FIELDS = (
     "load_in_4bit",
     "bnb_4bit_quant_type",
 )
-_METHOD_FIELDS = (
-    "method",
+# Options of `--method grpo` and of CoT-RAFT (recipes/cot_raft.yaml sets them): under `--help-all`; `--method` shown.
+_METHOD_DETAIL_FIELDS = (
+    "completion_style",
+    "generate_rationales",
+    "rationales_dir",
     "num_generations",
     "max_completion_length",
     "grpo_temperature",
     "grpo_beta",
     "grpo_reward",
-    "generate_rationales",
-    "rationales_dir",
     "rationale_max_new_tokens",
     "rationale_temperature",
 )
-_SCRIPT_FIELDS = tuple(name for name in RAFTScriptArguments.__annotations__ if name not in _METHOD_FIELDS)
 HELP_GROUPS = (
-    ("data and outputs", ("dataset_dir", "output_dir", *_SCRIPT_FIELDS)),
+    ("data and outputs", ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__)),
     ("MIS-RAFT objective and inputs (RAFTConfig)", _RAFT_FIELDS),
-    ("other methods: GRPO and CoT-RAFT's rationales (RAFTScriptArguments)", _METHOD_FIELDS),
     ("model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)", tuple(field.name for field in fields(ModelConfig))),
     ("most used training arguments (TRL's SFTConfig, transformers' TrainingArguments)", COMMON_TRAINING_FIELDS),
 )
-_RARE_FIELDS = ("video_frames", "video_max_pixels", "video_min_pixels")  # raw video only: under --help-all
+_RARE_FIELDS = ("video_frames", "video_max_pixels", "video_min_pixels", *_METHOD_DETAIL_FIELDS)  # --help-all
 SHORT_HELP = frozenset(
     ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__, *_RAFT_FIELDS)
     + _COMMON_MODEL_FIELDS
