@@ -30,6 +30,11 @@ def check_method(script_args, training_args) -> None:
             )
         if script_args.method != RAFT_METHOD:
             _refuse("--generate_rationales is CoT-RAFT's first stage, not GRPO's", "drop --method grpo")
+        if script_args.num_processes > 1 or script_args.accelerate_config:
+            _refuse(
+                "--generate_rationales runs in one process (each launched process would write every part)",
+                "drop --num_processes / --accelerate_config for stage one",
+            )
     if script_args.method != GRPO_METHOD:
         return
     if cot:

@@ -38,6 +38,8 @@ def _script(**overrides) -> SimpleNamespace:
         grpo_temperature=1.0,
         grpo_beta=0.0,
         grpo_reward="parsed",
+        num_processes=1,
+        accelerate_config=None,
     )
     return SimpleNamespace(**{**base, **overrides})
 
@@ -136,6 +138,7 @@ def test_a_few_grpo_steps_run_save_and_load_back_to_the_same_scores(tmp_path):
         ({"num_generations": 4}, {}, "must be a multiple of --num_generations 4"),
         ({"generate_rationales": True}, {"completion_style": "cot"}, "not GRPO's"),
         ({"generate_rationales": True, "method": "raft"}, {}, "completion_style is 'score'"),
+        ({"generate_rationales": True, "method": "raft", "num_processes": 2}, {"completion_style": "cot"}, "one proc"),
     ],
 )
 def test_combinations_that_make_no_sense_are_refused_in_one_line(tmp_path, script, config, message):
