@@ -100,7 +100,8 @@ def write_rationales(
 
     out = OutputFolder(folder, command="train", arg="--rationales_dir", inputs=inputs)
     settings_path = out.root / SETTINGS_NAME
-    settings = {**settings, "chunk_rows": CHUNK_ROWS, "rows": len(rows)}
+    # the batch shapes decide how a sampled part consumes its random stream: a resumed run must keep them
+    settings = {**settings, "chunk_rows": CHUNK_ROWS, "rows": len(rows), "batch_size": batch_size}
     if settings_path.is_file():
         earlier = json.loads(settings_path.read_text(encoding="utf-8"))
         if earlier != settings:
