@@ -16,6 +16,8 @@ from trl import ModelConfig, SFTConfig, TrlParser
 
 from mis_bench_dataset.rules.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
+from raft_trainer.grpo import GRPO_REWARDS
+from raft_trainer.methods import RAFT_METHOD, TRAINING_METHODS
 from raft_trainer.predict import PREDICT_METHODS
 
 
@@ -50,6 +52,31 @@ class RAFTScriptArguments:
             (`multi_gpu` (DDP), `fsdp` (FSDP2), `zero2`, `zero3` (DeepSpeed); the settings a LoRA / QLoRA run needs
             are in each file's comments) or the path of an accelerate YAML file (e.g. a copy for two machines).
             Checked before any process starts; FSDP and DeepSpeed need CUDA GPUs.
+        method (`str`, *optional*, defaults to `"raft"`):
+            Trainer: `"raft"` (`RAFTTrainer`, the objective `raft_objective` names) or `"grpo"` (TRL's
+            `GRPOTrainer` with a squared-error and a format reward, `raft_trainer.grpo`).
+        num_generations (`int`, *optional*, defaults to `2`):
+            GRPO: answers sampled per prompt (the group whose mean reward is the baseline);
+            `per_device_train_batch_size` counts answers and must be a multiple of it.
+        max_completion_length (`int`, *optional*, defaults to `16`):
+            GRPO: most tokens per sampled answer ("The score prediction is: x.y" takes about 10).
+        grpo_temperature (`float`, *optional*, defaults to `1.0`):
+            GRPO: sampling temperature of the answers.
+        grpo_beta (`float`, *optional*, defaults to `0.0`):
+            GRPO: weight of the KL penalty to the base model (TRL's default, 0: no reference model kept).
+        grpo_reward (`str`, *optional*, defaults to `"parsed"`):
+            GRPO: where the score reward reads the answer's score: `"parsed"`, the score line the answer states
+            (`raft_trainer.grpo.read_answer_score`).
+        generate_rationales (`bool`, *optional*, defaults to `False`):
+            CoT-RAFT's first stage (TRACT): generate the base model's rationales for the labelled train and
+            validation rows into `rationales_dir`, then stop (resumes where an earlier run stopped).
+        rationales_dir (`str`, *optional*):
+            CoT-RAFT: the folder of the rationales (default `<dataset_dir>.rationales/<model folder name>`, beside
+            the build).
+        rationale_max_new_tokens (`int`, *optional*, defaults to `256`):
+            CoT-RAFT: most tokens of a generated analysis (stage one, and the test readout).
+        rationale_temperature (`float`, *optional*, defaults to `0.7`):
+            CoT-RAFT stage one: sampling temperature (0: greedy); part k of the rows is sampled with seed `seed + k`.
     """
 
     dataset_dir: str = field(
@@ -74,6 +101,34 @@ class RAFTScriptArguments:
             "help": "accelerate configuration to launch with: multi_gpu (DDP), fsdp (FSDP2), zero2, zero3 "
             "(DeepSpeed; raft_trainer/accelerate_configs) or the path of an accelerate YAML file."
         },
+    )
+    method: str = field(
+        default=RAFT_METHOD,
+        metadata={"help": "raft or grpo (TRL's GRPOTrainer).", "choices": list(TRAINING_METHODS)},
+    )
+    num_generations: int = field(
+        default=2, metadata={"help": "GRPO: answers sampled per prompt (per_device_train_batch_size: a multiple)."}
+    )
+    max_completion_length: int = field(default=16, metadata={"help": "GRPO: most tokens per sampled answer."})
+    grpo_temperature: float = field(default=1.0, metadata={"help": "GRPO: sampling temperature of the answers."})
+    grpo_beta: float = field(default=0.0, metadata={"help": "GRPO: KL penalty weight (0: no reference model)."})
+    grpo_reward: str = field(
+        default="parsed",
+        metadata={"help": "GRPO: what the score reward reads (the score line).", "choices": list(GRPO_REWARDS)},
+    )
+    generate_rationales: bool = field(
+        default=False,
+        metadata={"help": "CoT-RAFT stage one: write the base model's rationales to --rationales_dir, then stop."},
+    )
+    rationales_dir: str | None = field(
+        default=None,
+        metadata={"help": "CoT-RAFT: folder of the rationales (default: <dataset_dir>.rationales/<model name>)."},
+    )
+    rationale_max_new_tokens: int = field(
+        default=256, metadata={"help": "CoT-RAFT: most tokens of a generated analysis."}
+    )
+    rationale_temperature: float = field(
+        default=0.7, metadata={"help": "CoT-RAFT stage one: sampling temperature (0: greedy), seeded by --seed."}
     )
 
 
@@ -182,13 +237,26 @@ _COMMON_MODEL_FIELDS = (
     "load_in_4bit",
     "bnb_4bit_quant_type",
 )
+# Options of `--method grpo` and of CoT-RAFT (recipes/cot_raft.yaml sets them): under `--help-all`; `--method` shown.
+_METHOD_DETAIL_FIELDS = (
+    "completion_style",
+    "generate_rationales",
+    "rationales_dir",
+    "num_generations",
+    "max_completion_length",
+    "grpo_temperature",
+    "grpo_beta",
+    "grpo_reward",
+    "rationale_max_new_tokens",
+    "rationale_temperature",
+)
 HELP_GROUPS = (
     ("data and outputs", ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__)),
     ("MIS-RAFT objective and inputs (RAFTConfig)", _RAFT_FIELDS),
     ("model and LoRA adapter (RAFTModelConfig, TRL's ModelConfig)", tuple(field.name for field in fields(ModelConfig))),
     ("most used training arguments (TRL's SFTConfig, transformers' TrainingArguments)", COMMON_TRAINING_FIELDS),
 )
-_RARE_FIELDS = ("video_frames", "video_max_pixels", "video_min_pixels")  # raw video only: under --help-all
+_RARE_FIELDS = ("video_frames", "video_max_pixels", "video_min_pixels", *_METHOD_DETAIL_FIELDS)  # --help-all
 SHORT_HELP = frozenset(
     ("dataset_dir", "output_dir", *RAFTScriptArguments.__annotations__, *_RAFT_FIELDS)
     + _COMMON_MODEL_FIELDS

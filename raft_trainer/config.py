@@ -18,6 +18,7 @@ from mis_bench_dataset.protocol import (
     VideoSampling,
 )
 from mis_bench_dataset.setting_inputs import INPUT_SOURCES, setting_media
+from raft_trainer.cot import COMPLETION_STYLES, COT_COMPLETION, SCORE_COMPLETION, check_completion_style
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,11 @@ class RAFTConfig(SFTConfig):
               Rubrics" and the line "###Score:".
 
             The completion is "The score prediction is: " + the gold score in both.
+        completion_style (`str`, *optional*, defaults to `"score"`):
+            What the model writes. `"score"`: "The score prediction is: x.y". `"cot"`: CoT-RAFT (TRACT, ACL 2025;
+            `raft_trainer.cot`, `recipes/cot_raft.yaml`): the prompt asks for an analysis first, the completion is
+            the row's `rationale` (the model's own, `raft_trainer.rationales`) then "Final score: x.y"; RAFT reads
+            the final score's digits, the CE term of `"raft+ce"` the rest. Text prompts in the toolkit style only.
         video_sampling (`str`, *optional*, defaults to `"fixed"`):
             Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
 
@@ -216,6 +222,14 @@ class RAFTConfig(SFTConfig):
             "choices": list(TRAINER_PROMPT_STYLES),
         },
     )
+    completion_style: str = field(
+        default=SCORE_COMPLETION,
+        metadata={
+            "help": "What the model writes: 'score' (the score line) or 'cot' (CoT-RAFT: an analysis, the model's "
+            "own rationale, then 'Final score: x.y'; RAFT on its digits).",
+            "choices": list(COMPLETION_STYLES),
+        },
+    )
     video_sampling: str = field(
         default=FIXED_VIDEO_SAMPLING,
         metadata={
@@ -302,6 +316,7 @@ class RAFTConfig(SFTConfig):
             raise ValueError(
                 f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)}, got {self.prompt_style!r}"
             )
+        self._check_completion_style()
         _ = self.raw_video_sampling  # validates the video fields now, not at the first raw-video row
         if self.padding_side not in PADDING_SIDES:
             raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
@@ -312,6 +327,18 @@ class RAFTConfig(SFTConfig):
             self.bf16 = False
         super().__post_init__()
         self._check_early_stopping()
+
+    def _check_completion_style(self) -> None:
+        """CoT-RAFT rows are text rows in the toolkit prompt."""
+        try:
+            check_completion_style(self.completion_style, self.prompt_style)
+        except ValueError as err:
+            raise ValueError(f"RAFTConfig.{err}") from None
+        if self.completion_style == COT_COMPLETION and self.modality != "text":
+            raise ValueError(
+                "RAFTConfig.completion_style='cot' trains on text rationales: modality 'text' only, "
+                f"got {self.modality!r}"
+            )
 
     def _check_early_stopping(self) -> None:
         """Early stopping needs evaluations and a metric to watch; refused now rather than at the first step."""

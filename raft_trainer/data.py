@@ -142,6 +142,8 @@ class ScoringEncoder(TrainingRowMixin):
     max_length: int | None = 512
     modality: str = "text"
     prompt_style: str = TOOLKIT_PROMPT_STYLE
+    # the completion's score is its last [digit, '.', digit] (a CoT completion: `raft_trainer.cot`), not its first
+    score_is_last = False
 
     def __post_init__(self) -> None:
         check_prompt_style(self.prompt_style)
@@ -185,7 +187,12 @@ class ScoringEncoder(TrainingRowMixin):
                     + ")"
                 )
         score_index = self.digits.find_score(
-            full_ids, score_text, start=prompt_len, context=_row_name(row), tokenizer=self.tokenizer
+            full_ids,
+            score_text,
+            start=prompt_len,
+            context=_row_name(row),
+            tokenizer=self.tokenizer,
+            last=self.score_is_last,
         )
         labels = [-100] * prompt_len + full_ids[prompt_len:]
         return {

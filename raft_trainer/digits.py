@@ -65,10 +65,14 @@ class DigitTokens:
         integer, fraction = split_score_text(score_text)
         return [self.digit_ids[integer], self.point_id, self.digit_ids[fraction]]
 
-    def find_score(self, ids: list[int], score_text: str, *, start: int = 0, context: str = "", tokenizer=None) -> int:
-        """Index of the integer-digit token of `score_text` in `ids[start:]` (first match)."""
+    def find_score(
+        self, ids: list[int], score_text: str, *, start: int = 0, context: str = "", tokenizer=None, last: bool = False
+    ) -> int:
+        """Index of the integer-digit token of `score_text` in `ids[start:]`: the first match, or the last with
+        `last` (a CoT completion's final score, after a rationale that may quote scores of its own)."""
         pattern = self.score_pattern(score_text)
-        for i in range(start, len(ids) - 2):
+        indices = range(start, len(ids) - 2)
+        for i in reversed(indices) if last else indices:
             if ids[i] == pattern[0] and ids[i + 1 : i + 3] == pattern[1:]:
                 return i
         produced = tokenizer.convert_ids_to_tokens(ids[start:]) if tokenizer is not None else ids[start:]

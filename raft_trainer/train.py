@@ -42,7 +42,10 @@ EXIT_FILE_ENV = "MIS_BENCH_TRAIN_EXIT_FILE"  # launched processes: where a refus
 # Deprecation warnings TRL and PEFT raise from their own code (their helpers read `is_gradient_checkpointing`):
 # nothing a user of this script can change, so not shown. (TRL's configs default the old `gradient_checkpointing`
 # name; RAFTConfig gives that default under the new name, so it raises nothing to filter.)
-THIRD_PARTY_DEPRECATIONS = (r"`is_gradient_checkpointing` is deprecated",)
+THIRD_PARTY_DEPRECATIONS = (
+    r"`is_gradient_checkpointing` is deprecated",
+    r"`gradient_checkpointing_(en|dis)able` is deprecated",  # TRL's GRPOTrainer calls the old names (--method grpo)
+)
 
 
 def _filter_third_party_warnings() -> None:
@@ -93,7 +96,7 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
-        check_run(splits, script_args, training_args)
+        check_run(splits, script_args, training_args, model=model_args.model_name_or_path)
         fit_max_length(splits, training_args, model_args, chosen=_flag_given(argv, "max_length"))
         if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(
@@ -140,7 +143,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
         raise UsageError(" ".join(str(err).split()), where="flags or --config recipe") from None
 
 
-def check_run(splits, script_args, training_args) -> None:
+def check_run(splits, script_args, training_args, *, model: str = "") -> None:
     """Everything about the data and the setting that can be refused before a model is loaded (and before
     processes are started): a train split, the input source (resolved once, stored in `training_args`), a
     labelled validation split when evaluating, and an output folder holding only this writer's files."""
@@ -154,6 +157,11 @@ def check_run(splits, script_args, training_args) -> None:
             hint="give a folder written by `mis-bench build`",
         )
     training_args.input_source = prepare_inputs(splits, dataset, training_args.modality, training_args.input_source)
+    from raft_trainer.methods import check_method
+
+    check_method(script_args, training_args)
+    if training_args.completion_style == "cot" and script_args.train and not script_args.generate_rationales:
+        attach_split_rationales(splits, script_args, training_args, model)
     if script_args.train:
         eval_split(splits, training_args, dataset)
     if os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0":  # before the main process writes anything
@@ -229,6 +237,29 @@ def _flag_given(argv: list[str] | None, name: str) -> bool:
             if isinstance(keys, dict) and name in keys:
                 return True
     return False
+
+
+def rationales_dir(script_args, model: str) -> Path:
+    """CoT-RAFT's rationale folder: `--rationales_dir`, or the default beside the build."""
+    from raft_trainer.rationales import default_rationales_dir
+
+    given = script_args.rationales_dir
+    return Path(given) if given else default_rationales_dir(script_args.dataset_dir, model)
+
+
+def rationale_splits(splits, training_args) -> list[str]:
+    """The splits CoT-RAFT trains or evaluates on: train, and validation when evaluating."""
+    return ["train"] + (["validation"] if training_args.eval_strategy != "no" and "validation" in splits else [])
+
+
+def attach_split_rationales(splits, script_args, training_args, model: str) -> None:
+    """CoT-RAFT's second stage: the rationales of stage one joined to the train (and validation) rows."""
+    from raft_trainer.rationales import attach_rationales, read_rationales
+
+    folder = rationales_dir(script_args, model)
+    found = read_rationales(folder)
+    for name in rationale_splits(splits, training_args):
+        splits[name] = attach_rationales(splits[name], found, f"{folder}, {name} split")
 
 
 def prepare_inputs(splits, dataset: str, modality: str, requested: str) -> str:
@@ -310,7 +341,21 @@ def run_setting(script_args, training_args) -> dict:
         trained=script_args.train,
         # the build report's rule: every output of synthetic data says so (setting.json, scores_test.json, stdout)
         synthetic=bool(BuiltDataset.open(script_args.dataset_dir).synthetic),
+        **method_record(script_args, training_args),
     )
+
+
+def method_record(script_args, training_args) -> dict:
+    """The training method and completion style in the `setting` block, when not the defaults (RAFT, score line)."""
+    from raft_trainer.cot import SCORE_COMPLETION
+    from raft_trainer.methods import RAFT_METHOD
+
+    record = {}
+    if script_args.method != RAFT_METHOD:
+        record["method"] = script_args.method
+    if training_args.completion_style != SCORE_COMPLETION:
+        record["completion_style"] = training_args.completion_style
+    return record
 
 
 def train_and_predict(splits, script_args, training_args, model_args) -> int:
@@ -334,6 +379,8 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     raw = training_args.input_source == "raw"
     processing_class = load_media_processor(model, training_args.modality) if raw else tokenizer
     set_model_init_kwargs(training_args, model_args)
+    if script_args.generate_rationales:
+        return write_split_rationales(splits, script_args, training_args, model_args, tokenizer)
     if script_args.train:
         log_device(training_args)
         trained, note = train(splits, script_args, training_args, model_args, processing_class)
@@ -367,14 +414,61 @@ def set_model_init_kwargs(training_args, model_args) -> None:
     }
 
 
+def write_split_rationales(splits, script_args, training_args, model_args, tokenizer) -> int:
+    """CoT-RAFT's first stage (TRACT): the base model's rationales of the labelled train (and validation) rows,
+    written beside the build (`raft_trainer.rationales.write_rationales`: seeded, resumable)."""
+    from raft_trainer.cot import CotScoringEncoder
+    from raft_trainer.digits import DigitTokens
+    from raft_trainer.rationales import write_rationales
+
+    model = model_args.model_name_or_path
+    folder = rationales_dir(script_args, model)
+    rows = [row for name in rationale_splits(splits, training_args) for row in splits[name] if row["score"] is not None]
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    encoder = CotScoringEncoder(tokenizer, digits, training_args.max_length, prompt_style=training_args.prompt_style)
+    settings = {
+        "model": model,
+        "seed": training_args.seed,
+        "temperature": script_args.rationale_temperature,
+        "max_new_tokens": script_args.rationale_max_new_tokens,
+        "max_length": training_args.max_length,
+        "synthetic": run_setting(script_args, training_args)["synthetic"],
+    }
+    loaded = load_untrained(model, training_args, model_args)
+    written, kept = write_rationales(
+        loaded,
+        encoder,
+        rows,
+        folder,
+        settings,
+        inputs=[script_args.dataset_dir],
+        batch_size=script_args.predict_batch_size,
+    )
+    print(f"rationales of {len(rows)} rows in {folder}: {written} parts written, {kept} kept from an earlier run")
+    return 0
+
+
 def train(splits, script_args, training_args, model_args, processing_class):
-    """(the trained model, unwrapped; the line that says what was trained): RAFTTrainer on the train split."""
-    from transformers.trainer_callback import ProgressCallback
+    """(the trained model, unwrapped; the line that says what was trained): RAFTTrainer (or, with `--method grpo`,
+    TRL's GRPOTrainer) on the train split."""
     from trl import get_peft_config, get_quantization_config
 
-    from mis_bench_dataset.rules.progress import bars_shown
+    from raft_trainer.methods import GRPO_METHOD
     from raft_trainer.trainer import RAFTTrainer
 
+    if script_args.method == GRPO_METHOD:
+        from raft_trainer.grpo import make_grpo_trainer
+
+        trainer = make_grpo_trainer(
+            model_args.model_name_or_path,
+            training_args,
+            script_args,
+            splits["train"],
+            processing_class,
+            peft_config=get_peft_config(model_args),
+            quantization_config=get_quantization_config(model_args),
+        )
+        return _train_and_save(trainer, training_args, "GRPO")
     trainer = RAFTTrainer(
         model_args.model_name_or_path,
         args=training_args,
@@ -384,8 +478,6 @@ def train(splits, script_args, training_args, model_args, processing_class):
         peft_config=get_peft_config(model_args),
         quantization_config=get_quantization_config(model_args),
     )
-    if not bars_shown():
-        trainer.remove_callback(ProgressCallback)  # its bar; the losses stay in trainer_state.json
     logger.info(
         "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
         trainer.accelerator.num_processes,
@@ -394,11 +486,23 @@ def train(splits, script_args, training_args, model_args, processing_class):
         training_args.input_source,
         training_args.prompt_style,
     )
+    return _train_and_save(trainer, training_args)
+
+
+def _train_and_save(trainer, training_args, method: str = ""):
+    """Train, save the adapter and the state; (the model, unwrapped; the line saying what was trained)."""
+    from transformers.trainer_callback import ProgressCallback
+
+    from mis_bench_dataset.rules.progress import bars_shown
+
+    if not bars_shown():
+        trainer.remove_callback(ProgressCallback)  # its bar; the losses stay in trainer_state.json
     result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     trainer.save_model(training_args.output_dir)
     trainer.save_state()
+    what = f"{method} " if method else ""
     note = (
-        f"trained {trainer.state.global_step} steps, train loss {result.training_loss:.4f}; "
+        f"trained {trainer.state.global_step} {what}steps, train loss {result.training_loss:.4f}; "
         f"adapter in {training_args.output_dir}"
     )
     return trainer.accelerator.unwrap_model(trainer.model), note
@@ -452,14 +556,17 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     from raft_trainer.predict import predict_scores, prediction_records
 
     rows = list(test_split)
-    scores = predict_scores(
-        model,
-        processing_class,
-        rows,
-        config,
-        batch_size=script_args.predict_batch_size,
-        method=script_args.predict_method,
-    )
+    if config.completion_style == "cot":
+        scores = predict_cot(model, processing_class, rows, script_args, config)
+    else:
+        scores = predict_scores(
+            model,
+            processing_class,
+            rows,
+            config,
+            batch_size=script_args.predict_batch_size,
+            method=script_args.predict_method,
+        )
     records = prediction_records(rows, scores)
     path = write_predictions(out.claim("predictions_test.csv", TRAIN_WRITER), records)
     print(
@@ -474,6 +581,28 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     result = {"synthetic": setting["synthetic"], **result, "setting": setting}
     write_json(out, "scores_test.json", result)
     print(score_line(result) + (f" ({SYNTHETIC_LINE.rstrip('.')})" if setting["synthetic"] else ""))
+
+
+def predict_cot(model, processing_class, rows, script_args, config):
+    """A CoT-RAFT model's test scores: its greedy analysis, then the expected final score
+    (`raft_trainer.rationales.predict_cot_scores`)."""
+    from raft_trainer.cot import CotScoringEncoder
+    from raft_trainer.digits import DigitTokens
+    from raft_trainer.rationales import predict_cot_scores
+
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    encoder = CotScoringEncoder(
+        tokenizer, DigitTokens.from_tokenizer(tokenizer), config.max_length, prompt_style=config.prompt_style
+    )
+    return predict_cot_scores(
+        model,
+        encoder,
+        rows,
+        max_new_tokens=script_args.rationale_max_new_tokens,
+        batch_size=script_args.predict_batch_size,
+        method=script_args.predict_method,
+        renormalize=config.renormalize_digits,
+    )
 
 
 def score_line(result: dict) -> str:

@@ -24,6 +24,7 @@ from trl import SFTTrainer
 from mis_icc_metric import icc3_1
 from raft_trainer.collator import MEDIA_BATCH_KEYS, RAFT_BATCH_KEYS, RAFTDataCollator
 from raft_trainer.config import RAFTConfig
+from raft_trainer.cot import COT_COMPLETION, CotScoringEncoder
 from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
 from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import expected_decimal_score, squared_score_error_sum
@@ -121,7 +122,8 @@ class RAFTTrainer(SFTTrainer):
         """(how a split's rows are prepared, the collator's raw-media encoder or None): raw-media rows stay
         unencoded for the collator; the others are tokenized here with the chat template."""
         if not self._raw_media:
-            encoder = ScoringEncoder(tokenizer, self.digit_tokens, args.max_length, args.modality, args.prompt_style)
+            encoder_class = CotScoringEncoder if args.completion_style == COT_COMPLETION else ScoringEncoder
+            encoder = encoder_class(tokenizer, self.digit_tokens, args.max_length, args.modality, args.prompt_style)
             return (lambda dataset, split: _encode(dataset, encoder, split, args.dataset_num_proc)), None
         from raft_trainer.raw_media import RawMediaEncoder
 

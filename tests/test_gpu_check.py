@@ -6,6 +6,7 @@ here (nothing downloaded), about a few minutes on one GPU. Skipped without CUDA,
 - the vLLM backend on a tiny model (skipped without vllm), in its own process (vLLM takes most of the GPU memory).
 - a DeepSpeed ZeRO-2 step through `mis-bench train --accelerate_config` (skipped without deepspeed).
 - the time of one RAFT step against one CE step (same model, rows and batch).
+- CoT-RAFT and GRPO steps (bf16, LoRA) timed against RAFT's, the GRPO adapter saved.
 
 Each test adds its figures to a JSON file named by `MIS_BENCH_GPU_REPORT` (rewritten after every test, so a
 run cut short keeps what it measured); docs/benchmarks.md names the command.
@@ -277,3 +278,57 @@ def test_vllm_backend_on_a_tiny_model(tmp_path, report):
     figures = json.loads(proc.stdout.strip().splitlines()[-1])
     report("vllm_backend", figures)
     assert figures["completions"] == 64
+
+
+def test_a_cot_raft_step_and_a_grpo_step_against_a_raft_step(tmp_path, report):
+    """The methods beside MIS-RAFT on the GPU (issue 40): CoT-RAFT and GRPO steps in bf16 with LoRA, finite, timed
+    against RAFT's on the same rubric prompts (2 a step), and the GRPO adapter saved."""
+    from types import SimpleNamespace
+
+    import datasets
+
+    from raft_trainer.cot import RATIONALE_COLUMN
+    from raft_trainer.grpo import make_grpo_trainer
+    from raft_trainer.tiny import WORDS, tiny_model, tiny_tokenizer
+    from raft_trainer.trainer import RAFTTrainer
+
+    from _raft_helpers import toy_rows
+
+    tokenizer = tiny_tokenizer()
+    rationale = " ".join(WORDS * 8)  # 96 words of analysis
+    rows = datasets.Dataset.from_list([{**r, RATIONALE_COLUMN: rationale} for r in toy_rows(16, seed=0)])
+    figures = {}
+    for method in ("raft", "cot-raft", "grpo"):
+        timer = _step_timer()
+        model = tiny_model(tokenizer, seed=0, hidden=512, layers=4, vocab_size=32768).to(torch.bfloat16)
+        if method == "grpo":
+            script = SimpleNamespace(num_generations=4, max_completion_length=16, grpo_temperature=1.0, grpo_beta=0.0)
+            args = _config(tmp_path, max_steps=6, per_device_train_batch_size=8)
+            trainer = make_grpo_trainer(
+                model, args, script, rows, tokenizer, peft_config=_lora(("q_proj", "v_proj")), callbacks=[timer]
+            )
+        else:
+            cot = {"completion_style": "cot", "raft_objective": "raft+ce"} if method == "cot-raft" else {}
+            trainer = RAFTTrainer(
+                model,
+                args=_config(tmp_path, max_steps=6, per_device_train_batch_size=2, **cot),
+                train_dataset=rows,
+                processing_class=tokenizer,
+                peft_config=_lora(("q_proj", "v_proj")),
+                callbacks=[timer],
+            )
+        trainer.train()
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        assert losses and all(math.isfinite(x) for x in losses), (method, losses)
+        steady = timer.times[2:]
+        figures[method] = {"median_step_s": statistics.median(steady), "steps_timed": len(steady), "losses": losses}
+        if method == "grpo":
+            trainer.save_model(str(tmp_path / "grpo"))
+            assert (tmp_path / "grpo" / "adapter_model.safetensors").is_file()
+    for method in ("cot-raft", "grpo"):
+        figures[f"{method}_over_raft"] = figures[method]["median_step_s"] / figures["raft"]["median_step_s"]
+    figures["setting"] = (
+        "Qwen2 hidden 512, 4 layers, vocab 32768, bf16, LoRA q/v, 2 rubric prompts a step; CoT-RAFT: a 96-word "
+        "rationale, raft+ce; GRPO: 4 answers per prompt, at most 16 tokens"
+    )
+    report("methods_step", figures)
