@@ -87,7 +87,12 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         require_extra("qlora", "--load_in_4bit / --load_in_8bit")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    _bars_only_on_a_terminal()
+    with _bars_only_on_a_terminal():
+        return _run_parsed(argv, prog, script_args, training_args, model_args)
+
+
+def _run_parsed(argv, prog: str, script_args, training_args, model_args) -> int:
+    """`run` after parsing: the checks, then training here or in launched processes."""
     from mis_bench_dataset.built.loading import load_build
     from mis_bench_dataset.rules.ownership import check_not_overlapping
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
@@ -110,18 +115,30 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         return train_and_predict(splits, script_args, training_args, model_args)
 
 
-def _bars_only_on_a_terminal() -> None:
+@contextlib.contextmanager
+def _bars_only_on_a_terminal():
     """transformers' and datasets' own bars (the Trainer's steps, "Tokenizing train dataset") follow the toolkit's
-    rule: drawn on a terminal or with `mis-bench --progress`, never into a redirected stderr."""
+    rule: drawn on a terminal or with `mis-bench --progress`, never into a redirected stderr. The caller's own
+    setting is back afterwards (`run` is called in-process by `mis-bench train`)."""
     from mis_bench_dataset.rules.progress import bars_shown
 
     if bars_shown():
+        yield
         return
     import datasets
     import transformers
 
+    datasets_off = datasets.utils.are_progress_bars_disabled()
+    transformers_on = transformers.utils.logging.is_progress_bar_enabled()
     datasets.disable_progress_bars()
     transformers.utils.logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if not datasets_off:
+            datasets.enable_progress_bars()
+        if transformers_on:
+            transformers.utils.logging.enable_progress_bar()
 
 
 def _argv(argv: list[str] | None) -> list[str]:
