@@ -234,6 +234,7 @@ class ChatServer:
         self.requests = 0
         self.auth_headers: list[str | None] = []
         self.bodies: list[dict] = []
+        self.paths: list[str] = []  # every request's path, query string included
         self.sent: list[dict] = []  # every 200 response body, in the order sent
         self._lock = threading.Lock()
         server = self
@@ -253,6 +254,7 @@ class ChatServer:
                     server.requests += 1
                     server.auth_headers.append(self.headers.get("Authorization"))
                     server.bodies.append(body)
+                    server.paths.append(self.path)
                 text = prompt_text(body)
                 digest = hashlib.sha1(text.encode()).hexdigest()
                 fault = server.plan.next(digest) if server.plan else "ok"

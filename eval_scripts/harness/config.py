@@ -33,6 +33,7 @@ from mis_bench_dataset.rules.options import (
     comma_list,
     existing,
     file_path,
+    http_urls,
     non_negative_float,
     non_negative_int,
     option,
@@ -276,6 +277,7 @@ class RunConfig:
             "to the one with the fewest in flight, a failing one is taken out for a cool-down while the others carry "
             f"on, and the cache is the same as one server's (default: {_OPENAI['base_url']})",
             action="append",
+            type=http_urls,
             metavar="URL",
             section="openai",
         ),
@@ -300,6 +302,17 @@ class RunConfig:
             "seconds per request attempt, in total: connecting, sending, the headers and the whole body "
             f"(a server trickling its answer is cut off too); each retry gets its own (default "
             f"{RetryPolicy.timeout_s:g})",
+            type=seconds,
+            section="openai",
+        ),
+    )
+    down_after: float = field(
+        default=_OPENAI["down_after_s"],
+        metadata=option(
+            "seconds of nothing but failed connections (refused, unknown host, TLS, connect timeout) after which a "
+            "server that answered before counts as down; when every server is down the run stops (exit 3), the "
+            f"answers so far cached, and a rerun asks only the rows left (default {_OPENAI['down_after_s']:g}; a "
+            "server never reached stops the run after its first three failed connections)",
             type=seconds,
             section="openai",
         ),
@@ -366,6 +379,7 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
             "concurrency": config.concurrency,
             "retry": RetryPolicy(config.max_retries, config.backoff_base, config.backoff_max, config.timeout),
             "max_tokens_field": config.max_tokens_field,
+            "down_after_s": config.down_after,
         }
     else:
         options = {"dtype": config.dtype} if config.backend in ("transformers", "vllm") else {}

@@ -42,6 +42,7 @@ from mis_bench_dataset.release.provenance import (
 )
 from mis_bench_dataset.rules.atomic import file_lock, publish_file
 from mis_bench_dataset.rules.errors import EXIT_REQUESTS, DataError, MisBenchError, UsageError
+from mis_bench_dataset.rules.urls import http_url
 
 logger = logging.getLogger(__name__)
 
@@ -133,15 +134,9 @@ def default_folder() -> Path:
 
 def resolve_base_url(given: str | None = None) -> str:
     """`given`, else `$MIS_BENCH_AUTHORS_URL`, else GitHub's raw file host; http(s) only, no trailing slash."""
-    url = (given or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).strip().rstrip("/")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(
-            f"the base URL {url!r} is not an http(s) URL",
-            where=f"--base-url / {BASE_URL_ENV}",
-            hint=f"give a URL such as {DEFAULT_BASE_URL} (files are requested as BASE/COMMIT/PATH)",
-        )
-    return url
+    text = given or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    example = f"{DEFAULT_BASE_URL} (files are requested as BASE/COMMIT/PATH)"
+    return http_url(text, where=f"--base-url / {BASE_URL_ENV}", example=example).url
 
 
 def public_files(features: str | None = None) -> tuple[PublicFile, ...]:
