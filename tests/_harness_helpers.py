@@ -229,7 +229,9 @@ class ChatServer:
     to answer exactly what a simulated batch provider answered for the same request.
     """
 
-    def __init__(self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0, respond=None):
+    def __init__(
+        self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0, respond=None, port: int = 0
+    ):
         self.plan, self.delay_s, self.slow_s, self.respond = plan, delay_s, slow_s, respond
         self.requests = 0
         self.auth_headers: list[str | None] = []
@@ -306,7 +308,7 @@ class ChatServer:
             def handle_error(self, request, client_address):  # clients time out on slow replies
                 pass
 
-        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -323,10 +325,11 @@ class ChatServer:
         self.httpd.server_close()
 
 
-def serve_forever_main(port_file: str, delay_s: float = 0.0) -> None:
-    """Entry point for a server subprocess (SIGKILL tests): writes its base URL to `port_file`."""
-    with ChatServer(delay_s=delay_s) as server:
-        Path(port_file).write_text(server.base_url)
+def serve_forever_main(port_file: str, delay_s: float = 0.0, port: int = 0) -> None:
+    """Entry point for a server subprocess (the tests that kill a server): writes its base URL to `port_file`."""
+    with ChatServer(delay_s=delay_s, port=port) as server:
+        Path(port_file + ".tmp").write_text(server.base_url)
+        Path(port_file + ".tmp").replace(port_file)
         while True:
             time.sleep(3600)
 

@@ -261,7 +261,7 @@ class _Endpoint:
         self.path = url.path + "/chat/completions" + (f"?{url.query}" if url.query else "")
         self.base_url = url.url
         self.display_url = url.display  # what errors show: never a password in the URL
-        self.breaker = breaker or CircuitBreaker(down_after_s=DOWN_AFTER_S)
+        self.breaker = breaker or CircuitBreaker()
         self.local = threading.local()
         self.open_connections: set[http.client.HTTPConnection] = set()
         self.lock = threading.Lock()
@@ -350,7 +350,7 @@ class OpenAIBackend(Backend):
         # Several servers of one model (`backends.replicas`): one endpoint (connections, breaker) each.
         self.down_after_s = down_after_s
         self.endpoints = [
-            _Endpoint(url, breaker if n == 0 else CircuitBreaker(down_after_s=down_after_s))
+            _Endpoint(url, breaker if n == 0 and breaker is not None else CircuitBreaker(down_after_s=down_after_s))
             for n, url in enumerate(urls)
         ]
         first = self.endpoints[0]
