@@ -204,13 +204,16 @@ def fake_reply(text: str) -> str:
     return f"{value:.1f}"
 
 
-def chat_completion(text: str, reply: str | None = None, finish_reason: str = "stop") -> dict:
-    """A Chat Completions response body answering prompt `text` (default reply `fake_reply(text)`), with usage."""
+def chat_completion(
+    text: str, reply: str | None = None, finish_reason: str = "stop", model: str = "fake-model"
+) -> dict:
+    """A Chat Completions response body answering prompt `text` (default reply `fake_reply(text)`), with usage,
+    naming `model` as the model that answered (the tests' runs ask for `fake-model`)."""
     reply = fake_reply(text) if reply is None else reply
     return {
         "id": "cmpl-test",
         "object": "chat.completion",
-        "model": "fake",
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish_reason}],
         "usage": fake_usage(text, reply),
     }
@@ -258,6 +261,7 @@ class ChatServer:
                     server.bodies.append(body)
                     server.paths.append(self.path)
                 text = prompt_text(body)
+                asked = body.get("model", "fake-model")  # named back as the model that answered, as vLLM does
                 digest = hashlib.sha1(text.encode()).hexdigest()
                 fault = server.plan.next(digest) if server.plan else "ok"
                 if server.delay_s:
@@ -273,24 +277,26 @@ class ChatServer:
                     self._send(int(fault), message, retry_after="0")
                 elif fault == "slow":
                     time.sleep(server.slow_s)
-                    self._send(200, self._answer(text))
+                    self._send(200, self._answer(text, model=asked))
                 elif fault == "malformed":
                     self._send(200, b'{"choices": [ {"message": ')
                 elif fault == "empty_choices":
                     self._send(200, b'{"choices": []}')
                 elif fault == "truncated":
-                    self._send(200, self._answer(text, finish_reason="length", cut=2))
+                    self._send(200, self._answer(text, finish_reason="length", cut=2, model=asked))
                 elif fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)
                 else:
-                    self._send(200, self._answer(text))
+                    self._send(200, self._answer(text, model=asked))
 
-            def _answer(self, text: str, finish_reason: str = "stop", cut: int | None = None) -> bytes:
+            def _answer(
+                self, text: str, finish_reason: str = "stop", cut: int | None = None, model: str = "fake-model"
+            ) -> bytes:
                 reply = fake_reply(text)
                 if cut is not None:
                     reply = reply[: len(reply) - 3 + cut]  # "3.5" -> "3.": what a token limit leaves
-                payload = chat_completion(text, reply=reply, finish_reason=finish_reason)
+                payload = chat_completion(text, reply=reply, finish_reason=finish_reason, model=model)
                 with server._lock:
                     server.sent.append(payload)
                 return json.dumps(payload).encode()

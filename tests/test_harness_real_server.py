@@ -95,6 +95,10 @@ def test_runs_end_to_end_and_a_rerun_makes_no_calls(served, synthetic_build, tmp
     assert all(r["usage"]["completion_tokens"] == 4 for r in raw)  # "3", ".", "5", end of sequence
     records = list(iter_records(out / "responses.cache.jsonl"))
     assert len(records) == len({r["key"] for r in records}) == 16  # concurrency 4: each row asked once
+    # the model transformers serve names in each response (a local folder: its path) is kept, and is --model
+    assert {r["served_model"] for r in records} == {r["served_model"] for r in raw} == {served.model}
+    assert results["system"]["served_models"] == {served.model: 16} and "model_warnings" not in results["system"]
+    assert summary["model_warnings"] == []
 
     requests_before_rerun = served.chat_requests()
     assert main(_run(served, out, synthetic_build, "--prompt", style, "--concurrency", "4")) == 0

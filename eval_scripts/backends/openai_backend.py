@@ -66,6 +66,7 @@ from eval_scripts.backends.base import (
 )
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
+from eval_scripts.backends.served_model import FAILURE_OTHER_MODEL, other_model_error, same_model
 from mis_bench_dataset.rules.errors import EXIT_REQUESTS, MisBenchError, UsageError
 from mis_bench_dataset.rules.urls import HttpUrl, http_url_list
 
@@ -76,6 +77,8 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 STOP_STATUS = frozenset({400, 401, 403, 404, 422})
 # How much of a server's error message is kept (in errors, summaries and the raw responses).
 ERROR_BODY_CHARS = 300
+# How much of the model name a response gives is kept (results.json holds names up to 300 characters).
+SERVED_MODEL_CHARS = 200
 # Opening a connection (TCP and TLS) gets at most this long, whatever the request timeout.
 CONNECT_TIMEOUT_S = 10.0
 # A server that answered before is down after this many seconds of nothing but failed connections
@@ -342,6 +345,7 @@ class OpenAIBackend(Backend):
         breaker: CircuitBreaker | None = None,
         cooldown_s: float = 5.0,
         down_after_s: float = DOWN_AFTER_S,
+        strict_model: bool = False,
         **_ignored,
     ):
         super().__init__(model)
@@ -349,6 +353,7 @@ class OpenAIBackend(Backend):
         urls = http_url_list(base_url, where="--base-url")  # checked here too, for callers of the Python API
         # Several servers of one model (`backends.replicas`): one endpoint (connections, breaker) each.
         self.down_after_s = down_after_s
+        self.strict_model = strict_model  # refuse answers another model gave (`backends.served_model`)
         self.endpoints = [
             _Endpoint(url, breaker if n == 0 and breaker is not None else CircuitBreaker(down_after_s=down_after_s))
             for n, url in enumerate(urls)
@@ -543,6 +548,8 @@ class OpenAIBackend(Backend):
             if isinstance(outcome, ChatAnswer):
                 return self._answered(index, outcome, decoding, attempts, start, self.endpoints[replica])
             failure, last = outcome, replica
+            if failure.kind == FAILURE_OTHER_MODEL:  # --strict-model: this server serves another model
+                tries[replica] = self.retry.max_retries + 1
             if probe and failure.kind in CONNECTION_FAILURES and free_probes:
                 # A cool-down probe tests the server, not the row: its failure spends none of the row's retries
                 # (at most max_retries + 1 such probes a row, so a row always ends; the run's watch stops the
@@ -579,6 +586,9 @@ class OpenAIBackend(Backend):
             if err.status in STOP_STATUS:
                 self._request_stop(self._refused(err.status, err.detail, endpoint))
             return err
+        if self.strict_model and not same_model(self.model, answer.model):
+            self.pool.release(replica, FAILED)
+            return _AttemptFailed(FAILURE_OTHER_MODEL, other_model_error(self.model, answer.model).partition(": ")[2])
         self.pool.release(replica, ANSWERED)
         return answer
 
@@ -599,6 +609,7 @@ class OpenAIBackend(Backend):
             finish_reason=answer.finish_reason,
             usage=answer.usage,
             expected=expected or None,
+            served_model=answer.model,
         )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
@@ -699,6 +710,7 @@ class ChatAnswer:
     usage: dict | None
     tokens: list[TokenChoice] | None = None
     excerpt: str = ""
+    model: str | None = None  # the model the response names (`backends.served_model`)
 
 
 def parse_chat_completion(body: dict) -> ChatAnswer:
@@ -727,4 +739,6 @@ def parse_chat_completion(body: dict) -> ChatAnswer:
     if tokens is None:  # what an expected-score run's error shows of a reply without logprobs
         excerpt = json.dumps(choice, ensure_ascii=False)
         excerpt = excerpt if len(excerpt) <= 200 else excerpt[:199] + "\u2026"
-    return ChatAnswer(content, finish_reason, usage or None, tokens, excerpt)
+    model = body.get("model")
+    model = model.strip()[:SERVED_MODEL_CHARS] if isinstance(model, str) and model.strip() else None
+    return ChatAnswer(content, finish_reason, usage or None, tokens, excerpt, model)

@@ -317,6 +317,17 @@ class RunConfig:
             section="openai",
         ),
     )
+    strict_model: bool = field(
+        default=_OPENAI["strict_model"],
+        metadata=option(
+            "refuse an answer whose response names another model than --model (beyond a revision or a provider's "
+            "dated alias, e.g. gpt-4o -> gpt-4o-2024-08-06): the row fails (exit 3), is not cached as an answer, "
+            "and goes to another server when there are several (default: off, a warning on stderr and in the "
+            "results)",
+            action="store_true",
+            section="openai",
+        ),
+    )
     backoff_base: float = field(
         default=RetryPolicy.backoff_base_s,
         metadata=option("seconds; doubles per retry, with jitter", type=wait_seconds, section="openai"),
@@ -380,6 +391,7 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
             "retry": RetryPolicy(config.max_retries, config.backoff_base, config.backoff_max, config.timeout),
             "max_tokens_field": config.max_tokens_field,
             "down_after_s": config.down_after,
+            "strict_model": config.strict_model,
         }
     else:
         options = {"dtype": config.dtype} if config.backend in ("transformers", "vllm") else {}
