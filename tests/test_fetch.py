@@ -297,7 +297,7 @@ def test_a_closed_port_gives_one_line_with_the_git_show_commands_of_the_docs(tmp
     out = tmp_path / "authors"
     code = main(["fetch", "--out", str(out), "--base-url", f"http://127.0.0.1:{_closed_port()}"])
     captured = capsys.readouterr()
-    assert code == 1 and captured.out == ""  # the toolkit's rule for an unreachable server (docs/guarantees.md)
+    assert code == 1 and captured.out == ""  # an unreachable file host (docs/reproducing.md)
     (line,) = captured.err.splitlines()
     docs = (REPO / "docs" / "reproducing.md").read_text(encoding="utf-8")
     shown = re.findall(r"git show ([0-9a-f]{7}):(\S+)", docs)

@@ -16,7 +16,10 @@ Two failures stop the whole run instead, because every other request would meet 
 
 - **The server cannot be reached** (connection refused, unknown host, TLS failure, connect
   timeout): a circuit breaker trips when the run's first attempts all fail that way (three
-  of them, or any after 10 s) and the run ends with `ServerUnreachableError` (exit 1).
+  of them, or any after 10 s), or, for a server that answered before, when every attempt for
+  `down_after_s` (`--down-after`, 30 s) failed that way; when every server is down the run ends
+  with `ServerUnreachableError` (exit 3), checked after each failed attempt and twice a second
+  between them, so a run whose servers die ends within a minute of the last answer.
 - **The server refuses the request as built** (HTTP 400, 401, 403, 404, 422: a wrong model
   name, key or URL path, or a parameter it does not take): `RequestRefusedError` (exit 2)
   with the server's message.
@@ -26,7 +29,11 @@ Answers received before a stop are still yielded, so the response cache keeps th
 Several servers of one model (`base_url` a list: `--base-url` repeated or a comma list) share the
 requests: each attempt goes where `backends.replicas.ReplicaPool` says (fewest in flight, `concurrency`
 per server), each server has its own connections, circuit breaker and retry budget, a failing one is
-taken out for a cool-down, and the run stops as unreachable only when no server can be reached.
+taken out for a cool-down (a probe that fails to connect spends no retry of its row), and the run stops
+as unreachable only when no server can be reached. Each answer keeps the model its response names
+(`Completion.served_model`); `strict_model` (`--strict-model`) refuses answers of another model
+(`backends.served_model`). `base_url` is checked once (`mis_bench_dataset.rules.urls`); its query string
+goes with every request.
 The API key is read from an environment variable (default ``OPENAI_API_KEY``);
 only the variable's name ever appears in logs, errors or files.
 

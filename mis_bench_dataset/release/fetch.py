@@ -11,10 +11,11 @@ is exactly what the authors committed, without a clone of their repository.
 - A finished file is renamed to `OUT/NAME` only when its hash is the table's; another hash removes it and
   is refused (exit 1, both hashes on the line). A file already at `OUT/NAME` with the table's hash is kept
   and not requested; one with another hash is the user's: refused before anything is downloaded, never replaced.
-- Exit codes follow the harness's rule for servers (docs/guarantees.md): a host that cannot be reached
+- Exit codes (docs/reproducing.md): a host that cannot be reached
   at all (refused, unknown, connect timeout) is exit 1 with the `git show` commands that write the files
   from a clone; a refused request (HTTP 4xx: a wrong `--base-url`) is exit 2; requests that still fail after
   their retries (cut connections, 5xx) are exit 3, the partial file kept for the next run to resume.
+  A failure after a redirect names the URL it failed at (`_Redirects`), not the host that redirected.
 """
 
 from __future__ import annotations
