@@ -56,7 +56,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -630,8 +630,10 @@ class OpenAIBackend(Backend):
         pool = ThreadPoolExecutor(max_workers=workers)
         futures = [pool.submit(self._call, i, p, decoding) for i, p in enumerate(prompts)]
         yielded: set[Future] = set()
+        finished = threading.Event()
+        threading.Thread(target=self._watch, args=(finished,), name="mis-bench-server-watch", daemon=True).start()
         try:
-            for future in self._as_completed(futures):
+            for future in as_completed(futures):
                 if self._stop.is_set():
                     break
                 yielded.add(future)
@@ -643,19 +645,17 @@ class OpenAIBackend(Backend):
                         yield future.result()
                 raise self._stop_error
         finally:
+            finished.set()
             self._stop.set()  # workers still retrying give up at once (an early exit, Ctrl-C)
             pool.shutdown(wait=False, cancel_futures=True)
             self._abort_in_flight()  # and those waiting for an answer stop waiting
             self.close()  # the pool's threads end: so do their connections
 
-    def _as_completed(self, futures: list[Future]) -> Iterator[Future]:
-        """The futures as they finish; meanwhile, every `_WATCH_POLL_S`, the run is stopped once every server is
-        down (`CircuitBreaker`), even while no attempt ends because every row waits out a backoff."""
-        pending = set(futures)
-        while pending and not self._stop.is_set():
-            done, pending = wait(pending, timeout=_WATCH_POLL_S, return_when=FIRST_COMPLETED)
-            yield from done
-            if pending and self._all_down():
+    def _watch(self, finished: threading.Event) -> None:
+        """Until the run ends: every `_WATCH_POLL_S`, stop it once every server is down (`CircuitBreaker`), even
+        while no attempt ends because every row waits out a backoff (a thread: `as_completed` stays O(n))."""
+        while not finished.wait(_WATCH_POLL_S) and not self._stop.is_set():
+            if self._all_down():
                 self._request_stop(self._unreachable())
 
     def close(self) -> None:
