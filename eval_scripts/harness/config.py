@@ -314,6 +314,7 @@ class RunConfig:
             f"answers so far cached, and a rerun asks only the rows left (default {_OPENAI['down_after_s']:g}; a "
             "server never reached stops the run after its first three failed connections)",
             type=seconds,
+            metavar="SECONDS",
             section="openai",
         ),
     )
