@@ -204,13 +204,16 @@ def fake_reply(text: str) -> str:
     return f"{value:.1f}"
 
 
-def chat_completion(text: str, reply: str | None = None, finish_reason: str = "stop") -> dict:
-    """A Chat Completions response body answering prompt `text` (default reply `fake_reply(text)`), with usage."""
+def chat_completion(
+    text: str, reply: str | None = None, finish_reason: str = "stop", model: str = "fake-model"
+) -> dict:
+    """A Chat Completions response body answering prompt `text` (default reply `fake_reply(text)`), with usage,
+    naming `model` as the model that answered (the tests' runs ask for `fake-model`)."""
     reply = fake_reply(text) if reply is None else reply
     return {
         "id": "cmpl-test",
         "object": "chat.completion",
-        "model": "fake",
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": finish_reason}],
         "usage": fake_usage(text, reply),
     }
@@ -229,11 +232,14 @@ class ChatServer:
     to answer exactly what a simulated batch provider answered for the same request.
     """
 
-    def __init__(self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0, respond=None):
+    def __init__(
+        self, plan: FaultPlan | None = None, delay_s: float = 0.0, slow_s: float = 1.0, respond=None, port: int = 0
+    ):
         self.plan, self.delay_s, self.slow_s, self.respond = plan, delay_s, slow_s, respond
         self.requests = 0
         self.auth_headers: list[str | None] = []
         self.bodies: list[dict] = []
+        self.paths: list[str] = []  # every request's path, query string included
         self.sent: list[dict] = []  # every 200 response body, in the order sent
         self._lock = threading.Lock()
         server = self
@@ -253,7 +259,9 @@ class ChatServer:
                     server.requests += 1
                     server.auth_headers.append(self.headers.get("Authorization"))
                     server.bodies.append(body)
+                    server.paths.append(self.path)
                 text = prompt_text(body)
+                asked = body.get("model", "fake-model")  # named back as the model that answered, as vLLM does
                 digest = hashlib.sha1(text.encode()).hexdigest()
                 fault = server.plan.next(digest) if server.plan else "ok"
                 if server.delay_s:
@@ -269,24 +277,26 @@ class ChatServer:
                     self._send(int(fault), message, retry_after="0")
                 elif fault == "slow":
                     time.sleep(server.slow_s)
-                    self._send(200, self._answer(text))
+                    self._send(200, self._answer(text, model=asked))
                 elif fault == "malformed":
                     self._send(200, b'{"choices": [ {"message": ')
                 elif fault == "empty_choices":
                     self._send(200, b'{"choices": []}')
                 elif fault == "truncated":
-                    self._send(200, self._answer(text, finish_reason="length", cut=2))
+                    self._send(200, self._answer(text, finish_reason="length", cut=2, model=asked))
                 elif fault == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)
                 else:
-                    self._send(200, self._answer(text))
+                    self._send(200, self._answer(text, model=asked))
 
-            def _answer(self, text: str, finish_reason: str = "stop", cut: int | None = None) -> bytes:
+            def _answer(
+                self, text: str, finish_reason: str = "stop", cut: int | None = None, model: str = "fake-model"
+            ) -> bytes:
                 reply = fake_reply(text)
                 if cut is not None:
                     reply = reply[: len(reply) - 3 + cut]  # "3.5" -> "3.": what a token limit leaves
-                payload = chat_completion(text, reply=reply, finish_reason=finish_reason)
+                payload = chat_completion(text, reply=reply, finish_reason=finish_reason, model=model)
                 with server._lock:
                     server.sent.append(payload)
                 return json.dumps(payload).encode()
@@ -304,7 +314,7 @@ class ChatServer:
             def handle_error(self, request, client_address):  # clients time out on slow replies
                 pass
 
-        self.httpd = QuietServer(("127.0.0.1", 0), Handler)
+        self.httpd = QuietServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -321,10 +331,11 @@ class ChatServer:
         self.httpd.server_close()
 
 
-def serve_forever_main(port_file: str, delay_s: float = 0.0) -> None:
-    """Entry point for a server subprocess (SIGKILL tests): writes its base URL to `port_file`."""
-    with ChatServer(delay_s=delay_s) as server:
-        Path(port_file).write_text(server.base_url)
+def serve_forever_main(port_file: str, delay_s: float = 0.0, port: int = 0) -> None:
+    """Entry point for a server subprocess (the tests that kill a server): writes its base URL to `port_file`."""
+    with ChatServer(delay_s=delay_s, port=port) as server:
+        Path(port_file + ".tmp").write_text(server.base_url)
+        Path(port_file + ".tmp").replace(port_file)
         while True:
             time.sleep(3600)
 

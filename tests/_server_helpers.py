@@ -106,3 +106,44 @@ class TransformersServer:
                 self.process.kill()
                 self.process.wait()
         self._log.close()
+
+
+class ChatServerProcess:
+    """The tests' Chat Completions server (`_harness_helpers.ChatServer`) in a subprocess of its own, so a test can
+    kill it as a crash or an OOM killer would (SIGKILL: no goodbye, every connection dropped) and start it again
+    on the same port; use as a context manager."""
+
+    def __init__(self, folder: Path, delay_s: float = 0.0, port: int = 0) -> None:
+        self.folder, self.delay_s, self.port = folder, delay_s, port
+        self.process: subprocess.Popen | None = None
+        self.base_url = ""
+
+    def start(self) -> ChatServerProcess:
+        port_file = self.folder / f"server-{id(self)}-{time.monotonic_ns()}.url"
+        tests = Path(__file__).resolve().parent
+        code = (
+            f"import sys; sys.path.insert(0, {str(tests)!r}); from _harness_helpers import serve_forever_main; "
+            f"serve_forever_main({str(port_file)!r}, {self.delay_s!r}, {self.port!r})"
+        )
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tests.parent), os.environ.get("PYTHONPATH", "")])}
+        self.process = subprocess.Popen([sys.executable, "-c", code], env=env)
+        deadline = time.monotonic() + 30
+        while not port_file.is_file():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the server subprocess did not start (exit {self.process.poll()})")
+            time.sleep(0.02)
+        self.base_url = port_file.read_text()
+        self.port = int(self.base_url.rsplit(":", 1)[1].split("/")[0])
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL, and wait until the process is gone (its port then refuses connections)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def __enter__(self) -> ChatServerProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.kill()

@@ -297,7 +297,7 @@ def test_a_closed_port_gives_one_line_with_the_git_show_commands_of_the_docs(tmp
     out = tmp_path / "authors"
     code = main(["fetch", "--out", str(out), "--base-url", f"http://127.0.0.1:{_closed_port()}"])
     captured = capsys.readouterr()
-    assert code == 1 and captured.out == ""  # the toolkit's rule for an unreachable server (docs/guarantees.md)
+    assert code == 1 and captured.out == ""  # an unreachable file host (docs/reproducing.md)
     (line,) = captured.err.splitlines()
     docs = (REPO / "docs" / "reproducing.md").read_text(encoding="utf-8")
     shown = re.findall(r"git show ([0-9a-f]{7}):(\S+)", docs)
@@ -371,3 +371,61 @@ def test_build_authors_says_what_is_missing_and_refuses_a_second_source(tmp_path
     assert "fis_transcript.csv" in line and f"mis-bench fetch --out {empty}" in line
     code = main(["build", "--authors", str(empty), "--labels", str(AUTHORS / "coding.csv"), "--out", str(tmp_path)])
     assert code == 2 and not (tmp_path / "b").exists()
+
+
+class _Redirector(ThreadingHTTPServer):
+    """A real local server that answers every GET with a redirect to `target` + the path asked."""
+
+    def __init__(self, target: str) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                self.send_response(302)
+                self.send_header("Location", target + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+
+def test_a_redirect_to_a_port_that_refuses_names_that_port_not_the_host_that_redirected(tmp_path, capsys):
+    closed = f"http://127.0.0.1:{_closed_port()}"
+    redirector = _Redirector(closed + "/mirror")
+    try:
+        code = main(["fetch", "--out", str(tmp_path / "authors"), "--base-url", redirector.url])
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+    (line,) = capsys.readouterr().err.splitlines()
+    host = closed.removeprefix("http://")
+    assert code == 1 and f"cannot reach the authors' file host {host} (connection refused, where " in line
+    assert f"where {redirector.url}/" in line and f"redirected) ({closed}/mirror/" in line
+
+
+def test_a_redirect_to_a_path_the_mirror_refuses_names_the_redirected_url(tmp_path, capsys):
+    class Refusing(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - http.server's name
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    refusing = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=refusing.serve_forever, daemon=True).start()
+    target = f"http://127.0.0.1:{refusing.server_address[1]}/moved"
+    redirector = _Redirector(target)
+    try:
+        code = main(["fetch", "--out", str(tmp_path / "authors"), "--base-url", redirector.url])
+    finally:
+        for server in (redirector, refusing):
+            server.shutdown()
+            server.server_close()
+    (line,) = capsys.readouterr().err.splitlines()
+    assert code == 2 and "HTTP 404" in line and f"({target}/" in line and f"({redirector.url}/" not in line

@@ -29,7 +29,7 @@ from eval_scripts.backends.openai_backend import (
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
-from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_REQUESTS, EXIT_USAGE
+from mis_bench_dataset.rules.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, scoring_rows
 from _server_helpers import free_port
@@ -93,7 +93,7 @@ def _error_lines(err: str) -> list[str]:
 
 
 @pytest.mark.parametrize("concurrency", ["1", "8"])
-def test_nothing_listening_stops_the_run_within_seconds_with_exit_1(
+def test_nothing_listening_stops_the_run_within_seconds_with_exit_3(
     synthetic_build, tmp_path, capsys, monkeypatch, concurrency
 ) -> None:
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", SECRET)
@@ -103,7 +103,7 @@ def test_nothing_listening_stops_the_run_within_seconds_with_exit_1(
     code = main(_cli(synthetic_build, tmp_path / "runs", base_url, "--concurrency", concurrency))
     elapsed = time.monotonic() - started
     (line,) = _error_lines(capsys.readouterr().err)
-    assert code == EXIT_DATA and elapsed < 15
+    assert code == EXIT_REQUESTS and elapsed < 15
     assert line.startswith("mis-bench run: error: cannot reach the model server: the first ")
     assert "all failed to connect (connection refused: ConnectionRefusedError: [Errno 111] Connection refused)" in line
     assert f"(--base-url {base_url})" in line and "check --base-url" in line
@@ -126,7 +126,7 @@ def test_unknown_host_and_tls_failure_trip_the_breaker(tmp_path, url, kind) -> N
         base_url = url.format(port=server.httpd.server_address[1])
         with pytest.raises(ServerUnreachableError, match=kind) as caught:
             run_setting(_config(tmp_path, base_url, concurrency=2, retry=RetryPolicy()), scoring=rows)
-    assert caught.value.exit_code == EXIT_DATA and caught.value.where == f"--base-url {base_url}"
+    assert caught.value.exit_code == EXIT_REQUESTS and caught.value.where == f"--base-url {base_url}"
     assert server.requests == 0
 
 
@@ -197,7 +197,7 @@ def test_a_refused_request_stops_a_concurrent_run_at_once(tmp_path) -> None:
 
 def test_grid_stops_like_a_single_setting(synthetic_build, tmp_path, capsys) -> None:
     args = ["--grid", "--modalities", "text,audio+text", "--prompts", "direct,cot"]
-    assert main(_cli(synthetic_build, tmp_path / "a", f"http://127.0.0.1:{free_port()}/v1", *args)) == EXIT_DATA
+    assert main(_cli(synthetic_build, tmp_path / "a", f"http://127.0.0.1:{free_port()}/v1", *args)) == EXIT_REQUESTS
     assert "cannot reach the model server" in _error_lines(capsys.readouterr().err)[0]
     with ChatServer(Scripted(lambda n, digest: "401")) as server:
         assert main(_cli(synthetic_build, tmp_path / "b", server.base_url, *args)) == EXIT_USAGE

@@ -95,6 +95,10 @@ def test_runs_end_to_end_and_a_rerun_makes_no_calls(served, synthetic_build, tmp
     assert all(r["usage"]["completion_tokens"] == 4 for r in raw)  # "3", ".", "5", end of sequence
     records = list(iter_records(out / "responses.cache.jsonl"))
     assert len(records) == len({r["key"] for r in records}) == 16  # concurrency 4: each row asked once
+    # the model transformers serve names in each response (a local folder: its path) is kept, and is --model
+    assert {r["served_model"] for r in records} == {r["served_model"] for r in raw} == {served.model}
+    assert results["system"]["served_models"] == {served.model: 16} and "model_warnings" not in results["system"]
+    assert summary["model_warnings"] == []
 
     requests_before_rerun = served.chat_requests()
     assert main(_run(served, out, synthetic_build, "--prompt", style, "--concurrency", "4")) == 0
@@ -179,3 +183,46 @@ def test_transformers_serve_returns_no_logprobs_so_an_expected_run_stops_at_once
     assert len(err) == 1 and "answered without them (its reply's first choice: {" in err[0]
     assert '"content": "3.5"' in err[0] and "transformers serve` does not" in err[0]
     assert served.chat_requests() - before <= 2
+
+
+def test_a_server_killed_mid_run_stops_it_with_exit_3_and_another_server_answers_only_the_rows_left(
+    served, synthetic_build, tmp_path, capsys
+) -> None:
+    """A second `transformers serve` of the same model, SIGKILLed after four answers: the run stops within
+    --down-after of the kill (exit 3, one line); the shared server then answers exactly the rows left."""
+    import threading
+    import time
+
+    from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+
+    out = tmp_path / "runs"
+    cache = out / "responses.cache.jsonl"
+    killed_at: list[float] = []
+
+    def answered() -> int:
+        lines = cache.read_text().split("\n")[:-1] if cache.is_file() else []
+        return sum(json.loads(line).get("status") == "ok" for line in lines)
+
+    with TransformersServer(Path(served.model), tmp_path / "victim.log") as victim:
+
+        def kill_after_four() -> None:
+            deadline = time.monotonic() + 120
+            while answered() < 4 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            victim.process.kill()
+            victim.process.wait()
+            killed_at.append(time.monotonic())
+
+        killer = threading.Thread(target=kill_after_four, daemon=True)
+        killer.start()
+        code = main(_run(victim, out, synthetic_build, "--concurrency", "1", "--down-after", "3"))
+        ended = time.monotonic()
+        killer.join()
+    (line,) = _error_lines(capsys)
+    assert code == EXIT_REQUESTS and 3 <= ended - killed_at[0] < 10
+    assert "stopped answering: every attempt for the last 3 s failed to connect" in line and victim.base_url in line
+    before, rows_left = served.chat_requests(), 16 - answered()
+    assert 0 < rows_left < 16
+    assert main(_run(served, out, synthetic_build)) == 0
+    summary = _summary(capsys)
+    assert served.chat_requests() - before == rows_left == summary["called"] and summary["parsed"] == 16

@@ -16,7 +16,7 @@ from eval_scripts.backends.openai_backend import base_url_list
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_USAGE
+from mis_bench_dataset.rules.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
 
@@ -241,7 +241,7 @@ def test_when_no_server_can_be_reached_the_run_stops_naming_each(synthetic_build
             closed.append(f"http://127.0.0.1:{probe.getsockname()[1]}/v1")
     code = main(_run(synthetic_build, tmp_path / "runs", closed))
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mis-bench")]
-    assert code == EXIT_DATA and len(err) == 1
+    assert code == EXIT_REQUESTS and len(err) == 1
     assert "cannot reach any of the 2 model servers" in err[0] and all(url in err[0] for url in closed)
 
 

@@ -9,6 +9,7 @@ lazily: `get_backend("vllm", ...)` on a machine without vLLM raises a clear erro
 - `deadlines`: total deadlines for blocking HTTP requests (one watchdog thread).
 - `plugins`: backends from outside: installed packages' entry points in the group `mis_bench.backends`.
 - `replicas`: several servers of one model: least-outstanding routing, a cool-down and retry budget per replica.
+- `served_model`: which model answered (each response's `model`), checked against `--model` (`--strict-model`).
 - `openai_backend`: any OpenAI-compatible Chat Completions server over HTTP (OpenAI, vLLM/SGLang servers, Gemini).
 - `transformers_backend`: local Hugging Face models: chat LMs and processor-based MLLMs.
 - `vllm_backend`: vLLM's offline engine (GPU only), imported lazily.

@@ -123,6 +123,7 @@ class Completion:
     expected: dict | None = (
         None  # the expected-score readout (`eval_scripts.answers.expected_score.ExpectedScore.as_record`)
     )
+    served_model: str | None = None  # the model the server says answered (`backends.served_model`); None: unsaid
 
 
 class Backend(ABC):

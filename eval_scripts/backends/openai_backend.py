@@ -16,7 +16,10 @@ Two failures stop the whole run instead, because every other request would meet 
 
 - **The server cannot be reached** (connection refused, unknown host, TLS failure, connect
   timeout): a circuit breaker trips when the run's first attempts all fail that way (three
-  of them, or any after 10 s) and the run ends with `ServerUnreachableError` (exit 1).
+  of them, or any after 10 s), or, for a server that answered before, when every attempt for
+  `down_after_s` (`--down-after`, 30 s) failed that way; when every server is down the run ends
+  with `ServerUnreachableError` (exit 3), checked after each failed attempt and twice a second
+  between them, so a run whose servers die ends within a minute of the last answer.
 - **The server refuses the request as built** (HTTP 400, 401, 403, 404, 422: a wrong model
   name, key or URL path, or a parameter it does not take): `RequestRefusedError` (exit 2)
   with the server's message.
@@ -26,7 +29,11 @@ Answers received before a stop are still yielded, so the response cache keeps th
 Several servers of one model (`base_url` a list: `--base-url` repeated or a comma list) share the
 requests: each attempt goes where `backends.replicas.ReplicaPool` says (fewest in flight, `concurrency`
 per server), each server has its own connections, circuit breaker and retry budget, a failing one is
-taken out for a cool-down, and the run stops as unreachable only when no server can be reached.
+taken out for a cool-down (a probe that fails to connect spends no retry of its row), and the run stops
+as unreachable only when no server can be reached. Each answer keeps the model its response names
+(`Completion.served_model`); `strict_model` (`--strict-model`) refuses answers of another model
+(`backends.served_model`). `base_url` is checked once (`mis_bench_dataset.rules.urls`); its query string
+goes with every request.
 The API key is read from an environment variable (default ``OPENAI_API_KEY``);
 only the variable's name ever appears in logs, errors or files.
 
@@ -48,7 +55,6 @@ import socket
 import ssl
 import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -67,7 +73,9 @@ from eval_scripts.backends.base import (
 )
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from eval_scripts.backends.served_model import FAILURE_OTHER_MODEL, other_model_error, same_model
+from mis_bench_dataset.rules.errors import EXIT_REQUESTS, MisBenchError, UsageError
+from mis_bench_dataset.rules.urls import HttpUrl, http_url_list
 
 logger = logging.getLogger(__name__)
 
@@ -76,8 +84,15 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429}) | frozenset(range(500, 600))
 STOP_STATUS = frozenset({400, 401, 403, 404, 422})
 # How much of a server's error message is kept (in errors, summaries and the raw responses).
 ERROR_BODY_CHARS = 300
+# How much of the model name a response gives is kept (results.json holds names up to 300 characters).
+SERVED_MODEL_CHARS = 200
 # Opening a connection (TCP and TLS) gets at most this long, whatever the request timeout.
 CONNECT_TIMEOUT_S = 10.0
+# A server that answered before is down after this many seconds of nothing but failed connections
+# (`--down-after`); when every server of a run is down, the run stops (exit 3).
+DOWN_AFTER_S = 30.0
+# How often the run looks whether every server is down while no attempt ends (all rows waiting to retry).
+_WATCH_POLL_S = 0.5
 
 # Kinds of failure (`Completion.failure`); HTTP errors are "HTTP <status>" (`http_failure`).
 FAILURE_REFUSED = "connection refused"
@@ -96,8 +111,11 @@ def http_failure(status: int) -> str:
     return f"HTTP {status}"
 
 
-class ServerUnreachableError(DataError):
-    """Every first attempt of a run failed to connect: a wrong --base-url or a server that is down (exit 1)."""
+class ServerUnreachableError(MisBenchError):
+    """No server of the run can be reached: a wrong --base-url, or servers that stopped answering (exit 3,
+    failed model requests: the answers received before are cached, and a rerun asks only the rows left)."""
+
+    exit_code = EXIT_REQUESTS
 
 
 class RequestRefusedError(UsageError):
@@ -175,37 +193,68 @@ def server_message(raw: bytes, limit: int = ERROR_BODY_CHARS) -> str:
 
 
 class CircuitBreaker:
-    """Trips when a run's first attempts all fail to connect: `threshold` of them, or any after `window_s`.
+    """Says when one server is down: it failed to connect, and nothing but that, for long enough.
 
-    Once an attempt reaches the server (any HTTP answer, even an error) it never trips: a server
-    that answers is there, and its errors are handled per request.
+    - **Never reached** (a wrong URL, a server not started): down once the run's first attempts all failed to
+      connect, `threshold` of them, or any after `window_s`: a run against a wrong address stops in seconds.
+    - **Reached before** (the server answered, then died): down once every attempt for `down_after_s` failed
+      to connect (`failing_since`); any HTTP answer, even an error, ends the streak. A replica whose cool-down
+      probe fails to connect stays in its streak, so it is down again as soon as the streak is long enough.
+
+    Other failures (timeouts, dropped connections, HTTP errors) neither start nor end a streak.
     """
 
-    def __init__(self, threshold: int = 3, window_s: float = 10.0, clock: Callable[[], float] = time.monotonic):
-        self.threshold, self.window_s, self._clock = threshold, window_s, clock
+    def __init__(
+        self,
+        threshold: int = 3,
+        window_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        down_after_s: float = DOWN_AFTER_S,
+    ):
+        self.threshold, self.window_s, self.down_after_s, self._clock = threshold, window_s, down_after_s, clock
         self._lock = threading.Lock()
         self.reached = False
         self.rearm()
 
     def rearm(self) -> None:
-        """Start counting afresh (a new run on a server not reached yet)."""
+        """Start counting afresh (a new run, or the next setting of a grid). A streak of failed connections goes
+        on (nothing answered in between), but counts again only after this run's first failed connection."""
         with self._lock:
             self.failures = 0
-            self.kinds: dict[str, str] = {}  # kind -> first error of that kind
+            self.kinds: dict[str, str] = {}  # kind -> first error of that kind (in the current streak)
             self.started = self._clock()
+            self.failing_since: float | None = getattr(self, "failing_since", None)
+            self.tripped = False
 
     def reached_server(self) -> None:
         with self._lock:
             self.reached = True
+            self.failures, self.failing_since, self.tripped = 0, None, False
+            self.kinds = {}
 
     def connection_failed(self, kind: str, error: str) -> bool:
-        """Count one failed connection attempt; True when the breaker trips on it."""
+        """Count one failed connection attempt; True when the server is down now."""
         with self._lock:
-            if self.reached:
-                return False
+            now = self._clock()
             self.failures += 1
             self.kinds.setdefault(kind, error)
-            return self.failures >= self.threshold or self._clock() - self.started >= self.window_s
+            if self.failing_since is None:
+                self.failing_since = now
+            if not self.reached and (self.failures >= self.threshold or now - self.started >= self.window_s):
+                self.tripped = True
+            return self._down(now)
+
+    def down(self) -> bool:
+        """True while the server counts as down (see the class doc); read by the run's watch too, between attempts."""
+        with self._lock:
+            return self._down(self._clock())
+
+    def _down(self, now: float) -> bool:
+        if self.tripped:
+            return True
+        streak = self.failing_since is not None and now - self.failing_since >= self.down_after_s
+        return streak and self.failures > 0
 
     def cause(self) -> str:
         with self._lock:
@@ -216,20 +265,12 @@ class _Endpoint:
     """One server's address and connections: one keep-alive connection per worker thread, and its own
     circuit breaker (`CircuitBreaker`)."""
 
-    def __init__(self, base_url: str, breaker: CircuitBreaker | None = None) -> None:
-        parsed = urllib.parse.urlsplit(base_url.rstrip("/"))
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise UsageError(
-                f"--base-url must be an http(s) URL, got {base_url!r}",
-                where="--base-url",
-                hint="e.g. http://127.0.0.1:8000/v1",
-            )
-        self.scheme, self.host, self.port = parsed.scheme, parsed.hostname, parsed.port
-        self.path = parsed.path + "/chat/completions"
-        self.base_url = base_url
-        # What errors show: never a password in the URL.
-        port = f":{parsed.port}" if parsed.port else ""
-        self.display_url = f"{parsed.scheme}://{parsed.hostname}{port}{parsed.path}"
+    def __init__(self, url: HttpUrl, breaker: CircuitBreaker | None = None) -> None:
+        self.scheme, self.host, self.port = url.scheme, url.host, url.port
+        # The query string (Azure OpenAI's ?api-version=...) goes with every request.
+        self.path = url.path + "/chat/completions" + (f"?{url.query}" if url.query else "")
+        self.base_url = url.url
+        self.display_url = url.display  # what errors show: never a password in the URL
         self.breaker = breaker or CircuitBreaker()
         self.local = threading.local()
         self.open_connections: set[http.client.HTTPConnection] = set()
@@ -254,7 +295,11 @@ class _Endpoint:
                 self.drop_connection()
                 if isinstance(err, TimeoutError) and time.monotonic() >= deadline:
                     raise timed_out(deadline) from err
-                raise _AttemptFailed(connection_failure_kind(err), f"{type(err).__name__}: {err}") from err
+                kind = connection_failure_kind(err)
+                detail = f"{type(err).__name__}: {err}"
+                if kind == FAILURE_TLS and self.scheme == "https":
+                    detail += " (a plain-HTTP server? then give the URL with http://)"
+                raise _AttemptFailed(kind, detail) from err
         left = max(0.001, deadline - time.monotonic())
         conn.timeout = left
         conn.sock.settimeout(left)
@@ -286,12 +331,8 @@ class _Endpoint:
 
 
 def base_url_list(base_url: str | Sequence[str]) -> list[str]:
-    """The servers of `--base-url`: given several times or as a comma list, each once, in the order given."""
-    parts = [base_url] if isinstance(base_url, str) else list(base_url)
-    urls = [url.strip() for part in parts for url in part.split(",") if url.strip()]
-    if not urls:
-        raise UsageError("--base-url is empty", where="--base-url", hint="e.g. http://127.0.0.1:8000/v1")
-    return list(dict.fromkeys(urls))
+    """The servers of `--base-url`: given several times or as a comma list, each checked, each once, in order."""
+    return [url.url for url in http_url_list(base_url, where="--base-url")]
 
 
 class OpenAIBackend(Backend):
@@ -310,13 +351,20 @@ class OpenAIBackend(Backend):
         extra_body: dict | None = None,
         breaker: CircuitBreaker | None = None,
         cooldown_s: float = 5.0,
+        down_after_s: float = DOWN_AFTER_S,
+        strict_model: bool = False,
         **_ignored,
     ):
         super().__init__(model)
         self.modalities = declared_modalities(modalities)
-        urls = base_url_list(base_url)
+        urls = http_url_list(base_url, where="--base-url")  # checked here too, for callers of the Python API
         # Several servers of one model (`backends.replicas`): one endpoint (connections, breaker) each.
-        self.endpoints = [_Endpoint(url, breaker if n == 0 else None) for n, url in enumerate(urls)]
+        self.down_after_s = down_after_s
+        self.strict_model = strict_model  # refuse answers another model gave (`backends.served_model`)
+        self.endpoints = [
+            _Endpoint(url, breaker if n == 0 and breaker is not None else CircuitBreaker(down_after_s=down_after_s))
+            for n, url in enumerate(urls)
+        ]
         first = self.endpoints[0]
         self.base_url, self.display_url, self.breaker = first.base_url, first.display_url, first.breaker
         self.api_key_env = api_key_env
@@ -329,7 +377,6 @@ class OpenAIBackend(Backend):
         self.extra_body = dict(extra_body or {})
         self.cooldown_s = cooldown_s
         self.pool = ReplicaPool(len(self.endpoints), capacity=self.concurrency, cooldown_s=cooldown_s)
-        self._unreachable_replicas: set[int] = set()  # servers whose breaker tripped this run
         self._stop = threading.Event()
         self._stop_error: Exception | None = None
         self._lock = threading.Lock()
@@ -422,24 +469,29 @@ class OpenAIBackend(Backend):
         self._stop.set()
         self._abort_in_flight()
 
+    def _all_down(self) -> bool:
+        return all(endpoint.breaker.down() for endpoint in self.endpoints)
+
     def _unreachable(self) -> ServerUnreachableError:
+        def what_failed(breaker: CircuitBreaker) -> str:
+            if breaker.reached:
+                return (
+                    f"stopped answering: every attempt for the last {breaker.down_after_s:g} s failed to connect "
+                    f"({breaker.cause()})"
+                )
+            return f"the first {breaker.failures} attempt(s) all failed to connect ({breaker.cause()})"
+
         if len(self.endpoints) == 1:
-            breaker = self.breaker
-            what = (
-                f"cannot reach the model server: the first {breaker.failures} attempt(s) all failed to connect "
-                f"({breaker.cause()})"
-            )
+            what = f"cannot reach the model server: {what_failed(self.breaker)}"
         else:
-            causes = "; ".join(f"{e.display_url}: {e.breaker.cause()}" for e in self.endpoints)
-            what = (
-                f"cannot reach any of the {len(self.endpoints)} model servers: their first attempts all failed "
-                f"to connect ({causes})"
-            )
+            each = "; ".join(f"{e.display_url} {what_failed(e.breaker)}" for e in self.endpoints)
+            what = f"cannot reach any of the {len(self.endpoints)} model servers: {each}"
         return ServerUnreachableError(
             what,
             where="--base-url " + ", ".join(e.display_url for e in self.endpoints),
-            hint="check --base-url and that the server is running and reachable from here; "
-            "the run was stopped, answers received before are kept in the response cache",
+            hint="check --base-url and that the server is running and reachable from here; the run was stopped, "
+            "answers received before are kept in the response cache and a rerun asks only the rows left "
+            f"(--down-after: seconds of failed connections before a server counts as down, now {self.down_after_s:g})",
         )
 
     def _refused(self, status: int, message: str, endpoint: _Endpoint) -> RequestRefusedError:
@@ -482,7 +534,7 @@ class OpenAIBackend(Backend):
         start = time.monotonic()
         failure: _AttemptFailed | None = None
         tries = [0] * len(self.endpoints)
-        attempts, last = 0, None
+        attempts, last, free_probes = 0, None, self.retry.max_retries + 1
         while not self._stop.is_set():
             if self.past_deadline():
                 return self.deadline_failure(index, attempts=attempts, latency_s=time.monotonic() - start)
@@ -496,12 +548,21 @@ class OpenAIBackend(Backend):
             if failure is not None and replica == last and not self._back_off(index, failure, tries[replica], rng):
                 self.pool.release(replica, NEUTRAL)
                 continue  # stopped, or the run's deadline passed while waiting
+            probe = self.pool.probing(replica)
             attempts += 1
             tries[replica] += 1
             outcome = self._attempt(payload, replica)
             if isinstance(outcome, ChatAnswer):
                 return self._answered(index, outcome, decoding, attempts, start, self.endpoints[replica])
             failure, last = outcome, replica
+            if failure.kind == FAILURE_OTHER_MODEL:  # --strict-model: this server serves another model
+                tries[replica] = self.retry.max_retries + 1
+            if probe and failure.kind in CONNECTION_FAILURES and free_probes:
+                # A cool-down probe tests the server, not the row: its failure spends none of the row's retries
+                # (at most max_retries + 1 such probes a row, so a row always ends; the run's watch stops the
+                # run when every server is down).
+                tries[replica] -= 1
+                free_probes -= 1
             if not failure.retryable:
                 break
         error = str(failure) if failure is not None else "not sent: the run was stopped"
@@ -525,14 +586,16 @@ class OpenAIBackend(Backend):
         except _AttemptFailed as err:
             self.pool.release(replica, FAILED if _replica_failure(err) else NEUTRAL)
             if err.kind in CONNECTION_FAILURES and endpoint.breaker.connection_failed(err.kind, str(err)):
-                self._unreachable_replicas.add(replica)
-                if len(self._unreachable_replicas) == len(self.endpoints):
+                if self._all_down():
                     self._request_stop(self._unreachable())
                 else:
                     self.pool.take_out(replica)
             if err.status in STOP_STATUS:
                 self._request_stop(self._refused(err.status, err.detail, endpoint))
             return err
+        if self.strict_model and not same_model(self.model, answer.model):
+            self.pool.release(replica, FAILED)
+            return _AttemptFailed(FAILURE_OTHER_MODEL, other_model_error(self.model, answer.model).partition(": ")[2])
         self.pool.release(replica, ANSWERED)
         return answer
 
@@ -553,6 +616,7 @@ class OpenAIBackend(Backend):
             finish_reason=answer.finish_reason,
             usage=answer.usage,
             expected=expected or None,
+            served_model=answer.model,
         )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
@@ -560,13 +624,14 @@ class OpenAIBackend(Backend):
             return
         self._stop.clear()
         self._stop_error = None
-        self._unreachable_replicas = set()
         for endpoint in self.endpoints:
             endpoint.breaker.rearm()
         workers = min(self.concurrency * len(self.endpoints), len(prompts))  # --concurrency is per server
         pool = ThreadPoolExecutor(max_workers=workers)
         futures = [pool.submit(self._call, i, p, decoding) for i, p in enumerate(prompts)]
         yielded: set[Future] = set()
+        finished = threading.Event()
+        threading.Thread(target=self._watch, args=(finished,), name="mis-bench-server-watch", daemon=True).start()
         try:
             for future in as_completed(futures):
                 if self._stop.is_set():
@@ -580,10 +645,18 @@ class OpenAIBackend(Backend):
                         yield future.result()
                 raise self._stop_error
         finally:
+            finished.set()
             self._stop.set()  # workers still retrying give up at once (an early exit, Ctrl-C)
             pool.shutdown(wait=False, cancel_futures=True)
             self._abort_in_flight()  # and those waiting for an answer stop waiting
             self.close()  # the pool's threads end: so do their connections
+
+    def _watch(self, finished: threading.Event) -> None:
+        """Until the run ends: every `_WATCH_POLL_S`, stop it once every server is down (`CircuitBreaker`), even
+        while no attempt ends because every row waits out a backoff (a thread: `as_completed` stays O(n))."""
+        while not finished.wait(_WATCH_POLL_S) and not self._stop.is_set():
+            if self._all_down():
+                self._request_stop(self._unreachable())
 
     def close(self) -> None:
         for endpoint in self.endpoints:
@@ -644,6 +717,7 @@ class ChatAnswer:
     usage: dict | None
     tokens: list[TokenChoice] | None = None
     excerpt: str = ""
+    model: str | None = None  # the model the response names (`backends.served_model`)
 
 
 def parse_chat_completion(body: dict) -> ChatAnswer:
@@ -672,4 +746,6 @@ def parse_chat_completion(body: dict) -> ChatAnswer:
     if tokens is None:  # what an expected-score run's error shows of a reply without logprobs
         excerpt = json.dumps(choice, ensure_ascii=False)
         excerpt = excerpt if len(excerpt) <= 200 else excerpt[:199] + "\u2026"
-    return ChatAnswer(content, finish_reason, usage or None, tokens, excerpt)
+    model = body.get("model")
+    model = model.strip()[:SERVED_MODEL_CHARS] if isinstance(model, str) and model.strip() else None
+    return ChatAnswer(content, finish_reason, usage or None, tokens, excerpt, model)

@@ -128,6 +128,11 @@ class ReplicaPool:
                     self._cool(health)
             self._cond.notify_all()
 
+    def probing(self, index: int) -> bool:
+        """True while the attempt on `index` in flight is its cool-down probe (asked by the thread that holds it)."""
+        with self._cond:
+            return self.health[index].probing
+
     def take_out(self, index: int) -> None:
         """Cool `index` down now (its first attempts all failed to connect: `CircuitBreaker`)."""
         with self._cond:

@@ -233,6 +233,8 @@ def _summary(result) -> dict:
         "readouts": str(result.readouts_path) if result.readouts_path else None,
         "distribution_only": result.distribution_only,
         "servers": result.replicas,
+        "served_models": result.served_models,
+        "model_warnings": result.model_warnings,
         "concurrency_per_server": result.config.concurrency if result.replicas else None,
         "seconds": round(result.elapsed_s, 2),
         # the build report's rule, carried in the results' dataset block (eval_scripts.formats.data_names)
@@ -287,10 +289,18 @@ def _say_result(summary: dict, called: str = "called") -> None:
             if summary.get("readouts")
             else ""
         )
+        + _served_line(summary.get("served_models"))
         + _distribution_line(summary.get("distribution_only"))
         + _servers_line(summary.get("servers"), summary.get("concurrency_per_server"))
     )
     _say_synthetic(summary["synthetic"])
+
+
+def _served_line(served: dict | None) -> str:
+    """The model names the answers give (`model` of each response), when the server says."""
+    if not served:
+        return ""
+    return "\nserved model: " + ", ".join(f"{name} ({count:,} answers)" for name, count in served.items())
 
 
 def _distribution_line(reasons: dict | None) -> str:
@@ -423,6 +433,12 @@ def _report_problems(result) -> None:
     """On stderr: why requests failed (count per kind, one example each), and what to do about truncated answers."""
     from eval_scripts.harness.outcomes import TRUNCATION_HINT, failure_lines
 
+    for warning in result.model_warnings:  # the served model is not the one asked for (backends.served_model)
+        say(
+            f"mis-bench run: warning: {result.label}: {warning} (recorded in {shown(result.results_path)}; "
+            "--strict-model refuses such answers)",
+            err=True,
+        )
     if result.failures:
         say(f"{result.label}: {result.n_failed} request(s) failed, by kind:", err=True)
         for line in failure_lines(result.failures):

@@ -130,6 +130,7 @@ class BatchOutcome:
     where: str  # file, line
     failure: str | None = None  # the kind of failure, as a live request's (`openai_backend.FAILURE_*`)
     tokens: tuple[TokenChoice, ...] | None = None  # each generated token's top candidates, when the line has them
+    served_model: str | None = None  # the model the response names, as a live answer's
 
     def same_answer(self, other: BatchOutcome) -> bool:
         return (self.ok, self.text, self.finish_reason) == (other.ok, other.text, other.finish_reason)
@@ -172,7 +173,10 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
             failure, message = FAILURE_MALFORMED, f"{FAILURE_MALFORMED}: {type(err).__name__}: {str(err)[:100]}"
         else:
             tokens = tuple(answer.tokens) if answer.tokens is not None else None
-            outcome = BatchOutcome(True, answer.text, answer.finish_reason, answer.usage, None, where, tokens=tokens)
+            outcome = BatchOutcome(
+                True, answer.text, answer.finish_reason, answer.usage, None, where, tokens=tokens,
+                served_model=answer.model,
+            )  # fmt: skip
             return obj["custom_id"], outcome
     return obj["custom_id"], BatchOutcome(False, None, None, None, message[:ERROR_BODY_CHARS], where, failure)
 
@@ -316,4 +320,5 @@ def _completion(index: int, outcome: BatchOutcome, decoding: DecodingConfig) -> 
         usage=outcome.usage,
         failure=outcome.failure,
         expected=expected,
+        served_model=outcome.served_model,
     )

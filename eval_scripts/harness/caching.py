@@ -72,6 +72,7 @@ class CachingBackend(Backend):
                     finish_reason=record.get("finish_reason"),
                     usage=record.get("usage"),
                     expected=record.get("expected"),
+                    served_model=record.get("served_model"),
                 )
         if not pending:
             return
@@ -101,6 +102,8 @@ class CachingBackend(Backend):
             }
             if completion.expected is not None:
                 record["expected"] = completion.expected
+            if completion.served_model is not None:  # the model the server says answered
+                record["served_model"] = completion.served_model
             self.cache.append(record)
             completion.index = index
             yield completion
@@ -119,6 +122,8 @@ def sanitise(completion: Completion) -> Completion:
     """
     if completion.error is not None:
         completion.error = unicode_text(str(completion.error))  # a server's message may hold a lone surrogate
+    if completion.served_model is not None:
+        completion.served_model = unicode_text(str(completion.served_model))
     if not completion.ok:  # kept for the record only: nothing in it may break the cache line
         if completion.text is not None and answer_problem(completion.text, None, None):
             completion.text = None

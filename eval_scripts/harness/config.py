@@ -35,6 +35,7 @@ from mis_bench_dataset.rules.options import (
     comma_list,
     existing,
     file_path,
+    http_urls,
     non_negative_float,
     non_negative_int,
     option,
@@ -279,6 +280,7 @@ class RunConfig:
             "to the one with the fewest in flight, a failing one is taken out for a cool-down while the others carry "
             f"on, and the cache is the same as one server's (default: {_OPENAI['base_url']})",
             action="append",
+            type=http_urls,
             metavar="URL",
             section="openai",
         ),
@@ -304,6 +306,29 @@ class RunConfig:
             f"(a server trickling its answer is cut off too); each retry gets its own (default "
             f"{RetryPolicy.timeout_s:g})",
             type=seconds,
+            section="openai",
+        ),
+    )
+    down_after: float = field(
+        default=_OPENAI["down_after_s"],
+        metadata=option(
+            "seconds of nothing but failed connections (refused, unknown host, TLS, connect timeout) after which a "
+            "server that answered before counts as down; when every server is down the run stops (exit 3), the "
+            f"answers so far cached, and a rerun asks only the rows left (default {_OPENAI['down_after_s']:g}; a "
+            "server never reached stops the run after its first three failed connections)",
+            type=seconds,
+            metavar="SECONDS",
+            section="openai",
+        ),
+    )
+    strict_model: bool = field(
+        default=_OPENAI["strict_model"],
+        metadata=option(
+            "refuse an answer whose response names another model than --model (beyond a revision or a provider's "
+            "dated alias, e.g. gpt-4o -> gpt-4o-2024-08-06): the row fails (exit 3), is not cached as an answer, "
+            "and goes to another server when there are several (default: off, a warning on stderr and in the "
+            "results)",
+            action="store_true",
             section="openai",
         ),
     )
@@ -369,6 +394,8 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
             "concurrency": config.concurrency,
             "retry": RetryPolicy(config.max_retries, config.backoff_base, config.backoff_max, config.timeout),
             "max_tokens_field": config.max_tokens_field,
+            "down_after_s": config.down_after,
+            "strict_model": config.strict_model,
         }
     else:
         options = {"dtype": config.dtype} if config.backend in ("transformers", "vllm") else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 from eval_scripts.answers.outcome import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
+from eval_scripts.backends.served_model import served_model_warnings
 from eval_scripts.harness.caching import CachingBackend
 from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
@@ -77,6 +78,8 @@ class RunResult:
     # expected-score runs: rows the distribution scored though their text gives none, per reason
     distribution_only: dict[str, int] = field(default_factory=dict)
     replicas: list[dict] | None = None  # several servers: what each did in this setting (`replica_use`)
+    served_models: dict[str, int] = field(default_factory=dict)  # the model each answer names -> answers
+    model_warnings: list[str] = field(default_factory=list)  # `backends.served_model.served_model_warnings`
 
     @property
     def n_unanswered(self) -> int:
@@ -206,6 +209,8 @@ def _raw_record(row: dict, prompt: Prompt, sample: SampleOutcome, index: int, co
             record["distribution_only"] = sample.distribution_only
     if context.samples > 1:
         record["sample"] = index
+    if completion is not None and completion.served_model is not None:
+        record["served_model"] = completion.served_model  # the model the server says answered
     return record
 
 
@@ -336,6 +341,8 @@ def write_result(
     from eval_scripts.formats.results import package_versions, usage_totals
 
     config = context.config
+    served = served_models(completions.values())
+    warnings = served_model_warnings(config.model, served)
     readouts = _row_readouts(context, completions)
     collected = _collect(context, readouts)
     usage = usage_totals(record["usage"] for record in collected.raw_records)
@@ -349,6 +356,8 @@ def write_result(
             "backend": context.backend_name,
             "decoding": context.system_decoding(),
             "package_versions": package_versions(),
+            **({"served_models": served} if served else {}),
+            **({"model_warnings": warnings} if warnings else {}),
         },
         setting=context.results_setting(),
         dataset=context.dataset,
@@ -367,4 +376,11 @@ def write_result(
         context, completions, written, collected, counts, failure_summary, usage, started, prefix, readouts
     )
     result.replicas = replicas
+    result.served_models, result.model_warnings = served, warnings
     return result
+
+
+def served_models(completions: Iterable[Completion]) -> dict[str, int]:
+    """How many answers (cached ones too) each served model name gave, by name."""
+    counts = Counter(c.served_model for c in completions if c.ok and c.served_model is not None)
+    return dict(sorted(counts.items()))

@@ -11,10 +11,11 @@ is exactly what the authors committed, without a clone of their repository.
 - A finished file is renamed to `OUT/NAME` only when its hash is the table's; another hash removes it and
   is refused (exit 1, both hashes on the line). A file already at `OUT/NAME` with the table's hash is kept
   and not requested; one with another hash is the user's: refused before anything is downloaded, never replaced.
-- Exit codes follow the harness's rule for servers (docs/guarantees.md): a host that cannot be reached
+- Exit codes (docs/reproducing.md): a host that cannot be reached
   at all (refused, unknown, connect timeout) is exit 1 with the `git show` commands that write the files
   from a clone; a refused request (HTTP 4xx: a wrong `--base-url`) is exit 2; requests that still fail after
   their retries (cut connections, 5xx) are exit 3, the partial file kept for the next run to resume.
+  A failure after a redirect names the URL it failed at (`_Redirects`), not the host that redirected.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from mis_bench_dataset.release.provenance import (
 )
 from mis_bench_dataset.rules.atomic import file_lock, publish_file
 from mis_bench_dataset.rules.errors import EXIT_REQUESTS, DataError, MisBenchError, UsageError
+from mis_bench_dataset.rules.urls import http_url
 
 logger = logging.getLogger(__name__)
 
@@ -133,15 +135,9 @@ def default_folder() -> Path:
 
 def resolve_base_url(given: str | None = None) -> str:
     """`given`, else `$MIS_BENCH_AUTHORS_URL`, else GitHub's raw file host; http(s) only, no trailing slash."""
-    url = (given or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).strip().rstrip("/")
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise UsageError(
-            f"the base URL {url!r} is not an http(s) URL",
-            where=f"--base-url / {BASE_URL_ENV}",
-            hint=f"give a URL such as {DEFAULT_BASE_URL} (files are requested as BASE/COMMIT/PATH)",
-        )
-    return url
+    text = given or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+    example = f"{DEFAULT_BASE_URL} (files are requested as BASE/COMMIT/PATH)"
+    return http_url(text, where=f"--base-url / {BASE_URL_ENV}", example=example).url
 
 
 def public_files(features: str | None = None) -> tuple[PublicFile, ...]:
@@ -279,11 +275,13 @@ def _download_with_retries(
         except _Cut as cut:
             failure = str(cut)
         except urllib.error.HTTPError as err:
-            failure = _http_failure(err, file, url)
+            failure = _http_failure(err, file, failed_url(err, url))
         except (urllib.error.URLError, OSError) as err:
             if attempt == 0 and not had and unfetched:
-                raise _unreachable(err, url, unfetched) from err
+                raise _unreachable(err, failed_url(err, url), unfetched, asked=url) from err
             failure = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
+            where = failed_url(err, url)
+            failure += f" (at {where}, where {url} redirected)" if where != url else ""
         if _size_of(part) <= had and attempt < RETRIES:  # no progress: wait a little before asking again
             time.sleep(min(0.25 * 2**attempt, 2.0))
     raise FetchRequestsError(
@@ -309,10 +307,15 @@ def _download(url: str, part: Path, file: PublicFile, timeout: float, bar, done:
     if offset:
         headers["Range"] = f"bytes={offset}-"
     done.requests += 1
+    redirects = _Redirects()
     try:
-        response = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout)
-    except urllib.error.HTTPError as err:
-        if err.code == 416 and offset:  # the range is past what the server has: start over
+        response = urllib.request.build_opener(redirects).open(
+            urllib.request.Request(url, headers=headers), timeout=timeout
+        )
+    except OSError as err:  # URLError and HTTPError included: say where the request failed, after any redirect
+        if redirects.last is not None:
+            err.failed_url = redirects.last  # type: ignore[attr-defined]
+        if isinstance(err, urllib.error.HTTPError) and err.code == 416 and offset:  # past the file: start over
             part.unlink()
             bar.update(-offset)
             done.restarts += 1
@@ -328,6 +331,26 @@ def _download(url: str, part: Path, file: PublicFile, timeout: float, bar, done:
         done.resumed_from = offset
         _copy_body(response, part, offset, file, bar)
         return not response.length  # urllib returns a short body without an error: what it still expected
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """urllib's redirect handling, remembering the last URL a redirect led to (what a failure then names)."""
+
+    def __init__(self) -> None:
+        self.last: str | None = None
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None:
+            self.last = new.full_url
+        return new
+
+
+def failed_url(err: BaseException, asked: str) -> str:
+    """The URL a request failed at: the one a redirect led to (`_Redirects`, an HTTPError's own), else `asked`."""
+    if isinstance(err, urllib.error.HTTPError) and err.url:
+        return err.url
+    return getattr(err, "failed_url", None) or asked
 
 
 def _range_start(response) -> int | None:
@@ -398,7 +421,9 @@ def _http_failure(err: urllib.error.HTTPError, file: PublicFile, url: str) -> st
     return f"HTTP {err.code} {err.reason}"
 
 
-def _unreachable(err: OSError, url: str, missing: Iterable[PublicFile]) -> AuthorsUnreachableError:
+def _unreachable(
+    err: OSError, url: str, missing: Iterable[PublicFile], *, asked: str | None = None
+) -> AuthorsUnreachableError:
     reason = getattr(err, "reason", err)
     if isinstance(reason, socket.gaierror):
         cause = "unknown host"
@@ -410,9 +435,10 @@ def _unreachable(err: OSError, url: str, missing: Iterable[PublicFile]) -> Autho
         cause = f"TLS failure: {reason}"
     else:
         cause = f"{type(reason).__name__}: {reason}"
-    host = urllib.parse.urlsplit(url).netloc
+    host = urllib.parse.urlsplit(url).netloc.rpartition("@")[2]
+    redirected = f", where {asked} redirected" if asked is not None and asked != url else ""
     return AuthorsUnreachableError(
-        f"cannot reach the authors' file host {host} ({cause})",
+        f"cannot reach the authors' file host {host} ({cause}{redirected})",
         where=url,
         hint="without the network, write the files from a clone of the authors' repository (docs/reproducing.md): "
         + offline_commands(missing),

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.rules.errors import os_error_line
+from mis_bench_dataset.rules.errors import UsageError, os_error_line
+from mis_bench_dataset.rules.urls import http_url_list
 
 
 def option(
@@ -137,6 +138,15 @@ def comma_list(choices: tuple[str, ...]):
 
     parse.__name__ = "list"
     return parse
+
+
+def http_urls(text: str) -> str:
+    """One http(s) URL or a comma list of them, each checked (`rules.urls.http_url`); the text as given."""
+    try:
+        http_url_list(text, where="")
+    except UsageError as err:
+        raise argparse.ArgumentTypeError(f"{err.what}; {err.hint}") from None
+    return text
 
 
 def _stat(path: Path, text: str) -> os.stat_result | None:

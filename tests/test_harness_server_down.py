@@ -1,0 +1,218 @@
+"""A server is down when it stops answering, whenever that happens: real local servers (subprocesses) killed in
+the middle of a run, one server and two replicas, stop the run with exit 3 within `--down-after` of the last answer,
+everything answered so far cached, and a rerun once the servers are back asks exactly the rows left; replicas that
+come back within the window finish the run. The rules themselves (`CircuitBreaker`) on a fake clock."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from datasets import Dataset
+
+from eval_scripts.backends.openai_backend import CircuitBreaker, RetryPolicy
+from eval_scripts.cli import main
+from eval_scripts.harness.runner import RunConfig, run_setting
+from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+
+from _harness_helpers import ChatServer, scoring_rows
+from _server_helpers import ChatServerProcess
+
+ROWS = 32  # --limit 4: four videos x eight dimensions
+CACHE = "responses.cache.jsonl"
+
+
+def _answered(cache: Path) -> set[str]:
+    """The keys the cache holds an answer for (complete lines only: the run may be writing)."""
+    if not cache.is_file():
+        return set()
+    lines = cache.read_text().split("\n")[:-1]
+    return {record["key"] for record in map(json.loads, lines) if record.get("status") == "ok"}
+
+
+class KillAfter(threading.Thread):
+    """Kills `servers` (SIGKILL) once the cache holds `answers` answers; `killed_at` is when (monotonic)."""
+
+    def __init__(self, cache: Path, answers: int, servers: list[ChatServerProcess]) -> None:
+        super().__init__(daemon=True)
+        self.cache, self.answers, self.servers = cache, answers, servers
+        self.killed_at: float | None = None
+
+    def run(self) -> None:
+        deadline = time.monotonic() + 60
+        while len(_answered(self.cache)) < self.answers and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for server in self.servers:
+            server.kill()
+        self.killed_at = time.monotonic()
+
+
+def _args(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
+    base = [arg for url in urls for arg in ("--base-url", url)]
+    return [
+        "run",
+        "--backend",
+        "openai",
+        "--model",
+        "fake-model",
+        "--dataset",
+        str(build),
+        "--limit",
+        "4",
+        "--out",
+        str(out),
+        *base,
+        "--api-key-env",
+        "MIS_BENCH_UNSET",
+        "--no-progress",
+        "--bootstrap",
+        "0",
+        "--concurrency",
+        "2",
+        *extra,
+    ]
+
+
+def _killed_mid_run(build: Path, out: Path, servers: list[ChatServerProcess], capsys, *extra: str):
+    """`mis-bench run` against `servers`, all killed after 8 answers: (exit code, seconds from the kill to the
+    exit, the one error line, the keys answered before the kill)."""
+    killer = KillAfter(out / CACHE, 8, servers)
+    killer.start()
+    code = main(_args(build, out, [s.base_url for s in servers], *extra))
+    ended = time.monotonic()
+    killer.join()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err
+    lines = [line for line in err.splitlines() if line.startswith("mis-bench")]
+    assert len(lines) == 1, err
+    return code, ended - killer.killed_at, lines[0], _answered(out / CACHE)
+
+
+def _rerun_asks_only_the_rows_left(build: Path, out: Path, ports: list[int], answered: set[str], capsys) -> None:
+    """The servers back on their ports: the rerun asks each row without an answer once, and nothing else."""
+    servers = [ChatServer(port=port) for port in ports]
+    for server in servers:
+        server.__enter__()
+    try:
+        assert main([*_args(build, out, [s.base_url for s in servers]), "--json"]) == 0
+    finally:
+        for server in servers:
+            server.__exit__(None, None, None)
+    summary = json.loads(capsys.readouterr().out)
+    assert sum(s.requests for s in servers) == ROWS - len(answered)
+    assert summary["cached"] == len(answered) and summary["parsed"] == ROWS and summary["failed"] == 0
+
+
+def test_one_server_killed_mid_run_stops_the_run_with_exit_3_and_a_rerun_asks_only_the_rows_left(
+    synthetic_build, tmp_path, capsys
+) -> None:
+    out = tmp_path / "runs"
+    with ChatServerProcess(tmp_path, delay_s=0.05) as server:
+        # the default retries (5, backing off from 1 s): without the watch each row would retry on its own
+        code, after_kill, line, answered = _killed_mid_run(synthetic_build, out, [server], capsys, "--down-after", "2")
+    assert code == EXIT_REQUESTS and 2 <= after_kill < 6
+    assert line.startswith("mis-bench run: error: cannot reach the model server: stopped answering: every attempt ")
+    assert "for the last 2 s failed to connect (connection refused" in line
+    assert f"(--base-url {server.base_url})" in line
+    assert "a rerun asks only the rows left" in line
+    assert 8 <= len(answered) < ROWS and not list(out.rglob("results.json"))
+    _rerun_asks_only_the_rows_left(synthetic_build, out, [server.port], answered, capsys)
+
+
+def test_two_replicas_both_killed_mid_run_stop_the_run_naming_each(synthetic_build, tmp_path, capsys) -> None:
+    out = tmp_path / "runs"
+    with ChatServerProcess(tmp_path, delay_s=0.05) as first, ChatServerProcess(tmp_path, delay_s=0.05) as second:
+        code, after_kill, line, answered = _killed_mid_run(
+            synthetic_build, out, [first, second], capsys, "--down-after", "2"
+        )
+    assert code == EXIT_REQUESTS and 2 <= after_kill < 6
+    assert line.startswith("mis-bench run: error: cannot reach any of the 2 model servers: ")
+    for server in (first, second):  # each named with what failed
+        assert f"{server.base_url} stopped answering: every attempt for the last 2 s failed to connect" in line
+    assert 8 <= len(answered) < ROWS
+    _rerun_asks_only_the_rows_left(synthetic_build, out, [first.port, second.port], answered, capsys)
+
+
+def test_replicas_that_come_back_within_the_window_finish_the_run(tmp_path) -> None:
+    """Both replicas killed, one back on its port 1.5 s later: every row is answered, none failed, none twice.
+    Two retries per replica, backing off 0.05-0.2 s, ride out the outage: the cool-down probes spend none of them."""
+    rows = Dataset.from_list(scoring_rows(4))
+    retry = RetryPolicy(max_retries=2, backoff_base_s=0.05, backoff_max_s=0.2, timeout_s=5.0)
+    cache = tmp_path / "runs" / CACHE
+    revived: list[ChatServer] = []
+    with ChatServerProcess(tmp_path, delay_s=0.05) as first, ChatServerProcess(tmp_path, delay_s=0.05) as second:
+        options = dict(
+            base_url=[first.base_url, second.base_url],
+            concurrency=2,
+            retry=retry,
+            api_key_env="MIS_BENCH_UNSET",
+            cooldown_s=0.1,
+            down_after_s=10.0,
+        )
+        config = RunConfig(
+            backend="openai", model="fake-model", out=tmp_path / "runs", backend_options=options, n_bootstrap=0
+        )
+        config.progress = False
+        killer = KillAfter(cache, 8, [first, second])
+
+        def revive() -> None:
+            killer.join()
+            time.sleep(1.5)
+            revived.append(ChatServer(port=first.port).__enter__())  # back on its port
+
+        killer.start()
+        threading.Thread(target=revive, daemon=True).start()
+        try:
+            result = run_setting(config, scoring=rows)
+        finally:
+            killer.join()
+            for server in revived:
+                server.__exit__(None, None, None)
+    assert result.n_failed == 0 and result.n_parsed == ROWS
+    assert revived and revived[0].requests >= 1
+    records = [json.loads(line) for line in cache.read_text().splitlines()]
+    answers = [r["key"] for r in records if r.get("status") == "ok"]
+    assert len(answers) == len(set(answers)) == ROWS  # every row answered once
+    assert max(r["attempts"] for r in records if "attempts" in r) > 1  # some rows were asked during the outage
+
+
+# ----------------------------------------------------------------------------- the rules, on a fake clock
+def test_a_server_reached_before_is_down_after_the_window_of_failed_connections_and_after_a_failed_probe():
+    now = [0.0]
+    breaker = CircuitBreaker(clock=lambda: now[0], down_after_s=30.0)
+    breaker.reached_server()
+    assert not any(breaker.connection_failed("connection refused", "refused") for _ in range(50))  # not 3: reached
+    now[0] = 29.9
+    assert not breaker.down()
+    now[0] = 30.0
+    assert breaker.down()  # the watch sees it between attempts too
+    breaker.reached_server()  # a probe answered: back
+    assert not breaker.down()
+    now[0] = 40.0
+    assert not breaker.connection_failed("connection refused", "refused")  # a new streak starts
+    now[0] = 70.0
+    assert breaker.connection_failed("connection refused", "refused")  # a failed probe 30 s on: down again
+    breaker.rearm()  # the next setting of a grid: the streak goes on, counted from this run's first failure
+    assert not breaker.down()
+    assert breaker.connection_failed("connect timeout", "slow")
+
+
+@pytest.mark.slow
+def test_with_default_options_a_run_whose_servers_die_ends_within_a_minute_of_the_last_answer(
+    synthetic_build, tmp_path, capsys
+) -> None:
+    """The issue's case, default options (30 s, 5 retries backing off up to 30 s): one server, then two replicas."""
+    for n_servers in (1, 2):
+        out = tmp_path / f"runs-{n_servers}"
+        servers = [ChatServerProcess(tmp_path, delay_s=0.05).start() for _ in range(n_servers)]
+        try:
+            code, after_kill, line, answered = _killed_mid_run(synthetic_build, out, servers, capsys)
+        finally:
+            for server in servers:
+                server.kill()
+        assert code == EXIT_REQUESTS and 30 <= after_kill < 60, after_kill
+        assert "for the last 30 s failed to connect" in line and 8 <= len(answered) < ROWS
+        _rerun_asks_only_the_rows_left(synthetic_build, out, [s.port for s in servers], answered, capsys)
