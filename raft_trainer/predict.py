@@ -136,8 +136,8 @@ def predict_scores(
     `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript;
     with the input source "raw" (given, or "auto" resolved from the rows) the rows' `video_path` / `audio_path`
     go through the processor instead (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
-    With `config.head="regression"` the score is the sequence-classification head's output on the same prompt
-    (`raft_trainer.regression.read_regression_scores`; `method` and `share_prefix` do not apply).
+    With `config.head="regression"` the score is the sequence-classification head's output on the same prompt,
+    clipped to [1, 5] (`raft_trainer.regression`; `method` and `share_prefix` do not apply).
     """
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
@@ -161,9 +161,10 @@ def predict_scores(
     encoder = ScoringEncoder(tokenizer, digits, config.max_length, config.modality, config.prompt_style)
     prompts = [encoder.encode_prompt(row) for row in rows]
     if config.head == REGRESSION_HEAD:  # the head's output on the same prompt: no digits are read
-        from raft_trainer.regression import read_regression_scores
+        from raft_trainer.regression import read_regression_scores, regression_readout
 
-        return read_regression_scores(model, prompts, pad_token_id(tokenizer), batch_size=batch_size)
+        outputs = read_regression_scores(model, prompts, pad_token_id(tokenizer), batch_size=batch_size)
+        return regression_readout(outputs)
     groups = [str(row.get("dimension")) for row in rows]
     return read_digit_scores(
         model,

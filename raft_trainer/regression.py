@@ -6,7 +6,8 @@ prompt as MIS-RAFT's (the chat prompt and the answer's prefix, ending just befor
 so the head reads the hidden state of the position whose LM logits MIS-RAFT reads. LoRA goes on the same
 modules; the head (`score`) is trained fully through PEFT's `modules_to_save` (task type `SEQ_CLS`). The loss
 is the squared error on the gold score (eq. 12's batch mean, the trainer's own normalisation). Its readout,
-named `regression` in results, is the head's output itself: no digits, no text.
+named `regression` in results, is the head's output clipped to the score scale [1, 5] (the results schema's
+range; an unclipped output below 1 or above 5 can only be further from any gold score): no digits, no text.
 """
 
 from __future__ import annotations
@@ -87,10 +88,17 @@ def regression_peft_config(peft_config):
     return dataclasses.replace(peft_config, task_type=SEQ_CLS_TASK)
 
 
+def regression_readout(outputs: np.ndarray) -> np.ndarray:
+    """The score a regression head gives: its output clipped to the scale [SCORE_MIN, SCORE_MAX]."""
+    from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+
+    return np.clip(outputs, SCORE_MIN, SCORE_MAX)
+
+
 @torch.inference_mode()
 def read_regression_scores(model, prompts: Sequence[Sequence[int]], pad_id: int, *, batch_size: int = 8) -> np.ndarray:
     """The head's output after each prompt (token ids ending just before the score's integer digit), left-padded
-    in batches of similar length; shape (len(prompts),)."""
+    in batches of similar length, unclipped (`regression_readout` clips); shape (len(prompts),)."""
     from torch.nn.utils.rnn import pad_sequence
 
     device = next(model.parameters()).device

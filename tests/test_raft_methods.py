@@ -202,8 +202,9 @@ def test_regression_lora_trains_the_head_fully_and_the_loss_falls(tokenizer, tmp
 
 def test_regression_save_load_predict_round_trip(tokenizer, tmp_path):
     """The saved adapter (LoRA + the head) loads back into the same scores through `predict_scores`."""
+    from raft_trainer.data import ScoringEncoder
     from raft_trainer.predict import predict_scores
-    from raft_trainer.regression import is_regression_folder, load_regression_model
+    from raft_trainer.regression import is_regression_folder, load_regression_model, read_regression_scores
 
     base = tmp_path / "base"
     make_model(tokenizer, seed=5).save_pretrained(base)
@@ -220,12 +221,17 @@ def test_regression_save_load_predict_round_trip(tokenizer, tmp_path):
     out = tmp_path / "saved"
     trainer.save_model(str(out))
     rows = toy_rows(6, seed=9)
-    live = predict_scores(trainer.model, tokenizer, rows, config, show_progress=False)
+    encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), None)
+    prompts = [encoder.encode_prompt(row) for row in rows]
+    live = read_regression_scores(trainer.model, prompts, tokenizer.pad_token_id)
     assert is_regression_folder(out) and not is_regression_folder(base)
     loaded = load_regression_model(str(out), tokenizer)
-    again = predict_scores(loaded, tokenizer, rows, config, show_progress=False)
-    np.testing.assert_allclose(again, live, rtol=1e-5)
+    np.testing.assert_allclose(read_regression_scores(loaded, prompts, tokenizer.pad_token_id), live, rtol=1e-5)
     assert np.isfinite(live).all() and len(set(np.round(live, 6))) > 1
+    # predict_scores: the same outputs, clipped to the scale
+    np.testing.assert_allclose(
+        predict_scores(loaded, tokenizer, rows, config, show_progress=False), np.clip(live, 1.0, 5.0), rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize(
