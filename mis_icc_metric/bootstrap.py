@@ -75,6 +75,14 @@ def resample_counts(indices: np.ndarray, n_items: int) -> np.ndarray:
     return np.bincount(flat, weights=np.ones(flat.size), minlength=b * n_items).reshape(b, n_items)
 
 
+def _counts(plan, rows: slice, n_items: int) -> np.ndarray:
+    """The (chunk x n) counts of `rows` from a video index matrix, or from a `resampling.Resampling` (which
+    knows its clusters; duck-typed here, since `resampling` builds on this module)."""
+    if isinstance(plan, np.ndarray):
+        return resample_counts(plan[rows], n_items)
+    return plan.counts(rows)
+
+
 @lru_cache(maxsize=1)
 def _blas_controller():
     from threadpoolctl import ThreadpoolController
@@ -106,7 +114,7 @@ def resampled_chunks(indices: np.ndarray, n_items: int):
     with _blas_controller().limit(limits=1, user_api="blas"):
         for start in progress(starts, desc="bootstrap", unit="chunk", show=long):
             rows = slice(start, min(start + _CHUNK_ROWS, indices.shape[0]))
-            yield rows, resample_counts(indices[rows], n_items)
+            yield rows, _counts(indices, rows, n_items)
 
 
 class BlockMoments:

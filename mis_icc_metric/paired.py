@@ -1,4 +1,5 @@
-"""Paired comparison of two systems on the same videos: bootstrap of the ICC difference.
+"""Paired comparison of two systems on the same videos: bootstrap of the ICC difference (resampling clinicians
+with all their videos by default, or videos; both systems with the same draws).
 
 Both systems are scored on the items where BOTH parsed (per dimension), and the
 overall score on the videos where both parsed every dimension, so the difference
@@ -15,11 +16,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSION_BY_KEY
 from mis_bench_dataset.rules.errors import DataError
 
-from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
+from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, paired_references
+from .resampling import Resampling, clinician_clusters, design_effect, make_resampling
 from .scoring import MIN_ITEMS, Key, _overall_block, align
 
 __all__ = ["paired_comparison", "bootstrap_p_value"]
@@ -39,7 +41,7 @@ class _PairedDeltas:
     """One shared bootstrap of both systems' ICCs (A's blocks: dimensions then overall; then B's) and the
     differences A - B, read out per block or for the mean ICC over the dimensions."""
 
-    def __init__(self, a, b, n_bootstrap: int, seed: int | None, confidence: float) -> None:
+    def __init__(self, a, b, resampling: Resampling, confidence: float) -> None:
         both = a.parsed & b.parsed
         n, n_dims = both.shape
         overall_a, complete = _overall_block(a.pred, a.gold, both)
@@ -52,7 +54,8 @@ class _PairedDeltas:
         valid2 = np.concatenate([self.valid, self.valid], axis=1)
         self.width, self.confidence = n_dims + 1, confidence
         self.point = point_blocks(ratings, valid2)["icc"]
-        boot = bootstrap_blocks(ratings, valid2, bootstrap_indices(n, n_bootstrap, seed))["icc"]
+        self.ratings, self.valid2 = ratings, valid2
+        boot = bootstrap_blocks(ratings, valid2, resampling)["icc"]
         self.deltas = boot[:, : self.width] - boot[:, self.width :]
         self.point_delta = self.point[: self.width] - self.point[self.width :]
 
@@ -85,6 +88,26 @@ class _PairedDeltas:
         }
 
 
+def _add_clustering(diff: _PairedDeltas, resampling: Resampling, videos, clusters, entries: list[dict]) -> None:
+    """Each entry (the dimensions, then overall) gets its clinicians and the design effect of its difference
+    (None where the video ids name no clinician or the difference is undefined)."""
+    try:
+        labels = np.asarray(clinician_clusters(videos, clusters), dtype=object)
+    except DataError:
+        labels = None
+    effects = [None] * len(entries)
+    if labels is not None:
+        other_unit = "video" if resampling.unit == "clinician" else "clinician"
+        other = make_resampling(videos, resampling.n_resamples, resampling.seed, other_unit, clusters=clusters)
+        boot = bootstrap_blocks(diff.ratings, diff.valid2, other)["icc"]
+        other_deltas = boot[:, : diff.width] - boot[:, diff.width :]
+        pair = (diff.deltas, other_deltas) if resampling.unit == "clinician" else (other_deltas, diff.deltas)
+        effects = [None if np.isnan(v) else float(v) for v in design_effect(*pair)]
+    for j, entry in enumerate(entries):
+        entry["n_clusters"] = None if labels is None else int(np.unique(labels[diff.valid[:, j]]).size)
+        entry["design_effect"] = effects[j] if entry.get("delta_ci") is not None else None
+
+
 def paired_comparison(
     predictions_a: Mapping[Key, object],
     predictions_b: Mapping[Key, object],
@@ -95,11 +118,16 @@ def paired_comparison(
     confidence: float = 0.95,
     missing: str = DEFAULT_MISSING,
     names: tuple[str, str] = ("A", "B"),
+    resample: str = DEFAULT_RESAMPLE,
+    clusters: Mapping[str, str] | None = None,
 ) -> dict:
     """ICC(A) - ICC(B) per dimension, overall and for the mean ICC, with CI and p-value.
 
     missing: the coverage rule (`coverage.paired_references`): by default the pairs either system
     asked, compared where both parsed; the overall only over videos with all eight asked by both.
+    resample: "clinician" (default) or "video" (`resampling`); both systems are resampled with the same
+    draws, so the difference keeps its pairing. Each entry reports its clinicians and the design effect of
+    the difference.
     """
     if n_bootstrap < 1:
         raise DataError(f"paired comparison needs n_bootstrap >= 1, got {n_bootstrap}")
@@ -108,7 +136,8 @@ def paired_comparison(
     b = align(predictions_b, references, missing=align_missing)
     if a.videos != b.videos or a.dimensions != b.dimensions:
         raise DataError("systems A and B must be aligned to the same references")
-    diff = _PairedDeltas(a, b, n_bootstrap, seed, confidence)
+    resampling = make_resampling(a.videos, n_bootstrap, seed, resample, clusters=clusters)
+    diff = _PairedDeltas(a, b, resampling, confidence)
     n, n_dims = diff.valid.shape[0], diff.width - 1
     dimensions = {}
     for j, key in enumerate(a.dimensions):
@@ -117,6 +146,7 @@ def paired_comparison(
     mean_icc = diff.mean_entry()
     entry = diff.entry
     overall = entry(n_dims)
+    _add_clustering(diff, resampling, a.videos, clusters, [*dimensions.values(), overall])
     if not overall["n"]:
         overall["note"] = (
             "no overall score: no video has all eight dimensions parsed by both systems"
@@ -130,7 +160,8 @@ def paired_comparison(
         "mean_icc": mean_icc,
         "meta": {
             "metric": "ICC(3,1) difference (A - B), items parsed by both systems",
-            "ci_method": "paired percentile bootstrap over videos (one shared index matrix)",
+            "ci_method": "paired " + resampling.describe()["method"],
+            "resampling": resampling.describe(),
             "p_value": "two-sided bootstrap, (count + 1) / (B + 1)",
             "confidence": confidence,
             "n_bootstrap": n_bootstrap,

@@ -2,7 +2,8 @@
 
 - Per dimension: ICC(3,1) of (prediction, gold) over the videos whose prediction
   parsed; unparsed (None / NaN) predictions are excluded and counted. MSE, n,
-  percentile bootstrap CI over videos, and the F-test CI for reference.
+  percentile bootstrap CI (resampling clinicians with all their videos by default, or videos: `resampling`),
+  and the F-test CI for reference.
 - Overall: per video, mean of the eight predicted dimension scores vs mean of the eight
   gold ones, excluding every video with any unparsed dimension (the exclusion rate is
   reported; the paper's mean is 1.5%). Also the mean of the per-dimension ICCs.
@@ -17,7 +18,7 @@
   (`agreement`: every ICC form, Krippendorff's alpha, r, rho, MAE, bias and limits of agreement,
   range use), each with its CI from the same index matrix.
 
-All bootstrap CIs (all blocks) come from one shared index matrix over the videos.
+All bootstrap CIs (all blocks) come from one shared draw (`resampling.Resampling`), with the design effect.
 Values are raw fractions; only the CLI shows percent.
 """
 
@@ -33,6 +34,7 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
+    DEFAULT_RESAMPLE,
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
     HUMAN_CEILING,
@@ -46,14 +48,14 @@ from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.numbers import exact_decimal
 
 from .agreement import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
-from .bootstrap import bootstrap_blocks, bootstrap_indices, percentile_ci, point_blocks
+from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
+from .resampling import Resampling, clinician_clusters, design_effect, make_resampling
 
 logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 MIN_ITEMS = 3
-CI_METHOD = "percentile bootstrap over videos (one shared index matrix)"
 
 __all__ = [
     "score_predictions",
@@ -350,6 +352,8 @@ def score_predictions(
     missing: str = DEFAULT_MISSING,
     out_of_range: str = "flag",
     impute_value: float = SCORE_MIDPOINT,
+    resample: str = DEFAULT_RESAMPLE,
+    clusters: Mapping[str, str] | None = None,
 ) -> dict:
     """Score one system: the benchmark's JSON (raw fractions; NaN stays NaN, see `json_safe`).
 
@@ -357,13 +361,17 @@ def score_predictions(
     prediction of None (or NaN) means "unparseable". n_bootstrap=0 skips the CIs.
     missing: which gold pairs are evaluated (`coverage`): "not-asked" (default: the pairs
     the predictions name), "unparsed" (every gold pair; an absent one is unparsed) or "error".
+    resample: what each bootstrap resample draws (`resampling`): "clinician" (default: every clinician with
+    all its videos) or "video" (the paper's protocol); clusters: video -> clinician where the ids do not say.
+    Each dimension reports its clinicians and the design effect (the ICC's variance under clinician
+    resampling over that under video resampling, from the same number of resamples).
     """
     if n_bootstrap < 0:
         raise DataError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
     references, align_missing, coverage = evaluated_references(predictions, references, missing)
     data = align(predictions, references, missing=align_missing, out_of_range=out_of_range)
     plan = _plan_blocks(data, impute_value, common_videos)
-    indices = bootstrap_indices(len(data.videos), n_bootstrap, seed) if n_bootstrap else None
+    indices = make_resampling(data.videos, n_bootstrap, seed, resample, clusters=clusters) if n_bootstrap else None
     rat, val, point, boot = plan.blocks.run(indices)
     report = _Reporter(point, boot, confidence)
     agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
@@ -378,19 +386,45 @@ def score_predictions(
         return dict(entries[block])
 
     dimensions = _dimension_results(data, plan, entry, agreements)
+    overall = _overall_result(data, plan, entry, agreements[-1], missing)
+    _add_clustering(data, plan, (rat, val, boot), indices, clusters, [*dimensions.values(), overall])
     mean_icc = _mean_icc(dimensions.values())
     return {
         "halo": _halo_result(data, indices, confidence),
         "dimensions": dimensions,
-        "overall": _overall_result(data, plan, entry, agreements[-1], missing),
+        "overall": overall,
         "mean_icc": mean_icc,
         "mean_icc_ci": report.mean_ci(plan.dims, mean_icc),
         "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
         "coverage": coverage.to_dict(),
         "midpoint_imputation": _midpoint_result(data, plan, entry, report, impute_value),
         "common_set": _common_result(data, plan, entry, report),
-        "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range),
+        "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range, resampling=indices),
     }
+
+
+def _add_clustering(data: AlignedScores, plan: _Plan, arrays, resampling: Resampling | None, clusters, entries) -> None:
+    """Each entry (the dimensions, then overall) gets its clinicians and its design effect.
+
+    The design effect compares the ICC's bootstrap variance under the two units, each from `n_resamples`
+    draws of the same seed; None without CIs, or where the video ids name no clinician."""
+    rat, val, boot = arrays
+    blocks = [*plan.dims, plan.overall]
+    try:
+        labels = np.asarray(clinician_clusters(data.videos, clusters), dtype=object)
+    except DataError:
+        labels = None
+    effects = [None] * len(blocks)
+    if resampling is not None and labels is not None:
+        other_unit = "video" if resampling.unit == "clinician" else "clinician"
+        other = make_resampling(data.videos, resampling.n_resamples, resampling.seed, other_unit, clusters=clusters)
+        other_boot = bootstrap_blocks(rat[:, blocks], val[:, blocks], other)["icc"]
+        own = boot["icc"][:, blocks]
+        clustered, independent = (own, other_boot) if resampling.unit == "clinician" else (other_boot, own)
+        effects = [None if math.isnan(v) else float(v) for v in design_effect(clustered, independent)]
+    for entry, block, effect in zip(entries, blocks, effects, strict=True):
+        entry["n_clusters"] = None if labels is None else int(np.unique(labels[val[:, block]]).size)
+        entry["design_effect"] = effect if entry.get("icc_ci") is not None else None
 
 
 _SUMMARY_FIELDS = ("icc", "icc_ci", "mse", "n")
@@ -531,10 +565,11 @@ def _halo_result(data: AlignedScores, indices, confidence: float) -> dict:
     }
 
 
-def _meta(data: AlignedScores, confidence, n_bootstrap, seed, missing, out_of_range) -> dict:
+def _meta(data: AlignedScores, confidence, n_bootstrap, seed, missing, out_of_range, *, resampling) -> dict:
     return {
         "metric": "ICC(3,1)",
-        "ci_method": CI_METHOD,
+        "ci_method": resampling.describe()["method"] if resampling is not None else None,
+        "resampling": resampling.describe() if resampling is not None else None,
         "confidence": confidence,
         "n_bootstrap": n_bootstrap,
         "seed": seed,

@@ -284,7 +284,7 @@ def test_replicates_equal_the_references_on_each_resample_duplicates_kept():
 
 def test_score_json_carries_every_statistic_with_the_looped_percentile_interval():
     predictions, references = make_scores(n=30, seed=5, unparsed=0.05)
-    scores = score_predictions(predictions, references, n_bootstrap=80, seed=4)
+    scores = score_predictions(predictions, references, n_bootstrap=80, seed=4, resample="video")
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
     from tests._independent import grid
 

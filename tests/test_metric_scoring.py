@@ -68,7 +68,7 @@ def test_per_dimension_overall_and_mean_follow_the_paper_rules():
 
 def test_bootstrap_cis_use_one_shared_index_matrix_over_videos():
     predictions, references = make_scores(n=50, seed=2)
-    result = score_predictions(predictions, references, n_bootstrap=300, seed=11)
+    result = score_predictions(predictions, references, n_bootstrap=300, seed=11, resample="video")
     videos, pred, gold = _grid(predictions, references)
     indices = bootstrap_indices(len(videos), 300, seed=11)
     parsed = ~np.isnan(pred)

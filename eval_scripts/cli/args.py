@@ -13,7 +13,14 @@ import json
 import sys
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, bootstrap_option, seed_option
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
+    bootstrap_option,
+    resample_option,
+    seed_option,
+)
 from mis_bench_dataset.rules.options import (  # noqa: F401 - the argument types, re-exported for every subcommand
     bounded_int,
     comma_list,
@@ -43,6 +50,11 @@ def add_bootstrap(
 ) -> None:
     """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
     add_option(parser, "bootstrap", bootstrap_option(minimum=minimum, what=what, flag=flag, default=default), default)
+
+
+def add_resample(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, default: str = DEFAULT_RESAMPLE) -> None:
+    """`--resample video|clinician`: what each bootstrap resample of the command's CIs and paired tests draws."""
+    add_option(parser, "resample", resample_option(default=default), default)
 
 
 def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str = "bootstrap seed") -> None:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_RESAMPLE
 
 logger = logging.getLogger(__name__)
 
@@ -43,10 +43,18 @@ def ridge_column(
     from mis_icc_metric.paired import paired_comparison
     from mis_icc_metric.scoring import score_predictions
 
-    scores = json_safe(score_predictions(predictions, references, n_bootstrap=n_bootstrap, seed=seed))
+    scores = json_safe(
+        score_predictions(predictions, references, n_bootstrap=n_bootstrap, seed=seed, resample=PAPER_RESAMPLE)
+    )
     paired = json_safe(
         paired_comparison(
-            predictions, raft, references, n_bootstrap=max(n_bootstrap, 1), seed=seed, names=(RIDGE_TITLE, "MIS-RAFT")
+            predictions,
+            raft,
+            references,
+            n_bootstrap=max(n_bootstrap, 1),
+            seed=seed,
+            names=(RIDGE_TITLE, "MIS-RAFT"),
+            resample=PAPER_RESAMPLE,
         )
     )
     rows = {}

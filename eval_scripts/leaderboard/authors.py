@@ -213,7 +213,8 @@ def render_authors_page(doc: Mapping[str, Any], command: str) -> str:
         f"{files}. Generated with `{command}`.",
         "",
         f"Ranked as any submission is (`mis-bench leaderboard`: overall ICC(3,1), then mean ICC; the `mean` floor is "
-        f"shown, never ranked). CIs: 95% percentile bootstrap over the test videos, {doc['n_bootstrap']:,} resamples, "
+        f"shown, never ranked). CIs: 95% percentile bootstrap over the test videos' clinicians (each with all its "
+        f"videos), {doc['n_bootstrap']:,} resamples, "
         f"seed {doc['seed']}. Halo: the mean correlation between dimensions over videos, the expert gold's on the "
         "same pairs in brackets ([Agreement](agreement.md#halo)). p vs leader: paired bootstrap of the mean ICC.",
         "",

@@ -55,7 +55,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.errors import DataError, UsageError
@@ -181,8 +181,10 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
         )
         if comparison.rescored and comparison.n_bootstrap:
             paragraphs.append(
-                f"95% percentile bootstrap CIs over videos from {comparison.n_bootstrap:,} resamples (seed "
-                f"{comparison.seed}); paired tests: ICC(system) - ICC(reference) in percentage points on the items "
+                f"95% percentile bootstrap CIs resampling {comparison.resample}s (a clinician with all its videos"
+                " together: the clustered CI; or videos as if independent, the paper's protocol) from "
+                f"{comparison.n_bootstrap:,} resamples (seed {comparison.seed}); paired tests, the same draws for "
+                "both: ICC(system) - ICC(reference) in percentage points on the items "
                 "both systems parsed, with its CI and two-sided bootstrap p-value (mis_icc_metric.paired_comparison)."
             )
         tables.append(
@@ -389,6 +391,7 @@ def write_report(
     reference: str | None = None,
     comparison_bootstrap: int = PAPER_BOOTSTRAP,
     seed: int = 0,
+    resample: str = DEFAULT_RESAMPLE,
     scatters: str = "best",
     raters: Labels | None = None,
     about: About | None = None,
@@ -422,7 +425,13 @@ def write_report(
     fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
     heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
     comparison = compare_systems(
-        runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
+        runs,
+        best,
+        references=references,
+        reference=reference,
+        n_bootstrap=comparison_bootstrap,
+        seed=seed,
+        resample=resample,
     )
     rated = _rate(best, references, raters) if raters is not None else []
     stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)

@@ -11,8 +11,9 @@ import datasets
 import evaluate
 
 import mis_bench_dataset.rules.jsonio
+import mis_icc_metric.resampling
 import mis_icc_metric.scoring
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
 
 _CITATION = """\
 @misc{lu2026misbench,
@@ -35,8 +36,9 @@ _CITATION = """\
 _DESCRIPTION = """\
 ICC(3,1) (two-way mixed effects, consistency, single rater; Shrout & Fleiss case 3)
 between a model's predicted FIS scores and the expert-aggregated gold scores of
-MIS-Bench, per dimension and overall, with MSE, 95% percentile bootstrap CIs over
-videos, the parse (exclusion) accounting of the paper, a common-set and a
+MIS-Bench, per dimension and overall, with MSE, 95% percentile bootstrap CIs that
+resample clinicians with all their videos (or videos, the paper's protocol), the design
+effect of clustering, the parse (exclusion) accounting of the paper, a common-set and a
 midpoint-imputation sensitivity, and the human single-rater ceiling (Table 2). On the same
 pairs and resamples, the other agreement statistics: every Shrout-Fleiss ICC form,
 Krippendorff's alpha, Pearson, Spearman, MAE, bias and Bland-Altman limits of agreement,
@@ -54,11 +56,15 @@ Args:
     confidence (float, default 0.95): CI level.
     common_videos (list of str, optional): also score on this common set of videos.
     out_of_range (str, default "flag"): "flag" counts predictions outside [1, 5] (never clipped), "error" raises.
+    resample (str, default "clinician"): what a bootstrap resample draws: "clinician" (all of a clinician's
+        videos together, the clinician read from ids like "EH0822_T1_Jessica") or "video" (the paper's protocol).
+    clusters (list of str, optional): the clinician of each pair, where the video ids do not name it.
 Returns:
     dict with "dimensions" {key: {"icc", "icc_ci", "mse", "n", "n_unparsed", "parse_rate", "human_ceiling",
     "agreement" {statistic: {"value", "ci"}}, ...}},
     "overall" {"icc", "icc_ci", "mse", "n", "excluded_rate", "agreement", "note"}, "mean_icc",
-    "midpoint_imputation", "common_set", "parse_rates", "coverage", "meta". Raw fractions (not percent);
+    "midpoint_imputation", "common_set", "parse_rates", "coverage", "meta" (with "resampling"). Each dimension
+    and the overall also carry "n_clusters" and "design_effect". Raw fractions (not percent);
     undefined values are None. Every pair given is a pair asked (the coverage rule of
     mis_icc_metric.coverage): the overall score uses only videos with all eight dimensions given, and when
     there are none it is None with a "note" saying why.
@@ -113,8 +119,11 @@ class MisIcc(evaluate.Metric):
         confidence=0.95,
         common_videos=None,
         out_of_range="flag",
+        resample=DEFAULT_RESAMPLE,
+        clusters=None,
     ):
         preds, refs = mis_icc_metric.scoring.mappings_from_columns(predictions, references, video_ids, dimensions)
+        cluster_of = mis_icc_metric.resampling.clusters_from_columns(video_ids, clusters)
         result = mis_icc_metric.scoring.score_predictions(
             preds,
             refs,
@@ -123,5 +132,7 @@ class MisIcc(evaluate.Metric):
             confidence=confidence,
             common_videos=common_videos,
             out_of_range=out_of_range,
+            resample=resample,
+            clusters=cluster_of,
         )
         return mis_bench_dataset.rules.jsonio.json_safe(result)

@@ -1,0 +1,189 @@
+"""What one bootstrap resample draws: videos, or clinicians with all their videos (the cluster bootstrap).
+
+The 996 MIS-Bench videos come from 78 clinicians (about 12.8 each: eight stimuli at up to three time points).
+A clinician's responses resemble each other, so resampling videos as if they were independent gives CIs that
+are too narrow wherever clinicians matter (about 1.7x on the full real benchmark). Resampling clinicians draws
+C clinicians with replacement out of C and keeps every video of each draw: a clinician drawn twice puts each of
+its videos in twice. The videos of one resample are a count vector over the items, exactly what the count
+formulation of `bootstrap` consumes, so every statistic computed from resample counts (ICC blocks, the
+agreement statistics, the halo, paired differences) takes either plan unchanged.
+
+One `Resampling` is drawn per command and shared by every dimension and block, as the video index matrix was.
+For unit "video" the draw is `bootstrap_indices(n, B, seed)` itself: the numbers of earlier releases (and the
+paper's protocol, which `reproduce` keeps) are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, PAPER_RESAMPLE, RESAMPLE_UNITS
+from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.video_ids import parse_video_id
+
+from .bootstrap import bootstrap_indices, resample_counts
+
+__all__ = [
+    "RESAMPLE_UNITS",
+    "DEFAULT_RESAMPLE",
+    "PAPER_RESAMPLE",
+    "Resampling",
+    "make_resampling",
+    "clinician_clusters",
+    "clusters_from_columns",
+    "design_effect",
+    "check_unit",
+]
+
+# The cluster of each video where its id does not say: a mapping video -> label, or one label per video.
+Clusters = Mapping[str, str] | Sequence[str] | None
+
+_METHOD = {
+    "video": "percentile bootstrap over videos, as if independent (one shared index draw for every block)",
+    "clinician": "percentile bootstrap over clinicians, each drawn with all its videos (cluster bootstrap; one"
+    " shared draw for every block)",
+}
+
+
+def check_unit(unit: str) -> str:
+    """`unit` when it is a resampling unit, else a UsageError listing them."""
+    if unit not in RESAMPLE_UNITS:
+        raise UsageError(f"unknown resampling unit {unit!r}", hint=f"use one of {', '.join(RESAMPLE_UNITS)}")
+    return unit
+
+
+@dataclass(frozen=True, eq=False)
+class Resampling:
+    """One seeded draw of B resamples over n items grouped in C clusters (for "video": one item a cluster)."""
+
+    unit: str
+    clusters: np.ndarray  # (n_items,) cluster code of each item, 0..C-1
+    cluster_names: tuple[str, ...]
+    draws: np.ndarray  # (B, C) cluster indices drawn with replacement
+    seed: int | None
+
+    @property
+    def n_resamples(self) -> int:
+        return int(self.draws.shape[0])
+
+    @property
+    def n_items(self) -> int:
+        return int(self.clusters.shape[0])
+
+    @property
+    def n_clusters(self) -> int:
+        return len(self.cluster_names)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(B, n_items), the shape of the video index matrix this plan stands in for."""
+        return self.n_resamples, self.n_items
+
+    def counts(self, rows: slice = slice(None)) -> np.ndarray:
+        """(len(rows), n_items) float64: how often each item is in each resample of `rows`."""
+        cluster_counts = resample_counts(self.draws[rows], self.n_clusters)
+        return cluster_counts if self.unit == "video" else cluster_counts[:, self.clusters]
+
+    def describe(self) -> dict:
+        """What made the CIs, for every output that has one."""
+        return {
+            "unit": self.unit,
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+            "n_clusters": self.n_clusters,
+            "n_items": self.n_items,
+            "method": _METHOD[self.unit],
+        }
+
+    def clusters_in(self, mask: np.ndarray) -> int:
+        """How many clusters have at least one item where `mask` (n_items,) is True."""
+        return int(np.unique(self.clusters[np.asarray(mask, dtype=bool)]).size)
+
+
+def clinician_clusters(video_ids: Sequence[str], clusters: Clusters = None) -> list[str]:
+    """The cluster label of each video: `clusters` when given (a mapping video -> label, or one label per
+    video), else the clinician its id names (`{clinician}_{T}_{stimulus}`)."""
+    if clusters is not None:
+        if isinstance(clusters, Mapping):
+            absent = [video for video in video_ids if video not in clusters]
+            if absent:
+                raise DataError(
+                    f"{len(absent)} video(s) have no cluster label, e.g. {absent[0]!r}",
+                    hint="give every scored video a cluster (its clinician)",
+                )
+            return [str(clusters[video]) for video in video_ids]
+        labels = [str(label) for label in clusters]
+        if len(labels) != len(video_ids):
+            raise DataError(f"{len(labels)} cluster labels for {len(video_ids)} videos", hint="give one per video")
+        return labels
+    labels = []
+    for video in video_ids:
+        try:
+            labels.append(parse_video_id(video).clinician)
+        except ValueError:
+            raise DataError(
+                f"video id {video!r} names no clinician, so clinician resampling cannot group it",
+                hint="pass the clusters (one clinician per video) or resample by video",
+            ) from None
+    return labels
+
+
+def clusters_from_columns(video_ids: Sequence[str], clusters: Sequence[str] | None) -> dict[str, str] | None:
+    """Parallel columns (the `evaluate` inputs: one cluster label per pair) -> video -> cluster; a video given
+    two clusters is refused."""
+    if clusters is None:
+        return None
+    if len(clusters) != len(video_ids):
+        raise DataError(f"clusters has {len(clusters)} labels for {len(video_ids)} pairs", hint="give one per pair")
+    mapping: dict[str, str] = {}
+    for index, (video, label) in enumerate(zip(video_ids, clusters, strict=True)):
+        known = mapping.setdefault(str(video), str(label))
+        if known != str(label):
+            raise DataError(
+                f"input {index}: video {video!r} is in cluster {label!r} here and {known!r} before",
+                hint="a video belongs to one clinician",
+            )
+    return mapping
+
+
+def make_resampling(
+    video_ids: Sequence[str],
+    n_resamples: int,
+    seed: int | None,
+    unit: str = DEFAULT_RESAMPLE,
+    *,
+    clusters: Clusters = None,
+) -> Resampling:
+    """The shared draw of a command: B resamples of `video_ids` by `unit` (see the module docstring)."""
+    check_unit(unit)
+    n = len(video_ids)
+    if unit == "video":
+        codes, names = np.arange(n), tuple(str(video) for video in video_ids)
+    else:
+        labels = clinician_clusters(video_ids, clusters)
+        names_array, codes = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+        names = tuple(str(name) for name in names_array)
+    draws = bootstrap_indices(len(names), n_resamples, seed)
+    return Resampling(unit, np.asarray(codes, dtype=np.int64), names, draws, seed)
+
+
+def design_effect(clustered: np.ndarray, independent: np.ndarray) -> np.ndarray:
+    """Per column: the variance of the replicates under clinician resampling over that under video resampling
+    (axis 0: resamples; NaN replicates ignored; NaN where either variance is undefined or the video one is 0)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        num = _nanvar(clustered)
+        den = _nanvar(independent)
+        return np.where((den > 0) & np.isfinite(num), num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _nanvar(replicates: np.ndarray) -> np.ndarray:
+    values = np.asarray(replicates, dtype=np.float64)
+    finite = ~np.isnan(values)
+    count = finite.sum(axis=0)
+    safe = np.where(finite, values, 0.0)
+    mean = safe.sum(axis=0) / np.maximum(count, 1)
+    var = (np.where(finite, values - mean, 0.0) ** 2).sum(axis=0) / np.maximum(count - 1, 1)
+    return np.where(count >= 2, var, np.nan)
