@@ -44,7 +44,7 @@ def _train(model: Path, build: Path, out: Path, *extra: str) -> int:
 
 def _run(model: Path, build: Path, out: Path, score_from: str) -> Path:
     argv = ["run", "--backend", "transformers", "--model", str(model), "--dataset", str(build), "--prompt", "paper"]
-    assert mis_bench_main([*argv, "--score-from", score_from, "--limit", "2", "--out", str(out), "--no-progress"]) == 0
+    assert mis_bench_main([*argv, "--score-from", score_from, "--out", str(out), "--no-progress"]) == 0
     (results,) = out.rglob("results.json")
     return results
 
@@ -55,37 +55,57 @@ def _predictions(path: Path) -> dict:
     return {(p["video_id"], p["dimension"]): p["prediction"] for p in read_predictions(path)}
 
 
-@pytest.mark.slow
-def test_train_regression_head_then_run_and_score_it(tiny_model_dir, synthetic_build, tmp_path):
-    """The head's own readout: `mis-bench run --score-from regression` on the saved folder gives the scores the
-    training run wrote for the same rows (the same prompt, the paper's, read by the same head)."""
-    out = tmp_path / "regression"
-    assert _train(tiny_model_dir, synthetic_build, out, "--head", "regression") == 0
-    setting = json.loads((out / "setting.json").read_text())
-    assert setting["method"] == "regression" and setting["trained"] is True
-    assert json.loads((out / "adapter_config.json").read_text())["task_type"] == "SEQ_CLS"
-    trained = _predictions(out / "predictions_test.csv")
-    results = _run(out, synthetic_build, tmp_path / "run", "regression")
-    run = json.loads(results.read_text())
-    assert run["system"]["decoding"]["score_from"] == "regression"
-    served = _predictions(results.parent / "predictions.jsonl")
-    assert served and set(served) <= set(trained)
-    assert all(served[key] == pytest.approx(trained[key], abs=1e-4) for key in served)
-    assert mis_bench_main(["score", "--predictions", str(out / "predictions_test.csv"), "--references",
-                           str(synthetic_build), "--bootstrap", "100"]) == 0  # fmt: skip
+@pytest.fixture(scope="module")
+def trained(tiny_model_dir, synthetic_build, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """Each method trained 2 steps and its test split served by `mis-bench run`: method -> (model folder,
+    results.json)."""
+    root = tmp_path_factory.mktemp("methods")
+    runs = {}
+    for method, extra, score_from in (
+        ("regression", ("--head", "regression"), "regression"),
+        ("ntl", ("--raft_objective", "ntl"), "expected"),
+    ):
+        out = root / method
+        assert _train(tiny_model_dir, synthetic_build, out, *extra) == 0
+        runs[method] = (out, _run(out, synthetic_build, root / f"run-{method}", score_from))
+    return runs
 
 
 @pytest.mark.slow
-def test_train_number_token_loss_then_run_and_score_it(tiny_model_dir, synthetic_build, tmp_path):
-    out = tmp_path / "ntl"
-    assert _train(tiny_model_dir, synthetic_build, out, "--raft_objective", "ntl") == 0
-    assert json.loads((out / "setting.json").read_text())["method"] == "ntl"
-    state = json.loads((out / "trainer_state.json").read_text())
-    assert state["global_step"] == 2
-    results = _run(out, synthetic_build, tmp_path / "run", "expected")
-    served = _predictions(results.parent / "predictions.jsonl")
-    trained = _predictions(out / "predictions_test.csv")
-    assert served and all(served[key] == pytest.approx(trained[key], abs=1e-4) for key in served)
+def test_each_method_trains_saves_and_is_served_with_the_scores_it_wrote(trained, synthetic_build):
+    """`mis-bench run` on each saved folder gives the scores the training run wrote for the same rows (the same
+    prompt, the paper's, read the same way: the regression head's output, the expected score)."""
+    for method, (out, results) in trained.items():
+        setting = json.loads((out / "setting.json").read_text())
+        assert setting["method"] == method and setting["trained"] is True
+        assert json.loads((out / "trainer_state.json").read_text())["global_step"] == 2
+        trained_scores = _predictions(out / "predictions_test.csv")
+        served = _predictions(results.parent / "predictions.jsonl")
+        assert served and set(served) == set(trained_scores)
+        assert all(served[key] == pytest.approx(trained_scores[key], abs=1e-4) for key in served), method
+        score = ["score", "--predictions", str(out / "predictions_test.csv"), "--references", str(synthetic_build)]
+        assert mis_bench_main([*score, "--bootstrap", "100"]) == 0
+    regression_out, regression_results = trained["regression"]
+    assert json.loads((regression_out / "adapter_config.json").read_text())["task_type"] == "SEQ_CLS"
+    assert json.loads(regression_results.read_text())["system"]["decoding"]["score_from"] == "regression"
+
+
+@pytest.mark.slow
+def test_report_compares_the_methods_side_by_side_with_clinician_resampled_paired_tests(
+    trained, synthetic_build, tmp_path
+):
+    out = tmp_path / "report"
+    results = [str(path) for _, path in trained.values()]
+    argv = ["report", *results, "--references", str(synthetic_build), "--out", str(out)]
+    assert mis_bench_main([*argv, "--bootstrap", "200", "--comparison-bootstrap", "200"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    comparison = report["comparison"]
+    assert comparison["resample"] == "clinician"
+    assert {system["method"] for system in comparison["systems"]} == {"regression", "ntl"}
+    assert all(" · regression · " in s["label"] or " · ntl · " in s["label"] for s in comparison["systems"])
+    (paired,) = comparison["paired"]
+    assert paired["meta"]["resampling"]["unit"] == "clinician"
+    assert "regression" in (out / "report.md").read_text() and "ntl" in (out / "report.md").read_text()
 
 
 @pytest.mark.parametrize(
