@@ -40,11 +40,36 @@ def load_regression_model(model_name_or_path: str, tokenizer, **init_kwargs):
         base = AutoModelForSequenceClassification.from_pretrained(base_path, num_labels=1, **init_kwargs)
         _set_pad(base, tokenizer)
         return PeftModel.from_pretrained(base, str(folder))
-    model = AutoModelForSequenceClassification.from_pretrained(model_name_or_path, num_labels=1, **init_kwargs)
+    model = _sequence_classifier(model_name_or_path, init_kwargs)
     if model.config.num_labels != 1:
         raise ValueError(f"{model_name_or_path!r} has {model.config.num_labels} outputs; the regression head has one")
     _set_pad(model, tokenizer)
     return model
+
+
+def _sequence_classifier(model_name_or_path: str, init_kwargs: dict):
+    """`AutoModelForSequenceClassification(num_labels=1)`; an architecture transformers has no such class for (e.g.
+    Qwen2.5-VL) is refused in one line (a UsageError), naming a text backbone of the same family."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
+
+    from mis_bench_dataset.rules.errors import UsageError
+
+    config = AutoConfig.from_pretrained(
+        model_name_or_path,
+        revision=init_kwargs.get("revision"),
+        trust_remote_code=bool(init_kwargs.get("trust_remote_code")),
+    )
+    if config.model_type not in MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES and not init_kwargs.get(
+        "trust_remote_code"
+    ):
+        raise UsageError(
+            f"--head regression: transformers has no AutoModelForSequenceClassification for {config.model_type!r} "
+            f"models ({model_name_or_path})",
+            where="--model_name_or_path",
+            hint="use a text backbone with one (e.g. Qwen/Qwen2.5-7B-Instruct for Qwen2.5-VL), or --head lm",
+        )
+    return AutoModelForSequenceClassification.from_pretrained(model_name_or_path, num_labels=1, **init_kwargs)
 
 
 def _set_pad(model, tokenizer) -> None:

@@ -277,3 +277,35 @@ def test_digit_tokens_of_the_test_tokenizer_are_the_ten_digits(tokenizer):
     """The NTL comparison assumes `ntloss` finds the same ten digit tokens the trainer reads."""
     digits = DigitTokens.from_tokenizer(tokenizer)
     assert [tokenizer.convert_ids_to_tokens(i) for i in digits.digit_ids] == list("0123456789")
+
+
+def test_the_regression_recipe_is_paper_d1_with_the_head_and_a_text_backbone():
+    """The budget is D.1's, value for value: the recipe differs from paper_d1.yaml only in the head and in the
+    backbone (Qwen2.5-VL has no sequence-classification class in transformers)."""
+    import yaml
+
+    from raft_trainer.arguments import make_parser
+    from raft_trainer.recipes import PAPER_D1_RECIPE, PAPER_D1_REGRESSION_RECIPE
+
+    d1 = yaml.safe_load(PAPER_D1_RECIPE.read_text())
+    regression = yaml.safe_load(PAPER_D1_REGRESSION_RECIPE.read_text())
+    differing = {k for k in d1.keys() | regression.keys() if d1.get(k) != regression.get(k)}
+    assert differing == {"head", "model_name_or_path"}
+    assert regression["head"] == "regression" and regression["model_name_or_path"] == "Qwen/Qwen2.5-7B-Instruct"
+    argv = ["--config", str(PAPER_D1_REGRESSION_RECIPE), "--dataset_dir", "unused", "--use_cpu", "true"]
+    _, config, model = make_parser(check_machine=False).parse_args_and_config(argv)
+    assert (config.head, config.method, model.lora_target_modules) == ("regression", "regression", ["q_proj", "v_proj"])
+
+
+def test_a_backbone_without_a_sequence_classifier_is_refused_in_one_line(tokenizer, tmp_path):
+    """Qwen2.5-VL (D.1's model) has no AutoModelForSequenceClassification: refused before any weight loads."""
+    from mis_bench_dataset.rules.errors import UsageError
+    from raft_trainer.regression import load_regression_model
+
+    from _raft_helpers import make_vl_model, make_vl_tokenizer
+
+    vl_tokenizer = make_vl_tokenizer()
+    make_vl_model(vl_tokenizer).config.save_pretrained(tmp_path / "vl")
+    with pytest.raises(UsageError, match="no AutoModelForSequenceClassification for 'qwen2_5_vl'") as err:
+        load_regression_model(str(tmp_path / "vl"), vl_tokenizer)
+    assert "\n" not in err.value.line() and "Qwen/Qwen2.5-7B-Instruct" in err.value.line()
