@@ -119,6 +119,7 @@ def test_ntl_gradients_are_finite_and_not_all_zero(tokenizer, tmp_path):
     assert any(g.abs().sum() > 0 for g in grads)
 
 
+@pytest.mark.slow  # about 5-6 s on the 2-core box
 def test_ntl_training_lowers_the_loss_on_a_toy_set(tokenizer, tmp_path):
     """The toy task (score = 1.0 + 0.5 x the number of 'warm'): 20 steps of `ntl` lower its held-out loss."""
     train, held_out = short_encoded_toy(tokenizer, 64, seed=0), short_encoded_toy(tokenizer, 32, seed=1)
@@ -309,3 +310,46 @@ def test_a_backbone_without_a_sequence_classifier_is_refused_in_one_line(tokeniz
     with pytest.raises(UsageError, match="no AutoModelForSequenceClassification for 'qwen2_5_vl'") as err:
         load_regression_model(str(tmp_path / "vl"), vl_tokenizer)
     assert "\n" not in err.value.line() and "Qwen/Qwen2.5-7B-Instruct" in err.value.line()
+
+
+def test_the_transformers_backend_reads_a_regression_folder_as_predict_scores_does(tokenizer, tmp_path):
+    """`mis-bench run --backend transformers --score-from regression` on a saved head (full weights here): each
+    row's raw output equals the trainer's readout on the same paper prompt, its score is that output clipped to
+    [1, 5]; another readout on the head, or the regression readout on a language model, is refused in one line."""
+    from eval_scripts.answers.prompts import Prompt, render_paper_prompt
+    from eval_scripts.backends import DecodingConfig, get_backend
+    from mis_bench_dataset.rules.errors import UsageError
+    from raft_trainer.data import ScoringEncoder
+    from raft_trainer.regression import read_regression_scores
+    from raft_trainer.tiny import save_tiny_model
+
+    from _harness_helpers import scoring_rows
+
+    folder = tmp_path / "head"
+    model = _regression_model(tokenizer, seed=7)
+    with torch.no_grad():
+        model.score.weight.mul_(-10.9)  # outputs near 3 (about -0.28 before), inside the scale
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    rows = scoring_rows(2, dimensions=("empathy", "wau"))
+    prompts = []
+    for row in rows:
+        paper = render_paper_prompt(row, "text")
+        prompts.append(Prompt(row["video_id"], row["dimension"], paper.user, system=paper.system))
+    backend = get_backend("transformers", str(folder), batch_size=3, device="cpu")
+    decoding = DecodingConfig.for_style("paper", score_from="regression")
+    completions = sorted(backend.complete(prompts, decoding), key=lambda c: c.index)
+    encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), None, prompt_style="paper")
+    reference = read_regression_scores(
+        backend.hf_model, [encoder.encode_prompt(r) for r in rows], tokenizer.pad_token_id
+    )
+    outputs = np.array([c.expected["head_output"] for c in completions])
+    np.testing.assert_allclose(outputs, reference, rtol=1e-5, atol=1e-6)
+    assert ((outputs > 1) & (outputs < 5)).all() and len(set(np.round(outputs, 6))) > 1
+    assert [c.expected["score"] for c in completions] == [float(np.clip(v, 1.0, 5.0)) for v in outputs]
+    assert all(c.expected["readout"] == "regression" and c.text == f"{c.expected['score']:.2f}" for c in completions)
+    with pytest.raises(UsageError, match="is a regression head"):
+        list(backend.complete(prompts, DecodingConfig.for_style("paper", score_from="expected")))
+    lm = get_backend("transformers", str(save_tiny_model(tmp_path / "lm")), device="cpu")
+    with pytest.raises(UsageError, match="reads a regression head; .* is a language model"):
+        list(lm.complete(prompts, decoding))
