@@ -173,9 +173,7 @@ class RAFTConfig(SFTConfig):
     raft_objective: str = field(
         default="raft",
         metadata={
-            "help": "Training objective: 'raft' (expected-score squared error, paper eq. 9-12), 'ce' (token-level "
-            "cross-entropy on the completion, the paper's standard fine-tuning), 'raft+ce' (raft + ce_weight * ce), "
-            "'ntl' (number token loss NTL-WAS at the score's digits, Zausinger et al. 2025) or 'raft+ntl'.",
+            "help": "raft (eq. 12), ce (standard fine-tuning), raft+ce, ntl (number token loss) or raft+ntl.",
             "choices": list(RAFT_OBJECTIVES),
         },
     )
@@ -185,13 +183,12 @@ class RAFTConfig(SFTConfig):
     )
     ntl_weight: float = field(
         default=1.0,
-        metadata={"help": "Weight of the number-token-loss term when raft_objective is 'raft+ntl' (>= 0)."},
+        metadata={"help": "Weight of ntl in raft+ntl (>= 0)."},
     )
     head: str = field(
         default=LM_HEAD,
         metadata={
-            "help": "What scores: 'lm' (the digit distributions) or 'regression' (AutoModelForSequenceClassification "
-            "with one output on the same prompt, squared error on the gold score).",
+            "help": "lm or regression (a one-output head).",
             "choices": list(HEADS),
         },
     )
