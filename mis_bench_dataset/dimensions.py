@@ -76,7 +76,9 @@ LONE_NUMBER_LINES: tuple[str, ...] = ("first", "last")
 # probability-weighted score from the model's distribution over the score's digits (docs/readouts.md).
 SCORE_TEXT = "text"
 SCORE_EXPECTED = "expected"
-SCORE_READOUTS: tuple[str, ...] = (SCORE_TEXT, SCORE_EXPECTED)
+# The one output of a regression head (`mis-bench train --head regression`): no text, no digits.
+SCORE_REGRESSION = "regression"
+SCORE_READOUTS: tuple[str, ...] = (SCORE_TEXT, SCORE_EXPECTED, SCORE_REGRESSION)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,14 @@ from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
 
-RAFT_OBJECTIVES = ("raft", "ce", "raft+ce")
+RAFT_OBJECTIVES = ("raft", "ce", "raft+ce", "ntl", "raft+ntl")
+# Objectives with a number-token-loss term (NTL-WAS, Zausinger et al. 2025; `raft_trainer.loss.number_token_loss_sum`).
+NTL_OBJECTIVES = ("ntl", "raft+ntl")
+# What the model scores with: its LM head's digit distributions, or a one-output regression head
+# (AutoModelForSequenceClassification(num_labels=1), trained with the squared error on the gold score).
+LM_HEAD = "lm"
+REGRESSION_HEAD = "regression"
+HEADS = (LM_HEAD, REGRESSION_HEAD)
 # How the RAFT term is scaled: eq. 12's batch mean, or the authors' code's, which divides that mean by the
 # micro-batch's row count once more (custom_loss_raft.py: an MSE 'mean', then `/ num_seq`).
 RAFT_LOSS_SCALES = ("batch-mean", "authors")
@@ -59,11 +66,23 @@ class RAFTConfig(SFTConfig):
               score, averaged over the batch (paper eq. 9-12), the paper's MIS-RAFT.
             - `"ce"`: token-level cross-entropy on the completion, the paper's "standard fine-tuning" baseline (§5.3).
             - `"raft+ce"`: `"raft"` + `ce_weight` × `"ce"`.
+            - `"ntl"`: the Number Token Loss, NTL-WAS (Zausinger et al., ICML 2025): at the score's two digit
+              positions, Σ_d p(d)·|d − gold digit| with p the softmax over the ten digit logits, averaged over the
+              positions.
+            - `"raft+ntl"`: `"raft"` + `ntl_weight` × `"ntl"`.
 
             Our own selector: TRL's `loss_type` (`"nll"`, token losses of [`~trl.SFTTrainer`]) keeps its meaning and
             default; RAFTConfig refuses any other value of it, since RAFTTrainer computes its own objective.
         ce_weight (`float`, *optional*, defaults to `1.0`):
             Weight of the cross-entropy term when `raft_objective="raft+ce"`; must be >= 0.
+        ntl_weight (`float`, *optional*, defaults to `1.0`):
+            Weight of the number-token-loss term when `raft_objective="raft+ntl"`; must be >= 0.
+        head (`str`, *optional*, defaults to `"lm"`):
+            What scores: `"lm"`, the LM head's digit distributions (every `raft_objective`), or `"regression"`,
+            `AutoModelForSequenceClassification(num_labels=1)` on the same prompt (the head reads the position
+            that predicts the score's integer digit), LoRA on the same modules with the head trained fully
+            (PEFT's `modules_to_save`), the squared error on the gold score (`raft_objective="raft"`, eq. 12's
+            batch mean; the token objectives are refused). Text and feature inputs only.
         renormalize_digits (`bool`, *optional*, defaults to `True`):
             Whether the digit probabilities p_int and p_frac of eq. 9-10 are a softmax over the ten digit logits.
             `False` uses the paper's literal form, the full-vocabulary softmax restricted to the digits, whose mass can
@@ -160,14 +179,24 @@ class RAFTConfig(SFTConfig):
     raft_objective: str = field(
         default="raft",
         metadata={
-            "help": "Training objective: 'raft' (expected-score squared error, paper eq. 9-12), 'ce' (token-level "
-            "cross-entropy on the completion, the paper's standard fine-tuning) or 'raft+ce' (raft + ce_weight * ce).",
+            "help": "raft (eq. 12), ce (standard fine-tuning), raft+ce, ntl (number token loss) or raft+ntl.",
             "choices": list(RAFT_OBJECTIVES),
         },
     )
     ce_weight: float = field(
         default=1.0,
         metadata={"help": "Weight of the cross-entropy term when raft_objective is 'raft+ce' (>= 0)."},
+    )
+    ntl_weight: float = field(
+        default=1.0,
+        metadata={"help": "Weight of ntl in raft+ntl (>= 0)."},
+    )
+    head: str = field(
+        default=LM_HEAD,
+        metadata={
+            "help": "lm or regression (a one-output head).",
+            "choices": list(HEADS),
+        },
     )
     renormalize_digits: bool = field(
         default=True,
@@ -299,6 +328,7 @@ class RAFTConfig(SFTConfig):
             )
         if self.ce_weight < 0:
             raise ValueError(f"RAFTConfig.ce_weight must be >= 0, got {self.ce_weight}")
+        self._check_head_and_objective()
         if self.raft_loss_scale not in RAFT_LOSS_SCALES:
             raise ValueError(
                 f"RAFTConfig.raft_loss_scale must be one of {', '.join(RAFT_LOSS_SCALES)}, got {self.raft_loss_scale!r}"
@@ -340,6 +370,37 @@ class RAFTConfig(SFTConfig):
                 f"got {self.modality!r}"
             )
 
+    def _check_head_and_objective(self) -> None:
+        """Combinations of head and objective that mean nothing, refused in one line before anything loads."""
+        if self.ntl_weight < 0:
+            raise ValueError(f"RAFTConfig.ntl_weight must be >= 0, got {self.ntl_weight}")
+        if self.head not in HEADS:
+            raise ValueError(f"RAFTConfig.head must be one of {', '.join(HEADS)}, got {self.head!r}")
+        if self.raft_objective == "ntl" and not self.renormalize_digits:
+            raise ValueError(
+                "RAFTConfig.raft_objective='ntl' takes the softmax over the ten digits (NTL-WAS); "
+                "--no_renormalize_digits changes only the RAFT term: drop it, or use raft+ntl"
+            )
+        if self.head != REGRESSION_HEAD:
+            return
+        if self.raft_objective != "raft":
+            raise ValueError(
+                f"RAFTConfig.head='regression' trains the squared error of its one output; raft_objective="
+                f"{self.raft_objective!r} is a token objective of the LM head: use raft_objective='raft' (the default)"
+            )
+        if not self.renormalize_digits:
+            raise ValueError("RAFTConfig.head='regression' reads no digits: drop --no_renormalize_digits")
+        if self.input_source == "raw":
+            raise ValueError(
+                "RAFTConfig.head='regression' takes text prompts (the text setting or input_source='features'), "
+                "not raw media"
+            )
+
+    @property
+    def method(self) -> str:
+        """The training method's name in results and reports: the objective, or 'regression' for the head."""
+        return REGRESSION_HEAD if self.head == REGRESSION_HEAD else self.raft_objective
+
     def _check_early_stopping(self) -> None:
         """Early stopping needs evaluations and a metric to watch; refused now rather than at the first step."""
         if self.early_stopping_threshold < 0:
@@ -373,7 +434,18 @@ class RAFTConfig(SFTConfig):
     @property
     def loss_weights(self) -> tuple[float, float]:
         """(weight of the RAFT squared error, weight of the completion cross-entropy)."""
-        return {"raft": (1.0, 0.0), "ce": (0.0, 1.0), "raft+ce": (1.0, self.ce_weight)}[self.raft_objective]
+        return {
+            "raft": (1.0, 0.0),
+            "ce": (0.0, 1.0),
+            "raft+ce": (1.0, self.ce_weight),
+            "ntl": (0.0, 0.0),
+            "raft+ntl": (1.0, 0.0),
+        }[self.raft_objective]
+
+    @property
+    def number_token_weight(self) -> float:
+        """Weight of the number-token-loss term (0 unless the objective has one)."""
+        return {"ntl": 1.0, "raft+ntl": self.ntl_weight}.get(self.raft_objective, 0.0)
 
 
 def gpu_bf16_available(use_cpu: bool = False) -> bool:

@@ -66,3 +66,19 @@ def raft_loss(
     """Eq. 12 on one batch: mean over the batch of (s_hat - s*)^2."""
     predicted = expected_decimal_score(int_logits, frac_logits, digit_token_ids, renormalize)
     return squared_score_error_sum(predicted, target) / predicted.numel()
+
+
+def number_token_loss_sum(
+    digit_logits: torch.Tensor, gold_digits: torch.Tensor, digit_token_ids: torch.Tensor
+) -> torch.Tensor:
+    """Sum over the given digit positions of the Number Token Loss, NTL-WAS (Zausinger et al., ICML 2025, eq. 4):
+    the Wasserstein-1 distance between the softmax over the ten digit logits and the one-hot gold digit, which on
+    the ordered digits 0..9 is sum_d p(d) |d - y|.
+
+    `digit_logits` (..., V) are the logits at positions predicting a digit, `gold_digits` (...) the gold digit
+    values 0..9. The softmax is over the ten digit logits, as the paper's and the `ntloss` package's (its
+    `reweigh=False`, the paper's form). Returns the sum; the caller divides by the number of positions.
+    """
+    probabilities = digit_probabilities(digit_logits, digit_token_ids, renormalize=True)
+    distances = (_DIGIT_VALUES.to(probabilities.device) - gold_digits.to(probabilities.dtype)[..., None]).abs()
+    return (probabilities * distances).sum()

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from mis_bench_dataset.rules.progress import progress, step
-from raft_trainer.config import RAFTConfig
+from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import digit_probabilities, expected_digit
@@ -136,6 +136,8 @@ def predict_scores(
     `modality` every row must carry its `media_context` (raft_trainer.media), placed after the transcript;
     with the input source "raw" (given, or "auto" resolved from the rows) the rows' `video_path` / `audio_path`
     go through the processor instead (`_predict_raw`: two full passes per batch, no KV cache or prefix sharing).
+    With `config.head="regression"` the score is the sequence-classification head's output on the same prompt,
+    clipped to [1, 5] (`raft_trainer.regression`; `method` and `share_prefix` do not apply).
     """
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
@@ -158,6 +160,11 @@ def predict_scores(
         return _predict_raw(model, encoder, rows, digits, batch_size=batch_size, **readout)
     encoder = ScoringEncoder(tokenizer, digits, config.max_length, config.modality, config.prompt_style)
     prompts = [encoder.encode_prompt(row) for row in rows]
+    if config.head == REGRESSION_HEAD:  # the head's output on the same prompt: no digits are read
+        from raft_trainer.regression import read_regression_scores, regression_readout
+
+        outputs = read_regression_scores(model, prompts, pad_token_id(tokenizer), batch_size=batch_size)
+        return regression_readout(outputs)
     groups = [str(row.get("dimension")) for row in rows]
     return read_digit_scores(
         model,

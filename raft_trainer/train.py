@@ -173,6 +173,12 @@ def check_run(splits, script_args, training_args, *, model: str = "") -> None:
             where=dataset,
             hint="give a folder written by `mis-bench build`",
         )
+    if not script_args.train and training_args.head == "regression":
+        raise UsageError(
+            "--no_train --head regression would score with an untrained, randomly initialised head",
+            where="flags or --config recipe",
+            hint="train the head (drop --no_train), or predict a saved one with `mis-bench run --backend transformers`",
+        )
     training_args.input_source = prepare_inputs(splits, dataset, training_args.modality, training_args.input_source)
     from raft_trainer.methods import check_method
 
@@ -356,6 +362,7 @@ def run_setting(script_args, training_args) -> dict:
         feature_format="text",  # as the harness records it: text descriptors, no plots
         video=video,
         trained=script_args.train,
+        method=training_args.method if script_args.train else "raw",  # the comparison table's name of the run
         # the build report's rule: every output of synthetic data says so (setting.json, scores_test.json, stdout)
         synthetic=bool(BuiltDataset.open(script_args.dataset_dir).synthetic),
         **method_record(script_args, training_args),
@@ -496,9 +503,9 @@ def train(splits, script_args, training_args, model_args, processing_class):
         quantization_config=get_quantization_config(model_args),
     )
     logger.info(
-        "training on %d process(es), objective %s, modality %s (input source %s), prompt style %s",
+        "training on %d process(es), method %s, modality %s (input source %s), prompt style %s",
         trainer.accelerator.num_processes,
-        training_args.raft_objective,
+        training_args.method,
         training_args.modality,
         training_args.input_source,
         training_args.prompt_style,

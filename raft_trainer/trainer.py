@@ -23,11 +23,11 @@ from trl import SFTTrainer
 
 from mis_icc_metric import icc3_1
 from raft_trainer.collator import MEDIA_BATCH_KEYS, RAFT_BATCH_KEYS, RAFTDataCollator
-from raft_trainer.config import RAFTConfig
+from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
 from raft_trainer.cot import COT_COMPLETION, CotScoringEncoder
 from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
 from raft_trainer.digits import DigitTokens
-from raft_trainer.loss import expected_decimal_score, squared_score_error_sum
+from raft_trainer.loss import expected_decimal_score, number_token_loss_sum, squared_score_error_sum
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,9 @@ class RAFTTrainer(SFTTrainer):
             processing_class = _processing_class_of(model, args)
         tokenizer = getattr(processing_class, "tokenizer", processing_class)
         _ensure_pad_token(tokenizer)
+        self._pad_token_id = tokenizer.pad_token_id
+        if args.head == REGRESSION_HEAD:
+            model, kwargs = _regression_model_and_adapter(model, args, tokenizer, kwargs)
         self.digit_tokens = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
         self.input_source = _resolve_input_source(args, train_dataset)  # "text", "features" or "raw"
         self._raw_media = self.input_source == "raw"
@@ -193,9 +196,12 @@ class RAFTTrainer(SFTTrainer):
 
     # -- loss ---------------------------------------------------------------------------------
     def _raft_forward(self, model, inputs: dict[str, torch.Tensor]):
-        """Predicted scores and the un-normalised loss sums of one micro-batch."""
+        """Predicted scores and the un-normalised loss sums of one micro-batch: (predicted, target, squared-error
+        sum, cross-entropy sum, [completion tokens, scored rows], number-token-loss sum)."""
         raft = {k: inputs[k] for k in RAFT_BATCH_KEYS}
         model_inputs = {k: v for k, v in inputs.items() if k not in RAFT_BATCH_KEYS and k != "labels"}
+        if self.args.head == REGRESSION_HEAD:
+            return self._regression_forward(model, model_inputs, raft)
         outputs = model(**model_inputs, logits_to_keep=raft["logits_keep"], use_cache=False)
         logits = outputs.logits  # (B, len(logits_keep), V)
         rows = torch.arange(logits.size(0), device=logits.device)
@@ -215,12 +221,39 @@ class RAFTTrainer(SFTTrainer):
             )
         else:
             ce_sum = sq_error_sum.new_zeros(())
+        ntl_sum = sq_error_sum.new_zeros(())
+        if self.args.number_token_weight > 0:
+            digit_ids = self._digit_ids.to(logits.device)
+            at_digits = logits[rows[:, None], keep_index]  # (B, 2, V): the integer and the fractional digit
+            gold_ids = keep_labels[rows[:, None], keep_index]
+            ntl_sum = number_token_loss_sum(at_digits, (gold_ids[..., None] == digit_ids).int().argmax(-1), digit_ids)
         local_counts = torch.stack([(keep_labels != -100).sum(), torch.tensor(target.numel(), device=target.device)])
-        return predicted, target, sq_error_sum, ce_sum, local_counts
+        return predicted, target, sq_error_sum, ce_sum, local_counts, ntl_sum
 
-    def _combine(self, sq_error_sum, ce_sum, counts, scale, local_rows) -> torch.Tensor:
-        """The loss: each term's sum over its count (`counts`: [completion tokens, scored rows]) times `scale`;
-        under `raft_loss_scale="authors"` the RAFT term also over this micro-batch's `local_rows`."""
+    def _regression_forward(self, model, model_inputs: dict[str, torch.Tensor], raft: dict[str, torch.Tensor]):
+        """`head="regression"`: the one output of the sequence-classification model read at the position that
+        predicts the score's integer digit (the completion after it is replaced by padding, so the model pools
+        there), and its squared error; the same tuple as the LM head's (no token terms)."""
+        ids = model_inputs["input_ids"]
+        last = raft["score_positions"][:, :1].to(ids.device)  # the position predicting the integer digit
+        in_prompt = torch.arange(ids.size(1), device=ids.device)[None, :] <= last
+        pad = self._pad_token_id
+        inputs = {
+            **model_inputs,
+            "input_ids": torch.where(in_prompt, ids, torch.full_like(ids, pad)),
+            "attention_mask": model_inputs["attention_mask"] * in_prompt,
+        }
+        predicted = model(**inputs, use_cache=False).logits[:, 0].float()
+        target = raft["score"].to(predicted.device)
+        sq_error_sum = squared_score_error_sum(predicted, target)
+        zero = sq_error_sum.new_zeros(())
+        local_counts = torch.stack([zero.long(), torch.tensor(target.numel(), device=target.device)])
+        return predicted, target, sq_error_sum, zero, local_counts, zero
+
+    def _combine(self, sq_error_sum, ce_sum, counts, scale, local_rows, ntl_sum=None) -> torch.Tensor:
+        """The loss: each term's sum over its count (`counts`: [completion tokens, scored rows]; the number token
+        loss over the scored rows' two digit positions) times `scale`; under `raft_loss_scale="authors"` the RAFT
+        term also over this micro-batch's `local_rows`."""
         raft_weight, ce_weight = self.args.loss_weights
         counts = counts.to(sq_error_sum.device).float().clamp(min=1)
         loss = sq_error_sum.new_zeros(())
@@ -231,16 +264,18 @@ class RAFTTrainer(SFTTrainer):
             loss = loss + raft_weight * raft_term
         if ce_weight > 0:
             loss = loss + ce_weight * ce_sum / counts[0]
+        if self.args.number_token_weight > 0 and ntl_sum is not None:
+            loss = loss + self.args.number_token_weight * ntl_sum / (2 * counts[1])
         return loss * scale
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        predicted, target, sq_error_sum, ce_sum, local_counts = self._raft_forward(model, inputs)
+        predicted, target, sq_error_sum, ce_sum, local_counts, ntl_sum = self._raft_forward(model, inputs)
         if num_items_in_batch is None:
             scale = 1.0 / getattr(self, "current_gradient_accumulation_steps", 1) if self.model.training else 1.0
-            loss = self._combine(sq_error_sum, ce_sum, local_counts, scale, local_counts[1])
+            loss = self._combine(sq_error_sum, ce_sum, local_counts, scale, local_counts[1], ntl_sum)
         else:
             scale = self.accelerator.num_processes if self.args.average_tokens_across_devices else 1
-            loss = self._combine(sq_error_sum, ce_sum, num_items_in_batch, scale, local_counts[1])
+            loss = self._combine(sq_error_sum, ce_sum, num_items_in_batch, scale, local_counts[1], ntl_sum)
         if self.model.training:
             stats = torch.stack([sq_error_sum.detach(), predicted.detach().sum(), local_counts[1].to(predicted.dtype)])
             self._metrics["train"][_STATS_KEY].append(self.accelerator.gather_for_metrics(stats).view(-1, 3).sum(0))
@@ -251,8 +286,8 @@ class RAFTTrainer(SFTTrainer):
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         inputs = self._prepare_inputs(inputs)
         with torch.no_grad(), self.compute_loss_context_manager():
-            predicted, target, sq_error_sum, ce_sum, local_counts = self._raft_forward(model, inputs)
-            loss = self._combine(sq_error_sum, ce_sum, local_counts, 1.0, local_counts[1])
+            predicted, target, sq_error_sum, ce_sum, local_counts, ntl_sum = self._raft_forward(model, inputs)
+            loss = self._combine(sq_error_sum, ce_sum, local_counts, 1.0, local_counts[1], ntl_sum)
         if prediction_loss_only:
             return loss.detach(), None, None
         dims = inputs["dimension_index"].to(predicted.device, predicted.dtype)
@@ -280,6 +315,24 @@ def _processing_class_of(model, args: RAFTConfig):
     return AutoProcessor.from_pretrained(
         model, revision=init.get("revision"), trust_remote_code=init.get("trust_remote_code", args.trust_remote_code)
     )
+
+
+def _regression_model_and_adapter(model, args: RAFTConfig, tokenizer, kwargs: dict):
+    """`head="regression"`: the one-output sequence-classification model (loaded here from a Hub id or folder, with
+    the trainer's `model_init_kwargs` and quantization) and the LoRA config turned to task type SEQ_CLS."""
+    from raft_trainer.regression import load_regression_model, regression_peft_config
+
+    kwargs = dict(kwargs)
+    if isinstance(model, str):
+        init = dict(args.model_init_kwargs or {})
+        quantization = kwargs.pop("quantization_config", None)
+        if quantization is not None:
+            init["quantization_config"] = quantization
+        model = load_regression_model(model, tokenizer, **init)
+    elif getattr(model.config, "num_labels", None) != 1 or not hasattr(model, "score"):
+        raise ValueError("RAFTConfig(head='regression') needs AutoModelForSequenceClassification(num_labels=1)")
+    kwargs["peft_config"] = regression_peft_config(kwargs.get("peft_config"))
+    return model, kwargs
 
 
 def _ensure_pad_token(tokenizer) -> None:

@@ -332,3 +332,51 @@ def test_a_cot_raft_step_and_a_grpo_step_against_a_raft_step(tmp_path, report):
         "rationale, raft+ce; GRPO: 4 answers per prompt, at most 16 tokens"
     )
     report("methods_step", figures)
+
+
+def test_a_step_of_each_training_method_against_raft(tmp_path, report):
+    """Issue 40's methods on the GPU, bf16 and LoRA q/v: steps of raft, ntl, raft+ntl (the number token loss) and the
+    regression head (`Qwen2ForSequenceClassification` with one output) on the same rubric prompts; each loss finite,
+    each median step timed against raft's."""
+    import datasets
+    from transformers import Qwen2ForSequenceClassification
+
+    from raft_trainer.tiny import tiny_model, tiny_tokenizer
+    from raft_trainer.trainer import RAFTTrainer
+
+    from _harness_helpers import scoring_rows
+
+    tokenizer = tiny_tokenizer()
+    rows = datasets.Dataset.from_list(scoring_rows(12))  # 96 rubric prompts
+    methods = {"raft": {}, "ntl": {"raft_objective": "ntl"}, "raft+ntl": {"raft_objective": "raft+ntl"}}
+    methods["regression"] = {"head": "regression"}
+    figures = {}
+    for name, fields in methods.items():
+        model = tiny_model(tokenizer, seed=0, hidden=512, layers=4, vocab_size=32768)
+        if name == "regression":
+            config = model.config
+            config.num_labels = 1
+            model = Qwen2ForSequenceClassification(config)
+        timer = _step_timer()
+        trainer = RAFTTrainer(
+            model.to(torch.bfloat16),
+            args=_config(tmp_path, max_steps=12, per_device_train_batch_size=8, learning_rate=1e-4, **fields),
+            train_dataset=rows,
+            processing_class=tokenizer,
+            peft_config=_lora(("q_proj", "v_proj")),
+            callbacks=[timer],
+        )
+        trainer.train()
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        figures[name] = {
+            "median_step_s": statistics.median(timer.times[2:]),
+            "first_loss": losses[0],
+            "last_loss": losses[-1],
+            "finite": all(math.isfinite(v) for v in losses),
+        }
+    for name in methods:
+        figures[name]["over_raft"] = figures[name]["median_step_s"] / figures["raft"]["median_step_s"]
+    figures["setting"] = "Qwen2 hidden 512, 4 layers, vocab 32768, bf16, LoRA q/v, batch 8 rubric prompts, 12 steps"
+    report("training_methods_step", figures)
+    assert all(figures[name]["finite"] for name in methods), figures
+    assert all(0 < figures[name]["over_raft"] < 3 for name in methods), figures

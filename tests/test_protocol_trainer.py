@@ -158,6 +158,7 @@ def test_table4_recipes_train_predict_and_score_with_the_paper_style(
         "input_source": "features",
         "prompt_style": "paper",
         "trained": True,
+        "method": "ce" if condition == "standard fine-tuning" else "raft",
         "synthetic": True,
         "feature_format": "text",
     }
@@ -229,6 +230,7 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
         "input_source": "text",
         "prompt_style": "paper",
         "trained": False,
+        "method": "raw",
         "synthetic": True,
     }
     assert not (out / "adapter_model.safetensors").exists() and not (out / "trainer_state.json").exists()

@@ -213,6 +213,7 @@ def test_train_script_records_the_setting(synthetic_build, tmp_path):
         "input_source": "features",
         "prompt_style": "toolkit",
         "trained": True,
+        "method": "raft",
         "synthetic": True,
         "feature_format": "text",
     }

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from eval_scripts.answers.prompts import Prompt
-from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_TEXT, prompt_style
+from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_REGRESSION, SCORE_TEXT, prompt_style
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
@@ -80,6 +80,12 @@ class DecodingConfig:
     @property
     def expected(self) -> bool:
         return self.score_from == SCORE_EXPECTED
+
+    @property
+    def reads_value(self) -> bool:
+        """Whether the score is a value the backend returns beside the text (`Completion.expected`): the expected
+        score, or a regression head's output; the text readout parses the answer instead."""
+        return self.score_from in (SCORE_EXPECTED, SCORE_REGRESSION)
 
     def for_sample(self, sample: int) -> DecodingConfig:
         """The decoding of repeated sample `sample` (0 is the run's own): its own seed, so samples differ."""

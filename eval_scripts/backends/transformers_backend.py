@@ -28,7 +28,7 @@ from eval_scripts.answers.expected_score import ExpectedScore, score_span
 from eval_scripts.answers.outcome import FINISH_LENGTH
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
-from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE, SCORE_REGRESSION
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.rules.errors import UsageError, require
 
@@ -72,8 +72,18 @@ class TransformersBackend(Backend):
         use_processor = processor_obj is not None or (
             local.is_dir() and any((local / name).is_file() for name in _PROCESSOR_FILES)
         )
+        # A regression head (`mis-bench train --head regression`) scores through its one output only.
+        self.regression = model_obj is None and _is_regression_folder(local)
         try:
-            if use_processor:
+            if self.regression:
+                from raft_trainer.regression import load_regression_model
+
+                self.processor = None
+                self.tokenizer = transformers.AutoTokenizer.from_pretrained(model, trust_remote_code=trust_remote_code)
+                self.hf_model = load_regression_model(
+                    model, self.tokenizer, dtype=torch_dtype, trust_remote_code=trust_remote_code
+                )
+            elif use_processor:
                 self.processor = processor_obj or transformers.AutoProcessor.from_pretrained(
                     model, trust_remote_code=trust_remote_code
                 )
@@ -153,6 +163,9 @@ class TransformersBackend(Backend):
         )
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        if self.regression or decoding.score_from == SCORE_REGRESSION:
+            yield from self._complete_regression(prompts, decoding)
+            return
         if decoding.expected:
             yield from self._complete_expected(prompts, decoding)
             return
@@ -242,6 +255,52 @@ class TransformersBackend(Backend):
                 usage = {"prompt_tokens": n_prompt, "completion_tokens": 3, "total_tokens": n_prompt + 3}
                 yield Completion(index, text, True, usage=usage, expected=expected)
 
+    # -- the regression readout (`mis-bench train --head regression`) --------------------------------------------
+    def _complete_regression(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:
+        """The regression head's output on the prompt the expected readout reads (the answer's prefix included),
+        as the trainer's `predict_scores` reads it (clipped to the scale; the raw output is kept as `head_output`);
+        the text kept beside is the score to two decimals."""
+        from raft_trainer.data import COMPLETION_PREFIX, prefilled_prompt_ids
+        from raft_trainer.digits import DigitTokens
+        from raft_trainer.predict import pad_token_id
+        from raft_trainer.regression import read_regression_scores, regression_readout
+
+        if not self.regression:
+            raise UsageError(
+                f"--score-from regression reads a regression head; {self.model!r} is a language model",
+                where="--score-from",
+                hint="use --score-from text or expected, or a folder `mis-bench train --head regression` wrote",
+            )
+        if decoding.score_from != SCORE_REGRESSION:
+            raise UsageError(
+                f"{self.model!r} is a regression head (mis-bench train --head regression): it writes no text and "
+                "has no digit distribution",
+                where="--score-from",
+                hint="use --score-from regression",
+            )
+        if any(p.images or p.audio_path or p.video_path for p in prompts):
+            raise UsageError(
+                "the regression head reads text prompts only; this setting's prompts carry media",
+                where="--score-from",
+                hint="use the text setting or feature-derived descriptors",
+            )
+        digits = DigitTokens.from_tokenizer(self.tokenizer)
+        prefix = COMPLETION_PREFIX if decoding.style == PAPER_PROMPT_STYLE else ""
+        ids = [prefilled_prompt_ids(self.tokenizer, digits, self._messages(p, []), prefix) for p in prompts]
+        for start in range(0, len(ids), self.batch_size):
+            if self.past_deadline():
+                yield from (self.deadline_failure(i) for i in range(start, len(ids)))
+                return
+            batch = ids[start : start + self.batch_size]
+            outputs = read_regression_scores(self.hf_model, batch, pad_token_id(self.tokenizer), batch_size=len(batch))
+            self.calls += len(batch)
+            scores = regression_readout(outputs)
+            for offset, (prompt_ids, score, output) in enumerate(zip(batch, scores, outputs, strict=True)):
+                usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": 0, "total_tokens": len(prompt_ids)}
+                record = {"score": float(score), "head_output": float(output), "readout": SCORE_REGRESSION}
+                text = f"{score:.2f}"
+                yield Completion(start + offset, text, True, finish_reason="stop", usage=usage, expected=record)
+
     def _cot_expected(self, prompts, decoding, digits) -> Iterator[Completion]:
         outcomes = list(self._generate(prompts, decoding))
         yield from (o for o in outcomes if not isinstance(o, _Generated))  # left unanswered by the run's deadline
@@ -328,6 +387,14 @@ class _Generated:
         usage = {"prompt_tokens": n_prompt, "completion_tokens": n_new, "total_tokens": n_prompt + n_new}
         finish = "stop" if self.stopped else FINISH_LENGTH
         return Completion(self.index, self.text.strip(), True, finish_reason=finish, usage=usage)
+
+
+def _is_regression_folder(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    from raft_trainer.regression import is_regression_folder
+
+    return is_regression_folder(folder)
 
 
 def _expected_record(readout, index: int) -> dict:

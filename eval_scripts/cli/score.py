@@ -466,7 +466,9 @@ def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, re
         result["readouts"] = summary
         agreement = summary["agreement"]
         lines += [
-            _block_line("text vs expected readout", agreement.get("text_vs_expected")),
+            _block_line(
+                f"text vs {summary.get('score_from') or 'expected'} readout", agreement.get("text_vs_expected")
+            ),
             _block_line("test-retest, sample 1 vs 2", agreement.get("test_retest")),
         ]
         spread = agreement.get("spread") or {}

@@ -25,6 +25,7 @@ from mis_bench_dataset.dimensions import (
     PROMPT_STYLES,
     SCORE_EXPECTED,
     SCORE_READOUTS,
+    SCORE_REGRESSION,
     bootstrap_option,
     resample_option,
     seed_option,
@@ -196,7 +197,8 @@ class RunConfig:
             "text: parse the answer (default: text); expected: the probability-weighted score from the model's "
             "distribution over the score's digits (logprobs; for direct/paper only the score's first tokens, see "
             "--max-tokens); "
-            "the text answer is kept beside it (docs/readouts.md)",
+            "the text answer is kept beside it (docs/readouts.md); regression: the output of a regression head "
+            "(mis-bench train --head regression; transformers backend)",
             choices=SCORE_READOUTS,
             section="setting",
         ),
@@ -387,6 +389,14 @@ def decoding_for(config: RunConfig, style: str | None = None) -> DecodingConfig:
 
 def backend_options(config: RunConfig) -> dict[str, Any]:
     """The keywords the backend is built with: its options from the fields, then `config.backend_options`."""
+    if config.score_from == SCORE_REGRESSION and config.backend != "transformers":
+        from mis_bench_dataset.rules.errors import UsageError
+
+        raise UsageError(
+            f"--score-from regression reads a regression head's output, which the {config.backend} backend cannot load",
+            where="--score-from",
+            hint="use --backend transformers with the folder `mis-bench train --head regression` wrote",
+        )
     if config.backend == "openai":
         options: dict[str, Any] = {
             "base_url": config.base_url,

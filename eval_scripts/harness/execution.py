@@ -203,7 +203,7 @@ def _raw_record(row: dict, prompt: Prompt, sample: SampleOutcome, index: int, co
         "finish_reason": completion.finish_reason if completion else None,
         "usage": completion.usage if completion else None,
     }
-    if context.decoding.expected:
+    if context.decoding.reads_value:
         record.update(text_prediction=sample.text_value, expected=sample.expected)
         if sample.distribution_only:  # scored from the distribution: why the text gives no score
             record["distribution_only"] = sample.distribution_only
@@ -217,7 +217,7 @@ def _raw_record(row: dict, prompt: Prompt, sample: SampleOutcome, index: int, co
 def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, Any] | None:
     """readouts.json of an expected-score or repeated-sample run (None for a plain text run)."""
     decoding = context.decoding
-    if not decoding.expected and context.samples == 1:
+    if not decoding.reads_value and context.samples == 1:
         return None
     rows = []
     for row, readout in zip(context.rows, readouts, strict=True):
@@ -230,7 +230,7 @@ def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, 
             "spread": readout.spread,
             "values": list(readout.values),
         }
-        if decoding.expected:
+        if decoding.reads_value:
             record["text_values"] = [sample.text_value for sample in readout.samples]
             if any(sample.distribution_only for sample in readout.samples):
                 record["distribution_only"] = [sample.distribution_only for sample in readout.samples]
@@ -243,7 +243,7 @@ def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, 
         "aggregate": "mean of the samples' scores that could be read (median beside)",
         "agreement": readout_agreement(rows),
     }
-    if decoding.expected:  # rows the distribution scored though their text gives no score, per reason
+    if decoding.reads_value:  # rows the distribution (or a regression head) scored though their text gives none
         reasons = distribution_only_counts(readouts)
         payload["distribution_only"] = {"rows": sum(reasons.values()), "reasons": reasons}
     return {**payload, "rows": rows}
@@ -325,7 +325,7 @@ def _run_result(
         outcomes=counts,
         failures=failure_summary,
         readouts_path=written.readouts_path,
-        distribution_only=distribution_only_counts(readouts) if context.decoding.expected else {},
+        distribution_only=distribution_only_counts(readouts) if context.decoding.reads_value else {},
     )
 
 

@@ -53,10 +53,10 @@ def sample_outcome(completion: Completion | None, decoding: DecodingConfig, styl
     text = completion.text if status == STATUS_OK else None
     complete_text = text is not None and completion.finish_reason != FINISH_LENGTH
     text_value = parse_score(text, style) if complete_text else None
-    expected = completion.expected if status == STATUS_OK and decoding.expected else None
-    value = (expected or {}).get("score") if decoding.expected else text_value
+    expected = completion.expected if status == STATUS_OK and decoding.reads_value else None
+    value = (expected or {}).get("score") if decoding.reads_value else text_value
     distribution_only = None
-    if decoding.expected and value is not None and text_value is None:
+    if decoding.reads_value and value is not None and text_value is None:
         distribution_only = parse_details(text, style).reason if complete_text else TEXT_CUT
     return SampleOutcome(completion, status, text, text_value, expected, value, distribution_only)
 

@@ -40,6 +40,29 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
+TRAINED_SETTING_NAME = "setting.json"  # what `mis-bench train` writes beside a trained model (its `method` too)
+
+
+def trained_method(results: Mapping[str, Any]) -> str:
+    """The training method of the model a run evaluated, for the comparison of methods: the `method` that
+    `mis-bench train` recorded in the model folder's setting.json (raft, ce, raft+ce, ntl, raft+ntl, regression,
+    raw), else "regression" for a run read by a regression head; "" for any other model (a Hub id, a server)."""
+    import json
+
+    system = results.get("system") or {}
+    decoding = system.get("decoding") if isinstance(system.get("decoding"), Mapping) else {}
+    model = str(system.get("model") or "")
+    path = Path(model) / TRAINED_SETTING_NAME if model else None
+    if path is not None and path.is_file():
+        try:
+            method = json.loads(path.read_text(encoding="utf-8")).get("method")
+        except (OSError, ValueError, AttributeError):
+            method = None
+        if isinstance(method, str) and method:
+            return method
+    return "regression" if decoding.get("score_from") == "regression" else ""
+
+
 def load_results(files: Sequence[Path]) -> list[dict[str, Any]]:
     """Each file read strictly and validated against the submission schema."""
     from eval_scripts.formats.submission import SubmissionError, load_submission, validate_results

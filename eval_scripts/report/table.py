@@ -13,6 +13,7 @@ from typing import Any
 
 from eval_scripts.formats.results import is_floor_baseline, options_label
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
+from eval_scripts.report.inputs import trained_method
 from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
 from mis_bench_dataset.rules.text_safety import escape_html
 
@@ -37,6 +38,7 @@ class RunView:
     outcomes: Mapping[str, Any] | None = None  # schema 1.1 `outcomes` (answered/unparsed/truncated/failed), if any
     floor: bool = False  # the `mean` floor baseline: shown, never ranked among the systems
     dataset_name: str = ""  # the results' dataset name (a build folder's name)
+    method: str = ""  # how the model was trained (`mis-bench train`'s setting.json), "" when not known
 
     def dataset_label(self) -> str:
         """The data by its name, the fingerprint second (`the default synthetic sample (sha256:1823...)`)."""
@@ -57,6 +59,7 @@ class RunView:
             "few_shot_k": self.few_shot_k,
             "input_source": self.input_source,
             "source": self.source,
+            **({"method": self.method} if self.method else {}),
         }
 
     @property
@@ -82,11 +85,13 @@ def configuration_label(modality: str, prompt_style: str | None, few_shot_k: int
     return label
 
 
-def run_label(results: Mapping[str, Any]) -> str:
-    """`model · modality · prompt style`, then what tells it from another run of that setting (`expected
-    readout`, `3 samples`, `max-tokens 2`: `formats.results.options_label`)."""
+def run_label(results: Mapping[str, Any], method: str = "") -> str:
+    """`model · [training method ·] modality · prompt style`, then what tells it from another run of that setting
+    (`expected readout`, `3 samples`, `max-tokens 2`: `formats.results.options_label`); trained models are named
+    with their method, so a comparison of methods reads as one."""
     setting = results["setting"]
-    label = f"{results['system']['model']} · " + configuration_label(
+    trained = f"{method} · " if method else ""
+    label = f"{results['system']['model']} · {trained}" + configuration_label(
         setting["modality"], setting.get("prompt_style"), setting.get("few_shot_k")
     )
     return " · ".join([label, *options_label(results["system"])])
@@ -108,7 +113,8 @@ def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str |
                 f"results #{index} ({results.get('system', {}).get('model', '?')}) has no scores: "
                 "score it against labels first (`mis-bench score`) or pass --references"
             )
-        label = run_label(results)
+        method = trained_method(results)
+        label = run_label(results, method)
         seen[label] = seen.get(label, 0) + 1
         if seen[label] > 1:
             label += f" ({seen[label]})"
@@ -133,6 +139,7 @@ def run_views(results_list: Sequence[Mapping[str, Any]], sources: Sequence[str |
                 outcomes=results.get("outcomes"),
                 floor=is_floor_baseline(results["system"]),
                 dataset_name=str(dataset.get("name") or ""),
+                method=method,
             )
         )
     return views
