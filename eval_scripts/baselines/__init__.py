@@ -6,6 +6,7 @@
 - `on_the_fly`: temporary builds from a labels file and transcripts, and the text ridge fitted on them.
 - `models`: the CPU baselines: `mean` (the sanity floor) and `features` (per-dimension ridge).
 - `run`: run a baseline on a built dataset and write what `mis-bench run` writes.
+- `sensitivity`: the text ridge under the transcript perturbations.
 - `summaries`: video-level summaries of the `features` config, one numeric vector per modality group.
 """
 

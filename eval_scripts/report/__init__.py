@@ -12,6 +12,7 @@ MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 - `inputs`: what a report reads: results files, labels, rescoring.
 - `options`: the report's user-facing choices, light enough for `--help`.
 - `plots`: figures: the radar with the human ceiling, configuration x dimension views.
+- `sensitivity`: a judge under perturbations: the shift tables and the sensitivity figure.
 - `stability`: each run's agreement with itself beside its agreement with the experts.
 - `table`: report tables as cell grids, rendered to Markdown and HTML.
 - `text_table`: a Table-3-like plain-text table for the terminal.
