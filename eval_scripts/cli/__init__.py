@@ -16,6 +16,7 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
+- `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
 - `parse`: `mis-bench parse`.
@@ -39,7 +40,21 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from eval_scripts.cli import build, cache, fetch, leaderboard, parse, report, reproduce, run, score, stats, synth, train
+from eval_scripts.cli import (
+    build,
+    cache,
+    fetch,
+    jury,
+    leaderboard,
+    parse,
+    report,
+    reproduce,
+    run,
+    score,
+    stats,
+    synth,
+    train,
+)
 from mis_bench_dataset.rules.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -52,7 +67,7 @@ from mis_bench_dataset.rules.errors import (
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, fetch, build, stats, score, run, parse, cache, report, leaderboard, reproduce, train)
+SUBCOMMANDS = (synth, fetch, build, stats, score, run, parse, cache, report, jury, leaderboard, reproduce, train)
 
 
 def shown_default(default: object) -> str | None:
