@@ -14,7 +14,7 @@ from scipy.optimize import nnls
 
 from eval_scripts.baselines.run import load_feature_rows, run_baseline
 from eval_scripts.cli import main
-from eval_scripts.jobs.jury import combine_members, read_member
+from eval_scripts.leaderboard.jury import combine_members, read_member
 from mis_bench_dataset.built.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 

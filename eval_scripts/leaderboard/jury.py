@@ -1,4 +1,5 @@
-"""`mis-bench jury RUN [RUN ...]`: a new system made from several systems' predictions on the same pairs.
+"""`mis-bench jury RUN [RUN ...]`: a new system made from several systems' predictions on the same pairs (the
+real leaderboard page builds its juries with it too).
 
 The jury is a system like any other: its folder holds `predictions.jsonl` and `results.json` (the submission
 schema: scored, reported, submittable), its `system` block names it a combination of its members
@@ -113,10 +114,10 @@ def check_members(members: Sequence[JuryMember], *, what: str = "jury", build=No
     return first.data
 
 
-def _keys(members: Sequence[JuryMember], references: Mapping[Key, float]) -> list[Key]:
-    """Every pair any member names (asked), in a fixed order: what the jury answers or leaves unanswered."""
-    asked = {key for m in members for key in m.predictions}
-    return sorted(asked & set(references)) if references else sorted(asked)
+def _keys(members: Sequence[JuryMember]) -> list[Key]:
+    """Every pair any member names, in a fixed order: what the jury answers or leaves unanswered (a results file
+    names every pair of its split, null where it has no score, and so does the jury's)."""
+    return sorted({key for m in members for key in m.predictions})
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def combine_members(
         raise UsageError(f"unknown jury method {method!r}", where="--method", hint=f"use {', '.join(JURY_METHODS)}")
     if missing not in JURY_MISSING:
         raise UsageError(f"unknown missing-pair rule {missing!r}", where="--missing", hint=", ".join(JURY_MISSING))
-    keys = _keys(members, references)
+    keys = _keys(members)
     matrix = member_matrix([m.predictions for m in members], keys)
     record: dict[str, Any] = {
         "method": method,
@@ -178,7 +179,7 @@ def _fit_elsewhere(members, fit, fit_references, matrix, keys) -> tuple[np.ndarr
             where="--fit",
             hint="fit on another split, or drop --fit to cross-fit by clinician folds",
         )
-    fit_keys = _keys(fit, fit_references)
+    fit_keys = [key for key in _keys(fit) if key in fit_references]
     fit_matrix = member_matrix([m.predictions for m in fit], fit_keys)
     gold = np.array([fit_references[k] for k in fit_keys], dtype=np.float64)
     weights = fit_stacked(fit_matrix, gold, fit_keys)
@@ -190,8 +191,9 @@ def _fit_elsewhere(members, fit, fit_references, matrix, keys) -> tuple[np.ndarr
     }
 
 
-def jury_name(method: str, members: Sequence[JuryMember]) -> str:
-    return f"jury({method}): " + " + ".join(m.name for m in members)
+def jury_name(method: str, members: Sequence[JuryMember], names: Sequence[str] | None = None) -> str:
+    """`jury(METHOD): A + B + ...`: every board and report shows a jury as the combination it is."""
+    return f"jury({method}): " + " + ".join(names or [m.name for m in members])
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ class JuryResult:
     record: dict[str, Any]
 
 
-def _best_member(members, references, *, seed: int) -> JuryMember:
+def _best_member(members, references, *, seed: int) -> int:
     from mis_icc_metric.scoring import score_predictions
 
     def mean_icc(member: JuryMember) -> float:
@@ -211,7 +213,7 @@ def _best_member(members, references, *, seed: int) -> JuryMember:
         value = score_predictions(scored, references, n_bootstrap=0, seed=seed)["mean_icc"]
         return -np.inf if value is None or np.isnan(value) else value
 
-    return max(members, key=mean_icc)
+    return max(range(len(members)), key=lambda i: mean_icc(members[i]))
 
 
 def compare_with_best(
@@ -222,13 +224,15 @@ def compare_with_best(
     n_bootstrap: int,
     seed: int,
     resample: str | None = None,
+    names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The jury against its best member (highest mean ICC on these references), paired on the same resamples."""
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.paired import paired_comparison
     from mis_icc_metric.resampling import DEFAULT_RESAMPLE
 
-    best = _best_member(members, references, seed=seed)
+    index = _best_member(members, references, seed=seed)
+    best, best_name = members[index], (names or [m.name for m in members])[index]
     paired = paired_comparison(
         {k: v for k, v in jury.items() if k in references},
         {k: v for k, v in best.predictions.items() if k in references},
@@ -236,9 +240,9 @@ def compare_with_best(
         n_bootstrap=max(1, n_bootstrap),
         seed=seed,
         resample=resample or DEFAULT_RESAMPLE,
-        names=("jury", best.name),
+        names=("jury", best_name),
     )
-    return {"best_member": best.name, **json_safe(paired)}
+    return {"best_member": best_name, **json_safe(paired)}
 
 
 def write_jury(
@@ -251,8 +255,10 @@ def write_jury(
     seed: int = DEFAULT_SEED,
     resample: str | None = None,
     command: str = "jury",
+    names: Sequence[str] | None = None,
 ) -> JuryResult:
-    """The jury's run folder `out/jury-<method>/` (predictions, results, jury.json): a system like any other."""
+    """The jury's run folder `out/jury-<method>/` (predictions, results, jury.json): a system like any other;
+    `names` shortens the members' names in the jury's own."""
     import json
 
     from eval_scripts.harness.run_writer import write_run
@@ -261,7 +267,7 @@ def write_jury(
     from mis_bench_dataset.rules.ownership import OutputFolder
 
     method = combined.record["method"]
-    name = jury_name(method, members)
+    name = jury_name(method, members, names)
     folder = OutputFolder(out, command=command)
     run_dir = f"jury-{method}"
     jury_path = folder.claim(f"{run_dir}/{JURY_NAME}", WRITER)
@@ -296,7 +302,13 @@ def write_jury(
     record = {**combined.record, "name": name}
     if references:
         record["versus_best_member"] = compare_with_best(
-            combined.predictions, members, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample
+            combined.predictions,
+            members,
+            references,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            resample=resample,
+            names=names,
         )
     write_atomic(jury_path, json.dumps(json_safe(record), indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     return JuryResult(name, written.results_path, jury_path, written.results, record)
