@@ -194,9 +194,11 @@ def _add_perturb_options(parser: argparse.ArgumentParser) -> None:
 
 def _perturb_command(args: argparse.Namespace, started: float) -> int:
     """`--perturb`: the shift tables of a model setting (from its cache) or of the text ridge."""
+    from eval_scripts.answers.perturbations import parse_perturbations
     from eval_scripts.report.sensitivity import shift_table_lines
     from mis_bench_dataset.rules.errors import UsageError
 
+    parse_perturbations(args.perturb)  # an unknown name: one line, before anything is read
     if args.grid or args.dry_run or args.export_batch or args.import_batch or args.cv_folds:
         raise UsageError(
             "--perturb runs one setting", where="--perturb", hint="drop --grid, batch modes and --cv-folds"
