@@ -111,3 +111,27 @@ def test_bad_perturbations_are_one_line_before_any_request(synthetic_build, tmp_
         assert server.requests == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mis-bench")]
     assert len(lines) == 1 and "--perturb" in lines[0]
+
+
+def test_the_paraphrase_arms_give_every_source_of_variance(synthetic_build, tmp_path, capsys) -> None:
+    import statistics
+
+    with ChatServer(respond=_by_length) as server:
+        out = tmp_path / "out"
+        assert main(_run(server, synthetic_build, out)) == 0
+        capsys.readouterr()
+        names = "rubric-paraphrase-a,rubric-paraphrase-b"
+        assert main(_run(server, synthetic_build, out, "--perturb", names)) == 0
+    summary = json.loads(capsys.readouterr().out)
+    written = json.loads(Path(summary["shift_tables"]).read_text())
+    variance = written["variance"]
+    assert variance["meta"]["prompts"] == ["unperturbed", "rubric-paraphrase-a", "rubric-paraphrase-b"]
+    tables = summary["perturbations"]
+    for key, entry in variance["dimensions"].items():
+        # the ICC of each prompt, as the shift tables' paired comparison computed it
+        by_prompt = [tables["rubric-paraphrase-a"]["dimensions"][key]["icc_unperturbed"]]
+        by_prompt += [tables[name]["dimensions"][key]["icc_perturbed"] for name in names.split(",")]
+        if all(value is not None for value in by_prompt):
+            assert entry["sd_prompts"] == pytest.approx(statistics.stdev(by_prompt))
+    markdown = (Path(summary["shift_tables"]).parent / "shifts.md").read_text()
+    assert "## Every source of variance" in markdown and "CI, all sources" in markdown

@@ -34,6 +34,7 @@ class PerturbedRuns:
     arms: dict[str, RunResult] = field(default_factory=dict)
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     perturb_seed: int = DEFAULT_PERTURB_SEED
+    references: dict = field(default_factory=dict)  # the gold of the evaluated pairs (empty: an unlabelled split)
 
 
 def _cache_path(config: RunConfig) -> Path:
@@ -54,7 +55,8 @@ def missing_answers(context: RunContext) -> int:
     )
 
 
-def _predictions(result: RunResult) -> dict[tuple[str, str], float | None]:
+def arm_predictions(result: RunResult) -> dict[tuple[str, str], float | None]:
+    """A run's predictions as read back from its predictions file (what the shift tables compare)."""
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file
 
     return predictions_to_mapping(read_prediction_file(result.predictions_path).records)
@@ -100,13 +102,13 @@ def run_perturbed(
     finally:
         if own_backend:
             backend.close()
-    references = base.references
+    references = runs.references = base.references
     if references:
-        before = _predictions(unperturbed)
+        before = arm_predictions(unperturbed)
         for name, arm in runs.arms.items():
             table = perturbation_shift(
                 before,
-                _predictions(arm),
+                arm_predictions(arm),
                 references,
                 n_bootstrap=max(1, config.n_bootstrap),
                 seed=config.seed,

@@ -32,7 +32,12 @@ def write_shifts(out: str | Path, judge: str, doc: Mapping[str, Any], *, title: 
     """The three files of one judge's shift tables under `out/perturbations/<judge>/`."""
     import json
 
-    from eval_scripts.report.sensitivity import resampling_sentence, sensitivity_figure, shift_table_lines
+    from eval_scripts.report.sensitivity import (
+        resampling_sentence,
+        sensitivity_figure,
+        shift_table_lines,
+        variance_table_lines,
+    )
     from mis_bench_dataset.rules.atomic import AtomicFiles
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_bench_dataset.rules.ownership import OutputFolder
@@ -42,9 +47,10 @@ def write_shifts(out: str | Path, judge: str, doc: Mapping[str, Any], *, title: 
     paths = folder.claim_all([f"{base}/{name}" for name in (SHIFTS_JSON, SHIFTS_MD, FIGURE)], WRITER)
     tables = doc["perturbations"]
     described = "\n".join(f"- `{name}`: {PERTURBATIONS[name].description}" for name in tables)
-    markdown = "\n".join(
-        [f"# {title}", "", described, "", *shift_table_lines(tables), "", resampling_sentence(tables), ""]
-    )
+    parts = [f"# {title}", "", described, "", *shift_table_lines(tables), "", resampling_sentence(tables), ""]
+    if doc.get("variance"):
+        parts += ["## Every source of variance", "", *variance_table_lines(doc["variance"]), ""]
+    markdown = "\n".join(parts)
     with AtomicFiles() as files:
         files.write(paths[0], json.dumps(json_safe(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
         files.write(paths[1], markdown)
@@ -102,8 +108,41 @@ def model_perturbations(
             "perturb_seed": perturb_seed,
             "perturbations": runs.tables,
         }
+        variance = _variance(runs, base.config)
+        if variance:
+            doc["variance"] = variance
         judge = f"{base.config.model}-{Path(base.run_dir).name}"
         files = write_shifts(
             base.config.out, judge, doc, title=f"{base.config.model}, {base.label}, under perturbations"
         )
     return runs, files
+
+
+def _samples(run) -> list[dict]:
+    """Each sample's scores of a repeated-sample run (its readouts.json), or none."""
+    import json
+
+    if run.readouts_path is None or run.config.samples < 2:
+        return []
+    rows = json.loads(Path(run.readouts_path).read_text(encoding="utf-8"))["rows"]
+    return [
+        {(row["video_id"], row["dimension"]): (row["values"][s] if s < len(row["values"]) else None) for row in rows}
+        for s in range(run.config.samples)
+    ]
+
+
+def _variance(runs, config) -> dict[str, Any] | None:
+    """Every source of variance when the paraphrase arms (or repeated samples) exist: `variance_sources`."""
+    from eval_scripts.answers.perturbations import PARAPHRASE_PERTURBATIONS
+    from eval_scripts.harness.perturbed import arm_predictions
+    from mis_icc_metric.variance_sources import variance_sources
+
+    paraphrases = [name for name in PARAPHRASE_PERTURBATIONS if name in runs.arms]
+    samples = _samples(runs.unperturbed)
+    if not paraphrases and not samples:
+        return None
+    prompts = {"unperturbed": arm_predictions(runs.unperturbed)}
+    prompts.update({name: arm_predictions(runs.arms[name]) for name in paraphrases})
+    return variance_sources(
+        prompts, runs.references, samples=samples, n_bootstrap=max(1, config.n_bootstrap), seed=config.seed
+    )

@@ -45,6 +45,33 @@ def shift_table_lines(tables: Mapping[str, Mapping[str, Any]], *, dimensions: bo
     return lines
 
 
+def _sd_pct(value) -> str:
+    return MISSING if value is None or value != value else f"{100 * value:.1f}"
+
+
+def variance_table_lines(table: Mapping[str, Any]) -> list[str]:
+    """Every source of variance of the ICC (`mis_icc_metric.variance_sources`), percentage points."""
+    lines = [
+        "| dim | ICC % | SD videos | SD clinicians | SD sampling | SD prompts | CI, resampling | CI, all sources |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = [(entry["abbreviation"], entry) for entry in table["dimensions"].values()]
+    for label, entry in [*rows, ("**mean**", table["mean_icc"])]:
+        sds = [_sd_pct(entry[f"sd_{source}"]) for source in ("videos", "clinicians", "sampling", "prompts")]
+        lines.append(
+            f"| {label} | {pct(entry['icc'])} | " + " | ".join(sds) + f" | {ci_pct(entry['resampling_ci'])} | "
+            f"{ci_pct(entry['total_ci'])} |"
+        )
+    meta = table["meta"]
+    samples = f"{meta['n_samples']} samples" if meta["n_samples"] else "one sample (no --samples)"
+    lines += [
+        "",
+        f"Prompts: {', '.join(meta['prompts'])}; {samples}. SDs in ICC percentage points. The last CI adds "
+        f"the prompt and sampling spread to the clinician resampling ({meta['total_ci']}).",
+    ]
+    return lines
+
+
 def resampling_sentence(tables: Mapping[str, Mapping[str, Any]]) -> str:
     """How the CIs were made and what the numbers are for, from the first table's meta."""
     meta = next(iter(tables.values()))["meta"]
