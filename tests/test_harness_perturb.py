@@ -135,3 +135,11 @@ def test_the_paraphrase_arms_give_every_source_of_variance(synthetic_build, tmp_
             assert entry["sd_prompts"] == pytest.approx(statistics.stdev(by_prompt))
     markdown = (Path(summary["shift_tables"]).parent / "shifts.md").read_text()
     assert "## Every source of variance" in markdown and "CI, all sources" in markdown
+    # the report of the unperturbed run finds its shift tables: the section, the figure, the variance table
+    unperturbed = summary["unperturbed"]["results"]
+    assert main(["report", unperturbed, "--out", str(tmp_path / "report")]) == 0
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "## Under perturbations: " in report and "Every source of variance of the ICC" in report
+    assert "| rubric-paraphrase-a |" in report and list((tmp_path / "report").glob("report-sensitivity-1-*.png"))
+    data = json.loads((tmp_path / "report" / "report.json").read_text())
+    assert data["perturbations"][0]["variance"]["meta"]["prompts"][0] == "unperturbed"

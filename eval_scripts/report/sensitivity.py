@@ -117,3 +117,53 @@ def sensitivity_figure(tables: Mapping[str, Mapping[str, Any]], path: str | Path
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle(title, fontsize=11)
     return files.save_figure(fig, Path(path), dpi=110)
+
+
+def shift_tables_of(runs) -> list[tuple[Any, dict[str, Any]]]:
+    """(run, its `mis-bench run --perturb` document) for every run whose shift tables sit in the `perturbations/`
+    folder of the run's --out (found by the unperturbed run they name; none when the runs have no source)."""
+    from mis_bench_dataset.rules.jsonio import read_json
+
+    found = []
+    for run in runs:
+        if not run.source:
+            continue
+        folder = Path(run.source).resolve().parent
+        for out in list(folder.parents)[:3]:
+            for path in sorted((out / "perturbations").glob("*/shifts.json")):
+                doc = read_json(path)
+                if Path(str(doc.get("unperturbed_run", ""))).resolve() == folder:
+                    found.append((run, doc))
+    return found
+
+
+def shift_table(tables: Mapping[str, Mapping[str, Any]]):
+    """The mean-over-dimensions row of every perturbation, as a report `Table`."""
+    from eval_scripts.report.table import Table
+
+    header = ["Perturbation", "Mean shift [95% CI]", "Mean |shift|", "Moved >= 0.5", "ICC % before",
+              "ICC change % [95% CI]"]  # fmt: skip
+    rows = []
+    for name, table in tables.items():
+        mean = table["mean"]
+        rows.append(
+            [
+                name,
+                f"{signed(mean['mean_shift'], 3)} {_ci(mean['mean_shift_ci'])}",
+                f"{mean['mean_abs_shift']:.3f}",
+                f"{pct(mean['share_moved'])}%",
+                pct(mean["icc_unperturbed"]),
+                f"{signed(None if mean['icc_change'] is None else 100 * mean['icc_change'], 1)} "
+                f"{ci_pct(mean['icc_change_ci'])}",
+            ]
+        )
+    return Table(header, rows, set())
+
+
+def variance_table(table: Mapping[str, Any]):
+    """`variance_table_lines` as a report `Table`."""
+    from eval_scripts.report.table import Table
+
+    lines = variance_table_lines(table)
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[:1] + lines[2:-2]]
+    return Table(cells[0], cells[1:], set())
