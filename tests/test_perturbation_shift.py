@@ -102,3 +102,19 @@ def test_run_perturb_refuses_prompt_perturbations_for_the_ridge(synthetic_build,
         "mis-bench run: error: rubric-reversed changes the prompt, and the text ridge reads no prompt (--perturb); "
         "give it transcript perturbations only (no-fillers, add-fillers, asr-errors, first-half, padded)"
     ]
+
+
+@pytest.mark.slow
+def test_the_ridge_on_the_real_transcripts_reads_length_not_fillers(real_text_build) -> None:
+    """What the Reproducing page says of the text ridge on the real data, as properties of its shift tables."""
+    from eval_scripts.baselines.sensitivity import ridge_sensitivity
+
+    doc = ridge_sensitivity(real_text_build, ["no-fillers", "first-half", "padded"], n_bootstrap=300)
+    tables = doc["perturbations"]
+    assert doc["n_videos"] == 100
+    assert tables["no-fillers"]["mean"]["mean_abs_shift"] < 0.01 and tables["no-fillers"]["mean"]["share_moved"] == 0
+    first_half = tables["first-half"]
+    assert first_half["mean"]["mean_shift_ci"][1] < 0  # shorter transcripts score lower, clearly
+    assert sum(e["mean_shift"] < -0.1 for e in first_half["dimensions"].values()) == 7
+    assert tables["padded"]["mean"]["mean_shift_ci"][0] > 0  # longer ones higher
+    assert first_half["meta"]["resampling"]["unit"] == "clinician"
