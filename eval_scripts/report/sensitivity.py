@@ -112,8 +112,9 @@ def sensitivity_figure(tables: Mapping[str, Mapping[str, Any]], path: str | Path
         ax.set_yticks(range(len(names)), names)
         ax.set_title(what, fontsize=10)
         for (i, j), value in np.ndenumerate(values):
-            if np.isfinite(value):
-                ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8)
+            if np.isfinite(value):  # white on the darkest cells, where black would not read
+                colour = "white" if abs(value) > 0.6 * (bound or 1) else "black"
+                ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=8, color=colour)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle(title, fontsize=11)
     return files.save_figure(fig, Path(path), dpi=110)
