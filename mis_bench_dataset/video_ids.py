@@ -28,6 +28,11 @@ def id_column(header: Iterable[str]) -> str | None:
 
 STIMULI: tuple[str, ...] = ("Bethany", "Jackson", "Jessica", "John", "Lauren", "Luke", "Savannah", "Sean")
 TIME_POINTS: tuple[str, ...] = ("T1", "T2", "T3")
+# What agreement can be broken down by (`mis_icc_metric.groups`, `mis-bench score --by`): a part of the id, or the
+# therapist level (a clinician at a time point, averaged over the stimuli, and each clinician's change T1 to T3).
+GROUPINGS: tuple[str, ...] = ("time_point", "stimulus", "clinician")
+THERAPIST_LEVEL = "therapist"
+BY_CHOICES: tuple[str, ...] = (*GROUPINGS, THERAPIST_LEVEL)
 
 _CANONICAL = re.compile(r"(?P<clinician>[A-Za-z]+\d+)_(?P<time>T[123])_(?P<stimulus>[A-Za-z]+)")
 _ORIGINAL_LABEL = re.compile(

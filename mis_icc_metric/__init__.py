@@ -31,6 +31,8 @@ __all__ = [
     "mean_squares",
     "score_predictions",
     "paired_comparison",
+    "subgroup_agreement",
+    "therapist_agreement",
     "metric_path",
     "load",
 ]
@@ -56,6 +58,8 @@ __getattr__ = lazy_exports(
         "krippendorff_alpha": ".agreement",
         "model_as_rater": ".raters",
         "paired_comparison": ".paired",
+        "subgroup_agreement": ".groups",
+        "therapist_agreement": ".groups",
         "metric_path": ".module_path",
         "load": ".module_path",
     },

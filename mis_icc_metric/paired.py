@@ -1,4 +1,5 @@
-"""Paired comparison of two systems on the same videos: bootstrap of the ICC difference.
+"""Paired comparison of two systems on the same videos: bootstrap of the ICC difference (resampling clinicians
+with all their videos by default, or videos; both systems with the same draws).
 
 Both systems are scored on the items where BOTH parsed (per dimension), and the
 overall score on the videos where both parsed every dimension, so the difference
@@ -20,7 +21,7 @@ from mis_bench_dataset.rules.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, paired_references
-from .resampling import Resampling, clinician_clusters, design_effect, make_resampling
+from .resampling import Resampling, clinician_labels, clusters_per_block, counterpart, design_effects, make_resampling
 from .scoring import MIN_ITEMS, Key, _overall_block, align
 
 __all__ = ["paired_comparison", "bootstrap_p_value"]
@@ -90,21 +91,14 @@ class _PairedDeltas:
 def _add_clustering(diff: _PairedDeltas, resampling: Resampling, videos, clusters, entries: list[dict]) -> None:
     """Each entry (the dimensions, then overall) gets its clinicians and the design effect of its difference
     (None where the video ids name no clinician or the difference is undefined)."""
-    try:
-        labels = np.asarray(clinician_clusters(videos, clusters), dtype=object)
-    except DataError:
-        labels = None
-    effects = [None] * len(entries)
+    labels = clinician_labels(videos, clusters)
+    effects: list[float | None] = [None] * len(entries)
     if labels is not None:
-        other_unit = "video" if resampling.unit == "clinician" else "clinician"
-        other = make_resampling(videos, resampling.n_resamples, resampling.seed, other_unit, clusters=clusters)
-        boot = bootstrap_blocks(diff.ratings, diff.valid2, other)["icc"]
-        other_deltas = boot[:, : diff.width] - boot[:, diff.width :]
-        pair = (diff.deltas, other_deltas) if resampling.unit == "clinician" else (other_deltas, diff.deltas)
-        effects = [None if np.isnan(v) else float(v) for v in design_effect(*pair)]
-    for j, entry in enumerate(entries):
-        entry["n_clusters"] = None if labels is None else int(np.unique(labels[diff.valid[:, j]]).size)
-        entry["design_effect"] = effects[j] if entry.get("delta_ci") is not None else None
+        boot = bootstrap_blocks(diff.ratings, diff.valid2, counterpart(resampling, videos, clusters))["icc"]
+        effects = design_effects(resampling, diff.deltas, boot[:, : diff.width] - boot[:, diff.width :])
+    for entry, n_clusters, effect in zip(entries, clusters_per_block(labels, diff.valid), effects, strict=True):
+        entry["n_clusters"] = n_clusters
+        entry["design_effect"] = effect if entry.get("delta_ci") is not None else None
 
 
 def paired_comparison(

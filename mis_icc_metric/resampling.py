@@ -35,6 +35,10 @@ __all__ = [
     "clinician_clusters",
     "clusters_from_columns",
     "design_effect",
+    "design_effects",
+    "counterpart",
+    "clinician_labels",
+    "clusters_per_block",
     "check_unit",
 ]
 
@@ -168,6 +172,33 @@ def make_resampling(
         names = tuple(str(name) for name in names_array)
     draws = bootstrap_indices(len(names), n_resamples, seed)
     return Resampling(unit, np.asarray(codes, dtype=np.int64), names, draws, seed)
+
+
+def clinician_labels(video_ids: Sequence[str], clusters: Clusters = None) -> np.ndarray | None:
+    """Each video's clinician as an array, or None where the ids name none and no clusters are given."""
+    try:
+        return np.asarray(clinician_clusters(video_ids, clusters), dtype=object)
+    except DataError:
+        return None
+
+
+def clusters_per_block(labels: np.ndarray | None, valid: np.ndarray) -> list[int | None]:
+    """How many clinicians each block's valid items (columns of `valid`, (n, blocks)) come from."""
+    if labels is None:
+        return [None] * valid.shape[1]
+    return [int(np.unique(labels[valid[:, block]]).size) for block in range(valid.shape[1])]
+
+
+def counterpart(plan: Resampling, video_ids: Sequence[str], clusters: Clusters = None) -> Resampling:
+    """The same number of resamples and seed by the other unit: the second bootstrap of a design effect."""
+    other_unit = "video" if plan.unit == "clinician" else "clinician"
+    return make_resampling(video_ids, plan.n_resamples, plan.seed, other_unit, clusters=clusters)
+
+
+def design_effects(plan: Resampling, own: np.ndarray, other: np.ndarray) -> list[float | None]:
+    """Per column, the design effect from the replicates of `plan` (`own`) and of its counterpart (`other`)."""
+    clustered, independent = (own, other) if plan.unit == "clinician" else (other, own)
+    return [None if np.isnan(value) else float(value) for value in design_effect(clustered, independent)]
 
 
 def design_effect(clustered: np.ndarray, independent: np.ndarray) -> np.ndarray:

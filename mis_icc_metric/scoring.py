@@ -2,7 +2,8 @@
 
 - Per dimension: ICC(3,1) of (prediction, gold) over the videos whose prediction
   parsed; unparsed (None / NaN) predictions are excluded and counted. MSE, n,
-  percentile bootstrap CI over videos, and the F-test CI for reference.
+  percentile bootstrap CI (resampling clinicians with all their videos by default, or videos: `resampling`),
+  and the F-test CI for reference.
 - Overall: per video, mean of the eight predicted dimension scores vs mean of the eight
   gold ones, excluding every video with any unparsed dimension (the exclusion rate is
   reported; the paper's mean is 1.5%). Also the mean of the per-dimension ICCs.
@@ -17,7 +18,7 @@
   (`agreement`: every ICC form, Krippendorff's alpha, r, rho, MAE, bias and limits of agreement,
   range use), each with its CI from the same index matrix.
 
-All bootstrap CIs (all blocks) come from one shared index matrix over the videos.
+All bootstrap CIs (all blocks) come from one shared draw (`resampling.Resampling`), with the design effect.
 Values are raw fractions; only the CLI shows percent.
 """
 
@@ -49,7 +50,7 @@ from mis_bench_dataset.rules.numbers import exact_decimal
 from .agreement import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
-from .resampling import Resampling, clinician_clusters, design_effect, make_resampling
+from .resampling import Resampling, clinician_labels, clusters_per_block, counterpart, design_effects, make_resampling
 
 logger = logging.getLogger(__name__)
 
@@ -409,20 +410,15 @@ def _add_clustering(data: AlignedScores, plan: _Plan, arrays, resampling: Resamp
     draws of the same seed; None without CIs, or where the video ids name no clinician."""
     rat, val, boot = arrays
     blocks = [*plan.dims, plan.overall]
-    try:
-        labels = np.asarray(clinician_clusters(data.videos, clusters), dtype=object)
-    except DataError:
-        labels = None
-    effects = [None] * len(blocks)
+    labels = clinician_labels(data.videos, clusters)
+    effects: list[float | None] = [None] * len(blocks)
     if resampling is not None and labels is not None:
-        other_unit = "video" if resampling.unit == "clinician" else "clinician"
-        other = make_resampling(data.videos, resampling.n_resamples, resampling.seed, other_unit, clusters=clusters)
+        other = counterpart(resampling, data.videos, clusters)
         other_boot = bootstrap_blocks(rat[:, blocks], val[:, blocks], other)["icc"]
-        own = boot["icc"][:, blocks]
-        clustered, independent = (own, other_boot) if resampling.unit == "clinician" else (other_boot, own)
-        effects = [None if math.isnan(v) else float(v) for v in design_effect(clustered, independent)]
-    for entry, block, effect in zip(entries, blocks, effects, strict=True):
-        entry["n_clusters"] = None if labels is None else int(np.unique(labels[val[:, block]]).size)
+        effects = design_effects(resampling, boot["icc"][:, blocks], other_boot)
+    counts = clusters_per_block(labels, val[:, blocks])
+    for entry, n_clusters, effect in zip(entries, counts, effects, strict=True):
+        entry["n_clusters"] = n_clusters
         entry["design_effect"] = effect if entry.get("icc_ci") is not None else None
 
 

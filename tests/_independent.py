@@ -117,6 +117,18 @@ def replicates(indices: np.ndarray, statistic: Callable[[np.ndarray], float]) ->
     return [statistic(np.asarray(row, dtype=np.int64)) for row in indices]
 
 
+def clinician_rows(videos: Sequence[str], n_resamples: int, seed: int) -> list[np.ndarray]:
+    """Each cluster-bootstrap resample as the row numbers of its videos, built by hand: draw clinicians
+    (sorted by name, numbered 0..C-1) with numpy's generator as the toolkit seeds it (uint16 draws), then
+    list each drawn clinician's videos, a clinician drawn twice twice. The rows a Python loop reads."""
+    clinicians = sorted({video.split("_")[0] for video in videos})
+    rows_of = {c: [i for i, video in enumerate(videos) if video.split("_")[0] == c] for c in clinicians}
+    draws = np.random.default_rng(seed).integers(
+        0, len(clinicians), size=(n_resamples, len(clinicians)), dtype=np.uint16
+    )
+    return [np.asarray([row for c in draw for row in rows_of[clinicians[c]]], dtype=np.int64) for draw in draws]
+
+
 def two_sided_p(deltas: Sequence[float]) -> float:
     """min(1, 2 min(P(delta <= 0), P(delta >= 0))) with the +1 correction, counted one by one."""
     defined = [d for d in deltas if not math.isnan(d)]

@@ -221,6 +221,23 @@ def real_text_build(authors_dir, real_transcripts_csv, tmp_path_factory) -> Path
     return shared_once(tmp_path_factory, "real_text_build", make) / "mis-bench"
 
 
+@pytest.fixture(scope="session")
+def real_text_oof(real_text_build, tmp_path_factory) -> Path:
+    """The text ridge's out-of-fold predictions on all 996 real videos (5 folds grouped by clinician, fold seed
+    0: every video predicted by a ridge fitted without its clinician), as a predictions CSV, made once per run.
+    The judge the paper's Table 3 protocol scores on every video; the trust statistics are shown on it."""
+    from eval_scripts.baselines.crossval import all_feature_rows, clinician_folds, out_of_fold_predictions
+    from mis_icc_metric.predictions_io import write_predictions
+
+    def make(folder: Path) -> None:
+        rows = all_feature_rows(real_text_build)
+        predicted = out_of_fold_predictions(rows, "features", "text", clinician_folds(rows, 5, 0), {})
+        records = [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in sorted(predicted.items())]
+        write_predictions(folder / "ridge-oof.csv", records)
+
+    return shared_once(tmp_path_factory, "real-text-oof", make) / "ridge-oof.csv"
+
+
 # `mis-bench reproduce table4 --from AUTHORS --transcripts ... --bootstrap 200 --json`: the ridge column refits every
 # dimension on the real transcripts, so the run is made once per test run (tests/test_reproduce_ridge.py checks it,
 # tests/test_fetch.py compares the run from a fetched folder with it).

@@ -15,7 +15,8 @@ from eval_scripts.cli.args import DEFAULT_BOOTSTRAP
 
 # concept -> (the one flag, a pattern no other flag or dest may match)
 CONCEPTS = {
-    "bootstrap resamples": ("--bootstrap", re.compile(r"^(n[-_])?(bootstraps?|resamples?|n[-_]?boot)$")),
+    "bootstrap resamples": ("--bootstrap", re.compile(r"^(n[-_])?(bootstraps?|resamples|n[-_]?boot)$")),
+    "resampling unit": ("--resample", re.compile(r"^(resample|resampling|resample[-_]unit|cluster[-_]by)$")),
     "random seed": ("--seed", re.compile(r"^(random|rng)[-_]?seed$|^seeds?$")),
     "machine-readable output": ("--json", re.compile(r"^(json|as[-_]json|json[-_](out|output|file))$")),
     "output location": ("--out", re.compile(r"^(out|output|outdir|out[-_]dir|output[-_](dir|folder|file))$")),

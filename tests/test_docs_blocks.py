@@ -41,6 +41,7 @@ SLOW_PAGES = {
     "docs/metric.md",
     "docs/scaling.md",
     "docs/agreement.md",
+    "docs/estimates.md",
 }
 
 

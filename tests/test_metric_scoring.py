@@ -84,7 +84,7 @@ def test_bootstrap_cis_use_one_shared_index_matrix_over_videos():
         keep = complete[row]
         reps.append(icc3_1(np.stack([pred[row][keep].mean(axis=1), gold[row][keep].mean(axis=1)], axis=1)))
     assert result["overall"]["icc_ci"] == pytest.approx(list(np.percentile(reps, [2.5, 97.5])), abs=1e-10)
-    again = score_predictions(predictions, references, n_bootstrap=300, seed=11)
+    again = score_predictions(predictions, references, n_bootstrap=300, seed=11, resample="video")
     assert json.dumps(json_safe(again)) == json.dumps(json_safe(result))
     other = score_predictions(predictions, references, n_bootstrap=300, seed=12)
     assert other["overall"]["icc_ci"] != result["overall"]["icc_ci"]

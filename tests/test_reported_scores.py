@@ -14,6 +14,7 @@ import pytest
 from _independent import (
     TABLE2_PERCENT,
     anova_icc,
+    clinician_rows,
     ftest_ci,
     grid,
     overall_pairs,
@@ -28,7 +29,6 @@ from hypothesis import strategies as st
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.rules.jsonio import json_safe
-from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.paired import paired_comparison
 from mis_icc_metric.predictions_io import write_predictions
 from mis_icc_metric.scoring import score_predictions
@@ -69,7 +69,7 @@ def case():
         missing="unparsed",
     )
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
-    assert (videos, bootstrap_indices(len(videos), N_BOOT, SEED).shape) == (sorted(videos), (N_BOOT, 36))
+    assert videos == sorted(videos) and len(videos) == 36
     return {
         "predictions": predictions,
         "references": references,
@@ -78,7 +78,7 @@ def case():
         "pred": pred,
         "gold": gold,
         "common": np.isin(videos, common),
-        "indices": bootstrap_indices(len(videos), N_BOOT, SEED),
+        "indices": clinician_rows(videos, N_BOOT, SEED),  # the default: clinicians with all their videos
     }
 
 
@@ -254,7 +254,7 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
     predictions, references = make_scores(n=n, seed=seed, unparsed=unparsed)
     result = json_safe(score_predictions(predictions, references, n_bootstrap=60, seed=seed))
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
-    indices = bootstrap_indices(n, 60, seed)
+    indices = clinician_rows(videos, 60, seed)
     parsed = ~np.isnan(pred)
     per_dimension = []
     for j, key in enumerate(DIMENSION_KEYS):
@@ -299,7 +299,7 @@ def test_paired_comparison_numbers():
     )
     videos, a, gold = grid(pred_a, references, DIMENSION_KEYS)
     _, b, _ = grid(pred_b, references, DIMENSION_KEYS)
-    indices = bootstrap_indices(len(videos), N_BOOT, SEED)
+    indices = clinician_rows(videos, N_BOOT, SEED)
     both = ~np.isnan(a) & ~np.isnan(b)
     per_dimension = []
     for j, key in enumerate(DIMENSION_KEYS):
@@ -419,14 +419,17 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
     )
     # a folder without a build report is not marked synthetic (the build report's rule)
     assert saved == json.loads(json.dumps({**direct, "meta": saved["meta"], "synthetic": False}))
-    row = re.compile(rf"^(\S+)\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+)\s+({PERCENT})%\s+({PERCENT})\s+{CI}$")
+    row = re.compile(
+        rf"^(\S+)\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s+({PERCENT})%\s+({PERCENT})\s+{CI}$"
+    )
     rows = {m.group(1): m.groups()[1:] for m in map(row.match, printed) if m}
     assert list(rows) == [d.abbreviation for d in DIMENSIONS]
     for dim in DIMENSIONS:
         entry = saved["dimensions"][dim.key]
-        icc, low, high, mse, n, parsed, ceiling, ceiling_low, ceiling_high = rows[dim.abbreviation]
+        icc, low, high, mse, n, clinicians, deff, parsed, ceiling, ceiling_low, ceiling_high = rows[dim.abbreviation]
         assert _shows_percent(icc, entry["icc"]) and _shows_ci(low, high, entry["icc_ci"]), dim.key
         assert _shows_number(mse, entry["mse"], 3) and int(n) == entry["n"], dim.key
+        assert int(clinicians) == entry["n_clusters"] and _shows_number(deff, entry["design_effect"], 2), dim.key
         assert _shows_percent(parsed, entry["parse_rate"]), dim.key
         assert (float(ceiling), float(ceiling_low), float(ceiling_high)) == TABLE2_PERCENT[dim.key]
     overall = saved["overall"]
@@ -511,12 +514,16 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
     assert saved["dimensions"] == direct["dimensions"] and saved["overall"] == direct["overall"]
     assert saved["mean_icc"] == direct["mean_icc"]
     assert saved["overall"]["delta"] < 0  # A is the noisier system
-    row = re.compile(rf"^(\S+)\s+({PERCENT})\s+({PERCENT})\s+({PERCENT})\s+{CI}\s+(\d\.\d{{4}})\s*(\d*)$")
+    row = re.compile(
+        rf"^(\S+)\s+({PERCENT})\s+({PERCENT})\s+({PERCENT})\s+{CI}\s+(\d\.\d{{4}})\s*(\d*)\s*(\d*)\s*(\d+\.\d\d)?$"
+    )
     rows = {m.group(1): m.groups()[1:] for m in map(row.match, printed) if m}
     assert list(rows) == [d.abbreviation for d in DIMENSIONS] + ["All", "Mean"]
     blocks = [saved["dimensions"][d.key] for d in DIMENSIONS] + [saved["overall"], saved["mean_icc"]]
     for label, entry in zip(rows, blocks, strict=True):
-        icc_a, icc_b, delta, low, high, p_value, n = rows[label]
+        icc_a, icc_b, delta, low, high, p_value, n, clinicians, deff = rows[label]
+        if label != "Mean":
+            assert int(clinicians) == entry["n_clusters"] and _shows_number(deff, entry["design_effect"], 2), label
         assert _shows_percent(icc_a, entry["icc_a"]) and _shows_percent(icc_b, entry["icc_b"]), label
         assert _shows_percent(delta, entry["delta"]) and _shows_ci(low, high, entry["delta_ci"]), label
         assert _shows_number(p_value, entry["p_value"], 4), label

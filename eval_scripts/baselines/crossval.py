@@ -4,8 +4,8 @@ A 100-video test split gives wide CIs and depends on which videos it drew. For a
 every video of the build is predicted once by a baseline fitted on the other folds, the folds
 grouped by clinician (no clinician on both sides, so identity cannot leak), and the pooled
 out-of-fold predictions are scored with the metric as any run is (per-dimension ICC with
-bootstrap CIs over the videos). Repeating with several fold seeds shows how much the figure
-moves with the partition. A build whose splits hold rows rather than videos (`paper-rows`) is
+bootstrap CIs over the clinicians, each with all its videos). Repeating with several fold seeds
+shows how much the figure moves with the partition. A build whose splits hold rows rather than videos (`paper-rows`) is
 refused: its videos appear in several splits.
 """
 

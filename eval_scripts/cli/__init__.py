@@ -15,11 +15,13 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `args`: argument types and output helpers shared by every subcommand.
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
+- `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
 - `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
 - `parse`: `mis-bench parse`.
+- `plan`: `mis-bench plan` (how many videos, clinicians or expert labels an evaluation needs).
 - `report`: `mis-bench report`.
 - `reproduce`: `mis-bench reproduce table4|table6`.
 - `run`: `mis-bench run`.
@@ -43,10 +45,12 @@ from collections.abc import Sequence
 from eval_scripts.cli import (
     build,
     cache,
+    estimate,
     fetch,
     jury,
     leaderboard,
     parse,
+    plan,
     report,
     reproduce,
     run,
@@ -67,7 +71,23 @@ from mis_bench_dataset.rules.errors import (
 from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
-SUBCOMMANDS = (synth, fetch, build, stats, score, run, parse, cache, report, jury, leaderboard, reproduce, train)
+SUBCOMMANDS = (
+    synth,
+    fetch,
+    build,
+    stats,
+    score,
+    estimate,
+    plan,
+    run,
+    parse,
+    cache,
+    report,
+    jury,
+    leaderboard,
+    reproduce,
+    train,
+)
 
 
 def shown_default(default: object) -> str | None:

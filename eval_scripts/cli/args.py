@@ -13,7 +13,14 @@ import json
 import sys
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, bootstrap_option, seed_option
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
+    bootstrap_option,
+    resample_option,
+    seed_option,
+)
 from mis_bench_dataset.rules.options import (  # noqa: F401 - the argument types, re-exported for every subcommand
     bounded_int,
     comma_list,
@@ -43,6 +50,27 @@ def add_bootstrap(
 ) -> None:
     """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
     add_option(parser, "bootstrap", bootstrap_option(minimum=minimum, what=what, flag=flag, default=default), default)
+
+
+def add_by(parser: argparse.ArgumentParser) -> None:
+    """`--by GROUPING[,...]`: agreement by subgroup and at the therapist level (`mis_icc_metric.groups`)."""
+    from mis_bench_dataset.video_ids import BY_CHOICES
+
+    parser.add_argument(
+        "--by",
+        type=comma_list(BY_CHOICES),
+        default=None,
+        metavar="GROUPING",
+        help="also agreement by subgroup, a comma list of time_point, stimulus, clinician (ICC(3,1), bias and MAE per "
+        "group with CIs, and a test of equal bias across groups) and therapist (a clinician's mean over the "
+        "stimuli per time point, and each clinician's change from T1 to T3, with clinician-resampled CIs); for "
+        "research on judges, not therapist evaluation; needs the gold scores (default: none)",
+    )
+
+
+def add_resample(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, default: str = DEFAULT_RESAMPLE) -> None:
+    """`--resample video|clinician`: what each bootstrap resample of the command's CIs and paired tests draws."""
+    add_option(parser, "resample", resample_option(default=default), default)
 
 
 def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what: str = "bootstrap seed") -> None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import argparse
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, positive_int, print_json, say
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    positive_int,
+    print_json,
+    say,
+)
 
 DEFAULT_OUT = "mis-bench-jury"
 
@@ -49,6 +58,7 @@ def register(subparsers) -> None:
         "--folds", type=positive_int, default=DEFAULT_JURY_FOLDS, help="clinician folds of a cross-fitted stacked jury"
     )
     add_bootstrap(parser, what="bootstrap resamples for the jury's CIs and its comparison with its best member")
+    add_resample(parser)
     add_seed(parser)
     parser.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
     add_json(parser, what="the jury's record")
@@ -69,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         folds=args.folds,
         n_bootstrap=args.bootstrap,
         seed=args.seed,
+        resample=args.resample,
     )
     if args.json:
         print_json({**result.record, "results": str(result.results_path)})

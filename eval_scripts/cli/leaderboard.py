@@ -7,7 +7,17 @@ import argparse
 import os
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, positive_float, print_json, say, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    positive_float,
+    print_json,
+    say,
+    shown,
+)
 from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.splits import SPLITS
 
@@ -69,6 +79,7 @@ def register(subparsers) -> None:
     add_authors_arguments(board)
     board.add_argument("--split", default="test", choices=SPLITS, help="split the submissions are scored on")
     add_bootstrap(board, minimum=1)
+    add_resample(board)
     add_seed(board)
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
     board.add_argument("--title", default="MIS-Bench leaderboard", help="the page's title")
@@ -174,6 +185,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         split=args.split,
         n_bootstrap=args.bootstrap,
         seed=args.seed,
+        resample=args.resample,
         max_bytes=int(args.max_mb * 1024 * 1024),
         fingerprints=references.fingerprints,
         synthetic=references.synthetic,

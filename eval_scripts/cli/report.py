@@ -7,7 +7,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_by,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    print_json,
+    say,
+    shown,
+)
 from eval_scripts.report.options import SCATTER_CHOICES
 from mis_bench_dataset.splits import SPLITS
 
@@ -62,6 +72,8 @@ def register(subparsers) -> None:
         "(each system's best configuration against each rater, leave one rater out, the Appendix B "
         "certification rule); needs --references (default: no such section)",
     )
+    add_by(parser)
+    add_resample(parser)
     add_seed(parser)
     parser.add_argument("--title", default="MIS-Bench report", help="the report's title")
     parser.add_argument(
@@ -93,7 +105,14 @@ def report_command(args: argparse.Namespace) -> int:
                 where=str(args.references),
                 hint="give a labelled build or a labels file",
             )
-        results_list = rescore(results_list, references, n_bootstrap=args.bootstrap, seed=args.seed, sources=sources)
+        results_list = rescore(
+            results_list,
+            references,
+            n_bootstrap=args.bootstrap,
+            seed=args.seed,
+            sources=sources,
+            resample=args.resample,
+        )
     unscored = [source for source, results in zip(sources, results_list, strict=True) if not results.get("scores")]
     if unscored:
         raise DataError(
@@ -110,9 +129,11 @@ def report_command(args: argparse.Namespace) -> int:
         reference=args.reference,
         comparison_bootstrap=args.comparison_bootstrap,
         seed=args.seed,
+        resample=args.resample,
         scatters=args.scatters,
         raters=raters,
         about=about_references(args.references, args.split),
+        by=args.by or (),
     )
     from eval_scripts.formats.data_names import results_synthetic
 

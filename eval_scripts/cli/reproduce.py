@@ -4,12 +4,13 @@ printed beside the published values (`eval_scripts.jobs.reproduce`)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say
+from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say, shown
 
 
 def register(subparsers) -> None:
-    from eval_scripts.jobs.reproduce import GOLD_CHOICES, TABLES
+    from eval_scripts.jobs.reproduce import GOLD_CHOICES, TABLES, TRUST
     from mis_bench_dataset.paper_results import TABLE4_BOOTSTRAP
 
     parser = subparsers.add_parser(
@@ -22,13 +23,32 @@ def register(subparsers) -> None:
         "with a paired bootstrap test against MIS-RAFT on the shared pairs. FOLDER holds the files under their names "
         "in the authors' repository, as `mis-bench fetch` writes them (docs/reproducing.md).",
     )
-    parser.add_argument("table", choices=TABLES, help="which table")
+    parser.add_argument(
+        "table",
+        choices=(*TABLES, TRUST),
+        help="which table, or trust: the docs page 'How far to trust a judge' (docs/trust.md) from --shared",
+    )
     parser.add_argument(
         "--from",
         dest="folder",
-        required=True,
+        default=None,
         type=existing("folder"),
-        help="folder holding the authors' files (coding.csv and, for table4, the three prediction files)",
+        help="table4/table6: folder holding the authors' files (coding.csv and, for table4, the three prediction "
+        "files; default: none, required for the tables)",
+    )
+    parser.add_argument(
+        "--shared",
+        default=None,
+        type=existing("folder"),
+        help="trust: the folder laid out as ../shared (data/authors/ and data/mis-bench-transcripts.csv; default: "
+        "none, required for trust)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="FILE.md",
+        help="trust: write the page to this file, replacing only a page this command wrote (default: print it)",
     )
     parser.add_argument(
         "--gold",
@@ -45,8 +65,8 @@ def register(subparsers) -> None:
         "for the text ridge column fitted on their training rows and scored on the same test pairs",
     )
     parser.add_argument("--no-ridge", action="store_true", help="table4: leave out the text ridge column")
-    add_bootstrap(parser, minimum=1, what="table4: bootstrap resamples", default=TABLE4_BOOTSTRAP)
-    add_seed(parser, what="table4: bootstrap seed")
+    add_bootstrap(parser, minimum=1, what="table4 and trust: bootstrap resamples", default=TABLE4_BOOTSTRAP)
+    add_seed(parser, what="table4 and trust: bootstrap seed")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when the numbers do not reproduce the paper's (for CI)"
     )
@@ -58,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
     from eval_scripts.jobs.reproduce import format_table4, format_table6, reproduce_table4, reproduce_table6
     from mis_bench_dataset.rules.errors import DataError
 
+    if args.table == "trust":
+        return _trust(args)
+    if args.folder is None:
+        from mis_bench_dataset.rules.errors import UsageError
+
+        raise UsageError(f"{args.table} needs --from FOLDER", hint="the folder holding the authors' files")
     if args.table == "table6":
         doc = reproduce_table6(args.folder, gold=args.gold)
         text = format_table6(doc)
@@ -81,4 +107,19 @@ def run(args: argparse.Namespace) -> int:
             where=str(args.folder),
             hint="use the authors' unmodified files and --gold rounded (see docs/reproducing.md)",
         )
+    return 0
+
+
+def _trust(args: argparse.Namespace) -> int:
+    """The docs page from the shared folder: printed, or written to --out."""
+    from eval_scripts.jobs.trust import trust_page, write_page
+    from mis_bench_dataset.rules.errors import UsageError
+
+    if args.shared is None:
+        raise UsageError("trust needs --shared FOLDER", hint="the folder laid out as ../shared")
+    page = trust_page(args.shared, n_bootstrap=args.bootstrap, seed=args.seed)
+    if args.out is None:
+        print(page, end="")
+    else:
+        say(f"wrote {shown(write_page(page, args.out))}")
     return 0

@@ -230,6 +230,7 @@ def _perturb_command(args: argparse.Namespace, started: float) -> int:
             perturb_seed=args.perturb_seed,
             n_bootstrap=args.bootstrap,
             seed=args.seed,
+            resample=args.resample,
         )
         tables, summary, results = doc["perturbations"], {}, []
     summary["shift_tables"] = str(files.json) if files else None

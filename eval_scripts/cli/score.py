@@ -8,7 +8,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, probability, say, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_by,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    print_json,
+    probability,
+    say,
+    shown,
+)
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
@@ -50,6 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="per-rater labels (video_id, rater, dimension, score): also compare the model with each rater, "
         "leave one rater out, and run the Appendix B certification rule (default: none)",
     )
+    add_by(score)
     score.set_defaults(func=run_score)
 
     compare = subparsers.add_parser(
@@ -77,6 +89,7 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
         help=f"dataset split when --references is a folder (default: test; {ALL_SPLITS}: every split)",
     )
     add_bootstrap(parser, minimum=min_bootstrap)
+    add_resample(parser)
     add_seed(parser)
     parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
     parser.add_argument(
@@ -112,14 +125,15 @@ def _num(value: float | None, digits: int = 3) -> str:
 def format_score_table(result: dict) -> str:
     """Dimensions as rows (paper abbreviations), ICC % with CI, MSE, n, parse rate, Table 2 ceiling."""
     lines = [
-        f"{'dim':<6} {'ICC %':>6} {'95% CI':<14} {'MSE':>6} {'n':>5} {'parsed':>7}   {'human ceiling (Table 2)':<24}"
+        f"{'dim':<6} {'ICC %':>6} {'95% CI':<14} {'MSE':>6} {'n':>5} {'clin.':>5} {'deff':>5} {'parsed':>7}   "
+        f"{'human ceiling (Table 2)':<24}"
     ]
     for entry in result["dimensions"].values():
         ceiling = entry["human_ceiling"]
         lines.append(
             f"{entry['abbreviation']:<6} {_pct(entry['icc'], 6)} {_ci(entry['icc_ci'])} {_num(entry['mse']):>6} "
-            f"{entry['n']:>5} {_pct(entry['parse_rate'], 6)}%   {_pct(ceiling['icc'])} {_ci(ceiling['icc_ci'])}"
-            + (f"  ({entry['note']})" if entry.get("note") else "")
+            f"{entry['n']:>5} {_clusters(entry)} {_pct(entry['parse_rate'], 6)}%   {_pct(ceiling['icc'])} "
+            f"{_ci(ceiling['icc_ci'])}" + (f"  ({entry['note']})" if entry.get("note") else "")
         )
     overall = result["overall"]
     if overall["n_total"]:
@@ -130,6 +144,7 @@ def format_score_table(result: dict) -> str:
     else:
         lines.append(f"{'All':<6} {MISSING:>6}  ({overall.get('note') or 'no overall score'})")
     lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {_ci(result['mean_icc_ci']).strip()}")
+    lines.append(_resampling_line(result["meta"]))
     if result.get("coverage"):
         lines.append(f"Coverage: {result['coverage']['sentence']}; parse rates are over the asked pairs.")
     imputed = result["midpoint_imputation"]
@@ -146,6 +161,31 @@ def format_score_table(result: dict) -> str:
             f"{_ci(common['overall']['icc_ci']).strip()}, mean ICC {_pct(common['mean_icc']).strip()}"
         )
     return "\n".join(lines)
+
+
+def _clusters(entry: dict) -> str:
+    """`clin.` and `deff` cells: the clinicians behind an entry and its design effect (blank when unknown)."""
+    n_clusters = entry.get("n_clusters")
+    effect = entry.get("design_effect")
+    return f"{'' if n_clusters is None else n_clusters:>5} {'' if effect is None else num(effect, 2):>5}"
+
+
+def _by_whom(result: dict) -> str:
+    plan = result["meta"].get("resampling")
+    return f" by {plan['unit']}" if plan else ""
+
+
+def _resampling_line(meta: dict) -> str:
+    """What made the CIs, and what `clin.` and `deff` mean: every table with a CI says it."""
+    plan = meta.get("resampling")
+    if not plan:
+        return "No CIs (no bootstrap). clin.: clinicians behind the pairs."
+    drawn = "clinicians, each with all its videos" if plan["unit"] == "clinician" else "videos, as if independent"
+    return (
+        f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample).\n"
+        "clin.: clinicians behind the pairs; deff: design effect, the variance resampling clinicians over resampling"
+        " videos.\nFor research on judges, not for evaluating therapists."
+    )
 
 
 def _stat(block: dict, key: str) -> float | None:
@@ -226,15 +266,23 @@ def format_raters_table(raters: dict) -> str:
 
 def format_compare_table(result: dict) -> str:
     names = result["systems"]
-    lines = [f"{'dim':<6} {'ICC A %':>8} {'ICC B %':>8} {'A-B':>6} {'95% CI':<14} {'p':>7} {'n':>5}"]
+    lines = [
+        f"{'dim':<6} {'ICC A %':>8} {'ICC B %':>8} {'A-B':>6} {'95% CI':<14} {'p':>7} {'n':>5} {'clin.':>5} {'deff':>5}"
+    ]
     rows = [(e["abbreviation"], e) for e in result["dimensions"].values()]
     rows += [("All", result["overall"]), ("Mean", {**result["mean_icc"], "n": None})]
     for label, entry in rows:
         lines.append(
             f"{label:<6} {_pct(entry['icc_a'], 8)} {_pct(entry['icc_b'], 8)} {_pct(entry['delta'], 6)} "
-            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], 4):>7} {'' if entry['n'] is None else entry['n']:>5}"
+            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], 4):>7} {'' if entry['n'] is None else entry['n']:>5} "
+            f"{_clusters(entry)}"
         )
-    lines.append(f"A = {names['a']}, B = {names['b']}; ICC in percent, paired bootstrap over videos both parsed.")
+    unit = (result["meta"].get("resampling") or {}).get("unit", "video")
+    lines.append(
+        f"A = {names['a']}, B = {names['b']}; ICC in percent, paired bootstrap resampling {unit}s (the same draws for"
+        " both systems) over the videos both parsed."
+    )
+    lines.append(_resampling_line(result["meta"]))
     return "\n".join(lines)
 
 
@@ -333,6 +381,7 @@ def run_score(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         common_videos=common,
         missing=args.missing,
+        resample=args.resample,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
     if raters is not None:
@@ -342,7 +391,8 @@ def run_score(args: argparse.Namespace) -> int:
     text = _text(args)
     text(
         f"MIS-Bench ICC(3,1): {shown(args.predictions)} vs {_data_name(args)}"
-        f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples, seed {args.seed})"
+        f" ({result['meta']['n_videos']} videos, {args.bootstrap} bootstrap resamples{_by_whom(result)}, seed"
+        f" {args.seed})"
     )
     _mark_synthetic(args, result, args.predictions)
     text(format_score_table(result))
@@ -352,8 +402,49 @@ def run_score(args: argparse.Namespace) -> int:
         text("")
         text(format_raters_table(result["model_as_rater"]))
     _add_stability(args, result, predictions, references)
+    if args.by:
+        _add_subgroups(args, result, predictions, references)
     _finish(args, json_path, result)
     return 0
+
+
+def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, references: dict) -> None:
+    """`--by`: the subgroup and therapist-level agreement, from the score's own draw (same seed, same resampling,
+    same videos), added to `result` and printed."""
+    from eval_scripts.report.subgroups import (
+        equal_bias_table,
+        plain_text,
+        subgroup_paragraphs,
+        subgroup_table,
+        therapist_paragraphs,
+        therapist_table,
+    )
+    from mis_bench_dataset.video_ids import THERAPIST_LEVEL
+    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+
+    common = {
+        "n_bootstrap": args.bootstrap,
+        "seed": args.seed,
+        "confidence": args.confidence,
+        "missing": args.missing,
+    }
+    text = _text(args)
+    for by in args.by:
+        text("")
+        if by == THERAPIST_LEVEL:
+            level = therapist_agreement(predictions, references, **common)
+            result["therapist_level"] = level
+            text(plain_text(therapist_table(level)))
+            paragraphs = therapist_paragraphs(level)
+        else:
+            groups = subgroup_agreement(predictions, references, by=by, resample=args.resample, **common)
+            result.setdefault("subgroups", {})[by] = groups
+            text(plain_text(subgroup_table(groups)))
+            text("")
+            text(plain_text(equal_bias_table(groups)))
+            paragraphs = subgroup_paragraphs(groups)
+        for paragraph in paragraphs:
+            text(paragraph)
 
 
 def _block_line(what: str, block: dict | None) -> str | None:
@@ -419,6 +510,7 @@ def run_compare(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         missing=args.missing,
         names=(str(args.a), str(args.b)),
+        resample=args.resample,
     )
     result["meta"].update(references=str(args.references), split=args.split)
     where = f"split {args.split!r} of {_data_name(args)}" if Path(args.references).is_dir() else _data_name(args)

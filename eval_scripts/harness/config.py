@@ -18,6 +18,7 @@ from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.backends.transformers_backend import TransformersBackend
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
+    DEFAULT_RESAMPLE,
     DEFAULT_SEED,
     MODALITY_SETTINGS,
     PROMPT_STYLE_TABLE,
@@ -25,6 +26,7 @@ from mis_bench_dataset.dimensions import (
     SCORE_EXPECTED,
     SCORE_READOUTS,
     bootstrap_option,
+    resample_option,
     seed_option,
 )
 from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_FRAMES, VIDEO_SAMPLING_RULES, VideoSampling
@@ -217,6 +219,7 @@ class RunConfig:
         ),
     )
     n_bootstrap: int = field(default=DEFAULT_BOOTSTRAP, metadata=bootstrap_option(section="setting"))
+    resample: str = field(default=DEFAULT_RESAMPLE, metadata=resample_option(section="setting"))
     # transformers / vllm
     batch_size: int | None = field(
         default=None,

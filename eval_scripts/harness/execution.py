@@ -354,6 +354,7 @@ def write_result(
         references=context.references,
         parse_rates=collected.parse_rates,
         n_bootstrap=config.n_bootstrap,
+        resample=config.resample,
         seed=config.seed,
         raw_records=collected.raw_records,
         usage=usage,

@@ -71,7 +71,6 @@ def run_perturbed(
     resample: str | None = None,
 ) -> PerturbedRuns:
     """The unperturbed arm from the cache, then every perturbed arm, then their shift tables (see the module)."""
-    from mis_icc_metric.resampling import DEFAULT_RESAMPLE
     from mis_icc_metric.sensitivity import perturbation_shift
 
     names = parse_perturbations(perturbations)
@@ -112,7 +111,7 @@ def run_perturbed(
                 references,
                 n_bootstrap=max(1, config.n_bootstrap),
                 seed=config.seed,
-                resample=resample or DEFAULT_RESAMPLE,
+                resample=resample or config.resample,
             )
             runs.tables[name] = {"perturbation": contexts[name].setting["perturbation"], **table}
     return runs

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.ownership import OutputFolder
 
@@ -51,6 +51,7 @@ def write_run(
     references: Mapping[tuple[str, str], float],
     parse_rates: Mapping[str, float],
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    resample: str = DEFAULT_RESAMPLE,
     seed: int = DEFAULT_SEED,
     raw_records: Sequence[Mapping[str, Any]] | None = None,
     usage: Mapping[str, int] | None = None,
@@ -74,7 +75,7 @@ def write_run(
             for p in predictions
             if (p["video_id"], p["dimension"]) in references
         }
-        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed)
+        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
     raw_path = None
     with AtomicFiles() as files:  # the run's files appear together: never a folder mixing two runs
         write_predictions(claimed[PREDICTIONS_NAME], predictions, files=files)

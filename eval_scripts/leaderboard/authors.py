@@ -280,13 +280,6 @@ def _table3_lines() -> list[str]:
     return lines
 
 
-def _ci_method(board: Mapping[str, Any]) -> str:
-    """How the board's CIs resampled, as its scores say (the toolkit's default: clinicians)."""
-    entries = board.get("entries") or []
-    meta = (entries[0].get("scores") or {}).get("meta") or {} if entries else {}
-    return meta.get("ci_method") or "percentile bootstrap over the test videos"
-
-
 def render_authors_page(doc: Mapping[str, Any], command: str) -> str:
     """The Markdown page: no timestamp, no local path, so regenerating it from the same files gives the same text."""
     rows, video = doc["boards"][PAPER_ROWS], doc["boards"]["video"]
@@ -303,7 +296,8 @@ def render_authors_page(doc: Mapping[str, Any], command: str) -> str:
         f"{files}. Generated with `{command}`.",
         "",
         f"Ranked as any submission is (`mis-bench leaderboard`: overall ICC(3,1), then mean ICC; the `mean` floor is "
-        f"shown, never ranked). CIs: 95% {_ci_method(rows)}, {doc['n_bootstrap']:,} resamples, "
+        f"shown, never ranked). CIs: 95% percentile bootstrap over the test videos' clinicians (each with all its "
+        f"videos), {doc['n_bootstrap']:,} resamples, "
         f"seed {doc['seed']}. Halo: the mean correlation between dimensions over videos, the expert gold's on the "
         "same pairs in brackets ([Agreement](agreement.md#halo)). p vs leader: paired bootstrap of the mean ICC.",
         "",

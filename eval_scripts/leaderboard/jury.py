@@ -265,6 +265,7 @@ def write_jury(
     from mis_bench_dataset.rules.atomic import write_atomic
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_icc_metric.resampling import DEFAULT_RESAMPLE
 
     method = combined.record["method"]
     name = jury_name(method, members, names)
@@ -298,6 +299,7 @@ def write_jury(
         parse_rates=rates,
         n_bootstrap=n_bootstrap,
         seed=seed,
+        resample=resample or DEFAULT_RESAMPLE,
     )
     record = {**combined.record, "name": name}
     if references:

@@ -416,7 +416,8 @@ def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard
 <meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
 <body><h1>{_esc(title)}</h1>{notice}
 <p>ICC(3,1) in percent against expert ratings on split <b>{_esc(board["split"])}</b> ({board["n_videos"]} videos),
-95% bootstrap CIs ({board["n_bootstrap"]} resamples) on hover and in each entry's detail row (click a row).
+95% bootstrap CIs ({board["n_bootstrap"]} resamples of {_esc(board.get("resample", "video"))}s) on hover and in each
+entry's detail row (click a row).
 Overall: the eight scores averaged per video.
 <span id="ranking-rule">{_esc(rule)}</span> p vs leader: paired bootstrap test of the overall ICC difference on
 the same videos. Generated {_esc(board["generated_at"])}.</p>

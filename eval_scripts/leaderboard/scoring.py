@@ -37,7 +37,7 @@ from eval_scripts.leaderboard.disclosure import (
 )
 from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
 from eval_scripts.leaderboard.received import Request, file_request
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSIONS, HUMAN_CEILING
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.text_safety import normal_name, safe_text
 
@@ -157,13 +157,14 @@ def _submission_files(submissions_dir: Path) -> list[Path]:
     )
 
 
-def _score_all(accepted: list[Candidate], references, rejected: list, n_bootstrap: int, seed: int, synthetic) -> list:
+def _score_all(accepted: list[Candidate], references, rejected: list, plan: tuple[int, int, str], synthetic) -> list:
     """(entry, submission) for each accepted file it could score (unrounded); one that fails is added to
     `rejected`."""
     from eval_scripts.report.inputs import predictions_on
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import score_predictions
 
+    n_bootstrap, seed, resample = plan
     entries = []
     for sub in tqdm(accepted, desc="scoring submissions", unit="file", disable=len(accepted) < 5 or None):
         try:
@@ -173,6 +174,7 @@ def _score_all(accepted: list[Candidate], references, rejected: list, n_bootstra
                     references,
                     n_bootstrap=n_bootstrap,
                     seed=seed,
+                    resample=resample,
                 )
             )
             entries.append((_entry(sub, scores, synthetic), sub))
@@ -183,12 +185,13 @@ def _score_all(accepted: list[Candidate], references, rejected: list, n_bootstra
     return entries
 
 
-def _rank_against_leader(entries: list, references, n_bootstrap: int, seed: int) -> None:
+def _rank_against_leader(entries: list, references, plan: tuple[int, int, str]) -> None:
     """Number the ranked entries and compare each with the leader (a paired bootstrap on the same videos)."""
     from eval_scripts.report.inputs import predictions_on
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import paired_comparison
 
+    n_bootstrap, seed, resample = plan
     for rank, (entry, sub) in enumerate(entries, start=1):
         entry["rank"] = rank
         if rank == 1:
@@ -201,6 +204,7 @@ def _rank_against_leader(entries: list, references, n_bootstrap: int, seed: int)
                 references,
                 n_bootstrap=n_bootstrap,
                 seed=seed,
+                resample=resample,
             )
             entry["vs_leader"] = _vs_leader(json_safe(comparison))
         except Exception as err:  # noqa: BLE001 - a failed comparison only blanks the p-value
@@ -229,6 +233,7 @@ def build_leaderboard(
     split: str = "test",
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    resample: str = DEFAULT_RESAMPLE,
     max_bytes: int = DEFAULT_MAX_BYTES,
     fingerprints: Collection[str] | None = None,
     synthetic: bool | None = None,
@@ -251,12 +256,13 @@ def build_leaderboard(
     accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints, requests or {})
     screened = screen(accepted, references, hidden=not labels_public, trusted_accounts=trusted_accounts)
     rejected += screened.rejected
-    entries = _score_all(screened.ranked, references, rejected, n_bootstrap, seed, synthetic)
+    plan = (n_bootstrap, seed, resample)
+    entries = _score_all(screened.ranked, references, rejected, plan, synthetic)
     floors = [entry for entry, sub in entries if entry["floor"] and is_trusted(sub.request, trusted_accounts)]
     for entry in floors:
         entry["rank"], entry["vs_leader"] = None, None
     entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=_rank_key)
-    _rank_against_leader(entries, references, n_bootstrap, seed)
+    _rank_against_leader(entries, references, plan)
     ranked = [entry for entry, _ in entries]
     _publish([*ranked, *floors], hidden=not labels_public, n_videos=len(video_ids))
     shown = [*ranked, *floors, *screened.unranked]
@@ -268,6 +274,7 @@ def build_leaderboard(
         "n_common_videos": len(video_ids) if ranked else 0,  # every ranked entry answers every video
         "n_bootstrap": n_bootstrap,
         "seed": seed,
+        "resample": resample,
         # The references' flag when they have one; else any entry whose submitter marked it.
         "synthetic": bool(synthetic) if synthetic is not None else any(e.get("synthetic") for e in shown),
         "labels_public": labels_public,

@@ -13,6 +13,7 @@ MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 - `options`: the report's user-facing choices, light enough for `--help`.
 - `plots`: figures: the radar with the human ceiling, configuration x dimension views.
 - `sensitivity`: a judge under perturbations: the shift tables and the sensitivity figure.
+- `subgroups`: agreement by time point, stimulus or clinician and at the therapist level, as tables and sentences.
 - `stability`: each run's agreement with itself beside its agreement with the experts.
 - `table`: report tables as cell grids, rendered to Markdown and HTML.
 - `text_table`: a Table-3-like plain-text table for the terminal.

@@ -62,7 +62,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.rules.atomic import AtomicFiles
 from mis_bench_dataset.rules.errors import DataError, UsageError
@@ -188,8 +188,10 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
         )
         if comparison.rescored and comparison.n_bootstrap:
             paragraphs.append(
-                f"95% percentile bootstrap CIs over videos from {comparison.n_bootstrap:,} resamples (seed "
-                f"{comparison.seed}); paired tests: ICC(system) - ICC(reference) in percentage points on the items "
+                f"95% percentile bootstrap CIs resampling {comparison.resample}s (a clinician with all its videos"
+                " together: the clustered CI; or videos as if independent, the paper's protocol) from "
+                f"{comparison.n_bootstrap:,} resamples (seed {comparison.seed}); paired tests, the same draws for "
+                "both: ICC(system) - ICC(reference) in percentage points on the items "
                 "both systems parsed, with its CI and two-sided bootstrap p-value (mis_icc_metric.paired_comparison)."
             )
         tables.append(
@@ -396,10 +398,12 @@ def write_report(
     reference: str | None = None,
     comparison_bootstrap: int = PAPER_BOOTSTRAP,
     seed: int = 0,
+    resample: str = DEFAULT_RESAMPLE,
     scatters: str = "best",
     raters: Labels | None = None,
     about: About | None = None,
     cross_validation: Mapping[str, Any] | None = None,
+    by: Sequence[str] = (),
 ) -> ReportFiles:
     """The report of scored results objects (see the module docstring).
 
@@ -413,10 +417,11 @@ def write_report(
     `references`) adds the model-as-one-more-rater section for each system's best configuration.
     `about` says what the runs were run on (`report.about`; default: the runs' datasets by name), first
     thing under the title; `cross_validation` ({"doc": `baselines.crossval.cross_validate`'s, "test_split":
-    {run name: mean ICC}}) adds its section beside the test-split numbers.
+    {run name: mean ICC}}) adds its section beside the test-split numbers; `by` (`report.subgroups`, needs
+    `references`) adds agreement by subgroup and at the therapist level of each system's best configuration.
     """
     runs = by_system(run_views(results_list, sources))
-    _check_request(runs, scatters, raters, references)
+    _check_request(runs, scatters, raters, references, by)
     about = about or _about_of(runs)
     title = f"{title}: {about.name}" if title == "MIS-Bench report" else title
     folder = as_output_folder(out_dir, "report")
@@ -428,12 +433,12 @@ def write_report(
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
     fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
     heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
-    comparison = compare_systems(
-        runs, best, references=references, reference=reference, n_bootstrap=comparison_bootstrap, seed=seed
-    )
+    draw = {"n_bootstrap": comparison_bootstrap, "seed": seed, "resample": resample}  # the comparison's and subgroups'
+    comparison = compare_systems(runs, best, references=references, reference=reference, **draw)
     rated = _rate(best, references, raters) if raters is not None else []
     stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)
     perturbed, sensitivity_paths = _perturbed(runs, folder, stem)
+    grouped = _subgroups(best, references, by, draw)
     with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
         heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
         radar_runs = comparison.views() or [entry.run for entry in best] or runs
@@ -449,16 +454,14 @@ def write_report(
             _comparison_section(comparison, radar),
             *_closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters),
         ]
+        sections += [_subgroups_section(grouped)] if grouped else []
         if cross_validation:
             sections.insert(3, _crossval_section(cross_validation))
         sections += _sensitivity_sections(perturbed, sensitivity_paths, files)
         files.write(markdown_path, _markdown(title, synthetic, sections, about))
         files.write(html_path, _html(title, synthetic, sections, files.read, about))
         data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
-        data["stability"] = json_safe(stable)
-        data["perturbations"] = [{"run": run.label, **doc} for run, doc in perturbed]
-        data["about"] = {"name": about.name, "paragraphs": about.paragraphs, "warning": about.warning}
-        data["cross_validation"] = json_safe(cross_validation["doc"]) if cross_validation else None
+        data.update(_data_extras(stable, perturbed, about, cross_validation, grouped))
         files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
@@ -484,13 +487,32 @@ def _crossval_section(cross_validation: Mapping[str, Any]) -> _Section:
     )
 
 
-def _check_request(runs, scatters: str, raters, references) -> None:
+def _subgroups(best, references, by: Sequence[str], draw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """`report.subgroups.subgroup_results` of each system's best configuration (none without `by`); `draw`:
+    the comparison's resamples, seed and resampling unit."""
+    if not by:
+        return []
+    from eval_scripts.report.subgroups import subgroup_results
+
+    return subgroup_results([entry.run for entry in best], references, by, **draw)
+
+
+def _subgroups_section(grouped: Sequence[Mapping[str, Any]]) -> _Section:
+    from eval_scripts.report.subgroups import report_parts
+
+    paragraphs, tables = report_parts(grouped)
+    return _Section("Agreement by subgroup and at the therapist level", paragraphs, tables, [])
+
+
+def _check_request(runs, scatters: str, raters, references, by: Sequence[str] = ()) -> None:
     if not runs:
         raise UsageError("nothing to report: no results given")
     if scatters not in SCATTER_CHOICES:
         raise UsageError(f"--scatters must be one of {', '.join(SCATTER_CHOICES)}, got {scatters!r}")
     if raters is not None and references is None:
         raise UsageError("the model-as-rater section needs the gold scores too", hint="pass --references as well")
+    if by and references is None:
+        raise UsageError("agreement by subgroup needs the gold scores", hint="pass --references as well")
 
 
 def _closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters) -> list:
@@ -528,6 +550,17 @@ def _errors_section(runs: Sequence[RunView]) -> _Section:
         ],
         [],
     )
+
+
+def _data_extras(stable, perturbed, about: About, cross_validation, grouped) -> dict[str, Any]:
+    """The report JSON's parts beyond the views: stability, perturbations, about, cross-validation, subgroups."""
+    return {
+        "stability": json_safe(stable),
+        "perturbations": [{"run": run.label, **doc} for run, doc in perturbed],
+        "about": {"name": about.name, "paragraphs": about.paragraphs, "warning": about.warning},
+        "cross_validation": json_safe(cross_validation["doc"]) if cross_validation else None,
+        "subgroups": grouped,
+    }
 
 
 def _perturbed(runs, folder: OutputFolder, stem: str) -> tuple[list, list[Path]]:

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from eval_scripts.report.inputs import Key, predictions_on, score_run
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
@@ -41,6 +42,7 @@ class Comparison:
     rescored: bool = False
     n_bootstrap: int | None = None
     seed: int | None = None
+    resample: str | None = None
 
     def views(self) -> list[RunView]:
         """The compared runs carrying the comparison's scores (for the radar and the tables)."""
@@ -56,6 +58,7 @@ class Comparison:
             "rescored": self.rescored,
             "n_bootstrap": self.n_bootstrap,
             "seed": self.seed,
+            "resample": self.resample,
             "systems": [
                 {
                     **run.identity(),
@@ -157,11 +160,12 @@ def _stored_comparison(ref, rule, compared, skipped, notes: list[str], n_bootstr
     )
 
 
-def _paired_tests(ref, others, references, n_bootstrap: int, seed: int, quiet: bool) -> list[dict[str, Any]]:
+def _paired_tests(ref, others, references, plan: tuple[int, int, str], quiet: bool) -> list[dict[str, Any]]:
     """Each system against the reference: a paired bootstrap of the ICC differences on the same videos."""
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric import paired_comparison
 
+    n_bootstrap, seed, resample = plan
     reference_predictions = predictions_on(ref.predictions, references)
     paired = []
     for run in tqdm(
@@ -175,6 +179,7 @@ def _paired_tests(ref, others, references, n_bootstrap: int, seed: int, quiet: b
                 n_bootstrap=n_bootstrap,
                 seed=seed,
                 names=(run.label, ref.label),
+                resample=resample,
             )
         except ValueError as err:
             raise DataError(f"cannot compare with the reference: {err}", where=run.source or run.label) from None
@@ -190,6 +195,7 @@ def compare_systems(
     reference: str | None = None,
     n_bootstrap: int = PAPER_BOOTSTRAP,
     seed: int = 0,
+    resample: str = DEFAULT_RESAMPLE,
 ) -> Comparison:
     """The Table 4 / Figure 4 comparison (see the module docstring)."""
     if n_bootstrap < 0:
@@ -209,16 +215,33 @@ def compare_systems(
     if references is None:
         return _stored_comparison(ref, rule, compared, skipped, notes, n_bootstrap)
     scores = [
-        score_run(run.predictions, references, n_bootstrap=n_bootstrap, seed=seed, source=run.source or run.label)
+        score_run(
+            run.predictions,
+            references,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            source=run.source or run.label,
+            resample=resample,
+        )
         for run in tqdm(compared, desc="comparison: scoring", unit="system", disable=len(compared) < 3 or None)
     ]
     paired: list[dict[str, Any]] = []
     if n_bootstrap == 0:
         notes.append("no CIs and no paired tests: the number of bootstrap resamples is 0")
     else:
-        paired = _paired_tests(ref, compared[1:], references, n_bootstrap, seed, len(compared) < 4)
+        paired = _paired_tests(ref, compared[1:], references, (n_bootstrap, seed, resample), len(compared) < 4)
     if len(compared) < 2:
         notes.append(f"only one system on split {ref.split!r} of {ref.dataset_label()}: nothing to test against")
     return Comparison(
-        ref, rule, compared, scores, paired, skipped, notes, rescored=True, n_bootstrap=n_bootstrap, seed=seed
+        ref,
+        rule,
+        compared,
+        scores,
+        paired,
+        skipped,
+        notes,
+        rescored=True,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        resample=resample,
     )

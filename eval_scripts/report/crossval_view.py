@@ -16,7 +16,8 @@ def crossval_paragraph(doc: Mapping[str, Any]) -> str:
         f"{doc['n_folds']}-fold cross-validation over all {doc['n_videos']} videos, folds grouped by "
         f"{doc['grouping']}, fold seeds {', '.join(str(s) for s in doc['seeds'])}: each video is predicted once per "
         "seed by the baseline fitted on the other folds, and those pooled out-of-fold predictions are scored like "
-        f"any run ({doc['n_bootstrap']:,} bootstrap resamples over videos); each fold's own mean ICC (its held-out "
+        f"any run ({doc['n_bootstrap']:,} bootstrap resamples of clinicians, each with all its videos); each fold's "
+        "own mean ICC (its held-out "
         "videos alone) follows. The test-split column is the run above, fitted on the train split."
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ def score_run(
     n_bootstrap: int,
     seed: int,
     source: str,
+    resample: str = DEFAULT_RESAMPLE,
 ) -> dict[str, Any]:
     """`mis_icc_metric.score_predictions` of one run's predictions on the labelled pairs, strict-JSON safe."""
     from mis_bench_dataset.rules.jsonio import json_safe
@@ -91,7 +93,13 @@ def score_run(
 
     try:
         return json_safe(
-            score_predictions(predictions_on(predictions, references), references, n_bootstrap=n_bootstrap, seed=seed)
+            score_predictions(
+                predictions_on(predictions, references),
+                references,
+                n_bootstrap=n_bootstrap,
+                seed=seed,
+                resample=resample,
+            )
         )
     except ValueError as err:
         raise DataError(
@@ -108,6 +116,7 @@ def rescore(
     n_bootstrap: int,
     seed: int,
     sources: Sequence[str],
+    resample: str = DEFAULT_RESAMPLE,
 ) -> list[dict[str, Any]]:
     """Copies of the results with `scores` recomputed from their predictions against `references`."""
     from eval_scripts.formats.submission import predictions_mapping
@@ -116,6 +125,13 @@ def rescore(
     for results, source in tqdm(
         list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", disable=len(results_list) < 3
     ):
-        scores = score_run(predictions_mapping(results), references, n_bootstrap=n_bootstrap, seed=seed, source=source)
+        scores = score_run(
+            predictions_mapping(results),
+            references,
+            n_bootstrap=n_bootstrap,
+            seed=seed,
+            source=source,
+            resample=resample,
+        )
         rescored.append({**results, "scores": scores})
     return rescored

@@ -1,0 +1,189 @@
+"""`mis-bench plan icc|difference|labels`: how many videos, clinicians or expert labels an evaluation needs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_resample,
+    add_seed,
+    existing,
+    positive_float,
+    positive_int,
+    probability,
+    shown,
+)
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+
+TARGETS = ("icc", "difference", "labels")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "plan",
+        help="sample size from a pilot run: videos and clinicians for an ICC CI half-width or to tell two judges "
+        "apart, expert labels for an `estimate` CI",
+        description="icc: videos (clinicians) for a judge's ICC(3,1) CI of --half-width; difference: to detect "
+        "an ICC difference of --difference between --predictions and --compare at --power and --level; labels: "
+        "expert labels for a PPI++ mean's CI of --half-width score points. By resampling the pilot (icc, "
+        "difference) with Bonett (2002) beside it. For research on judges, not for therapist supervision, "
+        "training, hiring or patient-facing evaluation.",
+    )
+    parser.add_argument("target", choices=TARGETS, help="what to plan for")
+    parser.add_argument(
+        "--predictions", required=True, type=existing("file"), help="the pilot's predictions (any form `score` reads)"
+    )
+    parser.add_argument(
+        "--references",
+        required=True,
+        type=existing("any"),
+        help="the pilot's gold: a built dataset folder or a labels file (any form `score` reads)",
+    )
+    parser.add_argument(
+        "--split",
+        default=ALL_SPLITS,
+        choices=(*SPLITS, ALL_SPLITS),
+        help="dataset split when --references is a folder (default: all)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=existing("file"),
+        default=None,
+        help="difference: the second judge's pilot predictions (default: none; difference needs it)",
+    )
+    parser.add_argument(
+        "--half-width",
+        type=positive_float,
+        default=None,
+        help="icc: the CI half-width wanted, in ICC units (0.1: ICC +/- 0.1); labels: in score points "
+        "(default: none; icc and labels need it)",
+    )
+    parser.add_argument(
+        "--difference",
+        type=positive_float,
+        default=None,
+        help="difference: the ICC difference to detect (default: none; difference needs it)",
+    )
+    parser.add_argument("--power", type=probability, default=0.8, help="difference: the power wanted (default: 0.8)")
+    parser.add_argument(
+        "--level", type=probability, default=0.05, help="difference: the two-sided test's level (default: 0.05)"
+    )
+    parser.add_argument(
+        "--judged",
+        type=positive_int,
+        default=None,
+        help="labels: videos the judge will score (default: as many as in --predictions)",
+    )
+    parser.add_argument("--confidence", type=probability, default=0.95, help="CI level (default: 0.95)")
+    add_bootstrap(parser, minimum=100, what="resamples at each size tried (icc, difference)")
+    add_resample(parser)
+    add_seed(parser)
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="FILE.json", help="also write the result as JSON (default: none)"
+    )
+    add_json(parser, what="the result")
+    parser.set_defaults(func=run)
+
+
+def _needs(args: argparse.Namespace) -> None:
+    from mis_bench_dataset.rules.errors import UsageError
+
+    need = {"icc": ["half_width"], "difference": ["difference", "compare"], "labels": ["half_width"]}[args.target]
+    missing = ["--" + name.replace("_", "-") for name in need if getattr(args, name) is None]
+    if missing:
+        raise UsageError(f"plan {args.target} needs {' and '.join(missing)}", hint="see mis-bench plan --help")
+
+
+def _mapping(path: Path, args: argparse.Namespace):
+    from eval_scripts.cli.args import say
+    from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file
+
+    file = read_prediction_file(path)
+    for note in file.notes:
+        say(f"note: {shown(path)}: {note}", err=args.json)
+    return predictions_to_mapping(file.records)
+
+
+def run(args: argparse.Namespace) -> int:
+    from eval_scripts.cli.score import _claim_json, _finish, _text
+    from mis_icc_metric import planning
+    from mis_icc_metric.predictions_io import read_references
+
+    _needs(args)
+    json_path = _claim_json(args, args.predictions, args.references, args.compare)
+    predictions = _mapping(args.predictions, args)
+    references = read_references(args.references, split=args.split)
+    common = {"n_resamples": args.bootstrap, "seed": args.seed, "unit": args.resample}
+    if args.target == "icc":
+        result = planning.plan_icc(
+            predictions, references, half_width=args.half_width, confidence=args.confidence, **common
+        )
+    elif args.target == "difference":
+        second = _mapping(args.compare, args)
+        result = planning.plan_difference(
+            predictions, second, references, difference=args.difference, power=args.power, level=args.level, **common
+        )
+    else:
+        result = planning.plan_labels(
+            predictions, references, half_width=args.half_width, n_judged=args.judged, confidence=args.confidence
+        )
+    result["target"] = args.target
+    result["purpose"] = planning.PURPOSE
+    result["meta"] = {"predictions": str(args.predictions), "references": str(args.references), "split": args.split}
+    _text(args)(format_plan(result))
+    _finish(args, json_path, result)
+    return 0
+
+
+def _count(value: int | None, none: str = "beyond the grid") -> str:
+    return none if value is None else f"{value:,}"
+
+
+def format_plan(result: dict) -> str:
+    target = result["target"]
+    rows = result["dimensions"].values()
+    if target == "labels":
+        lines = [
+            f"Expert labels for a {result['confidence']:.0%} CI of +/- {result['half_width']:g} score points on a "
+            "dimension's mean:",
+            f"{'dim':<6} {'judged':>7} {'PPI++':>8} {'experts only':>13}",
+        ]
+        lines += [
+            f"{r['abbreviation']:<6} {r['n_judged']:>7,} {_count(r['ppi_labels'], 'all judged too few'):>8} "
+            f"{_count(r['classical_labels']):>13}"
+            for r in rows
+        ]
+        lines.append(f"Method: {result['method']}.")
+    else:
+        plan = result["resampling"]
+        pilot = result["pilot"]
+        what = (
+            f"an ICC(3,1) {result['confidence']:.0%} CI of +/- {result['half_width']:g}"
+            if target == "icc"
+            else f"an ICC difference of {result['difference']:g} at power {result['power']:g}, "
+            f"level {result['level']:g}"
+        )
+        analytic = "Bonett" if target == "icc" else "analytic"
+        lines = [
+            f"Size for {what}, from a pilot of {pilot['n_videos']} videos "
+            f"({pilot['videos_per_clinician']:.1f} per clinician), resampling {plan['unit']}s:",
+            f"{'dim':<6} {'videos':>15} {'clinicians':>15} {analytic + ' videos':>15}"
+            + (f" {'x deff, clin.':>14}" if target == "icc" else f" {'pilot ICCs':>14}"),
+        ]
+        for r in rows:
+            extra = (
+                f" {_count(r['bonett_clinicians']):>14}"
+                if target == "icc"
+                else f" {100 * r['pilot_icc_a']:>6.1f} {100 * r['pilot_icc_b']:>6.1f}"
+            )
+            lines.append(
+                f"{r['abbreviation']:<6} {_count(r['videos']):>15} {_count(r['clinicians']):>15} "
+                f"{_count(r.get('bonett_videos', r.get('analytic_videos'))):>15}{extra}"
+            )
+        lines.append(f"Resampling: {plan['method']}; {plan['n_resamples']} resamples per size, seed {plan['seed']}.")
+        lines.append(f"Note: {result['note']}.")
+    lines.append(f"For {result['purpose']}.")
+    return "\n".join(lines)
