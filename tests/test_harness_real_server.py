@@ -226,3 +226,23 @@ def test_a_server_killed_mid_run_stops_it_with_exit_3_and_another_server_answers
     assert main(_run(served, out, synthetic_build)) == 0
     summary = _summary(capsys)
     assert served.chat_requests() - before == rows_left == summary["called"] and summary["parsed"] == 16
+
+
+def test_perturbed_arms_against_transformers_serve(served, synthetic_build, tmp_path, capsys) -> None:
+    """`--perturb` against the real server: the unperturbed arm from the cache (no request), each perturbed arm
+    its 16 rows, and a shift table with clustered CIs (the fixed-answer model never moves: shift 0)."""
+    out = tmp_path / "runs"
+    assert main(_run(served, out, synthetic_build)) == 0
+    capsys.readouterr()
+    before = served.chat_requests()
+    assert (
+        main(_run(served, out, synthetic_build, "--perturb", "no-fillers,rubric-paraphrase-a", "--bootstrap", "20"))
+        == 0
+    )
+    summary = _summary(capsys)
+    assert served.chat_requests() - before == 2 * 16  # the two perturbed arms, nothing for the unperturbed one
+    assert summary["unperturbed"]["called"] == 0 and summary["unperturbed"]["cached"] == 16
+    for table in summary["perturbations"].values():
+        assert table["meta"]["resampling"]["unit"] == "clinician"
+        assert table["mean"]["mean_shift"] == 0 and table["mean"]["share_moved"] == 0
+    assert Path(summary["shift_tables"]).is_file()

@@ -35,7 +35,15 @@ def test_the_committed_page_is_what_the_command_writes(authors_dir, real_transcr
         "baseline/features-ridge": 41.2,
         "Qwen2.5-VL-7B-Instruct, MIS-RAFT (Table 4)": 31.1,
         "Qwen2.5-VL-7B-Instruct, Raw (Table 4)": 13.8,
+        # the juries: combinations of MIS-RAFT, Raw and the ridge (`mis-bench jury`), each marked as one
+        "jury(stacked): MIS-RAFT + Raw + text ridge": 39.8,
+        "jury(mean): MIS-RAFT + Raw + text ridge": 37.7,
+        "jury(median): MIS-RAFT + Raw + text ridge": 33.5,
     }
+    assert written.count("ridge *(combination)* |") == 3 and "### Juries: combinations of the systems above" in written
+    juries = {j["method"]: j for j in rows["juries"]}
+    assert juries["mean"]["best_member"] == "text ridge" and juries["mean"]["resampling"]["unit"] == "clinician"
+    assert juries["stacked"]["fit"].startswith("cross-fitted on the scored split: 5 clinician folds")
     # The authors' fine-tuning file leaves one of its 797 pairs blank: listed unranked, with its coverage, no figure.
     (unranked,) = rows["unranked"]
     assert unranked["model"] == "Qwen2.5-VL-7B-Instruct, Fine-tuning (Table 4)"

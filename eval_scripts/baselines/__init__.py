@@ -6,12 +6,14 @@
 - `on_the_fly`: temporary builds from a labels file and transcripts, and the text ridge fitted on them.
 - `models`: the CPU baselines: `mean` (the sanity floor) and `features` (per-dimension ridge).
 - `run`: run a baseline on a built dataset and write what `mis-bench run` writes.
+- `sensitivity`: the text ridge under the transcript perturbations.
+- `stacking`: how a jury combines its members: mean, median, NNLS weights (fitted elsewhere or cross-fitted).
 - `summaries`: video-level summaries of the `features` config, one numeric vector per modality group.
 """
 
-from eval_scripts.baselines.models import BASELINES, FeatureRidgeBaseline, MeanBaseline, make_baseline
-from eval_scripts.baselines.run import BaselineRun, run_baseline
-from eval_scripts.baselines.summaries import MODALITY_GROUPS, summarise
+from __future__ import annotations
+
+from mis_bench_dataset.rules.lazy import lazy_exports
 
 __all__ = [
     "BASELINES",
@@ -23,3 +25,13 @@ __all__ = [
     "BaselineRun",
     "summarise",
 ]
+
+# Lazy: the models import numpy and scikit-learn; `mis-bench --help` reads `stacking`'s constants only.
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("BASELINES", "FeatureRidgeBaseline", "MeanBaseline", "make_baseline"), ".models"),
+        **dict.fromkeys(("run_baseline", "BaselineRun"), ".run"),
+        **dict.fromkeys(("MODALITY_GROUPS", "summarise"), ".summaries"),
+    },
+)

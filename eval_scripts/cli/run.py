@@ -85,6 +85,7 @@ def register(subparsers) -> None:
         "(default: no deadline)",
     )
     _add_default_job_options(parser)
+    _add_perturb_options(parser)
     add_json(parser, what="the summary")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run_command)
@@ -166,6 +167,81 @@ def _add_default_job_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"fold seeds for --cv-folds, from --seed on (default {DEFAULT_CV_SEEDS})",
     )
+
+
+def _add_perturb_options(parser: argparse.ArgumentParser) -> None:
+    """`--perturb`: the setting again under documented, seeded changes (`eval_scripts.jobs.perturb`)."""
+    from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS
+
+    group = parser.add_argument_group(
+        "perturbations (a judge under changes that should not matter; see the harness page)"
+    )
+    group.add_argument(
+        "--perturb",
+        metavar="NAME[,NAME...]",
+        help=f"run the setting again under each of these ({', '.join(PERTURBATIONS)}) and write the shift tables "
+        "under OUT/perturbations/: the unperturbed arm comes from the response cache (no request), so run the "
+        "setting first. Without --backend/--model: the text ridge of --dataset under the transcript perturbations "
+        "(default: none)",
+    )
+    group.add_argument(
+        "--perturb-seed",
+        type=int,
+        default=DEFAULT_PERTURB_SEED,
+        help="seed of the perturbations' random choices (the same seed gives byte-identical prompts)",
+    )
+
+
+def _perturb_command(args: argparse.Namespace, started: float) -> int:
+    """`--perturb`: the shift tables of a model setting (from its cache) or of the text ridge."""
+    from eval_scripts.answers.perturbations import parse_perturbations
+    from eval_scripts.report.sensitivity import shift_table_lines
+    from mis_bench_dataset.rules.errors import UsageError
+
+    parse_perturbations(args.perturb)  # an unknown name: one line, before anything is read
+    if args.grid or args.dry_run or args.export_batch or args.import_batch or args.cv_folds:
+        raise UsageError(
+            "--perturb runs one setting", where="--perturb", hint="drop --grid, batch modes and --cv-folds"
+        )
+    if args.model and args.backend:
+        from eval_scripts.jobs.perturb import model_perturbations
+
+        config = _run_config(args, started)
+        config.decoding = decoding_for(config)
+        runs, files = model_perturbations(config, args.perturb, perturb_seed=args.perturb_seed)
+        tables = runs.tables
+        summary = {
+            "unperturbed": _summary(runs.unperturbed),
+            "arms": {name: _summary(arm) for name, arm in runs.arms.items()},
+        }
+        results = [runs.unperturbed, *runs.arms.values()]
+    elif args.model or args.backend:
+        raise UsageError("give both --backend and --model", hint="or neither, for the text ridge")
+    else:
+        from eval_scripts.jobs.perturb import ridge_perturbations
+
+        if not args.dataset:
+            raise UsageError("the text ridge needs a build", where="--perturb", hint="pass --dataset DIR")
+        doc, files = ridge_perturbations(
+            args.dataset,
+            default_out(args),
+            args.perturb,
+            split=args.split,
+            perturb_seed=args.perturb_seed,
+            n_bootstrap=args.bootstrap,
+            seed=args.seed,
+            resample=args.resample,
+        )
+        tables, summary, results = doc["perturbations"], {}, []
+    summary["shift_tables"] = str(files.json) if files else None
+    if args.json:
+        print_json({**summary, "perturbations": tables})
+    else:
+        for line in shift_table_lines(tables, dimensions=False):
+            say(line)
+        if files:
+            say(f"shift tables: {files.markdown} (figure {files.figure.name}, JSON {files.json.name})")
+    return _exit_code(results) if results else 0
 
 
 # -- several servers (`--base-url` repeated or a comma list; issue 29) ----------------------------------------
@@ -359,6 +435,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
+    if args.perturb:
+        return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
         return run_default(args)
     from mis_bench_dataset.rules.errors import UsageError

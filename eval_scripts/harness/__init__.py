@@ -16,5 +16,6 @@
 - `ordering`: prefix-friendly request order and how much of it a prefix cache can reuse.
 - `batch`: OpenAI Batch API / vLLM `run_batch` files: export lines, read output lines, `BatchOutputBackend`.
 - `batch_flow`: dry runs and batch files: a run's settings prepared, then estimated, exported or answered from files.
+- `perturbed`: `mis-bench run --perturb`: the unperturbed arm from the cache, each perturbed arm, their shift tables.
 - `estimate`: prompt-token and cost estimates for dry runs.
 """

@@ -12,6 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from eval_scripts.answers.perturbations import (
+    DEFAULT_PERTURB_SEED,
+    PERTURBATIONS,
+    perturb_prompt,
+    perturb_rows,
+    perturbation_record,
+)
 from eval_scripts.answers.prompts import (
     DEFAULT_PROMPT_VERSION,
     Prompt,
@@ -97,6 +104,8 @@ class RunContext:
             info["few_shot_seed"] = config.few_shot_seed
         if "video" in self.setting:  # raw video sampled by the backend (frames, pixel budget)
             info["video"] = self.setting["video"]
+        if "perturbation" in self.setting:  # a perturbed arm (`mis-bench run --perturb`)
+            info["perturbation"] = self.setting["perturbation"]
         return info
 
 
@@ -245,12 +254,20 @@ def _sample_keys(
 
 
 def prepare_run(
-    config: RunConfig, backend: Backend, *, scoring: DatasetSource | None = None, train: DatasetSource | None = None
+    config: RunConfig,
+    backend: Backend,
+    *,
+    scoring: DatasetSource | None = None,
+    train: DatasetSource | None = None,
+    perturbation: str | None = None,
+    perturb_seed: int = DEFAULT_PERTURB_SEED,
 ) -> RunContext:
     """Resolve one setting: rows, input source, prompts and keys; refuses what cannot run before any call.
 
     `config.dataset` is a `BuiltDataset` (what is not yet is opened here, once); `scoring` / `train` override
-    its rows (its scoring rows, its train split's few-shot examples).
+    its rows (its scoring rows, its train split's few-shot examples). `perturbation` (`answers.perturbations`)
+    changes the evaluated transcripts or the rendered prompts (few-shot examples are left as they are); it is
+    recorded in the setting, so it is part of every cache key, and the run gets its own folder.
     """
     _check_config(config)
     (config,) = open_datasets([config])
@@ -264,6 +281,11 @@ def prepare_run(
     if not rows:
         raise DataError(f"split {config.split!r} has no rows", where=where)
     _check_rows(rows, where)
+    record = None
+    if perturbation is not None and PERTURBATIONS[perturbation].kind == "transcript":
+        rows, record = perturb_rows(perturbation, rows, seed=perturb_seed)
+    elif perturbation is not None:
+        record = perturbation_record(perturbation, perturb_seed)
     train_rows = _few_shot_rows(config, dataset, train)
     input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows, dataset, backend)
     decoding = _decoding(config)
@@ -283,7 +305,11 @@ def prepare_run(
         )
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
         raise DataError(str(err), where=where) from err
+    if perturbation is not None and PERTURBATIONS[perturbation].kind == "prompt":
+        prompts = [perturb_prompt(perturbation, prompt) for prompt in prompts]
     setting = _setting(config, input_source, prompts, backend)
+    if record is not None:
+        setting["perturbation"] = record
     sample_keys = _sample_keys(config, backend, setting, prompts, decoding)
     return RunContext(
         config=config,
@@ -295,6 +321,6 @@ def prepare_run(
         decoding=decoding,
         setting=setting,
         dataset=source.record(config.split, config.dataset_name),
-        run_dir=run_dir_name(config, input_source),
+        run_dir=run_dir_name(config, input_source) + (f"__perturb-{perturbation}" if perturbation else ""),
         sample_keys=sample_keys,
     )

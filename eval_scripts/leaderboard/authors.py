@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.leaderboard.jury import JURY_BACKEND
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from mis_bench_dataset.dimensions import DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
@@ -85,6 +86,53 @@ def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
     return written.results_path
 
 
+# The juries of the paper-rows board: the authors' two systems that answer every pair and the text ridge.
+JURY_MEMBERS = (("mis_raft", "MIS-RAFT"), ("raw", "Raw"), ("ridge", "text ridge"))
+JURY_FOLDS = 5
+
+
+def _juries(handle, members: Mapping[str, Path], work: Path, *, n_bootstrap: int, seed: int) -> list[Any]:
+    """mean, median and stacked (cross-fitted by clinician folds) juries of `JURY_MEMBERS`, as results files."""
+    from eval_scripts.leaderboard.jury import check_members, combine_members, read_member, write_jury
+    from mis_bench_dataset.built.loading import gold_references
+
+    references = gold_references(list(handle.features("test").rows()))
+    jury_members = [read_member(members[key]) for key, _ in JURY_MEMBERS]
+    check_members(jury_members, build=handle)
+    juries = []
+    for method in ("mean", "median", "stacked"):
+        combined = combine_members(jury_members, method, references, folds=JURY_FOLDS)
+        juries.append(
+            write_jury(
+                work,
+                jury_members,
+                combined,
+                references,
+                n_bootstrap=n_bootstrap,
+                seed=seed,
+                command="leaderboard",
+                names=[name for _, name in JURY_MEMBERS],
+            )
+        )
+    return juries
+
+
+def _jury_summary(jury) -> dict[str, Any]:
+    versus = jury.record["versus_best_member"]
+    return {
+        "name": jury.name,
+        "method": jury.record["method"],
+        "best_member": versus["best_member"],
+        "mean_icc": versus["mean_icc"]["icc_a"],
+        "best_member_mean_icc": versus["mean_icc"]["icc_b"],
+        "delta": versus["mean_icc"]["delta"],
+        "delta_ci": versus["mean_icc"]["delta_ci"],
+        "p_value": versus["mean_icc"]["p_value"],
+        "resampling": versus["meta"]["resampling"],
+        "fit": (jury.record.get("fit") or {}).get("how"),
+    }
+
+
 def _board(handle, results: list[Path], work: Path, *, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """Package each results file and rank them with `build_leaderboard` against the build's test gold."""
     from eval_scripts.formats.submission import package_submission
@@ -124,9 +172,15 @@ def authors_leaderboard(
             work = Path(tmp) / scheme
             with temporary_build(labels, transcripts, split_by=scheme) as handle:
                 results = _baseline_results(handle, work / "runs")
+                juries = []
                 if scheme == PAPER_ROWS:
-                    results = [_authors_results(handle, folder, c, work / "authors") for c in TABLE4] + results
+                    authors = {c.key: _authors_results(handle, folder, c, work / "authors") for c in TABLE4}
+                    members = {**authors, "ridge": results[0]}
+                    juries = _juries(handle, members, work / "juries", n_bootstrap=n_bootstrap, seed=seed)
+                    results = [*authors.values(), *results, *(jury.results_path for jury in juries)]
                 boards[scheme] = _board(handle, results, work, n_bootstrap=n_bootstrap, seed=seed)
+                if juries:
+                    boards[scheme]["juries"] = [_jury_summary(jury) for jury in juries]
                 boards[scheme]["n_test_pairs"] = len(_test_pairs(handle))
     paths = [folder / CODING.name, transcripts, *(folder / c.file for c in TABLE4)]
     return {"boards": boards, "files": [source_record(p) for p in paths], "n_bootstrap": n_bootstrap, "seed": seed}
@@ -158,6 +212,8 @@ def _test_pairs(handle):
 def _system_name(entry: Mapping[str, Any]) -> str:
     if entry["backend"] == AUTHORS_BACKEND:
         return entry["model"]
+    if entry["backend"] == JURY_BACKEND:
+        return f"{entry['model']} *(combination)*"
     return {"baseline/features-ridge": "Text ridge (`features` baseline, text)", "baseline/train-mean": "`mean` floor"}[
         entry["model"]
     ]
@@ -184,6 +240,33 @@ def _board_table(board: Mapping[str, Any]) -> list[str]:
             "| " + " | ".join(["–", _system_name(entry), MISSING, coverage, *[MISSING] * (len(DIMENSIONS) + 2)]) + " |"
         )
     return lines
+
+
+def _jury_lines(board: Mapping[str, Any]) -> list[str]:
+    """What the combinations on the board are, and each against its best member."""
+    juries = board.get("juries") or []
+    if not juries:
+        return []
+    plan = juries[0]["resampling"]
+    lines = [
+        "### Juries: combinations of the systems above",
+        "",
+        "The rows marked *(combination)* are no model of their own: each is `mis-bench jury` over MIS-RAFT, Raw "
+        "and the text ridge on the same pairs (mean, median, or non-negative weights per dimension fitted by "
+        f"`scipy.optimize.nnls`, cross-fitted over {JURY_FOLDS} clinician folds so no pair is scored by weights "
+        "that saw its gold). Against the best member (paired, the same resamples for both: "
+        f"{plan['method']}, {plan['n_resamples']:,} resamples, seed {plan['seed']}, {plan['n_clusters']} clinicians):",
+        "",
+        "| Jury | Mean ICC % | Best member | Its mean ICC % | Difference [95% CI] | p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for jury in juries:
+        lines.append(
+            f"| {jury['name']} | {pct(jury['mean_icc'])} | {jury['best_member']} | "
+            f"{pct(jury['best_member_mean_icc'])} | {pct(jury['delta'])} {ci_pct(jury['delta_ci'])} | "
+            f"{num(jury['p_value'], 4)} |"
+        )
+    return [*lines, ""]
 
 
 def _table3_lines() -> list[str]:
@@ -231,6 +314,7 @@ def render_authors_page(doc: Mapping[str, Any], command: str) -> str:
         "",
         *_board_table(rows),
         "",
+        *_jury_lines(rows),
         "## The video-level split (the paper's stated rule)",
         "",
         f"`mis-bench build`'s default split by video (seed 0): {video['n_videos']} test videos, all eight dimensions "

@@ -12,6 +12,7 @@ MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 - `inputs`: what a report reads: results files, labels, rescoring.
 - `options`: the report's user-facing choices, light enough for `--help`.
 - `plots`: figures: the radar with the human ceiling, configuration x dimension views.
+- `sensitivity`: a judge under perturbations: the shift tables and the sensitivity figure.
 - `subgroups`: agreement by time point, stimulus or clinician and at the therapist level, as tables and sentences.
 - `stability`: each run's agreement with itself beside its agreement with the experts.
 - `table`: report tables as cell grids, rendered to Markdown and HTML.

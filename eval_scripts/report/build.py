@@ -31,6 +31,13 @@ from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_
 from eval_scripts.report.formatting import md_escape
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
+from eval_scripts.report.sensitivity import (
+    resampling_sentence,
+    sensitivity_figure,
+    shift_table,
+    shift_tables_of,
+    variance_table,
+)
 from eval_scripts.report.stability import STABILITY_NOTE, stability, stability_tables
 from eval_scripts.report.table import (
     RANK_NAMES,
@@ -430,6 +437,7 @@ def write_report(
     comparison = compare_systems(runs, best, references=references, reference=reference, **draw)
     rated = _rate(best, references, raters) if raters is not None else []
     stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)
+    perturbed, sensitivity_paths = _perturbed(runs, folder, stem)
     grouped = _subgroups(best, references, by, draw)
     with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
         heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
@@ -449,13 +457,11 @@ def write_report(
         sections += [_subgroups_section(grouped)] if grouped else []
         if cross_validation:
             sections.insert(3, _crossval_section(cross_validation))
+        sections += _sensitivity_sections(perturbed, sensitivity_paths, files)
         files.write(markdown_path, _markdown(title, synthetic, sections, about))
         files.write(html_path, _html(title, synthetic, sections, files.read, about))
         data = report_data(runs, best, ranks, undefined, comparison, title=title, rated=rated)
-        data["stability"] = json_safe(stable)
-        data["about"] = {"name": about.name, "paragraphs": about.paragraphs, "warning": about.warning}
-        data["cross_validation"] = json_safe(cross_validation["doc"]) if cross_validation else None
-        data["subgroups"] = grouped
+        data.update(_data_extras(stable, perturbed, about, cross_validation, grouped))
         files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
@@ -544,6 +550,44 @@ def _errors_section(runs: Sequence[RunView]) -> _Section:
         ],
         [],
     )
+
+
+def _data_extras(stable, perturbed, about: About, cross_validation, grouped) -> dict[str, Any]:
+    """The report JSON's parts beyond the views: stability, perturbations, about, cross-validation, subgroups."""
+    return {
+        "stability": json_safe(stable),
+        "perturbations": [{"run": run.label, **doc} for run, doc in perturbed],
+        "about": {"name": about.name, "paragraphs": about.paragraphs, "warning": about.warning},
+        "cross_validation": json_safe(cross_validation["doc"]) if cross_validation else None,
+        "subgroups": grouped,
+    }
+
+
+def _perturbed(runs, folder: OutputFolder, stem: str) -> tuple[list, list[Path]]:
+    """The runs' `mis-bench run --perturb` shift tables, when they exist, and their figures' paths, claimed."""
+    perturbed = shift_tables_of(runs)
+    names = [f"{stem}-sensitivity-{i + 1}-{_slug(run.label)}.png" for i, (run, _) in enumerate(perturbed)]
+    return perturbed, folder.claim_all(names, REPORT_WRITER)
+
+
+def _sensitivity_sections(perturbed, paths: Sequence[Path], files: AtomicFiles) -> list[_Section]:
+    """A run under perturbations (its shift tables, the sensitivity figure) and every source of variance."""
+    sections = []
+    for (run, doc), path in zip(perturbed, paths, strict=True):
+        tables = doc["perturbations"]
+        figure = sensitivity_figure(tables, path, title=f"{run.label} under perturbations", files=files)
+        parts = [("Mean over the dimensions, per perturbation", shift_table(tables))]
+        if doc.get("variance"):
+            parts.append(("Every source of variance of the ICC (percentage points)", variance_table(doc["variance"])))
+        sections.append(
+            _Section(
+                f"Under perturbations: {run.label}",
+                [resampling_sentence(tables)],
+                parts,
+                [("sensitivity: mean shift and ICC change, perturbation x dimension", figure)],
+            )
+        )
+    return sections
 
 
 def _stability_sections(stable: Mapping[str, Any]) -> list[_Section]:

@@ -1,0 +1,87 @@
+"""The text ridge under the transcript perturbations: fitted once on the train split's unperturbed transcripts,
+asked again with each evaluated video's transcript perturbed (`answers.perturbations`), and the shift of every
+score measured against its own unperturbed prediction (`mis_icc_metric.sensitivity`).
+
+The ridge has no response cache: its unperturbed arm is recomputed (it is deterministic, the same numbers
+`mis-bench run --dataset` writes). It reads no prompt, so the prompt perturbations do not apply to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, perturb_rows
+from eval_scripts.baselines.models import make_baseline
+from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
+from eval_scripts.baselines.run import load_feature_rows
+from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.built.loading import gold_references
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.rules.errors import UsageError
+
+logger = logging.getLogger(__name__)
+
+RIDGE_SYSTEM = "baseline/features-ridge (text)"
+
+
+def _predict(model, rows: Sequence[dict]) -> dict[tuple[str, str], float]:
+    predicted = model.predict(list(rows))
+    return {
+        (str(row["video_id"]), key): float(predicted[key][i]) for i, row in enumerate(rows) for key in DIMENSION_KEYS
+    }
+
+
+def check_transcript_perturbations(names: Sequence[str], judge: str = "the text ridge") -> None:
+    """A prompt perturbation asked of a judge that reads no prompt: one usage line."""
+    prompt = [n for n in names if PERTURBATIONS[n].kind != "transcript"]
+    if prompt:
+        raise UsageError(
+            f"{prompt[0]} changes the prompt, and {judge} reads no prompt",
+            where="--perturb",
+            hint="give it transcript perturbations only (no-fillers, add-fillers, asr-errors, first-half, padded)",
+        )
+
+
+def ridge_sensitivity(
+    dataset: str | Path | BuiltDataset,
+    perturbations: Sequence[str],
+    *,
+    split: str = "test",
+    perturb_seed: int = DEFAULT_PERTURB_SEED,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    resample: str | None = None,
+) -> dict[str, Any]:
+    """{perturbation: shift table} of the text ridge on `split` (see the module)."""
+    from mis_icc_metric.resampling import DEFAULT_RESAMPLE
+    from mis_icc_metric.sensitivity import perturbation_shift
+
+    check_transcript_perturbations(perturbations)
+    handle = BuiltDataset.of(dataset).require("features")
+    train_rows = load_feature_rows(handle, "train")
+    eval_rows = load_feature_rows(handle, split)
+    references = gold_references(eval_rows)
+    if not references:
+        raise UsageError(f"split {split!r} has no gold", where="--split", hint="use a labelled split")
+    model = make_baseline("features", RIDGE_SETTING).fit(train_rows)
+    base = _predict(model, eval_rows)
+    tables: dict[str, Any] = {}
+    for name in perturbations:
+        rows, record = perturb_rows(name, eval_rows, seed=perturb_seed)
+        shifted = _predict(model, rows)
+        table = perturbation_shift(
+            base, shifted, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample or DEFAULT_RESAMPLE
+        )
+        tables[name] = {"perturbation": record, **table}
+        logger.info("text ridge, %s: mean |shift| %.3f", name, table["mean"]["mean_abs_shift"])
+    return {
+        "system": RIDGE_SYSTEM,
+        "dataset": handle.record(split, ("scoring", "features")),
+        "split": split,
+        "n_videos": len({v for v, _ in references}),
+        "perturb_seed": perturb_seed,
+        "perturbations": tables,
+    }

@@ -1,0 +1,148 @@
+"""`mis-bench run --perturb`: a judge run again under perturbations, its shift tables written beside its runs.
+
+With a model (`--backend/--model`) the harness runs every perturbed arm and reads the unperturbed one from the
+response cache (`harness.perturbed`); without one, the text ridge of the default job is asked again with each
+evaluated transcript perturbed (`baselines.sensitivity`). Either way the same three files land in
+`OUT/perturbations/<judge>/`: `shifts.json` (every table, with how it resampled), `shifts.md` (the tables) and
+`sensitivity.png` (the figure); they are this command's own files, replaced only by a rerun of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, parse_perturbations
+from mis_bench_dataset.rules.text_safety import slug
+
+WRITER = "perturb"
+SHIFTS_JSON, SHIFTS_MD, FIGURE = "shifts.json", "shifts.md", "sensitivity.png"
+
+
+@dataclass(frozen=True)
+class ShiftFiles:
+    json: Path
+    markdown: Path
+    figure: Path
+
+
+def write_shifts(out: str | Path, judge: str, doc: Mapping[str, Any], *, title: str) -> ShiftFiles:
+    """The three files of one judge's shift tables under `out/perturbations/<judge>/`."""
+    import json
+
+    from eval_scripts.report.sensitivity import (
+        resampling_sentence,
+        sensitivity_figure,
+        shift_table_lines,
+        variance_table_lines,
+    )
+    from mis_bench_dataset.rules.atomic import AtomicFiles
+    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.rules.ownership import OutputFolder
+
+    folder = OutputFolder(out, command="run")
+    base = f"perturbations/{slug(judge)}"
+    paths = folder.claim_all([f"{base}/{name}" for name in (SHIFTS_JSON, SHIFTS_MD, FIGURE)], WRITER)
+    tables = doc["perturbations"]
+    described = "\n".join(f"- `{name}`: {PERTURBATIONS[name].description}" for name in tables)
+    parts = [f"# {title}", "", described, "", *shift_table_lines(tables), "", resampling_sentence(tables), ""]
+    if doc.get("variance"):
+        parts += ["## Every source of variance", "", *variance_table_lines(doc["variance"]), ""]
+    markdown = "\n".join(parts)
+    with AtomicFiles() as files:
+        files.write(paths[0], json.dumps(json_safe(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+        files.write(paths[1], markdown)
+        sensitivity_figure(tables, paths[2], title=title, files=files)
+    return ShiftFiles(*paths)
+
+
+def ridge_perturbations(
+    dataset,
+    out: str | Path,
+    perturbations: str | Sequence[str],
+    *,
+    split: str = "test",
+    perturb_seed: int = DEFAULT_PERTURB_SEED,
+    n_bootstrap: int | None = None,
+    seed: int | None = None,
+    resample: str | None = None,
+) -> tuple[dict[str, Any], ShiftFiles]:
+    """The text ridge's shift table under each transcript perturbation, written (see the module)."""
+    from eval_scripts.baselines.sensitivity import ridge_sensitivity
+    from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+
+    names = parse_perturbations(perturbations)
+    doc = ridge_sensitivity(
+        dataset,
+        names,
+        split=split,
+        perturb_seed=perturb_seed,
+        n_bootstrap=DEFAULT_BOOTSTRAP if n_bootstrap is None else n_bootstrap,
+        seed=DEFAULT_SEED if seed is None else seed,
+        resample=resample,
+    )
+    return doc, write_shifts(out, "text-ridge", doc, title="Text ridge under transcript perturbations")
+
+
+def model_perturbations(
+    config,
+    perturbations: str | Sequence[str],
+    *,
+    perturb_seed: int = DEFAULT_PERTURB_SEED,
+    resample: str | None = None,
+    backend=None,
+):
+    """A model setting under each perturbation (`harness.perturbed.run_perturbed`), its tables written."""
+    from eval_scripts.harness.perturbed import run_perturbed
+
+    runs = run_perturbed(config, perturbations, backend=backend, perturb_seed=perturb_seed, resample=resample)
+    files = None
+    if runs.tables:
+        base = runs.unperturbed
+        doc = {
+            "system": f"{base.config.model} ({base.label})",
+            "unperturbed_run": str(base.run_dir),
+            "runs": {name: str(arm.run_dir) for name, arm in runs.arms.items()},
+            "perturb_seed": perturb_seed,
+            "perturbations": runs.tables,
+        }
+        variance = _variance(runs, base.config)
+        if variance:
+            doc["variance"] = variance
+        judge = f"{base.config.model}-{Path(base.run_dir).name}"
+        files = write_shifts(
+            base.config.out, judge, doc, title=f"{base.config.model}, {base.label}, under perturbations"
+        )
+    return runs, files
+
+
+def _samples(run) -> list[dict]:
+    """Each sample's scores of a repeated-sample run (its readouts.json), or none."""
+    import json
+
+    if run.readouts_path is None or run.config.samples < 2:
+        return []
+    rows = json.loads(Path(run.readouts_path).read_text(encoding="utf-8"))["rows"]
+    return [
+        {(row["video_id"], row["dimension"]): (row["values"][s] if s < len(row["values"]) else None) for row in rows}
+        for s in range(run.config.samples)
+    ]
+
+
+def _variance(runs, config) -> dict[str, Any] | None:
+    """Every source of variance when the paraphrase arms (or repeated samples) exist: `variance_sources`."""
+    from eval_scripts.answers.perturbations import PARAPHRASE_PERTURBATIONS
+    from eval_scripts.harness.perturbed import arm_predictions
+    from mis_icc_metric.variance_sources import variance_sources
+
+    paraphrases = [name for name in PARAPHRASE_PERTURBATIONS if name in runs.arms]
+    samples = _samples(runs.unperturbed)
+    if not paraphrases and not samples:
+        return None
+    prompts = {"unperturbed": arm_predictions(runs.unperturbed)}
+    prompts.update({name: arm_predictions(runs.arms[name]) for name in paraphrases})
+    return variance_sources(
+        prompts, runs.references, samples=samples, n_bootstrap=max(1, config.n_bootstrap), seed=config.seed
+    )

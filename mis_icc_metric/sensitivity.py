@@ -1,0 +1,170 @@
+"""How far a judge's scores move under a perturbation that should not matter: the statistics of a perturbed
+arm against its unperturbed one, on the same (video, dimension) pairs.
+
+Per dimension: the mean score shift (perturbed - unperturbed) with a resampled CI, the paired change in ICC(3,1)
+(`paired.paired_comparison`, perturbed as A) with its CI, and the share of pairs whose score moved by at least
+`MOVED_THRESHOLD` (0.5 points, half a rubric level) with its CI. One resampling plan (`resampling.make_resampling`,
+clinicians by default: a clinician's videos move together) is shared by every statistic and dimension, and every
+resample's weighted means come from one matrix product over the plan's counts, no loop over resamples.
+
+What it is for: research on judges (how robust an automatic rater is), not the evaluation of any therapist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.rules.errors import DataError
+
+from .bootstrap import percentile_ci
+from .paired import paired_comparison
+from .resampling import DEFAULT_RESAMPLE, make_resampling
+from .scoring import Key, coerce_score
+
+MOVED_THRESHOLD = 0.5
+PURPOSE = (
+    "research on automatic judges (how much a judge's score moves under a change that should not matter); not for "
+    "therapist supervision, training, hiring or patient-facing evaluation"
+)
+_CHUNK = 256  # resamples per counts block: bounds the (rows x videos) weights matrix
+_COLUMN = {key: j for j, key in enumerate(DIMENSION_KEYS)}
+
+__all__ = ["MOVED_THRESHOLD", "PURPOSE", "perturbation_shift"]
+
+
+def _values(mapping: Mapping[Key, object], what: str) -> dict[Key, float]:
+    out = {}
+    for key, value in mapping.items():
+        score = coerce_score(value, what=f"{what} {key}")
+        if score is not None and not np.isnan(score):
+            out[key] = float(score)
+    return out
+
+
+def _weighted_means(counts: np.ndarray, values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """(B, dims) means of `values` (videos x dims) under each resample's counts, NaN where a resample has none."""
+    weights = counts @ valid.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (counts @ np.where(valid, values, 0.0)) / weights
+
+
+@dataclass(frozen=True)
+class _Shifts:
+    """The pairs both arms answered laid out videos x dimensions: shift, whether it moved, whether defined."""
+
+    videos: list[str]
+    diff: np.ndarray  # 0 where undefined
+    hit: np.ndarray
+    valid: np.ndarray
+    pairs: list[Key]
+
+
+def _lay_out(base: Mapping[Key, float], moved: Mapping[Key, float], gold: Mapping[Key, object], threshold) -> _Shifts:
+    pairs = sorted(key for key in gold if key in base and key in moved)
+    if not pairs:
+        raise DataError("no pair answered in both arms", hint="check that both runs cover the same split")
+    videos = sorted({v for v, _ in pairs})
+    row = {v: i for i, v in enumerate(videos)}
+    diff = np.full((len(videos), len(DIMENSION_KEYS)), np.nan)
+    for video, dim in pairs:
+        diff[row[video], _COLUMN[dim]] = moved[(video, dim)] - base[(video, dim)]
+    valid = ~np.isnan(diff)
+    diff0 = np.where(valid, diff, 0.0)
+    return _Shifts(videos, diff0, (np.abs(diff0) >= threshold - 1e-9) & valid, valid, pairs)
+
+
+def _replicates(shifts: _Shifts, plan) -> tuple[np.ndarray, np.ndarray]:
+    """(B, dims) resampled mean shifts and shares moved, in blocks of `_CHUNK` resamples."""
+    shift_reps, moved_reps = [], []
+    for start in range(0, plan.n_resamples, _CHUNK):
+        counts = plan.counts(slice(start, start + _CHUNK))
+        shift_reps.append(_weighted_means(counts, shifts.diff, shifts.valid))
+        moved_reps.append(_weighted_means(counts, shifts.hit.astype(np.float64), shifts.valid))
+    return np.concatenate(shift_reps), np.concatenate(moved_reps)
+
+
+def _icc_fields(entry: Mapping) -> dict:
+    return {
+        "icc_unperturbed": entry["icc_b"],
+        "icc_perturbed": entry["icc_a"],
+        "icc_change": entry["delta"],
+        "icc_change_ci": entry["delta_ci"],
+        "icc_change_p": entry["p_value"],
+    }
+
+
+def perturbation_shift(
+    unperturbed: Mapping[Key, object],
+    perturbed: Mapping[Key, object],
+    references: Mapping[Key, object],
+    *,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int | None = 0,
+    resample: str = DEFAULT_RESAMPLE,
+    confidence: float = 0.95,
+    threshold: float = MOVED_THRESHOLD,
+    clusters=None,
+) -> dict:
+    """The shift table of one perturbation: per dimension and for the mean over dimensions (see the module).
+
+    Pairs: the gold pairs both arms answered (a pair one arm failed is left out of the shift and of the ICC
+    change, which `paired_comparison` computes on the same pairs)."""
+    if n_bootstrap < 1:
+        raise DataError(f"the shift table needs n_bootstrap >= 1, got {n_bootstrap}")
+    base, moved = _values(unperturbed, "unperturbed"), _values(perturbed, "perturbed")
+    shifts = _lay_out(base, moved, references, threshold)
+    plan = make_resampling(shifts.videos, n_bootstrap, seed, resample, clusters=clusters)
+    shift_reps, moved_reps = _replicates(shifts, plan)
+    pairs = shifts.pairs
+    paired = paired_comparison(
+        {k: moved[k] for k in pairs},
+        {k: base[k] for k in pairs},
+        {k: references[k] for k in pairs},
+        n_bootstrap=n_bootstrap,
+        seed=seed,
+        confidence=confidence,
+        resample=resample,
+        clusters=clusters,
+        names=("perturbed", "unperturbed"),
+    )
+    dimensions = {}
+    for key, j in _COLUMN.items():
+        n = int(shifts.valid[:, j].sum())
+        if n:
+            dimensions[key] = {
+                "abbreviation": DIMENSION_BY_KEY[key].abbreviation,
+                "n": n,
+                "mean_shift": float(shifts.diff[:, j].sum() / n),
+                "mean_shift_ci": percentile_ci(shift_reps[:, j], confidence).tolist(),
+                "mean_abs_shift": float(np.abs(shifts.diff[:, j]).sum() / n),
+                "share_moved": float(shifts.hit[:, j].sum() / n),
+                "share_moved_ci": percentile_ci(moved_reps[:, j], confidence).tolist(),
+                **_icc_fields(paired["dimensions"][key]),
+            }
+    used = [_COLUMN[k] for k in dimensions]
+    n_all = int(shifts.valid[:, used].sum())
+    summary = {
+        "n": n_all,
+        "mean_shift": float(shifts.diff[:, used].sum() / n_all),
+        "mean_shift_ci": percentile_ci(np.nanmean(shift_reps[:, used], axis=1), confidence).tolist(),
+        "mean_abs_shift": float(np.abs(shifts.diff[:, used]).sum() / n_all),
+        "share_moved": float(shifts.hit[:, used].sum() / n_all),
+        **_icc_fields(paired["mean_icc"]),
+    }
+    return {"dimensions": dimensions, "mean": summary, "meta": _meta(threshold, plan, confidence)}
+
+
+def _meta(threshold: float, plan, confidence: float) -> dict:
+    return {
+        "shift": "perturbed - unperturbed score, pairs both arms answered",
+        "moved": f"|shift| >= {threshold:g}",
+        "icc_change": "ICC(3,1) perturbed - unperturbed, paired (the same resamples for both arms)",
+        "mean_over_dimensions": "mean shift CI: the mean of the dimensions' resampled means",
+        "resampling": plan.describe(),
+        "confidence": confidence,
+        "purpose": PURPOSE,
+    }

@@ -1,0 +1,120 @@
+"""The shift table (`mis_icc_metric.sensitivity.perturbation_shift`) against hand computations: the mean shift and
+its clinician-resampled CI from an explicit loop over the plan's draws, the share moved by >= 0.5, the ICC
+change from independent ANOVA ICCs; and `mis-bench run --perturb` on the text ridge writing it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from _independent import anova_icc, percentile_interval
+
+from eval_scripts.cli import main
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_icc_metric.resampling import make_resampling
+from mis_icc_metric.sensitivity import perturbation_shift
+
+
+def _arms(seed: int = 0, n_clinicians: int = 9, per_clinician: int = 4):
+    rng = np.random.default_rng(seed)
+    stimuli = ("Jessica", "Luke", "Bethany", "Savannah")
+    videos = [f"ZZ10{c:02d}_T{1 + t % 3}_{stimuli[t]}" for c in range(n_clinicians) for t in range(per_clinician)]
+    keys = [(v, d) for v in videos for d in DIMENSION_KEYS[:3]]
+    gold = {k: float(np.round(rng.uniform(2, 5), 1)) for k in keys}
+    base = {k: gold[k] + float(rng.normal(0, 0.4)) for k in keys}
+    moved = {k: base[k] + float(rng.choice([0.0, 0.1, -0.6, 0.7])) for k in keys}
+    return videos, gold, base, moved
+
+
+def test_shift_table_equals_hand_computation() -> None:
+    videos, gold, base, moved = _arms()
+    table = perturbation_shift(base, moved, gold, n_bootstrap=300, seed=5)
+    plan = make_resampling(sorted(videos), 300, 5, "clinician")
+    clinician_of = {v: v.split("_")[0] for v in videos}
+    by_clinician = {name: sorted(v for v in videos if clinician_of[v] == name) for name in plan.cluster_names}
+    for key in DIMENSION_KEYS[:3]:
+        diffs = {v: moved[(v, key)] - base[(v, key)] for v in videos}
+        entry = table["dimensions"][key]
+        assert entry["mean_shift"] == pytest.approx(np.mean(list(diffs.values())))
+        assert entry["share_moved"] == pytest.approx(np.mean([abs(d) >= 0.5 - 1e-9 for d in diffs.values()]))
+        replicates = []
+        for draw in plan.draws:  # the reference: an explicit loop over resamples, clinicians with all their videos
+            drawn = [v for c in draw for v in by_clinician[plan.cluster_names[c]]]
+            replicates.append(np.mean([diffs[v] for v in drawn]))
+        assert entry["mean_shift_ci"] == pytest.approx(percentile_interval(replicates))
+        icc_before = anova_icc([base[(v, key)] for v in videos], [gold[(v, key)] for v in videos])
+        icc_after = anova_icc([moved[(v, key)] for v in videos], [gold[(v, key)] for v in videos])
+        assert entry["icc_change"] == pytest.approx(icc_after - icc_before)
+        assert entry["icc_change_ci"][0] <= entry["icc_change"] <= entry["icc_change_ci"][1]
+    assert table["meta"]["resampling"]["unit"] == "clinician" and table["meta"]["resampling"]["n_clusters"] == 9
+    assert "not for therapist" in table["meta"]["purpose"]
+
+
+def test_an_unchanged_arm_has_no_shift() -> None:
+    _, gold, base, _ = _arms(1)
+    table = perturbation_shift(base, dict(base), gold, n_bootstrap=50, seed=0)
+    mean = table["mean"]
+    assert mean["mean_shift"] == 0 and mean["share_moved"] == 0 and mean["icc_change"] == pytest.approx(0)
+    assert mean["mean_shift_ci"] == [0, 0]
+
+
+def test_run_perturb_on_the_text_ridge_writes_the_shift_table(synthetic_build, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    args = ["run", "--dataset", str(synthetic_build), "--perturb", "first-half,no-fillers", "--bootstrap", "50"]
+    assert main([*args, "--out", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    written = json.loads((out / "perturbations" / "text-ridge" / "shifts.json").read_text())
+    assert printed["perturbations"] == written["perturbations"]
+    table = written["perturbations"]["first-half"]
+    assert table["meta"]["resampling"]["unit"] == "clinician"
+    assert set(table["dimensions"]) == set(DIMENSION_KEYS)
+    assert table["perturbation"] == {
+        "name": "first-half",
+        "kind": "transcript",
+        "seed": 0,
+        "description": "only the first half of the transcript's words",
+    }
+    # the perturbed arm is the same fitted ridge asked with each transcript cut: recomputed here independently
+    from eval_scripts.answers.perturbations import first_half
+    from eval_scripts.baselines.models import make_baseline
+    from eval_scripts.baselines.run import load_feature_rows
+    from mis_bench_dataset.built.loading import gold_references
+
+    train, test = load_feature_rows(synthetic_build, "train"), load_feature_rows(synthetic_build, "test")
+    model = make_baseline("features", "text").fit(train)
+    before = model.predict(test)
+    after = model.predict([{**row, "transcript": first_half(row["transcript"])} for row in test])
+    gold = gold_references(test)
+    key = DIMENSION_KEYS[2]
+    diffs = [after[key][i] - before[key][i] for i, row in enumerate(test) if (row["video_id"], key) in gold]
+    assert table["dimensions"][key]["mean_shift"] == pytest.approx(np.mean(diffs))
+    markdown = (out / "perturbations" / "text-ridge" / "shifts.md").read_text()
+    assert "| first-half | **mean** |" in markdown and "clinician" in markdown
+    assert (out / "perturbations" / "text-ridge" / "sensitivity.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_run_perturb_refuses_prompt_perturbations_for_the_ridge(synthetic_build, tmp_path, capsys) -> None:
+    args = ["run", "--dataset", str(synthetic_build), "--perturb", "rubric-reversed", "--out", str(tmp_path / "o")]
+    assert main(args) == 2
+    lines = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert lines == [
+        "mis-bench run: error: rubric-reversed changes the prompt, and the text ridge reads no prompt (--perturb); "
+        "give it transcript perturbations only (no-fillers, add-fillers, asr-errors, first-half, padded)"
+    ]
+
+
+@pytest.mark.slow
+def test_the_ridge_on_the_real_transcripts_reads_length_not_fillers(real_text_build) -> None:
+    """What the Reproducing page says of the text ridge on the real data, as properties of its shift tables."""
+    from eval_scripts.baselines.sensitivity import ridge_sensitivity
+
+    doc = ridge_sensitivity(real_text_build, ["no-fillers", "first-half", "padded"], n_bootstrap=300)
+    tables = doc["perturbations"]
+    assert doc["n_videos"] == 100
+    assert tables["no-fillers"]["mean"]["mean_abs_shift"] < 0.01 and tables["no-fillers"]["mean"]["share_moved"] == 0
+    first_half = tables["first-half"]
+    assert first_half["mean"]["mean_shift_ci"][1] < 0  # shorter transcripts score lower, clearly
+    assert sum(e["mean_shift"] < -0.1 for e in first_half["dimensions"].values()) == 7
+    assert tables["padded"]["mean"]["mean_shift_ci"][0] > 0  # longer ones higher
+    assert first_half["meta"]["resampling"]["unit"] == "clinician"
