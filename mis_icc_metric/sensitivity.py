@@ -36,6 +36,16 @@ _COLUMN = {key: j for j, key in enumerate(DIMENSION_KEYS)}
 __all__ = ["MOVED_THRESHOLD", "PURPOSE", "perturbation_shift"]
 
 
+def _nanmean(values, axis=None):
+    """`np.nanmean` without its warning for an all-NaN slice (an undefined ICC in every arm): NaN, said by the
+    entry's own NaN, not by a RuntimeWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=axis)
+
+
 def _values(mapping: Mapping[Key, object], what: str) -> dict[Key, float]:
     out = {}
     for key, value in mapping.items():
@@ -150,7 +160,7 @@ def perturbation_shift(
     summary = {
         "n": n_all,
         "mean_shift": float(shifts.diff[:, used].sum() / n_all),
-        "mean_shift_ci": percentile_ci(np.nanmean(shift_reps[:, used], axis=1), confidence).tolist(),
+        "mean_shift_ci": percentile_ci(_nanmean(shift_reps[:, used], axis=1), confidence).tolist(),
         "mean_abs_shift": float(np.abs(shifts.diff[:, used]).sum() / n_all),
         "share_moved": float(shifts.hit[:, used].sum() / n_all),
         **_icc_fields(paired["mean_icc"]),

@@ -27,6 +27,16 @@ from .scoring import MIN_ITEMS, Key
 __all__ = ["variance_sources"]
 
 
+def _nanmean(values, axis=None):
+    """`np.nanmean` without its warning for an all-NaN slice (an undefined ICC in every arm): NaN, said by the
+    entry's own NaN, not by a RuntimeWarning."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=axis)
+
+
 def _columns(arms: Sequence[Mapping[Key, object]], references, videos, dims):
     """ratings (videos, arms x dims, 2) and valid: block a * len(dims) + j is arm a's dimension j."""
     row = {v: i for i, v in enumerate(videos)}
@@ -87,7 +97,7 @@ def variance_sources(
     for spread in (prompt_icc, sample_icc):
         if spread.shape[0] >= 2:
             pick = rng.integers(0, spread.shape[0], n_bootstrap)
-            total = total + (spread - np.nanmean(spread, axis=0))[pick]
+            total = total + (spread - _nanmean(spread, axis=0))[pick]
     sd = {
         "videos": _sd(boot["video"]),
         "clinicians": _sd(boot["clinician"]),
@@ -105,16 +115,16 @@ def variance_sources(
             "resampling_ci": percentile_ci(boot["clinician"][:, j], confidence).tolist(),
             "total_ci": percentile_ci(total[:, j], confidence).tolist(),
         }
-    mean_total = np.nanmean(total, axis=1)
-    mean_resampled = np.nanmean(boot["clinician"], axis=1)
+    mean_total = _nanmean(total, axis=1)
+    mean_resampled = _nanmean(boot["clinician"], axis=1)
     return {
         "dimensions": dimensions,
         "mean_icc": {
-            "icc": float(np.nanmean(point[0])),
-            "sd_videos": float(_sd(np.nanmean(boot["video"], axis=1))),
+            "icc": float(_nanmean(point[0])),
+            "sd_videos": float(_sd(_nanmean(boot["video"], axis=1))),
             "sd_clinicians": float(_sd(mean_resampled)),
-            "sd_prompts": float(_sd(np.nanmean(prompt_icc, axis=1))),
-            "sd_sampling": float(_sd(np.nanmean(sample_icc, axis=1))) if len(samples) else float("nan"),
+            "sd_prompts": float(_sd(_nanmean(prompt_icc, axis=1))),
+            "sd_sampling": float(_sd(_nanmean(sample_icc, axis=1))) if len(samples) else float("nan"),
             "resampling_ci": percentile_ci(mean_resampled, confidence).tolist(),
             "total_ci": percentile_ci(mean_total, confidence).tolist(),
         },

@@ -362,21 +362,27 @@ def run_setting(script_args, training_args) -> dict:
         feature_format="text",  # as the harness records it: text descriptors, no plots
         video=video,
         trained=script_args.train,
-        method=training_args.method if script_args.train else "raw",  # the comparison table's name of the run
+        **method_record(script_args, training_args),
         # the build report's rule: every output of synthetic data says so (setting.json, scores_test.json, stdout)
         synthetic=bool(BuiltDataset.open(script_args.dataset_dir).synthetic),
-        **method_record(script_args, training_args),
     )
 
 
 def method_record(script_args, training_args) -> dict:
-    """The training method and completion style in the `setting` block, when not the defaults (RAFT, score line)."""
-    from raft_trainer.cot import SCORE_COMPLETION
+    """The run's name in the comparison of methods (`method`: the objective or `regression`; `grpo`; `cot-` and the
+    objective for CoT-RAFT; `raw` untrained), and the completion style when it is not the score line."""
+    from raft_trainer.cot import COT_COMPLETION, SCORE_COMPLETION
     from raft_trainer.methods import RAFT_METHOD
 
-    record = {}
-    if script_args.method != RAFT_METHOD:
-        record["method"] = script_args.method
+    if not script_args.train:
+        method = "raw"
+    elif script_args.method != RAFT_METHOD:
+        method = script_args.method
+    elif training_args.completion_style == COT_COMPLETION:
+        method = f"cot-{training_args.method}"
+    else:
+        method = training_args.method
+    record = {"method": method}
     if training_args.completion_style != SCORE_COMPLETION:
         record["completion_style"] = training_args.completion_style
     return record

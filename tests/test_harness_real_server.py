@@ -123,8 +123,10 @@ def test_a_wrong_model_name_stops_the_run_at_once_with_the_servers_message(
 
 def test_an_answer_cut_by_the_token_limit_is_not_scored(served, synthetic_build, tmp_path, capsys) -> None:
     out = tmp_path / "runs"
-    assert main(_run(served, out, synthetic_build, "--max-tokens", "2")) == 0
+    # no row gave a score: exit 1 with the counts by reason (docs/guarantees.md), the run's files written
+    assert main(_run(served, out, synthetic_build, "--max-tokens", "2")) == 1
     captured = capsys.readouterr()
+    assert "no row gave a score in text direct (16 rows: 16 truncated, 0 unparsed, 0 out of range" in captured.err
     summary = json.loads(captured.out)
     assert summary["truncated"] == 16 and summary["parsed"] == 0 and summary["unparsed"] == 0
     assert "16 answer(s) reached the token limit and were not scored (max_new_tokens 2); raise --max-tokens" in (
@@ -139,7 +141,7 @@ def test_an_answer_cut_by_the_token_limit_is_not_scored(served, synthetic_build,
     assert all("raise --max-tokens" in r["error"] for r in raw)
     # never cached as an answer: the same command asks again
     before = served.chat_requests()
-    assert main(_run(served, out, synthetic_build, "--max-tokens", "2")) == 0
+    assert main(_run(served, out, synthetic_build, "--max-tokens", "2")) == 1
     assert _summary(capsys)["called"] == 16 and served.chat_requests() - before == 16
 
 

@@ -41,7 +41,10 @@ def _evaluate(model: Path, build: Path, out: Path, style: str, capsys) -> dict:
 
     run = ["run", "--backend", "transformers", "--model", str(model), "--dataset", str(build), "--split", "test"]
     run += ["--prompt", style, "--score-from", "expected", "--max-new-tokens", "8", "--device", "cpu"]
-    assert main([*run, "--out", str(out), "--bootstrap", "100", "--no-progress"]) == 0
+    code = main([*run, "--out", str(out), "--bootstrap", "100", "--no-progress"])
+    # The tiny random model may state no score in 8 tokens (a CoT answer is cut before its final score): the run
+    # then exits 1 by the no-score rule (docs/guarantees.md), its files written like any run's.
+    assert code == 0 or (code == 1 and "no row gave a score" in capsys.readouterr().err)
     capsys.readouterr()
     (results_path,) = out.rglob("results.json")
     results = json.loads(results_path.read_text())
