@@ -291,3 +291,20 @@ def short_raft_config(output_dir, **overrides):
         train_sampling_strategy="sequential",
     )
     return RAFTConfig(str(output_dir), **{**base, **overrides})
+
+
+def cpu_config(tmp_path, **kwargs):
+    """A `RAFTConfig` for a few quiet CPU steps in `tmp_path/out` (no saving, no reporting, seed 0); `kwargs` win."""
+    from raft_trainer.config import RAFTConfig
+
+    base = dict(
+        output_dir=str(tmp_path / "out"),
+        report_to="none",
+        use_cpu=True,
+        max_length=None,
+        save_strategy="no",
+        disable_tqdm=True,
+        logging_steps=1,
+        seed=0,
+    )
+    return RAFTConfig(**{**base, **kwargs})

@@ -17,7 +17,7 @@ from raft_trainer.cot import RATIONALE_COLUMN, CotScoringEncoder, cot_completion
 from raft_trainer.digits import DigitTokens
 from raft_trainer.trainer import RAFTTrainer
 
-from _raft_helpers import make_model, make_tokenizer, toy_rows
+from _raft_helpers import cpu_config, make_model, make_tokenizer, toy_rows
 
 # Rationales that quote scores of their own: the final score must still be the one read.
 RATIONALES = (
@@ -43,19 +43,7 @@ def _cot_rows(n: int, seed: int = 0) -> list[dict]:
 
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        report_to="none",
-        use_cpu=True,
-        max_length=None,
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
-        seed=0,
-        completion_style="cot",
-        raft_objective="raft+ce",
-    )
-    return RAFTConfig(**{**base, **kwargs})
+    return cpu_config(tmp_path, **{"completion_style": "cot", "raft_objective": "raft+ce", **kwargs})
 
 
 def test_the_final_score_is_where_the_harness_cot_readout_reads_it(tokenizer, encoder):

@@ -25,7 +25,7 @@ from raft_trainer.grpo import (
 )
 from raft_trainer.methods import check_method
 
-from _raft_helpers import make_model, make_tokenizer, toy_dataset, toy_rows
+from _raft_helpers import cpu_config, make_model, make_tokenizer, toy_dataset, toy_rows
 
 
 def _script(**overrides) -> SimpleNamespace:
@@ -45,17 +45,7 @@ def _script(**overrides) -> SimpleNamespace:
 
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        report_to="none",
-        use_cpu=True,
-        max_length=None,
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
-        seed=0,
-    )
-    return RAFTConfig(**{**base, **kwargs})
+    return cpu_config(tmp_path, **kwargs)
 
 
 def test_the_rewards_equal_hand_computations():

@@ -17,7 +17,7 @@ from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import number_token_loss_sum
 from raft_trainer.trainer import RAFTTrainer
 
-from _raft_helpers import make_model, make_tokenizer, short_encoded_toy, toy_rows
+from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_rows
 
 
 @pytest.fixture(scope="module")
@@ -26,17 +26,7 @@ def tokenizer():
 
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        report_to="none",
-        use_cpu=True,
-        max_length=None,
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
-        seed=0,
-    )
-    return RAFTConfig(**{**base, **kwargs})
+    return cpu_config(tmp_path, **kwargs)
 
 
 def _lora():

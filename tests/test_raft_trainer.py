@@ -13,7 +13,7 @@ from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.config import RAFTConfig
 from raft_trainer.trainer import RAFTTrainer
 
-from _raft_helpers import make_model, make_tokenizer, short_encoded_toy
+from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy
 
 
 @pytest.fixture(scope="module")
@@ -22,18 +22,7 @@ def tokenizer():
 
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        report_to="none",
-        use_cpu=True,
-        max_length=None,
-        save_strategy="no",
-        disable_tqdm=True,
-        logging_steps=1,
-        seed=0,
-    )
-    base.update(kwargs)
-    return RAFTConfig(**base)
+    return cpu_config(tmp_path, **kwargs)
 
 
 def _lora(dropout=0.1):
