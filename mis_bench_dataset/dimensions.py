@@ -180,6 +180,11 @@ MAX_BOOTSTRAP = 200_000
 RESAMPLE_UNITS: tuple[str, ...] = ("video", "clinician")
 DEFAULT_RESAMPLE = "clinician"
 PAPER_RESAMPLE = "video"
+# What every statistic about a judge is for (the paper's ethics statement): said once, by every output that has one.
+RESEARCH_USE = (
+    "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "
+    "training, hiring or patient-facing evaluation (the paper's ethics statement)"
+)
 # The one default level of every CI the toolkit reports (the paper's 95%).
 DEFAULT_CONFIDENCE = 0.95
 # The one default random seed of every entry point (the bootstrap's, the sampling's, the baselines' fits).

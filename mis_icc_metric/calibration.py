@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, RESEARCH_USE, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 __all__ = [
@@ -54,10 +54,7 @@ DEFAULT_COVERAGE = 0.9
 CALIBRATOR_FORMAT = "mis-bench-calibrator"
 CALIBRATOR_VERSION = 1
 SCALE: tuple[float, float] = (SCORE_MIN, SCORE_MAX)
-INTENDED_USE = (
-    "for research on automated judges of FIS ratings; not for therapist supervision, training, hiring "
-    "or patient-facing evaluation (the paper's ethics statement)"
-)
+INTENDED_USE = RESEARCH_USE
 # A weighted variance below this share of the weighted mean square is cancellation noise: no spread.
 _FLAT = 1e-12
 

@@ -14,7 +14,7 @@ from itertools import combinations
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 from mis_icc_metric.bootstrap import percentile_ci, resampled_chunks
@@ -31,10 +31,7 @@ from mis_icc_metric.ppi import (
 
 Key = tuple[str, str]
 GROUPINGS: dict[str, tuple[str, ...]] = {"time_point": TIME_POINTS, "stimulus": STIMULI}
-PURPOSE = (
-    "research on judges; not for therapist supervision, training, hiring or patient-facing evaluation "
-    "(the paper's ethics statement)"
-)
+PURPOSE = RESEARCH_USE
 BIASED_NOTE = "judge-only: the judge's scores taken as gold; biased by the judge's offset, its CI ignores that"
 
 

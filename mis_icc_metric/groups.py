@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUPINGS, STIMULI, TIME_POINTS, parse_video_id
 
@@ -62,10 +62,7 @@ _SPARSE_DENSITY = 0.25
 MIN_CI_VIDEOS = 10
 # ...and, resampling clinicians, from fewer clinicians than this (a group of 2 clinicians has 3 distinct resamples).
 MIN_CI_CLUSTERS = 5
-PURPOSE = (
-    "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "
-    "training, hiring or patient-facing evaluation (the paper's ethics statement)"
-)
+PURPOSE = RESEARCH_USE
 BIAS_TEST_METHODS = {
     "cluster": "Wald test of equal mean bias across groups, least squares on group indicators with a "
     "cluster-robust (CR1) covariance over clinicians, F = W / q on (q, clinicians - 1) df",

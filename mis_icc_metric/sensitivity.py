@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError
 
 from .bootstrap import percentile_ci
@@ -26,10 +26,7 @@ from .resampling import DEFAULT_RESAMPLE, make_resampling
 from .scoring import Key, coerce_score
 
 MOVED_THRESHOLD = 0.5
-PURPOSE = (
-    "research on automatic judges (how much a judge's score moves under a change that should not matter); not for "
-    "therapist supervision, training, hiring or patient-facing evaluation"
-)
+PURPOSE = RESEARCH_USE
 _CHUNK = 256  # resamples per counts block: bounds the (rows x videos) weights matrix
 _COLUMN = {key: j for j, key in enumerate(DIMENSION_KEYS)}
 

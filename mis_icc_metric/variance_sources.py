@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
@@ -135,7 +135,6 @@ def variance_sources(
             "total_ci": "clinician resample b's ICC plus one prompt variant's and one sample's deviation from "
             "their mean, drawn uniformly per resample (seeded); percentile interval",
             "confidence": confidence,
-            "purpose": "research on automatic judges; not for therapist supervision, training, hiring or "
-            "patient-facing evaluation",
+            "purpose": RESEARCH_USE,
         },
     }

@@ -155,5 +155,5 @@ def format_estimates(result: dict) -> str:
             f"resamples of {plan['n_clusters']} {plan['unit']}s, seed {plan['seed']}."
         )
     lines.append(f"{result['judge_only_note'][0].upper()}{result['judge_only_note'][1:]}.")
-    lines.append(f"For {result['purpose']}.")
+    lines.append(f"{result['purpose'][0].upper()}{result['purpose'][1:]}.")
     return "\n".join(lines)

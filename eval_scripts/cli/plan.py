@@ -186,5 +186,5 @@ def format_plan(result: dict) -> str:
             )
         lines.append(f"Resampling: {plan['method']}; {plan['n_resamples']} resamples per size, seed {plan['seed']}.")
         lines.append(f"Note: {result['note']}.")
-    lines.append(f"For {result['purpose']}.")
+    lines.append(f"{result['purpose'][0].upper()}{result['purpose'][1:]}.")
     return "\n".join(lines)
