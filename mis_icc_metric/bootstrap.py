@@ -37,6 +37,8 @@ __all__ = [
     "bootstrap_blocks",
     "point_blocks",
     "percentile_ci",
+    "quiet_nanmean",
+    "quiet_nanvar",
 ]
 
 _CHUNK_ROWS = 1024
@@ -209,6 +211,24 @@ def point_blocks(ratings: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray
     features, layout = block_features(ratings, valid)
     stats = _statistics_from_sums(features.sum(axis=0, keepdims=True), ratings.shape[1], layout)
     return {name: value[0] for name, value in stats.items()}
+
+
+def quiet_nanmean(values: np.ndarray, axis: int | None = None) -> np.ndarray:
+    """`np.nanmean` over replicates without its warning for an all-NaN slice: an undefined statistic in every
+    resample is NaN, said by the entry's own NaN (as `percentile_ci` does)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(values, axis=axis)
+
+
+def quiet_nanvar(values: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Sample variance (ddof 1) over replicates, NaN ones left out; NaN, without a warning, where fewer than two
+    are defined."""
+    values = np.asarray(values, dtype=np.float64)
+    defined = np.sum(~np.isnan(values), axis=axis)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.where(defined >= 2, np.nanvar(values, axis=axis, ddof=1), np.nan)
 
 
 def percentile_ci(samples: np.ndarray, confidence: float = 0.95, axis: int = 0) -> np.ndarray:

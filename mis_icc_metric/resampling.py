@@ -24,7 +24,7 @@ from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, PAPER_RESAMPLE, RESAM
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import parse_video_id
 
-from .bootstrap import bootstrap_indices, resample_counts
+from .bootstrap import bootstrap_indices, quiet_nanvar, resample_counts
 
 __all__ = [
     "RESAMPLE_UNITS",
@@ -205,16 +205,6 @@ def design_effect(clustered: np.ndarray, independent: np.ndarray) -> np.ndarray:
     """Per column: the variance of the replicates under clinician resampling over that under video resampling
     (axis 0: resamples; NaN replicates ignored; NaN where either variance is undefined or the video one is 0)."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        num = _nanvar(clustered)
-        den = _nanvar(independent)
+        num = quiet_nanvar(clustered)
+        den = quiet_nanvar(independent)
         return np.where((den > 0) & np.isfinite(num), num / np.where(den > 0, den, 1.0), np.nan)
-
-
-def _nanvar(replicates: np.ndarray) -> np.ndarray:
-    values = np.asarray(replicates, dtype=np.float64)
-    finite = ~np.isnan(values)
-    count = finite.sum(axis=0)
-    safe = np.where(finite, values, 0.0)
-    mean = safe.sum(axis=0) / np.maximum(count, 1)
-    var = (np.where(finite, values - mean, 0.0) ** 2).sum(axis=0) / np.maximum(count - 1, 1)
-    return np.where(count >= 2, var, np.nan)

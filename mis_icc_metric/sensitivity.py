@@ -20,7 +20,7 @@ import numpy as np
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError
 
-from .bootstrap import percentile_ci
+from .bootstrap import percentile_ci, quiet_nanmean
 from .paired import paired_comparison
 from .resampling import DEFAULT_RESAMPLE, make_resampling
 from .scoring import Key, coerce_score
@@ -31,16 +31,6 @@ _CHUNK = 256  # resamples per counts block: bounds the (rows x videos) weights m
 _COLUMN = {key: j for j, key in enumerate(DIMENSION_KEYS)}
 
 __all__ = ["MOVED_THRESHOLD", "PURPOSE", "perturbation_shift"]
-
-
-def _nanmean(values, axis=None):
-    """`np.nanmean` without its warning for an all-NaN slice (an undefined ICC in every arm): NaN, said by the
-    entry's own NaN, not by a RuntimeWarning."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(values, axis=axis)
 
 
 def _values(mapping: Mapping[Key, object], what: str) -> dict[Key, float]:
@@ -157,7 +147,7 @@ def perturbation_shift(
     summary = {
         "n": n_all,
         "mean_shift": float(shifts.diff[:, used].sum() / n_all),
-        "mean_shift_ci": percentile_ci(_nanmean(shift_reps[:, used], axis=1), confidence).tolist(),
+        "mean_shift_ci": percentile_ci(quiet_nanmean(shift_reps[:, used], axis=1), confidence).tolist(),
         "mean_abs_shift": float(np.abs(shifts.diff[:, used]).sum() / n_all),
         "share_moved": float(shifts.hit[:, used].sum() / n_all),
         **_icc_fields(paired["mean_icc"]),

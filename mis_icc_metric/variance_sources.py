@@ -20,21 +20,11 @@ import numpy as np
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError
 
-from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
+from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks, quiet_nanmean, quiet_nanvar
 from .resampling import make_resampling
 from .scoring import MIN_ITEMS, Key
 
 __all__ = ["variance_sources"]
-
-
-def _nanmean(values, axis=None):
-    """`np.nanmean` without its warning for an all-NaN slice (an undefined ICC in every arm): NaN, said by the
-    entry's own NaN, not by a RuntimeWarning."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(values, axis=axis)
 
 
 def _columns(arms: Sequence[Mapping[Key, object]], references, videos, dims):
@@ -57,11 +47,7 @@ def _columns(arms: Sequence[Mapping[Key, object]], references, videos, dims):
 
 def _sd(values: np.ndarray) -> np.ndarray:
     """Sample standard deviation over axis 0, NaN values left out; NaN where fewer than two are defined."""
-    values = np.asarray(values, dtype=np.float64)
-    count = np.sum(~np.isnan(values), axis=0)
-    mean = np.nansum(values, axis=0) / np.maximum(count, 1)
-    squares = np.nansum((values - mean) ** 2, axis=0)
-    return np.where(count >= 2, np.sqrt(squares / np.maximum(count - 1, 1)), np.nan)
+    return np.sqrt(quiet_nanvar(values))
 
 
 def variance_sources(
@@ -97,7 +83,7 @@ def variance_sources(
     for spread in (prompt_icc, sample_icc):
         if spread.shape[0] >= 2:
             pick = rng.integers(0, spread.shape[0], n_bootstrap)
-            total = total + (spread - _nanmean(spread, axis=0))[pick]
+            total = total + (spread - quiet_nanmean(spread, axis=0))[pick]
     sd = {
         "videos": _sd(boot["video"]),
         "clinicians": _sd(boot["clinician"]),
@@ -115,16 +101,16 @@ def variance_sources(
             "resampling_ci": percentile_ci(boot["clinician"][:, j], confidence).tolist(),
             "total_ci": percentile_ci(total[:, j], confidence).tolist(),
         }
-    mean_total = _nanmean(total, axis=1)
-    mean_resampled = _nanmean(boot["clinician"], axis=1)
+    mean_total = quiet_nanmean(total, axis=1)
+    mean_resampled = quiet_nanmean(boot["clinician"], axis=1)
     return {
         "dimensions": dimensions,
         "mean_icc": {
-            "icc": float(_nanmean(point[0])),
-            "sd_videos": float(_sd(_nanmean(boot["video"], axis=1))),
+            "icc": float(quiet_nanmean(point[0])),
+            "sd_videos": float(_sd(quiet_nanmean(boot["video"], axis=1))),
             "sd_clinicians": float(_sd(mean_resampled)),
-            "sd_prompts": float(_sd(_nanmean(prompt_icc, axis=1))),
-            "sd_sampling": float(_sd(_nanmean(sample_icc, axis=1))) if len(samples) else float("nan"),
+            "sd_prompts": float(_sd(quiet_nanmean(prompt_icc, axis=1))),
+            "sd_sampling": float(_sd(quiet_nanmean(sample_icc, axis=1))) if len(samples) else float("nan"),
             "resampling_ci": percentile_ci(mean_resampled, confidence).tolist(),
             "total_ci": percentile_ci(mean_total, confidence).tolist(),
         },
