@@ -20,14 +20,13 @@ import numpy as np
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError
 
-from .bootstrap import percentile_ci, quiet_nanmean
+from .bootstrap import percentile_ci, resampled_sums
 from .paired import paired_comparison
 from .resampling import DEFAULT_RESAMPLE, make_resampling
 from .scoring import Key, coerce_score
 
 MOVED_THRESHOLD = 0.5
 PURPOSE = RESEARCH_USE
-_CHUNK = 256  # resamples per counts block: bounds the (rows x videos) weights matrix
 _COLUMN = {key: j for j, key in enumerate(DIMENSION_KEYS)}
 
 __all__ = ["MOVED_THRESHOLD", "PURPOSE", "perturbation_shift"]
@@ -40,13 +39,6 @@ def _values(mapping: Mapping[Key, object], what: str) -> dict[Key, float]:
         if score is not None and not np.isnan(score):
             out[key] = float(score)
     return out
-
-
-def _weighted_means(counts: np.ndarray, values: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """(B, dims) means of `values` (videos x dims) under each resample's counts, NaN where a resample has none."""
-    weights = counts @ valid.astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (counts @ np.where(valid, values, 0.0)) / weights
 
 
 @dataclass(frozen=True)
@@ -74,14 +66,16 @@ def _lay_out(base: Mapping[Key, float], moved: Mapping[Key, float], gold: Mappin
     return _Shifts(videos, diff0, (np.abs(diff0) >= threshold - 1e-9) & valid, valid, pairs)
 
 
-def _replicates(shifts: _Shifts, plan) -> tuple[np.ndarray, np.ndarray]:
-    """(B, dims) resampled mean shifts and shares moved, in blocks of `_CHUNK` resamples."""
-    shift_reps, moved_reps = [], []
-    for start in range(0, plan.n_resamples, _CHUNK):
-        counts = plan.counts(slice(start, start + _CHUNK))
-        shift_reps.append(_weighted_means(counts, shifts.diff, shifts.valid))
-        moved_reps.append(_weighted_means(counts, shifts.hit.astype(np.float64), shifts.valid))
-    return np.concatenate(shift_reps), np.concatenate(moved_reps)
+def _replicates(shifts: _Shifts, plan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Under each resample: the (B, dims) mean shifts and shares moved, and the (B,) mean shift pooled over every
+    pair (the summary's own statistic); one `counts @ features` product per chunk (`resampled_sums`)."""
+    dims = shifts.valid.shape[1]
+    features = np.column_stack([shifts.valid.astype(np.float64), shifts.diff, shifts.hit.astype(np.float64)])
+    sums = resampled_sums(plan, features)
+    pairs, shift_sums, hit_sums = sums[:, :dims], sums[:, dims : 2 * dims], sums[:, 2 * dims :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = shift_sums.sum(axis=1) / pairs.sum(axis=1)
+        return shift_sums / pairs, hit_sums / pairs, pooled
 
 
 def _icc_fields(entry: Mapping) -> dict:
@@ -115,7 +109,7 @@ def perturbation_shift(
     base, moved = _values(unperturbed, "unperturbed"), _values(perturbed, "perturbed")
     shifts = _lay_out(base, moved, references, threshold)
     plan = make_resampling(shifts.videos, n_bootstrap, seed, resample, clusters=clusters)
-    shift_reps, moved_reps = _replicates(shifts, plan)
+    shift_reps, moved_reps, pooled_reps = _replicates(shifts, plan)
     pairs = shifts.pairs
     paired = paired_comparison(
         {k: moved[k] for k in pairs},
@@ -147,7 +141,7 @@ def perturbation_shift(
     summary = {
         "n": n_all,
         "mean_shift": float(shifts.diff[:, used].sum() / n_all),
-        "mean_shift_ci": percentile_ci(quiet_nanmean(shift_reps[:, used], axis=1), confidence).tolist(),
+        "mean_shift_ci": percentile_ci(pooled_reps, confidence).tolist(),
         "mean_abs_shift": float(np.abs(shifts.diff[:, used]).sum() / n_all),
         "share_moved": float(shifts.hit[:, used].sum() / n_all),
         **_icc_fields(paired["mean_icc"]),
@@ -160,7 +154,8 @@ def _meta(threshold: float, plan, confidence: float) -> dict:
         "shift": "perturbed - unperturbed score, pairs both arms answered",
         "moved": f"|shift| >= {threshold:g}",
         "icc_change": "ICC(3,1) perturbed - unperturbed, paired (the same resamples for both arms)",
-        "mean_over_dimensions": "mean shift CI: the mean of the dimensions' resampled means",
+        "mean_over_dimensions": "mean shift over every pair of every dimension; its CI from the same pooled mean "
+        "in each resample",
         "resampling": plan.describe(),
         "confidence": confidence,
         "purpose": PURPOSE,

@@ -51,6 +51,25 @@ def test_shift_table_equals_hand_computation() -> None:
     assert "not for therapist" in table["meta"]["purpose"]
 
 
+def test_the_summary_pools_every_pair_when_dimensions_answer_different_numbers() -> None:
+    """The summary's mean shift is over every pair both arms answered, and its CI is that same pooled mean in each
+    resample (not the mean of the dimensions' means, which differs when their counts differ)."""
+    videos, gold, base, moved = _arms()
+    moved = {k: value for i, (k, value) in enumerate(sorted(moved.items())) if k[1] != "empathy" or i % 3}
+    table = perturbation_shift(base, moved, gold, n_bootstrap=200, seed=2)
+    plan = make_resampling(sorted(videos), 200, 2, "clinician")
+    rows = {name: sorted(v for v in videos if v.split("_")[0] == name) for name in plan.cluster_names}
+    shift = {k: moved[k] - base[k] for k in moved if k in base and k in gold}
+    assert table["mean"]["n"] == len(shift) and table["mean"]["mean_shift"] == pytest.approx(
+        np.mean(list(shift.values()))
+    )
+    pooled = []
+    for draw in plan.draws:
+        drawn = [v for c in draw for v in rows[plan.cluster_names[c]]]
+        pooled.append(np.mean([shift[(v, k)] for v in drawn for k in DIMENSION_KEYS if (v, k) in shift]))
+    assert table["mean"]["mean_shift_ci"] == pytest.approx(percentile_interval(pooled))
+
+
 def test_an_unchanged_arm_has_no_shift() -> None:
     _, gold, base, _ = _arms(1)
     table = perturbation_shift(base, dict(base), gold, n_bootstrap=50, seed=0)
