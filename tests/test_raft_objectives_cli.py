@@ -59,6 +59,10 @@ def _predictions(path: Path) -> dict:
 def trained(tiny_model_dir, synthetic_build, tmp_path_factory) -> dict[str, tuple[Path, Path]]:
     """Each method trained 2 steps and its test split served by `mis-bench run`: method -> (model folder,
     results.json)."""
+    import numpy as np
+
+    import raft_trainer.regression
+
     root = tmp_path_factory.mktemp("methods")
     runs = {}
     for method, extra, score_from in (
@@ -66,8 +70,12 @@ def trained(tiny_model_dir, synthetic_build, tmp_path_factory) -> dict[str, tupl
         ("ntl", ("--raft_objective", "ntl"), "expected"),
     ):
         out = root / method
-        assert _train(tiny_model_dir, synthetic_build, out, *extra) == 0
-        runs[method] = (out, _run(out, synthetic_build, root / f"run-{method}", score_from))
+        with pytest.MonkeyPatch.context() as patch:
+            # After 2 steps the head's outputs are all below 1 (about -0.1), so the scale's clip would make every
+            # score 1.0 on both sides; the same steep monotone readout in training and serving keeps them apart.
+            patch.setattr(raft_trainer.regression, "regression_readout", lambda raw: np.clip(3.0 + 20.0 * raw, 1, 5))
+            assert _train(tiny_model_dir, synthetic_build, out, *extra) == 0
+            runs[method] = (out, _run(out, synthetic_build, root / f"run-{method}", score_from))
     return runs
 
 
@@ -82,6 +90,7 @@ def test_each_method_trains_saves_and_is_served_with_the_scores_it_wrote(trained
         trained_scores = _predictions(out / "predictions_test.csv")
         served = _predictions(results.parent / "predictions.jsonl")
         assert served and set(served) == set(trained_scores)
+        assert len({round(v, 4) for v in served.values() if 1 < v < 5}) > 1, method  # distinct, inside the scale
         assert all(served[key] == pytest.approx(trained_scores[key], abs=1e-4) for key in served), method
         score = ["score", "--predictions", str(out / "predictions_test.csv"), "--references", str(synthetic_build)]
         assert mis_bench_main([*score, "--bootstrap", "100"]) == 0
