@@ -10,35 +10,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.icc import icc3_1
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import STIMULI
 from mis_icc_metric.bootstrap import bootstrap_indices, resample_counts
 from mis_icc_metric.paired import paired_comparison
 from mis_icc_metric.resampling import design_effect, make_resampling
 from mis_icc_metric.scoring import score_predictions
+from tests._independent import anova_icc, clinician_rows, grid
 from tests._metric_helpers import make_scores
 
 
 def _grid(predictions, references):
-    videos = sorted({v for v, _ in references})
-    pred = np.array(
-        [[np.nan if predictions[(v, d)] is None else predictions[(v, d)] for d in DIMENSION_KEYS] for v in videos]
-    )
-    gold = np.array([[references[(v, d)] for d in DIMENSION_KEYS] for v in videos])
-    return videos, pred, gold
-
-
-def _clinician_rows(videos, draws):
-    """Each resample's rows, by an independent route: the drawn clinicians' videos concatenated, in draw order."""
-    clinicians = sorted({v.split("_")[0] for v in videos})
-    rows_of = {c: [i for i, v in enumerate(videos) if v.split("_")[0] == c] for c in clinicians}
-    return [np.concatenate([rows_of[clinicians[c]] for c in draw]) for draw in draws]
+    return grid(predictions, references, DIMENSION_KEYS)
 
 
 def _loop_icc(pred, gold, rows, j):
+    """ICC(3,1) of one resample's rows from the two-way ANOVA written out (`_independent.anova_icc`)."""
     keep = ~np.isnan(pred[rows, j])
-    return icc3_1(np.stack([pred[rows, j][keep], gold[rows, j][keep]], axis=1))
+    return anova_icc(pred[rows, j][keep], gold[rows, j][keep])
 
 
 def test_clinician_cis_equal_an_independent_cluster_loop():
@@ -47,7 +36,7 @@ def test_clinician_cis_equal_an_independent_cluster_loop():
     videos, pred, gold = _grid(predictions, references)
     plan = make_resampling(videos, 200, 7, "clinician")
     assert plan.n_clusters == 8 and result["meta"]["resampling"]["unit"] == "clinician"
-    all_rows = _clinician_rows(videos, plan.draws)
+    all_rows = clinician_rows(videos, 200, 7)  # drawn by hand from numpy's generator, not from `plan`
     for j, key in enumerate(DIMENSION_KEYS[:4]):
         reps = [_loop_icc(pred, gold, rows, j) for rows in all_rows]
         assert result["dimensions"][key]["icc_ci"] == pytest.approx(list(np.percentile(reps, [2.5, 97.5])), abs=1e-10)
@@ -93,16 +82,12 @@ def test_paired_comparison_resamples_the_same_clinicians_for_both_systems():
     assert result["meta"]["resampling"]["unit"] == "clinician"
     videos, pred_a, gold = _grid(predictions_a, references)
     _, pred_b, _ = _grid(predictions_b, references)
-    plan = make_resampling(videos, 150, 2, "clinician")
     for j, key in enumerate(DIMENSION_KEYS[:3]):
         deltas = []
-        for rows in _clinician_rows(videos, plan.draws):
+        for rows in clinician_rows(videos, 150, 2):
             both = ~np.isnan(pred_a[rows, j]) & ~np.isnan(pred_b[rows, j])
             sub = rows[both]
-            deltas.append(
-                icc3_1(np.stack([pred_a[sub, j], gold[sub, j]], 1))
-                - icc3_1(np.stack([pred_b[sub, j], gold[sub, j]], 1))
-            )
+            deltas.append(anova_icc(pred_a[sub, j], gold[sub, j]) - anova_icc(pred_b[sub, j], gold[sub, j]))
         assert result["dimensions"][key]["delta_ci"] == pytest.approx(
             list(np.percentile(deltas, [2.5, 97.5])), abs=1e-10
         )
