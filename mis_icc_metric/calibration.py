@@ -370,7 +370,8 @@ class Calibrator:
         return float(np.clip(calibrated - half, low, high)), float(np.clip(calibrated + half, low, high))
 
 
-def _pairs(predictions: Mapping[Key, float | None], references: Mapping[Key, float], dim: str):
+def scored_pairs(predictions: Mapping[Key, float | None], references: Mapping[Key, float], dim: str):
+    """(the keys, judge scores, gold) of one dimension's pairs with both, in key order."""
     keys = sorted(k for k, v in predictions.items() if k[1] == dim and v is not None and k in references)
     x = np.array([predictions[k] for k in keys], dtype=np.float64)
     y = np.array([references[k] for k in keys], dtype=np.float64)
@@ -394,11 +395,11 @@ def fit_calibrator(
         raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
     maps, half_widths, n_fit, n_cal = {}, {}, {}, {}
     for dim in DIMENSION_KEYS:
-        _, x, y = _pairs(fit_predictions, fit_references, dim)
+        _, x, y = scored_pairs(fit_predictions, fit_references, dim)
         if not x.size:
             continue
         maps[dim] = fit_map(x, y, method)
-        _, xc, yc = _pairs(calibration_predictions, calibration_references, dim)
+        _, xc, yc = scored_pairs(calibration_predictions, calibration_references, dim)
         residuals = np.abs(yc - apply_map(maps[dim], xc))
         half_widths[dim] = conformal_quantile(residuals, coverage, what=f"the calibration split for {dim}")
         n_fit[dim], n_cal[dim] = int(x.size), int(xc.size)

@@ -23,8 +23,9 @@ from mis_bench_dataset.video_ids import parse_video_id
 
 from .agreement import agreement, agreement_weighted
 from .bootstrap import percentile_ci
-from .calibration import INTENDED_USE, Calibrator, apply_map, fit_maps_weighted
+from .calibration import INTENDED_USE, Calibrator, apply_map, fit_maps_weighted, scored_pairs
 from .resampling import make_resampling
+from .scoring import MIN_ITEMS
 
 __all__ = ["SUMMARY_STATISTICS", "calibration_summary", "interval_coverage", "risk_coverage"]
 
@@ -41,8 +42,9 @@ REFIT = (
 
 
 def _pairs(predictions: Mapping[Key, float | None], references: Mapping[Key, float], dim: str):
-    keys = sorted(k for k, v in predictions.items() if k[1] == dim and v is not None and k in references)
-    return [k[0] for k in keys], np.array([predictions[k] for k in keys]), np.array([references[k] for k in keys])
+    """(videos, judge scores, gold) of one dimension's scored pairs (`calibration.scored_pairs`)."""
+    keys, x, y = scored_pairs(predictions, references, dim)
+    return [k[0] for k in keys], x, y
 
 
 def interval_coverage(records: Sequence[Mapping], references: Mapping[Key, float]) -> list[dict]:
@@ -141,7 +143,7 @@ def calibration_summary(
             "n_evaluated": int(x_eval.size),
             "half_width": calibrator.half_widths[dim],
         }
-        if x_eval.size >= 3:
+        if x_eval.size >= MIN_ITEMS:
             calibrated = apply_map(calibrator.maps[dim], x_eval)
             before, after = agreement(x_eval, y_eval), agreement(calibrated, y_eval)
             boot = _replicates(
@@ -165,7 +167,7 @@ def calibration_summary(
                     np.isin(np.arange(len(videos)), [position[v] for v in eval_videos])
                 )
         else:
-            entry["note"] = f"{x_eval.size} evaluated pair(s): the statistics need at least 3"
+            entry["note"] = f"{x_eval.size} evaluated pair(s): the statistics need at least {MIN_ITEMS}"
         entry.update({k: v for k, v in _cell([r for r in rows if r["dimension"] == dim]).items() if k != "n"})
         dimensions[dim] = entry
     return {

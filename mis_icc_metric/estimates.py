@@ -24,6 +24,7 @@ from mis_icc_metric.ppi import (
     Interval,
     classical_difference,
     classical_mean,
+    normal_quantile,
     ppi_difference,
     ppi_mean,
     weighted_ppi_means,
@@ -227,11 +228,10 @@ def ppi_coverage_simulation(
 
     Vectorised over draws (`weighted_ppi_means` on 0/1 masks). Seeded; the draws are shared by the dimensions.
     """
-    from scipy.stats import norm
 
     if not 0 < share < 1:
         raise UsageError(f"share must be in (0, 1), got {share}")
-    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    z = normal_quantile(confidence)
     videos = sorted({v for (v, d), value in judge.items() if value is not None and (v, d) in gold})
     rng = np.random.default_rng(seed)
     keys = rng.random((n_draws, len(videos)))  # one random order of the videos per draw

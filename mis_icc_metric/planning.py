@@ -27,7 +27,9 @@ from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
+from mis_icc_metric.ppi import normal_quantile
 from mis_icc_metric.resampling import clinician_clusters, design_effect, make_resampling
+from mis_icc_metric.scoring import MIN_ITEMS
 
 Key = tuple[str, str]
 # Sizes tried: a geometric grid up to this multiple of the pilot (beyond it the pilot says too little).
@@ -40,7 +42,7 @@ def bonett_sample_size(icc: float, width: float, *, raters: int = 2, confidence:
     """Bonett (2002, Statistics in Medicine 21:1331-1335), eq. 4: subjects for an ICC CI of full width `width`."""
     if not 0 < width < 2 or raters < 2:
         raise UsageError(f"Bonett's formula needs a width in (0, 2) and at least 2 raters, got {width}, {raters}")
-    z = norm.ppf(1 - (1 - confidence) / 2)
+    z = normal_quantile(confidence)
     k, rho = raters, float(np.clip(icc, 0.0, 1.0))
     n = 1 + 8 * z**2 * (1 - rho) ** 2 * (1 + (k - 1) * rho) ** 2 / (k * (k - 1) * width**2)
     return int(np.ceil(n))
@@ -285,12 +287,12 @@ def plan_labels(
     """
     if half_width <= 0:
         raise UsageError(f"the half-width is in score points, above 0; got {half_width}")
-    z = norm.ppf(1 - (1 - confidence) / 2)
+    z = normal_quantile(confidence)
     dims = {}
     for key in DIMENSION_KEYS:
         pairs = [(gold[k], v) for k, v in judge.items() if k[1] == key and v is not None and k in gold]
         judged = [v for k, v in judge.items() if k[1] == key and v is not None]
-        if len(pairs) < 3:
+        if len(pairs) < MIN_ITEMS:
             continue
         y, yhat = np.array(pairs).T
         total = n_judged or len(judged)
@@ -309,7 +311,9 @@ def plan_labels(
             "classical_labels": classical,
         }
     if not dims:
-        raise DataError("no dimension has 3 videos with both gold and a judge score", hint="label a pilot first")
+        raise DataError(
+            f"no dimension has {MIN_ITEMS} videos with both gold and a judge score", hint="label a pilot first"
+        )
     return {
         "half_width": half_width,
         "confidence": confidence,

@@ -45,14 +45,15 @@ class Interval:
         return out
 
 
-def _z(confidence: float) -> float:
+def normal_quantile(confidence: float) -> float:
+    """The two-sided normal quantile of a CI at `confidence` (1.96 at 0.95); refuses a level outside (0, 1)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     return float(norm.ppf(1 - (1 - confidence) / 2))
 
 
 def _interval(estimate: float, se: float, confidence: float, lam: float | None = None) -> Interval:
-    half = _z(confidence) * se
+    half = normal_quantile(confidence) * se
     return Interval(float(estimate), float(estimate - half), float(estimate + half), lam)
 
 
@@ -163,7 +164,7 @@ def ppi_ols(
     var_unlabeled = np.cov(lam * grads_unlabeled.T).reshape(d, d)
     var = np.cov(grads.T - lam * grads_hat.T).reshape(d, d)
     sigma = inv_hessian @ (n / big_n * var_unlabeled + var) @ inv_hessian
-    half = _z(confidence) * np.sqrt(np.diag(sigma) / n)
+    half = normal_quantile(confidence) * np.sqrt(np.diag(sigma) / n)
     return theta, np.stack([theta - half, theta + half], axis=1), lam
 
 
