@@ -31,6 +31,9 @@ TIME_POINTS: tuple[str, ...] = ("T1", "T2", "T3")
 # What agreement can be broken down by (`mis_icc_metric.groups`, `mis-bench score --by`): a part of the id, or the
 # therapist level (a clinician at a time point, averaged over the stimuli, and each clinician's change T1 to T3).
 GROUPINGS: tuple[str, ...] = ("time_point", "stimulus", "clinician")
+# The groupings whose groups have an order of their own (the design's: T1, T2, T3; the stimuli), and that order;
+# clinicians are listed by name.
+GROUP_ORDER: dict[str, tuple[str, ...]] = {"time_point": TIME_POINTS, "stimulus": STIMULI}
 THERAPIST_LEVEL = "therapist"
 BY_CHOICES: tuple[str, ...] = (*GROUPINGS, THERAPIST_LEVEL)
 

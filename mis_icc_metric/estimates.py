@@ -16,8 +16,9 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
+from mis_bench_dataset.video_ids import GROUP_ORDER
 from mis_icc_metric.bootstrap import percentile_ci, resampled_chunks
+from mis_icc_metric.groups import group_labels
 from mis_icc_metric.ppi import (
     IID_ASSUMPTION,
     MIN_LABELLED,
@@ -31,13 +32,10 @@ from mis_icc_metric.ppi import (
 )
 
 Key = tuple[str, str]
-GROUPINGS: dict[str, tuple[str, ...]] = {"time_point": TIME_POINTS, "stimulus": STIMULI}
+# `estimate --by`: the groupings with an order of their own (a cohort's time points, the stimuli)
+GROUPINGS = GROUP_ORDER
 PURPOSE = RESEARCH_USE
 BIASED_NOTE = "judge-only: the judge's scores taken as gold; biased by the judge's offset, its CI ignores that"
-
-
-def _group_of(video_id: str, by: str | None) -> str:
-    return "all" if by is None else getattr(parse_video_id(video_id), by)
 
 
 class _Dimension:
@@ -49,7 +47,7 @@ class _Dimension:
         self.yhat = np.array([judge[(v, key)] for v in ids], dtype=np.float64)
         self.y = np.array([experts.get((v, key), np.nan) for v in ids], dtype=np.float64)
         self.labelled = ~np.isnan(self.y)
-        self.group = np.array([_group_of(v, by) for v in ids], dtype=object)
+        self.group = np.array(["all"] * len(ids) if by is None else group_labels(ids, by), dtype=object)
 
     def part(self, group: str | None = None):
         mask = np.ones(self.rows.size, bool) if group is None else self.group == group

@@ -33,7 +33,7 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, RESEARCH_USE
 from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.video_ids import GROUPINGS, STIMULI, TIME_POINTS, parse_video_id
+from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 from .coverage import DEFAULT_MISSING, evaluated_references
@@ -69,7 +69,7 @@ BIAS_TEST_METHODS = {
     "classical": "one-way ANOVA F test of equal mean bias across groups (grouped by clinician: the groups are "
     "the clusters, so a cluster-robust test is undefined; videos within a clinician taken as independent)",
 }
-_ORDER = {"time_point": TIME_POINTS, "stimulus": STIMULI}
+_ORDER = GROUP_ORDER
 
 
 def group_labels(videos: Sequence[str], by: str) -> list[str]:

@@ -16,8 +16,9 @@ from eval_scripts.cli.args import (
 )
 from mis_bench_dataset.rules.numbers import MISSING
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.video_ids import GROUP_ORDER
 
-GROUP_CHOICES = ("time_point", "stimulus")
+GROUP_CHOICES = tuple(GROUP_ORDER)  # the groupings with an order of their own: a cohort's time points, the stimuli
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
