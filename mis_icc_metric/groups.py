@@ -37,7 +37,7 @@ from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 from .coverage import DEFAULT_MISSING, evaluated_references
-from .resampling import check_unit, clinician_clusters, make_resampling
+from .resampling import check_unit, clinician_clusters, clusters_per_block, make_resampling
 
 __all__ = [
     "GROUP_STATISTICS",
@@ -369,12 +369,14 @@ def _unit_means(ratings: np.ndarray, valid: np.ndarray, units: np.ndarray, n_uni
     return means, counts
 
 
-def _level_entries(ratings, valid, point, cis, blocks, extra) -> dict:
-    """Per block the level's {"n", "icc", "bias", "mae" (+ CIs)} and the block's `extra(b)` fields."""
+def _level_entries(ratings, valid, point, cis, blocks, extra, clinicians: np.ndarray) -> dict:
+    """Per block the level's {"n", "icc", "bias", "mae" (+ CIs)} and the block's `extra(b)` fields; a CI only
+    from enough units and enough clinicians behind them (`clinicians`: each row's), as for the subgroups."""
     out = {}
-    for b, block in enumerate(blocks):
+    for b, (block, n_clusters) in enumerate(zip(blocks, clusters_per_block(clinicians, valid), strict=True)):
         n = int(valid[:, b].sum())
-        out[block] = {**_stat_entry(point, cis, (b,), n, n >= MIN_CI_VIDEOS), **extra(b)}
+        with_ci = _ci_reason(n, n_clusters, "clinician") is None
+        out[block] = {**_stat_entry(point, cis, (b,), n, with_ci), **extra(b)}
     return out
 
 
@@ -434,9 +436,12 @@ def therapist_agreement(
     def clinicians_of(b: int) -> dict:
         return {"n_clinicians": int(change_valid[:, b].sum())}
 
-    therapists = _level_entries(means, unit_valid, point, _ci_table(boot, confidence), blocks, mean_count)
+    unit_clinicians, clinician_names = np.asarray(unit_clinician, dtype=object), np.asarray(names, dtype=object)
+    therapists = _level_entries(
+        means, unit_valid, point, _ci_table(boot, confidence), blocks, mean_count, unit_clinicians
+    )
     changes = _level_entries(
-        change, change_valid, change_point, _ci_table(change_boot, confidence), blocks, clinicians_of
+        change, change_valid, change_point, _ci_table(change_boot, confidence), blocks, clinicians_of, clinician_names
     )
     return {
         "therapists": {"dimensions": {b: therapists[b] for b in blocks[:-1]}, "overall": therapists["overall"]},

@@ -435,3 +435,16 @@ def test_the_report_refuses_subgroups_without_gold(tmp_path):
     with pytest.raises(UsageError, match="needs the gold scores"):
         write_report(results, tmp_path / "out", by=("stimulus",))
     assert not (tmp_path / "out").exists()
+
+
+def test_the_therapist_level_gives_no_ci_from_fewer_than_five_clinicians():
+    """Twelve therapist units of four clinicians are enough units but not enough clinicians for a clinician-resampled
+    CI, as for the subgroups (`MIN_CI_CLUSTERS`); seven clinicians are."""
+    from mis_icc_metric.groups import MIN_CI_CLUSTERS, therapist_agreement
+
+    from _metric_helpers import make_scores
+
+    few = therapist_agreement(*make_scores(n=32, seed=4, unparsed=0.0), n_bootstrap=50)["therapists"]["overall"]
+    assert few["n"] == 12 and few["icc_ci"] is None and not math.isnan(few["icc"])
+    enough = therapist_agreement(*make_scores(n=56, seed=4, unparsed=0.0), n_bootstrap=50)["therapists"]["overall"]
+    assert MIN_CI_CLUSTERS <= 56 // 8 and enough["icc_ci"] is not None
