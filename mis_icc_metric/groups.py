@@ -40,6 +40,7 @@ from .coverage import DEFAULT_MISSING, evaluated_references
 from .resampling import check_unit, clinician_clusters, clusters_per_block, make_resampling
 
 __all__ = [
+    "agreement_by",
     "GROUP_STATISTICS",
     "MIN_CI_VIDEOS",
     "MIN_CI_CLUSTERS",
@@ -458,3 +459,15 @@ def therapist_agreement(
             "equal_bias_method": None,
         },
     }
+
+
+def agreement_by(predictions: Mapping, references: Mapping, by: str, **options) -> dict:
+    """`therapist_agreement` for "therapist" (clinicians, always: a therapist's units move together; a `resample`
+    option is not used), else `subgroup_agreement` by `by`: the one dispatch of `score --by`, reports and the trust
+    page."""
+    from mis_bench_dataset.video_ids import THERAPIST_LEVEL
+
+    if by == THERAPIST_LEVEL:
+        options.pop("resample", None)
+        return therapist_agreement(predictions, references, **options)
+    return subgroup_agreement(predictions, references, by=by, **options)

@@ -378,7 +378,7 @@ def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them
     for name, cell in expected["overall"]["groups"].items():
         line = next(line for line in printed.splitlines() if line.startswith(name + " "))
         assert f"{100 * cell['icc']:.1f}" in line and f"{cell['bias']:+.2f}" in line
-    assert "not for therapist supervision, training, hiring or patient-facing evaluation" in printed
+    assert printed.count("not for therapist supervision, training, hiring or patient-facing evaluation") == 1
 
 
 def test_score_by_an_unknown_grouping_is_a_usage_error(tmp_path, capsys):

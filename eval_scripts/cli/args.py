@@ -18,6 +18,7 @@ from mis_bench_dataset.dimensions import (
     DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLE,
     DEFAULT_SEED,
+    RESEARCH_USE,
     bootstrap_option,
     resample_option,
     seed_option,
@@ -64,8 +65,8 @@ def add_by(parser: argparse.ArgumentParser) -> None:
         metavar="GROUPING",
         help="also agreement by subgroup, a comma list of time_point, stimulus, clinician (ICC(3,1), bias and MAE per "
         "group with CIs, and a test of equal bias across groups) and therapist (a clinician's mean over the "
-        "stimuli per time point, and each clinician's change from T1 to T3, with clinician-resampled CIs); for "
-        "research on judges, not therapist evaluation; needs the gold scores (default: none)",
+        f"stimuli per time point, and each clinician's change from T1 to T3, with clinician-resampled CIs); "
+        f"{RESEARCH_USE}; needs the gold scores (default: none)",
     )
 
 

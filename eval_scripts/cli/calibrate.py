@@ -20,7 +20,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, RESEARCH_USE
 from mis_bench_dataset.rules.numbers import num, pct, signed
 from mis_bench_dataset.splits import SPLITS
 
@@ -33,8 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="calibrate a judge's scores to the expert scale, with a conformal interval per video",
         description="Fit a monotone map from the judge's score to the gold per dimension on one split, "
         "split-conformal intervals on a second, and write every other split calibrated with its interval "
-        "and a before/after summary; or --apply a saved calibrator to new predictions. For research on "
-        "judges, not therapist supervision, training, hiring or patient-facing evaluation.",
+        f"and a before/after summary; or --apply a saved calibrator to new predictions. {RESEARCH_USE.capitalize()}.",
     )
     parser.add_argument(
         "--predictions",

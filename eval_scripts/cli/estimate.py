@@ -14,6 +14,7 @@ from eval_scripts.cli.args import (
     existing,
     shown,
 )
+from mis_bench_dataset.dimensions import RESEARCH_USE
 from mis_bench_dataset.rules.numbers import MISSING
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.video_ids import GROUP_ORDER
@@ -27,8 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="mean scores per dimension (and per group, and their differences) from a judge on every video and "
         "experts on a few: PPI++ beside the experts-only and the judge-only estimate",
         description="Prediction-powered inference (PPI++, power-tuned, as ppi_py computes it): the judge's scores "
-        "on every video correct the experts' mean on the labelled ones. For research on judges, not for "
-        "therapist supervision, training, hiring or patient-facing evaluation.",
+        f"on every video correct the experts' mean on the labelled ones. {RESEARCH_USE.capitalize()}.",
     )
     parser.add_argument(
         "--judge",

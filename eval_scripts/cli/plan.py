@@ -17,6 +17,7 @@ from eval_scripts.cli.args import (
     probability,
     shown,
 )
+from mis_bench_dataset.dimensions import RESEARCH_USE
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
 TARGETS = ("icc", "difference", "labels")
@@ -30,8 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="icc: videos (clinicians) for a judge's ICC(3,1) CI of --half-width; difference: to detect "
         "an ICC difference of --difference between --predictions and --compare at --power and --level; labels: "
         "expert labels for a PPI++ mean's CI of --half-width score points. By resampling the pilot (icc, "
-        "difference) with Bonett (2002) beside it. For research on judges, not for therapist supervision, "
-        "training, hiring or patient-facing evaluation.",
+        f"difference) with Bonett (2002) beside it. {RESEARCH_USE.capitalize()}.",
     )
     parser.add_argument("target", choices=TARGETS, help="what to plan for")
     parser.add_argument(

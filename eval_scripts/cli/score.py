@@ -176,15 +176,18 @@ def _by_whom(result: dict) -> str:
 
 
 def _resampling_line(meta: dict) -> str:
-    """What made the CIs, and what `clin.` and `deff` mean: every table with a CI says it."""
+    """What made the CIs, what `clin.` and `deff` mean, and what the numbers are for: every table says it."""
+    from mis_bench_dataset.dimensions import RESEARCH_USE
+
+    purpose = f"{RESEARCH_USE[0].upper()}{RESEARCH_USE[1:]}."
     plan = meta.get("resampling")
     if not plan:
-        return "No CIs (no bootstrap). clin.: clinicians behind the pairs."
+        return f"No CIs (no bootstrap). clin.: clinicians behind the pairs.\n{purpose}"
     drawn = "clinicians, each with all its videos" if plan["unit"] == "clinician" else "videos, as if independent"
     return (
         f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample).\n"
         "clin.: clinicians behind the pairs; deff: design effect, the variance resampling clinicians over resampling"
-        " videos.\nFor research on judges, not for evaluating therapists."
+        f" videos.\n{purpose}"
     )
 
 
@@ -420,30 +423,25 @@ def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, re
         therapist_table,
     )
     from mis_bench_dataset.video_ids import THERAPIST_LEVEL
-    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+    from mis_icc_metric.groups import agreement_by
 
-    common = {
-        "n_bootstrap": args.bootstrap,
-        "seed": args.seed,
-        "confidence": args.confidence,
-        "missing": args.missing,
-    }
+    draw = {"n_bootstrap": args.bootstrap, "seed": args.seed, "confidence": args.confidence}
+    draw.update(missing=args.missing, resample=args.resample)
     text = _text(args)
     for by in args.by:
         text("")
+        grouped = agreement_by(predictions, references, by, **draw)
         if by == THERAPIST_LEVEL:
-            level = therapist_agreement(predictions, references, **common)
-            result["therapist_level"] = level
-            text(plain_text(therapist_table(level)))
-            paragraphs = therapist_paragraphs(level)
+            result["therapist_level"] = grouped
+            text(plain_text(therapist_table(grouped)))
+            paragraphs = therapist_paragraphs(grouped)
         else:
-            groups = subgroup_agreement(predictions, references, by=by, resample=args.resample, **common)
-            result.setdefault("subgroups", {})[by] = groups
-            text(plain_text(subgroup_table(groups)))
+            result.setdefault("subgroups", {})[by] = grouped
+            text(plain_text(subgroup_table(grouped)))
             text("")
-            text(plain_text(equal_bias_table(groups)))
-            paragraphs = subgroup_paragraphs(groups)
-        for paragraph in paragraphs:
+            text(plain_text(equal_bias_table(grouped)))
+            paragraphs = subgroup_paragraphs(grouped)
+        for paragraph in paragraphs[:-1]:  # the last says what they are for, which the score's table said already
             text(paragraph)
 
 

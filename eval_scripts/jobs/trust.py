@@ -20,6 +20,7 @@ from pathlib import Path
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_BY_KEY, RESAMPLE_UNITS
 from mis_bench_dataset.rules.errors import DataError
 from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
+from mis_bench_dataset.video_ids import THERAPIST_LEVEL
 
 logger = logging.getLogger(__name__)
 
@@ -101,20 +102,13 @@ class TrustData:
         return self._scores[(system, unit)]
 
     def groups(self, system: str, by: str) -> dict:
+        """`agreement_by` of one system: by time point, stimulus or clinician, or at the therapist level."""
         from mis_bench_dataset.rules.jsonio import json_safe
-        from mis_icc_metric.groups import subgroup_agreement
+        from mis_icc_metric.groups import agreement_by
 
-        scored = subgroup_agreement(
-            self.systems[system], self.references, by=by, n_bootstrap=self.n_bootstrap, seed=self.seed
+        return json_safe(
+            agreement_by(self.systems[system], self.references, by, n_bootstrap=self.n_bootstrap, seed=self.seed)
         )
-        return json_safe(scored)
-
-    def therapists(self, system: str) -> dict:
-        from mis_bench_dataset.rules.jsonio import json_safe
-        from mis_icc_metric.groups import therapist_agreement
-
-        level = therapist_agreement(self.systems[system], self.references, n_bootstrap=self.n_bootstrap, seed=self.seed)
-        return json_safe(level)
 
 
 # ------------------------------------------------------------------------------------------ sections
@@ -250,7 +244,7 @@ def therapist_section(data: TrustData) -> str:
     """Agreement of therapist means and of each clinician's T1-to-T3 change, for the ridge (every video)."""
     from eval_scripts.report.subgroups import therapist_paragraphs, therapist_table
 
-    result = data.therapists(RIDGE)
+    result = data.groups(RIDGE, THERAPIST_LEVEL)
     return "\n".join(
         [
             "## Agreement at the therapist level",

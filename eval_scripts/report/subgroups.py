@@ -166,20 +166,14 @@ def subgroup_results(
     """Per run (a `RunView` with predictions) and grouping: {"label", "by", "result"}, the JSON of
     `subgroup_agreement` (with `resample`) or, for "therapist", `therapist_agreement` (clinicians, always)."""
     from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_bench_dataset.video_ids import THERAPIST_LEVEL
-    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+    from mis_icc_metric.groups import agreement_by
 
     out = []
     for run in runs:
         predictions = {key: value for key, value in run.predictions.items() if key in references}
         gold = {key: references[key] for key in predictions}
         for grouping in by:
-            if grouping == THERAPIST_LEVEL:
-                result = therapist_agreement(predictions, gold, n_bootstrap=n_bootstrap, seed=seed)
-            else:
-                result = subgroup_agreement(
-                    predictions, gold, by=grouping, n_bootstrap=n_bootstrap, seed=seed, resample=resample
-                )
+            result = agreement_by(predictions, gold, grouping, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
             out.append({"label": run.label, "by": grouping, "result": json_safe(result)})
     return out
 
