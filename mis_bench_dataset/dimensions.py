@@ -185,6 +185,12 @@ RESEARCH_USE = (
     "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "
     "training, hiring or patient-facing evaluation (the paper's ethics statement)"
 )
+# `mis-bench calibrate`'s choices and defaults (mis_icc_metric.calibration), here so the command line stays light.
+CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
+DEFAULT_CALIBRATION_METHOD = "isotonic"
+DEFAULT_COVERAGE = 0.9
+DEFAULT_FIT_SPLIT = "train"
+DEFAULT_CALIBRATION_SPLIT = "validation"
 # The one default level of every CI the toolkit reports (the paper's 95%).
 DEFAULT_CONFIDENCE = 0.95
 # The one default random seed of every entry point (the bootstrap's, the sampling's, the baselines' fits).

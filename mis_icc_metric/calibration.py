@@ -28,7 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, RESEARCH_USE, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.dimensions import (
+    CALIBRATION_METHODS,
+    DEFAULT_CALIBRATION_METHOD,
+    DEFAULT_COVERAGE,
+    DIMENSION_KEYS,
+    RESEARCH_USE,
+    SCORE_MAX,
+    SCORE_MIN,
+)
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 __all__ = [
@@ -48,9 +56,6 @@ __all__ = [
     "fit_maps_weighted",
 ]
 
-CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
-DEFAULT_CALIBRATION_METHOD = "isotonic"
-DEFAULT_COVERAGE = 0.9
 CALIBRATOR_FORMAT = "mis-bench-calibrator"
 CALIBRATOR_VERSION = 1
 SCALE: tuple[float, float] = (SCORE_MIN, SCORE_MAX)

@@ -20,11 +20,17 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, RESEARCH_USE
+from mis_bench_dataset.dimensions import (
+    CALIBRATION_METHODS,
+    DEFAULT_CALIBRATION_METHOD,
+    DEFAULT_CALIBRATION_SPLIT,
+    DEFAULT_COVERAGE,
+    DEFAULT_FIT_SPLIT,
+    DIMENSION_BY_KEY,
+    RESEARCH_USE,
+)
 from mis_bench_dataset.rules.numbers import num, pct, signed
 from mis_bench_dataset.splits import SPLITS
-
-_METHODS = ("isotonic", "linear")  # mis_icc_metric.calibration.CALIBRATION_METHODS (kept light here)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,11 +62,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="apply this calibrator.json to --predictions instead of fitting one (--out: the .csv/.jsonl to write; "
         "default: fit one)",
     )
-    parser.add_argument("--method", choices=_METHODS, default=_METHODS[0], help="the monotone map")
-    parser.add_argument("--coverage", type=probability, default=0.9, help="the intervals' nominal coverage")
-    parser.add_argument("--fit-split", choices=SPLITS, default="train", help="the split the map is fitted on")
     parser.add_argument(
-        "--calibration-split", choices=SPLITS, default="validation", help="the split the conformal residuals come from"
+        "--method", choices=CALIBRATION_METHODS, default=DEFAULT_CALIBRATION_METHOD, help="the monotone map"
+    )
+    parser.add_argument(
+        "--coverage", type=probability, default=DEFAULT_COVERAGE, help="the intervals' nominal coverage"
+    )
+    parser.add_argument("--fit-split", choices=SPLITS, default=DEFAULT_FIT_SPLIT, help="the split the map is fitted on")
+    parser.add_argument(
+        "--calibration-split",
+        choices=SPLITS,
+        default=DEFAULT_CALIBRATION_SPLIT,
+        help="the split the conformal residuals come from",
     )
     add_bootstrap(parser, what="resamples for the summary's CIs (each refits the map)")
     add_seed(parser)

@@ -17,7 +17,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CALIBRATION_SPLIT,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_FIT_SPLIT,
+    DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
+)
 from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_icc_metric.calibration import DEFAULT_CALIBRATION_METHOD, DEFAULT_COVERAGE
 
@@ -31,8 +38,6 @@ __all__ = [
     "real_calibration_summary",
 ]
 
-DEFAULT_FIT_SPLIT = "train"
-DEFAULT_CALIBRATION_SPLIT = "validation"
 WRITER = "calibrate"
 Key = tuple[str, str]
 
@@ -54,7 +59,7 @@ def calibrate(
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int | None = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict[str, Any]:
     """Calibrate `predictions` on the build `references`; write the calibrator, the calibrated other splits
     and the summary into `out`; return the summary (with `files`)."""
