@@ -17,7 +17,7 @@ from trl import ModelConfig, SFTConfig, TrlParser
 from mis_bench_dataset.rules.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
 from raft_trainer.grpo import GRPO_REWARDS
-from raft_trainer.methods import RAFT_METHOD, TRAINING_METHODS
+from raft_trainer.methods import RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS
 from raft_trainer.predict import PREDICT_METHODS
 
 
@@ -435,6 +435,6 @@ def refuse_cuda_only_settings(values) -> None:
     if found:
         raise UsageError(
             f"settings this machine cannot run: {', '.join(setting for setting, _ in found)}",
-            where="flags or --config recipe",
+            where=RECIPE_FLAGS,
             hint=f"override them with {' '.join(flag for _, flag in found)} (the CPU fallback: float32, adamw_torch)",
         )

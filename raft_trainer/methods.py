@@ -12,16 +12,19 @@ from mis_bench_dataset.rules.errors import UsageError
 RAFT_METHOD = "raft"
 GRPO_METHOD = "grpo"
 TRAINING_METHODS = (RAFT_METHOD, GRPO_METHOD)
-_WHERE = "flags or --config recipe"
+# Where a training setting comes from, in the one-line refusals of the trainer's options
+RECIPE_FLAGS = "flags or --config recipe"
 
 
 def _refuse(what: str, hint: str) -> None:
-    raise UsageError(what, where=_WHERE, hint=hint)
+    raise UsageError(what, where=RECIPE_FLAGS, hint=hint)
 
 
 def check_method(script_args, training_args) -> None:
     """Refuse a method with settings that mean nothing to it (see the module doc)."""
-    cot = training_args.completion_style == "cot"
+    from raft_trainer.cot import COT_COMPLETION
+
+    cot = training_args.completion_style == COT_COMPLETION
     if script_args.generate_rationales:
         if not cot:
             _refuse(

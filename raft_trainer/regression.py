@@ -22,7 +22,6 @@ import torch
 
 logger = logging.getLogger(__name__)
 
-REGRESSION_READOUT = "regression"  # the readout's name in results (`setting.json`, `mis-bench run`)
 SEQ_CLS_TASK = "SEQ_CLS"
 _ADAPTER_CONFIG = "adapter_config.json"
 

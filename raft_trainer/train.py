@@ -31,6 +31,7 @@ from pathlib import Path
 
 from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError, require_extra
 from mis_bench_dataset.rules.text_safety import clean_line
+from raft_trainer.methods import RECIPE_FLAGS
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -157,7 +158,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
-        raise UsageError(" ".join(str(err).split()), where="flags or --config recipe") from None
+        raise UsageError(" ".join(str(err).split()), where=RECIPE_FLAGS) from None
 
 
 def check_run(splits, script_args, training_args, *, model: str = "") -> None:
@@ -165,6 +166,7 @@ def check_run(splits, script_args, training_args, *, model: str = "") -> None:
     processes are started): a train split, the input source (resolved once, stored in `training_args`), a
     labelled validation split when evaluating, and an output folder holding only this writer's files."""
     from mis_bench_dataset.rules.ownership import check_replaceable_folder
+    from raft_trainer.config import REGRESSION_HEAD
 
     dataset = script_args.dataset_dir
     if "train" not in splits:
@@ -173,10 +175,10 @@ def check_run(splits, script_args, training_args, *, model: str = "") -> None:
             where=dataset,
             hint="give a folder written by `mis-bench build`",
         )
-    if not script_args.train and training_args.head == "regression":
+    if not script_args.train and training_args.head == REGRESSION_HEAD:
         raise UsageError(
             "--no_train --head regression would score with an untrained, randomly initialised head",
-            where="flags or --config recipe",
+            where=RECIPE_FLAGS,
             hint="train the head (drop --no_train), or predict a saved one with `mis-bench run --backend transformers`",
         )
     training_args.input_source = prepare_inputs(splits, dataset, training_args.modality, training_args.input_source)
@@ -202,22 +204,28 @@ def fit_max_length(splits, training_args, model_args, *, chosen: bool) -> None:
         return  # no limit; raw media rows are checked as they are encoded (media tokens are never cut)
     from transformers import AutoTokenizer
 
+    from raft_trainer.cot import COT_COMPLETION, RATIONALE_COLUMN, CotScoringEncoder
     from raft_trainer.data import ScoringEncoder, prompt_floor
     from raft_trainer.digits import DigitTokens
 
+    cot = training_args.completion_style == COT_COMPLETION  # CoT-RAFT's prompt carries its analysis instruction
     try:
         tokenizer = AutoTokenizer.from_pretrained(
             model_args.model_name_or_path,
             revision=model_args.model_revision,
             trust_remote_code=training_args.trust_remote_code,
         )
-        encoder = ScoringEncoder(
+        encoder = (CotScoringEncoder if cot else ScoringEncoder)(
             tokenizer, DigitTokens.from_tokenizer(tokenizer), None, training_args.modality, training_args.prompt_style
         )
     except (OSError, ValueError):
         return  # no tokenizer or no chat template: train_and_predict says so in one line
     columns = ["video_id", "dimension", *(["media_context"] if "media_context" in splits["train"].column_names else [])]
-    floor, row = prompt_floor(encoder, (r for split in splits.values() for r in split.select_columns(columns)))
+    # A CoT row's floor with an empty analysis (its rationale is a completion: never shortened, checked per row)
+    rows = (
+        {**r, RATIONALE_COLUMN: ""} if cot else r for split in splits.values() for r in split.select_columns(columns)
+    )
+    floor, row = prompt_floor(encoder, rows)
     if floor <= training_args.max_length:
         return
     where = f"video {row['video_id']}, dimension {row['dimension']}"
@@ -330,7 +338,7 @@ def eval_split(splits, training_args, dataset: str):
     if validation is None or all(s is None for s in validation["score"]):
         raise UsageError(
             f"--eval_strategy {training_args.eval_strategy.value}: {dataset} has no labelled validation split",
-            where="flags or --config recipe",
+            where=RECIPE_FLAGS,
             hint="use --eval_strategy no",
         )
     return validation

@@ -58,12 +58,13 @@ def test_the_prompt_floor_is_exactly_the_least_max_length_that_encodes_every_row
     assert same and all(len(at_floor.encode(row, "3.0")["input_ids"]) <= floor for row in same)
 
 
-def _args(max_length, input_source="text"):
+def _args(max_length, input_source="text", completion_style="score"):
     return SimpleNamespace(
         max_length=max_length,
         input_source=input_source,
         modality="text",
         prompt_style="toolkit",
+        completion_style=completion_style,
         trust_remote_code=False,
     )
 
@@ -89,6 +90,9 @@ def test_the_default_max_length_is_raised_to_fit_and_a_chosen_one_is_refused(tin
     roomy = _args(floor + 1)
     fit_max_length(splits, roomy, model, chosen=True)  # big enough: kept as chosen
     assert roomy.max_length == floor + 1
+    # CoT-RAFT's prompt carries its analysis instruction: its floor is higher, so that length is refused for it
+    with pytest.raises(UsageError, match="too small"):
+        fit_max_length(splits, _args(floor + 1, completion_style="cot"), model, chosen=True)
 
 
 def test_a_flag_counts_as_chosen_on_the_command_line_or_in_the_recipe(tmp_path):
