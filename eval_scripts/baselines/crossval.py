@@ -45,8 +45,9 @@ def all_feature_rows(dataset: str | Path | BuiltDataset) -> list[dict]:
     return rows
 
 
-def clinician_folds(rows: Sequence[dict], n_folds: int, seed: int) -> np.ndarray:
-    """The fold of each row: scikit-learn's GroupKFold over clinicians, shuffled with `seed`."""
+def clinician_folds(rows: Sequence[dict], n_folds: int, seed: int | None) -> np.ndarray:
+    """The fold of each row: scikit-learn's GroupKFold over clinicians, shuffled with `seed` (None: GroupKFold's
+    own, unshuffled assignment)."""
     from sklearn.model_selection import GroupKFold
 
     clinicians = np.array([str(row["clinician"]) for row in rows])
@@ -57,7 +58,7 @@ def clinician_folds(rows: Sequence[dict], n_folds: int, seed: int) -> np.ndarray
             hint="use fewer folds",
         )
     folds = np.empty(len(rows), dtype=int)
-    splitter = GroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    splitter = GroupKFold(n_splits=n_folds, shuffle=seed is not None, random_state=seed)
     for fold, (_, held_out) in enumerate(splitter.split(np.zeros(len(rows)), groups=clinicians)):
         folds[held_out] = fold
     return folds

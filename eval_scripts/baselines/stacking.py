@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.rules.errors import DataError
 
 Key = tuple[str, str]
 JURY_METHODS = ("mean", "median", "stacked")
@@ -94,23 +94,12 @@ def apply_stacked(matrix: np.ndarray, keys: Sequence[Key], weights: Mapping[str,
 
 
 def clinician_folds(keys: Sequence[Key], n_folds: int) -> np.ndarray:
-    """Each pair's fold: `GroupKFold` over the videos' clinicians (every pair of a clinician in one fold)."""
-    import numpy as np
-    from sklearn.model_selection import GroupKFold
-
+    """Each pair's fold: `crossval.clinician_folds` over the videos' clinicians (every pair of a clinician in one
+    fold), unshuffled."""
+    from eval_scripts.baselines.crossval import clinician_folds as grouped_folds
     from mis_bench_dataset.video_ids import parse_video_id
 
-    clinicians = np.array([parse_video_id(v).clinician for v, _ in keys])
-    if len(set(clinicians)) < n_folds:
-        raise UsageError(
-            f"{len(set(clinicians))} clinicians cannot make {n_folds} clinician folds",
-            where="--folds",
-            hint="use fewer folds, or fit on another split with --fit",
-        )
-    fold = np.empty(len(keys), dtype=np.int64)
-    for k, (_, test) in enumerate(GroupKFold(n_splits=n_folds).split(np.zeros(len(keys)), groups=clinicians)):
-        fold[test] = k
-    return fold
+    return grouped_folds([{"clinician": parse_video_id(video).clinician} for video, _ in keys], n_folds, None)
 
 
 def crossfit_stacked(
