@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, perturb_rows
+from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, TRANSCRIPT_PERTURBATIONS, perturb_rows
 from eval_scripts.baselines.models import make_baseline
 from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
 from eval_scripts.baselines.run import load_feature_rows
 from mis_bench_dataset.built.handle import BuiltDataset
 from mis_bench_dataset.built.loading import gold_references
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import UsageError
 
 logger = logging.getLogger(__name__)
@@ -36,12 +36,12 @@ def _predict(model, rows: Sequence[dict]) -> dict[tuple[str, str], float]:
 
 def check_transcript_perturbations(names: Sequence[str], judge: str = "the text ridge") -> None:
     """A prompt perturbation asked of a judge that reads no prompt: one usage line."""
-    prompt = [n for n in names if PERTURBATIONS[n].kind != "transcript"]
+    prompt = [n for n in names if n not in TRANSCRIPT_PERTURBATIONS]
     if prompt:
         raise UsageError(
             f"{prompt[0]} changes the prompt, and {judge} reads no prompt",
             where="--perturb",
-            hint="give it transcript perturbations only (no-fillers, add-fillers, asr-errors, first-half, padded)",
+            hint=f"give it transcript perturbations only ({', '.join(TRANSCRIPT_PERTURBATIONS)})",
         )
 
 
@@ -53,10 +53,9 @@ def ridge_sensitivity(
     perturb_seed: int = DEFAULT_PERTURB_SEED,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
-    resample: str | None = None,
+    resample: str = DEFAULT_RESAMPLE,
 ) -> dict[str, Any]:
     """{perturbation: shift table} of the text ridge on `split` (see the module)."""
-    from mis_icc_metric.resampling import DEFAULT_RESAMPLE
     from mis_icc_metric.sensitivity import perturbation_shift
 
     check_transcript_perturbations(perturbations)
@@ -72,9 +71,7 @@ def ridge_sensitivity(
     for name in perturbations:
         rows, record = perturb_rows(name, eval_rows, seed=perturb_seed)
         shifted = _predict(model, rows)
-        table = perturbation_shift(
-            base, shifted, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample or DEFAULT_RESAMPLE
-        )
+        table = perturbation_shift(base, shifted, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
         tables[name] = {"perturbation": record, **table}
         logger.info("text ridge, %s: mean |shift| %.3f", name, table["mean"]["mean_abs_shift"])
     return {

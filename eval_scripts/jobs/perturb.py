@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, parse_perturbations
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.rules.text_safety import slug
 
 WRITER = "perturb"
@@ -65,13 +66,12 @@ def ridge_perturbations(
     *,
     split: str = "test",
     perturb_seed: int = DEFAULT_PERTURB_SEED,
-    n_bootstrap: int | None = None,
-    seed: int | None = None,
-    resample: str | None = None,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+    resample: str = DEFAULT_RESAMPLE,
 ) -> tuple[dict[str, Any], ShiftFiles]:
     """The text ridge's shift table under each transcript perturbation, written (see the module)."""
     from eval_scripts.baselines.sensitivity import ridge_sensitivity
-    from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
     names = parse_perturbations(perturbations)
     doc = ridge_sensitivity(
@@ -79,8 +79,8 @@ def ridge_perturbations(
         names,
         split=split,
         perturb_seed=perturb_seed,
-        n_bootstrap=DEFAULT_BOOTSTRAP if n_bootstrap is None else n_bootstrap,
-        seed=DEFAULT_SEED if seed is None else seed,
+        n_bootstrap=n_bootstrap,
+        seed=seed,
         resample=resample,
     )
     return doc, write_shifts(out, "text-ridge", doc, title="Text ridge under transcript perturbations")

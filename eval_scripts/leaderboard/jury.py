@@ -32,7 +32,7 @@ from eval_scripts.baselines.stacking import (
     fit_stacked,
     member_matrix,
 )
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.rules.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
@@ -223,13 +223,12 @@ def compare_with_best(
     *,
     n_bootstrap: int,
     seed: int,
-    resample: str | None = None,
+    resample: str = DEFAULT_RESAMPLE,
     names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The jury against its best member (highest mean ICC on these references), paired on the same resamples."""
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_icc_metric.paired import paired_comparison
-    from mis_icc_metric.resampling import DEFAULT_RESAMPLE
 
     index = _best_member(members, references, seed=seed)
     best, best_name = members[index], (names or [m.name for m in members])[index]
@@ -239,7 +238,7 @@ def compare_with_best(
         references,
         n_bootstrap=max(1, n_bootstrap),
         seed=seed,
-        resample=resample or DEFAULT_RESAMPLE,
+        resample=resample,
         names=("jury", best_name),
     )
     return {"best_member": best_name, **json_safe(paired)}
@@ -253,7 +252,7 @@ def write_jury(
     *,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
-    resample: str | None = None,
+    resample: str = DEFAULT_RESAMPLE,
     command: str = "jury",
     names: Sequence[str] | None = None,
 ) -> JuryResult:
@@ -265,7 +264,6 @@ def write_jury(
     from mis_bench_dataset.rules.atomic import write_atomic
     from mis_bench_dataset.rules.jsonio import json_safe
     from mis_bench_dataset.rules.ownership import OutputFolder
-    from mis_icc_metric.resampling import DEFAULT_RESAMPLE
 
     method = combined.record["method"]
     name = jury_name(method, members, names)
@@ -299,7 +297,7 @@ def write_jury(
         parse_rates=rates,
         n_bootstrap=n_bootstrap,
         seed=seed,
-        resample=resample or DEFAULT_RESAMPLE,
+        resample=resample,
     )
     record = {**combined.record, "name": name}
     if references:
@@ -327,7 +325,7 @@ def run_jury(
     folds: int = DEFAULT_JURY_FOLDS,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
-    resample: str | None = None,
+    resample: str = DEFAULT_RESAMPLE,
 ) -> JuryResult:
     """`mis-bench jury`: read and check the members, combine, write (see the module)."""
     members = [read_member(path) for path in runs]
