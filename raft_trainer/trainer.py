@@ -250,7 +250,7 @@ class RAFTTrainer(SFTTrainer):
         local_counts = torch.stack([zero.long(), torch.tensor(target.numel(), device=target.device)])
         return predicted, target, sq_error_sum, zero, local_counts, zero
 
-    def _combine(self, sq_error_sum, ce_sum, counts, scale, local_rows, ntl_sum=None) -> torch.Tensor:
+    def _combine(self, sq_error_sum, ce_sum, counts, scale, local_rows, ntl_sum) -> torch.Tensor:
         """The loss: each term's sum over its count (`counts`: [completion tokens, scored rows]; the number token
         loss over the scored rows' two digit positions) times `scale`; under `raft_loss_scale="authors"` the RAFT
         term also over this micro-batch's `local_rows`."""
@@ -264,7 +264,7 @@ class RAFTTrainer(SFTTrainer):
             loss = loss + raft_weight * raft_term
         if ce_weight > 0:
             loss = loss + ce_weight * ce_sum / counts[0]
-        if self.args.number_token_weight > 0 and ntl_sum is not None:
+        if self.args.number_token_weight > 0:
             loss = loss + self.args.number_token_weight * ntl_sum / (2 * counts[1])
         return loss * scale
 

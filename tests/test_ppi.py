@@ -102,9 +102,8 @@ def test_ppi_properties(seed, n, big_n, shift):
     every = np.concatenate([y, np.zeros(big_n)])
     labelled = np.arange(n + big_n) < n
     one = clustered_ppi_means(np.ones((1, n + big_n)), every, judge, labelled)[0]
-    if n >= 2:
-        assert one == pytest.approx(tuned.estimate, abs=1e-9)
-        assert mean_lambda(y, yhat, unl) == pytest.approx(tuned.lam)
+    assert one == pytest.approx(tuned.estimate, abs=1e-9)
+    assert mean_lambda(y, yhat, unl) == pytest.approx(tuned.lam)
 
 
 def test_a_perfect_judge_narrows_the_interval_to_the_judged_set():
@@ -154,5 +153,7 @@ def test_a_judge_offset_changes_neither_the_estimate_nor_the_interval(seed, offs
     plain = ppi_mean(gold[:n], judge[:n], judge[n:])
     moved = ppi_mean(gold[:n], judge[:n] + offset, judge[n:] + offset)
     np.testing.assert_allclose(
-        [moved.estimate, moved.low, moved.high, moved.lam], [plain.estimate, plain.low, plain.high, plain.lam]
+        [moved.estimate, moved.low, moved.high, moved.lam],
+        [plain.estimate, plain.low, plain.high, plain.lam],
+        atol=1e-12,  # a lambda clipped at 0 on one side can be 3e-31 on the other (seed 3, offset 1, n 3, N 107)
     )
