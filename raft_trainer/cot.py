@@ -100,7 +100,5 @@ class CotScoringEncoder(ScoringEncoder):
         return out
 
     def generation_prompt(self, row: Mapping[str, Any]) -> list[int]:
-        """Ids of the prompt alone, up to the assistant turn (transcript shortened as for training)."""
-        out = super().encode({**row, RATIONALE_COLUMN: ""}, "0.0")
-        first_trained = next(i for i, label in enumerate(out["labels"]) if label != -100)
-        return out["input_ids"][:first_trained]
+        """`ScoringEncoder.generation_prompt` of the row before it has a rationale (an empty one)."""
+        return super().generation_prompt({**row, RATIONALE_COLUMN: ""})

@@ -221,6 +221,13 @@ class ScoringEncoder(TrainingRowMixin):
         out = self.encode(row, PLACEHOLDER_SCORE)
         return out["input_ids"][: out["score_index"]]
 
+    def generation_prompt(self, row: Mapping[str, Any]) -> list[int]:
+        """Ids of the prompt alone, up to the assistant turn (transcript shortened as for training): what a model
+        generates its answer from (GRPO's samples, CoT-RAFT's rationales)."""
+        out = self.encode(row, PLACEHOLDER_SCORE)
+        first_trained = next(i for i, label in enumerate(out["labels"]) if label != -100)
+        return out["input_ids"][:first_trained]
+
 
 def render_with_completion(tokenizer, messages: list[dict], completion: str, template=None) -> tuple[list[int], int]:
     """Token ids of `messages` plus an assistant turn holding `completion`, rendered with the chat template

@@ -71,9 +71,7 @@ def grpo_rows(dataset, encoder: ScoringEncoder, split: str = "train"):
     tokenizer = encoder.tokenizer
 
     def prompt_of(row: Mapping[str, Any]) -> dict[str, Any]:
-        encoded = encoder.encode(row, "0.0")
-        first_trained = next(i for i, label in enumerate(encoded["labels"]) if label != -100)
-        return {"prompt": tokenizer.decode(encoded["input_ids"][:first_trained]), "score": float(row["score"])}
+        return {"prompt": tokenizer.decode(encoder.generation_prompt(row)), "score": float(row["score"])}
 
     return dataset.map(prompt_of, remove_columns=dataset.column_names, desc=f"Rendering {split} prompts for GRPO")
 
@@ -102,10 +100,10 @@ def make_grpo_trainer(model, training_args, script_args, train_dataset, processi
     from trl import GRPOTrainer
 
     from raft_trainer.digits import DigitTokens
+    from raft_trainer.trainer import _ensure_pad_token
 
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+    _ensure_pad_token(tokenizer)
     tokenizer.padding_side = "left"  # GRPOTrainer generates from left-padded prompts
     encoder = ScoringEncoder(
         tokenizer,
