@@ -293,7 +293,7 @@ def _summary(result) -> dict:
         "failed": result.n_failed,
         "truncated": result.n_truncated,
         # answered rows without a score: the parser could not read it, or it lies outside [1, 5]
-        "unparsed": result.n_unparsed - result.n_out_of_range,
+        "unparsed": result.n_unreadable,
         "out_of_range": result.n_out_of_range,
         "parsed": result.n_parsed,
         "parsed_rate": round(result.n_parsed / result.n_rows, 4) if result.n_rows else None,
@@ -704,7 +704,7 @@ def _exit_code(results) -> int:
 def _unscored_counts(result) -> str:
     """`32 rows: 30 truncated, 2 unparsed, 0 out of range, 0 failed`."""
     return (
-        f"{result.n_rows} rows: {result.n_truncated} truncated, {result.n_unparsed - result.n_out_of_range} "
+        f"{result.n_rows} rows: {result.n_truncated} truncated, {result.n_unreadable} "
         f"unparsed, {result.n_out_of_range} out of range, {result.n_failed} failed"
     )
 

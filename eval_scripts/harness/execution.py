@@ -82,6 +82,11 @@ class RunResult:
     model_warnings: list[str] = field(default_factory=list)  # `backends.served_model.served_model_warnings`
 
     @property
+    def n_unreadable(self) -> int:
+        """Answered rows whose text gave no score at all (the unparsed ones that are not out of range)."""
+        return self.n_unparsed - self.n_out_of_range
+
+    @property
     def n_unanswered(self) -> int:
         """Rows without an answer: failed or truncated (the next run or export asks again)."""
         return self.n_failed + self.n_truncated
