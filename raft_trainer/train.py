@@ -31,7 +31,6 @@ from pathlib import Path
 
 from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError, require_extra
 from mis_bench_dataset.rules.text_safety import clean_line
-from raft_trainer.methods import RECIPE_FLAGS
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -142,6 +141,14 @@ def _bars_only_on_a_terminal():
             transformers.utils.logging.enable_progress_bar()
 
 
+def _recipe_flags() -> str:
+    """`methods.RECIPE_FLAGS`, imported when a refusal needs it: this file also runs as a script (`accelerate
+    launch raft_trainer/train.py`), where importing the package first would hide its own missing-extra line."""
+    from raft_trainer.methods import RECIPE_FLAGS
+
+    return RECIPE_FLAGS
+
+
 def _argv(argv: list[str] | None) -> list[str]:
     return list(sys.argv[1:] if argv is None else argv)
 
@@ -158,7 +165,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
-        raise UsageError(" ".join(str(err).split()), where=RECIPE_FLAGS) from None
+        raise UsageError(" ".join(str(err).split()), where=_recipe_flags()) from None
 
 
 def check_run(splits, script_args, training_args, *, model: str = "") -> None:
@@ -178,7 +185,7 @@ def check_run(splits, script_args, training_args, *, model: str = "") -> None:
     if not script_args.train and training_args.head == REGRESSION_HEAD:
         raise UsageError(
             "--no_train --head regression would score with an untrained, randomly initialised head",
-            where=RECIPE_FLAGS,
+            where=_recipe_flags(),
             hint="train the head (drop --no_train), or predict a saved one with `mis-bench run --backend transformers`",
         )
     training_args.input_source = prepare_inputs(splits, dataset, training_args.modality, training_args.input_source)
@@ -338,7 +345,7 @@ def eval_split(splits, training_args, dataset: str):
     if validation is None or all(s is None for s in validation["score"]):
         raise UsageError(
             f"--eval_strategy {training_args.eval_strategy.value}: {dataset} has no labelled validation split",
-            where=RECIPE_FLAGS,
+            where=_recipe_flags(),
             hint="use --eval_strategy no",
         )
     return validation
