@@ -106,9 +106,9 @@ def compare(name: str, old, new, jobs: list, cache: dict) -> dict:
 
 def in_process(ref: str, work: Path, cache_dir: Path) -> list[dict]:
     from eval_scripts.baselines import models as new
+    from eval_scripts.baselines.baseline_run import load_feature_rows
     from eval_scripts.baselines.crossval import all_feature_rows, clinician_folds
     from eval_scripts.baselines.on_the_fly import temporary_build
-    from eval_scripts.baselines.run import load_feature_rows
     from mis_bench_dataset import build_dataset, default_sample
     from mis_bench_dataset.release.labels import read_labels
 

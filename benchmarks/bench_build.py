@@ -42,7 +42,7 @@ NAIVE_CHILD = r"""
 import json, resource, sys, time
 import datasets
 from mis_bench_dataset.release.tree import scan_release, read_video, MODALITIES
-from mis_bench_dataset.build.schema import features_features
+from mis_bench_dataset.builder.schema import features_features
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 index = scan_release(sys.argv[1])

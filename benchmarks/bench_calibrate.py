@@ -10,8 +10,8 @@ counts as sample weights, then `agreement` on the evaluated rows repeated by the
 reports peak traced memory of ours.
 
 With `--build BUILD --predictions FILE` (e.g. the real text build split by clinician and the ridge's out-of-fold
-predictions, as `eval_scripts.jobs.calibrate.real_calibration_summary` makes them), also the whole command's
-work, `eval_scripts.jobs.calibrate.calibrate` (reading the build and the file, fitting, writing, the summary),
+predictions, as `eval_scripts.jobs.calibration.real_calibration_summary` makes them), also the whole command's
+work, `eval_scripts.jobs.calibration.calibrate` (reading the build and the file, fitting, writing, the summary),
 wall and CPU seconds, isotonic.
 
     python3 benchmarks/bench_calibrate.py [--resamples 10000] [--loop-resamples 200] [--json OUT]
@@ -132,7 +132,7 @@ def _replicates_for(plan, method, fit_keys, test_keys, x_fit, y_fit, x_test, y_t
 def whole_command(build: Path, predictions: Path, n_resamples: int) -> dict:
     import tempfile
 
-    from eval_scripts.jobs.calibrate import calibrate
+    from eval_scripts.jobs.calibration import calibrate
 
     with tempfile.TemporaryDirectory() as out:
         wall, cpu = time.perf_counter(), time.process_time()

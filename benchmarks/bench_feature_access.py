@@ -32,7 +32,7 @@ CHILD = r"""
 import json, resource, sys, tempfile, time
 import numpy as np
 method, build, release, modality, scratch = sys.argv[1:6]
-from mis_bench_dataset.built.arrays import FeatureArrays
+from mis_bench_dataset.dataset.arrays import FeatureArrays
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME
 import datasets
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

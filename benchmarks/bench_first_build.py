@@ -33,8 +33,8 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_
 # Parts of a build timed inside the child (wrapped where the builder looks them up).
 PARTS = {
     "mis_bench_dataset.synth.generator": ["generate_synthetic_release"],
-    "mis_bench_dataset.build.builder": ["build_dataset", "read_video", "_write_configs", "_report", "_finish"],
-    "mis_bench_dataset.build.stats": ["write_stats"],
+    "mis_bench_dataset.builder.builder": ["build_dataset", "read_video", "_write_configs", "_report", "_finish"],
+    "mis_bench_dataset.builder.stats": ["write_stats"],
 }
 VOLATILE = {"seconds", "out_dir", "release_dir", "labels_path", "transcripts_path"}
 

@@ -74,8 +74,8 @@ def bench_cv(work: Path) -> dict:
     import numpy as np
     from sklearn.model_selection import GridSearchCV, GroupKFold
 
+    from eval_scripts.baselines.baseline_run import load_feature_rows
     from eval_scripts.baselines.models import FeatureRidgeBaseline
-    from eval_scripts.baselines.run import load_feature_rows
     from mis_bench_dataset import default_sample
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
 

@@ -59,11 +59,11 @@ def _timed(func) -> dict:
 
 def prepare_inputs(work: Path) -> Path:
     """The default job's results (in its order) and gold scores, pickled for the workers."""
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.baseline_run import load_feature_rows
     from eval_scripts.jobs.default_job import run_default_job
     from mis_bench_dataset import default_sample
-    from mis_bench_dataset.built.handle import BuiltDataset
-    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.dataset.handle import BuiltDataset
+    from mis_bench_dataset.dataset.loading import gold_references
 
     summary = run_default_job(out=work / "setup", say=lambda *_: None, closing_lines=False)
     results = [json.loads(Path(run["results"]).read_text()) for run in summary["runs"]]
@@ -115,7 +115,7 @@ def _shown(fig) -> dict:
 def _stats_figures(stats: dict, out: Path) -> dict:
     """The build's two statistics figures, timed as a build writes them: the first time in this process, then
     the mean of three more (later builds in one process, as the test suite runs them)."""
-    from mis_bench_dataset.build.stats_plots import write_figures
+    from mis_bench_dataset.builder.stats_plots import write_figures
 
     first = _timed(lambda: write_figures(stats, out / "stats"))
     later = [_timed(lambda: write_figures(stats, out / "stats")) for _ in range(3)]

@@ -16,7 +16,7 @@ from mis_bench_dataset.dimensions import (
     SCORE_MIN,
     resolve_dimension,
 )
-from mis_bench_dataset.rules.lazy import lazy_exports
+from mis_bench_dataset.toolkit.lazy import lazy_exports
 from mis_bench_dataset.video_ids import VideoId, normalize_video_id, parse_video_id
 
 # The reader/builder/generator import numpy and pyarrow: load them on first use so that
@@ -24,9 +24,9 @@ from mis_bench_dataset.video_ids import VideoId, normalize_video_id, parse_video
 _LAZY = {
     "BuildError": "mis_bench_dataset.release.problems",
     "Problem": "mis_bench_dataset.release.problems",
-    "BuildReport": "mis_bench_dataset.build.builder",
-    "BuiltDataset": "mis_bench_dataset.built.handle",
-    "build_dataset": "mis_bench_dataset.build.builder",
+    "BuildReport": "mis_bench_dataset.builder.builder",
+    "BuiltDataset": "mis_bench_dataset.dataset.handle",
+    "build_dataset": "mis_bench_dataset.builder.builder",
     "Labels": "mis_bench_dataset.release.labels",
     "read_labels": "mis_bench_dataset.release.labels",
     "default_sample": "mis_bench_dataset.synth.sample",

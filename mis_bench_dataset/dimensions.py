@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from mis_bench_dataset.rules.options import bounded_int, non_negative_int, option
+from mis_bench_dataset.toolkit.options import bounded_int, non_negative_int, option
 
 
 @dataclass(frozen=True)
@@ -180,6 +180,10 @@ MAX_BOOTSTRAP = 200_000
 RESAMPLE_UNITS: tuple[str, ...] = ("video", "clinician")
 DEFAULT_RESAMPLE = "clinician"
 PAPER_RESAMPLE = "video"
+# The one mark every output of synthetic data carries (terminal lines, figure titles, leaderboard rows), defined
+# here, in the ground layer, so the trainer's outputs and the build's figures use the same words as the CLI's.
+SYNTHETIC_MARK = "SYNTHETIC"
+SYNTHETIC_LINE = f"{SYNTHETIC_MARK} data: these numbers say nothing about any model on MIS-Bench."
 # What every statistic about a judge is for (the paper's ethics statement): said once, by every output that has one.
 RESEARCH_USE = (
     "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "

@@ -261,7 +261,7 @@ class VideoSampling:
         """
         count = self.frame_count(n_frames, video_fps)
         if self.rule == PAPER_VIDEO_SAMPLING:
-            from mis_bench_dataset.rules.errors import require
+            from mis_bench_dataset.toolkit.errors import require
 
             torch = require("torch", "train", "the 'paper' video sampling")
             positions = torch.linspace(0, int(n_frames) - 1, count, dtype=torch.float32, device="cpu")

@@ -4,7 +4,7 @@ The paper's four settings (§4.1) need no media (`text`), audio, video, or both.
 release has no raw media, so a setting's audio/video come either from raw files (rows with
 `audio_path` / `video_path`, users with the full data: `input_source = "raw"`) or from
 numeric descriptors of the released features (`input_source = "features"`,
-`mis_bench_dataset.built.feature_descriptors`). The zero-shot harness and the RAFT trainer both
+`mis_bench_dataset.dataset.feature_descriptors`). The zero-shot harness and the RAFT trainer both
 resolve the source here, so the same rows always get the same answer and the same refusal.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 
 # Inputs a setting needs besides text, in the vocabulary backends declare.
 SETTING_MEDIA: dict[str, frozenset[str]] = {

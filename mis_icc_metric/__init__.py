@@ -15,7 +15,7 @@ Examples:
 
 from __future__ import annotations
 
-from mis_bench_dataset.rules.lazy import lazy_exports
+from mis_bench_dataset.toolkit.lazy import lazy_exports
 
 __all__ = [
     "ICC3Result",

@@ -37,7 +37,7 @@ from mis_bench_dataset.icc import (
     icc_forms_from_mean_squares,
     mean_squares_from_moments,
 )
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 

@@ -21,8 +21,8 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import MAX_BOOTSTRAP  # noqa: F401 - re-exported: the cap's home was here
 from mis_bench_dataset.icc import icc3_from_cross_products
-from mis_bench_dataset.rules.errors import UsageError
-from mis_bench_dataset.rules.progress import progress
+from mis_bench_dataset.toolkit.errors import UsageError
+from mis_bench_dataset.toolkit.progress import progress
 
 __all__ = [
     "MAX_BOOTSTRAP",
@@ -43,7 +43,7 @@ __all__ = [
 
 _CHUNK_ROWS = 1024
 # Resamples x items from which a bootstrap takes about 2 s on 2 cores (10,000 x 7,968 take 0.44 s) and shows
-# progress (mis_bench_dataset.rules.progress).
+# progress (mis_bench_dataset.toolkit.progress).
 _PROGRESS_CELLS = 400_000_000
 # A column's resampled sum of squares below this share of its raw (uncentred) one is cancellation noise: the
 # column is constant within that resample (e.g. every drawn item is a copy of one video).

@@ -37,7 +37,7 @@ from mis_bench_dataset.dimensions import (
     SCORE_MAX,
     SCORE_MIN,
 )
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 __all__ = [
     "CALIBRATOR_FORMAT",
@@ -312,14 +312,14 @@ class Calibrator:
     def save(self, path: str | Path) -> Path:
         import json
 
-        from mis_bench_dataset.rules.atomic import write_atomic
-        from mis_bench_dataset.rules.jsonio import json_safe
+        from mis_bench_dataset.toolkit.atomic import write_atomic
+        from mis_bench_dataset.toolkit.jsonio import json_safe
 
         return write_atomic(path, json.dumps(json_safe(self.to_json()), indent=2, allow_nan=False) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> Calibrator:
-        from mis_bench_dataset.rules.jsonio import JSONInputError, read_json
+        from mis_bench_dataset.toolkit.jsonio import JSONInputError, read_json
 
         try:
             data = read_json(path)

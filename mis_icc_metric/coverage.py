@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 Key = tuple[str, str]
 NOT_ASKED = "not-asked"

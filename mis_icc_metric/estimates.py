@@ -15,7 +15,7 @@ from itertools import combinations
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER
 from mis_icc_metric.bootstrap import percentile_ci, resampled_chunks
 from mis_icc_metric.groups import group_labels

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, RESEARCH_USE
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSION_BY_KEY
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, paired_references

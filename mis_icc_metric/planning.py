@@ -24,7 +24,7 @@ import numpy as np
 from scipy.stats import norm
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
 from mis_icc_metric.ppi import normal_quantile

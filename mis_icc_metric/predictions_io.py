@@ -40,10 +40,10 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import resolve_dimension
 from mis_bench_dataset.release.labels import map_wide_header, table_form
-from mis_bench_dataset.rules.atomic import AtomicFiles
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.jsonio import JSONInputError, loads_strict, read_json
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.jsonio import JSONInputError, loads_strict, read_json
 from mis_bench_dataset.video_ids import ID_COLUMNS, id_column, normalize_video_id
 
 from .scoring import Key, coerce_score
@@ -124,7 +124,7 @@ def _dimension(raw: object, path: Path, row: int | None, column: str) -> str:
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
     """Header and (row number, row) pairs of a CSV, JSONL or JSON file.
 
-    JSON goes through `mis_bench_dataset.rules.jsonio` (size and nesting limits, strict: null, not NaN).
+    JSON goes through `mis_bench_dataset.toolkit.jsonio` (size and nesting limits, strict: null, not NaN).
     """
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
@@ -343,7 +343,7 @@ def predictions_to_mapping(records: Iterable[Mapping]) -> dict[Key, float | None
 def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: AtomicFiles | None = None) -> Path:
     """Write long-form predictions; format from the suffix (.csv or .jsonl); None -> empty / null.
 
-    The file is written atomically (`mis_bench_dataset.rules.atomic`); with `files` it is staged there
+    The file is written atomically (`mis_bench_dataset.toolkit.atomic`); with `files` it is staged there
     and appears together with the other files of that group.
     """
     path = Path(path)
@@ -407,8 +407,8 @@ def _write_rows(handle, rows: list[dict], suffix: str) -> None:
 
 def _scoring_columns(directory: Path, split: str) -> tuple[list[str], list[str], np.ndarray]:
     """video_id, dimension and score of one split (or "all", every split the build wrote, in split order)
-    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.built.loading`)."""
-    from mis_bench_dataset.built.loading import load_build
+    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.dataset.loading`)."""
+    from mis_bench_dataset.dataset.loading import load_build
 
     needed = ["video_id", "dimension", "score"]
     videos: list[str] = []

@@ -34,7 +34,7 @@ import numpy as np
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.icc import icc3_1
 from mis_bench_dataset.release.labels import Labels, icc3_1_with_ci
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 
 from .scoring import MIN_ITEMS, Key, align
 

@@ -44,8 +44,8 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.icc import icc3_ci
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.numbers import exact_decimal
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.numbers import exact_decimal
 
 from .agreement import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import percentile_ci, resampled_sums
 from .paired import paired_comparison

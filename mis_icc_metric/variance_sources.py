@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks, quiet_nanmean, quiet_nanvar
 from .resampling import make_resampling

@@ -5,7 +5,7 @@ config and inference helpers are imported lazily so `import raft_trainer` stays 
 Everything here needs the `train` extra; without it the import says which extra to install.
 """
 
-from mis_bench_dataset.rules.errors import require_extra
+from mis_bench_dataset.toolkit.errors import require_extra
 
 require_extra("train", "raft_trainer (MIS-RAFT training and scoring)")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 
 from trl import ModelConfig, SFTConfig, TrlParser
 
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
 from raft_trainer.grpo import GRPO_REWARDS
 from raft_trainer.methods import RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS

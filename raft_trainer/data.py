@@ -321,7 +321,7 @@ def labelled_rows(dataset, split: str):
     """The split's rows that have a gold score (the count dropped is logged); raises when none do."""
     check_scoring_columns(dataset, f"{split} split")
     n_before = len(dataset)
-    from mis_bench_dataset.built.loading import quiet_datasets
+    from mis_bench_dataset.dataset.loading import quiet_datasets
 
     with quiet_datasets():  # a fraction of a second: no bar
         dataset = dataset.filter(

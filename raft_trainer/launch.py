@@ -56,7 +56,7 @@ def accelerate_config_file(value: str, *, cuda: bool | None = None) -> Path:
     """The accelerate configuration `--accelerate_config` names: a shipped one by name, else a file's path; read with
     accelerate's loader. Raises a UsageError for an unknown name, a file accelerate refuses, or FSDP / DeepSpeed
     without CUDA (`cuda`: whether this machine has it; asked of torch when None)."""
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
     from raft_trainer.accelerate_configs import ACCELERATE_CONFIGS, NEEDS_CUDA, config_path
 
     path = config_path(value) if value in ACCELERATE_CONFIGS else Path(value).expanduser()
@@ -82,7 +82,7 @@ def load_accelerate_config(path: Path, value: str | None = None) -> str:
     unknown key or value is refused there: a UsageError naming the file)."""
     from accelerate.commands.config.config_args import load_config_from_file
 
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     try:
         return str(load_config_from_file(str(path)).distributed_type.value)

@@ -2,7 +2,7 @@
 
 The public release has no raw audio or video. For `audio+text`, `video+text` and
 `audio+video+text` a row then gets the same numeric, plainly labelled descriptors the zero-shot
-harness uses (`mis_bench_dataset.built.feature_descriptors`, computed from the `features` config and joined on
+harness uses (`mis_bench_dataset.dataset.feature_descriptors`, computed from the `features` config and joined on
 `video_id`), stored in the row's `media_context` column and recorded as `input_source =
 "features"`. A video whose features for a requested medium were not released gets an explicit
 "not available" line: a multimodal setting never silently degrades to a text-only prompt.
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.built.feature_descriptors import FEATURE_COLUMNS, describe_media
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.dataset.feature_descriptors import FEATURE_COLUMNS, describe_media
+from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.setting_inputs import UnsupportedSetting, setting_media
 
 logger = logging.getLogger(__name__)
@@ -60,9 +60,9 @@ def load_feature_contexts(
 ) -> dict[str, str]:
     """video_id -> feature-derived block, over the given splits of the built dataset's `features` config.
 
-    Read with `mis_bench_dataset.built.arrays.FeatureArrays` (zero-copy views of the Parquet columns).
+    Read with `mis_bench_dataset.dataset.arrays.FeatureArrays` (zero-copy views of the Parquet columns).
     """
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     media = setting_media(modality)
     if not media:

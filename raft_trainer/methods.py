@@ -7,7 +7,7 @@ Each refusal is one `UsageError` line naming the flags, so a run never trains so
 
 from __future__ import annotations
 
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 
 RAFT_METHOD = "raft"
 GRPO_METHOD = "grpo"

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from mis_bench_dataset.rules.progress import progress, step
+from mis_bench_dataset.toolkit.progress import progress, step
 from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
 from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
 from raft_trainer.digits import DigitTokens

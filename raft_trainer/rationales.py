@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from raft_trainer.cot import RATIONALE_COLUMN, CotScoringEncoder, rationale_of
 from raft_trainer.predict import _left_pad, pad_token_id, read_digit_scores
 
@@ -94,9 +94,9 @@ def write_rationales(
 ) -> tuple[int, int]:
     """Generate the missing parts of `folder` (see the module doc); returns (parts written, parts kept).
     `settings` (model, seed, temperature, max_new_tokens, ...) must equal those of the parts already there."""
-    from mis_bench_dataset.rules.atomic import write_atomic
-    from mis_bench_dataset.rules.ownership import OutputFolder
-    from mis_bench_dataset.rules.progress import progress
+    from mis_bench_dataset.toolkit.atomic import write_atomic
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
+    from mis_bench_dataset.toolkit.progress import progress
 
     out = OutputFolder(folder, command="train", arg="--rationales_dir", inputs=inputs)
     settings_path = out.root / SETTINGS_NAME

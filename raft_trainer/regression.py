@@ -52,7 +52,7 @@ def _sequence_classifier(model_name_or_path: str, init_kwargs: dict):
     from transformers import AutoConfig, AutoModelForSequenceClassification
     from transformers.models.auto.modeling_auto import MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES
 
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     config = AutoConfig.from_pretrained(
         model_name_or_path,

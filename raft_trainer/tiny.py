@@ -118,7 +118,7 @@ def save_tiny_model(folder: str | Path, seed: int = 0) -> Path:
     """
     import tempfile
 
-    from mis_bench_dataset.rules.atomic import AtomicFiles
+    from mis_bench_dataset.toolkit.atomic import AtomicFiles
 
     tokenizer = tiny_tokenizer()
     out = Path(folder)

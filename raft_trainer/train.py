@@ -29,8 +29,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from mis_bench_dataset.rules.errors import DataError, MisBenchError, UsageError, require_extra
-from mis_bench_dataset.rules.text_safety import clean_line
+from mis_bench_dataset.toolkit.errors import DataError, MisBenchError, UsageError, require_extra
+from mis_bench_dataset.toolkit.text_safety import clean_line
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -68,7 +68,7 @@ def _report_exit_code(code: int) -> None:
     """In a launched process: leave the exit code of a refused run for the parent (the launcher exits 1)."""
     path = os.environ.get(EXIT_FILE_ENV)
     if path and "LOCAL_RANK" in os.environ:
-        from mis_bench_dataset.rules.atomic import write_atomic
+        from mis_bench_dataset.toolkit.atomic import write_atomic
 
         with contextlib.suppress(OSError):
             write_atomic(path, str(code))
@@ -76,7 +76,7 @@ def _report_exit_code(code: int) -> None:
 
 def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     """Parse, check, then train and predict here, or start `--num_processes` processes that do; raises the
-    toolkit's errors (`mis_bench_dataset.rules.errors`) for the caller to print."""
+    toolkit's errors (`mis_bench_dataset.toolkit.errors`) for the caller to print."""
     require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
     _filter_third_party_warnings()  # `mis-bench train` calls this function, not `main`
     try:
@@ -93,8 +93,8 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
 
 def _run_parsed(argv, prog: str, script_args, training_args, model_args) -> int:
     """`run` after parsing: the checks, then training here or in launched processes."""
-    from mis_bench_dataset.built.loading import load_build
-    from mis_bench_dataset.rules.ownership import check_not_overlapping
+    from mis_bench_dataset.dataset.loading import load_build
+    from mis_bench_dataset.toolkit.ownership import check_not_overlapping
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
 
     output_dir = Path(training_args.output_dir)
@@ -120,7 +120,7 @@ def _bars_only_on_a_terminal():
     """transformers' and datasets' own bars (the Trainer's steps, "Tokenizing train dataset") follow the toolkit's
     rule: drawn on a terminal or with `mis-bench --progress`, never into a redirected stderr. The caller's own
     setting is back afterwards (`run` is called in-process by `mis-bench train`)."""
-    from mis_bench_dataset.rules.progress import bars_shown
+    from mis_bench_dataset.toolkit.progress import bars_shown
 
     if bars_shown():
         yield
@@ -172,7 +172,7 @@ def check_run(splits, script_args, training_args, *, model: str = "") -> None:
     """Everything about the data and the setting that can be refused before a model is loaded (and before
     processes are started): a train split, the input source (resolved once, stored in `training_args`), a
     labelled validation split when evaluating, and an output folder holding only this writer's files."""
-    from mis_bench_dataset.rules.ownership import check_replaceable_folder
+    from mis_bench_dataset.toolkit.ownership import check_replaceable_folder
     from raft_trainer.config import REGRESSION_HEAD
 
     dataset = script_args.dataset_dir
@@ -365,7 +365,7 @@ def log_device(training_args) -> None:
 
 def run_setting(script_args, training_args) -> dict:
     """The `setting` block of `setting.json` and `scores_test.json` (the toolkit's one writer of it)."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
     from mis_bench_dataset.protocol import setting_record
     from mis_bench_dataset.setting_inputs import setting_media
 
@@ -408,7 +408,7 @@ def train_and_predict(splits, script_args, training_args, model_args) -> int:
     from accelerate import PartialState
     from transformers import AutoTokenizer
 
-    from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
 
     model = model_args.model_name_or_path
     try:
@@ -538,7 +538,7 @@ def _train_and_save(trainer, training_args, method: str = ""):
     """Train, save the adapter and the state; (the model, unwrapped; the line saying what was trained)."""
     from transformers.trainer_callback import ProgressCallback
 
-    from mis_bench_dataset.rules.progress import bars_shown
+    from mis_bench_dataset.toolkit.progress import bars_shown
 
     if not bars_shown():
         trainer.remove_callback(ProgressCallback)  # its bar; the losses stay in trainer_state.json
@@ -570,7 +570,7 @@ def record_trainer_files(output_dir: str | Path) -> None:
     """Record the files the trainer wrote (adapter, tokenizer, state, checkpoints) as this writer's in the
     folder's ownership manifest: `check_run` refused a folder holding anything else, so every file in it is the
     run's, and the next run may replace them."""
-    from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, read_manifest, update_manifest
+    from mis_bench_dataset.toolkit.ownership import LOCK_NAME, MANIFEST_NAME, read_manifest, update_manifest
 
     root = Path(output_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -583,8 +583,8 @@ def record_trainer_files(output_dir: str | Path) -> None:
 
 def write_json(out, name: str, obj: dict) -> Path:
     """Claim `name` in the output folder and write `obj` to it atomically, NaN as null."""
-    from mis_bench_dataset.rules.atomic import write_atomic
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.atomic import write_atomic
+    from mis_bench_dataset.toolkit.jsonio import json_safe
 
     path = out.claim(name, TRAIN_WRITER)
     write_atomic(path, json.dumps(json_safe(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
@@ -593,9 +593,8 @@ def write_json(out, name: str, obj: dict) -> Path:
 
 def write_test_predictions(model, processing_class, test_split, out, script_args, config, setting: dict) -> None:
     """`predictions_test.csv` and, when the split is labelled, `scores_test.json` (with the setting)."""
-    from mis_bench_dataset.built.loading import gold_references
-    from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
-    from mis_bench_dataset.synth import SYNTHETIC_LINE
+    from mis_bench_dataset.dataset.loading import gold_references
+    from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES, SYNTHETIC_LINE
     from mis_icc_metric import score_predictions
     from mis_icc_metric.predictions_io import write_predictions
     from raft_trainer.predict import predict_scores, prediction_records
@@ -652,7 +651,7 @@ def predict_cot(model, processing_class, rows, script_args, config):
 
 def score_line(result: dict) -> str:
     """The test split's scores as `mis-bench score` prints them: ICC in percent to one decimal, with its 95% CI."""
-    from mis_bench_dataset.rules.numbers import ci_pct, num, pct
+    from mis_bench_dataset.toolkit.numbers import ci_pct, num, pct
 
     overall = result["overall"]
     return (

@@ -168,7 +168,7 @@ def shared_once(tmp_path_factory, name: str, make) -> Path:
     """
     import shutil
 
-    from mis_bench_dataset.rules.atomic import file_lock
+    from mis_bench_dataset.toolkit.atomic import file_lock
 
     base = tmp_path_factory.getbasetemp()
     parent = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
@@ -288,7 +288,7 @@ def synthetic_build(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def train_rows(synthetic_build) -> list[dict]:
     """The `features` rows of `synthetic_build`'s train split (`load_feature_rows`), read once per test module."""
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.baseline_run import load_feature_rows
 
     return load_feature_rows(synthetic_build, "train")
 
@@ -296,7 +296,7 @@ def train_rows(synthetic_build) -> list[dict]:
 @pytest.fixture(scope="module")
 def test_rows(synthetic_build) -> list[dict]:
     """The `features` rows of `synthetic_build`'s test split, read once per test module."""
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.baseline_run import load_feature_rows
 
     return load_feature_rows(synthetic_build, "test")
 

@@ -100,20 +100,22 @@ def test_no_import_cycle():
         order = list(TopologicalSorter(import_graph()).static_order())
     except CycleError as err:
         raise AssertionError(f"import cycle: {' -> '.join(err.args[1])}") from None
-    assert "mis_bench_dataset.built.handle" in order and "eval_scripts.harness.runner" in order  # the graph is the tree
+    assert (
+        "mis_bench_dataset.dataset.handle" in order and "eval_scripts.harness.runner" in order
+    )  # the graph is the tree
 
 
 def test_the_cycle_check_finds_a_cycle():
     """The graph check itself: a cycle planted in a copy of the graph is found, with its modules."""
     graph = import_graph()
-    assert "mis_bench_dataset.rules.errors" in graph["mis_bench_dataset.built.format"]  # edges are real imports
-    graph["mis_bench_dataset.rules.errors"] = {
-        *graph["mis_bench_dataset.rules.errors"],
-        "mis_bench_dataset.built.format",
+    assert "mis_bench_dataset.toolkit.errors" in graph["mis_bench_dataset.dataset.format"]  # edges are real imports
+    graph["mis_bench_dataset.toolkit.errors"] = {
+        *graph["mis_bench_dataset.toolkit.errors"],
+        "mis_bench_dataset.dataset.format",
     }
     with pytest.raises(CycleError) as caught:
         list(TopologicalSorter(graph).static_order())
-    assert {"mis_bench_dataset.rules.errors", "mis_bench_dataset.built.format"} <= set(caught.value.args[1])
+    assert {"mis_bench_dataset.toolkit.errors", "mis_bench_dataset.dataset.format"} <= set(caught.value.args[1])
 
 
 def test_the_architecture_page_names_every_module():
@@ -192,7 +194,7 @@ def test_rooms_import_only_rooms_below_them_and_nothing_imports_the_cli():
 @pytest.mark.parametrize(
     ("module", "target"),
     [
-        ("eval_scripts.answers.parse", "eval_scripts.harness.runner"),
+        ("eval_scripts.answers.score_parser", "eval_scripts.harness.runner"),
         ("eval_scripts.harness.runner", "eval_scripts.cli.run"),
     ],
 )
@@ -213,3 +215,56 @@ def test_each_room_docstring_names_exactly_its_modules(room):
     on_disk = {p.stem for p in folder.glob("*.py") if not p.name.startswith("__")}
     on_disk |= {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
     assert listed == on_disk, f"{room}/__init__.py lists {sorted(listed)}; the folder has {sorted(on_disk)}"
+
+
+# ----------------------------------------------------------------------------- the rooms of the ground package
+
+# `mis_bench_dataset`: the toolkit-wide helpers, then the benchmark's facts (its loose modules), then the rooms
+# that read a release, read a build back, write a build, and generate a synthetic release.
+GROUND_ORDER = ("toolkit", "facts", "release", "dataset", "builder", "synth")
+
+
+def _ground_room(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] != "mis_bench_dataset" or len(parts) < 2:
+        return None
+    return parts[1] if parts[1] in GROUND_ORDER else "facts"
+
+
+def _ground_arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, imported in graph.items():
+        room = _ground_room(module)
+        for target in imported:
+            other = _ground_room(target)
+            if room is not None and other is not None and GROUND_ORDER.index(other) > GROUND_ORDER.index(room):
+                found.append(f"{module} ({room}) imports {target} ({other}), a room above it")
+    return sorted(found)
+
+
+def test_the_ground_package_rooms_import_only_rooms_below_them():
+    """Inside mis_bench_dataset imports go one way: toolkit <- facts <- release <- dataset <- builder <- synth."""
+    package = REPO / "mis_bench_dataset"
+    rooms = {p.name for p in package.iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(GROUND_ORDER) - {"facts"}, f"rooms on disk {sorted(rooms)} != GROUND_ORDER"
+    arrows = _ground_arrows_up(import_graph())
+    assert not arrows, "\n".join(arrows)
+
+
+def test_the_ground_check_finds_an_arrow_that_runs_back_up():
+    graph = import_graph()
+    module, target = "mis_bench_dataset.release.fetch", "mis_bench_dataset.synth.sample"
+    graph[module] = {*graph[module], target}
+    (arrow,) = _ground_arrows_up(graph)
+    assert arrow.startswith(f"{module} ") and target in arrow
+
+
+@pytest.mark.parametrize("package", LAYERS)
+def test_no_two_modules_of_one_package_share_a_name(package):
+    """A module's name says which one it is: `cli/run.py` beside `baselines/run.py` would not."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((REPO / package).rglob("*.py")):
+        if not path.name.startswith("__"):
+            seen.setdefault(path.stem, []).append(str(path.relative_to(REPO)))
+    twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not twice, f"module names used twice in {package}: {twice}"

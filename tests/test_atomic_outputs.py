@@ -1,4 +1,4 @@
-"""The one writer (`mis_bench_dataset.rules.atomic`): whole files or none, groups together, full disks named,
+"""The one writer (`mis_bench_dataset.toolkit.atomic`): whole files or none, groups together, full disks named,
 no temporary left behind on a failure, Ctrl-C or SIGTERM, UTF-8 whatever the locale, and no library
 module that writes a file any other way."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mis_bench_dataset.rules.atomic import (
+from mis_bench_dataset.toolkit.atomic import (
     AtomicFiles,
     NoSpaceError,
     create_new,
@@ -24,7 +24,7 @@ from mis_bench_dataset.rules.atomic import (
     temporary_name,
     write_atomic,
 )
-from mis_bench_dataset.rules.errors import Terminated
+from mis_bench_dataset.toolkit.errors import Terminated
 
 from _fault_helpers import fake_full_disk, fill_disk, snapshot
 
@@ -147,7 +147,7 @@ def test_a_file_lock_makes_a_second_holder_wait(tmp_path) -> None:
     lock = tmp_path / ".generate.lock"
     script = (
         "import sys, time\n"
-        "from mis_bench_dataset.rules.atomic import file_lock\n"
+        "from mis_bench_dataset.toolkit.atomic import file_lock\n"
         f"with file_lock({str(lock)!r}):\n"
         "    print('got it', flush=True)\n"
     )
@@ -164,20 +164,20 @@ def test_a_file_lock_makes_a_second_holder_wait(tmp_path) -> None:
 
 # (module, call) pairs that write a file without the atomic writer, each for a reason.
 ALLOWED_WRITES = {
-    ("mis_bench_dataset/rules/atomic.py", "*"),  # the writer itself
+    ("mis_bench_dataset/toolkit/atomic.py", "*"),  # the writer itself
     (
         "eval_scripts/harness/response_cache.py",
         "open",
     ),  # the append-only cache: one flushed line per record, proven first
-    ("mis_bench_dataset/build/parquet_shards.py", "rename"),  # shards inside the build's staging folder
-    ("mis_bench_dataset/build/parquet_shards.py", "ParquetWriter"),
-    ("mis_bench_dataset/build/builder.py", "rename"),  # the staging folder swapped in whole
+    ("mis_bench_dataset/builder/parquet_shards.py", "rename"),  # shards inside the build's staging folder
+    ("mis_bench_dataset/builder/parquet_shards.py", "ParquetWriter"),
+    ("mis_bench_dataset/builder/builder.py", "rename"),  # the staging folder swapped in whole
     ("mis_bench_dataset/synth/sample.py", "rename"),  # the release staging folder renamed into place, under the lock
     ("mis_bench_dataset/synth/generator.py", "savez"),  # into an in-memory buffer, then the writer
     ("mis_bench_dataset/synth/generator.py", "savez_compressed"),
     ("eval_scripts/answers/feature_plots.py", "savefig"),  # into an in-memory buffer (a prompt's image)
     ("raft_trainer/tiny.py", "save_pretrained"),  # into a scratch folder, then the writer
-    ("mis_bench_dataset/rules/atomic.py", "savefig"),
+    ("mis_bench_dataset/toolkit/atomic.py", "savefig"),
 }
 WRITING_CALLS = {"write_text", "write_bytes", "savefig", "rename", "savez", "savez_compressed", "to_csv"}
 WRITING_CALLS |= {"to_parquet", "dump", "ParquetWriter", "save_to_disk", "save_pretrained"}
@@ -222,7 +222,7 @@ def test_no_library_module_writes_a_file_but_through_the_one_writer() -> None:
             for line, call in _writes(path):
                 if (rel, "*") not in ALLOWED_WRITES and (rel, call) not in ALLOWED_WRITES:
                     offenders.append(f"{rel}:{line} {call}(...)")
-    assert offenders == [], "write through mis_bench_dataset.rules.atomic instead:\n" + "\n".join(offenders)
+    assert offenders == [], "write through mis_bench_dataset.toolkit.atomic instead:\n" + "\n".join(offenders)
 
 
 # ----------------------------------------------------------------------------- the C locale

@@ -16,7 +16,7 @@ import pytest
 from eval_scripts.backends import BACKEND_NAMES, backend_names, get_backend
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from mis_bench_dataset.rules.errors import EXIT_USAGE, UsageError
+from mis_bench_dataset.toolkit.errors import EXIT_USAGE, UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_SOURCE = '''"""The smallest backend there is: every answer is a fixed score."""

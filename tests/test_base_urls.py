@@ -8,8 +8,8 @@ import pytest
 
 from eval_scripts.backends.openai_backend import OpenAIBackend
 from eval_scripts.cli import main
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS, EXIT_USAGE, UsageError
-from mis_bench_dataset.rules.urls import http_url, http_url_list
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE, UsageError
+from mis_bench_dataset.toolkit.urls import http_url, http_url_list
 
 from _harness_helpers import ChatServer
 

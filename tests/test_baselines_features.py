@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, run_baseline, summarise
-from eval_scripts.baselines.run import load_feature_rows
+from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.summaries import audio_summary, text_summary, video_summary
 from eval_scripts.formats.submission import find_problems
 from mis_bench_dataset.dimensions import DIMENSION_KEYS

@@ -21,8 +21,8 @@ from datasets import Dataset, DatasetDict, load_dataset
 
 from eval_scripts.cli import main
 from mis_bench_dataset import BuiltDataset
-from mis_bench_dataset.built import format as fmt
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.dataset import format as fmt
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 from _batch_helpers import closed_port_url
 from _harness_helpers import ChatServer

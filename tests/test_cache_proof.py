@@ -12,12 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts.answers.outcome import answer_problem
+from eval_scripts.answers.answer_status import answer_problem
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
 from eval_scripts.cli import main
-from eval_scripts.harness.cache_tools import check_cache, merge_caches
-from eval_scripts.harness.caching import CachingBackend
+from eval_scripts.harness.cache_maintenance import check_cache, merge_caches
+from eval_scripts.harness.cached_backend import CachingBackend
 from eval_scripts.harness.response_cache import (
     HEADER_LINE,
     CacheError,
@@ -26,7 +26,7 @@ from eval_scripts.harness.response_cache import (
     iter_records,
     read_cache,
 )
-from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_USAGE, UsageError
+from mis_bench_dataset.toolkit.errors import EXIT_DATA, EXIT_USAGE, UsageError
 
 from _harness_helpers import ChatServer
 

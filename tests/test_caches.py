@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import USER_HF_HOME
 
-from mis_bench_dataset.built.loading import load_build
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.dataset.loading import load_build
+from mis_bench_dataset.toolkit.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,7 +29,7 @@ def test_every_library_cache_is_the_suites_private_one():
     import datasets
     import huggingface_hub
 
-    from mis_bench_dataset.synth.sample import cache_root
+    from mis_bench_dataset.toolkit.cache_folder import cache_root
 
     private = Path(os.environ["HF_HOME"])
     assert not _inside(private, USER_HF_HOME) and private != USER_HF_HOME

@@ -152,7 +152,7 @@ def test_real_data_coverage_on_held_out_clinicians_is_near_nominal(authors_dir, 
     """The issue's done-when on the real text benchmark: the text ridge's out-of-fold predictions, calibrated on
     builds split by clinician (seeds 0, 1, 2: `real_calibration_summary`'s default), cover the held-out test
     clinicians' gold within 3 points of the nominal 90%, pooled over dimensions and splits."""
-    from eval_scripts.jobs.calibrate import real_calibration_summary
+    from eval_scripts.jobs.calibration import real_calibration_summary
     from mis_bench_dataset.video_ids import parse_video_id
 
     shared = authors_dir.parents[1]

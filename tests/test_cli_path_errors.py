@@ -2,7 +2,7 @@
 naming the path and what to do, never a traceback: no permission (as a real unprivileged user), a file where a
 folder is expected, a folder where a file is expected, a name too long, a symbolic-link loop, an I/O error (the
 one case simulated: no real way to make a disk fail). `eval_scripts.cli.main` is the one place that prints it
-(`mis_bench_dataset.rules.errors.os_error_line`); argument checks put it under the flag (exit 2)."""
+(`mis_bench_dataset.toolkit.errors.os_error_line`); argument checks put it under the flag (exit 2)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def _as_nobody(argv: list[str]) -> tuple[int, str]:
     import eval_scripts.backends.openai_backend  # noqa: F401 - loaded while the interpreter's files are readable
     import eval_scripts.harness.runner  # noqa: F401
     import eval_scripts.jobs.default_job  # noqa: F401
-    import mis_bench_dataset.build.builder  # noqa: F401
-    import mis_bench_dataset.build.stats  # noqa: F401
+    import mis_bench_dataset.builder.builder  # noqa: F401
+    import mis_bench_dataset.builder.stats  # noqa: F401
 
     read, write = os.pipe()
     pid = os.fork()

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.build.schema import arrays_1d, arrays_2d
-from mis_bench_dataset.built.arrays import ARRAY_WIDTHS, FeatureArrays
+from mis_bench_dataset.builder.schema import arrays_1d, arrays_2d
+from mis_bench_dataset.dataset.arrays import ARRAY_WIDTHS, FeatureArrays
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 SPLITS = ("train", "validation", "test")
 DATASET_PAGE = Path(__file__).resolve().parents[1] / "docs" / "dataset.md"
@@ -144,7 +144,7 @@ def test_chunked_and_sliced_columns(lengths, n_chunks, offset, seed):
 
 
 def test_baseline_rows_are_the_npz_arrays(synthetic_build):
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.baseline_run import load_feature_rows
 
     release = synthetic_build.parent / "release"
     rows = load_feature_rows(synthetic_build, "test")

@@ -132,7 +132,7 @@ def _hand_features():
     """Both configs' `datasets.Features`, spelled out with the library's own types (the independent reference)."""
     from datasets import Array2D, Features, List, Value
 
-    from mis_bench_dataset.build.schema import SCORING_COLUMNS
+    from mis_bench_dataset.builder.schema import SCORING_COLUMNS
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
     scoring = {name: Value("string") for name in SCORING_COLUMNS[:-1]} | {"score": Value("float32")}
@@ -152,7 +152,7 @@ def test_the_schemas_written_without_datasets_are_what_datasets_writes():
     exactly what `Features.to_dict()` and the card's `_to_yaml_list()` give, key order included."""
     from datasets import Features
 
-    from mis_bench_dataset.build.schema import (
+    from mis_bench_dataset.builder.schema import (
         features_arrow_schema,
         features_dicts,
         features_features,

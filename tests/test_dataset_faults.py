@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
-from mis_bench_dataset.built.format import REPORT_NAME
+from mis_bench_dataset.dataset.format import REPORT_NAME
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME
 
 
@@ -147,7 +147,7 @@ def test_manifest_video_without_files_is_kept_and_reported(clean_release, tmp_pa
 
 
 def test_failed_rebuild_keeps_previous_build_and_leaves_no_loadable_folder(clean_release, tmp_path, monkeypatch):
-    import mis_bench_dataset.build.builder as build_module
+    import mis_bench_dataset.builder.builder as build_module
 
     out = tmp_path / "out"
     first = build_dataset(clean_release.release_dir, out, progress=False)
@@ -169,7 +169,7 @@ def test_refuses_to_replace_a_folder_that_is_not_a_build(clean_release, tmp_path
     out = tmp_path / "precious"
     out.mkdir()
     (out / "thesis.tex").write_text("do not delete")
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     with pytest.raises(DataError, match="did not write: thesis.tex"):
         build_dataset(clean_release.release_dir, out, progress=False)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
-from mis_bench_dataset.rules.numbers import round_half_up
+from mis_bench_dataset.toolkit.numbers import round_half_up
 
 from _metric_helpers import pingouin_icc3_1
 

@@ -37,7 +37,7 @@ def test_default_sample_rebuilds_a_missing_build_without_regenerating(tmp_path, 
 def test_push_to_hub_uploads_the_folder_as_a_dataset_repo(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from mis_bench_dataset.build.publish import push_to_hub
+    from mis_bench_dataset.builder.publish import push_to_hub
 
     calls = []
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from scipy import stats as sp_stats
 
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.build.stats import (
+from mis_bench_dataset.builder.stats import (
     HISTOGRAM_BINS,
     GoldTable,
     compute_stats,
@@ -30,7 +30,7 @@ from mis_bench_dataset.build.stats import (
 )
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.release.labels import read_labels, write_gold_wide
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 # (video index, dimension) pairs whose ratings are all removed: those videos lack that gold score.
 UNRATED = ((0, "empathy"), (3, "verbal_fluency"), (3, "arrr"), (7, "wau"))
@@ -343,7 +343,7 @@ def _stress_doc(synthetic: bool) -> dict:
 def test_figure_text_stays_on_the_canvas_and_never_overlaps(synthetic):
     from matplotlib.transforms import Bbox
 
-    from mis_bench_dataset.build.stats_plots import heatmap_figure, histograms_figure
+    from mis_bench_dataset.builder.stats_plots import heatmap_figure, histograms_figure
 
     doc = _stress_doc(synthetic)
     for make in (heatmap_figure, histograms_figure):

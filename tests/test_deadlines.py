@@ -15,7 +15,7 @@ from eval_scripts.backends.deadlines import Deadlines
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, TricklingServer, make_tiny_chat_model, scoring_rows
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 GENERATING = "mis_bench_dataset.synth.sample: generating the embedded default sample"
-WAITING = "mis_bench_dataset.rules.atomic: waiting for another process generating the sample in"
+WAITING = "mis_bench_dataset.toolkit.atomic: waiting for another process generating the sample in"
 
 
 def test_two_first_uses_started_together_both_succeed_and_generate_once(

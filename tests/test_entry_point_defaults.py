@@ -82,8 +82,8 @@ def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_
 
 
 def test_the_default_job_baselines_and_cross_validation_score_with_the_defaults(synthetic_build, tmp_path, asked):
+    from eval_scripts.baselines.baseline_run import run_baseline
     from eval_scripts.baselines.crossval import cross_validate
-    from eval_scripts.baselines.run import run_baseline
     from eval_scripts.jobs.default_job import run_default_job
 
     run_baseline(synthetic_build, tmp_path / "baseline", modality="text")

@@ -1,4 +1,4 @@
-"""Grids of panels are built once per process and reused (`mis_bench_dataset.rules.figures`): a figure saved on a
+"""Grids of panels are built once per process and reused (`mis_bench_dataset.toolkit.figures`): a figure saved on a
 reused grid is the same PNG, byte for byte, as on a new one, whatever was drawn on the grid before; a grid is
 reused only once it is saved, and only under the rcParams it was built under."""
 
@@ -11,10 +11,10 @@ import pytest
 from eval_scripts.report.agreement_plots import write_agreement_plots
 from eval_scripts.report.plots import scatter_figure, scatter_grid
 from eval_scripts.report.table import RunView
-from mis_bench_dataset.build.stats import GoldTable, dataset_stats
-from mis_bench_dataset.build.stats_plots import gold_histograms
+from mis_bench_dataset.builder.stats import GoldTable, dataset_stats
+from mis_bench_dataset.builder.stats_plots import gold_histograms
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from mis_bench_dataset.rules import figures
+from mis_bench_dataset.toolkit import figures
 
 KINDS = ("scatter", "bland-altman", "calibration", "histograms")
 # Every ordered pair of kinds, each kind after itself too, once: a de Bruijn sequence of the 4 kinds, order 2.

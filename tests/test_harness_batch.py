@@ -349,7 +349,7 @@ def test_dry_run_uses_the_local_tokenizer(tmp_path, synthetic_build, capsys) -> 
 
 LOOKUP_PROBE = """
 import json, sys
-from eval_scripts.harness.estimate import local_tokenizer
+from eval_scripts.harness.cost_estimate import local_tokenizer
 hosted = local_tokenizer("gpt-5.4")
 after_hosted = "transformers" in sys.modules
 cached = local_tokenizer("org/tiny-chat")
@@ -519,7 +519,7 @@ def test_prefix_order_changes_no_result(tmp_path) -> None:
 
 
 def test_output_lines_of_openai_and_vllm_shapes() -> None:
-    from eval_scripts.harness.batch import parse_output_line
+    from eval_scripts.harness.batch_files import parse_output_line
 
     from _harness_helpers import chat_completion
 
@@ -569,7 +569,7 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
     for line, message in shapes:
         outcome = parse_output_line(line, "w")[1]
         assert not outcome.ok and outcome.text is None and outcome.error == message
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     with pytest.raises(DataError, match="no custom_id"):
         parse_output_line({"response": None}, "out.jsonl, line 7")
@@ -578,7 +578,7 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.permutations(range(6)))
 def test_any_line_order_imports_the_same_outcomes(order) -> None:
-    from eval_scripts.harness.batch import BatchOutcome, resolve_outcomes
+    from eval_scripts.harness.batch_files import BatchOutcome, resolve_outcomes
 
     def answer(text):
         return BatchOutcome(True, text, "stop", None, None, "w")
@@ -653,8 +653,8 @@ def test_results_schema_reads_1_1_with_usage_and_refuses_1_0() -> None:
 
 
 def test_one_request_over_the_size_limit_is_a_usage_error() -> None:
-    from eval_scripts.harness.batch import split_lines
-    from mis_bench_dataset.rules.errors import UsageError
+    from eval_scripts.harness.batch_files import split_lines
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     assert split_lines([b"aa\n", b"b\n", b"cccc\n"], 2, 5) == [[b"aa\n", b"b\n"], [b"cccc\n"]]  # 3 + 2 bytes fit
     assert split_lines([b"a\n", b"b\n", b"c\n"], 2, 100) == [[b"a\n", b"b\n"], [b"c\n"]]

@@ -104,7 +104,7 @@ def test_bad_status_is_rejected(tmp_path) -> None:
     ],
 )
 def test_the_one_truncation_rule_knows_the_expected_readout_of_a_score_first_style(readout, style, status) -> None:
-    from eval_scripts.answers.outcome import FINISH_LENGTH, outcome_status
+    from eval_scripts.answers.answer_status import FINISH_LENGTH, outcome_status
 
     assert outcome_status(True, FINISH_LENGTH, score_from=readout, style=style) == status
     assert outcome_status(True, "stop", score_from=readout, style=style) == "ok"
@@ -112,10 +112,10 @@ def test_the_one_truncation_rule_knows_the_expected_readout_of_a_score_first_sty
 
 
 def test_an_expected_record_with_a_non_finite_number_is_never_cached(tmp_path) -> None:
-    from eval_scripts.answers.outcome import answer_problem
+    from eval_scripts.answers.answer_status import answer_problem
     from eval_scripts.answers.prompts import Prompt
     from eval_scripts.backends.base import Backend, Completion, DecodingConfig
-    from eval_scripts.harness.caching import CachingBackend
+    from eval_scripts.harness.cached_backend import CachingBackend
 
     assert answer_problem("3.5", "stop", None, {"score": 3.5, "reason": None}) is None
     assert "finite" in answer_problem("3.5", "stop", None, {"score": float("nan")})
@@ -138,7 +138,7 @@ def test_an_expected_record_with_a_non_finite_number_is_never_cached(tmp_path) -
 
 
 def test_truncated_and_failed_outcomes_are_recorded_but_never_answers(tmp_path) -> None:
-    from eval_scripts.answers.outcome import FINISH_LENGTH, outcome_status
+    from eval_scripts.answers.answer_status import FINISH_LENGTH, outcome_status
 
     assert outcome_status(True, "stop") == "ok" and outcome_status(True, None) == "ok"
     assert outcome_status(True, FINISH_LENGTH) == "truncated" and outcome_status(False, "stop") == "failed"

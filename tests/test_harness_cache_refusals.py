@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from eval_scripts.cli import main
-from mis_bench_dataset.rules.errors import EXIT_DATA, EXIT_USAGE
+from mis_bench_dataset.toolkit.errors import EXIT_DATA, EXIT_USAGE
 
 from _fault_helpers import _error_lines, _first_run, _rewrite, _run_args, snapshot
 from _harness_helpers import ChatServer

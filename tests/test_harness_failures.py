@@ -29,7 +29,7 @@ from eval_scripts.backends.openai_backend import (
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS, EXIT_USAGE
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, scoring_rows
 from _server_helpers import free_port

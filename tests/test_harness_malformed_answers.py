@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _fault_helpers import (
     _error_lines,

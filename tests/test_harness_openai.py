@@ -202,7 +202,7 @@ def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> No
     import re
 
     from mis_bench_dataset import BuiltDataset
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     train_transcripts = {r["transcript"].strip() for r in BuiltDataset.of(synthetic_build).rows("train")}
     test_rows = BuiltDataset.of(synthetic_build).rows("test")

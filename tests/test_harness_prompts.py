@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from eval_scripts.answers.feature_plots import feature_media_block
-from eval_scripts.answers.parse import parse_score
 from eval_scripts.answers.prompts import (
     MODALITIES,
     PROMPT_VERSIONS,
@@ -19,7 +18,8 @@ from eval_scripts.answers.prompts import (
     template_hash,
     template_path,
 )
-from mis_bench_dataset.built.feature_descriptors import (
+from eval_scripts.answers.score_parser import parse_score
+from mis_bench_dataset.dataset.feature_descriptors import (
     MIN_PAUSE_SECONDS,
     audio_descriptors,
     describe_audio,

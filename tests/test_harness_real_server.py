@@ -15,7 +15,7 @@ import pytest
 
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from mis_bench_dataset.rules.errors import EXIT_USAGE, install_hint
+from mis_bench_dataset.toolkit.errors import EXIT_USAGE, install_hint
 
 from _harness_helpers import make_fixed_answer_model
 from _server_helpers import TransformersServer, serving_missing
@@ -195,7 +195,7 @@ def test_a_server_killed_mid_run_stops_it_with_exit_3_and_another_server_answers
     import threading
     import time
 
-    from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+    from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
     out = tmp_path / "runs"
     cache = out / "responses.cache.jsonl"

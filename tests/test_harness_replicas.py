@@ -16,7 +16,7 @@ from eval_scripts.backends.openai_backend import base_url_list
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS, EXIT_USAGE
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
 

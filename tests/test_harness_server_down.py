@@ -16,7 +16,7 @@ from datasets import Dataset
 from eval_scripts.backends.openai_backend import CircuitBreaker, RetryPolicy
 from eval_scripts.cli import main
 from eval_scripts.harness.runner import RunConfig, run_setting
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, scoring_rows
 from _server_helpers import ChatServerProcess

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _fault_helpers import _run_args
 from _harness_helpers import TricklingServer

@@ -16,7 +16,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import generate_synthetic_release
-from mis_bench_dataset.rules.errors import EXIT_DATA
+from mis_bench_dataset.toolkit.errors import EXIT_DATA
 
 from _fault_helpers import REPO, _error_lines, _run_args, fake_full_disk, fill_disk, snapshot
 from _harness_helpers import ChatServer

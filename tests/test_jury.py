@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from scipy.optimize import nnls
 
-from eval_scripts.baselines.run import load_feature_rows, run_baseline
+from eval_scripts.baselines.baseline_run import load_feature_rows, run_baseline
 from eval_scripts.cli import main
-from eval_scripts.leaderboard.jury import combine_members, read_member
-from mis_bench_dataset.built.loading import gold_references
+from eval_scripts.leaderboard.juries import combine_members, read_member
+from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
 

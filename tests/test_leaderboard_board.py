@@ -16,8 +16,8 @@ from eval_scripts.leaderboard import build_leaderboard, render_page, write_leade
 from eval_scripts.leaderboard.disclosure import significant
 from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import paired_comparison, score_predictions
 from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 

@@ -144,7 +144,7 @@ def test_report_command_needs_scores_or_references(tmp_path, labelled, capsys):
 
 
 def test_report_of_already_scored_results_without_references(tmp_path, labelled):
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
 
     _, references = labelled

@@ -20,7 +20,7 @@ from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.received import Request
 from eval_scripts.leaderboard.space_app import site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import score_predictions
 from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 

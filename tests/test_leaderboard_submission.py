@@ -316,7 +316,7 @@ def test_package_size_is_checked_before_anything_is_written(tmp_path, valid):
 def test_a_package_that_cannot_be_written_leaves_nothing(tmp_path, valid, monkeypatch):
     import errno
 
-    from mis_bench_dataset.rules.ownership import read_manifest
+    from mis_bench_dataset.toolkit.ownership import read_manifest
 
     def full(path, data):
         raise OSError(errno.ENOSPC, "No space left on device")

@@ -14,7 +14,7 @@ from eval_scripts.cli.run import run_default
 from eval_scripts.formats.submission import find_problems, load_submission
 from eval_scripts.jobs.default_job import DEFAULT_OUT
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 from mis_icc_metric.predictions_io import read_predictions, read_references
 
 from _metric_helpers import pingouin_icc3_1

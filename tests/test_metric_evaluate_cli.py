@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import mis_icc_metric
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric.predictions_io import write_predictions
 from mis_icc_metric.scoring import score_predictions
 

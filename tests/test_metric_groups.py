@@ -356,7 +356,7 @@ def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them
     import json
 
     from eval_scripts.cli import main
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=12, seed=8)
@@ -397,7 +397,7 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
     import json
 
     from eval_scripts.report import write_report
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
     from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
     from tests._leaderboard_helpers import make_results
@@ -425,8 +425,8 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
 
 def test_the_report_refuses_subgroups_without_gold(tmp_path):
     from eval_scripts.report import write_report
-    from mis_bench_dataset.rules.errors import UsageError
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.errors import UsageError
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
     from tests._leaderboard_helpers import make_results
 

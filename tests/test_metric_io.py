@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import write_gold_wide, write_ratings_long
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 from mis_icc_metric.predictions_io import (
     PredictionsFormatError,
     predictions_to_mapping,

@@ -14,7 +14,7 @@ import pytest
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.release.labels import read_labels, write_ratings_long
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 from mis_icc_metric.raters import certification, model_as_rater
 from tests._independent import anova_forms, anova_icc
 
@@ -150,7 +150,7 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 
 def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
     path, labels, references, predictions, _ = labelled
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.predictions_io import write_predictions
 
     pred_file = tmp_path / "pred.csv"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.icc import icc3_1, icc3_ci
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.paired import bootstrap_p_value, paired_comparison
 from mis_icc_metric.scoring import mappings_from_columns, score_predictions

@@ -1,4 +1,4 @@
-"""The number rules defined once in mis_bench_dataset.rules.numbers: half-up rounding, float32 widening, percents."""
+"""The number rules defined once in mis_bench_dataset.toolkit.numbers: half-up rounding, float32 widening, percents."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mis_bench_dataset.rules.numbers import (
+from mis_bench_dataset.toolkit.numbers import (
     MISSING,
     ci_pct,
     exact_decimal,

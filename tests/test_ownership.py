@@ -15,8 +15,8 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.ownership import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.ownership import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
@@ -125,7 +125,7 @@ def test_a_build_folder_without_its_manifest_is_never_replaced(work):
 
 
 def test_a_file_added_during_the_build_is_not_deleted(work, monkeypatch):
-    import mis_bench_dataset.build.card as card_module
+    import mis_bench_dataset.builder.card as card_module
 
     out = work / "build"
     build_dataset(work / "release", out, progress=False)

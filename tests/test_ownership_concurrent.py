@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, foreign_files, read_manifest
+from mis_bench_dataset.toolkit.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, foreign_files, read_manifest
 
 FILES_PER_RUN = 4
 TRIES = 20

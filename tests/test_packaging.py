@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from mis_bench_dataset.rules.errors import EXTRA_MODULES
+from mis_bench_dataset.toolkit.errors import EXTRA_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = Path(__file__).resolve().parent
@@ -160,7 +160,7 @@ print(json.dumps({"hidden_ok": hidden_ok, "codes": codes, "loaded": loaded, "pre
     board = json.loads((job / "leaderboard" / "leaderboard.json").read_text())
     assert len(board["entries"]) == 4 and len(board["floors"]) == 1  # the mean floor is not ranked
     # The same numbers as with every package present.
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
     from mis_icc_metric.scoring import score_predictions
 
@@ -176,7 +176,7 @@ def test_commands_that_need_the_train_extra_name_it(tmp_path, synthetic_build):
 import json
 import runpy
 
-from mis_bench_dataset.rules.errors import MissingExtraError
+from mis_bench_dataset.toolkit.errors import MissingExtraError
 
 messages = {}
 from eval_scripts.backends import get_backend
@@ -227,7 +227,7 @@ print(json.dumps(messages))
 
 
 HINT_PROBE = """
-from mis_bench_dataset.rules.errors import MissingExtraError
+from mis_bench_dataset.toolkit.errors import MissingExtraError
 try:
     import raft_trainer  # noqa: F401
 except MissingExtraError as err:
@@ -266,7 +266,7 @@ def test_the_install_hint_from_a_wheel_names_the_extra(tmp_path):
 
 
 def test_the_torch_pin_of_the_hints_is_the_one_ci_and_the_readme_install():
-    from mis_bench_dataset.rules.errors import TORCH_CPU_COMMAND, TORCH_CUDA_COMMAND, TORCH_PIN
+    from mis_bench_dataset.toolkit.errors import TORCH_CPU_COMMAND, TORCH_CUDA_COMMAND, TORCH_PIN
 
     assert TORCH_PIN == "torch==2.13.0"
     for document in (REPO_ROOT / "scripts" / "check", REPO_ROOT / "README.md", REPO_ROOT / "docs" / "installation.md"):

@@ -96,9 +96,9 @@ def test_run_perturb_on_the_text_ridge_writes_the_shift_table(synthetic_build, t
     }
     # the perturbed arm is the same fitted ridge asked with each transcript cut: recomputed here independently
     from eval_scripts.answers.perturbations import first_half
+    from eval_scripts.baselines.baseline_run import load_feature_rows
     from eval_scripts.baselines.models import make_baseline
-    from eval_scripts.baselines.run import load_feature_rows
-    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.dataset.loading import gold_references
 
     train, test = load_feature_rows(synthetic_build, "train"), load_feature_rows(synthetic_build, "test")
     model = make_baseline("features", "text").fit(train)
@@ -126,7 +126,7 @@ def test_run_perturb_refuses_prompt_perturbations_for_the_ridge(synthetic_build,
 @pytest.mark.slow
 def test_the_ridge_on_the_real_transcripts_reads_length_not_fillers(real_text_build) -> None:
     """What the Reproducing page says of the text ridge on the real data, as properties of its shift tables."""
-    from eval_scripts.baselines.sensitivity import ridge_sensitivity
+    from eval_scripts.baselines.perturbed_ridge import ridge_sensitivity
 
     doc = ridge_sensitivity(real_text_build, ["no-fillers", "first-half", "padded"], n_bootstrap=300)
     tables = doc["perturbations"]

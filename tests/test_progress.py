@@ -1,4 +1,4 @@
-"""Long steps show progress (mis_bench_dataset.rules.progress, the one helper every long step uses): a tqdm bar on
+"""Long steps show progress (mis_bench_dataset.toolkit.progress, the one helper every long step uses): a tqdm bar on
 a terminal, removed when the step ends; elsewhere one INFO line per step, which `mis-bench -v` shows and a quiet
 run does not. The terminal case runs the real CLI on a pseudo-terminal (the `pty` module), as a user's shell."""
 
@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from mis_bench_dataset.rules.progress import progress, step
+from mis_bench_dataset.toolkit.progress import progress, step
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_off_a_terminal_each_step_is_one_info_line(caplog):
-    with caplog.at_level(logging.INFO, logger="mis_bench_dataset.rules.progress"):
+    with caplog.at_level(logging.INFO, logger="mis_bench_dataset.toolkit.progress"):
         assert list(progress(["a", "b", "c"], desc="reading", unit="file")) == ["a", "b", "c"]
         with step("writing", total=2, unit="part") as done:
             done.update(2)
@@ -83,7 +83,7 @@ def test_a_build_shows_bars_on_a_terminal(synthetic_build, tmp_path):
 
 @pytest.mark.parametrize("shown", [True, False])
 def test_show_false_is_silent_on_a_terminal_too(shown, monkeypatch, capsys):
-    monkeypatch.setattr("mis_bench_dataset.rules.progress.on_terminal", lambda: True)
+    monkeypatch.setattr("mis_bench_dataset.toolkit.progress.on_terminal", lambda: True)
     assert sum(progress(range(5), desc="counting", unit="n", show=shown)) == 10
     err = capsys.readouterr().err
     assert ("counting" in err) is shown
@@ -94,8 +94,8 @@ def test_cross_validation_counts_every_fold(synthetic_build, caplog):
     from eval_scripts.baselines.crossval import cross_validate
 
     jobs = [("mean", "text"), ("features", "text")]
-    with caplog.at_level(logging.INFO, logger="mis_bench_dataset.rules.progress"):
+    with caplog.at_level(logging.INFO, logger="mis_bench_dataset.toolkit.progress"):
         doc = cross_validate(synthetic_build, jobs, n_folds=3, seeds=(0, 1), n_bootstrap=0)
     assert doc["n_folds"] == 3 and set(doc["runs"]) == {"mean text", "features text"}
-    lines = [r.getMessage() for r in caplog.records if r.name == "mis_bench_dataset.rules.progress"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "mis_bench_dataset.toolkit.progress"]
     assert len(lines) == 1 and re.fullmatch(r"cross-validating \(3 folds\): 12 fold in \d+\.\ds", lines[0]), lines

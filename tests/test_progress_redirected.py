@@ -1,6 +1,6 @@
 """Progress bars only on a terminal: with stderr redirected to a file (a log, CI), the harness run, a report of
 three runs and a training draw no bar into it; `mis-bench --progress` draws them anyway. Every bar goes through
-the one helper (`mis_bench_dataset.rules.progress`): no other module of the toolkit imports tqdm.
+the one helper (`mis_bench_dataset.toolkit.progress`): no other module of the toolkit imports tqdm.
 
 (The terminal case, bars drawn and removed: tests/test_progress.py, on a real pseudo-terminal.)"""
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.answers.parse import PARSE_STYLES, parse_score
+from eval_scripts.answers.score_parser import PARSE_STYLES, parse_score
 from eval_scripts.backends.base import DecodingConfig
 from eval_scripts.cli import main
-from eval_scripts.harness.estimate import expected_completion_tokens
+from eval_scripts.harness.cost_estimate import expected_completion_tokens
 from mis_bench_dataset.dimensions import (
     MODALITY_SETTINGS,
     PAPER_PROMPT_STYLE,

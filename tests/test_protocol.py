@@ -260,7 +260,7 @@ def test_hub_layout_rows_become_scoring_rows(synthetic_build, tmp_path):
 
     from mis_bench_dataset import BuiltDataset
     from mis_bench_dataset.release.hub_layout import scoring_rows_from_paper_layout
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     original = BuiltDataset.of(synthetic_build).rows("test")
     parquet = tmp_path / "test.parquet"
@@ -280,7 +280,7 @@ def test_hub_layout_rows_become_scoring_rows(synthetic_build, tmp_path):
 
 def test_loading_the_hub_dataset_offline_is_one_clear_error(monkeypatch):
     from mis_bench_dataset.release.hub_layout import FULL_DATASET_ID, load_full_dataset
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

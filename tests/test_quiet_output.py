@@ -41,9 +41,9 @@ def test_verbose_brings_the_info_lines_back(synthetic_build, tmp_path):
     args = ["run", "--dataset", str(synthetic_build), "--bootstrap", "50"]
     done = _cli("-v", *args, "--out", str(tmp_path / "job"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "INFO eval_scripts.baselines.run" in done.stderr  # the toolkit's own lines are there
+    assert "INFO eval_scripts.baselines.baseline_run" in done.stderr  # the toolkit's own lines are there
     assert re.search(
-        r"^INFO mis_bench_dataset.rules.progress: writing the report, the submissions and the leaderboard: "
+        r"^INFO mis_bench_dataset.toolkit.progress: writing the report, the submissions and the leaderboard: "
         r"done in \d+\.\ds$",
         done.stderr,
         re.M,
@@ -56,7 +56,7 @@ def test_generating_the_default_sample_names_no_temporary_folder(tmp_path, monke
     """The first run's lines name the sample's folders, never the staging folder renamed away after it."""
     import logging
 
-    from mis_bench_dataset.synth import sample
+    from mis_bench_dataset.dimensions import sample
 
     monkeypatch.setattr(sample, "DEFAULT_SAMPLE_VIDEOS", 12)  # the same code path, a small sample
     with caplog.at_level(logging.DEBUG):
@@ -77,7 +77,7 @@ def test_dry_run_stderr_has_no_bars(synthetic_build, tmp_path):
 def test_quiet_loads_restore_the_users_setting(synthetic_build, capfd):
     from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-    from mis_bench_dataset.built.loading import load_build
+    from mis_bench_dataset.dataset.loading import load_build
 
     assert not are_progress_bars_disabled()
     with load_build(synthetic_build, "scoring", "test") as rows:

@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.arguments import DATACLASSES, RAFTModelConfig, RAFTScriptArguments, make_parser
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
 from raft_trainer.recipes import PAPER_D1_RECIPE

@@ -134,7 +134,7 @@ def test_rationales_are_seeded_and_resume_where_a_run_stopped(tokenizer, encoder
     other = tmp_path / "other"
     rationales_module.write_rationales(model, encoder, rows, other, {**settings, "seed": 8}, show_progress=False)
     assert rationales_module.read_rationales(other) != first
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     with pytest.raises(UsageError, match="other settings .*seed"):
         rationales_module.write_rationales(model, encoder, rows, folder, {**settings, "seed": 8}, show_progress=False)
@@ -142,7 +142,7 @@ def test_rationales_are_seeded_and_resume_where_a_run_stopped(tokenizer, encoder
 
 
 def test_attach_rationales_names_the_rows_without_one():
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     rows = datasets.Dataset.from_list(toy_rows(3))
     found = {(r["video_id"], r["dimension"]): f"why {i}" for i, r in enumerate(toy_rows(2))}

@@ -10,7 +10,7 @@ import datasets
 import pytest
 import torch
 
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.config import RAFTConfig
 from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder
 from raft_trainer.digits import DigitTokens

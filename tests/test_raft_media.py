@@ -10,14 +10,14 @@ import datasets
 import numpy as np
 import pytest
 
-from mis_bench_dataset.built.feature_descriptors import (
+from mis_bench_dataset.dataset.feature_descriptors import (
     audio_descriptors,
     describe_audio,
     describe_video,
     video_descriptors,
 )
-from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.setting_inputs import UnsupportedSetting, resolve_input_source
+from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.media import (

@@ -295,7 +295,7 @@ def test_the_regression_recipe_is_paper_d1_with_the_head_and_a_text_backbone():
 
 def test_a_backbone_without_a_sequence_classifier_is_refused_in_one_line(tokenizer, tmp_path):
     """Qwen2.5-VL (D.1's model) has no AutoModelForSequenceClassification: refused before any weight loads."""
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
     from raft_trainer.regression import load_regression_model
 
     from _raft_helpers import make_vl_model, make_vl_tokenizer
@@ -313,7 +313,7 @@ def test_the_transformers_backend_reads_a_regression_folder_as_predict_scores_do
     [1, 5]; another readout on the head, or the regression readout on a language model, is refused in one line."""
     from eval_scripts.answers.prompts import Prompt, render_paper_prompt
     from eval_scripts.backends import DecodingConfig, get_backend
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
     from raft_trainer.data import ScoringEncoder
     from raft_trainer.regression import read_regression_scores
     from raft_trainer.tiny import save_tiny_model

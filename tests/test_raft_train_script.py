@@ -250,7 +250,7 @@ def test_mis_bench_train_trains_and_claims_its_outputs_and_refuses_a_foreign_fol
     """`mis-bench train` is train.py's parser and recipe; every file it leaves is recorded as the `train` writer's,
     so a rerun may replace them, and a folder holding a file of the user's is refused in one line (exit 1)."""
     from eval_scripts.cli import main as mis_bench_main
-    from mis_bench_dataset.rules.ownership import read_manifest
+    from mis_bench_dataset.toolkit.ownership import read_manifest
 
     out = tmp_path / "run"
     argv = ["train", *_common(tiny_model_dir, synthetic_build, out), "--max_steps", "1", "--no_predict"]

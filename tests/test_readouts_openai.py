@@ -13,7 +13,7 @@ import pytest
 from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, digit_expectation, expected_from_tokens
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from mis_bench_dataset.rules.errors import EXIT_USAGE
+from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 
 from _batch_helpers import read_batch_input
 from _harness_helpers import ChatServer, prompt_text

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from eval_scripts.answers.parse import parse_score
 from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
+from eval_scripts.answers.score_parser import parse_score
 from eval_scripts.backends import DecodingConfig, get_backend
 from eval_scripts.cli import main
 from raft_trainer.config import RAFTConfig

@@ -61,8 +61,8 @@ def _asked(path: Path) -> dict[tuple[str, str], float]:
 
 
 def test_table6_is_exact_from_the_build_and_from_reproduce(real_text_build, authors_dir, tmp_path):
-    from eval_scripts.jobs.reproduce import reproduce_table6
-    from mis_bench_dataset.build.stats import compute_stats
+    from eval_scripts.jobs.reproduction import reproduce_table6
+    from mis_bench_dataset.builder.stats import compute_stats
 
     stats = compute_stats(real_text_build)
     for key, paper in GOLD_STATS.items():
@@ -76,8 +76,8 @@ def test_table6_is_exact_from_the_build_and_from_reproduce(real_text_build, auth
 
 
 def test_the_build_reads_coding_csv_as_published(real_text_build, coding, authors_dir):
-    from mis_bench_dataset.build.stats import read_gold
-    from mis_bench_dataset.built.format import read_build_report
+    from mis_bench_dataset.builder.stats import read_gold
+    from mis_bench_dataset.dataset.format import read_build_report
 
     report = read_build_report(real_text_build)
     assert report["problems"] == [] and report["n_labeled_videos"] == 996
@@ -100,7 +100,7 @@ def test_the_build_reads_coding_csv_as_published(real_text_build, coding, author
 
 
 def test_table4_point_estimates_means_and_cis(authors_dir):
-    from eval_scripts.jobs.reproduce import reproduce_table4
+    from eval_scripts.jobs.reproduction import reproduce_table4
 
     doc = reproduce_table4(authors_dir, n_bootstrap=10_000, seed=0)
     for condition in TABLE4:
@@ -116,7 +116,7 @@ def test_table4_point_estimates_means_and_cis(authors_dir):
 
 def test_table4_icc_equals_pingouin_on_the_asked_pairs(authors_dir, coding):
     """The point estimates, recomputed from the filled cells and the rounded gold by pingouin."""
-    from eval_scripts.jobs.reproduce import reproduce_table4
+    from eval_scripts.jobs.reproduction import reproduce_table4
 
     doc = reproduce_table4(authors_dir, n_bootstrap=1)
     for condition in TABLE4:

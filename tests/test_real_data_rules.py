@@ -163,7 +163,7 @@ def synthetic_release(tmp_path_factory):
 
 def test_paper_rows_partitions_the_rows_and_warns(synthetic_release, tmp_path):
     from mis_bench_dataset import BuiltDataset
-    from mis_bench_dataset.build.stats import compute_stats, read_gold
+    from mis_bench_dataset.builder.stats import compute_stats, read_gold
 
     out = tmp_path / "paper-rows"
     report = build_dataset(

@@ -10,7 +10,7 @@ import pytest
 
 from eval_scripts.cli import main
 from eval_scripts.harness.reparse import reparse
-from mis_bench_dataset.rules.errors import EXIT_USAGE
+from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 
 from _harness_helpers import ChatServer
 

@@ -26,7 +26,7 @@ from eval_scripts.report.formatting import pct, signed
 from eval_scripts.report.table import run_views
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.release.labels import read_labels, write_ratings_long
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import score_predictions
 from mis_icc_metric.raters import model_as_rater
 from tests._independent import reference_agreement
@@ -184,7 +184,7 @@ def test_figures_and_report_json_say_synthetic_and_hold_the_data(made):
 
 
 def test_raters_need_the_references(made, tmp_path):
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     with pytest.raises(UsageError, match="gold scores"):
         write_report(made["results"], tmp_path, raters=made["labels"])

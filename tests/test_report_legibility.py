@@ -74,7 +74,7 @@ def test_abbreviations_have_a_legend_and_a_tooltip(tmp_path):
 
 
 def _abbreviations() -> dict[str, str]:
-    from mis_bench_dataset.rules.text_safety import escape_html
+    from mis_bench_dataset.toolkit.text_safety import escape_html
 
     return {escape_html(d.abbreviation): d.name for d in DIMENSIONS}
 

@@ -74,7 +74,7 @@ def test_mse_best_is_lowest_and_rates(two_runs):
 def test_parse_rates_are_the_metrics_not_the_files_claim():
     """A results file's `parse_rates` field is what its writer claimed; the report shows the rates of the
     scores (recomputed from the predictions with --references), as the leaderboard does."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
 
     refs = make_references(VIDEO_IDS[:10])

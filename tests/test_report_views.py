@@ -18,8 +18,8 @@ from eval_scripts.report.plots import heatmap_figure
 from eval_scripts.report.table import run_views, table3_table, to_html, to_markdown
 from eval_scripts.report.views import best_configurations, rank_table, top_ranks
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import UsageError
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.errors import UsageError
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import paired_comparison, score_predictions
 from tests._independent import anova_icc as _icc3_1
 from tests._independent import pingouin_icc

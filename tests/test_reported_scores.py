@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric.paired import paired_comparison
 from mis_icc_metric.predictions_io import write_predictions
 from mis_icc_metric.scoring import score_predictions

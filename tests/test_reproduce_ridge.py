@@ -67,8 +67,8 @@ def _reflected(rows: list[dict], keep: str) -> list[dict]:
 
 
 def test_a_dimension_prediction_sees_only_its_own_dimension_gold(subset_build):
+    from eval_scripts.baselines.baseline_run import load_feature_rows
     from eval_scripts.baselines.on_the_fly import ridge_predictions
-    from eval_scripts.baselines.run import load_feature_rows
 
     train, test = load_feature_rows(subset_build, "train"), load_feature_rows(subset_build, "test")
     test_videos = {row["video_id"] for row in test}
@@ -135,7 +135,7 @@ def test_reproduce_table4_prints_the_ridge_column(authors_dir, real_transcripts_
     assert 0 < versus["p_value"] <= 1 and versus["delta_ci"][0] < versus["delta"] < versus["delta_ci"][1]
     assert ridge["transcripts"]["published"] and "fair" in ridge["fairness"]
     # The text form: a fourth column beside the three systems, and the fairness sentence.
-    from eval_scripts.jobs.reproduce import format_table4
+    from eval_scripts.jobs.reproduction import format_table4
 
     text = format_table4(doc)
     header = next(line for line in text.splitlines() if line.startswith("dim") and "Text ridge" in line)

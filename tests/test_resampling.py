@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import STIMULI
 from mis_icc_metric.bootstrap import bootstrap_indices, resample_counts
 from mis_icc_metric.paired import paired_comparison

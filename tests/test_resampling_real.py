@@ -76,7 +76,7 @@ def test_the_readme_s_test_split_ci_is_the_ridge_s_clinician_resampled_one(real_
     import re
 
     from eval_scripts.baselines import run_baseline
-    from mis_bench_dataset.rules.numbers import ci_pct, pct
+    from mis_bench_dataset.toolkit.numbers import ci_pct, pct
     from tests.conftest import REPO_ROOT
 
     row = next(

@@ -12,7 +12,7 @@ import pytest
 from eval_scripts.backends.served_model import same_model, served_model_warnings
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
 

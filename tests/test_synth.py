@@ -221,7 +221,7 @@ def test_full_size_mean_duration_is_the_papers():
 def test_refuses_nonempty_output(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "keep.txt").write_text("mine")
-    from mis_bench_dataset.rules.errors import DataError
+    from mis_bench_dataset.toolkit.errors import DataError
 
     with pytest.raises(DataError, match="not empty"):
         generate_synthetic_release(tmp_path / "x", n_videos=2)

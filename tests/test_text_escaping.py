@@ -9,7 +9,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mis_bench_dataset.rules.text_safety import clean_terminal, escape_csv, escape_html, escape_markdown
+from mis_bench_dataset.toolkit.text_safety import clean_terminal, escape_csv, escape_html, escape_markdown
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions
 

@@ -27,7 +27,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def splits(synthetic_build):
-    from mis_bench_dataset.built.loading import load_build
+    from mis_bench_dataset.dataset.loading import load_build
 
     with load_build(synthetic_build, "scoring") as loaded:
         yield {name: split for name, split in loaded.items()}
@@ -70,7 +70,7 @@ def _args(max_length, input_source="text", completion_style="score"):
 
 
 def test_the_default_max_length_is_raised_to_fit_and_a_chosen_one_is_refused(tiny_model_dir, splits, caplog):
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
     from raft_trainer.data import prompt_floor
     from raft_trainer.train import TRANSCRIPT_ROOM, fit_max_length
 

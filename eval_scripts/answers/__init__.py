@@ -1,9 +1,9 @@
 """One model answer, from the prompt to its score: the bottom room of the harness (it imports no other room).
 
 - `prompts`: the eight prompt templates (4 modality settings x direct/CoT), the `paper` style, rendering and hashes.
-- `parse`: the deterministic score parser g of the paper (eq. 2): answer text -> score in [1.0, 5.0] or None.
+- `score_parser`: the deterministic score parser g of the paper (eq. 2): answer text -> score in [1.0, 5.0] or None.
 - `expected_score`: the probability-weighted score from the digit distributions a server or model returns.
-- `outcome`: one answer's status (ok, failed, truncated), the truncation rule and what may be cached or served.
+- `answer_status`: one answer's status (ok, failed, truncated), the truncation rule and what may be cached or served.
 - `perturbations`: seeded transcript and prompt changes that should not change a score; the pinned paraphrases.
 - `feature_plots`: feature-derived media of a prompt (descriptor text, plots for vision models).
 """

@@ -1,7 +1,7 @@
 """The harness's feature-derived media for a prompt: descriptor text and, for vision models, a plot.
 
 The descriptors themselves (and the pause rule) are defined once in
-`mis_bench_dataset.built.feature_descriptors`; this module adds only what prompts need on top:
+`mis_bench_dataset.dataset.feature_descriptors`; this module adds only what prompts need on top:
 the format choice (`text`, `plot`, `text+plot`) and the PNG plot.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mis_bench_dataset.built.feature_descriptors import (
+from mis_bench_dataset.dataset.feature_descriptors import (
     AU_NAMES,
     describe_media,
     feature_array,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from eval_scripts.answers.prompts import TEMPLATE_DIR, Prompt
 from mis_bench_dataset.dimensions import RUBRIC, SCORE_LEVELS
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -44,7 +44,7 @@ from mis_bench_dataset.dimensions import (
     SCORE_LEVELS,
 )
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256, PaperPrompt, paper_prompt
-from mis_bench_dataset.rules.numbers import gold_decimal
+from mis_bench_dataset.toolkit.numbers import gold_decimal
 
 MODALITIES: tuple[str, ...] = MODALITY_SETTINGS
 TEMPLATE_DIR = Path(__file__).with_name("templates")

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, replace
 from eval_scripts.answers.prompts import Prompt
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_REGRESSION, SCORE_TEXT, prompt_style
 from mis_bench_dataset.protocol import VideoSampling
-from mis_bench_dataset.rules.errors import UsageError
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
+from mis_bench_dataset.toolkit.errors import UsageError
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
 # The kind of failure of a row not answered before the run's deadline (`--run-deadline`).

@@ -32,7 +32,7 @@ per server), each server has its own connections, circuit breaker and retry budg
 taken out for a cool-down (a probe that fails to connect spends no retry of its row), and the run stops
 as unreachable only when no server can be reached. Each answer keeps the model its response names
 (`Completion.served_model`); `strict_model` (`--strict-model`) refuses answers of another model
-(`backends.served_model`). `base_url` is checked once (`mis_bench_dataset.rules.urls`); its query string
+(`backends.served_model`). `base_url` is checked once (`mis_bench_dataset.toolkit.urls`); its query string
 goes with every request.
 The API key is read from an environment variable (default ``OPENAI_API_KEY``);
 only the variable's name ever appears in logs, errors or files.
@@ -60,8 +60,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_scripts.answers.answer_status import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
 from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
-from eval_scripts.answers.outcome import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import (
     DEFAULT_DECLARED_KINDS,
@@ -74,8 +74,8 @@ from eval_scripts.backends.base import (
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
 from eval_scripts.backends.served_model import FAILURE_OTHER_MODEL, other_model_error, same_model
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS, MisBenchError, UsageError
-from mis_bench_dataset.rules.urls import HttpUrl, http_url_list
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, MisBenchError, UsageError
+from mis_bench_dataset.toolkit.urls import HttpUrl, http_url_list
 
 logger = logging.getLogger(__name__)
 

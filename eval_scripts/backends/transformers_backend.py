@@ -24,13 +24,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from eval_scripts.answers.answer_status import FINISH_LENGTH
 from eval_scripts.answers.expected_score import ExpectedScore, score_span
-from eval_scripts.answers.outcome import FINISH_LENGTH
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE, SCORE_REGRESSION
 from mis_bench_dataset.protocol import VideoSampling
-from mis_bench_dataset.rules.errors import UsageError, require
+from mis_bench_dataset.toolkit.errors import UsageError, require
 
 logger = logging.getLogger(__name__)
 

@@ -5,15 +5,15 @@
 - `crossval`: clinician-grouped K-fold cross-validation of the CPU baselines over every video of a build.
 - `on_the_fly`: temporary builds from a labels file and transcripts, and the text ridge fitted on them.
 - `models`: the CPU baselines: `mean` (the sanity floor) and `features` (per-dimension ridge).
-- `run`: run a baseline on a built dataset and write what `mis-bench run` writes.
-- `sensitivity`: the text ridge under the transcript perturbations.
+- `baseline_run`: run a baseline on a built dataset and write what `mis-bench run` writes.
+- `perturbed_ridge`: the text ridge under the transcript perturbations.
 - `stacking`: how a jury combines its members: mean, median, NNLS weights (fitted elsewhere or cross-fitted).
 - `summaries`: video-level summaries of the `features` config, one numeric vector per modality group.
 """
 
 from __future__ import annotations
 
-from mis_bench_dataset.rules.lazy import lazy_exports
+from mis_bench_dataset.toolkit.lazy import lazy_exports
 
 __all__ = [
     "BASELINES",

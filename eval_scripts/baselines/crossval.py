@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from eval_scripts.baselines.models import make_baseline
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.progress import step
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.progress import step
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ Key = tuple[str, str]
 
 def all_feature_rows(dataset: str | Path | BuiltDataset) -> list[dict]:
     """`features` rows of every split the build wrote; refuses a build that puts a video in two splits."""
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.baseline_run import load_feature_rows
 
     dataset = BuiltDataset.of(dataset)
     rows = [row for split in dataset.splits("features") for row in load_feature_rows(dataset, split)]
@@ -99,8 +99,8 @@ def cross_validate(
     """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions (and each fold's
     own mean ICC, `fold_mean_icc`), and across seeds the mean (min, max) of each dimension's ICC and of the mean
     ICC."""
-    from mis_bench_dataset.built.loading import gold_references
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.dataset.loading import gold_references
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.scoring import score_predictions
 
     dataset = BuiltDataset.of(dataset)
@@ -142,7 +142,7 @@ def cross_validate(
 
 def _fold_means(scored: dict, references: dict, rows: Sequence[dict], folds: np.ndarray, n_folds: int) -> list:
     """Each fold's own mean ICC (its held-out videos alone, no CI): how much the pooled figure hides."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.scoring import score_predictions
 
     means = []

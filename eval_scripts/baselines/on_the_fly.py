@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
 RIDGE_SETTING = "text"
@@ -25,7 +25,7 @@ RIDGE_SETTING = "text"
 def temporary_build(labels, transcripts: str | Path, *, split_by: str) -> Iterator[BuiltDataset]:
     """A text-only build of `labels` (a path or `Labels`) and `transcripts`, removed on exit. The build's own log
     lines (its leak warning, its temporary path) are kept quiet: the caller says what was built."""
-    from mis_bench_dataset.build.builder import build_dataset
+    from mis_bench_dataset.builder.builder import build_dataset
 
     quiet = logging.getLogger("mis_bench_dataset")
     level = quiet.level
@@ -60,7 +60,7 @@ def ridge_predictions(train_rows: Sequence[Mapping[str, Any]], test_rows: Sequen
 
 def paper_rows_predictions(labels, transcripts: str | Path) -> dict:
     """The text ridge's predictions on the test pairs of a paper-rows build of `labels` + `transcripts`."""
-    from eval_scripts.baselines.run import load_feature_rows
+    from eval_scripts.baselines.baseline_run import load_feature_rows
     from mis_bench_dataset.splits import PAPER_ROWS
 
     with temporary_build(labels, transcripts, split_by=PAPER_ROWS) as handle:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 Key = tuple[str, str]
 JURY_METHODS = ("mean", "median", "stacked")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.built.feature_descriptors import frame_energy, silent_frames
+from mis_bench_dataset.dataset.feature_descriptors import frame_energy, silent_frames
 from mis_bench_dataset.release.tree import (
     MODALITY_BY_NAME,
     OPENFACE_AUS,

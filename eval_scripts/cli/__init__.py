@@ -4,7 +4,7 @@ Each subcommand module exposes `register(subparsers)`, which adds its parser and
 `func` (parsed arguments -> exit code). Subcommand modules keep their top-level imports
 light so `mis-bench --help` stays fast; the work happens in the library layers below.
 
-Failures follow one convention (`mis_bench_dataset.rules.errors`): an expected failure prints one
+Failures follow one convention (`mis_bench_dataset.toolkit.errors`): an expected failure prints one
 line on stderr, `mis-bench CMD: error: WHAT (WHERE); WHAT TO DO`, and exits 2 (usage), 1 (data)
 or 3 (failed model requests); Ctrl-C exits 130 and SIGTERM 143, saying what was kept (both
 unwind the command, so its temporary files and staging folders are removed). A traceback
@@ -61,7 +61,7 @@ from eval_scripts.cli import (
     synth,
     train,
 )
-from mis_bench_dataset.rules.errors import (
+from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
     EXIT_TERMINATED,
@@ -70,7 +70,7 @@ from mis_bench_dataset.rules.errors import (
     Terminated,
     os_error_line,
 )
-from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
+from mis_bench_dataset.toolkit.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
 SUBCOMMANDS = (
@@ -248,7 +248,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return stop.code if isinstance(stop.code, int) else EXIT_USAGE if stop.code else 0
     debug = args.debug or os.environ.get("MIS_BENCH_DEBUG", "") not in ("", "0")
     if args.progress:
-        from mis_bench_dataset.rules.progress import force_bars
+        from mis_bench_dataset.toolkit.progress import force_bars
 
         force_bars()
     handler = logging.StreamHandler()

@@ -23,7 +23,7 @@ from mis_bench_dataset.dimensions import (
     resample_option,
     seed_option,
 )
-from mis_bench_dataset.rules.options import (  # noqa: F401 - the argument types, re-exported for every subcommand
+from mis_bench_dataset.toolkit.options import (  # noqa: F401 - the argument types, re-exported for every subcommand
     bounded_int,
     comma_list,
     existing,
@@ -37,7 +37,7 @@ from mis_bench_dataset.rules.options import (  # noqa: F401 - the argument types
     unit_interval,
     wait_seconds,
 )
-from mis_bench_dataset.rules.text_safety import clean_line, clean_terminal
+from mis_bench_dataset.toolkit.text_safety import clean_line, clean_terminal
 
 
 # One definition per option concept shared by several subcommands: one spelling, one default, one help
@@ -89,7 +89,7 @@ def add_seed(parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, what:
 
 
 def add_option(parser, dest: str, spec: dict[str, Any], default: Any) -> None:
-    """One argparse option from an `option(...)` spec (`mis_bench_dataset.rules.options`)."""
+    """One argparse option from an `option(...)` spec (`mis_bench_dataset.toolkit.options`)."""
     flag = spec["flag"] or "--" + dest.replace("_", "-")
     # A callable help or choices is read now, when the parser is built (installed backends' names).
     spec = {key: value() if key in ("help", "choices") and callable(value) else value for key, value in spec.items()}
@@ -142,7 +142,7 @@ def add_json(parser: argparse.ArgumentParser, *, what: str = "the result") -> No
 
 def strict_json(payload: Any) -> str:
     """JSON with undefined numbers as null (strict JSON has no NaN / Infinity)."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
 
     return json.dumps(json_safe(payload), indent=1, ensure_ascii=False, allow_nan=False)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import add_json, existing, non_negative_int, positive_float, print_json, say
-from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
+from mis_bench_dataset.dataset.format import DEFAULT_BUILD_DIR
 from mis_bench_dataset.release.limits import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
 
@@ -88,8 +88,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.build.builder import build_dataset
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.builder.builder import build_dataset
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     if args.authors is not None:
         from mis_bench_dataset.release.fetch import authors_inputs
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         say(report.summary())
     if args.push_to_hub:
-        from mis_bench_dataset.build.publish import push_to_hub
+        from mis_bench_dataset.builder.publish import push_to_hub
 
         url = push_to_hub(report.out_dir, args.push_to_hub, private=args.private)
         say(f"pushed to {url}")

@@ -35,8 +35,8 @@ def register(subparsers) -> None:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    from eval_scripts.harness.cache_tools import check_cache
-    from mis_bench_dataset.rules.errors import EXIT_DATA
+    from eval_scripts.harness.cache_maintenance import check_cache
+    from mis_bench_dataset.toolkit.errors import EXIT_DATA
 
     reports = [check_cache(path) for path in args.caches]
     if args.json:
@@ -62,7 +62,7 @@ def check_command(args: argparse.Namespace) -> int:
 
 
 def merge_command(args: argparse.Namespace) -> int:
-    from eval_scripts.harness.cache_tools import merge_caches
+    from eval_scripts.harness.cache_maintenance import merge_caches
 
     report = merge_caches(args.caches, args.out, conflicts=args.conflicts)
     if args.json:

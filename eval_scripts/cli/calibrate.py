@@ -29,8 +29,8 @@ from mis_bench_dataset.dimensions import (
     DIMENSION_BY_KEY,
     RESEARCH_USE,
 )
-from mis_bench_dataset.rules.numbers import num, pct, signed
 from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.toolkit.numbers import num, pct, signed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -141,12 +141,12 @@ def format_summary(split: str, summary: dict) -> str:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
     from mis_icc_metric.calibration import INTENDED_USE
 
     text = (lambda *_, **__: None) if args.json else say
     if args.apply is not None:
-        from eval_scripts.jobs.calibrate import apply_calibrator
+        from eval_scripts.jobs.calibration import apply_calibrator
 
         out = args.out or args.predictions.with_name(args.predictions.stem + "-calibrated.csv")
         result = apply_calibrator(args.apply, args.predictions, out)
@@ -160,7 +160,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         return 0
     if args.references is None:
         raise UsageError("--references is required to fit a calibrator", hint="give a build folder, or --apply")
-    from eval_scripts.jobs.calibrate import calibrate
+    from eval_scripts.jobs.calibration import calibrate
 
     result = calibrate(
         args.predictions,
@@ -176,7 +176,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         confidence=args.confidence,
     )
     if result["synthetic"]:
-        from mis_bench_dataset.synth import SYNTHETIC_LINE
+        from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 
         text(SYNTHETIC_LINE)
     calibrator = result["calibrator"]

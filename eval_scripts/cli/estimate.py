@@ -15,8 +15,8 @@ from eval_scripts.cli.args import (
     shown,
 )
 from mis_bench_dataset.dimensions import RESEARCH_USE
-from mis_bench_dataset.rules.numbers import MISSING
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.toolkit.numbers import MISSING
 from mis_bench_dataset.video_ids import GROUP_ORDER
 
 GROUP_CHOICES = tuple(GROUP_ORDER)  # the groupings with an order of their own: a cohort's time points, the stimuli
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     result = estimate_means(judge, experts, by=args.by, confidence=args.confidence, resampling=resampling)
     result["meta"] = {"judge": str(args.judge), "experts": str(args.experts), "split": args.split}
     from eval_scripts.formats.data_names import any_synthetic
-    from mis_bench_dataset.synth import SYNTHETIC_LINE
+    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 
     result["synthetic"] = any_synthetic([args.experts, args.judge])
     if result["synthetic"]:

@@ -1,5 +1,5 @@
 """`mis-bench jury RUN [RUN ...] --method mean|median|stacked --out DIR`: several systems' predictions on the same
-pairs combined into a new system (`eval_scripts.leaderboard.jury`)."""
+pairs combined into a new system (`eval_scripts.leaderboard.juries`)."""
 
 from __future__ import annotations
 
@@ -66,8 +66,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_scripts.leaderboard.jury import run_jury
-    from mis_bench_dataset.rules.numbers import ci_pct, pct
+    from eval_scripts.leaderboard.juries import run_jury
+    from mis_bench_dataset.toolkit.numbers import ci_pct, pct
 
     result = run_jury(
         args.runs,

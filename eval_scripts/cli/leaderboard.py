@@ -18,8 +18,8 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from mis_bench_dataset.rules.numbers import pct
 from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.toolkit.numbers import pct
 
 DEFAULT_MAX_MB = 64
 
@@ -101,14 +101,14 @@ def register(subparsers) -> None:
 
 def _split_checks(dataset: Path, split: str) -> tuple[list[str], set[str], bool | None]:
     """(the split's video ids, its fingerprints, the build's synthetic flag) that `submit --dataset` checks."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
     build = BuiltDataset.open(dataset, configs=("scoring",))
     return sorted({row["video_id"] for row in build.rows(split)}), build.fingerprints(split), build.synthetic
 
 
 def _mark(entry: dict) -> str:
-    from mis_bench_dataset.synth import SYNTHETIC_MARK
+    from mis_bench_dataset.dimensions import SYNTHETIC_MARK
 
     return f" [{SYNTHETIC_MARK}]" if entry.get("synthetic") else ""
 
@@ -168,7 +168,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from eval_scripts.leaderboard.references import read_board_references
-    from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+    from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
     # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
     check_not_overlapping(
@@ -216,7 +216,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
             + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
         )
     if board["synthetic"]:
-        from mis_bench_dataset.synth import SYNTHETIC_LINE
+        from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 
         say(SYNTHETIC_LINE)
     return 0

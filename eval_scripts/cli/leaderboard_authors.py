@@ -27,7 +27,7 @@ def add_authors_arguments(board: argparse.ArgumentParser) -> None:
 
 def check_board_arguments(args: argparse.Namespace) -> bool:
     """True for --from-authors; a usage error when neither it nor SUBMISSIONS_DIR with --references is given."""
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     if args.from_authors is not None:
         if args.submissions is not None or args.references is not None:
@@ -44,7 +44,7 @@ def check_board_arguments(args: argparse.Namespace) -> bool:
 
 def authors_command(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard.authors import JSON_NAME, PAGE_NAME, WRITER, authors_leaderboard, write_authors_page
-    from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+    from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
     check_not_overlapping(args.out, [args.from_authors], command="leaderboard")
     inputs = [p for p in (args.from_authors, args.transcripts) if p is not None]

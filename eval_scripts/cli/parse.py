@@ -49,7 +49,7 @@ def parse_command(args: argparse.Namespace) -> int:
 
     out = None
     if args.out is not None:
-        from mis_bench_dataset.rules.ownership import claim_file
+        from mis_bench_dataset.toolkit.ownership import claim_file
 
         out = claim_file(
             args.out,
@@ -61,7 +61,7 @@ def parse_command(args: argparse.Namespace) -> int:
     result = reparse(args.file, args.prompt_style)
     counts = result.counts()
     from eval_scripts.formats.data_names import source_synthetic
-    from mis_bench_dataset.synth import SYNTHETIC_LINE
+    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 
     synthetic = bool(source_synthetic(args.file.with_name(RESULTS_NAME)))  # the run's results say what data it was
     if out is not None:

@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _needs(args: argparse.Namespace) -> None:
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     need = {"icc": ["half_width"], "difference": ["difference", "compare"], "labels": ["half_width"]}[args.target]
     missing = ["--" + name.replace("_", "-") for name in need if getattr(args, name) is None]

@@ -93,8 +93,8 @@ def report_command(args: argparse.Namespace) -> int:
         rescore,
         results_files,
     )
-    from mis_bench_dataset.rules.errors import DataError
-    from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_bench_dataset.toolkit.errors import DataError
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
 
     files = results_files(args.results)
     sources = [str(f) for f in files]
@@ -154,7 +154,7 @@ def _raters(args: argparse.Namespace):
     if not args.raters:
         return None
     from mis_bench_dataset.release.labels import read_labels
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     if not args.references:
         raise UsageError("--raters needs --references (the gold scores)", hint="pass --references LABELS_OR_BUILD")
@@ -180,6 +180,6 @@ def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescor
     if not rescored:
         say("No --references: the comparison shows the stored CIs and has no paired tests.")
     if synthetic:
-        from mis_bench_dataset.synth import SYNTHETIC_LINE
+        from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 
         say(SYNTHETIC_LINE)

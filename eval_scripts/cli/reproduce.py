@@ -1,5 +1,5 @@
 """`mis-bench reproduce table4|table6 --from DIR`: the paper's Tables 4 and 6 from the authors' public files,
-printed beside the published values (`eval_scripts.jobs.reproduce`)."""
+printed beside the published values (`eval_scripts.jobs.reproduction`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, p
 
 
 def register(subparsers) -> None:
-    from eval_scripts.jobs.reproduce import GOLD_CHOICES, TABLES, TRUST
+    from eval_scripts.jobs.reproduction import GOLD_CHOICES, TABLES, TRUST
     from mis_bench_dataset.paper_results import TABLE4_BOOTSTRAP
 
     parser = subparsers.add_parser(
@@ -75,13 +75,13 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_scripts.jobs.reproduce import format_table4, format_table6, reproduce_table4, reproduce_table6
-    from mis_bench_dataset.rules.errors import DataError
+    from eval_scripts.jobs.reproduction import format_table4, format_table6, reproduce_table4, reproduce_table6
+    from mis_bench_dataset.toolkit.errors import DataError
 
     if args.table == "trust":
         return _trust(args)
     if args.folder is None:
-        from mis_bench_dataset.rules.errors import UsageError
+        from mis_bench_dataset.toolkit.errors import UsageError
 
         raise UsageError(f"{args.table} needs --from FOLDER", hint="the folder holding the authors' files")
     if args.table == "table6":
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _trust(args: argparse.Namespace) -> int:
     """The docs page from the shared folder: printed, or written to --out."""
     from eval_scripts.jobs.trust import trust_page, write_page
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     if args.shared is None:
         raise UsageError("trust needs --shared FOLDER", hint="the folder laid out as ../shared")

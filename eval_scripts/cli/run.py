@@ -24,12 +24,17 @@ from eval_scripts.cli.args import (
     shown,
 )
 from eval_scripts.formats.data_names import any_synthetic, source_synthetic
-from eval_scripts.harness.batch import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
+from eval_scripts.harness.batch_files import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.jobs.default_job import DEFAULT_CV_FOLDS, DEFAULT_CV_SEEDS
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
-from mis_bench_dataset.rules.numbers import pct
-from mis_bench_dataset.synth import SYNTHETIC_LINE
+from mis_bench_dataset.dimensions import (
+    MODALITY_SETTINGS,
+    PROMPT_STYLE_TABLE,
+    PROMPT_STYLES,
+    SYNTHETIC_LINE,
+    ZERO_SHOT_PROMPT_STYLES,
+)
+from mis_bench_dataset.toolkit.numbers import pct
 
 
 def register(subparsers) -> None:
@@ -195,8 +200,8 @@ def _add_perturb_options(parser: argparse.ArgumentParser) -> None:
 def _perturb_command(args: argparse.Namespace, started: float) -> int:
     """`--perturb`: the shift tables of a model setting (from its cache) or of the text ridge."""
     from eval_scripts.answers.perturbations import parse_perturbations
-    from eval_scripts.report.sensitivity import shift_table_lines
-    from mis_bench_dataset.rules.errors import UsageError
+    from eval_scripts.report.sensitivity_view import shift_table_lines
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     parse_perturbations(args.perturb)  # an unknown name: one line, before anything is read
     if args.grid or args.dry_run or args.export_batch or args.import_batch or args.cv_folds:
@@ -439,7 +444,7 @@ def run_command(args: argparse.Namespace) -> int:
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
         return run_default(args)
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     if not (args.model and args.backend):
         raise UsageError("give both --backend and --model", hint="or neither, for the default job")
@@ -474,7 +479,7 @@ def run_command(args: argparse.Namespace) -> int:
 
 def _run_config(args: argparse.Namespace, started: float) -> RunConfig:
     """The RunConfig of `mis-bench run` with a model (its deadline counted from `started`)."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
     return config_from_args(
         RunConfig,
@@ -509,7 +514,7 @@ def _grid_command(args: argparse.Namespace, config) -> int:
 
 def _report_problems(result) -> None:
     """On stderr: why requests failed (count per kind, one example each), and what to do about truncated answers."""
-    from eval_scripts.harness.outcomes import TRUNCATION_HINT, failure_lines
+    from eval_scripts.harness.row_counts import TRUNCATION_HINT, failure_lines
 
     for warning in result.model_warnings:  # the served model is not the one asked for (backends.served_model)
         say(
@@ -544,7 +549,7 @@ def _configs(args, config) -> list:
 
 def _batch_command(args, config) -> int:
     """--dry-run, --export-batch, --import-batch: the same prompts and keys as a live run, no live calls."""
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     if (args.price_in is None) != (args.price_out is None):
         raise UsageError("give both --price-in and --price-out, or neither", where="--price-in/--price-out")
@@ -590,7 +595,7 @@ def _batch_command(args, config) -> int:
 def _import_command(args, configs, synthetic: bool) -> int:
     """--import-batch: the batch's answers into the cache, then the run(s) scored as a live run would."""
     from eval_scripts.harness.runner import import_batch
-    from mis_bench_dataset.rules.errors import EXIT_REQUESTS
+    from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
     entries, report = import_batch(configs, args.import_batch, grid=args.grid)
     results = [e.result for e in entries if e.result is not None]
@@ -683,7 +688,7 @@ def _exit_code(results) -> int:
     """3 when any request of any setting failed (a rerun retries them; a grid follows the single-setting rule);
     else 1 (a DataError: one line, the counts by reason) when no row of some setting gave a score; else 0, whatever
     the parse rate (the run line gives it)."""
-    from mis_bench_dataset.rules.errors import EXIT_REQUESTS, DataError, UsageError
+    from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, DataError, UsageError
 
     if not results:
         raise UsageError("every setting of the grid was refused", hint="see the reasons above")
@@ -710,7 +715,7 @@ def _unscored_counts(result) -> str:
 
 
 def _unscored_hint(results) -> str:
-    from eval_scripts.harness.outcomes import TRUNCATION_HINT
+    from eval_scripts.harness.row_counts import TRUNCATION_HINT
 
     hints = []
     if any(r.n_truncated for r in results):

@@ -22,8 +22,8 @@ from eval_scripts.cli.args import (
 )
 from eval_scripts.report.formatting import signed_pct
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
 
 
@@ -293,7 +293,7 @@ def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
     """The --out path, checked before any work: never an input, never a file another writer made."""
     if args.out is None:
         return None
-    from mis_bench_dataset.rules.ownership import claim_file
+    from mis_bench_dataset.toolkit.ownership import claim_file
 
     return claim_file(
         args.out,
@@ -314,7 +314,7 @@ def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
     from eval_scripts.cli.args import strict_json
 
     if path is not None:
-        from mis_bench_dataset.rules.atomic import write_atomic
+        from mis_bench_dataset.toolkit.atomic import write_atomic
 
         write_atomic(path, strict_json(payload) + "\n")
         say(f"wrote {shown(path)}", err=args.json)
@@ -325,7 +325,7 @@ def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
 def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) -> bool:
     """`synthetic` at the top of the result (the build report's rule, `formats.data_names`); the mark line."""
     from eval_scripts.formats.data_names import any_synthetic
-    from mis_bench_dataset.synth import SYNTHETIC_LINE
+    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 
     synthetic = any_synthetic([args.references, *predictions])
     result["synthetic"] = synthetic

@@ -38,8 +38,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.build.stats import compute_stats, summary_text, write_stats
-    from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+    from mis_bench_dataset.builder.stats import compute_stats, summary_text, write_stats
+    from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
     check_not_overlapping(args.out, [args.dataset_dir], command="stats")
     folder = OutputFolder(args.out, command="stats", inputs=[p for p in (args.labels,) if p])

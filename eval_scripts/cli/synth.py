@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import add_json, add_seed, bounded_int, print_json, say, shown
-from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR
+from mis_bench_dataset.dataset.format import DEFAULT_BUILD_DIR
 
 MAX_VIDEOS = 100_000
 

@@ -55,14 +55,14 @@ def render_help() -> str:
 
 def write_help() -> Path:
     """Rewrite `train_help.txt` from the parser (after a flag or a TRL / transformers default changed)."""
-    from mis_bench_dataset.rules.atomic import write_atomic
+    from mis_bench_dataset.toolkit.atomic import write_atomic
 
     write_atomic(HELP_FILE, render_help())
     return HELP_FILE
 
 
 def run(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.rules.errors import require_extra
+    from mis_bench_dataset.toolkit.errors import require_extra
 
     if list(args.train_args) in (["--help"], ["-h"]):
         sys.stdout.write(HELP_FILE.read_text(encoding="utf-8"))  # nothing heavy imported: under a second

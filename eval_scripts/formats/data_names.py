@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from mis_bench_dataset.synth import SYNTHETIC_MARK
+from mis_bench_dataset.dimensions import SYNTHETIC_MARK
 
 DEFAULT_SAMPLE_NAME = "the default synthetic sample"
 FINGERPRINT_CHARS = 19  # "sha256:" and 12 hex digits
@@ -26,7 +26,7 @@ def short_fingerprint(fingerprint: str | None) -> str:
 
 def _default_build_dir() -> Path:
     from mis_bench_dataset.synth.generator import GENERATOR_VERSION
-    from mis_bench_dataset.synth.sample import cache_root
+    from mis_bench_dataset.toolkit.cache_folder import cache_root
 
     return cache_root() / f"default-sample-v{GENERATOR_VERSION}" / "mis-bench"
 
@@ -41,7 +41,7 @@ def is_default_sample(path: str | Path) -> bool:
 
 @functools.lru_cache(maxsize=8)
 def _default_fingerprints(build_dir: str, split: str) -> frozenset[str]:
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
     try:
         return frozenset(BuiltDataset.open(build_dir).fingerprints(split))
@@ -60,8 +60,8 @@ def is_default_fingerprint(fingerprint: str | None, split: str) -> bool:
 def source_synthetic(source: object) -> bool | None:
     """Synthetic per the build report of a built folder, or per the `dataset` block of a results JSON
     (which a run copies from the build report); None when the source does not say."""
-    from mis_bench_dataset.built.handle import BuiltDataset
-    from mis_bench_dataset.rules.errors import MisBenchError
+    from mis_bench_dataset.dataset.handle import BuiltDataset
+    from mis_bench_dataset.toolkit.errors import MisBenchError
 
     if isinstance(source, BuiltDataset):
         return source.synthetic

@@ -15,10 +15,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.outcome import USAGE_FIELDS
+from eval_scripts.answers.answer_status import USAGE_FIELDS
 from eval_scripts.formats.submission import SCHEMA_VERSION
-from mis_bench_dataset.rules.atomic import AtomicFiles, write_atomic
-from mis_bench_dataset.rules.jsonio import json_safe
+from mis_bench_dataset.toolkit.atomic import AtomicFiles, write_atomic
+from mis_bench_dataset.toolkit.jsonio import json_safe
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
-from mis_bench_dataset.rules.atomic import write_atomic
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
-from mis_bench_dataset.rules.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, read_manifest
-from mis_bench_dataset.rules.text_safety import clip, safe_text, slug
+from mis_bench_dataset.toolkit.atomic import write_atomic
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
+from mis_bench_dataset.toolkit.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, read_manifest
+from mis_bench_dataset.toolkit.text_safety import clip, safe_text, slug
 from mis_bench_dataset.video_ids import normalize_video_id
 
 logger = logging.getLogger(__name__)
@@ -82,7 +82,7 @@ def _validator():
 
 
 def parse_submission_bytes(data: bytes, source: str = "<submission>", *, max_bytes: int = DEFAULT_MAX_BYTES) -> Any:
-    """Strict JSON (`mis_bench_dataset.rules.jsonio`): size- and depth-limited, UTF-8, no NaN, no duplicate keys."""
+    """Strict JSON (`mis_bench_dataset.toolkit.jsonio`): size- and depth-limited, UTF-8, no NaN, no duplicate keys."""
     try:
         return loads_strict(data, source, max_bytes=max_bytes)
     except JSONInputError as err:

@@ -1,6 +1,6 @@
 """`RunConfig`: what one zero-shot run is asked for, each option written once, on its field.
 
-A field's `metadata` (`mis_bench_dataset.rules.options.option`) holds its flag, help and validator, and its
+A field's `metadata` (`mis_bench_dataset.toolkit.options.option`) holds its flag, help and validator, and its
 default is the field's own (the backends' defaults where a backend defines the option), so the Python API
 and `mis-bench run` (whose options `eval_scripts.cli.args.add_fields` generates from these fields) agree.
 Light on purpose: `mis-bench run --help` imports this module, and neither numpy nor pyarrow.
@@ -31,7 +31,9 @@ from mis_bench_dataset.dimensions import (
     seed_option,
 )
 from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_FRAMES, VIDEO_SAMPLING_RULES, VideoSampling
-from mis_bench_dataset.rules.options import (
+from mis_bench_dataset.setting_inputs import FEATURE_FORMATS, INPUT_SOURCES
+from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.toolkit.options import (
     bounded_int,
     comma_list,
     existing,
@@ -45,11 +47,9 @@ from mis_bench_dataset.rules.options import (
     unit_interval,
     wait_seconds,
 )
-from mis_bench_dataset.setting_inputs import FEATURE_FORMATS, INPUT_SOURCES
-from mis_bench_dataset.splits import SPLITS
 
 if TYPE_CHECKING:
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
 _OPENAI = OpenAIBackend.__init__.__kwdefaults__
 _LOCAL = TransformersBackend.__init__.__kwdefaults__
@@ -390,7 +390,7 @@ def decoding_for(config: RunConfig, style: str | None = None) -> DecodingConfig:
 def backend_options(config: RunConfig) -> dict[str, Any]:
     """The keywords the backend is built with: its options from the fields, then `config.backend_options`."""
     if config.score_from == SCORE_REGRESSION and config.backend != "transformers":
-        from mis_bench_dataset.rules.errors import UsageError
+        from mis_bench_dataset.toolkit.errors import UsageError
 
         raise UsageError(
             f"--score-from regression reads a regression head's output, which the {config.backend} backend cannot load",
@@ -420,7 +420,7 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
 
 
 def video_sampling(config: RunConfig) -> VideoSampling:
-    from mis_bench_dataset.rules.errors import UsageError
+    from mis_bench_dataset.toolkit.errors import UsageError
 
     try:
         return VideoSampling(

@@ -32,12 +32,12 @@ from eval_scripts.formats.results import DECODING_FLAGS, changed_label
 from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
-from mis_bench_dataset.built.handle import BuiltDataset, DatasetSource
-from mis_bench_dataset.built.loading import gold_references
+from mis_bench_dataset.dataset.handle import BuiltDataset, DatasetSource
+from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, SCORE_TEXT
 from mis_bench_dataset.protocol import setting_record
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.text_safety import slug
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.text_safety import slug
 
 CACHE_NAME = "responses.cache.jsonl"
 

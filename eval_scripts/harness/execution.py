@@ -16,24 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.outcome import STATUS_FAILED, STATUS_TRUNCATED
+from eval_scripts.answers.answer_status import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.backends.served_model import served_model_warnings
-from eval_scripts.harness.caching import CachingBackend
+from eval_scripts.harness.cached_backend import CachingBackend
 from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
 from eval_scripts.harness.ordering import PrefixStats, prefix_order, prefix_stats
-from eval_scripts.harness.outcomes import (
-    OUTCOME_ANSWERED,
-    OUTCOME_FAILED,
-    OUTCOME_TRUNCATED,
-    OUTCOME_UNPARSED,
-    TRUNCATION_HINT,
-    count_outcomes,
-    row_outcome,
-    summarise_failures,
-)
 from eval_scripts.harness.readout_agreement import READOUTS_FORMAT_VERSION, readout_agreement
 from eval_scripts.harness.readouts import (
     RowReadout,
@@ -44,9 +34,19 @@ from eval_scripts.harness.readouts import (
     sample_outcome,
 )
 from eval_scripts.harness.response_cache import ResponseCache
+from eval_scripts.harness.row_counts import (
+    OUTCOME_ANSWERED,
+    OUTCOME_FAILED,
+    OUTCOME_TRUNCATED,
+    OUTCOME_UNPARSED,
+    TRUNCATION_HINT,
+    count_outcomes,
+    row_outcome,
+    summarise_failures,
+)
 from eval_scripts.harness.run_writer import RUN_WRITER, write_run
-from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class RunResult:
     elapsed_s: float
     n_unparsed: int = 0  # answered rows that gave no score, out of range included (results.json's `unparsed`)
     n_out_of_range: int = 0  # of those, the rows whose score (text or expected) lies outside [1, 5]
-    outcomes: dict = field(default_factory=dict)  # `harness.outcomes.count_outcomes`
+    outcomes: dict = field(default_factory=dict)  # `harness.row_counts.count_outcomes`
     failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
     prefix: PrefixStats | None = None  # of the requests sent, in the order sent (None: the engine reorders)
@@ -150,7 +150,7 @@ def complete_requests(
     context: RunContext, backend: Backend, folder: OutputFolder, inputs: Sequence[str | Path] = ()
 ) -> tuple[dict[tuple[int, int], Completion], PrefixStats | None]:
     """Every (row, sample) completion (cached or new), sent in prefix-friendly order when the engine keeps it."""
-    from mis_bench_dataset.rules.progress import step
+    from mis_bench_dataset.toolkit.progress import step
 
     config = context.config
     cache_path = Path(config.cache_path) if config.cache_path else folder.claim(CACHE_NAME, RUN_WRITER)

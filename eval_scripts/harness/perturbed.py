@@ -21,7 +21,7 @@ from eval_scripts.backends.base import Backend
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, open_datasets, prepare_run
 from eval_scripts.harness.execution import RunResult, complete_requests, make_backend, output_folder, write_result
 from eval_scripts.harness.response_cache import read_cache
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from eval_scripts.answers.prompts import (
     select_few_shot,
 )
 from eval_scripts.backends.base import Backend
-from mis_bench_dataset.built.feature_descriptors import FEATURE_COLUMNS
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.dataset.feature_descriptors import FEATURE_COLUMNS
+from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE
-from mis_bench_dataset.rules.errors import DataError, UsageError
 from mis_bench_dataset.setting_inputs import SETTING_MEDIA, UnsupportedSetting, resolve_input_source
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 
 def input_source_for(

@@ -83,8 +83,8 @@ def read_readouts(run_dir: str | Path) -> dict[str, Any] | None:
     path = Path(run_dir) / READOUTS_NAME
     if not path.is_file():
         return None
-    from mis_bench_dataset.rules.errors import DataError
-    from mis_bench_dataset.rules.jsonio import JSONInputError, read_json
+    from mis_bench_dataset.toolkit.errors import DataError
+    from mis_bench_dataset.toolkit.jsonio import JSONInputError, read_json
 
     try:
         data = read_json(path)
@@ -96,7 +96,7 @@ def read_readouts(run_dir: str | Path) -> dict[str, Any] | None:
 
 
 def readouts_json(payload: Mapping[str, Any]) -> str:
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
 
     return json.dumps(json_safe(dict(payload)), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
 

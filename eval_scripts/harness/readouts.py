@@ -2,7 +2,7 @@
 score from the model's digit distribution), then the mean (and median) over the row's samples.
 
 - A sample whose request failed, or whose answer was cut by the token limit, is not an answer, with
-  the one exception the one rule (`eval_scripts.answers.outcome.outcome_status`) makes: an expected-score
+  the one exception the one rule (`eval_scripts.answers.answer_status.outcome_status`) makes: an expected-score
   readout of a style whose answer starts with its score (``direct``, ``paper``) needs only the
   score's first tokens, so its small token limit cutting the text is by design. The text readout
   of a cut text is never parsed.
@@ -21,8 +21,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from eval_scripts.answers.outcome import FINISH_LENGTH, STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, outcome_status
-from eval_scripts.answers.parse import parse_details, parse_score
+from eval_scripts.answers.answer_status import FINISH_LENGTH, STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, outcome_status
+from eval_scripts.answers.score_parser import parse_details, parse_score
 from eval_scripts.backends.base import Completion, DecodingConfig
 
 

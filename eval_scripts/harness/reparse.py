@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.outcome import FINISH_LENGTH, STATUS_OK
-from eval_scripts.answers.parse import PARSE_STYLES, parse_details
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from eval_scripts.answers.answer_status import FINISH_LENGTH, STATUS_OK
+from eval_scripts.answers.score_parser import PARSE_STYLES, parse_details
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 RESULTS_NAME = "results.json"
 RAW_RESPONSES_SUFFIX = "raw_responses.jsonl"
@@ -94,7 +94,7 @@ def run_style(path: Path, style: str | None) -> str:
         return style
     results = path.with_name(RESULTS_NAME)
     if results.is_file():
-        from mis_bench_dataset.rules.jsonio import JSONInputError, read_json
+        from mis_bench_dataset.toolkit.jsonio import JSONInputError, read_json
 
         try:
             recorded = (read_json(results).get("setting") or {}).get("prompt_style")
@@ -142,7 +142,7 @@ def reparse(path: str | Path, style: str | None = None) -> Reparse:
         raise UsageError("no such file", where=str(path), hint="give a run's raw_responses.jsonl or predictions file")
     style = run_style(path, style)
     if path.name.endswith(RAW_RESPONSES_SUFFIX):
-        from mis_bench_dataset.rules.jsonio import JSONInputError, loads_strict
+        from mis_bench_dataset.toolkit.jsonio import JSONInputError, loads_strict
 
         records = []
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

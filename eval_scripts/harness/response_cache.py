@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.outcome import STATUS_OK, STATUSES, answer_problem, non_finite
-from mis_bench_dataset.rules.atomic import create_new
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.ownership import resolve_path
+from eval_scripts.answers.answer_status import STATUS_OK, STATUSES, answer_problem, non_finite
+from mis_bench_dataset.toolkit.atomic import create_new
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.ownership import resolve_path
 
 logger = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ A run folder holds `predictions.jsonl` (long form, read by `mis-bench score`), o
 each row's samples and readouts, the judge's agreement with itself), and `results.json` (the
 leaderboard submission schema, validated before it is written), scored against the split's gold
 at its exact decimal when the split is labelled. Every file is claimed in the command's output folder
-first, so a run never replaces a file it did not write (`mis_bench_dataset.rules.ownership`), and the files appear
-together, each whole (`mis_bench_dataset.rules.atomic`): a failure leaves the earlier run's files as they were.
+first, so a run never replaces a file it did not write (`mis_bench_dataset.toolkit.ownership`), and the files appear
+together, each whole (`mis_bench_dataset.toolkit.atomic`): a failure leaves the earlier run's files as they were.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
-from mis_bench_dataset.rules.atomic import AtomicFiles
-from mis_bench_dataset.rules.ownership import OutputFolder
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.ownership import OutputFolder
 
 RUN_WRITER = "run"
 PREDICTIONS_NAME = "predictions.jsonl"

@@ -24,14 +24,6 @@ from typing import TYPE_CHECKING
 
 from eval_scripts.answers.prompts import MODALITIES
 from eval_scripts.backends.base import Backend, DecodingConfig
-from eval_scripts.harness.batch_flow import (
-    PreparedSetting,
-    batch_backend,
-    dry_run,
-    export_batch,
-    import_batch,
-    prepare_settings,
-)
 from eval_scripts.harness.context import RunConfig, open_datasets, prepare_run, setting_label
 from eval_scripts.harness.execution import (
     GridEntry,
@@ -42,11 +34,19 @@ from eval_scripts.harness.execution import (
     replica_use,
     write_result,
 )
+from eval_scripts.harness.offline_runs import (
+    PreparedSetting,
+    batch_backend,
+    dry_run,
+    export_batch,
+    import_batch,
+    prepare_settings,
+)
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
 
 if TYPE_CHECKING:
-    from mis_bench_dataset.built.handle import DatasetSource
+    from mis_bench_dataset.dataset.handle import DatasetSource
 
 logger = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Whole jobs the CLI starts with one call, with typed parameters (no argparse here).
 
-- `calibrate`: `mis-bench calibrate` on a build's splits, `--apply` of a saved calibrator, the real-data summary.
+- `calibration`: `mis-bench calibrate` on a build's splits, `--apply` of a saved calibrator, the real-data summary.
 - `default_job`: `mis-bench run` with no model: CPU baselines, report and leaderboard (a build or the sample).
-- `reproduce`: `mis-bench reproduce table4|table6` from the authors' public files.
+- `reproduction`: `mis-bench reproduce table4|table6` from the authors' public files.
 - `perturb`: `mis-bench run --perturb`: shift tables of a model setting or of the text ridge, written.
 - `trust`: `mis-bench reproduce trust`: the docs page "How far to trust a judge", a list of sections.
 - `ridge_column`: the text ridge beside Table 4, fitted on the authors' training rows, paired against MIS-RAFT.

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.progress import step
-from mis_bench_dataset.rules.text_safety import clean_line as shown
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.progress import step
+from mis_bench_dataset.toolkit.text_safety import clean_line as shown
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def _cross_validation(
     if not folds:
         return None
     from eval_scripts.baselines.crossval import cross_validate
-    from mis_bench_dataset.rules.atomic import write_atomic
+    from mis_bench_dataset.toolkit.atomic import write_atomic
 
     n_bootstrap, seed, resample = draw
     seeds = list(range(seed, seed + n_seeds))
@@ -80,7 +80,7 @@ def _cross_validation(
 def _cv_table(cross_validation: dict, synthetic: bool) -> str:
     """Per run, each dimension's ICC % averaged over the fold seeds, and the mean ICC with its range."""
     from mis_bench_dataset.dimensions import DIMENSIONS
-    from mis_bench_dataset.rules.numbers import pct
+    from mis_bench_dataset.toolkit.numbers import pct
 
     doc = cross_validation["doc"]
     lines = [
@@ -279,10 +279,10 @@ def run_default_job(
     with the summary's lines (the paths, how to get the real benchmark); off when the caller prints the summary
     itself (`mis-bench run --json`).
     """
-    from eval_scripts.baselines.run import load_feature_rows
-    from mis_bench_dataset.built.loading import gold_references
-    from mis_bench_dataset.rules.atomic import write_atomic
-    from mis_bench_dataset.rules.ownership import OutputFolder, check_not_overlapping
+    from eval_scripts.baselines.baseline_run import load_feature_rows
+    from mis_bench_dataset.dataset.loading import gold_references
+    from mis_bench_dataset.toolkit.atomic import write_atomic
+    from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
     started = time.monotonic()
     say = say or (lambda text="": logger.info("%s", text))  # the summary's blank lines too

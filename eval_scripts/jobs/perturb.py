@@ -2,7 +2,7 @@
 
 With a model (`--backend/--model`) the harness runs every perturbed arm and reads the unperturbed one from the
 response cache (`harness.perturbed`); without one, the text ridge of the default job is asked again with each
-evaluated transcript perturbed (`baselines.sensitivity`). Either way the same three files land in
+evaluated transcript perturbed (`baselines.perturbed_ridge`). Either way the same three files land in
 `OUT/perturbations/<judge>/`: `shifts.json` (every table, with how it resampled), `shifts.md` (the tables) and
 `sensitivity.png` (the figure); they are this command's own files, replaced only by a rerun of it.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, parse_perturbations
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
-from mis_bench_dataset.rules.text_safety import slug
+from mis_bench_dataset.toolkit.text_safety import slug
 
 WRITER = "perturb"
 SHIFTS_JSON, SHIFTS_MD, FIGURE = "shifts.json", "shifts.md", "sensitivity.png"
@@ -33,15 +33,15 @@ def write_shifts(out: str | Path, judge: str, doc: Mapping[str, Any], *, title: 
     """The three files of one judge's shift tables under `out/perturbations/<judge>/`."""
     import json
 
-    from eval_scripts.report.sensitivity import (
+    from eval_scripts.report.sensitivity_view import (
         resampling_sentence,
         sensitivity_figure,
         shift_table_lines,
         variance_table_lines,
     )
-    from mis_bench_dataset.rules.atomic import AtomicFiles
-    from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_bench_dataset.toolkit.atomic import AtomicFiles
+    from mis_bench_dataset.toolkit.jsonio import json_safe
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
 
     folder = OutputFolder(out, command="run")
     base = f"perturbations/{slug(judge)}"
@@ -71,7 +71,7 @@ def ridge_perturbations(
     resample: str = DEFAULT_RESAMPLE,
 ) -> tuple[dict[str, Any], ShiftFiles]:
     """The text ridge's shift table under each transcript perturbation, written (see the module)."""
-    from eval_scripts.baselines.sensitivity import ridge_sensitivity
+    from eval_scripts.baselines.perturbed_ridge import ridge_sensitivity
 
     names = parse_perturbations(perturbations)
     doc = ridge_sensitivity(

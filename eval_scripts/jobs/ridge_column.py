@@ -39,7 +39,7 @@ def ridge_column(
     seed: int,
 ) -> dict[str, Any]:
     """The ridge scored like a Table 4 column, and ridge - MIS-RAFT paired on the shared pairs."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.paired import paired_comparison
     from mis_icc_metric.scoring import score_predictions
 

@@ -18,8 +18,8 @@ from functools import cached_property
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_BY_KEY, RESAMPLE_UNITS
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct, signed
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.video_ids import THERAPIST_LEVEL
 
 logger = logging.getLogger(__name__)
@@ -91,7 +91,7 @@ class TrustData:
 
     def score(self, system: str, unit: str) -> dict:
         """`score_predictions` of one system with one resampling unit (cached)."""
-        from mis_bench_dataset.rules.jsonio import json_safe
+        from mis_bench_dataset.toolkit.jsonio import json_safe
         from mis_icc_metric.scoring import score_predictions
 
         if (system, unit) not in self._scores:
@@ -103,7 +103,7 @@ class TrustData:
 
     def groups(self, system: str, by: str) -> dict:
         """`agreement_by` of one system: by time point, stimulus or clinician, or at the therapist level."""
-        from mis_bench_dataset.rules.jsonio import json_safe
+        from mis_bench_dataset.toolkit.jsonio import json_safe
         from mis_icc_metric.groups import agreement_by
 
         return json_safe(
@@ -265,7 +265,7 @@ def _calibrations(data: TrustData) -> dict[int, dict]:
     fit on train, conformal on validation, evaluated on the test split's held-out clinicians."""
     import tempfile
 
-    from eval_scripts.jobs.calibrate import calibrate
+    from eval_scripts.jobs.calibration import calibrate
     from mis_bench_dataset import build_dataset
     from mis_icc_metric.predictions_io import write_predictions
 
@@ -522,7 +522,7 @@ def trust_page(
 def write_page(page: str, out: str | Path) -> Path:
     """Write the page to `out`, replacing only a page this command wrote (it names the command), never another
     file."""
-    from mis_bench_dataset.rules.atomic import write_atomic
+    from mis_bench_dataset.toolkit.atomic import write_atomic
 
     out = Path(out)
     if out.is_dir():

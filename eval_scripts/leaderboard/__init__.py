@@ -4,7 +4,7 @@ write CSV + JSON + a static sortable page, and serve it from a Hub Space.
 - `authors`: the real leaderboard page from the authors' public files (`mis-bench leaderboard --from-authors`).
 - `disclosure`: what a board publishes: three significant digits, a minimum of videos, ICCs only when hidden.
 - `identity`: one identity per entry (normalised names, reserved baselines, duplicates) and the coverage rule.
-- `jury`: `mis-bench jury`: several systems' predictions combined into a new system, scored and compared.
+- `juries`: `mis-bench jury`: several systems' predictions combined into a new system, scored and compared.
 - `outputs`: write a leaderboard as JSON, CSV and the static HTML page.
 - `page`: the static leaderboard page (one self-contained HTML file).
 - `references`: the board's labels, fingerprints and synthetic flag, read alike by the CLI and the Space.

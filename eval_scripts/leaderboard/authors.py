@@ -21,14 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.leaderboard.jury import JURY_BACKEND
+from eval_scripts.leaderboard.juries import JURY_BACKEND
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from mis_bench_dataset.dimensions import DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS, describe_source, source_record
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct
 from mis_bench_dataset.splits import PAPER_ROWS
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 
 logger = logging.getLogger(__name__)
 
@@ -51,10 +51,10 @@ def _file(folder: Path, name: str) -> Path:
 def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
     """One Table 4 file as a results JSON on the build's test split: its asked pairs, null elsewhere."""
     from eval_scripts.harness.run_writer import write_run
-    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.dataset.loading import gold_references
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
     from mis_bench_dataset.protocol import setting_record
-    from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file
 
     path = _file(folder, condition.file)
@@ -93,8 +93,8 @@ JURY_FOLDS = 5
 
 def _juries(handle, members: Mapping[str, Path], work: Path, *, n_bootstrap: int, seed: int) -> list[Any]:
     """mean, median and stacked (cross-fitted by clinician folds) juries of `JURY_MEMBERS`, as results files."""
-    from eval_scripts.leaderboard.jury import check_members, combine_members, read_member, write_jury
-    from mis_bench_dataset.built.loading import gold_references
+    from eval_scripts.leaderboard.juries import check_members, combine_members, read_member, write_jury
+    from mis_bench_dataset.dataset.loading import gold_references
 
     references = gold_references(list(handle.features("test").rows()))
     jury_members = [read_member(members[key]) for key, _ in JURY_MEMBERS]
@@ -136,7 +136,7 @@ def _jury_summary(jury) -> dict[str, Any]:
 def _board(handle, results: list[Path], work: Path, *, n_bootstrap: int, seed: int) -> dict[str, Any]:
     """Package each results file and rank them with `build_leaderboard` against the build's test gold."""
     from eval_scripts.formats.submission import package_submission
-    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.dataset.loading import gold_references
 
     submissions = work / "submissions"
     for path in results:
@@ -150,7 +150,7 @@ def _board(handle, results: list[Path], work: Path, *, n_bootstrap: int, seed: i
 
 def _baseline_results(handle, work: Path) -> list[Path]:
     """The text ridge and the `mean` floor fitted on the build's train split, as `mis-bench run` runs them."""
-    from eval_scripts.baselines.run import run_baseline
+    from eval_scripts.baselines.baseline_run import run_baseline
 
     runs = [run_baseline(handle, work, baseline=name, modality="text", n_bootstrap=0) for name in ("features", "mean")]
     return [run.results_path for run in runs]
@@ -201,7 +201,7 @@ def _quiet():
 
 
 def _test_pairs(handle):
-    from mis_bench_dataset.built.loading import gold_references
+    from mis_bench_dataset.dataset.loading import gold_references
 
     return gold_references(list(handle.features("test").rows()))
 
@@ -339,7 +339,7 @@ def write_authors_page(doc: Mapping[str, Any], folder, command: str) -> tuple[Pa
     """The page and its data into `folder` (an OutputFolder), together or not at all."""
     import json
 
-    from mis_bench_dataset.rules.atomic import AtomicFiles
+    from mis_bench_dataset.toolkit.atomic import AtomicFiles
 
     page_path, json_path = folder.claim_all([PAGE_NAME, JSON_NAME], WRITER)
     with AtomicFiles() as files:

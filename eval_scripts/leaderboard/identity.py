@@ -26,7 +26,7 @@ from typing import Any
 
 from eval_scripts.formats.results import BASELINE_BACKEND, is_floor_baseline, options_label
 from eval_scripts.leaderboard.received import Request
-from mis_bench_dataset.rules.text_safety import invisible_characters, name_key, normal_name, safe_text
+from mis_bench_dataset.toolkit.text_safety import invisible_characters, name_key, normal_name, safe_text
 
 RESERVED_PREFIX = "baseline/"
 RANK_INTERVAL = _dt.timedelta(days=1)

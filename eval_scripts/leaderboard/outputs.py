@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.leaderboard.page import render_page
-from mis_bench_dataset.rules.atomic import AtomicFiles
-from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
-from mis_bench_dataset.rules.text_safety import escape_csv
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
+from mis_bench_dataset.toolkit.text_safety import escape_csv
 
 logger = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mis_bench_dataset.rules.atomic import write_atomic
-from mis_bench_dataset.rules.text_safety import slug
+from mis_bench_dataset.toolkit.atomic import write_atomic
+from mis_bench_dataset.toolkit.text_safety import slug
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class BoardReferences:
 
 def read_board_references(path: str | Path, split: str) -> BoardReferences:
     """The references at `path` (a labelled build folder or a labels file) for `split`."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
     from mis_icc_metric.predictions_io import read_references
 
     path = Path(path)

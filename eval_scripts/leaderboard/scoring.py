@@ -36,9 +36,9 @@ from eval_scripts.leaderboard.disclosure import (
 from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
 from eval_scripts.leaderboard.received import Request, file_request
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSIONS, HUMAN_CEILING
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.progress import progress
-from mis_bench_dataset.rules.text_safety import normal_name, safe_text
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.progress import progress
+from mis_bench_dataset.toolkit.text_safety import normal_name, safe_text
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,7 @@ def _score_all(accepted: list[Candidate], references, rejected: list, plan: tupl
     """(entry, submission) for each accepted file it could score (unrounded); one that fails is added to
     `rejected`."""
     from eval_scripts.report.inputs import predictions_on
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
 
     n_bootstrap, seed, resample = plan
@@ -189,7 +189,7 @@ def _score_all(accepted: list[Candidate], references, rejected: list, plan: tupl
 def _rank_against_leader(entries: list, references, plan: tuple[int, int, str]) -> None:
     """Number the ranked entries and compare each with the leader (a paired bootstrap on the same videos)."""
     from eval_scripts.report.inputs import predictions_on
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import paired_comparison
 
     n_bootstrap, seed, resample = plan

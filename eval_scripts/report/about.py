@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.built.format import REPORT_NAME
-from mis_bench_dataset.built.handle import BuiltDataset
+from mis_bench_dataset.dataset.format import REPORT_NAME
+from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset.dimensions import SYNTHETIC_MARK
 from mis_bench_dataset.release.provenance import describe_source
-from mis_bench_dataset.synth import SYNTHETIC_MARK
 
 
 @dataclass(frozen=True)

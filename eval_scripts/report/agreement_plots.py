@@ -21,7 +21,7 @@ import numpy as np
 from eval_scripts.report.plots import _literal, _save, dimension_grid, panel_title
 from eval_scripts.report.table import RunView
 from mis_bench_dataset.dimensions import DIMENSIONS, SCORE_MAX, SCORE_MIN
-from mis_bench_dataset.rules.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
 
 __all__ = [
     "CALIBRATION_BIN",

@@ -21,8 +21,8 @@ from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.progress import progress
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ def _stored_comparison(ref, rule, compared, skipped, notes: list[str], n_bootstr
 
 def _paired_tests(ref, others, references, plan: tuple[int, int, str], quiet: bool) -> list[dict[str, Any]]:
     """Each system against the reference: a paired bootstrap of the ICC differences on the same videos."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import paired_comparison
 
     n_bootstrap, seed, resample = plan

@@ -1,15 +1,15 @@
 """Number and text formatting shared by reports and the leaderboard page (ICC in percent, as the paper).
 
 The number rules themselves (percent text, MISSING) are defined once in
-`mis_bench_dataset.rules.numbers`; this module adds what only tables need.
+`mis_bench_dataset.toolkit.numbers`; this module adds what only tables need.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, is_number, num, pct, signed
-from mis_bench_dataset.rules.text_safety import escape_markdown as md_escape
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, is_number, num, pct, signed
+from mis_bench_dataset.toolkit.text_safety import escape_markdown as md_escape
 
 __all__ = ["MISSING", "best_rows", "ci_pct", "is_number", "md_escape", "num", "p_text", "pct", "signed", "signed_pct"]
 

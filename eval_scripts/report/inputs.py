@@ -1,6 +1,6 @@
 """What a report reads: results JSON files (or folders of them), labels, and rescoring against them.
 
-Expected failures are `mis_bench_dataset.rules.errors` exceptions naming the file, so the CLI prints one line.
+Expected failures are `mis_bench_dataset.toolkit.errors` exceptions naming the file, so the CLI prints one line.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.progress import progress
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.progress import progress
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ def one_fingerprint_per_build(
     `split` written as that build's one fingerprint (`BuiltDataset.build_fingerprint`): results recorded over
     the configs they read (older runs: the text only; the baselines: text and features) are then compared with
     each other and named as one build."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
     path = Path(source)
     if not path.is_dir():
@@ -133,7 +133,7 @@ def score_run(
     resample: str = DEFAULT_RESAMPLE,
 ) -> dict[str, Any]:
     """`mis_icc_metric.score_predictions` of one run's predictions on the labelled pairs, strict-JSON safe."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
 
     try:

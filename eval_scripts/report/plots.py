@@ -13,9 +13,9 @@ import numpy as np
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import configuration_matrix
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING, SCORE_MAX, SCORE_MIN
-from mis_bench_dataset.rules.atomic import AtomicFiles, save_figure
-from mis_bench_dataset.rules.figures import panel_grid, release
-from mis_bench_dataset.rules.text_safety import visible_controls
+from mis_bench_dataset.toolkit.atomic import AtomicFiles, save_figure
+from mis_bench_dataset.toolkit.figures import panel_grid, release
+from mis_bench_dataset.toolkit.text_safety import visible_controls
 
 # Scores sit on the axis limits (gold 5.0 is common): a margin so their markers are drawn whole.
 _SCORE_MARGIN = 0.15

@@ -16,7 +16,7 @@ from typing import Any
 
 from eval_scripts.harness.readout_agreement import read_readouts, run_agreement
 from eval_scripts.report.table import RunView, Table
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 
 STABILITY_NOTE = (
     "A judge whose score of the same row changes from one sample or run to the next measures noise, whatever "

@@ -165,7 +165,7 @@ def subgroup_results(
 ) -> list[dict[str, Any]]:
     """Per run (a `RunView` with predictions) and grouping: {"label", "by", "result"}, the JSON of
     `subgroup_agreement` (with `resample`) or, for "therapist", `therapist_agreement` (clinicians, always)."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.groups import agreement_by
 
     out = []

@@ -15,7 +15,7 @@ from eval_scripts.formats.results import is_floor_baseline, options_label
 from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
 from eval_scripts.report.inputs import trained_method
 from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
-from mis_bench_dataset.rules.text_safety import escape_html
+from mis_bench_dataset.toolkit.text_safety import escape_html
 
 
 @dataclass(frozen=True)

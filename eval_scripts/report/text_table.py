@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSIONS
-from mis_bench_dataset.rules.numbers import pct
+from mis_bench_dataset.toolkit.numbers import pct
 
 
 def format_table(entries: Sequence[Any]) -> str:

@@ -17,7 +17,7 @@ from scipy.stats import rankdata
 
 from eval_scripts.report.table import RunView
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.rules.numbers import is_number
+from mis_bench_dataset.toolkit.numbers import is_number
 
 SELECTION_RULE = (
     "For each system (model id), the configuration (modality x prompt style, and few-shot k when given) "

@@ -41,9 +41,9 @@ from mis_bench_dataset.release.provenance import (
     PublicFile,
     sha256_of,
 )
-from mis_bench_dataset.rules.atomic import file_lock, publish_file
-from mis_bench_dataset.rules.errors import EXIT_REQUESTS, DataError, MisBenchError, UsageError
-from mis_bench_dataset.rules.urls import http_url
+from mis_bench_dataset.toolkit.atomic import file_lock, publish_file
+from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, DataError, MisBenchError, UsageError
+from mis_bench_dataset.toolkit.urls import http_url
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class FetchReport:
 
 def default_folder() -> Path:
     """`authors/` in the toolkit's cache folder (`$MIS_BENCH_CACHE`, else ~/.cache/mis-bench)."""
-    from mis_bench_dataset.synth.sample import cache_root
+    from mis_bench_dataset.toolkit.cache_folder import cache_root
 
     return cache_root() / AUTHORS_FOLDER
 
@@ -191,8 +191,8 @@ def fetch_authors_files(
 ) -> FetchReport:
     """Download the authors' files missing from `out` (default `default_folder()`), each verified before it
     is published; files already there with the table's hash are kept. Holds a lock on `out` while it runs."""
-    from mis_bench_dataset.rules.ownership import check_folder_path
-    from mis_bench_dataset.rules.progress import step
+    from mis_bench_dataset.toolkit.ownership import check_folder_path
+    from mis_bench_dataset.toolkit.progress import step
 
     files = public_files(features)
     base = resolve_base_url(base_url)

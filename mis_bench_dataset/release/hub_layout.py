@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import resolve_dimension
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.video_ids import parse_video_id
 
 FULL_DATASET_ID = "CalistaLu/FIS-Full-Dataset"

@@ -34,8 +34,8 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN, resolve_dimension
 from mis_bench_dataset.release.problems import BuildError, Problem
-from mis_bench_dataset.rules.atomic import atomic_open
-from mis_bench_dataset.rules.numbers import round_half_up
+from mis_bench_dataset.toolkit.atomic import atomic_open
+from mis_bench_dataset.toolkit.numbers import round_half_up
 from mis_bench_dataset.video_ids import ID_COLUMNS, id_column, misspelling_note, parse_video_id
 
 # Wide-file columns that are neither the id nor a dimension and are skipped silently (pandas index columns).

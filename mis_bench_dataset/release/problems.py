@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.text_safety import clean_line
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.text_safety import clean_line
 
 # Kinds of problems, with a one-line meaning (the card and the report use these).
 PROBLEM_KINDS: dict[str, str] = {

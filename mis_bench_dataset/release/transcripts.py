@@ -6,7 +6,7 @@ import csv
 from pathlib import Path
 
 from mis_bench_dataset.release.problems import BuildError, Problem
-from mis_bench_dataset.rules.atomic import atomic_open
+from mis_bench_dataset.toolkit.atomic import atomic_open
 from mis_bench_dataset.video_ids import id_column as find_id_column
 from mis_bench_dataset.video_ids import parse_video_id
 

@@ -76,10 +76,10 @@ from mis_bench_dataset.dimensions import (
 )
 from mis_bench_dataset.release.labels import write_ratings_long
 from mis_bench_dataset.release.tree import MODALITIES, MODALITY_BY_NAME, TEXT_FOLDER
-from mis_bench_dataset.rules.atomic import AtomicFiles, atomic_open, write_atomic
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.numbers import round_half_up_array
-from mis_bench_dataset.rules.ownership import check_folder_path
+from mis_bench_dataset.toolkit.atomic import AtomicFiles, atomic_open, write_atomic
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.numbers import round_half_up_array
+from mis_bench_dataset.toolkit.ownership import check_folder_path
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, parse_video_id
 
 logger = logging.getLogger(__name__)
@@ -447,7 +447,7 @@ def _save(files: AtomicFiles, path: Path, compress: bool, **arrays) -> None:
 
 def _write_videos(out_dir: Path, videos, n_videos: int, compress: bool, progress: bool) -> list[dict]:
     """Each video's npz files (one per modality, and its text); its manifest row, in order."""
-    from mis_bench_dataset.rules.progress import progress as steps
+    from mis_bench_dataset.toolkit.progress import progress as steps
 
     manifest_rows = []
     for video_id, arrays, text in steps(videos, total=n_videos, desc="synthesizing", unit="video", show=progress):

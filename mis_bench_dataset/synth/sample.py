@@ -13,14 +13,14 @@ sees half a sample or loses the one another is building from.
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import N_VIDEOS
-from mis_bench_dataset.rules.atomic import file_lock, staging_folder
 from mis_bench_dataset.synth.generator import GENERATOR_VERSION
+from mis_bench_dataset.toolkit.atomic import file_lock, staging_folder
+from mis_bench_dataset.toolkit.cache_folder import cache_root
 
 logger = logging.getLogger(__name__)
 
@@ -34,13 +34,6 @@ class DefaultSample:
     release_dir: Path
     ratings_csv: Path
     build_dir: Path
-
-
-def cache_root(cache_dir: str | Path | None = None) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir).expanduser()
-    env = os.environ.get("MIS_BENCH_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "mis-bench"
 
 
 def _complete(sample: DefaultSample) -> bool:
@@ -58,7 +51,7 @@ def default_sample(cache_dir: str | Path | None = None) -> DefaultSample:
     job sharing the cache) waits for the first and then uses its sample. A published release or
     build is never removed; the release is generated aside and renamed into place (manifest last).
     """
-    from mis_bench_dataset.build.builder import build_dataset
+    from mis_bench_dataset.builder.builder import build_dataset
     from mis_bench_dataset.synth.generator import generate_synthetic_release
 
     root = cache_root(cache_dir) / f"default-sample-v{GENERATOR_VERSION}"

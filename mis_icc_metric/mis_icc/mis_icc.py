@@ -10,7 +10,7 @@ the first EvaluationModule subclass defined here (so evaluate is imported as a m
 import datasets
 import evaluate
 
-import mis_bench_dataset.rules.jsonio
+import mis_bench_dataset.toolkit.jsonio
 import mis_icc_metric.resampling
 import mis_icc_metric.scoring
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
@@ -135,4 +135,4 @@ class MisIcc(evaluate.Metric):
             resample=resample,
             clusters=cluster_of,
         )
-        return mis_bench_dataset.rules.jsonio.json_safe(result)
+        return mis_bench_dataset.toolkit.jsonio.json_safe(result)

@@ -24,9 +24,9 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from mis_bench_dataset.rules.atomic import file_lock, write_atomic
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.text_safety import unicode_text
+from mis_bench_dataset.toolkit.atomic import file_lock, write_atomic
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.text_safety import unicode_text
 
 MANIFEST_NAME = ".mis-bench-outputs.json"
 LOCK_NAME = ".mis-bench-outputs.lock"  # held while the manifest is read, changed and written back

@@ -13,7 +13,7 @@ import re
 import urllib.parse
 from dataclasses import dataclass
 
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 
 SCHEMES = ("http", "https")
 # What a URL may not hold anywhere: whitespace and control characters (a pasted line break, a tab).

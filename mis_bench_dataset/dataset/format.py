@@ -1,6 +1,6 @@
 """A build folder's format, defined once beside its reader: file names, configs, shards, the "is this a build?" rule.
 
-A build (written by `mis_bench_dataset.build.builder`) is a folder holding `README.md` (the
+A build (written by `mis_bench_dataset.builder.builder`) is a folder holding `README.md` (the
 card `load_dataset` reads), `build_report.json`, and one folder per config (`features/`,
 `scoring/`) of `{split}-NNNNN-of-NNNNN.parquet` shards. The writer imports these names from
 here, so the format has one definition and reading never imports the writer.
@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.ownership import check_arrow_path
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.ownership import check_arrow_path
 
 if TYPE_CHECKING:  # pyarrow is imported where it is read: `mis-bench --help` imports this module
     import pyarrow as pa

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.built.format import check_build_dir
-from mis_bench_dataset.rules.errors import DataError
+from mis_bench_dataset.dataset.format import check_build_dir
+from mis_bench_dataset.toolkit.errors import DataError
 
 
 @contextmanager
@@ -72,7 +72,7 @@ def gold_references(rows: Sequence[dict]) -> dict[tuple[str, str], float]:
     (one per video, gold in one column per dimension key). Unlabelled pairs are left out.
     """
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
-    from mis_bench_dataset.rules.numbers import gold_decimal
+    from mis_bench_dataset.toolkit.numbers import gold_decimal
 
     references: dict[tuple[str, str], float] = {}
     for row in rows:

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, TRANSCRIPT_PERTURBATIONS, perturb_rows
+from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.models import make_baseline
 from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
-from eval_scripts.baselines.run import load_feature_rows
-from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.built.loading import gold_references
+from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import UsageError
+from mis_bench_dataset.toolkit.errors import UsageError
 
 logger = logging.getLogger(__name__)
 

@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.answers.outcome import STATUS_OK
+from eval_scripts.answers.answer_status import STATUS_OK
 from eval_scripts.harness.response_cache import HEADER_LINE, CacheIndex, Candidate, prove_cache, scan_records
-from mis_bench_dataset.rules.atomic import AtomicFiles
-from mis_bench_dataset.rules.ownership import OutputFolder
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.ownership import OutputFolder
 
 MERGE_WRITER = "cache-merge"
 CONFLICTS_SUFFIX = ".conflicts.jsonl"

@@ -31,7 +31,7 @@ from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_
 from eval_scripts.report.formatting import md_escape
 from eval_scripts.report.options import SCATTER_CHOICES
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
-from eval_scripts.report.sensitivity import (
+from eval_scripts.report.sensitivity_view import (
     resampling_sentence,
     sensitivity_figure,
     shift_table,
@@ -64,11 +64,11 @@ from eval_scripts.report.views import (
 )
 from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
-from mis_bench_dataset.rules.atomic import AtomicFiles
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.jsonio import json_safe
-from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
-from mis_bench_dataset.rules.text_safety import escape_html, slug
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.jsonio import json_safe
+from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
+from mis_bench_dataset.toolkit.text_safety import escape_html, slug
 
 logger = logging.getLogger(__name__)
 
@@ -344,7 +344,7 @@ def report_data(
     rated: Sequence[tuple[RunView, Mapping[str, Any]]] = (),
 ) -> dict[str, Any]:
     """report.json: the three views as data (ICC as raw fractions, null when undefined)."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
 
     return json_safe(
         {
@@ -633,7 +633,7 @@ def _rate(
 ) -> list[tuple[RunView, dict[str, Any]]]:
     """`mis_icc_metric.raters.model_as_rater` of each system's best configuration (strict-JSON safe)."""
     from eval_scripts.report.inputs import predictions_on
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.raters import model_as_rater
 
     rated = []

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.rules.errors import UsageError, os_error_line
-from mis_bench_dataset.rules.urls import http_url_list
+from mis_bench_dataset.toolkit.errors import UsageError, os_error_line
+from mis_bench_dataset.toolkit.urls import http_url_list
 
 
 def option(

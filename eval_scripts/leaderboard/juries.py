@@ -33,7 +33,7 @@ from eval_scripts.baselines.stacking import (
     member_matrix,
 )
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ def compare_with_best(
     names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The jury against its best member (highest mean ICC on these references), paired on the same resamples."""
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.paired import paired_comparison
 
     index = _best_member(members, references, seed=seed)
@@ -261,9 +261,9 @@ def write_jury(
     import json
 
     from eval_scripts.harness.run_writer import write_run
-    from mis_bench_dataset.rules.atomic import write_atomic
-    from mis_bench_dataset.rules.jsonio import json_safe
-    from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_bench_dataset.toolkit.atomic import write_atomic
+    from mis_bench_dataset.toolkit.jsonio import json_safe
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
 
     method = combined.record["method"]
     name = jury_name(method, members, names)
@@ -348,7 +348,7 @@ def run_jury(
 
 def _build(source: str | Path | None):
     """The build `source` names (to check the members' fingerprints), or None for a labels file."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
     if source is None or not Path(source).is_dir():
         return None

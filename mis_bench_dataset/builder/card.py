@@ -7,13 +7,13 @@ from pathlib import Path
 
 import yaml
 
-from mis_bench_dataset.built.format import STATS_FOLDER
+from mis_bench_dataset.dataset.format import STATS_FOLDER
 from mis_bench_dataset.dimensions import DIMENSIONS, GOLD_STATS, HUMAN_CEILING, RUBRIC
 from mis_bench_dataset.release.provenance import describe_source
 from mis_bench_dataset.release.tree import MODALITIES
-from mis_bench_dataset.rules.atomic import write_atomic
-from mis_bench_dataset.rules.numbers import MISSING, num
 from mis_bench_dataset.splits import FRACTIONS, PAPER_ROWS, SPLITS
+from mis_bench_dataset.toolkit.atomic import write_atomic
+from mis_bench_dataset.toolkit.numbers import MISSING, num
 
 SYNTHETIC_BANNER = (
     "> **SYNTHETIC DATA.** Every video, feature, transcript and rating in this folder was generated "

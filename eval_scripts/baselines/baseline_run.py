@@ -14,13 +14,13 @@ from typing import Any
 from eval_scripts.baselines.models import make_baseline
 from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.harness.run_writer import write_run
-from mis_bench_dataset.built.handle import BuiltDataset
-from mis_bench_dataset.built.loading import gold_references
+from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.protocol import setting_record
-from mis_bench_dataset.rules.errors import UsageError
-from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
-from mis_bench_dataset.rules.text_safety import slug
+from mis_bench_dataset.toolkit.errors import UsageError
+from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
+from mis_bench_dataset.toolkit.text_safety import slug
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class BaselineRun:
 
 def load_feature_rows(dataset: str | Path | BuiltDataset, split: str) -> list[dict]:
     """`features`-config rows of one split, their arrays zero-copy views of a memory-mapped
-    Arrow file (`mis_bench_dataset.built.arrays.FeatureArrays`, opened once per split by the
+    Arrow file (`mis_bench_dataset.dataset.arrays.FeatureArrays`, opened once per split by the
     handle): nothing is copied per video."""
     return list(BuiltDataset.of(dataset).features(split).rows())
 

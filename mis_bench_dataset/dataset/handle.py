@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from mis_bench_dataset.built import format as fmt
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.ownership import resolve_path
+from mis_bench_dataset.dataset import format as fmt
 from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.ownership import resolve_path
 
 logger = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ class BuiltDataset:
         `columns` names what the caller needs (checked); the arrays hold every column, so a grid
         whose settings need different modalities decodes the split once.
         """
-        from mis_bench_dataset.built.arrays import FeatureArrays
+        from mis_bench_dataset.dataset.arrays import FeatureArrays
 
         if self.path is None:
             raise DataError("in-memory data has no `features` config", where="dataset", hint=fmt._BUILD_HINT)

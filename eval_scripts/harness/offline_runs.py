@@ -2,7 +2,7 @@
 
 `dry_run` says what a run would send (requests without a cached answer, tokens, cost, prefix
 reuse) calling nothing; `export_batch` writes those requests as provider batch files
-(`harness.batch`); `import_batch` answers the run from the provider's output files and writes
+(`harness.batch_files`); `import_batch` answers the run from the provider's output files and writes
 its files exactly as a live run does (`harness.execution`). Every setting of a grid shares
 one opened dataset.
 """
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend
-from eval_scripts.harness.batch import (
+from eval_scripts.harness.batch_files import (
     OPENAI_MAX_MB,
     OPENAI_MAX_REQUESTS,
     BatchOutcome,
@@ -33,7 +33,7 @@ from eval_scripts.harness.batch import (
     write_batch_files,
 )
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, open_datasets, prepare_run, setting_label
-from eval_scripts.harness.estimate import (
+from eval_scripts.harness.cost_estimate import (
     cached_prompt_tokens,
     cost,
     count_prompt_tokens,
@@ -53,13 +53,13 @@ from eval_scripts.harness.execution import (
 )
 from eval_scripts.harness.ordering import prefix_order, prefix_stats
 from eval_scripts.harness.response_cache import CacheIndex, read_cache
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.numbers import round_half_up
-from mis_bench_dataset.rules.ownership import check_not_overlapping
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.numbers import round_half_up
+from mis_bench_dataset.toolkit.ownership import check_not_overlapping
 
 if TYPE_CHECKING:
-    from mis_bench_dataset.built.handle import DatasetSource
+    from mis_bench_dataset.dataset.handle import DatasetSource
 
 logger = logging.getLogger(__name__)
 

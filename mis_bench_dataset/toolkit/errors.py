@@ -113,7 +113,7 @@ DISTRIBUTION = "mis-bench"
 def checkout_root() -> Path | None:
     """The source checkout the toolkit runs from (an editable install or PYTHONPATH), or None when it was
     installed from a wheel (the packages then sit in site-packages, with no setup.cfg beside them)."""
-    root = Path(__file__).resolve().parents[2]  # mis_bench_dataset/rules/errors.py -> the checkout
+    root = Path(__file__).resolve().parents[2]  # mis_bench_dataset/toolkit/errors.py -> the checkout
     setup = root / "setup.cfg"
     try:
         declared = setup.is_file() and f"name = {DISTRIBUTION}" in setup.read_text(encoding="utf-8")

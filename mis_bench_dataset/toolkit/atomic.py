@@ -32,8 +32,8 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.text_safety import unicode_text
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.text_safety import unicode_text
 
 logger = logging.getLogger(__name__)
 

@@ -25,15 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.built.format import check_build_dir, read_build_report, read_columns, resolve_splits
+from mis_bench_dataset.dataset.format import check_build_dir, read_build_report, read_columns, resolve_splits
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.release.labels import Labels
-from mis_bench_dataset.rules.atomic import AtomicFiles
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.jsonio import json_safe
-from mis_bench_dataset.rules.numbers import exact_decimal, round_half_up
-from mis_bench_dataset.rules.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.jsonio import json_safe
+from mis_bench_dataset.toolkit.numbers import exact_decimal, round_half_up
+from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 
 logger = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ def dataset_stats(
 def compute_stats(build_dir: str | Path, split: str = ALL_SPLITS, labels: Labels | str | Path | None = None) -> dict:
     """`stats.json` of a built folder's split (or all); with per-rater labels also the ceiling; `synthetic` from
     the build report (its figures and summary then say so)."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
     from mis_bench_dataset.release.labels import read_labels
 
     folder = check_build_dir(build_dir, ("features",))
@@ -286,7 +286,7 @@ STATS_WRITER = "stats"
 
 def write_stats(doc: dict, out_dir: str | Path | OutputFolder) -> Path:
     """Write `stats.json` and the figures into `out_dir`, replacing only files the statistics wrote there."""
-    from mis_bench_dataset.build.stats_plots import write_figures
+    from mis_bench_dataset.builder.stats_plots import write_figures
 
     folder = as_output_folder(out_dir, "stats")
     path, *_ = folder.claim_all([STATS_FILE, *doc["figures"].values()], STATS_WRITER)
@@ -298,7 +298,7 @@ def write_stats(doc: dict, out_dir: str | Path | OutputFolder) -> Path:
 
 def summary_text(doc: dict, out_dir: str | Path | None = None) -> str:
     """A short plain-text view of a `stats.json` document (what the CLI prints)."""
-    from mis_bench_dataset.rules.numbers import num
+    from mis_bench_dataset.toolkit.numbers import num
 
     lines = [
         f"gold statistics of {doc['dataset']} [split {doc['split']}]: {doc['n_videos']} videos, "

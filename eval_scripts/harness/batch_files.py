@@ -16,7 +16,7 @@ run it is given, never by parsing them: an id of another run, setting or decodin
 Imported outcomes reach the run through `BatchOutputBackend`, a backend that answers from the
 output file, behind the same `CachingBackend` as a live run: answers land in the append-only
 response cache, errors are recorded as failed and answers cut by the token limit as truncated
-(`eval_scripts.answers.outcome.outcome_status`), and the run's files are written by the same code.
+(`eval_scripts.answers.answer_status.outcome_status`), and the run's files are written by the same code.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from eval_scripts.backends.openai_backend import (
     parse_chat_completion,
     server_message,
 )
-from mis_bench_dataset.rules.atomic import write_atomic
-from mis_bench_dataset.rules.errors import DataError, UsageError
-from mis_bench_dataset.rules.ownership import OutputFolder
+from mis_bench_dataset.toolkit.atomic import write_atomic
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.ownership import OutputFolder
 
 if TYPE_CHECKING:  # the CLI reads this module's limits for --help: keep it free of the dataset stack
     from eval_scripts.harness.context import RunContext

@@ -6,7 +6,7 @@ into a hidden sibling folder whose card (README.md, the file `load_dataset`
 needs) is written last, and the folder is renamed into place only on success.
 A build that fails, is interrupted (Ctrl-C, SIGTERM) or meets a full disk removes
 its staging folder; one a killed build left behind is removed by the next build
-(`mis_bench_dataset.rules.atomic.staging_folder`).
+(`mis_bench_dataset.toolkit.atomic.staging_folder`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from mis_bench_dataset.build.parquet_shards import ShardedParquetWriter
-from mis_bench_dataset.build.schema import (
+from mis_bench_dataset.builder.parquet_shards import ShardedParquetWriter
+from mis_bench_dataset.builder.schema import (
     arrays_1d,
     arrays_2d,
     features_arrow_schema,
     features_yaml,
     scoring_arrow_schema,
 )
-from mis_bench_dataset.built.format import (
+from mis_bench_dataset.dataset.format import (
     BUILD_WRITER,
     CONFIGS,
     REPORT_NAME,
@@ -41,7 +41,7 @@ from mis_bench_dataset.built.format import (
     shard_sizes,
     split_fingerprints,
 )
-from mis_bench_dataset.built.format import DEFAULT_BUILD_DIR as DEFAULT_OUT
+from mis_bench_dataset.dataset.format import DEFAULT_BUILD_DIR as DEFAULT_OUT
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.release.labels import Labels, read_labels
 from mis_bench_dataset.release.problems import BuildError, Problem
@@ -55,25 +55,6 @@ from mis_bench_dataset.release.tree import (
     read_video,
     scan_release,
 )
-from mis_bench_dataset.rules.atomic import (
-    NoSpaceError,
-    is_no_space,
-    no_space_error,
-    remove_stale_staging,
-    staging_folder,
-    sync_file,
-    write_atomic,
-)
-from mis_bench_dataset.rules.jsonio import json_safe
-from mis_bench_dataset.rules.numbers import num
-from mis_bench_dataset.rules.ownership import (
-    check_arrow_path,
-    check_not_overlapping,
-    check_replaceable_folder,
-    resolve_path,
-    write_manifest,
-)
-from mis_bench_dataset.rules.progress import step
 from mis_bench_dataset.splits import (
     PAPER_ROWS,
     PAPER_ROWS_WARNING,
@@ -84,6 +65,25 @@ from mis_bench_dataset.splits import (
     default_seed,
     split_counts,
 )
+from mis_bench_dataset.toolkit.atomic import (
+    NoSpaceError,
+    is_no_space,
+    no_space_error,
+    remove_stale_staging,
+    staging_folder,
+    sync_file,
+    write_atomic,
+)
+from mis_bench_dataset.toolkit.jsonio import json_safe
+from mis_bench_dataset.toolkit.numbers import num
+from mis_bench_dataset.toolkit.ownership import (
+    check_arrow_path,
+    check_not_overlapping,
+    check_replaceable_folder,
+    resolve_path,
+    write_manifest,
+)
+from mis_bench_dataset.toolkit.progress import step
 
 logger = logging.getLogger(__name__)
 
@@ -422,7 +422,7 @@ def _report(out_dir, release_dir, transcripts, labels, label_set, index, transcr
 
 def _finish(staging: Path, out_dir: Path, report: BuildReport, label_set: Labels | None, written) -> None:
     """The report, the statistics and the card (last: it makes the folder loadable), then the swap."""
-    from mis_bench_dataset.build.card import write_card
+    from mis_bench_dataset.builder.card import write_card
 
     report.split_fingerprints, report.shard_sizes = split_fingerprints(staging), shard_sizes(staging)
     report_text = json.dumps(json_safe(report.to_dict()), indent=2, ensure_ascii=False, allow_nan=False)
@@ -528,7 +528,7 @@ def _write_configs(
     progress: bool,
 ) -> _Written:
     """Read each video once and write its `features` row(s) and `scoring` rows into their splits."""
-    from mis_bench_dataset.rules.progress import progress as steps
+    from mis_bench_dataset.toolkit.progress import progress as steps
 
     writers = {
         (config, split): ShardedParquetWriter(
@@ -572,7 +572,7 @@ def _write_configs(
 
 def _write_statistics(folder: Path, labels: Labels, name: str, *, synthetic: bool = False) -> dict:
     """`mis-bench stats` of the whole build into `folder/stats/`, for the card (ceiling only from per-rater labels)."""
-    from mis_bench_dataset.build.stats import dataset_stats, read_gold, write_stats
+    from mis_bench_dataset.builder.stats import dataset_stats, read_gold, write_stats
 
     rounding = labels.rounding.to_dict() if labels.rounding else None
     stats = dataset_stats(

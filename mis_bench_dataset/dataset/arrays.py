@@ -31,9 +31,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mis_bench_dataset.built.format import check_build_dir, iter_row_groups, resolve_splits, split_files
+from mis_bench_dataset.dataset.format import check_build_dir, iter_row_groups, resolve_splits, split_files
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 # The `features` config's columns holding one (T, W) array per video, and their widths.
 ARRAY_WIDTHS: dict[str, int] = {name: m.width for name, m in MODALITY_BY_NAME.items()}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, pct, signed
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, pct, signed
 
 TABLE_HEAD = (
     "| perturbation | dim | n | mean shift [95% CI] | mean \\|shift\\| | moved >= 0.5 | ICC % before | "
@@ -88,7 +88,7 @@ def sensitivity_figure(tables: Mapping[str, Mapping[str, Any]], path: str | Path
     staged in `files` (an `AtomicFiles`)."""
     import numpy as np
 
-    from mis_bench_dataset.rules.figures import agg_figure
+    from mis_bench_dataset.toolkit.figures import agg_figure
 
     names = list(tables)
     shift = np.full((len(names), len(DIMENSION_KEYS)), np.nan)
@@ -123,7 +123,7 @@ def sensitivity_figure(tables: Mapping[str, Mapping[str, Any]], path: str | Path
 def shift_tables_of(runs) -> list[tuple[Any, dict[str, Any]]]:
     """(run, its `mis-bench run --perturb` document) for every run whose shift tables sit in the `perturbations/`
     folder of the run's --out (found by the unperturbed run they name; none when the runs have no source)."""
-    from mis_bench_dataset.rules.jsonio import read_json
+    from mis_bench_dataset.toolkit.jsonio import read_json
 
     found = []
     for run in runs:

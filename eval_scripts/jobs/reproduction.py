@@ -22,8 +22,8 @@ from typing import Any
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS, PAPER_RESAMPLE
 from mis_bench_dataset.paper_results import TABLE4, TABLE4_BOOTSTRAP
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS
-from mis_bench_dataset.rules.errors import DataError
-from mis_bench_dataset.rules.numbers import MISSING, ci_pct, num, pct
+from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def _gold(folder: Path, gold: str):
 
 def reproduce_table6(folder: str | Path, *, gold: str = "rounded") -> dict[str, Any]:
     """Per dimension the gold mean, sd (ddof 1), min and max of `coding.csv` beside Table 6."""
-    from mis_bench_dataset.build.stats import summarize
+    from mis_bench_dataset.builder.stats import summarize
 
     folder = Path(folder)
     labels = _gold(folder, gold)
@@ -109,7 +109,7 @@ def _predictions(folder: Path, condition, references):
 
 
 def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int) -> dict[str, Any]:
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.scoring import score_predictions
 
     path = _file(folder, condition.file)

@@ -3,7 +3,7 @@
 The runner asks the wrapper for every prompt of a setting; answers the cache already holds
 come back at once (`Completion.cached`), the rest go to the wrapped backend, and every new
 outcome is appended to the cache the moment it arrives, so a killed run loses nothing. Failed
-and truncated outcomes (`eval_scripts.answers.outcome.outcome_status`) are recorded but never served as
+and truncated outcomes (`eval_scripts.answers.answer_status.outcome_status`) are recorded but never served as
 answers: the next run asks again. A cached answer is served only for the row it names (video,
 dimension, prompt hash), and a new answer that could not be served later (`cache.answer_problem`:
 a NaN finish reason, a lone surrogate, negative token counts, a non-finite expected score) becomes a
@@ -16,11 +16,11 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from eval_scripts.answers.outcome import FAILURE_MALFORMED, answer_problem, outcome_status, usage_problem
+from eval_scripts.answers.answer_status import FAILURE_MALFORMED, answer_problem, outcome_status, usage_problem
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, DecodingConfig
 from eval_scripts.harness.response_cache import ResponseCache, cache_key
-from mis_bench_dataset.rules.text_safety import unicode_text
+from mis_bench_dataset.toolkit.text_safety import unicode_text
 
 
 class CachingBackend(Backend):

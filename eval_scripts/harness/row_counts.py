@@ -2,7 +2,7 @@
 
 A row is `answered` (the parser g read a score), `unparsed` (a complete answer it could not
 read), `truncated` (the answer ended at the token limit, `finish_reason` "length": never
-scored, see `eval_scripts.answers.outcome.outcome_status`) or `failed` (no answer after the retries).
+scored, see `eval_scripts.answers.answer_status.outcome_status`) or `failed` (no answer after the retries).
 The results JSON (`outcomes`, schema 1.1), the run summary, the report and the leaderboard
 all show these counts, so an answer cut short is never mistaken for one the parser could not
 read. Failed requests are also counted per kind of failure, with one example each.
@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from eval_scripts.answers.outcome import STATUS_FAILED, STATUS_TRUNCATED
+from eval_scripts.answers.answer_status import STATUS_FAILED, STATUS_TRUNCATED
 
 OUTCOME_ANSWERED = "answered"
 OUTCOME_UNPARSED = "unparsed"

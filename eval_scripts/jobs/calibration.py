@@ -25,7 +25,7 @@ from mis_bench_dataset.dimensions import (
     DEFAULT_RESAMPLE,
     DEFAULT_SEED,
 )
-from mis_bench_dataset.rules.errors import DataError, UsageError
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.calibration import DEFAULT_CALIBRATION_METHOD, DEFAULT_COVERAGE
 
 logger = logging.getLogger(__name__)
@@ -63,8 +63,8 @@ def calibrate(
 ) -> dict[str, Any]:
     """Calibrate `predictions` on the build `references`; write the calibrator, the calibrated other splits
     and the summary into `out`; return the summary (with `files`)."""
-    from mis_bench_dataset.built.handle import BuiltDataset
-    from mis_bench_dataset.rules.ownership import OutputFolder
+    from mis_bench_dataset.dataset.handle import BuiltDataset
+    from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.calibration import fit_calibrator
     from mis_icc_metric.calibration_summary import calibration_summary
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, read_references
@@ -128,7 +128,7 @@ def calibrate(
 
 def _checked_splits(build: Path, fit_split: str, calibration_split: str) -> list[str]:
     """The build's splits, after checking the fit and calibration splits are two of them."""
-    from mis_bench_dataset.built.handle import BuiltDataset
+    from mis_bench_dataset.dataset.handle import BuiltDataset
 
     if fit_split == calibration_split:
         raise UsageError(
@@ -178,15 +178,15 @@ def _notes(predicted: Mapping, by_split: Mapping[str, Mapping], dimensions, othe
 def _write_json(path: Path, payload: dict) -> None:
     import json
 
-    from mis_bench_dataset.rules.atomic import write_atomic
-    from mis_bench_dataset.rules.jsonio import json_safe
+    from mis_bench_dataset.toolkit.atomic import write_atomic
+    from mis_bench_dataset.toolkit.jsonio import json_safe
 
     write_atomic(path, json.dumps(json_safe(payload), indent=2, allow_nan=False) + "\n")
 
 
 def apply_calibrator(calibrator: str | Path, predictions: str | Path, out: str | Path) -> dict[str, Any]:
     """Apply a saved calibrator to new predictions (no gold needed); write them calibrated with intervals."""
-    from mis_bench_dataset.rules.ownership import claim_file
+    from mis_bench_dataset.toolkit.ownership import claim_file
     from mis_icc_metric.calibration import Calibrator
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, write_predictions
 

@@ -79,7 +79,7 @@ short answer may just lack its full stop).
 - a second value right after it ("3-4", "3 to 4", "3.5 or 4"): a range or ambiguity, ``None``;
 - outside [1, 5] before rounding: ``None`` (never clipped);
 - otherwise the value is rounded to one decimal, half up, on its exact decimal text
-  (`mis_bench_dataset.rules.numbers.round_half_up`: 3.375 -> 3.4, 3.45 -> 3.5, 3.449 -> 3.4).
+  (`mis_bench_dataset.toolkit.numbers.round_half_up`: 3.375 -> 3.4, 3.45 -> 3.5, 3.449 -> 3.4).
 
 A value rejected for itself alone (out of range, a runaway digit string) still says where the score
 stands (`ParseResult.stands`): the expected-score readout lets the model's distribution there decide.
@@ -95,7 +95,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from mis_bench_dataset.dimensions import PROMPT_STYLES, SCORE_MAX, SCORE_MIN, prompt_style
-from mis_bench_dataset.rules.numbers import round_half_up
+from mis_bench_dataset.toolkit.numbers import round_half_up
 
 __all__ = ["PARSE_STYLES", "ParseResult", "parse_details", "parse_score"]
 
