@@ -1,0 +1,71 @@
+"""`mis-bench backends [B]`: the backends `run --backend` takes (built in and installed), or one backend's options."""
+
+from __future__ import annotations
+
+import argparse
+
+from eval_scripts.cli.args import add_json, print_json, say
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "backends",
+        help="list the model backends (built in and installed plugins), or one backend's options for `run -M`",
+        description=(
+            "Without a name: every backend `mis-bench run --backend` takes and where it comes from (installed ones "
+            "read from their packages' metadata, not imported). With a name: the options the backend declares "
+            "(`mis-bench run --backend B -M KEY=VALUE`): name, type, default, help, the run flag that fills it too, "
+            "and whether it changes answers (then it is part of every cache key and of results.json when set)."
+        ),
+    )
+    parser.add_argument("backend", nargs="?", metavar="B", help="a backend's name (default: list them all)")
+    add_json(parser, what="the backends or the options")
+    parser.set_defaults(func=backends_command)
+
+
+def backends_command(args: argparse.Namespace) -> int:
+    from eval_scripts.backends.base import backend_origins
+
+    if args.backend is None:
+        origins = backend_origins()
+        if args.json:
+            print_json([{"name": name, "origin": origin} for name, origin in origins.items()])
+        else:
+            width = max(map(len, origins))
+            for name, origin in origins.items():
+                say(f"{name:<{width}}  {origin}")
+            say("options of one: mis-bench backends B")
+        return 0
+    return _options(args)
+
+
+def _options(args: argparse.Namespace) -> int:
+    from eval_scripts.backends.backend_options import option_specs
+    from eval_scripts.backends.base import backend_class
+
+    specs = option_specs(backend_class(args.backend).Options)
+    if args.json:
+        print_json({"backend": args.backend, "options": [spec.as_dict() for spec in specs]})
+        return 0
+    if not specs:
+        say(f"the {args.backend} backend declares no options")
+        return 0
+    say(f"options of the {args.backend} backend (mis-bench run --backend {args.backend} -M KEY=VALUE):")
+    for spec in specs:
+        default = (
+            "none"
+            if spec.default is None
+            else ",".join(spec.default)
+            if isinstance(spec.default, tuple)
+            else spec.default
+        )
+        notes = [
+            note
+            for note in (f"also {spec.flag}" if spec.flag else "", "changes answers" if spec.changes_answers else "")
+            if note
+        ]
+        say(
+            f"  {spec.name} ({spec.type_text}, default {default}): {spec.help}"
+            + (f" [{'; '.join(notes)}]" if notes else "")
+        )
+    return 0
