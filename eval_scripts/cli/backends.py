@@ -52,20 +52,18 @@ def _options(args: argparse.Namespace) -> int:
         return 0
     say(f"options of the {args.backend} backend (mis-bench run --backend {args.backend} -M KEY=VALUE):")
     for spec in specs:
-        default = (
-            "none"
-            if spec.default is None
-            else ",".join(spec.default)
-            if isinstance(spec.default, tuple)
-            else spec.default
-        )
-        notes = [
-            note
-            for note in (f"also {spec.flag}" if spec.flag else "", "changes answers" if spec.changes_answers else "")
-            if note
-        ]
-        say(
-            f"  {spec.name} ({spec.type_text}, default {default}): {spec.help}"
-            + (f" [{'; '.join(notes)}]" if notes else "")
-        )
+        notes = [f"also {spec.flag}"] if spec.flag else []
+        notes += ["changes answers"] if spec.changes_answers else []
+        say(f"  {spec.name} ({spec.type_text}, default {_shown(spec.default)}): {spec.help}" + _notes(notes))
     return 0
+
+
+def _shown(default: object) -> str:
+    """A default as `-M` would take it: `none`, `true`, a comma list."""
+    if default is None or isinstance(default, bool):
+        return str(default).lower()
+    return ",".join(map(str, default)) if isinstance(default, tuple) else str(default)
+
+
+def _notes(notes: list[str]) -> str:
+    return f" [{'; '.join(notes)}]" if notes else ""
