@@ -181,6 +181,7 @@ def test_answer_changing_options_name_the_run_folder() -> None:
 
 
 def test_results_with_backend_options_validate() -> None:
+    from eval_scripts.formats.results import options_label
     from eval_scripts.formats.submission import SubmissionError, validate_results
 
     results = {
@@ -200,6 +201,7 @@ def test_results_with_backend_options_validate() -> None:
         "created_at": "2026-01-01T00:00:00Z",
     }
     validate_results(results)
+    assert options_label(results["system"]) == ["dtype float16"]  # how reports tell the run from a float32 one
     results["system"]["backend_opts"] = {}
     with pytest.raises(SubmissionError, match="backend_opts"):
         validate_results(results)

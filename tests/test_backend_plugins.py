@@ -59,6 +59,18 @@ class TunedOptions:
     verbose: bool = field(default=False, metadata=backend_option("log more (answers unchanged)"))
 
 
+@dataclass(frozen=True)
+class NoDefault:
+    size: int
+
+
+class BadOptionsBackend(Backend):
+    Options = NoDefault
+
+    def complete(self, prompts, decoding):
+        yield from ()
+
+
 class TunedBackend(Backend):
     """Declares options; keeps what it received so the test can look (names itself by its entry point)."""
 
@@ -81,6 +93,7 @@ notabackend = mb_echo_backend:NotABackend
 missing = mb_echo_backend_gone:Nothing
 openai = mb_echo_backend:EchoBackend
 tuned = mb_echo_backend:TunedBackend
+badoptions = mb_echo_backend:BadOptionsBackend
 """
 
 
@@ -103,7 +116,7 @@ def _env(plugin_dir: Path) -> dict:
 
 
 def test_installed_names_follow_the_built_in_ones_and_a_plugin_never_shadows_one(plugin_dir) -> None:
-    assert backend_names() == (*BACKEND_NAMES, "echo", "missing", "notabackend", "tuned")
+    assert backend_names() == (*BACKEND_NAMES, "badoptions", "echo", "missing", "notabackend", "tuned")
     assert type(get_backend("openai", "m")).__name__ == "OpenAIBackend"  # the built-in, not the plugin
     echo = get_backend("echo", "m", answer="2.5", dtype="auto")
     assert type(echo).__name__ == "EchoBackend" and echo.answer == "2.5" and echo.name == "echo"
@@ -115,6 +128,7 @@ def test_installed_names_follow_the_built_in_ones_and_a_plugin_never_shadows_one
         ("tgi", "unknown backend 'tgi'"),
         ("missing", "cannot be loaded: ModuleNotFoundError"),
         ("notabackend", "is not a Backend class"),
+        ("badoptions", "declares options that cannot be read: NoDefault.size has no default"),
     ],
 )
 def test_an_unknown_or_broken_backend_is_one_usage_line_naming_every_backend(
@@ -155,9 +169,9 @@ def test_help_lists_the_installed_backends_reading_only_metadata(plugin_dir) -> 
     )
     lines = done.stdout.splitlines()
     # the names, and nothing heavy imported to find them (no plugin module either)
-    assert lines[0] == "('transformers', 'openai', 'vllm', 'echo', 'missing', 'notabackend', 'tuned') []"
+    assert lines[0] == "('transformers', 'openai', 'vllm', 'badoptions', 'echo', 'missing', 'notabackend', 'tuned') []"
     help_text = " ".join(" ".join(lines[1:-1]).split())
-    assert "installed: echo, missing, notabackend, tuned" in help_text
+    assert "installed: badoptions, echo, missing, notabackend, tuned" in help_text
     assert lines[-1] == "False"  # --help imported no plugin
 
 
@@ -275,7 +289,14 @@ def test_only_options_that_change_answers_key_the_cache(plugin_dir, synthetic_bu
 def test_mis_bench_backends_lists_the_installed_ones_and_a_plugins_options(plugin_dir, capsys) -> None:
     assert main(["backends", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [item["name"] for item in listed] == [*BACKEND_NAMES, "echo", "missing", "notabackend", "tuned"]
+    assert [item["name"] for item in listed] == [
+        *BACKEND_NAMES,
+        "badoptions",
+        "echo",
+        "missing",
+        "notabackend",
+        "tuned",
+    ]
     assert listed[-1]["origin"] == "installed: mb_echo_backend:TunedBackend from mb-echo-backend 0.1"
     assert main(["backends", "tuned", "--json"]) == 0
     options = json.loads(capsys.readouterr().out)["options"]

@@ -306,4 +306,12 @@ def _installed_class(name: str) -> type[Backend]:
             where="--backend",
             hint="the entry point must name a subclass of eval_scripts.backends.Backend (docs/harness.md)",
         )
+    try:
+        option_specs(cls.Options)
+    except (TypeError, NameError) as err:  # not a dataclass, a field without default, an annotation not found
+        raise BackendUnavailable(
+            f"the installed backend {name!r} ({origin(point)}) declares options that cannot be read: {err}",
+            where="--backend",
+            hint="its Options must be a dataclass whose every field has a default (docs/harness.md)",
+        ) from err
     return cls
