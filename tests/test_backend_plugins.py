@@ -311,3 +311,17 @@ def test_mis_bench_backends_lists_the_installed_ones_and_a_plugins_options(plugi
     assert text[1] == "  answer (float, default 4.0): the score of every answer [changes answers]"
     assert main(["backends", "echo"]) == 0  # a plugin without Options (called as before) has none to list
     assert capsys.readouterr().out.strip() == "the echo backend declares no options"
+
+
+def test_run_help_after_a_backend_lists_its_options(plugin_dir, capsys) -> None:
+    assert main(["run", "--backend", "tuned", "--help"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-5:] == [
+        "options of the tuned backend (mis-bench run --backend tuned -M KEY=VALUE):",
+        "  answer (float, default 4.0): the score of every answer [changes answers]",
+        "  wording (plain|sentence, default plain): how the score is written [changes answers]",
+        "  repeat (int or none, default none): a count that changes nothing",
+        "  verbose (bool, default false): log more (answers unchanged)",
+    ]
+    assert main(["run", "--backend", "badoptions", "--help"]) == 0  # the help, then why the options cannot be listed
+    assert "the badoptions backend's options cannot be listed: " in capsys.readouterr().out

@@ -39,23 +39,53 @@ def backends_command(args: argparse.Namespace) -> int:
     return _options(args)
 
 
+class HelpWithBackendOptions(argparse.Action):
+    """`-h/--help` of `mis-bench run`: its help, then, after `--backend B`, B's options (`-M KEY=VALUE`)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):  # noqa: A002
+        help = "show this help (after --backend B also B's own options, for -M) and exit"  # noqa: A001
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from mis_bench_dataset.toolkit.errors import MisBenchError
+
+        parser.print_help()
+        backend = getattr(namespace, "backend", None)
+        if backend:
+            say()
+            try:
+                _say_options(backend)
+            except MisBenchError as err:
+                say(f"the {backend} backend's options cannot be listed: {err.line()}")
+        parser.exit()
+
+
 def _options(args: argparse.Namespace) -> int:
     from eval_scripts.backends.backend_options import option_specs
     from eval_scripts.backends.base import backend_class
 
-    specs = option_specs(backend_class(args.backend).Options)
     if args.json:
+        specs = option_specs(backend_class(args.backend).Options)
         print_json({"backend": args.backend, "options": [spec.as_dict() for spec in specs]})
         return 0
+    _say_options(args.backend)
+    return 0
+
+
+def _say_options(backend: str) -> None:
+    """B's options, one line each (`mis-bench backends B`, `mis-bench run --backend B --help`)."""
+    from eval_scripts.backends.backend_options import option_specs
+    from eval_scripts.backends.base import backend_class
+
+    specs = option_specs(backend_class(backend).Options)
     if not specs:
-        say(f"the {args.backend} backend declares no options")
-        return 0
-    say(f"options of the {args.backend} backend (mis-bench run --backend {args.backend} -M KEY=VALUE):")
+        say(f"the {backend} backend declares no options")
+        return
+    say(f"options of the {backend} backend (mis-bench run --backend {backend} -M KEY=VALUE):")
     for spec in specs:
         notes = [f"also {spec.flag}"] if spec.flag else []
         notes += ["changes answers"] if spec.changes_answers else []
         say(f"  {spec.name} ({spec.type_text}, default {_shown(spec.default)}): {spec.help}" + _notes(notes))
-    return 0
 
 
 def _shown(default: object) -> str:

@@ -23,6 +23,7 @@ from eval_scripts.cli.args import (
     seconds,
     shown,
 )
+from eval_scripts.cli.backends import HelpWithBackendOptions
 from eval_scripts.formats.data_names import any_synthetic, source_synthetic
 from eval_scripts.harness.batch_files import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.config import RunConfig, decoding_for
@@ -50,7 +51,9 @@ def register(subparsers) -> None:
             "baselines and the mean floor on the default synthetic sample (or on --dataset DIR), scored, with a "
             "report and a leaderboard, under ./mis-bench-results."
         ),
+        add_help=False,
     )
+    parser.add_argument("-h", "--help", action=HelpWithBackendOptions)  # after --backend B: B's -M options too
     add_fields(parser, RunConfig, "model")
     parser.add_argument(
         "-M",
