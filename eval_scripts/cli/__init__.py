@@ -13,6 +13,7 @@ appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
 The CLI only parses arguments, calls one library function and prints; nothing outside `cli/` imports it.
 
 - `args`: argument types and output helpers shared by every subcommand.
+- `backends`: `mis-bench backends [B]`: the backends `run` takes, or one backend's options (`run -M`).
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
 - `calibrate`: `mis-bench calibrate` (and `--apply`).
@@ -44,6 +45,7 @@ import threading
 from collections.abc import Sequence
 
 from eval_scripts.cli import (
+    backends,
     build,
     cache,
     calibrate,
@@ -83,6 +85,7 @@ SUBCOMMANDS = (
     estimate,
     plan,
     run,
+    backends,
     parse,
     cache,
     report,

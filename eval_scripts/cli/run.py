@@ -23,6 +23,7 @@ from eval_scripts.cli.args import (
     seconds,
     shown,
 )
+from eval_scripts.cli.backends import HelpWithBackendOptions
 from eval_scripts.formats.data_names import any_synthetic, source_synthetic
 from eval_scripts.harness.batch_files import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.config import RunConfig, decoding_for
@@ -50,8 +51,19 @@ def register(subparsers) -> None:
             "baselines and the mean floor on the default synthetic sample (or on --dataset DIR), scored, with a "
             "report and a leaderboard, under ./mis-bench-results."
         ),
+        add_help=False,
     )
+    parser.add_argument("-h", "--help", action=HelpWithBackendOptions)  # after --backend B: B's -M options too
     add_fields(parser, RunConfig, "model")
+    parser.add_argument(
+        "-M",
+        "--backend-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="one of the backend's own options, repeatable, typed and checked against what the backend declares "
+        "(`mis-bench backends B` lists them: the engine's settings, a server's extra request fields, ...; the flags "
+        "under `transformers / vllm` and `openai-compatible HTTP` below fill the same options) (default: none)",
+    )
     parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
     )
@@ -274,10 +286,20 @@ def _register_prefix_caching(parser) -> None:
 
 
 def _backend_options(args: argparse.Namespace) -> dict:
-    """The backend keywords the flags ask for (`eval_scripts.harness.config.backend_options`)."""
+    """The backend keywords the flags and `-M` ask for (`eval_scripts.harness.config.backend_options`)."""
     from eval_scripts.harness.config import backend_options
 
-    return backend_options(config_from_args(RunConfig, args))
+    return backend_options(config_from_args(RunConfig, args, backend_options=_typed_options(args)))
+
+
+def _typed_options(args: argparse.Namespace) -> dict:
+    """`-M KEY=VALUE` as the backend's typed options (one usage line listing the valid keys when one is wrong)."""
+    from eval_scripts.backends.base import typed_backend_options
+    from mis_bench_dataset.toolkit.errors import UsageError
+
+    if args.backend_option and not args.backend:
+        raise UsageError("-M sets an option of the backend", where="-M/--backend-option", hint="give --backend B")
+    return typed_backend_options(args.backend, args.backend_option or [])
 
 
 def _video_sampling(args: argparse.Namespace):
@@ -443,6 +465,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.perturb:
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
+        _typed_options(args)  # -M without a backend: one line, not ignored
         return run_default(args)
     from mis_bench_dataset.toolkit.errors import UsageError
 
@@ -481,9 +504,11 @@ def _run_config(args: argparse.Namespace, started: float) -> RunConfig:
     """The RunConfig of `mis-bench run` with a model (its deadline counted from `started`)."""
     from mis_bench_dataset.dataset.handle import BuiltDataset
 
+    options = _typed_options(args)  # checked before the dataset is opened
     return config_from_args(
         RunConfig,
         args,
+        backend_options=options,
         dataset=BuiltDataset.of(args.dataset),  # opened once, here: every setting of a grid shares it
         out=args.out or "runs",
         progress=not args.no_progress,

@@ -360,6 +360,7 @@ def write_result(
             "model": config.model,
             "backend": context.backend_name,
             "decoding": context.system_decoding(),
+            **({"backend_options": context.backend_options} if context.backend_options else {}),
             "package_versions": package_versions(),
             **({"served_models": served} if served else {}),
             **({"model_warnings": warnings} if warnings else {}),
