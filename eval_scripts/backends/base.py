@@ -133,6 +133,10 @@ class Completion:
 
 
 class Backend(ABC):
+    """A model engine behind the harness: turns `Prompt`s into `Completion`s (`complete`), declares the inputs it
+    takes (`modalities`) so a setting it cannot serve is refused before any request, and releases its engine in
+    `close`. Subclass it for a plugin (entry-point group `mis_bench.backends`, the harness page shows one)."""
+
     name: str = "backend"
     modalities: frozenset[str] = frozenset({"text"})
     # True when requests reach the engine in the order given, so the runner sends them grouped by
