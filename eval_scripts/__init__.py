@@ -34,7 +34,9 @@ _LAZY = {
     "parse_score": ".answers.score_parser",
     "TokenChoice": ".answers.expected_score",
     "expected_from_tokens": ".answers.expected_score",
-    "perturb_transcript": ".answers.perturbations",
+    "TRANSCRIPT_PERTURBATIONS": ".answers.perturbations",
+    "PROMPT_PERTURBATIONS": ".answers.perturbations",
+    "perturb_transcripts": ".answers.perturbations",
     "perturb_prompt": ".answers.perturbations",
     # baselines, reports, the leaderboard and juries
     "run_baseline": ".baselines.baseline_run",
