@@ -143,7 +143,9 @@ class Completion:
 
 
 class Backend(ABC):
-    """A model behind one interface: `complete` turns prompts into completions.
+    """A model engine behind the harness: turns `Prompt`s into `Completion`s (`complete`), declares the inputs it
+    takes (`modalities`) so a setting it cannot serve is refused before any request, and releases its engine in
+    `close`. Subclass it for a plugin (entry-point group `mis_bench.backends`, the harness page shows one).
 
     `Options` is the dataclass of the backend's own options (`backends.backend_options`: types, defaults, help,
     whether they change answers); the backend receives an instance as `options` (`mis-bench run -M KEY=VALUE`

@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class RunResult:
+    """What one setting's run did (`run_setting`): its rows (cached, sent, failed, parsed), its scores and the
+    files it wrote."""
+
     config: RunConfig
     input_source: str
     n_rows: int
@@ -98,6 +101,8 @@ class RunResult:
 
 @dataclass
 class GridEntry:
+    """One setting of a grid (`run_grid`): its result, or why the backend refused it."""
+
     label: str
     result: RunResult | None = None
     refused: str | None = None
