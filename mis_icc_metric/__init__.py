@@ -1,6 +1,6 @@
 """mis_icc_metric: exact, fast ICC(3,1) / MSE for MIS-Bench, with bootstrap CIs, and the other agreement
 statistics (every ICC form, Krippendorff's alpha, bias and limits of agreement, range use: the module
-`mis_icc_metric.agreement`) and the model as one more rater (`model_as_rater`).
+`mis_icc_metric.agreement_statistics`) and the model as one more rater (`model_as_rater`).
 
 The numpy core (`icc`, `bootstrap`) has no framework dependency; `scoring` applies
 the benchmark's rules; `mis_icc/` is the `evaluate` module wrapping them (script, card, Space).
@@ -32,15 +32,16 @@ _ICC = (
     "mean_squares",
 )
 # name -> the module that defines it. Lazy: keeps `import mis_icc_metric` (and `mis-bench --help`, which
-# imports `mis_icc_metric.coverage`) light. A function named like a module of this package (`agreement`,
-# `calibration_summary`, `variance_sources`) cannot be exported lazily: importing the module rebinds the name.
+# imports `mis_icc_metric.coverage`) light. No export is named like a module of this package: importing that
+# module would rebind the name (`tests/test_public_api.py` checks it).
 _LAZY = {
     # the metric and the benchmark's scoring rules
     **dict.fromkeys(_ICC, "mis_bench_dataset.icc"),
     "score_predictions": ".scoring",
     "paired_comparison": ".paired",
     # agreement beyond ICC(3,1), the model as a rater, agreement by subgroup and per therapist
-    "krippendorff_alpha": ".agreement",
+    "agreement": ".agreement_statistics",
+    "krippendorff_alpha": ".agreement_statistics",
     "model_as_rater": ".raters",
     "subgroup_agreement": ".groups",
     "therapist_agreement": ".groups",
@@ -50,6 +51,7 @@ _LAZY = {
     # calibration and conformal intervals
     "Calibrator": ".calibration",
     "fit_calibrator": ".calibration",
+    "calibration_summary": ".calibration_checks",
     # PPI++ estimates
     "Interval": ".ppi",
     "ppi_mean": ".ppi",
@@ -65,6 +67,8 @@ _LAZY = {
     "bonett_sample_size": ".planning",
     # sensitivity to perturbations
     "perturbation_shift": ".sensitivity",
+    # every source of variance of a judge's ICC in one table
+    "variance_sources": ".variance_table",
     # predictions and references files
     "read_predictions": ".predictions_io",
     "read_prediction_file": ".predictions_io",

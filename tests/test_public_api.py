@@ -41,6 +41,9 @@ FRONT_DOOR = {
         "estimate_means",
         "plan_icc",
         "perturbation_shift",
+        "agreement",
+        "calibration_summary",
+        "variance_sources",
     ),
     "raft_trainer": ("RAFTConfig", "RAFTTrainer", "raft_loss", "expected_decimal_score", "predict_scores"),
     "eval_scripts": (
