@@ -9,17 +9,11 @@ from transformers import TrainingArguments
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from mis_bench_dataset.protocol import (
-    FIXED_VIDEO_SAMPLING,
-    PAPER_VIDEO_MAX_PIXELS,
-    PAPER_VIDEO_MIN_PIXELS,
-    VIDEO_SAMPLING_RULES,
-    VideoSampling,
-)
-from mis_bench_dataset.setting_inputs import INPUT_SOURCES, setting_media
+from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.setting import PROMPT_STYLE_ALIASES, Setting, setting_fields
+from mis_bench_dataset.toolkit.options import argparse_metadata
 from raft_trainer.cot import COMPLETION_STYLES, COT_COMPLETION, SCORE_COMPLETION, check_completion_style
-from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
+from raft_trainer.data import TRAINER_PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +34,12 @@ PADDING_SIDES = ("left", "right")
 NEW_CHECKPOINTING_NAME = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
 # SFTConfig.loss_type values that leave RAFTTrainer's own objective alone ("chunked_nll" is TRL's alias of "nll").
 _TRL_TOKEN_LOSSES = ("nll", "chunked_nll")
+# `Setting`'s fields (declared once, in `mis_bench_dataset.setting`) with their metadata in TrlParser's words.
+TrainerSettingFields = setting_fields("TrainerSettingFields", metadata=argparse_metadata)
 
 
 @dataclass
-class RAFTConfig(SFTConfig):
+class RAFTConfig(SFTConfig, TrainerSettingFields):
     r"""
     Configuration class for the [`RAFTTrainer`] (MIS-RAFT, paper §5).
 
@@ -55,7 +51,9 @@ class RAFTConfig(SFTConfig):
     YAML recipe.
 
     The parameters below control the MIS-RAFT objective (`raft_objective`, `ce_weight`, `renormalize_digits`), the
-    inputs (`modality` to `padding_side`), and then come those whose defaults differ from [`~trl.SFTConfig`] (paper
+    inputs (`modality` to `padding_side`; `modality`, `input_source`, `prompt_style` and the `video_*` fields are the
+    `Setting`'s, declared once in `mis_bench_dataset.setting` and shared with the harness's `RunConfig`, and
+    `.setting` is their frozen `Setting`), and then come those whose defaults differ from [`~trl.SFTConfig`] (paper
     Appendix D.1, from `max_length` on).
 
     Parameters:
@@ -117,11 +115,13 @@ class RAFTConfig(SFTConfig):
             - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
               (`mis_bench_dataset.setting_inputs.resolve_input_source`).
 
-        prompt_style (`str`, *optional*, defaults to `"toolkit"`):
-            Prompt of every row. Possible values are:
+        prompt_style (`str`, *optional*, defaults to `"direct"`):
+            Prompt of every row, in the one vocabulary of prompt styles (`mis_bench_dataset.setting`). Possible
+            values are:
 
-            - `"toolkit"`: our system instruction and a user turn with the criterion, the five rubric levels, then
-              the transcript.
+            - `"direct"`: our system instruction and a user turn with the criterion, the five rubric levels, then
+              the transcript (the toolkit's own prompt asking for the score alone, in the trainer's chat wording).
+              `"toolkit"`, its earlier name, is an alias.
             - `"paper"`: the authors' MIS-RAFT protocol behind Table 4 (`mis_bench_dataset.protocol`): a system
               instruction, then the sections "Task Description", "Response to evaluate" (the transcript), "Score
               Rubrics" and the line "###Score:".
@@ -226,31 +226,7 @@ class RAFTConfig(SFTConfig):
         metadata={"help": "Least improvement of metric_for_best_model that counts (the authors': 0.0)."},
     )
 
-    # Parameters that control the inputs
-    modality: str = field(
-        default="text",
-        metadata={
-            "help": "Input setting: text (rubric + transcript), or an audio/video setting (adds the media: "
-            "feature-derived descriptors or raw files, see input_source).",
-            "choices": list(MODALITY_SETTINGS),
-        },
-    )
-    input_source: str = field(
-        default="auto",
-        metadata={
-            "help": "Audio/video settings: 'features' (descriptors from the `features` config), 'raw' (the rows' "
-            "media files, through the model's processor) or 'auto' (raw when every row has them).",
-            "choices": list(INPUT_SOURCES),
-        },
-    )
-    prompt_style: str = field(
-        default=TOOLKIT_PROMPT_STYLE,
-        metadata={
-            "help": "Prompt of every row: 'toolkit' (ours) or 'paper' (the authors' MIS-RAFT protocol of Table 4: "
-            "Task Description, Response to evaluate, Score Rubrics, '###Score:').",
-            "choices": list(TRAINER_PROMPT_STYLES),
-        },
-    )
+    # Parameters that control the inputs: `Setting`'s (modality to video_min_pixels, `TrainerSettingFields`), then
     completion_style: str = field(
         default=SCORE_COMPLETION,
         metadata={
@@ -258,26 +234,6 @@ class RAFTConfig(SFTConfig):
             "own rationale, then 'Final score: x.y'; RAFT on its digits).",
             "choices": list(COMPLETION_STYLES),
         },
-    )
-    video_sampling: str = field(
-        default=FIXED_VIDEO_SAMPLING,
-        metadata={
-            "help": "Raw video frame rule: 'fixed' (video_frames evenly spaced frames, the authors' "
-            "get_video_frames) or 'paper' (what the authors' runs fed the model: 2 frames a second, up to 768).",
-            "choices": list(VIDEO_SAMPLING_RULES),
-        },
-    )
-    video_frames: int | None = field(
-        default=None,
-        metadata={"help": "Raw video: frames per video under 'fixed' (default 32), the most under 'paper' (768)."},
-    )
-    video_max_pixels: int = field(
-        default=PAPER_VIDEO_MAX_PIXELS,
-        metadata={"help": "Raw video: pixel budget of the whole clip (paper D.1: 20480*28*28)."},
-    )
-    video_min_pixels: int = field(
-        default=PAPER_VIDEO_MIN_PIXELS,
-        metadata={"help": "Raw video: pixels each frame keeps at least (paper D.1: 16*28*28)."},
     )
     padding_side: str = field(
         default="left",
@@ -333,21 +289,8 @@ class RAFTConfig(SFTConfig):
             raise ValueError(
                 f"RAFTConfig.raft_loss_scale must be one of {', '.join(RAFT_LOSS_SCALES)}, got {self.raft_loss_scale!r}"
             )
-        setting_media(self.modality)
-        if self.input_source not in (*INPUT_SOURCES, "text"):  # "text": the text setting's, resolved
-            raise ValueError(
-                f"RAFTConfig.input_source must be one of {', '.join(INPUT_SOURCES)}, got {self.input_source!r}"
-            )
-        if self.input_source == "text" and self.modality != "text":
-            raise ValueError(f"RAFTConfig.input_source='text' is the text setting's, got modality {self.modality!r}")
-        if self.input_source == "raw" and self.modality == "text":
-            raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
-        if self.prompt_style not in TRAINER_PROMPT_STYLES:
-            raise ValueError(
-                f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)}, got {self.prompt_style!r}"
-            )
+        self._check_setting()
         self._check_completion_style()
-        _ = self.raw_video_sampling  # validates the video fields now, not at the first raw-video row
         if self.padding_side not in PADDING_SIDES:
             raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:
@@ -357,6 +300,23 @@ class RAFTConfig(SFTConfig):
             self.bf16 = False
         super().__post_init__()
         self._check_early_stopping()
+
+    def _check_setting(self) -> Setting:
+        """The `Setting` of these fields, validated (an alias of a prompt style stored as the style), then what
+        the trainer adds: raw media need an audio/video setting, and it renders the direct and paper prompts."""
+        self.prompt_style = PROMPT_STYLE_ALIASES.get(self.prompt_style, self.prompt_style)
+        try:
+            setting = self.setting
+        except ValueError as err:
+            raise ValueError(f"RAFTConfig: {err}") from None
+        if setting.input_source == "raw" and setting.modality == "text":
+            raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
+        if setting.prompt_style not in TRAINER_PROMPT_STYLES:
+            raise ValueError(
+                f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)} (or its alias toolkit), "
+                f"got {self.prompt_style!r}"
+            )
+        return setting
 
     def _check_completion_style(self) -> None:
         """CoT-RAFT rows are text rows in the toolkit prompt."""
@@ -423,13 +383,8 @@ class RAFTConfig(SFTConfig):
 
     @property
     def raw_video_sampling(self) -> VideoSampling:
-        """The raw-video sampling these fields describe (`mis_bench_dataset.protocol.VideoSampling`)."""
-        try:
-            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels, self.video_sampling)
-        except ValueError as err:
-            raise ValueError(
-                f"RAFTConfig.video_sampling / video_frames / video_max_pixels / video_min_pixels: {err}"
-            ) from None
+        """The raw-video sampling these fields describe (`Setting.video`)."""
+        return self._check_setting().video
 
     @property
     def loss_weights(self) -> tuple[float, float]:

@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE
 from mis_bench_dataset.toolkit.progress import progress, step
 from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
-from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
+from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import digit_probabilities, expected_digit
 
@@ -401,7 +402,7 @@ def generate_scores(
     max_length: int | None = None,
     show_progress: bool = True,
     modality: str = "text",
-    prompt_style: str = TOOLKIT_PROMPT_STYLE,
+    prompt_style: str = DIRECT_PROMPT_STYLE,
 ) -> tuple[list[float | None], list[str]]:
     """Greedy `generate()` from the chat prompt, then parse the first number: the usual alternative."""
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)

@@ -20,13 +20,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE, PAPER_PROMPT_STYLE
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting_inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
 from raft_trainer.collator import MEDIA_BATCH_KEYS
 from raft_trainer.data import (
     PLACEHOLDER_SCORE,
-    TOOLKIT_PROMPT_STYLE,
     TrainingRowMixin,
     _row_name,
     check_prompt_style,
@@ -51,11 +50,11 @@ class RawMediaEncoder(TrainingRowMixin):
     digits: DigitTokens
     modality: str
     max_length: int | None = None
-    prompt_style: str = TOOLKIT_PROMPT_STYLE
+    prompt_style: str = DIRECT_PROMPT_STYLE
     video_sampling: VideoSampling = field(default_factory=VideoSampling)
 
     def __post_init__(self) -> None:
-        check_prompt_style(self.prompt_style)
+        self.prompt_style = check_prompt_style(self.prompt_style)
         self.media = setting_media(self.modality)
         if not self.media:
             raise UnsupportedSetting("raw media needs an audio/video modality, got 'text'")
