@@ -255,11 +255,11 @@ def read_digit_scores(
                     [prompts[i] for i in index],
                     digits,
                     pad_id,
-                    shared,
-                    prefix_cache,
-                    method,
-                    renormalize,
-                    device,
+                    shared=shared,
+                    prefix_cache=prefix_cache,
+                    method=method,
+                    renormalize=renormalize,
+                    device=device,
                 )
                 for name, values in batch.items():
                     columns[name][index] = values
@@ -280,7 +280,7 @@ def _shared_prefix(model, prompts, members, device) -> tuple[int, Any]:
     return (shared, prefix_cache) if prefix_cache is not None else (0, None)
 
 
-def _read_batch(model, batch_prompts, digits, pad_id, shared, prefix_cache, method, renormalize, device) -> dict:
+def _read_batch(model, batch_prompts, digits, pad_id, *, shared, prefix_cache, method, renormalize, device) -> dict:
     """One batch of `read_digit_scores`: a pass to the integer digit, then one cached step over [digit, '.']."""
     digit_ids = digits.tensor(device)
     point = torch.tensor([digits.point_id], device=device)

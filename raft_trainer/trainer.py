@@ -77,6 +77,7 @@ class RAFTTrainer(SFTTrainer):
         processing_class=None,
         data_collator=None,
         compute_metrics=None,
+        *,
         digit_tokens: DigitTokens | None = None,
         **kwargs: Any,
     ):

@@ -287,22 +287,10 @@ def prepare_run(
     elif perturbation is not None:
         record = perturbation_record(perturbation, perturb_seed)
     train_rows = _few_shot_rows(config, dataset, train)
-    input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows, dataset, backend)
+    input_source = input_source_for(config, rows, backend)
     decoding = _decoding(config)
     try:
-        prompts = build_prompts(
-            rows,
-            modality=config.modality,
-            prompt_style=config.prompt_style,
-            input_source=input_source,
-            dataset=dataset,
-            split=config.split,
-            feature_format=config.feature_format,
-            train_rows=train_rows,
-            few_shot_k=config.few_shot_k,
-            few_shot_seed=config.few_shot_seed,
-            prompt_version=config.prompt_version,
-        )
+        prompts = build_prompts(rows, config, input_source=input_source, train_rows=train_rows)
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
         raise DataError(str(err), where=where) from err
     if perturbation is not None and PERTURBATIONS[perturbation].kind == "prompt":
