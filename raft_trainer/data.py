@@ -28,7 +28,7 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.protocol import paper_prompt
-from mis_bench_dataset.setting import PROMPT_STYLE_ALIASES
+from mis_bench_dataset.setting import PROMPT_STYLE_ALIASES, Setting
 from mis_bench_dataset.setting_inputs import setting_media
 from raft_trainer.digits import DigitTokens, format_score
 from raft_trainer.media import MEDIA_CONTEXT_COLUMN
@@ -155,6 +155,11 @@ class ScoringEncoder(TrainingRowMixin):
     prompt_style: str = DIRECT_PROMPT_STYLE
     # the completion's score is its last [digit, '.', digit] (a CoT completion: `raft_trainer.cot`), not its first
     score_is_last = False
+
+    @classmethod
+    def for_setting(cls, tokenizer: Any, digits: DigitTokens, setting: Setting, *, max_length: int | None = 512):
+        """The encoder of a `Setting` (a `RAFTConfig`'s `.setting`): its modality and prompt style."""
+        return cls(tokenizer, digits, max_length, setting.modality, setting.prompt_style)
 
     def __post_init__(self) -> None:
         self.prompt_style = check_prompt_style(self.prompt_style)

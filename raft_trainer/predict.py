@@ -150,16 +150,9 @@ def predict_scores(
     if _input_source(config, rows) == "raw":
         from raft_trainer.raw_media import RawMediaEncoder
 
-        encoder = RawMediaEncoder(
-            processing_class,
-            digits,
-            config.modality,
-            config.max_length,
-            config.prompt_style,
-            config.raw_video_sampling,
-        )
+        encoder = RawMediaEncoder.for_setting(processing_class, digits, config.setting, max_length=config.max_length)
         return _predict_raw(model, encoder, rows, digits, batch_size=batch_size, **readout)
-    encoder = ScoringEncoder(tokenizer, digits, config.max_length, config.modality, config.prompt_style)
+    encoder = ScoringEncoder.for_setting(tokenizer, digits, config.setting, max_length=config.max_length)
     prompts = [encoder.encode_prompt(row) for row in rows]
     if config.head == REGRESSION_HEAD:  # the head's output on the same prompt: no digits are read
         from raft_trainer.regression import read_regression_scores, regression_readout

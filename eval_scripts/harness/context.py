@@ -193,6 +193,16 @@ def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
     return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
 
 
+def open_sources(
+    configs: Sequence[RunConfig], scoring: DatasetSource | None = None
+) -> tuple[list[RunConfig], BuiltDataset | None]:
+    """`open_datasets`, and the `scoring` override of their rows opened with them: once for every setting that
+    uses it (a grid, a dry run, a batch file), and as the same handle when it names a config's own folder."""
+    handles = BuiltDataset.of_each([*(config.dataset for config in configs), scoring])
+    opened = [replace(config, dataset=handle) for config, handle in zip(configs, handles[:-1], strict=True)]
+    return opened, handles[-1]
+
+
 def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: BuiltDataset | None) -> list[dict] | None:
     """The train split's rows few-shot examples come from (None without --few-shot)."""
     if not config.few_shot_k:
