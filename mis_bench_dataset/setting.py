@@ -145,6 +145,10 @@ class _EmbedsSetting:
     """A config that carries `Setting`'s fields flat: `.setting` is the `Setting` they describe."""
 
     def __post_init__(self) -> None:
+        self.store_style_alias()
+
+    def store_style_alias(self) -> None:
+        """An alias of a prompt style (`toolkit`) stored as the style it names (`direct`)."""
         self.prompt_style = PROMPT_STYLE_ALIASES.get(self.prompt_style, self.prompt_style)
 
     @property
@@ -156,13 +160,13 @@ class _EmbedsSetting:
 def setting_fields(name: str, *, metadata: Callable[[Mapping[str, Any]], Mapping[str, Any]] = dict) -> type:
     """A dataclass mixin named `name` with `Setting`'s fields (mutable, keyword-only, `Setting`'s defaults),
     each field's metadata `metadata(its option)`, and `.setting`. Its `__post_init__` stores an alias of a
-    prompt style as the style (a config that defines its own calls it, or `canonical_prompt_style`)."""
+    prompt style as the style (a config that defines its own `__post_init__` calls `store_style_alias`)."""
     declared = [
         (item.name, item.type, field(default=item.default, kw_only=True, metadata=metadata(item.metadata)))
         for item in fields(Setting)
     ]
     mixin = make_dataclass(name, declared, bases=(_EmbedsSetting,))
-    mixin.__module__ = __name__
+    mixin.__module__, mixin.__qualname__ = __name__, name
     mixin.__doc__ = f"`Setting`'s fields, flat, for a config to inherit; `.setting` is their `Setting`. ({name})"
     return mixin
 

@@ -10,7 +10,7 @@ from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
 from mis_bench_dataset.protocol import VideoSampling
-from mis_bench_dataset.setting import PROMPT_STYLE_ALIASES, Setting, setting_fields
+from mis_bench_dataset.setting import Setting, setting_fields
 from mis_bench_dataset.toolkit.options import argparse_metadata
 from raft_trainer.cot import COMPLETION_STYLES, COT_COMPLETION, SCORE_COMPLETION, check_completion_style
 from raft_trainer.data import TRAINER_PROMPT_STYLES
@@ -304,7 +304,7 @@ class RAFTConfig(SFTConfig, TrainerSettingFields):
     def _check_setting(self) -> Setting:
         """The `Setting` of these fields, validated (an alias of a prompt style stored as the style), then what
         the trainer adds: raw media need an audio/video setting, and it renders the direct and paper prompts."""
-        self.prompt_style = PROMPT_STYLE_ALIASES.get(self.prompt_style, self.prompt_style)
+        self.store_style_alias()
         try:
             setting = self.setting
         except ValueError as err:
