@@ -51,10 +51,8 @@ class RAFTConfig(SFTConfig, TrainerSettingFields):
     YAML recipe.
 
     The parameters below control the MIS-RAFT objective (`raft_objective`, `ce_weight`, `renormalize_digits`), the
-    inputs (`modality` to `padding_side`; `modality`, `input_source`, `prompt_style` and the `video_*` fields are the
-    `Setting`'s, declared once in `mis_bench_dataset.setting` and shared with the harness's `RunConfig`, and
-    `.setting` is their frozen `Setting`), and then come those whose defaults differ from [`~trl.SFTConfig`] (paper
-    Appendix D.1, from `max_length` on).
+    inputs (`completion_style`, `padding_side`; the setting's fields are listed after these), and then come those
+    whose defaults differ from [`~trl.SFTConfig`] (paper Appendix D.1, from `max_length` on).
 
     Parameters:
         raft_objective (`str`, *optional*, defaults to `"raft"`):
@@ -100,53 +98,11 @@ class RAFTConfig(SFTConfig, TrainerSettingFields):
         early_stopping_threshold (`float`, *optional*, defaults to `0.0`):
             How much the metric must improve to count as an improvement (the authors': 0.0).
 
-        modality (`str`, *optional*, defaults to `"text"`):
-            Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
-            `"video+text"`, `"audio+video+text"`; paper §4). `"text"` is the rubric and the transcript; the audio/video
-            settings need each row's `media_context` (feature-derived descriptors, `raft_trainer.media`) or its raw
-            media paths.
-        input_source (`str`, *optional*, defaults to `"auto"`):
-            Where the audio/video settings take the media from. Possible values are:
-
-            - `"features"`: rows carry a `media_context` (descriptors from the dataset's `features` config), tokenized
-              like text.
-            - `"raw"`: rows carry `video_path` / `audio_path`; the processor given as `processing_class` loads the
-              media, batch by batch in the collator.
-            - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
-              (`mis_bench_dataset.setting_inputs.resolve_input_source`).
-
-        prompt_style (`str`, *optional*, defaults to `"direct"`):
-            Prompt of every row, in the one vocabulary of prompt styles (`mis_bench_dataset.setting`). Possible
-            values are:
-
-            - `"direct"`: our system instruction and a user turn with the criterion, the five rubric levels, then
-              the transcript (the toolkit's own prompt asking for the score alone, in the trainer's chat wording).
-              `"toolkit"`, its earlier name, is an alias.
-            - `"paper"`: the authors' MIS-RAFT protocol behind Table 4 (`mis_bench_dataset.protocol`): a system
-              instruction, then the sections "Task Description", "Response to evaluate" (the transcript), "Score
-              Rubrics" and the line "###Score:".
-
-            The completion is "The score prediction is: " + the gold score in both.
         completion_style (`str`, *optional*, defaults to `"score"`):
             What the model writes. `"score"`: "The score prediction is: x.y". `"cot"`: CoT-RAFT (TRACT, ACL 2025;
             `raft_trainer.cot`, `recipes/cot_raft.yaml`): the prompt asks for an analysis first, the completion is
             the row's `rationale` (the model's own, `raft_trainer.rationales`) then "Final score: x.y"; RAFT reads
             the final score's digits, the CE term of `"raft+ce"` the rest. Text prompts in the toolkit style only.
-        video_sampling (`str`, *optional*, defaults to `"fixed"`):
-            Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
-
-            - `"fixed"`: `video_frames` frames (32) at `linspace(0, n_frames - 1, video_frames)`, truncated (the
-              authors' `get_video_frames`, whose frames their published scripts never feed the model), sized by the
-              processor within the clip's budget.
-            - `"paper"`: what the authors' runs fed the model (their copy of qwen-vl-utils' `fetch_video`): 2 frames
-              a second, at most `video_frames` (768), at rounded linspace indices, each resized within a per-frame
-              share of the budget, then every second row and column.
-        video_frames (`int`, *optional*):
-            Raw video: frames per video under `"fixed"` (default 32), the most frames under `"paper"` (default 768).
-        video_max_pixels (`int`, *optional*, defaults to `20480 * 28 * 28`):
-            Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
-        video_min_pixels (`int`, *optional*, defaults to `16 * 28 * 28`):
-            Raw video: pixels each frame keeps at least (paper D.1).
         padding_side (`str`, *optional*, defaults to `"left"`):
             Padding side of the RAFT collator. `"left"` aligns every row's completion, so the model computes logits
             at the fewest positions; `"right"` is also supported.
@@ -170,6 +126,52 @@ class RAFTConfig(SFTConfig, TrainerSettingFields):
         activation_checkpointing (`bool`, *optional*, defaults to `True`):
             TRL's default (on), under transformers 5.x's name; `gradient_checkpointing`, its deprecated alias, is
             left unset (so no FutureWarning), and keeps TRL's default where the installed transformers has only it.
+
+    The setting's fields (modality, input source, prompt style, raw-video sampling) are `Setting`'s
+    (`mis_bench_dataset.setting`), declared once and shared with the harness's `RunConfig`; `.setting` is their
+    frozen `Setting`:
+
+    - `modality` (`str`, *optional*, defaults to `"text"`):
+      Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
+      `"video+text"`, `"audio+video+text"`; paper §4). `"text"` is the rubric and the transcript; the audio/video
+      settings need each row's `media_context` (feature-derived descriptors, `raft_trainer.media`) or its raw
+      media paths.
+    - `input_source` (`str`, *optional*, defaults to `"auto"`):
+      Where the audio/video settings take the media from. Possible values are:
+
+      - `"features"`: rows carry a `media_context` (descriptors from the dataset's `features` config), tokenized
+        like text.
+      - `"raw"`: rows carry `video_path` / `audio_path`; the processor given as `processing_class` loads the
+        media, batch by batch in the collator.
+      - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
+        (`mis_bench_dataset.setting_inputs.resolve_input_source`).
+    - `prompt_style` (`str`, *optional*, defaults to `"direct"`):
+      Prompt of every row, in the one vocabulary of prompt styles (`mis_bench_dataset.setting`). Possible
+      values are:
+
+      - `"direct"`: our system instruction and a user turn with the criterion, the five rubric levels, then
+        the transcript (the toolkit's own prompt asking for the score alone, in the trainer's chat wording).
+        `"toolkit"`, its earlier name, is an alias.
+      - `"paper"`: the authors' MIS-RAFT protocol behind Table 4 (`mis_bench_dataset.protocol`): a system
+        instruction, then the sections "Task Description", "Response to evaluate" (the transcript), "Score
+        Rubrics" and the line "###Score:".
+
+      The completion is "The score prediction is: " + the gold score in both.
+    - `video_sampling` (`str`, *optional*, defaults to `"fixed"`):
+      Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
+
+      - `"fixed"`: `video_frames` frames (32) at `linspace(0, n_frames - 1, video_frames)`, truncated (the
+        authors' `get_video_frames`, whose frames their published scripts never feed the model), sized by the
+        processor within the clip's budget.
+      - `"paper"`: what the authors' runs fed the model (their copy of qwen-vl-utils' `fetch_video`): 2 frames
+        a second, at most `video_frames` (768), at rounded linspace indices, each resized within a per-frame
+        share of the budget, then every second row and column.
+    - `video_frames` (`int`, *optional*):
+      Raw video: frames per video under `"fixed"` (default 32), the most frames under `"paper"` (default 768).
+    - `video_max_pixels` (`int`, *optional*, defaults to `20480 * 28 * 28`):
+      Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
+    - `video_min_pixels` (`int`, *optional*, defaults to `16 * 28 * 28`):
+      Raw video: pixels each frame keeps at least (paper D.1).
 
     > [!NOTE]
     > `packing` and `padding_free` are refused: MIS-RAFT reads each row's score positions.
