@@ -137,7 +137,7 @@ def worker(inputs: Path, check: bool) -> dict:
     import matplotlib.pyplot as plt
     from PIL import Image
 
-    from eval_scripts.report import agreement_plots, plots, write_report
+    from eval_scripts.report import ReportOptions, agreement_plots, plots, write_report
     from eval_scripts.report.table import run_views
     from eval_scripts.report.views import best_configurations, by_system
     from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
@@ -167,10 +167,12 @@ def worker(inputs: Path, check: bool) -> dict:
         lambda: write_report(
             results,
             out / "report",
+            ReportOptions(
+                title="MIS-Bench CPU baselines on the default sample",
+                comparison_bootstrap=DEFAULT_BOOTSTRAP,
+                seed=DEFAULT_SEED,
+            ),
             references=references,
-            title="MIS-Bench CPU baselines on the default sample",
-            comparison_bootstrap=DEFAULT_BOOTSTRAP,
-            seed=DEFAULT_SEED,
         )
     )
     done = {

@@ -16,6 +16,7 @@ from mis_bench_dataset.toolkit.lazy import lazy_exports
 _LAZY = {
     # one setting or a grid, end to end
     "RunConfig": ".harness.config",
+    "Setting": "mis_bench_dataset.setting",
     "run_setting": ".harness.runner",
     "run_grid": ".harness.runner",
     "RunResult": ".harness.execution",
@@ -43,6 +44,7 @@ _LAZY = {
     "run_baseline": ".baselines.baseline_run",
     "cross_validate": ".baselines.crossval",
     "write_report": ".report.writer",
+    "ReportOptions": ".report.options",
     "build_leaderboard": ".leaderboard.scoring",
     "write_leaderboard": ".leaderboard.outputs",
     "run_jury": ".leaderboard.juries",

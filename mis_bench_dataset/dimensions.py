@@ -70,7 +70,9 @@ SCORE_MIDPOINT = 3.0
 SCORE_LEVELS = (1, 2, 3, 4, 5)
 # The paper's zero-shot grid (section 4.1): four modality settings x two prompt styles.
 MODALITY_SETTINGS: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
-ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = ("direct", "cot")
+# The toolkit's own prompt asking for the score alone (the trainer words it as a chat; `mis_bench_dataset.setting`).
+DIRECT_PROMPT_STYLE = "direct"
+ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = (DIRECT_PROMPT_STYLE, "cot")
 # The authors' MIS-RAFT protocol behind Table 4 (mis_bench_dataset.protocol), beside the grid's two styles.
 PAPER_PROMPT_STYLE = "paper"
 LONE_NUMBER_LINES: tuple[str, ...] = ("first", "last")
@@ -129,7 +131,7 @@ PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
     for style in (
         # A direct answer is a score ("3.5", a few tokens); 32 leaves room for a short preamble.
         PromptStyle(
-            "direct",
+            DIRECT_PROMPT_STYLE,
             help="our template, the score only (Table 3's grid)",
             max_new_tokens=32,
             expected_completion_tokens=8,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 
 from trl import ModelConfig, SFTConfig, TrlParser
 
+from mis_bench_dataset.setting import SETTING_FIELDS
 from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
 from raft_trainer.grpo import GRPO_REWARDS
@@ -194,7 +195,10 @@ DESCRIPTION = (
 
 # `--help` lists these groups (titles; the fields of each) in this order; the fields in SHORT_HELP are the ones shown
 # by default, the others only under `--help-all` (with TRL's and transformers' remaining fields, last).
-_RAFT_FIELDS = tuple(name for name in RAFTConfig.__annotations__ if name not in SFTConfig.__dataclass_fields__)
+_OWN_FIELDS = [name for name in RAFTConfig.__annotations__ if name not in SFTConfig.__dataclass_fields__]
+# The setting's fields (inherited from `mis_bench_dataset.setting`) listed with the inputs, before completion_style.
+_INPUTS_AT = _OWN_FIELDS.index("completion_style")
+_RAFT_FIELDS = (*_OWN_FIELDS[:_INPUTS_AT], *SETTING_FIELDS, *_OWN_FIELDS[_INPUTS_AT:])
 # The most used TrainingArguments and the one line each has in the short help (None: the field's own help).
 COMMON_TRAINING_HELP = {
     "max_length": None,

@@ -9,17 +9,11 @@ from transformers import TrainingArguments
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
-from mis_bench_dataset.dimensions import MODALITY_SETTINGS
-from mis_bench_dataset.protocol import (
-    FIXED_VIDEO_SAMPLING,
-    PAPER_VIDEO_MAX_PIXELS,
-    PAPER_VIDEO_MIN_PIXELS,
-    VIDEO_SAMPLING_RULES,
-    VideoSampling,
-)
-from mis_bench_dataset.setting_inputs import INPUT_SOURCES, setting_media
+from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.setting import Setting, setting_fields
+from mis_bench_dataset.toolkit.options import argparse_metadata
 from raft_trainer.cot import COMPLETION_STYLES, COT_COMPLETION, SCORE_COMPLETION, check_completion_style
-from raft_trainer.data import TOOLKIT_PROMPT_STYLE, TRAINER_PROMPT_STYLES
+from raft_trainer.data import TRAINER_PROMPT_STYLES
 
 logger = logging.getLogger(__name__)
 
@@ -40,10 +34,12 @@ PADDING_SIDES = ("left", "right")
 NEW_CHECKPOINTING_NAME = "activation_checkpointing" in TrainingArguments.__dataclass_fields__
 # SFTConfig.loss_type values that leave RAFTTrainer's own objective alone ("chunked_nll" is TRL's alias of "nll").
 _TRL_TOKEN_LOSSES = ("nll", "chunked_nll")
+# `Setting`'s fields (declared once, in `mis_bench_dataset.setting`) with their metadata in TrlParser's words.
+TrainerSettingFields = setting_fields("TrainerSettingFields", metadata=argparse_metadata)
 
 
 @dataclass
-class RAFTConfig(SFTConfig):
+class RAFTConfig(SFTConfig, TrainerSettingFields):
     r"""
     Configuration class for the [`RAFTTrainer`] (MIS-RAFT, paper §5).
 
@@ -55,8 +51,8 @@ class RAFTConfig(SFTConfig):
     YAML recipe.
 
     The parameters below control the MIS-RAFT objective (`raft_objective`, `ce_weight`, `renormalize_digits`), the
-    inputs (`modality` to `padding_side`), and then come those whose defaults differ from [`~trl.SFTConfig`] (paper
-    Appendix D.1, from `max_length` on).
+    inputs (`completion_style`, `padding_side`; the setting's fields are listed after these), and then come those
+    whose defaults differ from [`~trl.SFTConfig`] (paper Appendix D.1, from `max_length` on).
 
     Parameters:
         raft_objective (`str`, *optional*, defaults to `"raft"`):
@@ -102,51 +98,11 @@ class RAFTConfig(SFTConfig):
         early_stopping_threshold (`float`, *optional*, defaults to `0.0`):
             How much the metric must improve to count as an improvement (the authors': 0.0).
 
-        modality (`str`, *optional*, defaults to `"text"`):
-            Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
-            `"video+text"`, `"audio+video+text"`; paper §4). `"text"` is the rubric and the transcript; the audio/video
-            settings need each row's `media_context` (feature-derived descriptors, `raft_trainer.media`) or its raw
-            media paths.
-        input_source (`str`, *optional*, defaults to `"auto"`):
-            Where the audio/video settings take the media from. Possible values are:
-
-            - `"features"`: rows carry a `media_context` (descriptors from the dataset's `features` config), tokenized
-              like text.
-            - `"raw"`: rows carry `video_path` / `audio_path`; the processor given as `processing_class` loads the
-              media, batch by batch in the collator.
-            - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
-              (`mis_bench_dataset.setting_inputs.resolve_input_source`).
-
-        prompt_style (`str`, *optional*, defaults to `"toolkit"`):
-            Prompt of every row. Possible values are:
-
-            - `"toolkit"`: our system instruction and a user turn with the criterion, the five rubric levels, then
-              the transcript.
-            - `"paper"`: the authors' MIS-RAFT protocol behind Table 4 (`mis_bench_dataset.protocol`): a system
-              instruction, then the sections "Task Description", "Response to evaluate" (the transcript), "Score
-              Rubrics" and the line "###Score:".
-
-            The completion is "The score prediction is: " + the gold score in both.
         completion_style (`str`, *optional*, defaults to `"score"`):
             What the model writes. `"score"`: "The score prediction is: x.y". `"cot"`: CoT-RAFT (TRACT, ACL 2025;
             `raft_trainer.cot`, `recipes/cot_raft.yaml`): the prompt asks for an analysis first, the completion is
             the row's `rationale` (the model's own, `raft_trainer.rationales`) then "Final score: x.y"; RAFT reads
             the final score's digits, the CE term of `"raft+ce"` the rest. Text prompts in the toolkit style only.
-        video_sampling (`str`, *optional*, defaults to `"fixed"`):
-            Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
-
-            - `"fixed"`: `video_frames` frames (32) at `linspace(0, n_frames - 1, video_frames)`, truncated (the
-              authors' `get_video_frames`, whose frames their published scripts never feed the model), sized by the
-              processor within the clip's budget.
-            - `"paper"`: what the authors' runs fed the model (their copy of qwen-vl-utils' `fetch_video`): 2 frames
-              a second, at most `video_frames` (768), at rounded linspace indices, each resized within a per-frame
-              share of the budget, then every second row and column.
-        video_frames (`int`, *optional*):
-            Raw video: frames per video under `"fixed"` (default 32), the most frames under `"paper"` (default 768).
-        video_max_pixels (`int`, *optional*, defaults to `20480 * 28 * 28`):
-            Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
-        video_min_pixels (`int`, *optional*, defaults to `16 * 28 * 28`):
-            Raw video: pixels each frame keeps at least (paper D.1).
         padding_side (`str`, *optional*, defaults to `"left"`):
             Padding side of the RAFT collator. `"left"` aligns every row's completion, so the model computes logits
             at the fewest positions; `"right"` is also supported.
@@ -170,6 +126,52 @@ class RAFTConfig(SFTConfig):
         activation_checkpointing (`bool`, *optional*, defaults to `True`):
             TRL's default (on), under transformers 5.x's name; `gradient_checkpointing`, its deprecated alias, is
             left unset (so no FutureWarning), and keeps TRL's default where the installed transformers has only it.
+
+    The setting's fields (modality, input source, prompt style, raw-video sampling) are `Setting`'s
+    (`mis_bench_dataset.setting`), declared once and shared with the harness's `RunConfig`; `.setting` is their
+    frozen `Setting`:
+
+    - `modality` (`str`, *optional*, defaults to `"text"`):
+      Input setting, one of `mis_bench_dataset.dimensions.MODALITY_SETTINGS` (`"text"`, `"audio+text"`,
+      `"video+text"`, `"audio+video+text"`; paper §4). `"text"` is the rubric and the transcript; the audio/video
+      settings need each row's `media_context` (feature-derived descriptors, `raft_trainer.media`) or its raw
+      media paths.
+    - `input_source` (`str`, *optional*, defaults to `"auto"`):
+      Where the audio/video settings take the media from. Possible values are:
+
+      - `"features"`: rows carry a `media_context` (descriptors from the dataset's `features` config), tokenized
+        like text.
+      - `"raw"`: rows carry `video_path` / `audio_path`; the processor given as `processing_class` loads the
+        media, batch by batch in the collator.
+      - `"auto"`: `"raw"` when every training row carries the modality's media paths, else `"features"`
+        (`mis_bench_dataset.setting_inputs.resolve_input_source`).
+    - `prompt_style` (`str`, *optional*, defaults to `"direct"`):
+      Prompt of every row, in the one vocabulary of prompt styles (`mis_bench_dataset.setting`). Possible
+      values are:
+
+      - `"direct"`: our system instruction and a user turn with the criterion, the five rubric levels, then
+        the transcript (the toolkit's own prompt asking for the score alone, in the trainer's chat wording).
+        `"toolkit"`, its earlier name, is an alias.
+      - `"paper"`: the authors' MIS-RAFT protocol behind Table 4 (`mis_bench_dataset.protocol`): a system
+        instruction, then the sections "Task Description", "Response to evaluate" (the transcript), "Score
+        Rubrics" and the line "###Score:".
+
+      The completion is "The score prediction is: " + the gold score in both.
+    - `video_sampling` (`str`, *optional*, defaults to `"fixed"`):
+      Raw video: the frame rule (`mis_bench_dataset.protocol.VideoSampling`). Possible values are:
+
+      - `"fixed"`: `video_frames` frames (32) at `linspace(0, n_frames - 1, video_frames)`, truncated (the
+        authors' `get_video_frames`, whose frames their published scripts never feed the model), sized by the
+        processor within the clip's budget.
+      - `"paper"`: what the authors' runs fed the model (their copy of qwen-vl-utils' `fetch_video`): 2 frames
+        a second, at most `video_frames` (768), at rounded linspace indices, each resized within a per-frame
+        share of the budget, then every second row and column.
+    - `video_frames` (`int`, *optional*):
+      Raw video: frames per video under `"fixed"` (default 32), the most frames under `"paper"` (default 768).
+    - `video_max_pixels` (`int`, *optional*, defaults to `20480 * 28 * 28`):
+      Raw video: pixel budget of the whole clip, all sampled frames together (paper D.1).
+    - `video_min_pixels` (`int`, *optional*, defaults to `16 * 28 * 28`):
+      Raw video: pixels each frame keeps at least (paper D.1).
 
     > [!NOTE]
     > `packing` and `padding_free` are refused: MIS-RAFT reads each row's score positions.
@@ -226,31 +228,7 @@ class RAFTConfig(SFTConfig):
         metadata={"help": "Least improvement of metric_for_best_model that counts (the authors': 0.0)."},
     )
 
-    # Parameters that control the inputs
-    modality: str = field(
-        default="text",
-        metadata={
-            "help": "Input setting: text (rubric + transcript), or an audio/video setting (adds the media: "
-            "feature-derived descriptors or raw files, see input_source).",
-            "choices": list(MODALITY_SETTINGS),
-        },
-    )
-    input_source: str = field(
-        default="auto",
-        metadata={
-            "help": "Audio/video settings: 'features' (descriptors from the `features` config), 'raw' (the rows' "
-            "media files, through the model's processor) or 'auto' (raw when every row has them).",
-            "choices": list(INPUT_SOURCES),
-        },
-    )
-    prompt_style: str = field(
-        default=TOOLKIT_PROMPT_STYLE,
-        metadata={
-            "help": "Prompt of every row: 'toolkit' (ours) or 'paper' (the authors' MIS-RAFT protocol of Table 4: "
-            "Task Description, Response to evaluate, Score Rubrics, '###Score:').",
-            "choices": list(TRAINER_PROMPT_STYLES),
-        },
-    )
+    # Parameters that control the inputs: `Setting`'s (modality to video_min_pixels, `TrainerSettingFields`), then
     completion_style: str = field(
         default=SCORE_COMPLETION,
         metadata={
@@ -258,26 +236,6 @@ class RAFTConfig(SFTConfig):
             "own rationale, then 'Final score: x.y'; RAFT on its digits).",
             "choices": list(COMPLETION_STYLES),
         },
-    )
-    video_sampling: str = field(
-        default=FIXED_VIDEO_SAMPLING,
-        metadata={
-            "help": "Raw video frame rule: 'fixed' (video_frames evenly spaced frames, the authors' "
-            "get_video_frames) or 'paper' (what the authors' runs fed the model: 2 frames a second, up to 768).",
-            "choices": list(VIDEO_SAMPLING_RULES),
-        },
-    )
-    video_frames: int | None = field(
-        default=None,
-        metadata={"help": "Raw video: frames per video under 'fixed' (default 32), the most under 'paper' (768)."},
-    )
-    video_max_pixels: int = field(
-        default=PAPER_VIDEO_MAX_PIXELS,
-        metadata={"help": "Raw video: pixel budget of the whole clip (paper D.1: 20480*28*28)."},
-    )
-    video_min_pixels: int = field(
-        default=PAPER_VIDEO_MIN_PIXELS,
-        metadata={"help": "Raw video: pixels each frame keeps at least (paper D.1: 16*28*28)."},
     )
     padding_side: str = field(
         default="left",
@@ -333,21 +291,8 @@ class RAFTConfig(SFTConfig):
             raise ValueError(
                 f"RAFTConfig.raft_loss_scale must be one of {', '.join(RAFT_LOSS_SCALES)}, got {self.raft_loss_scale!r}"
             )
-        setting_media(self.modality)
-        if self.input_source not in (*INPUT_SOURCES, "text"):  # "text": the text setting's, resolved
-            raise ValueError(
-                f"RAFTConfig.input_source must be one of {', '.join(INPUT_SOURCES)}, got {self.input_source!r}"
-            )
-        if self.input_source == "text" and self.modality != "text":
-            raise ValueError(f"RAFTConfig.input_source='text' is the text setting's, got modality {self.modality!r}")
-        if self.input_source == "raw" and self.modality == "text":
-            raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
-        if self.prompt_style not in TRAINER_PROMPT_STYLES:
-            raise ValueError(
-                f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)}, got {self.prompt_style!r}"
-            )
+        self._check_setting()
         self._check_completion_style()
-        _ = self.raw_video_sampling  # validates the video fields now, not at the first raw-video row
         if self.padding_side not in PADDING_SIDES:
             raise ValueError(f"RAFTConfig.padding_side must be 'left' or 'right', got {self.padding_side!r}")
         if self.packing or self.padding_free:
@@ -357,6 +302,23 @@ class RAFTConfig(SFTConfig):
             self.bf16 = False
         super().__post_init__()
         self._check_early_stopping()
+
+    def _check_setting(self) -> Setting:
+        """The `Setting` of these fields, validated (an alias of a prompt style stored as the style), then what
+        the trainer adds: raw media need an audio/video setting, and it renders the direct and paper prompts."""
+        self.store_style_alias()
+        try:
+            setting = self.setting
+        except ValueError as err:
+            raise ValueError(f"RAFTConfig: {err}") from None
+        if setting.input_source == "raw" and setting.modality == "text":
+            raise ValueError("RAFTConfig.input_source='raw' needs an audio/video modality, got 'text'")
+        if setting.prompt_style not in TRAINER_PROMPT_STYLES:
+            raise ValueError(
+                f"RAFTConfig.prompt_style must be one of {', '.join(TRAINER_PROMPT_STYLES)} (or its alias toolkit), "
+                f"got {self.prompt_style!r}"
+            )
+        return setting
 
     def _check_completion_style(self) -> None:
         """CoT-RAFT rows are text rows in the toolkit prompt."""
@@ -423,13 +385,8 @@ class RAFTConfig(SFTConfig):
 
     @property
     def raw_video_sampling(self) -> VideoSampling:
-        """The raw-video sampling these fields describe (`mis_bench_dataset.protocol.VideoSampling`)."""
-        try:
-            return VideoSampling(self.video_frames, self.video_max_pixels, self.video_min_pixels, self.video_sampling)
-        except ValueError as err:
-            raise ValueError(
-                f"RAFTConfig.video_sampling / video_frames / video_max_pixels / video_min_pixels: {err}"
-            ) from None
+        """The raw-video sampling these fields describe (`Setting.video`)."""
+        return self._check_setting().video
 
     @property
     def loss_weights(self) -> tuple[float, float]:

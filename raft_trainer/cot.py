@@ -16,10 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE
 from raft_trainer.data import (
-    TOOLKIT_PROMPT_STYLE,
     ScoringEncoder,
     _row_name,
+    check_prompt_style,
     prompt_messages,
     render_with_completion,
 )
@@ -38,20 +39,20 @@ COT_INSTRUCTION = (
 _OWN_FINAL_SCORE = re.compile(r"final\s+score", re.IGNORECASE)
 
 
-def check_completion_style(completion_style: str, prompt_style: str = TOOLKIT_PROMPT_STYLE) -> None:
+def check_completion_style(completion_style: str, prompt_style: str = DIRECT_PROMPT_STYLE) -> None:
     """A CoT completion needs the toolkit prompt (the `paper` prompt ends on '###Score:', a score, no analysis)."""
     if completion_style not in COMPLETION_STYLES:
         raise ValueError(f"completion_style must be one of {', '.join(COMPLETION_STYLES)}, got {completion_style!r}")
-    if completion_style == COT_COMPLETION and prompt_style != TOOLKIT_PROMPT_STYLE:
+    if completion_style == COT_COMPLETION and check_prompt_style(prompt_style) != DIRECT_PROMPT_STYLE:
         raise ValueError(
-            f"completion_style 'cot' asks for an analysis in the toolkit prompt; prompt_style {prompt_style!r} "
-            "asks for the score alone: use prompt_style 'toolkit'"
+            f"completion_style 'cot' asks for an analysis in the toolkit's prompt; prompt_style {prompt_style!r} "
+            "asks for the score alone: use prompt_style 'direct'"
         )
 
 
 def cot_messages(row: Mapping[str, Any], transcript: str | None = None) -> list[dict[str, str]]:
     """The toolkit prompt with the CoT instruction after its last line."""
-    messages = prompt_messages(row, transcript, TOOLKIT_PROMPT_STYLE)
+    messages = prompt_messages(row, transcript, DIRECT_PROMPT_STYLE)
     messages[-1] = {**messages[-1], "content": f"{messages[-1]['content']}\n\n{COT_INSTRUCTION}"}
     return messages
 

@@ -3,7 +3,8 @@
 One row of the `scoring` config (a video and a dimension) becomes: a system instruction, a user
 prompt with the dimension's rubric (paper Table 5, from `mis_bench_dataset.dimensions.RUBRIC`) and
 the transcript, and the assistant completion "The score prediction is: 3.4". Only the completion
-is trained. Two prompt styles (`TRAINER_PROMPT_STYLES`): `toolkit` (ours: rubric, then transcript)
+is trained. Two prompt styles (`TRAINER_PROMPT_STYLES`): `direct` (ours: rubric, then transcript; `toolkit`, its
+earlier name, is an alias)
 and `paper` (the authors' MIS-RAFT protocol, `mis_bench_dataset.protocol`: Task Description,
 Response to evaluate, Score Rubrics, "###Score:"); the completion is the same. The score's token
 index is found here, where the completion is tokenized, by matching the gold score's own tokens
@@ -18,8 +19,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, PAPER_PROMPT_STYLE, RUBRIC, resolve_dimension
+from mis_bench_dataset.dimensions import (
+    DIMENSION_BY_KEY,
+    DIMENSION_KEYS,
+    DIRECT_PROMPT_STYLE,
+    PAPER_PROMPT_STYLE,
+    RUBRIC,
+    resolve_dimension,
+)
 from mis_bench_dataset.protocol import paper_prompt
+from mis_bench_dataset.setting import PROMPT_STYLE_ALIASES, Setting
 from mis_bench_dataset.setting_inputs import setting_media
 from raft_trainer.digits import DigitTokens, format_score
 from raft_trainer.media import MEDIA_CONTEXT_COLUMN
@@ -31,8 +40,7 @@ SYSTEM_INSTRUCTION = (
     "You rate a therapist's response to a challenging client on one FIS dimension, on a scale "
     "from 1.0 to 5.0 with one decimal, following the rubric exactly."
 )
-TOOLKIT_PROMPT_STYLE = "toolkit"
-TRAINER_PROMPT_STYLES: tuple[str, ...] = (TOOLKIT_PROMPT_STYLE, PAPER_PROMPT_STYLE)
+TRAINER_PROMPT_STYLES: tuple[str, ...] = (DIRECT_PROMPT_STYLE, PAPER_PROMPT_STYLE)
 COMPLETION_PREFIX = "The score prediction is: "
 TRUNCATION_MARK = " [...]"
 # Any valid score text works as a stand-in at inference: the prompt and the completion prefix do
@@ -61,24 +69,27 @@ def completion_text(score_text: str) -> str:
     return f"{COMPLETION_PREFIX}{score_text}"
 
 
-def check_prompt_style(prompt_style: str) -> None:
-    if prompt_style not in TRAINER_PROMPT_STYLES:
-        raise ValueError(f"unknown prompt style {prompt_style!r}; expected one of {', '.join(TRAINER_PROMPT_STYLES)}")
+def check_prompt_style(prompt_style: str) -> str:
+    """The trainer's prompt style `prompt_style` names (an alias, `toolkit`, is `direct`); another is refused."""
+    style = PROMPT_STYLE_ALIASES.get(prompt_style, prompt_style)
+    if style not in TRAINER_PROMPT_STYLES:
+        known = ", ".join((*TRAINER_PROMPT_STYLES, *PROMPT_STYLE_ALIASES))
+        raise ValueError(f"unknown prompt style {prompt_style!r}; the trainer renders one of {known}")
+    return style
 
 
 def prompt_texts(
-    dimension: str, transcript: str, media_context: str | None = None, prompt_style: str = TOOLKIT_PROMPT_STYLE
+    dimension: str, transcript: str, media_context: str | None = None, prompt_style: str = DIRECT_PROMPT_STYLE
 ) -> tuple[str, str]:
     """(system instruction, user text) of one row in the given prompt style."""
-    check_prompt_style(prompt_style)
-    if prompt_style == PAPER_PROMPT_STYLE:
+    if check_prompt_style(prompt_style) == PAPER_PROMPT_STYLE:
         paper = paper_prompt(dimension, transcript, media_context)
         return paper.system, paper.user
     return SYSTEM_INSTRUCTION, user_prompt(dimension, transcript, media_context)
 
 
 def prompt_messages(
-    row: Mapping[str, Any], transcript: str | None = None, prompt_style: str = TOOLKIT_PROMPT_STYLE
+    row: Mapping[str, Any], transcript: str | None = None, prompt_style: str = DIRECT_PROMPT_STYLE
 ) -> list[dict[str, str]]:
     """System + user messages; the user turn carries the row's `media_context` when it has one."""
     text = row["transcript"] if transcript is None else transcript
@@ -86,7 +97,7 @@ def prompt_messages(
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def conversation(row: Mapping[str, Any], prompt_style: str = TOOLKIT_PROMPT_STYLE) -> dict[str, list[dict[str, str]]]:
+def conversation(row: Mapping[str, Any], prompt_style: str = DIRECT_PROMPT_STYLE) -> dict[str, list[dict[str, str]]]:
     """TRL's conversational prompt-completion form of a labelled row (for users who want plain SFT)."""
     return {
         "prompt": prompt_messages(row, prompt_style=prompt_style),
@@ -141,12 +152,17 @@ class ScoringEncoder(TrainingRowMixin):
     digits: DigitTokens
     max_length: int | None = 512
     modality: str = "text"
-    prompt_style: str = TOOLKIT_PROMPT_STYLE
+    prompt_style: str = DIRECT_PROMPT_STYLE
     # the completion's score is its last [digit, '.', digit] (a CoT completion: `raft_trainer.cot`), not its first
     score_is_last = False
 
+    @classmethod
+    def for_setting(cls, tokenizer: Any, digits: DigitTokens, setting: Setting, *, max_length: int | None = 512):
+        """The encoder of a `Setting` (a `RAFTConfig`'s `.setting`): its modality and prompt style."""
+        return cls(tokenizer, digits, max_length, setting.modality, setting.prompt_style)
+
     def __post_init__(self) -> None:
-        check_prompt_style(self.prompt_style)
+        self.prompt_style = check_prompt_style(self.prompt_style)
         self.media = setting_media(self.modality)
         if not getattr(self.tokenizer, "chat_template", None):
             raise ValueError(

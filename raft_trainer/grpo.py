@@ -105,12 +105,8 @@ def make_grpo_trainer(model, training_args, script_args, train_dataset, processi
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
     _ensure_pad_token(tokenizer)
     tokenizer.padding_side = "left"  # GRPOTrainer generates from left-padded prompts
-    encoder = ScoringEncoder(
-        tokenizer,
-        DigitTokens.from_tokenizer(tokenizer),
-        training_args.max_length,
-        training_args.modality,
-        training_args.prompt_style,
+    encoder = ScoringEncoder.for_setting(
+        tokenizer, DigitTokens.from_tokenizer(tokenizer), training_args.setting, max_length=training_args.max_length
     )
     return GRPOTrainer(
         model,

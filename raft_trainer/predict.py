@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE
 from mis_bench_dataset.toolkit.progress import progress, step
 from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
-from raft_trainer.data import TOOLKIT_PROMPT_STYLE, ScoringEncoder
+from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import digit_probabilities, expected_digit
 
@@ -149,16 +150,9 @@ def predict_scores(
     if _input_source(config, rows) == "raw":
         from raft_trainer.raw_media import RawMediaEncoder
 
-        encoder = RawMediaEncoder(
-            processing_class,
-            digits,
-            config.modality,
-            config.max_length,
-            config.prompt_style,
-            config.raw_video_sampling,
-        )
+        encoder = RawMediaEncoder.for_setting(processing_class, digits, config.setting, max_length=config.max_length)
         return _predict_raw(model, encoder, rows, digits, batch_size=batch_size, **readout)
-    encoder = ScoringEncoder(tokenizer, digits, config.max_length, config.modality, config.prompt_style)
+    encoder = ScoringEncoder.for_setting(tokenizer, digits, config.setting, max_length=config.max_length)
     prompts = [encoder.encode_prompt(row) for row in rows]
     if config.head == REGRESSION_HEAD:  # the head's output on the same prompt: no digits are read
         from raft_trainer.regression import read_regression_scores, regression_readout
@@ -254,11 +248,11 @@ def read_digit_scores(
                     [prompts[i] for i in index],
                     digits,
                     pad_id,
-                    shared,
-                    prefix_cache,
-                    method,
-                    renormalize,
-                    device,
+                    shared=shared,
+                    prefix_cache=prefix_cache,
+                    method=method,
+                    renormalize=renormalize,
+                    device=device,
                 )
                 for name, values in batch.items():
                     columns[name][index] = values
@@ -279,7 +273,7 @@ def _shared_prefix(model, prompts, members, device) -> tuple[int, Any]:
     return (shared, prefix_cache) if prefix_cache is not None else (0, None)
 
 
-def _read_batch(model, batch_prompts, digits, pad_id, shared, prefix_cache, method, renormalize, device) -> dict:
+def _read_batch(model, batch_prompts, digits, pad_id, *, shared, prefix_cache, method, renormalize, device) -> dict:
     """One batch of `read_digit_scores`: a pass to the integer digit, then one cached step over [digit, '.']."""
     digit_ids = digits.tensor(device)
     point = torch.tensor([digits.point_id], device=device)
@@ -401,7 +395,7 @@ def generate_scores(
     max_length: int | None = None,
     show_progress: bool = True,
     modality: str = "text",
-    prompt_style: str = TOOLKIT_PROMPT_STYLE,
+    prompt_style: str = DIRECT_PROMPT_STYLE,
 ) -> tuple[list[float | None], list[str]]:
     """Greedy `generate()` from the chat prompt, then parse the first number: the usual alternative."""
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)

@@ -20,13 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE, PAPER_PROMPT_STYLE
 from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.setting import Setting
 from mis_bench_dataset.setting_inputs import PATH_COLUMNS, UnsupportedSetting, setting_media
 from raft_trainer.collator import MEDIA_BATCH_KEYS
 from raft_trainer.data import (
     PLACEHOLDER_SCORE,
-    TOOLKIT_PROMPT_STYLE,
     TrainingRowMixin,
     _row_name,
     check_prompt_style,
@@ -51,11 +51,18 @@ class RawMediaEncoder(TrainingRowMixin):
     digits: DigitTokens
     modality: str
     max_length: int | None = None
-    prompt_style: str = TOOLKIT_PROMPT_STYLE
+    prompt_style: str = DIRECT_PROMPT_STYLE
     video_sampling: VideoSampling = field(default_factory=VideoSampling)
 
+    @classmethod
+    def for_setting(
+        cls, processor: Any, digits: DigitTokens, setting: Setting, *, max_length: int | None = None
+    ) -> RawMediaEncoder:
+        """The encoder of a `Setting` (a `RAFTConfig`'s `.setting`): its modality, prompt style and video sampling."""
+        return cls(processor, digits, setting.modality, max_length, setting.prompt_style, setting.video)
+
     def __post_init__(self) -> None:
-        check_prompt_style(self.prompt_style)
+        self.prompt_style = check_prompt_style(self.prompt_style)
         self.media = setting_media(self.modality)
         if not self.media:
             raise UnsupportedSetting("raw media needs an audio/video modality, got 'text'")
@@ -67,7 +74,7 @@ class RawMediaEncoder(TrainingRowMixin):
     def messages(self, row: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The chat (system; user: media first, then the text) and the metadata of its sampled video, if any.
 
-        The `toolkit` style says in its text that the media are attached; the `paper` style, as the
+        The `direct` style says in its text that the media are attached; the `paper` style, as the
         authors' protocol, does not.
         """
         missing = [PATH_COLUMNS[m] for m in self.media if not row.get(PATH_COLUMNS[m])]

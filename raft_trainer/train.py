@@ -222,8 +222,8 @@ def fit_max_length(splits, training_args, model_args, *, chosen: bool) -> None:
             revision=model_args.model_revision,
             trust_remote_code=training_args.trust_remote_code,
         )
-        encoder = (CotScoringEncoder if cot else ScoringEncoder)(
-            tokenizer, DigitTokens.from_tokenizer(tokenizer), None, training_args.modality, training_args.prompt_style
+        encoder = (CotScoringEncoder if cot else ScoringEncoder).for_setting(
+            tokenizer, DigitTokens.from_tokenizer(tokenizer), training_args.setting, max_length=None
         )
     except (OSError, ValueError):
         return  # no tokenizer or no chat template: train_and_predict says so in one line

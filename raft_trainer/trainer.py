@@ -77,6 +77,7 @@ class RAFTTrainer(SFTTrainer):
         processing_class=None,
         data_collator=None,
         compute_metrics=None,
+        *,
         digit_tokens: DigitTokens | None = None,
         **kwargs: Any,
     ):
@@ -126,17 +127,12 @@ class RAFTTrainer(SFTTrainer):
         unencoded for the collator; the others are tokenized here with the chat template."""
         if not self._raw_media:
             encoder_class = CotScoringEncoder if args.completion_style == COT_COMPLETION else ScoringEncoder
-            encoder = encoder_class(tokenizer, self.digit_tokens, args.max_length, args.modality, args.prompt_style)
+            encoder = encoder_class.for_setting(tokenizer, self.digit_tokens, args.setting, max_length=args.max_length)
             return (lambda dataset, split: _encode(dataset, encoder, split, args.dataset_num_proc)), None
         from raft_trainer.raw_media import RawMediaEncoder
 
-        raw_encoder = RawMediaEncoder(
-            processing_class,
-            self.digit_tokens,
-            args.modality,
-            args.max_length,
-            args.prompt_style,
-            args.raw_video_sampling,
+        raw_encoder = RawMediaEncoder.for_setting(
+            processing_class, self.digit_tokens, args.setting, max_length=args.max_length
         )
         return _raw_rows, raw_encoder
 

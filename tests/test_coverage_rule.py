@@ -254,14 +254,14 @@ def test_compare_uses_the_pairs_both_asked_and_parsed(scored, capsys):
 
 def test_report_and_leaderboard_show_coverage(scored, tmp_path):
     from eval_scripts.leaderboard import build_leaderboard
-    from eval_scripts.report import write_report
+    from eval_scripts.report import ReportOptions, write_report
     from eval_scripts.report.inputs import rescore
 
     folder, _ = scored
     asked, gold = _asked(), _gold()
     results = rescore([make_results(asked)], gold, n_bootstrap=50, seed=0, sources=["partial.json"])
     assert results[0]["scores"]["coverage"]["n_asked_pairs"] == len(asked)
-    files = write_report(results, tmp_path / "report", comparison_bootstrap=20, scatters="none")
+    files = write_report(results, tmp_path / "report", ReportOptions(comparison_bootstrap=20, scatters="none"))
     text = files.markdown.read_text()
     assert f"{len(asked)} of 120 gold pairs predicted (12 of 15 videos, 6 with all eight dimensions)" in text
     submissions = tmp_path / "subs"

@@ -396,7 +396,7 @@ def test_score_by_an_unknown_grouping_is_a_usage_error(tmp_path, capsys):
 def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(tmp_path):
     import json
 
-    from eval_scripts.report import write_report
+    from eval_scripts.report import ReportOptions, write_report
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
     from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
@@ -406,7 +406,10 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
     scores = json_safe(score_predictions(predictions, references, n_bootstrap=30, seed=0))
     results = [make_results(predictions, model="org/judge", scores=scores)]
     files = write_report(
-        results, tmp_path / "out", references=references, comparison_bootstrap=40, by=("time_point", "therapist")
+        results,
+        tmp_path / "out",
+        ReportOptions(comparison_bootstrap=40, by=("time_point", "therapist")),
+        references=references,
     )
     doc = json.loads(files.json.read_text())
     (by_time, therapists) = doc["subgroups"]
@@ -424,7 +427,7 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
 
 
 def test_the_report_refuses_subgroups_without_gold(tmp_path):
-    from eval_scripts.report import write_report
+    from eval_scripts.report import ReportOptions, write_report
     from mis_bench_dataset.toolkit.errors import UsageError
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
@@ -433,7 +436,7 @@ def test_the_report_refuses_subgroups_without_gold(tmp_path):
     predictions, references = clustered_scores(n_clinicians=4)
     results = [make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)))]
     with pytest.raises(UsageError, match="needs the gold scores"):
-        write_report(results, tmp_path / "out", by=("stimulus",))
+        write_report(results, tmp_path / "out", ReportOptions(by=("stimulus",)))
     assert not (tmp_path / "out").exists()
 
 

@@ -16,7 +16,7 @@ from eval_scripts.backends.openai_backend import RetryPolicy
 from eval_scripts.harness.runner import GridEntry, RunConfig, run_setting
 from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.leaderboard.outputs import csv_rows
-from eval_scripts.report import write_report
+from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.formatting import MISSING
 from eval_scripts.report.table import rates_table, run_views
 from eval_scripts.report.text_table import format_table
@@ -87,7 +87,7 @@ def test_report_shows_truncated_unparsed_and_failed_apart(runs, tmp_path) -> Non
     truncated_row, plain_row = table.rows
     assert [truncated_row[columns[k]] for k in ("Unparsed", "Truncated", "Failed")] == ["0", str(n_cut), "0"]
     assert [plain_row[columns[k]] for k in ("Unparsed", "Truncated", "Failed")] == [MISSING] * 3  # a 1.0 file
-    files = write_report([results, plain], tmp_path / "report", comparison_bootstrap=50, scatters="none")
+    files = write_report([results, plain], tmp_path / "report", ReportOptions(comparison_bootstrap=50, scatters="none"))
     data = json.loads(files.json.read_text())
     outcomes = {run["model"]: run["outcomes"] for run in data["configurations"]}
     assert outcomes == {"served/model": results["outcomes"]["overall"], "older/model": None}

@@ -66,10 +66,12 @@ def test_scoring_encoder_trains_only_the_completion_after_the_score_line():
 def test_raft_config_prompt_style_and_video_fields(tmp_path):
     config = RAFTConfig(str(tmp_path), prompt_style="paper", video_frames=16, use_cpu=True)
     assert config.raw_video_sampling == VideoSampling(frames=16)
-    assert RAFTConfig(str(tmp_path), use_cpu=True).prompt_style == "toolkit"
-    with pytest.raises(ValueError, match="prompt_style must be one of toolkit, paper"):
-        RAFTConfig(str(tmp_path), prompt_style="direct", use_cpu=True)
-    with pytest.raises(ValueError, match="video_frames / video_max_pixels / video_min_pixels: .*exceed"):
+    assert RAFTConfig(str(tmp_path), use_cpu=True).prompt_style == "direct"
+    aliased = RAFTConfig(str(tmp_path), prompt_style="toolkit", use_cpu=True)  # the trainer's earlier name
+    assert aliased.prompt_style == "direct" and aliased.setting.prompt_style == "direct"
+    with pytest.raises(ValueError, match="prompt_style must be one of direct, paper"):
+        RAFTConfig(str(tmp_path), prompt_style="cot", use_cpu=True)
+    with pytest.raises(ValueError, match="RAFTConfig: video sampling: .*exceed"):
         RAFTConfig(str(tmp_path), video_frames=64, video_max_pixels=1000, use_cpu=True)
 
 

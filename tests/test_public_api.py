@@ -48,6 +48,8 @@ FRONT_DOOR = {
     "raft_trainer": ("RAFTConfig", "RAFTTrainer", "raft_loss", "expected_decimal_score", "predict_scores"),
     "eval_scripts": (
         "RunConfig",
+        "Setting",
+        "ReportOptions",
         "run_setting",
         "run_grid",
         "get_backend",

@@ -173,7 +173,7 @@ def test_the_cot_readout_equals_generating_then_reading_the_final_digits(tokeniz
 
 
 def test_cot_settings_that_make_no_sense_are_refused_in_one_line():
-    with pytest.raises(ValueError, match="completion_style 'cot' .*use prompt_style 'toolkit'"):
+    with pytest.raises(ValueError, match="completion_style 'cot' .*use prompt_style 'direct'"):
         RAFTConfig(output_dir="u", use_cpu=True, completion_style="cot", prompt_style="paper")
     with pytest.raises(ValueError, match="modality 'text' only"):
         RAFTConfig(output_dir="u", use_cpu=True, completion_style="cot", modality="audio+text")

@@ -211,7 +211,7 @@ def test_train_script_records_the_setting(synthetic_build, tmp_path):
     setting = {
         "modality": "video+text",
         "input_source": "features",
-        "prompt_style": "toolkit",
+        "prompt_style": "direct",
         "trained": True,
         "method": "raft",
         "synthetic": True,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
-from eval_scripts.report import write_report
+from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.agreement_plots import (
     bland_altman_figure,
     calibration_bins,
@@ -61,7 +61,9 @@ def made(tmp_path_factory):
         make_results(p, model=name, scores=json_safe(score_predictions(p, references, n_bootstrap=200, seed=0)))
         for name, p in (("org/calibrated", good), ("org/squashed", squashed))
     ]
-    files = write_report(results, root / "out", references=references, comparison_bootstrap=50, raters=labels)
+    files = write_report(
+        results, root / "out", ReportOptions(comparison_bootstrap=50), references=references, raters=labels
+    )
     return {
         "files": files,
         "results": results,

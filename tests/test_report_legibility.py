@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from eval_scripts.formats.results import BASELINE_MODEL_IDS
-from eval_scripts.report import write_report
+from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.plots import heatmap_figure, radar_figure, scatter_figure
 from eval_scripts.report.table import run_views
 from eval_scripts.report.views import best_configurations, rank_table
@@ -46,7 +46,7 @@ def test_the_floor_baseline_is_not_ranked_in_the_table3_view():
 
 def test_a_lone_system_beside_the_floor_gets_no_marks(tmp_path):
     """The default job's case: one system and the floor; before, the floor was "2nd" in every column."""
-    files = write_report([_results("a/strong", 0.4, 0.5), _floor()], tmp_path, title="T")
+    files = write_report([_results("a/strong", 0.4, 0.5), _floor()], tmp_path, ReportOptions(title="T"))
     md = files.markdown.read_text(encoding="utf-8")
     table3 = md.split("## Table 3 view", 1)[1].split("## ", 1)[0]
     rows = [line for line in table3.splitlines() if line.startswith("|")]
@@ -55,7 +55,9 @@ def test_a_lone_system_beside_the_floor_gets_no_marks(tmp_path):
 
 
 def test_abbreviations_have_a_legend_and_a_tooltip(tmp_path):
-    files = write_report([_results("a/strong", 0.4, 0.5), _results("b/weak", 0.2, 0.3)], tmp_path, title="T")
+    files = write_report(
+        [_results("a/strong", 0.4, 0.5), _results("b/weak", 0.2, 0.3)], tmp_path, ReportOptions(title="T")
+    )
     md = files.markdown.read_text(encoding="utf-8")
     page = files.html.read_text(encoding="utf-8")
     for dim in DIMENSIONS:

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from eval_scripts.report import write_report
+from eval_scripts.report import ReportOptions, write_report
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric.scoring import score_predictions
 from tests._leaderboard_helpers import make_references, make_results, noisy_predictions
@@ -52,7 +52,9 @@ def test_every_report_table_fits_a_1280_px_window(tmp_path):
         predictions = noisy_predictions(references, noise, seed=seed + 90, none_rate=0.03)
         scores = json_safe(score_predictions(predictions, references, n_bootstrap=50, seed=0))
         results.append(make_results(predictions, model=model, modality=modality, scores=scores))
-    files = write_report(results, tmp_path / "report", references=references, comparison_bootstrap=200, title="T")
+    files = write_report(
+        results, tmp_path / "report", ReportOptions(comparison_bootstrap=200, title="T"), references=references
+    )
     page = files.html.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>")
     probe_page = tmp_path / "probe.html"
     probe_page.write_text(page, encoding="utf-8")

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from eval_scripts.report import write_report
+from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.formatting import best_rows, ci_pct, pct
 from eval_scripts.report.plots import radar_figure, scatter_figure
 from eval_scripts.report.table import icc_table, mse_table, rates_table, run_views, to_html, to_markdown
@@ -135,7 +135,7 @@ def test_scatter_plots_parsed_pairs_per_dimension():
 
 def test_write_report_writes_md_html_png(tmp_path, two_runs):
     refs = make_references(VIDEO_IDS[:5])
-    files = write_report(two_runs, tmp_path, references=refs, title="T")
+    files = write_report(two_runs, tmp_path, ReportOptions(title="T"), references=refs)
     for png in files.figures:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert len(files.scatters) == 2 and len(files.agreement_plots) == 2 * 3

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main as cli_main
-from eval_scripts.report import write_report
+from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.comparison import compare_systems
 from eval_scripts.report.plots import heatmap_figure
 from eval_scripts.report.table import run_views, table3_table, to_html, to_markdown
@@ -222,11 +222,8 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
     files = write_report(
         results,
         tmp_path,
+        ReportOptions(reference="org/beta", comparison_bootstrap=300, seed=7, scatters="none"),
         references=references,
-        reference="org/beta",
-        comparison_bootstrap=300,
-        seed=7,
-        scatters="none",
     )
     comparison = json.loads(files.json.read_text())["comparison"]
     expected = {e["model"]: e for e in expected_best}
@@ -368,7 +365,7 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
         for m, mod, s, p in runs
     ]
     files = write_report(
-        results, tmp_path, references=references, comparison_bootstrap=50, title="Report <b>of</b> a|b"
+        results, tmp_path, ReportOptions(comparison_bootstrap=50, title="Report <b>of</b> a|b"), references=references
     )
     md, page = files.markdown.read_text(), files.html.read_text()
     for heading in ("Table 3 view", "Figure 2 view", "Table 4 / Figure 4 layout"):

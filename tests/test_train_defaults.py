@@ -59,11 +59,15 @@ def test_the_prompt_floor_is_exactly_the_least_max_length_that_encodes_every_row
 
 
 def _args(max_length, input_source="text", completion_style="score"):
+    from mis_bench_dataset.setting import Setting
+
+    setting = Setting(modality="text", input_source=input_source, prompt_style="toolkit")  # the alias of direct
     return SimpleNamespace(
         max_length=max_length,
         input_source=input_source,
         modality="text",
-        prompt_style="toolkit",
+        prompt_style=setting.prompt_style,
+        setting=setting,
         completion_style=completion_style,
         trust_remote_code=False,
     )

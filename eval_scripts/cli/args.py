@@ -105,9 +105,11 @@ def add_option(parser, dest: str, spec: dict[str, Any], default: Any) -> None:
 
 def add_fields(parser, config_class: type, section: str) -> list[str]:
     """One option per field of the dataclass `config_class` whose metadata is an `option` of `section`, in field
-    order, with the field's default (the way `HfArgumentParser` reads a dataclass); returns their names."""
+    order (the class's own fields before those it inherits, e.g. `RunConfig`'s before its `Setting`'s), with the
+    field's default (the way `HfArgumentParser` reads a dataclass); returns their names."""
     added = []
-    for item in dataclasses.fields(config_class):
+    own = set(vars(config_class).get("__annotations__", {}))
+    for item in sorted(dataclasses.fields(config_class), key=lambda item: item.name not in own):
         if "help" not in item.metadata or item.metadata["section"] != section:
             continue
         if item.default is not dataclasses.MISSING:

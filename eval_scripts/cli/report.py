@@ -84,7 +84,7 @@ def register(subparsers) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from eval_scripts.report import write_report
+    from eval_scripts.report import ReportOptions, write_report
     from eval_scripts.report.about import about_references
     from eval_scripts.report.inputs import (
         load_results,
@@ -127,21 +127,17 @@ def report_command(args: argparse.Namespace) -> int:
             where=", ".join(unscored[:3]),
             hint="pass --references LABELS (a labelled build or a labels file) to score them",
         )
-    written = write_report(
-        results_list,
-        folder,
-        references=references,
+    options = ReportOptions(
         title=args.title,
-        sources=sources,
         reference=args.reference,
         comparison_bootstrap=args.comparison_bootstrap,
         seed=args.seed,
         resample=args.resample,
         scatters=args.scatters,
-        raters=raters,
-        about=about_references(args.references, args.split),
         by=args.by or (),
+        about=about_references(args.references, args.split),
     )
+    written = write_report(results_list, folder, options, references=references, sources=sources, raters=raters)
     from eval_scripts.formats.data_names import results_synthetic
 
     synthetic = any(results_synthetic(results) for results in results_list)

@@ -21,9 +21,7 @@ from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_RESAMPLE,
     DEFAULT_SEED,
-    MODALITY_SETTINGS,
     PROMPT_STYLE_TABLE,
-    PROMPT_STYLES,
     SCORE_EXPECTED,
     SCORE_READOUTS,
     SCORE_REGRESSION,
@@ -31,8 +29,9 @@ from mis_bench_dataset.dimensions import (
     resample_option,
     seed_option,
 )
-from mis_bench_dataset.protocol import PAPER_VIDEO_FRAMES, PAPER_VIDEO_MAX_FRAMES, VIDEO_SAMPLING_RULES, VideoSampling
-from mis_bench_dataset.setting_inputs import FEATURE_FORMATS, INPUT_SOURCES
+from mis_bench_dataset.protocol import VideoSampling
+from mis_bench_dataset.setting import SettingFields
+from mis_bench_dataset.setting_inputs import FEATURE_FORMATS
 from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.toolkit.options import (
     bounded_int,
@@ -57,15 +56,15 @@ if TYPE_CHECKING:
 _OPENAI = option_defaults(OpenAIBackend.Options)
 _LOCAL = option_defaults(TransformersBackend.Options)
 _DECODING = DecodingConfig()
-_VIDEO = VideoSampling()
 _STYLES = PROMPT_STYLE_TABLE.values()
 # `--help` lists the fields by section, in this order (the command adds its mode flags between them).
 SECTIONS = ("model", "setting", "local", "video", "openai")
 
 
 @dataclass
-class RunConfig:
-    """One zero-shot setting of one model, as the user asked for it."""
+class RunConfig(SettingFields):
+    """One zero-shot setting of one model, as the user asked for it; the `Setting`'s fields (`SettingFields`:
+    modality, input source, prompt style, raw-video sampling) are declared once in `mis_bench_dataset.setting`."""
 
     backend: str = field(
         metadata=option(
@@ -95,18 +94,6 @@ class RunConfig:
         ),
     )
     split: str = field(default="test", metadata=option("split to evaluate", choices=SPLITS, section="model"))
-    modality: str = field(
-        default="text", metadata=option("modality setting", choices=MODALITY_SETTINGS, section="model")
-    )
-    prompt_style: str = field(
-        default="direct",
-        metadata=option(
-            "; ".join(f"{style.name}: {style.help}" for style in _STYLES) + " (default: direct)",
-            flag="--prompt",
-            choices=PROMPT_STYLES,
-            section="model",
-        ),
-    )
     # The direct / cot templates' version: 2 is laid out for prefix caching, 1 the earlier layout.
     prompt_version: int = field(
         default=DEFAULT_PROMPT_VERSION,
@@ -140,15 +127,6 @@ class RunConfig:
     few_shot_seed: int = field(
         default=0,
         metadata=option("seed of the choice of few-shot examples", type=non_negative_int, section="setting"),
-    )
-    input_source: str = field(
-        default="auto",
-        metadata=option(
-            "media for audio/video settings: raw files (video_path/audio_path) or "
-            "feature-derived descriptions (public release); auto picks raw when present",
-            choices=INPUT_SOURCES,
-            section="setting",
-        ),
     )
     feature_format: str = field(
         default="text",
@@ -241,40 +219,6 @@ class RunConfig:
         metadata=option("model dtype: auto, float32, bfloat16, float16", section="local"),
     )
     device: str = field(default=_LOCAL["device"], metadata=option("auto, cpu, cuda, cuda:1, ...", section="local"))
-    # raw video (transformers)
-    video_sampling: str = field(
-        default=_VIDEO.rule,
-        metadata=option(
-            f"frame rule (default {_VIDEO.rule}; paper reproduces the frames of Table 4's runs)",
-            choices=VIDEO_SAMPLING_RULES,
-            section="video",
-        ),
-    )
-    video_frames: int | None = field(
-        default=None,
-        metadata=option(
-            f"frames sampled per video under fixed (default {PAPER_VIDEO_FRAMES}), the most frames under paper "
-            f"(default {PAPER_VIDEO_MAX_FRAMES})",
-            type=positive_int,
-            section="video",
-        ),
-    )
-    video_max_pixels: int = field(
-        default=_VIDEO.max_pixels,
-        metadata=option(
-            f"pixel budget of the whole clip, all frames together (default 20480*28*28 = {_VIDEO.max_pixels})",
-            type=positive_int,
-            section="video",
-        ),
-    )
-    video_min_pixels: int = field(
-        default=_VIDEO.min_pixels,
-        metadata=option(
-            f"pixels each frame keeps at least (default 16*28*28 = {_VIDEO.min_pixels})",
-            type=positive_int,
-            section="video",
-        ),
-    )
     # openai-compatible HTTP
     # One server or several of one model (`--base-url` repeated or a comma list): requests go to the one with the
     # fewest in flight (`eval_scripts.backends.replicas`). Never in a cache key.
@@ -433,12 +377,11 @@ def _flag(item) -> str:
 
 
 def video_sampling(config: RunConfig) -> VideoSampling:
+    """The raw-video sampling of the config's setting; a bad combination is a usage error naming the flags."""
     from mis_bench_dataset.toolkit.errors import UsageError
 
     try:
-        return VideoSampling(
-            config.video_frames, config.video_max_pixels, config.video_min_pixels, config.video_sampling
-        )
+        return config.setting.video
     except ValueError as err:
         raise UsageError(
             str(err), where="--video-sampling / --video-frames / --video-max-pixels / --video-min-pixels"

@@ -215,6 +215,16 @@ def open_datasets(configs: Sequence[RunConfig]) -> list[RunConfig]:
     return [replace(config, dataset=handle) for config, handle in zip(configs, handles, strict=True)]
 
 
+def open_sources(
+    configs: Sequence[RunConfig], scoring: DatasetSource | None = None
+) -> tuple[list[RunConfig], BuiltDataset | None]:
+    """`open_datasets`, and the `scoring` override of their rows opened with them: once for every setting that
+    uses it (a grid, a dry run, a batch file), and as the same handle when it names a config's own folder."""
+    handles = BuiltDataset.of_each([*(config.dataset for config in configs), scoring])
+    opened = [replace(config, dataset=handle) for config, handle in zip(configs, handles[:-1], strict=True)]
+    return opened, handles[-1]
+
+
 def _few_shot_rows(config: RunConfig, dataset: BuiltDataset | None, train: BuiltDataset | None) -> list[dict] | None:
     """The train split's rows few-shot examples come from (None without --few-shot)."""
     if not config.few_shot_k:
@@ -312,22 +322,10 @@ def prepare_run(
     elif perturbation is not None:
         record = perturbation_record(perturbation, perturb_seed)
     train_rows = _few_shot_rows(config, dataset, train)
-    input_source = input_source_for(config.modality, config.input_source, config.feature_format, rows, dataset, backend)
+    input_source = input_source_for(config, rows, backend)
     decoding = _decoding(config)
     try:
-        prompts = build_prompts(
-            rows,
-            modality=config.modality,
-            prompt_style=config.prompt_style,
-            input_source=input_source,
-            dataset=dataset,
-            split=config.split,
-            feature_format=config.feature_format,
-            train_rows=train_rows,
-            few_shot_k=config.few_shot_k,
-            few_shot_seed=config.few_shot_seed,
-            prompt_version=config.prompt_version,
-        )
+        prompts = build_prompts(rows, config, input_source=input_source, train_rows=train_rows)
     except ValueError as err:  # an empty transcript, too few labelled few-shot examples
         raise DataError(str(err), where=where) from err
     if perturbation is not None and PERTURBATIONS[perturbation].kind == "prompt":

@@ -307,7 +307,7 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
 
 
 def _run_result(
-    context, completions, written, collected, counts, failure_summary, usage, started, prefix, readouts
+    context, completions, written, collected, counts, failure_summary, usage, *, started, prefix, readouts
 ) -> RunResult:
     """What a run did: its counts, scores and files."""
     n_cached = sum(1 for c in completions.values() if c.cached)
@@ -384,7 +384,16 @@ def write_result(
         readouts=_readouts(context, readouts),
     )
     result = _run_result(
-        context, completions, written, collected, counts, failure_summary, usage, started, prefix, readouts
+        context,
+        completions,
+        written,
+        collected,
+        counts,
+        failure_summary,
+        usage,
+        started=started,
+        prefix=prefix,
+        readouts=readouts,
     )
     result.replicas = replicas
     result.served_models, result.model_warnings = served, warnings

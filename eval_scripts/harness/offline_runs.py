@@ -32,7 +32,15 @@ from eval_scripts.harness.batch_files import (
     split_lines,
     write_batch_files,
 )
-from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, open_datasets, prepare_run, setting_label
+from eval_scripts.harness.context import (
+    CACHE_NAME,
+    RunConfig,
+    RunContext,
+    open_datasets,
+    open_sources,
+    prepare_run,
+    setting_label,
+)
 from eval_scripts.harness.cost_estimate import (
     cached_prompt_tokens,
     cost,
@@ -90,10 +98,11 @@ def prepare_settings(
 ) -> list[PreparedSetting]:
     """Contexts of every setting; in a grid a setting the backend cannot take is listed as refused.
 
-    Each dataset is opened once for all the settings (`context.open_datasets`).
+    Each dataset, and the `scoring` override, is opened once for all the settings (`context.open_sources`).
     """
     entries = []
-    for config in open_datasets(configs):
+    configs, scoring = open_sources(configs, scoring)
+    for config in configs:
         label = setting_label(config.modality, config.prompt_style, config.few_shot_k)
         output_folder(config)  # an --out overlapping the dataset is refused before anything else
         try:

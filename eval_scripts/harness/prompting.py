@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 
 from eval_scripts.answers.feature_plots import FEATURE_FORMATS, feature_media_block
 from eval_scripts.answers.prompts import (
-    DEFAULT_PROMPT_VERSION,
     Prompt,
     render_paper_prompt,
     render_prompt,
     select_few_shot,
 )
 from eval_scripts.backends.base import Backend
+from eval_scripts.harness.config import RunConfig
 from mis_bench_dataset.dataset.feature_descriptors import FEATURE_COLUMNS
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_PROMPT_STYLE
@@ -20,16 +20,11 @@ from mis_bench_dataset.setting_inputs import SETTING_MEDIA, UnsupportedSetting, 
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 
-def input_source_for(
-    modality: str,
-    requested: str,
-    feature_format: str,
-    rows: Sequence[Mapping],
-    dataset: BuiltDataset | None,
-    backend: Backend,
-) -> str:
-    """`text`, `raw` or `features` for this setting, or UnsupportedSetting before any model call, saying why."""
-    source = resolve_input_source(modality, rows, requested)
+def input_source_for(config: RunConfig, rows: Sequence[Mapping], backend: Backend) -> str:
+    """`text`, `raw` or `features` for the config's setting (its input source resolved against the rows, its
+    dataset and what the backend takes), or UnsupportedSetting before any model call, saying why."""
+    modality, dataset, feature_format = config.modality, config.dataset, config.feature_format
+    source = resolve_input_source(modality, rows, config.input_source)
     media = SETTING_MEDIA[modality]
     if source == "raw":
         backend.check_inputs(media, f"setting {modality} with raw media")
@@ -82,29 +77,27 @@ def feature_blocks(
 
 def build_prompts(
     rows: Sequence[Mapping],
+    config: RunConfig,
     *,
-    modality: str,
-    prompt_style: str,
     input_source: str,
-    dataset: BuiltDataset | None = None,
-    split: str = "test",
-    feature_format: str = "text",
     train_rows: Sequence[Mapping] | None = None,
-    few_shot_k: int = 0,
-    few_shot_seed: int = 0,
-    prompt_version: int = DEFAULT_PROMPT_VERSION,
 ) -> list[Prompt]:
-    """One prompt per row: the template (of `prompt_version`) filled with the row, its media (or their descriptors)
-    and few-shot examples."""
+    """One prompt per row of the config's setting: the template (of `config.prompt_version`) filled with the row,
+    its media or their descriptors (`input_source`, as `input_source_for` resolved it; the descriptors from
+    `config.dataset`'s `features` config of `config.split`, as `config.feature_format` says) and
+    `config.few_shot_k` examples drawn from `train_rows`."""
+    modality, prompt_style = config.modality, config.prompt_style
     media = SETTING_MEDIA[modality]
     evaluated = {r["video_id"] for r in rows}
-    blocks = feature_blocks(dataset, split, modality, feature_format, evaluated) if input_source == "features" else {}
+    blocks = (
+        feature_blocks(config.dataset, config.split, modality, config.feature_format, evaluated)
+        if input_source == "features"
+        else {}
+    )
+    k, seed = config.few_shot_k, config.few_shot_seed
     shots = (
-        {
-            d: select_few_shot(train_rows or [], d, few_shot_k, exclude_videos=evaluated, seed=few_shot_seed)
-            for d in DIMENSION_KEYS
-        }
-        if few_shot_k
+        {d: select_few_shot(train_rows or [], d, k, exclude_videos=evaluated, seed=seed) for d in DIMENSION_KEYS}
+        if k
         else {}
     )
     prompts = []
@@ -119,7 +112,7 @@ def build_prompts(
                 block = f"The {'video' if 'video' in media else 'audio'} of the response is attached."
             shots_here = shots.get(row["dimension"], ())
             text = render_prompt(
-                row, modality, prompt_style, media_block=block, few_shot=shots_here, version=prompt_version
+                row, modality, prompt_style, media_block=block, few_shot=shots_here, version=config.prompt_version
             )
         prompts.append(
             Prompt(

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from eval_scripts.answers.prompts import MODALITIES
 from eval_scripts.backends.base import Backend, DecodingConfig
-from eval_scripts.harness.context import RunConfig, open_datasets, prepare_run, setting_label
+from eval_scripts.harness.context import RunConfig, open_sources, prepare_run, setting_label
 from eval_scripts.harness.execution import (
     GridEntry,
     RunResult,
@@ -75,7 +75,7 @@ def run_setting(
 ) -> RunResult:
     """Run (or resume) one setting; `scoring` / `train` override the dataset folder's rows."""
     started = time.monotonic()
-    (config,) = open_datasets([config])
+    (config,), scoring = open_sources([config], scoring)
     folder = output_folder(config)
     own_backend = backend is None
     backend = backend or make_backend(config)
@@ -115,7 +115,7 @@ def run_grid(
     decoding: Callable[[str], DecodingConfig] | None = None,
 ) -> list[GridEntry]:
     """Every (modality, style) of `grid_configs`; settings the backend cannot take are listed as refused, with why."""
-    (config,) = open_datasets([config])  # once for every setting
+    (config,), scoring = open_sources([config], scoring)  # once for every setting
     own_backend = backend is None
     backend = backend or make_backend(config)
     entries = []

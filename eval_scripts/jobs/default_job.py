@@ -163,7 +163,7 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
     """The report of the runs (with the cross-validation, when run), their submissions and the leaderboard."""
     from eval_scripts.formats.submission import package_submission
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
-    from eval_scripts.report import write_report
+    from eval_scripts.report import ReportOptions, write_report
 
     about = _about(job)
     title = f"MIS-Bench CPU baselines on {about.name}"
@@ -171,16 +171,15 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
     if cross_validation:
         test_split = {f"{r.name} {r.modality}": (r.results["scores"] or {}).get("mean_icc") for r in runs}
         cv = {"doc": cross_validation["doc"], "test_split": test_split}
+    options = ReportOptions(
+        title=title, comparison_bootstrap=job.n_bootstrap, seed=job.seed, resample=job.resample, about=about
+    )
     report = write_report(
         [r.results for r in runs],
         job.folder,
+        options,
         references=references,
-        title=title,
         sources=[str(r.results_path) for r in runs],
-        comparison_bootstrap=job.n_bootstrap,
-        seed=job.seed,
-        resample=job.resample,
-        about=about,
         cross_validation=cv,
     )
     submissions = job.out_dir / "submissions"
@@ -205,7 +204,7 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
     return report, leaderboard
 
 
-def _summary(job: _Job, runs, skipped, cross_validation, report, leaderboard, n_videos: int, n_train: int) -> dict:
+def _summary(job: _Job, runs, skipped, cross_validation, report, leaderboard, *, n_videos: int, n_train: int) -> dict:
     """summary.json: what ran, where its files are, and the headline numbers."""
     return {
         "synthetic": job.synthetic,
@@ -317,7 +316,9 @@ def run_default_job(
     )
     with step("writing the report, the submissions and the leaderboard"):  # the report's figures: seconds
         report, leaderboard = _publish(job, runs, references, cross_validation)
-    summary = _summary(job, runs, skipped, cross_validation, report, leaderboard, n_videos, len(train_rows))
+    summary = _summary(
+        job, runs, skipped, cross_validation, report, leaderboard, n_videos=n_videos, n_train=len(train_rows)
+    )
     summary["seconds"] = round(time.monotonic() - started, 1)
     write_atomic(job.folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")
     if closing_lines:

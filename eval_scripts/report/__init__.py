@@ -10,7 +10,8 @@ MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 - `crossval_view`: the cross-validation section: per fold seed, mean and range, beside the test split.
 - `formatting`: number and text formatting shared by reports and the leaderboard page.
 - `inputs`: what a report reads: results files, labels, rescoring.
-- `options`: the report's user-facing choices, light enough for `--help`.
+- `options`: the report's user-facing choices (`ReportOptions`: title, reference, resampling, scatters,
+  subgroups), light enough for `--help`.
 - `plots`: figures: the radar with the human ceiling, configuration x dimension views.
 - `sensitivity_view`: a judge under perturbations: the shift tables and the sensitivity figure.
 - `subgroups`: agreement by time point, stimulus or clinician and at the therapist level, as tables and sentences.
@@ -24,10 +25,16 @@ from __future__ import annotations
 
 from mis_bench_dataset.toolkit.lazy import lazy_exports
 
-__all__ = ["write_report", "RunView", "run_views"]
+__all__ = ["write_report", "ReportOptions", "RunView", "run_views"]
 
 
 # Lazy: the report's plotting and scoring imports are heavy; `mis-bench --help` needs none of them.
 __getattr__ = lazy_exports(
-    __name__, {"write_report": "eval_scripts.report.writer", "RunView": ".table", "run_views": ".table"}
+    __name__,
+    {
+        "write_report": "eval_scripts.report.writer",
+        "ReportOptions": ".options",
+        "RunView": ".table",
+        "run_views": ".table",
+    },
 )

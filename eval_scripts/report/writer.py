@@ -27,9 +27,9 @@ from eval_scripts.report.agreement import (
     raters_table,
 )
 from eval_scripts.report.agreement_plots import PLOTS, write_agreement_plots
-from eval_scripts.report.comparison import PAPER_BOOTSTRAP, Comparison, compare_systems
+from eval_scripts.report.comparison import Comparison, compare_systems
 from eval_scripts.report.formatting import md_escape
-from eval_scripts.report.options import SCATTER_CHOICES
+from eval_scripts.report.options import DEFAULT_TITLE, ReportOptions
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
 from eval_scripts.report.sensitivity_view import (
     resampling_sentence,
@@ -62,7 +62,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
@@ -390,40 +390,32 @@ REPORT_WRITER = "report"
 def write_report(
     results_list: Sequence[Mapping[str, Any]],
     out_dir: str | Path | OutputFolder,
+    options: ReportOptions | None = None,
     *,
     references: Mapping[tuple[str, str], float] | None = None,
-    title: str = "MIS-Bench report",
-    stem: str = "report",
     sources: Sequence[str] | None = None,
-    reference: str | None = None,
-    comparison_bootstrap: int = PAPER_BOOTSTRAP,
-    seed: int = 0,
-    resample: str = DEFAULT_RESAMPLE,
-    scatters: str = "best",
     raters: Labels | None = None,
-    about: About | None = None,
     cross_validation: Mapping[str, Any] | None = None,
-    by: Sequence[str] = (),
 ) -> ReportFiles:
-    """The report of scored results objects (see the module docstring).
+    """The report of scored results objects (see the module docstring), drawn as `options` say
+    (`report.options.ReportOptions`: title, file stem, the comparison's reference and resampling, scatters,
+    subgroups, what the runs were run on; default: `ReportOptions()`).
 
     Everything lands in `out_dir` as `{stem}.md`, `{stem}.html` (PNG figures embedded as data URIs,
     so the page travels alone), `{stem}.json` and the PNG files themselves. `references` (gold
-    scores) enable the scatters, the comparison's rescoring with `comparison_bootstrap` resamples
-    and its paired tests; `reference` names the comparison's reference system or results file
-    (`sources` are the files the results came from). `scatters`: predicted-vs-gold figures for each
-    system's "best" configuration, "all" runs or "none" (they need `references`); the same runs get the
-    agreement figures (Bland-Altman, calibration, histograms). `raters` (per-rater `Labels`, needs
-    `references`) adds the model-as-one-more-rater section for each system's best configuration.
-    `about` says what the runs were run on (`report.about`; default: the runs' datasets by name), first
-    thing under the title; `cross_validation` ({"doc": `baselines.crossval.cross_validate`'s, "test_split":
-    {run name: mean ICC}}) adds its section beside the test-split numbers; `by` (`report.subgroups`, needs
-    `references`) adds agreement by subgroup and at the therapist level of each system's best configuration.
+    scores) enable the scatters, the comparison's rescoring with `options.comparison_bootstrap` resamples
+    and its paired tests, the agreement figures (Bland-Altman, calibration, histograms) of the scattered runs
+    and the subgroups of `options.by`; `sources` are the files the results came from. `raters` (per-rater
+    `Labels`, needs `references`) adds the model-as-one-more-rater section for each system's best configuration.
+    `cross_validation` ({"doc": `baselines.crossval.cross_validate`'s, "test_split": {run name: mean ICC}}) adds
+    its section beside the test-split numbers.
     """
+    options = options or ReportOptions()
+    stem, scatters, draw = options.stem, options.scatters, options.draw
     runs = by_system(run_views(results_list, sources))
-    _check_request(runs, scatters, raters, references, by)
-    about = about or _about_of(runs)
-    title = f"{title}: {about.name}" if title == "MIS-Bench report" else title
+    _check_request(runs, raters, references, options.by)
+    about = options.about or _about_of(runs)
+    title = f"{options.title}: {about.name}" if options.title == DEFAULT_TITLE else options.title
     folder = as_output_folder(out_dir, "report")
     synthetic = any(run.synthetic for run in runs)
     suffix = " (SYNTHETIC data)" if synthetic else ""
@@ -433,12 +425,11 @@ def write_report(
     scattered = {"all": runs, "best": [entry.run for entry in best], "none": []}[scatters] if references else []
     fixed, scatter_paths, plot_paths = _claim(folder, stem, scattered)  # all checked before anything is written
     heatmap_path, radar_path, markdown_path, html_path, json_path = fixed
-    draw = {"n_bootstrap": comparison_bootstrap, "seed": seed, "resample": resample}  # the comparison's and subgroups'
-    comparison = compare_systems(runs, best, references=references, reference=reference, **draw)
+    comparison = compare_systems(runs, best, references=references, reference=options.reference, **draw)
     rated = _rate(best, references, raters) if raters is not None else []
     stable = stability(runs)  # the judge's agreement with itself (the runs' readouts.json)
     perturbed, sensitivity_paths = _perturbed(runs, folder, stem)
-    grouped = _subgroups(best, references, by, draw)
+    grouped = _subgroups(best, references, options.by, draw)
     with AtomicFiles() as files:  # the report's files appear together, each whole, or none changes
         heatmap = heatmap_chart(runs, heatmap_path, title="ICC(3,1) % by configuration" + suffix, files=files)
         radar_runs = comparison.views() or [entry.run for entry in best] or runs
@@ -452,7 +443,8 @@ def write_report(
             _table3_section(best, ranks, undefined),
             _figure2_section(runs, heatmap),
             _comparison_section(comparison, radar),
-            *_closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters),
+            *_closing_sections(runs, best, plots, suffix, rated=rated, raters=raters, stable=stable),
+            *_scatter_sections(scatter_files, scatters),
         ]
         sections += [_subgroups_section(grouped)] if grouped else []
         if cross_validation:
@@ -504,25 +496,22 @@ def _subgroups_section(grouped: Sequence[Mapping[str, Any]]) -> _Section:
     return _Section("Agreement by subgroup and at the therapist level", paragraphs, tables, [])
 
 
-def _check_request(runs, scatters: str, raters, references, by: Sequence[str] = ()) -> None:
+def _check_request(runs, raters, references, by: Sequence[str] = ()) -> None:
     if not runs:
         raise UsageError("nothing to report: no results given")
-    if scatters not in SCATTER_CHOICES:
-        raise UsageError(f"--scatters must be one of {', '.join(SCATTER_CHOICES)}, got {scatters!r}")
     if raters is not None and references is None:
         raise UsageError("the model-as-rater section needs the gold scores too", hint="pass --references as well")
     if by and references is None:
         raise UsageError("agreement by subgroup needs the gold scores", hint="pass --references as well")
 
 
-def _closing_sections(runs, best, plots, suffix, rated, raters, stable, scatter_files, scatters) -> list:
-    """The sections after the comparison: errors, agreement, model as a rater, stability, scatters."""
+def _closing_sections(runs, best, plots, suffix, *, rated, raters, stable) -> list:
+    """The sections after the comparison, before the scatters: errors, agreement, model as a rater, stability."""
     return [
         _errors_section(runs),
         _agreement_section(best, plots, suffix),
         *([_raters_section(rated, str(raters.path))] if raters is not None else []),
         *_stability_sections(stable),
-        *_scatter_sections(scatter_files, scatters),
     ]
 
 

@@ -298,6 +298,7 @@ def _publish(staging: Path, out_dir: Path) -> None:
 def build_dataset(
     release_dir: str | Path | None,
     out_dir: str | Path = DEFAULT_OUT,
+    *,
     labels: str | Path | Labels | None = None,
     transcripts: str | Path | None = None,
     split_by: str = "video",
@@ -338,9 +339,8 @@ def build_dataset(
     layout = _SplitLayout.make(video_ids, split_by, seed)
     # Written aside and swapped in whole; a staging folder a killed build left is removed here.
     with staging_folder(out_dir.parent, _staging_prefix(out_dir)) as staging, _no_space_names(staging, out_dir):
-        written = _write_configs(
-            staging, index, video_ids, transcript_map, label_set, layout, max_shard_bytes, max_seconds, progress
-        )
+        limits = {"max_shard_bytes": max_shard_bytes, "max_seconds": max_seconds, "progress": progress}
+        written = _write_configs(staging, index, video_ids, transcript_map, label_set, layout, **limits)
         problems += written.problems
         if strict and problems:
             raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)
@@ -348,8 +348,9 @@ def build_dataset(
         with step(
             "building MIS-Bench: agreement, statistics, figures, card", total=2, unit="part", show=progress
         ) as done:
+            given = (release_dir, transcripts, labels)
             report = _report(
-                out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems
+                out_dir, given, label_set, index, transcript_map, layout, written=written, problems=problems
             )
             done.update()
             report.split_by, report.seed = split_by, seed
@@ -394,8 +395,10 @@ def _label_fields(labels: str | Path | Labels | None, label_set: Labels | None, 
     }
 
 
-def _report(out_dir, release_dir, transcripts, labels, label_set, index, transcript_map, layout, written, problems):
-    """The BuildReport of a finished write (split_by and seed are set by the caller)."""
+def _report(out_dir, given, label_set, index, transcript_map, layout, *, written, problems):
+    """The BuildReport of a finished write (split_by and seed are set by the caller); `given`: the release
+    folder, transcripts and labels it was built from, as the caller named them."""
+    release_dir, transcripts, labels = given
     return BuildReport(
         out_dir=str(out_dir),
         release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
@@ -523,6 +526,7 @@ def _write_configs(
     transcript_map: dict[str, str] | None,
     label_set: Labels | None,
     layout: _SplitLayout,
+    *,
     max_shard_bytes: int,
     max_seconds: float,
     progress: bool,

@@ -73,11 +73,13 @@ class BuiltDataset:
 
     @classmethod
     def of_each(cls, datasets: Sequence[DatasetSource | None], *, where: str = "dataset") -> list[BuiltDataset | None]:
-        """`of` of each; the same folder named twice (or the same object) is opened once and shared."""
+        """`of` of each; the same folder named twice (by path or by an open handle) or the same object is opened
+        once and shared."""
         opened: dict[Any, BuiltDataset | None] = {}
         handles = []
         for dataset in datasets:
-            key = resolve_path(dataset) if isinstance(dataset, (str, Path)) else id(dataset)
+            folder = dataset.path if isinstance(dataset, BuiltDataset) else dataset
+            key = resolve_path(folder) if isinstance(folder, (str, Path)) else id(dataset)
             if key not in opened:
                 opened[key] = cls.of(dataset, where=where)
             handles.append(opened[key])

@@ -10,7 +10,7 @@ import argparse
 import math
 import os
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,16 @@ def option(
     spec = {"help": help, "flag": flag, "dest": dest, "aliases": tuple(aliases), "type": type, "choices": choices}
     spec.update(metavar=metavar, action=action, section=section, cli_default=cli_default)
     return spec
+
+
+def argparse_metadata(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """An `option`'s help and choices in the words of `HfArgumentParser` (TRL's `TrlParser`), which passes a
+    field's metadata to `add_argument` as it is and takes the type from the field: a config parsed by it
+    embeds fields declared with `option` through this."""
+    kept = {"help": spec["help"]}
+    if spec.get("choices") is not None:
+        kept["choices"] = list(spec["choices"])
+    return kept
 
 
 def _number(kind: type, text: str) -> float | int:

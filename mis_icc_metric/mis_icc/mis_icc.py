@@ -114,6 +114,7 @@ class MisIcc(evaluate.Metric):
         references,
         video_ids,
         dimensions,
+        *,
         n_bootstrap=DEFAULT_BOOTSTRAP,
         seed=0,
         confidence=0.95,
