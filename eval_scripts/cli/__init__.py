@@ -13,6 +13,7 @@ appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
 The CLI only parses arguments, calls one library function and prints; nothing outside `cli/` imports it.
 
 - `args`: argument types and output helpers shared by every subcommand.
+- `batch`: `mis-bench batch export|import` (provider batch files of a model run; `run --export-batch` is its alias).
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
 - `calibrate`: `mis-bench calibrate` (and `--apply`).
@@ -26,6 +27,8 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `report`: `mis-bench report`.
 - `reproduce`: `mis-bench reproduce table4|table6`.
 - `run`: `mis-bench run`.
+- `run_flags`: the flags of a model run and the RunConfig they give, shared by `run` and `batch`.
+- `run_lines`: what a model run prints (summary, run line, problems, exit code, dry-run plan), for `run` and `batch`.
 - `score`: `mis-bench score` and `mis-bench compare`.
 - `stats`: `mis-bench stats`.
 - `synth`: `mis-bench synth`.
@@ -44,6 +47,7 @@ import threading
 from collections.abc import Sequence
 
 from eval_scripts.cli import (
+    batch,
     build,
     cache,
     calibrate,
@@ -83,6 +87,7 @@ SUBCOMMANDS = (
     estimate,
     plan,
     run,
+    batch,
     parse,
     cache,
     report,
