@@ -56,7 +56,7 @@ def test_generating_the_default_sample_names_no_temporary_folder(tmp_path, monke
     """The first run's lines name the sample's folders, never the staging folder renamed away after it."""
     import logging
 
-    from mis_bench_dataset.dimensions import sample
+    from mis_bench_dataset.synth import sample
 
     monkeypatch.setattr(sample, "DEFAULT_SAMPLE_VIDEOS", 12)  # the same code path, a small sample
     with caplog.at_level(logging.DEBUG):

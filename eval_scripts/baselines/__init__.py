@@ -31,7 +31,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         **dict.fromkeys(("BASELINES", "FeatureRidgeBaseline", "MeanBaseline", "make_baseline"), ".models"),
-        **dict.fromkeys(("run_baseline", "BaselineRun"), ".run"),
+        **dict.fromkeys(("run_baseline", "BaselineRun"), ".baseline_run"),
         **dict.fromkeys(("MODALITY_GROUPS", "summarise"), ".summaries"),
     },
 )
