@@ -73,7 +73,9 @@ def _model_configs(args: argparse.Namespace, command: str) -> list:
     from mis_bench_dataset.toolkit.errors import UsageError
 
     if not (args.model and args.backend):
-        raise UsageError("give both --backend and --model", hint="the flags of the run it stands for: --backend openai --model M")
+        raise UsageError(
+            "give both --backend and --model", hint="the flags of the run it stands for: --backend openai --model M"
+        )
     return setting_configs(args, model_run_config(args, time.monotonic(), command=command))
 
 
