@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from functools import partial
 
 import pytest
 from datasets import Dataset
@@ -18,31 +19,9 @@ from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, TricklingServer, make_tiny_chat_model, scoring_rows
+from _run_args import TEST_KEY_ENV, run_args
 
-
-def _run(dataset, out, base_url, *extra) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_TEST_KEY",
-        "--dataset",
-        str(dataset),
-        "--limit",
-        "1",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        "--json",
-        *extra,
-    ]
+_run = partial(run_args, model="m", api_key_env=TEST_KEY_ENV, limit=1, as_json=True)
 
 
 def test_the_watchdog_fires_once_past_the_deadline_and_never_after_a_disarm() -> None:

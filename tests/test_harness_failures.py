@@ -11,6 +11,7 @@ import hashlib
 import json
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,7 @@ from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, scoring_rows
+from _run_args import TEST_KEY_ENV, run_args
 from _server_helpers import free_port
 
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=2.0)
@@ -58,30 +60,7 @@ def _config(out: Path, base_url: str, concurrency: int = 4, retry: RetryPolicy =
     )
 
 
-def _cli(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_TEST_KEY",
-        "--dataset",
-        str(dataset),
-        "--split",
-        "test",
-        "--limit",
-        "3",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        *extra,
-    ]
+_cli = partial(run_args, api_key_env=TEST_KEY_ENV, limit=3, flags=("--split", "test"))
 
 
 def _error_lines(err: str) -> list[str]:

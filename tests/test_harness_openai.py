@@ -21,6 +21,7 @@ from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
 
 from _harness_helpers import ChatServer, FaultPlan, scoring_rows
+from _run_args import run_args
 
 REPO = Path(__file__).resolve().parents[1]
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=0.25)
@@ -127,41 +128,13 @@ def test_backoff_is_jittered_bounded_and_honours_retry_after() -> None:
     assert policy.delay(0, 100.0, rng) == 8.0
 
 
-def _cli(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "eval_scripts.cli", "run", *args]
-
-
 def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_build) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     out = tmp_path / "runs"
     cache = out / "responses.cache.jsonl"
     with ChatServer(delay_s=0.1) as server:
-        args = _cli(
-            [
-                "--backend",
-                "openai",
-                "--model",
-                "fake-model",
-                "--base-url",
-                server.base_url,
-                "--api-key-env",
-                "MIS_BENCH_UNSET",
-                "--dataset",
-                str(synthetic_build),
-                "--split",
-                "test",
-                "--prompt",
-                "cot",
-                "--out",
-                str(out),
-                "--concurrency",
-                "2",
-                "--no-progress",
-                "--bootstrap",
-                "0",
-                "--json",
-            ]
-        )
+        run = run_args(synthetic_build, out, server.base_url, "--split", "test", "--prompt", "cot", concurrency=2)
+        args = [sys.executable, "-m", "eval_scripts.cli", *run, "--json"]
         victim = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

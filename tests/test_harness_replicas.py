@@ -8,6 +8,7 @@ import contextlib
 import json
 import socket
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _run_args import run_args
 
 ROWS = 32  # --limit 4: four videos x eight dimensions
 
@@ -131,34 +133,7 @@ class KillableServer(ChatServer):
         threading.Thread(target=self.httpd.shutdown, daemon=True).start()
 
 
-def _run(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
-    base = [arg for url in urls for arg in ("--base-url", url)]
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--dataset",
-        str(build),
-        "--limit",
-        "4",
-        "--out",
-        str(out),
-        *base,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--backoff-base",
-        "0.01",
-        "--backoff-max",
-        "0.05",
-        "--concurrency",
-        "2",
-        *extra,
-    ]
+_run = partial(run_args, limit=4, backoff_base=0.01, backoff_max=0.05, concurrency=2)
 
 
 def _answers(out: Path) -> dict[str, str]:

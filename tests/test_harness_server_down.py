@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, scoring_rows
+from _run_args import run_args
 from _server_helpers import ChatServerProcess
 
 ROWS = 32  # --limit 4: four videos x eight dimensions
@@ -50,30 +52,7 @@ class KillAfter(threading.Thread):
         self.killed_at = time.monotonic()
 
 
-def _args(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
-    base = [arg for url in urls for arg in ("--base-url", url)]
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--dataset",
-        str(build),
-        "--limit",
-        "4",
-        "--out",
-        str(out),
-        *base,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--concurrency",
-        "2",
-        *extra,
-    ]
+_args = partial(run_args, limit=4, concurrency=2)
 
 
 def _killed_mid_run(build: Path, out: Path, servers: list[ChatServerProcess], capsys, *extra: str):

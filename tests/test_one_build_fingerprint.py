@@ -15,16 +15,13 @@ from mis_bench_dataset.dataset import format as fmt
 from mis_bench_dataset.dataset.handle import BuiltDataset
 
 from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
 
 def _model_run(dataset: Path, out: Path, monkeypatch, capsys) -> Path:
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", "k")
     with ChatServer() as server:
-        args = [
-            *("run", "--backend", "openai", "--model", "org/judge", "--base-url", server.base_url),
-            *("--api-key-env", "MIS_BENCH_TEST_KEY", "--dataset", str(dataset), "--out", str(out)),
-            *("--bootstrap", "0", "--no-progress", "--json"),
-        ]
+        args = run_args(dataset, out, server.base_url, model="org/judge", api_key_env=TEST_KEY_ENV, as_json=True)
         assert main(args) == 0
     return Path(json.loads(capsys.readouterr().out)["results"])
 

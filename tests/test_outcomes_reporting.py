@@ -21,9 +21,9 @@ from eval_scripts.report.formatting import MISSING
 from eval_scripts.report.table import rates_table, run_views
 from eval_scripts.report.text_table import format_table
 from mis_bench_dataset.dataset.loading import gold_references
-from tests._leaderboard_helpers import make_results
 
 from _harness_helpers import ChatServer, scoring_rows
+from _leaderboard_helpers import make_results
 
 N_VIDEOS = 6
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from eval_scripts.report.stability import stability_tables
 from _batch_helpers import read_batch_input
 from _harness_helpers import ChatServer, prompt_text
 from _readout_helpers import logprob_answer
+from _run_args import run_args
 
 MODEL = "fake-model"
 # The greedy digit is the most likely one, yet the mass below it pulls the expectation inside [1, 5].
@@ -63,32 +65,7 @@ class Responder:
         return 200, logprob_answer(text, reply, integer_top=integer, fraction_top=fraction)
 
 
-def _run(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        MODEL,
-        "--dataset",
-        str(build),
-        "--limit",
-        "4",
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--max-retries",
-        "0",
-        "--score-from",
-        "expected",
-        *extra,
-    ]
+_run = partial(run_args, model=MODEL, limit=4, retries=0, flags=("--score-from", "expected"))
 
 
 def _jsonl(path: Path) -> list[dict]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 from _batch_helpers import read_batch_input
 from _harness_helpers import ChatServer, prompt_text
 from _readout_helpers import FRACTION_TOP, INTEGER_TOP, hand_expected, logprob_answer, logprob_responder
+from _run_args import run_args
 
 MODEL = "fake-model"
 
@@ -71,31 +73,7 @@ def test_what_cannot_be_read_has_no_expected_score_and_says_why(positions, reaso
     assert result.score is None and reason in result.reason
 
 
-def _run(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        MODEL,
-        "--dataset",
-        str(build),
-        "--limit",
-        "1",
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--max-retries",
-        "0",
-        "--json",
-        *extra,
-    ]
+_run = partial(run_args, model=MODEL, limit=1, retries=0, as_json=True)
 
 
 def _jsonl(path: Path) -> list[dict]:

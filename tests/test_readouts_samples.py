@@ -11,10 +11,10 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
-from _independent import anova_icc, ftest_ci, pingouin_icc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +22,8 @@ from eval_scripts.harness.readout_agreement import icc_block, run_agreement, spr
 from eval_scripts.harness.response_cache import iter_records
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _independent import anova_icc, ftest_ci, pingouin_icc
+from _run_args import run_args
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,12 +38,7 @@ def seeded_reply(body: dict) -> tuple[int, dict]:
     return 200, chat_completion(text, reply=f"{value:.1f}")
 
 
-def _args(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run", "--backend", "openai", "--model", "fake-model", "--base-url", base_url, "--api-key-env",
-        "MIS_BENCH_UNSET", "--dataset", str(build), "--out", str(out), "--no-progress", "--bootstrap", "0",
-        "--json", "--samples", "3", "--temperature", "0.7", "--concurrency", "2", *extra,
-    ]  # fmt: skip
+_args = partial(run_args, as_json=True, concurrency=2, flags=("--samples", "3", "--temperature", "0.7"))
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ expected readout. Against a real HTTP server on loopback answering what each cas
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,14 +15,11 @@ from eval_scripts.cli import main
 from eval_scripts.harness.readouts import SampleOutcome, out_of_range, row_readout
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _run_args import TEST_KEY_ENV, run_args
 
-
-def _args(dataset, out, base_url, *extra):
-    return [
-        *("run", "--backend", "openai", "--model", "m", "--base-url", base_url, "--api-key-env", "MIS_BENCH_TEST_KEY"),
-        *("--dataset", str(dataset), "--limit", "2", "--out", str(out), "--bootstrap", "0", "--no-progress"),
-        *("--max-retries", "1", "--backoff-base", "0.001", "--backoff-max", "0.002", *extra),
-    ]
+_args = partial(
+    run_args, model="m", api_key_env=TEST_KEY_ENV, limit=2, retries=1, backoff_base=0.001, backoff_max=0.002
+)
 
 
 def _answering(reply: str, finish_reason: str = "stop", every_other: str | None = None):

@@ -5,6 +5,7 @@ and `leaderboard` show both runs, each labelled by what differs. Runs against a 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,15 +13,9 @@ import pytest
 from eval_scripts.cli import main
 
 from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
-
-def _run(dataset: Path, out: Path, base_url: str, *extra: str) -> dict:
-    args = [
-        *("run", "--backend", "openai", "--model", "org/judge", "--base-url", base_url),
-        *("--api-key-env", "MIS_BENCH_TEST_KEY", "--dataset", str(dataset), "--out", str(out)),
-        *("--bootstrap", "0", "--no-progress", "--prompt", "direct", "--json", *extra),
-    ]
-    return args
+_run = partial(run_args, model="org/judge", api_key_env=TEST_KEY_ENV, as_json=True, flags=("--prompt", "direct"))
 
 
 @pytest.fixture()

@@ -5,6 +5,7 @@ on stderr and in the results; --strict-model refuses such answers (failed rows, 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _run_args import run_args
 
 ROWS = 16  # --limit 2: two videos x eight dimensions
 
@@ -57,14 +59,7 @@ class OtherModelServer(ChatServer):
         super().__init__(respond=lambda body: (200, chat_completion(prompt_text(body), model=served)))
 
 
-def _args(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
-    base = [arg for url in urls for arg in ("--base-url", url)]
-    return [
-        "run", "--backend", "openai", "--model", "fake-model", "--dataset", str(build), "--limit", "2",
-        "--out", str(out), *base, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress", "--bootstrap", "0",
-        "--concurrency", "2", "--max-retries", "1", "--backoff-base", "0.001", "--backoff-max", "0.002", "--json",
-        *extra,
-    ]  # fmt: skip
+_args = partial(run_args, limit=2, concurrency=2, retries=1, backoff_base=0.001, backoff_max=0.002, as_json=True)
 
 
 def test_a_replica_serving_another_model_is_recorded_and_warned_about(synthetic_build, tmp_path, capsys) -> None:

@@ -88,13 +88,14 @@ def _add_batch_options(parser: argparse.ArgumentParser) -> None:
     mode.add_argument(
         "--export-batch",
         metavar="FILE.jsonl",
-        help=f"{MOVED.format(old='--export-batch FILE', new='batch export FILE')} (default: none, a live run)",
+        help="moved: `mis-bench batch export FILE` with the same flags; this older form still works (default: none, "
+        "a live run)",
     )
     mode.add_argument(
         "--import-batch",
         metavar="FILE.jsonl",
         action="append",
-        help=f"{MOVED.format(old='--import-batch FILE', new='batch import FILE...')}; repeatable",
+        help="moved: `mis-bench batch import FILE...` with the same flags; this older form still works (repeatable)",
     )
     group.add_argument(
         "--price-in",
