@@ -12,7 +12,6 @@ from pathlib import Path
 
 from eval_scripts.cli import main
 
-from _harness_helpers import ChatServer
 from _run_args import TEST_KEY_ENV, run_args
 
 
@@ -74,9 +73,9 @@ def _strict_lines(path: Path) -> list[dict]:
     return [json.loads(line, parse_constant=refuse) for line in lines]
 
 
-def _first_run(dataset: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+def _first_run(dataset: Path, tmp_path: Path, chat_server) -> tuple[Path, list[str]]:
     out = tmp_path / "out"
-    with ChatServer() as server:
+    with chat_server() as server:
         args = _run_args(dataset, out, server.base_url)
         assert main(args) == 0
     return out / "responses.cache.jsonl", args

@@ -305,17 +305,17 @@ def test_a_path_pyarrow_cannot_open_under_the_c_locale_is_one_clear_line(synthet
     assert "b\\xf9ild" in line and "UTF-8 locale" in line
 
 
-def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(synthetic_build, tmp_path) -> None:
+def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(
+    synthetic_build, tmp_path, chat_server
+) -> None:
     import signal
     import time
 
     from eval_scripts.harness.response_cache import iter_records
 
-    from _harness_helpers import ChatServer
-
     out = tmp_path / "out"
     cache = out / "responses.cache.jsonl"
-    with ChatServer(delay_s=0.2) as server:
+    with chat_server(delay_s=0.2) as server:
         run = run_args(
             synthetic_build, out, server.base_url, model="m", limit=3, concurrency=2, api_key_env=TEST_KEY_ENV
         )

@@ -11,7 +11,6 @@ from eval_scripts.cli import main
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE, UsageError
 from mis_bench_dataset.toolkit.urls import http_url, http_url_list
 
-from _harness_helpers import ChatServer
 from _run_args import run_args
 
 # (URL, what the error must say is wrong with it)
@@ -76,8 +75,10 @@ def test_what_errors_show_of_a_url_hides_the_password_and_the_query_values() -> 
     assert [u.url for u in http_url_list(given, where="--base-url")] == ["http://a/v1", "http://b/v1"]
 
 
-def test_an_azure_style_query_string_reaches_the_server_on_every_request(synthetic_build, tmp_path, capsys):
-    with ChatServer() as first, ChatServer() as second:
+def test_an_azure_style_query_string_reaches_the_server_on_every_request(
+    synthetic_build, tmp_path, capsys, chat_server
+):
+    with chat_server() as first, chat_server() as second:
         urls = [f"{server.base_url}?api-version=2024-06-01" for server in (first, second)]
         args = run_args(synthetic_build, tmp_path / "runs", ",".join(urls), limit=2)
         assert main(args) == 0
@@ -87,8 +88,8 @@ def test_an_azure_style_query_string_reaches_the_server_on_every_request(synthet
     capsys.readouterr()
 
 
-def test_https_to_a_plain_http_server_is_one_line_saying_so(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer() as server:
+def test_https_to_a_plain_http_server_is_one_line_saying_so(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server() as server:
         url = server.base_url.replace("http://", "https://")
         code = main(run_args(synthetic_build, tmp_path / "runs", url, limit=1, api_key_env=None, bootstrap=None))
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

@@ -26,7 +26,6 @@ from mis_bench_dataset.dataset import format as fmt
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 from _batch_helpers import closed_port_url
-from _harness_helpers import ChatServer
 from _run_args import run_args
 
 
@@ -200,8 +199,8 @@ def test_a_dry_run_grid_opens_the_dataset_once(synthetic_build, tmp_path, capsys
     _assert_opened_once(counts)
 
 
-def test_a_grid_against_a_server_opens_the_dataset_once(synthetic_build, tmp_path, capsys):
-    with ChatServer() as server, counting_reads() as counts:
+def test_a_grid_against_a_server_opens_the_dataset_once(synthetic_build, tmp_path, capsys, chat_server):
+    with chat_server() as server, counting_reads() as counts:
         code = main([*_grid(synthetic_build, tmp_path / "live", server.base_url, "--json")])
     entries = json.loads(capsys.readouterr().out)
     assert code == 0 and len(entries) == 8 and all("refused" not in e for e in entries), entries

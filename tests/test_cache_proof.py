@@ -28,7 +28,6 @@ from eval_scripts.harness.response_cache import (
 )
 from mis_bench_dataset.toolkit.errors import EXIT_DATA, EXIT_USAGE, UsageError
 
-from _harness_helpers import ChatServer
 from _run_args import TEST_KEY_ENV, run_args
 
 
@@ -293,9 +292,9 @@ def test_the_cache_command_checks_merges_and_refuses_its_inputs(tmp_path, capsys
     assert "not a response cache" in capsys.readouterr().err
 
 
-def test_two_machines_caches_merged_serve_a_run_without_calls(synthetic_build, tmp_path) -> None:
+def test_two_machines_caches_merged_serve_a_run_without_calls(synthetic_build, tmp_path, chat_server) -> None:
     common = {"model": "m", "api_key_env": TEST_KEY_ENV}
-    with ChatServer() as server:
+    with chat_server() as server:
         for machine, limit in (("m1", 1), ("m2", 2)):
             assert main(run_args(synthetic_build, tmp_path / machine, server.base_url, limit=limit, **common)) == 0
         merged = tmp_path / "merged.jsonl"

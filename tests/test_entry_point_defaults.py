@@ -17,7 +17,6 @@ from eval_scripts.cli.args import config_from_args
 from eval_scripts.harness.config import RunConfig
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
-from _harness_helpers import ChatServer
 from _run_args import run_args
 
 EXPECTED = (DEFAULT_BOOTSTRAP, DEFAULT_SEED)
@@ -56,10 +55,10 @@ def test_runconfig_and_the_command_line_have_the_same_defaults():
             assert getattr(from_args, item.name) == getattr(config, item.name), item.name
 
 
-def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_build, tmp_path, asked):
+def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_build, tmp_path, asked, chat_server):
     from eval_scripts.harness.runner import run_setting
 
-    with ChatServer() as server:
+    with chat_server() as server:
         args = run_args(
             synthetic_build, tmp_path / "cli", server.base_url, model="m", limit=1, bootstrap=None, retries=0
         )

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from eval_scripts.cli import main
 
 from _batch_helpers import UNKNOWN_ID, closed_port_url, read_batch_input, simulate_provider
-from _harness_helpers import ChatServer, fake_reply, fake_usage, prompt_text
+from _harness_helpers import fake_reply, fake_usage, prompt_text
 from _run_args import batch_args, run_args
 
 GRID = ["--grid", "--modalities", "text,audio+text", "--prompts", "direct,cot"]
@@ -86,7 +86,9 @@ def exported(synthetic_build, tmp_path_factory):
     return root / "batch" / "in.jsonl"
 
 
-def test_import_equals_a_live_run_with_the_same_answers(synthetic_build, exported, tmp_path, capsys) -> None:
+def test_import_equals_a_live_run_with_the_same_answers(
+    synthetic_build, exported, tmp_path, capsys, chat_server
+) -> None:
     fates = simulate_provider([exported], tmp_path / "out.jsonl", seed=3)
     assert len(fates.by_id) == 4 * 16 and len(fates.ids("ok")) == 64 - 9
     batch_out, live_out = tmp_path / "from-batch", tmp_path / "live"
@@ -99,7 +101,7 @@ def test_import_equals_a_live_run_with_the_same_answers(synthetic_build, exporte
     duplicated = [line for line in err.splitlines() if "on more than one line" in line]
     assert UNKNOWN_ID in err and len(duplicated) == 1 and duplicated[0].split(": ")[-1] in fates.ids("ok")
 
-    with ChatServer(respond=fates.respond) as server:
+    with chat_server(respond=fates.respond) as server:
         capsys.readouterr()
         assert main(_run(synthetic_build, live_out, server.base_url, *GRID, "--concurrency", "1")) == 3
     assert server.requests == 64
@@ -148,8 +150,8 @@ def test_token_totals_equal_the_sum_of_the_responses_usage(synthetic_build, expo
     assert totals == fates.expected_usage()  # the simulator's own counts of what it answered
 
 
-def test_live_run_usage_totals_and_summary_line(tmp_path, capsys, synthetic_build) -> None:
-    with ChatServer() as server:
+def test_live_run_usage_totals_and_summary_line(tmp_path, capsys, synthetic_build, chat_server) -> None:
+    with chat_server() as server:
         code = main(_run(synthetic_build, tmp_path, server.base_url, "--prompt", "cot", "--concurrency", "1"))
     assert code == 0
     sent = [
@@ -169,7 +171,7 @@ def test_live_run_usage_totals_and_summary_line(tmp_path, capsys, synthetic_buil
 
 
 def test_reexport_holds_exactly_the_unanswered_rows_and_a_live_run_asks_only_for_them(
-    synthetic_build, exported, tmp_path
+    synthetic_build, exported, tmp_path, chat_server
 ) -> None:
     fates = simulate_provider([exported], tmp_path / "out.jsonl", seed=7)
     out = tmp_path / "runs"
@@ -185,13 +187,13 @@ def test_reexport_holds_exactly_the_unanswered_rows_and_a_live_run_asks_only_for
 
     # importing the same output twice adds nothing; a live run afterwards asks exactly for the unanswered rows
     assert main(_batch("import", tmp_path / "out.jsonl", synthetic_build, out, closed_port_url(), *GRID)) == 3
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run(synthetic_build, out, server.base_url, *GRID)) == 0
     assert server.requests == 9
     assert {prompt_text(body) for body in server.bodies} == {prompt_text(fates.bodies[i]) for i in unanswered}
 
 
-def test_export_bodies_are_the_live_bodies_and_ids_are_stable(synthetic_build, exported, tmp_path) -> None:
+def test_export_bodies_are_the_live_bodies_and_ids_are_stable(synthetic_build, exported, tmp_path, chat_server) -> None:
     lines = read_batch_input([exported])
     assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
     ids = [line["custom_id"] for line in lines]
@@ -199,7 +201,7 @@ def test_export_bodies_are_the_live_bodies_and_ids_are_stable(synthetic_build, e
     for request_id in ids:
         setting, video, dimension, key = request_id.split("/")
         assert setting.split("__")[0] in ("text", "audio-text") and len(key) == 24 and dimension in request_id
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run(synthetic_build, tmp_path, server.base_url, *GRID)) == 0
     assert sorted(map(json.dumps, server.bodies)) == sorted(json.dumps(line["body"]) for line in lines)
     second = tmp_path / "second.jsonl"
@@ -449,7 +451,7 @@ def test_conflicting_answers_are_not_imported_and_answers_beat_errors_across_fil
     assert prediction() == 2.5  # the answer counts, the expired line before it does not
 
 
-def test_prefix_order_changes_no_result(tmp_path) -> None:
+def test_prefix_order_changes_no_result(tmp_path, chat_server) -> None:
     from datasets import Dataset
 
     from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
@@ -463,7 +465,7 @@ def test_prefix_order_changes_no_result(tmp_path) -> None:
     rows = Dataset.from_list(scoring_rows(5, seed=2))
     runs = {}
     for name, cls in (("ordered", OpenAIBackend), ("unordered", Unordered)):
-        with ChatServer() as server:
+        with chat_server() as server:
             backend = cls(
                 MODEL, base_url=server.base_url, concurrency=1, retry=RetryPolicy(0), api_key_env="MIS_BENCH_UNSET"
             )

@@ -33,8 +33,8 @@ def _bodies(server: ChatServer, start: int) -> list[str]:
     return sorted(json.dumps(body, sort_keys=True) for body in server.bodies[start:])
 
 
-def test_perturbed_arms_are_sent_and_the_unperturbed_arm_is_not(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer(respond=_by_length) as server:
+def test_perturbed_arms_are_sent_and_the_unperturbed_arm_is_not(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(respond=_by_length) as server:
         out = tmp_path / "out"
         assert main(_run(synthetic_build, out, server.base_url)) == 0
         rows = server.requests
@@ -62,9 +62,9 @@ def test_perturbed_arms_are_sent_and_the_unperturbed_arm_is_not(synthetic_build,
         assert server.requests == 3 * rows
 
 
-def test_same_seed_byte_identical_requests_other_seed_other_requests(synthetic_build, tmp_path) -> None:
+def test_same_seed_byte_identical_requests_other_seed_other_requests(synthetic_build, tmp_path, chat_server) -> None:
     sent = {}
-    with ChatServer(respond=_by_length) as server:
+    with chat_server(respond=_by_length) as server:
         for name, seed in (("first", "7"), ("again", "7"), ("other", "8")):
             out = tmp_path / name
             assert main(_run(synthetic_build, out, server.base_url)) == 0
@@ -78,8 +78,8 @@ def test_same_seed_byte_identical_requests_other_seed_other_requests(synthetic_b
     assert sent["first"] != sent["other"]
 
 
-def test_without_the_unperturbed_answers_nothing_is_sent(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer(respond=_by_length) as server:
+def test_without_the_unperturbed_answers_nothing_is_sent(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(respond=_by_length) as server:
         assert main(_run(synthetic_build, tmp_path / "out", server.base_url, "--perturb", "padded")) == 2
         assert server.requests == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mis-bench")]
@@ -88,18 +88,20 @@ def test_without_the_unperturbed_answers_nothing_is_sent(synthetic_build, tmp_pa
 
 
 @pytest.mark.parametrize("names", ["bogus", "system-in-user"])
-def test_bad_perturbations_are_one_line_before_any_request(synthetic_build, tmp_path, capsys, names) -> None:
-    with ChatServer(respond=_by_length) as server:
+def test_bad_perturbations_are_one_line_before_any_request(
+    synthetic_build, tmp_path, capsys, names, chat_server
+) -> None:
+    with chat_server(respond=_by_length) as server:
         assert main(_run(synthetic_build, tmp_path / "out", server.base_url, "--perturb", names)) == 2
         assert server.requests == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mis-bench")]
     assert len(lines) == 1 and "--perturb" in lines[0]
 
 
-def test_the_paraphrase_arms_give_every_source_of_variance(synthetic_build, tmp_path, capsys) -> None:
+def test_the_paraphrase_arms_give_every_source_of_variance(synthetic_build, tmp_path, capsys, chat_server) -> None:
     import statistics
 
-    with ChatServer(respond=_by_length) as server:
+    with chat_server(respond=_by_length) as server:
         out = tmp_path / "out"
         assert main(_run(synthetic_build, out, server.base_url)) == 0
         capsys.readouterr()

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from _harness_helpers import ChatServer
 from _run_args import TEST_KEY_ENV, run_args
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,11 +63,11 @@ def _bars(text: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_run_and_a_report_of_three_runs_draw_no_bar_into_a_file(synthetic_build, tmp_path):
+def test_a_run_and_a_report_of_three_runs_draw_no_bar_into_a_file(synthetic_build, tmp_path, chat_server):
     """The harness's bar (one per setting) and the report's ("scoring runs", shown from three runs on) stay off a
     redirected stderr; `--progress` brings the run's bar back into the same kind of file."""
     out = tmp_path / "runs"
-    with ChatServer() as server:
+    with chat_server() as server:
         for index, model in enumerate(("org/one", "org/two", "org/three")):
             log = tmp_path / f"run{index}.log"
             done = _cli_to_file(_run_args(synthetic_build, out, server.base_url, model=model), log, cwd=tmp_path)

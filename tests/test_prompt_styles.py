@@ -26,7 +26,7 @@ from mis_bench_dataset.dimensions import (
 from mis_bench_dataset.protocol import PAPER_MAX_NEW_TOKENS
 
 from _batch_helpers import closed_port_url
-from _harness_helpers import ChatServer, fake_reply, prompt_text
+from _harness_helpers import fake_reply, prompt_text
 from _run_args import run_args
 
 # The values the issue fixes (the authors' MAX_NEW_TOKENS is 16, MIS-RAFT/pipeline_inference.py).
@@ -105,8 +105,8 @@ def _run(build: Path, out: Path, base_url: str, style: str, modality: str, *extr
 
 
 @pytest.fixture(scope="module")
-def server():
-    with ChatServer() as running:
+def server(chat_server):
+    with chat_server() as running:
         yield running
 
 

@@ -33,9 +33,9 @@ def _dimension_of(system: str) -> str:
 
 
 @pytest.mark.parametrize("modality", ["text", "video+text"])
-def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, capsys, modality):
+def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, capsys, modality, chat_server):
     rows = {(r["video_id"], r["dimension"]): r for r in BuiltDataset.of(synthetic_build).rows("test")}
-    with ChatServer() as server:
+    with chat_server() as server:
         assert _run(server, synthetic_build, tmp_path / "out", "--modality", modality) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == summary["parsed"] == len(server.bodies) == 16
@@ -66,8 +66,8 @@ def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, c
     assert {p["prediction"] for p in results["predictions"]} == {3.0}
 
 
-def test_paper_token_limit_can_be_raised_and_few_shot_is_refused(synthetic_build, tmp_path, capsys):
-    with ChatServer() as server:
+def test_paper_token_limit_can_be_raised_and_few_shot_is_refused(synthetic_build, tmp_path, capsys, chat_server):
+    with chat_server() as server:
         assert _run(server, synthetic_build, tmp_path / "a", "--max-tokens", "40") == 0
         assert {body["max_tokens"] for body in server.bodies} == {40}
         capsys.readouterr()

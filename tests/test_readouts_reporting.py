@@ -11,7 +11,6 @@ from test_readouts_samples import seeded_reply
 
 from eval_scripts.cli import main
 
-from _harness_helpers import ChatServer
 from _independent import pingouin_icc
 from _readout_helpers import logprob_answer
 from _run_args import run_args
@@ -30,9 +29,9 @@ def _run(build: Path, out: Path, url: str, *extra: str) -> dict:
 
 
 @pytest.fixture
-def two_runs(synthetic_build, tmp_path, capsys):
+def two_runs(synthetic_build, tmp_path, capsys, chat_server):
     flags = ("--score-from", "expected", "--samples", "2", "--temperature", "0.7")
-    with ChatServer(respond=_with_logprobs) as server:
+    with chat_server(respond=_with_logprobs) as server:
         _run(synthetic_build, tmp_path / "first", server.base_url, *flags)
         first = json.loads(capsys.readouterr().out)
         _run(synthetic_build, tmp_path / "second", server.base_url, *flags, "--seed", "1")

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from eval_scripts.harness.readout_agreement import icc_block, run_agreement, spread_summary
 from eval_scripts.harness.response_cache import iter_records
 
-from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _harness_helpers import chat_completion, prompt_text
 from _independent import anova_icc, ftest_ci, pingouin_icc
 from _run_args import run_args
 
@@ -42,11 +42,11 @@ _args = partial(run_args, as_json=True, concurrency=2, flags=("--samples", "3", 
 
 
 @pytest.mark.slow
-def test_samples_are_cached_and_a_sigkill_mid_run_loses_none(tmp_path, synthetic_build) -> None:
+def test_samples_are_cached_and_a_sigkill_mid_run_loses_none(tmp_path, synthetic_build, chat_server) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     out = tmp_path / "runs"
     cache = out / "responses.cache.jsonl"
-    with ChatServer(delay_s=0.05, respond=seeded_reply) as server:
+    with chat_server(delay_s=0.05, respond=seeded_reply) as server:
         args = [sys.executable, "-m", "eval_scripts.cli", *_args(synthetic_build, out, server.base_url)]
         victim = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120

@@ -12,7 +12,6 @@ from eval_scripts.cli import main
 from eval_scripts.harness.reparse import reparse
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 
-from _harness_helpers import ChatServer
 from _run_args import run_args
 
 QUOTE = "It is not as focused in its delivery as the maximum rating of 5."
@@ -82,8 +81,8 @@ def test_style_must_be_known(tmp_path) -> None:
     assert reparse(folder / "raw_responses.jsonl", "cot").style == "cot"
 
 
-def test_a_fresh_run_reparses_unchanged(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer() as server:
+def test_a_fresh_run_reparses_unchanged(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server() as server:
         args = run_args(synthetic_build, tmp_path / "runs", server.base_url, "--prompt", "cot", model="fake", limit=1)
         code = main([*args, "--json"])
     assert code == 0

@@ -17,7 +17,6 @@ from eval_scripts.cli import main
 from eval_scripts.formats.data_names import DEFAULT_SAMPLE_NAME, dataset_name
 from mis_bench_dataset.dimensions import SYNTHETIC_MARK
 
-from _harness_helpers import ChatServer
 from _run_args import batch_args, run_args
 
 
@@ -69,9 +68,9 @@ def test_score_and_compare(build, tmp_path, capsys):
     assert code == 0 and json.loads(out)["synthetic"] is synthetic
 
 
-def test_run_openai_dry_run_and_batch(build, tmp_path, capsys):
+def test_run_openai_dry_run_and_batch(build, tmp_path, capsys, chat_server):
     folder, synthetic = build
-    with ChatServer() as server:
+    with chat_server() as server:
         args = run_args(folder, tmp_path / "runs", server.base_url, limit=2)
         code, out, _ = _cli(capsys, *args)
         assert code == 0 and _marked(out) is synthetic

@@ -35,7 +35,8 @@ from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.jobs.default_job import DEFAULT_CV_FOLDS, DEFAULT_CV_SEEDS
 from mis_bench_dataset.dimensions import PROMPT_STYLE_TABLE
 
-# The batch files' older form (`run --export-batch/--import-batch`) still works; its help and one stderr line say so.
+# The older form of the batch files (`run --export-batch/--import-batch`) still works; one stderr line (and
+# --help) says where it moved.
 MOVED = "mis-bench run: note: `run {old}` is now `mis-bench {new}` with the same flags; this form still works"
 
 
