@@ -8,7 +8,8 @@ calling pingouin.intraclass_corr (six forms), krippendorff.alpha, scipy pearsonr
 (MAE, MSE, bias, limits of agreement, range use) per block, timed on a few resamples and extrapolated.
 Checks every replicate equals the loop's and reports peak memory (tracemalloc) of our bootstrap.
 
-With `--ref REV`, also the code before (`git show REV:mis_icc_metric/agreement.py`, imported beside this tree's)
+With `--ref REV`, also the code before (`git show REV:mis_icc_metric/agreement_statistics.py`, `agreement.py`
+before issue 38, imported beside this tree's)
 against this tree in the same run: `agreement_blocks` on the same data and on continuous predictions (a ridge's:
 nearly every prediction distinct), CPU seconds (best of --repeats), the ratio, peak traced memory, and whether
 every replicate of every statistic and the JSON entries are the same bits.
@@ -35,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_icc import best_of, make_data  # noqa: E402
 
-from mis_icc_metric.agreement import STATISTIC_KEYS, agreement_blocks, agreement_replicates  # noqa: E402
+from mis_icc_metric.agreement_statistics import STATISTIC_KEYS, agreement_blocks, agreement_replicates  # noqa: E402
 from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices  # noqa: E402
 
 PINGOUIN_ROWS = dict(
@@ -89,16 +90,16 @@ def cpu_time(repeats: int, func) -> float:
 
 
 def old_agreement(ref: str):
-    """`mis_icc_metric/agreement.py` as it was at `ref`, as a module of this tree's package (its relative imports
-    are this tree's `bootstrap`)."""
+    """`mis_icc_metric/agreement_statistics.py` as it was at `ref`, as a module of this tree's package (its relative
+    imports are this tree's `bootstrap`)."""
     from _old_tree import module_at
 
-    return module_at(ref, "mis_icc_metric/agreement.py", "mis_icc_metric._agreement_before")
+    return module_at(ref, "mis_icc_metric/agreement_statistics.py", "mis_icc_metric._agreement_before")
 
 
 def compare_with(ref: str, repeats: int, resamples: int) -> list[dict]:
     """Old and new `agreement_blocks` on the same blocks and resamples: CPU s, ratio, peak memory, same bits."""
-    from mis_icc_metric import agreement as new
+    from mis_icc_metric import agreement_statistics as new
 
     old = old_agreement(ref)
     pred, gold, ratings, valid = make_data()

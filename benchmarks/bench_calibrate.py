@@ -33,9 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
-from mis_icc_metric.agreement import agreement  # noqa: E402
+from mis_icc_metric.agreement_statistics import agreement  # noqa: E402
 from mis_icc_metric.calibration import fit_calibrator  # noqa: E402
-from mis_icc_metric.calibration_summary import SUMMARY_STATISTICS, _replicates, calibration_summary  # noqa: E402
+from mis_icc_metric.calibration_checks import SUMMARY_STATISTICS, _replicates, calibration_summary  # noqa: E402
 from mis_icc_metric.resampling import make_resampling  # noqa: E402
 
 STIMULI = ("Bethany", "Jackson", "Jessica", "John", "Lauren", "Luke", "Savannah", "Sean")

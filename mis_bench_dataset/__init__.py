@@ -1,8 +1,11 @@
 """MIS-Bench dataset: the benchmark's facts at the top, and its rooms.
 
 `dimensions`, `video_ids`, `splits`, `protocol`, `setting_inputs`, `icc` and `paper_results` are
-the benchmark's facts; `rules/` the toolkit-wide rules, `release/` reading a release, `build/`
-writing a build, `built/` reading one back (`BuiltDataset`), `synth/` the synthetic generator.
+the benchmark's facts; `toolkit/` the toolkit-wide helpers, `release/` reading a release, `builder/`
+writing a build, `dataset/` reading one back (`BuiltDataset`), `synth/` the synthetic generator.
+
+The public API is exactly `__all__`: import these names from the package
+(`from mis_bench_dataset import BuiltDataset, build_dataset`); every other module is internal and may change.
 """
 
 from mis_bench_dataset.dimensions import (
@@ -17,7 +20,7 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.toolkit.lazy import lazy_exports
-from mis_bench_dataset.video_ids import VideoId, normalize_video_id, parse_video_id
+from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, VideoId, normalize_video_id, parse_video_id
 
 # The reader/builder/generator import numpy and pyarrow: load them on first use so that
 # `mis-bench --help` (which imports this package) stays fast.
@@ -26,6 +29,11 @@ _LAZY = {
     "Problem": "mis_bench_dataset.release.problems",
     "BuildReport": "mis_bench_dataset.builder.builder",
     "BuiltDataset": "mis_bench_dataset.dataset.handle",
+    "FeatureArrays": "mis_bench_dataset.dataset.arrays",
+    "load_build": "mis_bench_dataset.dataset.loading",
+    "fetch_authors_files": "mis_bench_dataset.release.fetch",
+    "scoring_rows_from_paper_layout": "mis_bench_dataset.release.hub_layout",
+    "paper_prompt": "mis_bench_dataset.protocol",
     "build_dataset": "mis_bench_dataset.builder.builder",
     "Labels": "mis_bench_dataset.release.labels",
     "read_labels": "mis_bench_dataset.release.labels",
@@ -49,6 +57,8 @@ __all__ = [
     "SCORE_MIN",
     "SCORE_MAX",
     "resolve_dimension",
+    "STIMULI",
+    "TIME_POINTS",
     "VideoId",
     "parse_video_id",
     "normalize_video_id",
@@ -57,6 +67,11 @@ __all__ = [
     "build_dataset",
     "BuildReport",
     "BuiltDataset",
+    "FeatureArrays",
+    "load_build",
+    "fetch_authors_files",
+    "scoring_rows_from_paper_layout",
+    "paper_prompt",
     "BuildError",
     "Problem",
     "read_labels",

@@ -63,7 +63,9 @@ class GoldStats:
 
 
 SCORE_MIN = 1.0
+"""The lowest score of the scale (gold and predictions lie in [1, 5], one decimal)."""
 SCORE_MAX = 5.0
+"""The highest score of the scale."""
 SCORE_MIDPOINT = 3.0
 SCORE_LEVELS = (1, 2, 3, 4, 5)
 # The paper's zero-shot grid (section 4.1): four modality settings x two prompt styles.
@@ -253,8 +255,11 @@ DIMENSIONS: tuple[Dimension, ...] = (
     Dimension("abc", "Alliance Bond Capacity", "ABC"),
     Dimension("arrr", "Alliance Rupture-Repair Responsiveness", "ARRR"),
 )
+"""The eight FIS dimensions in the paper's order: key, name and the paper's abbreviation."""
 DIMENSION_KEYS: tuple[str, ...] = tuple(d.key for d in DIMENSIONS)
+"""The eight dimension keys (`verbal_fluency`, ..., `arrr`), the column names of every file."""
 DIMENSION_BY_KEY: dict[str, Dimension] = {d.key: d for d in DIMENSIONS}
+"""Each dimension by its key."""
 # The paper's abbreviations spelt out: the legend under every table that uses them (reports, leaderboard).
 ABBREVIATION_NAMES: dict[str, str] = {d.abbreviation: d.name for d in DIMENSIONS}
 ABBREVIATION_LEGEND: str = "Dimensions: " + "; ".join(f"{d.abbreviation} = {d.name}" for d in DIMENSIONS) + "."
@@ -270,6 +275,7 @@ HUMAN_CEILING: dict[str, Ceiling] = {
     "abc": Ceiling(0.51, 0.46, 0.55),
     "arrr": Ceiling(0.53, 0.48, 0.57),
 }
+"""Table 2: the human ceiling per dimension key, the raters' single-rater ICC(3,1) and its CI, as fractions."""
 # The mean of the eight, the ceiling's counterpart of a system's mean ICC.
 HUMAN_CEILING_MEAN: float = sum(c.icc for c in HUMAN_CEILING.values()) / len(HUMAN_CEILING)
 
@@ -284,6 +290,7 @@ GOLD_STATS: dict[str, GoldStats] = {
     "abc": GoldStats(3.564, 0.478, 1.3, 5.0),
     "arrr": GoldStats(3.433, 0.585, 1.0, 5.0),
 }
+"""Table 6: the gold scores' mean, SD, minimum and maximum per dimension key."""
 
 RUBRIC: dict[str, Rubric] = {
     "verbal_fluency": Rubric(
@@ -489,6 +496,7 @@ RUBRIC: dict[str, Rubric] = {
         ),
     ),
 }
+"""The paper's rubric (Table 5) per dimension key: the criterion and the anchor text of each score 1-5."""
 
 
 def resolve_dimension(label: str) -> str:

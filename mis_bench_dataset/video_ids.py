@@ -27,7 +27,9 @@ def id_column(header: Iterable[str]) -> str | None:
 
 
 STIMULI: tuple[str, ...] = ("Bethany", "Jackson", "Jessica", "John", "Lauren", "Luke", "Savannah", "Sean")
+"""The eight standardized patient stimulus clips a clinician responds to, as video ids name them."""
 TIME_POINTS: tuple[str, ...] = ("T1", "T2", "T3")
+"""The three time points of a clinician's responses, as video ids name them."""
 # What agreement can be broken down by (`mis_icc_metric.groups`, `mis-bench score --by`): a part of the id, or the
 # therapist level (a clinician at a time point, averaged over the stimuli, and each clinician's change T1 to T3).
 GROUPINGS: tuple[str, ...] = ("time_point", "stimulus", "clinician")
@@ -50,6 +52,8 @@ KNOWN_MISSPELLINGS = (
 
 @dataclass(frozen=True)
 class VideoId:
+    """A parsed video id: clinician, time point and stimulus (`parse_video_id`); `video_id` is its normal form."""
+
     clinician: str
     time_point: str
     stimulus: str

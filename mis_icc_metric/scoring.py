@@ -47,7 +47,7 @@ from mis_bench_dataset.icc import icc3_ci
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import exact_decimal
 
-from .agreement import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
+from .agreement_statistics import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
 from .resampling import Resampling, clinician_labels, clusters_per_block, counterpart, design_effects, make_resampling

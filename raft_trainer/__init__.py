@@ -3,6 +3,9 @@
 The loss core (`expected_decimal_score`) and digit discovery import only torch; the trainer,
 config and inference helpers are imported lazily so `import raft_trainer` stays light.
 Everything here needs the `train` extra; without it the import says which extra to install.
+
+The public API is exactly `__all__`: import these names from the package
+(`from raft_trainer import RAFTConfig, RAFTTrainer`); every other module is internal and may change.
 """
 
 from mis_bench_dataset.toolkit.errors import require_extra
@@ -24,6 +27,9 @@ __all__ = [
     "RAFTDataCollator",
     "ScoringEncoder",
     "predict_scores",
+    "generate_scores",
+    "prepare_raft_dataset",
+    "save_tiny_model",
 ]
 
 _LAZY = {
@@ -32,6 +38,9 @@ _LAZY = {
     "RAFTDataCollator": "raft_trainer.collator",
     "ScoringEncoder": "raft_trainer.data",
     "predict_scores": "raft_trainer.predict",
+    "generate_scores": "raft_trainer.predict",
+    "prepare_raft_dataset": "raft_trainer.data",
+    "save_tiny_model": "raft_trainer.tiny",
 }
 
 

@@ -37,6 +37,9 @@ RAFT_BATCH_KEYS = ("score_positions", "logits_keep", "keep_index", "keep_labels"
 
 @dataclass
 class RAFTDataCollator:
+    """Pads encoded scoring rows into a batch and adds where each score's digits are (the module docstring says
+    how), so the loss reads only those logits."""
+
     pad_token_id: int
     padding_side: str = "left"
     pad_to_multiple_of: int | None = None

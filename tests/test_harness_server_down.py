@@ -130,8 +130,8 @@ def test_replicas_that_come_back_within_the_window_finish_the_run(tmp_path, chat
             concurrency=2,
             retry=retry,
             api_key_env="MIS_BENCH_UNSET",
-            cooldown_s=0.1,
-            down_after_s=10.0,
+            cooldown=0.1,
+            down_after=10.0,
         )
         config = RunConfig(
             backend="openai", model="fake-model", out=tmp_path / "runs", backend_options=options, n_bootstrap=0

@@ -17,7 +17,7 @@ from hypothesis.extra.numpy import arrays
 
 from mis_bench_dataset.icc import ICC_FORMS, icc3_1, icc_forms, icc_table
 from mis_icc_metric import score_predictions
-from mis_icc_metric.agreement import (
+from mis_icc_metric.agreement_statistics import (
     STATISTIC_KEYS,
     agreement,
     agreement_blocks,

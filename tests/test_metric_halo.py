@@ -1,4 +1,4 @@
-"""Halo (mis_icc_metric.agreement.halo): the mean correlation between two dimensions' scores over the videos
+"""Halo (mis_icc_metric.agreement_statistics.halo): the mean correlation between two dimensions' scores over the videos
 scored on both, checked against an independent hand computation (numpy corrcoef on each pair's set of videos,
 and on the resampled rows for a bootstrap replicate)."""
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_icc_metric.agreement import halo
+from mis_icc_metric.agreement_statistics import halo
 from mis_icc_metric.scoring import score_predictions
 
 

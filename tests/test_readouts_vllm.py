@@ -29,9 +29,11 @@ class FakeLLM:
     """`vllm.LLM`: answers "3.5" with the helper's top candidates at the digit positions."""
 
     params: list = []
+    engines: list = []
 
     def __init__(self, model, **options):
         self.model = model
+        FakeLLM.engines.append(options)
 
     def chat(self, conversations, params, use_tqdm=False):
         FakeLLM.params.append(params)
@@ -105,3 +107,24 @@ def test_vllm_gets_every_prompt_in_one_call_unless_a_batch_size_is_given(monkeyp
     """vLLM's scheduler sizes its batches: the transformers backend's 8 is not inherited; --batch-size still cuts."""
     assert _chat_sizes(monkeypatch, fake_vllm, [], 20) == [20]
     assert _chat_sizes(monkeypatch, fake_vllm, ["--batch-size", "8"], 20) == [8, 8, 4]
+
+
+def test_vllm_engine_settings_arrive_typed_through_dash_m(monkeypatch, fake_vllm) -> None:
+    """`-M` reaches `vllm.LLM` typed; `--dtype` (an alias kept from before `-M`) fills the same option; the
+    settings that change answers are the ones recorded (`answer_options`)."""
+    from eval_scripts.backends.backend_options import answer_options
+
+    FakeLLM.engines = []
+    argv = ["-M", "tensor_parallel_size=2", "-M", "max_model_len=4096", "-M", "gpu_memory_utilization=0.5"]
+    _chat_sizes(monkeypatch, fake_vllm, [*argv, "--dtype", "bfloat16", "-M", "quantization=fp8"], 3)
+    (engine,) = FakeLLM.engines
+    assert engine == {
+        "dtype": "bfloat16",
+        "trust_remote_code": False,
+        "tensor_parallel_size": 2,
+        "gpu_memory_utilization": 0.5,
+        "max_model_len": 4096,
+        "quantization": "fp8",
+    }
+    backend = get_backend("vllm", "fake-model", tensor_parallel_size=2, max_model_len=4096, dtype="bfloat16")
+    assert answer_options(backend.options) == {"dtype": "bfloat16", "tensor_parallel_size": 2}

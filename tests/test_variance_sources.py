@@ -1,4 +1,4 @@
-"""Every source of variance in one table (`mis_icc_metric.variance_sources`) against hand computations: the
+"""Every source of variance in one table (`mis_icc_metric.variance_table`) against hand computations: the
 spread over prompts and samples from independent ANOVA ICCs, the resampling spread from an explicit loop over the
 plan's draws, and the combined CI from the same draws assembled by hand."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_icc_metric.resampling import make_resampling
-from mis_icc_metric.variance_sources import variance_sources
+from mis_icc_metric.variance_table import variance_sources
 
 from _independent import anova_icc, percentile_interval
 

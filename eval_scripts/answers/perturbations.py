@@ -117,7 +117,9 @@ PERTURBATIONS: dict[str, Perturbation] = {
     )
 }
 TRANSCRIPT_PERTURBATIONS = tuple(n for n, p in PERTURBATIONS.items() if p.kind == "transcript")
+"""The names of the perturbations that change a transcript (`perturb_transcripts`)."""
 PROMPT_PERTURBATIONS = tuple(n for n, p in PERTURBATIONS.items() if p.kind == "prompt")
+"""The names of the perturbations that change a rendered prompt (`perturb_prompt`)."""
 PARAPHRASE_PERTURBATIONS = ("rubric-paraphrase-a", "rubric-paraphrase-b")
 # The answer instructions of the templates and the protocol, and their rewording.
 INSTRUCTION_REWORDING = {

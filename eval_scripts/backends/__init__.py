@@ -5,6 +5,7 @@ A backend turns `Prompt`s into `Completion`s. It declares the inputs it takes
 setting it cannot serve instead of silently dropping media. Engines are imported
 lazily: `get_backend("vllm", ...)` on a machine without vLLM raises a clear error.
 
+- `backend_options`: a backend's own options, a dataclass on the backend (`Backend.Options`), read from `run -M`.
 - `base`: the backend interface (`Backend`, `Completion`, `DecodingConfig`) and the registry.
 - `deadlines`: total deadlines for blocking HTTP requests (one watchdog thread).
 - `plugins`: backends from outside: installed packages' entry points in the group `mis_bench.backends`.
@@ -17,6 +18,7 @@ lazily: `get_backend("vllm", ...)` on a machine without vLLM raises a clear erro
 
 from __future__ import annotations
 
+from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import (
     BACKEND_NAMES,
     Backend,
@@ -36,5 +38,6 @@ __all__ = [
     "DecodingConfig",
     "UnsupportedSetting",
     "backend_names",
+    "backend_option",
     "get_backend",
 ]

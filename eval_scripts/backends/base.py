@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from eval_scripts.answers.prompts import Prompt
+from eval_scripts.backends.backend_options import (
+    WHERE,
+    NoOptions,
+    keys_hint,
+    make_options,
+    option_specs,
+    typed_options,
+)
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_REGRESSION, SCORE_TEXT, prompt_style
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
@@ -133,7 +143,16 @@ class Completion:
 
 
 class Backend(ABC):
+    """A model engine behind the harness: turns `Prompt`s into `Completion`s (`complete`), declares the inputs it
+    takes (`modalities`) so a setting it cannot serve is refused before any request, and releases its engine in
+    `close`. Subclass it for a plugin (entry-point group `mis_bench.backends`, the harness page shows one).
+
+    `Options` is the dataclass of the backend's own options (`backends.backend_options`: types, defaults, help,
+    whether they change answers); the backend receives an instance as `options` (`mis-bench run -M KEY=VALUE`
+    fills it). A backend that declares none has `NoOptions`."""
+
     name: str = "backend"
+    Options: type = NoOptions
     modalities: frozenset[str] = frozenset({"text"})
     # True when requests reach the engine in the order given, so the runner sends them grouped by
     # shared prompt prefix for the server's prefix cache (`eval_scripts.harness.ordering`).
@@ -144,9 +163,13 @@ class Backend(ABC):
     # `time.monotonic()` after which nothing more is sent (the run's deadline; None: none). Rows not
     # answered by then come back failed, kind FAILURE_RUN_DEADLINE (`deadline_failure`).
     deadline: float | None = None
+    # True for backends that pick a raw video's frames themselves: the run's frame rule (`--video-sampling`, ...)
+    # reaches them as the `video_sampling` keyword.
+    picks_video_frames: bool = False
 
-    def __init__(self, model: str):
+    def __init__(self, model: str, options: object | None = None):
         self.model = model
+        self.options = self.Options() if options is None else options
 
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
@@ -193,6 +216,16 @@ def backend_names() -> tuple[str, ...]:
     return BACKEND_NAMES + tuple(installed_backends(BACKEND_NAMES))
 
 
+def backend_origins() -> dict[str, str]:
+    """name -> where each backend comes from (`module:Class`, and the distribution of an installed one), built-in
+    ones first; metadata only, no plugin imported (`mis-bench backends`)."""
+    from eval_scripts.backends.plugins import installed_backends, origin
+
+    found = {name: f"built in: {path}" for name, path in _REGISTRY.items()}
+    found.update({name: f"installed: {origin(point)}" for name, point in installed_backends(BACKEND_NAMES).items()})
+    return found
+
+
 def backend_choices_text() -> str:
     """What `--backend` may be, for help and errors: built-in names, then installed ones."""
     installed = backend_names()[len(BACKEND_NAMES) :]
@@ -201,16 +234,57 @@ def backend_choices_text() -> str:
     )
 
 
-def get_backend(name: str, model: str, **options) -> Backend:
-    """The backend `name` for `model`: a built-in one, or an installed plugin's class (`backends.plugins`)."""
+def backend_class(name: str) -> type[Backend]:
+    """The class of backend `name`: a built-in one, or an installed plugin's (loaded and checked here)."""
     if name in _REGISTRY:
         module_name, class_name = _REGISTRY[name].split(":")
-        cls = getattr(importlib.import_module(module_name), class_name)
-        return cls(model, **options)
-    backend = _installed_class(name)(model, **options)
+        return getattr(importlib.import_module(module_name), class_name)
+    return _installed_class(name)
+
+
+def typed_backend_options(name: str, pairs: Sequence[str]) -> dict[str, Any]:
+    """`mis-bench run -M KEY=VALUE` texts as backend `name`'s options, typed and checked against its `Options`
+    (`backend_options.typed_options`: one usage line listing the valid keys when a key or value is wrong)."""
+    return typed_options(backend_class(name).Options, pairs, backend=name) if pairs else {}
+
+
+def get_backend(name: str, model: str, options: object | None = None, **keywords) -> Backend:
+    """The backend `name` for `model`: a built-in one, or an installed plugin's class (`backends.plugins`).
+
+    `options` is an instance of the backend's `Options` (default: its defaults); a keyword naming one of its
+    options sets it (`get_backend("transformers", m, device="cpu")`), any other goes to the constructor as is
+    (objects such as a loaded model); a keyword that is neither is one usage line listing the valid options."""
+    cls = backend_class(name)
+    if cls.Options is NoOptions and options is None:  # a backend that declares no options takes keywords as is
+        backend = cls(model, **keywords)
+    else:
+        declared = {spec.name for spec in option_specs(cls.Options)}
+        given = {key: keywords.pop(key) for key in list(keywords) if key.replace("-", "_") in declared}
+        _check_keywords(cls, name, keywords)
+        base = options if options is not None else cls.Options()
+        values = {**{spec.name: getattr(base, spec.name) for spec in option_specs(cls.Options)}, **given}
+        backend = cls(model, make_options(cls.Options, values, backend=name), **keywords)
     if backend.name == Backend.name:  # a plugin that names itself nothing is keyed (cache) by its entry point
         backend.name = name
     return backend
+
+
+def _check_keywords(cls: type[Backend], name: str, keywords: dict) -> None:
+    """Refuse keywords that are neither options nor parameters the constructor names, in one line (its `**`
+    parameter, if any, takes options only)."""
+    parameters = inspect.signature(cls.__init__).parameters
+    named = {n for n, p in parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {
+        "self",
+        "model",
+        "options",
+    }
+    unknown = sorted(set(keywords) - named)
+    if unknown:
+        raise UsageError(
+            f"the {name} backend has no option {unknown[0]!r}",
+            where=WHERE,
+            hint=keys_hint(name, option_specs(cls.Options)),
+        )
 
 
 def _installed_class(name: str) -> type[Backend]:
@@ -234,4 +308,12 @@ def _installed_class(name: str) -> type[Backend]:
             where="--backend",
             hint="the entry point must name a subclass of eval_scripts.backends.Backend (docs/harness.md)",
         )
+    try:
+        option_specs(cls.Options)
+    except (TypeError, NameError) as err:  # not a dataclass, a field without default, an annotation not found
+        raise BackendUnavailable(
+            f"the installed backend {name!r} ({origin(point)}) declares options that cannot be read: {err}",
+            where="--backend",
+            hint="its Options must be a dataclass whose every field has a default (docs/harness.md)",
+        ) from err
     return cls

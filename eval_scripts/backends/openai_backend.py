@@ -57,15 +57,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from eval_scripts.answers.answer_status import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
 from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
 from eval_scripts.answers.prompts import Prompt
+from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import (
     DEFAULT_DECLARED_KINDS,
     FAILURE_RUN_DEADLINE,
+    INPUT_KINDS,
     Backend,
     Completion,
     DecodingConfig,
@@ -75,6 +77,7 @@ from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
 from eval_scripts.backends.served_model import FAILURE_OTHER_MODEL, other_model_error, same_model
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, MisBenchError, UsageError
+from mis_bench_dataset.toolkit.options import bounded_int, comma_list, http_urls, seconds, wait_seconds
 from mis_bench_dataset.toolkit.urls import HttpUrl, http_url_list
 
 logger = logging.getLogger(__name__)
@@ -140,6 +143,84 @@ class RetryPolicy:
         if retry_after is not None:
             wait = max(wait, min(retry_after, self.backoff_max_s))
         return wait
+
+
+@dataclass(frozen=True)
+class OpenAIOptions:
+    """The openai backend's options (`mis-bench run -M KEY=VALUE`; each also has its own `run` flag)."""
+
+    base_url: str = field(
+        default="https://api.openai.com/v1",
+        metadata=backend_option(
+            "the server's API root; a comma list for several servers of one model", flag="--base-url", parse=http_urls
+        ),
+    )
+    api_key_env: str = field(
+        default="OPENAI_API_KEY",
+        metadata=backend_option("environment variable holding the API key (never logged)", flag="--api-key-env"),
+    )
+    concurrency: int = field(
+        default=8,
+        metadata=backend_option(
+            "requests in flight per server (1-1024)", flag="--concurrency", parse=bounded_int(1, 1024)
+        ),
+    )
+    max_retries: int = field(
+        default=RetryPolicy.max_retries,
+        metadata=backend_option("retries of a failed request (0-100)", flag="--max-retries", parse=bounded_int(0, 100)),
+    )
+    timeout: float = field(
+        default=RetryPolicy.timeout_s,
+        metadata=backend_option("seconds per request attempt, in total", flag="--timeout", parse=seconds),
+    )
+    backoff_base: float = field(
+        default=RetryPolicy.backoff_base_s,
+        metadata=backend_option("seconds; doubles per retry, with jitter", flag="--backoff-base", parse=wait_seconds),
+    )
+    backoff_max: float = field(
+        default=RetryPolicy.backoff_max_s,
+        metadata=backend_option("seconds, the longest wait between retries", flag="--backoff-max", parse=wait_seconds),
+    )
+    down_after: float = field(
+        default=DOWN_AFTER_S,
+        metadata=backend_option(
+            "seconds of nothing but failed connections after which a server counts as down",
+            flag="--down-after",
+            parse=seconds,
+        ),
+    )
+    cooldown: float = field(
+        default=5.0,
+        metadata=backend_option(
+            "seconds a failing server (of several) is first taken out, doubling on each new trip", parse=seconds
+        ),
+    )
+    strict_model: bool = field(
+        default=False,
+        metadata=backend_option("refuse an answer whose response names another model", flag="--strict-model"),
+    )
+    max_tokens_field: str = field(
+        default="max_tokens",
+        metadata=backend_option(
+            "request field for the token limit (max_completion_tokens for newer OpenAI models)",
+            flag="--max-tokens-field",
+        ),
+    )
+    modalities: tuple[str, ...] = field(
+        default=DEFAULT_DECLARED_KINDS,
+        metadata=backend_option(
+            f"input kinds the served model takes, of {', '.join(INPUT_KINDS)}",
+            flag="--backend-modalities",
+            parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),
+        ),
+    )
+    extra_body: dict | None = field(
+        default=None,
+        metadata=backend_option(
+            'fields added to every request body, a JSON object (e.g. {"reasoning_effort": "low"})',
+            changes_answers=True,
+        ),
+    )
 
 
 class _AttemptFailed(Exception):
@@ -337,46 +418,44 @@ def base_url_list(base_url: str | Sequence[str]) -> list[str]:
 
 class OpenAIBackend(Backend):
     name = "openai"
+    Options = OpenAIOptions
 
     def __init__(
         self,
         model: str,
+        options: OpenAIOptions | None = None,
         *,
-        base_url: str | Sequence[str] = "https://api.openai.com/v1",
-        api_key_env: str = "OPENAI_API_KEY",
-        concurrency: int = 8,
         retry: RetryPolicy | None = None,
-        modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
-        max_tokens_field: str = "max_tokens",
-        extra_body: dict | None = None,
         breaker: CircuitBreaker | None = None,
-        cooldown_s: float = 5.0,
-        down_after_s: float = DOWN_AFTER_S,
-        strict_model: bool = False,
-        **_ignored,
+        **fields,
     ):
-        super().__init__(model)
-        self.modalities = declared_modalities(modalities)
-        urls = http_url_list(base_url, where="--base-url")  # checked here too, for callers of the Python API
+        """`options` (default: the defaults), then `fields` naming options (`OpenAIBackend(m, base_url=...)`);
+        `retry` replaces the retry options whole, `breaker` the first server's circuit breaker (tests)."""
+        options = replace(options or OpenAIOptions(), **fields)
+        super().__init__(model, options)
+        self.modalities = declared_modalities(options.modalities)
+        urls = http_url_list(options.base_url, where="--base-url")  # checked here too, for callers of the Python API
         # Several servers of one model (`backends.replicas`): one endpoint (connections, breaker) each.
-        self.down_after_s = down_after_s
-        self.strict_model = strict_model  # refuse answers another model gave (`backends.served_model`)
+        self.down_after_s = down_after_s = options.down_after
+        self.strict_model = options.strict_model  # refuse answers another model gave (`backends.served_model`)
         self.endpoints = [
             _Endpoint(url, breaker if n == 0 and breaker is not None else CircuitBreaker(down_after_s=down_after_s))
             for n, url in enumerate(urls)
         ]
         first = self.endpoints[0]
         self.base_url, self.display_url, self.breaker = first.base_url, first.display_url, first.breaker
-        self.api_key_env = api_key_env
+        self.api_key_env = api_key_env = options.api_key_env
         self._api_key = os.environ.get(api_key_env) or None
         if self._api_key is None:
             logger.info("no API key in $%s: sending requests without Authorization", api_key_env)
-        self.concurrency = max(1, int(concurrency))  # per server
-        self.retry = retry or RetryPolicy()
-        self.max_tokens_field = max_tokens_field
-        self.extra_body = dict(extra_body or {})
-        self.cooldown_s = cooldown_s
-        self.pool = ReplicaPool(len(self.endpoints), capacity=self.concurrency, cooldown_s=cooldown_s)
+        self.concurrency = max(1, int(options.concurrency))  # per server
+        self.retry = retry or RetryPolicy(
+            options.max_retries, options.backoff_base, options.backoff_max, options.timeout
+        )
+        self.max_tokens_field = options.max_tokens_field
+        self.extra_body = dict(options.extra_body or {})
+        self.cooldown_s = options.cooldown
+        self.pool = ReplicaPool(len(self.endpoints), capacity=self.concurrency, cooldown_s=self.cooldown_s)
         self._stop = threading.Event()
         self._stop_error: Exception | None = None
         self._lock = threading.Lock()

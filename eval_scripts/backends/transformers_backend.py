@@ -21,42 +21,71 @@ from __future__ import annotations
 import io
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from eval_scripts.answers.answer_status import FINISH_LENGTH
 from eval_scripts.answers.expected_score import ExpectedScore, score_span
 from eval_scripts.answers.prompts import Prompt
+from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
 from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE, SCORE_REGRESSION
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.toolkit.errors import UsageError, require
+from mis_bench_dataset.toolkit.options import positive_int
 
 logger = logging.getLogger(__name__)
 
 _PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json", "video_preprocessor_config.json")
 
 
+@dataclass(frozen=True)
+class TransformersOptions:
+    """The transformers backend's options (`mis-bench run -M KEY=VALUE`; some also have their own `run` flag)."""
+
+    batch_size: int = field(
+        default=8, metadata=backend_option("prompts per forward pass", flag="--batch-size", parse=positive_int)
+    )
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = field(
+        default="auto",
+        metadata=backend_option("the model's dtype (auto: the checkpoint's)", changes_answers=True, flag="--dtype"),
+    )
+    device: str = field(default="auto", metadata=backend_option("auto, cpu, cuda, cuda:1, ...", flag="--device"))
+    trust_remote_code: bool = field(
+        default=False, metadata=backend_option("run the model repository's own code (only for repositories you trust)")
+    )
+    share_prefix: bool = field(
+        default=True,
+        metadata=backend_option(
+            "the expected readout reads a batch's shared prompt prefix once (false: the plain path, docs/readouts.md)"
+        ),
+    )
+
+
 class TransformersBackend(Backend):
     name = "transformers"
+    Options = TransformersOptions
     keeps_request_order = False  # sorts prompts by length into padded batches itself; batches stay as they were
+    picks_video_frames = True
 
     def __init__(
         self,
         model: str,
+        options: TransformersOptions | None = None,
         *,
-        batch_size: int = 8,
-        dtype: str = "auto",
-        device: str = "auto",
         model_obj=None,
         processor_obj=None,
-        trust_remote_code: bool = False,
         video_sampling: VideoSampling | None = None,
-        share_prefix: bool = True,
-        **_ignored,
+        **fields,
     ):
-        super().__init__(model)
-        self.share_prefix = share_prefix  # the expected readout's shared-prefix path (`_prefix_sharing`)
+        """`options` (default: the defaults), then `fields` naming options (`TransformersBackend(m, device="cpu")`);
+        `model_obj` / `processor_obj` a model already loaded, `video_sampling` the run's frame rule."""
+        options = replace(options or TransformersOptions(), **fields)
+        super().__init__(model, options)
+        batch_size, dtype, device = options.batch_size, options.dtype, options.device
+        trust_remote_code = options.trust_remote_code
+        self.share_prefix = options.share_prefix  # the expected readout's shared-prefix path (`_prefix_sharing`)
         self.video_sampling = video_sampling or VideoSampling()
         torch = require("torch", "train", "the transformers backend")
         transformers = require("transformers", "train", "the transformers backend")

@@ -11,33 +11,87 @@ The expected-score readout asks for the top `TOP_LOGPROBS` candidates of every g
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 
 from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens
 from eval_scripts.answers.prompts import Prompt
+from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import (
     DEFAULT_DECLARED_KINDS,
+    INPUT_KINDS,
     Backend,
     BackendUnavailable,
     Completion,
     DecodingConfig,
     declared_modalities,
 )
+from mis_bench_dataset.toolkit.options import comma_list, positive_int, unit_interval
+
+
+@dataclass(frozen=True)
+class VLLMOptions:
+    """The vllm backend's options (`mis-bench run -M KEY=VALUE`; some also have their own `run` flag): the engine's
+    settings that `vllm.LLM` takes."""
+
+    dtype: str = field(
+        default="auto",
+        metadata=backend_option(
+            "the model's dtype: auto, float32, bfloat16, float16", changes_answers=True, flag="--dtype"
+        ),
+    )
+    batch_size: int | None = field(
+        default=None,
+        metadata=backend_option(
+            "prompts per LLM.chat call (none: all in one, batched by vLLM's scheduler)",
+            flag="--batch-size",
+            parse=positive_int,
+        ),
+    )
+    modalities: tuple[str, ...] = field(
+        default=DEFAULT_DECLARED_KINDS,
+        metadata=backend_option(
+            f"input kinds the model takes, of {', '.join(INPUT_KINDS)}",
+            flag="--backend-modalities",
+            parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),
+        ),
+    )
+    trust_remote_code: bool = field(
+        default=False, metadata=backend_option("run the model repository's own code (only for repositories you trust)")
+    )
+    tensor_parallel_size: int = field(
+        default=1,
+        metadata=backend_option(
+            "GPUs the model is split over (the order of the sums, and so the answers, may change)",
+            changes_answers=True,
+            parse=positive_int,
+        ),
+    )
+    max_model_len: int | None = field(
+        default=None,
+        metadata=backend_option(
+            "the longest prompt plus answer in tokens (none: the model's; vLLM refuses a longer prompt, never cuts it)",
+            parse=positive_int,
+        ),
+    )
+    gpu_memory_utilization: float = field(
+        default=0.9, metadata=backend_option("share of the GPU's memory vLLM may take", parse=unit_interval)
+    )
+    quantization: str | None = field(
+        default=None,
+        metadata=backend_option(
+            "vLLM's quantization method (awq, gptq, fp8, ...; none: the checkpoint's)", changes_answers=True
+        ),
+    )
 
 
 class VLLMBackend(Backend):
     name = "vllm"
+    Options = VLLMOptions
 
-    def __init__(
-        self,
-        model: str,
-        *,
-        dtype: str = "auto",
-        modalities: Sequence[str] = DEFAULT_DECLARED_KINDS,
-        batch_size: int | None = None,
-        trust_remote_code: bool = False,
-        **engine_options,
-    ):
-        super().__init__(model)
+    def __init__(self, model: str, options: VLLMOptions | None = None, **fields):
+        """`options` (default: the defaults), then `fields` naming options (`VLLMBackend(m, max_model_len=2048)`)."""
+        options = replace(options or VLLMOptions(), **fields)
+        super().__init__(model, options)
         try:
             import vllm
         except ImportError as err:
@@ -45,11 +99,15 @@ class VLLMBackend(Backend):
                 "the vllm backend needs the `vllm` package (GPU only): pip install vllm; "
                 "or use --backend transformers, or --backend openai against a `vllm serve` endpoint"
             ) from err
-        self.modalities = declared_modalities(modalities)
+        self.modalities = declared_modalities(options.modalities)
         self._vllm = vllm
-        options = {k: v for k, v in engine_options.items() if k in ("tensor_parallel_size", "max_model_len")}
-        self.llm = vllm.LLM(model=model, dtype=dtype, trust_remote_code=trust_remote_code, **options)
-        self.batch_size = batch_size  # None: every prompt in one `LLM.chat` call, batched by vLLM's scheduler
+        engine = {
+            "tensor_parallel_size": options.tensor_parallel_size,
+            "gpu_memory_utilization": options.gpu_memory_utilization,
+        }
+        engine.update({k: getattr(options, k) for k in ("max_model_len", "quantization") if getattr(options, k)})
+        self.llm = vllm.LLM(model=model, dtype=options.dtype, trust_remote_code=options.trust_remote_code, **engine)
+        self.batch_size = options.batch_size  # None: every prompt in one `LLM.chat` call, batched by vLLM's scheduler
         self.calls = 0
 
     def complete(self, prompts: Sequence[Prompt], decoding: DecodingConfig) -> Iterator[Completion]:

@@ -13,6 +13,7 @@ appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
 The CLI only parses arguments, calls one library function and prints; nothing outside `cli/` imports it.
 
 - `args`: argument types and output helpers shared by every subcommand.
+- `backends`: `mis-bench backends [B]`: the backends `run` takes, or one backend's options (`run -M`).
 - `batch`: `mis-bench batch export|import` (provider batch files of a model run; `run --export-batch` is its alias).
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
@@ -47,6 +48,7 @@ import threading
 from collections.abc import Sequence
 
 from eval_scripts.cli import (
+    backends,
     batch,
     build,
     cache,
@@ -88,6 +90,7 @@ SUBCOMMANDS = (
     plan,
     run,
     batch,
+    backends,
     parse,
     cache,
     report,

@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.cli.args import add_json, print_json, say, shown
+from eval_scripts.cli.backends import HelpWithBackendOptions
 from eval_scripts.cli.run_flags import add_batch_limits, add_run_flags, model_run_config, setting_configs
 from eval_scripts.cli.run_lines import (
     prefix_line,
@@ -38,11 +39,13 @@ def register(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(parser))
     export = actions.add_parser(
         "export",
+        add_help=False,
         help="write one batch input line per request without a cached answer",
         description="One OpenAI Batch API / vLLM run_batch input line per request of the run without a cached "
         "answer (every setting with --grid), split at --batch-max-requests / --batch-max-mb; each line's "
         "custom_id names the request's response-cache key.",
     )
+    export.add_argument("-h", "--help", action=HelpWithBackendOptions)  # after --backend B: B's -M options too
     export.add_argument("file", type=Path, metavar="FILE.jsonl", help="the batch input file to write")
     add_run_flags(export, local=False)
     add_batch_limits(export.add_argument_group("batch files"))
@@ -50,11 +53,13 @@ def register(subparsers) -> None:
     export.set_defaults(func=export_command, command="batch export")
     imported = actions.add_parser(
         "import",
+        add_help=False,
         help="read a provider's batch output (and error) files into the run's cache and score the run",
         description="Answers from batch output (or error) files, cached like live answers; then the run's "
         "predictions and results are written as a live run writes them. Exit 3 while rows remain unanswered "
         "(`batch export` with the same flags then exports exactly those).",
     )
+    imported.add_argument("-h", "--help", action=HelpWithBackendOptions)
     imported.add_argument("files", type=Path, nargs="+", metavar="FILE.jsonl", help="batch output or error files")
     add_run_flags(imported, local=False)
     _add_output_flags(imported, "the import")

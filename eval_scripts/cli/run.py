@@ -18,7 +18,14 @@ from eval_scripts.cli.args import (
     say,
     seconds,
 )
-from eval_scripts.cli.run_flags import add_batch_limits, add_run_flags, model_run_config, setting_configs
+from eval_scripts.cli.backends import HelpWithBackendOptions
+from eval_scripts.cli.run_flags import (
+    add_batch_limits,
+    add_run_flags,
+    model_run_config,
+    setting_configs,
+    typed_options,
+)
 from eval_scripts.cli.run_lines import (
     exit_code,
     prefix_line,
@@ -53,7 +60,9 @@ def register(subparsers) -> None:
             "baselines and the mean floor on the default synthetic sample (or on --dataset DIR), scored, with a "
             "report and a leaderboard, under ./mis-bench-results. Batch files: `mis-bench batch export|import`."
         ),
+        add_help=False,
     )
+    parser.add_argument("-h", "--help", action=HelpWithBackendOptions)  # after --backend B: B's -M options too
     add_run_flags(parser)
     _add_batch_options(parser)
     _register_prefix_caching(parser)
@@ -229,10 +238,10 @@ def _register_prefix_caching(parser) -> None:
 
 
 def _backend_options(args: argparse.Namespace) -> dict:
-    """The backend keywords the flags ask for (`eval_scripts.harness.config.backend_options`)."""
+    """The backend keywords the flags and `-M` ask for (`eval_scripts.harness.config.backend_options`)."""
     from eval_scripts.harness.config import backend_options
 
-    return backend_options(config_from_args(RunConfig, args))
+    return backend_options(config_from_args(RunConfig, args, backend_options=typed_options(args)))
 
 
 def _video_sampling(args: argparse.Namespace):
@@ -264,6 +273,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.perturb:
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
+        typed_options(args)  # -M without a backend: one line, not ignored
         return run_default(args)
     from mis_bench_dataset.toolkit.errors import UsageError
 

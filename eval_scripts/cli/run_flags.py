@@ -19,6 +19,15 @@ def add_run_flags(parser: argparse.ArgumentParser, *, local: bool = True) -> Non
     raw-video groups too (a batch file goes to an OpenAI-compatible provider, which samples its own frames)."""
     add_fields(parser, RunConfig, "model")
     parser.add_argument(
+        "-M",
+        "--backend-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="one of the backend's own options, repeatable, typed and checked against what the backend declares "
+        "(`mis-bench backends B` lists them: the engine's settings, a server's extra request fields, ...; the flags "
+        "under `transformers / vllm` and `openai-compatible HTTP` below fill the same options) (default: none)",
+    )
+    parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
     )
     parser.add_argument(
@@ -69,9 +78,11 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
     from mis_bench_dataset.dataset.handle import BuiltDataset
 
     deadline = getattr(args, "run_deadline", None)
+    options = typed_options(args)  # checked before the dataset is opened
     config = config_from_args(
         RunConfig,
         args,
+        backend_options=options,
         dataset=BuiltDataset.of(args.dataset),  # opened once, here: every setting of a grid shares it
         out=args.out or "runs",
         progress=not args.no_progress,
@@ -87,6 +98,16 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
         f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
     )
     return config
+
+
+def typed_options(args: argparse.Namespace) -> dict:
+    """`-M KEY=VALUE` as the backend's typed options (one usage line listing the valid keys when one is wrong)."""
+    from eval_scripts.backends.base import typed_backend_options
+    from mis_bench_dataset.toolkit.errors import UsageError
+
+    if args.backend_option and not args.backend:
+        raise UsageError("-M sets an option of the backend", where="-M/--backend-option", hint="give --backend B")
+    return typed_backend_options(args.backend, args.backend_option or [])
 
 
 def setting_configs(args: argparse.Namespace, config: RunConfig) -> list[RunConfig]:

@@ -40,7 +40,8 @@ def changed_label(changed: Mapping[str, Any], *, sep: str = " ") -> list[str]:
 
 def options_label(system: Mapping[str, Any]) -> list[str]:
     """What tells a model run from another of the same model and setting, from its recorded decoding: the
-    expected-score readout, the number of samples, the decoding options changed from the defaults."""
+    expected-score readout, the number of samples, the decoding options changed from the defaults, and the
+    backend's answer-changing options set (`dtype float16`)."""
     decoding = system.get("decoding") or {}
     parts = []
     if decoding.get("score_from") not in (None, "text"):
@@ -50,6 +51,9 @@ def options_label(system: Mapping[str, Any]) -> list[str]:
     changed = decoding.get("changed")
     if isinstance(changed, Mapping):
         parts += changed_label({k: v for k, v in changed.items() if isinstance(v, (int, float))})
+    options = system.get("backend_options")
+    if isinstance(options, Mapping):
+        parts += [f"{name} {value}" for name, value in options.items() if isinstance(value, (str, int, float))]
     return parts
 
 

@@ -33,6 +33,7 @@ class CachingBackend(Backend):
         self.setting = dict(setting)
         self.name = inner.name
         self.modalities = inner.modalities
+        self.options = inner.options
 
     def key(self, prompt: Prompt, decoding: DecodingConfig) -> str:
         return cache_key(

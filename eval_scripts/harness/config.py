@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eval_scripts.answers.prompts import DEFAULT_PROMPT_VERSION, PROMPT_VERSIONS
+from eval_scripts.backends.backend_options import option_defaults, option_specs
 from eval_scripts.backends.base import INPUT_KINDS, DecodingConfig, backend_choices_text, backend_names
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.backends.transformers_backend import TransformersBackend
@@ -51,8 +52,10 @@ from mis_bench_dataset.toolkit.options import (
 if TYPE_CHECKING:
     from mis_bench_dataset.dataset.handle import BuiltDataset
 
-_OPENAI = OpenAIBackend.__init__.__kwdefaults__
-_LOCAL = TransformersBackend.__init__.__kwdefaults__
+# The backend-specific flags below fill the backends' options (`Backend.Options`, `backend_option(flag=...)`): their
+# defaults are the options' own.
+_OPENAI = option_defaults(OpenAIBackend.Options)
+_LOCAL = option_defaults(TransformersBackend.Options)
 _DECODING = DecodingConfig()
 _VIDEO = VideoSampling()
 _STYLES = PROMPT_STYLE_TABLE.values()
@@ -312,11 +315,11 @@ class RunConfig:
         ),
     )
     down_after: float = field(
-        default=_OPENAI["down_after_s"],
+        default=_OPENAI["down_after"],
         metadata=option(
             "seconds of nothing but failed connections (refused, unknown host, TLS, connect timeout) after which a "
             "server that answered before counts as down; when every server is down the run stops (exit 3), the "
-            f"answers so far cached, and a rerun asks only the rows left (default {_OPENAI['down_after_s']:g}; a "
+            f"answers so far cached, and a rerun asks only the rows left (default {_OPENAI['down_after']:g}; a "
             "server never reached stops the run after its first three failed connections)",
             type=seconds,
             metavar="SECONDS",
@@ -359,7 +362,8 @@ class RunConfig:
     )
     # Not on the command line as such.
     decoding: DecodingConfig | None = None  # the whole decoding (default: from the fields above, per style)
-    backend_options: dict[str, Any] = field(default_factory=dict)  # the backend's keywords, over the fields'
+    # The backend's own options (`Backend.Options`, `mis-bench run -M KEY=VALUE`), over the flags that fill them.
+    backend_options: dict[str, Any] = field(default_factory=dict)
     dataset_name: str | None = None
     progress: bool = True  # `--no-progress`
     # `time.monotonic()` after which no request is sent (`--run-deadline`, counted from the command's
@@ -388,35 +392,44 @@ def decoding_for(config: RunConfig, style: str | None = None) -> DecodingConfig:
 
 
 def backend_options(config: RunConfig) -> dict[str, Any]:
-    """The keywords the backend is built with: its options from the fields, then `config.backend_options`."""
-    if config.score_from == SCORE_REGRESSION and config.backend != "transformers":
-        from mis_bench_dataset.toolkit.errors import UsageError
+    """The keywords the backend is built with (`get_backend`): the options its `Options` fills from a run flag
+    (`backend_option(flag=...)`: `--dtype`, `--base-url`, ...) where that flag is set away from its default, then
+    `config.backend_options` (`-M`; the same option given both ways with two values is refused), and the run's
+    frame rule for a backend that picks video frames itself."""
+    from eval_scripts.backends.base import backend_class
+    from mis_bench_dataset.toolkit.errors import UsageError
 
+    if config.score_from == SCORE_REGRESSION and config.backend != "transformers":
         raise UsageError(
             f"--score-from regression reads a regression head's output, which the {config.backend} backend cannot load",
             where="--score-from",
             hint="use --backend transformers with the folder `mis-bench train --head regression` wrote",
         )
-    if config.backend == "openai":
-        options: dict[str, Any] = {
-            "base_url": config.base_url,
-            "api_key_env": config.api_key_env,
-            "concurrency": config.concurrency,
-            "retry": RetryPolicy(config.max_retries, config.backoff_base, config.backoff_max, config.timeout),
-            "max_tokens_field": config.max_tokens_field,
-            "down_after_s": config.down_after,
-            "strict_model": config.strict_model,
-        }
-    else:
-        options = {"dtype": config.dtype} if config.backend in ("transformers", "vllm") else {}
-        if config.batch_size is not None:  # else the backend's own: 8 prompts (transformers), vLLM's scheduler (vllm)
-            options["batch_size"] = config.batch_size
-        if config.backend == "transformers":
-            options["device"] = config.device
-            options["video_sampling"] = video_sampling(config)
-    if config.backend_modalities and config.backend in ("openai", "vllm"):
-        options["modalities"] = tuple(config.backend_modalities)
+    cls = backend_class(config.backend)
+    by_flag = {_flag(item): item for item in fields(RunConfig) if "help" in item.metadata}
+    options: dict[str, Any] = {}
+    for spec in option_specs(cls.Options):
+        item = by_flag.get(spec.flag or "")
+        value = getattr(config, item.name) if item is not None else None
+        if item is None or value is None or value == item.default:
+            continue
+        if isinstance(value, list):  # a flag given several times (--base-url) or a comma list (--backend-modalities)
+            value = ",".join(value) if spec.hint is str else tuple(value)
+        given = config.backend_options.get(spec.name, value)
+        if given != value:
+            raise UsageError(
+                f"the {config.backend} backend's option {spec.name} is given twice, {value!r} and {given!r}",
+                where=f"{spec.flag} and -M {spec.name}=...",
+                hint="give it once",
+            )
+        options[spec.name] = value
+    if cls.picks_video_frames:
+        options["video_sampling"] = video_sampling(config)
     return {**options, **config.backend_options}
+
+
+def _flag(item) -> str:
+    return item.metadata["flag"] or "--" + item.name.replace("_", "-")
 
 
 def video_sampling(config: RunConfig) -> VideoSampling:

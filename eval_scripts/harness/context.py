@@ -7,6 +7,8 @@ dozen parameters.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -27,6 +29,7 @@ from eval_scripts.answers.prompts import (
     template_hash,
     template_version,
 )
+from eval_scripts.backends.backend_options import answer_options
 from eval_scripts.backends.base import Backend, DecodingConfig
 from eval_scripts.formats.results import DECODING_FLAGS, changed_label
 from eval_scripts.harness.config import RunConfig, decoding_for
@@ -77,6 +80,11 @@ class RunContext:
     @property
     def references(self) -> dict[tuple[str, str], float]:
         return gold_references(self.rows)
+
+    @property
+    def backend_options(self) -> dict[str, Any]:
+        """The backend's answer-changing options set away from their defaults (results.json's system block)."""
+        return self.setting.get("backend_options", {})
 
     def results_setting(self) -> dict[str, Any]:
         """The setting as the results schema records it."""
@@ -141,10 +149,11 @@ def changed_decoding(decoding: DecodingConfig, prompt_style: str) -> dict[str, A
     }
 
 
-def run_dir_name(config: RunConfig, input_source: str) -> str:
-    """`<model>/<setting>`: one folder per model and setting (and readout, sample count and decoding options other
-    than the defaults: `text__direct__max-tokens-2`) under the run's --out, so a rerun with other options writes
-    beside an earlier run, never over it; the default options keep the plain name (`text__direct`)."""
+def run_dir_name(config: RunConfig, input_source: str, *, backend_options: dict[str, Any] | None = None) -> str:
+    """`<model>/<setting>`: one folder per model and setting (and readout, sample count, decoding options other
+    than the defaults: `text__direct__max-tokens-2`, and the backend's answer-changing options set: `__dtype-float16`)
+    under the run's --out, so a rerun with other options writes beside an earlier run, never over it; the default
+    options keep the plain name (`text__direct`)."""
     decoding = decoding_for(config)
     score_from = decoding.score_from
     setting = (
@@ -155,8 +164,21 @@ def run_dir_name(config: RunConfig, input_source: str) -> str:
         + (f"__{config.samples}samples" if config.samples > 1 else "")
         + (f"__prompts-v{config.prompt_version}" if _older_prompts(config) else "")
         + "".join(f"__{part}" for part in changed_label(changed_decoding(decoding, config.prompt_style), sep="-"))
+        + "".join(f"__{part}" for part in _options_label(backend_options or {}))
     )
     return f"{slug(config.model)}/{slug(setting)}"
+
+
+def _options_label(options: dict[str, Any]) -> list[str]:
+    """`dtype-float16` per answer-changing backend option; a value that is not one short word (a JSON object, a
+    list) by its hash, so the folder name stays short and two values never share it."""
+    parts = []
+    for name, value in options.items():
+        text = str(value)
+        if not isinstance(value, (str, int, float, bool)) or len(text) > 24 or slug(text) != text:
+            text = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+        parts.append(f"{name}-{text}")
+    return parts
 
 
 def _older_prompts(config: RunConfig) -> bool:
@@ -219,8 +241,10 @@ def _decoding(config: RunConfig) -> DecodingConfig:
 
 
 def _setting(config: RunConfig, input_source: str, prompts: list[Prompt], backend: Backend) -> dict[str, Any]:
-    """The full setting, part of every cache key (`setting_record`, the one writer of a run's setting block)."""
+    """The full setting, part of every cache key (`setting_record`, the one writer of a run's setting block), with
+    the backend's answer-changing options when any is set (none set: the keys of runs made before options)."""
     sampling = getattr(backend, "video_sampling", None)
+    answers = answer_options(getattr(backend, "options", None))
     return setting_record(
         config.modality,
         config.prompt_style,
@@ -229,6 +253,7 @@ def _setting(config: RunConfig, input_source: str, prompts: list[Prompt], backen
         few_shot_seed=config.few_shot_seed,
         feature_format=config.feature_format,
         video=sampling if any(p.video_path for p in prompts) else None,
+        **({"backend_options": answers} if answers else {}),
     )
 
 
@@ -321,6 +346,7 @@ def prepare_run(
         decoding=decoding,
         setting=setting,
         dataset=source.record(config.split, config.dataset_name),
-        run_dir=run_dir_name(config, input_source) + (f"__perturb-{perturbation}" if perturbation else ""),
+        run_dir=run_dir_name(config, input_source, backend_options=setting.get("backend_options"))
+        + (f"__perturb-{perturbation}" if perturbation else ""),
         sample_keys=sample_keys,
     )

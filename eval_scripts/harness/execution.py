@@ -53,6 +53,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class RunResult:
+    """What one setting's run did (`run_setting`): its rows (cached, sent, failed, parsed), its scores and the
+    files it wrote."""
+
     config: RunConfig
     input_source: str
     n_rows: int
@@ -98,6 +101,8 @@ class RunResult:
 
 @dataclass
 class GridEntry:
+    """One setting of a grid (`run_grid`): its result, or why the backend refused it."""
+
     label: str
     result: RunResult | None = None
     refused: str | None = None
@@ -360,6 +365,7 @@ def write_result(
             "model": config.model,
             "backend": context.backend_name,
             "decoding": context.system_decoding(),
+            **({"backend_options": context.backend_options} if context.backend_options else {}),
             "package_versions": package_versions(),
             **({"served_models": served} if served else {}),
             **({"model_warnings": warnings} if warnings else {}),

@@ -1,5 +1,5 @@
 """`mis-bench calibrate`: calibrate a judge's predictions to the expert scale on a build's splits, and apply a
-saved calibrator to new predictions (`mis_icc_metric.calibration`, `mis_icc_metric.calibration_summary`).
+saved calibrator to new predictions (`mis_icc_metric.calibration`, `mis_icc_metric.calibration_checks`).
 
 From one predictions file covering the build's videos (e.g. out-of-fold predictions on every split) and the
 build's gold: the map is fitted on `fit_split`, the conformal half-width on `calibration_split`, and every
@@ -66,7 +66,7 @@ def calibrate(
     from mis_bench_dataset.dataset.handle import BuiltDataset
     from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.calibration import fit_calibrator
-    from mis_icc_metric.calibration_summary import calibration_summary
+    from mis_icc_metric.calibration_checks import calibration_summary
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, read_references
 
     build = Path(references)

@@ -135,7 +135,7 @@ def _variance(runs, config) -> dict[str, Any] | None:
     """Every source of variance when the paraphrase arms (or repeated samples) exist: `variance_sources`."""
     from eval_scripts.answers.perturbations import PARAPHRASE_PERTURBATIONS
     from eval_scripts.harness.perturbed import arm_predictions
-    from mis_icc_metric.variance_sources import variance_sources
+    from mis_icc_metric.variance_table import variance_sources
 
     paraphrases = [name for name in PARAPHRASE_PERTURBATIONS if name in runs.arms]
     samples = _samples(runs.unperturbed)

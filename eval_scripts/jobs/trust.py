@@ -380,7 +380,7 @@ def calibration_section(data: TrustData) -> str:
             "",
             f"### Split seed {CALIBRATION_SEEDS[0]}: before -> after, and the change's clinician-resampled CI",
             "",
-            "The map is refitted in every resample (`mis_icc_metric.calibration_summary`).",
+            "The map is refitted in every resample (`mis_icc_metric.calibration_checks`).",
             "",
             _dimension_table(first),
             "",

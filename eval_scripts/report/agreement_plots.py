@@ -8,7 +8,7 @@
   which shows a model that answers only a few values.
 
 Every figure uses exactly the pairs the ICC uses (parsed predictions with a gold score); bias and
-limits come from `mis_icc_metric.agreement.agreement` on those pairs.
+limits come from `mis_icc_metric.agreement_statistics.agreement` on those pairs.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def calibration_bins(pred: np.ndarray, gold: np.ndarray, width: float = CALIBRAT
 
 def bland_altman_figure(run: RunView, references: Mapping[tuple[str, str], float | None], *, title: str):
     """Per dimension: difference (model - gold) against the mean of the two, bias and limits of agreement."""
-    from mis_icc_metric.agreement import agreement
+    from mis_icc_metric.agreement_statistics import agreement
 
     fig, axes = dimension_grid(_literal(title))
     reach = 1.0  # the y range, symmetric about 0: at least one point, at most the scale's width

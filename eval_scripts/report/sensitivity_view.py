@@ -50,7 +50,7 @@ def _sd_pct(value) -> str:
 
 
 def variance_table_lines(table: Mapping[str, Any]) -> list[str]:
-    """Every source of variance of the ICC (`mis_icc_metric.variance_sources`), percentage points."""
+    """Every source of variance of the ICC (`mis_icc_metric.variance_table`), percentage points."""
     lines = [
         "| dim | ICC % | SD videos | SD clinicians | SD sampling | SD prompts | CI, resampling | CI, all sources |",
         "|---|---|---|---|---|---|---|---|",

@@ -30,6 +30,8 @@ DEFAULT_SAMPLE_SEED = 0
 
 @dataclass(frozen=True)
 class DefaultSample:
+    """Where the default sample lies in the cache: its synthetic release, its ratings file and its build."""
+
     root: Path
     release_dir: Path
     ratings_csv: Path

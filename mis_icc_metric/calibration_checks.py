@@ -21,7 +21,7 @@ import numpy as np
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DIMENSION_KEYS
 from mis_bench_dataset.video_ids import parse_video_id
 
-from .agreement import agreement, agreement_weighted
+from .agreement_statistics import agreement, agreement_weighted
 from .bootstrap import percentile_ci
 from .calibration import INTENDED_USE, Calibrator, apply_map, fit_maps_weighted, scored_pairs
 from .resampling import make_resampling

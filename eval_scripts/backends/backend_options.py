@@ -1,0 +1,251 @@
+"""A backend's own options, declared by the backend: a dataclass on its class (`Backend.Options`).
+
+Each field has a type, a default and its help (`backend_option` metadata), so `mis-bench run -M KEY=VALUE`
+types and checks a value against the backend asked for, `mis-bench backends B` lists them, and an installed
+backend (`backends.plugins`) declares its options the same way a built-in one does. A field marked
+`changes_answers` (a model's dtype, a server's extra request fields) is part of every cache key and of the
+results when it is set away from its default; one that only changes how answers are fetched (a timeout, the
+requests in flight) is not, so a cache stays valid whatever it is set to.
+
+Values are read from text by their annotation: bool, int, float, str, `X | None` (`none` for None), `Literal`
+choices, `tuple[str, ...]` (a comma list) and `dict` (a JSON object); a field's `parse` (one of the toolkit's
+argument types, `mis_bench_dataset.toolkit.options`) checks a value further (a range, a URL).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mis_bench_dataset.toolkit.errors import UsageError
+
+# Where a wrong key or value is reported: the flag that gives them.
+WHERE = "-M/--backend-option"
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+_NONE = ("none", "null")
+
+
+def backend_option(
+    help: str,  # noqa: A002 - the word the listing uses
+    *,
+    changes_answers: bool = False,
+    flag: str | None = None,
+    parse: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """A backend option's field metadata: `field(default=8, metadata=backend_option("requests in flight"))`.
+
+    `changes_answers`: the option can change what the model answers (then it keys the response cache and is
+    recorded in results.json when set away from its default); `flag`: the `mis-bench run` flag that fills it too
+    (an alias kept from before `-M`); `parse`: a stricter reader of its text than its type's (an argparse type)."""
+    return {"backend_help": help, "changes_answers": changes_answers, "flag": flag, "parse": parse}
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The options of a backend that declares none."""
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One declared option, as `mis-bench backends B` lists it."""
+
+    name: str
+    type_text: str
+    default: Any
+    help: str
+    changes_answers: bool
+    flag: str | None
+    hint: Any = dataclasses.field(repr=False, compare=False)
+    parse: Callable[[str], Any] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": self.type_text,
+            "default": self.default,
+            "help": self.help,
+            "changes_answers": self.changes_answers,
+            "flag": self.flag,
+        }
+
+
+def option_specs(options_class: type) -> list[OptionSpec]:
+    """The options a dataclass declares, in field order (a field without `backend_option` metadata is listed
+    with empty help: a plugin may declare plain fields)."""
+    if not dataclasses.is_dataclass(options_class):
+        raise TypeError(f"{options_class!r} is not a dataclass: a backend's Options must be one")
+    hints = typing.get_type_hints(options_class)
+    specs = []
+    for item in dataclasses.fields(options_class):
+        if item.default is not dataclasses.MISSING:
+            default = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            default = item.default_factory()
+        else:
+            raise TypeError(f"{options_class.__name__}.{item.name} has no default: every backend option needs one")
+        meta = item.metadata
+        specs.append(
+            OptionSpec(
+                name=item.name,
+                type_text=_type_text(hints[item.name]),
+                default=default,
+                help=meta.get("backend_help", ""),
+                changes_answers=bool(meta.get("changes_answers", False)),
+                flag=meta.get("flag"),
+                hint=hints[item.name],
+                parse=meta.get("parse"),
+            )
+        )
+    return specs
+
+
+def option_defaults(options_class: type) -> dict[str, Any]:
+    """name -> default of every declared option (what the run flags that fill them show as their default)."""
+    return {spec.name: spec.default for spec in option_specs(options_class)}
+
+
+def _type_text(hint: Any) -> str:
+    """How a type reads in a listing: `int`, `auto|float32`, `int or none`, `comma list of str`."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is typing.Literal:
+        return "|".join(str(a) for a in args)
+    if _is_optional(hint):
+        (inner,) = [a for a in args if a is not type(None)]
+        return f"{_type_text(inner)} or none"
+    if typing.get_origin(hint) is tuple:
+        return f"comma list of {_type_text(args[0])}"
+    if hint is dict or typing.get_origin(hint) is dict:
+        return "JSON object"
+    return getattr(hint, "__name__", str(hint))
+
+
+def _is_optional(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+
+
+def read_value(spec: OptionSpec, text: str) -> Any:
+    """The value of `text` for the option (argparse.ArgumentTypeError, saying why, when it is not one)."""
+    if spec.parse is not None:
+        if _is_optional(spec.hint) and text.strip().lower() in _NONE:
+            return None
+        return spec.parse(text)
+    return _read(spec.hint, text)
+
+
+def _read(hint: Any, text: str) -> Any:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if _is_optional(hint):
+        if text.strip().lower() in _NONE:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _read(inner, text)
+    if origin is typing.Literal:
+        for choice in args:
+            if str(choice) == text:
+                return choice
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(str(a) for a in args)}")
+    if hint is bool:
+        if text.strip().lower() in _TRUE + _FALSE:
+            return text.strip().lower() in _TRUE
+        raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    if hint in (int, float):
+        try:
+            return hint(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if hint is int else 'a number'}") from None
+    if origin is tuple:
+        items = [item.strip() for item in text.split(",") if item.strip()]
+        return tuple(_read(args[0], item) for item in items)
+    if hint is dict or origin is dict:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if not isinstance(value, dict):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
+        return value
+    if hint is str:
+        return text
+    raise argparse.ArgumentTypeError(f"options of type {hint!r} cannot be given on the command line")
+
+
+def keys_hint(backend: str, specs: Sequence[OptionSpec]) -> str:
+    keys = ", ".join(spec.name for spec in specs) or "none"
+    return f"valid keys of the {backend} backend: {keys} (`mis-bench backends {backend}` lists them)"
+
+
+def _key(text: str) -> str:
+    return text.strip().replace("-", "_")
+
+
+def typed_options(options_class: type, pairs: Sequence[str], *, backend: str) -> dict[str, Any]:
+    """`KEY=VALUE` texts (`mis-bench run -M`) as name -> typed value, checked against the backend's dataclass;
+    a text without `=`, a key it does not declare, or a value that is not of its type is one usage line listing
+    the valid keys. A key given twice keeps the last value (as a repeated flag does)."""
+    specs = {spec.name: spec for spec in option_specs(options_class)}
+    values: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(
+                f"expected KEY=VALUE, got {pair!r}", where=WHERE, hint=keys_hint(backend, list(specs.values()))
+            )
+        spec = specs.get(_key(key))
+        if spec is None:
+            raise UsageError(
+                f"the {backend} backend has no option {key.strip()!r}",
+                where=f"-M {pair}",
+                hint=keys_hint(backend, list(specs.values())),
+            )
+        try:
+            values[spec.name] = read_value(spec, text)
+        except argparse.ArgumentTypeError as err:
+            raise UsageError(
+                f"bad value for the {backend} backend's option {spec.name} ({spec.type_text}): {err}",
+                where=f"-M {pair}",
+                hint=keys_hint(backend, list(specs.values())),
+            ) from None
+    return values
+
+
+def make_options(options_class: type, values: Mapping[str, Any], *, backend: str):
+    """The backend's options: its defaults, then `values` (a text for a non-text option is read as `-M` reads
+    it, so the Python API may pass `{"dtype": "float16", "concurrency": "4"}`); an unknown name is one usage line."""
+    specs = {spec.name: spec for spec in option_specs(options_class)}
+    given = {}
+    for name, value in values.items():
+        spec = specs.get(_key(name))
+        if spec is None:
+            raise UsageError(
+                f"the {backend} backend has no option {name!r}",
+                where=WHERE,
+                hint=keys_hint(backend, list(specs.values())),
+            )
+        if isinstance(value, str) and spec.hint is not str:
+            (value,) = typed_options(options_class, [f"{spec.name}={value}"], backend=backend).values()
+        given[spec.name] = value
+    return options_class(**given)
+
+
+def answer_options(options: Any) -> dict[str, Any]:
+    """The options that change answers and are set away from their defaults, by name (empty: the run's cache keys
+    and results are those of a run that sets none, so caches written before backends had options stay valid)."""
+    if options is None or not dataclasses.is_dataclass(options):
+        return {}
+    return {
+        spec.name: _plain(getattr(options, spec.name))
+        for spec in option_specs(type(options))
+        if spec.changes_answers and getattr(options, spec.name) != spec.default
+    }
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON holds it (a tuple as a list), so a key computed now equals one read back from a file."""
+    return list(value) if isinstance(value, tuple) else value
