@@ -665,3 +665,19 @@ def test_run_export_and_import_batch_are_the_batch_command_with_a_note(synthetic
     assert "`mis-bench batch export FILE`" in " ".join(capsys.readouterr().out.split())
     assert main(["--help"]) == 0
     assert "  batch " in capsys.readouterr().out
+
+
+def test_batch_export_takes_the_backend_options_of_the_run(synthetic_build, exported, tmp_path):
+    """An answer-changing `-M` option keys the cache, so an export with it names other requests than one without;
+    the same flags give the same file whichever form exports it."""
+    option = ("-M", 'extra_body={"reasoning_effort": "low"}')
+    new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+    assert main(_batch("export", new, synthetic_build, tmp_path / "a", closed_port_url(), *GRID, *option)) == 0
+    assert (
+        main(_run(synthetic_build, tmp_path / "b", closed_port_url(), *GRID, *option, "--export-batch", str(old))) == 0
+    )
+    assert new.read_bytes() == old.read_bytes()
+    with_option, without = read_batch_input([new]), read_batch_input([exported])
+    assert len(with_option) == len(without) == 64
+    assert {line["custom_id"] for line in with_option}.isdisjoint(line["custom_id"] for line in without)
+    assert all(line["body"]["reasoning_effort"] == "low" for line in with_option)
