@@ -7,11 +7,12 @@ import errno
 import json
 import os
 import shutil
+from functools import partial
 from pathlib import Path
 
 from eval_scripts.cli import main
 
-from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
 
 def fill_disk(folder: Path, leave_bytes: int) -> Path:
@@ -54,34 +55,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run_args(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_TEST_KEY",
-        "--dataset",
-        str(dataset),
-        "--limit",
-        "1",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        "--max-retries",
-        "1",
-        "--backoff-base",
-        "0.001",
-        "--backoff-max",
-        "0.002",
-        *extra,
-    ]
+_run_args = partial(run_args, api_key_env=TEST_KEY_ENV, limit=1, retries=1, backoff_base=0.001, backoff_max=0.002)
 
 
 def _error_lines(err: str) -> list[str]:
@@ -99,9 +73,9 @@ def _strict_lines(path: Path) -> list[dict]:
     return [json.loads(line, parse_constant=refuse) for line in lines]
 
 
-def _first_run(dataset: Path, tmp_path: Path) -> tuple[Path, list[str]]:
+def _first_run(dataset: Path, tmp_path: Path, chat_server) -> tuple[Path, list[str]]:
     out = tmp_path / "out"
-    with ChatServer() as server:
+    with chat_server() as server:
         args = _run_args(dataset, out, server.base_url)
         assert main(args) == 0
     return out / "responses.cache.jsonl", args

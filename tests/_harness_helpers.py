@@ -242,6 +242,7 @@ class ChatServer:
         self.paths: list[str] = []  # every request's path, query string included
         self.sent: list[dict] = []  # every 200 response body, in the order sent
         self._lock = threading.Lock()
+        self._stopped = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -323,12 +324,18 @@ class ChatServer:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
 
     def __enter__(self) -> ChatServer:
-        self.thread.start()
+        """Starts serving (once: the `chat_server` fixture hands out started servers, which `with` may enter)."""
+        if not self.thread.is_alive() and not self._stopped:
+            self.thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Stops serving (once: a server the `with` block stopped is left alone at the fixture's teardown)."""
+        if not self._stopped:
+            if self.thread.is_alive():  # shutdown() waits for a loop that runs (KillableServer's may have ended)
+                self.httpd.shutdown()
+            self.httpd.server_close()
+        self._stopped = True
 
 
 def serve_forever_main(port_file: str, delay_s: float = 0.0, port: int = 0) -> None:
@@ -398,10 +405,12 @@ class TricklingServer:
                 conn.sendall(bytes([byte]))
 
     def __enter__(self) -> TricklingServer:
-        self._thread.start()
+        if not self._thread.is_alive() and not self._stop.is_set():  # once (see ChatServer.__enter__)
+            self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self._sock.close()
+        if not self._stop.is_set():
+            self._stop.set()
+            self._thread.join(timeout=5)
+            self._sock.close()

@@ -434,3 +434,25 @@ def authors_answers() -> list[dict]:
 def dataset(synthetic_build, tmp_path) -> Path:
     """A private copy of the synthetic build, for tests that put a file inside it (a cache, a stray file)."""
     return Path(shutil.copytree(synthetic_build, tmp_path / "bld"))
+
+
+@pytest.fixture(scope="module")
+def chat_server():
+    """`chat_server(**options)`: the tests' one fake model server (`_harness_helpers.ChatServer`, Chat Completions on
+    127.0.0.1, with its fault plan, delay, port or `respond`), started; stopped at the end of a `with` block, else
+    when the module's tests are done (module-scoped, so a module's fixtures serve from it too).
+    `chat_server(kind=Kind, ...)` starts a server of another kind with the same life: a `ChatServer` subclass
+    (one that dies mid-run) or `_harness_helpers.TricklingServer` (a byte at a time). For faults a real server will
+    not produce on demand; `transformers serve` (`_server_helpers`) is the real one."""
+    from _harness_helpers import ChatServer
+
+    started: list = []
+
+    def start(*args, kind: type = ChatServer, **options):
+        server = kind(*args, **options).__enter__()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__(None, None, None)

@@ -27,6 +27,7 @@ from mis_bench_dataset.toolkit.atomic import (
 from mis_bench_dataset.toolkit.errors import Terminated
 
 from _fault_helpers import fake_full_disk, fill_disk, snapshot
+from _run_args import TEST_KEY_ENV, run_args
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("mis_bench_dataset", "eval_scripts", "mis_icc_metric", "raft_trainer")
@@ -304,20 +305,21 @@ def test_a_path_pyarrow_cannot_open_under_the_c_locale_is_one_clear_line(synthet
     assert "b\\xf9ild" in line and "UTF-8 locale" in line
 
 
-def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(synthetic_build, tmp_path) -> None:
+def test_sigterm_during_a_run_exits_143_in_one_line_and_the_next_run_resumes(
+    synthetic_build, tmp_path, chat_server
+) -> None:
     import signal
     import time
 
     from eval_scripts.harness.response_cache import iter_records
 
-    from _harness_helpers import ChatServer
-
     out = tmp_path / "out"
     cache = out / "responses.cache.jsonl"
-    with ChatServer(delay_s=0.2) as server:
-        command = [sys.executable, "-m", "eval_scripts.cli", "run", "--backend", "openai", "--model", "m"]
-        command += ["--base-url", server.base_url, "--dataset", str(synthetic_build), "--limit", "3", "--out", str(out)]
-        command += ["--concurrency", "2", "--bootstrap", "0", "--no-progress", "--api-key-env", "MIS_BENCH_TEST_KEY"]
+    with chat_server(delay_s=0.2) as server:
+        run = run_args(
+            synthetic_build, out, server.base_url, model="m", limit=3, concurrency=2, api_key_env=TEST_KEY_ENV
+        )
+        command = [sys.executable, "-m", "eval_scripts.cli", *run]
         victim = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120
         while not (cache.is_file() and cache.read_bytes().count(b"\n") >= 4):

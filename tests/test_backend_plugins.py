@@ -20,6 +20,8 @@ from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE, UsageError
 
+from _run_args import run_args
+
 REPO = Path(__file__).resolve().parents[1]
 PLUGIN_SOURCE = '''"""The smallest backend there is: every answer is a fixed score."""
 
@@ -135,13 +137,11 @@ def test_an_unknown_or_broken_backend_is_one_usage_line_naming_every_backend(
     plugin_dir, synthetic_build, tmp_path, capsys, name, message
 ) -> None:
     if name == "tgi":
-        code = main(["run", "--backend", name, "--model", "m", "--dataset", str(synthetic_build)])
+        code = main(run_args(synthetic_build, None, backend=name, model="m", bootstrap=None, no_progress=False))
     else:
         with pytest.raises(UsageError, match=message):
             get_backend(name, "m")
-        code = main(
-            ["run", "--backend", name, "--model", "m", "--dataset", str(synthetic_build), "--out", str(tmp_path)]
-        )
+        code = main(run_args(synthetic_build, tmp_path, backend=name, model="m", bootstrap=None, no_progress=False))
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == EXIT_USAGE and len(err) == 1 and "Traceback" not in err[0]
     assert err[0].startswith("mis-bench run: error:")
@@ -177,10 +177,7 @@ def test_help_lists_the_installed_backends_reading_only_metadata(plugin_dir) -> 
 
 def test_mis_bench_run_with_an_installed_backend_end_to_end(plugin_dir, synthetic_build, tmp_path) -> None:
     out = tmp_path / "runs"
-    command = [
-        *("run", "--backend", "echo", "--model", "my-model", "--dataset", str(synthetic_build)),
-        *("--limit", "1", "--out", str(out), "--bootstrap", "0", "--no-progress", "--json"),
-    ]
+    command = run_args(synthetic_build, out, backend="echo", model="my-model", limit=1, as_json=True)
     done = subprocess.run(
         [sys.executable, "-m", "eval_scripts.cli", *command],
         env=_env(plugin_dir),
@@ -204,12 +201,17 @@ def _tuned_run(synthetic_build: Path, out: Path, *options: str, long: tuple[str,
     import contextlib
     import io
 
-    command = [
-        *("run", "--backend", "tuned", "--model", "my-model", "--dataset", str(synthetic_build), "--limit", "1"),
-        *("--out", str(out), "--bootstrap", "0", "--no-progress", "--json"),
+    command = run_args(
+        synthetic_build,
+        out,
+        None,
         *[arg for option in options for arg in ("-M", option)],
         *[arg for option in long for arg in ("--backend-option", option)],
-    ]
+        backend="tuned",
+        model="my-model",
+        limit=1,
+        as_json=True,
+    )
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
         assert main(command) == 0
@@ -253,8 +255,17 @@ def test_a_wrong_key_or_value_is_one_usage_line_listing_the_valid_keys(
     plugin_dir, synthetic_build, tmp_path, capsys, option, message
 ) -> None:
     code = main(
-        ["run", "--backend", "tuned", "--model", "m", "--dataset", str(synthetic_build), "--out", str(tmp_path / "o")]
-        + ["-M", option]
+        run_args(
+            synthetic_build,
+            tmp_path / "o",
+            None,
+            "-M",
+            option,
+            backend="tuned",
+            model="m",
+            bootstrap=None,
+            no_progress=False,
+        )
     )
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == EXIT_USAGE and len(err) == 1, err

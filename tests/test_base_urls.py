@@ -11,7 +11,7 @@ from eval_scripts.cli import main
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE, UsageError
 from mis_bench_dataset.toolkit.urls import http_url, http_url_list
 
-from _harness_helpers import ChatServer
+from _run_args import run_args
 
 # (URL, what the error must say is wrong with it)
 MALFORMED = [
@@ -43,7 +43,7 @@ def test_every_malformed_form_is_a_usage_error_naming_the_url_and_the_problem(ur
 @pytest.mark.parametrize(("url", "problem"), MALFORMED[:8])
 def test_run_refuses_a_malformed_base_url_before_anything_runs(synthetic_build, tmp_path, capsys, url, problem):
     out = tmp_path / "runs"
-    args = ["run", "--backend", "openai", "--model", "m", "--dataset", str(synthetic_build), "--out", str(out)]
+    args = run_args(synthetic_build, out, model="m", api_key_env=None, bootstrap=None, no_progress=False)
     code = main([*args, "--base-url", "http://127.0.0.1:8000/v1", "--base-url", f"http://127.0.0.1:8001/v1,{url}"])
     err = capsys.readouterr().err
     (line,) = err.splitlines()
@@ -75,24 +75,23 @@ def test_what_errors_show_of_a_url_hides_the_password_and_the_query_values() -> 
     assert [u.url for u in http_url_list(given, where="--base-url")] == ["http://a/v1", "http://b/v1"]
 
 
-def test_an_azure_style_query_string_reaches_the_server_on_every_request(synthetic_build, tmp_path, capsys):
-    with ChatServer() as first, ChatServer() as second:
+def test_an_azure_style_query_string_reaches_the_server_on_every_request(
+    synthetic_build, tmp_path, capsys, chat_server
+):
+    with chat_server() as first, chat_server() as second:
         urls = [f"{server.base_url}?api-version=2024-06-01" for server in (first, second)]
-        args = ["run", "--backend", "openai", "--model", "fake-model", "--dataset", str(synthetic_build)]
-        args += ["--limit", "2", "--out", str(tmp_path / "runs"), "--bootstrap", "0", "--no-progress"]
-        assert main([*args, "--base-url", ",".join(urls), "--api-key-env", "MIS_BENCH_UNSET"]) == 0
+        args = run_args(synthetic_build, tmp_path / "runs", ",".join(urls), limit=2)
+        assert main(args) == 0
     paths = first.paths + second.paths
     assert len(paths) == 16 and first.paths and second.paths
     assert set(paths) == {"/v1/chat/completions?api-version=2024-06-01"}
     capsys.readouterr()
 
 
-def test_https_to_a_plain_http_server_is_one_line_saying_so(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer() as server:
+def test_https_to_a_plain_http_server_is_one_line_saying_so(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server() as server:
         url = server.base_url.replace("http://", "https://")
-        args = ["run", "--backend", "openai", "--model", "fake-model", "--dataset", str(synthetic_build)]
-        args += ["--limit", "1", "--out", str(tmp_path / "runs"), "--no-progress", "--base-url", url]
-        code = main(args)
+        code = main(run_args(synthetic_build, tmp_path / "runs", url, limit=1, api_key_env=None, bootstrap=None))
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == EXIT_REQUESTS and len(lines) == 1 and server.requests == 0
     assert "TLS error" in lines[0] and "a plain-HTTP server? then give the URL with http://" in lines[0]

@@ -13,6 +13,7 @@ import json
 import shutil
 from collections import Counter
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -25,7 +26,7 @@ from mis_bench_dataset.dataset import format as fmt
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 from _batch_helpers import closed_port_url
-from _harness_helpers import ChatServer
+from _run_args import run_args
 
 
 def _independent_fingerprint(folder: Path, split: str, configs: tuple[str, ...]) -> str:
@@ -178,12 +179,7 @@ def _row_group_reads(counts: Counter) -> dict[tuple[str, int], int]:
     }
 
 
-def _grid(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run", "--backend", "openai", "--model", "fake-model", "--dataset", str(build), "--limit", "2",
-        "--out", str(out), "--base-url", base_url, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress",
-        "--bootstrap", "0", "--max-retries", "0", "--backoff-base", "0", "--grid", *extra,
-    ]  # fmt: skip
+_grid = partial(run_args, limit=2, retries=0, backoff_base=0, flags=("--grid",))
 
 
 def _assert_opened_once(counts: Counter) -> None:
@@ -203,8 +199,8 @@ def test_a_dry_run_grid_opens_the_dataset_once(synthetic_build, tmp_path, capsys
     _assert_opened_once(counts)
 
 
-def test_a_grid_against_a_server_opens_the_dataset_once(synthetic_build, tmp_path, capsys):
-    with ChatServer() as server, counting_reads() as counts:
+def test_a_grid_against_a_server_opens_the_dataset_once(synthetic_build, tmp_path, capsys, chat_server):
+    with chat_server() as server, counting_reads() as counts:
         code = main([*_grid(synthetic_build, tmp_path / "live", server.base_url, "--json")])
     entries = json.loads(capsys.readouterr().out)
     assert code == 0 and len(entries) == 8 and all("refused" not in e for e in entries), entries

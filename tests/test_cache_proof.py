@@ -28,7 +28,7 @@ from eval_scripts.harness.response_cache import (
 )
 from mis_bench_dataset.toolkit.errors import EXIT_DATA, EXIT_USAGE, UsageError
 
-from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
 
 def _key(name: str) -> str:
@@ -292,17 +292,15 @@ def test_the_cache_command_checks_merges_and_refuses_its_inputs(tmp_path, capsys
     assert "not a response cache" in capsys.readouterr().err
 
 
-def test_two_machines_caches_merged_serve_a_run_without_calls(synthetic_build, tmp_path) -> None:
-    common = ["run", "--backend", "openai", "--model", "m", "--dataset", str(synthetic_build), "--no-progress"]
-    common += ["--bootstrap", "0", "--api-key-env", "MIS_BENCH_TEST_KEY"]
-    with ChatServer() as server:
-        for machine, limit in (("m1", "1"), ("m2", "2")):
-            args = [*common, "--base-url", server.base_url, "--limit", limit, "--out", str(tmp_path / machine)]
-            assert main(args) == 0
+def test_two_machines_caches_merged_serve_a_run_without_calls(synthetic_build, tmp_path, chat_server) -> None:
+    common = {"model": "m", "api_key_env": TEST_KEY_ENV}
+    with chat_server() as server:
+        for machine, limit in (("m1", 1), ("m2", 2)):
+            assert main(run_args(synthetic_build, tmp_path / machine, server.base_url, limit=limit, **common)) == 0
         merged = tmp_path / "merged.jsonl"
         caches = [str(tmp_path / m / "responses.cache.jsonl") for m in ("m1", "m2")]
         assert main(["cache", "merge", *caches, "--out", str(merged)]) == 0
         asked = server.requests
-        rerun = [*common, "--base-url", server.base_url, "--limit", "2", "--out", str(tmp_path / "m3")]
+        rerun = run_args(synthetic_build, tmp_path / "m3", server.base_url, limit=2, **common)
         assert main([*rerun, "--cache", str(merged)]) == 0
         assert server.requests == asked  # every row answered from the merged cache

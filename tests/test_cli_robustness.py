@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from eval_scripts.cli import build_parser, main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
 from mis_icc_metric.predictions_io import read_references, write_predictions
-from tests._leaderboard_helpers import make_results
+
+from _leaderboard_helpers import make_results
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 HUGE_BYTES = 65 << 20  # over the 64 MiB JSON limit; written sparse, so it costs no disk

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from functools import partial
 
 import pytest
 from datasets import Dataset
@@ -17,32 +18,10 @@ from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
-from _harness_helpers import ChatServer, TricklingServer, make_tiny_chat_model, scoring_rows
+from _harness_helpers import TricklingServer, make_tiny_chat_model, scoring_rows
+from _run_args import TEST_KEY_ENV, run_args
 
-
-def _run(dataset, out, base_url, *extra) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "m",
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_TEST_KEY",
-        "--dataset",
-        str(dataset),
-        "--limit",
-        "1",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        "--json",
-        *extra,
-    ]
+_run = partial(run_args, model="m", api_key_env=TEST_KEY_ENV, limit=1, as_json=True)
 
 
 def test_the_watchdog_fires_once_past_the_deadline_and_never_after_a_disarm() -> None:
@@ -57,8 +36,8 @@ def test_the_watchdog_fires_once_past_the_deadline_and_never_after_a_disarm() ->
     assert fired == ["late"] and deadlines.disarm(late) is True and deadlines.disarm(late) is False
 
 
-def test_every_retry_is_bounded_by_the_timeout(synthetic_build, tmp_path, capsys) -> None:
-    with TricklingServer(interval_s=0.25) as server:
+def test_every_retry_is_bounded_by_the_timeout(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(kind=TricklingServer, interval_s=0.25) as server:
         started = time.monotonic()
         extra = ("--timeout", "1", "--max-retries", "2", "--backoff-base", "0.01", "--backoff-max", "0.02")
         code = main(_run(synthetic_build, tmp_path / "out", server.base_url, *extra, "--concurrency", "8"))
@@ -70,16 +49,16 @@ def test_every_retry_is_bounded_by_the_timeout(synthetic_build, tmp_path, capsys
     assert elapsed < 3 * 1 + 3.0, f"3 attempts of at most 1 s took {elapsed:.1f} s"
 
 
-def test_a_slow_steady_answer_within_the_timeout_is_kept(synthetic_build, tmp_path, capsys) -> None:
-    with TricklingServer(interval_s=0.0005) as server:  # ~400 bytes: about 0.2 s per answer
+def test_a_slow_steady_answer_within_the_timeout_is_kept(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(kind=TricklingServer, interval_s=0.0005) as server:  # ~400 bytes: about 0.2 s per answer
         code = main(_run(synthetic_build, tmp_path / "out", server.base_url, "--timeout", "20", "--concurrency", "8"))
     summary = json.loads(capsys.readouterr().out)
     assert code == 0 and summary["parsed"] == summary["rows"] == 8
 
 
-def test_a_run_deadline_is_resumed_by_the_next_run(synthetic_build, tmp_path, capsys) -> None:
+def test_a_run_deadline_is_resumed_by_the_next_run(synthetic_build, tmp_path, capsys, chat_server) -> None:
     out = tmp_path / "out"
-    with ChatServer(delay_s=0.3) as server:
+    with chat_server(delay_s=0.3) as server:
         code = main(
             _run(synthetic_build, out, server.base_url, "--limit", "3", "--concurrency", "2", "--run-deadline", "1")
         )
@@ -94,8 +73,8 @@ def test_a_run_deadline_is_resumed_by_the_next_run(synthetic_build, tmp_path, ca
     assert server.requests - before == 24 - answered
 
 
-def test_a_grid_shares_one_run_deadline(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer(delay_s=0.2) as server:
+def test_a_grid_shares_one_run_deadline(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(delay_s=0.2) as server:
         started = time.monotonic()
         args = _run(synthetic_build, tmp_path / "out", server.base_url, "--grid", "--modalities", "text")
         code = main([*args, "--prompts", "direct,cot", "--concurrency", "1", "--run-deadline", "1.5"])

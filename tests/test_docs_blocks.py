@@ -11,7 +11,6 @@ import os
 import subprocess
 
 import pytest
-from _docs_runner import DEFAULT_JOB_COMMAND, REPO, SHARED_FOLDER, PageRun, replay_default_job
 
 from _docs_helpers import (
     CI_MARKER,
@@ -22,6 +21,7 @@ from _docs_helpers import (
     split_setup,
     unmet_install,
 )
+from _docs_runner import DEFAULT_JOB_COMMAND, REPO, SHARED_FOLDER, PageRun, replay_default_job
 
 PAGES = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md"))]
 # Languages a fence may have: executed (bash, python), outputs and commands that cannot run (text),

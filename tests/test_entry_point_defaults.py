@@ -17,7 +17,7 @@ from eval_scripts.cli.args import config_from_args
 from eval_scripts.harness.config import RunConfig
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
-from _harness_helpers import ChatServer
+from _run_args import run_args
 
 EXPECTED = (DEFAULT_BOOTSTRAP, DEFAULT_SEED)
 
@@ -55,18 +55,14 @@ def test_runconfig_and_the_command_line_have_the_same_defaults():
             assert getattr(from_args, item.name) == getattr(config, item.name), item.name
 
 
-def _served_run_args(server: ChatServer, build, out) -> list[str]:
-    return [
-        "run", "--backend", "openai", "--model", "m", "--dataset", str(build), "--limit", "1", "--out", str(out),
-        "--base-url", server.base_url, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress", "--max-retries", "0",
-    ]  # fmt: skip
-
-
-def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_build, tmp_path, asked):
+def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_build, tmp_path, asked, chat_server):
     from eval_scripts.harness.runner import run_setting
 
-    with ChatServer() as server:
-        assert main(_served_run_args(server, synthetic_build, tmp_path / "cli")) == 0
+    with chat_server() as server:
+        args = run_args(
+            synthetic_build, tmp_path / "cli", server.base_url, model="m", limit=1, bootstrap=None, retries=0
+        )
+        assert main(args) == 0  # no --bootstrap: the default
         config = RunConfig(
             backend="openai",
             model="m",

@@ -16,8 +16,9 @@ from mis_bench_dataset.video_ids import parse_video_id
 from mis_icc_metric.estimates import estimate_means
 from mis_icc_metric.ppi import ppi_mean
 from mis_icc_metric.resampling import make_resampling
-from tests._metric_helpers import make_scores
-from tests._ppi_reference import ppi_reference
+
+from _metric_helpers import make_scores
+from _ppi_reference import ppi_reference
 
 
 def _write(path: Path, column: str, pairs: dict) -> Path:

@@ -1,10 +1,11 @@
-"""Batch files, dry runs and token accounting, end to end through `mis-bench run`.
+"""Batch files, dry runs and token accounting, end to end through `mis-bench batch export|import` and `mis-bench
+run` (`run --export-batch/--import-batch`, the older form, at the end).
 
 A simulated provider answers an exported batch (shuffled lines, both shapes of error lines,
 truncated answers, a malformed body, missing lines, a repeated line, an unknown id); the local
 Chat Completions server answers a live run with exactly the same responses. The import must
 equal the live run byte for byte in predictions, a re-export must hold exactly the unanswered
-rows, and `--dry-run` / `--export-batch` must open no connection.
+rows, and `--dry-run` / `batch export` must open no connection.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import math
 import socket
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -22,39 +24,17 @@ from hypothesis import strategies as st
 from eval_scripts.cli import main
 
 from _batch_helpers import UNKNOWN_ID, closed_port_url, read_batch_input, simulate_provider
-from _harness_helpers import ChatServer, fake_reply, fake_usage, prompt_text
+from _harness_helpers import fake_reply, fake_usage, prompt_text
+from _run_args import batch_args, run_args
 
 GRID = ["--grid", "--modalities", "text,audio+text", "--prompts", "direct,cot"]
 SETTING_DIRS = ("text__direct", "text__cot", "audio-text__direct__features-text", "audio-text__cot__features-text")
 MODEL = "fake-model"
 
 
-def _run(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        MODEL,
-        "--dataset",
-        str(build),
-        "--limit",
-        "2",
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--max-retries",
-        "0",
-        "--backoff-base",
-        "0",
-        *extra,
-    ]
+_FLAGS = {"model": MODEL, "limit": 2, "retries": 0, "backoff_base": 0}
+_run = partial(run_args, **_FLAGS)
+_batch = partial(batch_args, **_FLAGS)  # `mis-bench batch export|import FILE` with the run's flags
 
 
 @contextmanager
@@ -93,35 +73,35 @@ def exported(synthetic_build, tmp_path_factory):
     root = tmp_path_factory.mktemp("exported")
     with refusing_connections() as attempts:
         code = main(
-            _run(
+            _batch(
+                "export",
+                root / "batch" / "in.jsonl",
                 synthetic_build,
                 root / "unused",
                 closed_port_url(),
                 *GRID,
-                "--export-batch",
-                str(root / "batch" / "in.jsonl"),
             )
         )
     assert code == 0 and attempts == []
     return root / "batch" / "in.jsonl"
 
 
-def test_import_equals_a_live_run_with_the_same_answers(synthetic_build, exported, tmp_path, capsys) -> None:
+def test_import_equals_a_live_run_with_the_same_answers(
+    synthetic_build, exported, tmp_path, capsys, chat_server
+) -> None:
     fates = simulate_provider([exported], tmp_path / "out.jsonl", seed=3)
     assert len(fates.by_id) == 4 * 16 and len(fates.ids("ok")) == 64 - 9
     batch_out, live_out = tmp_path / "from-batch", tmp_path / "live"
 
     capsys.readouterr()
     with refusing_connections() as attempts:
-        code = main(
-            _run(synthetic_build, batch_out, closed_port_url(), *GRID, "--import-batch", str(tmp_path / "out.jsonl"))
-        )
+        code = main(_batch("import", tmp_path / "out.jsonl", synthetic_build, batch_out, closed_port_url(), *GRID))
     assert code == 3 and attempts == []  # rows remain unanswered
     err = capsys.readouterr().err
     duplicated = [line for line in err.splitlines() if "on more than one line" in line]
     assert UNKNOWN_ID in err and len(duplicated) == 1 and duplicated[0].split(": ")[-1] in fates.ids("ok")
 
-    with ChatServer(respond=fates.respond) as server:
+    with chat_server(respond=fates.respond) as server:
         capsys.readouterr()
         assert main(_run(synthetic_build, live_out, server.base_url, *GRID, "--concurrency", "1")) == 3
     assert server.requests == 64
@@ -153,9 +133,7 @@ def test_import_equals_a_live_run_with_the_same_answers(synthetic_build, exporte
 def test_token_totals_equal_the_sum_of_the_responses_usage(synthetic_build, exported, tmp_path) -> None:
     fates = simulate_provider([exported], tmp_path / "out.jsonl", seed=5)
     out = tmp_path / "runs"
-    assert (
-        main(_run(synthetic_build, out, closed_port_url(), *GRID, "--import-batch", str(tmp_path / "out.jsonl"))) == 3
-    )
+    assert main(_batch("import", tmp_path / "out.jsonl", synthetic_build, out, closed_port_url(), *GRID)) == 3
     totals = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "requests": 0}
     for setting in SETTING_DIRS:
         results = json.loads((out / MODEL / setting / "results.json").read_text())
@@ -172,8 +150,8 @@ def test_token_totals_equal_the_sum_of_the_responses_usage(synthetic_build, expo
     assert totals == fates.expected_usage()  # the simulator's own counts of what it answered
 
 
-def test_live_run_usage_totals_and_summary_line(tmp_path, capsys, synthetic_build) -> None:
-    with ChatServer() as server:
+def test_live_run_usage_totals_and_summary_line(tmp_path, capsys, synthetic_build, chat_server) -> None:
+    with chat_server() as server:
         code = main(_run(synthetic_build, tmp_path, server.base_url, "--prompt", "cot", "--concurrency", "1"))
     assert code == 0
     sent = [
@@ -193,16 +171,14 @@ def test_live_run_usage_totals_and_summary_line(tmp_path, capsys, synthetic_buil
 
 
 def test_reexport_holds_exactly_the_unanswered_rows_and_a_live_run_asks_only_for_them(
-    synthetic_build, exported, tmp_path
+    synthetic_build, exported, tmp_path, chat_server
 ) -> None:
     fates = simulate_provider([exported], tmp_path / "out.jsonl", seed=7)
     out = tmp_path / "runs"
-    assert (
-        main(_run(synthetic_build, out, closed_port_url(), *GRID, "--import-batch", str(tmp_path / "out.jsonl"))) == 3
-    )
+    assert main(_batch("import", tmp_path / "out.jsonl", synthetic_build, out, closed_port_url(), *GRID)) == 3
     again = tmp_path / "again.jsonl"
     with refusing_connections() as attempts:
-        assert main(_run(synthetic_build, out, closed_port_url(), *GRID, "--export-batch", str(again))) == 0
+        assert main(_batch("export", again, synthetic_build, out, closed_port_url(), *GRID)) == 0
     assert attempts == []
     lines = read_batch_input([again])
     unanswered = fates.ids("error", "http_error", "length", "malformed", "missing")
@@ -210,16 +186,14 @@ def test_reexport_holds_exactly_the_unanswered_rows_and_a_live_run_asks_only_for
     assert all(line["body"] == fates.bodies[line["custom_id"]] for line in lines)  # the same requests as before
 
     # importing the same output twice adds nothing; a live run afterwards asks exactly for the unanswered rows
-    assert (
-        main(_run(synthetic_build, out, closed_port_url(), *GRID, "--import-batch", str(tmp_path / "out.jsonl"))) == 3
-    )
-    with ChatServer() as server:
+    assert main(_batch("import", tmp_path / "out.jsonl", synthetic_build, out, closed_port_url(), *GRID)) == 3
+    with chat_server() as server:
         assert main(_run(synthetic_build, out, server.base_url, *GRID)) == 0
     assert server.requests == 9
     assert {prompt_text(body) for body in server.bodies} == {prompt_text(fates.bodies[i]) for i in unanswered}
 
 
-def test_export_bodies_are_the_live_bodies_and_ids_are_stable(synthetic_build, exported, tmp_path) -> None:
+def test_export_bodies_are_the_live_bodies_and_ids_are_stable(synthetic_build, exported, tmp_path, chat_server) -> None:
     lines = read_batch_input([exported])
     assert all(line["method"] == "POST" and line["url"] == "/v1/chat/completions" for line in lines)
     ids = [line["custom_id"] for line in lines]
@@ -227,20 +201,18 @@ def test_export_bodies_are_the_live_bodies_and_ids_are_stable(synthetic_build, e
     for request_id in ids:
         setting, video, dimension, key = request_id.split("/")
         assert setting.split("__")[0] in ("text", "audio-text") and len(key) == 24 and dimension in request_id
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run(synthetic_build, tmp_path, server.base_url, *GRID)) == 0
     assert sorted(map(json.dumps, server.bodies)) == sorted(json.dumps(line["body"]) for line in lines)
     second = tmp_path / "second.jsonl"
-    assert main(_run(synthetic_build, tmp_path / "fresh", closed_port_url(), *GRID, "--export-batch", str(second))) == 0
+    assert main(_batch("export", second, synthetic_build, tmp_path / "fresh", closed_port_url(), *GRID)) == 0
     assert second.read_bytes() == exported.read_bytes()  # same run, same ids, same order
 
 
 def test_dry_run_counts_tokens_and_cost_without_a_connection(synthetic_build, exported, tmp_path, capsys) -> None:
     fates = simulate_provider([exported], tmp_path / "out.jsonl", seed=11)
     out = tmp_path / "runs"
-    assert (
-        main(_run(synthetic_build, out, closed_port_url(), *GRID, "--import-batch", str(tmp_path / "out.jsonl"))) == 3
-    )
+    assert main(_batch("import", tmp_path / "out.jsonl", synthetic_build, out, closed_port_url(), *GRID)) == 3
     capsys.readouterr()
     with refusing_connections() as attempts:
         code = main(
@@ -302,25 +274,17 @@ def test_dry_run_uses_the_local_tokenizer(tmp_path, synthetic_build, capsys) -> 
     from _harness_helpers import make_tiny_chat_model
 
     model = make_tiny_chat_model(tmp_path / "tiny")
-    args = [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        str(model),
-        "--dataset",
-        str(synthetic_build),
-        "--limit",
-        "1",
-        "--out",
-        str(tmp_path / "runs"),
-        "--base-url",
+    args = run_args(
+        synthetic_build,
+        tmp_path / "runs",
         closed_port_url(),
-        "--dry-run",
-        "--json",
-        "--expected-completion-tokens",
-        "5",
-    ]
+        *("--dry-run", "--json", "--expected-completion-tokens", "5"),
+        model=str(model),
+        limit=1,
+        api_key_env=None,
+        bootstrap=None,
+        no_progress=False,
+    )
     with refusing_connections() as attempts:
         assert main(args) == 0
     assert attempts == []
@@ -388,7 +352,7 @@ def test_a_hosted_name_is_estimated_without_importing_transformers_and_a_hub_cac
 def test_export_splits_at_the_limits_and_never_replaces_other_files(synthetic_build, exported, tmp_path) -> None:
     whole = exported.read_bytes().splitlines(keepends=True)
     target = tmp_path / "parts" / "in.jsonl"
-    args = _run(synthetic_build, tmp_path / "runs", closed_port_url(), *GRID, "--export-batch", str(target))
+    args = _batch("export", target, synthetic_build, tmp_path / "runs", closed_port_url(), *GRID)
     assert main([*args, "--batch-max-requests", "10"]) == 0
     parts = sorted(target.parent.glob("in-*.jsonl"))
     assert [p.name for p in parts] == [f"in-{i:03d}.jsonl" for i in range(1, 8)] and not target.exists()
@@ -411,15 +375,15 @@ def test_export_splits_at_the_limits_and_never_replaces_other_files(synthetic_bu
     cache = tmp_path / "runs" / "responses.cache.jsonl"  # an export never overwrites its inputs
     cache.parent.mkdir(exist_ok=True)
     cache.write_text("")
-    assert main(_run(synthetic_build, tmp_path / "runs", closed_port_url(), "--export-batch", str(cache))) == 2
+    assert main(_batch("export", cache, synthetic_build, tmp_path / "runs", closed_port_url())) == 2
     assert (
         main(
-            _run(
+            _batch(
+                "export",
+                synthetic_build / "in.jsonl",
                 synthetic_build,
                 tmp_path / "runs",
                 closed_port_url(),
-                "--export-batch",
-                str(synthetic_build / "in.jsonl"),
             )
         )
         == 2
@@ -427,28 +391,29 @@ def test_export_splits_at_the_limits_and_never_replaces_other_files(synthetic_bu
     assert not (synthetic_build / "in.jsonl").exists() and cache.read_text() == ""
     mine = tmp_path / "mine.jsonl"
     mine.write_text("my notes\n")
-    assert main(_run(synthetic_build, tmp_path / "runs", closed_port_url(), "--export-batch", str(mine))) == 1
+    assert main(_batch("export", mine, synthetic_build, tmp_path / "runs", closed_port_url())) == 1
     assert mine.read_text() == "my notes\n"
 
 
 def test_import_refuses_what_it_cannot_use(synthetic_build, exported, tmp_path, capsys) -> None:
-    args = _run(synthetic_build, tmp_path / "runs", closed_port_url(), *GRID)
+    run = (synthetic_build, tmp_path / "runs", closed_port_url(), *GRID)
+    args = _run(*run)
     assert main([*args, "--dry-run", "--price-in", "1"]) == 2  # a price without the other
     local = [*args, "--dry-run"]
     local[local.index("openai")] = "transformers"
     capsys.readouterr()
     assert main(local) == 2 and "are for --backend openai" in capsys.readouterr().err
-    assert main([*args, "--import-batch", str(tmp_path / "absent.jsonl")]) == 2
+    assert main(_batch("import", tmp_path / "absent.jsonl", *run)) == 2
     torn = tmp_path / "torn.jsonl"
     torn.write_text('{"custom_id": "a", "response": null, "error": null}\n{"custom_id": "b", "resp')
     capsys.readouterr()
-    assert main([*args, "--import-batch", str(torn)]) == 1
+    assert main(_batch("import", torn, *run)) == 1
     assert f"{torn}, line 2" in capsys.readouterr().err
     # the output of another model: no id belongs to this run
     fates = simulate_provider([exported], tmp_path / "out.jsonl")
-    other = _run(synthetic_build, tmp_path / "runs", closed_port_url(), *GRID)
+    other = _batch("import", tmp_path / "out.jsonl", *run)
     other[other.index(MODEL)] = "another-model"
-    assert main([*other, "--import-batch", str(tmp_path / "out.jsonl")]) == 1
+    assert main(other) == 1
     assert "none of the" in capsys.readouterr().err and not (tmp_path / "runs" / "another-model").exists()
     assert len(fates.by_id) == 64
 
@@ -470,9 +435,9 @@ def test_conflicting_answers_are_not_imported_and_answers_beat_errors_across_fil
     first.write_text(line(chat_completion(text, reply="2.5")))
     second.write_text(line(chat_completion(text, reply="4.5")))
     out = tmp_path / "runs"
-    args = _run(synthetic_build, out, closed_port_url(), *GRID)
+    run = (synthetic_build, out, closed_port_url(), *GRID)
     capsys.readouterr()
-    assert main([*args, "--import-batch", str(first), "--import-batch", str(second)]) == 3
+    assert main(_batch("import", [first, second], *run)) == 3
     assert "with different answers on different lines" in capsys.readouterr().err
     setting = request["custom_id"].split("/")[0]
     dimension, video = request["custom_id"].split("/")[2], request["custom_id"].split("/")[1]
@@ -482,11 +447,11 @@ def test_conflicting_answers_are_not_imported_and_answers_beat_errors_across_fil
         return next(r["prediction"] for r in rows if (r["video_id"], r["dimension"]) == (video, dimension))
 
     assert prediction() is None
-    assert main([*args, "--import-batch", str(failed), "--import-batch", str(first)]) == 3
+    assert main(_batch("import", [failed, first], *run)) == 3
     assert prediction() == 2.5  # the answer counts, the expired line before it does not
 
 
-def test_prefix_order_changes_no_result(tmp_path) -> None:
+def test_prefix_order_changes_no_result(tmp_path, chat_server) -> None:
     from datasets import Dataset
 
     from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
@@ -500,7 +465,7 @@ def test_prefix_order_changes_no_result(tmp_path) -> None:
     rows = Dataset.from_list(scoring_rows(5, seed=2))
     runs = {}
     for name, cls in (("ordered", OpenAIBackend), ("unordered", Unordered)):
-        with ChatServer() as server:
+        with chat_server() as server:
             backend = cls(
                 MODEL, base_url=server.base_url, concurrency=1, retry=RetryPolicy(0), api_key_env="MIS_BENCH_UNSET"
             )
@@ -660,3 +625,59 @@ def test_one_request_over_the_size_limit_is_a_usage_error() -> None:
     assert split_lines([b"a\n", b"b\n", b"c\n"], 2, 100) == [[b"a\n", b"b\n"], [b"c\n"]]
     with pytest.raises(UsageError, match="raise --batch-max-mb"):
         split_lines([b"x" * 10 + b"\n"], 5, 10)
+
+
+# ----------------------------------------------------------------------------- the older form: run --export-batch
+
+
+def test_run_export_and_import_batch_are_the_batch_command_with_a_note(synthetic_build, exported, tmp_path, capsys):
+    """`mis-bench run ... --export-batch FILE` writes the bytes `batch export FILE` wrote and `--import-batch FILE`
+    scores what `batch import FILE` scores; each says once on stderr, and in `run --help`, that the form moved."""
+    old = tmp_path / "old.jsonl"
+    capsys.readouterr()
+    with refusing_connections() as attempts:
+        assert (
+            main(_run(synthetic_build, tmp_path / "unused", closed_port_url(), *GRID, "--export-batch", str(old))) == 0
+        )
+    assert attempts == [] and old.read_bytes() == exported.read_bytes()
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if "is now" in line] == [
+        "mis-bench run: note: `run --export-batch FILE` is now `mis-bench batch export FILE` with the same flags; "
+        "this form still works"
+    ]
+    simulate_provider([exported], tmp_path / "out.jsonl", seed=3)
+    runs = {
+        "new": _batch("import", tmp_path / "out.jsonl", synthetic_build, tmp_path / "new", closed_port_url(), *GRID),
+        "old": _run(
+            synthetic_build, tmp_path / "old", closed_port_url(), *GRID, "--import-batch", str(tmp_path / "out.jsonl")
+        ),
+    }
+    notes = {}
+    for name, args in runs.items():
+        assert main(args) == 3  # rows remain unanswered, either way
+        notes[name] = [line for line in capsys.readouterr().err.splitlines() if "is now" in line]
+    assert notes == {"new": [], "old": [notes["old"][0]]} and "`mis-bench batch import FILE...`" in notes["old"][0]
+    for setting in SETTING_DIRS:
+        new, old = tmp_path / "new" / MODEL / setting, tmp_path / "old" / MODEL / setting
+        assert (new / "predictions.jsonl").read_bytes() == (old / "predictions.jsonl").read_bytes()
+        assert _results(new / "results.json") == _results(old / "results.json")
+    assert main(["run", "--help"]) == 0
+    assert "`mis-bench batch export FILE`" in " ".join(capsys.readouterr().out.split())
+    assert main(["--help"]) == 0
+    assert "  batch " in capsys.readouterr().out
+
+
+def test_batch_export_takes_the_backend_options_of_the_run(synthetic_build, exported, tmp_path):
+    """An answer-changing `-M` option keys the cache, so an export with it names other requests than one without;
+    the same flags give the same file whichever form exports it."""
+    option = ("-M", 'extra_body={"reasoning_effort": "low"}')
+    new, old = tmp_path / "new.jsonl", tmp_path / "old.jsonl"
+    assert main(_batch("export", new, synthetic_build, tmp_path / "a", closed_port_url(), *GRID, *option)) == 0
+    assert (
+        main(_run(synthetic_build, tmp_path / "b", closed_port_url(), *GRID, *option, "--export-batch", str(old))) == 0
+    )
+    assert new.read_bytes() == old.read_bytes()
+    with_option, without = read_batch_input([new]), read_batch_input([exported])
+    assert len(with_option) == len(without) == 64
+    assert {line["custom_id"] for line in with_option}.isdisjoint(line["custom_id"] for line in without)
+    assert all(line["body"]["reasoning_effort"] == "low" for line in with_option)

@@ -11,14 +11,13 @@ from eval_scripts.cli import main
 from mis_bench_dataset.toolkit.errors import EXIT_DATA, EXIT_USAGE
 
 from _fault_helpers import _error_lines, _first_run, _rewrite, _run_args, snapshot
-from _harness_helpers import ChatServer
 
 
-def test_a_file_that_is_not_a_cache_is_refused_unchanged(dataset, tmp_path, capsys) -> None:
+def test_a_file_that_is_not_a_cache_is_refused_unchanged(dataset, tmp_path, capsys, chat_server) -> None:
     notes = tmp_path / "notes.json"
     notes.write_text(json.dumps({"meeting": "Tuesday", "keep": True}))  # no final newline, as json.dump writes
     before = notes.read_bytes()
-    with ChatServer() as server:
+    with chat_server() as server:
         code = main(_run_args(dataset, tmp_path / "out", server.base_url, "--cache", str(notes)))
         assert server.requests == 0
     lines = _error_lines(capsys.readouterr().err)
@@ -27,12 +26,14 @@ def test_a_file_that_is_not_a_cache_is_refused_unchanged(dataset, tmp_path, caps
     assert notes.read_bytes() == before
 
 
-def test_a_cache_inside_the_dataset_is_refused_and_the_build_still_reads(dataset, tmp_path, capsys) -> None:
+def test_a_cache_inside_the_dataset_is_refused_and_the_build_still_reads(
+    dataset, tmp_path, capsys, chat_server
+) -> None:
     from mis_bench_dataset import BuiltDataset
 
     shard = next((dataset / "scoring").glob("test-*.parquet"))
     before = snapshot(dataset)
-    with ChatServer() as server:
+    with chat_server() as server:
         code = main(_run_args(dataset, tmp_path / "out", server.base_url, "--cache", str(shard)))
         assert server.requests == 0
     lines = _error_lines(capsys.readouterr().err)
@@ -42,14 +43,14 @@ def test_a_cache_inside_the_dataset_is_refused_and_the_build_still_reads(dataset
     assert BuiltDataset.of(dataset).rows("test")
 
 
-def test_conflicting_duplicates_are_named_with_both_answers(dataset, tmp_path, capsys) -> None:
-    cache, args = _first_run(dataset, tmp_path)
+def test_conflicting_duplicates_are_named_with_both_answers(dataset, tmp_path, capsys, chat_server) -> None:
+    cache, args = _first_run(dataset, tmp_path, chat_server)
     lines = cache.read_text().splitlines()
     index, record = next((i, json.loads(line)) for i, line in enumerate(lines) if '"status":"ok"' in line)
     other = {**record, "response": "Final answer: 1.2"}
     _rewrite(cache, [*lines, json.dumps(other)])  # as after two machines' caches were concatenated
     capsys.readouterr()
-    with ChatServer() as server:
+    with chat_server() as server:
         args[args.index("--base-url") + 1] = server.base_url
         code = main(args)
         assert server.requests == 0
@@ -60,14 +61,14 @@ def test_conflicting_duplicates_are_named_with_both_answers(dataset, tmp_path, c
     assert "mis-bench cache" in errors[0]
 
 
-def test_a_record_naming_another_row_is_never_served(dataset, tmp_path, caplog) -> None:
-    cache, args = _first_run(dataset, tmp_path)
+def test_a_record_naming_another_row_is_never_served(dataset, tmp_path, caplog, chat_server) -> None:
+    cache, args = _first_run(dataset, tmp_path, chat_server)
     lines = cache.read_text().splitlines()
     index, a = next((i, json.loads(line)) for i, line in enumerate(lines) if '"status":"ok"' in line)
     b = next(json.loads(line) for line in lines[index + 1 :] if '"status":"ok"' in line)
     lines[index] = json.dumps({**a, "video_id": b["video_id"], "dimension": b["dimension"], "response": "4.9"})
     _rewrite(cache, lines)
-    with ChatServer() as server:
+    with chat_server() as server:
         args[args.index("--base-url") + 1] = server.base_url
         with caplog.at_level("WARNING"):
             assert main(args) == 0
@@ -80,15 +81,15 @@ def test_a_record_naming_another_row_is_never_served(dataset, tmp_path, caplog) 
     assert 4.9 not in [json.loads(p)["prediction"] for p in predictions]
 
 
-def test_a_record_without_a_response_is_named_and_asked_again(dataset, tmp_path, caplog) -> None:
-    cache, args = _first_run(dataset, tmp_path)
+def test_a_record_without_a_response_is_named_and_asked_again(dataset, tmp_path, caplog, chat_server) -> None:
+    cache, args = _first_run(dataset, tmp_path, chat_server)
     lines = cache.read_text().splitlines()
     index = next(i for i, line in enumerate(lines) if '"status":"ok"' in line)
     record = json.loads(lines[index])
     del record["response"]
     lines[index] = json.dumps(record)
     _rewrite(cache, lines)
-    with ChatServer() as server:
+    with chat_server() as server:
         args[args.index("--base-url") + 1] = server.base_url
         with caplog.at_level("WARNING"):
             assert main(args) == 0

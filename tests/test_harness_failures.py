@@ -11,6 +11,7 @@ import hashlib
 import json
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,8 @@ from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
-from _harness_helpers import ChatServer, scoring_rows
+from _harness_helpers import scoring_rows
+from _run_args import TEST_KEY_ENV, run_args
 from _server_helpers import free_port
 
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=2.0)
@@ -58,30 +60,7 @@ def _config(out: Path, base_url: str, concurrency: int = 4, retry: RetryPolicy =
     )
 
 
-def _cli(dataset: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_TEST_KEY",
-        "--dataset",
-        str(dataset),
-        "--split",
-        "test",
-        "--limit",
-        "3",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        *extra,
-    ]
+_cli = partial(run_args, api_key_env=TEST_KEY_ENV, limit=3, flags=("--split", "test"))
 
 
 def _error_lines(err: str) -> list[str]:
@@ -120,9 +99,9 @@ def test_nothing_listening_stops_the_run_within_seconds_with_exit_3(
         ("https://127.0.0.1:{port}/v1", "TLS error: SSL"),  # TLS spoken to a plain-HTTP server
     ],
 )
-def test_unknown_host_and_tls_failure_trip_the_breaker(tmp_path, url, kind) -> None:
+def test_unknown_host_and_tls_failure_trip_the_breaker(tmp_path, url, kind, chat_server) -> None:
     rows = Dataset.from_list(scoring_rows(4))
-    with ChatServer() as server:
+    with chat_server() as server:
         base_url = url.format(port=server.httpd.server_address[1])
         with pytest.raises(ServerUnreachableError, match=kind) as caught:
             run_setting(_config(tmp_path, base_url, concurrency=2, retry=RetryPolicy()), scoring=rows)
@@ -147,9 +126,9 @@ def test_breaker_counts_only_failures_before_the_server_was_ever_reached() -> No
     assert not any(breaker.connection_failed("connection refused", "x") for _ in range(10))
 
 
-def test_a_server_that_answered_and_then_went_away_fails_rows_without_stopping(tmp_path) -> None:
+def test_a_server_that_answered_and_then_went_away_fails_rows_without_stopping(tmp_path, chat_server) -> None:
     prompts = [Prompt(f"v{i}", "wau", f"I hear you, step {i}.") for i in range(3)]
-    with ChatServer() as server:
+    with chat_server() as server:
         backend = OpenAIBackend(
             "m", base_url=server.base_url, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET", concurrency=2
         )
@@ -163,11 +142,11 @@ def test_a_server_that_answered_and_then_went_away_fails_rows_without_stopping(t
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
-def test_a_refused_request_stops_the_run_and_keeps_the_answers_before_it(tmp_path, status) -> None:
+def test_a_refused_request_stops_the_run_and_keeps_the_answers_before_it(tmp_path, status, chat_server) -> None:
     rows = Dataset.from_list(scoring_rows(4))
     refuse_from = 10
     plan = Scripted(lambda n, digest: str(status) if n >= refuse_from else "ok")
-    with ChatServer(plan) as server:
+    with chat_server(plan) as server:
         with pytest.raises(RequestRefusedError) as caught:
             run_setting(_config(tmp_path, server.base_url, concurrency=1), scoring=rows)
         assert server.requests == refuse_from + 1  # no retry, no further request
@@ -185,9 +164,9 @@ def test_a_refused_request_stops_the_run_and_keeps_the_answers_before_it(tmp_pat
         assert result.n_cached == refuse_from and result.n_called == 32 - refuse_from and result.n_failed == 0
 
 
-def test_a_refused_request_stops_a_concurrent_run_at_once(tmp_path) -> None:
+def test_a_refused_request_stops_a_concurrent_run_at_once(tmp_path, chat_server) -> None:
     rows = Dataset.from_list(scoring_rows(8))
-    with ChatServer(Scripted(lambda n, digest: "404"), delay_s=0.02) as server:
+    with chat_server(Scripted(lambda n, digest: "404"), delay_s=0.02) as server:
         started = time.monotonic()
         with pytest.raises(RequestRefusedError, match="HTTP 404"):
             run_setting(_config(tmp_path, server.base_url, concurrency=8), scoring=rows)
@@ -195,11 +174,11 @@ def test_a_refused_request_stops_a_concurrent_run_at_once(tmp_path) -> None:
         assert server.requests <= 16  # what was in flight, not the 64 rows
 
 
-def test_grid_stops_like_a_single_setting(synthetic_build, tmp_path, capsys) -> None:
+def test_grid_stops_like_a_single_setting(synthetic_build, tmp_path, capsys, chat_server) -> None:
     args = ["--grid", "--modalities", "text,audio+text", "--prompts", "direct,cot"]
     assert main(_cli(synthetic_build, tmp_path / "a", f"http://127.0.0.1:{free_port()}/v1", *args)) == EXIT_REQUESTS
     assert "cannot reach the model server" in _error_lines(capsys.readouterr().err)[0]
-    with ChatServer(Scripted(lambda n, digest: "401")) as server:
+    with chat_server(Scripted(lambda n, digest: "401")) as server:
         assert main(_cli(synthetic_build, tmp_path / "b", server.base_url, *args)) == EXIT_USAGE
         assert server.requests <= 8
     assert "HTTP 401: injected 401" in _error_lines(capsys.readouterr().err)[0]
@@ -213,9 +192,9 @@ def _by_digest(n: int, digest: str) -> str:
     return {0: "500", 1: "malformed"}.get(int(digest, 16) % 4, "ok")
 
 
-def test_a_run_with_failures_summarises_them_by_kind(synthetic_build, tmp_path, capsys) -> None:
+def test_a_run_with_failures_summarises_them_by_kind(synthetic_build, tmp_path, capsys, chat_server) -> None:
     plan = Scripted(_by_digest)
-    with ChatServer(plan) as server:
+    with chat_server(plan) as server:
         code = main(
             _cli(
                 synthetic_build,
@@ -266,14 +245,14 @@ def test_server_messages_are_read_from_the_usual_error_bodies() -> None:
     assert len(long) == 300 and long.endswith("\u2026")
 
 
-def test_truncated_answers_are_counted_apart_from_unparsed(tmp_path) -> None:
+def test_truncated_answers_are_counted_apart_from_unparsed(tmp_path, chat_server) -> None:
     rows = Dataset.from_list(scoring_rows(3))
 
     def fault(n: int, digest: str) -> str:
         return "truncated" if int(digest, 16) % 3 == 0 else "ok"
 
     plan = Scripted(fault)
-    with ChatServer(plan) as server:
+    with chat_server(plan) as server:
         result = run_setting(_config(tmp_path, server.base_url), scoring=rows)
     cut = {digest for digest, outcome in plan.given if outcome == "truncated"}
     assert 0 < len(cut) < 24

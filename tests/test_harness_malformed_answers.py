@@ -20,7 +20,7 @@ from _fault_helpers import (
     _run_args,
     _strict_lines,
 )
-from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _harness_helpers import chat_completion, prompt_text
 
 
 def _hostile(field: str):
@@ -40,9 +40,11 @@ def _hostile(field: str):
 
 
 @pytest.mark.parametrize("field", ["finish_reason", "usage", "content"])
-def test_a_hostile_answer_is_a_malformed_response_and_a_rerun_heals(field, dataset, tmp_path, capsys) -> None:
+def test_a_hostile_answer_is_a_malformed_response_and_a_rerun_heals(
+    field, dataset, tmp_path, capsys, chat_server
+) -> None:
     out = tmp_path / "out"
-    with ChatServer(respond=_hostile(field)) as server:
+    with chat_server(respond=_hostile(field)) as server:
         code = main(_run_args(dataset, out, server.base_url, "--json"))
     captured = capsys.readouterr()
     _error_lines(captured.err)
@@ -53,19 +55,19 @@ def test_a_hostile_answer_is_a_malformed_response_and_a_rerun_heals(field, datas
     assert records and not [r for r in records if r.get("status") == "ok"]
     results = json.loads(Path(summary["results"]).read_text(encoding="utf-8"))
     assert results["outcomes"]["overall"]["failed"] == summary["rows"]
-    with ChatServer() as healthy:
+    with chat_server() as healthy:
         assert main(_run_args(dataset, out, healthy.base_url)) == 0
         assert healthy.requests == summary["rows"]
 
 
-def test_a_cache_written_before_the_fix_with_nan_does_not_break_a_rerun(dataset, tmp_path, capsys) -> None:
-    cache, args = _first_run(dataset, tmp_path)
+def test_a_cache_written_before_the_fix_with_nan_does_not_break_a_rerun(dataset, tmp_path, capsys, chat_server) -> None:
+    cache, args = _first_run(dataset, tmp_path, chat_server)
     lines = cache.read_text().splitlines()
     index = next(i for i, line in enumerate(lines) if '"status":"ok"' in line)
     lines[index] = lines[index].replace('"finish_reason":"stop"', '"finish_reason":NaN')
     assert "NaN" in lines[index]
     _rewrite(cache, lines)
-    with ChatServer() as healthy:
+    with chat_server() as healthy:
         args[args.index("--base-url") + 1] = healthy.base_url
         capsys.readouterr()
         assert main(args) == 0, capsys.readouterr().err

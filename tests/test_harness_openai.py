@@ -21,6 +21,7 @@ from eval_scripts.harness.response_cache import iter_records
 from eval_scripts.harness.runner import RunConfig, run_setting
 
 from _harness_helpers import ChatServer, FaultPlan, scoring_rows
+from _run_args import run_args
 
 REPO = Path(__file__).resolve().parents[1]
 FAST_RETRY = RetryPolicy(max_retries=3, backoff_base_s=0.005, backoff_max_s=0.02, timeout_s=0.25)
@@ -39,10 +40,10 @@ def _config(out: Path, server: ChatServer, **kw) -> RunConfig:
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_run_completes_under_injected_faults(tmp_path, seed) -> None:
+def test_run_completes_under_injected_faults(tmp_path, seed, chat_server) -> None:
     rows = Dataset.from_list(scoring_rows(5, seed=seed))
     plan = FaultPlan(seed, fault_rate=0.4, permanent_rate=0.08)
-    with ChatServer(plan, slow_s=0.5) as server:
+    with chat_server(plan, slow_s=0.5) as server:
         first = run_setting(_config(tmp_path, server, prompt_style="cot"), scoring=rows)
         raw = [json.loads(line) for line in first.raw_responses_path.read_text().splitlines()]
         assert len(raw) == first.n_rows == 40
@@ -69,11 +70,11 @@ def test_run_completes_under_injected_faults(tmp_path, seed) -> None:
         assert {p["prediction"] for p in results["predictions"] if p["raw_response"] is None} == {None}
 
 
-def test_api_key_is_sent_but_never_logged_or_written(tmp_path, monkeypatch, caplog) -> None:
+def test_api_key_is_sent_but_never_logged_or_written(tmp_path, monkeypatch, caplog, chat_server) -> None:
     secret = "sk-test-DO-NOT-LEAK-1234567890"
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", secret)
     caplog.set_level(logging.DEBUG)
-    with ChatServer(FaultPlan(1, fault_rate=0.5, permanent_rate=0.0)) as server:
+    with chat_server(FaultPlan(1, fault_rate=0.5, permanent_rate=0.0)) as server:
         run_setting(_config(tmp_path, server), scoring=Dataset.from_list(scoring_rows(1)))
     assert set(server.auth_headers) == {f"Bearer {secret}"}
     assert secret not in caplog.text
@@ -82,12 +83,12 @@ def test_api_key_is_sent_but_never_logged_or_written(tmp_path, monkeypatch, capl
             assert secret.encode() not in path.read_bytes(), path
 
 
-def test_other_client_errors_fail_the_row_at_once_without_retry() -> None:
+def test_other_client_errors_fail_the_row_at_once_without_retry(chat_server) -> None:
     class Always413(FaultPlan):
         def next(self, digest):
             return "413"
 
-    with ChatServer(Always413(0)) as server:
+    with chat_server(Always413(0)) as server:
         backend = OpenAIBackend("m", base_url=server.base_url, retry=FAST_RETRY, api_key_env="MIS_BENCH_UNSET")
         (completion,) = backend.complete([Prompt("v", "wau", "hi")], DecodingConfig())
     assert not completion.ok and completion.attempts == 1 and completion.failure == "HTTP 413"
@@ -127,41 +128,13 @@ def test_backoff_is_jittered_bounded_and_honours_retry_after() -> None:
     assert policy.delay(0, 100.0, rng) == 8.0
 
 
-def _cli(args: list[str]) -> list[str]:
-    return [sys.executable, "-m", "eval_scripts.cli", "run", *args]
-
-
-def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_build) -> None:
+def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_build, chat_server) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     out = tmp_path / "runs"
     cache = out / "responses.cache.jsonl"
-    with ChatServer(delay_s=0.1) as server:
-        args = _cli(
-            [
-                "--backend",
-                "openai",
-                "--model",
-                "fake-model",
-                "--base-url",
-                server.base_url,
-                "--api-key-env",
-                "MIS_BENCH_UNSET",
-                "--dataset",
-                str(synthetic_build),
-                "--split",
-                "test",
-                "--prompt",
-                "cot",
-                "--out",
-                str(out),
-                "--concurrency",
-                "2",
-                "--no-progress",
-                "--bootstrap",
-                "0",
-                "--json",
-            ]
-        )
+    with chat_server(delay_s=0.1) as server:
+        run = run_args(synthetic_build, out, server.base_url, "--split", "test", "--prompt", "cot", concurrency=2)
+        args = [sys.executable, "-m", "eval_scripts.cli", *run, "--json"]
         victim = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
@@ -198,7 +171,7 @@ def test_sigkill_mid_run_then_rerun_gives_one_row_per_key(tmp_path, synthetic_bu
         assert len(list(iter_records(cache))) == len(records)
 
 
-def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> None:
+def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build, chat_server) -> None:
     import re
 
     from mis_bench_dataset import BuiltDataset
@@ -206,7 +179,7 @@ def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build) -> No
 
     train_transcripts = {r["transcript"].strip() for r in BuiltDataset.of(synthetic_build).rows("train")}
     test_rows = BuiltDataset.of(synthetic_build).rows("test")
-    with ChatServer() as server:
+    with chat_server() as server:
         config = _config(tmp_path, server, prompt_style="cot", dataset=synthetic_build, few_shot_k=2, limit=1)
         result = run_setting(config)
         assert result.n_failed == 0 and result.n_rows == 8

@@ -6,6 +6,7 @@ rows, the same seed gives byte-identical perturbed requests, and the shift table
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _run_args import run_args
 
 LIMIT = 4  # videos: 32 rows
 
@@ -24,44 +26,22 @@ def _by_length(body: dict) -> tuple[int, dict]:
     return 200, chat_completion(text, reply=f"{1 + (len(text.split()) % 40) / 10:.1f}")
 
 
-def _run(server: ChatServer, dataset: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-judge",
-        "--base-url",
-        server.base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--dataset",
-        str(dataset),
-        "--limit",
-        str(LIMIT),
-        "--out",
-        str(out),
-        "--bootstrap",
-        "50",
-        "--no-progress",
-        "--json",
-        *extra,
-    ]
+_run = partial(run_args, model="fake-judge", limit=LIMIT, bootstrap=50, as_json=True)
 
 
 def _bodies(server: ChatServer, start: int) -> list[str]:
     return sorted(json.dumps(body, sort_keys=True) for body in server.bodies[start:])
 
 
-def test_perturbed_arms_are_sent_and_the_unperturbed_arm_is_not(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer(respond=_by_length) as server:
+def test_perturbed_arms_are_sent_and_the_unperturbed_arm_is_not(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(respond=_by_length) as server:
         out = tmp_path / "out"
-        assert main(_run(server, synthetic_build, out)) == 0
+        assert main(_run(synthetic_build, out, server.base_url)) == 0
         rows = server.requests
         assert rows == LIMIT * len(DIMENSION_KEYS)
         base_bodies = _bodies(server, 0)
         capsys.readouterr()
-        assert main(_run(server, synthetic_build, out, "--perturb", "asr-errors,rubric-reversed")) == 0
+        assert main(_run(synthetic_build, out, server.base_url, "--perturb", "asr-errors,rubric-reversed")) == 0
         summary = json.loads(capsys.readouterr().out)
         assert server.requests == 3 * rows  # the two perturbed arms only
         assert not set(_bodies(server, rows)) & set(base_bodies)
@@ -78,26 +58,29 @@ def test_perturbed_arms_are_sent_and_the_unperturbed_arm_is_not(synthetic_build,
         assert json.loads(written.read_text())["perturbations"] == summary["perturbations"]
         assert (written.parent / "shifts.md").is_file() and (written.parent / "sensitivity.png").is_file()
         # a rerun asks nothing: every arm is cached
-        assert main(_run(server, synthetic_build, out, "--perturb", "asr-errors,rubric-reversed")) == 0
+        assert main(_run(synthetic_build, out, server.base_url, "--perturb", "asr-errors,rubric-reversed")) == 0
         assert server.requests == 3 * rows
 
 
-def test_same_seed_byte_identical_requests_other_seed_other_requests(synthetic_build, tmp_path) -> None:
+def test_same_seed_byte_identical_requests_other_seed_other_requests(synthetic_build, tmp_path, chat_server) -> None:
     sent = {}
-    with ChatServer(respond=_by_length) as server:
+    with chat_server(respond=_by_length) as server:
         for name, seed in (("first", "7"), ("again", "7"), ("other", "8")):
             out = tmp_path / name
-            assert main(_run(server, synthetic_build, out)) == 0
+            assert main(_run(synthetic_build, out, server.base_url)) == 0
             start = server.requests
-            assert main(_run(server, synthetic_build, out, "--perturb", "add-fillers", "--perturb-seed", seed)) == 0
+            assert (
+                main(_run(synthetic_build, out, server.base_url, "--perturb", "add-fillers", "--perturb-seed", seed))
+                == 0
+            )
             sent[name] = _bodies(server, start)
     assert sent["first"] == sent["again"]
     assert sent["first"] != sent["other"]
 
 
-def test_without_the_unperturbed_answers_nothing_is_sent(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer(respond=_by_length) as server:
-        assert main(_run(server, synthetic_build, tmp_path / "out", "--perturb", "padded")) == 2
+def test_without_the_unperturbed_answers_nothing_is_sent(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(respond=_by_length) as server:
+        assert main(_run(synthetic_build, tmp_path / "out", server.base_url, "--perturb", "padded")) == 2
         assert server.requests == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mis-bench")]
     assert len(lines) == 1
@@ -105,23 +88,25 @@ def test_without_the_unperturbed_answers_nothing_is_sent(synthetic_build, tmp_pa
 
 
 @pytest.mark.parametrize("names", ["bogus", "system-in-user"])
-def test_bad_perturbations_are_one_line_before_any_request(synthetic_build, tmp_path, capsys, names) -> None:
-    with ChatServer(respond=_by_length) as server:
-        assert main(_run(server, synthetic_build, tmp_path / "out", "--perturb", names)) == 2
+def test_bad_perturbations_are_one_line_before_any_request(
+    synthetic_build, tmp_path, capsys, names, chat_server
+) -> None:
+    with chat_server(respond=_by_length) as server:
+        assert main(_run(synthetic_build, tmp_path / "out", server.base_url, "--perturb", names)) == 2
         assert server.requests == 0
     lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mis-bench")]
     assert len(lines) == 1 and "--perturb" in lines[0]
 
 
-def test_the_paraphrase_arms_give_every_source_of_variance(synthetic_build, tmp_path, capsys) -> None:
+def test_the_paraphrase_arms_give_every_source_of_variance(synthetic_build, tmp_path, capsys, chat_server) -> None:
     import statistics
 
-    with ChatServer(respond=_by_length) as server:
+    with chat_server(respond=_by_length) as server:
         out = tmp_path / "out"
-        assert main(_run(server, synthetic_build, out)) == 0
+        assert main(_run(synthetic_build, out, server.base_url)) == 0
         capsys.readouterr()
         names = "rubric-paraphrase-a,rubric-paraphrase-b"
-        assert main(_run(server, synthetic_build, out, "--perturb", names)) == 0
+        assert main(_run(synthetic_build, out, server.base_url, "--perturb", names)) == 0
     summary = json.loads(capsys.readouterr().out)
     written = json.loads(Path(summary["shift_tables"]).read_text())
     variance = written["variance"]

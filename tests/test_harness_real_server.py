@@ -18,6 +18,7 @@ from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE, install_hint
 
 from _harness_helpers import make_fixed_answer_model
+from _run_args import run_args
 from _server_helpers import TransformersServer, serving_missing
 
 pytestmark = pytest.mark.slow  # starts `transformers serve`
@@ -40,30 +41,11 @@ def served(tmp_path_factory):
 
 
 def _run(server, out: Path, dataset: Path, *extra: str, model: str | None = None) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        model or server.model,
-        "--base-url",
-        server.base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--dataset",
-        str(dataset),
-        "--split",
-        "test",
-        "--limit",
-        "2",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        "--json",
-        *extra,
-    ]
+    """A run against `server`, asking for the model it serves unless told another."""
+    model = model or server.model
+    return run_args(
+        dataset, out, server.base_url, *extra, model=model, limit=2, as_json=True, flags=("--split", "test")
+    )
 
 
 def _summary(capsys) -> dict:

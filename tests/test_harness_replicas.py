@@ -8,6 +8,7 @@ import contextlib
 import json
 import socket
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _run_args import run_args
 
 ROWS = 32  # --limit 4: four videos x eight dimensions
 
@@ -131,34 +133,7 @@ class KillableServer(ChatServer):
         threading.Thread(target=self.httpd.shutdown, daemon=True).start()
 
 
-def _run(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
-    base = [arg for url in urls for arg in ("--base-url", url)]
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--dataset",
-        str(build),
-        "--limit",
-        "4",
-        "--out",
-        str(out),
-        *base,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--backoff-base",
-        "0.01",
-        "--backoff-max",
-        "0.05",
-        "--concurrency",
-        "2",
-        *extra,
-    ]
+_run = partial(run_args, limit=4, backoff_base=0.01, backoff_max=0.05, concurrency=2)
 
 
 def _answers(out: Path) -> dict[str, str]:
@@ -170,10 +145,10 @@ def _answers(out: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def one_server_run(synthetic_build, tmp_path_factory):
+def one_server_run(synthetic_build, tmp_path_factory, chat_server):
     """The reference: the same run against one server (its cache and predictions)."""
     out = tmp_path_factory.mktemp("one") / "runs"
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main([*_run(synthetic_build, out, [server.base_url]), "--json"]) == 0
     predictions = next(out.rglob("predictions.jsonl")).read_text()
     return _answers(out), predictions
@@ -184,10 +159,10 @@ def _summary(capsys) -> dict:
 
 
 def test_two_servers_share_the_rows_and_give_the_one_server_cache(
-    synthetic_build, one_server_run, tmp_path, capsys
+    synthetic_build, one_server_run, tmp_path, capsys, chat_server
 ) -> None:
     out = tmp_path / "runs"
-    with KillableServer() as first, KillableServer() as second:
+    with chat_server(kind=KillableServer) as first, chat_server(kind=KillableServer) as second:
         urls = [first.base_url, second.base_url]
         assert main([*_run(synthetic_build, out, urls), "--json"]) == 0
         summary = _summary(capsys)
@@ -202,10 +177,14 @@ def test_two_servers_share_the_rows_and_give_the_one_server_cache(
 
 
 def test_three_servers_one_killed_mid_run_lose_no_row_and_answer_none_twice(
-    synthetic_build, one_server_run, tmp_path, capsys
+    synthetic_build, one_server_run, tmp_path, capsys, chat_server
 ) -> None:
     out = tmp_path / "runs"
-    with KillableServer(die_at=5) as victim, KillableServer() as second, KillableServer() as third:
+    with (
+        chat_server(kind=KillableServer, die_at=5) as victim,
+        chat_server(kind=KillableServer) as second,
+        chat_server(kind=KillableServer) as third,
+    ):
         urls = [victim.base_url, second.base_url, third.base_url]
         assert main([*_run(synthetic_build, out, urls), "--json"]) == 0
         summary = _summary(capsys)
@@ -219,10 +198,10 @@ def test_three_servers_one_killed_mid_run_lose_no_row_and_answer_none_twice(
 
 
 def test_a_server_that_only_returns_500_is_taken_out_and_the_run_completes(
-    synthetic_build, one_server_run, tmp_path, capsys
+    synthetic_build, one_server_run, tmp_path, capsys, chat_server
 ) -> None:
     out = tmp_path / "runs"
-    with KillableServer(status=500) as broken, KillableServer() as healthy:
+    with chat_server(kind=KillableServer, status=500) as broken, chat_server(kind=KillableServer) as healthy:
         assert main([*_run(synthetic_build, out, [broken.base_url, healthy.base_url]), "--json"]) == 0
         summary = _summary(capsys)
     assert healthy.answered == ROWS and broken.answered == 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, scoring_rows
+from _run_args import run_args
 from _server_helpers import ChatServerProcess
 
 ROWS = 32  # --limit 4: four videos x eight dimensions
@@ -50,30 +52,7 @@ class KillAfter(threading.Thread):
         self.killed_at = time.monotonic()
 
 
-def _args(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
-    base = [arg for url in urls for arg in ("--base-url", url)]
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--dataset",
-        str(build),
-        "--limit",
-        "4",
-        "--out",
-        str(out),
-        *base,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--concurrency",
-        "2",
-        *extra,
-    ]
+_args = partial(run_args, limit=4, concurrency=2)
 
 
 def _killed_mid_run(build: Path, out: Path, servers: list[ChatServerProcess], capsys, *extra: str):
@@ -91,11 +70,11 @@ def _killed_mid_run(build: Path, out: Path, servers: list[ChatServerProcess], ca
     return code, ended - killer.killed_at, lines[0], _answered(out / CACHE)
 
 
-def _rerun_asks_only_the_rows_left(build: Path, out: Path, ports: list[int], answered: set[str], capsys) -> None:
+def _rerun_asks_only_the_rows_left(
+    build: Path, out: Path, ports: list[int], answered: set[str], capsys, chat_server
+) -> None:
     """The servers back on their ports: the rerun asks each row without an answer once, and nothing else."""
-    servers = [ChatServer(port=port) for port in ports]
-    for server in servers:
-        server.__enter__()
+    servers = [chat_server(port=port) for port in ports]
     try:
         assert main([*_args(build, out, [s.base_url for s in servers]), "--json"]) == 0
     finally:
@@ -107,7 +86,7 @@ def _rerun_asks_only_the_rows_left(build: Path, out: Path, ports: list[int], ans
 
 
 def test_one_server_killed_mid_run_stops_the_run_with_exit_3_and_a_rerun_asks_only_the_rows_left(
-    synthetic_build, tmp_path, capsys
+    synthetic_build, tmp_path, capsys, chat_server
 ) -> None:
     out = tmp_path / "runs"
     with ChatServerProcess(tmp_path, delay_s=0.05) as server:
@@ -119,10 +98,12 @@ def test_one_server_killed_mid_run_stops_the_run_with_exit_3_and_a_rerun_asks_on
     assert f"(--base-url {server.base_url})" in line
     assert "a rerun asks only the rows left" in line
     assert 8 <= len(answered) < ROWS and not list(out.rglob("results.json"))
-    _rerun_asks_only_the_rows_left(synthetic_build, out, [server.port], answered, capsys)
+    _rerun_asks_only_the_rows_left(synthetic_build, out, [server.port], answered, capsys, chat_server)
 
 
-def test_two_replicas_both_killed_mid_run_stop_the_run_naming_each(synthetic_build, tmp_path, capsys) -> None:
+def test_two_replicas_both_killed_mid_run_stop_the_run_naming_each(
+    synthetic_build, tmp_path, capsys, chat_server
+) -> None:
     out = tmp_path / "runs"
     with ChatServerProcess(tmp_path, delay_s=0.05) as first, ChatServerProcess(tmp_path, delay_s=0.05) as second:
         code, after_kill, line, answered = _killed_mid_run(
@@ -133,10 +114,10 @@ def test_two_replicas_both_killed_mid_run_stop_the_run_naming_each(synthetic_bui
     for server in (first, second):  # each named with what failed
         assert f"{server.base_url} stopped answering: every attempt for the last 2 s failed to connect" in line
     assert 8 <= len(answered) < ROWS
-    _rerun_asks_only_the_rows_left(synthetic_build, out, [first.port, second.port], answered, capsys)
+    _rerun_asks_only_the_rows_left(synthetic_build, out, [first.port, second.port], answered, capsys, chat_server)
 
 
-def test_replicas_that_come_back_within_the_window_finish_the_run(tmp_path) -> None:
+def test_replicas_that_come_back_within_the_window_finish_the_run(tmp_path, chat_server) -> None:
     """Both replicas killed, one back on its port 1.5 s later: every row is answered, none failed, none twice.
     Two retries per replica, backing off 0.05-0.2 s, ride out the outage: the cool-down probes spend none of them."""
     rows = Dataset.from_list(scoring_rows(4))
@@ -161,7 +142,7 @@ def test_replicas_that_come_back_within_the_window_finish_the_run(tmp_path) -> N
         def revive() -> None:
             killer.join()
             time.sleep(1.5)
-            revived.append(ChatServer(port=first.port).__enter__())  # back on its port
+            revived.append(chat_server(port=first.port))  # back on its port
 
         killer.start()
         threading.Thread(target=revive, daemon=True).start()
@@ -202,7 +183,7 @@ def test_a_server_reached_before_is_down_after_the_window_of_failed_connections_
 
 @pytest.mark.slow
 def test_with_default_options_a_run_whose_servers_die_ends_within_a_minute_of_the_last_answer(
-    synthetic_build, tmp_path, capsys
+    synthetic_build, tmp_path, capsys, chat_server
 ) -> None:
     """The issue's case, default options (30 s, 5 retries backing off up to 30 s): one server, then two replicas."""
     for n_servers in (1, 2):
@@ -215,4 +196,4 @@ def test_with_default_options_a_run_whose_servers_die_ends_within_a_minute_of_th
                 server.kill()
         assert code == EXIT_REQUESTS and 30 <= after_kill < 60, after_kill
         assert "for the last 30 s failed to connect" in line and 8 <= len(answered) < ROWS
-        _rerun_asks_only_the_rows_left(synthetic_build, out, [s.port for s in servers], answered, capsys)
+        _rerun_asks_only_the_rows_left(synthetic_build, out, [s.port for s in servers], answered, capsys, chat_server)

@@ -12,8 +12,6 @@ from eval_scripts.backends.openai_backend import RetryPolicy
 from eval_scripts.harness.runner import RunConfig, run_grid, run_setting
 from eval_scripts.report.text_table import format_table
 
-from _harness_helpers import ChatServer
-
 FAST_RETRY = RetryPolicy(max_retries=2, backoff_base_s=0.005, backoff_max_s=0.01, timeout_s=5.0)
 
 
@@ -28,8 +26,8 @@ def public_build(subset10_dir, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server():
-    with ChatServer() as srv:
+def server(chat_server):
+    with chat_server() as srv:
         yield srv
 
 

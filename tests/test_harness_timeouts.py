@@ -15,8 +15,8 @@ from _harness_helpers import TricklingServer
 
 
 @pytest.mark.parametrize("trickle_headers", [False, True])
-def test_timeout_bounds_a_trickled_request(trickle_headers, synthetic_build, tmp_path, capsys) -> None:
-    with TricklingServer(interval_s=0.25, trickle_headers=trickle_headers) as server:
+def test_timeout_bounds_a_trickled_request(trickle_headers, synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(kind=TricklingServer, interval_s=0.25, trickle_headers=trickle_headers) as server:
         started = time.monotonic()
         code = main(
             [
@@ -36,8 +36,8 @@ def test_timeout_bounds_a_trickled_request(trickle_headers, synthetic_build, tmp
     assert elapsed < 6.0, f"8 requests in parallel with --timeout 2 took {elapsed:.1f} s"
 
 
-def test_a_run_deadline_ends_the_run(synthetic_build, tmp_path, capsys) -> None:
-    with TricklingServer(interval_s=0.25) as server:
+def test_a_run_deadline_ends_the_run(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server(kind=TricklingServer, interval_s=0.25) as server:
         started = time.monotonic()
         code = main(
             [

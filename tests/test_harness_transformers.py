@@ -12,6 +12,7 @@ from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backen
 from eval_scripts.harness.runner import RunConfig, run_setting
 
 from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
+from _run_args import run_args
 
 
 @pytest.fixture(scope="module")
@@ -68,34 +69,18 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
     from mis_icc_metric.scoring import score_predictions
 
     out = tmp_path / "runs"
-    args = [
-        "run",
-        "--backend",
-        "transformers",
-        "--model",
-        str(tiny_model),
-        "--dataset",
-        str(synthetic_build),
-        "--split",
-        "test",
-        "--prompt",
-        "direct",
-        "--max-new-tokens",
-        "2",
-        "--device",
-        "cpu",
-        "--batch-size",
-        "16",
-        "--out",
-        str(out),
-        "--bootstrap",
-        "200",
-        "--no-progress",
+    args = run_args(
+        synthetic_build,
+        out,
+        None,
+        *("--split", "test", "--prompt", "direct", "--max-new-tokens", "2", "--device", "cpu", "--batch-size", "16"),
         # the fixture's answer (3 or 4) follows the sign of one hidden unit; with the version-2 prompts, which end
         # alike (the answer instruction after the transcript), it answers 3 throughout and the ICC has no variance
-        "--prompt-version",
-        "1",
-    ]
+        *("--prompt-version", "1"),
+        backend="transformers",
+        model=str(tiny_model),
+        bootstrap=200,
+    )
     assert main(args) == 0
     (results_path,) = out.rglob("results.json")
     results = json.loads(results_path.read_text())

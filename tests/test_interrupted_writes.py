@@ -19,13 +19,14 @@ from mis_bench_dataset import generate_synthetic_release
 from mis_bench_dataset.toolkit.errors import EXIT_DATA
 
 from _fault_helpers import REPO, _error_lines, _run_args, fake_full_disk, fill_disk, snapshot
-from _harness_helpers import ChatServer
 
 
-def test_a_full_disk_leaves_the_earlier_run_whole_and_unmixed(dataset, tmp_path, tiny_disk, capsys) -> None:
+def test_a_full_disk_leaves_the_earlier_run_whole_and_unmixed(
+    dataset, tmp_path, tiny_disk, capsys, chat_server
+) -> None:
     out = tiny_disk(1024) / "out"
     cache = tmp_path / "cache.jsonl"  # on the roomy disk: only the run's files meet the full one
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run_args(dataset, out, server.base_url, "--cache", str(cache))) == 0
         before = snapshot(out)
         filler = fill_disk(out.parent, leave_bytes=2048)
@@ -39,9 +40,11 @@ def test_a_full_disk_leaves_the_earlier_run_whole_and_unmixed(dataset, tmp_path,
     assert snapshot(out) == before  # every earlier file whole, none from the second run, no temporary left
 
 
-def test_a_failed_write_leaves_no_temporary_and_the_earlier_results(dataset, tmp_path, monkeypatch, capsys):
+def test_a_failed_write_leaves_no_temporary_and_the_earlier_results(
+    dataset, tmp_path, monkeypatch, capsys, chat_server
+):
     out = tmp_path / "out"
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run_args(dataset, out, server.base_url)) == 0
         before = {k: v for k, v in snapshot(out).items() if not k.endswith("responses.cache.jsonl")}
         fake_full_disk(monkeypatch, budget_bytes=0)

@@ -19,7 +19,8 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import paired_comparison, score_predictions
-from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
 N_BOOT = 200
 

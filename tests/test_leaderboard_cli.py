@@ -10,7 +10,8 @@ import pytest
 from eval_scripts.cli import main as cli_main
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from tests._leaderboard_helpers import make_results, noisy_predictions
+
+from _leaderboard_helpers import make_results, noisy_predictions
 
 
 @pytest.fixture(scope="module")

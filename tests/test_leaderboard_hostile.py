@@ -22,7 +22,8 @@ from eval_scripts.leaderboard.space_app import site_files
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import score_predictions
-from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
 N_BOOT = 20
 T0 = dt.datetime(2026, 6, 1, 12, 0, tzinfo=dt.timezone.utc)

@@ -18,7 +18,8 @@ import pytest
 
 from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.report.formatting import pct
-from tests._leaderboard_helpers import make_references, make_results, noisy_predictions
+
+from _leaderboard_helpers import make_references, make_results, noisy_predictions
 
 BROWSER = next(
     (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None

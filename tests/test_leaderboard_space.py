@@ -19,7 +19,8 @@ import pytest
 from eval_scripts.cli import main as cli_main
 from eval_scripts.leaderboard import space_app
 from eval_scripts.leaderboard.space_app import build_board_from_env, make_server, site_files
-from tests._leaderboard_helpers import make_results, noisy_predictions
+
+from _leaderboard_helpers import make_results, noisy_predictions
 
 
 @contextlib.contextmanager

@@ -22,7 +22,8 @@ from eval_scripts.formats.submission import (
     validate_results,
 )
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
 
 @pytest.fixture()

@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval_scripts.cli.run import default_out as _out_dir
 from eval_scripts.cli.run import run_default
 from eval_scripts.formats.submission import find_problems, load_submission
-from eval_scripts.jobs.default_job import DEFAULT_OUT
+from eval_scripts.jobs.default_job import DEFAULT_OUT, out_folder
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_icc_metric.predictions_io import read_predictions, read_references
@@ -23,9 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_out_folder_defaults_to_mis_bench_results():
-    assert _out_dir(argparse.Namespace(out=None)) == DEFAULT_OUT == _out_dir(argparse.Namespace())
-    assert _out_dir(argparse.Namespace(out="runs")) == Path("runs")
-    assert str(_out_dir(argparse.Namespace(out="elsewhere"))) == "elsewhere"
+    assert out_folder(None) == DEFAULT_OUT == out_folder("")
+    assert out_folder("runs") == Path("runs")
+    assert str(out_folder("elsewhere")) == "elsewhere"
 
 
 @pytest.fixture(scope="module")

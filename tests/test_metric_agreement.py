@@ -25,8 +25,9 @@ from mis_icc_metric.agreement_statistics import (
     krippendorff_alpha,
 )
 from mis_icc_metric.bootstrap import bootstrap_indices
-from tests._independent import percentile_interval, reference_agreement
-from tests._metric_helpers import make_scores
+
+from _independent import percentile_interval, reference_agreement
+from _metric_helpers import make_scores
 
 SHROUT_FLEISS = np.array(
     [[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]], dtype=float
@@ -286,7 +287,8 @@ def test_score_json_carries_every_statistic_with_the_looped_percentile_interval(
     predictions, references = make_scores(n=30, seed=5, unparsed=0.05)
     scores = score_predictions(predictions, references, n_bootstrap=80, seed=4, resample="video")
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
-    from tests._independent import grid
+
+    from _independent import grid
 
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     indices = bootstrap_indices(len(videos), 80, 4)

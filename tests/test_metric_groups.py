@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 import pytest
-from _independent import pingouin_icc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +16,8 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.groups import equal_bias_test, grouped_moments
+
+from _independent import pingouin_icc
 
 
 def clustered_scores(n_clinicians: int = 24, seed: int = 0, unparsed: float = 0.05):
@@ -400,7 +401,8 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
     from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
-    from tests._leaderboard_helpers import make_results
+
+    from _leaderboard_helpers import make_results
 
     predictions, references = clustered_scores(n_clinicians=12, seed=9)
     scores = json_safe(score_predictions(predictions, references, n_bootstrap=30, seed=0))
@@ -431,7 +433,8 @@ def test_the_report_refuses_subgroups_without_gold(tmp_path):
     from mis_bench_dataset.toolkit.errors import UsageError
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
-    from tests._leaderboard_helpers import make_results
+
+    from _leaderboard_helpers import make_results
 
     predictions, references = clustered_scores(n_clinicians=4)
     results = [make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)))]

@@ -93,7 +93,8 @@ def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
     from eval_scripts.leaderboard import build_leaderboard
     from eval_scripts.leaderboard.outputs import csv_rows
     from eval_scripts.leaderboard.page import render_page
-    from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+    from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
     references = make_references()
     predictions = noisy_predictions(references, 0.4, seed=3, none_rate=0.05)

@@ -16,7 +16,8 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.release.labels import read_labels, write_ratings_long
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_icc_metric.raters import certification, model_as_rater
-from tests._independent import anova_forms, anova_icc
+
+from _independent import anova_forms, anova_icc
 
 RATERS = ("R1", "R2", "R3")
 # Eight SYNTHETIC videos; the last is missing R3 on empathy, so it is not fully rated.

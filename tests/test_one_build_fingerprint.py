@@ -14,25 +14,23 @@ from eval_scripts.cli import main
 from mis_bench_dataset.dataset import format as fmt
 from mis_bench_dataset.dataset.handle import BuiltDataset
 
-from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
 
-def _model_run(dataset: Path, out: Path, monkeypatch, capsys) -> Path:
+def _model_run(dataset: Path, out: Path, monkeypatch, capsys, chat_server) -> Path:
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", "k")
-    with ChatServer() as server:
-        args = [
-            *("run", "--backend", "openai", "--model", "org/judge", "--base-url", server.base_url),
-            *("--api-key-env", "MIS_BENCH_TEST_KEY", "--dataset", str(dataset), "--out", str(out)),
-            *("--bootstrap", "0", "--no-progress", "--json"),
-        ]
+    with chat_server() as server:
+        args = run_args(dataset, out, server.base_url, model="org/judge", api_key_env=TEST_KEY_ENV, as_json=True)
         assert main(args) == 0
     return Path(json.loads(capsys.readouterr().out)["results"])
 
 
 @pytest.mark.slow
-def test_a_model_run_and_the_baselines_of_one_build_are_compared(synthetic_build, tmp_path, monkeypatch, capsys):
+def test_a_model_run_and_the_baselines_of_one_build_are_compared(
+    synthetic_build, tmp_path, monkeypatch, capsys, chat_server
+):
     runs = tmp_path / "runs"
-    model_results = _model_run(synthetic_build, runs, monkeypatch, capsys)
+    model_results = _model_run(synthetic_build, runs, monkeypatch, capsys, chat_server)
     baseline = run_baseline(synthetic_build, runs, baseline="features", modality="text", n_bootstrap=0)
     model_fp = json.loads(model_results.read_text())["dataset"]["fingerprint"]
     baseline_fp = json.loads(baseline.results_path.read_text())["dataset"]["fingerprint"]

@@ -21,9 +21,9 @@ from eval_scripts.report.formatting import MISSING
 from eval_scripts.report.table import rates_table, run_views
 from eval_scripts.report.text_table import format_table
 from mis_bench_dataset.dataset.loading import gold_references
-from tests._leaderboard_helpers import make_results
 
-from _harness_helpers import ChatServer, scoring_rows
+from _harness_helpers import scoring_rows
+from _leaderboard_helpers import make_results
 
 N_VIDEOS = 6
 
@@ -43,11 +43,11 @@ class CutSome:
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(tmp_path_factory, chat_server):
     rows = scoring_rows(N_VIDEOS)
     plan = CutSome()
     out = tmp_path_factory.mktemp("runs")
-    with ChatServer(plan) as server:
+    with chat_server(plan) as server:
         options = dict(
             base_url=server.base_url,
             concurrency=4,

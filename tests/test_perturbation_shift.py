@@ -8,12 +8,13 @@ import json
 
 import numpy as np
 import pytest
-from _independent import anova_icc, percentile_interval
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_icc_metric.resampling import make_resampling
 from mis_icc_metric.sensitivity import perturbation_shift
+
+from _independent import anova_icc, percentile_interval
 
 
 def _arms(seed: int = 0, n_clinicians: int = 9, per_clinician: int = 4):

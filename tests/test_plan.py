@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_estimate import _write
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
@@ -26,8 +27,8 @@ from mis_icc_metric.planning import (
     plan_labels,
 )
 from mis_icc_metric.resampling import make_resampling
-from tests._metric_helpers import make_scores, video_ids
-from tests.test_estimate import _write
+
+from _metric_helpers import make_scores, video_ids
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile, written out
 

@@ -16,7 +16,8 @@ from mis_icc_metric.ppi import (
     ppi_mean,
     weighted_ppi_means,
 )
-from tests._ppi_reference import ppi_reference
+
+from _ppi_reference import ppi_reference
 
 
 def _scores(rng, size, noise, bias=0.0, scale=1.0):

@@ -10,11 +10,12 @@ import ast
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("mis_bench_dataset", "mis_icc_metric", "raft_trainer", "eval_scripts")
@@ -54,12 +55,7 @@ def _cli_to_file(args: list[str], log: Path, *, cwd: Path, timeout: float = 300)
         )
 
 
-def _run_args(dataset: Path, out: Path, base_url: str, model: str) -> list[str]:
-    return [
-        *("run", "--backend", "openai", "--model", model, "--base-url", base_url),
-        *("--api-key-env", "MIS_BENCH_TEST_KEY", "--dataset", str(dataset), "--limit", "2", "--out", str(out)),
-        *("--bootstrap", "0"),
-    ]
+_run_args = partial(run_args, api_key_env=TEST_KEY_ENV, limit=2, no_progress=False)
 
 
 def _bars(text: str) -> list[str]:
@@ -67,18 +63,18 @@ def _bars(text: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_a_run_and_a_report_of_three_runs_draw_no_bar_into_a_file(synthetic_build, tmp_path):
+def test_a_run_and_a_report_of_three_runs_draw_no_bar_into_a_file(synthetic_build, tmp_path, chat_server):
     """The harness's bar (one per setting) and the report's ("scoring runs", shown from three runs on) stay off a
     redirected stderr; `--progress` brings the run's bar back into the same kind of file."""
     out = tmp_path / "runs"
-    with ChatServer() as server:
+    with chat_server() as server:
         for index, model in enumerate(("org/one", "org/two", "org/three")):
             log = tmp_path / f"run{index}.log"
-            done = _cli_to_file(_run_args(synthetic_build, out, server.base_url, model), log, cwd=tmp_path)
+            done = _cli_to_file(_run_args(synthetic_build, out, server.base_url, model=model), log, cwd=tmp_path)
             assert done.returncode == 0, log.read_text()[-2000:]
             assert _bars(log.read_text()) == [], log.read_text()[-2000:]
         forced = tmp_path / "forced.log"
-        args = _run_args(synthetic_build, tmp_path / "forced", server.base_url, "org/forced")
+        args = _run_args(synthetic_build, tmp_path / "forced", server.base_url, model="org/forced")
         assert _cli_to_file(["--progress", *args], forced, cwd=tmp_path).returncode == 0
     assert "%|" in forced.read_text() and "answer" in forced.read_text()  # the bar, forced into the file
 

@@ -26,7 +26,8 @@ from mis_bench_dataset.dimensions import (
 from mis_bench_dataset.protocol import PAPER_MAX_NEW_TOKENS
 
 from _batch_helpers import closed_port_url
-from _harness_helpers import ChatServer, fake_reply, prompt_text
+from _harness_helpers import fake_reply, prompt_text
+from _run_args import run_args
 
 # The values the issue fixes (the authors' MAX_NEW_TOKENS is 16, MIS-RAFT/pipeline_inference.py).
 EXPECTED = {
@@ -98,39 +99,14 @@ def test_the_help_lists_every_style(capsys):
         assert f"{style.expected_completion_tokens} {style.name}" in text
 
 
-def _run(build: Path, out: Path, base_url: str, style: str, modality: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        "fake-model",
-        "--dataset",
-        str(build),
-        "--limit",
-        "1",
-        "--prompt",
-        style,
-        "--modality",
-        modality,
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--max-retries",
-        "0",
-        *extra,
-    ]
+def _run(build: Path, out: Path, base_url: str, style: str, modality: str, *extra: str, command=("run",)) -> list[str]:
+    setting = ("--prompt", style, "--modality", modality)
+    return run_args(build, out, base_url, *setting, *extra, command=command, limit=1, retries=0)
 
 
 @pytest.fixture(scope="module")
-def server():
-    with ChatServer() as running:
+def server(chat_server):
+    with chat_server() as running:
         yield running
 
 
@@ -150,7 +126,8 @@ def test_every_style_and_setting_dry_runs_exports_and_runs(synthetic_build, serv
     assert plan["completion_tokens_max"] == 8 * style.max_new_tokens
 
     batch = tmp_path / "batch.jsonl"
-    assert main(_run(synthetic_build, out, closed_port_url(), name, modality, "--export-batch", str(batch))) == 0
+    export = ("batch", "export", str(batch))
+    assert main(_run(synthetic_build, out, closed_port_url(), name, modality, command=export)) == 0
     lines = [json.loads(line) for line in batch.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 8 and {line["body"]["max_tokens"] for line in lines} == {style.max_new_tokens}
     capsys.readouterr()

@@ -26,7 +26,8 @@ from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRI
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256
 
-from _harness_helpers import ChatServer, prompt_text, scoring_rows
+from _harness_helpers import prompt_text, scoring_rows
+from _run_args import run_args
 
 # sha256 of every template file. Version 1's are the files every run used before version 2 existed (unchanged);
 # a change of wording is a new version, never an edit of a pinned file.
@@ -147,30 +148,14 @@ def test_requests_go_dimension_major_across_settings() -> None:
 
 
 def _argv(build, out, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        MODEL,
-        "--dataset",
-        str(build),
-        "--limit",
-        "2",
-        "--out",
-        str(out),
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--bootstrap",
-        "0",
-        "--no-progress",
-        *extra,
-    ]
+    return run_args(build, out, None, *extra, model=MODEL, limit=2)
 
 
-def test_results_record_the_version_and_version_1_runs_in_its_own_folder(synthetic_build, tmp_path, capsys) -> None:
+def test_results_record_the_version_and_version_1_runs_in_its_own_folder(
+    synthetic_build, tmp_path, capsys, chat_server
+) -> None:
     rows = BuiltDataset.of(synthetic_build).rows("test")
-    with ChatServer() as server:
+    with chat_server() as server:
         for extra in ((), ("--prompt-version", "1"), ("--prompt", "paper")):
             assert main([*_argv(synthetic_build, tmp_path, "--base-url", server.base_url), *extra]) == 0
     capsys.readouterr()

@@ -16,39 +16,14 @@ from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256
 
 from _harness_helpers import ChatServer, scoring_rows
+from _run_args import run_args
 
 BY_NAME = {DIMENSION_BY_KEY[k].name: k for k in DIMENSION_KEYS}
 
 
 def _run(server: ChatServer, build, out, *extra: str) -> int:
-    return main(
-        [
-            "run",
-            "--backend",
-            "openai",
-            "--model",
-            "fake-model",
-            "--base-url",
-            server.base_url,
-            "--api-key-env",
-            "MIS_BENCH_UNSET",
-            "--dataset",
-            str(build),
-            "--split",
-            "test",
-            "--limit",
-            "2",
-            "--bootstrap",
-            "0",
-            "--no-progress",
-            "--json",
-            "--out",
-            str(out),
-            "--prompt",
-            "paper",
-            *extra,
-        ]
-    )
+    flags = ("--split", "test", "--prompt", "paper")
+    return main(run_args(build, out, server.base_url, *extra, limit=2, as_json=True, flags=flags))
 
 
 def _dimension_of(system: str) -> str:
@@ -58,9 +33,9 @@ def _dimension_of(system: str) -> str:
 
 
 @pytest.mark.parametrize("modality", ["text", "video+text"])
-def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, capsys, modality):
+def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, capsys, modality, chat_server):
     rows = {(r["video_id"], r["dimension"]): r for r in BuiltDataset.of(synthetic_build).rows("test")}
-    with ChatServer() as server:
+    with chat_server() as server:
         assert _run(server, synthetic_build, tmp_path / "out", "--modality", modality) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == summary["parsed"] == len(server.bodies) == 16
@@ -91,8 +66,8 @@ def test_paper_requests_as_the_server_receives_them(synthetic_build, tmp_path, c
     assert {p["prediction"] for p in results["predictions"]} == {3.0}
 
 
-def test_paper_token_limit_can_be_raised_and_few_shot_is_refused(synthetic_build, tmp_path, capsys):
-    with ChatServer() as server:
+def test_paper_token_limit_can_be_raised_and_few_shot_is_refused(synthetic_build, tmp_path, capsys, chat_server):
+    with chat_server() as server:
         assert _run(server, synthetic_build, tmp_path / "a", "--max-tokens", "40") == 0
         assert {body["max_tokens"] for body in server.bodies} == {40}
         capsys.readouterr()
@@ -102,7 +77,14 @@ def test_paper_token_limit_can_be_raised_and_few_shot_is_refused(synthetic_build
 
 
 def test_video_flags_are_checked_before_any_model_loads(tmp_path, capsys):
-    argv = ["run", "--backend", "transformers", "--model", str(tmp_path / "none"), "--dataset", str(tmp_path)]
+    argv = run_args(
+        tmp_path,
+        None,
+        backend="transformers",
+        model=str(tmp_path / "none"),
+        bootstrap=None,
+        no_progress=False,
+    )
     assert main([*argv, "--video-frames", "64", "--video-max-pixels", "1000"]) == 2
     assert "64 frames of at least 12544 pixels exceed the clip's budget of 1000" in capsys.readouterr().err
     assert main([*argv, "--video-frames", "0"]) == 2  # refused when the command line is read

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from _run_args import run_args
+
 REPO = Path(__file__).resolve().parents[1]
 NOISE = re.compile(r"Generating \w+ split|^Map|^Filter|Warning\b|warnings\.warn|it/s\]|examples/s", re.MULTILINE)
 
@@ -67,8 +69,18 @@ def test_generating_the_default_sample_names_no_temporary_folder(tmp_path, monke
 
 
 def test_dry_run_stderr_has_no_bars(synthetic_build, tmp_path):
-    args = ["run", "--backend", "openai", "--model", "m", "--dataset", str(synthetic_build), "--dry-run", "--grid"]
-    done = _cli(*args, "--out", str(tmp_path / "dry"), "--api-key-env", "MIS_BENCH_UNSET_KEY", cwd=tmp_path)
+    args = run_args(
+        synthetic_build,
+        tmp_path / "dry",
+        None,
+        "--dry-run",
+        "--grid",
+        model="m",
+        api_key_env="MIS_BENCH_UNSET_KEY",
+        bootstrap=None,
+        no_progress=False,
+    )
+    done = _cli(*args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "dry run of m" in done.stdout
     assert _noise(done.stderr) == []

@@ -10,6 +10,8 @@ import pytest
 
 from eval_scripts.cli import main
 
+from _run_args import run_args
+
 CPU = ["--load_in_4bit", "false", "--bf16", "false", "--optim", "adamw_torch"]
 
 
@@ -39,9 +41,10 @@ def _evaluate(model: Path, build: Path, out: Path, style: str, capsys) -> dict:
     """`mis-bench run --backend transformers` on the trained folder; its results, validated."""
     from eval_scripts.formats.results import validate_results
 
-    run = ["run", "--backend", "transformers", "--model", str(model), "--dataset", str(build), "--split", "test"]
-    run += ["--prompt", style, "--score-from", "expected", "--max-new-tokens", "8", "--device", "cpu"]
-    code = main([*run, "--out", str(out), "--bootstrap", "100", "--no-progress"])
+    setting = ("--split", "test", "--prompt", style, "--score-from", "expected", "--max-new-tokens", "8")
+    code = main(
+        run_args(build, out, None, *setting, "--device", "cpu", backend="transformers", model=str(model), bootstrap=100)
+    )
     # The tiny random model may state no score in 8 tokens (a CoT answer is cut before its final score): the run
     # then exits 1 by the no-score rule (docs/guarantees.md), its files written like any run's.
     assert code == 0 or (code == 1 and "no row gave a score" in capsys.readouterr().err)

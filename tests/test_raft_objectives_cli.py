@@ -11,6 +11,8 @@ import pytest
 
 from eval_scripts.cli import main as mis_bench_main
 
+from _run_args import run_args
+
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
@@ -43,8 +45,17 @@ def _train(model: Path, build: Path, out: Path, *extra: str) -> int:
 
 
 def _run(model: Path, build: Path, out: Path, score_from: str) -> Path:
-    argv = ["run", "--backend", "transformers", "--model", str(model), "--dataset", str(build), "--prompt", "paper"]
-    assert mis_bench_main([*argv, "--score-from", score_from, "--out", str(out), "--no-progress"]) == 0
+    argv = run_args(
+        build,
+        out,
+        None,
+        "--prompt",
+        "paper",
+        backend="transformers",
+        model=str(model),
+        bootstrap=None,
+    )
+    assert mis_bench_main([*argv, "--score-from", score_from]) == 0
     (results,) = out.rglob("results.json")
     return results
 
@@ -134,7 +145,9 @@ def test_train_refuses_combinations_without_a_meaning_in_one_line(
 
 
 def test_run_refuses_the_regression_readout_of_a_server(synthetic_build, tmp_path, capsys):
-    argv = ["run", "--backend", "openai", "--model", "m", "--dataset", str(synthetic_build), "--limit", "1"]
-    assert mis_bench_main([*argv, "--score-from", "regression", "--out", str(tmp_path / "run")]) == 2
+    argv = run_args(
+        synthetic_build, tmp_path / "run", model="m", limit=1, api_key_env=None, bootstrap=None, no_progress=False
+    )
+    assert mis_bench_main([*argv, "--score-from", "regression"]) == 2
     err = capsys.readouterr().err.strip()
     assert "--score-from regression reads a regression head's output" in err and "\n" not in err, err

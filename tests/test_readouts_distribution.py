@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -17,8 +18,9 @@ from eval_scripts.cli import main
 from eval_scripts.report.stability import stability_tables
 
 from _batch_helpers import read_batch_input
-from _harness_helpers import ChatServer, prompt_text
+from _harness_helpers import prompt_text
 from _readout_helpers import logprob_answer
+from _run_args import run_args
 
 MODEL = "fake-model"
 # The greedy digit is the most likely one, yet the mass below it pulls the expectation inside [1, 5].
@@ -63,32 +65,7 @@ class Responder:
         return 200, logprob_answer(text, reply, integer_top=integer, fraction_top=fraction)
 
 
-def _run(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        MODEL,
-        "--dataset",
-        str(build),
-        "--limit",
-        "4",
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--max-retries",
-        "0",
-        "--score-from",
-        "expected",
-        *extra,
-    ]
+_run = partial(run_args, model=MODEL, limit=4, retries=0, flags=("--score-from", "expected"))
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -100,10 +77,10 @@ def test_hand_computations_are_inside_the_scale_though_the_greedy_text_is_not() 
     assert 1.0 <= hand("5.8") <= 5.0 and 1.0 <= hand("5.2") <= 5.0
 
 
-def test_32_of_32_rows_are_scored_each_the_hand_computation(synthetic_build, tmp_path, capsys) -> None:
+def test_32_of_32_rows_are_scored_each_the_hand_computation(synthetic_build, tmp_path, capsys, chat_server) -> None:
     out = tmp_path / "runs"
     responder = Responder()
-    with ChatServer(respond=responder) as server:
+    with chat_server(respond=responder) as server:
         assert main(_run(synthetic_build, out, server.base_url, "--json")) == 0
         summary = json.loads(capsys.readouterr().out)
         assert main(_run(synthetic_build, out, server.base_url)) == 0  # the same run, cached: the human run line

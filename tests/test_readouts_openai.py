@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -16,8 +17,9 @@ from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 
 from _batch_helpers import read_batch_input
-from _harness_helpers import ChatServer, prompt_text
+from _harness_helpers import prompt_text
 from _readout_helpers import FRACTION_TOP, INTEGER_TOP, hand_expected, logprob_answer, logprob_responder
+from _run_args import run_args
 
 MODEL = "fake-model"
 
@@ -71,31 +73,7 @@ def test_what_cannot_be_read_has_no_expected_score_and_says_why(positions, reaso
     assert result.score is None and reason in result.reason
 
 
-def _run(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--backend",
-        "openai",
-        "--model",
-        MODEL,
-        "--dataset",
-        str(build),
-        "--limit",
-        "1",
-        "--out",
-        str(out),
-        "--base-url",
-        base_url,
-        "--api-key-env",
-        "MIS_BENCH_UNSET",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--max-retries",
-        "0",
-        "--json",
-        *extra,
-    ]
+_run = partial(run_args, model=MODEL, limit=1, retries=0, as_json=True)
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -103,10 +81,10 @@ def _jsonl(path: Path) -> list[dict]:
 
 
 def test_a_live_expected_run_equals_the_hand_computation_and_keeps_the_text_beside(
-    synthetic_build, tmp_path, capsys
+    synthetic_build, tmp_path, capsys, chat_server
 ) -> None:
     out = tmp_path / "runs"
-    with ChatServer(respond=logprob_responder(lambda text: "3.5")) as server:
+    with chat_server(respond=logprob_responder(lambda text: "3.5")) as server:
         assert main(_run(synthetic_build, out, server.base_url, "--score-from", "expected")) == 0
         summary = json.loads(capsys.readouterr().out)
         bodies = list(server.bodies)
@@ -131,10 +109,10 @@ def test_a_live_expected_run_equals_the_hand_computation_and_keeps_the_text_besi
     assert all(r["expected"]["score"] == pytest.approx(hand_expected(), abs=1e-6) for r in records[:8])
 
 
-def test_cot_expected_run_reads_the_final_score(synthetic_build, tmp_path, capsys) -> None:
+def test_cot_expected_run_reads_the_final_score(synthetic_build, tmp_path, capsys, chat_server) -> None:
     out = tmp_path / "runs"
     reply = "The therapist is calm and warm.\nFinal score: 3.5"
-    with ChatServer(respond=logprob_responder(lambda text: reply)) as server:
+    with chat_server(respond=logprob_responder(lambda text: reply)) as server:
         code = main(_run(synthetic_build, out, server.base_url, "--score-from", "expected", "--prompt", "cot"))
         bodies = list(server.bodies)
     assert code == 0
@@ -145,9 +123,9 @@ def test_cot_expected_run_reads_the_final_score(synthetic_build, tmp_path, capsy
 
 
 def test_a_server_without_logprobs_gets_one_clear_error_before_the_run_is_spent(
-    synthetic_build, tmp_path, capsys
+    synthetic_build, tmp_path, capsys, chat_server
 ) -> None:
-    with ChatServer() as server:  # answers, but never with logprobs
+    with chat_server() as server:  # answers, but never with logprobs
         code = main(
             _run(synthetic_build, tmp_path / "runs", server.base_url, "--score-from", "expected", "--concurrency", "2")
         )
@@ -160,7 +138,7 @@ def test_a_server_without_logprobs_gets_one_clear_error_before_the_run_is_spent(
 
 
 def test_batch_lines_carry_the_logprob_parameters_and_an_import_equals_the_live_run(
-    synthetic_build, tmp_path, capsys
+    synthetic_build, tmp_path, capsys, chat_server
 ) -> None:
     batch = tmp_path / "batch" / "requests.jsonl"
     flags = ("--score-from", "expected", "--samples", "2", "--temperature", "0.7")
@@ -200,7 +178,7 @@ def test_batch_lines_carry_the_logprob_parameters_and_an_import_equals_the_live_
         == 0
     )
     imported = json.loads(capsys.readouterr().out)["settings"][0]
-    with ChatServer(respond=logprob_responder(reply)) as server:
+    with chat_server(respond=logprob_responder(reply)) as server:
         assert main(_run(synthetic_build, tmp_path / "live", server.base_url, *flags)) == 0
     live = json.loads(capsys.readouterr().out)
     assert _jsonl(Path(imported["predictions"])) == _jsonl(Path(live["predictions"]))

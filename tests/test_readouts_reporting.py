@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from _independent import pingouin_icc
 from test_readouts_samples import seeded_reply
 
 from eval_scripts.cli import main
 
-from _harness_helpers import ChatServer
+from _independent import pingouin_icc
 from _readout_helpers import logprob_answer
+from _run_args import run_args
 
 
 def _with_logprobs(body: dict) -> tuple[int, dict]:
@@ -23,17 +23,15 @@ def _with_logprobs(body: dict) -> tuple[int, dict]:
 
 
 def _run(build: Path, out: Path, url: str, *extra: str) -> dict:
-    args = ["run", "--backend", "openai", "--model", "fake-judge", "--base-url", url, "--api-key-env",
-            "MIS_BENCH_UNSET", "--dataset", str(build), "--limit", "4", "--out", str(out), "--no-progress",
-            "--bootstrap", "0", "--json", *extra]  # fmt: skip
+    args = run_args(build, out, url, *extra, model="fake-judge", limit=4, as_json=True)
     assert main(args) == 0
     return args
 
 
 @pytest.fixture
-def two_runs(synthetic_build, tmp_path, capsys):
+def two_runs(synthetic_build, tmp_path, capsys, chat_server):
     flags = ("--score-from", "expected", "--samples", "2", "--temperature", "0.7")
-    with ChatServer(respond=_with_logprobs) as server:
+    with chat_server(respond=_with_logprobs) as server:
         _run(synthetic_build, tmp_path / "first", server.base_url, *flags)
         first = json.loads(capsys.readouterr().out)
         _run(synthetic_build, tmp_path / "second", server.base_url, *flags, "--seed", "1")

@@ -11,17 +11,19 @@ import statistics
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
-from _independent import anova_icc, ftest_ci, pingouin_icc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.harness.readout_agreement import icc_block, run_agreement, spread_summary
 from eval_scripts.harness.response_cache import iter_records
 
-from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _harness_helpers import chat_completion, prompt_text
+from _independent import anova_icc, ftest_ci, pingouin_icc
+from _run_args import run_args
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,20 +38,15 @@ def seeded_reply(body: dict) -> tuple[int, dict]:
     return 200, chat_completion(text, reply=f"{value:.1f}")
 
 
-def _args(build: Path, out: Path, base_url: str, *extra: str) -> list[str]:
-    return [
-        "run", "--backend", "openai", "--model", "fake-model", "--base-url", base_url, "--api-key-env",
-        "MIS_BENCH_UNSET", "--dataset", str(build), "--out", str(out), "--no-progress", "--bootstrap", "0",
-        "--json", "--samples", "3", "--temperature", "0.7", "--concurrency", "2", *extra,
-    ]  # fmt: skip
+_args = partial(run_args, as_json=True, concurrency=2, flags=("--samples", "3", "--temperature", "0.7"))
 
 
 @pytest.mark.slow
-def test_samples_are_cached_and_a_sigkill_mid_run_loses_none(tmp_path, synthetic_build) -> None:
+def test_samples_are_cached_and_a_sigkill_mid_run_loses_none(tmp_path, synthetic_build, chat_server) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
     out = tmp_path / "runs"
     cache = out / "responses.cache.jsonl"
-    with ChatServer(delay_s=0.05, respond=seeded_reply) as server:
+    with chat_server(delay_s=0.05, respond=seeded_reply) as server:
         args = [sys.executable, "-m", "eval_scripts.cli", *_args(synthetic_build, out, server.base_url)]
         victim = subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120

@@ -20,6 +20,7 @@ from raft_trainer.predict import predict_scores
 from raft_trainer.tiny import save_tiny_model
 
 from _harness_helpers import make_fixed_answer_model, scoring_rows
+from _run_args import run_args
 
 
 @pytest.fixture(scope="module")
@@ -99,31 +100,11 @@ def test_cot_reads_the_final_score_after_the_generated_reasoning(tmp_path) -> No
 
 
 def test_an_expected_run_end_to_end_with_samples(tiny, synthetic_build, tmp_path, capsys) -> None:
-    args = [
-        "run",
-        "--backend",
-        "transformers",
-        "--model",
-        str(tiny),
-        "--dataset",
-        str(synthetic_build),
-        "--limit",
-        "1",
-        "--out",
-        str(tmp_path / "runs"),
-        "--device",
-        "cpu",
-        "--no-progress",
-        "--bootstrap",
-        "0",
-        "--json",
-        "--score-from",
-        "expected",
-        "--samples",
-        "2",
-        "--temperature",
-        "0.8",
-    ]
+    readout = ("--score-from", "expected", "--samples", "2", "--temperature", "0.8")
+    args = run_args(
+        synthetic_build, tmp_path / "runs", None, "--device", "cpu", *readout, backend="transformers", model=str(tiny),
+        limit=1, as_json=True,
+    )  # fmt: skip
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rows"] == 8 and summary["called"] == 16 and summary["samples"] == 2

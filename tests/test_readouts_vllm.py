@@ -15,6 +15,7 @@ from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends import DecodingConfig, get_backend
 
 from _readout_helpers import FRACTION_TOP, INTEGER_TOP, hand_expected
+from _run_args import run_args
 
 
 @dataclass
@@ -93,7 +94,9 @@ def _chat_sizes(monkeypatch, fake_vllm, argv: list[str], n: int) -> list[int]:
         return original(self, conversations, params, use_tqdm)
 
     monkeypatch.setattr(FakeLLM, "chat", counted)
-    args = build_parser().parse_args(["run", "--backend", "vllm", "--model", "fake-model", *argv])
+    args = build_parser().parse_args(
+        run_args(None, None, None, *argv, backend="vllm", bootstrap=None, no_progress=False)
+    )
     backend = get_backend("vllm", "fake-model", **_backend_options(args))
     prompts = [Prompt(f"AB01{i:02d}_T1_Jessica", "wau", f"Rate {i}.") for i in range(n)]
     assert len(list(backend.complete(prompts, DecodingConfig.for_style("direct")))) == n

@@ -12,7 +12,7 @@ from eval_scripts.cli import main
 from eval_scripts.harness.reparse import reparse
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 
-from _harness_helpers import ChatServer
+from _run_args import run_args
 
 QUOTE = "It is not as focused in its delivery as the maximum rating of 5."
 ANSWERS = [  # (response, what an older parser saved, status, finish_reason, sample)
@@ -81,12 +81,10 @@ def test_style_must_be_known(tmp_path) -> None:
     assert reparse(folder / "raw_responses.jsonl", "cot").style == "cot"
 
 
-def test_a_fresh_run_reparses_unchanged(synthetic_build, tmp_path, capsys) -> None:
-    with ChatServer() as server:
-        code = main(["run", "--backend", "openai", "--model", "fake", "--base-url", server.base_url,
-                     "--api-key-env", "MIS_BENCH_UNSET", "--dataset", str(synthetic_build), "--limit", "1",
-                     "--prompt", "cot", "--out", str(tmp_path / "runs"), "--no-progress", "--bootstrap", "0",
-                     "--json"])  # fmt: skip
+def test_a_fresh_run_reparses_unchanged(synthetic_build, tmp_path, capsys, chat_server) -> None:
+    with chat_server() as server:
+        args = run_args(synthetic_build, tmp_path / "runs", server.base_url, "--prompt", "cot", model="fake", limit=1)
+        code = main([*args, "--json"])
     assert code == 0
     summary = json.loads(capsys.readouterr().out)
     run_dir = Path(summary["results"]).parent

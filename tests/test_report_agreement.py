@@ -29,8 +29,9 @@ from mis_bench_dataset.release.labels import read_labels, write_ratings_long
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import score_predictions
 from mis_icc_metric.raters import model_as_rater
-from tests._independent import reference_agreement
-from tests._leaderboard_helpers import make_results
+
+from _independent import reference_agreement
+from _leaderboard_helpers import make_results
 
 BROWSER = next(
     (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None

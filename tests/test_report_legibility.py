@@ -12,7 +12,8 @@ from eval_scripts.report.plots import heatmap_figure, radar_figure, scatter_figu
 from eval_scripts.report.table import run_views
 from eval_scripts.report.views import best_configurations, rank_table
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from tests._leaderboard_helpers import VIDEO_IDS, contract_scores, make_references, make_results, noisy_predictions
+
+from _leaderboard_helpers import VIDEO_IDS, contract_scores, make_references, make_results, noisy_predictions
 
 HOSTILE = "evil\x1b[31m\u202emodel\x00$x$"
 

@@ -21,9 +21,10 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import paired_comparison, score_predictions
-from tests._independent import anova_icc as _icc3_1
-from tests._independent import pingouin_icc
-from tests._leaderboard_helpers import VIDEO_IDS, contract_scores, make_references, make_results, noisy_predictions
+
+from _independent import anova_icc as _icc3_1
+from _independent import pingouin_icc
+from _leaderboard_helpers import VIDEO_IDS, contract_scores, make_references, make_results, noisy_predictions
 
 CONFIGURATIONS = [("text", "direct"), ("text", "cot"), ("audio+video+text", "direct"), ("video+text", "cot")]
 # Noise per configuration: each system's cleanest configuration sits at a different position.

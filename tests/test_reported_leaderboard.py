@@ -17,8 +17,9 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from tests._independent import TABLE2_PERCENT, close, close_published, expected_scores, paired_expected
-from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+from _independent import TABLE2_PERCENT, close, close_published, expected_scores, paired_expected
+from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
 N_BOOT = 150
 SEED = 9
@@ -252,7 +253,7 @@ def test_printed_lines(made):
 def test_agreement_columns_page_and_csv(made):
     """The overall ICC(2,1) and bias columns: the JSON's values equal the libraries' on the overall pairs
     (videos with all eight parsed, per-video means), the page shows them, the CSV holds them."""
-    from tests._independent import grid, overall_pairs, reference_agreement
+    from _independent import grid, overall_pairs, reference_agreement
 
     board, references = made["board"], made["references"]
     page = (made["out"] / "index.html").read_text()

@@ -17,8 +17,9 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from tests._independent import TABLE2_PERCENT, close, expected_scores, paired_expected
-from tests._leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
+
+from _independent import TABLE2_PERCENT, close, expected_scores, paired_expected
+from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
 N_BOOT = 120  # rescoring every run (--bootstrap)
 N_COMPARISON = 150  # the comparison's CIs and paired tests (--comparison-bootstrap)

@@ -11,6 +11,16 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from eval_scripts.cli import main
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
+from mis_bench_dataset.toolkit.jsonio import json_safe
+from mis_icc_metric.paired import paired_comparison
+from mis_icc_metric.predictions_io import write_predictions
+from mis_icc_metric.scoring import score_predictions
+
 from _independent import (
     TABLE2_PERCENT,
     anova_icc,
@@ -23,16 +33,6 @@ from _independent import (
     replicates,
     two_sided_p,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric.paired import paired_comparison
-from mis_icc_metric.predictions_io import write_predictions
-from mis_icc_metric.scoring import score_predictions
-
 from _metric_helpers import make_scores, write_scoring_dataset
 
 N_BOOT = 300

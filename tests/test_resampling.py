@@ -16,8 +16,9 @@ from mis_icc_metric.bootstrap import bootstrap_indices, resample_counts
 from mis_icc_metric.paired import paired_comparison
 from mis_icc_metric.resampling import design_effect, make_resampling
 from mis_icc_metric.scoring import score_predictions
-from tests._independent import anova_icc, clinician_rows, grid
-from tests._metric_helpers import make_scores
+
+from _independent import anova_icc, clinician_rows, grid
+from _metric_helpers import make_scores
 
 
 def _grid(predictions, references):

@@ -15,7 +15,8 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from tests._independent import anova_icc
+
+from _independent import anova_icc
 
 pytestmark = pytest.mark.slow
 
@@ -75,9 +76,10 @@ def test_the_readme_s_test_split_ci_is_the_ridge_s_clinician_resampled_one(real_
     page's table) is what `mis-bench run --dataset BUILD --bootstrap 1000` gives the `features` ridge, text setting."""
     import re
 
+    from conftest import REPO_ROOT
+
     from eval_scripts.baselines import run_baseline
     from mis_bench_dataset.toolkit.numbers import ci_pct, pct
-    from tests.conftest import REPO_ROOT
 
     row = next(
         line for line in (REPO_ROOT / "README.md").read_text().splitlines() if "video-level test split, seed 0" in line

@@ -6,6 +6,7 @@ expected readout. Against a real HTTP server on loopback answering what each cas
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -13,15 +14,12 @@ import pytest
 from eval_scripts.cli import main
 from eval_scripts.harness.readouts import SampleOutcome, out_of_range, row_readout
 
-from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _harness_helpers import chat_completion, prompt_text
+from _run_args import TEST_KEY_ENV, run_args
 
-
-def _args(dataset, out, base_url, *extra):
-    return [
-        *("run", "--backend", "openai", "--model", "m", "--base-url", base_url, "--api-key-env", "MIS_BENCH_TEST_KEY"),
-        *("--dataset", str(dataset), "--limit", "2", "--out", str(out), "--bootstrap", "0", "--no-progress"),
-        *("--max-retries", "1", "--backoff-base", "0.001", "--backoff-max", "0.002", *extra),
-    ]
+_args = partial(
+    run_args, model="m", api_key_env=TEST_KEY_ENV, limit=2, retries=1, backoff_base=0.001, backoff_max=0.002
+)
 
 
 def _answering(reply: str, finish_reason: str = "stop", every_other: str | None = None):
@@ -55,9 +53,9 @@ def _key(monkeypatch):
     ids=["truncated", "unparsed", "out-of-range"],
 )
 def test_a_run_with_no_score_exits_1_with_the_counts_by_reason(
-    synthetic_build, tmp_path, capsys, reply, finish, counts
+    synthetic_build, tmp_path, capsys, reply, finish, counts, chat_server
 ):
-    with ChatServer(respond=_answering(reply, finish)) as server:
+    with chat_server(respond=_answering(reply, finish)) as server:
         code = main(_args(synthetic_build, tmp_path / "out", server.base_url, "--json"))
     captured = capsys.readouterr()
     assert code == 1
@@ -69,22 +67,22 @@ def test_a_run_with_no_score_exits_1_with_the_counts_by_reason(
     assert results["outcomes"]["overall"]["answered"] == 0
 
 
-def test_a_partial_parse_rate_exits_0_with_the_rate_in_the_run_line(synthetic_build, tmp_path, capsys):
-    with ChatServer(respond=_answering("3.5", every_other="Score: 9.0")) as server:
+def test_a_partial_parse_rate_exits_0_with_the_rate_in_the_run_line(synthetic_build, tmp_path, capsys, chat_server):
+    with chat_server(respond=_answering("3.5", every_other="Score: 9.0")) as server:
         code = main(_args(synthetic_build, tmp_path / "out", server.base_url))
     captured = capsys.readouterr()
     assert code == 0 and _error_lines(captured.err) == []
     assert "0 truncated, 0 unparsed, 8 out of range, 8 parsed (50.0%)" in captured.out
 
 
-def test_a_grid_with_one_setting_without_a_score_exits_1_naming_it(synthetic_build, tmp_path, capsys):
+def test_a_grid_with_one_setting_without_a_score_exits_1_naming_it(synthetic_build, tmp_path, capsys, chat_server):
     """The direct setting answers "3.5"; the CoT one never states a final score its parser reads."""
 
     def respond(body):
         text = prompt_text(body)
         return 200, chat_completion(text, "I am still thinking." if "Final score" in text else "3.5")
 
-    with ChatServer(respond=respond) as server:
+    with chat_server(respond=respond) as server:
         extra = ("--grid", "--modalities", "text", "--prompts", "direct,cot")
         code = main(_args(synthetic_build, tmp_path / "out", server.base_url, *extra))
     lines = _error_lines(capsys.readouterr().err)
@@ -93,8 +91,8 @@ def test_a_grid_with_one_setting_without_a_score_exits_1_naming_it(synthetic_bui
     assert "text direct" not in lines[0] and "(1 of 2 settings)" in lines[0]
 
 
-def test_failed_requests_still_exit_3(synthetic_build, tmp_path, capsys):
-    with ChatServer(respond=lambda body: (500, {"error": {"message": "boom"}})) as server:
+def test_failed_requests_still_exit_3(synthetic_build, tmp_path, capsys, chat_server):
+    with chat_server(respond=lambda body: (500, {"error": {"message": "boom"}})) as server:
         assert main(_args(synthetic_build, tmp_path / "out", server.base_url)) == 3
     capsys.readouterr()
 

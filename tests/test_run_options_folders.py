@@ -5,29 +5,23 @@ and `leaderboard` show both runs, each labelled by what differs. Runs against a 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from eval_scripts.cli import main
 
-from _harness_helpers import ChatServer
+from _run_args import TEST_KEY_ENV, run_args
 
-
-def _run(dataset: Path, out: Path, base_url: str, *extra: str) -> dict:
-    args = [
-        *("run", "--backend", "openai", "--model", "org/judge", "--base-url", base_url),
-        *("--api-key-env", "MIS_BENCH_TEST_KEY", "--dataset", str(dataset), "--out", str(out)),
-        *("--bootstrap", "0", "--no-progress", "--prompt", "direct", "--json", *extra),
-    ]
-    return args
+_run = partial(run_args, model="org/judge", api_key_env=TEST_KEY_ENV, as_json=True, flags=("--prompt", "direct"))
 
 
 @pytest.fixture()
-def two_runs(synthetic_build, tmp_path, monkeypatch, capsys):
+def two_runs(synthetic_build, tmp_path, monkeypatch, capsys, chat_server):
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", "k")
     out = tmp_path / "runs"
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run(synthetic_build, out, server.base_url)) == 0
         first = json.loads(capsys.readouterr().out)
         before = Path(first["results"]).read_bytes()
@@ -47,10 +41,10 @@ def test_a_rerun_with_other_decoding_writes_beside_and_leaves_the_earlier_result
     assert "changed" not in json.loads(first.read_text())["system"]["decoding"]
 
 
-def test_the_same_options_again_reuse_their_folder(synthetic_build, tmp_path, monkeypatch, capsys):
+def test_the_same_options_again_reuse_their_folder(synthetic_build, tmp_path, monkeypatch, capsys, chat_server):
     """An option given at its default value is no change: the run keeps the default's folder."""
     monkeypatch.setenv("MIS_BENCH_TEST_KEY", "k")
-    with ChatServer() as server:
+    with chat_server() as server:
         assert main(_run(synthetic_build, tmp_path / "runs", server.base_url, "--temperature", "0", "--seed", "0")) == 0
     results = Path(json.loads(capsys.readouterr().out)["results"])
     assert results.parent.name == "text__direct"

@@ -5,6 +5,7 @@ on stderr and in the results; --strict-model refuses such answers (failed rows, 
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
-from _harness_helpers import ChatServer, chat_completion, prompt_text
+from _harness_helpers import chat_completion, prompt_text
+from _run_args import run_args
 
 ROWS = 16  # --limit 2: two videos x eight dimensions
 
@@ -50,26 +52,20 @@ def test_warnings_name_each_model_and_how_many_answers_it_gave() -> None:
     ]
 
 
-class OtherModelServer(ChatServer):
-    """A real local server that answers every request, naming `served` as the model that answered."""
-
-    def __init__(self, served: str) -> None:
-        super().__init__(respond=lambda body: (200, chat_completion(prompt_text(body), model=served)))
-
-
-def _args(build: Path, out: Path, urls: list[str], *extra: str) -> list[str]:
-    base = [arg for url in urls for arg in ("--base-url", url)]
-    return [
-        "run", "--backend", "openai", "--model", "fake-model", "--dataset", str(build), "--limit", "2",
-        "--out", str(out), *base, "--api-key-env", "MIS_BENCH_UNSET", "--no-progress", "--bootstrap", "0",
-        "--concurrency", "2", "--max-retries", "1", "--backoff-base", "0.001", "--backoff-max", "0.002", "--json",
-        *extra,
-    ]  # fmt: skip
+def naming(served: str):
+    """`chat_server(respond=naming(served))`: a server that answers every request, naming `served` as the model that
+    answered."""
+    return lambda body: (200, chat_completion(prompt_text(body), model=served))
 
 
-def test_a_replica_serving_another_model_is_recorded_and_warned_about(synthetic_build, tmp_path, capsys) -> None:
+_args = partial(run_args, limit=2, concurrency=2, retries=1, backoff_base=0.001, backoff_max=0.002, as_json=True)
+
+
+def test_a_replica_serving_another_model_is_recorded_and_warned_about(
+    synthetic_build, tmp_path, capsys, chat_server
+) -> None:
     out = tmp_path / "runs"
-    with ChatServer() as right, OtherModelServer("stale-model") as wrong:
+    with chat_server() as right, chat_server(respond=naming("stale-model")) as wrong:
         assert main(_args(synthetic_build, out, [right.base_url, wrong.base_url])) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
@@ -101,9 +97,11 @@ def test_a_replica_serving_another_model_is_recorded_and_warned_about(synthetic_
     assert again["cached"] == ROWS and again["served_models"] == counts and again["model_warnings"] == warnings
 
 
-def test_strict_model_sends_the_rows_to_the_replica_serving_the_model(synthetic_build, tmp_path, capsys) -> None:
+def test_strict_model_sends_the_rows_to_the_replica_serving_the_model(
+    synthetic_build, tmp_path, capsys, chat_server
+) -> None:
     out = tmp_path / "runs"
-    with ChatServer() as right, OtherModelServer("stale-model") as wrong:
+    with chat_server() as right, chat_server(respond=naming("stale-model")) as wrong:
         assert main(_args(synthetic_build, out, [right.base_url, wrong.base_url], "--strict-model")) == 0
     summary = json.loads(capsys.readouterr().out)
     assert wrong.requests >= 1 and len(right.sent) == ROWS  # every refused row was answered by the right one
@@ -114,9 +112,11 @@ def test_strict_model_sends_the_rows_to_the_replica_serving_the_model(synthetic_
     assert all("another model" in (r["error"] or "") for r in refused)
 
 
-def test_strict_model_refuses_every_answer_of_a_server_of_another_model(synthetic_build, tmp_path, capsys) -> None:
+def test_strict_model_refuses_every_answer_of_a_server_of_another_model(
+    synthetic_build, tmp_path, capsys, chat_server
+) -> None:
     out = tmp_path / "runs"
-    with OtherModelServer("gpt-4o-mini") as wrong:
+    with chat_server(respond=naming("gpt-4o-mini")) as wrong:
         code = main(_args(synthetic_build, out, [wrong.base_url], "--strict-model"))
     captured = capsys.readouterr()
     summary = json.loads(captured.out)

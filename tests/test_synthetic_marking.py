@@ -17,7 +17,7 @@ from eval_scripts.cli import main
 from eval_scripts.formats.data_names import DEFAULT_SAMPLE_NAME, dataset_name
 from mis_bench_dataset.dimensions import SYNTHETIC_MARK
 
-from _harness_helpers import ChatServer
+from _run_args import batch_args, run_args
 
 
 @pytest.fixture(params=["synthetic", "plain"])
@@ -68,12 +68,10 @@ def test_score_and_compare(build, tmp_path, capsys):
     assert code == 0 and json.loads(out)["synthetic"] is synthetic
 
 
-def test_run_openai_dry_run_and_batch(build, tmp_path, capsys):
+def test_run_openai_dry_run_and_batch(build, tmp_path, capsys, chat_server):
     folder, synthetic = build
-    with ChatServer() as server:
-        args = ["run", "--backend", "openai", "--model", "fake-model", "--base-url", server.base_url]
-        args += ["--api-key-env", "MIS_BENCH_UNSET", "--dataset", folder, "--limit", "2", "--bootstrap", "0"]
-        args += ["--no-progress", "--out", tmp_path / "runs"]
+    with chat_server() as server:
+        args = run_args(folder, tmp_path / "runs", server.base_url, limit=2)
         code, out, _ = _cli(capsys, *args)
         assert code == 0 and _marked(out) is synthetic
         code, out, _ = _cli(capsys, *args, "--json")
@@ -91,7 +89,8 @@ def test_run_openai_dry_run_and_batch(build, tmp_path, capsys):
     assert code == 0 and _marked(out) is synthetic
     code, out, _ = _cli(capsys, *args, "--dry-run", "--json")
     assert code == 0 and json.loads(out)["synthetic"] is synthetic
-    code, out, _ = _cli(capsys, *args, "--export-batch", tmp_path / "batch.jsonl", "--prompt", "cot", "--json")
+    export = batch_args("export", tmp_path / "batch.jsonl", folder, tmp_path / "runs", server.base_url, limit=2)
+    code, out, _ = _cli(capsys, *export, "--prompt", "cot", "--json")
     assert code == 0 and json.loads(out)["synthetic"] is synthetic
 
 

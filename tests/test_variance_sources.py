@@ -8,11 +8,12 @@ import statistics
 
 import numpy as np
 import pytest
-from _independent import anova_icc, percentile_interval
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_icc_metric.resampling import make_resampling
 from mis_icc_metric.variance_table import variance_sources
+
+from _independent import anova_icc, percentile_interval
 
 DIMS = DIMENSION_KEYS[:2]
 STIMULI = ("Jessica", "Luke", "Bethany", "Savannah")

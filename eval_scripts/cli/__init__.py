@@ -14,6 +14,7 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 
 - `args`: argument types and output helpers shared by every subcommand.
 - `backends`: `mis-bench backends [B]`: the backends `run` takes, or one backend's options (`run -M`).
+- `batch`: `mis-bench batch export|import` (provider batch files of a model run; `run --export-batch` is its alias).
 - `build`: `mis-bench build`.
 - `cache`: `mis-bench cache check|merge`.
 - `calibrate`: `mis-bench calibrate` (and `--apply`).
@@ -27,6 +28,8 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `report`: `mis-bench report`.
 - `reproduce`: `mis-bench reproduce table4|table6`.
 - `run`: `mis-bench run`.
+- `run_flags`: the flags of a model run and the RunConfig they give, shared by `run` and `batch`.
+- `run_lines`: what a model run prints (summary, run line, problems, exit code, dry-run plan), for `run` and `batch`.
 - `score`: `mis-bench score` and `mis-bench compare`.
 - `stats`: `mis-bench stats`.
 - `synth`: `mis-bench synth`.
@@ -46,6 +49,7 @@ from collections.abc import Sequence
 
 from eval_scripts.cli import (
     backends,
+    batch,
     build,
     cache,
     calibrate,
@@ -85,6 +89,7 @@ SUBCOMMANDS = (
     estimate,
     plan,
     run,
+    batch,
     backends,
     parse,
     cache,

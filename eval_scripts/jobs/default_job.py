@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -257,6 +257,43 @@ def _say_summary(job: _Job, summary: dict, runs, cross_validation, report, leade
             "Reminder: SYNTHETIC data. For the real text benchmark, `mis-bench fetch` gets the authors' public "
             "files (docs/reproducing.md); then `mis-bench run --dataset` on their build."
         )
+
+
+def out_folder(out: str | Path | None) -> Path:
+    """Where the job writes: `out` when given, else `./mis-bench-results`."""
+    return Path(out) if out else DEFAULT_OUT
+
+
+def interrupted_note(out_dir: Path) -> str:
+    """What a stopped job keeps, for the one line Ctrl-C prints."""
+    return (
+        f"what was written so far is kept under {out_dir} (and a finished synthetic sample in the "
+        "cache); rerun the same command to run the job again"
+    )
+
+
+# The job's keywords by the names a command line gives them (`mis-bench run` with no model).
+OPTION_NAMES = {
+    "split": "split",
+    "n_bootstrap": "bootstrap",
+    "resample": "resample",
+    "seed": "seed",
+    "cv_folds": "cv_folds",
+    "cv_seeds": "cv_seeds",
+}
+
+
+def run_with_options(
+    options: Mapping[str, Any], *, say: Callable[[str], None] | None = None, closing_lines: bool = True
+) -> dict[str, Any]:
+    """The job with a command line's options (`dataset`, `out` and `OPTION_NAMES`' names; None or absent: not
+    given): what the command line does not say, the job's own defaults (the same as RunConfig's: one definition
+    each)."""
+    given = {name: value for name, value in options.items() if value is not None}
+    job = {keyword: given[name] for keyword, name in OPTION_NAMES.items() if name in given}
+    return run_default_job(
+        given.get("dataset"), out_folder(given.get("out")), **job, say=say, closing_lines=closing_lines
+    )
 
 
 def run_default_job(

@@ -1,0 +1,118 @@
+"""What `mis-bench run` and `mis-bench batch` read alike: the flags of a model run and the RunConfig they give.
+
+`batch export|import` take the flags of the run they stand for, so both build the same prompts and the same
+response-cache keys (a batch file names each request by its key).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from eval_scripts.cli.args import add_fields, comma_list, config_from_args, positive_float, positive_int, say
+from eval_scripts.harness.batch_files import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
+from eval_scripts.harness.config import RunConfig, decoding_for
+from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
+
+
+def add_run_flags(parser: argparse.ArgumentParser, *, local: bool = True) -> None:
+    """The RunConfig's flags by section, the grid's after the model's; `local`: the transformers / vllm and
+    raw-video groups too (a batch file goes to an OpenAI-compatible provider, which samples its own frames)."""
+    add_fields(parser, RunConfig, "model")
+    parser.add_argument(
+        "-M",
+        "--backend-option",
+        action="append",
+        metavar="KEY=VALUE",
+        help="one of the backend's own options, repeatable, typed and checked against what the backend declares "
+        "(`mis-bench backends B` lists them: the engine's settings, a server's extra request fields, ...; the flags "
+        "under `transformers / vllm` and `openai-compatible HTTP` below fill the same options) (default: none)",
+    )
+    parser.add_argument(
+        "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
+    )
+    parser.add_argument(
+        "--modalities",
+        type=comma_list(MODALITY_SETTINGS),
+        default=list(MODALITY_SETTINGS),
+        help=f"comma-separated settings for --grid (default: all four, {','.join(MODALITY_SETTINGS)})",
+    )
+    parser.add_argument(
+        "--prompts",
+        type=comma_list(PROMPT_STYLES),
+        default=list(ZERO_SHOT_PROMPT_STYLES),
+        help=f"comma-separated prompt styles for --grid, of {', '.join(PROMPT_STYLES)} "
+        f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)",
+    )
+    add_fields(parser, RunConfig, "setting")
+    if local:
+        add_fields(parser.add_argument_group("transformers / vllm"), RunConfig, "local")
+        group = parser.add_argument_group(
+            "raw video (transformers backend; an openai/vllm server samples its own frames)",
+            "fixed: N frames at linspace(0, n_frames - 1, N) truncated (the authors' get_video_frames); paper: what "
+            "the authors' runs fed the model (2 frames a second up to 768, each frame resized within the budget, "
+            "then every second row and column); the pixel budget is the paper's by default",
+        )
+        add_fields(group, RunConfig, "video")
+    add_fields(parser.add_argument_group("openai-compatible HTTP"), RunConfig, "openai")
+
+
+def add_batch_limits(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """How big one exported batch file may be (`batch export`, and `run --export-batch`)."""
+    parser.add_argument(
+        "--batch-max-requests",
+        type=positive_int,
+        default=OPENAI_MAX_REQUESTS,
+        help=f"requests per batch file (default {OPENAI_MAX_REQUESTS:,}, OpenAI's limit)",
+    )
+    parser.add_argument(
+        "--batch-max-mb",
+        type=positive_float,
+        default=OPENAI_MAX_MB,
+        help=f"megabytes (10^6 bytes) per batch file (default {OPENAI_MAX_MB:g}, OpenAI's limit)",
+    )
+
+
+def model_run_config(args: argparse.Namespace, started: float, *, command: str = "run") -> RunConfig:
+    """The RunConfig of a model run (its deadline counted from `started`), with what Ctrl-C keeps noted on `args`
+    and a warning when --samples asks for greedy answers."""
+    from mis_bench_dataset.dataset.handle import BuiltDataset
+
+    deadline = getattr(args, "run_deadline", None)
+    options = typed_options(args)  # checked before the dataset is opened
+    config = config_from_args(
+        RunConfig,
+        args,
+        backend_options=options,
+        dataset=BuiltDataset.of(args.dataset),  # opened once, here: every setting of a grid shares it
+        out=args.out or "runs",
+        progress=not args.no_progress,
+        deadline=None if deadline is None else started + deadline,
+    )
+    if args.samples > 1 and args.temperature == 0:
+        say(
+            f"mis-bench {command}: warning: --samples with --temperature 0 asks for greedy answers, which differ "
+            "only where the engine is not deterministic; set --temperature above 0 to measure the judge's stability",
+            err=True,
+        )
+    args.interrupted_note = (
+        f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
+    )
+    return config
+
+
+def typed_options(args: argparse.Namespace) -> dict:
+    """`-M KEY=VALUE` as the backend's typed options (one usage line listing the valid keys when one is wrong)."""
+    from eval_scripts.backends.base import typed_backend_options
+    from mis_bench_dataset.toolkit.errors import UsageError
+
+    if args.backend_option and not args.backend:
+        raise UsageError("-M sets an option of the backend", where="-M/--backend-option", hint="give --backend B")
+    return typed_backend_options(args.backend, args.backend_option or [])
+
+
+def setting_configs(args: argparse.Namespace, config: RunConfig) -> list[RunConfig]:
+    """One config per setting: the grid's (modality-major, as its table) or the single one asked for."""
+    from eval_scripts.harness.runner import grid_configs
+
+    modalities, styles = (args.modalities, args.prompts) if args.grid else ([args.modality], [args.prompt_style])
+    return list(grid_configs(config, modalities, styles, lambda style: decoding_for(config, style)))
