@@ -268,3 +268,44 @@ def test_no_two_modules_of_one_package_share_a_name(package):
             seen.setdefault(path.stem, []).append(str(path.relative_to(REPO)))
     twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert not twice, f"module names used twice in {package}: {twice}"
+
+
+# One helper per job (issue 38 item 6): every lock through `toolkit.atomic` (filelock), every bar through
+# `toolkit.progress`.
+LOCK_HELPER = "mis_bench_dataset/toolkit/atomic.py"
+PROGRESS_HELPER = "mis_bench_dataset/toolkit/progress.py"
+
+
+def _helper_bypasses(source: str, rel: str) -> list[str]:
+    """`import fcntl` anywhere, and `tqdm(...)` / `tqdm.tqdm(...)` calls, in one module (with line numbers)."""
+    found = []
+    for node in ast.walk(ast.parse(source, rel)):
+        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "fcntl" for alias in node.names):
+            found.append(f"{rel}:{node.lineno} imports fcntl")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "fcntl":
+            found.append(f"{rel}:{node.lineno} imports from fcntl")
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "tqdm"
+            and rel != PROGRESS_HELPER
+        ):
+            found.append(f"{rel}:{node.lineno} calls tqdm")
+    return found
+
+
+def test_no_fcntl_lock_and_no_tqdm_bar_outside_their_one_helper():
+    bypasses = [
+        hit
+        for layer in LAYERS
+        for path in sorted((REPO / layer).rglob("*.py"))
+        for hit in _helper_bypasses(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+    ]
+    assert not bypasses, f"locks go through {LOCK_HELPER}, bars through {PROGRESS_HELPER}:\n" + "\n".join(bypasses)
+
+
+@pytest.mark.parametrize(
+    "source", ["import fcntl\n", "def f():\n    from fcntl import flock\n", "import tqdm\ntqdm.tqdm(range(3))\n"]
+)
+def test_the_helper_check_finds_a_bypass(source):
+    assert len(_helper_bypasses(source, "eval_scripts/probe.py")) == 1
+    assert ("tqdm" in source) is not bool(_helper_bypasses(source, PROGRESS_HELPER))

@@ -18,7 +18,7 @@ from _harness_helpers import ChatServer
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("mis_bench_dataset", "mis_icc_metric", "raft_trainer", "eval_scripts")
-HELPER = REPO / "mis_bench_dataset" / "rules" / "progress.py"
+HELPER = REPO / "mis_bench_dataset" / "toolkit" / "progress.py"
 BAR_MARKS = ("\r", "%|", "it/s]", "s/it]")  # what a tqdm bar writes (carriage returns, its bar and rate)
 
 
