@@ -6,6 +6,7 @@ Everything here needs the `train` extra; without it the import says which extra 
 """
 
 from mis_bench_dataset.toolkit.errors import require_extra
+from mis_bench_dataset.toolkit.lazy import lazy_exports
 
 require_extra("train", "raft_trainer (MIS-RAFT training and scoring)")
 
@@ -26,18 +27,13 @@ __all__ = [
     "predict_scores",
 ]
 
-_LAZY = {
-    "RAFTConfig": "raft_trainer.config",
-    "RAFTTrainer": "raft_trainer.trainer",
-    "RAFTDataCollator": "raft_trainer.collator",
-    "ScoringEncoder": "raft_trainer.data",
-    "predict_scores": "raft_trainer.predict",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'raft_trainer' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "RAFTConfig": "raft_trainer.config",
+        "RAFTTrainer": "raft_trainer.trainer",
+        "RAFTDataCollator": "raft_trainer.collator",
+        "ScoringEncoder": "raft_trainer.data",
+        "predict_scores": "raft_trainer.predict",
+    },
+)

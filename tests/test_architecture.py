@@ -309,3 +309,15 @@ def test_no_fcntl_lock_and_no_tqdm_bar_outside_their_one_helper():
 def test_the_helper_check_finds_a_bypass(source):
     assert len(_helper_bypasses(source, "eval_scripts/probe.py")) == 1
     assert ("tqdm" in source) is not bool(_helper_bypasses(source, PROGRESS_HELPER))
+
+
+def test_every_lazy_export_goes_through_the_shared_helper():
+    """No package `__init__` writes its own PEP 562 `__getattr__`: `toolkit.lazy.lazy_exports` is the one."""
+    own = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for layer in LAYERS
+        for path in sorted((REPO / layer).rglob("__init__.py"))
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+    ]
+    assert not own, "use mis_bench_dataset.toolkit.lazy.lazy_exports:\n" + "\n".join(own)
