@@ -321,3 +321,49 @@ def test_every_lazy_export_goes_through_the_shared_helper():
         if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
     ]
     assert not own, "use mis_bench_dataset.toolkit.lazy.lazy_exports:\n" + "\n".join(own)
+
+
+# One default per statistic option (issue 38 item 6): every resample count, CI level and statistics seed in a
+# signature defaults to the named constant of `mis_bench_dataset.dimensions` (DEFAULT_BOOTSTRAP, the paper's
+# 10,000; DEFAULT_CONFIDENCE; DEFAULT_SEED), never to a number of its own. Tests may pass fewer resamples.
+STATISTIC_PARAMETERS = frozenset({"n_bootstrap", "n_resamples", "n_boot", "confidence"})
+SEEDED_STATISTICS = ("mis_icc_metric/", "mis_bench_dataset/icc.py", "mis_bench_dataset/splits.py") + tuple(
+    f"eval_scripts/{room}/" for room in ("leaderboard", "report", "jobs")
+)
+
+
+def _literal_statistic_defaults(source: str, rel: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source, rel)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = [*node.args.posonlyargs, *node.args.args]
+        pairs = list(zip(positional[len(positional) - len(node.args.defaults) :], node.args.defaults, strict=True))
+        pairs += [(arg, default) for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        for arg, default in pairs:
+            literal = isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
+            if not literal or isinstance(default.value, bool) or (arg.arg.startswith("n_") and default.value == 0):
+                continue  # n_bootstrap=0 means "no CIs", a choice, not a second default count
+            if arg.arg in STATISTIC_PARAMETERS or (arg.arg == "seed" and rel.startswith(SEEDED_STATISTICS)):
+                found.append(f"{rel}:{node.lineno} {node.name}({arg.arg}={default.value!r})")
+    return found
+
+
+def test_every_statistic_default_is_the_one_constant():
+    literals = [
+        hit
+        for layer in LAYERS
+        for path in sorted((REPO / layer).rglob("*.py"))
+        for hit in _literal_statistic_defaults(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+    ]
+    assert not literals, "use DEFAULT_BOOTSTRAP / DEFAULT_CONFIDENCE / DEFAULT_SEED:\n" + "\n".join(literals)
+
+
+def test_the_default_check_finds_a_literal():
+    source = "def plan(x, *, n_resamples: int = 2000, seed=0, confidence=0.9, n_bootstrap=0):\n    pass\n"
+    assert [hit.split(" ", 1)[1] for hit in _literal_statistic_defaults(source, "mis_icc_metric/x.py")] == [
+        "plan(n_resamples=2000)",
+        "plan(seed=0)",
+        "plan(confidence=0.9)",
+    ]
+    assert len(_literal_statistic_defaults(source, "raft_trainer/tiny.py")) == 2  # a model's seed is not a statistic's

@@ -62,7 +62,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
@@ -397,7 +397,7 @@ def write_report(
     sources: Sequence[str] | None = None,
     reference: str | None = None,
     comparison_bootstrap: int = PAPER_BOOTSTRAP,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
     scatters: str = "best",
     raters: Labels | None = None,
