@@ -91,7 +91,8 @@ def test_resampled_maps_equal_sklearn_fits_with_the_counts_as_weights(method, de
     counts = rng.multinomial(300, np.full(300, 1 / 300), size=60).astype(float)
     counts[0] = 0.0
     counts[0, :3] = [2.0, 0.0, 1.0]  # a resample with two distinct items only
-    at = np.concatenate([rng.uniform(0.5, 5.5, 50), x[:20]])
+    distinct = np.unique(x)  # every fitted point and the midpoints of the first gaps (the interpolation's ends)
+    at = np.concatenate([rng.uniform(0.5, 5.5, 50), x[:20], distinct, (distinct[:5] + distinct[1:6]) / 2])
     got = fit_maps_weighted(x, y, counts, method, at)
     for row in range(counts.shape[0]):
         if method == "isotonic":
