@@ -209,3 +209,28 @@ def test_calibrated_predictions_round_trip_with_their_intervals(tmp_path, suffix
     assert back.form == "long" and back.records == records  # lower/upper/raw_prediction kept; None stays None
     # What an older reader keeps: the calibrated score per pair.
     assert predictions_to_mapping(back.records) == {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
+
+
+def test_risk_coverage_rows_are_the_width_deciles_rounded_up_to_a_hundredth():
+    """Many distinct widths: one row per decile of the widths, rounded up to 0.01 (by hand with `math.ceil`), each
+    with the share, count, coverage and MAE of the pairs at most that wide; few widths: one row per width."""
+    import math
+
+    from mis_icc_metric.calibration_summary import risk_coverage
+
+    rng = np.random.default_rng(4)
+    rows = [
+        {"width": float(w), "covered": bool(c), "error": float(e)}
+        for w, c, e in zip(rng.uniform(0.2, 1.8, 97), rng.random(97) < 0.9, rng.uniform(0, 1, 97), strict=True)
+    ]
+    widths = np.array([r["width"] for r in rows])
+    deciles = sorted({math.ceil(round(q * 100, 9)) / 100 for q in np.quantile(widths, np.linspace(0.1, 1, 10))})
+    table = risk_coverage(rows)
+    assert [row["max_width"] for row in table] == deciles
+    for row in table:
+        kept = [r for r in rows if r["width"] <= row["max_width"] + 1e-9]
+        assert row["n"] == len(kept) and row["share"] == len(kept) / 97
+        assert row["mae"] == pytest.approx(np.mean([r["error"] for r in kept]))
+        assert row["coverage"] == pytest.approx(np.mean([r["covered"] for r in kept]))
+    few = [{"width": w, "covered": True, "error": 0.1} for w in (0.301, 0.5, 0.5)]
+    assert [row["max_width"] for row in risk_coverage(few)] == [0.31, 0.5]
