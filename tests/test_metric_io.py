@@ -151,6 +151,10 @@ def test_bad_references_are_errors(tmp_path):
     path.write_text("video_id,rater,dimension,score\nEH0822_T1_Jessica,R1,empathy,9\n", encoding="utf-8")
     with pytest.raises(PredictionsFormatError, match="labels problem"):
         read_references(path)
+    many = "".join(f"EH0822_T1_Jessica,R{rater},empathy,9\n" for rater in range(8))
+    path.write_text("video_id,rater,dimension,score\n" + many, encoding="utf-8")
+    with pytest.raises(PredictionsFormatError, match=r"8 labels problem\(s\): .* and 3 more$"):
+        read_references(path)  # five shown, the rest counted
     unknown = tmp_path / "x.csv"
     unknown.write_text("a,b\n1,2\n")
     with pytest.raises(PredictionsFormatError, match="not a references file"):
@@ -240,3 +244,18 @@ def test_labels_predictions_and_references_all_dispatch_through_it(tmp_path, mon
     write_predictions(tmp_path / "p.csv", [{"video_id": "EH0822_T1_Jessica", "dimension": "empathy", "prediction": 3}])
     read_predictions(tmp_path / "p.csv")
     assert asked == [("video_id", "dimension", "prediction")]
+
+
+def test_predictions_without_gold_name_the_first_and_count_the_others(tmp_path):
+    from mis_icc_metric.predictions_io import check_predicted_pairs, read_prediction_file
+
+    videos = ["EH0822_T1_Jessica", "CB0326_T3_Jackson", "AB0101_T1_Luke", "CD0202_T1_John"]
+    path = write_predictions(
+        tmp_path / "p.csv", [{"video_id": v, "dimension": "empathy", "prediction": 3.0} for v in videos]
+    )
+    references = {(videos[0], "empathy"): 3.0}
+    with pytest.raises(PredictionsFormatError) as info:
+        check_predicted_pairs(read_prediction_file(path), references, where="gold.csv")
+    message = str(info.value)
+    assert "row 3" in message and repr(videos[1]) in message  # the first without gold, by its file row
+    assert "(and 2 more prediction(s) without gold)" in message
