@@ -261,7 +261,7 @@ def try_lock(path: str | Path) -> FileLock | None:
     another holder has it. The caller releases it (`lock.release()`). Built on `filelock` (`flock` on POSIX)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(path)
+    lock = FileLock(path, thread_local=False)  # held by its holder, whichever thread releases it
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -279,7 +279,7 @@ def file_lock(path: str | Path, *, waiting: str | None = None) -> Iterator[None]
     if lock is None:
         if waiting:
             logger.info("%s", waiting)
-        lock = FileLock(Path(path))
+        lock = FileLock(Path(path), thread_local=False)
         lock.acquire()
     try:
         yield
