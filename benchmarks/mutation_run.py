@@ -37,7 +37,7 @@ COVERING_TESTS: dict[str, tuple[str, ...]] = {
     "mis_icc_metric/agreement.py": ("tests/test_metric_agreement.py", "tests/test_metric_halo.py"),
     "mis_icc_metric/bootstrap.py": ("tests/test_metric_icc.py", "tests/test_resampling.py"),
     "mis_icc_metric/calibration.py": ("tests/test_calibration.py",),
-    "mis_icc_metric/calibration_summary.py": ("tests/test_calibrate_cli.py",),
+    "mis_icc_metric/calibration_summary.py": ("tests/test_calibration.py", "tests/test_calibrate_cli.py"),
     "mis_icc_metric/coverage.py": ("tests/test_coverage_rule.py",),
     "mis_icc_metric/estimates.py": ("tests/test_estimate.py",),
     "mis_icc_metric/groups.py": ("tests/test_metric_groups.py",),
