@@ -16,6 +16,13 @@ is exactly what the authors committed, without a clone of their repository.
   from a clone; a refused request (HTTP 4xx: a wrong `--base-url`) is exit 2; requests that still fail after
   their retries (cut connections, 5xx) are exit 3, the partial file kept for the next run to resume.
   A failure after a redirect names the URL it failed at (`_Redirects`), not the host that redirected.
+
+Why not `pooch` (1.9, read for issue 38): its HTTP downloader always starts a file from byte 0 and deletes the
+temporary file of a failed try, so a cut download is never resumed (no Range request, nothing kept for the next
+run); its retries cover a hash mismatch too (the file is fetched again instead of refused once) and an unreachable
+host (waits instead of failing at once with the `git show` commands); it does not know a file's size, so it cannot
+refuse a body that grows past it; it publishes with `shutil.move` without an fsync; it needs `requests`, and draws
+its own tqdm bar. Pauses between tries here are the toolkit's one backoff (`toolkit.backoff`).
 """
 
 from __future__ import annotations
