@@ -2,14 +2,17 @@
 human ceiling (Table 2) and gold-score statistics (Table 6).
 
 Every other module imports these; nothing else spells a dimension key or a
-paper number. Texts are copied verbatim from the paper, including the one
-rubric line the paper itself truncates (Persuasiveness, score 2).
+paper number. The rubric's texts are package data (`paper_rubric.json`, read once), copied
+verbatim from the paper, including the one line the paper itself truncates (Persuasiveness, score 2).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
@@ -294,210 +297,39 @@ GOLD_STATS: dict[str, GoldStats] = {
 }
 """Table 6: the gold scores' mean, SD, minimum and maximum per dimension key."""
 
-RUBRIC: dict[str, Rubric] = {
-    "verbal_fluency": Rubric(
-        criterion=(
-            "Verbal Fluency. This item is a rating of the extent to which the participant is verbally capable and "
-            "at-ease in communicating. The response is delivered in a relaxed manner and without significant signs of "
-            "anxiety (e.g., broken speech, extended and awkward pauses, and clarity in communication). However, the "
-            "content of what is said is not rated, but rather how it is spoken."
-        ),
-        scores=(
-            "The participant has great difficulty verbalizing a response (e.g., obviously anxious, sounds shaky "
-            "or timid), reflecting a clear avoidance or anxiety. The participant may lack confidence and is "
-            "clearly uncertain or even difficult to follow.",
-            "Fluency is disrupted by the participant’s anxiety and avoidance of verbal expression. The respondent "
-            "may be obviously anxious and struggling to formulate a response. At times, the communication may be "
-            "choppy, even halting. [Note: In some rare instances a response could represent an avoidance of the "
-            "interpersonal situation through anxious rambling. It would need to be clear that the participant’s "
-            "ramblings are the result of anxiety over communicating with another].",
-            "A moderate level of verbal fluency indicates that the participant’s response is conversational and "
-            "mostly easy to follow.",
-            "The response is fluent, and there is little that is difficult to follow.",
-            "The participant is at great ease and communicates ideas with no anxiety, reflecting a desire to "
-            '"approach" the other. The verbal quality of the response may have a "melodic," rhythmical quality '
-            "and is easy to follow; the response is fluent.",
-        ),
-    ),
-    "hope_and_pe": Rubric(
-        criterion=(
-            "Hope & Positive Expectations. This item rates expressions of hope, optimism, and positive expectations "
-            "for change. Staats (1989, 2001) defines hope as the interaction between wishes and expectations. The "
-            "interpersonal skills needed for hope involve facilitating a) personal agency and b) building the "
-            "pathways needed for attaining desired goals and expectations (Steed, 2002). Hope is related to "
-            "persuasiveness and collaboration in the sense that hope and positive expectations are often built "
-            "through offering a rationale, friendliness, and enthusiasm. As defined here, hope focuses more on "
-            "building client agency for actions that will facilitate meeting the client’s goals whereas persuasion is "
-            "based more on a plausible explanation (which may or may not include hope)."
-        ),
-        scores=(
-            "The participant’s response is hopeless or is even pessimistic. For example, the participant may "
-            "address only issues or concerns beyond the control of the other or subtly suggests that the other "
-            "cannot change or improve his/her problems.",
-            "The participant responds with some hopelessness, including subtle expressions of feeling unable to "
-            "help the client.",
-            "The response is ordinary OR the optimism of the response is not discernible. There may be some "
-            "hopefulness expressed, but with little confidence or reason for being hopeful.",
-            "A general sense of optimism about the client’s situation is detected. Specifically, the "
-            "participant’s response is directed toward building the client’s agency OR facilitating the building "
-            "of pathways to meet the client’s goals.",
-            "The participant’s response expresses clear hope about the client’s future and/or positive "
-            "expectations about therapeutic work. In addition, for a response to be coded as a “5” there needs to "
-            "be an allusion to building the client’s agency as well as how the client might participate or do "
-            "something that will help move toward his/her desired goals (i.e., pathways).",
-        ),
-    ),
-    "persuasiveness": Rubric(
-        criterion=(
-            "Persuasiveness. Persuasiveness is the capacity to induce the other to accept a view that may be "
-            "different from his or her own view. It involves that ability to convey a clear, organized understanding "
-            "about the meaning of the other’s source of distress. Persuasiveness implies an ability to communicate "
-            "what Jerome Frank called a “believable myth.” This capacity implies that the persuasive therapist must "
-            "be convincing in communicating this belief-system. Rating Notes: For rating purposes, the response does "
-            "not necessarily need to convey an entire world view, but a point of view that is implied to be at least "
-            "slightly different from the client in the video clip. High ratings require that the participant provide "
-            "a clear belief in a point of view or rationale. It is necessary that the rationale be relevant to the "
-            "other’s problems and at least somewhat novel to the other’s experience. For this item, the rater should "
-            "disregard personal beliefs about the validity of the participant’s rationale, but instead rate the "
-            'extent to which the participant might persuade another (i.e., ability to "sell" their rationale).'
-        ),
-        scores=(
-            "The participant’s response is unorganized, incoherent, and difficult to follow. The participant may "
-            "also not know what to say.",
-            "The participant is unpersuasive. Unpersuasive responses may be characterized by either",
-            "The participant’s response conveys little sense of persuasiveness.",
-            "The participant speaks persuasively. The rationale may be more implicit and it is even possible that "
-            "the rationale, though present, may be unclear, superficial, or marginally relevant to the other’s "
-            "problems.",
-            "The participant is highly persuasive. Persuasive persons may speak with great confidence, certainty, "
-            "and authority. Advice may or may not be given, but the participant must offer some rationale or "
-            "re-framing of the other’s experience.",
-        ),
-    ),
-    "emotional_expression": Rubric(
-        criterion=(
-            "Emotional Expression. This item rates the energy and emotion in the participant’s response. This item "
-            "rates the extent to which the participant’s response is delivered with effective expressions of emotion."
-        ),
-        scores=(
-            "The participant speaks with little or no affect and may be dull or boring (e.g., speaking in a near "
-            "monotone voice and without intensity).",
-            "The participant may display some sense of interest or curiosity, but the response is not emotionally "
-            "engaging. Prosody is somewhat less than typical to casual conversation.",
-            "The participant has prosody, but it is the amount of emotion that one might find in ordinary "
-            "conversation.",
-            "The participant is emotionally expressive at a moderate level. There is more emotion than found in "
-            "ordinary speech, but it is not as focused in its delivery as the maximum rating of 5.",
-            "There is affect and prosody in the participant’s voice. The response is delivered in a highly "
-            "emotional and engaging manner. The primary criterion is that the vocal expression conveys emotion. "
-            "There may be a more focused delivery of emotional intonations to emphasize meanings that influence "
-            "other processes (e.g. persuasion). The participant may even be somewhat provocative or challenging "
-            'in delivering an emotion-based response toward the client in the video clip. However, a "5" should '
-            'not be rated if the affect is primarily demeaning or hostile toward the other (in which case a "3" '
-            "would be the maximum rating possible).",
-        ),
-    ),
-    "wau": Rubric(
-        criterion=(
-            "Warmth, Acceptance, & Understanding. This item is a rating of the ability of the participant to care for "
-            "and accept the other. Therapist behaviors/attitudes that might indicate an absence of acceptance and "
-            "understanding include: a judgmental attitude, condescension, rudeness, disapproval, guilt-induction, "
-            "exasperation, or annoyance. Often it will be necessary to avoid rating what the participant is doing "
-            "(e.g., giving advice), but rate how it is being done. Note that accepting does not necessarily mean "
-            "approval, but rather a caring attitude and determination to help the other."
-        ),
-        scores=(
-            "The participant has an obvious lack of respect, acceptance, or warmth for the other (e.g., clearly "
-            "pejorative comments, judgmental attitude, condescension, disapproval, guilt induction, blaming the "
-            "other).",
-            "The participant conveys a subtle lack of respect, acceptance, or concern of the other (e.g., "
-            "sarcasm, exasperation, annoyance).",
-            'There is an "ordinary" level of courtesy and warmth in the response OR the participant’s opinion of '
-            "the other may not be clearly discernable from the response.",
-            "The participant’s response is genuinely nonjudgmental and gently explores the other’s thoughts, "
-            "feelings, alternatives for dealing with future situations, etc. The participant appears concerned "
-            "for and respectful of the client.",
-            "The participant expresses clear and obvious warmth, concern and acceptance. The participant may, for "
-            "example, make a compassionate attempt to relate to the other’s experience.",
-        ),
-    ),
-    "empathy": Rubric(
-        criterion=(
-            "Empathy. The capacity to respond with an expressed understanding of the subjective experience of the "
-            "client. The response must also convey an accurate understanding of the thoughts and emotions expressed "
-            "in the video clip. Therefore, it is especially important that the rater have an accurate understanding "
-            "of the client’s experiences in the video clips."
-        ),
-        scores=(
-            "Participant clearly distorts the other’s experience. That is, the participant misidentifies a "
-            "significant component of the other’s complaints, beliefs, emotions, etc. Give a rating of 1 if the "
-            "response indicates a clear disregard of the other’s experience.",
-            "Participant does not communicate an awareness or understanding of the other’s experience, and/or "
-            "there are minor distortions of the other’s experience. Some aspects of the participant’s response "
-            "may be irrelevant to the other’s concerns (when clearly not an attempt to change the other’s focus).",
-            "Participant is generally accurate about the other’s experience but only perceives the more obvious "
-            "aspects of the other’s experience or concerns.",
-            "Participant comments accurately on the other’s experience but not to the extent required to receive "
-            'a “5" rating. The distinction between the 4 and 5 ratings are matters of intensity.',
-            "Participant alludes to the client’s experience so that it is clear that he/she has not only "
-            "listened, but obtained an exceptional comprehension of what the other is experiencing. In order to "
-            'receive a "5" the participant must infer something about the other’s experience that is not '
-            "explicitly stated by the other but is clearly identifiable in the client’s nonverbal expression.",
-        ),
-    ),
-    "abc": Rubric(
-        criterion=(
-            "Alliance Bond Capacity. This item rates the participant’s capacity to provide a collaborative "
-            "environment, one in which there is recognition of the need to work with the client jointly on problems."
-        ),
-        scores=(
-            "The participant actively undermines a mutual collaboration. The participant may respond in a way "
-            'that is over-involved or reactive (e.g., moralistic lecturing, "preaching" to the other, assuming '
-            "all responsibility). The rupture may also involve withdrawal or under-involvement in the "
-            "participant’s response (e.g., putting all the responsibility for change on the other).",
-            "The participant may slightly undermine the building of a collaborative atmosphere, although it may "
-            "be unintentional or superficial.",
-            "The participant neither undermines nor attempts to enhance a collaborative effort.",
-            "Some effort to collaborate is made but not as strong as a “5” (e.g., subtle invitations to engage in "
-            "working with the client).",
-            "Specific actions on the part of the participant help create a collaborative atmosphere. There should "
-            'be a sense that the participant is attempting to work with the other to create a "we-ness" that is '
-            "implied in the participant’s behavior (e.g., participant checks with the other by asking questions "
-            'about the "fit" of interpretations, conclusions, goals, etc.).',
-        ),
-    ),
-    "arrr": Rubric(
-        criterion=(
-            "Alliance Rupture-Repair Responsiveness. Background: Each client in video clips is expressing an "
-            "interpersonal issue that involves the patient-therapist relationship. Each video clip places the "
-            "participant in the middle of alliance rupture episodes. Further, these rupture episodes take place at "
-            "different locations within the interpersonal circle, which requires interpersonal flexibility for the "
-            "therapist. The interpersonal problem with the client-therapist relationship threatens the development of "
-            "the alliance. This item rates the extent to which the therapist appears responsive to the interpersonal "
-            "issue. In some cases, the problem is clearly stated as when Suzie angrily berates the therapist for "
-            "being ineffective. In other cases, the problem is more implicit such as when Lauren idealizes the "
-            "therapist to the extent of leaving herself overly vulnerable to disappointment."
-        ),
-        scores=(
-            "Participant reacts to the interpersonal tension in a way that is nonproductive or in a way that "
-            "likely exacerbates the rupture (e.g., responding negatively to a hostile client; responding to a "
-            "controlling client with counter-control). Low scores also may be given when the participant fails to "
-            "respond to the interpersonal issue involved in a way that indicates that the participant is avoiding "
-            "the interpersonal issue or the relationship altogether.",
-            "Participant addresses an issue to discuss that it is tangentially related to the interpersonal issue "
-            "presented, but directs the discussion away from the present relationship situation.",
-            "There may be more casual recognition of the interpersonal situation, but the response does not draw "
-            "for further discussion of the issue or the relationship.",
-            "Participant recognizes the other’s interpersonal issue, and may discuss this further in more general "
-            "terms (or discuss some secondary element of the other’s issue or the relationship).",
-            "Participant makes attempts to repair the interpersonal issue by engaging the client in a direct "
-            "discussion of the immediate moment-to-moment interaction. This may include how specific relational "
-            "messages are being expressed by the client in the video clip. Optimal responses will include "
-            "attempts to not only allude to the interpersonal tension, but make some attempt to repair that "
-            "interpersonal issue.",
-        ),
-    ),
-}
+RUBRIC_FILE = "paper_rubric.json"  # package data beside this module (setup.cfg: options.package_data)
+
+
+@functools.cache
+def load_rubric() -> Mapping[str, Rubric]:
+    """Table 5 as the package ships it (`paper_rubric.json`), read once per process, in `DIMENSION_KEYS` order."""
+    data = json.loads(resources.files(__package__).joinpath(RUBRIC_FILE).read_text(encoding="utf-8"))
+    table = data["dimensions"]
+    if tuple(table) != DIMENSION_KEYS:
+        raise ValueError(f"{RUBRIC_FILE} holds dimensions {list(table)}, not {list(DIMENSION_KEYS)}")
+    return MappingProxyType(
+        {key: Rubric(criterion=entry["criterion"], scores=tuple(entry["scores"])) for key, entry in table.items()}
+    )
+
+
+class _RubricTable(Mapping[str, Rubric]):
+    """`RUBRIC[key]`: the rubric read from the package data on first use (`mis-bench --help` reads none of it)."""
+
+    def __getitem__(self, key: str) -> Rubric:
+        return load_rubric()[key]
+
+    def __iter__(self):
+        return iter(load_rubric())
+
+    def __len__(self) -> int:
+        return len(load_rubric())
+
+    def __repr__(self) -> str:
+        return f"RUBRIC({dict(load_rubric())!r})"
+
+
+# Paper Table 5: each dimension's criterion and five score descriptions, verbatim.
+RUBRIC: Mapping[str, Rubric] = _RubricTable()
 """The paper's rubric (Table 5) per dimension key: the criterion and the anchor text of each score 1-5."""
 
 

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE
+
 __all__ = [
     "ICC_FORMS",
     "ICC_FORM_NAMES",
@@ -155,7 +157,7 @@ def _f_statistic(ms_rows: np.ndarray, ms_err: np.ndarray) -> np.ndarray:
 
 
 def icc3_ci(
-    matrix: np.ndarray | list, confidence: float = 0.95, *, average: bool = False
+    matrix: np.ndarray | list, confidence: float = DEFAULT_CONFIDENCE, *, average: bool = False
 ) -> tuple[float | np.ndarray, float | np.ndarray]:
     """Shrout & Fleiss F-test confidence interval of ICC(3,1) (or ICC(3,k) with average=True)."""
     if not 0 < confidence < 1:
@@ -195,7 +197,7 @@ class ICC3Result:
     k: int
 
 
-def icc3(matrix: np.ndarray | list, confidence: float = 0.95) -> ICC3Result:
+def icc3(matrix: np.ndarray | list, confidence: float = DEFAULT_CONFIDENCE) -> ICC3Result:
     """ICC(3,1), ICC(3,k), F test and CIs of one (n x k) matrix."""
     array = _as_ratings(matrix)
     if array.ndim != 2:
@@ -329,7 +331,7 @@ def _case2_ci(ms: AnovaMeanSquares, icc2: float, tail: float) -> tuple[float, fl
     return float(low), float(high)
 
 
-def icc_table(matrix: np.ndarray | list, confidence: float = 0.95) -> dict[str, ICCForm]:
+def icc_table(matrix: np.ndarray | list, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, ICCForm]:
     """Every form of one (n x k) matrix with its F test and F-based CI (Shrout & Fleiss 1979; McGraw &
     Wong 1996 for case 2's interval), in ICC_FORMS order: what pingouin.intraclass_corr and R psych::ICC
     print, from this module's mean squares."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_SEED, DIMENSION_KEYS
 from mis_bench_dataset.video_ids import parse_video_id
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
@@ -101,7 +101,9 @@ def assign_rows(video_ids: list[str] | tuple[str, ...], seed: int = PAPER_ROWS_S
     return assignment
 
 
-def assign_splits(video_ids: list[str] | tuple[str, ...], by: str = "video", seed: int = 0) -> dict[str, str]:
+def assign_splits(
+    video_ids: list[str] | tuple[str, ...], by: str = "video", seed: int = DEFAULT_SEED
+) -> dict[str, str]:
     """Map each video id to 'train' / 'validation' / 'test'; same inputs and seed, same answer.
 
     (`paper-rows` splits rows, not videos: use `assign_rows`.)

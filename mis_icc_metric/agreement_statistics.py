@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE
 from mis_bench_dataset.icc import (
     ICC_FORM_NAMES,
     AnovaMeanSquares,
@@ -326,7 +327,7 @@ def agreement_blocks(
     valid: np.ndarray,
     indices: np.ndarray | None,
     *,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     min_items: int = 3,
 ) -> list[dict[str, dict]]:
     """Per block {key: {"value", "ci"}} (STATISTICS order): the JSON the scoring rules attach.
@@ -433,7 +434,11 @@ def _halo_replicates(plans: list[_HaloPlan], points: list[np.ndarray], indices: 
 
 
 def halo(
-    systems: Sequence[np.ndarray], present: np.ndarray, indices: np.ndarray | None, *, confidence: float = 0.95
+    systems: Sequence[np.ndarray],
+    present: np.ndarray,
+    indices: np.ndarray | None,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> list[dict]:
     """Halo of each (videos x dimensions) score matrix in `systems` on the same `present` pairs: the mean
     Pearson correlation between two dimensions' scores over the videos scored on both, over the dimension

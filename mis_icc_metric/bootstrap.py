@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import MAX_BOOTSTRAP  # noqa: F401 - re-exported: the cap's home was here
+from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE, MAX_BOOTSTRAP  # noqa: F401 - re-exported: the cap's home was here
 from mis_bench_dataset.icc import icc3_from_cross_products
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.progress import progress
@@ -231,7 +231,7 @@ def quiet_nanvar(values: np.ndarray, axis: int = 0) -> np.ndarray:
         return np.where(defined >= 2, np.nanvar(values, axis=axis, ddof=1), np.nan)
 
 
-def percentile_ci(samples: np.ndarray, confidence: float = 0.95, axis: int = 0) -> np.ndarray:
+def percentile_ci(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, axis: int = 0) -> np.ndarray:
     """Percentile interval over `axis` ignoring NaN replicates: (..., 2) [low, high]."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")

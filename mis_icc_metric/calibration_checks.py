@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DIMENSION_KEYS
 from mis_bench_dataset.video_ids import parse_video_id
 
 from .agreement_statistics import agreement, agreement_weighted
@@ -119,7 +119,7 @@ def calibration_summary(
     seed: int | None,
     resample: str = DEFAULT_RESAMPLE,
     clusters: Mapping[str, str] | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict[str, Any]:
     """The summary of `calibrator` on the evaluated (predictions, gold), its CIs refitting the map on the fit
     (predictions, gold) in each of `n_bootstrap` resamples (0: no CIs)."""

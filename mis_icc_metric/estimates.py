@@ -14,7 +14,13 @@ from itertools import combinations
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
+from mis_bench_dataset.dimensions import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SEED,
+    DIMENSION_BY_KEY,
+    DIMENSION_KEYS,
+    RESEARCH_USE,
+)
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER
 from mis_icc_metric.bootstrap import percentile_ci, resampled_chunks
@@ -114,7 +120,7 @@ def estimate_means(
     experts: Mapping[Key, float],
     *,
     by: str | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     resampling=None,
 ) -> dict:
     """PPI++, classical and judge-only means per dimension (per group and between groups with `by`).
@@ -217,8 +223,8 @@ def ppi_coverage_simulation(
     *,
     share: float = 0.1,
     n_draws: int = 500,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
     """How far PPI++ can be trusted on a fully labelled set: reveal the gold of a random `share` of the videos
     (`n_draws` times), estimate each dimension's mean gold, and count how often the CI covers the mean gold of

@@ -31,7 +31,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, RESEARCH_USE
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
+    RESEARCH_USE,
+)
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
@@ -281,8 +287,8 @@ def subgroup_agreement(
     *,
     by: str,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
     resample: str = DEFAULT_RESAMPLE,
     clusters: Mapping[str, str] | None = None,
     missing: str = DEFAULT_MISSING,
@@ -392,8 +398,8 @@ def therapist_agreement(
     references: Mapping,
     *,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
     clusters: Mapping[str, str] | None = None,
     missing: str = DEFAULT_MISSING,
 ) -> dict:

@@ -16,7 +16,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
+    DIMENSION_BY_KEY,
+)
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
@@ -107,8 +113,8 @@ def paired_comparison(
     references: Mapping[Key, object],
     *,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
     missing: str = DEFAULT_MISSING,
     names: tuple[str, str] = ("A", "B"),
     resample: str = DEFAULT_RESAMPLE,

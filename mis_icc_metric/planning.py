@@ -23,7 +23,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from scipy.stats import norm
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SEED,
+    DIMENSION_BY_KEY,
+    DIMENSION_KEYS,
+)
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
@@ -38,7 +44,7 @@ GRID_POINTS = 28
 MIN_PILOT_VIDEOS = 10
 
 
-def bonett_sample_size(icc: float, width: float, *, raters: int = 2, confidence: float = 0.95) -> int:
+def bonett_sample_size(icc: float, width: float, *, raters: int = 2, confidence: float = DEFAULT_CONFIDENCE) -> int:
     """Bonett (2002, Statistics in Medicine 21:1331-1335), eq. 4: subjects for an ICC CI of full width `width`."""
     if not 0 < width < 2 or raters < 2:
         raise UsageError(f"Bonett's formula needs a width in (0, 2) and at least 2 raters, got {width}, {raters}")
@@ -164,9 +170,9 @@ def plan_icc(
     *,
     half_width: float,
     unit: str = "clinician",
-    n_resamples: int = 2000,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    n_resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
     """Videos (clinicians) for a judge's ICC(3,1) CI of half-width `half_width`, per dimension."""
     if not 0 < half_width < 1:
@@ -224,8 +230,8 @@ def plan_difference(
     power: float = 0.8,
     level: float = 0.05,
     unit: str = "clinician",
-    n_resamples: int = 2000,
-    seed: int | None = 0,
+    n_resamples: int = DEFAULT_BOOTSTRAP,
+    seed: int | None = DEFAULT_SEED,
 ) -> dict:
     """Videos (clinicians) for a two-sided test at `level` to detect ICC(A) - ICC(B) = `difference` with
     `power`, per dimension, the two judges resampled together (paired)."""
@@ -277,7 +283,7 @@ def plan_labels(
     *,
     half_width: float,
     n_judged: int | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
     """Expert labels for a PPI++ mean's CI of half-width `half_width` (score points) when the judge scores
     `n_judged` videos (default: as many as the pilot's judge did), against the experts-only estimate.

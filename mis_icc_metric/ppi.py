@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
+from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE
+
 IID_ASSUMPTION = (
     "the CLT interval of PPI++ (ppi_py): videos independent, the expert-labelled ones a uniformly random "
     "subset of the judged ones"
@@ -75,7 +77,7 @@ def ppi_mean(
     yhat: np.ndarray,
     yhat_unlabeled: np.ndarray,
     *,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     lam: float | None = None,
 ) -> Interval:
     """The PPI++ mean and CI (`ppi_py.ppi_mean_ci` with `lam=None`, its default: power-tuned)."""
@@ -88,13 +90,13 @@ def ppi_mean(
     return _interval(imputed + rectifier.mean(), np.sqrt(imputed_var + rectifier.var() / n), confidence, lam)
 
 
-def classical_mean(y: np.ndarray, *, confidence: float = 0.95) -> Interval:
+def classical_mean(y: np.ndarray, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """The mean of the expert labels alone, with its CLT interval (`ppi_py.classical_mean_ci`)."""
     y = np.asarray(y, dtype=np.float64)
     return _interval(y.mean(), y.std() / np.sqrt(y.size), confidence)
 
 
-def classical_difference(y_a: np.ndarray, y_b: np.ndarray, *, confidence: float = 0.95) -> Interval:
+def classical_difference(y_a: np.ndarray, y_b: np.ndarray, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """mean(b) - mean(a) of the expert labels alone: OLS on a group dummy with HC0 standard errors
     (`ppi_py.classical_ols_ci`'s coefficient on the dummy)."""
     y_a, y_b = np.asarray(y_a, dtype=np.float64), np.asarray(y_b, dtype=np.float64)
@@ -142,7 +144,7 @@ def ppi_ols(
     yhat_unlabeled: np.ndarray,
     *,
     coord: int | None = None,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """PPI++ OLS coefficients, their CI bounds (d x 2) and lambda, as `ppi_py.ppi_ols_ci(lam=None, coord=coord)`
     computes them: lambda estimated at the PPI (lambda = 1) fit, re-estimated once at the tuned fit."""
@@ -179,7 +181,7 @@ def ppi_difference(
     yhat_unlabeled: np.ndarray,
     in_b_unlabeled: np.ndarray,
     *,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> Interval:
     """mean(group b) - mean(group a) by PPI++: the coefficient on b's dummy in `ppi_ols` (intercept + dummy),
     lambda tuned for that coefficient (`coord=1`). `in_b`: True for a video of group b, False for group a."""

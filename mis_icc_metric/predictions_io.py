@@ -39,12 +39,13 @@ from pathlib import Path
 import numpy as np
 
 from mis_bench_dataset.dimensions import resolve_dimension
+from mis_bench_dataset.release.labels import LONG_COLUMNS as RATING_COLUMNS
 from mis_bench_dataset.release.labels import map_wide_header, table_form
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import JSONInputError, loads_strict, read_json
-from mis_bench_dataset.video_ids import ID_COLUMNS, id_column, normalize_video_id
+from mis_bench_dataset.video_ids import ID_COLUMNS, normalize_video_id
 
 from .scoring import Key, coerce_score
 
@@ -507,13 +508,14 @@ def read_references(source: str | Path, split: str = "test") -> dict[Key, float]
     if path.is_dir():
         return _references_from_dataset(path, split)
     header, rows = _read_rows(path)
-    if "rater" in header:
+    if table_form(header, RATING_COLUMNS, marker="rater")[0] == "long":  # per-rater labels, as the build reads them
         if path.suffix.lower() != ".csv":
             raise PredictionsFormatError(f"{path}: per-rater labels are read from CSV only")
         return _references_from_labels(path)
-    if "video_id" in header and "dimension" in header and any(c in header for c in GOLD_VALUE_COLUMNS):
+    form, _ = table_form(header, ("video_id", "dimension"), value_columns=GOLD_VALUE_COLUMNS)
+    if form == "long":
         return _references_from_long_gold(path, header, rows)
-    if id_column(header) and _has_dimension_column(header) and path.suffix.lower() == ".csv":
+    if form == "wide" and _has_dimension_column(header) and path.suffix.lower() == ".csv":
         return _references_from_labels(path)
     raise PredictionsFormatError(
         f"{path}: not a references file; expected a dataset folder, per-rater labels "

@@ -31,7 +31,7 @@ from itertools import combinations
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE, DIMENSION_KEYS
 from mis_bench_dataset.icc import icc3_1
 from mis_bench_dataset.release.labels import Labels, icc3_1_with_ci
 from mis_bench_dataset.toolkit.errors import UsageError
@@ -169,7 +169,7 @@ def model_as_rater(
     references: Mapping[Key, object],
     labels: Labels,
     *,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
     """Per dimension the model next to the raters, leave one rater out, and the certification rule."""
     if labels.form != "long":

@@ -34,7 +34,9 @@ import numpy as np
 
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
     DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
     HUMAN_CEILING,
@@ -346,8 +348,8 @@ def score_predictions(
     references: Mapping[Key, object],
     *,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
     common_videos: Iterable[str] | None = None,
     missing: str = DEFAULT_MISSING,
     out_of_range: str = "flag",

@@ -17,7 +17,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SEED,
+    DIMENSION_BY_KEY,
+    DIMENSION_KEYS,
+    RESEARCH_USE,
+)
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import percentile_ci, resampled_sums
@@ -94,9 +101,9 @@ def perturbation_shift(
     references: Mapping[Key, object],
     *,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = 0,
+    seed: int | None = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
-    confidence: float = 0.95,
+    confidence: float = DEFAULT_CONFIDENCE,
     threshold: float = MOVED_THRESHOLD,
     clusters=None,
 ) -> dict:

@@ -17,7 +17,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DIMENSION_BY_KEY, DIMENSION_KEYS, RESEARCH_USE
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_CONFIDENCE,
+    DEFAULT_SEED,
+    DIMENSION_BY_KEY,
+    DIMENSION_KEYS,
+    RESEARCH_USE,
+)
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks, quiet_nanmean, quiet_nanvar
@@ -56,8 +63,8 @@ def variance_sources(
     *,
     samples: Sequence[Mapping[Key, object]] = (),
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = 0,
-    confidence: float = 0.95,
+    seed: int | None = DEFAULT_SEED,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
     """The table (see the module). `prompts`: the arms by prompt variant, the unperturbed one first; `samples`:
     the unperturbed arm's scores of each sample (none, or two and more)."""

@@ -9,6 +9,7 @@ The public API is exactly `__all__`: import these names from the package
 """
 
 from mis_bench_dataset.toolkit.errors import require_extra
+from mis_bench_dataset.toolkit.lazy import lazy_exports
 
 require_extra("train", "raft_trainer (MIS-RAFT training and scoring)")
 
@@ -32,21 +33,16 @@ __all__ = [
     "save_tiny_model",
 ]
 
-_LAZY = {
-    "RAFTConfig": "raft_trainer.config",
-    "RAFTTrainer": "raft_trainer.trainer",
-    "RAFTDataCollator": "raft_trainer.collator",
-    "ScoringEncoder": "raft_trainer.data",
-    "predict_scores": "raft_trainer.predict",
-    "generate_scores": "raft_trainer.predict",
-    "prepare_raft_dataset": "raft_trainer.data",
-    "save_tiny_model": "raft_trainer.tiny",
-}
-
-
-def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'raft_trainer' has no attribute {name!r}")
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        "RAFTConfig": "raft_trainer.config",
+        "RAFTTrainer": "raft_trainer.trainer",
+        "RAFTDataCollator": "raft_trainer.collator",
+        "ScoringEncoder": "raft_trainer.data",
+        "predict_scores": "raft_trainer.predict",
+        "generate_scores": "raft_trainer.predict",
+        "prepare_raft_dataset": "raft_trainer.data",
+        "save_tiny_model": "raft_trainer.tiny",
+    },
+)

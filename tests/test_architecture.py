@@ -313,3 +313,102 @@ def test_no_two_modules_of_one_package_share_a_name(package):
             seen.setdefault(path.stem, []).append(str(path.relative_to(REPO)))
     twice = {name: paths for name, paths in seen.items() if len(paths) > 1}
     assert not twice, f"module names used twice in {package}: {twice}"
+
+
+# One helper per job (issue 38 item 6): every lock through `toolkit.atomic` (filelock), every bar through
+# `toolkit.progress`.
+LOCK_HELPER = "mis_bench_dataset/toolkit/atomic.py"
+PROGRESS_HELPER = "mis_bench_dataset/toolkit/progress.py"
+
+
+def _helper_bypasses(source: str, rel: str) -> list[str]:
+    """`import fcntl` anywhere, and `tqdm(...)` / `tqdm.tqdm(...)` calls, in one module (with line numbers)."""
+    found = []
+    for node in ast.walk(ast.parse(source, rel)):
+        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "fcntl" for alias in node.names):
+            found.append(f"{rel}:{node.lineno} imports fcntl")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "fcntl":
+            found.append(f"{rel}:{node.lineno} imports from fcntl")
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "tqdm"
+            and rel != PROGRESS_HELPER
+        ):
+            found.append(f"{rel}:{node.lineno} calls tqdm")
+    return found
+
+
+def test_no_fcntl_lock_and_no_tqdm_bar_outside_their_one_helper():
+    bypasses = [
+        hit
+        for layer in LAYERS
+        for path in sorted((REPO / layer).rglob("*.py"))
+        for hit in _helper_bypasses(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+    ]
+    assert not bypasses, f"locks go through {LOCK_HELPER}, bars through {PROGRESS_HELPER}:\n" + "\n".join(bypasses)
+
+
+@pytest.mark.parametrize(
+    "source", ["import fcntl\n", "def f():\n    from fcntl import flock\n", "import tqdm\ntqdm.tqdm(range(3))\n"]
+)
+def test_the_helper_check_finds_a_bypass(source):
+    assert len(_helper_bypasses(source, "eval_scripts/probe.py")) == 1
+    assert ("tqdm" in source) is not bool(_helper_bypasses(source, PROGRESS_HELPER))
+
+
+def test_every_lazy_export_goes_through_the_shared_helper():
+    """No package `__init__` writes its own PEP 562 `__getattr__`: `toolkit.lazy.lazy_exports` is the one."""
+    own = [
+        f"{path.relative_to(REPO)}:{node.lineno}"
+        for layer in LAYERS
+        for path in sorted((REPO / layer).rglob("__init__.py"))
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+    ]
+    assert not own, "use mis_bench_dataset.toolkit.lazy.lazy_exports:\n" + "\n".join(own)
+
+
+# One default per statistic option (issue 38 item 6): every resample count, CI level and statistics seed in a
+# signature defaults to the named constant of `mis_bench_dataset.dimensions` (DEFAULT_BOOTSTRAP, the paper's
+# 10,000; DEFAULT_CONFIDENCE; DEFAULT_SEED), never to a number of its own. Tests may pass fewer resamples.
+STATISTIC_PARAMETERS = frozenset({"n_bootstrap", "n_resamples", "n_boot", "confidence"})
+SEEDED_STATISTICS = ("mis_icc_metric/", "mis_bench_dataset/icc.py", "mis_bench_dataset/splits.py") + tuple(
+    f"eval_scripts/{room}/" for room in ("leaderboard", "report", "jobs")
+)
+
+
+def _literal_statistic_defaults(source: str, rel: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source, rel)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = [*node.args.posonlyargs, *node.args.args]
+        pairs = list(zip(positional[len(positional) - len(node.args.defaults) :], node.args.defaults, strict=True))
+        pairs += [(arg, default) for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+        for arg, default in pairs:
+            literal = isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
+            if not literal or isinstance(default.value, bool) or (arg.arg.startswith("n_") and default.value == 0):
+                continue  # n_bootstrap=0 means "no CIs", a choice, not a second default count
+            if arg.arg in STATISTIC_PARAMETERS or (arg.arg == "seed" and rel.startswith(SEEDED_STATISTICS)):
+                found.append(f"{rel}:{node.lineno} {node.name}({arg.arg}={default.value!r})")
+    return found
+
+
+def test_every_statistic_default_is_the_one_constant():
+    literals = [
+        hit
+        for layer in LAYERS
+        for path in sorted((REPO / layer).rglob("*.py"))
+        for hit in _literal_statistic_defaults(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+    ]
+    assert not literals, "use DEFAULT_BOOTSTRAP / DEFAULT_CONFIDENCE / DEFAULT_SEED:\n" + "\n".join(literals)
+
+
+def test_the_default_check_finds_a_literal():
+    source = "def plan(x, *, n_resamples: int = 2000, seed=0, confidence=0.9, n_bootstrap=0):\n    pass\n"
+    assert [hit.split(" ", 1)[1] for hit in _literal_statistic_defaults(source, "mis_icc_metric/x.py")] == [
+        "plan(n_resamples=2000)",
+        "plan(seed=0)",
+        "plan(confidence=0.9)",
+    ]
+    assert len(_literal_statistic_defaults(source, "raft_trainer/tiny.py")) == 2  # a model's seed is not a statistic's

@@ -160,6 +160,23 @@ def test_a_file_lock_makes_a_second_holder_wait(tmp_path) -> None:
     assert out.strip() == "got it"
 
 
+def test_a_held_lock_refuses_a_second_holder_and_is_freed_from_any_thread(tmp_path) -> None:
+    """`try_lock` never waits: None while another holder has the lock (another open of it, as a second run's),
+    and the holder's release frees it whichever thread calls it (a cache opened and closed by different threads)."""
+    import threading
+
+    from mis_bench_dataset.toolkit.atomic import try_lock
+
+    held = try_lock(tmp_path / "x.lock")
+    assert held is not None and try_lock(tmp_path / "x.lock") is None
+    releaser = threading.Thread(target=held.release)
+    releaser.start()
+    releaser.join()
+    again = try_lock(tmp_path / "x.lock")
+    assert again is not None
+    again.release()
+
+
 # ----------------------------------------------------------------------------- every writer is the one writer
 
 

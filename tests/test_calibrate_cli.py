@@ -122,6 +122,12 @@ def test_summary_cis_equal_a_loop_refitting_sklearn(synthetic_build, judged):
         assert entry["after"]["mae"]["value"] == pytest.approx(
             np.mean(np.abs(IsotonicRegression(out_of_bounds="clip").fit(x_fit, y_fit).predict(x_eval) - y_eval))
         )
+        # The dimension's interval cell: its own evaluated pairs' coverage, width and error, by hand.
+        records = {(r["video_id"], r["dimension"]): r for r in calibrator.apply(part["test"])}
+        mine = [(records[k], gold["test"][k]) for k in eval_keys]
+        assert entry["coverage"] == pytest.approx(np.mean([r["lower"] <= g <= r["upper"] for r, g in mine]))
+        assert entry["mean_width"] == pytest.approx(np.mean([r["upper"] - r["lower"] for r, _ in mine]))
+        assert entry["mae"] == pytest.approx(np.mean([abs(r["prediction"] - g) for r, g in mine]))
 
 
 def test_refusals_are_one_line(synthetic_build, judged, tmp_path, capsys):

@@ -91,7 +91,8 @@ def test_resampled_maps_equal_sklearn_fits_with_the_counts_as_weights(method, de
     counts = rng.multinomial(300, np.full(300, 1 / 300), size=60).astype(float)
     counts[0] = 0.0
     counts[0, :3] = [2.0, 0.0, 1.0]  # a resample with two distinct items only
-    at = np.concatenate([rng.uniform(0.5, 5.5, 50), x[:20]])
+    distinct = np.unique(x)  # every fitted point and the midpoints of the first gaps (the interpolation's ends)
+    at = np.concatenate([rng.uniform(0.5, 5.5, 50), x[:20], distinct, (distinct[:5] + distinct[1:6]) / 2])
     got = fit_maps_weighted(x, y, counts, method, at)
     for row in range(counts.shape[0]):
         if method == "isotonic":
@@ -208,3 +209,28 @@ def test_calibrated_predictions_round_trip_with_their_intervals(tmp_path, suffix
     assert back.form == "long" and back.records == records  # lower/upper/raw_prediction kept; None stays None
     # What an older reader keeps: the calibrated score per pair.
     assert predictions_to_mapping(back.records) == {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
+
+
+def test_risk_coverage_rows_are_the_width_deciles_rounded_up_to_a_hundredth():
+    """Many distinct widths: one row per decile of the widths, rounded up to 0.01 (by hand with `math.ceil`), each
+    with the share, count, coverage and MAE of the pairs at most that wide; few widths: one row per width."""
+    import math
+
+    from mis_icc_metric.calibration_summary import risk_coverage
+
+    rng = np.random.default_rng(4)
+    rows = [
+        {"width": float(w), "covered": bool(c), "error": float(e)}
+        for w, c, e in zip(rng.uniform(0.2, 1.8, 97), rng.random(97) < 0.9, rng.uniform(0, 1, 97), strict=True)
+    ]
+    widths = np.array([r["width"] for r in rows])
+    deciles = sorted({math.ceil(round(q * 100, 9)) / 100 for q in np.quantile(widths, np.linspace(0.1, 1, 10))})
+    table = risk_coverage(rows)
+    assert [row["max_width"] for row in table] == deciles
+    for row in table:
+        kept = [r for r in rows if r["width"] <= row["max_width"] + 1e-9]
+        assert row["n"] == len(kept) and row["share"] == len(kept) / 97
+        assert row["mae"] == pytest.approx(np.mean([r["error"] for r in kept]))
+        assert row["coverage"] == pytest.approx(np.mean([r["covered"] for r in kept]))
+    few = [{"width": w, "covered": True, "error": 0.1} for w in (0.301, 0.5, 0.5)]
+    assert [row["max_width"] for row in risk_coverage(few)] == [0.31, 0.5]

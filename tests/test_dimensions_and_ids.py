@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import configparser
+import fnmatch
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,6 +16,8 @@ from mis_bench_dataset.dimensions import (
     GOLD_STATS,
     HUMAN_CEILING,
     RUBRIC,
+    RUBRIC_FILE,
+    load_rubric,
     resolve_dimension,
 )
 from mis_bench_dataset.video_ids import STIMULI, normalize_video_id, parse_video_id
@@ -44,6 +50,62 @@ def test_rubric_has_five_nonempty_levels_and_names_its_dimension():
         assert rubric.description(3) == rubric.scores[2]
     with pytest.raises(ValueError, match="rubric score"):
         RUBRIC["empathy"].description(6)
+
+
+REPO = Path(__file__).resolve().parents[1]
+PAPER = REPO.parent / "shared" / "mis-bench-paper.txt"
+
+
+def _paper_table5(text: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Table 5 as the paper's text lays it out: a dimension's name on its own line, then `Criterion. ...`
+    and `Score 1. ...` to `Score 5. ...`, one line each."""
+    lines = text.splitlines()
+    start = lines.index("Table 5: Full scoring rubrics for the eight FIS dimensions.")
+    names = {dim.name: dim.key for dim in DIMENSIONS}
+    table: dict[str, list] = {}
+    key = None
+    for line in lines[start + 1 :]:
+        if line in names:
+            key = names[line]
+            table[key] = [None, []]
+        elif key and line.startswith("Criterion. "):
+            table[key][0] = line.removeprefix("Criterion. ")
+        elif key and line.startswith("Score "):
+            level, _, description = line.removeprefix("Score ").partition(". ")
+            assert int(level) == len(table[key][1]) + 1
+            table[key][1].append(description)
+        if len(table) == len(DIMENSIONS) and len(table[key][1]) == 5:
+            break
+    return {k: (criterion, tuple(scores)) for k, (criterion, scores) in table.items()}
+
+
+@pytest.mark.skipif(
+    not PAPER.is_file(), reason=f"{PAPER} not present (the paper's text is only laid out for developers)"
+)
+def test_the_shipped_rubric_is_table_5_of_the_paper_verbatim():
+    paper = _paper_table5(PAPER.read_text(encoding="utf-8"))
+    assert tuple(paper) == DIMENSION_KEYS
+    assert {key: (rubric.criterion, rubric.scores) for key, rubric in RUBRIC.items()} == paper
+    assert (
+        paper["persuasiveness"][1][1]
+        == "The participant is unpersuasive. Unpersuasive responses may be characterized by either"
+    )  # the line the paper truncates
+
+
+def test_the_rubric_is_package_data_read_once():
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    patterns = [p.strip() for p in config["options.package_data"]["*"].split(",")]
+    assert any(fnmatch.fnmatch(RUBRIC_FILE, pattern) for pattern in patterns)  # shipped in the wheel
+    assert (REPO / "mis_bench_dataset" / RUBRIC_FILE).is_file()
+    load_rubric.cache_clear()
+    for _ in range(3):
+        assert [RUBRIC[key].criterion for key in DIMENSION_KEYS] == [
+            load_rubric()[key].criterion for key in DIMENSION_KEYS
+        ]
+    assert load_rubric.cache_info().misses == 1 and load_rubric() is load_rubric()
+    with pytest.raises(TypeError):
+        load_rubric()["empathy"] = None  # read-only: no caller can change the rubric for the others
 
 
 def test_table2_ceiling_values():

@@ -185,4 +185,6 @@ def test_the_coverage_simulation_equals_a_loop_over_draws():
     assert entry["ppi_coverage"] == pytest.approx(covered / 60)
     assert entry["classical_coverage"] == pytest.approx(classical_covered / 60)
     assert entry["ppi_width"] == pytest.approx(np.mean(widths))
+    assert entry["truth"] == pytest.approx(y.mean()) and entry["n_labelled"] == 40
+    assert entry["judge_only_bias"] == pytest.approx(yhat.mean() - y.mean())  # judge minus gold, signed
     assert 0.85 <= result["pooled"]["ppi_coverage"] <= 1.0

@@ -10,6 +10,7 @@ import threading
 import urllib.error
 import urllib.request
 
+import numpy as np
 import pytest
 
 from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
@@ -305,3 +306,36 @@ def test_every_row_of_the_page_has_a_cell_under_each_column(tmp_path, references
         assert len(cells) == len(keys), (kind, cells)
         if kind != "ceiling":  # the ceiling row leaves the columns without a Table 2 value blank
             assert cells == keys, kind
+
+
+def test_equal_overall_icc_is_decided_by_the_mean_icc_not_by_arrival(tmp_path, references):
+    """The documented tie-break (RANKING_RULE: overall ICC, then mean ICC, then the earlier received): two systems
+    with the same per-video means (so the same overall ICC) but different dimensions. The one with the lower mean
+    ICC arrives first and sorts first by file name; the higher mean ICC must still rank first."""
+    import os
+
+    from eval_scripts.leaderboard.scoring import RANKING_RULE
+
+    assert "then mean ICC" in RANKING_RULE
+    steady = noisy_predictions(references, 0.4, seed=21)
+    # Move score between two dimensions of every video: each video's mean (the overall score) is unchanged.
+    rng = np.random.default_rng(5)
+    shuffled = dict(steady)
+    for video in VIDEO_IDS:
+        up, down = rng.choice(DIMENSION_KEYS, size=2, replace=False)
+        shift = min(0.8, 5.0 - steady[(video, up)], steady[(video, down)] - 1.0)
+        shuffled[(video, up)] = steady[(video, up)] + shift
+        shuffled[(video, down)] = steady[(video, down)] - shift
+    earlier = _write(tmp_path / "a_shuffled.json", make_results(shuffled, model="org/shuffled"))
+    later = _write(tmp_path / "b_steady.json", make_results(steady, model="org/steady"))
+    os.utime(earlier, (1_700_000_000, 1_700_000_000))
+    os.utime(later, (1_700_000_000 + 86_400, 1_700_000_000 + 86_400))
+
+    board = build_leaderboard(tmp_path, references, n_bootstrap=N_BOOT, seed=3)
+    by_model = {e["model"]: e for e in board["entries"]}
+    assert set(by_model) == {"org/steady", "org/shuffled"}
+    scores = {model: entry["scores"] for model, entry in by_model.items()}
+    assert scores["org/steady"]["overall"]["icc"] == scores["org/shuffled"]["overall"]["icc"]  # a tie as published
+    assert scores["org/steady"]["mean_icc"] > scores["org/shuffled"]["mean_icc"]
+    assert [e["model"] for e in board["entries"]] == ["org/steady", "org/shuffled"]
+    assert [e["rank"] for e in board["entries"]] == [1, 2]

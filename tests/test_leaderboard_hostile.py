@@ -285,6 +285,19 @@ def test_rejection_reasons_never_repeat_a_long_submitted_value(tmp_path, referen
     assert len(page) < len(render_page({**board, "rejected": []})) + 2 * 400 * len(reasons) + 500
 
 
+def test_a_long_file_name_is_shown_cut_at_200_characters(tmp_path, references):
+    """A submitter names the file too: the board shows its first 200 characters and says how many it cut,
+    rejected or ranked."""
+    name = "x" * 240 + ".json"
+    (tmp_path / name).write_text('{"schema_version": "1.1", "system": ', encoding="utf-8")
+    board = _board(tmp_path, references)
+    assert [entry["file"] for entry in board["rejected"]] == ["x" * 200 + "... [45 more characters cut]"]
+    _write(tmp_path, "y" * 240 + ".json", make_results(noisy_predictions(references, 0.3, seed=1), model="org/y"))
+    (entry,) = _board(tmp_path, references)["entries"]
+    assert entry["file"] == "y" * 200 + "... [45 more characters cut]"
+    assert entry["id"] == "y" * 200 + "... [40 more characters cut]"
+
+
 def test_every_csv_cell_is_spreadsheet_safe(tmp_path, references):
     _write(tmp_path, "=HYPERLINK(1).json", make_results(noisy_predictions(references, 0.3, seed=1), model="@SUM(A1)"))
     gappy = noisy_predictions(references, 0.3, seed=2, none_rate=0.1)

@@ -323,3 +323,15 @@ def test_bad_input_is_refused():
         agreement([1.0, float("nan")], [1.0, 2.0])
     with pytest.raises(ValueError, match="blocks"):
         agreement_blocks(np.zeros((4, 2, 3)), np.ones((4, 2), bool), None)
+
+
+def test_one_item_has_its_distances_and_no_item_has_nothing():
+    """Fewer than `min_items` items leave the variance statistics undefined; one item still has its distance
+    (MAE, MSE by hand), and a block with none has no value at all."""
+    ratings = np.array([[[3.0, 2.0], [4.5, 3.0], [1.0, 1.0]], [[2.0, 2.5], [9.9, 9.9], [1.0, 1.0]]])
+    valid = np.array([[True, True, False], [True, False, False]])  # blocks of 2, 1 and 0 items
+    entries = agreement_blocks(ratings, valid, None, min_items=3)
+    assert entries[0]["mae"]["value"] == pytest.approx((1.0 + 0.5) / 2)
+    assert entries[1]["mae"]["value"] == pytest.approx(1.5) and entries[1]["mse"]["value"] == pytest.approx(2.25)
+    assert math.isnan(entries[0]["icc3_1"]["value"]) and math.isnan(entries[1]["icc3_1"]["value"])
+    assert all(math.isnan(stat["value"]) for stat in entries[2].values())

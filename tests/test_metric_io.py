@@ -9,8 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_bench_dataset.release.labels import write_gold_wide, write_ratings_long
+from mis_bench_dataset.release import labels as labels_module
+from mis_bench_dataset.release.labels import table_form, write_gold_wide, write_ratings_long
 from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.video_ids import ID_COLUMNS
+from mis_icc_metric import predictions_io
 from mis_icc_metric.predictions_io import (
     PredictionsFormatError,
     predictions_to_mapping,
@@ -148,6 +151,10 @@ def test_bad_references_are_errors(tmp_path):
     path.write_text("video_id,rater,dimension,score\nEH0822_T1_Jessica,R1,empathy,9\n", encoding="utf-8")
     with pytest.raises(PredictionsFormatError, match="labels problem"):
         read_references(path)
+    many = "".join(f"EH0822_T1_Jessica,R{rater},empathy,9\n" for rater in range(8))
+    path.write_text("video_id,rater,dimension,score\n" + many, encoding="utf-8")
+    with pytest.raises(PredictionsFormatError, match=r"8 labels problem\(s\): .* and 3 more$"):
+        read_references(path)  # five shown, the rest counted
     unknown = tmp_path / "x.csv"
     unknown.write_text("a,b\n1,2\n")
     with pytest.raises(PredictionsFormatError, match="not a references file"):
@@ -180,3 +187,75 @@ def test_two_builds_in_same_named_folders_are_not_confused(tmp_path):
     _, second = make_scores(n=5, seed=2)
     assert read_references(write_scoring_dataset(tmp_path / "a" / "build", first)) == first
     assert read_references(write_scoring_dataset(tmp_path / "b" / "build", second)) == second
+
+
+_HEADER_WORDS = [
+    "video_id",
+    "video",
+    "file_name",
+    "sample_id",
+    "rater",
+    "dimension",
+    "score",
+    "gold",
+    "prediction",
+    "x",
+]
+
+
+@given(header=st.lists(st.sampled_from(_HEADER_WORDS), unique=True))
+def test_the_one_long_wide_rule_read_by_hand(header):
+    """`table_form` against the rule written out: long by its marker or columns (and a value column when asked),
+    else wide on the first id column of ID_COLUMNS, else neither."""
+    first_id = next((c for c in ID_COLUMNS if c in header), None)
+    otherwise = ("wide", first_id) if first_id else (None, None)
+    labels_long = "rater" in header
+    assert table_form(header, ("video_id", "rater", "dimension", "score"), marker="rater") == (
+        ("long", None) if labels_long else otherwise
+    )
+    predictions_long = {"video_id", "dimension", "prediction"} <= set(header)
+    assert table_form(header, ("video_id", "dimension", "prediction")) == (
+        ("long", None) if predictions_long else otherwise
+    )
+    gold_long = {"video_id", "dimension"} <= set(header) and bool({"score", "gold"} & set(header))
+    assert table_form(header, ("video_id", "dimension"), value_columns=("score", "reference", "gold")) == (
+        ("long", None) if gold_long else otherwise
+    )
+
+
+def test_labels_predictions_and_references_all_dispatch_through_it(tmp_path, monkeypatch):
+    asked = []
+
+    def spy(header, long_columns, **kwargs):
+        asked.append(tuple(long_columns))
+        return table_form(header, long_columns, **kwargs)
+
+    monkeypatch.setattr(labels_module, "table_form", spy)
+    monkeypatch.setattr(predictions_io, "table_form", spy)
+    long = tmp_path / "gold_long.csv"
+    long.write_text("video_id,dimension,score\nEH0822_T1_Jessica,Emp.,3.2\n")
+    assert read_references(long) == {("EH0822_T1_Jessica", "empathy"): 3.2}
+    assert asked == [("video_id", "rater", "dimension", "score"), ("video_id", "dimension")]
+    asked.clear()
+    rows = [("EH0822_T1_Jessica", "R1", dim, 3.0) for dim in DIMENSION_KEYS]
+    read_references(write_ratings_long(tmp_path / "ratings.csv", rows))
+    assert asked == [("video_id", "rater", "dimension", "score")] * 2  # references, then the labels reader
+    asked.clear()
+    write_predictions(tmp_path / "p.csv", [{"video_id": "EH0822_T1_Jessica", "dimension": "empathy", "prediction": 3}])
+    read_predictions(tmp_path / "p.csv")
+    assert asked == [("video_id", "dimension", "prediction")]
+
+
+def test_predictions_without_gold_name_the_first_and_count_the_others(tmp_path):
+    from mis_icc_metric.predictions_io import check_predicted_pairs, read_prediction_file
+
+    videos = ["EH0822_T1_Jessica", "CB0326_T3_Jackson", "AB0101_T1_Luke", "CD0202_T1_John"]
+    path = write_predictions(
+        tmp_path / "p.csv", [{"video_id": v, "dimension": "empathy", "prediction": 3.0} for v in videos]
+    )
+    references = {(videos[0], "empathy"): 3.0}
+    with pytest.raises(PredictionsFormatError) as info:
+        check_predicted_pairs(read_prediction_file(path), references, where="gold.csv")
+    message = str(info.value)
+    assert "row 3" in message and repr(videos[1]) in message  # the first without gold, by its file row
+    assert "(and 2 more prediction(s) without gold)" in message

@@ -5,6 +5,7 @@ Synthetic pilots (`tests/_metric_helpers.py`)."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -121,9 +122,15 @@ def test_a_larger_difference_needs_fewer_videos():
     b, _ = make_scores(n=150, seed=3, noise=0.8, unparsed=0.0)
     small = plan_difference(a, b, gold, difference=0.1, unit="video", n_resamples=1000)
     large = plan_difference(a, b, gold, difference=0.2, unit="video", n_resamples=1000)
+    vpc = small["pilot"]["videos_per_clinician"]
     for key, entry in small["dimensions"].items():
         assert entry["videos"] > large["dimensions"][key]["videos"]
         assert entry["analytic_videos"] > large["dimensions"][key]["analytic_videos"]
+        assert entry["clinicians"] == math.ceil(entry["videos"] / vpc)  # videos resampled: clinicians from them
+    by_clinician = plan_difference(a, b, gold, difference=0.2, unit="clinician", n_resamples=500)
+    per_clinician = by_clinician["pilot"]["videos_per_clinician"]
+    sized = [entry for entry in by_clinician["dimensions"].values() if entry["clinicians"] is not None]
+    assert sized and all(e["videos"] == math.ceil(e["clinicians"] * per_clinician) for e in sized)
 
 
 def test_the_cli_round_trip_and_refusals(tmp_path, capsys):

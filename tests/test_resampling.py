@@ -158,3 +158,14 @@ def test_evaluate_module_takes_clusters():
             clusters=["x", "y"],
             n_bootstrap=5,
         )
+
+
+def test_the_resample_limit_is_inclusive():
+    """MAX_BOOTSTRAP resamples are allowed (the documented limit), one more is a usage error naming it."""
+    from mis_bench_dataset.dimensions import MAX_BOOTSTRAP
+    from mis_bench_dataset.toolkit.errors import UsageError
+    from mis_icc_metric.bootstrap import bootstrap_indices
+
+    assert bootstrap_indices(1, MAX_BOOTSTRAP, 0).shape == (MAX_BOOTSTRAP, 1)
+    with pytest.raises(UsageError, match=f"{MAX_BOOTSTRAP:,}"):
+        bootstrap_indices(1, MAX_BOOTSTRAP + 1, 0)

@@ -36,13 +36,15 @@ def _icc(arm, gold, videos, dim) -> float:
     return anova_icc([arm[(v, dim)] for v in videos], [gold[(v, dim)] for v in videos])
 
 
-def test_the_table_equals_the_hand_computation() -> None:
+@pytest.mark.parametrize("n_arms", [3, 2])  # two prompts (or samples) are already a spread
+def test_the_table_equals_the_hand_computation(n_arms) -> None:
     videos, gold, prompts, samples = _data()
+    prompts, samples = dict(list(prompts.items())[:n_arms]), samples[:n_arms]
     table = variance_sources(prompts, gold, samples=samples, n_bootstrap=200, seed=3)
     plan = make_resampling(sorted(videos), 200, 3, "clinician")
     by_clinician = {name: [v for v in sorted(videos) if v.startswith(name)] for name in plan.cluster_names}
     rng = np.random.default_rng(3)
-    prompt_pick, sample_pick = rng.integers(0, 3, 200), rng.integers(0, 3, 200)
+    prompt_pick, sample_pick = rng.integers(0, n_arms, 200), rng.integers(0, n_arms, 200)
     for dim in DIMS:
         entry = table["dimensions"][dim]
         by_prompt = [_icc(arm, gold, videos, dim) for arm in prompts.values()]

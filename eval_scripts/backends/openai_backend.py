@@ -76,6 +76,7 @@ from eval_scripts.backends.base import (
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
 from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPool
 from eval_scripts.backends.served_model import FAILURE_OTHER_MODEL, other_model_error, same_model
+from mis_bench_dataset.toolkit.backoff import backoff_delay
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, MisBenchError, UsageError
 from mis_bench_dataset.toolkit.options import bounded_int, comma_list, http_urls, seconds, wait_seconds
 from mis_bench_dataset.toolkit.urls import HttpUrl, http_url_list
@@ -137,12 +138,10 @@ class RetryPolicy:
     timeout_s: float = 120.0
 
     def delay(self, attempt: int, retry_after: float | None, rng: random.Random) -> float:
-        """Full jitter: uniform(0, min(max, base * 2**attempt)), at least Retry-After."""
-        ceiling = min(self.backoff_max_s, self.backoff_base_s * (2**attempt))
-        wait = rng.uniform(0.0, ceiling)
-        if retry_after is not None:
-            wait = max(wait, min(retry_after, self.backoff_max_s))
-        return wait
+        """Full jitter: uniform(0, min(max, base * 2**attempt)), at least Retry-After (the toolkit's one backoff)."""
+        return backoff_delay(
+            attempt, base_s=self.backoff_base_s, max_s=self.backoff_max_s, retry_after=retry_after, rng=rng
+        )
 
 
 @dataclass(frozen=True)

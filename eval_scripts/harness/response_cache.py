@@ -28,8 +28,9 @@ Records may carry more fields than these; they are kept and ignored.
 
 Crash safety: each record is one ``write`` of a complete line followed by a flush,
 so a SIGKILL can at worst leave the last line torn. A malformed line anywhere else is corruption
-and raises, naming the file and line. An exclusive advisory lock (`fcntl.flock`) stops two runs
-from appending to the same cache at once.
+and raises, naming the file and line. An exclusive lock on a hidden file beside the cache
+(`.NAME.lock`, the toolkit's one lock: `toolkit.atomic.try_lock`) stops two runs from appending to the
+same cache at once; it is removed when the cache closes.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.answer_status import STATUS_OK, STATUSES, answer_problem, non_finite
-from mis_bench_dataset.toolkit.atomic import create_new
+from mis_bench_dataset.toolkit.atomic import create_new, try_lock
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import resolve_path
 
@@ -339,6 +340,7 @@ class ResponseCache:
         self.protected = list(protected)
         self._index = CacheIndex(self.path)
         self._handle = None
+        self._lock = None  # the held lock (filelock) while open
         self._lines = 0  # lines in the file (the next record's line number is one more)
 
     @property
@@ -357,27 +359,38 @@ class ResponseCache:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists() and not self.path.is_symlink():
             create_new(self.path, HEADER_LINE)  # a new cache is born with its header (never replacing a file)
-        handle = open(self.path, "a+b")  # noqa: SIM115 - held (with its lock) until close()
+        lock = try_lock(self._lock_path)
+        if lock is None:
+            raise CacheError(f"{self.path}: another run is writing this cache (lock held)")
         try:
-            import fcntl
-
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - non-POSIX: no lock, documented
-            pass
-        except OSError:
-            handle.close()
-            raise CacheError(f"{self.path}: another run is writing this cache (lock held)") from None
+            handle = open(self.path, "a+b")  # noqa: SIM115 - held (with its lock) until close()
+        except BaseException:
+            self._unlock(lock)
+            raise
         try:
             self._load(handle)
         except BaseException:
             handle.close()
+            self._unlock(lock)
             raise
-        self._handle = handle
+        self._handle, self._lock = handle, lock
+
+    @property
+    def _lock_path(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.lock")
+
+    def _unlock(self, lock) -> None:
+        """Remove the lock file while it is still held, then release it (nothing is left beside the cache)."""
+        self._lock_path.unlink(missing_ok=True)
+        lock.release()
 
     def close(self) -> None:
         if self._handle is not None:
-            self._handle.close()  # releases the lock
+            self._handle.close()
             self._handle = None
+        if self._lock is not None:
+            self._unlock(self._lock)
+            self._lock = None
 
     def _load(self, handle) -> None:
         handle.seek(0)

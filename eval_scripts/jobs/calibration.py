@@ -223,7 +223,7 @@ def real_calibration_summary(
     shared: str | Path = "../shared",
     seeds: tuple[int, ...] = (0, 1, 2),
     method: str = DEFAULT_CALIBRATION_METHOD,
-    n_bootstrap: int = 1000,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
     n_folds: int = 5,
 ) -> dict[str, Any]:
     """The calibration on the real text benchmark, for the "How far to trust a judge" page.

@@ -19,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS, PAPER_RESAMPLE
+from mis_bench_dataset.dimensions import DEFAULT_SEED, DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS, PAPER_RESAMPLE
 from mis_bench_dataset.paper_results import TABLE4, TABLE4_BOOTSTRAP
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS
 from mis_bench_dataset.toolkit.errors import DataError
@@ -173,7 +173,7 @@ def reproduce_table4(
     *,
     gold: str = "rounded",
     n_bootstrap: int = TABLE4_BOOTSTRAP,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     transcripts: str | Path | None = None,
     ridge: bool = True,
 ) -> dict[str, Any]:

@@ -451,7 +451,13 @@ def planning_section(data: TrustData) -> str:
     from eval_scripts.report.table import Table
     from mis_icc_metric.planning import plan_icc
 
-    plan = plan_icc(data.ridge_predictions, data.references, half_width=PLAN_HALF_WIDTH, seed=data.seed)
+    plan = plan_icc(
+        data.ridge_predictions,
+        data.references,
+        half_width=PLAN_HALF_WIDTH,
+        n_resamples=data.n_bootstrap,
+        seed=data.seed,
+    )
     rows = [
         [
             entry["abbreviation"],

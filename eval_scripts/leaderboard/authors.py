@@ -23,7 +23,7 @@ from typing import Any
 
 from eval_scripts.leaderboard.juries import JURY_BACKEND
 from eval_scripts.leaderboard.scoring import build_leaderboard
-from mis_bench_dataset.dimensions import DIMENSIONS
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS, describe_source, source_record
 from mis_bench_dataset.splits import PAPER_ROWS
@@ -32,7 +32,6 @@ from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 
 logger = logging.getLogger(__name__)
 
-AUTHORS_BOOTSTRAP = 2_000  # enough for the ranking and the CIs' first decimal; regenerated in the test suite
 PAGE_NAME = "real-leaderboard.md"
 JSON_NAME = "real-leaderboard.json"
 WRITER = "leaderboard-from-authors"
@@ -157,7 +156,11 @@ def _baseline_results(handle, work: Path) -> list[Path]:
 
 
 def authors_leaderboard(
-    folder: str | Path, transcripts: str | Path | None = None, *, n_bootstrap: int = AUTHORS_BOOTSTRAP, seed: int = 0
+    folder: str | Path,
+    transcripts: str | Path | None = None,
+    *,
+    n_bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
 ) -> dict[str, Any]:
     """Both boards and the files they came from (see the module docstring)."""
     from eval_scripts.baselines.on_the_fly import temporary_build

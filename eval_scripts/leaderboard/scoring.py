@@ -35,7 +35,7 @@ from eval_scripts.leaderboard.disclosure import (
 )
 from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
 from eval_scripts.leaderboard.received import Request, file_request
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSIONS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import progress
 from mis_bench_dataset.toolkit.text_safety import normal_name, safe_text
@@ -233,7 +233,7 @@ def build_leaderboard(
     *,
     split: str = "test",
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
     max_bytes: int = DEFAULT_MAX_BYTES,
     fingerprints: Collection[str] | None = None,

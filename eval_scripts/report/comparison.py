@@ -19,7 +19,7 @@ from typing import Any
 from eval_scripts.report.inputs import Key, predictions_on, score_run
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
@@ -191,7 +191,7 @@ def compare_systems(
     references: Mapping[Key, float] | None = None,
     reference: str | None = None,
     n_bootstrap: int = PAPER_BOOTSTRAP,
-    seed: int = 0,
+    seed: int = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
 ) -> Comparison:
     """The Table 4 / Figure 4 comparison (see the module docstring)."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, PAPER_BOOTSTRAP_RESAMPLES
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DEFAULT_SEED, PAPER_BOOTSTRAP_RESAMPLES
 from mis_bench_dataset.toolkit.errors import UsageError
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class ReportOptions:
     stem: str = "report"
     reference: str | None = None
     comparison_bootstrap: int = PAPER_BOOTSTRAP_RESAMPLES
-    seed: int = 0
+    seed: int = DEFAULT_SEED
     resample: str = DEFAULT_RESAMPLE
     scatters: str = "best"
     by: Sequence[str] = ()

@@ -16,6 +16,13 @@ is exactly what the authors committed, without a clone of their repository.
   from a clone; a refused request (HTTP 4xx: a wrong `--base-url`) is exit 2; requests that still fail after
   their retries (cut connections, 5xx) are exit 3, the partial file kept for the next run to resume.
   A failure after a redirect names the URL it failed at (`_Redirects`), not the host that redirected.
+
+Why not `pooch` (1.9, read for issue 38): its HTTP downloader always starts a file from byte 0 and deletes the
+temporary file of a failed try, so a cut download is never resumed (no Range request, nothing kept for the next
+run); its retries cover a hash mismatch too (the file is fetched again instead of refused once) and an unreachable
+host (waits instead of failing at once with the `git show` commands); it does not know a file's size, so it cannot
+refuse a body that grows past it; it publishes with `shutil.move` without an fsync; it needs `requests`, and draws
+its own tqdm bar. Pauses between tries here are the toolkit's one backoff (`toolkit.backoff`).
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from mis_bench_dataset.release.provenance import (
     sha256_of,
 )
 from mis_bench_dataset.toolkit.atomic import file_lock, publish_file
+from mis_bench_dataset.toolkit.backoff import backoff_delay
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, DataError, MisBenchError, UsageError
 from mis_bench_dataset.toolkit.urls import http_url
 
@@ -54,6 +62,7 @@ PARTIAL_FOLDER = ".fetch-partial"
 LOCK_NAME = ".fetch.lock"
 DEFAULT_TIMEOUT_S = 30.0  # per connect and per read
 RETRIES = 3  # resumes of one file within a run, after a cut connection or a server error
+PAUSE_BASE_S, PAUSE_MAX_S = 0.25, 2.0  # the pause before asking again after no progress (doubling, capped)
 _CHUNK = 1 << 16
 _REFUSED_STATUSES = frozenset({400, 401, 403, 404, 410, 451})
 
@@ -283,7 +292,7 @@ def _download_with_retries(
             where = failed_url(err, url)
             failure += f" (at {where}, where {url} redirected)" if where != url else ""
         if _size_of(part) <= had and attempt < RETRIES:  # no progress: wait a little before asking again
-            time.sleep(min(0.25 * 2**attempt, 2.0))
+            time.sleep(backoff_delay(attempt, base_s=PAUSE_BASE_S, max_s=PAUSE_MAX_S))
     raise FetchRequestsError(
         f"{file.name} could not be fetched in {RETRIES + 1} requests: {failure}",
         where=url,

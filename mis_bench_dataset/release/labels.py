@@ -390,12 +390,21 @@ def read_labels(path: str | Path, *, round_gold: bool = True) -> Labels:
 
 
 def table_form(
-    header: Sequence[str], long_columns: Sequence[str], *, marker: str | None = None
+    header: Sequence[str],
+    long_columns: Sequence[str],
+    *,
+    marker: str | None = None,
+    value_columns: Sequence[str] = (),
 ) -> tuple[str | None, str | None]:
-    """The one long/wide rule of a scores CSV (labels, predictions): `("long", None)` when the header has
-    `marker` (default: every one of `long_columns`), else `("wide", id column)` when it has a video-id column
-    (`ID_COLUMNS`), else `(None, None)`."""
-    if (marker in header) if marker else all(column in header for column in long_columns):
+    """The one long/wide rule of a scores table (labels, predictions, references): `("long", None)` when the
+    header has `marker` (default: every one of `long_columns`, and one of `value_columns` when given), else
+    `("wide", id column)` when it has a video-id column (`ID_COLUMNS`), else `(None, None)`."""
+    if marker:
+        long = marker in header
+    else:
+        long = all(column in header for column in long_columns)
+        long = long and (not value_columns or any(column in header for column in value_columns))
+    if long:
         return "long", None
     wide_id = id_column(header)
     return ("wide", wide_id) if wide_id else (None, None)

@@ -17,7 +17,8 @@ submissions, batch files, merged caches, build reports and cards) goes through `
 Contents are assembled in memory and written in one go (the toolkit's outputs are small next to
 memory; Parquet shards are written into a staging folder instead: `staging_folder`). A build's
 staging folder carries a lock held while it is written, so the next build can tell a folder left
-by a killed build (removed) from one still being written (kept).
+by a killed build (removed) from one still being written (kept). Every lock of the toolkit is taken
+here (`try_lock`, `file_lock`), on `filelock`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.text_safety import unicode_text
@@ -250,40 +253,38 @@ def create_new(path: str | Path, data: str | bytes) -> bool:
             tmp.unlink()
 
 
-# ----------------------------------------------------------------------------- staging folders
+# ----------------------------------------------------------------------------- locks and staging folders
 
 
-def _try_lock(handle) -> bool:
+def try_lock(path: str | Path) -> FileLock | None:
+    """Take the exclusive lock on `path` (created if missing) without waiting: the held lock, or None when
+    another holder has it. The caller releases it (`lock.release()`). Built on `filelock` (`flock` on POSIX)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path, thread_local=False)  # held by its holder, whichever thread releases it
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX: no locks, leftovers are kept
-        return False
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True
+        lock.acquire(timeout=0)
+    except Timeout:
+        return None
+    return lock
 
 
 @contextlib.contextmanager
 def file_lock(path: str | Path, *, waiting: str | None = None) -> Iterator[None]:
     """Hold an exclusive lock on `path` (created if missing) for the block, waiting for another holder.
 
-    `waiting` is logged when another process holds it. POSIX `flock`; where there is none, no lock.
+    `waiting` is logged when another process holds it. The one lock of the toolkit (`filelock`).
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "ab") as handle:
-        if not _try_lock(handle):
-            try:
-                import fcntl
-            except ImportError:  # pragma: no cover - non-POSIX
-                yield
-                return
-            if waiting:
-                logger.info("%s", waiting)
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
+    lock = try_lock(path)
+    if lock is None:
+        if waiting:
+            logger.info("%s", waiting)
+        lock = FileLock(Path(path), thread_local=False)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def remove_stale_staging(parent: Path, prefix: str) -> list[Path]:
@@ -301,8 +302,10 @@ def remove_stale_staging(parent: Path, prefix: str) -> list[Path]:
             continue
         lock = folder.with_name(folder.name + ".lock")
         if lock.is_file():
-            with open(lock, "rb") as handle:
-                stale = _try_lock(handle)
+            probe = try_lock(lock)
+            stale = probe is not None
+            if probe is not None:
+                probe.release()
         else:
             stale = not _process_alive(_pid_of(folder.name))
         if stale:
@@ -346,11 +349,12 @@ def staging_folder(parent: str | Path, prefix: str) -> Iterator[Path]:
     remove_stale_staging(parent, prefix)
     folder = parent / f"{prefix}{os.getpid()}-{uuid.uuid4().hex[:8]}"
     lock = folder.with_name(folder.name + ".lock")
-    with open(lock, "wb") as handle:
-        _try_lock(handle)
-        try:
-            folder.mkdir()
-            yield folder
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-            lock.unlink(missing_ok=True)
+    held = try_lock(lock)  # a fresh name: no other holder
+    try:
+        folder.mkdir()
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        lock.unlink(missing_ok=True)
+        if held is not None:
+            held.release()

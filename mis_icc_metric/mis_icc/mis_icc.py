@@ -13,7 +13,7 @@ import evaluate
 import mis_bench_dataset.toolkit.jsonio
 import mis_icc_metric.resampling
 import mis_icc_metric.scoring
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE
+from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 
 _CITATION = """\
 @misc{lu2026misbench,
@@ -116,8 +116,8 @@ class MisIcc(evaluate.Metric):
         dimensions,
         *,
         n_bootstrap=DEFAULT_BOOTSTRAP,
-        seed=0,
-        confidence=0.95,
+        seed=DEFAULT_SEED,
+        confidence=DEFAULT_CONFIDENCE,
         common_videos=None,
         out_of_range="flag",
         resample=DEFAULT_RESAMPLE,
