@@ -8,8 +8,8 @@ calling pingouin.intraclass_corr (six forms), krippendorff.alpha, scipy pearsonr
 (MAE, MSE, bias, limits of agreement, range use) per block, timed on a few resamples and extrapolated.
 Checks every replicate equals the loop's and reports peak memory (tracemalloc) of our bootstrap.
 
-With `--ref REV`, also the code before (`git show REV:mis_icc_metric/agreement_statistics.py`, `agreement.py`
-before issue 38, imported beside this tree's)
+With `--ref REV`, also the code before (`git show REV:mis_icc_metric/agreement_statistics.py`, imported beside this
+tree's: REV from issue 38's renames on, when the module had this name and imported `mis_bench_dataset.toolkit`)
 against this tree in the same run: `agreement_blocks` on the same data and on continuous predictions (a ridge's:
 nearly every prediction distinct), CPU seconds (best of --repeats), the ratio, peak traced memory, and whether
 every replicate of every statistic and the JSON entries are the same bits.
