@@ -85,17 +85,24 @@ def _trace(argv: list[str]) -> tuple[list[tuple[str, str]], int]:
 
 
 def route_figures(calls: list[tuple[str, str]]) -> dict:
-    """Rooms (modules visited) and returns (entries into a module the route had already left)."""
+    """Rooms (modules visited) and returns (entries into a module the route had already left), along the route's
+    functions in the order of their first call (a function called once per row counts once)."""
+    route = list(dict.fromkeys(calls))
     left: set[str] = set()
     returns, previous = 0, None
-    for module, _ in calls:
+    for module, _ in route:
         if module != previous:
             if module in left:
                 returns += 1
             if previous is not None:
                 left.add(previous)
             previous = module
-    return {"rooms": len({module for module, _ in calls}), "returns": returns, "calls": len(calls)}
+    return {
+        "rooms": len({module for module, _ in route}),
+        "returns": returns,
+        "functions": len(route),
+        "calls": len(calls),
+    }
 
 
 def main() -> None:
@@ -118,7 +125,8 @@ def main() -> None:
     per_module = Counter(module for module, _ in calls)
     print(
         f"{'grid' if grid else 'one setting'}: {figures['rooms']} modules visited, {figures['returns']} returns "
-        f"to a module already left, {figures['calls']} calls with the config; BuiltDataset.open x{opens}"
+        f"to a module already left, {figures['functions']} functions ({figures['calls']} calls) with the config; "
+        f"BuiltDataset.open x{opens}"
     )
     for module, count in per_module.most_common():
         print(f"  {count:4}  {module}")
