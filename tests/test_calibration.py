@@ -216,7 +216,7 @@ def test_risk_coverage_rows_are_the_width_deciles_rounded_up_to_a_hundredth():
     with the share, count, coverage and MAE of the pairs at most that wide; few widths: one row per width."""
     import math
 
-    from mis_icc_metric.calibration_summary import risk_coverage
+    from mis_icc_metric.calibration_checks import risk_coverage
 
     rng = np.random.default_rng(4)
     rows = [
