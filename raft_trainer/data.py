@@ -71,7 +71,7 @@ def completion_text(score_text: str) -> str:
 
 def check_prompt_style(prompt_style: str) -> str:
     """The trainer's prompt style `prompt_style` names (an alias, `toolkit`, is `direct`); another is refused."""
-    style = PROMPT_STYLE_ALIASES.get(prompt_style, prompt_style)
+    style = PROMPT_STYLE_ALIASES.get(prompt_style, prompt_style)  # as `setting.canonical_prompt_style` reads it
     if style not in TRAINER_PROMPT_STYLES:
         known = ", ".join((*TRAINER_PROMPT_STYLES, *PROMPT_STYLE_ALIASES))
         raise ValueError(f"unknown prompt style {prompt_style!r}; the trainer renders one of {known}")

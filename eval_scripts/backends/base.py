@@ -7,13 +7,14 @@ import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.backend_options import (
     WHERE,
     NoOptions,
+    backend_option,
     keys_hint,
     make_options,
     option_specs,
@@ -23,12 +24,28 @@ from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_R
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting_inputs import UnsupportedSetting
 from mis_bench_dataset.toolkit.errors import UsageError
+from mis_bench_dataset.toolkit.options import comma_list
 
 INPUT_KINDS: tuple[str, ...] = ("text", "image", "audio", "video")
 # The kind of failure of a row not answered before the run's deadline (`--run-deadline`).
 FAILURE_RUN_DEADLINE = "run deadline"
 # What a backend that cannot ask its model (an HTTP server, vLLM's engine) assumes until told otherwise.
 DEFAULT_DECLARED_KINDS: tuple[str, ...] = ("text",)
+
+
+def declared_kinds_field(served: str) -> Any:
+    """The `modalities` option of a backend whose model's input kinds are declared by the user (`-M
+    modalities=text,image`, alias `--backend-modalities`): the openai and vllm backends' one declaration."""
+    return field(
+        default=DEFAULT_DECLARED_KINDS,
+        metadata=backend_option(
+            f"input kinds the {served} takes, of {', '.join(INPUT_KINDS)}",
+            flag="--backend-modalities",
+            parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),
+        ),
+    )
+
+
 # name -> "module:Class", imported on first use
 _REGISTRY: dict[str, str] = {
     "transformers": "eval_scripts.backends.transformers_backend:TransformersBackend",

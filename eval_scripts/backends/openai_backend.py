@@ -65,12 +65,11 @@ from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expec
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import (
-    DEFAULT_DECLARED_KINDS,
     FAILURE_RUN_DEADLINE,
-    INPUT_KINDS,
     Backend,
     Completion,
     DecodingConfig,
+    declared_kinds_field,
     declared_modalities,
 )
 from eval_scripts.backends.deadlines import DEADLINES, shut_down
@@ -78,7 +77,7 @@ from eval_scripts.backends.replicas import ANSWERED, FAILED, NEUTRAL, ReplicaPoo
 from eval_scripts.backends.served_model import FAILURE_OTHER_MODEL, other_model_error, same_model
 from mis_bench_dataset.toolkit.backoff import backoff_delay
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, MisBenchError, UsageError
-from mis_bench_dataset.toolkit.options import bounded_int, comma_list, http_urls, seconds, wait_seconds
+from mis_bench_dataset.toolkit.options import bounded_int, http_urls, seconds, wait_seconds
 from mis_bench_dataset.toolkit.urls import HttpUrl, http_url_list
 
 logger = logging.getLogger(__name__)
@@ -205,14 +204,7 @@ class OpenAIOptions:
             flag="--max-tokens-field",
         ),
     )
-    modalities: tuple[str, ...] = field(
-        default=DEFAULT_DECLARED_KINDS,
-        metadata=backend_option(
-            f"input kinds the served model takes, of {', '.join(INPUT_KINDS)}",
-            flag="--backend-modalities",
-            parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),
-        ),
-    )
+    modalities: tuple[str, ...] = declared_kinds_field("served model")
     extra_body: dict | None = field(
         default=None,
         metadata=backend_option(

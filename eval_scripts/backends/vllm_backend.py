@@ -17,15 +17,14 @@ from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expec
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import (
-    DEFAULT_DECLARED_KINDS,
-    INPUT_KINDS,
     Backend,
     BackendUnavailable,
     Completion,
     DecodingConfig,
+    declared_kinds_field,
     declared_modalities,
 )
-from mis_bench_dataset.toolkit.options import comma_list, positive_int, unit_interval
+from mis_bench_dataset.toolkit.options import positive_int, unit_interval
 
 
 @dataclass(frozen=True)
@@ -47,14 +46,7 @@ class VLLMOptions:
             parse=positive_int,
         ),
     )
-    modalities: tuple[str, ...] = field(
-        default=DEFAULT_DECLARED_KINDS,
-        metadata=backend_option(
-            f"input kinds the model takes, of {', '.join(INPUT_KINDS)}",
-            flag="--backend-modalities",
-            parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),
-        ),
-    )
+    modalities: tuple[str, ...] = declared_kinds_field("model")
     trust_remote_code: bool = field(
         default=False, metadata=backend_option("run the model repository's own code (only for repositories you trust)")
     )
