@@ -165,12 +165,24 @@ PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
 PROMPT_STYLES: tuple[str, ...] = tuple(PROMPT_STYLE_TABLE)
 
 
+# Earlier names of a prompt style, accepted wherever a style is read and recorded under the style's name: the
+# trainer called its own score-only prompt `toolkit` before the harness and the trainer shared one vocabulary.
+PROMPT_STYLE_ALIASES: dict[str, str] = {"toolkit": DIRECT_PROMPT_STYLE}
+
+
+def canonical_prompt_style(name: str) -> str:
+    """The style `name` stands for (`toolkit` -> `direct`); an unknown name is a ValueError listing the styles."""
+    style = PROMPT_STYLE_ALIASES.get(name, name) if isinstance(name, str) else name
+    if style not in PROMPT_STYLE_TABLE:
+        known = ", ".join((*PROMPT_STYLES, *PROMPT_STYLE_ALIASES))
+        raise ValueError(f"unknown prompt style {name!r}; expected one of {known}")
+    return style
+
+
 def prompt_style(name: str) -> PromptStyle:
-    """The defaults of prompt style `name`; an unknown name is a ValueError listing the styles."""
-    try:
-        return PROMPT_STYLE_TABLE[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown prompt style {name!r}; expected one of {', '.join(PROMPT_STYLES)}") from None
+    """The defaults of prompt style `name` (an alias reads as its style); an unknown name is a ValueError listing
+    the styles."""
+    return PROMPT_STYLE_TABLE[canonical_prompt_style(name)]
 
 
 N_VIDEOS = 996

@@ -21,7 +21,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any
 
-from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE, MODALITY_SETTINGS, PROMPT_STYLE_TABLE, PROMPT_STYLES
+from mis_bench_dataset.dimensions import (
+    DIRECT_PROMPT_STYLE,
+    MODALITY_SETTINGS,
+    PROMPT_STYLE_ALIASES,
+    PROMPT_STYLE_TABLE,
+    PROMPT_STYLES,
+    canonical_prompt_style,
+)
 from mis_bench_dataset.protocol import (
     FIXED_VIDEO_SAMPLING,
     PAPER_VIDEO_FRAMES,
@@ -34,19 +41,8 @@ from mis_bench_dataset.protocol import (
 from mis_bench_dataset.setting_inputs import INPUT_SOURCES
 from mis_bench_dataset.toolkit.options import option, positive_int
 
-# Earlier names of a prompt style, accepted wherever a style is read and recorded under the style's name.
-PROMPT_STYLE_ALIASES: dict[str, str] = {"toolkit": DIRECT_PROMPT_STYLE}
 # The text setting's input source once resolved: a config may carry it (a trained model's saved config does).
 TEXT_INPUT = "text"
-
-
-def canonical_prompt_style(name: str) -> str:
-    """The style `name` stands for (`toolkit` -> `direct`); an unknown name is a ValueError listing the styles."""
-    style = PROMPT_STYLE_ALIASES.get(name, name)
-    if style not in PROMPT_STYLES:
-        known = ", ".join((*PROMPT_STYLES, *PROMPT_STYLE_ALIASES))
-        raise ValueError(f"unknown prompt style {name!r}; expected one of {known}")
-    return style
 
 
 def _prompt_help() -> str:
@@ -157,12 +153,27 @@ class _EmbedsSetting:
         return Setting(**{name: getattr(self, name) for name in SETTING_FIELDS})
 
 
-def setting_fields(name: str, *, metadata: Callable[[Mapping[str, Any]], Mapping[str, Any]] = dict) -> type:
+def setting_fields(
+    name: str,
+    *,
+    metadata: Callable[[Mapping[str, Any]], Mapping[str, Any]] = dict,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+) -> type:
     """A dataclass mixin named `name` with `Setting`'s fields (mutable, keyword-only, `Setting`'s defaults),
-    each field's metadata `metadata(its option)`, and `.setting`. Its `__post_init__` stores an alias of a
+    each field's metadata `metadata(its option)` updated by `overrides[field name]` (what a config says of a
+    field in its own words: the trainer's prompt styles), and `.setting`. Its `__post_init__` stores an alias of a
     prompt style as the style (a config that defines its own `__post_init__` calls `store_style_alias`)."""
+    overrides = overrides or {}
     declared = [
-        (item.name, item.type, field(default=item.default, kw_only=True, metadata=metadata(item.metadata)))
+        (
+            item.name,
+            item.type,
+            field(
+                default=item.default,
+                kw_only=True,
+                metadata={**metadata(item.metadata), **overrides.get(item.name, {})},
+            ),
+        )
         for item in fields(Setting)
     ]
     mixin = make_dataclass(name, declared, bases=(_EmbedsSetting,))

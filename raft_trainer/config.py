@@ -9,6 +9,7 @@ from transformers import TrainingArguments
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
+from mis_bench_dataset.dimensions import PROMPT_STYLE_ALIASES
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting import Setting, setting_fields
 from mis_bench_dataset.toolkit.options import argparse_metadata
@@ -35,7 +36,18 @@ NEW_CHECKPOINTING_NAME = "activation_checkpointing" in TrainingArguments.__datac
 # SFTConfig.loss_type values that leave RAFTTrainer's own objective alone ("chunked_nll" is TRL's alias of "nll").
 _TRL_TOKEN_LOSSES = ("nll", "chunked_nll")
 # `Setting`'s fields (declared once, in `mis_bench_dataset.setting`) with their metadata in TrlParser's words.
-TrainerSettingFields = setting_fields("TrainerSettingFields", metadata=argparse_metadata)
+# The trainer renders two of the styles, `direct` in its own chat wording: its help and choices say so.
+TrainerSettingFields = setting_fields(
+    "TrainerSettingFields",
+    metadata=argparse_metadata,
+    overrides={
+        "prompt_style": {
+            "help": "the prompt trained on: direct (ours: rubric, then transcript, the score alone; its earlier name "
+            "toolkit is an alias) or paper (the authors' MIS-RAFT prompt); CoT-RAFT is --completion_style",
+            "choices": [*TRAINER_PROMPT_STYLES, *PROMPT_STYLE_ALIASES],
+        }
+    },
+)
 
 
 @dataclass

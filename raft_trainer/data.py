@@ -24,11 +24,13 @@ from mis_bench_dataset.dimensions import (
     DIMENSION_KEYS,
     DIRECT_PROMPT_STYLE,
     PAPER_PROMPT_STYLE,
+    PROMPT_STYLE_ALIASES,
     RUBRIC,
+    canonical_prompt_style,
     resolve_dimension,
 )
 from mis_bench_dataset.protocol import paper_prompt
-from mis_bench_dataset.setting import PROMPT_STYLE_ALIASES, Setting
+from mis_bench_dataset.setting import Setting
 from mis_bench_dataset.setting_inputs import setting_media
 from raft_trainer.digits import DigitTokens, format_score
 from raft_trainer.media import MEDIA_CONTEXT_COLUMN
@@ -71,7 +73,10 @@ def completion_text(score_text: str) -> str:
 
 def check_prompt_style(prompt_style: str) -> str:
     """The trainer's prompt style `prompt_style` names (an alias, `toolkit`, is `direct`); another is refused."""
-    style = PROMPT_STYLE_ALIASES.get(prompt_style, prompt_style)  # as `setting.canonical_prompt_style` reads it
+    try:
+        style = canonical_prompt_style(prompt_style)
+    except ValueError:
+        style = None
     if style not in TRAINER_PROMPT_STYLES:
         known = ", ".join((*TRAINER_PROMPT_STYLES, *PROMPT_STYLE_ALIASES))
         raise ValueError(f"unknown prompt style {prompt_style!r}; the trainer renders one of {known}")

@@ -98,6 +98,19 @@ def test_answer_options_are_the_answer_changing_ones_set_away_from_their_default
     assert answer_options(Sample()) == {}
     assert answer_options(Sample(count=9, flag=True, limit=3)) == {}  # none of these changes answers
     assert answer_options(Sample(ratio=0.5, mode="b", body={"x": 1})) == {"mode": "b", "body": {"x": 1}}
+    assert answer_options(Sample(body={})) == {}  # an empty object sends nothing more: the default's keys
+
+
+def test_two_runs_that_differ_by_an_object_option_have_two_labels_and_two_folders() -> None:
+    """A JSON object is labelled by its hash (as its run folder is named), never dropped: the board and the reports
+    tell the two runs apart."""
+    from eval_scripts.formats.results import option_text, options_label
+
+    low, high = {"extra_body": {"top_k": 1}}, {"extra_body": {"top_k": 50}}
+    labels = [options_label({"backend_options": options}) for options in (low, high)]
+    assert labels[0] != labels[1] and all(label[0].startswith("extra_body ") for label in labels)
+    assert labels[0] == [f"extra_body {option_text({'top_k': 1})}"] and len(option_text({"top_k": 1})) == 8
+    assert options_label({"backend_options": {"dtype": "float16"}}) == ["dtype float16"]
 
 
 def _keywords(*argv: str) -> dict:

@@ -83,6 +83,21 @@ def test_second_writer_is_refused(tmp_path) -> None:
         assert len(cache) == 0
 
 
+def test_a_cache_reached_through_a_link_is_one_cache_with_one_lock(tmp_path) -> None:
+    """A symlink to the cache, or to its folder (clusters link scratch folders), is refused like the cache itself."""
+    path = tmp_path / "real" / "c.jsonl"
+    path.parent.mkdir()
+    (tmp_path / "link.jsonl").symlink_to(path)
+    (tmp_path / "linked").symlink_to(path.parent, target_is_directory=True)
+    with ResponseCache(path):
+        for other in (tmp_path / "link.jsonl", tmp_path / "linked" / "c.jsonl"):
+            with pytest.raises(CacheError, match="another run is writing this cache"):
+                ResponseCache(other).open()
+    with ResponseCache(tmp_path / "link.jsonl") as cache:  # released on close, the lock file reused
+        assert len(cache) == 0
+    assert sorted(p.name for p in path.parent.iterdir()) == [".c.jsonl.lock", "c.jsonl"]
+
+
 def test_bad_status_is_rejected(tmp_path) -> None:
     with (
         ResponseCache(tmp_path / "c.jsonl") as cache,

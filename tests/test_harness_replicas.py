@@ -72,7 +72,7 @@ def test_three_failures_in_a_row_take_a_replica_out_until_a_probe_answers() -> N
     pool.release(0, ANSWERED)
     assert pool.health[0].cooling_until is None  # back in service
     pool.release(1, NEUTRAL)
-    assert pool.summary()[0] == {"sent": 5, "answered": 1, "failed": 4, "cool_downs": 2}
+    assert pool.summary()[0] == {"concurrency": pool.capacity, "sent": 5, "answered": 1, "failed": 4, "cool_downs": 2}
 
 
 def test_a_single_server_is_never_taken_out_and_no_usable_replica_means_none() -> None:
@@ -152,6 +152,25 @@ def one_server_run(synthetic_build, tmp_path_factory, chat_server):
         assert main([*_run(synthetic_build, out, [server.base_url]), "--json"]) == 0
     predictions = next(out.rglob("predictions.jsonl")).read_text()
     return _answers(out), predictions
+
+
+def test_the_summary_gives_the_concurrency_the_backend_used_however_it_was_set(
+    synthetic_build, tmp_path, capsys, chat_server
+) -> None:
+    """`-M concurrency=3` (no --concurrency flag) is what the pool used and what the summary says, not the flag's."""
+    with chat_server() as first, chat_server() as second:
+        args = run_args(
+            synthetic_build,
+            tmp_path / "runs",
+            None,
+            "-M",
+            f"base_url={first.base_url},{second.base_url}",
+            limit=4,
+            backoff_base=0.01,
+            backoff_max=0.05,
+        )
+        assert main([*args, "-M", "concurrency=3", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["concurrency_per_server"] == 3
 
 
 def _summary(capsys) -> dict:

@@ -4,6 +4,7 @@ vocabulary of prompt styles (`toolkit`, the trainer's earlier name, is an alias 
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -11,6 +12,8 @@ from eval_scripts.harness.config import RunConfig
 from mis_bench_dataset.dimensions import PROMPT_STYLES
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting import SETTING_FIELDS, Setting, SettingFields, canonical_prompt_style
+
+from _run_args import batch_args, run_args
 
 
 def _fields(config_class: type) -> dict[str, dataclasses.Field]:
@@ -35,11 +38,17 @@ def test_both_configs_embed_the_one_declaration_with_its_defaults():
         assert {name: item.default for name, item in embedded.items()} == declared
         assert all(item.kw_only for item in embedded.values())
     assert issubclass(RunConfig, SettingFields)
-    # the trainer's copy carries the same help and choices, in HfArgumentParser's words
+    # the trainer's copy carries the same help and choices, in HfArgumentParser's words, but for the prompt style:
+    # it renders two of the styles (and the alias), in its own words
     for name, item in _fields(RAFTConfig).items():
         spec = Setting.__dataclass_fields__[name].metadata
+        choices = list(spec["choices"]) if spec["choices"] else None
+        if name == "prompt_style":
+            assert set(item.metadata["choices"]) < set(choices) and "cot" not in item.metadata["choices"]
+            assert "toolkit" in item.metadata["choices"] and "paper" in item.metadata["help"]
+            continue
         assert item.metadata["help"] == spec["help"]
-        assert item.metadata.get("choices") == (list(spec["choices"]) if spec["choices"] else None)
+        assert item.metadata.get("choices") == choices
 
 
 def test_the_configs_setting_is_the_frozen_validated_setting(tmp_path):
@@ -96,3 +105,26 @@ def test_both_command_lines_take_the_setting_and_the_alias(tmp_path):
         ["--model", "m", "--dataset", "d", "--out", str(tmp_path), "--prompt_style", "toolkit", "--video_frames", "8"]
     )
     assert training.setting == run.setting
+
+
+@pytest.mark.parametrize("mode", ["dry-run", "batch export"])
+def test_the_alias_runs_where_the_style_does(mode, synthetic_build, tmp_path, capsys):
+    """`--prompt toolkit` plans the requests `--prompt direct` plans, on every path that reads a style's decoding
+    (a dry run and a batch export read it before any config stores the alias)."""
+    from eval_scripts.cli import main
+
+    outputs = []
+    for style in ("direct", "toolkit"):
+        out = tmp_path / style
+        if mode == "dry-run":
+            args = run_args(synthetic_build, out, "http://127.0.0.1:9/v1", "--prompt", style, "--dry-run", as_json=True)
+        else:
+            args = batch_args("export", [str(out / "batch.jsonl")], synthetic_build, out, "http://127.0.0.1:9/v1")
+            args += ["--prompt", style]
+        assert main(args) == 0
+        outputs.append(capsys.readouterr().out if mode == "dry-run" else (out / "batch.jsonl").read_bytes())
+    if mode == "dry-run":
+        plans = [json.loads(text) for text in outputs]
+        assert plans[0]["settings"] == plans[1]["settings"] and plans[0]["requests"] > 0
+    else:
+        assert outputs[0] == outputs[1] and outputs[0]

@@ -242,8 +242,13 @@ def answer_options(options: Any) -> dict[str, Any]:
     return {
         spec.name: _plain(getattr(options, spec.name))
         for spec in option_specs(type(options))
-        if spec.changes_answers and getattr(options, spec.name) != spec.default
+        if spec.changes_answers and not _is_default(getattr(options, spec.name), spec.default)
     }
+
+
+def _is_default(value: Any, default: Any) -> bool:
+    """The default, or an empty value (`{}`, `[]`) where the default is none: `-M extra_body={}` sends nothing more."""
+    return value == default or (default is None and value in ({}, [], (), ""))
 
 
 def _plain(value: Any) -> Any:

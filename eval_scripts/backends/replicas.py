@@ -155,9 +155,16 @@ class ReplicaPool:
             self._cond.notify_all()
 
     def summary(self) -> list[dict]:
-        """Per replica: attempts sent, answered, failed, and how often it was taken out."""
+        """Per replica: its capacity (requests in flight at once), attempts sent, answered, failed, and how often it
+        was taken out."""
         with self._cond:
             return [
-                {"sent": h.sent, "answered": h.answered, "failed": h.failed, "cool_downs": h.cool_downs}
+                {
+                    "concurrency": self.capacity,
+                    "sent": h.sent,
+                    "answered": h.answered,
+                    "failed": h.failed,
+                    "cool_downs": h.cool_downs,
+                }
                 for h in self.health
             ]

@@ -270,10 +270,11 @@ def run_command(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
+    if not args.backend:
+        typed_options(args)  # -M without a backend (the default job, the ridge's perturbations): one line, not ignored
     if args.perturb:
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
-        typed_options(args)  # -M without a backend: one line, not ignored
         return run_default(args)
     from mis_bench_dataset.toolkit.errors import UsageError
 

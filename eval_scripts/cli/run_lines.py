@@ -38,7 +38,8 @@ def summary(result) -> dict:
         "servers": result.replicas,
         "served_models": result.served_models,
         "model_warnings": result.model_warnings,
-        "concurrency_per_server": result.config.concurrency if result.replicas else None,
+        # the backend's own value (`--concurrency` or `-M concurrency=`), as its pool recorded it
+        "concurrency_per_server": result.replicas[0]["concurrency"] if result.replicas else None,
         "seconds": round(result.elapsed_s, 2),
         # the build report's rule, carried in the results' dataset block (eval_scripts.formats.data_names)
         "synthetic": bool(source_synthetic(result.results_path)),

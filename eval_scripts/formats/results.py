@@ -9,6 +9,7 @@ re-exported from there.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from importlib import metadata
@@ -19,6 +20,7 @@ from eval_scripts.answers.answer_status import USAGE_FIELDS
 from eval_scripts.formats.submission import SCHEMA_VERSION
 from mis_bench_dataset.toolkit.atomic import AtomicFiles, write_atomic
 from mis_bench_dataset.toolkit.jsonio import json_safe
+from mis_bench_dataset.toolkit.text_safety import slug
 
 _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy", "vllm")
 
@@ -53,8 +55,17 @@ def options_label(system: Mapping[str, Any]) -> list[str]:
         parts += changed_label({k: v for k, v in changed.items() if isinstance(v, (int, float))})
     options = system.get("backend_options")
     if isinstance(options, Mapping):
-        parts += [f"{name} {value}" for name, value in options.items() if isinstance(value, (str, int, float))]
+        parts += [f"{name} {option_text(value)}" for name, value in options.items()]
     return parts
+
+
+def option_text(value: Any) -> str:
+    """An answer-changing backend option's value as labels and run folders show it: a short word as it is, anything
+    else (a JSON object, a list, a long text) by 8 hex digits of its JSON's SHA-256, so two values never share one."""
+    text = str(value)
+    if not isinstance(value, (str, int, float, bool)) or len(text) > 24 or slug(text) != text:
+        return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+    return text
 
 
 def is_floor_baseline(system: Mapping[str, Any]) -> bool:

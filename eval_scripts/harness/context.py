@@ -7,8 +7,6 @@ dozen parameters.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +29,7 @@ from eval_scripts.answers.prompts import (
 )
 from eval_scripts.backends.backend_options import answer_options
 from eval_scripts.backends.base import Backend, DecodingConfig
-from eval_scripts.formats.results import DECODING_FLAGS, changed_label
+from eval_scripts.formats.results import DECODING_FLAGS, changed_label, option_text
 from eval_scripts.harness.config import RunConfig, decoding_for
 from eval_scripts.harness.prompting import build_prompts, input_source_for
 from eval_scripts.harness.response_cache import cache_key
@@ -170,15 +168,9 @@ def run_dir_name(config: RunConfig, input_source: str, *, backend_options: dict[
 
 
 def _options_label(options: dict[str, Any]) -> list[str]:
-    """`dtype-float16` per answer-changing backend option; a value that is not one short word (a JSON object, a
-    list) by its hash, so the folder name stays short and two values never share it."""
-    parts = []
-    for name, value in options.items():
-        text = str(value)
-        if not isinstance(value, (str, int, float, bool)) or len(text) > 24 or slug(text) != text:
-            text = hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
-        parts.append(f"{name}-{text}")
-    return parts
+    """`dtype-float16` per answer-changing backend option (`formats.results.option_text`: a value that is not one
+    short word by its hash, so the folder name stays short and two values never share it)."""
+    return [f"{name}-{option_text(value)}" for name, value in options.items()]
 
 
 def _older_prompts(config: RunConfig) -> bool:

@@ -28,9 +28,9 @@ Records may carry more fields than these; they are kept and ignored.
 
 Crash safety: each record is one ``write`` of a complete line followed by a flush,
 so a SIGKILL can at worst leave the last line torn. A malformed line anywhere else is corruption
-and raises, naming the file and line. An exclusive lock on a hidden file beside the cache
-(`.NAME.lock`, the toolkit's one lock: `toolkit.atomic.try_lock`) stops two runs from appending to the
-same cache at once; it is removed when the cache closes.
+and raises, naming the file and line. An exclusive lock on a hidden file beside the cache's
+real file (`.NAME.lock`, the toolkit's one lock: `toolkit.atomic.try_lock`) stops two runs from appending to the
+same cache at once, however they name it (links resolved); the lock file stays (the next run reuses it).
 """
 
 from __future__ import annotations
@@ -377,11 +377,14 @@ class ResponseCache:
 
     @property
     def _lock_path(self) -> Path:
-        return self.path.with_name(f".{self.path.name}.lock")
+        """Beside the cache's real file (links resolved): a cache reached through a symlink or a linked folder is
+        one cache with one lock. (Two hard links to one file are two paths the lock cannot tell apart.)"""
+        real = resolve_path(self.path)
+        return real.with_name(f".{real.name}.lock")
 
     def _unlock(self, lock) -> None:
-        """Remove the lock file while it is still held, then release it (nothing is left beside the cache)."""
-        self._lock_path.unlink(missing_ok=True)
+        """Release the lock and keep its file: deleting a lock file another run may have just opened would let
+        two runs hold two different locks (filelock's own advice); the next run reuses it."""
         lock.release()
 
     def close(self) -> None:

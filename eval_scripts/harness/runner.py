@@ -102,7 +102,7 @@ def grid_configs(
     for modality in modalities:
         for style in styles:
             sub = replace(config, modality=modality, prompt_style=style)
-            yield sub if decoding is None else replace(sub, decoding=decoding(style))
+            yield sub if decoding is None else replace(sub, decoding=decoding(sub.prompt_style))
 
 
 def run_grid(
