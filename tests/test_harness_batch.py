@@ -403,7 +403,13 @@ def test_import_refuses_what_it_cannot_use(synthetic_build, exported, tmp_path, 
     local[local.index("openai")] = "transformers"
     capsys.readouterr()
     assert main(local) == 2 and "are for --backend openai" in capsys.readouterr().err
+    capsys.readouterr()
     assert main(_batch("import", tmp_path / "absent.jsonl", *run)) == 2
+    assert capsys.readouterr().err.startswith(f"mis-bench batch import: error: FILE {tmp_path / 'absent.jsonl'} does")
+    assert main([*args, "--import-batch", str(tmp_path / "absent.jsonl")]) == 2  # the old form: its own flag named
+    assert f"error: --import-batch {tmp_path / 'absent.jsonl'} does not exist" in capsys.readouterr().err
+    assert main(_batch("export", tmp_path, *run)) == 2  # a folder
+    assert capsys.readouterr().err.startswith(f"mis-bench batch export: error: FILE {tmp_path} is a folder")
     torn = tmp_path / "torn.jsonl"
     torn.write_text('{"custom_id": "a", "response": null, "error": null}\n{"custom_id": "b", "resp')
     capsys.readouterr()

@@ -92,13 +92,22 @@ def import_command(args: argparse.Namespace) -> int:
     return import_batch_files(args, _model_configs(args, "batch import"), args.files)
 
 
-def export_batch_file(args: argparse.Namespace, configs: list, path: Path, *, then: str = IMPORT_NEXT) -> int:
+def export_batch_file(
+    args: argparse.Namespace, configs: list, path: Path, *, then: str = IMPORT_NEXT, command: str = "batch export"
+) -> int:
     """The batch input file(s) of `configs` at `path`, and what they hold (or its --json)."""
     from eval_scripts.formats.data_names import any_synthetic
     from eval_scripts.harness.runner import export_batch
 
     synthetic = any_synthetic([configs[0].dataset])
-    export = export_batch(configs, path, grid=args.grid, max_requests=args.batch_max_requests, max_mb=args.batch_max_mb)
+    export = export_batch(
+        configs,
+        path,
+        grid=args.grid,
+        max_requests=args.batch_max_requests,
+        max_mb=args.batch_max_mb,
+        command=command,
+    )
     export = {**export, "synthetic": synthetic}
     if args.json:
         print_json(export)
@@ -126,7 +135,9 @@ def import_batch_files(
     from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
     synthetic = any_synthetic([configs[0].dataset])
-    entries, report = import_batch(configs, paths, grid=args.grid)
+    entries, report = import_batch(
+        configs, paths, grid=args.grid, command=f"{command} import" if command == "run" else command
+    )
     results = [e.result for e in entries if e.result is not None]
     for line in report.problems():
         say(f"mis-bench {command}: warning: {line}", err=True)

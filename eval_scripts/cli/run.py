@@ -336,7 +336,7 @@ def _offline_command(args, config) -> int:
     if args.export_batch:
         say(MOVED.format(old="--export-batch FILE", new="batch export FILE"), err=True)
         then = "rerun this command with --import-batch OUTPUT.jsonl instead of --export-batch"
-        return export_batch_file(args, configs, args.export_batch, then=then)
+        return export_batch_file(args, configs, args.export_batch, then=then, command="run export")
     if args.import_batch:
         say(MOVED.format(old="--import-batch FILE", new="batch import FILE..."), err=True)
         return import_batch_files(args, configs, args.import_batch, command="run", again="--export-batch")

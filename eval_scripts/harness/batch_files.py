@@ -93,17 +93,28 @@ def part_names(path: Path, n_parts: int) -> list[str]:
     return [f"{path.stem}-{i:03d}{path.suffix}" for i in range(1, n_parts + 1)]
 
 
-def write_batch_files(path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = ()) -> list[Path]:
+def batch_arg(command: str) -> str:
+    """What the user named the batch file(s) with: `FILE` of `mis-bench batch export|import`, or the run's old flag."""
+    return {"run export": "--export-batch", "run import": "--import-batch"}.get(command, "FILE")
+
+
+def write_batch_files(
+    path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = (), command: str = "batch export"
+) -> list[Path]:
     """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
 
-    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced.
+    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced. `command` is the
+    one the user typed (`batch export`, or `run export` for `run --export-batch`), for the error lines.
     """
     path = Path(path).expanduser()
+    shown_command = command.split()[0] if command.startswith("run ") else command
     if path.is_dir():
         raise UsageError(
-            f"--export-batch {path} is a folder", where="mis-bench run", hint="give the path of a .jsonl file to write"
+            f"{batch_arg(command)} {path} is a folder",
+            where=f"mis-bench {shown_command}",
+            hint="give the path of a .jsonl file to write",
         )
-    folder = OutputFolder(path.parent, command="run", arg="--export-batch", inputs=inputs)
+    folder = OutputFolder(path.parent, command=shown_command, arg=batch_arg(command), inputs=inputs)
     names = part_names(path, len(parts)) if parts else []
     targets = folder.claim_all(names, EXPORT_WRITER)
     for target, part in zip(targets, parts, strict=True):
@@ -181,16 +192,21 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     return obj["custom_id"], BatchOutcome(False, None, None, None, message[:ERROR_BODY_CHARS], where, failure)
 
 
-def read_batch_outputs(paths: Sequence[str | Path]) -> Iterator[tuple[str, BatchOutcome]]:
-    """Every (custom_id, outcome) of the output files, in file and line order."""
+def check_batch_outputs(paths: Sequence[str | Path], *, command: str = "batch import") -> None:
+    """Refuse, before any work, an output file that is not there (`command` as in `write_batch_files`)."""
     for path in paths:
-        path = Path(path)
-        if not path.is_file():
+        if not Path(path).is_file():
             raise UsageError(
-                f"--import-batch {path} does not exist",
-                where="mis-bench run",
+                f"{batch_arg(command)} {path} does not exist",
+                where=f"mis-bench {command.split()[0] if command.startswith('run ') else command}",
                 hint="give the output (or error) file the provider wrote",
             )
+
+
+def read_batch_outputs(paths: Sequence[str | Path]) -> Iterator[tuple[str, BatchOutcome]]:
+    """Every (custom_id, outcome) of the output files (`check_batch_outputs` first), in file and line order."""
+    for path in paths:
+        path = Path(path)
         with open(path, "rb") as handle:
             for line_no, line in enumerate(handle, start=1):
                 if not line.strip():

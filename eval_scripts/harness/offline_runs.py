@@ -25,7 +25,9 @@ from eval_scripts.harness.batch_files import (
     BatchOutcome,
     BatchOutputBackend,
     ImportReport,
+    batch_arg,
     batch_line,
+    check_batch_outputs,
     custom_id,
     read_batch_outputs,
     resolve_outcomes,
@@ -307,10 +309,13 @@ def export_batch(
     scoring: DatasetSource | None = None,
     max_requests: int = OPENAI_MAX_REQUESTS,
     max_mb: float = OPENAI_MAX_MB,
+    command: str = "batch export",
 ) -> dict[str, Any]:
-    """Write one batch input line per request without a cached answer (every setting of a grid), calling nothing."""
+    """Write one batch input line per request without a cached answer (every setting of a grid), calling nothing.
+    `command`: what the user typed (`batch export`, or `run export` for the old `run --export-batch`)."""
     configs = open_datasets(configs)
-    check_not_overlapping(path, dataset_paths(configs), command="run", arg="--export-batch")
+    shown_command = "run" if command.startswith("run ") else command
+    check_not_overlapping(path, dataset_paths(configs), command=shown_command, arg=batch_arg(command))
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
     requests, lines, settings = [], [], []
@@ -330,7 +335,7 @@ def export_batch(
         settings.append(pending.counts(entry.label))
     order = prefix_order(requests)
     parts = split_lines([lines[i] for i in order], max_requests, int(max_mb * 1_000_000))
-    files = write_batch_files(path, parts, inputs=_inputs(configs))
+    files = write_batch_files(path, parts, inputs=_inputs(configs), command=command)
     return {
         "requests": len(lines),
         "cached": sum(s.get("cached", 0) for s in settings),
@@ -349,15 +354,11 @@ def import_batch(
     *,
     grid: bool = False,
     scoring: DatasetSource | None = None,
+    command: str = "batch import",
 ) -> tuple[list[GridEntry], ImportReport]:
-    """Answer the run from provider output files, then write its files exactly as a live run does."""
-    for path in paths:
-        if not Path(path).is_file():
-            raise UsageError(
-                f"--import-batch {path} does not exist",
-                where="mis-bench run",
-                hint="give the output (or error) file the provider wrote",
-            )
+    """Answer the run from provider output files, then write its files exactly as a live run does. `command`:
+    what the user typed (`batch import`, or `run import` for the old `run --import-batch`)."""
+    check_batch_outputs(paths, command=command)
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
     known = {
