@@ -218,3 +218,15 @@ def test_results_with_backend_options_validate() -> None:
     results["system"]["backend_opts"] = {}
     with pytest.raises(SubmissionError, match="backend_opts"):
         validate_results(results)
+
+
+def test_run_help_lists_the_backends_options_whichever_comes_first():
+    """`run --help --backend B` (argparse runs the help before it reads `--backend`) lists B's options too."""
+    import subprocess
+    import sys
+
+    for argv in (["--backend", "vllm", "--help"], ["--help", "--backend", "vllm"], ["--help", "--backend=vllm"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "eval_scripts.cli", "run", *argv], capture_output=True, text=True, check=True
+        )
+        assert "gpu_memory_utilization (float, default 0.9)" in done.stdout, argv

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from eval_scripts.cli.args import add_json, print_json, say
 
@@ -50,7 +51,7 @@ class HelpWithBackendOptions(argparse.Action):
         from mis_bench_dataset.toolkit.errors import MisBenchError
 
         parser.print_help()
-        backend = getattr(namespace, "backend", None)
+        backend = getattr(namespace, "backend", None) or _backend_later(sys.argv)
         if backend:
             say()
             try:
@@ -58,6 +59,16 @@ class HelpWithBackendOptions(argparse.Action):
             except MisBenchError as err:
                 say(f"the {backend} backend's options cannot be listed: {err.line()}")
         parser.exit()
+
+
+def _backend_later(argv: list[str]) -> str | None:
+    """`--backend B` given after `--help` (argparse runs the help before it reads the rest of the line)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--backend="):
+            return arg.split("=", 1)[1]
+        if arg == "--backend" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
 
 
 def _options(args: argparse.Namespace) -> int:
