@@ -377,20 +377,57 @@ SEEDED_STATISTICS = ("mis_icc_metric/", "mis_bench_dataset/icc.py", "mis_bench_d
 )
 
 
+# The named defaults a statistic option may take: the one constant, or a name the paper's protocol gives it (its
+# value is the constant's: `TABLE4_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES = DEFAULT_BOOTSTRAP`).
+NAMED_STATISTIC_DEFAULTS = frozenset(
+    {
+        "DEFAULT_BOOTSTRAP",
+        "DEFAULT_CONFIDENCE",
+        "DEFAULT_SEED",
+        "PAPER_BOOTSTRAP_RESAMPLES",
+        "PAPER_BOOTSTRAP",
+        "TABLE4_BOOTSTRAP",
+        "PAPER_ROWS_SEED",
+    }
+)
+
+
+def _default_values(tree: ast.AST):
+    """(name, default, where) of every parameter default and every dataclass-style field default (`x: int = 3`,
+    `x: int = field(default=3)`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            positional = [*node.args.posonlyargs, *node.args.args]
+            pairs = list(zip(positional[len(positional) - len(node.args.defaults) :], node.args.defaults, strict=True))
+            pairs += [(arg, default) for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
+            for arg, default in pairs:
+                if default is not None:
+                    yield arg.arg, default, f"{node.lineno} {node.name}"
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.value is not None:
+                    value = item.value
+                    if isinstance(value, ast.Call) and getattr(value.func, "id", "") == "field":
+                        value = next((k.value for k in value.keywords if k.arg == "default"), None)
+                    if value is not None:
+                        yield item.target.id, value, f"{item.lineno} {node.name}"
+
+
 def _literal_statistic_defaults(source: str, rel: str) -> list[str]:
+    """Statistic options whose default is not one of `NAMED_STATISTIC_DEFAULTS` (a number, or a name of its own
+    such as a module's `AUTHORS_BOOTSTRAP = 2_000`); `None` and `n_...=0` ("no CIs") are choices, not counts."""
     found = []
-    for node in ast.walk(ast.parse(source, rel)):
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    for name, default, where in _default_values(ast.parse(source, rel)):
+        statistic = name in STATISTIC_PARAMETERS or name == "comparison_bootstrap"
+        if not statistic and not (name == "seed" and rel.startswith(SEEDED_STATISTICS)):
             continue
-        positional = [*node.args.posonlyargs, *node.args.args]
-        pairs = list(zip(positional[len(positional) - len(node.args.defaults) :], node.args.defaults, strict=True))
-        pairs += [(arg, default) for arg, default in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]
-        for arg, default in pairs:
-            literal = isinstance(default, ast.Constant) and isinstance(default.value, (int, float))
-            if not literal or isinstance(default.value, bool) or (arg.arg.startswith("n_") and default.value == 0):
-                continue  # n_bootstrap=0 means "no CIs", a choice, not a second default count
-            if arg.arg in STATISTIC_PARAMETERS or (arg.arg == "seed" and rel.startswith(SEEDED_STATISTICS)):
-                found.append(f"{rel}:{node.lineno} {node.name}({arg.arg}={default.value!r})")
+        if isinstance(default, ast.Constant) and (
+            default.value is None or isinstance(default.value, bool) or (name.startswith("n_") and default.value == 0)
+        ):
+            continue
+        named = default.attr if isinstance(default, ast.Attribute) else getattr(default, "id", None)
+        if named not in NAMED_STATISTIC_DEFAULTS:
+            found.append(f"{rel}:{where}({name}={ast.unparse(default)})")
     return found
 
 
@@ -412,3 +449,15 @@ def test_the_default_check_finds_a_literal():
         "plan(confidence=0.9)",
     ]
     assert len(_literal_statistic_defaults(source, "raft_trainer/tiny.py")) == 2  # a model's seed is not a statistic's
+    # a second default under a name of its own, and a dataclass field's, are found too; the constant is not
+    second = (
+        "AUTHORS_BOOTSTRAP = 2_000\ndef board(*, n_bootstrap=AUTHORS_BOOTSTRAP, confidence=DEFAULT_CONFIDENCE): ...\n"
+    )
+    fields = "class Options:\n    n_bootstrap: int = 2000\n    seed: int = field(default=0)\n    resample: str = 'x'\n"
+    assert [hit.split(" ", 1)[1] for hit in _literal_statistic_defaults(second, "eval_scripts/leaderboard/a.py")] == [
+        "board(n_bootstrap=AUTHORS_BOOTSTRAP)"
+    ]
+    assert [hit.split(" ", 1)[1] for hit in _literal_statistic_defaults(fields, "eval_scripts/report/o.py")] == [
+        "Options(n_bootstrap=2000)",
+        "Options(seed=0)",
+    ]
