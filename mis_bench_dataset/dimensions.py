@@ -190,6 +190,8 @@ N_VIDEOS = 996
 PAPER_BOOTSTRAP_RESAMPLES = 10_000
 # The one default resample count of every entry point (CLI, Python API, default job, baselines, metric): the paper's.
 DEFAULT_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES
+# The fewest resamples a planned size is drawn from (`mis-bench plan`, the trust page): a size needs a spread.
+MIN_PLAN_RESAMPLES = 100
 # The index matrix and the replicates grow with resamples x videos; this cap keeps a full
 # 996-video bootstrap under about 1 GiB (the paper uses 10,000 resamples).
 MAX_BOOTSTRAP = 200_000

@@ -17,7 +17,7 @@ from eval_scripts.cli.args import (
     probability,
     shown,
 )
-from mis_bench_dataset.dimensions import RESEARCH_USE
+from mis_bench_dataset.dimensions import MIN_PLAN_RESAMPLES, RESEARCH_USE
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
 TARGETS = ("icc", "difference", "labels")
@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="labels: videos the judge will score (default: as many as in --predictions)",
     )
     add_confidence(parser)
-    add_bootstrap(parser, minimum=100, what="resamples at each size tried (icc, difference)")
+    add_bootstrap(parser, minimum=MIN_PLAN_RESAMPLES, what="resamples at each size tried (icc, difference)")
     add_resample(parser)
     add_seed(parser)
     parser.add_argument(

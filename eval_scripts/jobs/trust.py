@@ -17,7 +17,13 @@ from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSION_BY_KEY, RESAMPLE_UNITS
+from mis_bench_dataset.dimensions import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_SEED,
+    DIMENSION_BY_KEY,
+    MIN_PLAN_RESAMPLES,
+    RESAMPLE_UNITS,
+)
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.video_ids import THERAPIST_LEVEL
@@ -455,7 +461,7 @@ def planning_section(data: TrustData) -> str:
         data.ridge_predictions,
         data.references,
         half_width=PLAN_HALF_WIDTH,
-        n_resamples=data.n_bootstrap,
+        n_resamples=max(data.n_bootstrap, MIN_PLAN_RESAMPLES),  # `mis-bench plan`'s floor: a size needs a spread
         seed=data.seed,
     )
     rows = [

@@ -118,7 +118,7 @@ class BuildReport:
     bytes_written: int = 0
     seconds: float = 0.0
     # split -> {"scoring" | "scoring+features" -> sha256 of those Parquet files}: what results record
-    # (`built.format.fingerprint_files`), with each shard's size so a reader knows they still match.
+    # (`dataset.format.fingerprint_files`), with each shard's size so a reader knows they still match.
     split_fingerprints: dict[str, dict[str, str]] = field(default_factory=dict)
     shard_sizes: dict[str, int] = field(default_factory=dict)
 

@@ -24,7 +24,7 @@ SYNTHETIC_BANNER = (
 
 def card_metadata(report, features_yaml, scoring_yaml, files) -> dict:
     """The card's YAML front matter; `features_yaml`, `scoring_yaml`: each config's columns as a card lists them
-    (`build.schema.features_yaml`)."""
+    (`builder.schema.features_yaml`)."""
     configs = []
     infos = []
     for config, feats in (("scoring", scoring_yaml), ("features", features_yaml)):

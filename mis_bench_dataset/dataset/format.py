@@ -30,7 +30,7 @@ CONFIGS: tuple[str, ...] = ("features", "scoring")
 CARD_NAME = "README.md"
 REPORT_NAME = "build_report.json"
 STATS_FOLDER = "stats"
-BUILD_WRITER = "build"  # the writer name a build's files are claimed under (`rules.ownership`)
+BUILD_WRITER = "build"  # the writer name a build's files are claimed under (`toolkit.ownership`)
 # `mis-bench build`'s default folder. Not "mis-bench": `load_dataset("mis-bench")` reads a bare name as a Hub
 # id and, offline or without such a folder here, returns whatever the `datasets` cache holds under that name.
 # Load a build by its path, `load_dataset("./mis-bench-build", "scoring")`.

@@ -151,7 +151,7 @@ def comma_list(choices: tuple[str, ...]):
 
 
 def http_urls(text: str) -> str:
-    """One http(s) URL or a comma list of them, each checked (`rules.urls.http_url`); the text as given."""
+    """One http(s) URL or a comma list of them, each checked (`toolkit.urls.http_url`); the text as given."""
     try:
         http_url_list(text, where="")
     except UsageError as err:

@@ -11,7 +11,7 @@ mapping each file the toolkit wrote there to the writer that wrote it (`report`,
 
 The claim is recorded before the file is written, so a run killed half-way can be rerun.
 Every read-modify-write of the manifest holds an exclusive lock on `.mis-bench-outputs.lock`
-(`rules.atomic.file_lock`), so two runs writing one folder at once never drop each other's records.
+(`toolkit.atomic.file_lock`), so two runs writing one folder at once never drop each other's records.
 A build replaces its whole folder atomically, so it checks every file in the old folder
 (`check_replaceable_folder`). Nothing here deletes anything.
 """
