@@ -184,7 +184,20 @@ def _pytest(tests: tuple[str, ...], timeout: float) -> tuple[str, float]:
     return outcome, time.perf_counter() - started
 
 
+def _refuse_uncommitted(modules: list[str]) -> None:
+    """The run mutates the checkout's files in place (restored after each mutant): refuse to start on a module with
+    uncommitted changes, so a run killed midway (SIGKILL skips the restore) leaves a mutant `git checkout` undoes."""
+    changed = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "--", *modules], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if changed:
+        raise SystemExit(
+            f"mutation_run: commit or stash these first (a killed run is undone by git checkout):\n{changed}"
+        )
+
+
 def run(per_module: int, seed: int, modules: list[str]) -> dict:
+    _refuse_uncommitted(modules)
     rng = random.Random(seed)
     results, started = [], time.perf_counter()
     for module in modules:

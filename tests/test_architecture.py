@@ -322,16 +322,18 @@ PROGRESS_HELPER = "mis_bench_dataset/toolkit/progress.py"
 
 
 def _helper_bypasses(source: str, rel: str) -> list[str]:
-    """`import fcntl` anywhere, and `tqdm(...)` / `tqdm.tqdm(...)` calls, in one module (with line numbers)."""
+    """`import fcntl` anywhere, `filelock` outside the lock helper, and `tqdm(...)` / `trange(...)` calls outside the
+    progress helper, in one module (with line numbers)."""
     found = []
     for node in ast.walk(ast.parse(source, rel)):
-        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "fcntl" for alias in node.names):
-            found.append(f"{rel}:{node.lineno} imports fcntl")
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "fcntl":
-            found.append(f"{rel}:{node.lineno} imports from fcntl")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            for top in {name.split(".")[0] for name in names}:
+                if top == "fcntl" or (top == "filelock" and rel != LOCK_HELPER):
+                    found.append(f"{rel}:{node.lineno} imports {top}")
         elif (
             isinstance(node, ast.Call)
-            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "tqdm"
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("tqdm", "trange")
             and rel != PROGRESS_HELPER
         ):
             found.append(f"{rel}:{node.lineno} calls tqdm")
@@ -349,11 +351,19 @@ def test_no_fcntl_lock_and_no_tqdm_bar_outside_their_one_helper():
 
 
 @pytest.mark.parametrize(
-    "source", ["import fcntl\n", "def f():\n    from fcntl import flock\n", "import tqdm\ntqdm.tqdm(range(3))\n"]
+    "source",
+    [
+        "import fcntl\n",
+        "def f():\n    from fcntl import flock\n",
+        "import tqdm\ntqdm.tqdm(range(3))\n",
+        "from tqdm import trange\ntrange(3)\n",
+        "from filelock import FileLock\n",
+    ],
 )
 def test_the_helper_check_finds_a_bypass(source):
     assert len(_helper_bypasses(source, "eval_scripts/probe.py")) == 1
-    assert ("tqdm" in source) is not bool(_helper_bypasses(source, PROGRESS_HELPER))
+    assert ("tqdm" in source or "trange" in source) is not bool(_helper_bypasses(source, PROGRESS_HELPER))
+    assert ("filelock" in source) is not bool(_helper_bypasses(source, LOCK_HELPER))
 
 
 def test_every_lazy_export_goes_through_the_shared_helper():
