@@ -106,6 +106,7 @@ def test_every_export_is_importable_from_the_package(package):
     package would turn into that module once the module is imported (a lazy export cannot win that race)."""
     module = _package(package)
     assert len(module.__all__) == len(set(module.__all__))
+    assert set(module.__all__) <= set(dir(module))  # tab completion and help() see the lazy names
     shadowed = [name for name in module.__all__ if importlib.util.find_spec(f"{package}.{name}") is not None]
     assert not shadowed, f"exports named like a submodule of {package}: {shadowed}"
     for name in module.__all__:

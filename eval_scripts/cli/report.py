@@ -18,7 +18,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from eval_scripts.report.options import SCATTER_CHOICES
+from eval_scripts.report.options import DEFAULT_TITLE, SCATTER_CHOICES, ReportOptions
 from mis_bench_dataset.splits import SPLITS
 
 
@@ -59,7 +59,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--scatters",
-        default="best",
+        default=ReportOptions.scatters,
         choices=SCATTER_CHOICES,
         help="predicted-vs-gold scatters (with --references) of each system's best configuration "
         "(default), of all runs, or none",
@@ -75,7 +75,7 @@ def register(subparsers) -> None:
     add_by(parser)
     add_resample(parser)
     add_seed(parser)
-    parser.add_argument("--title", default="MIS-Bench report", help="the report's title")
+    parser.add_argument("--title", default=DEFAULT_TITLE, help="the report's title")
     parser.add_argument(
         "--out", type=Path, default=Path("mis-bench-report"), help="output folder (default: ./mis-bench-report)"
     )

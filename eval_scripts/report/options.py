@@ -17,7 +17,7 @@ SCATTER_CHOICES: tuple[str, ...] = ("best", "all", "none")
 DEFAULT_TITLE = "MIS-Bench report"  # followed by what the runs were run on
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReportOptions:
     """How a report is drawn and named (`write_report`), apart from the data it reports: its `title` and file
     `stem`; the comparison's `reference` system (a name or results file) and its resampling

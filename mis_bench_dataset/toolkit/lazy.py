@@ -4,6 +4,7 @@ first use, so `import package` (and `mis-bench --help`) stays light (PEP 562).""
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,4 +24,8 @@ def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]
             return getattr(importlib.import_module(names[name], package), name)
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
+    module = sys.modules.get(package)
+    if module is not None:  # `dir(package)` (tab completion, `help()`) lists the lazy names too (PEP 562's __dir__)
+        loaded = vars(module)
+        module.__dir__ = lambda: sorted({*loaded, *names})
     return __getattr__
