@@ -161,7 +161,12 @@ def make_resampling(
     *,
     clusters: Clusters = None,
 ) -> Resampling:
-    """The shared draw of a command: B resamples of `video_ids` by `unit` (see the module docstring)."""
+    """The shared draw of a command: `n_resamples` resamples of `video_ids` by `unit`, seeded.
+
+    `unit="clinician"` (the default) draws the clinicians with replacement and keeps all videos of each draw (the
+    cluster bootstrap: a clinician's responses resemble each other, so video resampling gives CIs too narrow by
+    about 1.7x on the full benchmark); `unit="video"` draws videos (the paper's protocol). `clusters` maps a video
+    to its clinician where the ids do not say it. Every statistic of the command draws from this one plan."""
     check_unit(unit)
     n = len(video_ids)
     if unit == "video":

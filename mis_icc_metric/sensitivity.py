@@ -107,7 +107,9 @@ def perturbation_shift(
     threshold: float = MOVED_THRESHOLD,
     clusters=None,
 ) -> dict:
-    """The shift table of one perturbation: per dimension and for the mean over dimensions (see the module).
+    """The shift table of one perturbation, per dimension and for the mean over dimensions: the mean score shift
+    (perturbed - unperturbed), the paired change in ICC(3,1) and the share of pairs moved by at least 0.5 points,
+    each with a CI from one resampling plan (clinicians by default). For research on judges' robustness.
 
     Pairs: the gold pairs both arms answered (a pair one arm failed is left out of the shift and of the ICC
     change, which `paired_comparison` computes on the same pairs)."""

@@ -66,7 +66,10 @@ def variance_sources(
     seed: int | None = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
-    """The table (see the module). `prompts`: the arms by prompt variant, the unperturbed one first; `samples`:
+    """Every source of variance of a judge's ICC(3,1) per dimension: the spread with the videos and with the
+    clinicians drawn (both bootstrap plans), with the judge's samples and with the prompt's wording, and a CI that
+    adds the prompt and sampling spread to the clinician resampling. `prompts`: the arms by prompt variant, the
+    unperturbed one first; `samples`:
     the unperturbed arm's scores of each sample (none, or two and more)."""
     if not prompts:
         raise DataError("no arm to measure")

@@ -37,8 +37,10 @@ RAFT_BATCH_KEYS = ("score_positions", "logits_keep", "keep_index", "keep_labels"
 
 @dataclass
 class RAFTDataCollator:
-    """Pads encoded scoring rows into a batch and adds where each score's digits are (the module docstring says
-    how), so the loss reads only those logits."""
+    """Pads encoded scoring rows into a batch and adds where each score's digits are, so the loss reads only those
+    logits: for a completion "... is: 3.4" the logits before the integer digit and those at the '.' (the fraction,
+    teacher-forced on the gold integer), computed for left and right padding alike, as one short list of
+    positions shared by the batch (`logits_to_keep`: the model never computes the full logits)."""
 
     pad_token_id: int
     padding_side: str = "left"

@@ -143,7 +143,10 @@ def score_span(text: str, style: str) -> tuple[int, int] | str:
 
 
 def expected_from_tokens(tokens: Sequence[TokenChoice], style: str) -> ExpectedScore:
-    """The expected score of the answer `tokens` spell (see the module doc)."""
+    """The expected score of the answer `tokens` spell (with each position's top log-probabilities): at the
+    score's integer digit E[int] = sum_d p(d) d, at its first decimal E[frac], the score E[int] + 0.1 E[frac],
+    each renormalised over the digit tokens the server returned; the digits' probability mass is recorded with it
+    (the paper's §5.2 readout, G-Eval's probability-weighted score). Missing, with why, when no score is found."""
     text = "".join(choice.token for choice in tokens)
     span = score_span(text, style)
     if isinstance(span, str):

@@ -278,7 +278,13 @@ class _Text:
 
 
 def parse_score(text: object, style: str = "direct") -> float | None:
-    """Score in [1.0, 5.0] at one decimal from a model response, or None (see the module doc)."""
+    """Score in [1.0, 5.0] at one decimal from a model response, or None: the paper's deterministic parser g.
+
+    Strict on purpose (a guess would move ICC silently): closed think blocks and mentions of the scale are set
+    aside, then the strongest kind of candidate decides (a declared final score, then a concluding phrase, then
+    `x/5`, then a score mention); a value outside [1, 5] or two disagreeing candidates of that kind give None.
+    `style` ("direct", "cot", "paper") is the prompt style the answer was given to. `parse_details` also says which
+    rule decided and why a text has no score ([Readouts](../readouts.md))."""
     return parse_details(text, style).value
 
 

@@ -63,8 +63,18 @@ SECTIONS = ("model", "setting", "local", "video", "openai")
 
 @dataclass
 class RunConfig(SettingFields):
-    """One zero-shot setting of one model, as the user asked for it; the `Setting`'s fields (`SettingFields`:
-    modality, input source, prompt style, raw-video sampling) are declared once in `mis_bench_dataset.setting`."""
+    """One zero-shot setting of one model, as the user asked for it: every option of `mis-bench run` is a field
+    here (its flag, default and help written once, on the field), so `run_setting(RunConfig(...))` runs with the
+    command's defaults.
+
+    The setting's fields are `Setting`'s, declared once in `mis_bench_dataset.setting` and shared with the
+    trainer's `RAFTConfig`: `modality` (text, audio+text, video+text, audio+video+text), `input_source` (auto,
+    raw, features), `prompt_style` (direct, cot, paper; `toolkit` reads as direct), `video_sampling`,
+    `video_frames`, `video_max_pixels`, `video_min_pixels`; `.setting` is them as a frozen `Setting`. The model
+    (`backend`, `model`, `dataset`, `split`, `limit`, few-shot), where outputs go (`out`, `cache_path`), the
+    decoding and readout (`max_new_tokens`, `temperature`, `top_p`, `seed`, `score_from`, `samples`), the
+    resampling of the scores (`n_bootstrap`, `resample`), and the backend's options (the flags of
+    `mis-bench backends B`, or `backend_options`: `-M KEY=VALUE`)."""
 
     backend: str = field(
         metadata=option(

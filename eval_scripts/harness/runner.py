@@ -73,7 +73,19 @@ def run_setting(
     scoring: DatasetSource | None = None,
     train: DatasetSource | None = None,
 ) -> RunResult:
-    """Run (or resume) one setting; `scoring` / `train` override the dataset folder's rows."""
+    """Run (or resume) one setting of one model end to end, as `mis-bench run` does.
+
+    Opens `config.dataset` once, builds the backend from the config (or uses `backend`, which the caller then
+    closes), asks only the rows the response cache has no answer for (appending each outcome as it arrives, so a
+    killed run loses nothing), reads a score from each answer and writes, under `config.out/<model>/<setting>/`,
+    `predictions.jsonl`, `results.json` (the submission schema, scored with the config's resampling) and the
+    readouts. `scoring` / `train` override the dataset folder's rows (the few-shot examples come from `train`).
+
+    Returns:
+        The `RunResult`: counts by outcome (answered, unparsed, truncated, failed), the scores, usage and the
+        paths written. Raises the toolkit's errors (`UsageError`, `DataError`, failed requests: exit 3 on the
+        command line).
+    """
     started = time.monotonic()
     (config,), scoring = open_sources([config], scoring)
     folder = output_folder(config)
@@ -114,7 +126,13 @@ def run_grid(
     scoring: DatasetSource | None = None,
     decoding: Callable[[str], DecodingConfig] | None = None,
 ) -> list[GridEntry]:
-    """Every (modality, style) of `grid_configs`; settings the backend cannot take are listed as refused, with why."""
+    """Every modality x prompt style of one model (the paper's Table 3 grid by default), one `run_setting` each on
+    one dataset handle and one backend; `decoding(style)` gives each style its decoding (default: the config's).
+
+    Returns:
+        One `GridEntry` per setting, in grid order: its `RunResult`, or why it was refused (a setting the backend
+        cannot take, e.g. video on a text-only server).
+    """
     (config,), scoring = open_sources([config], scoring)  # once for every setting
     own_backend = backend is None
     backend = backend or make_backend(config)

@@ -70,7 +70,10 @@ def ridge_perturbations(
     seed: int = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
 ) -> tuple[dict[str, Any], ShiftFiles]:
-    """The text ridge's shift table under each transcript perturbation, written (see the module)."""
+    """The text ridge's shift tables under each transcript perturbation: fitted once on the train split's
+    unperturbed transcripts, asked again with each evaluated transcript perturbed (seeded by `perturb_seed`), the
+    shifts resampled by `resample`; written to `out/perturbations/<judge>/` (`shifts.json`, `shifts.md`,
+    `sensitivity.png`, replaced only by a rerun). Returns the tables and the files."""
     from eval_scripts.baselines.perturbed_ridge import ridge_sensitivity
 
     names = parse_perturbations(perturbations)

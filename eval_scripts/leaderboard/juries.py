@@ -327,7 +327,10 @@ def run_jury(
     seed: int = DEFAULT_SEED,
     resample: str = DEFAULT_RESAMPLE,
 ) -> JuryResult:
-    """`mis-bench jury`: read and check the members, combine, write (see the module)."""
+    """`mis-bench jury`: a new system from several systems' predictions on the same pairs (`method` mean, median
+    or stacked NNLS weights), written to `out` as a system like any other (`predictions.jsonl`, `results.json`
+    marked a combination of its members, and `jury.json`: how it was made and a paired comparison with its best
+    member on the same resamples). Members on different builds or splits are refused in one line."""
     members = [read_member(path) for path in runs]
     if method == "stacked" and references is None:
         raise UsageError("a stacked jury is fitted to gold", where="--references", hint="pass the build or labels")

@@ -397,7 +397,8 @@ def write_report(
     raters: Labels | None = None,
     cross_validation: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
-    """The report of scored results objects (see the module docstring), drawn as `options` say
+    """The report of scored results objects (the paper's views: Table 3, Figure 2, Table 4 / Figure 4 side by
+    side with a reference, agreement tables and figures), drawn as `options` say
     (`report.options.ReportOptions`: title, file stem, the comparison's reference and resampling, scatters,
     subgroups, what the runs were run on; default: `ReportOptions()`).
 
