@@ -152,7 +152,12 @@ def test_the_flags_from_before_dash_m_fill_the_same_options() -> None:
         0.5,
     )
     assert _keywords("--backend", "vllm", "--backend-modalities", "text,image") == {"modalities": ("text", "image")}
-    assert _keywords("--backend", "openai", "--dtype", "float16") == {}  # not an option of the openai backend
+    # another backend's flag is refused in one line, not ignored (a flag at its default is no choice)
+    with pytest.raises(UsageError, match="--dtype is not an option of the openai backend"):
+        _keywords("--backend", "openai", "--dtype", "float16")
+    with pytest.raises(UsageError, match="--concurrency is not an option of the vllm backend"):
+        _keywords("--backend", "vllm", "--concurrency", "3")
+    assert _keywords("--backend", "openai", "--dtype", "auto") == {}
 
 
 def test_run_config_defaults_are_the_backends_own() -> None:

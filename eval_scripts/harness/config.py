@@ -59,6 +59,8 @@ _DECODING = DecodingConfig()
 _STYLES = PROMPT_STYLE_TABLE.values()
 # `--help` lists the fields by section, in this order (the command adds its mode flags between them).
 SECTIONS = ("model", "setting", "local", "video", "openai")
+# The sections whose flags are a backend's options under another name (`backend_option(flag=...)`).
+BACKEND_SECTIONS = ("local", "openai")
 
 
 @dataclass
@@ -361,6 +363,7 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
         )
     cls = backend_class(config.backend)
     by_flag = {_flag(item): item for item in fields(RunConfig) if "help" in item.metadata}
+    _refuse_other_backends_flags(config, {spec.flag for spec in option_specs(cls.Options) if spec.flag})
     options: dict[str, Any] = {}
     for spec in option_specs(cls.Options):
         item = by_flag.get(spec.flag or "")
@@ -380,6 +383,23 @@ def backend_options(config: RunConfig) -> dict[str, Any]:
     if cls.picks_video_frames:
         options["video_sampling"] = video_sampling(config)
     return {**options, **config.backend_options}
+
+
+def _refuse_other_backends_flags(config: RunConfig, declared: set[str]) -> None:
+    """A backend flag (`--dtype`, `--timeout`, ...: the "local" and "openai" sections of `run --help`) set away
+    from its default for a backend that has no such option is a usage error, not silently ignored."""
+    from mis_bench_dataset.toolkit.errors import UsageError
+
+    for item in fields(RunConfig):
+        flag = _flag(item) if "help" in item.metadata else None
+        if item.metadata.get("section") not in BACKEND_SECTIONS or flag in declared:
+            continue
+        if getattr(config, item.name) not in (None, item.default):
+            raise UsageError(
+                f"{flag} is not an option of the {config.backend} backend",
+                where=flag,
+                hint=f"drop it; `mis-bench backends {config.backend}` lists the options it takes (-M KEY=VALUE)",
+            )
 
 
 def _flag(item) -> str:
