@@ -25,6 +25,7 @@ from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS, VideoId, normalize
 # The reader/builder/generator import numpy and pyarrow: load them on first use so that
 # `mis-bench --help` (which imports this package) stays fast.
 _LAZY = {
+    "Setting": "mis_bench_dataset.setting",
     "BuildError": "mis_bench_dataset.release.problems",
     "Problem": "mis_bench_dataset.release.problems",
     "BuildReport": "mis_bench_dataset.builder.builder",
@@ -48,6 +49,7 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [
+    "Setting",
     "DIMENSIONS",
     "DIMENSION_KEYS",
     "DIMENSION_BY_KEY",
