@@ -308,3 +308,12 @@ def cpu_config(tmp_path, **kwargs):
         seed=0,
     )
     return RAFTConfig(**{**base, **kwargs})
+
+
+# A short fit on the toy task that moves a random tiny model: 20 steps of 8 rows at a constant rate of 1e-2.
+TOY_FIT = dict(max_steps=20, per_device_train_batch_size=8, learning_rate=1e-2, lr_scheduler_type="constant")
+
+
+def toy_fit_config(tmp_path, **kwargs):
+    """`cpu_config` with `TOY_FIT` (logged once, at the end); `kwargs` win."""
+    return cpu_config(tmp_path, **{**TOY_FIT, "logging_steps": TOY_FIT["max_steps"], **kwargs})

@@ -17,7 +17,7 @@ from raft_trainer.digits import DigitTokens
 from raft_trainer.loss import number_token_loss_sum
 from raft_trainer.trainer import RAFTTrainer
 
-from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_rows
+from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_fit_config, toy_rows
 
 
 @pytest.fixture(scope="module")
@@ -115,15 +115,7 @@ def test_ntl_training_lowers_the_loss_on_a_toy_set(tokenizer, tmp_path):
     train, held_out = short_encoded_toy(tokenizer, 64, seed=0), short_encoded_toy(tokenizer, 32, seed=1)
     trainer = RAFTTrainer(
         make_model(tokenizer, seed=0),
-        args=_config(
-            tmp_path,
-            raft_objective="ntl",
-            max_steps=20,
-            per_device_train_batch_size=8,
-            learning_rate=1e-2,
-            lr_scheduler_type="constant",
-            logging_steps=20,
-        ),
+        args=toy_fit_config(tmp_path, raft_objective="ntl"),
         train_dataset=train,
         eval_dataset=held_out,
         processing_class=tokenizer,
@@ -164,15 +156,7 @@ def test_regression_lora_trains_the_head_fully_and_the_loss_falls(tokenizer, tmp
     train, held_out = short_encoded_toy(tokenizer, 32, seed=0), short_encoded_toy(tokenizer, 16, seed=1)
     trainer = RAFTTrainer(
         _regression_model(tokenizer),
-        args=_config(
-            tmp_path,
-            head="regression",
-            max_steps=12,
-            per_device_train_batch_size=8,
-            learning_rate=1e-2,
-            lr_scheduler_type="constant",
-            logging_steps=4,
-        ),
+        args=toy_fit_config(tmp_path, head="regression", max_steps=12, logging_steps=4),
         train_dataset=train,
         eval_dataset=held_out,
         processing_class=tokenizer,

@@ -13,7 +13,7 @@ from raft_trainer.collator import RAFTDataCollator
 from raft_trainer.config import RAFTConfig
 from raft_trainer.trainer import RAFTTrainer
 
-from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy
+from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_fit_config
 
 
 @pytest.fixture(scope="module")
@@ -137,15 +137,7 @@ def test_raft_reaches_lower_score_mse_than_ce_in_the_same_steps(tokenizer, tmp_p
     for objective in ("raft", "ce"):
         trainer = RAFTTrainer(
             make_model(tokenizer, seed=0),
-            args=_config(
-                tmp_path,
-                raft_objective=objective,
-                max_steps=20,
-                per_device_train_batch_size=8,
-                learning_rate=1e-2,
-                lr_scheduler_type="constant",
-                logging_steps=20,
-            ),
+            args=toy_fit_config(tmp_path, raft_objective=objective),
             train_dataset=train,
             eval_dataset=held_out,
             processing_class=tokenizer,

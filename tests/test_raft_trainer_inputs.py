@@ -11,7 +11,7 @@ from raft_trainer.config import RAFTConfig
 from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
 from raft_trainer.trainer import RAFTTrainer
 
-from _raft_helpers import make_model, make_tokenizer
+from _raft_helpers import cpu_config, make_model, make_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -28,17 +28,8 @@ def rows(synthetic_build):
 
 
 def _config(tmp_path, **kwargs) -> RAFTConfig:
-    base = dict(
-        output_dir=str(tmp_path / "out"),
-        report_to="none",
-        use_cpu=True,
-        max_length=None,
-        save_strategy="no",
-        disable_tqdm=True,
-        per_device_eval_batch_size=16,  # one batch: the eval loss is the mean over all rows
-        seed=0,
-    )
-    return RAFTConfig(**{**base, **kwargs})
+    # one eval batch: the eval loss is the mean over all rows
+    return cpu_config(tmp_path, **{"per_device_eval_batch_size": 16, **kwargs})
 
 
 def _encoded(rows, tokenizer, config):
