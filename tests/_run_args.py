@@ -60,3 +60,21 @@ def batch_args(action: str, files: str | Path | Sequence[str | Path], *args, **f
     """`mis-bench batch export FILE` / `batch import FILE...` with the run's flags (`run_args`' arguments)."""
     files = [files] if isinstance(files, (str, Path)) else list(files)
     return run_args(*args, command=("batch", action, *map(str, files)), **flags)
+
+
+def backend_keywords(args) -> dict:
+    """The keywords parsed `run` flags build the backend with: the flags and `-M`, typed and checked as the command
+    does (`harness.config.backend_options`)."""
+    from eval_scripts.cli.args import config_from_args
+    from eval_scripts.cli.run_flags import typed_m_options
+    from eval_scripts.harness.config import RunConfig, backend_options
+
+    return backend_options(config_from_args(RunConfig, args, backend_options=typed_m_options(args)))
+
+
+def frame_rule(args) -> object:
+    """The raw-video frame rule parsed `run` flags ask for (`harness.config.video_sampling`)."""
+    from eval_scripts.cli.args import config_from_args
+    from eval_scripts.harness.config import RunConfig, video_sampling
+
+    return video_sampling(config_from_args(RunConfig, args))

@@ -22,6 +22,8 @@ from eval_scripts.cli import build_parser
 from eval_scripts.harness.config import RunConfig, backend_options
 from mis_bench_dataset.toolkit.errors import UsageError
 
+from _run_args import backend_keywords
+
 
 @dataclass(frozen=True)
 class Sample:
@@ -114,10 +116,8 @@ def test_two_runs_that_differ_by_an_object_option_have_two_labels_and_two_folder
 
 
 def _keywords(*argv: str) -> dict:
-    """The keywords `mis-bench run` builds its backend with (`eval_scripts.cli.run._backend_options`)."""
-    from eval_scripts.cli.run import _backend_options
-
-    return _backend_options(build_parser().parse_args(["run", "--model", "m", *argv]))
+    """The keywords `mis-bench run --model m ARGV` builds its backend with (`_run_args.backend_keywords`)."""
+    return backend_keywords(build_parser().parse_args(["run", "--model", "m", *argv]))
 
 
 def test_the_flags_from_before_dash_m_fill_the_same_options() -> None:

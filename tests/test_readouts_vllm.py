@@ -15,7 +15,7 @@ from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends import DecodingConfig, get_backend
 
 from _readout_helpers import FRACTION_TOP, INTEGER_TOP, hand_expected
-from _run_args import run_args
+from _run_args import backend_keywords, run_args
 
 
 @dataclass
@@ -84,7 +84,6 @@ def test_vllm_expected_readout_asks_for_logprobs_and_equals_the_hand_computation
 def _chat_sizes(monkeypatch, fake_vllm, argv: list[str], n: int) -> list[int]:
     """The prompts per `LLM.chat` call of a `mis-bench run --backend vllm` command line over `n` prompts."""
     from eval_scripts.cli import build_parser
-    from eval_scripts.cli.run import _backend_options
 
     sizes = []
     original = FakeLLM.chat
@@ -97,7 +96,7 @@ def _chat_sizes(monkeypatch, fake_vllm, argv: list[str], n: int) -> list[int]:
     args = build_parser().parse_args(
         run_args(None, None, None, *argv, backend="vllm", bootstrap=None, no_progress=False)
     )
-    backend = get_backend("vllm", "fake-model", **_backend_options(args))
+    backend = get_backend("vllm", "fake-model", **backend_keywords(args))
     prompts = [Prompt(f"AB01{i:02d}_T1_Jessica", "wau", f"Rate {i}.") for i in range(n)]
     assert len(list(backend.complete(prompts, DecodingConfig.for_style("direct")))) == n
     return sizes

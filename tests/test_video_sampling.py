@@ -21,6 +21,8 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_res
 
 from mis_bench_dataset.protocol import VideoSampling
 
+from _run_args import frame_rule
+
 # ------------------------------------------------------------------ the reference: the authors' reader, transcribed
 # Their call: fetch_video({"video": path, "total_pixels": 20480 * 28 * 28, "min_pixels": 16 * 28 * 28}), the
 # module's constants FPS 2, FPS_MIN_FRAMES 4, FPS_MAX_FRAMES 768, FRAME_FACTOR 2, IMAGE_FACTOR 28,
@@ -233,15 +235,14 @@ def test_the_trainer_feeds_the_paper_rules_frames(tmp_path):
 
 def test_the_transformers_backend_and_its_flag_take_the_rule(tmp_path):
     from eval_scripts.cli import build_parser
-    from eval_scripts.cli.run import _video_sampling
     from eval_scripts.harness.runner import RunConfig, run_setting
 
     from _raft_helpers import make_fake_video_processor, make_vl_model, make_vl_tokenizer, raw_video_rows
 
     parser = build_parser()
-    assert _video_sampling(parser.parse_args(["run", "--video-sampling", "paper"])) == PAPER
-    assert _video_sampling(parser.parse_args(["run", "--video-sampling", "paper", "--video-frames", "64"])).frames == 64
-    assert _video_sampling(parser.parse_args(["run"])) == VideoSampling()
+    assert frame_rule(parser.parse_args(["run", "--video-sampling", "paper"])) == PAPER
+    assert frame_rule(parser.parse_args(["run", "--video-sampling", "paper", "--video-frames", "64"])).frames == 64
+    assert frame_rule(parser.parse_args(["run"])) == VideoSampling()
 
     tokenizer = make_vl_tokenizer()
     processor = make_fake_video_processor(tokenizer)

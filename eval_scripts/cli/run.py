@@ -11,7 +11,6 @@ import argparse
 from eval_scripts.cli.args import (
     add_json,
     bounded_int,
-    config_from_args,
     non_negative_float,
     positive_int,
     print_json,
@@ -24,7 +23,7 @@ from eval_scripts.cli.run_flags import (
     add_run_flags,
     model_run_config,
     setting_configs,
-    typed_options,
+    typed_m_options,
 )
 from eval_scripts.cli.run_lines import (
     exit_code,
@@ -38,7 +37,7 @@ from eval_scripts.cli.run_lines import (
     total_prefix,
     total_usage,
 )
-from eval_scripts.harness.config import RunConfig, decoding_for
+from eval_scripts.harness.config import decoding_for
 from eval_scripts.jobs.default_job import DEFAULT_CV_FOLDS, DEFAULT_CV_SEEDS
 from mis_bench_dataset.dimensions import PROMPT_STYLE_TABLE
 
@@ -237,20 +236,6 @@ def _register_prefix_caching(parser) -> None:
     )
 
 
-def _backend_options(args: argparse.Namespace) -> dict:
-    """The backend keywords the flags and `-M` ask for (`eval_scripts.harness.config.backend_options`)."""
-    from eval_scripts.harness.config import backend_options
-
-    return backend_options(config_from_args(RunConfig, args, backend_options=typed_options(args)))
-
-
-def _video_sampling(args: argparse.Namespace):
-    """The frame rule the flags ask for (`eval_scripts.harness.config.video_sampling`)."""
-    from eval_scripts.harness.config import video_sampling
-
-    return video_sampling(config_from_args(RunConfig, args))
-
-
 def run_default(args: argparse.Namespace) -> int:
     """`mis-bench run` with no model: the default job with the command line's values; returns the exit code."""
     import functools
@@ -271,7 +256,7 @@ def run_command(args: argparse.Namespace) -> int:
     started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
     if not args.backend:
-        typed_options(args)  # -M without a backend (the default job, the ridge's perturbations): one line, not ignored
+        typed_m_options(args)  # -M without a backend (the default job, the ridge perturbed): one line, not ignored
     if args.perturb:
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:

@@ -78,7 +78,7 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
     from mis_bench_dataset.dataset.handle import BuiltDataset
 
     deadline = getattr(args, "run_deadline", None)
-    options = typed_options(args)  # checked before the dataset is opened
+    options = typed_m_options(args)  # checked before the dataset is opened
     config = config_from_args(
         RunConfig,
         args,
@@ -100,7 +100,7 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
     return config
 
 
-def typed_options(args: argparse.Namespace) -> dict:
+def typed_m_options(args: argparse.Namespace) -> dict:
     """`-M KEY=VALUE` as the backend's typed options (one usage line listing the valid keys when one is wrong)."""
     from eval_scripts.backends.base import typed_backend_options
     from mis_bench_dataset.toolkit.errors import UsageError
