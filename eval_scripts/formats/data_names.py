@@ -105,10 +105,3 @@ def dataset_name(name: str | None, fingerprint: str | None, split: str, *, synth
         return f"{DEFAULT_SAMPLE_NAME} ({short})"
     label = repr(name) if name else "an unnamed dataset"
     return f"{label} ({SYNTHETIC_MARK}, {short})" if synthetic else f"{label} ({short})"
-
-
-def synthetic_title(title: str, synthetic: bool) -> str:
-    """A figure's or page's title with the mark (once) when the data is synthetic."""
-    if not synthetic or SYNTHETIC_MARK in title:
-        return title
-    return f"{title} ({SYNTHETIC_MARK} data)"

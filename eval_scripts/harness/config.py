@@ -327,11 +327,6 @@ class RunConfig(SettingFields):
     deadline: float | None = None
 
 
-def option_fields(section: str | None = None) -> list[str]:
-    """The names of RunConfig's fields that are command-line options (of one `section`), in field order."""
-    return [f.name for f in fields(RunConfig) if "help" in f.metadata and section in (None, f.metadata["section"])]
-
-
 def decoding_for(config: RunConfig, style: str | None = None) -> DecodingConfig:
     """The decoding of `style` (default: the config's): `config.decoding` when given whole, else the style's
     own token budget (unless `max_new_tokens` is set) with the config's sampling fields."""

@@ -309,12 +309,6 @@ def read_cache(path: str | Path, protected: Iterable[str | Path] = ()) -> CacheI
     return index_cache(data, path)
 
 
-def read_answers(path: str | Path) -> dict[str, dict]:
-    """key -> first usable answer record of a cache file (unchecked against rows; see `read_cache`)."""
-    index = read_cache(path)
-    return {key: found[0].record for key, found in index.candidates.items()}
-
-
 def iter_records(path: str | Path) -> Iterator[dict]:
     """Every complete record of a cache file (headers and a torn last line are skipped)."""
     with open(path, "rb") as handle:

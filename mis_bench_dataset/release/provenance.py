@@ -279,11 +279,6 @@ def sha256_of(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def identify(path: str | Path) -> PublicFile | None:
-    """The public file `path` is byte for byte, or None (another or a modified file)."""
-    return _BY_SHA256.get(sha256_of(path))
-
-
 def source_record(path: str | Path) -> dict:
     """What a build report keeps about an input file: its name and hash, and where it was published."""
     digest = sha256_of(path)
