@@ -15,9 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.backends import backend_option, get_backend
-from eval_scripts.backends.backend_options import answer_options, option_defaults, option_specs, typed_options
-from eval_scripts.backends.openai_backend import OpenAIBackend, OpenAIOptions, RetryPolicy
-from eval_scripts.backends.transformers_backend import TransformersBackend
+from eval_scripts.backends.backend_options import answer_options, option_specs, typed_options
+from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.cli import build_parser
 from eval_scripts.harness.config import RunConfig, backend_options
 from mis_bench_dataset.toolkit.errors import UsageError
@@ -160,18 +159,22 @@ def test_the_flags_from_before_dash_m_fill_the_same_options() -> None:
     assert _keywords("--backend", "openai", "--dtype", "auto") == {}
 
 
-def test_run_config_defaults_are_the_backends_own() -> None:
-    config = RunConfig(backend="openai", model="m")
-    openai, local = option_defaults(OpenAIOptions), option_defaults(TransformersBackend.Options)
-    assert (config.base_url, config.concurrency, config.down_after, config.max_tokens_field) == (
-        openai["base_url"],
-        openai["concurrency"],
-        openai["down_after"],
-        openai["max_tokens_field"],
-    )
-    assert (config.max_retries, config.timeout) == (openai["max_retries"], openai["timeout"])
-    assert (config.dtype, config.device) == (local["dtype"], local["device"])
-    assert OpenAIBackend("m").retry == RetryPolicy()  # the options' defaults are the retry policy's
+@pytest.mark.parametrize("backend", ["openai", "transformers", "vllm"])
+def test_each_flag_that_fills_an_option_defaults_to_that_options_default(backend) -> None:
+    """Every `backend_option(flag=...)` of every built-in backend: the run flag's default is the option's own (a flag
+    left alone and a backend built with no options agree), and a command line without such flags fills nothing."""
+    from dataclasses import fields
+
+    from eval_scripts.backends.base import backend_class
+
+    by_flag = {item.metadata.get("flag") or "--" + item.name.replace("_", "-"): item for item in fields(RunConfig)}
+    specs = [spec for spec in option_specs(backend_class(backend).Options) if spec.flag]
+    assert specs
+    for spec in specs:
+        default = by_flag[spec.flag].default
+        assert default is None or default == spec.default or list(spec.default or ()) == default, spec.flag
+    assert {k: v for k, v in _keywords("--backend", backend).items() if k != "video_sampling"} == {}
+    assert OpenAIBackend("m").retry == RetryPolicy()  # the openai options' defaults are the retry policy's
 
 
 def test_the_python_api_reads_texts_as_dash_m_does_and_refuses_unknown_keywords() -> None:
