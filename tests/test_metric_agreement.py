@@ -43,7 +43,9 @@ def pingouin_table(matrix: np.ndarray) -> dict[str, dict]:
     old = pingouin.options.copy()
     pingouin.options["round.column.CI95"] = None
     try:
-        table = pingouin.intraclass_corr(long, targets="item", raters="rater", ratings="y").set_index("Type")
+        # a zero denominator (a matrix hypothesis can draw) is pingouin's inf/NaN, which `_close` reads as undefined
+        with np.errstate(divide="ignore", invalid="ignore"):
+            table = pingouin.intraclass_corr(long, targets="item", raters="rater", ratings="y").set_index("Type")
     finally:
         pingouin.options.clear()
         pingouin.options.update(old)
