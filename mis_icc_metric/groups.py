@@ -43,6 +43,7 @@ from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 from .coverage import DEFAULT_MISSING, evaluated_references
+from .reporting_floor import MIN_CI_CLUSTERS, MIN_CI_VIDEOS, Support, withhold_reason
 from .resampling import check_unit, clinician_clusters, clusters_per_block, make_resampling
 
 __all__ = [
@@ -64,11 +65,6 @@ GROUP_STATISTICS: tuple[str, ...] = ("icc3_1", "bias", "mae")
 # Below this share of non-zero feature cells (blocks that each use few items: one per subgroup) the features are
 # summed as a sparse matrix: the product then costs items x features instead of items x blocks x features.
 _SPARSE_DENSITY = 0.25
-# A percentile CI of a group's ICC from fewer videos than this says little (the ICC itself needs the scoring
-# rules' 3): its point values are given, without a CI, and the group is listed.
-MIN_CI_VIDEOS = 10
-# ...and, resampling clinicians, from fewer clinicians than this (a group of 2 clinicians has 3 distinct resamples).
-MIN_CI_CLUSTERS = 5
 PURPOSE = RESEARCH_USE
 BIAS_TEST_METHODS = {
     "cluster": "Wald test of equal mean bias across groups, least squares on group indicators with a "
@@ -273,12 +269,8 @@ def _stat_entry(point: dict, cis: dict | None, where: tuple, n: int, with_ci: bo
 
 
 def _ci_reason(n: int, n_clusters: int, unit: str) -> str | None:
-    """Why a group's cell gets no CI (too few videos or clinicians), or None."""
-    if n < MIN_CI_VIDEOS:
-        return f"{n} video(s), a CI needs {MIN_CI_VIDEOS}"
-    if unit == "clinician" and n_clusters < MIN_CI_CLUSTERS:
-        return f"{n_clusters} clinician(s), a clinician-resampled CI needs {MIN_CI_CLUSTERS}"
-    return None
+    """Why a group's cell gets no CI (too few videos or clinicians: the one rule of `reporting_floor`), or None."""
+    return withhold_reason(Support(n, n_clusters, unit))
 
 
 def subgroup_agreement(
