@@ -389,3 +389,23 @@ def test_the_synthetic_mark_and_the_fingerprint_come_from_the_references(tmp_pat
         assert [e["synthetic"] for e in board["entries"]] == [expected, expected] and board["synthetic"] is expected
         assert [r["file"] for r in board["rejected"]] == ["other-build.json"]
         assert ("SYNTHETIC DATA" in render_page(board)) is expected
+
+
+def test_entries_equal_on_the_published_figures_share_a_rank():
+    from eval_scripts.leaderboard.page import rank_text
+    from eval_scripts.leaderboard.scoring import _shared_ranks
+
+    def entry(overall, mean):
+        return {"scores": {"overall": {"icc": overall}, "mean_icc": mean}}
+
+    # 0.41234 and 0.41229 publish as 0.412: equal figures, so equal ranks, whatever the order received.
+    entries = [
+        (entry(0.5, 0.4), None),
+        (entry(0.41234, 0.3), None),
+        (entry(0.41229, 0.3), None),
+        (entry(0.2, 0.1), None),
+    ]
+    _shared_ranks(entries)
+    assert [e["rank"] for e, _ in entries] == [1, 2, 2, 4]
+    assert [rank_text(e) for e, _ in entries] == ["1", "2=", "2=", "4"]
+    assert [e["leader"] for e, _ in entries] == [True, False, False, False]

@@ -18,6 +18,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
+from eval_scripts.leaderboard.page import rank_text
 from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.toolkit.numbers import pct
 
@@ -200,7 +201,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
         say(
-            f"  {entry['rank']:3d}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
+            f"  {rank_text(entry):>4}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
             f"overall ICC {pct(overall)}%" + _mark(entry)
         )
     for floor in board.get("floors", []):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.leaderboard.juries import JURY_BACKEND
+from eval_scripts.leaderboard.page import rank_text
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
@@ -232,8 +233,8 @@ def _board_table(board: Mapping[str, Any]) -> list[str]:
         model, gold = ((halo.get(side) or {}).get("value") for side in ("model", "gold"))
         halo_text = f"{num(model, 2)} ({num(gold, 2)})"
         p_value = (entry.get("vs_leader") or {}).get("mean_icc_p_value")
-        p_text = {1: "leader", None: MISSING}.get(entry["rank"]) or num(p_value, 4)
-        rank = "floor" if entry["rank"] is None else str(entry["rank"])
+        p_text = "leader" if entry.get("leader") else (MISSING if entry["rank"] is None else num(p_value, 4))
+        rank = rank_text(entry)
         mean = f"{pct(scores.get('mean_icc'))} {ci_pct(scores.get('mean_icc_ci'))}"
         cells = [rank, _system_name(entry), pct(scores["overall"].get("icc")), mean, *dims, halo_text, p_text]
         lines.append("| " + " | ".join(cells) + " |")
