@@ -75,7 +75,8 @@ SCORE_LEVELS = (1, 2, 3, 4, 5)
 MODALITY_SETTINGS: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
 # The toolkit's own prompt asking for the score alone (the trainer words it as a chat; `mis_bench_dataset.setting`).
 DIRECT_PROMPT_STYLE = "direct"
-ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = (DIRECT_PROMPT_STYLE, "cot")
+COT_PROMPT_STYLE = "cot"
+ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = (DIRECT_PROMPT_STYLE, COT_PROMPT_STYLE)
 # The authors' MIS-RAFT protocol behind Table 4 (mis_bench_dataset.protocol), beside the grid's two styles.
 PAPER_PROMPT_STYLE = "paper"
 LONE_NUMBER_LINES: tuple[str, ...] = ("first", "last")
@@ -144,7 +145,7 @@ PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
         ),
         # A CoT answer is a paragraph of analysis ending with its score.
         PromptStyle(
-            "cot",
+            COT_PROMPT_STYLE,
             help="our template, an analysis then 'Final score: x.y' (Table 3's grid)",
             max_new_tokens=1024,
             expected_completion_tokens=400,

@@ -67,6 +67,7 @@ from eval_scripts.cli import (
     synth,
     train,
 )
+from eval_scripts.cli.given import RECORDED_ACTIONS, recording
 from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -127,12 +128,14 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the toolkit's one-line error format (its own is a usage block plus a line), and every
-    option's default in its help."""
+    """argparse with the toolkit's one-line error format (its own is a usage block plus a line), every
+    option's default in its help, and the options the user gave recorded as they are parsed (`given_flags`)."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+        for name in RECORDED_ACTIONS:
+            self.register("action", name, recording(self._registry_get("action", name)))
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         """argparse's, with arguments no parser knows reported under the subcommand that was given."""
