@@ -150,7 +150,30 @@ def _recipe_flags() -> str:
 
 
 def _argv(argv: list[str] | None) -> list[str]:
-    return list(sys.argv[1:] if argv is None else argv)
+    """The command line with `--config NAME` read as the shipped recipe of that name (a path wins where one exists:
+    the recipe is found from any folder); a value that is neither is one usage line listing the recipes."""
+    from raft_trainer.recipes import recipe_names, recipe_path
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    for index, arg in enumerate(args):
+        if arg == "--config" and index + 1 < len(args):
+            value, place = args[index + 1], index + 1
+        elif arg.startswith("--config="):
+            value, place = arg.split("=", 1)[1], None
+        else:
+            continue
+        path = recipe_path(value)
+        if path is None:
+            raise UsageError(
+                f"--config {value}: neither a recipe file nor a shipped recipe",
+                where="--config",
+                hint=f"give a YAML file's path or one of {', '.join(recipe_names())}",
+            )
+        if place is None:
+            args[index] = f"--config={path}"
+        else:
+            args[place] = str(path)
+    return args
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
@@ -161,11 +184,15 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
     from raft_trainer.arguments import make_parser
 
     try:
-        return make_parser(prog=prog).parse_args_and_config(argv)
+        return make_parser(prog=prog).parse_args_and_config(_argv(argv))
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
-        raise UsageError(" ".join(str(err).split()), where=_recipe_flags()) from None
+        text = " ".join(str(err).split())
+        unused = text.partition("Some specified arguments are not used by the HfArgumentParser: ")[2]
+        if unused:  # HfArgumentParser's wording for flags no dataclass has
+            raise UsageError(f"unrecognized arguments: {unused}", where="flags", hint=f"see `{prog} --help`") from None
+        raise UsageError(text, where=_recipe_flags()) from None
 
 
 def check_run(splits, script_args, training_args, *, model: str = "") -> None:
