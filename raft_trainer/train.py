@@ -96,12 +96,14 @@ def _run_parsed(argv, prog: str, script_args, training_args, model_args) -> int:
     from mis_bench_dataset.dataset.loading import load_build
     from mis_bench_dataset.toolkit.ownership import check_not_overlapping
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
+    from raft_trainer.lora_targets import check_lora_targets
 
     output_dir = Path(training_args.output_dir)
     check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args, model=model_args.model_name_or_path)
+        check_lora_targets(model_args)
         fit_max_length(splits, training_args, model_args, chosen=_flag_given(argv, "max_length"))
         if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(

@@ -72,7 +72,7 @@ def test_a_partial_parse_rate_exits_0_with_the_rate_in_the_run_line(synthetic_bu
         code = main(_args(synthetic_build, tmp_path / "out", server.base_url))
     captured = capsys.readouterr()
     assert code == 0 and _error_lines(captured.err) == []
-    assert "0 truncated, 0 unparsed, 8 out of range, 8 parsed (50.0%)" in captured.out
+    assert "0 truncated, 0 unparsed, 8 out of range, 8 parsed, 50.0%)" in captured.out
 
 
 def test_a_grid_with_one_setting_without_a_score_exits_1_naming_it(synthetic_build, tmp_path, capsys, chat_server):

@@ -292,7 +292,7 @@ class TransformersBackend(Backend):
         from raft_trainer.data import COMPLETION_PREFIX, prefilled_prompt_ids
         from raft_trainer.digits import DigitTokens
         from raft_trainer.predict import pad_token_id
-        from raft_trainer.regression import read_regression_scores, regression_readout
+        from raft_trainer.regression import clipped_outputs, read_regression_scores, regression_readout
 
         if not self.regression:
             raise UsageError(
@@ -323,10 +323,11 @@ class TransformersBackend(Backend):
             batch = ids[start : start + self.batch_size]
             outputs = read_regression_scores(self.hf_model, batch, pad_token_id(self.tokenizer), batch_size=len(batch))
             self.calls += len(batch)
-            scores = regression_readout(outputs)
+            scores, clipped = regression_readout(outputs), clipped_outputs(outputs)
             for offset, (prompt_ids, score, output) in enumerate(zip(batch, scores, outputs, strict=True)):
                 usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": 0, "total_tokens": len(prompt_ids)}
                 record = {"score": float(score), "head_output": float(output), "readout": SCORE_REGRESSION}
+                record["clipped"] = bool(clipped[offset])
                 text = f"{score:.2f}"
                 yield Completion(start + offset, text, True, finish_reason="stop", usage=usage, expected=record)
 

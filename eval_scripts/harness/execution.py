@@ -73,6 +73,7 @@ class RunResult:
     elapsed_s: float
     n_unparsed: int = 0  # answered rows that gave no score, out of range included (results.json's `unparsed`)
     n_out_of_range: int = 0  # of those, the rows whose score (text or expected) lies outside [1, 5]
+    n_clipped: int = 0  # scored rows whose regression-head output lay outside [1, 5] and was clipped to the scale
     outcomes: dict = field(default_factory=dict)  # `harness.row_counts.count_outcomes`
     failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
@@ -279,6 +280,12 @@ class _Collected:
     failures: list[tuple[str, str]]
     parse_rates: dict[str, float]
     n_out_of_range: int = 0
+    n_clipped: int = 0
+
+
+def _clipped(readout: RowReadout) -> bool:
+    """Whether a row's score is a regression head's output clipped to the scale (the record says so)."""
+    return any(sample.expected is not None and sample.expected.get("clipped") for sample in readout.samples)
 
 
 def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
@@ -303,7 +310,8 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
     style = context.config.prompt_style
     n_out_of_range = sum(out_of_range(readout, style) for readout in readouts)
-    return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range)
+    n_clipped = sum(_clipped(readout) for readout in readouts)
+    return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range, n_clipped)
 
 
 def _run_result(
@@ -332,6 +340,7 @@ def _run_result(
         prefix=prefix,
         n_unparsed=overall[OUTCOME_UNPARSED],
         n_out_of_range=collected.n_out_of_range,
+        n_clipped=collected.n_clipped,
         outcomes=counts,
         failures=failure_summary,
         readouts_path=written.readouts_path,
