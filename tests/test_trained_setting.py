@@ -70,3 +70,14 @@ def test_run_says_which_setting_it_took_from_the_model(tmp_path, synthetic_build
 def test_a_cot_raft_model_is_asked_for_its_analysis_and_read_at_its_final_score(tmp_path):
     trained = read_trained_setting(_model(tmp_path, prompt_style="direct", completion_style="cot", method="cot-raft"))
     assert trained.values["prompt_style"] == "cot" and trained.values["score_from"] == "expected"
+
+
+def test_run_objects_print_in_one_short_line_and_share_scores(tmp_path):
+    from eval_scripts.baselines.baseline_run import BaselineRun
+
+    scores = {"overall": {"icc": 0.4123}, "mean_icc": 0.31, "dimensions": {f"d{i}": {"icc": 0.1} for i in range(8)}}
+    results = {"scores": scores, "predictions": [{"video_id": f"v{i}", "prediction": 3.0} for i in range(5000)]}
+    run = BaselineRun("features-ridge", "text", results, tmp_path / "p.jsonl", tmp_path / "r.json", 1.0)
+    assert run.scores is scores
+    text = repr(run)
+    assert len(text) < 200 and "overall_icc=0.412" in text and "mean_icc=0.310" in text and "r.json" in text

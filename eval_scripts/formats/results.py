@@ -68,6 +68,19 @@ def option_text(value: Any) -> str:
     return text
 
 
+def run_repr(kind: str, label: str, scores: Mapping[str, Any] | None, results_path: str | Path) -> str:
+    """One line for a run object (a model run's `RunResult`, a baseline's `BaselineRun`): what ran, its overall and
+    mean ICC, where its results are; the predictions and configuration stay in the object and the files."""
+    scores = scores or {}
+    overall = (scores.get("overall") or {}).get("icc")
+    mean = scores.get("mean_icc")
+
+    def shown(value: Any) -> str:
+        return "n/a" if value is None else f"{float(value):.3f}"
+
+    return f"{kind}({label!r}, overall_icc={shown(overall)}, mean_icc={shown(mean)}, results={str(results_path)!r})"
+
+
 def is_floor_baseline(system: Mapping[str, Any]) -> bool:
     """Whether a results file's `system` is the `mean` floor (ICC 0 by construction): reports and the
     leaderboard show it beside the systems as a reference line, never ranked among them."""

@@ -20,6 +20,7 @@ from eval_scripts.answers.answer_status import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.backends.served_model import served_model_warnings
+from eval_scripts.formats.results import run_repr
 from eval_scripts.harness.cached_backend import CachingBackend
 from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
@@ -51,7 +52,7 @@ from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapp
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     """What one setting's run did (`run_setting`): its rows (cached, sent, failed, parsed), its scores and the
     files it wrote."""
@@ -98,6 +99,9 @@ class RunResult:
     @property
     def label(self) -> str:
         return setting_label(self.config.modality, self.config.prompt_style, self.config.few_shot_k)
+
+    def __repr__(self) -> str:
+        return run_repr("RunResult", f"{self.config.model} · {self.label}", self.scores, self.results_path)
 
 
 @dataclass
