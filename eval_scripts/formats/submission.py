@@ -379,6 +379,7 @@ def package_submission(
     split: str | None = None,
     fingerprints: Collection[str] | None = None,
     command: str = "submit",
+    model_name: str | None = None,
 ) -> Path:
     """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`.
 
@@ -387,10 +388,13 @@ def package_submission(
     package is checked against `max_bytes` before anything is written; on any failure nothing is left. With
     `replace_previous`, earlier packages of the same system, setting and prompt style that
     the toolkit wrote into `out_dir` are removed, so a rerun replaces its leaderboard entry
-    instead of adding a twin; files it did not write are never touched.
+    instead of adding a twin; files it did not write are never touched. `model_name` replaces the
+    model's name in the package (`submit --name`: a run of a local folder is named by its path).
     """
     results_path = Path(results_path)
     loaded = load_submission(results_path, max_bytes=max_bytes)
+    if model_name is not None and isinstance(loaded, dict) and isinstance(loaded.get("system"), dict):
+        loaded["system"]["model"] = model_name  # validated below like any name
     dataset = loaded.get("dataset") if isinstance(loaded, Mapping) else None
     recorded = dataset.get("fingerprint") if isinstance(dataset, Mapping) else None
     if fingerprints is not None and isinstance(recorded, str) and recorded not in fingerprints:

@@ -46,6 +46,7 @@ from eval_scripts.harness.row_counts import (
     summarise_failures,
 )
 from eval_scripts.harness.run_writer import RUN_WRITER, write_run
+from eval_scripts.harness.trained_setting import read_trained_setting
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
@@ -366,6 +367,7 @@ def write_result(
     config = context.config
     served = served_models(completions.values())
     warnings = served_model_warnings(config.model, served)
+    trained = read_trained_setting(config.model)  # a trained model folder names its training method
     readouts = _row_readouts(context, completions)
     collected = _collect(context, readouts)
     usage = usage_totals(record["usage"] for record in collected.raw_records)
@@ -382,6 +384,7 @@ def write_result(
             "package_versions": package_versions(),
             **({"served_models": served} if served else {}),
             **({"model_warnings": warnings} if warnings else {}),
+            **({"method": trained.method} if trained is not None and trained.method else {}),
         },
         setting=context.results_setting(),
         dataset=context.dataset,

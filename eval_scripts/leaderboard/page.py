@@ -30,6 +30,7 @@ th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::afte
 th abbr{text-decoration:none}
 td.text,th.text{text-align:left}
 td[data-key=model]{white-space:normal;min-width:8rem;max-width:16rem;overflow-wrap:anywhere}
+td[data-key=prompt_style]{white-space:normal;min-width:5.5rem;max-width:9rem;overflow-wrap:break-word}
 td.synthetic::after{content:"SYNTHETIC";margin-left:.35rem;padding:0 .25rem;font-size:.68rem;font-weight:700;
   font-style:normal;color:#7a5b00;background:#fff3cd;border:1px solid #e0c060;border-radius:3px;white-space:nowrap}
 tr.entry:hover{background:#f7f7ff;cursor:pointer}
@@ -197,10 +198,17 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
 def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
     p_value = (entry.get("vs_leader") or {}).get("p_value")
     model_css = "text synthetic" if entry["synthetic"] else "text"
+    method = f" · {entry['method']}" if entry.get("method") else ""  # how the model was trained, when recorded
     truncated = ((entry.get("outcomes") or {}).get("overall") or {}).get("truncated")
     return [
         _cell("rank", entry["rank"], rank_text(entry), title="shared with an entry of equal figures" * entry["tied"]),
-        _cell("model", entry["model"], entry["model"], css=model_css, title=f"{entry['backend']} · {entry['file']}"),
+        _cell(
+            "model",
+            entry["model"],
+            entry["model"] + method,
+            css=model_css,
+            title=f"{entry['backend']} · {entry['file']}{method}",
+        ),
         _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
         _cell(
             "prompt_style",

@@ -97,6 +97,8 @@ def _entry(sub: Candidate, scores: dict[str, Any], synthetic: bool | None) -> di
         "file": safe_text(sub.file, 200),
         "model": safe_text(normal_name(system["model"])),  # shown as compared (NFKC)
         "backend": safe_text(system["backend"]),
+        # How the model was trained (its folder's setting.json, recorded by the run), "" when not said.
+        "method": safe_text(system.get("method") or "", 100),
         "modality": setting["modality"],
         "prompt_style": setting["prompt_style"],
         "few_shot_k": setting["few_shot_k"],
