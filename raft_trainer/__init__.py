@@ -52,7 +52,7 @@ __getattr__ = lazy_exports(
         "save_tiny_model": "raft_trainer.tiny",
         # the other methods from Python: GRPO, and CoT-RAFT's two stages (rationales, then RAFTTrainer on them)
         "make_grpo_trainer": "raft_trainer.grpo",
-        "grpo_options": "raft_trainer.grpo",
+        "grpo_options": "raft_trainer.arguments",
         "CotScoringEncoder": "raft_trainer.cot",
         "generate_rationales": "raft_trainer.rationales",
         "attach_rationales": "raft_trainer.rationales",

@@ -17,8 +17,7 @@ from trl import ModelConfig, SFTConfig, TrlParser
 from mis_bench_dataset.setting import SETTING_FIELDS
 from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
-from raft_trainer.grpo import GRPO_REWARDS
-from raft_trainer.methods import RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS
+from raft_trainer.methods import GRPO_REWARDS, RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS
 from raft_trainer.predict import PREDICT_METHODS
 
 
@@ -184,6 +183,14 @@ class RAFTModelConfig(ModelConfig):
 
 
 DATACLASSES = (RAFTScriptArguments, RAFTConfig, RAFTModelConfig)
+
+
+def grpo_options(dataset_dir: str = "") -> RAFTScriptArguments:
+    """The GRPO options with `train.py`'s defaults (`RAFTScriptArguments`: num_generations, max_completion_length,
+    grpo_temperature, grpo_beta); set any field before passing it to `make_grpo_trainer`."""
+    return RAFTScriptArguments(dataset_dir=dataset_dir, method="grpo")
+
+
 # --model, --dataset, --out, --prompt: the spelling of every mis-bench command; TRL's --model_name_or_path,
 # --dataset_dir, --output_dir and the setting's --prompt_style are the same flags (the help lists both names).
 USAGE = "%(prog)s --model MODEL --dataset DIR --out OUT [--config RECIPE] [FLAGS]"

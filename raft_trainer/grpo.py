@@ -26,7 +26,6 @@ from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder, labelled_rows
 
 # The worst squared error on the 1-5 scale: what an answer without a readable score costs.
 WORST_SQUARED_ERROR = (SCORE_MAX - SCORE_MIN) ** 2
-GRPO_REWARDS = ("parsed",)
 _ANSWER = re.compile(re.escape(COMPLETION_PREFIX.strip()) + r"\s*(\d\.\d)")
 
 
@@ -76,21 +75,16 @@ def grpo_rows(dataset, encoder: ScoringEncoder, split: str = "train"):
     return dataset.map(prompt_of, remove_columns=dataset.column_names, desc=f"Rendering {split} prompts for GRPO")
 
 
-def grpo_options(dataset_dir: str = "") -> Any:
-    """The GRPO options with `train.py`'s defaults (`RAFTScriptArguments`: num_generations, max_completion_length,
-    grpo_temperature, grpo_beta); set any field before passing it to `make_grpo_trainer`."""
-    from raft_trainer.arguments import RAFTScriptArguments
-
-    return RAFTScriptArguments(dataset_dir=dataset_dir, method="grpo")
-
-
 def grpo_config(training_args, script_args=None):
     """A `GRPOConfig` with every `TrainingArguments` value of the run's `RAFTConfig` and the GRPO options
     (`script_args`, e.g. `grpo_options()`; None: their defaults)."""
     from transformers import TrainingArguments
     from trl import GRPOConfig
 
-    script_args = grpo_options() if script_args is None else script_args
+    if script_args is None:
+        from raft_trainer.arguments import grpo_options  # (arguments imports this module: read when called)
+
+        script_args = grpo_options()
 
     shared = {f.name: getattr(training_args, f.name) for f in fields(TrainingArguments) if f.init}
     if "activation_checkpointing" in shared:  # transformers 5.x: the old alias stays unset, as RAFTConfig leaves it

@@ -10,6 +10,8 @@ from __future__ import annotations
 from mis_bench_dataset.toolkit.errors import UsageError
 
 RAFT_METHOD = "raft"
+# What GRPO's score reward reads (`--grpo_reward`): the score line the answer states (`raft_trainer.grpo`).
+GRPO_REWARDS = ("parsed",)
 GRPO_METHOD = "grpo"
 TRAINING_METHODS = (RAFT_METHOD, GRPO_METHOD)
 # Where a training setting comes from, in the one-line refusals of the trainer's options

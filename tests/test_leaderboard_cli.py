@@ -236,7 +236,8 @@ def test_submit_names_a_local_models_entry_and_the_board_shows_its_method(tmp_pa
     args = ["submit", str(source), "--out", str(tmp_path / "pkg"), "--name", "org/real-raft", "--json"]
     assert cli_main(args) == 0
     outcome = json.loads(capsys.readouterr().out)
-    packaged = json.loads(open(outcome["package"]).read())
+    with open(outcome["package"], encoding="utf-8") as handle:
+        packaged = json.load(handle)
     assert packaged["system"]["model"] == "org/real-raft" and packaged["system"]["method"] == "raft"
     out = tmp_path / "board"
     assert cli_main(["leaderboard", str(tmp_path / "pkg"), "--references", str(dataset), "--out", str(out)]) == 0

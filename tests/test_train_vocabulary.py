@@ -27,7 +27,8 @@ def test_a_shipped_recipe_is_found_by_name_from_any_folder(tmp_path, monkeypatch
     assert "cot_raft" in recipe_names() and recipe_path("cot_raft") == recipe_path("cot_raft.yaml")
     by_name = _parse(tmp_path, "--config", "paper_d1", *CPU)
     by_path = _parse(tmp_path, "--config", str(recipe_path("paper_d1")), *CPU)
-    assert by_name[1].learning_rate == by_path[1].learning_rate and by_name[1].num_train_epochs == by_path[1].num_train_epochs == 2
+    assert by_name[1].learning_rate == by_path[1].learning_rate
+    assert by_name[1].num_train_epochs == by_path[1].num_train_epochs == 2  # the recipe's, not the default 3
     mine = tmp_path / "paper_d1.yaml"  # a file of the user's wins over the shipped recipe of that name
     mine.write_text("learning_rate: 0.5\n")
     assert _parse(tmp_path, "--config", "paper_d1.yaml")[1].learning_rate == 0.5

@@ -20,6 +20,7 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `calibrate`: `mis-bench calibrate` (and `--apply`).
 - `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
+- `given`: which options the user typed, recorded as argparse parses them (`given_flags`).
 - `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
