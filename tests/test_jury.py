@@ -204,6 +204,12 @@ def test_a_jury_is_submittable(member_runs, synthetic_build, tmp_path, capsys) -
     record = _jury([*members, "--method", "median", "--references", str(synthetic_build), "--bootstrap", "20",
                     "--out", str(tmp_path / "j")], capsys)  # fmt: skip
     assert main(["submit", record["results"], "--out", str(tmp_path / "sub")]) == 0
+    capsys.readouterr()
+    names = list(member_runs["test"])  # a stacked jury, fitted elsewhere, is on the scale and accepted too
+    record = _jury([*members, "--method", "stacked", "--references", str(synthetic_build), "--fit",
+                    *(str(member_runs["validation"][n]) for n in names), "--bootstrap", "20", "--out",
+                    str(tmp_path / "s")], capsys)  # fmt: skip
+    assert main(["submit", record["results"], "--out", str(tmp_path / "sub2")]) == 0
 
 
 def test_bad_juries_are_one_line(member_runs, tmp_path, capsys) -> None:
