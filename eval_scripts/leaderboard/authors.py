@@ -101,7 +101,7 @@ def _juries(handle, members: Mapping[str, Path], work: Path, *, n_bootstrap: int
     check_members(jury_members, build=handle)
     juries = []
     for method in ("mean", "median", "stacked"):
-        combined = combine_members(jury_members, method, references, folds=JURY_FOLDS)
+        combined = combine_members(jury_members, method, references, folds=JURY_FOLDS if method == "stacked" else None)
         juries.append(
             write_jury(
                 work,
@@ -256,8 +256,8 @@ def _jury_lines(board: Mapping[str, Any]) -> list[str]:
         "### Juries: combinations of the systems above",
         "",
         "The rows marked *(combination)* are no model of their own: each is `mis-bench jury` over MIS-RAFT, Raw "
-        "and the text ridge on the same pairs (mean, median, or non-negative weights per dimension fitted by "
-        f"`scipy.optimize.nnls`, cross-fitted over {JURY_FOLDS} clinician folds so no pair is scored by weights "
+        "and the text ridge on the same pairs (mean, median, or non-negative weights summing to one per dimension, "
+        f"fitted by least squares and cross-fitted over {JURY_FOLDS} clinician folds so no pair is scored by weights "
         "that saw its gold). Against the best member (paired, the same resamples for both: "
         f"{plan['method']}, {plan['n_resamples']:,} resamples, seed {plan['seed']}, {plan['n_clusters']} clinicians):",
         "",
