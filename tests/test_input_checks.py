@@ -224,3 +224,29 @@ def test_a_huge_predictions_file_with_a_bad_second_row_is_refused_at_once_in_bou
     assert f"{JUDGE} {path}, row 3: video 'ZZ9999_T1_Luke' is not in the references" in line
     assert wall < 5.0, f"refused after {wall:.1f} s"
     assert report["peak_mb"] < 500, f"peak {report['peak_mb']:.0f} MB"
+
+
+def test_every_gold_form_refuses_a_1_to_10_scale_at_its_row_naming_the_experts_file(tmp_path):
+    """Per-rater, wide and long gold (CSV and JSONL) all go through the one scale rule, stopping at the row."""
+    video = "EH0822_T1_Jessica"
+    long_records = [
+        {"video_id": video, "dimension": "wau", "score": 4},
+        {"video_id": video, "dimension": "abc", "score": 8},
+    ]
+    forms = {  # file -> (text, the row of the score 8)
+        "ratings.csv": ("video_id,rater,dimension,score\n" + f"{video},R1,wau,4\n{video},R1,abc,8\n", 3),
+        "wide.csv": (
+            "video_id," + ",".join(DIMENSION_KEYS) + "\nCD0202_T1_John" + ",3" * 8 + f"\n{video}" + ",8" * 8,
+            3,
+        ),
+        "long.csv": (f"video_id,dimension,score\n{video},wau,4\n{video},abc,8\n", 3),
+        "long.jsonl": ("".join(json.dumps(record) + "\n" for record in long_records), 2),
+    }
+    for name, (text, row) in forms.items():
+        path = tmp_path / name
+        path.write_text(text + "\n")
+        with pytest.raises(PredictionsFormatError) as info:
+            read_references(path)
+        message = str(info.value)
+        assert f"{EXPERTS} {path}, row {row}" in message, message
+        assert "8" in message and "outside" in message and "[1.0, 5.0]" in message
