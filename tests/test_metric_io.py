@@ -149,12 +149,14 @@ def test_references_from_per_rater_wide_and_long_gold(tmp_path):
 def test_bad_references_are_errors(tmp_path):
     path = tmp_path / "ratings.csv"
     path.write_text("video_id,rater,dimension,score\nEH0822_T1_Jessica,R1,empathy,9\n", encoding="utf-8")
-    with pytest.raises(PredictionsFormatError, match="labels problem"):
+    with pytest.raises(PredictionsFormatError, match=r"score 9.0 outside \[1.0, 5.0\].*references \(expert\) file"):
         read_references(path)
-    many = "".join(f"EH0822_T1_Jessica,R{rater},empathy,9\n" for rater in range(8))
-    path.write_text("video_id,rater,dimension,score\n" + many, encoding="utf-8")
-    with pytest.raises(PredictionsFormatError, match=r"8 labels problem\(s\): .* and 3 more$"):
-        read_references(path)  # five shown, the rest counted
+    # The first bad row ends the reading: what follows it (here bytes that are not UTF-8) is never read.
+    rows = "".join(f"EH0822_T1_Jessica,R{rater},empathy,{3 if rater else 9}\n" for rater in range(8))
+    rows += "".join(f"EH0822_T1_Jessica,R{rater},abc,3\n" for rater in range(10, 5000))  # past the decoder's buffer
+    path.write_bytes(b"video_id,rater,dimension,score\nEH0822_T1_Jessica,R9,wau,3\n" + rows.encode() + b"\xff\xfe")
+    with pytest.raises(PredictionsFormatError, match=r"score 9.0 outside .*ratings.csv, row 3\)$"):
+        read_references(path)
     unknown = tmp_path / "x.csv"
     unknown.write_text("a,b\n1,2\n")
     with pytest.raises(PredictionsFormatError, match="not a references file"):

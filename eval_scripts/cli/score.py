@@ -353,7 +353,7 @@ def _load(args: argparse.Namespace, *prediction_paths: Path):
     where = f"split {args.split!r} of {args.references}" if Path(args.references).is_dir() else str(args.references)
     predictions = []
     for path in prediction_paths:
-        file = read_prediction_file(path)
+        file = read_prediction_file(path, gold=references, where=where)  # stops at the first pair without gold
         check_predicted_pairs(file, references, where)
         for note in file.notes:
             say(f"note: {shown(path)}: {note}", err=args.json)

@@ -631,5 +631,7 @@ def _references(source: str | Path, split: str | None) -> dict[Key, float]:
 
     try:
         return read_references(source, split=split or "test")
+    except DataError:  # the reader's own line names the file, row and side
+        raise
     except (OSError, ValueError) as err:
         raise DataError(f"cannot read the references: {err}", where=str(source)) from None

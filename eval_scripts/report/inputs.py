@@ -85,6 +85,8 @@ def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
 
     try:
         return read_references(source, split=split)
+    except DataError:  # the reader's own line names the file, row and side
+        raise
     except (OSError, ValueError) as err:
         raise DataError(
             f"cannot read the references: {err}", where=str(source), hint="give a built dataset folder or a labels CSV"
