@@ -448,6 +448,8 @@ def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, re
 def _block_line(what: str, block: dict | None) -> str | None:
     if not block:
         return None
+    if block.get("withheld"):
+        return f"  {what}: withheld: {block['withheld']}"
     ci = f" {_ci(block.get('ci')).strip()}" if block.get("ci") else ""
     left = f", {block['n_left_out']} left out" if block.get("n_left_out") else ""
     return f"  {what}: ICC(3,1) {_pct(block.get('icc')).strip()}{ci} over {block.get('n', 0)} rows{left}"
@@ -468,6 +470,7 @@ def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, re
                 f"text vs {summary.get('score_from') or 'expected'} readout", agreement.get("text_vs_expected")
             ),
             _block_line("test-retest, sample 1 vs 2", agreement.get("test_retest")),
+            _block_line("test-retest of the answers' texts, sample 1 vs 2", agreement.get("text_test_retest")),
         ]
         spread = agreement.get("spread") or {}
         if spread.get("rows"):

@@ -48,6 +48,7 @@ from eval_scripts.harness.row_counts import (
 from eval_scripts.harness.run_writer import RUN_WRITER, write_run
 from eval_scripts.harness.trained_setting import read_trained_setting
 from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset.dimensions import prompt_style
 from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
 logger = logging.getLogger(__name__)
@@ -257,7 +258,7 @@ def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, 
         "samples": context.samples,
         "temperature": decoding.temperature,
         "aggregate": "mean of the samples' scores that could be read (median beside)",
-        "agreement": readout_agreement(rows),
+        "agreement": readout_agreement(rows, sample_dependent=_sample_dependent(decoding)),
     }
     if decoding.reads_value:  # rows the distribution (or a regression head) scored though their text gives none
         reasons = distribution_only_counts(readouts)
@@ -286,6 +287,12 @@ class _Collected:
     parse_rates: dict[str, float]
     n_out_of_range: int = 0
     n_clipped: int = 0
+
+
+def _sample_dependent(decoding) -> bool:
+    """Whether a row's score can differ between samples: not for an expected (or regression) readout of a
+    score-first style, read from the prompt alone (`readout_agreement.SAME_READOUT`)."""
+    return not (decoding.reads_value and prompt_style(decoding.style).score_first)
 
 
 def _clipped(readout: RowReadout) -> bool:
