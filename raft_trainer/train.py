@@ -53,13 +53,23 @@ def _filter_third_party_warnings() -> None:
         warnings.filterwarnings("ignore", message=message, category=FutureWarning)
 
 
+def _speaks() -> bool:
+    """Whether this process prints the run's lines: alone, or the first of a launched group (the others would
+    repeat each warning and refusal once per process)."""
+    return os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0"
+
+
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """The script: `run`, with an expected failure printed as one line on stderr and its exit code returned."""
     _filter_third_party_warnings()
+    if not _speaks():  # every process checks the same flags and data: the first says what they all found
+        warnings.simplefilter("ignore")
+        logging.getLogger().setLevel(logging.ERROR)
     try:
         return run(argv, prog)
     except MisBenchError as err:  # also a missing `train` extra: nothing of raft_trainer is imported here
-        print(clean_line(f"{prog}: error: {err.line()}"), file=sys.stderr, flush=True)
+        if _speaks():
+            print(clean_line(f"{prog}: error: {err.line()}"), file=sys.stderr, flush=True)
         _report_exit_code(err.exit_code)
         return err.exit_code
 
@@ -85,7 +95,9 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         return stop.code if isinstance(stop.code, int) else 0
     if model_args.load_in_4bit or model_args.load_in_8bit:
         require_extra("qlora", "--load_in_4bit / --load_in_8bit")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if _speaks() else logging.ERROR, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     with _bars_only_on_a_terminal():
         return _run_parsed(argv, prog, script_args, training_args, model_args)

@@ -47,3 +47,20 @@ def test_a_bad_recipe_or_flag_is_one_usage_line(tmp_path, flags, says):
     with pytest.raises(UsageError) as caught:
         _parse(tmp_path, *flags)
     assert says in caught.value.line() and "\n" not in caught.value.line()
+
+
+@pytest.mark.parametrize(("rank", "lines"), [("0", 1), ("1", 0)])
+def test_only_the_first_process_of_a_group_prints_a_refusal(tmp_path, monkeypatch, capsys, rank, lines):
+    """Every launched process checks the same flags: the first says what they found, the others exit quietly
+    with the same code (a bare `accelerate launch` printed each refusal once per process)."""
+    import logging
+
+    from raft_trainer.train import main
+
+    monkeypatch.setenv("LOCAL_RANK", rank)
+    monkeypatch.setenv("RANK", rank)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", root.level)  # main() quiets the other processes' logging: undone after
+    assert main(["--dataset", str(tmp_path), "--config", "no_such_recipe"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
+    assert len(err) == lines
