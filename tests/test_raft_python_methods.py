@@ -66,3 +66,18 @@ def test_every_method_is_a_public_name():
     assert {"RAFTTrainer", "make_grpo_trainer", "generate_rationales", "predict_cot_scores"} <= set(
         raft_trainer.__all__
     )
+
+
+def test_the_trainer_scores_unlabelled_rows_into_named_records(tmp_path):
+    from raft_trainer import predict_scores
+
+    tokenizer = make_tokenizer()
+    config = cpu_config(tmp_path, max_steps=1)
+    trainer = RAFTTrainer(
+        make_model(tokenizer, seed=1), args=config, train_dataset=toy_dataset(4), processing_class=tokenizer
+    )
+    rows = [{key: value for key, value in row.items() if key != "score"} for row in toy_rows(3, seed=5)]  # no gold
+    records = trainer.predict_scores(rows)
+    assert [(r["video_id"], r["dimension"]) for r in records] == [(r["video_id"], r["dimension"]) for r in rows]
+    expected = predict_scores(trainer.model, tokenizer, rows, config, show_progress=False)
+    assert [r["prediction"] for r in records] == pytest.approx(list(expected))
