@@ -57,6 +57,7 @@ __all__ = [
     "read_prediction_file",
     "PredictionFile",
     "check_predicted_pairs",
+    "gold_pairs_only",
     "read_references",
     "predictions_to_mapping",
     "read_video_ids",
@@ -305,6 +306,24 @@ def check_predicted_pairs(file: PredictionFile, references: Mapping[Key, object]
             f"{_where(file.path, number)}: {what} ({where}){more}; score against the references the predictions "
             "were made on (a build folder's --split, or --split all)"
         )
+
+
+def gold_pairs_only(file: PredictionFile, references: Mapping[Key, object], where: str) -> tuple[list[dict], dict]:
+    """A judge file that also covers videos without gold (a judge on every video, experts on a few): the records
+    that have gold, and what was left aside ({"n_pairs", "n_videos", "examples": up to 3 video ids}), so the
+    output can say it. None of them with gold is the error `check_predicted_pairs` gives (the wrong references)."""
+    kept = [r for r in file.records if (r["video_id"], r["dimension"]) in references]
+    if not kept:
+        check_predicted_pairs(file, references, where)
+    aside = [r for r in file.records if (r["video_id"], r["dimension"]) not in references]
+    videos = sorted({r["video_id"] for r in aside})
+    kept_videos = {r["video_id"] for r in kept}
+    return kept, {
+        "n_pairs": len(aside),
+        "n_videos": len(set(videos) - kept_videos),
+        "examples": videos[:3],
+        "why": f"no gold in {where}",
+    }
 
 
 def read_video_ids(path: str | Path) -> list[str]:
