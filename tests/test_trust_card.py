@@ -13,6 +13,7 @@ import math
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -206,3 +207,14 @@ def test_the_page_renders_in_headless_chromium(synthetic_card, tmp_path):
     dom = done.stdout
     assert 'id="verdict"' in dom and f'data-answer="{card["verdict"]["answer"]}"' in dom, done.stderr[-2000:]
     assert dom.count("<tr>") >= 1 + len(card["rules"]) and '<ul class="flags">' in dom and "SYNTHETIC" in dom
+
+
+def test_the_rules_and_the_headline_numbers_are_stated_in_the_docs_as_on_the_page():
+    """docs/workflow.md states each verdict rule and names each headline number in the words the page prints."""
+    from eval_scripts.jobs.judge_card import RULES, VERDICT_RULE
+    from mis_bench_dataset.dimensions import HEADLINE_NUMBERS
+
+    page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "workflow.md").read_text().split())
+    for name, text in [*RULES.items(), *HEADLINE_NUMBERS.items()]:
+        assert f"- {name}: {text}" in page, name
+    assert VERDICT_RULE in page
