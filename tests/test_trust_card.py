@@ -36,20 +36,27 @@ def _page_parts(html_text: str) -> dict:
     return {
         "verdict": re.search(r'class="verdict [^"]*" data-answer="([^"]+)"', html_text),
         "cite": re.search(r'data-cite="([^"]+)"', html_text),
-        "yardstick": "no-judge width" in html_text or "experts-only CI width" in html_text,
+        "yardstick": "no-judge width" in html_text and "experts-only CI width" in html_text,
         "flags": '<ul class="flags">' in html_text,
     }
 
 
+EXTRA_VIDEOS = [f"ZZ{c:02d}01_T{t}_Luke" for c in range(1, 11) for t in (1, 3)]  # judged, never rated
+
+
 @pytest.fixture(scope="module")
 def synthetic_card(synthetic_build, tmp_path_factory):
-    """The judge on all 40 videos of the synthetic build, the experts on its train split."""
+    """The judge on the 40 videos of the synthetic build and 20 more, the experts on the build's 40."""
     from mis_icc_metric.predictions_io import read_references
 
     folder = tmp_path_factory.mktemp("card")
-    _noisy_judge(read_references(synthetic_build, split="all"), folder / "judge.csv")
-    args = ["trust", "--judge", str(folder / "judge.csv"), "--experts", str(synthetic_build), "--split", "train"]
-    assert main([*args, "--bootstrap", "200", "--out", str(folder / "trust")]) == 0
+    gold = read_references(synthetic_build, split="all")
+    rng = np.random.default_rng(1)
+    extra = {(v, k): float(np.clip(rng.normal(3.5, 0.5), 1, 5)) for v in EXTRA_VIDEOS for k in DIMENSION_KEYS}
+    _noisy_judge({**gold, **extra}, folder / "judge.csv")
+    args = ["trust", "--judge", str(folder / "judge.csv"), "--experts", str(synthetic_build)]
+    # 80% intervals: a third of 40 videos is enough to set their conformal quantile (90% needs 9 per dimension).
+    assert main([*args, "--coverage", "0.8", "--bootstrap", "200", "--out", str(folder / "trust")]) == 0
     return folder
 
 
@@ -68,7 +75,7 @@ def test_the_synthetic_page_has_a_verdict_a_number_to_cite_a_yardstick_and_flags
     for rule in card["rules"]:  # every rule is stated, and either decided or withheld with its reason
         assert html.escape(rule["rule"]) in page and (rule["passed"] is not None or rule["withheld"])
     # The number to cite is `score`'s mean ICC on the expert-rated pairs, clinicians resampled, same draw.
-    gold = read_references(synthetic_build, split="train")
+    gold = read_references(synthetic_build, split="all")
     judge = predictions_to_mapping(read_predictions(synthetic_card / "judge.csv"))
     scored = score_predictions({k: v for k, v in judge.items() if k in gold}, gold, n_bootstrap=200, seed=0)
     cite = card["agreement"]["cite"]
@@ -80,7 +87,7 @@ def test_the_synthetic_page_has_a_verdict_a_number_to_cite_a_yardstick_and_flags
 def test_the_page_matches_estimate_and_its_counts(synthetic_card, synthetic_build, capsys):
     card = json.loads((synthetic_card / "trust" / "trust.json").read_text())
     args = ["estimate", "--judge", str(synthetic_card / "judge.csv"), "--experts", str(synthetic_build)]
-    assert main([*args, "--split", "train", "--bootstrap", "0", "--json"]) == 0
+    assert main([*args, "--bootstrap", "0", "--json"]) == 0
     estimate = json.loads(capsys.readouterr().out)
     for key in DIMENSION_KEYS:
         mine, theirs = card["estimates"]["result"]["dimensions"][key], estimate["dimensions"][key]
@@ -89,7 +96,7 @@ def test_the_page_matches_estimate_and_its_counts(synthetic_card, synthetic_buil
             theirs["ppi"]["width"] / theirs["classical"]["width"]
         )
     counts = card["counts"]
-    assert counts["n_judged_videos"] == 40 and counts["n_expert_videos"] == estimate["n_expert_videos"]
+    assert counts["n_judged_videos"] == 40 + len(EXTRA_VIDEOS) and counts["n_expert_videos"] == 40
 
 
 def test_below_the_floor_the_page_withholds_with_reasons_and_cannot_tell(synthetic_build, tmp_path, capsys):
@@ -218,3 +225,20 @@ def test_the_rules_and_the_headline_numbers_are_stated_in_the_docs_as_on_the_pag
     for name, text in [*RULES.items(), *HEADLINE_NUMBERS.items()]:
         assert f"- {name}: {text}" in page, name
     assert VERDICT_RULE in page
+
+
+def test_the_verdict_follows_its_stated_rule():
+    from eval_scripts.jobs.judge_card import verdict
+
+    def rules(**passed):
+        return [{"name": n, "passed": p, "withheld": "3 video(s)" if p is None else None} for n, p in passed.items()]
+
+    assert verdict(rules(agreement=True, calibration=True, width=True, ppi=True))["answer"] == "yes"
+    assert verdict(rules(agreement=False, calibration=True, width=True, ppi=False))["answer"] == "no"
+    assert verdict(rules(agreement=None, calibration=None, width=None, ppi=True))["answer"] == "cannot tell yet"
+    care = verdict(rules(agreement=False, calibration=True, width=True, ppi=True))
+    assert care["answer"] == "with care"
+    assert "per-video intervals" in care["sentence"] and "cohort means" in care["sentence"]
+    assert "not for its single scores in place of an expert's" in care["sentence"]
+    partial = verdict(rules(agreement=True, calibration=None, width=None, ppi=False))["sentence"]
+    assert "not for saving expert labels" in partial and "calibration and width yet" in partial

@@ -79,7 +79,7 @@ def format_card(card: dict) -> str:
     lines += [f"Verdict: {card['verdict']['sentence']}", "Rules:"]
     for rule in card["rules"]:
         result = f"withheld: {rule['withheld']}" if rule["withheld"] else ("holds" if rule["passed"] else "fails")
-        lines.append(f"  {rule['name']}: {result}; {rule['value']}")
+        lines.append(f"  {rule['name']}: {result}" + (f"; {rule['value']}" if rule["value"] else ""))
     lines.append(f"Cite: mean ICC(3,1) {pct(cite['value'])}% {interval}: {cite['what']}.")
     lines += ["Flags:"] + [f"  - {flag}" for flag in card["flags"]] if card["flags"] else ["Flags: none"]
     return "\n".join(lines)

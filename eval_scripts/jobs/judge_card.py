@@ -520,14 +520,13 @@ def verdict(rules: list[dict]) -> dict:
         "width": "its intervals, which are no narrower than knowing nothing about the video",
         "ppi": "saving expert labels",
     }
-    return {
-        "answer": "with care",
-        "sentence": "With care: use it for "
-        + (", ".join(uses) if uses else "nothing on its own yet")
-        + "; not for "
-        + "; ".join(not_for[name] for name in failed)
-        + ".",
-    }
+    withheld = [r["name"] for r in rules if r["passed"] is None]
+    sentence = "With care: use it for " + (", ".join(uses) if uses else "nothing on its own yet")
+    if failed:
+        sentence += "; not for " + "; ".join(not_for[name] for name in failed)
+    if withheld:
+        sentence += "; too few rated videos to judge its " + " and ".join(withheld) + " yet"
+    return {"answer": "with care", "sentence": sentence + "."}
 
 
 def judge_flags(card: dict, inputs: CardInputs) -> list[str]:
