@@ -78,3 +78,13 @@ def test_score_scores_a_judge_on_every_video_on_the_videos_with_gold(cv_job, syn
     # Against every split nothing is left aside.
     assert main([*args[:-2], "--split", "all", "--bootstrap", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["left_aside"]["n_pairs"] == 0
+
+
+def test_a_cross_validation_run_is_labelled_by_its_folds_and_fold_seed():
+    """In a report or a leaderboard, an out-of-fold run is never shown as one more configuration of the test split."""
+    from eval_scripts.formats.results import options_label
+
+    assert options_label({"decoding": {"cv_folds": 5, "fold_seed": 2, "grouping": "clinician"}}) == [
+        "5-fold CV, fold seed 2"
+    ]
+    assert options_label({"decoding": {"alpha": 1.0}}) == []
