@@ -221,7 +221,7 @@ def _going_further(card: dict) -> str:
         + _table(
             ["dimension", "labels, PPI++", "labels, experts only", "videos (ICC)", "clinicians (ICC)"], rows, "plan"
         )
-        + f"<p>{_esc(further['icc']['note'])}.</p>"
+        + (f"<p>{_esc(further['icc']['note'])}.</p>" if further["icc"].get("note") else "")
     )
 
 
