@@ -195,6 +195,9 @@ def test_the_real_page_for_the_text_ridge(real_text_oof, real_text_build, tmp_pa
     assert calibration["n_pairs"] == 800 and len(calibration["dimensions"]) == 8
     assert all(e["no_judge_width"] > 0 for e in calibration["dimensions"].values())
     assert card["biases"]["transcript_length"]["p_value"] is not None  # the build holds the transcripts
+    further = card["going_further"]
+    for key, entry in further["labels"]["dimensions"].items():  # how many more than the 100 rated
+        assert further["more_labels_ppi"][key] == max(0, entry["ppi_labels"] - 100)
     low, high = card["agreement"]["cite"]["ci"]
     assert low < card["agreement"]["cite"]["value"] < high
 

@@ -422,7 +422,17 @@ def _going_further(inputs: CardInputs, seed: int) -> dict:
         )
     except DataError as err:
         return {"withheld": err.what}
-    return {"labels": labels, "icc": icc, "mean_half_width": MEAN_HALF_WIDTH, "icc_half_width": ICC_HALF_WIDTH}
+    more = {}
+    for key, entry in labels["dimensions"].items():  # how many more than the experts rated already
+        needed, have = entry.get("ppi_labels"), entry.get("n_pilot_labelled")
+        more[key] = None if needed is None or have is None else max(0, int(needed) - int(have))
+    return {
+        "labels": labels,
+        "more_labels_ppi": more,
+        "icc": icc,
+        "mean_half_width": MEAN_HALF_WIDTH,
+        "icc_half_width": ICC_HALF_WIDTH,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- verdict

@@ -208,6 +208,7 @@ def _going_further(card: dict) -> str:
         [
             _esc(DIMENSION_BY_KEY[key].abbreviation),
             str(labels[key].get("ppi_labels") or MISSING),
+            MISSING if further["more_labels_ppi"].get(key) is None else str(further["more_labels_ppi"][key]),
             str(labels[key].get("classical_labels") or MISSING),
             str(icc[key].get("videos") or MISSING),
             str(icc[key].get("clinicians") or MISSING),
@@ -219,7 +220,16 @@ def _going_further(card: dict) -> str:
         f"(<code>mis-bench plan labels</code>), and videos and clinicians for an ICC(3,1) CI of +/- "
         f"{further['icc_half_width']:g} (<code>mis-bench plan icc</code>), the expert-rated videos as the pilot:</p>"
         + _table(
-            ["dimension", "labels, PPI++", "labels, experts only", "videos (ICC)", "clinicians (ICC)"], rows, "plan"
+            [
+                "dimension",
+                "labels, PPI++",
+                "more than rated",
+                "labels, experts only",
+                "videos (ICC)",
+                "clinicians (ICC)",
+            ],
+            rows,
+            "plan",
         )
         + (f"<p>{_esc(further['icc']['note'])}.</p>" if further["icc"].get("note") else "")
     )
