@@ -211,6 +211,19 @@ RESEARCH_USE = (
     "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "
     "training, hiring or patient-facing evaluation (the paper's ethics statement)"
 )
+# The headline numbers a judge shows across the README, reports, `score` and the trust pages, each named once: which
+# one to cite, and what the others are (reports, `mis-bench trust` and docs/trust-card.md print this list).
+HEADLINE_NUMBERS: dict[str, str] = {
+    "mean ICC": "the mean ICC(3,1) over the eight dimensions (the paper's Mean column), with its 95% CI from "
+    "resampling clinicians with all their videos: the number to cite",
+    "mean over fold seeds": "for a model evaluated by cross-validation over every video (`run --cv-folds`), the mean "
+    "ICC averaged over the fold seeds, with its range over them: the number to cite for such a model",
+    "per-seed CV": "the mean ICC of one cross-validation partition (each video predicted out of fold): one draw of "
+    "the figure above",
+    "test split": "the mean ICC on one split's videos (100 of 996): a wider CI, and it moves with the split",
+    "Overall": "the ICC(3,1) of each video's mean over the eight dimensions (`All` in `score`): agreement on a "
+    "video's total, higher because the dimensions' errors partly cancel; beside the mean ICC, never instead of it",
+}
 # `mis-bench calibrate`'s choices and defaults (mis_icc_metric.calibration), here so the command line stays light.
 CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
 DEFAULT_CALIBRATION_METHOD = "isotonic"

@@ -57,6 +57,7 @@ __all__ = [
     "read_prediction_file",
     "PredictionFile",
     "check_predicted_pairs",
+    "gold_pairs_only",
     "read_references",
     "predictions_to_mapping",
     "read_video_ids",
@@ -404,6 +405,24 @@ def check_predicted_pairs(file: PredictionFile, references: Mapping[Key, object]
         n_other = sum((r["video_id"], r["dimension"]) not in references for r in file.records) - 1
         more = f" (and {n_other} more prediction(s) without gold)" if n_other else ""
         raise _no_gold(_side(PREDICTIONS_SIDE, file.path), number, key, videos, where, more)
+
+
+def gold_pairs_only(file: PredictionFile, references: Mapping[Key, object], where: str) -> tuple[list[dict], dict]:
+    """A judge file that also covers videos without gold (a judge on every video, experts on a few): the records
+    that have gold, and what was left aside ({"n_pairs", "n_videos", "examples": up to 3 video ids}), so the
+    output can say it. None of them with gold is the error `check_predicted_pairs` gives (the wrong references)."""
+    kept = [r for r in file.records if (r["video_id"], r["dimension"]) in references]
+    if not kept:
+        check_predicted_pairs(file, references, where)
+    aside = [r for r in file.records if (r["video_id"], r["dimension"]) not in references]
+    videos = sorted({r["video_id"] for r in aside})
+    kept_videos = {r["video_id"] for r in kept}
+    return kept, {
+        "n_pairs": len(aside),
+        "n_videos": len(set(videos) - kept_videos),
+        "examples": videos[:3],
+        "why": f"no gold in {where}",
+    }
 
 
 def read_video_ids(path: str | Path) -> list[str]:

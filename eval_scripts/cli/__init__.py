@@ -19,6 +19,7 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `cache`: `mis-bench cache check|merge`.
 - `calibrate`: `mis-bench calibrate` (and `--apply`).
 - `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
+- `trust_card`: `mis-bench trust` (one page answering "can I use this judge?": verdict, number to cite, flags).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
 - `given`: which options the user typed, recorded as argparse parses them (`given_flags`).
 - `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
@@ -67,6 +68,7 @@ from eval_scripts.cli import (
     stats,
     synth,
     train,
+    trust_card,
 )
 from eval_scripts.cli.given import RECORDED_ACTIONS, recording
 from mis_bench_dataset.toolkit.errors import (
@@ -90,6 +92,7 @@ SUBCOMMANDS = (
     calibrate,
     estimate,
     plan,
+    trust_card,
     run,
     batch,
     backends,

@@ -137,8 +137,8 @@ def _add_default_job_options(parser: argparse.ArgumentParser) -> None:
         type=bounded_int(0, 50),
         default=DEFAULT_CV_FOLDS,
         metavar="K",
-        help="also cross-validate the baselines over every video: K folds grouped by clinician "
-        f"(default: {DEFAULT_CV_FOLDS}, off)",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician, each fold seed's "
+        f"out-of-fold predictions written as a run under OUT/cv/ (default: {DEFAULT_CV_FOLDS}, off)",
     )
     group.add_argument(
         "--cv-seeds",

@@ -41,11 +41,13 @@ def changed_label(changed: Mapping[str, Any], *, sep: str = " ") -> list[str]:
 
 
 def options_label(system: Mapping[str, Any]) -> list[str]:
-    """What tells a model run from another of the same model and setting, from its recorded decoding: the
-    expected-score readout, the number of samples, the decoding options changed from the defaults, and the
-    backend's answer-changing options set (`dtype float16`)."""
+    """What tells a model run from another of the same model and setting, from its recorded decoding: a
+    cross-validation's folds and fold seed, the expected-score readout, the number of samples, the decoding options
+    changed from the defaults, and the backend's answer-changing options set (`dtype float16`)."""
     decoding = system.get("decoding") or {}
     parts = []
+    if isinstance(decoding.get("cv_folds"), int):  # a `run --cv-folds` run: every video predicted out of fold
+        parts.append(f"{decoding['cv_folds']}-fold CV, fold seed {decoding.get('fold_seed')}")
     if decoding.get("score_from") not in (None, "text"):
         parts.append(f"{decoding['score_from']} readout")
     if isinstance(decoding.get("samples"), int) and decoding["samples"] > 1:

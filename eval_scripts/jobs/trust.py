@@ -21,6 +21,7 @@ from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
     DIMENSION_BY_KEY,
+    HEADLINE_NUMBERS,
     MIN_PLAN_RESAMPLES,
     RESAMPLE_UNITS,
 )
@@ -144,6 +145,11 @@ def purpose_section(data: TrustData) -> str:
             f"protocol) or **clinician** (clinicians drawn with all their videos, the toolkit's default), "
             f"{data.n_bootstrap:,} resamples, seed {data.seed}, 95% percentile intervals. The gold is the rounded "
             "mean of the raters (the paper's rule, §3.2) from the authors' `coding.csv`.",
+            "",
+            f"Which number is which: the **mean ICC** is {HEADLINE_NUMBERS['mean ICC']}; **Overall** is "
+            f"{HEADLINE_NUMBERS['Overall'].split(' (`All`', 1)[0]}, {HEADLINE_NUMBERS['Overall'].split(': ', 1)[1]} "
+            "([which number to cite](workflow.md#which-number-to-cite)). For a judge of your own, `mis-bench trust` "
+            "gives one page with the verdict ([A judge on every video, experts on a few](workflow.md)).",
         ]
     )
 

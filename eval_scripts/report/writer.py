@@ -62,7 +62,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS, HEADLINE_NUMBERS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
@@ -78,9 +78,10 @@ SYNTHETIC_NOTICE = (
     "videos or expert ratings. They show the pipeline works; they say nothing about any model's skill."
 )
 OVERALL_NOTE = (
-    "Overall: the eight predicted scores averaged per video against the averaged gold scores; a video "
-    "with any unparseable dimension is excluded (paper Table 3 caption). Human ceiling: single-rater "
-    "ICC(3,1) among the expert raters (paper Table 2)."
+    f"Mean ICC: {HEADLINE_NUMBERS['mean ICC']}. Overall: the eight predicted scores averaged per video against the "
+    "averaged gold scores; a video with any unparseable dimension is excluded (paper Table 3 caption); "
+    f"{HEADLINE_NUMBERS['Overall'].split(': ', 1)[1]}. Human ceiling: single-rater ICC(3,1) among the expert raters "
+    "(paper Table 2)."
 )
 _RANK_COLOURS = {1: "#f4b6b6", 2: "#b9d3f3", 3: "#f8e59a"}  # the paper's red, blue, yellow
 _CSS = """
