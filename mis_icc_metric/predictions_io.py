@@ -41,7 +41,6 @@ import numpy as np
 from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN, resolve_dimension
 from mis_bench_dataset.release.labels import LONG_COLUMNS as RATING_COLUMNS
 from mis_bench_dataset.release.labels import map_wide_header, table_form
-from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import JSONInputError, loads_strict, read_json
@@ -527,24 +526,25 @@ def _write_rows(handle, rows: list[dict], suffix: str) -> None:
 
 def _scoring_columns(directory: Path, split: str) -> tuple[list[str], list[str], np.ndarray]:
     """video_id, dimension and score of one split (or "all", every split the build wrote, in split order)
-    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.dataset.loading`)."""
-    from mis_bench_dataset.dataset.loading import load_build
+    of the `scoring` config, read straight from its Parquet shards with pyarrow (`datasets` is not imported: a
+    statistics command needs three columns, not a `Dataset`)."""
+    from mis_bench_dataset.dataset.format import check_build_dir, read_columns, resolve_splits
 
+    build = check_build_dir(directory, ("scoring",))
     needed = ["video_id", "dimension", "score"]
     videos: list[str] = []
     dims: list[str] = []
     scores: list[np.ndarray] = []
-    with load_build(directory, "scoring", None if split == ALL_SPLITS else split) as loaded:
-        parts = [loaded[name] for name in SPLITS if name in loaded] if split == ALL_SPLITS else [loaded]
-        for dataset in parts:
-            absent = [c for c in needed if c not in dataset.column_names]
-            if absent:
-                raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
-            table = dataset.select_columns(needed).with_format("arrow")[:]
-            videos += table.column("video_id").to_pylist()
-            dims += table.column("dimension").to_pylist()
-            scores.append(table.column("score").to_numpy(zero_copy_only=False).copy())  # float32: widened later
-            del table
+    for name in resolve_splits(build, split, "scoring"):
+        try:
+            table = read_columns(build, "scoring", name, needed)
+        except DataError as err:
+            if "missing" in str(err):
+                raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s): {err}") from None
+            raise
+        videos += table.column("video_id").to_pylist()
+        dims += table.column("dimension").to_pylist()
+        scores.append(table.column("score").to_numpy(zero_copy_only=False).astype(np.float32, copy=True))
     return videos, dims, np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
 
 

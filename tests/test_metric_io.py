@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.release import labels as labels_module
 from mis_bench_dataset.release.labels import table_form, write_gold_wide, write_ratings_long
-from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.video_ids import ID_COLUMNS
 from mis_icc_metric import predictions_io
 from mis_icc_metric.predictions_io import (
@@ -167,7 +167,7 @@ def test_references_from_a_dataset_folder_widen_float32(tmp_path):
     _, references = make_scores(n=6, seed=0)
     directory = write_scoring_dataset(tmp_path / "ds", references)
     assert read_references(directory, split="test") == references
-    with pytest.raises(DataError, match="split 'validation'"):
+    with pytest.raises(UsageError, match="split 'validation' is not in this build"):  # as every command says it
         read_references(directory, split="validation")
 
 
