@@ -90,6 +90,45 @@ def ppi_mean(
     return _interval(imputed + rectifier.mean(), np.sqrt(imputed_var + rectifier.var() / n), confidence, lam)
 
 
+def stratified_ppi_mean(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    yhat_unlabeled: np.ndarray,
+    strata: np.ndarray,
+    strata_unlabeled: np.ndarray,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    lam: float | None = None,
+) -> Interval:
+    """Stratified PPI++: `ppi_mean` in each stratum (lambda tuned per stratum), weighted by the stratum's share
+    of all videos, N_h / N; standard error sqrt(sum (N_h / N)^2 se_h^2). For an expert set drawn at random
+    *within* each stratum at a share that differs between strata (a known design: 30% of T1, 5% of T2): plain
+    PPI++ then over-weights the heavily labelled strata in its rectifier and is biased, this is not.
+    `strata`/`strata_unlabeled`: each labelled / unlabelled video's stratum. `lam=0.0` gives the stratified
+    experts-only mean. Every stratum needs `MIN_LABELLED` labelled videos (the caller checks: `stratum_counts`).
+    The returned lambda is the strata's mean lambda, weighted as the estimate is."""
+    y, yhat, yhat_unlabeled = (np.asarray(a, dtype=np.float64) for a in (y, yhat, yhat_unlabeled))
+    strata, strata_unlabeled = np.asarray(strata, dtype=object), np.asarray(strata_unlabeled, dtype=object)
+    names = sorted({*strata.tolist(), *strata_unlabeled.tolist()}, key=str)
+    total = y.size + yhat_unlabeled.size
+    estimate, variance, weighted_lam = 0.0, 0.0, 0.0
+    z = normal_quantile(confidence)
+    for name in names:
+        lab, unl = strata == name, strata_unlabeled == name
+        part = ppi_mean(y[lab], yhat[lab], yhat_unlabeled[unl], confidence=confidence, lam=lam)
+        weight = (lab.sum() + unl.sum()) / total
+        estimate += weight * part.estimate
+        variance += (weight * part.width / (2 * z)) ** 2
+        weighted_lam += weight * part.lam
+    return _interval(estimate, np.sqrt(variance), confidence, weighted_lam)
+
+
+def stratum_counts(strata: np.ndarray, labelled: np.ndarray) -> dict[str, tuple[int, int]]:
+    """{stratum: (labelled videos, all videos)}, for the caller's check that every stratum has `MIN_LABELLED`."""
+    strata, labelled = np.asarray(strata, dtype=object), np.asarray(labelled, dtype=bool)
+    return {str(h): (int((labelled & (strata == h)).sum()), int((strata == h).sum())) for h in np.unique(strata)}
+
+
 def classical_mean(y: np.ndarray, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """The mean of the expert labels alone, with its CLT interval (`ppi_py.classical_mean_ci`)."""
     y = np.asarray(y, dtype=np.float64)
