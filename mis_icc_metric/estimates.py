@@ -186,6 +186,9 @@ def _difference_block(dim: _Dimension, a: str, b: str, confidence: float) -> dic
     return block
 
 
+_LISTED = 24  # the shortages an error line names before "and k more" (one per clinician stratum can be 78)
+
+
 def _check_labelled(dims: dict[str, _Dimension], groups: tuple[str, ...], by: str | None, missed: dict) -> None:
     """Every (group, dimension) (and stratum, with `--strata`) has the labelled videos an estimate needs; else one
     error listing all that lack them. `missed[key]`: labelled videos the judge left unscored on that dimension
@@ -208,7 +211,7 @@ def _check_labelled(dims: dict[str, _Dimension], groups: tuple[str, ...], by: st
         hint = "have the judge score the labelled videos it left unscored, or " if any(missed.values()) else ""
         raise DataError(
             f"too few expert-labelled videos for an estimate (at least {MIN_LABELLED} per {per}dimension): "
-            f"{', '.join(short)}",
+            f"{', '.join(short[:_LISTED])}" + (f" and {len(short) - _LISTED} more" if len(short) > _LISTED else ""),
             hint=hint
             + "label more of these videos"
             + (", or use a coarser --strata" if stratified else "")

@@ -214,8 +214,8 @@ def format_estimates(result: dict) -> str:
         lines.append(
             f"{plan['unit']}-bootstrap CI: PPI++ recomputed in each resample, {plan['method']}; "
             f"{plan['n_resamples']} resamples of {plan['n_clusters']} {plan['unit']}s, seed {plan['seed']}; "
-            f"at most {undefined} resample(s) undefined in a row (a CI is withheld past "
-            f"{result['floor']['max_undefined_share']:.0%})."
+            f"undefined resamples (fewer than 2 labelled or no unlabelled video drawn): at most {undefined} in a "
+            f"row, a CI is withheld past {result['floor']['max_undefined_share']:.0%}."
         )
     if not result["labelled_set_check"]["warning"]:
         lines += _check_lines(result["labelled_set_check"])
