@@ -250,7 +250,8 @@ def weighted_ppi_means(
     labelled video where `labelled` is True: one mask for every row (n,), or one per row (B, n) (which videos an
     expert labelled in each simulated draw). Every moment is one matrix product, no loop over rows. `y` is read
     only where labelled; `include` (n,) leaves out the videos where it is False (a subgroup, with one shared
-    weight matrix for every group). A row with fewer than `MIN_LABELLED` labelled or no unlabelled video gives NaN.
+    weight matrix for every group). A row with fewer than `MIN_LABELLED` labelled videos gives NaN; one with no
+    unlabelled video the labelled mean (lambda 0), as `ppi_mean` does.
     """
     yhat = np.asarray(yhat, dtype=np.float64)
     mask = np.asarray(labelled, dtype=bool)
@@ -277,9 +278,11 @@ def weighted_ppi_means(
         var_unl = np.maximum(unl[:, 2] / big_n - mean_unl**2, 0.0)
         rect_mean = mean_y - lam * mean_hat
         rect_var = np.maximum(mean_yy - 2 * lam * mean_y_hat + lam**2 * mean_hat_hat - rect_mean**2, 0.0)
-        estimate = lam * mean_unl + rect_mean
-        se = np.sqrt(lam**2 * var_unl / big_n + rect_var / n)
-    defined = (n >= MIN_LABELLED) & (big_n > 0)
+        # No unlabelled video drawn: lambda 0, the labelled mean (as `ppi_mean` gives), not an undefined resample.
+        none = big_n == 0
+        estimate = np.where(none, mean_y, lam * mean_unl + rect_mean)
+        se = np.where(none, np.sqrt(rect_var / n), np.sqrt(lam**2 * var_unl / big_n + rect_var / n))
+    defined = n >= MIN_LABELLED
     return np.where(defined, estimate, np.nan), np.where(defined, se, np.nan), lam
 
 

@@ -350,3 +350,18 @@ def test_estimate_with_strata_on_a_stratified_design(tmp_path, capsys):
         replicates.append(stratified_ppi_mean(y[rl], yhat[rl], yhat[ru], time[rl], time[ru]).estimate)
     low, high = np.quantile(replicates, [0.025, 0.975])
     assert clustered["dimensions"][dim]["ci"] == pytest.approx([low, high], abs=1e-10)
+
+
+def test_a_resample_without_unlabelled_videos_is_the_labelled_mean_not_undefined():
+    """A stratum (or set) whose videos are all labelled: each resample's estimate is `ppi_mean`'s, the labelled
+    mean (lambda 0), so a fully labelled stratum does not make every stratified resample undefined."""
+    from mis_icc_metric.ppi import weighted_ppi_means
+
+    rng = np.random.default_rng(6)
+    strata, gold, judge = _stratified_population(rng, (30,))
+    counts = rng.multinomial(30, np.full(30, 1 / 30), size=20).astype(float)
+    estimate, _, lam = weighted_ppi_means(counts, np.ones(30, bool), gold, judge)
+    for b, count in enumerate(counts.astype(int)):
+        rows = np.repeat(np.arange(30), count)
+        assert estimate[b] == pytest.approx(ppi_mean(gold[rows], judge[rows], []).estimate, abs=1e-12)
+    assert np.all(lam == 0)

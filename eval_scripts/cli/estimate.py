@@ -165,11 +165,11 @@ def _check_lines(check: dict) -> list[str]:
     """PPI's assumption checked: a WARNING when the labelled videos do not look random, else one quiet line."""
     if check["warning"]:
         return [f"WARNING: {check['warning']}."]
-    within = f" within {check['strata']}" if check["strata"] else ""
+    within = f" within each {check['strata'].replace('_', ' ')}" if check["strata"] else ""
+    shares = ", ".join(by.replace("_", " ") for by in check["shares"])
     return [
         f"Labelled vs unlabelled videos{within}: no check flags (the judge's mean score per dimension, the "
-        f"labelled share by time point, stimulus and clinician; a random labelled set is flagged at most "
-        f"{check['alpha']:.0%} of the time)."
+        f"labelled share by {shares}; a random labelled set is flagged at most {check['alpha']:.0%} of the time)."
     ]
 
 
@@ -211,11 +211,13 @@ def format_estimates(result: dict) -> str:
             [b["n_undefined"] for b in clustered["dimensions"].values()]
             + [b["n_undefined"] for g in ("groups", "differences") for t in clustered[g].values() for b in t.values()]
         )
+        where = " in a stratum" if result.get("strata") else ""
         lines.append(
-            f"{plan['unit']}-bootstrap CI: PPI++ recomputed in each resample, {plan['method']}; "
+            f"{plan['unit']}-bootstrap CI: {'stratified ' if result.get('strata') else ''}PPI++ recomputed in each "
+            f"resample, {plan['method']}; "
             f"{plan['n_resamples']} resamples of {plan['n_clusters']} {plan['unit']}s, seed {plan['seed']}; "
-            f"undefined resamples (fewer than 2 labelled or no unlabelled video drawn): at most {undefined} in a "
-            f"row, a CI is withheld past {result['floor']['max_undefined_share']:.0%}."
+            f"undefined resamples (fewer than 2 labelled videos drawn{where}): "
+            f"at most {undefined} in a row, a CI is withheld past {result['floor']['max_undefined_share']:.0%}."
         )
     if not result["labelled_set_check"]["warning"]:
         lines += _check_lines(result["labelled_set_check"])
