@@ -170,6 +170,13 @@ def _warning(judge: dict, shares: dict, strata: str | None) -> str | None:
             )
     if not found:
         return None
+    clinicians = shares.get("clinician")
+    if clinicians and clinicians["flagged"] and all(g["share"] in (0.0, 1.0) for g in clinicians["groups"].values()):
+        found.append(
+            "the labelled videos are whole clinicians: if those were drawn at random (a cluster sample), the "
+            "estimate stays unbiased (the differences above are the clinicians drawn) but only the "
+            "clinician-bootstrap CI allows for the design"
+        )
     design = f"like a random subset within each {strata.replace('_', ' ')}" if strata else "like a random subset"
     return (
         f"the expert-labelled videos do not look {design} of the judged ones: {'; '.join(found)}. PPI++ and the "

@@ -365,3 +365,17 @@ def test_a_resample_without_unlabelled_videos_is_the_labelled_mean_not_undefined
         rows = np.repeat(np.arange(30), count)
         assert estimate[b] == pytest.approx(ppi_mean(gold[rows], judge[rows], []).estimate, abs=1e-12)
     assert np.all(lam == 0)
+
+
+def test_a_cluster_sample_of_whole_clinicians_is_flagged_and_told_what_still_holds():
+    videos, judge, _ = _cohort(n_clinicians=40)
+    array = np.array([[judge[(v, d)] for d in DIMENSION_KEYS] for v in videos])
+    drawn = {f"SY{1000 + c}" for c in np.random.default_rng(8).choice(40, 10, replace=False)}
+    labelled = np.array([v[:6] in drawn for v in videos])
+    dims = {d: (np.arange(len(videos)), array[:, j], labelled) for j, d in enumerate(DIMENSION_KEYS)}
+    check = check_labelled_set(videos, dims)
+    assert check["shares"]["clinician"]["flagged"] and not check["shares"]["time_point"]["flagged"]
+    assert "are whole clinicians" in check["warning"] and "clinician-bootstrap CI" in check["warning"]
+    labelled[0] = not labelled[0]  # one video off: no longer whole clinicians, no such sentence
+    dims = {d: (np.arange(len(videos)), array[:, j], labelled) for j, d in enumerate(DIMENSION_KEYS)}
+    assert "whole clinicians" not in check_labelled_set(videos, dims)["warning"]
