@@ -243,7 +243,7 @@ def estimate_means(
     labelled videos. `strata`: the grouping the expert labels were drawn within at known shares (stratified
     PPI++, `ppi.stratified_ppi_mean`), or None (a uniformly random subset). `resampling`: a `Resampling` over
     `sorted judged videos` (see `judged_videos`) adds the clustered variant. Every CI follows the floor rule
-    (`reporting_floor`); each row's `cite` names the one to cite; `labelled_set_check` says whether the labelled
+    (`reporting_floor`); each row's `cite` names the one to cite; `labelled_check` says whether the labelled
     videos look random (`seed`: its Monte Carlo p-values).
     """
     for name, value, choices in (("group", by, GROUPINGS), ("stratify", strata, STRATA)):
@@ -279,7 +279,7 @@ def estimate_means(
         "n_expert_videos_not_judged": len(expert_videos - set(videos)),
         "dimensions_not_judged": not_judged,
         "floor": floor_description(),
-        "labelled_set_check": check_labelled_set(
+        "labelled_check": check_labelled_set(
             videos, {k: (d.rows, d.yhat, d.labelled) for k, d in dims.items()}, strata=strata, seed=seed
         ),
         "dimensions": {

@@ -130,9 +130,14 @@ def check_labelled_set(
     for check in [*judge.values(), *shares.values()]:
         check["flagged"] = check["p"] is not None and check["p"] < threshold
     warning = _warning(judge, shares, strata)
+    defined = {k: c for k, c in judge.items() if c["smd"] is not None}
+    largest = max(defined, key=lambda k: abs(defined[k]["smd"]), default=None)
     return {
         "looks_random": warning is None,
         "warning": warning,
+        # The judge-score difference of largest size (signed, in the judge's SDs) and its dimension, for a summary.
+        "smd": None if largest is None else defined[largest]["smd"],
+        "smd_dimension": largest,
         "method": METHOD,
         "strata": strata,
         "alpha": CHECK_ALPHA,

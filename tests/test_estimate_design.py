@@ -177,9 +177,11 @@ def test_an_expert_set_of_the_judges_top_scored_videos_warns(tmp_path, capsys):
     mean = {v: np.mean([judge[(v, d)] for d in DIMENSION_KEYS]) for v in videos}
     top = sorted(videos, key=lambda v: -mean[v])[: len(videos) // 10]
     result, text = _cli(tmp_path, capsys, judge, _labelled(gold, top), "--bootstrap", "0")
-    check = result["labelled_set_check"]
+    check = result["labelled_check"]
     assert check["looks_random"] is False and "WARNING: the expert-labelled videos do not look" in text
     assert all(c["flagged"] and c["smd"] > 1 for c in check["judge_score"].values())
+    largest = max(check["judge_score"], key=lambda k: check["judge_score"][k]["smd"])
+    assert check["smd_dimension"] == largest and check["smd"] == check["judge_score"][largest]["smd"]
     assert "--strata" in check["warning"]
 
 
@@ -188,7 +190,7 @@ def test_an_expert_set_from_one_time_point_warns(tmp_path, capsys):
     rng = np.random.default_rng(3)
     t1 = rng.choice([v for v in videos if "_T1_" in v], len(videos) // 10, replace=False)
     result, text = _cli(tmp_path, capsys, judge, _labelled(gold, t1), "--bootstrap", "0")
-    check = result["labelled_set_check"]
+    check = result["labelled_check"]
     assert check["looks_random"] is False and check["shares"]["time_point"]["flagged"]
     assert check["shares"]["time_point"]["groups"]["T2"]["share"] == 0.0
     assert "by time point (T1: 30% labelled, 10% expected" in text
@@ -329,11 +331,11 @@ def test_estimate_with_strata_on_a_stratified_design(tmp_path, capsys):
     ]
     experts = _labelled(gold, chosen)
     result, text = _cli(tmp_path, capsys, judge, experts, "--strata", "time_point", "--bootstrap", "0")
-    assert result["strata"] == "time_point" and result["labelled_set_check"]["looks_random"]
-    assert "time_point" not in result["labelled_set_check"]["shares"] and "WARNING" not in text
+    assert result["strata"] == "time_point" and result["labelled_check"]["looks_random"]
+    assert "time_point" not in result["labelled_check"]["shares"] and "WARNING" not in text
     assert "stratified by time_point" in text and "within each time_point" in result["assumes"]
     plain, _ = _cli(tmp_path, capsys, judge, experts, "--bootstrap", "0")
-    assert plain["labelled_set_check"]["shares"]["time_point"]["flagged"]  # without the design: warned
+    assert plain["labelled_check"]["shares"]["time_point"]["flagged"]  # without the design: warned
     dim = DIMENSION_KEYS[5]
     time = np.array([v.split("_")[1] for v in videos])
     y = np.array([gold[(v, dim)] for v in videos])

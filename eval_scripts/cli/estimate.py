@@ -183,8 +183,8 @@ def format_estimates(result: dict) -> str:
         f"Mean scores by PPI++{design}: the judge on {result['n_judged_videos']} videos, experts on "
         f"{result['n_expert_videos']} ({result['n_expert_videos_not_judged']} of them not judged, left out).",
     ]
-    if result["labelled_set_check"]["warning"]:
-        lines += _check_lines(result["labelled_set_check"])
+    if result["labelled_check"]["warning"]:
+        lines += _check_lines(result["labelled_check"])
     if result.get("dimensions_not_judged"):
         from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 
@@ -219,8 +219,8 @@ def format_estimates(result: dict) -> str:
             f"undefined resamples (fewer than 2 labelled videos drawn{where}): "
             f"at most {undefined} in a row, a CI is withheld past {result['floor']['max_undefined_share']:.0%}."
         )
-    if not result["labelled_set_check"]["warning"]:
-        lines += _check_lines(result["labelled_set_check"])
+    if not result["labelled_check"]["warning"]:
+        lines += _check_lines(result["labelled_check"])
     lines.append(f"{result['judge_only_note'][0].upper()}{result['judge_only_note'][1:]}.")
     lines.append(f"{result['purpose'][0].upper()}{result['purpose'][1:]}.")
     return "\n".join(lines)
