@@ -5,6 +5,11 @@ classical one (the expert labels alone) and the judge-only one (the judge's mean
 judge has: its CI does not know that). Optionally a clinician-clustered variant: the same PPI++ estimator
 recomputed in every resample of a `Resampling` (clinicians drawn with replacement, all their videos kept), with
 percentile CIs, for when videos of one clinician are not independent draws.
+
+Never confidently wrong: every CI follows `reporting_floor` (withheld with its reason below the labelled videos or
+clinicians it needs, past the share of undefined resamples, at zero width); each row's `cite` names the one CI to
+cite; `labelled_check` (`mis_icc_metric.labelled_check`) says whether the labelled videos look like a random subset,
+and `strata` (a known design: random within time points, stimuli or clinicians) gives stratified PPI++.
 """
 
 from __future__ import annotations
