@@ -57,8 +57,6 @@ CLINICIANS_UNDER = 0.10  # ... at most this share of the labelled clinicians
 WIDTH_DIMENSIONS = 6  # intervals: the judge's narrower than the no-judge one on at least this many dimensions
 PPI_GAIN = 0.90  # estimates: PPI++ CIs at most this wide, relative to experts only, averaged over dimensions
 BIAS_LEVEL = 0.05 / 3  # biased by: the equal-bias tests' level (0.05, Bonferroni over the three groupings)
-LABELLED_SMD = 0.25  # the labelled set looks random unless |standardized difference| of the judge's mean reaches
-LABELLED_P = 0.05  # this and Welch's t-test of the difference is below this level (a small set differs by chance)
 CALIBRATION_FOLDS = 3  # fit, calibrate and evaluate on three disjoint sets of clinicians, rotated
 MEAN_HALF_WIDTH = 0.05  # going further: expert labels for a cohort mean's CI of +/- this many score points
 ICC_HALF_WIDTH = 0.10  # going further: videos and clinicians for an ICC(3,1) CI of +/- this
@@ -295,7 +293,7 @@ def _estimates(inputs: CardInputs) -> dict:
     try:
         result = json_safe(estimate_means(inputs.judge, inputs.gold))
     except DataError as err:
-        return {"withheld": err.what, "labelled_set": labelled_set_check(inputs, None)}
+        return {"withheld": err.what, "labelled_set": labelled_set_check(None, err.what)}
     ratios = {}
     for key, block in result["dimensions"].items():
         classical = block["classical"]["width"]
@@ -310,50 +308,17 @@ def _estimates(inputs: CardInputs) -> dict:
             key: block["judge_only"]["estimate"] - block["ppi"]["estimate"]
             for key, block in result["dimensions"].items()
         },
-        "labelled_set": labelled_set_check(inputs, result),
+        "labelled_set": labelled_set_check(result),
     }
 
 
-def labelled_set_check(inputs: CardInputs, estimate: dict | None) -> dict:
-    """Does the labelled set look like a random draw of the judged videos? `estimate`'s own check when its JSON has
-    one (`labelled_check`), else the standardized difference of the judge's per-video mean score, labelled minus
-    unlabelled, and the labelled share per time point."""
-    from mis_bench_dataset.video_ids import parse_video_id
-
+def labelled_set_check(estimate: dict | None, withheld: str | None = None) -> dict:
+    """Does the labelled set look like a random draw of the judged videos? `estimate`'s own check
+    (`mis_icc_metric.labelled_check`, in `estimate_means`'s `labelled_check`): one rule for the command and the
+    page; when the estimate could not be made, the check is withheld with its reason."""
     if estimate and isinstance(estimate.get("labelled_check"), Mapping):
-        return {"source": "estimate", **estimate["labelled_check"]}
-    per_video: dict[str, list[float]] = {}
-    for (video, _), value in inputs.judge.items():
-        if value is not None:
-            per_video.setdefault(video, []).append(value)
-    labelled_videos = {video for video, _ in inputs.gold}
-    means = {video: float(np.mean(values)) for video, values in per_video.items()}
-    inside = np.array([m for v, m in means.items() if v in labelled_videos])
-    outside = np.array([m for v, m in means.items() if v not in labelled_videos])
-    shares = {}
-    for video in means:
-        point = parse_video_id(video).time_point
-        shares.setdefault(point, [0, 0])[video in labelled_videos] += 1
-    out = {
-        "source": "trust page",
-        "n_labelled": int(inside.size),
-        "n_unlabelled": int(outside.size),
-        "labelled_share_by_time_point": {p: n[1] / (n[0] + n[1]) for p, n in sorted(shares.items())},
-        "smd": None,
-    }
-    out["p_value"] = None
-    if inside.size >= 2 and outside.size >= 2:
-        from scipy import stats
-
-        pooled = np.sqrt((inside.var(ddof=1) + outside.var(ddof=1)) / 2)
-        out["smd"] = float((inside.mean() - outside.mean()) / pooled) if pooled > 0 else None
-        out["p_value"] = float(stats.ttest_ind(inside, outside, equal_var=False).pvalue) if pooled > 0 else None
-    out["rule"] = (
-        f"flagged when |standardized difference| >= {LABELLED_SMD:g} and Welch's t-test p < {LABELLED_P:g} (the "
-        "judge's per-video mean, labelled against unlabelled videos)"
-    )
-    out["looks_random"] = out["smd"] is None or abs(out["smd"]) < LABELLED_SMD or out["p_value"] >= LABELLED_P
-    return out
+        return dict(estimate["labelled_check"])
+    return {"looks_random": None, "warning": None, "withheld": withheld or "no estimate"}
 
 
 def _biases(inputs: CardInputs, n_bootstrap: int, seed: int) -> dict:
@@ -561,10 +526,7 @@ def judge_flags(card: dict, inputs: CardInputs) -> list[str]:
         flags.append(f"The number to cite has no CI: {card['agreement']['cite']['withheld']}.")
     check = card["estimates"].get("labelled_set") or {}
     if check.get("looks_random") is False:
-        flags.append(
-            f"The expert-rated videos do not look like a random draw (the judge's mean differs by {check['smd']:+.2f}"
-            " standard deviations from the unrated videos'): PPI++ and the agreement assume a random draw."
-        )
+        flags.append(f"{check['warning']} PPI++ and the agreement assume a random draw.")
     calibration = card["calibration"]
     if calibration.get("worst"):
         named = ", ".join(f"{w['clinician']} ({w['coverage']:.0%} of {w['n']} pairs)" for w in calibration["worst"])
