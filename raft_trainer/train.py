@@ -426,7 +426,8 @@ def run_setting(script_args, training_args) -> dict:
 
 def method_record(script_args, training_args) -> dict:
     """The run's name in the comparison of methods (`method`: the objective or `regression`; `grpo`; `cot-` and the
-    objective for CoT-RAFT; `raw` untrained), and the completion style when it is not the score line."""
+    objective for CoT-RAFT; `raw` untrained), and the completion style when it is not the score line (with CoT, the
+    analysis' token budget its predictions use: `mis-bench run` on the folder reads it the same way)."""
     from raft_trainer.cot import COT_COMPLETION, SCORE_COMPLETION
     from raft_trainer.methods import RAFT_METHOD
 
@@ -441,6 +442,8 @@ def method_record(script_args, training_args) -> dict:
     record = {"method": method}
     if training_args.completion_style != SCORE_COMPLETION:
         record["completion_style"] = training_args.completion_style
+    if training_args.completion_style == COT_COMPLETION:
+        record["rationale_max_new_tokens"] = script_args.rationale_max_new_tokens
     return record
 
 

@@ -81,3 +81,30 @@ def test_run_objects_print_in_one_short_line_and_share_scores(tmp_path):
     assert run.scores is scores
     text = repr(run)
     assert len(text) < 200 and "overall_icc=0.412" in text and "mean_icc=0.310" in text and "r.json" in text
+
+
+@pytest.mark.slow
+def test_a_cot_raft_model_folder_gets_scores_through_the_harness(tmp_path, synthetic_build, capsys):
+    """The tiny model never writes "Final score" itself: read at its own declared score it gets none; read as the
+    trainer reads CoT-RAFT (analysis, then the score line prefilled), which `run` takes from setting.json, every
+    row gets one."""
+    pytest.importorskip("torch")
+    from raft_trainer.tiny import save_tiny_model
+
+    folder = save_tiny_model(tmp_path / "cot-raft")
+    record = {"prompt_style": "direct", "completion_style": "cot", "method": "cot-raft", "rationale_max_new_tokens": 6}
+    (folder / "setting.json").write_text(json.dumps({"modality": "text", "input_source": "auto", **record}))
+    args = ["run", "--backend", "transformers", "--model", str(folder), "--dataset", str(synthetic_build)]
+    args += ["--limit", "1", "--device", "cpu", "--no-progress", "--json", "--bootstrap", "0"]
+    assert main([*args, "--out", str(tmp_path / "runs")]) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert "--prompt cot" in captured.err and "-M final_score=prefilled" in captured.err
+    assert summary["parsed"] == summary["rows"] == 8 and summary["truncated"] == 0
+    with open(summary["results"], encoding="utf-8") as handle:
+        results = json.load(handle)
+    assert results["system"]["backend_options"] == {"final_score": "prefilled"}
+    assert results["system"]["decoding"]["max_new_tokens"] == 6
+    declared = main([*args, "--out", str(tmp_path / "declared"), "-M", "final_score=declared"])
+    summary = json.loads(capsys.readouterr().out)
+    assert declared == 1 and summary["parsed"] == 0  # the answer's own final score: none written

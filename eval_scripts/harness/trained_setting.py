@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +33,20 @@ ADOPTED_FLAGS: dict[str, str] = {
     "prompt_style": "--prompt",
     "input_source": "--input-source",
     "score_from": "--score-from",
+    "max_new_tokens": "--max-tokens",
 }
+FINAL_SCORE_OPTION = "final_score"  # the transformers backend's option of where a CoT answer's score is read
 
 
 @dataclass(frozen=True)
 class TrainedSetting:
     """The run options a trained model folder asks for, and where they were read."""
 
-    values: dict[str, str]  # RunConfig field -> the value the model was trained (and predicted) with
+    values: dict[str, Any]  # RunConfig field -> the value the model was trained (and predicted) with
     method: str
     source: Path
+    # The transformers backend's options the trainer's readout needs (`-M KEY=VALUE`): CoT-RAFT's prefilled score.
+    backend_options: dict[str, str] = field(default_factory=dict)
 
 
 def read_trained_setting(model: str | Path) -> TrainedSetting | None:
@@ -63,16 +67,20 @@ def read_trained_setting(model: str | Path) -> TrainedSetting | None:
         "modality": _field(record, "modality", MODALITY_SETTINGS, path),
         "prompt_style": _prompt_style(record, path),
     }
+    backend_options: dict[str, str] = {}
     if record.get("completion_style") is not None:
         from raft_trainer.cot import COT_COMPLETION  # (imports torch: only for a folder that names a completion)
 
         if record["completion_style"] == COT_COMPLETION:  # CoT-RAFT: an analysis, then "Final score: x.y", read there
             values["prompt_style"] = COT_PROMPT_STYLE
+            backend_options[FINAL_SCORE_OPTION] = "prefilled"  # the trainer's readout: analysis, then the score line
+            if isinstance(record.get("rationale_max_new_tokens"), int):
+                values["max_new_tokens"] = record["rationale_max_new_tokens"]  # the analysis' budget in training
     if record.get("input_source") in INPUT_SOURCES:
         values["input_source"] = record["input_source"]
     method = str(record.get("method") or "")
     values["score_from"] = SCORE_REGRESSION if method == SCORE_REGRESSION else SCORE_EXPECTED  # one name: the head
-    return TrainedSetting(values, method, path)
+    return TrainedSetting(values, method, path, backend_options)
 
 
 def _field(record: Mapping[str, Any], key: str, choices: Collection[str], path: Path) -> str:
@@ -89,6 +97,14 @@ def _prompt_style(record: Mapping[str, Any], path: Path) -> str:
         return canonical_prompt_style(record.get("prompt_style"))
     except ValueError as err:
         raise DataError(f"{path}: prompt_style: {err}", hint="rewrite it with `mis-bench train`") from None
+
+
+def adopt_backend_options(trained: TrainedSetting, given: list[str]) -> tuple[list[str], list[str]]:
+    """(the `-M KEY=VALUE` items to add, notes): each backend option the trainer's readout needs that the user's own
+    `-M` items (`given`) do not set."""
+    set_keys = {item.split("=", 1)[0].strip() for item in given}
+    added = [f"{key}={value}" for key, value in trained.backend_options.items() if key not in set_keys]
+    return added, [f"-M {item}" for item in added]
 
 
 def adopt_trained_setting(
