@@ -41,7 +41,7 @@ from mis_bench_dataset.dimensions import (
     N_CLINICIANS,
 )
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_icc_metric.bootstrap import block_means, bootstrap_blocks, percentile_ci, point_blocks
+from mis_icc_metric.bootstrap import block_means, bootstrap_blocks, percentile_ci, point_blocks, resample_counts
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
 from mis_icc_metric.ppi import normal_quantile
 from mis_icc_metric.reporting_floor import (
@@ -192,6 +192,31 @@ def clinician_correlation(influence: np.ndarray, valid: np.ndarray, clusters: np
     return rho, (counts >= 2).sum(axis=0), np.where(counts >= 2, counts, 0).sum(axis=0).astype(int)
 
 
+def variance_draws(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray, weights: np.ndarray, m: float):
+    """(B, D) the ICC's variance per video at m videos per clinician, sigma^2 (1 + (m - 1) rho) (m = 1: sigma^2
+    alone), recomputed in each clinician resample of the pilot (`weights`: (B, C) how often each clinician is
+    drawn): how far the pilot pins what a plan scales. NaN where a resample leaves it undefined."""
+    out = np.full((weights.shape[0], ratings.shape[1]), np.nan)
+    for c in range(ratings.shape[1]):  # a few dimensions; the resamples are vectorised
+        use = valid[:, c]
+        y, x, group = ratings[use, c, 0], ratings[use, c, 1], clusters[use]
+        w = weights[:, group]
+        total = w.sum(axis=1, keepdims=True)
+        dy, dx = y - (w * y).sum(1, keepdims=True) / total, x - (w * x).sum(1, keepdims=True) / total
+        var_sum = ((w * (dy**2 + dx**2)).sum(1, keepdims=True)) / total
+        with np.errstate(invalid="ignore", divide="ignore"):
+            icc = 2 * (w * dy * dx).sum(1, keepdims=True) / total / var_sum
+            influence = (2 * dy * dx - icc * (dy**2 + dx**2)) / var_sum
+            members = np.zeros((group.size, weights.shape[1]))
+            members[np.arange(group.size), group] = 1.0
+            sums, squares, sizes = influence @ members, influence**2 @ members, members.sum(axis=0)
+            sigma2 = (weights * squares).sum(1) / (weights * sizes).sum(1)
+            pairs = (weights * sizes * (sizes - 1)).sum(1)
+            rho = (weights * (sums**2 - squares)).sum(1) / pairs / sigma2
+        out[:, c] = sigma2 * (design_effect_at(rho, m) if m > 1 else 1.0)
+    return out
+
+
 def design_effect_at(rho: np.ndarray, videos_per_clinician: float) -> np.ndarray:
     """1 + (m - 1) rho, rho clipped to [0, 1]: a pilot's negative estimate does not promise a narrower CI."""
     return 1 + (videos_per_clinician - 1) * np.clip(rho, 0.0, 1.0)
@@ -276,6 +301,8 @@ HEADLINE = {
     "two exchangeable, normally distributed raters, which a judge that spreads its scores differently from the gold "
     "breaks; both carry the same design effect, so where they part it is that assumption",
 }
+# Past this ratio between the ends of a plan's range, the output says the pilot pins the size only loosely.
+LOOSE_RANGE = 2.0
 # Past this ratio between Bonett's size and the headline, the output says the pilot is far from Bonett's model.
 BONETT_APART = 1.5
 
@@ -305,11 +332,7 @@ def plan_icc(
             hint="give every clinician available, the pilot's included",
         )
     grid = _grid(len(videos))
-    widths = np.empty((grid.size, len(keys)))
-    for g, size in enumerate(grid):
-        replicates = _replicates(ratings, valid, np.arange(len(videos)), len(videos), size, n_resamples, seed)
-        bounds = percentile_ci(replicates, confidence)
-        widths[g] = (bounds[:, 1] - bounds[:, 0]) / 2
+    widths = _half_widths(ratings, valid, grid, (n_resamples, seed), confidence)
     clustered = design.unit == "clinician"
     influence = icc_influence(ratings, valid)
     rho, with_pairs, pair_videos = clinician_correlation(influence, valid, pilot_clusters)
@@ -319,6 +342,16 @@ def plan_icc(
     pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, design.unit))["icc"]
     pilot_bounds = percentile_ci(pilot_reps, confidence)
     header = _header(design, n_resamples, seed, confidence, videos)
+    header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
+    clinician_draws = make_resampling(videos, min(n_resamples, RANGE_RESAMPLES), seed, "clinician")
+    spread = variance_draws(
+        ratings,
+        valid,
+        pilot_clusters,
+        resample_counts(clinician_draws.draws, n_pilot_clinicians),
+        design.videos_per_clinician if clustered else 1.0,
+    )
+    point = np.nanmean(influence**2, axis=0, where=valid) * np.where(np.isfinite(effect), effect, np.nan)
     dims = {}
     for c, key in enumerate(keys):
         facts = _PlanFacts(
@@ -334,6 +367,8 @@ def plan_icc(
             "the pilot's CI",
         )
         reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
+        entry.update(_size_range(spread[:, c] / point[c], facts.support, needed[c], entry, design))
+        factors = entry.pop("range_factors")
         bonett = bonett_sample_size(icc[c], 2 * half_width, confidence=confidence)
         usable = entry["design_effect"] is not None
         design_bonett = int(np.ceil(1 + (bonett - 1) * effect[c])) if usable and np.isfinite(effect[c]) else None
@@ -350,6 +385,11 @@ def plan_icc(
             "reachable_half_width": (
                 _spread_at(grid, widths[:, c], reachable_videos) * float(np.sqrt(effect[c])) if usable else None
             ),
+            "reachable_half_width_range": (
+                None
+                if factors is None
+                else [_spread_at(grid, widths[:, c], reachable_videos) * float(np.sqrt(effect[c] * f)) for f in factors]
+            ),
             "bonett_videos": bonett if usable else None,
             "bonett_design_videos": design_bonett,
             "bonett_clinicians": bonett_clinicians,
@@ -363,6 +403,58 @@ def plan_icc(
         "warnings": _icc_warnings(dims, design),
         "note": _NOTE,
     }
+
+
+PLAN_RANGE = 0.8
+# Clinician resamples of the pilot behind a plan's range (the range is a guide, not a CI: fewer suffice).
+RANGE_RESAMPLES = 1000
+_RANGE = (
+    "the sizes that the ICC's variance at the stated videos per clinician (its delta-method terms and their "
+    "within-clinician correlation) would give in the central share of clinician resamples of the pilot: how far "
+    "the pilot pins the plan"
+)
+
+
+def _size_range(factors: np.ndarray, support: Support, units: int | None, entry: dict, design: StudyDesign) -> dict:
+    """The plan's range over clinician resamples of the pilot: the size scaled by the variance's percentiles over
+    its point value, or the reason it is withheld (the reporting rule: floor, undefined resamples)."""
+    if entry["design_effect"] is None:
+        return {
+            "range_factors": None,
+            "videos_needed_range": None,
+            "clinicians_needed_range": None,
+            "range_withheld": None,
+        }
+    tail = (1 - PLAN_RANGE) / 2
+    bounds = np.nanquantile(factors, [tail, 1 - tail]) if np.isfinite(factors).any() else [np.nan, np.nan]
+    kept, facts = guarded_interval(factors, support, bounds, "the plan's range")
+    if kept is None:
+        return {
+            "range_factors": None,
+            "videos_needed_range": None,
+            "clinicians_needed_range": None,
+            "range_withheld": facts["withheld"],
+        }
+    videos = None if units is None else [max(int(np.ceil(units * f)), MIN_CI_VIDEOS) for f in kept]
+    return {
+        "range_factors": kept,
+        "videos_needed_range": videos,
+        "clinicians_needed_range": None
+        if videos is None
+        else [int(np.ceil(v / design.videos_per_clinician)) for v in videos],
+        "range_withheld": None,
+    }
+
+
+def _half_widths(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None], confidence: float) -> np.ndarray:
+    """(sizes x D) percentile CI half-widths of the ICC with m videos drawn from the pilot at each grid size m
+    (`draws`: resamples a size and the seed)."""
+    n = ratings.shape[0]
+    widths = np.empty((grid.size, ratings.shape[1]))
+    for g, size in enumerate(grid):
+        bounds = percentile_ci(_replicates(ratings, valid, np.arange(n), n, size, *draws), confidence)
+        widths[g] = (bounds[:, 1] - bounds[:, 0]) / 2
+    return widths
 
 
 @dataclass(frozen=True)
@@ -460,6 +552,16 @@ def _icc_warnings(dims: dict, design: StudyDesign) -> list[str]:
         and e.get("bonett_design_videos")
         and max(e["videos"], e["bonett_design_videos"]) > BONETT_APART * min(e["videos"], e["bonett_design_videos"])
     ]
+    loose = [
+        e["abbreviation"]
+        for e in dims.values()
+        if e.get("videos_needed_range") and e["videos_needed_range"][1] > LOOSE_RANGE * e["videos_needed_range"][0]
+    ]
+    if loose:
+        warnings.append(
+            f"the pilot pins the size only loosely on {', '.join(loose)} (the range's ends differ by more than "
+            f"{LOOSE_RANGE:g}x): plan toward its upper end, or pilot more clinicians with two or more videos"
+        )
     if apart:
         warnings.append(
             f"Bonett's size and the resampled one differ by more than {BONETT_APART}x on {', '.join(apart)}: the "

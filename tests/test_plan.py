@@ -227,10 +227,16 @@ def test_the_planned_size_holds_at_a_clustering_the_pilot_does_not_have():
     target, key = 0.08, DIMENSION_KEYS[0]
     pilot = _mappings(*_clustered_study(np.random.default_rng(0), [2] * 266 + [1] * 68))
     design = StudyDesign(videos_per_clinician=12.8, clinicians=100_000)
-    entry = plan_icc(*pilot, half_width=target, design=design, n_resamples=400, seed=0)["dimensions"][key]
+    entry = plan_icc(*pilot, half_width=target, design=design, n_resamples=200, seed=0)["dimensions"][key]
     naive = StudyDesign(videos_per_clinician=600 / 334, clinicians=100_000)
-    naive_videos = plan_icc(*pilot, half_width=target, design=naive, n_resamples=400, seed=0)["dimensions"][key]
+    naive_videos = plan_icc(*pilot, half_width=target, design=naive, n_resamples=200, seed=0)["dimensions"][key]
     assert entry["design_effect"] > 2 and entry["more_videos"] == entry["videos"] - 600
+    low, high = entry["videos_needed_range"]
+    assert low <= entry["videos"] <= high and entry["clinicians_needed_range"][1] == math.ceil(high / 12.8)
+    # A smaller pilot (75 clinicians with two videos, not 266) pins the size more loosely.
+    small = _mappings(*_clustered_study(np.random.default_rng(0), [2] * 75))
+    loose = plan_icc(*small, half_width=target, design=design, n_resamples=200, seed=0)["dimensions"][key]
+    assert loose["videos_needed_range"][1] / loose["videos_needed_range"][0] > high / low
 
     def realized(n_videos: int, n_clinicians: int) -> float:
         rng, widths = np.random.default_rng(100), []

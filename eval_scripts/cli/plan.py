@@ -85,6 +85,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="labels: videos the judge will score (default: as many as in --predictions)",
     )
+    _add_design(parser)
+    add_confidence(parser)
+    add_bootstrap(parser, minimum=MIN_PLAN_RESAMPLES, what="resamples at each size tried (icc, difference)")
+    add_resample(parser)
+    add_seed(parser)
+    parser.add_argument(
+        "--out", type=Path, default=None, metavar="FILE.json", help="also write the result as JSON (default: none)"
+    )
+    add_json(parser, what="the result")
+    parser.set_defaults(func=run)
+
+
+def _add_design(parser: argparse.ArgumentParser) -> None:
+    """`--videos-per-clinician` and `--clinicians`: the study a plan sizes (`planning.StudyDesign`)."""
     parser.add_argument(
         "--videos-per-clinician",
         type=positive_float,
@@ -101,15 +115,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="icc, difference: the clinicians that exist, the pilot's included; no plan asks for more "
         f"(default: the benchmark's {N_CLINICIANS})",
     )
-    add_confidence(parser)
-    add_bootstrap(parser, minimum=MIN_PLAN_RESAMPLES, what="resamples at each size tried (icc, difference)")
-    add_resample(parser)
-    add_seed(parser)
-    parser.add_argument(
-        "--out", type=Path, default=None, metavar="FILE.json", help="also write the result as JSON (default: none)"
-    )
-    add_json(parser, what="the result")
-    parser.set_defaults(func=run)
 
 
 def _needs(args: argparse.Namespace) -> None:
@@ -221,22 +226,32 @@ def _format_sizes(result: dict) -> list[str]:
         f"Planned study (assumed): {design['videos_per_clinician']:.1f} videos per clinician "
         f"(--videos-per-clinician), at most {design['clinicians_available']} clinicians (--clinicians), its CI "
         f"resampling {design['resample']}s. Totals include the pilot; (+N): beyond it.",
-        f"{'dim':<6} {'design eff.':>11} {'videos (more)':>16} {'clinicians (more)':>18} {analytic + ' videos':>15}"
+        f"{'dim':<6} {'design eff.':>11} {'videos (more)':>16} {'clinicians (more)':>18}"
+        + (f" {'range needed':>13}" if target == "icc" else "")
+        + f" {analytic + ' videos':>15}"
         + (f" {everyone:>13}" if target == "icc" else f" {'pilot ICCs':>14}"),
     ]
     for r in rows:
         effect = "-" if r["design_effect"] is None else f"{r['design_effect']:.2f}"
         beside = r["bonett_design_videos"] if target == "icc" else r["analytic_design_videos"]
+        needed = ""
         if target == "icc":
-            best = r["reachable_half_width"]
+            best, span = r["reachable_half_width"], r["videos_needed_range"]
             extra = f" {'-' if best is None else f'{best:.3f}':>13}"
+            needed = f" {'-' if span is None else f'{span[0]:,}-{span[1]:,}':>13}"
         else:
             extra = f" {100 * r['pilot_icc_a']:>6.1f} {100 * r['pilot_icc_b']:>6.1f}"
         lines.append(
             f"{r['abbreviation']:<6} {effect:>11} {_more(r['videos'], r['more_videos']):>16} "
-            f"{_more(r['clinicians'], r['more_clinicians']):>18} {_count(beside, '-'):>15}{extra}"
+            f"{_more(r['clinicians'], r['more_clinicians']):>18}{needed} {_count(beside, '-'):>15}{extra}"
         )
     lines += _withheld(rows)
+    if target == "icc":
+        lines.append(
+            f"Range needed: the videos the target needs over the central {result['range']['level']:.0%} of "
+            f"{result['range']['n_resamples']:,} clinician resamples of the pilot (not capped; a guide to how far the "
+            "pilot pins the plan, which misses a pilot whose clinicians are unrepresentative)."
+        )
     lines.append(
         f"Headline: the resampled videos and clinicians, with {analytic} x the same design effect beside them "
         f"('-': withheld, or past the clinicians available). Why: {result['headline']['why']}."
