@@ -120,6 +120,14 @@ class StudyDesign:
         if self.clinicians < 1:
             raise UsageError(f"the clinicians available must be at least 1, got {self.clinicians}")
 
+    def check_pilot(self, pilot_clinicians: int) -> None:
+        """A UsageError when the pilot alone has more clinicians than the study says exist."""
+        if pilot_clinicians > self.clinicians:
+            raise UsageError(
+                f"the pilot already has {pilot_clinicians} clinicians; --clinicians {self.clinicians} counts fewer",
+                hint="give every clinician available, the pilot's included",
+            )
+
     def describe(self) -> dict:
         return {
             "videos_per_clinician": float(self.videos_per_clinician),
@@ -326,11 +334,7 @@ def plan_icc(
     design = design or StudyDesign()
     videos, keys, ratings, valid = _pilot([predictions], references)
     pilot_clusters, n_pilot_clinicians, _ = _units(videos, "clinician")
-    if n_pilot_clinicians > design.clinicians:
-        raise UsageError(
-            f"the pilot already has {n_pilot_clinicians} clinicians; --clinicians {design.clinicians} counts fewer",
-            hint="give every clinician available, the pilot's included",
-        )
+    design.check_pilot(n_pilot_clinicians)
     grid = _grid(len(videos))
     widths = _half_widths(ratings, valid, grid, (n_resamples, seed), confidence)
     clustered = design.unit == "clinician"
@@ -343,14 +347,9 @@ def plan_icc(
     pilot_bounds = percentile_ci(pilot_reps, confidence)
     header = _header(design, n_resamples, seed, confidence, videos)
     header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
-    clinician_draws = make_resampling(videos, min(n_resamples, RANGE_RESAMPLES), seed, "clinician")
-    spread = variance_draws(
-        ratings,
-        valid,
-        pilot_clusters,
-        resample_counts(clinician_draws.draws, n_pilot_clinicians),
-        design.videos_per_clinician if clustered else 1.0,
-    )
+    draws = make_resampling(videos, min(n_resamples, RANGE_RESAMPLES), seed, "clinician")
+    m = design.videos_per_clinician if clustered else 1.0
+    spread = variance_draws(ratings, valid, pilot_clusters, resample_counts(draws.draws, n_pilot_clinicians), m)
     point = np.nanmean(influence**2, axis=0, where=valid) * np.where(np.isfinite(effect), effect, np.nan)
     dims = {}
     for c, key in enumerate(keys):
@@ -369,12 +368,8 @@ def plan_icc(
         reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
         entry.update(_size_range(spread[:, c] / point[c], facts.support, needed[c], entry, design))
         factors = entry.pop("range_factors")
-        bonett = bonett_sample_size(icc[c], 2 * half_width, confidence=confidence)
         usable = entry["design_effect"] is not None
-        design_bonett = int(np.ceil(1 + (bonett - 1) * effect[c])) if usable and np.isfinite(effect[c]) else None
-        bonett_clinicians = None if design_bonett is None else int(np.ceil(design_bonett / design.videos_per_clinician))
-        if bonett_clinicians is not None and bonett_clinicians > design.clinicians:  # never past the cap
-            design_bonett = bonett_clinicians = None
+        at_all = _spread_at(grid, widths[:, c], reachable_videos) * float(np.sqrt(effect[c])) if usable else None
         dims[key] = {
             "abbreviation": DIMENSION_BY_KEY[key].abbreviation,
             "pilot_icc": float(icc[c]),
@@ -382,17 +377,11 @@ def plan_icc(
             "pilot_half_width_withheld": pilot_facts["withheld"],
             **entry,
             "reachable_videos": reachable_videos if usable else None,
-            "reachable_half_width": (
-                _spread_at(grid, widths[:, c], reachable_videos) * float(np.sqrt(effect[c])) if usable else None
+            "reachable_half_width": at_all,
+            "reachable_half_width_range": None if factors is None else [at_all * float(np.sqrt(f)) for f in factors],
+            **_bonett_beside(
+                bonett_sample_size(icc[c], 2 * half_width, confidence=confidence), effect[c], design, usable
             ),
-            "reachable_half_width_range": (
-                None
-                if factors is None
-                else [_spread_at(grid, widths[:, c], reachable_videos) * float(np.sqrt(effect[c] * f)) for f in factors]
-            ),
-            "bonett_videos": bonett if usable else None,
-            "bonett_design_videos": design_bonett,
-            "bonett_clinicians": bonett_clinicians,
         }
     _refuse_when_nothing_plans(dims)
     return {
@@ -405,6 +394,19 @@ def plan_icc(
     }
 
 
+def _bonett_beside(bonett: int, effect: float, design: StudyDesign, usable: bool) -> dict:
+    """Bonett's n for independent videos, times the design effect, and its clinicians; None past the cap, and
+    all None where the plan is withheld for its pilot (`usable` False)."""
+    if not usable:
+        return {"bonett_videos": None, "bonett_design_videos": None, "bonett_clinicians": None}
+    videos = int(np.ceil(1 + (bonett - 1) * effect)) if np.isfinite(effect) else None
+    clinicians = None if videos is None else int(np.ceil(videos / design.videos_per_clinician))
+    if clinicians is not None and clinicians > design.clinicians:  # never past the clinicians available
+        videos = clinicians = None
+    return {"bonett_videos": bonett, "bonett_design_videos": videos, "bonett_clinicians": clinicians}
+
+
+# The central share of clinician resamples of the pilot a plan's range spans.
 PLAN_RANGE = 0.8
 # Clinician resamples of the pilot behind a plan's range (the range is a guide, not a CI: fewer suffice).
 RANGE_RESAMPLES = 1000
@@ -599,6 +601,7 @@ def plan_difference(
     if np.array_equal(ratings[:, :d], ratings[:, d:], equal_nan=True):
         raise DataError("the two judges give the same score to every pilot video", hint="compare two different judges")
     pilot_clusters, n_pilot_clinicians, _ = _units(videos, "clinician")
+    design.check_pilot(n_pilot_clinicians)
     influence = icc_influence(ratings, valid)
     paired = influence[:, :d] - influence[:, d:]
     rho, with_pairs, pair_videos = clinician_correlation(paired, valid[:, :d], pilot_clusters)
