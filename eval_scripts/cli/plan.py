@@ -21,6 +21,7 @@ from mis_bench_dataset.dimensions import (
     DEFAULT_VIDEOS_PER_CLINICIAN,
     MIN_PLAN_RESAMPLES,
     N_CLINICIANS,
+    N_VIDEOS,
     RESEARCH_USE,
 )
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
@@ -105,7 +106,8 @@ def _add_design(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_VIDEOS_PER_CLINICIAN,
         metavar="M",
         help="icc, difference: the videos each clinician of the planned study contributes, which sets the "
-        f"clustering its CI carries (default: the benchmark's {DEFAULT_VIDEOS_PER_CLINICIAN:.1f}, not the pilot's)",
+        f"clustering its CI carries (default: the benchmark's {N_VIDEOS} / {N_CLINICIANS} = "
+        f"{DEFAULT_VIDEOS_PER_CLINICIAN:g}, not the pilot's)",
     )
     parser.add_argument(
         "--clinicians",
