@@ -313,3 +313,7 @@ def test_label_planning_follows_the_floor_and_counts_the_labels_still_needed():
     flat = {k: 3.0 for k in pilot}
     with pytest.raises(DataError, match="same score"):
         plan_labels(predictions, flat, half_width=0.1)
+    # 16 labelled videos, all of two clinicians: enough videos, too few clinicians.
+    two = {k: v for k, v in gold.items() if int(k[0][2:6]) < 1002}
+    with pytest.raises(DataError, match=r"2 clinician\(s\); a planned label count needs at least 5"):
+        plan_labels(predictions, two, half_width=0.1)
