@@ -203,26 +203,38 @@ def clinician_correlation(influence: np.ndarray, valid: np.ndarray, clusters: np
 def variance_draws(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray, weights: np.ndarray, m: float):
     """(B, D) the ICC's variance per video at m videos per clinician, sigma^2 (1 + (m - 1) rho) (m = 1: sigma^2
     alone), recomputed in each clinician resample of the pilot (`weights`: (B, C) how often each clinician is
-    drawn): how far the pilot pins what a plan scales. NaN where a resample leaves it undefined."""
-    out = np.full((weights.shape[0], ratings.shape[1]), np.nan)
-    for c in range(ratings.shape[1]):  # a few dimensions; the resamples are vectorised
+    drawn): how far the pilot pins what a plan scales. With 2D blocks of two judges on the same videos
+    (`plan_difference`), pass `valid` of the first D only: the variance is then that of their paired difference.
+    NaN where a resample leaves it undefined."""
+    n_blocks = valid.shape[1]
+    out = np.full((weights.shape[0], n_blocks), np.nan)
+    for c in range(n_blocks):  # a few dimensions; the resamples are vectorised
         use = valid[:, c]
-        y, x, group = ratings[use, c, 0], ratings[use, c, 1], clusters[use]
+        group = clusters[use]
         w = weights[:, group]
-        total = w.sum(axis=1, keepdims=True)
-        dy, dx = y - (w * y).sum(1, keepdims=True) / total, x - (w * x).sum(1, keepdims=True) / total
-        var_sum = ((w * (dy**2 + dx**2)).sum(1, keepdims=True)) / total
+        influence = _resampled_influence(ratings[use, c], w)
+        if ratings.shape[1] > n_blocks:  # paired: the second judge's block of the same dimension
+            influence = influence - _resampled_influence(ratings[use, n_blocks + c], w)
+        members = np.zeros((group.size, weights.shape[1]))
+        members[np.arange(group.size), group] = 1.0
         with np.errstate(invalid="ignore", divide="ignore"):
-            icc = 2 * (w * dy * dx).sum(1, keepdims=True) / total / var_sum
-            influence = (2 * dy * dx - icc * (dy**2 + dx**2)) / var_sum
-            members = np.zeros((group.size, weights.shape[1]))
-            members[np.arange(group.size), group] = 1.0
             sums, squares, sizes = influence @ members, influence**2 @ members, members.sum(axis=0)
             sigma2 = (weights * squares).sum(1) / (weights * sizes).sum(1)
             pairs = (weights * sizes * (sizes - 1)).sum(1)
             rho = (weights * (sums**2 - squares)).sum(1) / pairs / sigma2
         out[:, c] = sigma2 * (design_effect_at(rho, m) if m > 1 else 1.0)
     return out
+
+
+def _resampled_influence(pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(B, n) `icc_influence` of one block's (n, 2) gold and judge in each resample weighted by `w` (B, n)."""
+    total = w.sum(axis=1, keepdims=True)
+    dy = pairs[:, 0] - (w * pairs[:, 0]).sum(1, keepdims=True) / total
+    dx = pairs[:, 1] - (w * pairs[:, 1]).sum(1, keepdims=True) / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_sum = (w * (dy**2 + dx**2)).sum(1, keepdims=True) / total
+        icc = 2 * (w * dy * dx).sum(1, keepdims=True) / total / var_sum
+        return (2 * dy * dx - icc * (dy**2 + dx**2)) / var_sum
 
 
 def design_effect_at(rho: np.ndarray, videos_per_clinician: float) -> np.ndarray:
@@ -616,9 +628,14 @@ def plan_difference(
     powers = _power(spreads, difference, z)
     needed = _smallest(grid, powers, power, rising=True)
     reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
+    draws = make_resampling(videos, min(n_resamples, RANGE_RESAMPLES), seed, "clinician")
+    m = design.videos_per_clinician if design.unit == "clinician" else 1.0
+    spread = variance_draws(ratings, valid[:, :d], pilot_clusters, resample_counts(draws.draws, n_pilot_clinicians), m)
+    point = np.nanmean(paired**2, axis=0, where=valid[:, :d]) * np.where(np.isfinite(effect), effect, np.nan)
     icc = point_blocks(ratings, valid)["icc"]
     pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, "video"))["icc"]
     header = _header(design, n_resamples, seed, 1 - level, videos)
+    header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
     z_power = norm.ppf(power)
     dims = {}
     for c, key in enumerate(keys):
@@ -632,6 +649,8 @@ def plan_difference(
             clustering=(float(rho[c]), int(with_pairs[c]), int(pair_videos[c])),
         )
         entry = _icc_entry(facts, design, header["pilot"], needed[c], float(effect[c]))
+        entry.update(_size_range(spread[:, c] / point[c], facts.support, needed[c], entry, design))
+        entry.pop("range_factors")
         analytic = 1 + (z + z_power) ** 2 * (va + vb - 2 * r * np.sqrt(va * vb)) / difference**2
         usable = entry["design_effect"] is not None
         at_all = _power(np.array([_spread_at(grid, spreads[:, c], reachable_videos)]), difference, z)[0]
@@ -643,8 +662,10 @@ def plan_difference(
             **entry,
             "reachable_videos": reachable_videos if usable else None,
             "reachable_power": float(at_all) if usable and np.isfinite(at_all) else None,
-            "analytic_videos": int(np.ceil(analytic)) if usable else None,
-            "analytic_design_videos": int(np.ceil(1 + (analytic - 1) * effect[c])) if usable else None,
+            **{  # the analytic size beside, as Bonett's is beside plan_icc's: analytic_videos, ..._clinicians
+                name.replace("bonett", "analytic"): value
+                for name, value in _bonett_beside(int(np.ceil(analytic)), effect[c], design, usable).items()
+            },
         }
     _refuse_when_nothing_plans(dims)
     return {

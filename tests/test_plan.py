@@ -150,6 +150,9 @@ def test_a_larger_difference_needs_fewer_videos():
     for entry in capped["dimensions"].values():
         assert entry["clinicians"] is None or entry["clinicians"] <= 25
         assert entry["clinicians"] is not None or "25 exist" in entry["withheld"]
+        assert entry["analytic_clinicians"] is None or entry["analytic_clinicians"] <= 25
+        low, high = entry["videos_needed_range"]
+        assert entry["videos"] is None or low <= entry["videos"] <= high
 
 
 def test_the_cli_round_trip_and_refusals(tmp_path, capsys):

@@ -228,32 +228,30 @@ def _format_sizes(result: dict) -> list[str]:
         f"Planned study (assumed): {design['videos_per_clinician']:.1f} videos per clinician "
         f"(--videos-per-clinician), at most {design['clinicians_available']} clinicians (--clinicians), its CI "
         f"resampling {design['resample']}s. Totals include the pilot; (+N): beyond it.",
-        f"{'dim':<6} {'design eff.':>11} {'videos (more)':>16} {'clinicians (more)':>18}"
-        + (f" {'range needed':>13}" if target == "icc" else "")
-        + f" {analytic + ' videos':>15}"
+        f"{'dim':<6} {'design eff.':>11} {'videos (more)':>16} {'clinicians (more)':>18} {'range needed':>13}"
+        + f" {analytic + ' videos':>16}"
         + (f" {everyone:>13}" if target == "icc" else f" {'pilot ICCs':>14}"),
     ]
     for r in rows:
         effect = "-" if r["design_effect"] is None else f"{r['design_effect']:.2f}"
         beside = r["bonett_design_videos"] if target == "icc" else r["analytic_design_videos"]
-        needed = ""
+        span = r["videos_needed_range"]
+        needed = f" {'-' if span is None else f'{span[0]:,}-{span[1]:,}':>13}"
         if target == "icc":
-            best, span = r["reachable_half_width"], r["videos_needed_range"]
+            best = r["reachable_half_width"]
             extra = f" {'-' if best is None else f'{best:.3f}':>13}"
-            needed = f" {'-' if span is None else f'{span[0]:,}-{span[1]:,}':>13}"
         else:
             extra = f" {100 * r['pilot_icc_a']:>6.1f} {100 * r['pilot_icc_b']:>6.1f}"
         lines.append(
             f"{r['abbreviation']:<6} {effect:>11} {_more(r['videos'], r['more_videos']):>16} "
-            f"{_more(r['clinicians'], r['more_clinicians']):>18}{needed} {_count(beside, '-'):>15}{extra}"
+            f"{_more(r['clinicians'], r['more_clinicians']):>18}{needed} {_count(beside, '-'):>16}{extra}"
         )
     lines += _withheld(rows)
-    if target == "icc":
-        lines.append(
-            f"Range needed: the videos the target needs over the central {result['range']['level']:.0%} of "
-            f"{result['range']['n_resamples']:,} clinician resamples of the pilot (not capped; a guide to how far the "
-            "pilot pins the plan, which misses a pilot whose clinicians are unrepresentative)."
-        )
+    lines.append(
+        f"Range needed: the videos the target needs over the central {result['range']['level']:.0%} of "
+        f"{result['range']['n_resamples']:,} clinician resamples of the pilot (not capped; a guide to how far the "
+        "pilot pins the plan, which misses a pilot whose clinicians are unrepresentative)."
+    )
     lines.append(
         f"Headline: the resampled videos and clinicians, with {analytic} x the same design effect beside them "
         f"('-': withheld, or past the clinicians available). Why: {result['headline']['why']}."
