@@ -359,9 +359,7 @@ def plan_icc(
     pilot_bounds = percentile_ci(pilot_reps, confidence)
     header = _header(design, n_resamples, seed, confidence, videos)
     header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
-    draws = make_resampling(videos, min(n_resamples, RANGE_RESAMPLES), seed, "clinician")
-    m = design.videos_per_clinician if clustered else 1.0
-    spread = variance_draws(ratings, valid, pilot_clusters, resample_counts(draws.draws, n_pilot_clinicians), m)
+    spread = _pilot_range_draws(ratings, valid, videos, design, (n_resamples, seed))
     point = np.nanmean(influence**2, axis=0, where=valid) * np.where(np.isfinite(effect), effect, np.nan)
     dims = {}
     for c, key in enumerate(keys):
@@ -621,16 +619,10 @@ def plan_difference(
     inflate = np.sqrt(np.where(np.isfinite(effect), effect, 1.0))
     grid = _grid(len(videos))
     z = norm.ppf(1 - level / 2)
-    spreads = np.empty((grid.size, d))
-    for g, size in enumerate(grid):
-        reps = _replicates(ratings, valid, np.arange(len(videos)), len(videos), size, n_resamples, seed)
-        spreads[g] = np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1) * inflate
-    powers = _power(spreads, difference, z)
-    needed = _smallest(grid, powers, power, rising=True)
+    spreads = _difference_spreads(ratings, valid, grid, (n_resamples, seed)) * inflate
+    needed = _smallest(grid, _power(spreads, difference, z), power, rising=True)
     reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
-    draws = make_resampling(videos, min(n_resamples, RANGE_RESAMPLES), seed, "clinician")
-    m = design.videos_per_clinician if design.unit == "clinician" else 1.0
-    spread = variance_draws(ratings, valid[:, :d], pilot_clusters, resample_counts(draws.draws, n_pilot_clinicians), m)
+    spread = _pilot_range_draws(ratings, valid[:, :d], videos, design, (n_resamples, seed))
     point = np.nanmean(paired**2, axis=0, where=valid[:, :d]) * np.where(np.isfinite(effect), effect, np.nan)
     icc = point_blocks(ratings, valid)["icc"]
     pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, "video"))["icc"]
@@ -639,9 +631,7 @@ def plan_difference(
     z_power = norm.ppf(power)
     dims = {}
     for c, key in enumerate(keys):
-        a, b = pilot_reps[:, c], pilot_reps[:, d + c]
-        keep = np.isfinite(a) & np.isfinite(b)
-        r = float(np.corrcoef(a[keep], b[keep])[0, 1]) if keep.sum() > 2 and a[keep].std() * b[keep].std() > 0 else 0.0
+        r = _replicate_correlation(pilot_reps[:, c], pilot_reps[:, d + c])
         va, vb = icc_variance_factor(icc[c]), icc_variance_factor(icc[d + c])
         facts = _PlanFacts(
             support=Support(int(valid[:, c].sum()), int(len(np.unique(pilot_clusters[valid[:, c]]))), "clinician"),
@@ -678,6 +668,33 @@ def plan_difference(
         "warnings": _icc_warnings(dims, design),
         "note": _NOTE,
     }
+
+
+def _difference_spreads(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None]) -> np.ndarray:
+    """(sizes x D) the SD of the paired ICC difference (first D blocks minus the next D) with m videos drawn
+    from the pilot at each grid size m (`draws`: resamples a size and the seed)."""
+    n, d = ratings.shape[0], ratings.shape[1] // 2
+    spreads = np.empty((grid.size, d))
+    for g, size in enumerate(grid):
+        reps = _replicates(ratings, valid, np.arange(n), n, size, *draws)
+        spreads[g] = np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
+    return spreads
+
+
+def _pilot_range_draws(ratings, valid, videos: list[str], design: StudyDesign, draws: tuple[int, int | None]):
+    """`variance_draws` over min(resamples, `RANGE_RESAMPLES`) clinician resamples of the pilot, at the design's
+    videos per clinician (1 where its CI treats videos as independent)."""
+    plan = make_resampling(videos, min(draws[0], RANGE_RESAMPLES), draws[1], "clinician")
+    m = design.videos_per_clinician if design.unit == "clinician" else 1.0
+    return variance_draws(ratings, valid, plan.clusters, resample_counts(plan.draws, plan.n_clusters), m)
+
+
+def _replicate_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """The correlation of two judges' ICC replicates over the resamples both define (0 where one does not vary)."""
+    keep = np.isfinite(a) & np.isfinite(b)
+    if keep.sum() <= 2 or not a[keep].std() * b[keep].std() > 0:
+        return 0.0
+    return float(np.corrcoef(a[keep], b[keep])[0, 1])
 
 
 def _power(spreads: np.ndarray, difference: float, z: float) -> np.ndarray:
