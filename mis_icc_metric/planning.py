@@ -17,8 +17,8 @@ exist, how its CI resamples), never the pilot's own clustering, and as totals an
 - `plan_labels`: the expert labels a PPI++ estimate of a mean needs for a CI half-width, against the
   experts-only estimate: the PPI++ variance with the pilot's moments at each n (closed form, no resampling).
 
-Each size comes with the range the pilot allows: the variance it scales recomputed in clinician resamples of
-the pilot (`variance_draws`), the central `PLAN_RANGE` of them. A pilot under the reporting floor
+The `icc` and `difference` sizes come with the range the pilot allows: the variance they scale recomputed in
+clinician resamples of the pilot (`variance_draws`), the central `PLAN_RANGE` of them. A pilot under the reporting floor
 (`reporting_floor`: videos, clinicians, labelled videos), a rater without spread, or too few clinicians with
 two videos to estimate the clustering gives no size: the reason instead. Resampling at size m extrapolates the
 pilot: it assumes the pilot's videos are representative.
