@@ -187,6 +187,11 @@ def prompt_style(name: str) -> PromptStyle:
 
 
 N_VIDEOS = 996
+# The clinicians those videos come from: the most a plan (`mis-bench plan --clinicians`) may ask for by default.
+N_CLINICIANS = 78
+# The videos per clinician a planned study is assumed to have (`mis-bench plan --videos-per-clinician`): the
+# benchmark's 996 / 78 = 12.8, not a pilot's own ratio (a 10% pilot has about 1.8).
+DEFAULT_VIDEOS_PER_CLINICIAN = N_VIDEOS / N_CLINICIANS
 # Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption).
 PAPER_BOOTSTRAP_RESAMPLES = 10_000
 # The one default resample count of every entry point (CLI, Python API, default job, baselines, metric): the paper's.
