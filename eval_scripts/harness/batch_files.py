@@ -38,7 +38,6 @@ from eval_scripts.backends.openai_backend import (
     parse_chat_completion,
     server_message,
 )
-from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder
 
@@ -103,7 +102,8 @@ def write_batch_files(
 ) -> list[Path]:
     """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
 
-    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced. `command` is the
+    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced; the parts are
+    published together and recorded once written. `command` is the
     one the user typed (`batch export`, or `run export` for `run --export-batch`), for the error lines.
     """
     path = Path(path).expanduser()
@@ -116,9 +116,7 @@ def write_batch_files(
         )
     folder = OutputFolder(path.parent, command=shown_command, arg=batch_arg(command), inputs=inputs)
     names = part_names(path, len(parts)) if parts else []
-    targets = folder.claim_all(names, EXPORT_WRITER)
-    for target, part in zip(targets, parts, strict=True):
-        write_atomic(target, b"".join(part))
+    targets = folder.publish(EXPORT_WRITER, {name: b"".join(part) for name, part in zip(names, parts, strict=True)})
     earlier = [path.name, *(p.name for p in path.parent.glob(f"{path.stem}-[0-9][0-9][0-9]{path.suffix}"))]
     for name in sorted(set(earlier) - set(names)):
         folder.remove_owned(name, EXPORT_WRITER)
