@@ -285,7 +285,26 @@ def find_problems(
         problems += _prediction_problems(predictions, video_ids, dimensions)
         if "outcomes" in obj:
             problems += _outcome_problems(obj["outcomes"], predictions)
+    problems += _interval_problems(obj.get("scores"))
     return list(dict.fromkeys(problems))
+
+
+def _interval_problems(scores: Any) -> list[str]:
+    """A recorded CI must have its lower bound at or below its upper one (the schema checked each is a number in
+    [-1, 1]): a hand-edited file is refused, never shown as an interval whose ends are swapped."""
+    if not isinstance(scores, Mapping):
+        return []
+    blocks = [("$.scores.overall", scores.get("overall"))]
+    dimensions = scores.get("dimensions")
+    if isinstance(dimensions, Mapping):
+        blocks += [(f"$.scores.dimensions.{key}", block) for key, block in dimensions.items()]
+    found = [(f"{path}.icc_ci", block.get("icc_ci")) for path, block in blocks if isinstance(block, Mapping)]
+    found.append(("$.scores.mean_icc_ci", scores.get("mean_icc_ci")))
+    return [
+        f"{path}: lower bound {ci[0]} is above the upper bound {ci[1]}"
+        for path, ci in found
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci) and ci[0] > ci[1]
+    ]
 
 
 def _outcome_problems(outcomes: Any, predictions: list[Any]) -> list[str]:

@@ -105,6 +105,45 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
 # ----------------------------------------------------------------------------- reading a cache file
 
 
+# The one schema of a cache record line, beyond its answer (`record_problem` judges that, and an unusable answer is
+# asked again): each field a record names its row and request with, and its type. A record carrying every KEYED
+# field must have the key those fields hash to (`cache_key`): a line edited by hand (another temperature, another
+# video) is refused, never served as the answer to a request it does not record.
+KEYED_FIELDS = ("backend", "model", "setting", "prompt_hash", "video_id", "dimension", "decoding")
+_RECORD_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "backend": (str,),
+    "model": (str,),
+    "setting": (dict,),
+    "prompt_hash": (str,),
+    "video_id": (str,),
+    "dimension": (str,),
+    "decoding": (dict,),
+    "error": (str, type(None)),
+    "attempts": (int,),
+    "latency_s": (int, float),
+    "created_at": (int, float),
+    "served_model": (str, type(None)),
+}
+_TYPE_NAMES = {str: "a string", dict: "an object", int: "an integer", float: "a number", type(None): "null"}
+
+
+def record_schema_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a cache record line fails the record schema (naming the field), or None."""
+    for name, types in _RECORD_FIELD_TYPES.items():
+        if name in record and (not isinstance(record[name], types) or isinstance(record[name], bool)):
+            wanted = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in types))
+            return f"field {name} is {type(record[name]).__name__}, not {wanted}"
+    if isinstance(record.get("attempts"), int) and record["attempts"] < 0:
+        return f"field attempts is {record['attempts']}, below 0"
+    keyed = all(name in record for name in KEYED_FIELDS)
+    if keyed and record["key"] != cache_key(**{name: record[name] for name in KEYED_FIELDS}):
+        return (
+            "field key is not the hash of the record's backend, model, setting, prompt_hash, video_id, dimension "
+            "and decoding: the line was edited after it was written"
+        )
+    return None
+
+
 def _is_header(obj: Any) -> bool:
     return isinstance(obj, dict) and obj.get("mis_bench_cache") == CACHE_VERSION
 
@@ -265,6 +304,13 @@ def scan_records(data: bytes, path: Path) -> Iterator[tuple[int, dict]]:
             missing = [f for f in ("key", "status") if not isinstance(record, dict) or f not in record]
             why = f"no {', '.join(missing)}" if missing else f"status {record.get('status')!r} or key not valid"
             raise CacheError(f"{path}, line {line_no}: malformed cache record ({why})")
+        problem = record_schema_problem(record)
+        if problem is not None:
+            raise CacheError(
+                f"{path}, line {line_no}: a cache record that fails its schema ({problem})",
+                where="--cache",
+                hint="remove that line (its row is asked again) or give another --cache; nothing was changed",
+            )
         yield line_no, record
 
 
@@ -393,17 +439,17 @@ class ResponseCache:
         handle.seek(0)
         data = handle.read()
         prove_cache(self.path, data)  # before anything is changed
+        end = data.rfind(b"\n") + 1
+        index = index_cache(data[:end], self.path)  # every complete line checked before anything is changed
         if not data:
             handle.write(HEADER_LINE)
             handle.flush()
-        end = data.rfind(b"\n") + 1
         if end < len(data):
             logger.warning(
                 "%s: dropping a torn last line (%d bytes) left by an interrupted run", self.path, len(data) - end
             )
             handle.truncate(end)
             handle.flush()
-        index = index_cache(data[:end], self.path)
         index.stats.torn_tail_bytes = len(data) - end
         self._index = index
         self._lines = data[:end].count(b"\n") + (0 if data else 1)
