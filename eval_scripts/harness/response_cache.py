@@ -14,10 +14,12 @@ or its first line a header or a record. Anything else (a JSON file, a Parquet sh
 file) is refused and left byte for byte as it was; so is a path inside the dataset or any input.
 Only a proven cache gets its torn last line repaired.
 
-**Records checked against the row they serve.** Every answer is validated when it is read (a
-response that is text, a finish reason that is text, token counts that are whole, non-negative
-and plausible, no non-finite number, no lone surrogate): one that fails (e.g. written by an older
-version from a hostile server) is not served, and the row is asked again. When a row is served,
+**Records checked against the row they serve.** Every answer is validated when it is read (the
+record's schema: its fields' types, and a key that is the hash of the backend, model, setting,
+prompt, video, dimension and decoding it records, so a hand-edited line is caught; a response that
+is text, a finish reason that is text, token counts that are whole, non-negative and plausible, no
+non-finite number, no lone surrogate): one that fails (edited, or written by an older version from a
+hostile server) is not served, it is named (line and field), and the row is asked again. When a row is served,
 the record's video, dimension and prompt hash must be the row's: a record naming another row
 is never served (logged, and the row asked again). Two usable answers for one row that differ
 (two machines' caches concatenated) are a conflict: the run stops before any call, naming both
@@ -92,6 +94,9 @@ def cache_key(
 
 def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why an `ok` record of a cache file cannot be served as an answer (None when it can)."""
+    schema = record_schema_problem(record)
+    if schema is not None:
+        return schema
     if "response" not in record:
         return "an answer without a response"
     problem = answer_problem(
@@ -105,10 +110,10 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
 # ----------------------------------------------------------------------------- reading a cache file
 
 
-# The one schema of a cache record line, beyond its answer (`record_problem` judges that, and an unusable answer is
-# asked again): each field a record names its row and request with, and its type. A record carrying every KEYED
-# field must have the key those fields hash to (`cache_key`): a line edited by hand (another temperature, another
-# video) is refused, never served as the answer to a request it does not record.
+# The one schema of a cache record line, checked with its answer when the line is read (`record_problem`): each
+# field a record names its row and request with, and its type. A record carrying every KEYED field must have the
+# key those fields hash to (`cache_key`): a line edited by hand (another temperature, another video) is never
+# served as the answer to a request it does not record; it is named (line and field) and its row asked again.
 KEYED_FIELDS = ("backend", "model", "setting", "prompt_hash", "video_id", "dimension", "decoding")
 _RECORD_FIELD_TYPES: dict[str, tuple[type, ...]] = {
     "backend": (str,),
@@ -304,13 +309,6 @@ def scan_records(data: bytes, path: Path) -> Iterator[tuple[int, dict]]:
             missing = [f for f in ("key", "status") if not isinstance(record, dict) or f not in record]
             why = f"no {', '.join(missing)}" if missing else f"status {record.get('status')!r} or key not valid"
             raise CacheError(f"{path}, line {line_no}: malformed cache record ({why})")
-        problem = record_schema_problem(record)
-        if problem is not None:
-            raise CacheError(
-                f"{path}, line {line_no}: a cache record that fails its schema ({problem})",
-                where="--cache",
-                hint="remove that line (its row is asked again) or give another --cache; nothing was changed",
-            )
         yield line_no, record
 
 
