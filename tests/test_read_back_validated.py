@@ -143,3 +143,38 @@ def test_records_written_by_a_run_pass_the_schema(tmp_path: Path, synthetic_buil
     cache = next(out.rglob("responses.cache.jsonl"))
     records = [json.loads(line) for line in cache.read_bytes().splitlines()[1:]]
     assert records and all(record_schema_problem(r) is None for r in records)
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [
+        ({"custom_id": "a", "response": {"status_code": "200", "body": {}}}, "field response.status_code"),
+        ({"custom_id": "a", "response": {"status_code": 200, "body": []}}, "field response.body"),
+        ({"custom_id": "a", "response": "ok"}, "field response"),
+    ],
+)
+def test_a_batch_output_line_outside_its_schema_is_refused_naming_the_field(line, named) -> None:
+    from eval_scripts.harness.batch_files import parse_output_line
+    from mis_bench_dataset.toolkit.errors import DataError
+
+    with pytest.raises(DataError) as refused:
+        parse_output_line(line, "out.jsonl, line 4")
+    assert named in refused.value.line() and "line 4" in refused.value.line()
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [({"choices": "x"}, "field choices"), ({"choices": [{"message": "hi"}]}, "choices[0].message"), ([], "body")],
+)
+def test_a_response_body_of_another_shape_is_a_malformed_answer_naming_the_field(body, named) -> None:
+    """The live path and a batch import read a body with one parser: a body of another shape is a failed row (asked
+    again), never an internal error (a list of choices given as text was an AttributeError in an import)."""
+    from eval_scripts.harness.batch_files import parse_output_line
+
+    line = {"custom_id": "a", "response": {"status_code": 200, "body": body}}
+    if not isinstance(body, dict):
+        with pytest.raises(Exception, match=named):
+            parse_output_line(line, "w")
+        return
+    outcome = parse_output_line(line, "w")[1]
+    assert not outcome.ok and outcome.failure == "malformed response" and named in outcome.error

@@ -819,8 +819,17 @@ class ChatAnswer:
 
 
 def parse_chat_completion(body: dict) -> ChatAnswer:
-    """The first choice of a Chat Completions response body (live or from a batch output line)."""
-    choice = body["choices"][0]
+    """The first choice of a Chat Completions response body (live or from a batch output line); a body of another
+    shape is a TypeError or ValueError naming the field (a malformed response, never an internal error)."""
+    if not isinstance(body, dict):
+        raise TypeError(f"the body is {type(body).__name__}, not an object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        shape = "missing" if choices is None else "an empty list" if choices == [] else type(choices).__name__
+        raise ValueError(f"field choices is {shape}, not a list of at least one choice")
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise TypeError("field choices[0].message is not an object")
     tokens = tokens_from_openai(choice.get("logprobs"))
     content = choice["message"]["content"]
     if isinstance(content, list):  # some servers return content parts

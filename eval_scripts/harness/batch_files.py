@@ -154,6 +154,20 @@ def _error_message(error) -> str:
     return str(error)
 
 
+def _envelope_problem(response, status, body) -> str | None:
+    """The batch output line's own schema (the provider's envelope around a response body): `response` an object or
+    null, its `status_code` an integer and its `body` an object or null; the body itself is read as a live answer."""
+    if response is None:
+        return None
+    if not isinstance(response, Mapping):
+        return f"field response is {type(response).__name__}, not an object"
+    if not isinstance(status, int) or isinstance(status, bool):
+        return f"field response.status_code is {type(status).__name__}, not an integer"
+    if body is not None and not isinstance(body, Mapping):
+        return f"field response.body is {type(body).__name__}, not an object"
+    return None
+
+
 def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     """(custom_id, outcome) of one output line; a line without a custom_id is a data error."""
     if not isinstance(obj, Mapping) or not isinstance(obj.get("custom_id"), str) or not obj["custom_id"]:
@@ -166,6 +180,13 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     error = obj.get("error")
     status = response.get("status_code") if isinstance(response, Mapping) else None
     body = response.get("body") if isinstance(response, Mapping) else None
+    envelope = _envelope_problem(response, status, body)
+    if envelope is not None:
+        raise DataError(
+            f"not a batch output line ({envelope})",
+            where=where,
+            hint="import the output or error file the provider wrote; an edited line cannot be imported",
+        )
     # Failures are worded and classified as a live request's (kind: detail), so an import's results equal a live run's.
     if error:
         failure, message = BATCH_FAILURE, f"{BATCH_FAILURE}: {_error_message(error)}"
@@ -178,7 +199,7 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     else:
         try:
             answer = parse_chat_completion(body)
-        except (KeyError, IndexError, TypeError, ValueError) as err:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
             failure, message = FAILURE_MALFORMED, f"{FAILURE_MALFORMED}: {type(err).__name__}: {str(err)[:100]}"
         else:
             tokens = tuple(answer.tokens) if answer.tokens is not None else None
