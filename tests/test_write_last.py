@@ -103,6 +103,8 @@ COMMANDS = {
     "build": "build {w}/release --labels {w}/release/ratings.csv --out {o}/build",
     "synth": "synth {o}/synth --videos 2",
     "cache merge": "cache merge {w}/cache.jsonl {w}/cache.jsonl --out {o}/merged.jsonl",
+    "run (default job)": "run --dataset {w}/build --bootstrap 100 --out {o}/job",
+    "run --perturb (ridge)": "run --dataset {w}/build --perturb no-fillers --bootstrap 100 --out {o}/perturbed",
 }
 
 
