@@ -229,3 +229,22 @@ def test_a_rerun_into_its_own_folder_failing_keeps_the_earlier_files(work, tmp_p
     monkeypatch.undo()
     assert _all(out) == before
     shutil.rmtree(out)
+
+
+def test_a_rerun_with_fewer_runs_removes_the_earlier_reports_extra_figures(work, tmp_path) -> None:
+    """A report of two systems, then of one into the same folder: the second system's figures, which the new report
+    does not show, are removed (only files the report wrote; a user's file of that form is kept)."""
+    second = tmp_path / "second.json"
+    second.write_text((work / "results.json").read_text().replace('"org/m"', '"org/other"'))
+    out = tmp_path / "report"
+    base = ["report", "--references", str(work / "build"), "--bootstrap", "20", "--scatters", "all", "--out", str(out)]
+    assert main([*base[:1], str(work / "results.json"), str(second), *base[1:]]) == 0
+    first_figures = {p.name for p in out.glob("report-scatter-*.png")}
+    assert len(first_figures) == 2
+    (out / "report-scatter-9-mine.png").write_bytes(b"the user's")
+    assert main([*base[:1], str(work / "results.json"), *base[1:]]) == 0
+    figures = {p.name for p in out.glob("report-scatter-*.png")}
+    assert figures == {next(iter(sorted(first_figures))), "report-scatter-9-mine.png"}, figures
+    owned = read_manifest(out)
+    assert all((out / rel).is_file() for rel in owned), "the manifest names only files that exist"
+    assert (out / "report-scatter-9-mine.png").read_bytes() == b"the user's"

@@ -31,6 +31,7 @@ A build replaces its whole folder atomically, so it checks every file in the old
 from __future__ import annotations
 
 import errno
+import fnmatch
 import json
 import os
 import threading
@@ -251,6 +252,32 @@ class OutputFolder:
                 hint=f"move it away or choose another {self.arg}; nothing was changed",
             )
         return target
+
+    def remove_stale(self, writer: str, patterns: Iterable[str], keep: Iterable[str | Path]) -> list[str]:
+        """After a rerun: remove the files `writer` wrote here earlier that match a pattern (`fnmatch`, on the
+        relative path; escape user text with `glob.escape`) but are not in `keep` (this run's files), so a rerun
+        that writes fewer files leaves none of the earlier ones beside the new. Only files the manifest records as
+        `writer`'s are touched; returns the relative paths removed."""
+        keep_rels = {self._rel(path) for path in keep}
+        patterns = list(patterns)
+        owned = read_manifest(self.root) if self.root.is_dir() else {}
+        stale = sorted(
+            rel
+            for rel, by in owned.items()
+            if by == writer and rel not in keep_rels and any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
+        )
+        for rel in stale:
+            (self.root / rel).unlink(missing_ok=True)
+        if stale:
+            self._owned = update_manifest(self.root, remove=stale)
+        return stale
+
+    def _rel(self, path: str | Path) -> str:
+        """`path` relative to the folder (a path already relative is taken as relative to it)."""
+        try:
+            return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.root)).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
 
     def owned(self, relpath: str | Path, writer: str) -> bool:
         return self._owned.get(Path(relpath).as_posix()) == writer
