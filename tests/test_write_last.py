@@ -248,3 +248,15 @@ def test_a_rerun_with_fewer_runs_removes_the_earlier_reports_extra_figures(work,
     owned = read_manifest(out)
     assert all((out / rel).is_file() for rel in owned), "the manifest names only files that exist"
     assert (out / "report-scatter-9-mine.png").read_bytes() == b"the user's"
+
+
+def test_a_claim_dropped_when_its_command_ends_is_never_recorded(tmp_path) -> None:
+    """The CLI forgets a command's unwritten claims when it ends: a later write of that path by anything else in
+    the same process (a library call, another command) records nothing for the failed command."""
+    from mis_bench_dataset.toolkit.ownership import drop_pending_claims
+
+    folder = OutputFolder(tmp_path / "out", command="score")
+    target = folder.claim("score.json", "score-json")
+    drop_pending_claims()
+    write_atomic(target, "someone else's file")
+    assert read_manifest(tmp_path / "out") == {}

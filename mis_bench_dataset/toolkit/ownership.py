@@ -126,23 +126,25 @@ def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -
 
 
 class _Pending:
-    """Claims checked but not yet written: absolute target -> (folder root, relative path, writer, the folder)."""
+    """Claims checked but not yet written: absolute target -> (folder root, relative path, writer, the folder, the
+    claiming thread)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.claims: dict[str, tuple[Path, str, str, weakref.ref | None]] = {}
+        self.claims: dict[str, tuple[Path, str, str, weakref.ref | None, int]] = {}
 
     def add(self, folder: OutputFolder, rel: str, writer: str) -> None:
+        entry = (folder.root, rel, writer, weakref.ref(folder), threading.get_ident())
         with self.lock:
-            self.claims[_key(folder.root / rel)] = (folder.root, rel, writer, weakref.ref(folder))
+            self.claims[_key(folder.root / rel)] = entry
 
-    def take(self, targets: Iterable[Path]) -> list[tuple[Path, str, str, weakref.ref | None]]:
+    def take(self, targets: Iterable[Path]) -> list[tuple[Path, str, str, weakref.ref | None, int]]:
         with self.lock:
             return [hit for hit in (self.claims.pop(_key(t), None) for t in targets) if hit is not None]
 
-    def clear(self) -> None:
+    def clear(self, thread: int | None = None) -> None:
         with self.lock:
-            self.claims.clear()
+            self.claims = {k: v for k, v in self.claims.items() if thread is not None and v[4] != thread}
 
 
 _PENDING = _Pending()
@@ -155,7 +157,7 @@ def _key(path: str | Path) -> str:
 def _on_published(targets: list[Path]) -> None:
     """The atomic writer put `targets` in place: record the pending claims among them, one update per folder."""
     groups: dict[tuple[Path, str], list[tuple[str, weakref.ref | None]]] = {}
-    for root, rel, writer, ref in _PENDING.take(targets):
+    for root, rel, writer, ref, _ in _PENDING.take(targets):
         groups.setdefault((root, writer), []).append((rel, ref))
     for (root, writer), entries in groups.items():
         files = update_manifest(root, dict.fromkeys((rel for rel, _ in entries), writer))
@@ -168,10 +170,11 @@ def _on_published(targets: list[Path]) -> None:
 on_publish(_on_published)
 
 
-def drop_pending_claims() -> None:
-    """Forget claims never written (the CLI calls it when a command ends, so a failed command's claim
-    cannot be recorded by a later write in the same process)."""
-    _PENDING.clear()
+def drop_pending_claims(*, this_thread: bool = True) -> None:
+    """Forget the claims this thread made and never wrote (the CLI calls it when a command ends, so a failed
+    command's claim cannot be recorded by a later write in the same process; a server's threads keep theirs);
+    `this_thread=False` forgets every thread's."""
+    _PENDING.clear(threading.get_ident() if this_thread else None)
 
 
 class OutputFolder:
