@@ -260,3 +260,17 @@ def test_a_claim_dropped_when_its_command_ends_is_never_recorded(tmp_path) -> No
     drop_pending_claims()
     write_atomic(target, "someone else's file")
     assert read_manifest(tmp_path / "out") == {}
+
+
+def test_batch_export_refuses_a_users_file_before_any_work(work, tmp_path, monkeypatch, capsys) -> None:
+    import eval_scripts.harness.offline_runs as offline_runs
+
+    def never(*args, **kwargs):
+        raise AssertionError("the requests were prepared before the output was checked")
+
+    monkeypatch.setattr(offline_runs, "prepare_settings", never)
+    (tmp_path / "in.jsonl").write_text("the user's\n")
+    code = main(batch_args("export", tmp_path / "in.jsonl", work / "build", tmp_path / "runs", limit=2))
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and "was not written by" in err[0], err
+    assert (tmp_path / "in.jsonl").read_text() == "the user's\n"

@@ -97,15 +97,8 @@ def batch_arg(command: str) -> str:
     return {"run export": "--export-batch", "run import": "--import-batch"}.get(command, "FILE")
 
 
-def write_batch_files(
-    path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = (), command: str = "batch export"
-) -> list[Path]:
-    """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
-
-    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced; the parts are
-    published together and recorded once written. `command` is the
-    one the user typed (`batch export`, or `run export` for `run --export-batch`), for the error lines.
-    """
+def batch_folder(path: str | Path, *, inputs: Iterable[Path] = (), command: str = "batch export") -> OutputFolder:
+    """The folder the batch file(s) of `path` go into, its path checked (a folder given for the file is refused)."""
     path = Path(path).expanduser()
     shown_command = command.split()[0] if command.startswith("run ") else command
     if path.is_dir():
@@ -114,7 +107,25 @@ def write_batch_files(
             where=f"mis-bench {shown_command}",
             hint="give the path of a .jsonl file to write",
         )
-    folder = OutputFolder(path.parent, command=shown_command, arg=batch_arg(command), inputs=inputs)
+    return OutputFolder(path.parent, command=shown_command, arg=batch_arg(command), inputs=inputs)
+
+
+def check_batch_path(path: str | Path, *, inputs: Iterable[Path] = (), command: str = "batch export") -> None:
+    """Refuse, before any work, a batch file path that is an input or a file this export did not write."""
+    batch_folder(path, inputs=inputs, command=command).claim(Path(path).expanduser().name, EXPORT_WRITER)
+
+
+def write_batch_files(
+    path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = (), command: str = "batch export"
+) -> list[Path]:
+    """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
+
+    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced; the parts are
+    published together and recorded once written. `command` is the one the user typed (`batch export`, or
+    `run export` for `run --export-batch`), for the error lines.
+    """
+    path = Path(path).expanduser()
+    folder = batch_folder(path, inputs=inputs, command=command)
     names = part_names(path, len(parts)) if parts else []
     targets = folder.publish(EXPORT_WRITER, {name: b"".join(part) for name, part in zip(names, parts, strict=True)})
     earlier = [path.name, *(p.name for p in path.parent.glob(f"{path.stem}-[0-9][0-9][0-9]{path.suffix}"))]
