@@ -19,13 +19,14 @@ at that path is never taken for the toolkit's. The one way to write an output:
     ...                                               # read, validate, compute
     write_atomic(target, text)                        # last: written whole, then recorded
 
-or, for files written together, `folder.publish(WRITER, {"a.json": text, "b.csv": text})`. A file written
-by another library or appended over time (a response cache, a trained model's folder) is recorded with
-`folder.record(...)` once it exists. A run killed half-way leaves the files it finished recorded, so it
-can be rerun. Every read-modify-write of the manifest holds an exclusive lock on `.mis-bench-outputs.lock`
-(`toolkit.atomic.file_lock`), so two runs writing one folder at once never drop each other's records.
-A build replaces its whole folder atomically, so it checks every file in the old folder
-(`check_replaceable_folder`). Nothing here deletes anything.
+or, for files written together, `folder.publish(WRITER, {"a.json": text, "b.csv": text})`. A new response
+cache is recorded when its header is created (`atomic.create_new` announces it too); a file written by another
+library is recorded with `folder.record(...)` once it exists. A run killed half-way leaves the files it
+finished recorded, so it can be rerun. Every read-modify-write of the manifest holds an exclusive lock on
+`.mis-bench-outputs.lock` (`toolkit.atomic.file_lock`), so two runs writing one folder at once never drop each
+other's records. A build replaces its whole folder atomically, so it checks every file in the old folder
+(`check_replaceable_folder`). Only `remove_owned` and `remove_stale` (a rerun's files it no longer writes)
+delete anything, and only files the manifest records as that writer's.
 """
 
 from __future__ import annotations
