@@ -494,7 +494,6 @@ def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: At
             if column in record:
                 row[column] = coerce_score(record[column], what=f"prediction record {index} {column}")
         rows.append(row)
-    path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         group = files if files is not None else stack.enter_context(AtomicFiles())
         with group.open(path, "w", newline="") as handle:

@@ -191,14 +191,14 @@ def _argv(argv: list[str] | None) -> list[str]:
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
-    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value is a
-    UsageError (exit 2)."""
+    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value, or a
+    combination the method does not accept (`methods.check_method`), is a UsageError (exit 2)."""
     import yaml
 
     from raft_trainer.arguments import make_parser
 
     try:
-        return make_parser(prog=prog).parse_args_and_config(_argv(argv))
+        parsed = make_parser(prog=prog).parse_args_and_config(_argv(argv))
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
@@ -207,6 +207,10 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
         if unused:  # HfArgumentParser's wording for flags no dataclass has
             raise UsageError(f"unrecognized arguments: {unused}", where="flags", hint=f"see `{prog} --help`") from None
         raise UsageError(text, where=_recipe_flags()) from None
+    from raft_trainer.methods import check_method
+
+    check_method(parsed[0], parsed[1])  # the method's table, before any data or model is loaded
+    return parsed
 
 
 def check_run(splits, script_args, training_args, *, model: str = "") -> None:

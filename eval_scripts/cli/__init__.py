@@ -250,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
+        from mis_bench_dataset.toolkit.ownership import drop_pending_claims
+
+        drop_pending_claims()  # a claim this command never wrote is not recorded by a later write
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
 

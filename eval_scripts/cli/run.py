@@ -257,7 +257,7 @@ def run_command(args: argparse.Namespace) -> int:
     batch_mode = args.dry_run or args.export_batch or args.import_batch
     if not args.backend:
         typed_m_options(args)  # -M without a backend (the default job, the ridge perturbed): one line, not ignored
-    if args.perturb:
+    if args.perturb is not None:  # an empty value (an unset shell variable) is refused there, never "no perturbation"
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
         return run_default(args)

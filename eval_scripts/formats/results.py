@@ -166,7 +166,6 @@ def write_results(path: str | Path, *, files: AtomicFiles | None = None, **field
         failure = SubmissionError(f"{path} (not written: the results built for it fail the schema)", err.reasons)
         failure.hint = "nothing was written; this is a bug of mis-bench: rerun with --debug and report it"
         raise failure from err
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     if files is not None:
         files.write(path, text)
