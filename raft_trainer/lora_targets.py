@@ -49,9 +49,9 @@ def missing_targets(targets: list[str], names: set[str]) -> list[str]:
     return [t for t in targets if not any(name == t or name.endswith(f".{t}") for name in names)]
 
 
-def check_lora_targets(model_args) -> None:
+def check_lora_targets(model_args, *, trust_remote_code: bool = False) -> None:
     """Refuse `--lora_target_modules` names the model does not have, before it is loaded (a UsageError listing the
-    leaf names of its linear layers)."""
+    leaf names of its modules); `trust_remote_code`: the run's (`RAFTConfig.trust_remote_code`)."""
     model_args.lora_target_modules = as_module_names(model_args.lora_target_modules)
     targets = model_args.lora_target_modules
     if not model_args.use_peft or not isinstance(targets, list):
@@ -59,7 +59,7 @@ def check_lora_targets(model_args) -> None:
     names = model_module_names(
         model_args.model_name_or_path,
         revision=model_args.model_revision,
-        trust_remote_code=model_args.trust_remote_code,
+        trust_remote_code=trust_remote_code,
     )
     missing = missing_targets(targets, names) if names else []
     if missing:

@@ -115,7 +115,7 @@ def _run_parsed(argv, prog: str, script_args, training_args, model_args) -> int:
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args, model=model_args.model_name_or_path)
-        check_lora_targets(model_args)
+        check_lora_targets(model_args, trust_remote_code=training_args.trust_remote_code)
         fit_max_length(splits, training_args, model_args, chosen=_flag_given(argv, "max_length"))
         if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(

@@ -24,7 +24,6 @@ def _args(model, targets, use_peft=True):
     return SimpleNamespace(
         model_name_or_path=str(model),
         model_revision=None,
-        trust_remote_code=False,
         use_peft=use_peft,
         lora_target_modules=targets,
     )

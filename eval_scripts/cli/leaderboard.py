@@ -18,7 +18,6 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from eval_scripts.leaderboard.page import rank_text
 from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.toolkit.numbers import pct
 
@@ -215,6 +214,8 @@ def leaderboard_command(args: argparse.Namespace) -> int:
         return 0
     unranked = f", {len(board['unranked'])} unranked" if board["unranked"] else ""
     say(f"{len(board['entries'])} ranked{unranked}, {len(board['rejected'])} rejected -> {shown(files.html)}")
+    from eval_scripts.leaderboard.page import rank_text
+
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
         say(
