@@ -67,6 +67,7 @@ def _as_nobody(argv: list[str]) -> tuple[int, str]:
     import eval_scripts.jobs.default_job  # noqa: F401
     import mis_bench_dataset.builder.builder  # noqa: F401
     import mis_bench_dataset.builder.stats  # noqa: F401
+    import mis_bench_dataset.release.fetch  # noqa: F401 - (urllib: imported by the default job's sample check)
 
     read, write = os.pipe()
     pid = os.fork()

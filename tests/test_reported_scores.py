@@ -418,7 +418,10 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
         )
     )
     # a folder without a build report is not marked synthetic (the build report's rule)
-    assert saved == json.loads(json.dumps({**direct, "meta": saved["meta"], "synthetic": False}))
+    assert saved["left_aside"]["n_pairs"] == 0  # every predicted pair has gold: none left aside
+    assert saved == json.loads(
+        json.dumps({**direct, "meta": saved["meta"], "synthetic": False, "left_aside": saved["left_aside"]})
+    )
     row = re.compile(
         rf"^(\S+)\s+({PERCENT})\s+{CI}\s+(\d+\.\d{{3}})\s+(\d+)\s+(\d+)\s+(\d+\.\d\d)\s+({PERCENT})%\s+({PERCENT})\s+{CI}$"
     )

@@ -114,7 +114,8 @@ def check_arrow_path(path: str | Path, *, where: str) -> None:
 
 
 def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -> None:
-    """Refuse an output folder path that is a file or lies below a file (a usage error naming `arg`)."""
+    """Refuse an output folder path that is a file or lies below a file (a usage error naming `arg`), or whose
+    nearest existing folder this user may not write (the PermissionError of that access, naming the folder)."""
     folder = Path(folder).expanduser()
     blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
@@ -124,6 +125,9 @@ def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -
             where=f"mis-bench {command}",
             hint="give the path of a folder (it is created when missing)",
         )
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    if not os.access(existing, os.W_OK | os.X_OK):  # said before any work, not after it (write last, check first)
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
 
 
 class _Pending:
