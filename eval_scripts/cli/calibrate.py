@@ -106,29 +106,27 @@ def _ci(entry: dict, show) -> str:
 
 
 def _withheld_lines(summary: dict) -> list[str]:
-    """One line per dimension whose CIs were withheld (the rule's reason) or had undefined resamples."""
-    lines = []
+    """The CIs withheld (the rule's reason) and the undefined resamples, one line per distinct text with the
+    dimensions it holds for."""
+    texts: dict[str, list[str]] = {}
     for key, entry in summary["dimensions"].items():
-        reasons = sorted(
-            {
-                cell["withheld"]
-                for side in ("before", "after")
-                for cell in entry.get(side, {}).values()
-                if cell.get("withheld")
-            }
-        )
+        cells = [cell for side in ("before", "after") for cell in entry.get(side, {}).values()]
+        reasons = sorted({cell["withheld"] for cell in cells if cell.get("withheld")})
         facts = entry.get("ci_resamples") or {}
         undefined = facts.get("undefined", 0)
-        if reasons or undefined:
-            said = any("undefined" in reason for reason in reasons)
-            count = (
-                f"{undefined} of {facts['n_resamples']} resamples undefined (left out)"
-                if undefined and not said
-                else ""
-            )
-            text = "; ".join(filter(None, [count, *(f"CI withheld: {r}" for r in reasons)]))
-            lines.append(f"  {DIMENSION_BY_KEY[key].abbreviation}: {text}")
-    return lines
+        said = any("undefined" in reason for reason in reasons)
+        count = (
+            f"{undefined} of {facts.get('n_resamples')} resamples undefined (left out)"
+            if undefined and not said
+            else ""
+        )
+        text = "; ".join(filter(None, [count, *(f"CI withheld: {reason}" for reason in reasons)]))
+        if text:
+            texts.setdefault(text, []).append(DIMENSION_BY_KEY[key].abbreviation)
+    every = len(summary["dimensions"])
+    return [
+        f"  {'every dimension' if len(dims) == every > 1 else ', '.join(dims)}: {text}" for text, dims in texts.items()
+    ]
 
 
 def _yardstick_lines(summary: dict) -> list[str]:

@@ -69,27 +69,14 @@ def calibrate(
     and an earlier run's calibrated split this run does not write is removed (its calibrator is replaced). A
     failure before that leaves `out` (and its manifest) byte for byte as it was."""
     from mis_bench_dataset.toolkit.ownership import OutputFolder
-    from mis_icc_metric.calibration import check_scale, fit_calibrator
+    from mis_icc_metric.calibration import fit_calibrator
     from mis_icc_metric.calibration_checks import calibration_summary
-    from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, read_references
 
     build = Path(references)
     splits = _checked_splits(build, fit_split, calibration_split)
     folder = OutputFolder(out, command="calibrate", inputs=[predictions, references])
-    file = read_prediction_file(predictions)
-    _refuse_calibrated(file, predictions)
-    predicted = predictions_to_mapping(file.records)
-    check_scale(predicted, str(predictions))
-    gold = {split: read_references(build, split) for split in splits}
-    by_split = {split: _split_predictions(predicted, gold[split]) for split in splits}
+    predicted, gold, by_split = _read_inputs(predictions, build, splits, (fit_split, calibration_split))
     others = [s for s in splits if s not in (fit_split, calibration_split) and by_split[s]]
-    for split in (fit_split, calibration_split):
-        if not any(v is not None for v in by_split[split].values()):
-            raise DataError(
-                f"the predictions name no video of split {split!r} of {build}",
-                where=str(predictions),
-                hint="predict every split (e.g. out-of-fold predictions) before calibrating",
-            )
     names = ["calibrator.json", *(f"calibrated-{split}.csv" for split in others), "summary.json"]
     _check_targets(folder, names, [predictions, references])
     run = _run_record(predictions)
@@ -136,6 +123,28 @@ def calibrate(
     contents["summary.json"] = _json_text(result)
     _publish(folder, contents, stale)
     return result
+
+
+def _read_inputs(predictions: str | Path, build: Path, splits: list[str], seen: tuple[str, str]):
+    """(every prediction, the gold per split, the predictions per split) after the checks: not a calibrated file,
+    on the scale, and covering the fit and calibration splits (`seen`)."""
+    from mis_icc_metric.calibration import check_scale
+    from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, read_references
+
+    file = read_prediction_file(predictions)
+    _refuse_calibrated(file, predictions)
+    predicted = predictions_to_mapping(file.records)
+    check_scale(predicted, str(predictions))
+    gold = {split: read_references(build, split) for split in splits}
+    by_split = {split: _split_predictions(predicted, gold[split]) for split in splits}
+    for split in seen:
+        if not any(v is not None for v in by_split[split].values()):
+            raise DataError(
+                f"the predictions name no video of split {split!r} of {build}",
+                where=str(predictions),
+                hint="predict every split (e.g. out-of-fold predictions) before calibrating",
+            )
+    return predicted, gold, by_split
 
 
 def _refuse_calibrated(file, predictions: str | Path) -> None:
