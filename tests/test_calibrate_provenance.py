@@ -107,6 +107,17 @@ def test_the_calibrator_records_its_build_splits_judge_and_videos(wide_build, fi
     assert provenance["synthetic"] is True
 
 
+def test_a_fit_on_another_builds_run_is_warned(wide_build, tmp_path, capsys):
+    predictions = judge(read_references(wide_build, "all"))
+    run = _results_json(
+        tmp_path / "run.json", predictions, model="m", fingerprint="sha256:" + "1" * 64, synthetic=False
+    )
+    assert main([*_fit(run, wide_build, tmp_path / "out", "--bootstrap", "0"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["warnings"]) == 1 and "another build" in result["warnings"][0]
+    assert result["synthetic"] is True  # the build says so, whatever the run claims
+
+
 def test_apply_refuses_in_sample_videos_unless_allowed(wide_build, fitted, tmp_path, capsys):
     folder, predictions = fitted
     calibrator = str(folder / "out" / "calibrator.json")

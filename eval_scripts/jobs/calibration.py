@@ -152,7 +152,7 @@ def _refuse_calibrated(file, predictions: str | Path) -> None:
     it again would stack a second map and a second interval on the first."""
     from mis_icc_metric.predictions_io import INTERVAL_COLUMNS
 
-    if any(column in record for record in file.records[:1] for column in INTERVAL_COLUMNS):
+    if any(column in record for record in file.records for column in INTERVAL_COLUMNS):
         raise DataError(
             f"the predictions are already calibrated (they carry {', '.join(INTERVAL_COLUMNS)})",
             where=str(predictions),
