@@ -75,7 +75,8 @@ SCORE_LEVELS = (1, 2, 3, 4, 5)
 MODALITY_SETTINGS: tuple[str, ...] = ("text", "audio+text", "video+text", "audio+video+text")
 # The toolkit's own prompt asking for the score alone (the trainer words it as a chat; `mis_bench_dataset.setting`).
 DIRECT_PROMPT_STYLE = "direct"
-ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = (DIRECT_PROMPT_STYLE, "cot")
+COT_PROMPT_STYLE = "cot"
+ZERO_SHOT_PROMPT_STYLES: tuple[str, ...] = (DIRECT_PROMPT_STYLE, COT_PROMPT_STYLE)
 # The authors' MIS-RAFT protocol behind Table 4 (mis_bench_dataset.protocol), beside the grid's two styles.
 PAPER_PROMPT_STYLE = "paper"
 LONE_NUMBER_LINES: tuple[str, ...] = ("first", "last")
@@ -144,7 +145,7 @@ PROMPT_STYLE_TABLE: dict[str, PromptStyle] = {
         ),
         # A CoT answer is a paragraph of analysis ending with its score.
         PromptStyle(
-            "cot",
+            COT_PROMPT_STYLE,
             help="our template, an analysis then 'Final score: x.y' (Table 3's grid)",
             max_new_tokens=1024,
             expected_completion_tokens=400,
@@ -186,6 +187,11 @@ def prompt_style(name: str) -> PromptStyle:
 
 
 N_VIDEOS = 996
+# The clinicians those videos come from: the most a plan (`mis-bench plan --clinicians`) may ask for by default.
+N_CLINICIANS = 78
+# The videos per clinician a planned study is assumed to have (`mis-bench plan --videos-per-clinician`): the
+# benchmark's 996 / 78 = 12.8, not a pilot's own ratio (a 10% pilot has about 1.8).
+DEFAULT_VIDEOS_PER_CLINICIAN = N_VIDEOS / N_CLINICIANS
 # Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption).
 PAPER_BOOTSTRAP_RESAMPLES = 10_000
 # The one default resample count of every entry point (CLI, Python API, default job, baselines, metric): the paper's.
@@ -210,6 +216,19 @@ RESEARCH_USE = (
     "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "
     "training, hiring or patient-facing evaluation (the paper's ethics statement)"
 )
+# The headline numbers a judge shows across the README, reports, `score` and the trust pages, each named once: which
+# one to cite, and what the others are (reports, `mis-bench trust` and docs/trust-card.md print this list).
+HEADLINE_NUMBERS: dict[str, str] = {
+    "mean ICC": "the mean ICC(3,1) over the eight dimensions (the paper's Mean column), with its 95% CI from "
+    "resampling clinicians with all their videos: the number to cite",
+    "mean over fold seeds": "for a model evaluated by cross-validation over every video (`run --cv-folds`), the mean "
+    "ICC averaged over the fold seeds, with its range over them: the number to cite for such a model",
+    "per-seed CV": "the mean ICC of one cross-validation partition (each video predicted out of fold): one draw of "
+    "the figure above",
+    "test split": "the mean ICC on one split's videos (100 of 996): a wider CI, and it moves with the split",
+    "Overall": "the ICC(3,1) of each video's mean over the eight dimensions (`All` in `score`): agreement on a "
+    "video's total, higher because the dimensions' errors partly cancel; beside the mean ICC, never instead of it",
+}
 # `mis-bench calibrate`'s choices and defaults (mis_icc_metric.calibration), here so the command line stays light.
 CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
 DEFAULT_CALIBRATION_METHOD = "isotonic"

@@ -64,6 +64,7 @@ _LAZY = {
     "plan_icc": ".planning",
     "plan_difference": ".planning",
     "plan_labels": ".planning",
+    "StudyDesign": ".planning",
     "bonett_sample_size": ".planning",
     # sensitivity to perturbations
     "perturbation_shift": ".sensitivity",

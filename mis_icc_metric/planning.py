@@ -1,24 +1,33 @@
 """How big an evaluation must be (`mis-bench plan`), from a pilot run: predictions and gold on a few videos.
 
-Three questions, each answered by resampling the pilot and, beside it, by an analytic approximation:
+Three questions, each answered for a stated study (`StudyDesign`: videos per clinician, the clinicians that
+exist, how its CI resamples), never the pilot's own clustering, and as totals and as how many more than the pilot:
 
-- `plan_icc`: the videos (and clinicians, at the pilot's videos per clinician) for a judge's ICC(3,1) CI of a
-  given half-width. Resampling: m videos (or m clinicians with all their videos) drawn with replacement from the
-  pilot, the percentile CI's half-width at each m. Analytic: Bonett (2002), n = 1 + 8 z^2 (1 - rho)^2
-  (1 + (k - 1) rho)^2 / (k (k - 1) w^2), w the full CI width, k = 2 (judge and gold).
-- `plan_difference`: the videos (clinicians) to detect an ICC difference between two judges at a power and
-  level: the paired difference's spread at each m (both judges on the same draw), power = P(|N(delta, sd)| > z sd).
-  Analytic: the large-sample ICC variance behind Bonett's formula for each judge, their correlation taken from
-  the pilot's paired resamples.
+- `plan_icc`: the videos and clinicians for a judge's ICC(3,1) CI of a given half-width. The headline resamples
+  the pilot: m videos drawn with replacement at each size m, the percentile CI's half-width there, its variance
+  times the design effect at the study's videos per clinician, 1 + (m - 1) rho, rho the within-clinician
+  correlation of the ICC's per-video (delta-method) terms in the pilot. Beside it: Bonett (2002),
+  n = 1 + 8 z^2 (1 - rho)^2 (1 + (k - 1) rho)^2 / (k (k - 1) w^2), w the full CI width, k = 2 (judge and gold),
+  times the same design effect. Past the clinicians available the size is withheld and the half-width all of
+  them reach is given.
+- `plan_difference`: the videos and clinicians to detect an ICC difference between two judges at a power and
+  level: the paired difference's spread at each m (both judges on the same draw) times the design effect of the
+  paired terms, power = P(|N(delta, sd)| > z sd). Beside it: the large-sample ICC variance behind Bonett's
+  formula for each judge, their correlation taken from the pilot's paired resamples.
 - `plan_labels`: the expert labels a PPI++ estimate of a mean needs for a CI half-width, against the
   experts-only estimate: the PPI++ variance with the pilot's moments at each n (closed form, no resampling).
 
-Resampling at size m extrapolates the pilot: it assumes the pilot's videos (clinicians) are representative.
+The `icc` and `difference` sizes come with the range the pilot allows: the variance they scale recomputed in
+clinician resamples of the pilot (`variance_draws`), the central `PLAN_RANGE` of them. A pilot under the reporting floor
+(`reporting_floor`: videos, clinicians, labelled videos), a rater without spread, or too few clinicians with
+two videos to estimate the clustering gives no size: the reason instead. Resampling at size m extrapolates the
+pilot: it assumes the pilot's videos are representative.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
@@ -26,22 +35,32 @@ from scipy.stats import norm
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_CONFIDENCE,
+    DEFAULT_RESAMPLE,
     DEFAULT_SEED,
+    DEFAULT_VIDEOS_PER_CLINICIAN,
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
+    N_CLINICIANS,
 )
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci, point_blocks
+from mis_icc_metric.bootstrap import block_means, bootstrap_blocks, percentile_ci, point_blocks, resample_counts
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
 from mis_icc_metric.ppi import normal_quantile
-from mis_icc_metric.resampling import clinician_clusters, design_effect, make_resampling
-from mis_icc_metric.scoring import MIN_ITEMS
+from mis_icc_metric.reporting_floor import (
+    MIN_CI_CLUSTERS,
+    MIN_CI_VIDEOS,
+    MIN_LABELLED_VIDEOS,
+    Support,
+    floor_description,
+    guarded_interval,
+    withhold_reason,
+)
+from mis_icc_metric.resampling import check_unit, clinician_clusters, make_resampling
 
 Key = tuple[str, str]
 # Sizes tried: a geometric grid up to this multiple of the pilot (beyond it the pilot says too little).
 MAX_SCALE = 50
 GRID_POINTS = 28
-MIN_PILOT_VIDEOS = 10
 
 
 def bonett_sample_size(icc: float, width: float, *, raters: int = 2, confidence: float = DEFAULT_CONFIDENCE) -> int:
@@ -79,17 +98,59 @@ class SizedDraws:
         return drawn.astype(np.float64)[:, self.clusters]
 
 
+@dataclass(frozen=True)
+class StudyDesign:
+    """The study a plan sizes, stated rather than read off the pilot (a pilot's own videos per clinician is
+    rarely the study's: a 10% pilot has about 1.8, the benchmark 12.8).
+
+    videos_per_clinician: the clustering the study's CI will carry (`DEFAULT_VIDEOS_PER_CLINICIAN`).
+    clinicians: the clinicians that exist, the pilot's included: a plan never asks for more (`N_CLINICIANS`).
+    unit: how the study's CI will resample: "clinician" (each with all its videos), or "video" as if independent.
+    """
+
+    videos_per_clinician: float = DEFAULT_VIDEOS_PER_CLINICIAN
+    clinicians: int = N_CLINICIANS
+    unit: str = DEFAULT_RESAMPLE
+
+    def __post_init__(self) -> None:
+        check_unit(self.unit)
+        if not self.videos_per_clinician >= 1:
+            raise UsageError(
+                f"videos per clinician must be at least 1, got {self.videos_per_clinician:g}",
+                hint="state the videos each clinician of the planned study contributes",
+            )
+        if self.clinicians < 1:
+            raise UsageError(f"the clinicians available must be at least 1, got {self.clinicians}")
+
+    def check_pilot(self, pilot_clinicians: int) -> None:
+        """A UsageError when the pilot alone has more clinicians than the study says exist."""
+        if pilot_clinicians > self.clinicians:
+            raise UsageError(
+                f"the pilot already has {pilot_clinicians} clinicians; --clinicians {self.clinicians} counts fewer",
+                hint="give every clinician available, the pilot's included",
+            )
+
+    def describe(self) -> dict:
+        return {
+            "videos_per_clinician": float(self.videos_per_clinician),
+            "clinicians_available": int(self.clinicians),
+            "resample": self.unit,
+        }
+
+
 def _pilot(predictions: Sequence[Mapping[Key, float | None]], references: Mapping[Key, float]):
     """(videos, keys, ratings (n, D * J, 2) gold and judge j, valid (n, D * J)): every judge on the videos
-    all of them scored with gold, per dimension."""
+    all of them scored with gold, per dimension. A pilot under the reporting floor (videos, clinicians) is refused."""
     keys = [k for k in DIMENSION_KEYS if any((v, k) in references for v, _ in predictions[0])]
     videos = sorted(
         {v for v, _ in references if all(any(p.get((v, k)) is not None for k in keys) for p in predictions)}
     )
-    if len(videos) < MIN_PILOT_VIDEOS:
+    n_clinicians = len(set(clinician_clusters(videos))) if videos else 0
+    reason = withhold_reason(Support(len(videos), n_clinicians, "clinician"), "a planned size")
+    if reason:
         raise DataError(
-            f"the pilot has {len(videos)} videos with gold and predictions; planning needs at least {MIN_PILOT_VIDEOS}",
-            hint="score a larger pilot (the same video ids in predictions and references)",
+            f"the pilot: {reason} ({len(videos)} video(s) with gold and predictions, {n_clinicians} clinician(s))",
+            hint="score a larger pilot, from several clinicians (the same video ids in predictions and references)",
         )
     n, d, j = len(videos), len(keys), len(predictions)
     ratings = np.full((n, d * j, 2), np.nan)
@@ -112,6 +173,77 @@ def _units(videos: list[str], unit: str) -> tuple[np.ndarray, int, float]:
     return codes, names.size, len(videos) / names.size
 
 
+def icc_influence(ratings: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """(n, D) each video's influence on each block's ICC(3,1) of two raters, 2 cov / (var_0 + var_1): the delta
+    method's per-video terms (their mean square over n is the ICC's variance for independent videos; their
+    correlation within a clinician is what clustering adds). 0 for a video a block does not use; NaN columns
+    where neither rater varies."""
+    count = np.maximum(valid.sum(axis=0), 1)
+    centred = np.where(valid[..., None], ratings - block_means(ratings, valid)[None], 0.0)
+    dy, dx = centred[..., 0], centred[..., 1]
+    var_y, var_x, cov = (dy**2).sum(0) / count, (dx**2).sum(0) / count, (dy * dx).sum(0) / count
+    total = np.where(var_y + var_x > 0, var_y + var_x, np.nan)
+    icc = 2 * cov / total
+    return np.where(valid, (2 * dy * dx - icc * (dy**2 + dx**2)) / total, 0.0)
+
+
+def clinician_correlation(influence: np.ndarray, valid: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per column: (rho, clinicians with two or more of its videos, videos of those clinicians). rho is the mean
+    product of two videos' influences within a clinician over their mean square (Kish's intraclass correlation
+    of the estimator's terms): at m videos per clinician the ICC's variance is (1 + (m - 1) rho) times the
+    independent one. NaN where no clinician has two videos or the influences do not vary."""
+    groups = np.zeros((int(clusters.max()) + 1, clusters.size))
+    groups[clusters, np.arange(clusters.size)] = 1.0
+    sums, squares, counts = groups @ influence, groups @ influence**2, groups @ valid.astype(np.float64)
+    pairs = (counts * (counts - 1)).sum(axis=0)
+    mean_square = squares.sum(axis=0) / np.maximum(counts.sum(axis=0), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = np.where((pairs > 0) & (mean_square > 0), (sums**2 - squares).sum(axis=0) / pairs / mean_square, np.nan)
+    return rho, (counts >= 2).sum(axis=0), np.where(counts >= 2, counts, 0).sum(axis=0).astype(int)
+
+
+def variance_draws(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray, weights: np.ndarray, m: float):
+    """(B, D) the ICC's variance per video at m videos per clinician, sigma^2 (1 + (m - 1) rho) (m = 1: sigma^2
+    alone), recomputed in each clinician resample of the pilot (`weights`: (B, C) how often each clinician is
+    drawn): how far the pilot pins what a plan scales. With 2D blocks of two judges on the same videos
+    (`plan_difference`), pass `valid` of the first D only: the variance is then that of their paired difference.
+    NaN where a resample leaves it undefined."""
+    n_blocks = valid.shape[1]
+    out = np.full((weights.shape[0], n_blocks), np.nan)
+    for c in range(n_blocks):  # a few dimensions; the resamples are vectorised
+        use = valid[:, c]
+        group = clusters[use]
+        w = weights[:, group]
+        influence = _resampled_influence(ratings[use, c], w)
+        if ratings.shape[1] > n_blocks:  # paired: the second judge's block of the same dimension
+            influence = influence - _resampled_influence(ratings[use, n_blocks + c], w)
+        members = np.zeros((group.size, weights.shape[1]))
+        members[np.arange(group.size), group] = 1.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sums, squares, sizes = influence @ members, influence**2 @ members, members.sum(axis=0)
+            sigma2 = (weights * squares).sum(1) / (weights * sizes).sum(1)
+            pairs = (weights * sizes * (sizes - 1)).sum(1)
+            rho = (weights * (sums**2 - squares)).sum(1) / pairs / sigma2
+        out[:, c] = sigma2 * (design_effect_at(rho, m) if m > 1 else 1.0)
+    return out
+
+
+def _resampled_influence(pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """(B, n) `icc_influence` of one block's (n, 2) gold and judge in each resample weighted by `w` (B, n)."""
+    total = w.sum(axis=1, keepdims=True)
+    dy = pairs[:, 0] - (w * pairs[:, 0]).sum(1, keepdims=True) / total
+    dx = pairs[:, 1] - (w * pairs[:, 1]).sum(1, keepdims=True) / total
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var_sum = (w * (dy**2 + dx**2)).sum(1, keepdims=True) / total
+        icc = 2 * (w * dy * dx).sum(1, keepdims=True) / total / var_sum
+        return (2 * dy * dx - icc * (dy**2 + dx**2)) / var_sum
+
+
+def design_effect_at(rho: np.ndarray, videos_per_clinician: float) -> np.ndarray:
+    """1 + (m - 1) rho, rho clipped to [0, 1]: a pilot's negative estimate does not promise a narrower CI."""
+    return 1 + (videos_per_clinician - 1) * np.clip(rho, 0.0, 1.0)
+
+
 def _grid(n_units: int) -> np.ndarray:
     return np.unique(np.geomspace(2, MAX_SCALE * n_units, GRID_POINTS).round().astype(int))
 
@@ -120,13 +252,14 @@ def _replicates(ratings, valid, clusters, n_units, size, n_resamples, seed) -> n
     return bootstrap_blocks(ratings, valid, SizedDraws(clusters, n_units, size, n_resamples, seed))["icc"]
 
 
-def _smallest(grid: np.ndarray, values: np.ndarray, target: float, *, rising: bool) -> list[int | None]:
-    """Per column of `values` (sizes x D): the smallest size from which on every larger grid size meets `target`
-    (a value at most `target`, or at least it when `rising`), interpolated between the two grid sizes around it
-    on log scales (a spread falls as 1/sqrt(m)); None when the largest grid size does not meet it."""
+def _smallest(grid: np.ndarray, values: np.ndarray, target, *, rising: bool) -> list[int | None]:
+    """Per column of `values` (sizes x D): the smallest size from which on every larger grid size meets its
+    `target` (a scalar or one per column; a value at most the target, or at least it when `rising`), interpolated
+    between the two grid sizes around it on log scales (a spread falls as 1/sqrt(m)); None when the largest grid
+    size does not meet it."""
     out: list[int | None] = []
-    for column in values.T:
-        ok = column >= target if rising else column <= target
+    for column, goal in zip(values.T, np.broadcast_to(np.asarray(target, dtype=float), values.shape[1:]), strict=True):
+        ok = column >= goal if rising else column <= goal
         if not ok[-1]:
             out.append(None)
             continue
@@ -136,32 +269,64 @@ def _smallest(grid: np.ndarray, values: np.ndarray, target: float, *, rising: bo
             continue
         (m0, m1), (v0, v1) = grid[first - 1 : first + 1], column[first - 1 : first + 1]
         if rising:  # power: interpolate its probit (linear in sqrt(m) under the normal approximation)
-            v0, v1, goal = norm.ppf(np.clip([v0, v1, target], 1e-9, 1 - 1e-9))
+            v0, v1, goal = norm.ppf(np.clip([v0, v1, goal], 1e-9, 1 - 1e-9))
             at = m0 + (m1 - m0) * (goal - v0) / (v1 - v0) if v1 != v0 else m1
         else:
-            at = np.exp(np.log(m0) + np.log(m1 / m0) * np.log(target / v0) / np.log(v1 / v0)) if v1 < v0 else m1
+            at = np.exp(np.log(m0) + np.log(m1 / m0) * np.log(goal / v0) / np.log(v1 / v0)) if v1 < v0 else m1
         out.append(int(np.ceil(np.clip(at, m0, m1))))
     return out
 
 
-def _header(unit: str, n_resamples: int, seed, confidence: float, videos, n_units: int, per_unit: float) -> dict:
+def _spread_at(grid: np.ndarray, column: np.ndarray, size: float) -> float:
+    """A spread (a half-width, an SD) at `size` from its values on the grid: log-log interpolation, and past the
+    grid the last value scaled by 1/sqrt(size)."""
+    if size >= grid[-1]:
+        return float(column[-1] * np.sqrt(grid[-1] / size))
+    return float(np.exp(np.interp(np.log(size), np.log(grid), np.log(np.maximum(column, 1e-300)))))
+
+
+def _header(design: StudyDesign, n_resamples: int, seed, confidence: float, videos) -> dict:
+    clinicians = len(set(clinician_clusters(videos)))
     return {
         "resampling": {
-            "unit": unit,
+            "unit": "video",
             "n_resamples": n_resamples,
             "seed": seed,
-            "method": f"m {unit}s drawn with replacement from the pilot's {n_units}"
-            + (" (each with all its videos)" if unit == "clinician" else "")
-            + f" at each size m on a geometric grid up to {MAX_SCALE}x the pilot (interpolated between sizes);"
-            f" percentile {confidence:.0%} CIs",
+            "method": "m videos drawn with replacement from the pilot's "
+            f"{len(videos)} at each size m on a geometric grid up to {MAX_SCALE}x the pilot (interpolated between "
+            f"sizes); percentile {confidence:.0%} CIs"
+            + (
+                f"; their variance times the design effect at {design.videos_per_clinician:.1f} videos per "
+                "clinician (1 + (m - 1) rho, rho the within-clinician correlation of the ICC's per-video terms in "
+                "the pilot)"
+                if design.unit == "clinician"
+                else "; the study's CI treats videos as independent (no design effect), too narrow where "
+                "clinicians differ"
+            ),
         },
         "pilot": {
             "n_videos": len(videos),
-            "n_units": n_units,
-            "videos_per_clinician": per_unit if unit == "clinician" else len(videos) / _units(videos, "clinician")[1],
+            "n_clinicians": clinicians,
+            "videos_per_clinician": len(videos) / clinicians,
         },
+        "design": design.describe(),
         "confidence": confidence,
+        "floor": floor_description(),
     }
+
+
+HEADLINE = {
+    "method": "resampling",
+    "columns": ["videos", "clinicians"],
+    "beside": ["bonett_design_videos", "bonett_clinicians"],
+    "why": "the resampled size rests on the pilot's own score distributions, while Bonett's (2002) formula assumes "
+    "two exchangeable, normally distributed raters, which a judge that spreads its scores differently from the gold "
+    "breaks; both carry the same design effect, so where they part it is that assumption",
+}
+# Past this ratio between the ends of a plan's range, the output says the pilot pins the size only loosely.
+LOOSE_RANGE = 2.0
+# Past this ratio between Bonett's size and the headline, the output says the pilot is far from Bonett's model.
+BONETT_APART = 1.5
 
 
 def plan_icc(
@@ -169,56 +334,260 @@ def plan_icc(
     references: Mapping[Key, float],
     *,
     half_width: float,
-    unit: str = "clinician",
+    design: StudyDesign | None = None,
     n_resamples: int = DEFAULT_BOOTSTRAP,
     seed: int | None = DEFAULT_SEED,
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
-    """Videos (clinicians) for a judge's ICC(3,1) CI of half-width `half_width`, per dimension."""
+    """Videos and clinicians for a judge's ICC(3,1) CI of half-width `half_width`, per dimension, in the study
+    `design` states (videos per clinician, clinicians available, how its CI resamples), and how many more than the
+    pilot; withheld with its reason below the reporting floor, for a rater without spread, or past the clinicians
+    available (the half-width all of them reach is given instead)."""
     if not 0 < half_width < 1:
         raise UsageError(f"the half-width is in ICC units, in (0, 1); got {half_width}")
+    design = design or StudyDesign()
     videos, keys, ratings, valid = _pilot([predictions], references)
-    clusters, n_units, per_unit = _units(videos, unit)
-    grid = _grid(n_units)
-    widths = np.empty((grid.size, len(keys)))
-    for g, size in enumerate(grid):
-        bounds = percentile_ci(_replicates(ratings, valid, clusters, n_units, size, n_resamples, seed), confidence)
-        widths[g] = (bounds[:, 1] - bounds[:, 0]) / 2
-    needed = _smallest(grid, widths, half_width, rising=False)
+    pilot_clusters, n_pilot_clinicians, _ = _units(videos, "clinician")
+    design.check_pilot(n_pilot_clinicians)
+    grid = _grid(len(videos))
+    widths = _half_widths(ratings, valid, grid, (n_resamples, seed), confidence)
+    clustered = design.unit == "clinician"
+    influence = icc_influence(ratings, valid)
+    rho, with_pairs, pair_videos = clinician_correlation(influence, valid, pilot_clusters)
+    effect = design_effect_at(rho, design.videos_per_clinician) if clustered else np.ones(len(keys))
+    needed = _smallest(grid, widths, half_width / np.sqrt(np.where(np.isfinite(effect), effect, 1.0)), rising=False)
     icc = point_blocks(ratings, valid)["icc"]
-    effect = _design_effect(ratings, valid, videos, n_resamples, seed)
-    header = _header(unit, n_resamples, seed, confidence, videos, n_units, per_unit)
-    vpc = header["pilot"]["videos_per_clinician"]
+    pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, design.unit))["icc"]
+    pilot_bounds = percentile_ci(pilot_reps, confidence)
+    header = _header(design, n_resamples, seed, confidence, videos)
+    header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
+    spread = _pilot_range_draws(ratings, valid, videos, design, (n_resamples, seed))
+    point = np.nanmean(influence**2, axis=0, where=valid) * np.where(np.isfinite(effect), effect, np.nan)
     dims = {}
     for c, key in enumerate(keys):
-        bonett = bonett_sample_size(icc[c], 2 * half_width, confidence=confidence)
-        units = needed[c]
-        n_videos = None if units is None else int(np.ceil(units * (per_unit if unit == "clinician" else 1)))
+        facts = _PlanFacts(
+            support=Support(int(valid[:, c].sum()), int(len(np.unique(pilot_clusters[valid[:, c]]))), "clinician"),
+            spread=float(np.nansum(influence[:, c] ** 2)),
+            clustering=(float(rho[c]), int(with_pairs[c]), int(pair_videos[c])),
+        )
+        entry = _icc_entry(facts, design, header["pilot"], needed[c], float(effect[c]))
+        pilot_ci, pilot_facts = guarded_interval(
+            pilot_reps[:, c],
+            Support(facts.support.n_videos, facts.support.n_clusters, design.unit),
+            pilot_bounds[c],
+            "the pilot's CI",
+        )
+        reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
+        entry.update(_size_range(spread[:, c] / point[c], facts.support, needed[c], entry, design))
+        factors = entry.pop("range_factors")
+        usable = entry["design_effect"] is not None
+        at_all = _spread_at(grid, widths[:, c], reachable_videos) * float(np.sqrt(effect[c])) if usable else None
         dims[key] = {
             "abbreviation": DIMENSION_BY_KEY[key].abbreviation,
             "pilot_icc": float(icc[c]),
-            "pilot_half_width": float(np.interp(len(videos) if unit == "video" else n_units, grid, widths[:, c])),
-            "videos": n_videos,
-            "clinicians": None if units is None else (units if unit == "clinician" else int(np.ceil(units / vpc))),
-            "bonett_videos": bonett,
-            "design_effect": float(effect[c]),
-            "bonett_clinicians": int(np.ceil(bonett * effect[c] / vpc)) if np.isfinite(effect[c]) else None,
+            "pilot_half_width": None if pilot_ci is None else (pilot_ci[1] - pilot_ci[0]) / 2,
+            "pilot_half_width_withheld": pilot_facts["withheld"],
+            **entry,
+            "reachable_videos": reachable_videos if usable else None,
+            "reachable_half_width": at_all,
+            "reachable_half_width_range": None if factors is None else [at_all * float(np.sqrt(f)) for f in factors],
+            **_bonett_beside(
+                bonett_sample_size(icc[c], 2 * half_width, confidence=confidence), effect[c], design, usable
+            ),
         }
-    return {**header, "half_width": half_width, "dimensions": dims, "note": _NOTE}
+    _refuse_when_nothing_plans(dims)
+    return {
+        **header,
+        "half_width": half_width,
+        "headline": HEADLINE,
+        "dimensions": dims,
+        "warnings": _icc_warnings(dims, design),
+        "note": _NOTE,
+    }
 
 
-_NOTE = (
-    "resampling extrapolates the pilot (its videos and clinicians stand for the population); Bonett's n treats "
-    "videos as independent, and x design effect / videos per clinician gives clinicians"
+def _bonett_beside(bonett: int, effect: float, design: StudyDesign, usable: bool) -> dict:
+    """Bonett's n for independent videos, times the design effect, and its clinicians; None past the cap, and
+    all None where the plan is withheld for its pilot (`usable` False)."""
+    if not usable:
+        return {"bonett_videos": None, "bonett_design_videos": None, "bonett_clinicians": None}
+    videos = int(np.ceil(1 + (bonett - 1) * effect)) if np.isfinite(effect) else None
+    clinicians = None if videos is None else int(np.ceil(videos / design.videos_per_clinician))
+    if clinicians is not None and clinicians > design.clinicians:  # never past the clinicians available
+        videos = clinicians = None
+    return {"bonett_videos": bonett, "bonett_design_videos": videos, "bonett_clinicians": clinicians}
+
+
+# The central share of clinician resamples of the pilot a plan's range spans.
+PLAN_RANGE = 0.8
+# Clinician resamples of the pilot behind a plan's range (the range is a guide, not a CI: fewer suffice).
+RANGE_RESAMPLES = 1000
+_RANGE = (
+    "the sizes that the ICC's variance at the stated videos per clinician (its delta-method terms and their "
+    "within-clinician correlation) would give in the central share of clinician resamples of the pilot: how far "
+    "the pilot pins the plan"
 )
 
 
-def _design_effect(ratings, valid, videos, n_resamples, seed) -> np.ndarray:
-    reps = [
-        bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, unit))["icc"]
-        for unit in ("clinician", "video")
+def _size_range(factors: np.ndarray, support: Support, units: int | None, entry: dict, design: StudyDesign) -> dict:
+    """The plan's range over clinician resamples of the pilot: the size scaled by the variance's percentiles over
+    its point value, or the reason it is withheld (the reporting rule: floor, undefined resamples)."""
+    if entry["design_effect"] is None:
+        return {
+            "range_factors": None,
+            "videos_needed_range": None,
+            "clinicians_needed_range": None,
+            "range_withheld": None,
+        }
+    tail = (1 - PLAN_RANGE) / 2
+    bounds = np.nanquantile(factors, [tail, 1 - tail]) if np.isfinite(factors).any() else [np.nan, np.nan]
+    kept, facts = guarded_interval(factors, support, bounds, "the plan's range")
+    if kept is None:
+        return {
+            "range_factors": None,
+            "videos_needed_range": None,
+            "clinicians_needed_range": None,
+            "range_withheld": facts["withheld"],
+        }
+    videos = None if units is None else [max(int(np.ceil(units * f)), MIN_CI_VIDEOS) for f in kept]
+    return {
+        "range_factors": kept,
+        "videos_needed_range": videos,
+        "clinicians_needed_range": None
+        if videos is None
+        else [int(np.ceil(v / design.videos_per_clinician)) for v in videos],
+        "range_withheld": None,
+    }
+
+
+def _half_widths(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None], confidence: float) -> np.ndarray:
+    """(sizes x D) percentile CI half-widths of the ICC with m videos drawn from the pilot at each grid size m
+    (`draws`: resamples a size and the seed)."""
+    n = ratings.shape[0]
+    widths = np.empty((grid.size, ratings.shape[1]))
+    for g, size in enumerate(grid):
+        bounds = percentile_ci(_replicates(ratings, valid, np.arange(n), n, size, *draws), confidence)
+        widths[g] = (bounds[:, 1] - bounds[:, 0]) / 2
+    return widths
+
+
+@dataclass(frozen=True)
+class _PlanFacts:
+    """What one dimension's plan rests on: the pilot's support, the influences' sum of squares (0: no spread)
+    and (rho, clinicians with two or more videos, their videos)."""
+
+    support: Support
+    spread: float
+    clustering: tuple[float, int, int]
+
+
+def _icc_entry(facts: _PlanFacts, design: StudyDesign, pilot: dict, units: int | None, effect: float) -> dict:
+    """One dimension's headline size (videos, clinicians, how many more) or the reason it is withheld."""
+    rho, with_pairs, pair_videos = facts.clustering
+    entry = {
+        "pilot_videos": facts.support.n_videos,
+        "pilot_clinicians": facts.support.n_clusters,
+        "clinician_correlation": None if np.isnan(rho) else rho,
+        "pilot_clinicians_with_pairs": with_pairs,
+        "design_effect": None,
+        "videos": None,
+        "clinicians": None,
+        "more_videos": None,
+        "more_clinicians": None,
+        "withheld": None,
+    }
+    m = design.videos_per_clinician
+    reason = withhold_reason(facts.support, "a planned size")
+    if reason is None and not facts.spread > 0:
+        reason = "a rater gives every pilot video the same score (no spread): any size would look enough"
+    if reason is None and design.unit == "clinician" and m > 1:
+        if withhold_reason(Support(pair_videos, with_pairs, "clinician")):
+            reason = (
+                f"{with_pairs} pilot clinician(s) with two or more videos ({pair_videos} videos); the clustering at "
+                f"{m:.1f} videos per clinician needs at least {MIN_CI_CLUSTERS} such clinicians and {MIN_CI_VIDEOS} "
+                "videos"
+            )
+        if reason is None and np.isnan(rho):
+            reason = "the pilot's within-clinician correlation is undefined"
+    if reason is not None:
+        return {**entry, "withheld": reason}
+    entry["design_effect"] = effect
+    if units is None:
+        return {**entry, "withheld": f"more than {MAX_SCALE}x the pilot's videos: the pilot says too little that far"}
+    # A study under the reporting floor would have its CI withheld: never plan fewer videos or clinicians.
+    units = max(int(units), MIN_CI_VIDEOS)
+    clinicians = max(int(np.ceil(units / m)), MIN_CI_CLUSTERS if design.unit == "clinician" else 1)
+    if clinicians > design.clinicians:
+        return {
+            **entry,
+            "withheld": f"needs {clinicians} clinicians at {m:.1f} videos each ({units:,} videos); "
+            f"{design.clinicians} exist",
+        }
+    return {
+        **entry,
+        "videos": int(units),
+        "clinicians": clinicians,
+        "more_videos": max(0, int(units) - pilot["n_videos"]),
+        "more_clinicians": max(0, clinicians - pilot["n_clinicians"]),
+    }
+
+
+def _refuse_when_nothing_plans(dims: dict) -> None:
+    """A DataError when every dimension is withheld for its pilot (floor, no spread): nothing to plan from."""
+    reasons = [e["withheld"] for e in dims.values()]
+    if dims and all(r is not None and not r.startswith(("needs", "more than")) for r in reasons):
+        first = next(iter(dims.values()))
+        raise DataError(
+            f"no dimension can be planned from this pilot ({first['abbreviation']}: {first['withheld']})",
+            hint="pilot a judge whose scores vary, with two or more videos of each of several clinicians (or plan at "
+            "--videos-per-clinician 1)",
+        )
+
+
+def _icc_warnings(dims: dict, design: StudyDesign) -> list[str]:
+    """The plan's caveats in words: past the clinicians available, Bonett far from the headline."""
+    warnings = []
+    capped = [e for e in dims.values() if e["withheld"] and e["withheld"].startswith("needs")]
+    if capped:
+        best = ", ".join(
+            f"{e['abbreviation']} +/- {e['reachable_half_width']:.3f}"
+            if "reachable_half_width" in e
+            else f"{e['abbreviation']} power {e['reachable_power'] or 0:.2f}"
+            for e in capped
+        )
+        warnings.append(
+            f"{len(capped)} dimension(s) cannot reach the target with the {design.clinicians} clinicians "
+            f"available at {design.videos_per_clinician:.1f} videos each; the best reachable: {best}"
+        )
+    apart = [
+        e["abbreviation"]
+        for e in dims.values()
+        if e["videos"]
+        and e.get("bonett_design_videos")
+        and max(e["videos"], e["bonett_design_videos"]) > BONETT_APART * min(e["videos"], e["bonett_design_videos"])
     ]
-    return design_effect(*reps)
+    loose = [
+        e["abbreviation"]
+        for e in dims.values()
+        if e.get("videos_needed_range") and e["videos_needed_range"][1] > LOOSE_RANGE * e["videos_needed_range"][0]
+    ]
+    if loose:
+        warnings.append(
+            f"the pilot pins the size only loosely on {', '.join(loose)} (the range's ends differ by more than "
+            f"{LOOSE_RANGE:g}x): plan toward its upper end, or pilot more clinicians with two or more videos"
+        )
+    if apart:
+        warnings.append(
+            f"Bonett's size and the resampled one differ by more than {BONETT_APART}x on {', '.join(apart)}: the "
+            "judge's and the gold's scores are far from Bonett's exchangeable normal raters; use the resampled size"
+        )
+    return warnings
+
+
+_NOTE = (
+    "the pilot's videos stand for the population's; the planned study has the stated videos per clinician and its "
+    "CI the stated resampling; the pilot's videos and clinicians count toward the totals (more: beyond the pilot)"
+)
 
 
 def plan_difference(
@@ -229,52 +598,112 @@ def plan_difference(
     difference: float,
     power: float = 0.8,
     level: float = 0.05,
-    unit: str = "clinician",
+    design: StudyDesign | None = None,
     n_resamples: int = DEFAULT_BOOTSTRAP,
     seed: int | None = DEFAULT_SEED,
 ) -> dict:
-    """Videos (clinicians) for a two-sided test at `level` to detect ICC(A) - ICC(B) = `difference` with
-    `power`, per dimension, the two judges resampled together (paired)."""
+    """Videos and clinicians for a two-sided test at `level` to detect ICC(A) - ICC(B) = `difference` with
+    `power`, per dimension, the two judges resampled together (paired), in the study `design` states; withheld
+    like `plan_icc`'s sizes (floor, no spread, past the clinicians available)."""
     if not 0 < abs(difference) < 2 or not 0 < power < 1 or not 0 < level < 1:
         raise UsageError("the difference is in ICC units in (0, 2); power and level in (0, 1)")
+    design = design or StudyDesign()
     videos, keys, ratings, valid = _pilot([predictions_a, predictions_b], references)
     d = len(keys)
     if np.array_equal(ratings[:, :d], ratings[:, d:], equal_nan=True):
         raise DataError("the two judges give the same score to every pilot video", hint="compare two different judges")
-    clusters, n_units, per_unit = _units(videos, unit)
-    grid = _grid(n_units)
+    pilot_clusters, n_pilot_clinicians, _ = _units(videos, "clinician")
+    design.check_pilot(n_pilot_clinicians)
+    influence = icc_influence(ratings, valid)
+    paired = influence[:, :d] - influence[:, d:]
+    rho, with_pairs, pair_videos = clinician_correlation(paired, valid[:, :d], pilot_clusters)
+    effect = design_effect_at(rho, design.videos_per_clinician) if design.unit == "clinician" else np.ones(d)
+    inflate = np.sqrt(np.where(np.isfinite(effect), effect, 1.0))
+    grid = _grid(len(videos))
     z = norm.ppf(1 - level / 2)
-    powers = np.empty((grid.size, d))
-    for g, size in enumerate(grid):
-        reps = _replicates(ratings, valid, clusters, n_units, size, n_resamples, seed)
-        sd = np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
-        with np.errstate(divide="ignore", invalid="ignore"):  # sd 0: the judges never differ; power undefined
-            shift = np.where(sd > 0, abs(difference) / sd, np.nan)
-        powers[g] = norm.cdf(shift - z) + norm.cdf(-shift - z)
-    needed = _smallest(grid, powers, power, rising=True)
+    spreads = _difference_spreads(ratings, valid, grid, (n_resamples, seed)) * inflate
+    needed = _smallest(grid, _power(spreads, difference, z), power, rising=True)
+    reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
+    spread = _pilot_range_draws(ratings, valid[:, :d], videos, design, (n_resamples, seed))
+    point = np.nanmean(paired**2, axis=0, where=valid[:, :d]) * np.where(np.isfinite(effect), effect, np.nan)
     icc = point_blocks(ratings, valid)["icc"]
     pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, "video"))["icc"]
-    header = _header(unit, n_resamples, seed, 1 - level, videos, n_units, per_unit)
-    vpc = header["pilot"]["videos_per_clinician"]
+    header = _header(design, n_resamples, seed, 1 - level, videos)
+    header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
     z_power = norm.ppf(power)
     dims = {}
     for c, key in enumerate(keys):
-        a, b = pilot_reps[:, c], pilot_reps[:, d + c]
-        keep = np.isfinite(a) & np.isfinite(b)
-        r = float(np.corrcoef(a[keep], b[keep])[0, 1]) if keep.sum() > 2 else 0.0
+        r = _replicate_correlation(pilot_reps[:, c], pilot_reps[:, d + c])
         va, vb = icc_variance_factor(icc[c]), icc_variance_factor(icc[d + c])
-        analytic = int(np.ceil(1 + (z + z_power) ** 2 * (va + vb - 2 * r * np.sqrt(va * vb)) / difference**2))
-        units = needed[c]
+        facts = _PlanFacts(
+            support=Support(int(valid[:, c].sum()), int(len(np.unique(pilot_clusters[valid[:, c]]))), "clinician"),
+            spread=float(np.nansum(paired[:, c] ** 2)),
+            clustering=(float(rho[c]), int(with_pairs[c]), int(pair_videos[c])),
+        )
+        entry = _icc_entry(facts, design, header["pilot"], needed[c], float(effect[c]))
+        entry.update(_size_range(spread[:, c] / point[c], facts.support, needed[c], entry, design))
+        entry.pop("range_factors")
+        analytic = 1 + (z + z_power) ** 2 * (va + vb - 2 * r * np.sqrt(va * vb)) / difference**2
+        usable = entry["design_effect"] is not None
+        at_all = _power(np.array([_spread_at(grid, spreads[:, c], reachable_videos)]), difference, z)[0]
         dims[key] = {
             "abbreviation": DIMENSION_BY_KEY[key].abbreviation,
             "pilot_icc_a": float(icc[c]),
             "pilot_icc_b": float(icc[d + c]),
             "replicate_correlation": r,
-            "videos": None if units is None else int(np.ceil(units * (per_unit if unit == "clinician" else 1))),
-            "clinicians": None if units is None else (units if unit == "clinician" else int(np.ceil(units / vpc))),
-            "analytic_videos": analytic,
+            **entry,
+            "reachable_videos": reachable_videos if usable else None,
+            "reachable_power": float(at_all) if usable and np.isfinite(at_all) else None,
+            **{  # the analytic size beside, as Bonett's is beside plan_icc's: analytic_videos, ..._clinicians
+                name.replace("bonett", "analytic"): value
+                for name, value in _bonett_beside(int(np.ceil(analytic)), effect[c], design, usable).items()
+            },
         }
-    return {**header, "difference": difference, "power": power, "level": level, "dimensions": dims, "note": _NOTE}
+    _refuse_when_nothing_plans(dims)
+    return {
+        **header,
+        "difference": difference,
+        "power": power,
+        "level": level,
+        "headline": {**HEADLINE, "beside": ["analytic_design_videos"]},
+        "dimensions": dims,
+        "warnings": _icc_warnings(dims, design),
+        "note": _NOTE,
+    }
+
+
+def _difference_spreads(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None]) -> np.ndarray:
+    """(sizes x D) the SD of the paired ICC difference (first D blocks minus the next D) with m videos drawn
+    from the pilot at each grid size m (`draws`: resamples a size and the seed)."""
+    n, d = ratings.shape[0], ratings.shape[1] // 2
+    spreads = np.empty((grid.size, d))
+    for g, size in enumerate(grid):
+        reps = _replicates(ratings, valid, np.arange(n), n, size, *draws)
+        spreads[g] = np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
+    return spreads
+
+
+def _pilot_range_draws(ratings, valid, videos: list[str], design: StudyDesign, draws: tuple[int, int | None]):
+    """`variance_draws` over min(resamples, `RANGE_RESAMPLES`) clinician resamples of the pilot, at the design's
+    videos per clinician (1 where its CI treats videos as independent)."""
+    plan = make_resampling(videos, min(draws[0], RANGE_RESAMPLES), draws[1], "clinician")
+    m = design.videos_per_clinician if design.unit == "clinician" else 1.0
+    return variance_draws(ratings, valid, plan.clusters, resample_counts(plan.draws, plan.n_clusters), m)
+
+
+def _replicate_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """The correlation of two judges' ICC replicates over the resamples both define (0 where one does not vary)."""
+    keep = np.isfinite(a) & np.isfinite(b)
+    if keep.sum() <= 2 or not a[keep].std() * b[keep].std() > 0:
+        return 0.0
+    return float(np.corrcoef(a[keep], b[keep])[0, 1])
+
+
+def _power(spreads: np.ndarray, difference: float, z: float) -> np.ndarray:
+    """P(|N(difference, sd)| > z sd) for each spread sd (NaN where sd is 0: the judges never differ)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shift = np.where(spreads > 0, abs(difference) / spreads, np.nan)
+    return norm.cdf(shift - z) + norm.cdf(-shift - z)
 
 
 def plan_labels(
@@ -286,10 +715,13 @@ def plan_labels(
     confidence: float = DEFAULT_CONFIDENCE,
 ) -> dict:
     """Expert labels for a PPI++ mean's CI of half-width `half_width` (score points) when the judge scores
-    `n_judged` videos (default: as many as the pilot's judge did), against the experts-only estimate.
+    `n_judged` videos (default: as many as the pilot's judge did), against the experts-only estimate, and how many
+    more than the pilot's; withheld with its reason below `MIN_LABELLED_VIDEOS` labelled pilot videos or where the
+    experts' scores do not vary.
 
     The pilot's labelled videos give var(y), var(yhat), cov(y, yhat); at n labels of n_judged, PPI++'s
-    variance is var(y - lambda yhat) / n + lambda^2 var(yhat) / (n_judged - n) with lambda power-tuned at n.
+    variance is var(y - lambda yhat) / n + lambda^2 var(yhat) / (n_judged - n) with lambda power-tuned at n
+    (0 where the judge does not vary: the experts-only estimate).
     """
     if half_width <= 0:
         raise UsageError(f"the half-width is in score points, above 0; got {half_width}")
@@ -298,37 +730,81 @@ def plan_labels(
     for key in DIMENSION_KEYS:
         pairs = [(gold[k], v) for k, v in judge.items() if k[1] == key and v is not None and k in gold]
         judged = [v for k, v in judge.items() if k[1] == key and v is not None]
-        if len(pairs) < MIN_ITEMS:
+        if not pairs:
             continue
-        y, yhat = np.array(pairs).T
-        total = n_judged or len(judged)
-        var_y, var_hat, cov = y.var(), np.var(judged, ddof=1), np.mean((y - y.mean()) * (yhat - yhat.mean()))
-        n = np.arange(2, total)
-        unl = total - n
-        lam = np.clip(cov / ((1 + n / unl) * var_hat), 0.0, 1.0)
-        half = z * np.sqrt((var_y - 2 * lam * cov + lam**2 * yhat.var()) / n + lam**2 * var_hat / unl)
-        ok = half <= half_width
-        classical = int(np.ceil((z * np.sqrt(var_y) / half_width) ** 2))
-        dims[key] = {
+        labelled = [k[0] for k, v in judge.items() if k[1] == key and v is not None and k in gold]
+        support = Support(len(pairs), _clinician_count(labelled), "labelled")
+        entry = {
             "abbreviation": DIMENSION_BY_KEY[key].abbreviation,
-            "n_pilot_labelled": int(y.size),
-            "n_judged": int(total),
-            "ppi_labels": int(n[np.argmax(ok)]) if ok.any() else None,
-            "classical_labels": classical,
+            "n_pilot_labelled": len(pairs),
+            "n_pilot_clinicians": support.n_clusters,
+            "n_judged": int(n_judged or len(judged)),
+            "ppi_labels": None,
+            "classical_labels": None,
+            "more_labels": None,
+            "withheld": withhold_reason(support, "a planned label count")
+            or withhold_reason(Support(len(pairs), support.n_clusters, "clinician"), "a planned label count"),
         }
-    if not dims:
+        y, yhat = np.array(pairs, dtype=np.float64).T
+        if entry["withheld"] is None and not y.var() > 0:
+            entry["withheld"] = "the experts give every labelled pilot video the same score: their spread is unknown"
+        if entry["withheld"] is None:
+            entry.update(_label_counts(y, yhat, np.asarray(judged, dtype=np.float64), entry["n_judged"], half_width, z))
+        dims[key] = entry
+    floored = [e for e in dims.values() if e["ppi_labels"] is None and e["classical_labels"] is None]
+    if len(floored) == len(dims):  # every dimension under the floor (or none scored): nothing to plan from
+        first = next(iter(dims.values()), None)
         raise DataError(
-            f"no dimension has {MIN_ITEMS} videos with both gold and a judge score", hint="label a pilot first"
+            "no dimension can be planned from this pilot"
+            + (
+                f" ({first['abbreviation']}: {first['withheld']})" if first else ": no video has gold and a judge score"
+            ),
+            hint=f"label at least {MIN_LABELLED_VIDEOS} pilot videos from at least {MIN_CI_CLUSTERS} clinicians, whose "
+            "expert scores vary",
         )
     return {
         "half_width": half_width,
         "confidence": confidence,
         "dimensions": dims,
-        "method": "PPI++ variance at each label count with the pilot's moments (lambda tuned per count)",
+        "method": "PPI++ variance at each label count with the pilot's moments (lambda tuned per count); labels "
+        "drawn at random from the judged videos, videos independent; the pilot's labels count toward the totals",
+        "floor": floor_description(),
+    }
+
+
+def _clinician_count(videos: list[str]) -> int | None:
+    """The clinicians `videos` come from, or None where their ids name none (then no clinician floor applies)."""
+    try:
+        return len(set(clinician_clusters(videos)))
+    except DataError:
+        return None
+
+
+def _label_counts(y: np.ndarray, yhat: np.ndarray, judged: np.ndarray, total: int, half_width: float, z: float):
+    """{"ppi_labels", "classical_labels", "more_labels"} for one dimension from its labelled pairs (y, yhat) and
+    the judge's scores on every judged video."""
+    var_y, cov = y.var(), np.mean((y - y.mean()) * (yhat - yhat.mean()))
+    var_hat = np.var(judged, ddof=1) if judged.size > 1 else 0.0
+    n = np.arange(2, total)
+    unl = total - n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(var_hat > 0, np.clip(cov / ((1 + n / unl) * max(var_hat, 1e-300)), 0.0, 1.0), 0.0)
+    half = z * np.sqrt((var_y - 2 * lam * cov + lam**2 * yhat.var()) / n + lam**2 * var_hat / unl)
+    ok = half <= half_width
+    ppi = int(n[np.argmax(ok)]) if ok.any() else None
+    return {
+        "ppi_labels": ppi,
+        "classical_labels": int(np.ceil((z * np.sqrt(var_y) / half_width) ** 2)),
+        "more_labels": None if ppi is None else max(0, ppi - y.size),
+        "withheld": None if ppi is not None else f"more labels than the {total:,} judged videos",
     }
 
 
 __all__ = [
+    "StudyDesign",
+    "icc_influence",
+    "clinician_correlation",
+    "design_effect_at",
     "bonett_sample_size",
     "icc_variance_factor",
     "plan_icc",

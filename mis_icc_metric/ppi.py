@@ -90,6 +90,45 @@ def ppi_mean(
     return _interval(imputed + rectifier.mean(), np.sqrt(imputed_var + rectifier.var() / n), confidence, lam)
 
 
+def stratified_ppi_mean(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    yhat_unlabeled: np.ndarray,
+    strata: np.ndarray,
+    strata_unlabeled: np.ndarray,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    lam: float | None = None,
+) -> Interval:
+    """Stratified PPI++: `ppi_mean` in each stratum (lambda tuned per stratum), weighted by the stratum's share
+    of all videos, N_h / N; standard error sqrt(sum (N_h / N)^2 se_h^2). For an expert set drawn at random
+    *within* each stratum at a share that differs between strata (a known design: 30% of T1, 5% of T2): plain
+    PPI++ then over-weights the heavily labelled strata in its rectifier and is biased, this is not.
+    `strata`/`strata_unlabeled`: each labelled / unlabelled video's stratum. `lam=0.0` gives the stratified
+    experts-only mean. Every stratum needs `MIN_LABELLED` labelled videos (the caller checks: `stratum_counts`).
+    The returned lambda is the strata's mean lambda, weighted as the estimate is."""
+    y, yhat, yhat_unlabeled = (np.asarray(a, dtype=np.float64) for a in (y, yhat, yhat_unlabeled))
+    strata, strata_unlabeled = np.asarray(strata, dtype=object), np.asarray(strata_unlabeled, dtype=object)
+    names = sorted({*strata.tolist(), *strata_unlabeled.tolist()}, key=str)
+    total = y.size + yhat_unlabeled.size
+    estimate, variance, weighted_lam = 0.0, 0.0, 0.0
+    z = normal_quantile(confidence)
+    for name in names:
+        lab, unl = strata == name, strata_unlabeled == name
+        part = ppi_mean(y[lab], yhat[lab], yhat_unlabeled[unl], confidence=confidence, lam=lam)
+        weight = (lab.sum() + unl.sum()) / total
+        estimate += weight * part.estimate
+        variance += (weight * part.width / (2 * z)) ** 2
+        weighted_lam += weight * part.lam
+    return _interval(estimate, np.sqrt(variance), confidence, weighted_lam)
+
+
+def stratum_counts(strata: np.ndarray, labelled: np.ndarray) -> dict[str, tuple[int, int]]:
+    """{stratum: (labelled videos, all videos)}, for the caller's check that every stratum has `MIN_LABELLED`."""
+    strata, labelled = np.asarray(strata, dtype=object), np.asarray(labelled, dtype=bool)
+    return {str(h): (int((labelled & (strata == h)).sum()), int((strata == h).sum())) for h in np.unique(strata)}
+
+
 def classical_mean(y: np.ndarray, *, confidence: float = DEFAULT_CONFIDENCE) -> Interval:
     """The mean of the expert labels alone, with its CLT interval (`ppi_py.classical_mean_ci`)."""
     y = np.asarray(y, dtype=np.float64)
@@ -211,7 +250,8 @@ def weighted_ppi_means(
     labelled video where `labelled` is True: one mask for every row (n,), or one per row (B, n) (which videos an
     expert labelled in each simulated draw). Every moment is one matrix product, no loop over rows. `y` is read
     only where labelled; `include` (n,) leaves out the videos where it is False (a subgroup, with one shared
-    weight matrix for every group). A row with fewer than `MIN_LABELLED` labelled or no unlabelled video gives NaN.
+    weight matrix for every group). A row with fewer than `MIN_LABELLED` labelled videos gives NaN; one with no
+    unlabelled video the labelled mean (lambda 0), as `ppi_mean` does.
     """
     yhat = np.asarray(yhat, dtype=np.float64)
     mask = np.asarray(labelled, dtype=bool)
@@ -238,9 +278,11 @@ def weighted_ppi_means(
         var_unl = np.maximum(unl[:, 2] / big_n - mean_unl**2, 0.0)
         rect_mean = mean_y - lam * mean_hat
         rect_var = np.maximum(mean_yy - 2 * lam * mean_y_hat + lam**2 * mean_hat_hat - rect_mean**2, 0.0)
-        estimate = lam * mean_unl + rect_mean
-        se = np.sqrt(lam**2 * var_unl / big_n + rect_var / n)
-    defined = (n >= MIN_LABELLED) & (big_n > 0)
+        # No unlabelled video drawn: lambda 0, the labelled mean (as `ppi_mean` gives), not an undefined resample.
+        none = big_n == 0
+        estimate = np.where(none, mean_y, lam * mean_unl + rect_mean)
+        se = np.where(none, np.sqrt(rect_var / n), np.sqrt(lam**2 * var_unl / big_n + rect_var / n))
+    defined = n >= MIN_LABELLED
     return np.where(defined, estimate, np.nan), np.where(defined, se, np.nan), lam
 
 

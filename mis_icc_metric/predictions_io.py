@@ -32,16 +32,15 @@ import csv
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import resolve_dimension
+from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN, resolve_dimension
 from mis_bench_dataset.release.labels import LONG_COLUMNS as RATING_COLUMNS
 from mis_bench_dataset.release.labels import map_wide_header, table_form
-from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import JSONInputError, loads_strict, read_json
@@ -57,6 +56,7 @@ __all__ = [
     "read_prediction_file",
     "PredictionFile",
     "check_predicted_pairs",
+    "gold_pairs_only",
     "read_references",
     "predictions_to_mapping",
     "read_video_ids",
@@ -74,7 +74,16 @@ class PredictionsFormatError(DataError):
     """A predictions/references file that cannot be read as given (names file, row, column)."""
 
 
-def _where(path: Path, row: int | None = None, column: str | None = None) -> str:
+# Which side of a comparison a file is, named in every error about it (a judge's file or the experts' gold).
+PREDICTIONS_SIDE = "predictions (judge) file"
+REFERENCES_SIDE = "references (expert) file"
+
+
+def _side(side: str, path: Path) -> str:
+    return f"{side} {path}"
+
+
+def _where(path: Path | str, row: int | None = None, column: str | None = None) -> str:
     text = str(path)
     if row is not None:
         text += f", row {row}"
@@ -83,7 +92,7 @@ def _where(path: Path, row: int | None = None, column: str | None = None) -> str
     return text
 
 
-def _parse_value(raw: object, path: Path, row: int, column: str) -> float | None:
+def _parse_value(raw: object, path: Path | str, row: int, column: str) -> float | None:
     """A prediction cell: None/empty/'nan'/'null' -> None, numbers -> float, else an error."""
     if raw is None:
         return None
@@ -108,70 +117,95 @@ def _parse_value(raw: object, path: Path, row: int, column: str) -> float | None
     return value
 
 
-def _video(raw: object, path: Path, row: int, column: str) -> str:
+def _video(raw: object, path: Path | str, row: int, column: str) -> str:
     try:
         return normalize_video_id(str(raw if raw is not None else ""))
     except ValueError as exc:
         raise PredictionsFormatError(f"{_where(path, row, column)}: {exc}") from None
 
 
-def _dimension(raw: object, path: Path, row: int | None, column: str) -> str:
+def _dimension(raw: object, path: Path | str, row: int | None, column: str) -> str:
     try:
         return resolve_dimension(str(raw if raw is not None else ""))
     except KeyError as exc:
         raise PredictionsFormatError(f"{_where(path, row, column)}: {exc.args[0]}") from None
 
 
-def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict]]]:
-    """Header and (row number, row) pairs of a CSV, JSONL or JSON file.
+def _gold_score(value: float | None, label: str, row: int, column: str) -> float | None:
+    """An expert score on the FIS scale or None: one outside [SCORE_MIN, SCORE_MAX] (a 1-10 or 0-100 file) is
+    refused at its row, as `score` refuses it, in every command that reads gold."""
+    if value is not None and not SCORE_MIN <= value <= SCORE_MAX:
+        raise PredictionsFormatError(
+            f"{_where(label, row, column)}: expert score {value:g} is outside the FIS scale [{SCORE_MIN}, {SCORE_MAX}]",
+            hint="give gold on the 1-5 scale (rescale a file on another scale before reading it)",
+        )
+    return value
+
+
+@contextlib.contextmanager
+def _open_rows(path: Path, side: str) -> Iterator[tuple[list[str], Iterator[tuple[int, dict]]]]:
+    """Header and a stream of (row number, row) of a CSV, JSONL or JSON file, read as iterated: a bad row stops
+    the reading there, and memory holds one row at a time (a JSON document, size-limited, is read whole).
 
     JSON goes through `mis_bench_dataset.toolkit.jsonio` (size and nesting limits, strict: null, not NaN).
+    A JSONL file's header is its first record's keys when that record names a ``dimension`` (long form);
+    otherwise (wide form) the union of every record's keys, from a first pass that keeps only the keys.
     """
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
+    label = _side(side, path)
     try:
-        return _rows_by_suffix(path, path.suffix.lower())
+        with contextlib.ExitStack() as stack:
+            yield _rows_by_suffix(path, path.suffix.lower(), label, stack)
     except (csv.Error, UnicodeDecodeError) as exc:
         kind = path.suffix.lstrip(".").upper()
-        raise PredictionsFormatError(f"{path}: not a readable UTF-8 {kind} file: {exc}") from None
+        raise PredictionsFormatError(f"{label}: not a readable UTF-8 {kind} file: {exc}") from None
     except JSONInputError as exc:
-        raise PredictionsFormatError(f"{exc.source}: {exc.reason}") from None
+        raise PredictionsFormatError(f"{side} {exc.source}: {exc.reason}") from None
 
 
-def _rows_by_suffix(path: Path, suffix: str) -> tuple[list[str], list[tuple[int, dict]]]:
+def _rows_by_suffix(
+    path: Path, suffix: str, label: str, stack: contextlib.ExitStack
+) -> tuple[list[str], Iterator[tuple[int, dict]]]:
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            header = [h.strip() for h in reader.fieldnames or []]
-            reader.fieldnames = header
-            return header, [(number, row) for number, row in enumerate(reader, start=2)]
+        handle = stack.enter_context(path.open(newline="", encoding="utf-8-sig"))
+        reader = csv.DictReader(handle)
+        header = [h.strip() for h in reader.fieldnames or []]
+        reader.fieldnames = header
+        return header, enumerate(reader, start=2)
     if suffix == ".jsonl":
-        rows = []
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = loads_strict(line, _where(path, number))
-                except JSONInputError as exc:
-                    raise PredictionsFormatError(f"{_where(path, number)}: invalid JSON ({exc.reason})") from None
-                if not isinstance(record, dict):
-                    raise PredictionsFormatError(f"{_where(path, number)}: expected a JSON object per line")
-                rows.append((number, _JSONRow(record)))
-        header = list(dict.fromkeys(k for _, r in rows for k in r))
-        return header, rows
+        first = next(_jsonl_records(path, label, stack), None)
+        if first is not None and "dimension" in first[1]:
+            header = list(first[1])
+        else:
+            header = list(dict.fromkeys(k for _, record in _jsonl_records(path, label, stack) for k in record))
+        return header, _jsonl_records(path, label, stack)
     if suffix == ".json":
         data = read_json(path)
         records = data.get("predictions") if isinstance(data, dict) else data
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-            raise PredictionsFormatError(f"{path}: expected a list of records or an object with a 'predictions' list")
-        rows = [(number, _JSONRow(record)) for number, record in enumerate(records, start=1)]
-        header = list(dict.fromkeys(k for _, r in rows for k in r))
-        return header, rows
-    raise PredictionsFormatError(f"{path}: unsupported file type {suffix!r}; use .csv, .jsonl or .json")
+            raise PredictionsFormatError(f"{label}: expected a list of records or an object with a 'predictions' list")
+        header = list(dict.fromkeys(k for r in records for k in r))
+        return header, ((number, _JSONRow(record)) for number, record in enumerate(records, start=1))
+    raise PredictionsFormatError(f"{label}: unsupported file type {suffix!r}; use .csv, .jsonl or .json")
 
 
-def _check_duplicate(seen: dict[Key, int], key: Key, path: Path, row: int) -> None:
+def _jsonl_records(path: Path, label: str, stack: contextlib.ExitStack) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of each non-blank line of a JSONL file, parsed as read."""
+    handle = stack.enter_context(path.open(encoding="utf-8"))
+    for number, line in enumerate(handle, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = loads_strict(line, _where(label, number))
+        except JSONInputError as exc:
+            raise PredictionsFormatError(f"{_where(label, number)}: invalid JSON ({exc.reason})") from None
+        if not isinstance(record, dict):
+            raise PredictionsFormatError(f"{_where(label, number)}: expected a JSON object per line")
+        yield number, _JSONRow(record)
+
+
+def _check_duplicate(seen: dict[Key, int], key: Key, path: Path | str, row: int) -> None:
     if key in seen:
         raise PredictionsFormatError(
             f"{_where(path, row)}: duplicate prediction for {key} (first given at row {seen[key]})"
@@ -195,40 +229,108 @@ def read_predictions(path: str | Path) -> list[dict]:
     return read_prediction_file(path).records
 
 
-def read_prediction_file(path: str | Path) -> PredictionFile:
-    """`read_predictions` with the source row of each record and notes (blank wide cells, empty rows)."""
+@dataclass
+class _Gate:
+    """The checks on each predicted pair as it is read: gold to match (optional) and the scale count."""
+
+    label: str
+    gold: Mapping[Key, object] | None
+    where: str
+    videos: set[str] = field(default_factory=set)
+    n_values: int = 0
+    off_scale: list[str] = field(default_factory=list)
+    n_off_scale: int = 0
+
+    def __post_init__(self) -> None:
+        if self.gold is not None:
+            self.videos = {video for video, _ in self.gold}
+
+    def check(self, key: Key, value: float | None, row: int) -> None:
+        if self.gold is not None and key not in self.gold:
+            raise _no_gold(self.label, row, key, self.videos, self.where)
+        if value is None:
+            return
+        self.n_values += 1
+        if not SCORE_MIN <= value <= SCORE_MAX:
+            self.n_off_scale += 1
+            if len(self.off_scale) < 3:
+                self.off_scale.append(f"row {row}: {value:g}")
+
+    def warn(self) -> None:
+        """The out-of-scale warning (a 0-100 or 1-10 judge), the same in every command that reads a judge."""
+        if self.n_off_scale:
+            logger.warning(
+                "%s: %d of %d prediction(s) lie outside the FIS scale [%s, %s] (%s): is the judge on another scale? "
+                "They are used as given (not clipped); rescale them or calibrate (`mis-bench calibrate`) first",
+                self.label,
+                self.n_off_scale,
+                self.n_values,
+                SCORE_MIN,
+                SCORE_MAX,
+                ", ".join(self.off_scale),
+            )
+
+
+def _no_gold(label: str, row: int, key: Key, videos: set[str], where: str, more: str = "") -> PredictionsFormatError:
+    what = (
+        f"video {key[0]!r} is not in the references"
+        if key[0] not in videos
+        else f"({key[0]!r}, {key[1]!r}) has no gold in the references"
+    )
+    return PredictionsFormatError(
+        f"{_where(label, row)}: {what} ({where}){more}; score against the references the predictions "
+        "were made on (a build folder's --split, or --split all)"
+    )
+
+
+def read_prediction_file(
+    path: str | Path, *, gold: Mapping[Key, object] | None = None, where: str | None = None
+) -> PredictionFile:
+    """`read_predictions` with the source row of each record and notes (blank wide cells, empty rows).
+
+    The file is streamed and checked row by row: the first bad row (bad id, unknown dimension, bad number,
+    duplicate pair and, with `gold`, a pair without gold: `where` names the references) ends the reading with
+    an error naming the file (as the judge's) and row, in memory bounded by the rows read. Predictions outside
+    the FIS scale are read as given and logged as one warning.
+    """
     path = Path(path)
-    header, rows = _read_rows(path)
-    form, wide_id = table_form(header, LONG_COLUMNS)
-    if form == "long":
-        return _read_long_predictions(path, rows)
-    if form is None:
-        raise PredictionsFormatError(
-            f"{path}: need long columns {list(LONG_COLUMNS)} or an id column ({', '.join(ID_COLUMNS)}) "
-            f"plus one column per dimension; found {header}"
-        )
-    return _read_wide_predictions(path, header, rows, wide_id)
+    label = _side(PREDICTIONS_SIDE, path)
+    gate = _Gate(label, gold, where or "the references")
+    with _open_rows(path, PREDICTIONS_SIDE) as (header, rows):
+        form, wide_id = table_form(header, LONG_COLUMNS)
+        if form == "long":
+            file = _read_long_predictions(path, rows, gate)
+        elif form is None:
+            raise PredictionsFormatError(
+                f"{label}: need long columns {list(LONG_COLUMNS)} or an id column ({', '.join(ID_COLUMNS)}) "
+                f"plus one column per dimension; found {header}"
+            )
+        else:
+            file = _read_wide_predictions(path, header, rows, wide_id, gate)
+    gate.warn()
+    return file
 
 
-def _read_long_predictions(path: Path, rows: list[tuple[int, dict]]) -> PredictionFile:
+def _read_long_predictions(path: Path, rows: Iterable[tuple[int, dict]], gate: _Gate) -> PredictionFile:
+    label = gate.label
     records: list[dict] = []
+    numbers: list[int] = []
     seen: dict[Key, int] = {}
     for number, row in rows:
-        video = _video(row.get("video_id"), path, number, "video_id")
-        dim = _dimension(row.get("dimension"), path, number, "dimension")
-        _check_duplicate(seen, (video, dim), path, number)
-        record = {
-            "video_id": video,
-            "dimension": dim,
-            "prediction": _parse_value(row.get("prediction"), path, number, "prediction"),
-        }
+        video = _video(row.get("video_id"), label, number, "video_id")
+        dim = _dimension(row.get("dimension"), label, number, "dimension")
+        _check_duplicate(seen, (video, dim), label, number)
+        value = _parse_value(row.get("prediction"), label, number, "prediction")
+        gate.check((video, dim), value, number)
+        record = {"video_id": video, "dimension": dim, "prediction": value}
         if "raw_response" in row:
             record["raw_response"] = row["raw_response"]
         for column in INTERVAL_COLUMNS:
             if column in row:
-                record[column] = _parse_value(row.get(column), path, number, column)
+                record[column] = _parse_value(row.get(column), label, number, column)
         records.append(record)
-    return PredictionFile(path, records, [number for number, _ in rows], "long")
+        numbers.append(number)
+    return PredictionFile(path, records, numbers, "long")
 
 
 def _is_blank(row: dict, column: str) -> bool:
@@ -243,13 +345,16 @@ class _JSONRow(dict):
     """A JSON/JSONL object: there `null` is a value (unparsed), not a blank cell."""
 
 
-def _read_wide_predictions(path: Path, header: list[str], rows: list[tuple[int, dict]], id_column: str):
+def _read_wide_predictions(
+    path: Path, header: list[str], rows: Iterable[tuple[int, dict]], id_column: str, gate: _Gate
+) -> PredictionFile:
+    label = gate.label
     wide = map_wide_header(header, id_column)
     columns = wide.columns
     if not columns:
-        raise PredictionsFormatError(f"{path}: no dimension columns found in {header}")
+        raise PredictionsFormatError(f"{label}: no dimension columns found in {header}")
     if wide.clashes:
-        raise PredictionsFormatError(f"{path}: several columns map to dimension(s) {wide.clashes}")
+        raise PredictionsFormatError(f"{label}: several columns map to dimension(s) {wide.clashes}")
     notes = []
     if wide.unknown:
         notes.append(f"columns {wide.unknown} are not FIS dimensions and were ignored")
@@ -259,14 +364,15 @@ def _read_wide_predictions(path: Path, header: list[str], rows: list[tuple[int, 
     n_blank = 0
     empty_rows = []
     for number, row in rows:
-        video = _video(row.get(id_column), path, number, id_column)
+        video = _video(row.get(id_column), label, number, id_column)
         named = 0
         for column, dim in columns.items():
             if _is_blank(row, column):
                 n_blank += 1
                 continue
-            _check_duplicate(seen, (video, dim), path, number)
-            value = _parse_value(row.get(column), path, number, column)
+            _check_duplicate(seen, (video, dim), label, number)
+            value = _parse_value(row.get(column), label, number, column)
+            gate.check((video, dim), value, number)
             records.append({"video_id": video, "dimension": dim, "prediction": value})
             numbers.append(number)
             named += 1
@@ -287,7 +393,8 @@ def _read_wide_predictions(path: Path, header: list[str], rows: list[tuple[int, 
 def check_predicted_pairs(file: PredictionFile, references: Mapping[Key, object], where: str) -> None:
     """Every predicted pair must have gold: the first that has none is an error naming the file and row.
 
-    `where` names the references (e.g. "split 'test' of BUILD") in the message.
+    `where` names the references (e.g. "split 'test' of BUILD") in the message. (`read_prediction_file(path,
+    gold=...)` makes the same check as it reads, stopping at that row.)
     """
     videos = {video for video, _ in references}
     for record, number in zip(file.records, file.rows, strict=True):
@@ -296,31 +403,42 @@ def check_predicted_pairs(file: PredictionFile, references: Mapping[Key, object]
             continue
         n_other = sum((r["video_id"], r["dimension"]) not in references for r in file.records) - 1
         more = f" (and {n_other} more prediction(s) without gold)" if n_other else ""
-        what = (
-            f"video {key[0]!r} is not in the references"
-            if key[0] not in videos
-            else f"({key[0]!r}, {key[1]!r}) has no gold in the references"
-        )
-        raise PredictionsFormatError(
-            f"{_where(file.path, number)}: {what} ({where}){more}; score against the references the predictions "
-            "were made on (a build folder's --split, or --split all)"
-        )
+        raise _no_gold(_side(PREDICTIONS_SIDE, file.path), number, key, videos, where, more)
+
+
+def gold_pairs_only(file: PredictionFile, references: Mapping[Key, object], where: str) -> tuple[list[dict], dict]:
+    """A judge file that also covers videos without gold (a judge on every video, experts on a few): the records
+    that have gold, and what was left aside ({"n_pairs", "n_videos", "examples": up to 3 video ids}), so the
+    output can say it. None of them with gold is the error `check_predicted_pairs` gives (the wrong references)."""
+    kept = [r for r in file.records if (r["video_id"], r["dimension"]) in references]
+    if not kept:
+        check_predicted_pairs(file, references, where)
+    aside = [r for r in file.records if (r["video_id"], r["dimension"]) not in references]
+    videos = sorted({r["video_id"] for r in aside})
+    kept_videos = {r["video_id"] for r in kept}
+    return kept, {
+        "n_pairs": len(aside),
+        "n_videos": len(set(videos) - kept_videos),
+        "examples": videos[:3],
+        "why": f"no gold in {where}",
+    }
 
 
 def read_video_ids(path: str | Path) -> list[str]:
-    """A list of videos, one id per line (blank lines skipped), normalised; a bad line names the file and row."""
+    """A list of videos, one id per line (blank lines skipped), normalised; a bad line names the file and row
+    (read line by line, stopping there)."""
     path = Path(path)
+    videos = []
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        with path.open(encoding="utf-8-sig") as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        videos.append(normalize_video_id(line.strip()))
+                    except ValueError as exc:
+                        raise PredictionsFormatError(f"{_where(path, number)}: {exc}") from None
     except UnicodeDecodeError as exc:
         raise PredictionsFormatError(f"{path}: not readable UTF-8 text: {exc}") from None
-    videos = []
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            try:
-                videos.append(normalize_video_id(line.strip()))
-            except ValueError as exc:
-                raise PredictionsFormatError(f"{_where(path, number)}: {exc}") from None
     if not videos:
         raise PredictionsFormatError(f"{path}: no video ids (expected one per line)")
     return videos
@@ -376,7 +494,6 @@ def write_predictions(path: str | Path, records: Iterable[Mapping], *, files: At
             if column in record:
                 row[column] = coerce_score(record[column], what=f"prediction record {index} {column}")
         rows.append(row)
-    path.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.ExitStack() as stack:
         group = files if files is not None else stack.enter_context(AtomicFiles())
         with group.open(path, "w", newline="") as handle:
@@ -408,37 +525,39 @@ def _write_rows(handle, rows: list[dict], suffix: str) -> None:
 
 def _scoring_columns(directory: Path, split: str) -> tuple[list[str], list[str], np.ndarray]:
     """video_id, dimension and score of one split (or "all", every split the build wrote, in split order)
-    of the `scoring` config, loaded once with a private cache (`mis_bench_dataset.dataset.loading`)."""
-    from mis_bench_dataset.dataset.loading import load_build
+    of the `scoring` config, read straight from its Parquet shards with pyarrow (`datasets` is not imported: a
+    statistics command needs three columns, not a `Dataset`)."""
+    from mis_bench_dataset.dataset.format import check_build_dir, read_columns, resolve_splits
 
+    build = check_build_dir(directory, ("scoring",))
     needed = ["video_id", "dimension", "score"]
     videos: list[str] = []
     dims: list[str] = []
     scores: list[np.ndarray] = []
-    with load_build(directory, "scoring", None if split == ALL_SPLITS else split) as loaded:
-        parts = [loaded[name] for name in SPLITS if name in loaded] if split == ALL_SPLITS else [loaded]
-        for dataset in parts:
-            absent = [c for c in needed if c not in dataset.column_names]
-            if absent:
-                raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s) {absent}")
-            table = dataset.select_columns(needed).with_format("arrow")[:]
-            videos += table.column("video_id").to_pylist()
-            dims += table.column("dimension").to_pylist()
-            scores.append(table.column("score").to_numpy(zero_copy_only=False).copy())  # float32: widened later
-            del table
+    for name in resolve_splits(build, split, "scoring"):
+        try:
+            table = read_columns(build, "scoring", name, needed)
+        except DataError as err:
+            if "missing" in str(err):
+                raise PredictionsFormatError(f"{directory}: the 'scoring' config lacks column(s): {err}") from None
+            raise
+        videos += table.column("video_id").to_pylist()
+        dims += table.column("dimension").to_pylist()
+        scores.append(table.column("score").to_numpy(zero_copy_only=False).astype(np.float32, copy=True))
     return videos, dims, np.concatenate(scores) if scores else np.zeros(0, dtype=np.float32)
 
 
 def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
     """The gold column of the `scoring` config, of one split or (`split="all"`) of every split the build wrote."""
     videos, dims, scores = _scoring_columns(directory, split)
+    label = _side(REFERENCES_SIDE.replace("file", "build"), directory)
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     unlabeled = 0
     for row, (video, dim, score) in enumerate(zip(videos, dims, scores, strict=True)):
-        key = (normalize_video_id(video), _dimension(dim, directory, row, "dimension"))
-        _check_duplicate(seen, key, directory, row)
-        value = coerce_score(score, what=f"{directory} row {row} score")
+        key = (normalize_video_id(video), _dimension(dim, label, row, "dimension"))
+        _check_duplicate(seen, key, label, row)
+        value = _gold_score(coerce_score(score, what=f"{label} row {row} score"), label, row, "score")
         if value is None:
             unlabeled += 1
             continue
@@ -451,37 +570,37 @@ def _references_from_dataset(directory: Path, split: str) -> dict[Key, float]:
             unlabeled,
         )
     if not references:
-        raise PredictionsFormatError(f"{directory} [{split}]: no labelled rows (every gold score is null)")
+        raise PredictionsFormatError(f"{label} [{split}]: no labelled rows (every gold score is null)")
     return references
 
 
-def _references_from_long_gold(path: Path, header: list[str], rows: list[tuple[int, dict]]) -> dict[Key, float]:
+def _references_from_long_gold(path: Path, header: list[str], rows: Iterable[tuple[int, dict]]) -> dict[Key, float]:
+    label = _side(REFERENCES_SIDE, path)
     value_column = next(c for c in GOLD_VALUE_COLUMNS if c in header)
     references: dict[Key, float] = {}
     seen: dict[Key, int] = {}
     for number, row in rows:
         key = (
-            _video(row.get("video_id"), path, number, "video_id"),
-            _dimension(row.get("dimension"), path, number, "dimension"),
+            _video(row.get("video_id"), label, number, "video_id"),
+            _dimension(row.get("dimension"), label, number, "dimension"),
         )
-        _check_duplicate(seen, key, path, number)
-        value = _parse_value(row.get(value_column), path, number, value_column)
-        if value is not None:
+        _check_duplicate(seen, key, label, number)
+        value = _parse_value(row.get(value_column), label, number, value_column)
+        if _gold_score(value, label, number, value_column) is not None:
             references[key] = value
     return references
 
 
 def _references_from_labels(path: Path) -> dict[Key, float]:
+    """Per-rater or wide gold through the build's labels reader, stopping at the first bad row."""
     from mis_bench_dataset.release.labels import read_labels
+    from mis_bench_dataset.release.problems import BuildError
 
-    labels = read_labels(path)
-    if labels.problems:
-        shown = "; ".join(
-            f"row {p.row}: {p.reason}" + (f" ({p.video_id}, {p.modality})" if p.video_id else "")
-            for p in labels.problems[:5]
-        )
-        more = f" and {len(labels.problems) - 5} more" if len(labels.problems) > 5 else ""
-        raise PredictionsFormatError(f"{path}: {len(labels.problems)} labels problem(s): {shown}{more}")
+    try:
+        labels = read_labels(path, first_fails=True)
+    except BuildError as err:
+        where = f"{REFERENCES_SIDE} {err.where}" if err.where else _side(REFERENCES_SIDE, path)
+        raise PredictionsFormatError(err.what, where=where, hint=err.hint) from None
     references = {
         (video, dim): score
         for video, scores in labels.gold.items()
@@ -502,23 +621,28 @@ def read_references(source: str | Path, split: str = "test") -> dict[Key, float]
     """Gold scores ``{(video_id, dimension): score}`` from a built dataset folder or a labels file.
 
     ``split`` applies to dataset folders only ("all": every split the build wrote). Unlabelled
-    pairs are left out (logged).
+    pairs are left out (logged). Files are streamed and checked row by row, the first bad row (bad id,
+    unknown dimension, bad number, duplicate, an expert score outside the FIS scale [1, 5]) ending the
+    reading with an error naming the file (as the experts') and row.
     """
     path = Path(source)
     if path.is_dir():
         return _references_from_dataset(path, split)
-    header, rows = _read_rows(path)
-    if table_form(header, RATING_COLUMNS, marker="rater")[0] == "long":  # per-rater labels, as the build reads them
-        if path.suffix.lower() != ".csv":
-            raise PredictionsFormatError(f"{path}: per-rater labels are read from CSV only")
-        return _references_from_labels(path)
-    form, _ = table_form(header, ("video_id", "dimension"), value_columns=GOLD_VALUE_COLUMNS)
-    if form == "long":
-        return _references_from_long_gold(path, header, rows)
-    if form == "wide" and _has_dimension_column(header) and path.suffix.lower() == ".csv":
+    label = _side(REFERENCES_SIDE, path)
+    with _open_rows(path, REFERENCES_SIDE) as (header, rows):
+        if table_form(header, RATING_COLUMNS, marker="rater")[0] == "long":  # per-rater labels, as the build reads
+            if path.suffix.lower() != ".csv":
+                raise PredictionsFormatError(f"{label}: per-rater labels are read from CSV only")
+            labels = True
+        else:
+            form, _ = table_form(header, ("video_id", "dimension"), value_columns=GOLD_VALUE_COLUMNS)
+            if form == "long":
+                return _references_from_long_gold(path, header, rows)
+            labels = form == "wide" and _has_dimension_column(header) and path.suffix.lower() == ".csv"
+    if labels:
         return _references_from_labels(path)
     raise PredictionsFormatError(
-        f"{path}: not a references file; expected a dataset folder, per-rater labels "
+        f"{label}: not a references file; expected a dataset folder, per-rater labels "
         "(video_id, rater, dimension, score), long gold (video_id, dimension, score) "
         f"or wide gold (an id column plus one column per dimension); found columns {header}"
     )

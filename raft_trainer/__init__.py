@@ -31,6 +31,12 @@ __all__ = [
     "generate_scores",
     "prepare_raft_dataset",
     "save_tiny_model",
+    "make_grpo_trainer",
+    "grpo_options",
+    "CotScoringEncoder",
+    "generate_rationales",
+    "attach_rationales",
+    "predict_cot_scores",
 ]
 
 __getattr__ = lazy_exports(
@@ -44,5 +50,12 @@ __getattr__ = lazy_exports(
         "generate_scores": "raft_trainer.predict",
         "prepare_raft_dataset": "raft_trainer.data",
         "save_tiny_model": "raft_trainer.tiny",
+        # the other methods from Python: GRPO, and CoT-RAFT's two stages (rationales, then RAFTTrainer on them)
+        "make_grpo_trainer": "raft_trainer.grpo",
+        "grpo_options": "raft_trainer.arguments",
+        "CotScoringEncoder": "raft_trainer.cot",
+        "generate_rationales": "raft_trainer.rationales",
+        "attach_rationales": "raft_trainer.rationales",
+        "predict_cot_scores": "raft_trainer.rationales",
     },
 )

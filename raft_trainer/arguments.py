@@ -17,8 +17,7 @@ from trl import ModelConfig, SFTConfig, TrlParser
 from mis_bench_dataset.setting import SETTING_FIELDS
 from mis_bench_dataset.toolkit.errors import UsageError
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
-from raft_trainer.grpo import GRPO_REWARDS
-from raft_trainer.methods import RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS
+from raft_trainer.methods import GRPO_REWARDS, RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS
 from raft_trainer.predict import PREDICT_METHODS
 
 
@@ -184,12 +183,21 @@ class RAFTModelConfig(ModelConfig):
 
 
 DATACLASSES = (RAFTScriptArguments, RAFTConfig, RAFTModelConfig)
-# --model, --dataset, --out: the spelling of every mis-bench command; TRL's --model_name_or_path, --dataset_dir and
-# --output_dir are the same flags (the help lists them under TRL's names).
-USAGE = "%(prog)s --model MODEL --dataset DIR --out OUT [--config RECIPE.yaml] [FLAGS]"
+
+
+def grpo_options(dataset_dir: str = "") -> RAFTScriptArguments:
+    """The GRPO options with `train.py`'s defaults (`RAFTScriptArguments`: num_generations, max_completion_length,
+    grpo_temperature, grpo_beta); set any field before passing it to `make_grpo_trainer`."""
+    return RAFTScriptArguments(dataset_dir=dataset_dir, method="grpo")
+
+
+# --model, --dataset, --out, --prompt: the spelling of every mis-bench command; TRL's --model_name_or_path,
+# --dataset_dir, --output_dir and the setting's --prompt_style are the same flags (the help lists both names).
+USAGE = "%(prog)s --model MODEL --dataset DIR --out OUT [--config RECIPE] [FLAGS]"
 DESCRIPTION = (
     "Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5), then predict the test split. Every flag "
-    "is also a key of a --config YAML recipe (raft_trainer/recipes/); a flag overrides the recipe."
+    "is also a key of a --config YAML recipe: a file's path, or a shipped recipe's name (paper_d1, cot_raft, ...: "
+    "raft_trainer/recipes/), found from any folder; a flag overrides the recipe."
 )
 
 
@@ -269,6 +277,11 @@ SHORT_HELP = frozenset(
 TRAINING_ARGUMENTS_GROUP = "TRL's SFTConfig and transformers' TrainingArguments (all the others)"
 
 
+# The names the other mis-bench commands give to the trainer's fields (`--model`, `--dataset`, `--out`, `--prompt`):
+# accepted by `train` too, and shown beside the field's own spelling in `--help`.
+TOOLKIT_ALIASES = frozenset({"--model", "--dataset", "--out", "--prompt"})
+
+
 class ShortHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """The default `--help`: each flag under its field's own spelling only (the dashed and short aliases work too),
     a short metavar (N, X, VALUE, or the choices when there are few), and no "(default: None)"."""
@@ -279,7 +292,10 @@ class ShortHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     def _format_action_invocation(self, action) -> str:
         if not action.option_strings:
             return super()._format_action_invocation(action)
-        flags = ", ".join(action.option_strings[:2]) if action.dest == "help" else action.option_strings[0]
+        if action.dest == "help":
+            flags = ", ".join(action.option_strings[:2])
+        else:  # the field's own spelling, and the other mis-bench commands' name for it where it has one
+            flags = ", ".join([action.option_strings[0], *(s for s in action.option_strings if s in TOOLKIT_ALIASES)])
         metavar = _short_metavar(action)
         if action.nargs == 0:
             return flags
@@ -402,6 +418,7 @@ def make_parser(prog: str | None = None, check_machine: bool = True) -> RAFTPars
         check_machine=check_machine,
     )
     _alias(parser, "output_dir", "--out")  # the spelling of every other mis-bench command
+    _alias(parser, "prompt_style", "--prompt")  # `mis-bench run`'s name of the shared setting
     if check_machine and not torch.cuda.is_available():
         # The CPU fallback: TrainingArguments must know, or `accelerate launch` of several processes would not
         # form a (gloo) process group; a recipe or flag may still say otherwise.

@@ -9,7 +9,7 @@ from transformers import TrainingArguments
 from transformers.training_args import OptimizerNames
 from trl import SFTConfig
 
-from mis_bench_dataset.dimensions import PROMPT_STYLE_ALIASES
+from mis_bench_dataset.dimensions import PROMPT_STYLE_ALIASES, SCORE_REGRESSION
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting import Setting, setting_fields
 from mis_bench_dataset.toolkit.options import argparse_metadata
@@ -24,7 +24,7 @@ NTL_OBJECTIVES = ("ntl", "raft+ntl")
 # What the model scores with: its LM head's digit distributions, or a one-output regression head
 # (AutoModelForSequenceClassification(num_labels=1), trained with the squared error on the gold score).
 LM_HEAD = "lm"
-REGRESSION_HEAD = "regression"
+REGRESSION_HEAD = SCORE_REGRESSION  # the head, its method name in setting.json and its readout share one name
 HEADS = (LM_HEAD, REGRESSION_HEAD)
 # How the RAFT term is scaled: eq. 12's batch mean, or the authors' code's, which divides that mean by the
 # micro-batch's row count once more (custom_loss_raft.py: an MSE 'mean', then `/ num_seq`).

@@ -26,7 +26,6 @@ from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder, labelled_rows
 
 # The worst squared error on the 1-5 scale: what an answer without a readable score costs.
 WORST_SQUARED_ERROR = (SCORE_MAX - SCORE_MIN) ** 2
-GRPO_REWARDS = ("parsed",)
 _ANSWER = re.compile(re.escape(COMPLETION_PREFIX.strip()) + r"\s*(\d\.\d)")
 
 
@@ -76,10 +75,16 @@ def grpo_rows(dataset, encoder: ScoringEncoder, split: str = "train"):
     return dataset.map(prompt_of, remove_columns=dataset.column_names, desc=f"Rendering {split} prompts for GRPO")
 
 
-def grpo_config(training_args, script_args):
-    """A `GRPOConfig` with every `TrainingArguments` value of the run's `RAFTConfig` and the GRPO options."""
+def grpo_config(training_args, script_args=None):
+    """A `GRPOConfig` with every `TrainingArguments` value of the run's `RAFTConfig` and the GRPO options
+    (`script_args`, e.g. `grpo_options()`; None: their defaults)."""
     from transformers import TrainingArguments
     from trl import GRPOConfig
+
+    if script_args is None:
+        from raft_trainer.arguments import grpo_options  # (arguments imports this module: read when called)
+
+        script_args = grpo_options()
 
     shared = {f.name: getattr(training_args, f.name) for f in fields(TrainingArguments) if f.init}
     if "activation_checkpointing" in shared:  # transformers 5.x: the old alias stays unset, as RAFTConfig leaves it
@@ -96,7 +101,12 @@ def grpo_config(training_args, script_args):
 
 
 def make_grpo_trainer(model, training_args, script_args, train_dataset, processing_class, **kwargs):
-    """TRL's `GRPOTrainer` on the run's rows, rewards and LoRA (`kwargs`: `peft_config`, `quantization_config`)."""
+    """TRL's `GRPOTrainer` on MIS-Bench scoring rows with the score and format rewards: `--method grpo` from Python.
+
+    `training_args`: a `RAFTConfig` (its setting, `max_length` and every training argument); `script_args`: the GRPO
+    options (`grpo_options()`, or None for their defaults); `train_dataset`: labelled scoring rows (a `datasets`
+    Dataset); `kwargs` go to `GRPOTrainer` (`peft_config`, `quantization_config`, `callbacks`). Train it with
+    `.train()`; the saved adapter is predicted by `predict_scores` like any RAFT model."""
     from trl import GRPOTrainer
 
     from raft_trainer.digits import DigitTokens

@@ -155,9 +155,16 @@ def predict_scores(
     encoder = ScoringEncoder.for_setting(tokenizer, digits, config.setting, max_length=config.max_length)
     prompts = [encoder.encode_prompt(row) for row in rows]
     if config.head == REGRESSION_HEAD:  # the head's output on the same prompt: no digits are read
-        from raft_trainer.regression import read_regression_scores, regression_readout
+        from raft_trainer.regression import clipped_outputs, read_regression_scores, regression_readout
 
         outputs = read_regression_scores(model, prompts, pad_token_id(tokenizer), batch_size=batch_size)
+        n_clipped = int(clipped_outputs(outputs).sum())
+        if n_clipped:  # said like the LM head's out-of-range scores: a clipped score is not the head's answer
+            logger.warning(
+                "%d of %d regression-head outputs lay outside [1, 5] and were clipped to the scale",
+                n_clipped,
+                len(rows),
+            )
         return regression_readout(outputs)
     groups = [str(row.get("dimension")) for row in rows]
     return read_digit_scores(

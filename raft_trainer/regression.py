@@ -113,10 +113,19 @@ def regression_peft_config(peft_config):
 
 
 def regression_readout(outputs: np.ndarray) -> np.ndarray:
-    """The score a regression head gives: its output clipped to the scale [SCORE_MIN, SCORE_MAX]."""
+    """The score a regression head gives: its output clipped to the scale [SCORE_MIN, SCORE_MAX] (how many were is
+    `clipped_outputs`, which every reader of the head reports: a clipped score is not the head's answer)."""
     from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
 
     return np.clip(outputs, SCORE_MIN, SCORE_MAX)
+
+
+def clipped_outputs(outputs: np.ndarray) -> np.ndarray:
+    """Which head outputs lie outside the scale, so that `regression_readout` changed them (bool, same shape)."""
+    from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+
+    outputs = np.asarray(outputs, dtype=np.float64)
+    return (outputs < SCORE_MIN) | (outputs > SCORE_MAX)
 
 
 @torch.inference_mode()

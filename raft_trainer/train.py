@@ -53,13 +53,23 @@ def _filter_third_party_warnings() -> None:
         warnings.filterwarnings("ignore", message=message, category=FutureWarning)
 
 
+def _speaks() -> bool:
+    """Whether this process prints the run's lines: alone, or the first of a launched group (the others would
+    repeat each warning and refusal once per process)."""
+    return os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) == "0"
+
+
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     """The script: `run`, with an expected failure printed as one line on stderr and its exit code returned."""
     _filter_third_party_warnings()
+    if not _speaks():  # every process checks the same flags and data: the first says what they all found
+        warnings.simplefilter("ignore")
+        logging.getLogger().setLevel(logging.ERROR)
     try:
         return run(argv, prog)
     except MisBenchError as err:  # also a missing `train` extra: nothing of raft_trainer is imported here
-        print(clean_line(f"{prog}: error: {err.line()}"), file=sys.stderr, flush=True)
+        if _speaks():
+            print(clean_line(f"{prog}: error: {err.line()}"), file=sys.stderr, flush=True)
         _report_exit_code(err.exit_code)
         return err.exit_code
 
@@ -85,7 +95,9 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         return stop.code if isinstance(stop.code, int) else 0
     if model_args.load_in_4bit or model_args.load_in_8bit:
         require_extra("qlora", "--load_in_4bit / --load_in_8bit")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if _speaks() else logging.ERROR, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     with _bars_only_on_a_terminal():
         return _run_parsed(argv, prog, script_args, training_args, model_args)
@@ -96,12 +108,14 @@ def _run_parsed(argv, prog: str, script_args, training_args, model_args) -> int:
     from mis_bench_dataset.dataset.loading import load_build
     from mis_bench_dataset.toolkit.ownership import check_not_overlapping
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
+    from raft_trainer.lora_targets import check_lora_targets
 
     output_dir = Path(training_args.output_dir)
     check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args, model=model_args.model_name_or_path)
+        check_lora_targets(model_args)
         fit_max_length(splits, training_args, model_args, chosen=_flag_given(argv, "max_length"))
         if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(
@@ -150,22 +164,53 @@ def _recipe_flags() -> str:
 
 
 def _argv(argv: list[str] | None) -> list[str]:
-    return list(sys.argv[1:] if argv is None else argv)
+    """The command line with `--config NAME` read as the shipped recipe of that name (a path wins where one exists:
+    the recipe is found from any folder); a value that is neither is one usage line listing the recipes."""
+    from raft_trainer.recipes import recipe_names, recipe_path
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    for index, arg in enumerate(args):
+        if arg == "--config" and index + 1 < len(args):
+            value, place = args[index + 1], index + 1
+        elif arg.startswith("--config="):
+            value, place = arg.split("=", 1)[1], None
+        else:
+            continue
+        path = recipe_path(value)
+        if path is None:
+            raise UsageError(
+                f"--config {value}: neither a recipe file nor a shipped recipe",
+                where="--config",
+                hint=f"give a YAML file's path or one of {', '.join(recipe_names())}",
+            )
+        if place is None:
+            args[index] = f"--config={path}"
+        else:
+            args[place] = str(path)
+    return args
 
 
 def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
-    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value is a
-    UsageError (exit 2)."""
+    """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value, or a
+    combination the method does not accept (`methods.check_method`), is a UsageError (exit 2)."""
     import yaml
 
     from raft_trainer.arguments import make_parser
 
     try:
-        return make_parser(prog=prog).parse_args_and_config(argv)
+        parsed = make_parser(prog=prog).parse_args_and_config(_argv(argv))
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
-        raise UsageError(" ".join(str(err).split()), where=_recipe_flags()) from None
+        text = " ".join(str(err).split())
+        unused = text.partition("Some specified arguments are not used by the HfArgumentParser: ")[2]
+        if unused:  # HfArgumentParser's wording for flags no dataclass has
+            raise UsageError(f"unrecognized arguments: {unused}", where="flags", hint=f"see `{prog} --help`") from None
+        raise UsageError(text, where=_recipe_flags()) from None
+    from raft_trainer.methods import check_method
+
+    check_method(parsed[0], parsed[1])  # the method's table, before any data or model is loaded
+    return parsed
 
 
 def check_run(splits, script_args, training_args, *, model: str = "") -> None:
@@ -385,7 +430,8 @@ def run_setting(script_args, training_args) -> dict:
 
 def method_record(script_args, training_args) -> dict:
     """The run's name in the comparison of methods (`method`: the objective or `regression`; `grpo`; `cot-` and the
-    objective for CoT-RAFT; `raw` untrained), and the completion style when it is not the score line."""
+    objective for CoT-RAFT; `raw` untrained), and the completion style when it is not the score line (with CoT, the
+    analysis' token budget its predictions use: `mis-bench run` on the folder reads it the same way)."""
     from raft_trainer.cot import COT_COMPLETION, SCORE_COMPLETION
     from raft_trainer.methods import RAFT_METHOD
 
@@ -400,6 +446,8 @@ def method_record(script_args, training_args) -> dict:
     record = {"method": method}
     if training_args.completion_style != SCORE_COMPLETION:
         record["completion_style"] = training_args.completion_style
+    if training_args.completion_style == COT_COMPLETION:
+        record["rationale_max_new_tokens"] = script_args.rationale_max_new_tokens
     return record
 
 

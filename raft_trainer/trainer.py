@@ -165,6 +165,17 @@ class RAFTTrainer(SFTTrainer):
         test_dataset = self._encode_rows(test_dataset, metric_key_prefix)
         return super().predict(test_dataset, ignore_keys=ignore_keys, metric_key_prefix=metric_key_prefix)
 
+    def predict_scores(self, rows, *, batch_size: int = 8, method: str = "greedy") -> list[dict]:
+        """Score scoring rows, labelled or not, with the readout the trainer trains (`predict_scores` with this
+        trainer's model, processing class and config: untied from teacher forcing, so no gold is needed): one
+        record per row, `{"video_id", "dimension", "prediction"}`, ready for `write_predictions` and `score`."""
+        from raft_trainer import predict
+
+        rows = list(rows)
+        options = {"batch_size": batch_size, "method": method, "show_progress": False}
+        scores = predict.predict_scores(self.model, self.processing_class, rows, self.args, **options)
+        return predict.prediction_records(rows, scores)
+
     def _set_signature_columns_if_needed(self):
         if self._signature_columns is None and self._raw_media:  # raw rows are encoded in the collator
             self._signature_columns = list(self.train_dataset.column_names)

@@ -191,6 +191,7 @@ ALLOWED_WRITES = {
     ("mis_bench_dataset/builder/parquet_shards.py", "ParquetWriter"),
     ("mis_bench_dataset/builder/builder.py", "rename"),  # the staging folder swapped in whole
     ("mis_bench_dataset/synth/sample.py", "rename"),  # the release staging folder renamed into place, under the lock
+    ("mis_bench_dataset/synth/generator.py", "rename"),  # `synth`'s staging folder renamed into place when complete
     ("mis_bench_dataset/synth/generator.py", "savez"),  # into an in-memory buffer, then the writer
     ("mis_bench_dataset/synth/generator.py", "savez_compressed"),
     ("eval_scripts/answers/feature_plots.py", "savefig"),  # into an in-memory buffer (a prompt's image)

@@ -108,6 +108,7 @@ def test_a_local_backend_stops_between_batches_at_the_run_deadline(tiny_model, t
     config.deadline = None
     again = run_setting(config, backend=backend, scoring=Dataset.from_list(scoring_rows(2)))
     assert again.n_failed == 0 and backend.calls == 16
+    assert repr(again).startswith("RunResult(") and len(repr(again)) < 300 and "results.json" in repr(again)
 
 
 def test_one_watchdog_thread_serves_every_armed_request() -> None:

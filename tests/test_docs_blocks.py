@@ -43,6 +43,7 @@ SLOW_PAGES = {
     "docs/agreement.md",
     "docs/estimates.md",
     "docs/calibration.md",
+    "docs/workflow.md",
 }
 
 

@@ -90,8 +90,15 @@ def test_the_cli_equals_ppi_py_per_dimension_per_group_and_between_groups(judge_
         for kind, name in (("difference", "ppi"), ("classical_difference", "classical")):
             cases.append({"kind": kind, "confidence": 0.95, "args": args})
             where.append(result["differences"]["T3 - T1"][dim][name])
+    withheld = 0
     for block, expected in zip(where, ppi_reference(cases), strict=True):
+        if block["ci"] is None:  # the floor rule: T1 has 7 labelled videos, under MIN_LABELLED_VIDEOS
+            withheld += 1
+            assert block["withheld"].startswith("7 labelled video(s)")
+            np.testing.assert_allclose(block["estimate"], expected[0], atol=1e-6, rtol=0)
+            continue
         np.testing.assert_allclose([block["estimate"], *block["ci"]], expected, atol=1e-6, rtol=0)
+    assert withheld == 8 * 4  # per dimension: T1's and T3 - T1's PPI++ and experts-only CIs
 
 
 def test_the_clustered_variant_equals_a_loop_over_clinician_resamples(judge_and_experts):

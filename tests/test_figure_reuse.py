@@ -106,8 +106,9 @@ def test_a_grid_is_reused_only_once_saved_and_under_its_rcparams(tmp_path, empty
     assert figures.panel_grid(1, 2, figsize=(4.0, 2.0))[0] is not grid  # another shape
     with mpl.rc_context({"font.size": 7.0}):
         assert figures.panel_grid(1, 2, figsize=(4.0, 2.0), sharey=True)[0] is not grid
-    with pytest.raises(OSError):  # a grid whose save failed is not handed back
-        scatter_grid(run, references, tmp_path / "missing" / "folder" / "scatter.png")
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(OSError):  # a grid whose save failed is not handed back (a file where its folder goes)
+        scatter_grid(run, references, tmp_path / "a-file" / "scatter.png")
     assert not figures._FREE
     figures.release(mpl.figure.Figure())  # any other figure: nothing to do
     assert not figures._FREE

@@ -534,7 +534,7 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
         ),  # vLLM run_batch, plain message
         (
             {"custom_id": "a", "response": {"status_code": 200, "body": {"choices": []}}, "error": None},
-            "malformed response: IndexError: list index out of range",
+            "malformed response: ValueError: field choices is an empty list, not a list of at least one choice",
         ),
     ]
     for line, message in shapes:

@@ -221,3 +221,27 @@ def test_submit_push_opens_a_pull_request(tmp_path, labelled, capsys, monkeypatc
     ((token, kwargs),) = calls
     assert token == "hf_test" and kwargs["create_pr"] is True and kwargs["repo_type"] == "dataset"
     assert kwargs["repo_id"] == "org/req" and kwargs["path_in_repo"] == "requests/" + outcome["package"].split("/")[-1]
+
+
+def test_submit_names_a_local_models_entry_and_the_board_shows_its_method(tmp_path, labelled, capsys):
+    dataset, references = labelled
+    folder = tmp_path / "real-raft"
+    folder.mkdir()
+    source = _results_file(tmp_path, "r.json", references, 0.3, 1, model=str(folder), fingerprint=_fingerprint(dataset))
+    results = json.loads(source.read_text())
+    results["system"]["method"] = "raft"  # what `mis-bench run` records for a trained model folder
+    source.write_text(json.dumps(results))
+    assert cli_main(["submit", str(source), "--out", str(tmp_path / "bare")]) == 0
+    assert "the model is named by its path" in capsys.readouterr().err
+    args = ["submit", str(source), "--out", str(tmp_path / "pkg"), "--name", "org/real-raft", "--json"]
+    assert cli_main(args) == 0
+    outcome = json.loads(capsys.readouterr().out)
+    with open(outcome["package"], encoding="utf-8") as handle:
+        packaged = json.load(handle)
+    assert packaged["system"]["model"] == "org/real-raft" and packaged["system"]["method"] == "raft"
+    out = tmp_path / "board"
+    assert cli_main(["leaderboard", str(tmp_path / "pkg"), "--references", str(dataset), "--out", str(out)]) == 0
+    capsys.readouterr()
+    (entry,) = json.loads((out / "leaderboard.json").read_text())["entries"]
+    assert entry["model"] == "org/real-raft" and entry["method"] == "raft"
+    assert "org/real-raft · raft" in (out / "index.html").read_text()

@@ -9,6 +9,7 @@ import io
 import json
 import math
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.leaderboard import build_leaderboard, render_page
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
+from eval_scripts.leaderboard.identity import NEAR_COPY_CORRELATION, copy_correlation
 from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.received import Request
 from eval_scripts.leaderboard.space_app import site_files
@@ -227,22 +229,72 @@ def test_baseline_names_and_the_floor_are_reserved(tmp_path, references):
     assert [e["file"] for e in trusted["entries"]] == ["fake-ridge.json"]  # a trusted account's baseline
 
 
-def test_a_copy_of_the_leader_is_a_duplicate_and_ties_go_to_the_earlier(tmp_path, references):
+def test_a_copy_of_the_leader_is_a_duplicate_and_a_shifted_copy_a_near_copy(tmp_path, references):
     leader = noisy_predictions(references, 0.3, seed=1)
     _write(tmp_path, "z-leader.json", make_results(leader, model="org/leader"))
     _write(tmp_path, "0-copycat.json", make_results(leader, model="eve/copycat"))
-    # ICC(3,1) ignores a constant offset: shifted predictions tie the leader on every figure.
+    # ICC(3,1) ignores a constant offset: shifted predictions would tie the leader on every figure.
     shifted = {key: round(min(5.0, value + 0.1), 1) for key, value in leader.items()}
     assert all(value < 4.95 for value in leader.values()), "the shift must stay in range for an exact tie"
     _write(tmp_path, "1-shifted.json", make_results(shifted, model="eve/shifted"))
     requests = _requests(**{"z-leader.json": ("alice", 0), "0-copycat.json": ("eve", 30)})
     requests.update(_requests(**{"1-shifted.json": ("eve2", 60)}))
     board = _board(tmp_path, references, requests=requests)
-    assert [e["file"] for e in board["entries"]] == ["z-leader.json", "1-shifted.json"]  # by time, not by name
-    assert board["entries"][0]["scores"]["overall"]["icc"] == board["entries"][1]["scores"]["overall"]["icc"]
-    (copy,) = board["unranked"]
-    assert copy["file"] == "0-copycat.json" and copy["duplicate_of"] == "z-leader.json"
+    assert [e["file"] for e in board["entries"]] == ["z-leader.json"]
+    unranked = {u["file"]: u for u in board["unranked"]}
+    copy, shifted_entry = unranked["0-copycat.json"], unranked["1-shifted.json"]
+    assert copy["duplicate_of"] == "z-leader.json" and copy["near_copy_of"] is None
     assert "duplicate" in copy["reason"] and "earlier submission keeps the rank" in copy["reason"]
+    assert shifted_entry["near_copy_of"] == "z-leader.json" and "near-copy" in shifted_entry["reason"]
+
+
+def _affine(predictions, scale, shift, noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    return {
+        key: round(float(np.clip(scale * value + shift + noise * rng.standard_normal(), 1.0, 5.0)), 1)
+        for key, value in predictions.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("scale", "shift", "noise"),
+    [(1.0, -0.2, 0.0), (0.8, 0.7, 0.0), (1.0, 0.0, 0.03), (1.1, -0.35, 0.02)],
+    ids=["shifted", "rescaled", "noised", "rescaled-and-noised"],
+)
+def test_an_affine_or_slightly_noised_copy_is_a_near_copy_and_unranked(tmp_path, references, scale, shift, noise):
+    leader = noisy_predictions(references, 0.3, seed=4)
+    copy = _affine(leader, scale, shift, noise, seed=5)
+    assert copy != leader
+    _write(tmp_path, "leader.json", make_results(leader, model="org/leader"))
+    _write(tmp_path, "copy.json", make_results(copy, model="eve/copy"))
+    requests = _requests(**{"leader.json": ("alice", 0), "copy.json": ("eve", 30)})
+    board = _board(tmp_path, references, requests=requests)
+    assert [e["file"] for e in board["entries"]] == ["leader.json"]
+    (entry,) = board["unranked"]
+    assert entry["near_copy_of"] == "leader.json" and str(NEAR_COPY_CORRELATION) in entry["reason"]
+
+
+def test_independent_systems_and_a_submitters_own_update_are_not_near_copies(tmp_path, references):
+    # Two systems that each track the gold with their own errors agree far below the threshold.
+    _write(tmp_path, "a.json", make_results(noisy_predictions(references, 0.3, seed=1), model="org/a"))
+    _write(tmp_path, "b.json", make_results(noisy_predictions(references, 0.3, seed=2), model="org/b"))
+    # The same entry resubmitted by its own account with a small change is an update, not a copy.
+    update = _affine(noisy_predictions(references, 0.3, seed=1), 1.0, 0.0, 0.03, seed=9)
+    _write(tmp_path, "a2.json", make_results(update, model="org/a"))
+    requests = _requests(**{"a.json": ("alice", 0), "b.json": ("bob", 30), "a2.json": ("alice", 60)})
+    board = _board(tmp_path, references, requests=requests)
+    assert sorted(e["file"] for e in board["entries"]) == ["a2.json", "b.json"]
+    assert [u["file"] for u in board["unranked"]] == ["a.json"] and "superseded" in board["unranked"][0]["reason"]
+
+
+def test_copy_correlation_is_the_lowest_dimension_and_invariant_to_affine_maps():
+    rng = np.random.default_rng(0)
+    first = {dim: rng.normal(3, 0.5, 40) for dim in ("a", "b")}
+    assert copy_correlation(first, {dim: 2.0 * v - 1.0 for dim, v in first.items()}) == pytest.approx(1.0)
+    second = {"a": first["a"], "b": rng.normal(3, 0.5, 40)}
+    assert copy_correlation(first, second) == pytest.approx(np.corrcoef(first["b"], second["b"])[0, 1])
+    constant = {"a": first["a"], "b": np.full(40, 3.0)}
+    assert copy_correlation(first, constant) == 0.0 and copy_correlation(constant, constant) == pytest.approx(1.0)
 
 
 def test_one_ranked_submission_per_account_a_day_on_a_hidden_board(tmp_path, references):
@@ -337,3 +389,23 @@ def test_the_synthetic_mark_and_the_fingerprint_come_from_the_references(tmp_pat
         assert [e["synthetic"] for e in board["entries"]] == [expected, expected] and board["synthetic"] is expected
         assert [r["file"] for r in board["rejected"]] == ["other-build.json"]
         assert ("SYNTHETIC DATA" in render_page(board)) is expected
+
+
+def test_entries_equal_on_the_published_figures_share_a_rank():
+    from eval_scripts.leaderboard.page import rank_text
+    from eval_scripts.leaderboard.scoring import _shared_ranks
+
+    def entry(overall, mean):
+        return {"scores": {"overall": {"icc": overall}, "mean_icc": mean}}
+
+    # 0.41234 and 0.41229 publish as 0.412: equal figures, so equal ranks, whatever the order received.
+    entries = [
+        (entry(0.5, 0.4), None),
+        (entry(0.41234, 0.3), None),
+        (entry(0.41229, 0.3), None),
+        (entry(0.2, 0.1), None),
+    ]
+    _shared_ranks(entries)
+    assert [e["rank"] for e, _ in entries] == [1, 2, 2, 4]
+    assert [rank_text(e) for e, _ in entries] == ["1", "2=", "2=", "4"]
+    assert [e["leader"] for e, _ in entries] == [True, False, False, False]

@@ -167,6 +167,9 @@ def realistic_board(tmp_path_factory):
         results["dataset"]["synthetic"] = synthetic
         if seed == 0:
             results["setting"]["few_shot_k"] = 3
+            # a trained model read by its expected score with 3 samples and a changed token budget
+            results["system"].update(method="raft+ntl", backend_options={"dtype": "bfloat16"})
+            results["system"]["decoding"].update(score_from="expected", samples=3, changed={"max_new_tokens": 64})
         (folder / f"{seed}.json").write_text(json.dumps(results))
     return build_leaderboard(folder, references, n_bootstrap=50, seed=0)
 
@@ -216,7 +219,8 @@ def test_the_synthetic_banner_counts_the_rows_marked_synthetic(realistic_board, 
     synthetic = [e for e in shown if e["synthetic"]]
     assert 0 < len(synthetic) < len(shown)
     assert sorted(seen["marked_synthetic"]) == sorted(
-        e["model"] + (" (floor)" if e["floor"] else "") for e in synthetic
+        e["model"] + (f" · {e['method']}" if e.get("method") else "") + (" (floor)" if e["floor"] else "")
+        for e in synthetic
     )
     assert f"{len(synthetic)} of {len(shown)} entries, marked SYNTHETIC" in seen["notice"]
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.release import labels as labels_module
 from mis_bench_dataset.release.labels import table_form, write_gold_wide, write_ratings_long
-from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.video_ids import ID_COLUMNS
 from mis_icc_metric import predictions_io
 from mis_icc_metric.predictions_io import (
@@ -149,12 +149,14 @@ def test_references_from_per_rater_wide_and_long_gold(tmp_path):
 def test_bad_references_are_errors(tmp_path):
     path = tmp_path / "ratings.csv"
     path.write_text("video_id,rater,dimension,score\nEH0822_T1_Jessica,R1,empathy,9\n", encoding="utf-8")
-    with pytest.raises(PredictionsFormatError, match="labels problem"):
+    with pytest.raises(PredictionsFormatError, match=r"score 9.0 outside \[1.0, 5.0\].*references \(expert\) file"):
         read_references(path)
-    many = "".join(f"EH0822_T1_Jessica,R{rater},empathy,9\n" for rater in range(8))
-    path.write_text("video_id,rater,dimension,score\n" + many, encoding="utf-8")
-    with pytest.raises(PredictionsFormatError, match=r"8 labels problem\(s\): .* and 3 more$"):
-        read_references(path)  # five shown, the rest counted
+    # The first bad row ends the reading: what follows it (here bytes that are not UTF-8) is never read.
+    rows = "".join(f"EH0822_T1_Jessica,R{rater},empathy,{3 if rater else 9}\n" for rater in range(8))
+    rows += "".join(f"EH0822_T1_Jessica,R{rater},abc,3\n" for rater in range(10, 5000))  # past the decoder's buffer
+    path.write_bytes(b"video_id,rater,dimension,score\nEH0822_T1_Jessica,R9,wau,3\n" + rows.encode() + b"\xff\xfe")
+    with pytest.raises(PredictionsFormatError, match=r"score 9.0 outside .*ratings.csv, row 3\)$"):
+        read_references(path)
     unknown = tmp_path / "x.csv"
     unknown.write_text("a,b\n1,2\n")
     with pytest.raises(PredictionsFormatError, match="not a references file"):
@@ -165,7 +167,7 @@ def test_references_from_a_dataset_folder_widen_float32(tmp_path):
     _, references = make_scores(n=6, seed=0)
     directory = write_scoring_dataset(tmp_path / "ds", references)
     assert read_references(directory, split="test") == references
-    with pytest.raises(DataError, match="split 'validation'"):
+    with pytest.raises(UsageError, match="split 'validation' is not in this build"):  # as every command says it
         read_references(directory, split="validation")
 
 

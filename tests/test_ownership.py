@@ -15,6 +15,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
+from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
 
@@ -222,7 +223,9 @@ def test_compare_json_never_replaces_an_input(tmp_path, scored, capsys):
 def test_output_folder_claims(tmp_path):
     folder = OutputFolder(tmp_path / "out", command="report")
     target = folder.claim("report.md", "report")
-    target.write_text("v1")
+    assert "report.md" not in read_manifest(tmp_path / "out"), "a claim records nothing before the file exists"
+    write_atomic(target, "v1")  # written whole: recorded now
+    assert read_manifest(tmp_path / "out") == {"report.md": "report"}
     (tmp_path / "out" / "user.md").write_text("mine")
     again = OutputFolder(tmp_path / "out", command="report")
     assert again.claim("report.md", "report") == target  # its own: may be replaced

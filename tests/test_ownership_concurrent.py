@@ -11,6 +11,7 @@ import os
 
 import pytest
 
+from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, foreign_files, read_manifest
 
 FILES_PER_RUN = 4
@@ -23,8 +24,7 @@ def _run(root: str, writer: str, barrier) -> None:
     barrier.wait()
     folder = OutputFolder(root, command="test")
     for index in range(FILES_PER_RUN):
-        target = folder.claim(f"{writer}-{index}.txt", writer)
-        target.write_text(writer)
+        write_atomic(folder.claim(f"{writer}-{index}.txt", writer), writer)
     folder.remove_owned(f"{writer}-0.txt", writer)  # a remove is a read-modify-write too
 
 

@@ -96,7 +96,8 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
     core = set(_requirement_names(setup["options"]["install_requires"]))
     assert not core & {*TRAIN_MODULES, "bitsandbytes", "rich"}
     extras = {name: _requirement_names(block) for name, block in setup["options.extras_require"].items()}
-    assert set(extras) == {"train", "qlora", "serving", "docs", "test", "all"} and set(EXTRA_MODULES) <= set(extras)
+    assert set(extras) == {"train", "qlora", "serving", "space", "docs", "test", "all"}
+    assert set(EXTRA_MODULES) <= set(extras)
     for extra, modules in EXTRA_MODULES.items():
         assert extras[extra] == list(modules)  # here the distributions are named as their import packages
     assert extras["serving"] == ["transformers[serving]"]
@@ -104,9 +105,10 @@ def test_plain_install_requires_no_extra_and_extras_match_what_the_code_checks()
     name = setup["metadata"]["name"]
     assert f"{name}[train]" in extras["test"] and {"pytest", "hypothesis", "pingouin", "ruff"} <= set(extras["test"])
     assert f"{name}[serving]" in extras["test"]  # the real-server tests run `transformers serve`
+    assert f"{name}[space]" in extras["test"]  # the Space tests run uvicorn on loopback
     assert f"{name}[docs]" in extras["test"] and "pytest-xdist" in extras["test"]  # the suite builds the docs, -n 2
     assert {"mkdocs", "mkdocs-material", "mkdocstrings[python]"} == set(extras["docs"])
-    assert extras["all"] == [f"{name}[train,qlora,serving,docs,test]"]
+    assert extras["all"] == [f"{name}[train,qlora,serving,space,docs,test]"]
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
 """`mis-bench plan` (sample sizes from a pilot): Bonett (2002) against a published example and hand computations,
-the resampled sizes against the ordinary bootstrap and the PPI++ simulation, CLI round trips and refusals.
-Synthetic pilots (`tests/_metric_helpers.py`)."""
+the resampled sizes against the ordinary bootstrap and the PPI++ simulation, the design effect against the
+clinician bootstrap, the planned size against fresh studies drawn at a clustering the pilot does not have, the
+floors (one clinician, a rater without spread, too few labels), the cap on clinicians, CLI round trips and
+refusals. Synthetic pilots (`tests/_metric_helpers.py` and a small clinician-effects simulation here)."""
 
 from __future__ import annotations
 
@@ -15,23 +17,30 @@ from test_estimate import _write
 
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci
 from mis_icc_metric.estimates import ppi_coverage_simulation
 from mis_icc_metric.planning import (
     SizedDraws,
+    StudyDesign,
     _pilot,
     _units,
     bonett_sample_size,
+    clinician_correlation,
+    icc_influence,
     icc_variance_factor,
     plan_difference,
     plan_icc,
     plan_labels,
 )
-from mis_icc_metric.resampling import make_resampling
+from mis_icc_metric.reporting_floor import MIN_CI_CLUSTERS, MIN_LABELLED_VIDEOS
+from mis_icc_metric.resampling import design_effect, make_resampling
 
 from _metric_helpers import make_scores, video_ids
 
 Z95 = 1.959963984540054  # the 97.5% normal quantile, written out
+# A study whose CI treats videos as independent (no design effect), with clinicians enough for any size.
+INDEPENDENT = StudyDesign(unit="video", clinicians=100_000)
 
 
 def test_bonett_equals_the_published_example_and_hand_computations():
@@ -78,7 +87,7 @@ def test_the_size_draws_at_the_pilot_size_are_the_ordinary_bootstrap():
 def test_the_planned_size_gives_the_half_width():
     """Fresh resamples at the planned size (another seed) reach the half-width; at two thirds of it they do not."""
     predictions, gold = make_scores(n=150, seed=2, noise=0.5, unparsed=0.0)
-    plan = plan_icc(predictions, gold, half_width=0.08, unit="video", n_resamples=2000, seed=0)
+    plan = plan_icc(predictions, gold, half_width=0.08, design=INDEPENDENT, n_resamples=2000, seed=0)
     videos, keys, ratings, valid = _pilot([predictions], gold)
     clusters, n_units, _ = _units(videos, "video")
     for c, key in enumerate(keys):
@@ -90,18 +99,28 @@ def test_the_planned_size_gives_the_half_width():
         assert (at[c, 1] - at[c, 0]) / 2 <= 0.08 * 1.05
         assert (short[c, 1] - short[c, 0]) / 2 > 0.08
     # A tighter CI needs more videos.
-    tighter = plan_icc(predictions, gold, half_width=0.05, unit="video", n_resamples=2000, seed=0)
+    tighter = plan_icc(predictions, gold, half_width=0.05, design=INDEPENDENT, n_resamples=2000, seed=0)
     assert all(tighter["dimensions"][k]["videos"] > plan["dimensions"][k]["videos"] for k in keys)
 
 
-def test_clinician_planning_counts_clinicians_at_the_pilots_videos_per_clinician():
-    predictions, gold = make_scores(n=160, seed=4, noise=0.5, unparsed=0.0)
-    by_video = plan_icc(predictions, gold, half_width=0.1, unit="video", n_resamples=1000)
-    by_clinician = plan_icc(predictions, gold, half_width=0.1, unit="clinician", n_resamples=1000)
-    assert by_clinician["pilot"]["videos_per_clinician"] == pytest.approx(8.0)
-    for key, entry in by_clinician["dimensions"].items():
-        assert entry["clinicians"] * 8 == entry["videos"]
-        assert entry["bonett_videos"] == by_video["dimensions"][key]["bonett_videos"]
+def test_clinicians_are_counted_at_the_stated_videos_per_clinician_not_the_pilots():
+    predictions, gold = make_scores(n=160, seed=4, noise=0.5, unparsed=0.0)  # 8 videos per clinician
+    independent = plan_icc(predictions, gold, half_width=0.05, design=INDEPENDENT, n_resamples=500)
+    design = StudyDesign(videos_per_clinician=3.0, clinicians=100_000)
+    clustered = plan_icc(predictions, gold, half_width=0.05, design=design, n_resamples=500)
+    assert clustered["pilot"]["videos_per_clinician"] == pytest.approx(8.0)
+    assert clustered["design"] == {
+        "videos_per_clinician": 3.0,
+        "clinicians_available": 100_000,
+        "resample": "clinician",
+    }
+    for key, entry in clustered["dimensions"].items():
+        assert entry["clinicians"] == max(math.ceil(entry["videos"] / 3.0), MIN_CI_CLUSTERS)
+        assert entry["more_videos"] == max(0, entry["videos"] - 160)
+        assert entry["more_clinicians"] == max(0, entry["clinicians"] - 20)
+        assert entry["bonett_videos"] == independent["dimensions"][key]["bonett_videos"]
+        # The design effect only ever adds videos (rho clipped at 0).
+        assert entry["design_effect"] >= 1 and entry["videos"] >= independent["dimensions"][key]["videos"] - 1
 
 
 def test_labels_for_a_ppi_ci_reach_the_width_in_the_simulation():
@@ -120,32 +139,184 @@ def test_labels_for_a_ppi_ci_reach_the_width_in_the_simulation():
 def test_a_larger_difference_needs_fewer_videos():
     a, gold = make_scores(n=150, seed=2, noise=0.4, unparsed=0.0)
     b, _ = make_scores(n=150, seed=3, noise=0.8, unparsed=0.0)
-    small = plan_difference(a, b, gold, difference=0.1, unit="video", n_resamples=1000)
-    large = plan_difference(a, b, gold, difference=0.2, unit="video", n_resamples=1000)
-    vpc = small["pilot"]["videos_per_clinician"]
+    small = plan_difference(a, b, gold, difference=0.1, design=INDEPENDENT, n_resamples=1000)
+    large = plan_difference(a, b, gold, difference=0.2, design=INDEPENDENT, n_resamples=1000)
+    vpc = small["design"]["videos_per_clinician"]
     for key, entry in small["dimensions"].items():
         assert entry["videos"] > large["dimensions"][key]["videos"]
         assert entry["analytic_videos"] > large["dimensions"][key]["analytic_videos"]
-        assert entry["clinicians"] == math.ceil(entry["videos"] / vpc)  # videos resampled: clinicians from them
-    by_clinician = plan_difference(a, b, gold, difference=0.2, unit="clinician", n_resamples=500)
-    per_clinician = by_clinician["pilot"]["videos_per_clinician"]
-    sized = [entry for entry in by_clinician["dimensions"].values() if entry["clinicians"] is not None]
-    assert sized and all(e["videos"] == math.ceil(e["clinicians"] * per_clinician) for e in sized)
+        assert entry["clinicians"] == math.ceil(entry["videos"] / vpc)  # at the stated videos per clinician
+    capped = plan_difference(a, b, gold, difference=0.1, design=StudyDesign(clinicians=25), n_resamples=500)
+    for entry in capped["dimensions"].values():
+        assert entry["clinicians"] is None or entry["clinicians"] <= 25
+        assert entry["clinicians"] is not None or "25 exist" in entry["withheld"]
+        assert entry["analytic_clinicians"] is None or entry["analytic_clinicians"] <= 25
+        low, high = entry["videos_needed_range"]
+        assert entry["videos"] is None or low <= entry["videos"] <= high
 
 
 def test_the_cli_round_trip_and_refusals(tmp_path, capsys):
     pred, gold = _pilot_files(tmp_path)
     out = tmp_path / "plan.json"
     args = ["plan", "icc", "--predictions", str(pred), "--references", str(gold), "--half-width", "0.1"]
-    assert main([*args, "--bootstrap", "300", "--out", str(out)]) == 0
+    assert main([*args, "--bootstrap", "300", "--clinicians", "60", "--out", str(out)]) == 0
     text = capsys.readouterr().out
-    assert "Bonett videos" in text and "resampling clinicians" in text and "not for therapist supervision" in text
+    assert "Bonett videos" in text and "12.8 videos per clinician" in text and "at most 60 clinicians" in text
+    assert "Headline: the resampled videos and clinicians" in text and "not for therapist supervision" in text
     written = json.loads(out.read_text())
-    assert written["target"] == "icc" and written["resampling"]["unit"] == "clinician"
+    assert written["target"] == "icc" and written["design"]["resample"] == "clinician"
+    assert written["design"]["clinicians_available"] == 60 and written["headline"]["method"] == "resampling"
     assert main(["plan", "difference", "--predictions", str(pred), "--references", str(gold)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["mis-bench plan: error: plan difference needs --difference and --compare; see mis-bench plan --help"]
     tiny = _write(tmp_path / "tiny.csv", "score", {(v, DIMENSION_KEYS[0]): 3.0 for v in video_ids(3)})
     assert main(["plan", "icc", "--predictions", str(pred), "--references", str(tiny), "--half-width", "0.1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "planning needs at least 10" in err[0]
+    assert len(err) == 1 and "a planned size needs at least 10" in err[0]
+    # A pilot of 19 clinicians cannot plan for 10 available.
+    assert main([*args, "--clinicians", "10"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "already has 19 clinicians" in err[0]
+
+
+STIMULI = "ABCDEFGH"
+
+
+def _clustered_study(rng: np.random.Generator, sizes, first: int = 0):
+    """One dimension's gold and judge on videos of clinicians with `sizes` videos each: a clinician shifts both
+    the gold (u) and, differently, the judge (w), so two videos of one clinician err alike (true ICC about 0.63,
+    within-clinician correlation of the ICC's terms about 0.25)."""
+    counts = np.asarray(sizes)
+    clinician = np.repeat(np.arange(counts.size), counts)
+    u, w = rng.normal(0, 0.35, counts.size)[clinician], rng.normal(0, 0.3, counts.size)[clinician]
+    gold = 3.5 + u + rng.normal(0, 0.35, clinician.size)
+    judge = 3.5 + 0.7 * (gold - 3.5) + w + rng.normal(0, 0.3, clinician.size)
+    within = np.concatenate([np.arange(m) for m in counts])
+    videos = [f"CL{1000 + first + g}_T{1 + i % 3}_{STIMULI[i // 3]}" for g, i in zip(clinician, within, strict=True)]
+    return videos, gold, judge
+
+
+def _mappings(videos, gold, judge):
+    key = DIMENSION_KEYS[0]
+    return (
+        {(v, key): float(x) for v, x in zip(videos, judge, strict=True)},
+        {(v, key): float(y) for v, y in zip(videos, gold, strict=True)},
+    )
+
+
+def test_the_delta_method_and_design_effect_agree_with_the_bootstrap():
+    """The ICC's per-video terms give the video bootstrap's variance (sum of squares / n^2), and their
+    within-clinician correlation the clinician bootstrap's design effect at the pilot's own clustering,
+    1 + (m_eff - 1) rho with m_eff = sum m_g^2 / n (Kish), within Monte Carlo error."""
+    videos, gold, judge = _clustered_study(np.random.default_rng(3), [2, 5, 9, 13] * 15)
+    ratings, valid = np.stack([gold, judge], axis=-1)[:, None, :], np.ones((len(videos), 1), bool)
+    influence = icc_influence(ratings, valid)
+    codes = np.unique(np.array([v.split("_")[0] for v in videos]), return_inverse=True)[1]
+    rho, with_pairs, _ = clinician_correlation(influence, valid, codes)
+    by_video = bootstrap_blocks(ratings, valid, make_resampling(videos, 4000, 1, "video"))["icc"]
+    by_clinician = bootstrap_blocks(ratings, valid, make_resampling(videos, 4000, 1, "clinician"))["icc"]
+    assert (influence**2).sum() / len(videos) ** 2 == pytest.approx(by_video.var(), rel=0.1)
+    m_eff = np.sum(np.bincount(codes) ** 2) / len(videos)
+    assert with_pairs[0] == 60 and rho[0] > 0.1
+    assert 1 + (m_eff - 1) * rho[0] == pytest.approx(design_effect(by_clinician, by_video)[0], rel=0.15)
+
+
+def test_the_planned_size_holds_at_a_clustering_the_pilot_does_not_have():
+    """Issue 44: a pilot of 1.8 videos per clinician (600 videos, 334 clinicians), a study planned at the
+    benchmark's 12.8. Studies drawn afresh at the planned size (videos in clinicians of 12 or 13) give a median
+    clinician-bootstrap CI half-width within 20% of the target; the plan that assumed the pilot's own clustering
+    (1.8 per clinician) misses by more, so the test can fail. A pilot's own noise moves the plan too (about
+    +/-15% in half-width at this pilot size), which is why the pilot is not smaller."""
+    target, key = 0.08, DIMENSION_KEYS[0]
+    pilot = _mappings(*_clustered_study(np.random.default_rng(0), [2] * 266 + [1] * 68))
+    design = StudyDesign(videos_per_clinician=12.8, clinicians=100_000)
+    entry = plan_icc(*pilot, half_width=target, design=design, n_resamples=200, seed=0)["dimensions"][key]
+    naive = StudyDesign(videos_per_clinician=600 / 334, clinicians=100_000)
+    naive_videos = plan_icc(*pilot, half_width=target, design=naive, n_resamples=200, seed=0)["dimensions"][key]
+    assert entry["design_effect"] > 2 and entry["more_videos"] == entry["videos"] - 600
+    low, high = entry["videos_needed_range"]
+    assert low <= entry["videos"] <= high and entry["clinicians_needed_range"][1] == math.ceil(high / 12.8)
+    # A smaller pilot (75 clinicians with two videos, not 266) pins the size more loosely.
+    small = _mappings(*_clustered_study(np.random.default_rng(0), [2] * 75))
+    loose = plan_icc(*small, half_width=target, design=design, n_resamples=200, seed=0)["dimensions"][key]
+    assert loose["videos_needed_range"][1] / loose["videos_needed_range"][0] > high / low
+
+    def realized(n_videos: int, n_clinicians: int) -> float:
+        rng, widths = np.random.default_rng(100), []
+        sizes = [n_videos // n_clinicians + (g < n_videos % n_clinicians) for g in range(n_clinicians)]
+        for draw in range(40):
+            videos, gold, judge = _clustered_study(rng, sizes)
+            ratings = np.stack([gold, judge], axis=-1)[:, None, :]
+            valid = np.ones((len(videos), 1), bool)
+            reps = bootstrap_blocks(ratings, valid, make_resampling(videos, 400, draw, "clinician"))["icc"]
+            low, high = percentile_ci(reps)[0]
+            widths.append((high - low) / 2)
+        return float(np.median(widths))
+
+    assert realized(entry["videos"], entry["clinicians"]) == pytest.approx(target, rel=0.2)
+    n_naive = naive_videos["videos"]
+    assert realized(n_naive, math.ceil(n_naive / 12.8)) > 1.2 * target
+
+
+def test_a_one_clinician_or_constant_pilot_gets_a_reason_not_a_size():
+    """Issue 44: a one-clinician pilot gave a half-width of 0.0 and a design effect of 3.6e-30; a constant judge
+    'needed' 24 videos. Now: refused (every dimension) or withheld (one dimension) with the counts."""
+    videos, gold, judge = _clustered_study(np.random.default_rng(1), [20])
+    with pytest.raises(DataError, match=r"1 clinician\(s\); a planned size needs at least 5"):
+        plan_icc(*_mappings(videos, gold, judge), half_width=0.1, n_resamples=200)
+    predictions, references = make_scores(n=160, seed=4, noise=0.5, unparsed=0.0)
+    constant = {k: 3.0 for k in predictions}
+    with pytest.raises(DataError, match="no spread"):
+        plan_icc(constant, references, half_width=0.1, n_resamples=200)
+    one_flat = {k: (3.0 if k[1] == DIMENSION_KEYS[0] else v) for k, v in predictions.items()}
+    plan = plan_icc(one_flat, references, half_width=0.1, n_resamples=200)
+    flat = plan["dimensions"][DIMENSION_KEYS[0]]
+    assert flat["videos"] is None and "no spread" in flat["withheld"] and flat["bonett_videos"] is None
+    assert all(plan["dimensions"][k]["videos"] for k in DIMENSION_KEYS[1:])
+    # One video per clinician: no pair to estimate the clustering at 12.8 per clinician; fine at 1.
+    single = _mappings(*_clustered_study(np.random.default_rng(2), [1] * 80))
+    with pytest.raises(DataError, match=r"0 pilot clinician\(s\) with two or more videos"):
+        plan_icc(*single, half_width=0.1, design=StudyDesign(clinicians=1000), n_resamples=200)
+    alone = plan_icc(*single, half_width=0.1, design=StudyDesign(1.0, 1000), n_resamples=200)
+    assert alone["dimensions"][DIMENSION_KEYS[0]]["videos"] is not None
+
+
+@settings(max_examples=6, deadline=None)
+@given(available=st.integers(20, 200))
+def test_no_plan_asks_for_more_clinicians_than_exist(available):
+    """Past --clinicians the size is withheld with the count it needs, and the half-width all of them reach is
+    given (wider than the target) with a warning."""
+    predictions, references = make_scores(n=160, seed=4, noise=0.5, unparsed=0.0)
+    plan = plan_icc(predictions, references, half_width=0.04, design=StudyDesign(clinicians=available), n_resamples=200)
+    for entry in plan["dimensions"].values():
+        if entry["clinicians"] is None:
+            assert f"{available} exist" in entry["withheld"] and entry["reachable_half_width"] > 0.04
+        else:
+            assert entry["clinicians"] <= available and entry["reachable_half_width"] <= 0.04 * 1.1
+        assert entry["bonett_clinicians"] is None or entry["bonett_clinicians"] <= available
+    assert any("cannot reach" in w for w in plan["warnings"]) == any(
+        e["clinicians"] is None for e in plan["dimensions"].values()
+    )
+    with pytest.raises(UsageError, match="already has 20 clinicians"):
+        plan_icc(predictions, references, half_width=0.04, design=StudyDesign(clinicians=19), n_resamples=200)
+
+
+def test_label_planning_follows_the_floor_and_counts_the_labels_still_needed():
+    predictions, gold = make_scores(n=400, seed=6, noise=0.35, unparsed=0.0)
+    few = dict(list(gold.items())[: 8 * (MIN_LABELLED_VIDEOS - 1)])  # 9 labelled videos a dimension
+    with pytest.raises(
+        DataError, match=f"9 labelled video\\(s\\); a planned label count needs at least {MIN_LABELLED_VIDEOS}"
+    ):
+        plan_labels(predictions, few, half_width=0.1)
+    pilot = {k: v for k, v in gold.items() if int(k[0][2:6]) < 1010}  # the first 80 videos, 10 clinicians
+    plan = plan_labels(predictions, pilot, half_width=0.06)
+    for entry in plan["dimensions"].values():
+        assert entry["n_pilot_labelled"] == 80 and entry["n_pilot_clinicians"] == 10
+        assert entry["more_labels"] == max(0, entry["ppi_labels"] - 80)
+    flat = {k: 3.0 for k in pilot}
+    with pytest.raises(DataError, match="same score"):
+        plan_labels(predictions, flat, half_width=0.1)
+    # 16 labelled videos, all of two clinicians: enough videos, too few clinicians.
+    two = {k: v for k, v in gold.items() if int(k[0][2:6]) < 1002}
+    with pytest.raises(DataError, match=r"2 clinician\(s\); a planned label count needs at least 5"):
+        plan_labels(predictions, two, half_width=0.1)

@@ -175,7 +175,7 @@ def test_regression_lora_trains_the_head_fully_and_the_loss_falls(tokenizer, tmp
     assert after["eval_loss"] == pytest.approx(after["eval_score_mse"], rel=1e-5)
 
 
-def test_regression_save_load_predict_round_trip(tokenizer, tmp_path):
+def test_regression_save_load_predict_round_trip(tokenizer, tmp_path, caplog):
     """The saved adapter (LoRA + the head) loads back into the same scores through `predict_scores`."""
     from raft_trainer.data import ScoringEncoder
     from raft_trainer.predict import predict_scores
@@ -203,6 +203,12 @@ def test_regression_save_load_predict_round_trip(tokenizer, tmp_path):
     loaded = load_regression_model(str(out), tokenizer)
     np.testing.assert_allclose(read_regression_scores(loaded, prompts, tokenizer.pad_token_id), live, rtol=1e-5)
     assert np.isfinite(live).all() and len(set(np.round(live, 6))) > 1
+    # Outputs outside the scale are clipped to it, and said: a clipped score is not the head's own answer.
+    outside = int(((live < 1.0) | (live > 5.0)).sum())
+    with caplog.at_level("WARNING", logger="raft_trainer.predict"):
+        clipped = predict_scores(loaded, tokenizer, rows, config, show_progress=False)
+    np.testing.assert_allclose(clipped, np.clip(live, 1.0, 5.0), rtol=1e-5)
+    assert outside > 0 and f"{outside} of {len(rows)} regression-head outputs lay outside [1, 5]" in caplog.text
     # predict_scores reads the same outputs: the head scaled first so that they lie inside the scale (after 3 steps
     # they are about 0.5, which the scale's clip would turn into 1.0 on both sides)
     with torch.no_grad():

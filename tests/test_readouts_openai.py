@@ -183,7 +183,12 @@ def test_batch_lines_carry_the_logprob_parameters_and_an_import_equals_the_live_
     live = json.loads(capsys.readouterr().out)
     assert _jsonl(Path(imported["predictions"])) == _jsonl(Path(live["predictions"]))
     readouts = json.loads(Path(live["readouts"]).read_text())
-    assert readouts["agreement"]["test_retest"]["n"] == 8 and readouts["samples"] == 2
+    # The expected readout of a direct answer is read from the prompt alone: the samples cannot disagree, so the
+    # scores' test-retest is withheld and the sampled texts' stands beside it.
+    agreement = readouts["agreement"]
+    assert agreement["test_retest"]["icc"] is None and "prompt alone" in agreement["test_retest"]["withheld"]
+    assert agreement["text_test_retest"]["n"] + agreement["text_test_retest"]["n_left_out"] == 8
+    assert readouts["samples"] == 2
 
 
 def test_a_dry_run_counts_every_sample_at_the_expected_budget(synthetic_build, tmp_path, capsys) -> None:

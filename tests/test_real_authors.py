@@ -166,10 +166,18 @@ def test_the_authors_prediction_files_score_unmodified(real_text_build, authors_
     assert scores["midpoint_imputation"]["n_imputed"] == 0
     printed = capsys.readouterr().out
     assert f"{len(asked):,} of 7,968 gold pairs predicted" in printed and "excluded 100.0%" not in printed
-    # Against the video-level test split, the pairs outside it are named with the file and the row.
-    assert main(["score", "--predictions", str(path), "--references", str(real_text_build)]) == 1
-    error = error_lines(capsys.readouterr().err)
-    assert len(error) == 1 and f"{path}, row 2: video " in error[0] and "is not in the references" in error[0]
+    # Against the video-level test split, the pairs outside it are left aside and counted (a judge on every
+    # video, experts on a few), never silently: the count is printed and in the JSON.
+    out = tmp_path / "test-split.json"
+    args = ["score", "--predictions", str(path), "--references", str(real_text_build), "--bootstrap", "0"]
+    assert main([*args, "--out", str(out)]) == 0
+    aside = json.loads(out.read_text())["left_aside"]
+    from mis_icc_metric.predictions_io import read_references
+
+    test_gold = read_references(real_text_build, split="test")
+    outside = [key for key in _asked(path) if key not in test_gold]
+    assert aside["n_pairs"] == len(outside) > 0 and "split 'test'" in aside["why"]
+    assert f"left aside {len(outside):,} predicted pair(s)" in capsys.readouterr().out
 
 
 def test_reproduce_command_prints_the_paper_beside_ours(authors_dir, capsys):

@@ -142,7 +142,9 @@ def test_a_non_numeric_cell_names_file_row_and_column(tmp_path, capsys):
     assert str(labels) in line and "row 2" in line and "'three' is not a number" in line
 
 
-def test_a_prediction_for_a_video_absent_from_the_references_names_file_and_row(tmp_path, capsys):
+def test_a_prediction_for_a_video_absent_from_the_references_is_left_aside_and_counted(tmp_path, capsys):
+    """A judge on more videos than have gold is scored on those with gold; the rest is counted in text and JSON.
+    A file with no pair that has gold (the wrong references) is still an error naming the file and row."""
     gold = tmp_path / "gold.csv"
     gold.write_text(
         "video_id,dimension,score\n" + "".join(f"{v},{k},3.0\n" for v in VIDEOS[:3] for k in DIMENSION_KEYS)
@@ -151,9 +153,20 @@ def test_a_prediction_for_a_video_absent_from_the_references_names_file_and_row(
     predictions.write_text(
         "".join(json.dumps({"video_id": v, "dimension": "empathy", "prediction": 3.1}) + "\n" for v in VIDEOS)
     )
-    assert main(["score", "--predictions", str(predictions), "--references", str(gold), "--bootstrap", "0"]) == 1
+    args = ["score", "--predictions", str(predictions), "--references", str(gold), "--bootstrap", "0"]
+    assert main([*args, "--json"]) == 0
+    captured = capsys.readouterr()
+    aside = json.loads(captured.out)["left_aside"]
+    n_outside = len(VIDEOS) - 3
+    assert aside["n_pairs"] == n_outside and aside["n_videos"] == n_outside and aside["examples"][0] == VIDEOS[3]
+    assert f"left aside {n_outside} predicted pair(s) ({n_outside} video(s)" in captured.err
+    only_outside = tmp_path / "outside.jsonl"
+    only_outside.write_text(
+        "".join(json.dumps({"video_id": v, "dimension": "empathy", "prediction": 3.1}) + "\n" for v in VIDEOS[3:])
+    )
+    assert main(["score", "--predictions", str(only_outside), "--references", str(gold), "--bootstrap", "0"]) == 1
     (line,) = _error_lines(capsys.readouterr().err)
-    assert f"{predictions}, row 4: video '{VIDEOS[3]}' is not in the references" in line
+    assert f"{only_outside}, row 1: video '{VIDEOS[3]}' is not in the references" in line
 
 
 @pytest.fixture(scope="module")

@@ -72,7 +72,7 @@ def test_a_partial_parse_rate_exits_0_with_the_rate_in_the_run_line(synthetic_bu
         code = main(_args(synthetic_build, tmp_path / "out", server.base_url))
     captured = capsys.readouterr()
     assert code == 0 and _error_lines(captured.err) == []
-    assert "0 truncated, 0 unparsed, 8 out of range, 8 parsed (50.0%)" in captured.out
+    assert "0 truncated, 0 unparsed, 8 out of range, 8 parsed, 50.0%)" in captured.out
 
 
 def test_a_grid_with_one_setting_without_a_score_exits_1_naming_it(synthetic_build, tmp_path, capsys, chat_server):
@@ -109,3 +109,16 @@ def test_an_expected_score_outside_the_scale_is_out_of_range_even_when_the_text_
     assert out_of_range(row_readout([_sample("Score: 0.4", None)]), "direct")  # the text readout
     assert not out_of_range(row_readout([_sample("no score here", None)]), "direct")
     assert not out_of_range(row_readout([_sample("4.0", 4.0)]), "direct")  # scored
+
+
+def test_a_run_of_a_trained_model_folder_records_its_method_and_setting(synthetic_build, tmp_path, capsys, chat_server):
+    folder = tmp_path / "trained"
+    folder.mkdir()
+    (folder / "setting.json").write_text(json.dumps({"modality": "text", "prompt_style": "paper", "method": "ntl"}))
+    args = run_args(synthetic_build, tmp_path / "out", None, model=str(folder), api_key_env=TEST_KEY_ENV, limit=1)
+    with chat_server(respond=_answering("3.5")) as server:
+        code = main([*args, "--base-url", server.base_url, "--score-from", "text", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0 and "--prompt paper" in captured.err
+    results = json.loads(Path(json.loads(captured.out)["results"]).read_text(encoding="utf-8"))
+    assert results["system"]["method"] == "ntl" and results["setting"]["prompt_style"] == "paper"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -164,16 +165,61 @@ def _read(hint: Any, text: str) -> Any:
         items = [item.strip() for item in text.split(",") if item.strip()]
         return tuple(_read(args[0], item) for item in items)
     if hint is dict or origin is dict:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-        if not isinstance(value, dict):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
-        return value
+        return json_object(text)
     if hint is str:
         return text
     raise argparse.ArgumentTypeError(f"options of type {hint!r} cannot be given on the command line")
+
+
+def _not_finite(token: str) -> float:
+    raise ValueError(f"{token} is not a JSON number")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise ValueError(f"{token} overflows to {value}")
+    return value
+
+
+def json_object(text: str) -> dict:
+    """A JSON object option's value, read strictly: NaN, Infinity and numbers that overflow are refused (a request
+    body carrying them is not JSON, and would fail only after the requests were paid for)."""
+    try:
+        value = json.loads(text, parse_constant=_not_finite, parse_float=_finite_float)
+    except ValueError as err:
+        reason = str(err) if "JSON number" in str(err) or "overflows" in str(err) else "not valid JSON"
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object ({reason})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a JSON object")
+    return value
+
+
+def passthrough_fields(controlled: frozenset[str]) -> Callable[[str], dict]:
+    """The reader of a passthrough option (fields added to every request): a strict JSON object that sets none of
+    the `controlled` fields (those the toolkit sets and records: the messages, the model, the decoding)."""
+
+    def read(text: str) -> dict:
+        value = json_object(text)
+        check_passthrough(value, controlled)
+        return value
+
+    return read
+
+
+def check_passthrough(body: Mapping[str, Any], controlled: frozenset[str]) -> None:
+    """Refuse passthrough fields that would change what the run records it sent (argparse.ArgumentTypeError naming
+    the key), and values that are not strict JSON (NaN, Infinity)."""
+    taken = sorted(str(key) for key in body if str(key) in controlled)
+    if taken:
+        raise argparse.ArgumentTypeError(
+            f"it sets {', '.join(taken)}, which mis-bench sets and records itself (use the run's own flags: --model, "
+            "--temperature, --top-p, --max-new-tokens, --seed, --samples, --readout)"
+        )
+    try:
+        json.dumps(body, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise argparse.ArgumentTypeError(f"it is not a strict JSON object ({err})") from None
 
 
 def keys_hint(backend: str, specs: Sequence[OptionSpec]) -> str:

@@ -44,6 +44,7 @@ assumes text only; images, audio or video must be declared (`modalities`,
 
 from __future__ import annotations
 
+import argparse
 import base64
 import contextlib
 import http.client
@@ -63,7 +64,7 @@ from pathlib import Path
 from eval_scripts.answers.answer_status import FAILURE_MALFORMED, USAGE_FIELDS, answer_problem
 from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, expected_from_tokens, tokens_from_openai
 from eval_scripts.answers.prompts import Prompt
-from eval_scripts.backends.backend_options import backend_option
+from eval_scripts.backends.backend_options import backend_option, check_passthrough, passthrough_fields
 from eval_scripts.backends.base import (
     FAILURE_RUN_DEADLINE,
     Backend,
@@ -143,6 +144,17 @@ class RetryPolicy:
         )
 
 
+# The request fields mis-bench sets and records (results.json's system and decoding, the cache key): the model, the
+# messages, the decoding, the readout's logprobs and how the answer comes back. `extra_body` may add any other field,
+# never one of these (what is sent is what the run records).
+CONTROLLED_FIELDS = frozenset(
+    {
+        "model", "messages", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "logprobs",
+        "top_logprobs", "n", "stream", "stream_options", "best_of", "echo", "prompt",
+    }
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class OpenAIOptions:
     """The openai backend's options (`mis-bench run -M KEY=VALUE`; each also has its own `run` flag)."""
@@ -208,10 +220,27 @@ class OpenAIOptions:
     extra_body: dict | None = field(
         default=None,
         metadata=backend_option(
-            'fields added to every request body, a JSON object (e.g. {"reasoning_effort": "low"})',
+            'fields added to every request body, a JSON object (e.g. {"reasoning_effort": "low"}); never one of '
+            "the fields mis-bench sets and records (model, messages, decoding)",
             changes_answers=True,
+            parse=passthrough_fields(CONTROLLED_FIELDS),
         ),
     )
+
+
+def passthrough_body(extra_body: dict | None, max_tokens_field: str) -> dict:
+    """`extra_body` checked as `-M` checks it (also when given as a dict through the Python API): none of the
+    controlled fields (nor the token limit's field, whatever --max-tokens-field names), strict JSON only."""
+    body = dict(extra_body or {})
+    try:
+        check_passthrough(body, CONTROLLED_FIELDS | {max_tokens_field})
+    except argparse.ArgumentTypeError as err:
+        raise UsageError(
+            f"bad value for the openai backend's option extra_body: {err}",
+            where="-M extra_body",
+            hint="set the decoding with the run's own flags; extra_body adds only other fields",
+        ) from None
+    return body
 
 
 class _AttemptFailed(Exception):
@@ -444,7 +473,7 @@ class OpenAIBackend(Backend):
             options.max_retries, options.backoff_base, options.backoff_max, options.timeout
         )
         self.max_tokens_field = options.max_tokens_field
-        self.extra_body = dict(options.extra_body or {})
+        self.extra_body = passthrough_body(options.extra_body, self.max_tokens_field)
         self.cooldown_s = options.cooldown
         self.pool = ReplicaPool(len(self.endpoints), capacity=self.concurrency, cooldown_s=self.cooldown_s)
         self._stop = threading.Event()
@@ -470,8 +499,7 @@ class OpenAIBackend(Backend):
         }
         if decoding.expected:  # the expected-score readout reads the top candidates of every token
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
-        body.update(self.extra_body)
-        return body
+        return {**self.extra_body, **body}  # extra fields never replace a controlled one (refused when parsed)
 
     # -- transport --------------------------------------------------------
     def _attempt_deadline(self) -> float:
@@ -791,8 +819,17 @@ class ChatAnswer:
 
 
 def parse_chat_completion(body: dict) -> ChatAnswer:
-    """The first choice of a Chat Completions response body (live or from a batch output line)."""
-    choice = body["choices"][0]
+    """The first choice of a Chat Completions response body (live or from a batch output line); a body of another
+    shape is a TypeError or ValueError naming the field (a malformed response, never an internal error)."""
+    if not isinstance(body, dict):
+        raise TypeError(f"the body is {type(body).__name__}, not an object")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        shape = "missing" if choices is None else "an empty list" if choices == [] else type(choices).__name__
+        raise ValueError(f"field choices is {shape}, not a list of at least one choice")
+    choice = choices[0]
+    if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
+        raise TypeError("field choices[0].message is not an object")
     tokens = tokens_from_openai(choice.get("logprobs"))
     content = choice["message"]["content"]
     if isinstance(content, list):  # some servers return content parts

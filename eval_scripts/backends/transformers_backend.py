@@ -61,6 +61,16 @@ class TransformersOptions:
             "the expected readout reads a batch's shared prompt prefix once (false: the plain path, docs/readouts.md)"
         ),
     )
+    final_score: Literal["declared", "prefilled"] = field(
+        default="declared",
+        metadata=backend_option(
+            "where a CoT answer's expected score is read: declared (after the 'Final score: ' the answer writes; none "
+            "written, no score) or prefilled (CoT-RAFT's readout: the analysis cut before any final score of its "
+            "own, then 'Final score: ' prefilled and its digits read, as `train.py` predicts; `run` sets it for a "
+            "CoT-RAFT model folder)",
+            changes_answers=True,
+        ),
+    )
 
 
 class TransformersBackend(Backend):
@@ -86,6 +96,7 @@ class TransformersBackend(Backend):
         batch_size, dtype, device = options.batch_size, options.dtype, options.device
         trust_remote_code = options.trust_remote_code
         self.share_prefix = options.share_prefix  # the expected readout's shared-prefix path (`_prefix_sharing`)
+        self.final_score = options.final_score  # CoT: read at the answer's own final score, or one prefilled
         self.video_sampling = video_sampling or VideoSampling()
         torch = require("torch", "train", "the transformers backend")
         transformers = require("transformers", "train", "the transformers backend")
@@ -292,7 +303,7 @@ class TransformersBackend(Backend):
         from raft_trainer.data import COMPLETION_PREFIX, prefilled_prompt_ids
         from raft_trainer.digits import DigitTokens
         from raft_trainer.predict import pad_token_id
-        from raft_trainer.regression import read_regression_scores, regression_readout
+        from raft_trainer.regression import clipped_outputs, read_regression_scores, regression_readout
 
         if not self.regression:
             raise UsageError(
@@ -323,10 +334,11 @@ class TransformersBackend(Backend):
             batch = ids[start : start + self.batch_size]
             outputs = read_regression_scores(self.hf_model, batch, pad_token_id(self.tokenizer), batch_size=len(batch))
             self.calls += len(batch)
-            scores = regression_readout(outputs)
+            scores, clipped = regression_readout(outputs), clipped_outputs(outputs)
             for offset, (prompt_ids, score, output) in enumerate(zip(batch, scores, outputs, strict=True)):
                 usage = {"prompt_tokens": len(prompt_ids), "completion_tokens": 0, "total_tokens": len(prompt_ids)}
                 record = {"score": float(score), "head_output": float(output), "readout": SCORE_REGRESSION}
+                record["clipped"] = bool(clipped[offset])
                 text = f"{score:.2f}"
                 yield Completion(start + offset, text, True, finish_reason="stop", usage=usage, expected=record)
 
@@ -334,21 +346,26 @@ class TransformersBackend(Backend):
         outcomes = list(self._generate(prompts, decoding))
         yield from (o for o in outcomes if not isinstance(o, _Generated))  # left unanswered by the run's deadline
         answers = sorted((o for o in outcomes if isinstance(o, _Generated)), key=lambda a: a.index)
-        positions = [_final_score_token(self.tokenizer, digits, answer) for answer in answers]
-        readable = [n for n, k in enumerate(positions) if isinstance(k, int)]
+        if self.final_score == "prefilled":
+            read_at = [_prefilled_final_score(self.tokenizer, answer) for answer in answers]
+        else:
+            read_at = [_declared_final_score(self.tokenizer, digits, answer) for answer in answers]
+        readable = [n for n, ids in enumerate(read_at) if not isinstance(ids, str)]
         readout = None
         if readable:
             readout = self._read(
-                [answers[n].prompt_ids + answers[n].new_ids[: positions[n]] for n in readable],
-                [prompts[answers[n].index].dimension for n in readable],
-                digits,
+                [read_at[n] for n in readable], [prompts[answers[n].index].dimension for n in readable], digits
             )
-        for n, (answer, position) in enumerate(zip(answers, positions, strict=True)):
+        for n, (answer, ids) in enumerate(zip(answers, read_at, strict=True)):
             completion = answer.completion()
-            if isinstance(position, int):
-                completion.expected = _expected_record(readout, readable.index(n))
-            else:
-                completion.expected = ExpectedScore.missing(position).as_record()
+            if isinstance(ids, str):
+                completion.expected = ExpectedScore.missing(ids).as_record()
+                yield completion
+                continue
+            completion.expected = _expected_record(readout, readable.index(n))
+            if self.final_score == "prefilled":  # the answer's end is the readout's, by design: not a cut answer
+                completion.expected["final_score"] = "prefilled"
+                completion.finish_reason = "stop"
             yield completion
 
     def _read(self, ids: list[list[int]], groups: list[str], digits):
@@ -433,6 +450,22 @@ def _expected_record(readout, index: int) -> dict:
         (float(readout.fraction_expected[index]), float(readout.fraction_mass[index])),
         score=float(readout.scores[index]),  # as `raft_trainer.predict_scores` computes it, to the last bit
     ).as_record()
+
+
+def _declared_final_score(tokenizer, digits, answer: _Generated) -> list[int] | str:
+    """The ids a prefilled pass reads the answer's own final score after (prompt and answer up to the score's
+    integer digit), or why there is none."""
+    position = _final_score_token(tokenizer, digits, answer)
+    return position if isinstance(position, str) else answer.prompt_ids + answer.new_ids[:position]
+
+
+def _prefilled_final_score(tokenizer, answer: _Generated) -> list[int]:
+    """CoT-RAFT's readout (`raft_trainer.rationales.predict_cot_scores`): the answer's analysis cut before any final
+    score of its own (`rationale_of`), then the line `cot_completion` writes up to the score's digits."""
+    from raft_trainer.cot import cot_completion, rationale_of
+
+    tail = cot_completion(rationale_of(answer.text), "")
+    return answer.prompt_ids + tokenizer(tail, add_special_tokens=False)["input_ids"]
 
 
 def _final_score_token(tokenizer, digits, answer: _Generated) -> int | str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.baselines.models import make_baseline
-from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
+from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, run_repr
 from eval_scripts.harness.run_writer import write_run
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
@@ -25,14 +25,24 @@ from mis_bench_dataset.toolkit.text_safety import slug
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BaselineRun:
+    """A baseline's run: its results JSON (`results`) and files; `scores` as a model run's `RunResult` has them."""
+
     name: str
     modality: str
     results: dict[str, Any]
     predictions_path: Path
     results_path: Path
     seconds: float
+
+    @property
+    def scores(self) -> dict[str, Any] | None:
+        """The metric's scores of the run (the results JSON's `scores`), as `RunResult.scores`."""
+        return self.results.get("scores")
+
+    def __repr__(self) -> str:
+        return run_repr("BaselineRun", f"{self.name} · {self.modality}", self.scores, self.results_path)
 
 
 def load_feature_rows(dataset: str | Path | BuiltDataset, split: str) -> list[dict]:

@@ -98,7 +98,8 @@ def cross_validate(
 ) -> dict[str, Any]:
     """Per (baseline, setting) and fold seed, the scores of the pooled out-of-fold predictions (and each fold's
     own mean ICC, `fold_mean_icc`), and across seeds the mean (min, max) of each dimension's ICC and of the mean
-    ICC."""
+    ICC. Each run's `out_of_fold` holds, per fold seed, the predictions themselves ((video, dimension) -> score,
+    every video of the build): not JSON; `mis-bench run --cv-folds` pops them and writes each as a run."""
     from mis_bench_dataset.dataset.loading import gold_references
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.scoring import score_predictions
@@ -114,7 +115,7 @@ def cross_validate(
     desc = f"cross-validating ({n_folds} folds)"
     with step(desc, total=len(jobs) * len(seeds) * n_folds, unit="fold", show=progress) as done:
         for baseline, modality in jobs:
-            by_seed = {}
+            by_seed, out_of_fold = {}, {}
             for seed in seeds:
                 done.describe(f"{baseline} {modality}, seed {seed}")
                 folds = clinician_folds(rows, n_folds, seed)
@@ -123,11 +124,13 @@ def cross_validate(
                 scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
                 by_seed[str(seed)] = json_safe(scores)
                 by_seed[str(seed)]["fold_mean_icc"] = _fold_means(scored, references, rows, folds, n_folds)
+                out_of_fold[str(seed)] = predicted
             results[f"{baseline} {modality}"] = {
                 "baseline": baseline,
                 "modality": modality,
                 "by_seed": by_seed,
                 "across_seeds": _across_seeds(list(by_seed.values())),
+                "out_of_fold": out_of_fold,
             }
     return {
         "n_videos": len(rows),

@@ -19,7 +19,9 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `cache`: `mis-bench cache check|merge`.
 - `calibrate`: `mis-bench calibrate` (and `--apply`).
 - `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
+- `trust_card`: `mis-bench trust` (one page answering "can I use this judge?": verdict, number to cite, flags).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
+- `given`: which options the user typed, recorded as argparse parses them (`given_flags`).
 - `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
@@ -66,7 +68,9 @@ from eval_scripts.cli import (
     stats,
     synth,
     train,
+    trust_card,
 )
+from eval_scripts.cli.given import RECORDED_ACTIONS, recording
 from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -88,6 +92,7 @@ SUBCOMMANDS = (
     calibrate,
     estimate,
     plan,
+    trust_card,
     run,
     batch,
     backends,
@@ -127,12 +132,14 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with the toolkit's one-line error format (its own is a usage block plus a line), and every
-    option's default in its help."""
+    """argparse with the toolkit's one-line error format (its own is a usage block plus a line), every
+    option's default in its help, and the options the user gave recorded as they are parsed (`given_flags`)."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+        for name in RECORDED_ACTIONS:
+            self.register("action", name, recording(self._registry_get("action", name)))
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         """argparse's, with arguments no parser knows reported under the subcommand that was given."""
@@ -243,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _main(argv)
     finally:
+        from mis_bench_dataset.toolkit.ownership import drop_pending_claims
+
+        drop_pending_claims()  # a claim this command never wrote is not recorded by a later write
         if in_main_thread:
             signal.signal(signal.SIGTERM, previous)
 

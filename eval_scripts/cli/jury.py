@@ -1,5 +1,5 @@
-"""`mis-bench jury RUN [RUN ...] --method mean|median|stacked --out DIR`: several systems' predictions on the same
-pairs combined into a new system (`eval_scripts.leaderboard.juries`)."""
+"""`mis-bench jury MEMBER [MEMBER ...] --method mean|median|stacked --out DIR`: several systems' predictions on the
+same pairs combined into a new system (`eval_scripts.leaderboard.juries`)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from eval_scripts.cli.args import (
     print_json,
     say,
 )
+from mis_bench_dataset.splits import SPLITS
 
 DEFAULT_OUT = "mis-bench-jury"
 
@@ -26,12 +27,20 @@ def register(subparsers) -> None:
         "jury",
         help="combine several systems' predictions on the same pairs into a new system (mean, median, stacked)",
         description="A jury is a system like any other (predictions, results JSON: scored, reported, submittable), "
-        "named as a combination of its members, compared with its best member (paired, on the same resamples). "
-        "stacked: per dimension non-negative weights (scipy.optimize.nnls, no intercept) fitted on the gold of "
-        "the --fit runs' split, or cross-fitted by clinician folds on the scored split; never scored by weights "
-        "that saw its gold.",
+        "named as a combination of its members, compared with its best member (paired, on the same resamples; a "
+        "CI or p-value below the reporting floor is withheld with its reason). stacked: per dimension weights that "
+        "are non-negative and sum to one (least squares), fitted on the gold of the --fit runs' split, or "
+        "cross-fitted by clinician folds on the scored split; never scored by weights that saw its gold, and on "
+        "the members' scale by construction.",
     )
-    parser.add_argument("runs", nargs="+", type=existing("any"), help="the members: run folders or results JSON files")
+    parser.add_argument(
+        "runs",
+        nargs="+",
+        type=existing("any"),
+        metavar="MEMBER",
+        help="the members: run folders, results JSON files, or predictions files (CSV/JSONL/JSON, long or wide, "
+        "as score reads them; a predictions-file jury gets predictions and jury.json, no results.json)",
+    )
     parser.add_argument("--method", required=True, choices=JURY_METHODS, help="how the members' scores are combined")
     parser.add_argument(
         "--references",
@@ -40,22 +49,33 @@ def register(subparsers) -> None:
         "(default: none, the jury is written unscored; stacked needs it)",
     )
     parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default=None,
+        help="the scored split when --references is a build (default: the runs' split, else test)",
+    )
+    parser.add_argument(
         "--fit",
         nargs="+",
         type=existing("any"),
-        metavar="RUN",
-        help="stacked: the members' runs on another split of the same build, in the same order, to fit the "
-        "weights on (default: cross-fitted by clinician folds on the scored split)",
+        metavar="MEMBER",
+        help="stacked only: each member's run (or predictions file of the same name) on other videos of the same "
+        "build, matched to the members by identity in any order, to fit the weights on (default: cross-fitted by "
+        "clinician folds on the scored split)",
     )
     parser.add_argument(
         "--missing",
         choices=JURY_MISSING,
         default=DEFAULT_JURY_MISSING,
         help="a pair some member did not answer: require-all leaves the jury's answer empty (counted as "
-        "unanswered), available combines the members that answered (mean, median)",
+        "unanswered), available combines the members that answered (mean, median; the summary counts them)",
     )
     parser.add_argument(
-        "--folds", type=positive_int, default=DEFAULT_JURY_FOLDS, help="clinician folds of a cross-fitted stacked jury"
+        "--folds",
+        type=positive_int,
+        default=None,
+        help=f"stacked without --fit only: clinician folds of the cross-fitting, at least 2 (default: "
+        f"{DEFAULT_JURY_FOLDS})",
     )
     add_bootstrap(parser, what="bootstrap resamples for the jury's CIs and its comparison with its best member")
     add_resample(parser)
@@ -67,7 +87,6 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard.juries import run_jury
-    from mis_bench_dataset.toolkit.numbers import ci_pct, pct
 
     result = run_jury(
         args.runs,
@@ -77,22 +96,61 @@ def run(args: argparse.Namespace) -> int:
         fit=args.fit,
         missing=args.missing,
         folds=args.folds,
+        split=args.split,
         n_bootstrap=args.bootstrap,
         seed=args.seed,
         resample=args.resample,
     )
     if args.json:
-        print_json({**result.record, "results": str(result.results_path)})
+        paths = {"results": None if result.results_path is None else str(result.results_path)}
+        print_json({**result.record, **paths, "jury": str(result.jury_path)})
         return 0
-    say(f"{result.name}: {result.record['n_pairs_answered']} of {result.record['n_pairs']} pairs answered")
-    scores = result.results.get("scores")
-    if scores:
-        say(f"mean ICC {pct(scores['mean_icc'])}% {ci_pct(scores.get('mean_icc_ci'))}")
-        versus = result.record["versus_best_member"]
-        mean = versus["mean_icc"]
-        say(
-            f"versus its best member ({versus['best_member']}): {pct(mean['delta'])} points "
-            f"{ci_pct(mean['delta_ci'])}, p {mean['p_value']:.4f} ({versus['meta']['ci_method']})"
-        )
-    say(f"written: {result.results_path} and {result.jury_path.name}")
+    for line in summary_lines(result.record):
+        say(line)
+    written = [str(p) for p in (result.results_path, result.jury_path) if p is not None]
+    say(f"written: {' and '.join(written)}")
     return 0
+
+
+def summary_lines(record: dict) -> list[str]:
+    """What the jury answered (and from how many members), its score and its comparison with its best member:
+    every CI and p-value as the record gives it, or the reason it is withheld."""
+    from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+    from mis_bench_dataset.toolkit.numbers import ci_pct, num, pct
+
+    n_members = len(record["members"])
+    answered = f"{record['name']}: {record['n_pairs_answered']} of {record['n_pairs']} pairs answered"
+    if record.get("n_pairs_from_fewer_members"):
+        counts = ", ".join(f"{n} by {k} members" for k, n in record["answered_by"].items())
+        answered += f" ({counts}; {record['n_pairs_from_fewer_members']} from fewer than all {n_members})"
+    lines = [answered]
+    for key, why in record.get("dimensions_unanswered", {}).items():
+        lines.append(f"no jury answer on {DIMENSION_BY_KEY[key].abbreviation}: {why}")
+    scores = record.get("scores")
+    if not scores:
+        return lines
+    if scores["value"] is None:
+        by_dim = ", ".join(f"{DIMENSION_BY_KEY[k].abbreviation} {pct(v)}%" for k, v in scores["dimensions"].items())
+        lines.append(f"mean ICC {scores['withheld']}; scored on the dimensions it answers: {by_dim or 'none'}")
+    else:
+        ci = ci_pct(scores["ci"]) if scores["ci"] else f"(CI withheld: {scores['withheld']})"
+        lines.append(f"mean ICC {pct(scores['value'])}% {ci}")
+    versus = record["versus_best_member"]
+    unit = (versus["meta"].get("resampling") or {}).get("unit", "video")
+    head = f"versus its best member ({versus['best_member']}; paired bootstrap resampling {unit}s)"
+    mean = versus["mean_icc"]
+    if mean.get("delta") is not None:
+        lines.append(f"{head}: {_delta(mean, pct, ci_pct, num)}")
+        return lines
+    lines.append(f"{head}: no mean ICC difference ({mean['withheld']}); by dimension:")
+    for key, entry in versus["dimensions"].items():
+        lines.append(f"  {DIMENSION_BY_KEY[key].abbreviation}: {_delta(entry, pct, ci_pct, num)}")
+    return lines
+
+
+def _delta(entry: dict, pct, ci_pct, num) -> str:
+    if entry.get("delta") is None:
+        return entry.get("withheld") or "undefined"
+    if entry.get("p_value") is None:
+        return f"{pct(entry['delta'])} points; CI and p withheld: {entry.get('withheld')}"
+    return f"{pct(entry['delta'])} points {ci_pct(entry['delta_ci'])}, p {num(entry['p_value'], 4)}"

@@ -18,6 +18,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
+from eval_scripts.leaderboard.page import rank_text
 from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.toolkit.numbers import pct
 
@@ -42,6 +43,11 @@ def register(subparsers) -> None:
         "leaderboard checks them)",
     )
     submit.add_argument("--split", default="test", choices=SPLITS, help="split whose coverage --dataset checks")
+    submit.add_argument(
+        "--name",
+        help="the model's name on the board (default: the results' model, which for a local model folder is its "
+        "path: give a name such as org/my-raft-7b)",
+    )
     submit.add_argument(
         "--out",
         type=Path,
@@ -113,6 +119,11 @@ def _mark(entry: dict) -> str:
     return f" [{SYNTHETIC_MARK}]" if entry.get("synthetic") else ""
 
 
+def _looks_like_a_path(model: str) -> bool:
+    """A model name that is a local folder's path (absolute, `~`, `./`, or an existing folder), not a Hub id."""
+    return model.startswith(("/", "~", "./", "../")) or Path(model).expanduser().is_dir()
+
+
 def submit_command(args: argparse.Namespace) -> int:
     from eval_scripts.formats.submission import SubmissionError, load_submission, package_submission
 
@@ -126,6 +137,7 @@ def submit_command(args: argparse.Namespace) -> int:
             video_ids=video_ids,
             split=args.split if args.dataset else None,
             fingerprints=fingerprints,
+            model_name=args.name,
         )
     except SubmissionError as err:
         if not args.json:
@@ -153,6 +165,12 @@ def submit_command(args: argparse.Namespace) -> int:
             f"Valid submission ({shown(obj['system']['model'])}, {obj['setting']['modality']}, "
             f"{obj['setting']['prompt_style']}): {shown(package)}" + _mark(outcome)
         )
+        if args.name is None and _looks_like_a_path(obj["system"]["model"]):
+            say(
+                f"mis-bench submit: warning: the model is named by its path {shown(obj['system']['model'])}; the "
+                "board shows that name: give --name ORG/NAME",
+                err=True,
+            )
         if not outcome["coverage_checked"]:
             say("Coverage of the split not checked here (pass --dataset DIR); the leaderboard checks it.")
         if outcome["pushed"]:
@@ -200,7 +218,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     for entry in board["entries"][:10]:
         overall = entry["scores"]["overall"].get("icc")
         say(
-            f"  {entry['rank']:3d}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
+            f"  {rank_text(entry):>3}. {shown(entry['model'])} [{entry['modality']}, {entry['prompt_style']}] "
             f"overall ICC {pct(overall)}%" + _mark(entry)
         )
     for floor in board.get("floors", []):

@@ -137,8 +137,8 @@ def _add_default_job_options(parser: argparse.ArgumentParser) -> None:
         type=bounded_int(0, 50),
         default=DEFAULT_CV_FOLDS,
         metavar="K",
-        help="also cross-validate the baselines over every video: K folds grouped by clinician "
-        f"(default: {DEFAULT_CV_FOLDS}, off)",
+        help="also cross-validate the baselines over every video: K folds grouped by clinician, each fold seed's "
+        f"out-of-fold predictions written as a run under OUT/cv/ (default: {DEFAULT_CV_FOLDS}, off)",
     )
     group.add_argument(
         "--cv-seeds",
@@ -257,7 +257,7 @@ def run_command(args: argparse.Namespace) -> int:
     batch_mode = args.dry_run or args.export_batch or args.import_batch
     if not args.backend:
         typed_m_options(args)  # -M without a backend (the default job, the ridge perturbed): one line, not ignored
-    if args.perturb:
+    if args.perturb is not None:  # an empty value (an unset shell variable) is refused there, never "no perturbation"
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:
         return run_default(args)

@@ -78,6 +78,7 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
     from mis_bench_dataset.dataset.handle import BuiltDataset
 
     deadline = getattr(args, "run_deadline", None)
+    adopt_model_setting(args, command)
     options = typed_m_options(args)  # checked before the dataset is opened
     config = config_from_args(
         RunConfig,
@@ -98,6 +99,36 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
         f"every answer received so far is in the response cache under {config.out}; rerun the same command to resume"
     )
     return config
+
+
+def adopt_model_setting(args: argparse.Namespace, command: str = "run") -> None:
+    """A trained model folder's `setting.json` fills the prompt, modality, input source and readout the user did not
+    give (`harness.trained_setting`); one note says which, a warning each given flag that contradicts it."""
+    from eval_scripts.cli.given import given_flags
+    from eval_scripts.harness.trained_setting import (
+        adopt_backend_options,
+        adopt_trained_setting,
+        read_trained_setting,
+    )
+
+    trained = read_trained_setting(args.model) if args.model else None
+    if trained is None:
+        return
+    adopted, notes, warnings = adopt_trained_setting(trained, vars(args), given_flags(args))
+    for name, value in adopted.items():
+        setattr(args, name, value)
+    if args.backend == "transformers":  # the trainer's readout, as the local backend reads it
+        added, option_notes = adopt_backend_options(trained, args.backend_option or [])
+        args.backend_option = [*(args.backend_option or []), *added]
+        notes += option_notes
+    if notes:
+        say(
+            f"mis-bench {command}: note: as {args.model} was trained ({trained.source.name}, method "
+            f"{trained.method or 'unknown'}): {', '.join(notes)}; give a flag to override it",
+            err=True,
+        )
+    for warning in warnings:
+        say(f"mis-bench {command}: warning: {warning}", err=True)
 
 
 def typed_m_options(args: argparse.Namespace) -> dict:

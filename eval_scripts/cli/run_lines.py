@@ -22,6 +22,8 @@ def summary(result) -> dict:
         # answered rows without a score: the parser could not read it, or it lies outside [1, 5]
         "unparsed": result.n_unreadable,
         "out_of_range": result.n_out_of_range,
+        # regression-head scores clipped to [1, 5] (scored, but not the head's own output)
+        "clipped": result.n_clipped,
         "parsed": result.n_parsed,
         "parsed_rate": round(result.n_parsed / result.n_rows, 4) if result.n_rows else None,
         "failures": result.failures,
@@ -48,10 +50,12 @@ def summary(result) -> dict:
 
 def say_result(summary: dict, called: str = "called") -> None:
     say(
-        f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows, {summary['cached']} cached, "
-        f"{summary['called']} {called}, {summary['failed']} failed, {summary['truncated']} truncated, "
-        f"{summary['unparsed']} unparsed, {summary['out_of_range']} out of range, {summary['parsed']} parsed "
-        f"({pct(summary['parsed_rate'])}%); mean ICC {pct(summary['mean_icc'])}%\n"
+        f"{summary['setting']} [{summary['input_source']}]: {summary['rows']} rows ({summary['failed']} failed, "
+        f"{summary['truncated']} truncated, {summary['unparsed']} unparsed, {summary['out_of_range']} out of range, "
+        f"{summary['parsed']} parsed, {pct(summary['parsed_rate'])}%"
+        + (f"; {summary['clipped']} clipped to [1, 5]" if summary.get("clipped") else "")
+        + f"); requests: {summary['cached']} cached, {summary['called']} {called}; "
+        f"mean ICC {pct(summary['mean_icc'])}%\n"
         f"{tokens_line(summary['usage'])}{prefix_line(summary['prefix'])}\n"
         f"predictions: {shown(summary['predictions'])}\nresults: {shown(summary['results'])}"
         + (

@@ -341,9 +341,11 @@ def _data_name(args: argparse.Namespace) -> str:
 
 
 def _load(args: argparse.Namespace, *prediction_paths: Path):
-    """References and one mapping per predictions file; a predicted pair without gold names its file and row."""
+    """References, one mapping per predictions file (its pairs with gold) and, per file, what was left aside: a
+    judge on every video is scored on the videos that have gold; a file with no pair that has gold is an error
+    naming its file and row (the wrong references)."""
     from mis_icc_metric.predictions_io import (
-        check_predicted_pairs,
+        gold_pairs_only,
         predictions_to_mapping,
         read_prediction_file,
         read_references,
@@ -351,21 +353,33 @@ def _load(args: argparse.Namespace, *prediction_paths: Path):
 
     references = read_references(args.references, split=args.split)
     where = f"split {args.split!r} of {args.references}" if Path(args.references).is_dir() else str(args.references)
-    predictions = []
+    predictions, left_aside = [], []
     for path in prediction_paths:
         file = read_prediction_file(path)
-        check_predicted_pairs(file, references, where)
+        kept, aside = gold_pairs_only(file, references, where)
         for note in file.notes:
             say(f"note: {shown(path)}: {note}", err=args.json)
-        predictions.append(predictions_to_mapping(file.records))
-    return references, predictions
+        if aside["n_pairs"]:
+            say(f"note: {shown(path)}: {_aside_sentence(aside)}", err=args.json)
+        predictions.append(predictions_to_mapping(kept))
+        left_aside.append(aside)
+    return references, predictions, left_aside
+
+
+def _aside_sentence(aside: dict) -> str:
+    """`left aside 7,168 predicted pairs (896 videos) with no gold in ...: scored on the pairs with gold`."""
+    examples = ", ".join(shown(v) for v in aside["examples"])
+    return (
+        f"left aside {aside['n_pairs']:,} predicted pair(s) ({aside['n_videos']:,} video(s), e.g. {examples}) with "
+        f"{aside['why']}: scored on the pairs that have gold"
+    )
 
 
 def run_score(args: argparse.Namespace) -> int:
     from mis_icc_metric.scoring import score_predictions
 
     json_path = _claim_json(args, args.predictions, args.references, args.common_videos, args.raters, args.retest)
-    references, (predictions,) = _load(args, args.predictions)
+    references, (predictions,), (left_aside,) = _load(args, args.predictions)
     raters = None
     if args.raters is not None:
         from mis_bench_dataset.release.labels import read_labels
@@ -387,6 +401,7 @@ def run_score(args: argparse.Namespace) -> int:
         resample=args.resample,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
+    result["left_aside"] = left_aside
     if raters is not None:
         from mis_icc_metric.raters import model_as_rater
 
@@ -448,6 +463,8 @@ def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, re
 def _block_line(what: str, block: dict | None) -> str | None:
     if not block:
         return None
+    if block.get("withheld"):
+        return f"  {what}: withheld: {block['withheld']}"
     ci = f" {_ci(block.get('ci')).strip()}" if block.get("ci") else ""
     left = f", {block['n_left_out']} left out" if block.get("n_left_out") else ""
     return f"  {what}: ICC(3,1) {_pct(block.get('icc')).strip()}{ci} over {block.get('n', 0)} rows{left}"
@@ -468,6 +485,7 @@ def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, re
                 f"text vs {summary.get('score_from') or 'expected'} readout", agreement.get("text_vs_expected")
             ),
             _block_line("test-retest, sample 1 vs 2", agreement.get("test_retest")),
+            _block_line("test-retest of the answers' texts, sample 1 vs 2", agreement.get("text_test_retest")),
         ]
         spread = agreement.get("spread") or {}
         if spread.get("rows"):
@@ -500,7 +518,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from mis_icc_metric.paired import paired_comparison
 
     json_path = _claim_json(args, args.a, args.b, args.references)
-    references, (pred_a, pred_b) = _load(args, args.a, args.b)
+    references, (pred_a, pred_b), left_aside = _load(args, args.a, args.b)
     result = paired_comparison(
         pred_a,
         pred_b,
@@ -513,6 +531,7 @@ def run_compare(args: argparse.Namespace) -> int:
         resample=args.resample,
     )
     result["meta"].update(references=str(args.references), split=args.split)
+    result["left_aside"] = dict(zip(("a", "b"), left_aside, strict=True))
     where = f"split {args.split!r} of {_data_name(args)}" if Path(args.references).is_dir() else _data_name(args)
     _text(args)(f"Paired comparison on {where}:")
     _mark_synthetic(args, result, args.a, args.b)

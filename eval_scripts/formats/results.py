@@ -41,11 +41,13 @@ def changed_label(changed: Mapping[str, Any], *, sep: str = " ") -> list[str]:
 
 
 def options_label(system: Mapping[str, Any]) -> list[str]:
-    """What tells a model run from another of the same model and setting, from its recorded decoding: the
-    expected-score readout, the number of samples, the decoding options changed from the defaults, and the
-    backend's answer-changing options set (`dtype float16`)."""
+    """What tells a model run from another of the same model and setting, from its recorded decoding: a
+    cross-validation's folds and fold seed, the expected-score readout, the number of samples, the decoding options
+    changed from the defaults, and the backend's answer-changing options set (`dtype float16`)."""
     decoding = system.get("decoding") or {}
     parts = []
+    if isinstance(decoding.get("cv_folds"), int):  # a `run --cv-folds` run: every video predicted out of fold
+        parts.append(f"{decoding['cv_folds']}-fold CV, fold seed {decoding.get('fold_seed')}")
     if decoding.get("score_from") not in (None, "text"):
         parts.append(f"{decoding['score_from']} readout")
     if isinstance(decoding.get("samples"), int) and decoding["samples"] > 1:
@@ -66,6 +68,19 @@ def option_text(value: Any) -> str:
     if not isinstance(value, (str, int, float, bool)) or len(text) > 24 or slug(text) != text:
         return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
     return text
+
+
+def run_repr(kind: str, label: str, scores: Mapping[str, Any] | None, results_path: str | Path) -> str:
+    """One line for a run object (a model run's `RunResult`, a baseline's `BaselineRun`): what ran, its overall and
+    mean ICC, where its results are; the predictions and configuration stay in the object and the files."""
+    scores = scores or {}
+    overall = (scores.get("overall") or {}).get("icc")
+    mean = scores.get("mean_icc")
+
+    def shown(value: Any) -> str:
+        return "n/a" if value is None else f"{float(value):.3f}"
+
+    return f"{kind}({label!r}, overall_icc={shown(overall)}, mean_icc={shown(mean)}, results={str(results_path)!r})"
 
 
 def is_floor_baseline(system: Mapping[str, Any]) -> bool:
@@ -151,7 +166,6 @@ def write_results(path: str | Path, *, files: AtomicFiles | None = None, **field
         failure = SubmissionError(f"{path} (not written: the results built for it fail the schema)", err.reasons)
         failure.hint = "nothing was written; this is a bug of mis-bench: rerun with --debug and report it"
         raise failure from err
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(obj, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     if files is not None:
         files.write(path, text)

@@ -10,7 +10,6 @@ them in one go; a bad submission never raises anything but SubmissionError.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import hashlib
 import json
@@ -26,7 +25,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import DEFAULT_MAX_BYTES, JSONInputError, loads_strict, read_json
-from mis_bench_dataset.toolkit.ownership import LOCK_NAME, MANIFEST_NAME, OutputFolder, read_manifest
+from mis_bench_dataset.toolkit.ownership import OutputFolder
 from mis_bench_dataset.toolkit.text_safety import clip, safe_text, slug
 from mis_bench_dataset.video_ids import normalize_video_id
 
@@ -286,7 +285,26 @@ def find_problems(
         problems += _prediction_problems(predictions, video_ids, dimensions)
         if "outcomes" in obj:
             problems += _outcome_problems(obj["outcomes"], predictions)
+    problems += _interval_problems(obj.get("scores"))
     return list(dict.fromkeys(problems))
+
+
+def _interval_problems(scores: Any) -> list[str]:
+    """A recorded CI must have its lower bound at or below its upper one (the schema checked each is a number in
+    [-1, 1]): a hand-edited file is refused, never shown as an interval whose ends are swapped."""
+    if not isinstance(scores, Mapping):
+        return []
+    blocks = [("$.scores.overall", scores.get("overall"))]
+    dimensions = scores.get("dimensions")
+    if isinstance(dimensions, Mapping):
+        blocks += [(f"$.scores.dimensions.{key}", block) for key, block in dimensions.items()]
+    found = [(f"{path}.icc_ci", block.get("icc_ci")) for path, block in blocks if isinstance(block, Mapping)]
+    found.append(("$.scores.mean_icc_ci", scores.get("mean_icc_ci")))
+    return [
+        f"{path}: lower bound {ci[0]} is above the upper bound {ci[1]}"
+        for path, ci in found
+        if isinstance(ci, list) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci) and ci[0] > ci[1]
+    ]
 
 
 def _outcome_problems(outcomes: Any, predictions: list[Any]) -> list[str]:
@@ -379,6 +397,7 @@ def package_submission(
     split: str | None = None,
     fingerprints: Collection[str] | None = None,
     command: str = "submit",
+    model_name: str | None = None,
 ) -> Path:
     """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`.
 
@@ -387,10 +406,13 @@ def package_submission(
     package is checked against `max_bytes` before anything is written; on any failure nothing is left. With
     `replace_previous`, earlier packages of the same system, setting and prompt style that
     the toolkit wrote into `out_dir` are removed, so a rerun replaces its leaderboard entry
-    instead of adding a twin; files it did not write are never touched.
+    instead of adding a twin; files it did not write are never touched. `model_name` replaces the
+    model's name in the package (`submit --name`: a run of a local folder is named by its path).
     """
     results_path = Path(results_path)
     loaded = load_submission(results_path, max_bytes=max_bytes)
+    if model_name is not None and isinstance(loaded, dict) and isinstance(loaded.get("system"), dict):
+        loaded["system"]["model"] = model_name  # validated below like any name
     dataset = loaded.get("dataset") if isinstance(loaded, Mapping) else None
     recorded = dataset.get("fingerprint") if isinstance(dataset, Mapping) else None
     if fingerprints is not None and isinstance(recorded, str) and recorded not in fingerprints:
@@ -410,13 +432,8 @@ def package_submission(
         )
     folder = OutputFolder(out_dir, command=command, inputs=[results_path])
     name = submission_name(obj)
-    existed = (folder.root.exists(), (folder.root / MANIFEST_NAME).exists())
     target = folder.claim(name, SUBMISSION_WRITER)
-    try:
-        write_atomic(target, package)
-    except BaseException:
-        _undo_claim(folder, name, *existed)
-        raise
+    write_atomic(target, package)  # recorded once written; a failed write leaves the folder as it was
     if replace_previous:
         entry_prefix = name.rsplit("__", 1)[0] + "__"
         for previous in sorted(folder.root.glob(f"{entry_prefix}*.json")):
@@ -424,18 +441,6 @@ def package_submission(
                 logger.info("replaced earlier submission %s", previous)
     logger.info("packaged %s -> %s", results_path, target)
     return target
-
-
-def _undo_claim(folder: OutputFolder, name: str, had_folder: bool, had_manifest: bool) -> None:
-    """A package that could not be written leaves nothing: not its record, nor a manifest or a folder this
-    call made (one another run has written to since is kept)."""
-    folder.remove_owned(name, SUBMISSION_WRITER)
-    if not had_manifest and not read_manifest(folder.root):
-        for leftover in (MANIFEST_NAME, LOCK_NAME):
-            (folder.root / leftover).unlink(missing_ok=True)
-    if not had_folder:
-        with contextlib.suppress(OSError):
-            folder.root.rmdir()  # only when empty
 
 
 def fingerprint_reason(fingerprint: Any, fingerprints: Collection[str], *, name: Any = None) -> str | None:

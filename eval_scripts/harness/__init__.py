@@ -18,4 +18,5 @@
 - `offline_runs`: dry runs and batch files: a run's settings prepared, then estimated, exported or answered from files.
 - `perturbed`: `mis-bench run --perturb`: the unperturbed arm from the cache, each perturbed arm, their shift tables.
 - `cost_estimate`: prompt-token and cost estimates for dry runs.
+- `trained_setting`: how a trained model folder's `setting.json` says to ask it, unless the flags say otherwise.
 """

@@ -38,7 +38,6 @@ from eval_scripts.backends.openai_backend import (
     parse_chat_completion,
     server_message,
 )
-from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder
 
@@ -98,14 +97,8 @@ def batch_arg(command: str) -> str:
     return {"run export": "--export-batch", "run import": "--import-batch"}.get(command, "FILE")
 
 
-def write_batch_files(
-    path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = (), command: str = "batch export"
-) -> list[Path]:
-    """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
-
-    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced. `command` is the
-    one the user typed (`batch export`, or `run export` for `run --export-batch`), for the error lines.
-    """
+def batch_folder(path: str | Path, *, inputs: Iterable[Path] = (), command: str = "batch export") -> OutputFolder:
+    """The folder the batch file(s) of `path` go into, its path checked (a folder given for the file is refused)."""
     path = Path(path).expanduser()
     shown_command = command.split()[0] if command.startswith("run ") else command
     if path.is_dir():
@@ -114,11 +107,27 @@ def write_batch_files(
             where=f"mis-bench {shown_command}",
             hint="give the path of a .jsonl file to write",
         )
-    folder = OutputFolder(path.parent, command=shown_command, arg=batch_arg(command), inputs=inputs)
+    return OutputFolder(path.parent, command=shown_command, arg=batch_arg(command), inputs=inputs)
+
+
+def check_batch_path(path: str | Path, *, inputs: Iterable[Path] = (), command: str = "batch export") -> None:
+    """Refuse, before any work, a batch file path that is an input or a file this export did not write."""
+    batch_folder(path, inputs=inputs, command=command).claim(Path(path).expanduser().name, EXPORT_WRITER)
+
+
+def write_batch_files(
+    path: str | Path, parts: Sequence[Sequence[bytes]], *, inputs: Iterable[Path] = (), command: str = "batch export"
+) -> list[Path]:
+    """Write the parts next to `path`; earlier parts of the same export that are no longer needed go.
+
+    Files are claimed first (`OutputFolder`): a file this export did not write is never replaced; the parts are
+    published together and recorded once written. `command` is the one the user typed (`batch export`, or
+    `run export` for `run --export-batch`), for the error lines.
+    """
+    path = Path(path).expanduser()
+    folder = batch_folder(path, inputs=inputs, command=command)
     names = part_names(path, len(parts)) if parts else []
-    targets = folder.claim_all(names, EXPORT_WRITER)
-    for target, part in zip(targets, parts, strict=True):
-        write_atomic(target, b"".join(part))
+    targets = folder.publish(EXPORT_WRITER, {name: b"".join(part) for name, part in zip(names, parts, strict=True)})
     earlier = [path.name, *(p.name for p in path.parent.glob(f"{path.stem}-[0-9][0-9][0-9]{path.suffix}"))]
     for name in sorted(set(earlier) - set(names)):
         folder.remove_owned(name, EXPORT_WRITER)
@@ -156,6 +165,20 @@ def _error_message(error) -> str:
     return str(error)
 
 
+def _envelope_problem(response, status, body) -> str | None:
+    """The batch output line's own schema (the provider's envelope around a response body): `response` an object or
+    null, its `status_code` an integer and its `body` an object or null; the body itself is read as a live answer."""
+    if response is None:
+        return None
+    if not isinstance(response, Mapping):
+        return f"field response is {type(response).__name__}, not an object"
+    if not isinstance(status, int) or isinstance(status, bool):
+        return f"field response.status_code is {type(status).__name__}, not an integer"
+    if body is not None and not isinstance(body, Mapping):
+        return f"field response.body is {type(body).__name__}, not an object"
+    return None
+
+
 def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     """(custom_id, outcome) of one output line; a line without a custom_id is a data error."""
     if not isinstance(obj, Mapping) or not isinstance(obj.get("custom_id"), str) or not obj["custom_id"]:
@@ -168,6 +191,13 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     error = obj.get("error")
     status = response.get("status_code") if isinstance(response, Mapping) else None
     body = response.get("body") if isinstance(response, Mapping) else None
+    envelope = _envelope_problem(response, status, body)
+    if envelope is not None:
+        raise DataError(
+            f"not a batch output line ({envelope})",
+            where=where,
+            hint="import the output or error file the provider wrote; an edited line cannot be imported",
+        )
     # Failures are worded and classified as a live request's (kind: detail), so an import's results equal a live run's.
     if error:
         failure, message = BATCH_FAILURE, f"{BATCH_FAILURE}: {_error_message(error)}"
@@ -180,7 +210,7 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
     else:
         try:
             answer = parse_chat_completion(body)
-        except (KeyError, IndexError, TypeError, ValueError) as err:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as err:
             failure, message = FAILURE_MALFORMED, f"{FAILURE_MALFORMED}: {type(err).__name__}: {str(err)[:100]}"
         else:
             tokens = tuple(answer.tokens) if answer.tokens is not None else None

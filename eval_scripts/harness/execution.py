@@ -20,6 +20,7 @@ from eval_scripts.answers.answer_status import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.backends.served_model import served_model_warnings
+from eval_scripts.formats.results import run_repr
 from eval_scripts.harness.cached_backend import CachingBackend
 from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
@@ -45,13 +46,15 @@ from eval_scripts.harness.row_counts import (
     summarise_failures,
 )
 from eval_scripts.harness.run_writer import RUN_WRITER, write_run
+from eval_scripts.harness.trained_setting import read_trained_setting
 from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset.dimensions import prompt_style
 from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(repr=False)
 class RunResult:
     """What one setting's run did (`run_setting`): its rows (cached, sent, failed, parsed), its scores and the
     files it wrote."""
@@ -73,6 +76,7 @@ class RunResult:
     elapsed_s: float
     n_unparsed: int = 0  # answered rows that gave no score, out of range included (results.json's `unparsed`)
     n_out_of_range: int = 0  # of those, the rows whose score (text or expected) lies outside [1, 5]
+    n_clipped: int = 0  # scored rows whose regression-head output lay outside [1, 5] and was clipped to the scale
     outcomes: dict = field(default_factory=dict)  # `harness.row_counts.count_outcomes`
     failures: dict = field(default_factory=dict)  # kind of failure -> {"count", "example"}
     usage: dict[str, int] | None = None  # token totals of the rows' responses (`results.usage_totals`)
@@ -97,6 +101,9 @@ class RunResult:
     @property
     def label(self) -> str:
         return setting_label(self.config.modality, self.config.prompt_style, self.config.few_shot_k)
+
+    def __repr__(self) -> str:
+        return run_repr("RunResult", f"{self.config.model} · {self.label}", self.scores, self.results_path)
 
 
 @dataclass
@@ -251,7 +258,7 @@ def _readouts(context: RunContext, readouts: Sequence[RowReadout]) -> dict[str, 
         "samples": context.samples,
         "temperature": decoding.temperature,
         "aggregate": "mean of the samples' scores that could be read (median beside)",
-        "agreement": readout_agreement(rows),
+        "agreement": readout_agreement(rows, sample_dependent=_sample_dependent(decoding)),
     }
     if decoding.reads_value:  # rows the distribution (or a regression head) scored though their text gives none
         reasons = distribution_only_counts(readouts)
@@ -279,6 +286,18 @@ class _Collected:
     failures: list[tuple[str, str]]
     parse_rates: dict[str, float]
     n_out_of_range: int = 0
+    n_clipped: int = 0
+
+
+def _sample_dependent(decoding) -> bool:
+    """Whether a row's score can differ between samples: not for an expected (or regression) readout of a
+    score-first style, read from the prompt alone (`readout_agreement.SAME_READOUT`)."""
+    return not (decoding.reads_value and prompt_style(decoding.style).score_first)
+
+
+def _clipped(readout: RowReadout) -> bool:
+    """Whether a row's score is a regression head's output clipped to the scale (the record says so)."""
+    return any(sample.expected is not None and sample.expected.get("clipped") for sample in readout.samples)
 
 
 def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
@@ -303,7 +322,8 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
     parse_rates = {d: sum(v) / len(v) for d, v in parsed_by_dim.items()}
     style = context.config.prompt_style
     n_out_of_range = sum(out_of_range(readout, style) for readout in readouts)
-    return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range)
+    n_clipped = sum(_clipped(readout) for readout in readouts)
+    return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range, n_clipped)
 
 
 def _run_result(
@@ -332,6 +352,7 @@ def _run_result(
         prefix=prefix,
         n_unparsed=overall[OUTCOME_UNPARSED],
         n_out_of_range=collected.n_out_of_range,
+        n_clipped=collected.n_clipped,
         outcomes=counts,
         failures=failure_summary,
         readouts_path=written.readouts_path,
@@ -353,6 +374,7 @@ def write_result(
     config = context.config
     served = served_models(completions.values())
     warnings = served_model_warnings(config.model, served)
+    trained = read_trained_setting(config.model)  # a trained model folder names its training method
     readouts = _row_readouts(context, completions)
     collected = _collect(context, readouts)
     usage = usage_totals(record["usage"] for record in collected.raw_records)
@@ -369,6 +391,7 @@ def write_result(
             "package_versions": package_versions(),
             **({"served_models": served} if served else {}),
             **({"model_warnings": warnings} if warnings else {}),
+            **({"method": trained.method} if trained is not None and trained.method else {}),
         },
         setting=context.results_setting(),
         dataset=context.dataset,

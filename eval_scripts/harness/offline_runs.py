@@ -28,6 +28,7 @@ from eval_scripts.harness.batch_files import (
     batch_arg,
     batch_line,
     check_batch_outputs,
+    check_batch_path,
     custom_id,
     read_batch_outputs,
     resolve_outcomes,
@@ -316,6 +317,7 @@ def export_batch(
     configs = open_datasets(configs)
     shown_command = "run" if command.startswith("run ") else command
     check_not_overlapping(path, dataset_paths(configs), command=shown_command, arg=batch_arg(command))
+    check_batch_path(path, inputs=_inputs(configs), command=command)  # a user's file there: refused before the work
     backend = batch_backend(configs[0])
     entries = prepare_settings(configs, backend, grid=grid, scoring=scoring)
     requests, lines, settings = [], [], []

@@ -59,14 +59,32 @@ def spread_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def readout_agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The self-agreement block of one run: text vs expected (first sample), sample 1 vs 2, spread per row."""
+# Why a test-retest of the scores is withheld where the readout does not depend on the sample: an expected score
+# read from a score-first answer's first tokens (direct, paper) is the distribution given the prompt alone, the
+# same for every sample, so its "agreement" would be 1 whatever the sampled texts said.
+SAME_READOUT = (
+    "the expected readout of a score-first answer is read from the prompt alone, the same for every sample: the "
+    "samples' scores cannot disagree; see the text answers' test-retest"
+)
+
+
+def readout_agreement(rows: Sequence[Mapping[str, Any]], *, sample_dependent: bool = True) -> dict[str, Any]:
+    """The self-agreement block of one run: text vs expected (first sample), sample 1 vs 2, spread per row.
+
+    `sample_dependent` False (an expected readout of a score-first style): the scores' test-retest is withheld
+    with its reason (`SAME_READOUT`) and the sampled texts' test-retest (`text_test_retest`) stands beside it."""
     block: dict[str, Any] = {}
     if any(row.get("text_values") for row in rows):
         block["text_vs_expected"] = icc_block([(row["text_values"][0], row["values"][0]) for row in rows])
     if any(len(row.get("values") or ()) > 1 for row in rows):
-        block["test_retest"] = icc_block([(row["values"][0], row["values"][1]) for row in rows])
-        block["spread"] = spread_summary(rows)
+        if sample_dependent:
+            block["test_retest"] = icc_block([(row["values"][0], row["values"][1]) for row in rows])
+            block["spread"] = spread_summary(rows)
+        else:
+            block["test_retest"] = {"icc": None, "ci": None, "n": 0, "n_left_out": len(rows), "withheld": SAME_READOUT}
+            if any(row.get("text_values") for row in rows):
+                texts = [(row["text_values"][0], row["text_values"][1]) for row in rows if len(row["text_values"]) > 1]
+                block["text_test_retest"] = icc_block(texts)
     return block
 
 

@@ -14,10 +14,12 @@ or its first line a header or a record. Anything else (a JSON file, a Parquet sh
 file) is refused and left byte for byte as it was; so is a path inside the dataset or any input.
 Only a proven cache gets its torn last line repaired.
 
-**Records checked against the row they serve.** Every answer is validated when it is read (a
-response that is text, a finish reason that is text, token counts that are whole, non-negative
-and plausible, no non-finite number, no lone surrogate): one that fails (e.g. written by an older
-version from a hostile server) is not served, and the row is asked again. When a row is served,
+**Records checked against the row they serve.** Every answer is validated when it is read (the
+record's schema: its fields' types, and a key that is the hash of the backend, model, setting,
+prompt, video, dimension and decoding it records, so a hand-edited line is caught; a response that
+is text, a finish reason that is text, token counts that are whole, non-negative and plausible, no
+non-finite number, no lone surrogate): one that fails (edited, or written by an older version from a
+hostile server) is not served, it is named (line and field), and the row is asked again. When a row is served,
 the record's video, dimension and prompt hash must be the row's: a record naming another row
 is never served (logged, and the row asked again). Two usable answers for one row that differ
 (two machines' caches concatenated) are a conflict: the run stops before any call, naming both
@@ -92,6 +94,9 @@ def cache_key(
 
 def record_problem(record: Mapping[str, Any]) -> str | None:
     """Why an `ok` record of a cache file cannot be served as an answer (None when it can)."""
+    schema = record_schema_problem(record)
+    if schema is not None:
+        return schema
     if "response" not in record:
         return "an answer without a response"
     problem = answer_problem(
@@ -103,6 +108,45 @@ def record_problem(record: Mapping[str, Any]) -> str | None:
 
 
 # ----------------------------------------------------------------------------- reading a cache file
+
+
+# The one schema of a cache record line, checked with its answer when the line is read (`record_problem`): each
+# field a record names its row and request with, and its type. A record carrying every KEYED field must have the
+# key those fields hash to (`cache_key`): a line edited by hand (another temperature, another video) is never
+# served as the answer to a request it does not record; it is named (line and field) and its row asked again.
+KEYED_FIELDS = ("backend", "model", "setting", "prompt_hash", "video_id", "dimension", "decoding")
+_RECORD_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "backend": (str,),
+    "model": (str,),
+    "setting": (dict,),
+    "prompt_hash": (str,),
+    "video_id": (str,),
+    "dimension": (str,),
+    "decoding": (dict,),
+    "error": (str, type(None)),
+    "attempts": (int,),
+    "latency_s": (int, float),
+    "created_at": (int, float),
+    "served_model": (str, type(None)),
+}
+_TYPE_NAMES = {str: "a string", dict: "an object", int: "an integer", float: "a number", type(None): "null"}
+
+
+def record_schema_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a cache record line fails the record schema (naming the field), or None."""
+    for name, types in _RECORD_FIELD_TYPES.items():
+        if name in record and (not isinstance(record[name], types) or isinstance(record[name], bool)):
+            wanted = " or ".join(dict.fromkeys(_TYPE_NAMES[t] for t in types))
+            return f"field {name} is {type(record[name]).__name__}, not {wanted}"
+    if isinstance(record.get("attempts"), int) and record["attempts"] < 0:
+        return f"field attempts is {record['attempts']}, below 0"
+    keyed = all(name in record for name in KEYED_FIELDS)
+    if keyed and record["key"] != cache_key(**{name: record[name] for name in KEYED_FIELDS}):
+        return (
+            "field key is not the hash of the record's backend, model, setting, prompt_hash, video_id, dimension "
+            "and decoding: the line was edited after it was written"
+        )
+    return None
 
 
 def _is_header(obj: Any) -> bool:
@@ -393,17 +437,17 @@ class ResponseCache:
         handle.seek(0)
         data = handle.read()
         prove_cache(self.path, data)  # before anything is changed
+        end = data.rfind(b"\n") + 1
+        index = index_cache(data[:end], self.path)  # every complete line checked before anything is changed
         if not data:
             handle.write(HEADER_LINE)
             handle.flush()
-        end = data.rfind(b"\n") + 1
         if end < len(data):
             logger.warning(
                 "%s: dropping a torn last line (%d bytes) left by an interrupted run", self.path, len(data) - end
             )
             handle.truncate(end)
             handle.flush()
-        index = index_cache(data[:end], self.path)
         index.stats.torn_tail_bytes = len(data) - end
         self._index = index
         self._lines = data[:end].count(b"\n") + (0 if data else 1)

@@ -72,9 +72,61 @@ def _cross_validation(
     seeds = list(range(seed, seed + n_seeds))
     say(f"Cross-validating over every video: {folds} folds grouped by clinician, fold seeds {seeds} ...")
     doc = cross_validate(dataset, jobs, n_folds=folds, seeds=seeds, n_bootstrap=n_bootstrap, resample=resample)
+    predicted = {name: run.pop("out_of_fold") for name, run in doc["runs"].items()}
+    runs = _write_out_of_fold_runs(dataset, folder, doc, predicted)
     path = folder.claim("cross_validation.json", "run-cross-validation")
     write_atomic(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
-    return {"path": str(path), "n_folds": folds, "seeds": seeds, "n_videos": doc["n_videos"], "doc": doc}
+    return {"path": str(path), "n_folds": folds, "seeds": seeds, "n_videos": doc["n_videos"], "doc": doc, "runs": runs}
+
+
+CV_RUNS = "cv"  # where `--cv-folds` writes its out-of-fold runs, one per (baseline, setting, fold seed)
+
+
+def _write_out_of_fold_runs(dataset: BuiltDataset, folder, doc: dict, predicted: dict) -> list[dict]:
+    """Each run's out-of-fold predictions of every video, per fold seed, written as a run (predictions.jsonl and
+    results.json, split `all`) under cv/: the judge on every video that `score`, `calibrate`, `estimate`, `plan`
+    and `trust` read. Scored as any run (the same draw as cross_validation.json's)."""
+    from eval_scripts.baselines.crossval import all_feature_rows
+    from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, package_versions
+    from eval_scripts.harness.run_writer import write_run
+    from mis_bench_dataset.dataset.loading import gold_references
+    from mis_bench_dataset.protocol import setting_record
+    from mis_bench_dataset.splits import ALL_SPLITS
+    from mis_bench_dataset.toolkit.text_safety import slug
+
+    references = gold_references(all_feature_rows(dataset))
+    record = dataset.record(ALL_SPLITS)
+    written = []
+    for name, by_seed in predicted.items():
+        run = doc["runs"][name]
+        baseline, modality = run["baseline"], run["modality"]
+        for seed, predictions in by_seed.items():
+            records = [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in sorted(predictions.items())]
+            system = {
+                "model": BASELINE_MODEL_IDS[baseline],
+                "backend": BASELINE_BACKEND,
+                "decoding": {"cv_folds": doc["n_folds"], "fold_seed": int(seed), "grouping": doc["grouping"]},
+                "package_versions": package_versions(extra=("scikit-learn",)),
+                "description": f"CPU {baseline} baseline, {doc['n_folds']}-fold cross-validation grouped by clinician"
+                f" (fold seed {seed}): each video predicted by the model fitted without its clinician",
+            }
+            run_dir = f"{CV_RUNS}/{baseline}__{slug(modality.replace('+', '-'))}__seed-{seed}"
+            out = write_run(
+                folder,
+                run_dir,
+                system=system,
+                setting=setting_record(modality, "none", "features", few_shot_k=0),
+                dataset=record,
+                predictions=records,
+                references=references,
+                parse_rates={key: 1.0 for key in DIMENSION_KEYS},
+                n_bootstrap=doc["n_bootstrap"],
+                resample=doc["resample"],
+                seed=int(seed),
+            )
+            written.append({"run": name, "fold_seed": int(seed), "predictions": str(out.predictions_path)})
+            written[-1]["results"] = str(out.results_path)
+    return written
 
 
 def _cv_table(cross_validation: dict, synthetic: bool) -> str:
@@ -251,6 +303,11 @@ def _say_summary(job: _Job, summary: dict, runs, cross_validation, report, leade
     say(f"Report:      {shown(report.html)}  (and {report.markdown.name}, {report.json.name})")
     say(f"Leaderboard: {shown(leaderboard.html)}")
     say(f"Runs:        {shown(job.out_dir / 'runs')}/  (predictions.jsonl + results.json per run)")
+    if cross_validation:
+        say(
+            f"CV runs:     {shown(job.out_dir / CV_RUNS)}/  (out-of-fold predictions of every video, a run per fold "
+            "seed)"
+        )
     say(f"Done in {summary['seconds']}s.")
     if synthetic:
         say(

@@ -21,6 +21,7 @@ from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_SEED,
     DIMENSION_BY_KEY,
+    HEADLINE_NUMBERS,
     MIN_PLAN_RESAMPLES,
     RESAMPLE_UNITS,
 )
@@ -144,6 +145,11 @@ def purpose_section(data: TrustData) -> str:
             f"protocol) or **clinician** (clinicians drawn with all their videos, the toolkit's default), "
             f"{data.n_bootstrap:,} resamples, seed {data.seed}, 95% percentile intervals. The gold is the rounded "
             "mean of the raters (the paper's rule, §3.2) from the authors' `coding.csv`.",
+            "",
+            f"Which number is which: the **mean ICC** is {HEADLINE_NUMBERS['mean ICC']}; **Overall** is "
+            f"{HEADLINE_NUMBERS['Overall'].split(' (`All`', 1)[0]}, {HEADLINE_NUMBERS['Overall'].split(': ', 1)[1]} "
+            "([which number to cite](workflow.md#which-number-to-cite)). For a judge of your own, `mis-bench trust` "
+            "gives one page with the verdict ([A judge on every video, experts on a few](workflow.md)).",
         ]
     )
 
@@ -464,39 +470,48 @@ def planning_section(data: TrustData) -> str:
         n_resamples=max(data.n_bootstrap, MIN_PLAN_RESAMPLES),  # `mis-bench plan`'s floor: a size needs a spread
         seed=data.seed,
     )
+
+    def span(entry: dict) -> str:
+        low_high = entry["videos_needed_range"]
+        return MISSING if low_high is None else f"{low_high[0]:,}-{low_high[1]:,}"
+
     rows = [
         [
             entry["abbreviation"],
             pct(entry["pilot_icc"]),
-            num(entry["pilot_half_width"], 3),
-            str(entry["videos"] or MISSING),
+            num(entry["pilot_half_width"], 3) if entry["pilot_half_width"] is not None else MISSING,
+            num(entry["design_effect"], 2) if entry["design_effect"] is not None else MISSING,
+            f"{entry['videos']:,}" if entry["videos"] else MISSING,
             str(entry["clinicians"] or MISSING),
-            str(entry["bonett_videos"]),
-            num(entry["design_effect"], 2),
-            str(entry["bonett_clinicians"] or MISSING),
+            span(entry),
+            str(entry["bonett_design_videos"] or MISSING),
+            num(entry["reachable_half_width"], 3) if entry["reachable_half_width"] is not None else MISSING,
         ]
         for entry in plan["dimensions"].values()
     ]
-    header = ["Dimension", "pilot ICC %", "pilot half-width", "videos", "clinicians", "Bonett videos"]
-    header += ["design effect", "Bonett x deff clinicians"]
+    design = plan["design"]
+    header = ["Dimension", "pilot ICC %", "pilot half-width", "design effect", "videos", "clinicians"]
+    header += ["range needed", "Bonett x deff videos", f"+/- all {design['clinicians_available']}"]
     return "\n".join(
         [
             "## Planning an evaluation",
             "",
             f"How many videos and clinicians a judge's ICC(3,1) needs for a 95% CI of half-width "
             f"{PLAN_HALF_WIDTH} (`mis-bench plan icc --half-width {PLAN_HALF_WIDTH}`, `mis_icc_metric.plan_icc`), "
-            "with the text ridge's out-of-fold predictions as the pilot: the pilot's clinicians resampled at each "
-            f"size ({plan['resampling']['n_resamples']:,} resamples a size, at the pilot's "
-            f"{num(plan['pilot']['videos_per_clinician'], 1)} videos per clinician), beside Bonett's (2002) "
-            "analytic n for independent videos and that n scaled by the design effect.",
+            "with the text ridge's out-of-fold predictions as the pilot, for a study of "
+            f"{num(design['videos_per_clinician'], 1)} videos per clinician and at most "
+            f"{design['clinicians_available']} clinicians (the benchmark's): the pilot's videos resampled at each "
+            f"size ({plan['resampling']['n_resamples']:,} resamples a size) times the design effect at that "
+            "clustering (the headline), beside Bonett's (2002) analytic n times the same design effect. A size "
+            "that needs more clinicians than exist is withheld (-); the last column is the half-width all of them "
+            "reach, and the range the videos needed over clinician resamples of the pilot.",
             "",
             _table(Table(header, rows, set(), label_columns=1)),
             "",
-            f"{plan['note'][0].upper() + plan['note'][1:]}. Where the judge spreads its scores far less than the "
-            "gold, Bonett's "
-            "formula (which assumes exchangeable raters) and the resampled sizes part: trust the resampled column. "
-            "`mis-bench plan difference` sizes a comparison of two judges and `mis-bench plan labels` the expert "
-            "labels an `estimate` needs ([Estimates and sample sizes](estimates.md)).",
+            f"Headline: {plan['headline']['why']}. "
+            + " ".join(f"{w[0].upper()}{w[1:]}." for w in plan["warnings"])
+            + " `mis-bench plan difference` sizes a comparison of two judges and `mis-bench plan labels` the "
+            "expert labels an `estimate` needs ([Estimates and sample sizes](estimates.md)).",
         ]
     )
 

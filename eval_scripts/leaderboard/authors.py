@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.leaderboard.juries import JURY_BACKEND
+from eval_scripts.leaderboard.page import rank_text
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
@@ -100,7 +101,7 @@ def _juries(handle, members: Mapping[str, Path], work: Path, *, n_bootstrap: int
     check_members(jury_members, build=handle)
     juries = []
     for method in ("mean", "median", "stacked"):
-        combined = combine_members(jury_members, method, references, folds=JURY_FOLDS)
+        combined = combine_members(jury_members, method, references, folds=JURY_FOLDS if method == "stacked" else None)
         juries.append(
             write_jury(
                 work,
@@ -232,8 +233,8 @@ def _board_table(board: Mapping[str, Any]) -> list[str]:
         model, gold = ((halo.get(side) or {}).get("value") for side in ("model", "gold"))
         halo_text = f"{num(model, 2)} ({num(gold, 2)})"
         p_value = (entry.get("vs_leader") or {}).get("mean_icc_p_value")
-        p_text = {1: "leader", None: MISSING}.get(entry["rank"]) or num(p_value, 4)
-        rank = "floor" if entry["rank"] is None else str(entry["rank"])
+        p_text = "leader" if entry.get("leader") else (MISSING if entry["rank"] is None else num(p_value, 4))
+        rank = rank_text(entry)
         mean = f"{pct(scores.get('mean_icc'))} {ci_pct(scores.get('mean_icc_ci'))}"
         cells = [rank, _system_name(entry), pct(scores["overall"].get("icc")), mean, *dims, halo_text, p_text]
         lines.append("| " + " | ".join(cells) + " |")
@@ -255,8 +256,8 @@ def _jury_lines(board: Mapping[str, Any]) -> list[str]:
         "### Juries: combinations of the systems above",
         "",
         "The rows marked *(combination)* are no model of their own: each is `mis-bench jury` over MIS-RAFT, Raw "
-        "and the text ridge on the same pairs (mean, median, or non-negative weights per dimension fitted by "
-        f"`scipy.optimize.nnls`, cross-fitted over {JURY_FOLDS} clinician folds so no pair is scored by weights "
+        "and the text ridge on the same pairs (mean, median, or non-negative weights summing to one per dimension, "
+        f"fitted by least squares and cross-fitted over {JURY_FOLDS} clinician folds so no pair is scored by weights "
         "that saw its gold). Against the best member (paired, the same resamples for both: "
         f"{plan['method']}, {plan['n_resamples']:,} resamples, seed {plan['seed']}, {plan['n_clusters']} clinicians):",
         "",

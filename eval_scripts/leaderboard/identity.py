@@ -9,6 +9,10 @@ Submissions are screened in the order the board received them (`requests.Request
 - a name already on the board is refused unless it is its submitter's update (the same account); on a
   local folder every file is the operator's, so the same name in the same setting is one entry;
 - identical predictions under two names: the later is flagged as a duplicate, the earlier keeps the rank;
+- near-copies: predictions that, in every dimension, correlate with an earlier ranked entry's at
+  `NEAR_COPY_CORRELATION` or beyond (an affine copy: a shifted or rescaled one, or one with a little noise added;
+  ICC(3,1) ignores a constant offset, so a shifted copy would tie its original) are listed unranked as a near-copy
+  of that entry, unless they are its submitter's own update of it;
 - coverage: an entry is ranked only when it answers every (video, dimension) pair of the split with a
   score; a parse failure is an unanswered pair, never dropped (a model must not choose which videos count);
 - on a hidden-label board an account gets one ranked submission per day (`RANK_INTERVAL`);
@@ -24,11 +28,17 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from eval_scripts.formats.results import BASELINE_BACKEND, is_floor_baseline, options_label
 from eval_scripts.leaderboard.received import Request
 from mis_bench_dataset.toolkit.text_safety import invisible_characters, name_key, normal_name, safe_text
 
 RESERVED_PREFIX = "baseline/"
+# Pearson correlation, in every dimension, from which two entries' predictions are one entry's (near-)copy. Two
+# different models of the same family agree far less (the authors' three Table 4 systems, pairwise per dimension:
+# -0.14 to 0.80); rounding a rescaled copy to one decimal costs it less than 0.005.
+NEAR_COPY_CORRELATION = 0.99
 RANK_INTERVAL = _dt.timedelta(days=1)
 _DAY = RANK_INTERVAL
 _FAR = _dt.datetime.min.replace(tzinfo=_dt.timezone.utc)
@@ -125,6 +135,45 @@ def predictions_digest(predictions: Mapping[tuple[str, str], float | None]) -> s
     return hashlib.sha256(json.dumps(rows).encode("utf-8")).hexdigest()
 
 
+def _dimension_columns(
+    predictions: Mapping[tuple[str, str], Any], keys: list[tuple[str, str]]
+) -> dict[str, np.ndarray]:
+    """dimension -> the predictions on `keys` of that dimension, in the keys' order (a fully answered entry)."""
+    columns: dict[str, list[float]] = {}
+    for key in keys:
+        columns.setdefault(key[1], []).append(float(predictions[key]))
+    return {dim: np.asarray(values) for dim, values in columns.items()}
+
+
+def copy_correlation(first: Mapping[str, np.ndarray], second: Mapping[str, np.ndarray]) -> float:
+    """The smallest per-dimension Pearson correlation of two entries' predictions (1.0 where both are constant on
+    a dimension, 0.0 where one is): how nearly `second` is an affine copy of `first`."""
+    lowest = 1.0
+    for dim, a in first.items():
+        b = second[dim]
+        spread_a, spread_b = float(np.std(a)), float(np.std(b))
+        if spread_a == 0.0 or spread_b == 0.0:
+            lowest = min(lowest, 1.0 if spread_a == spread_b else 0.0)
+            continue
+        lowest = min(lowest, float(np.corrcoef(a, b)[0, 1]))
+    return lowest
+
+
+def _near_copy_of(sub: Candidate, kept: list[Candidate], columns: dict[str, dict[str, np.ndarray]]) -> Candidate | None:
+    """The earlier ranked entry `sub` nearly copies (its own submitter's update of the same entry excepted; the
+    floor baseline, constant by design, is never a copy of an entry)."""
+    if is_floor_baseline(sub.results["system"]):
+        return None
+    for earlier in kept:
+        update = sub.request.account == earlier.request.account and (sub.key, sub.setting) == (
+            earlier.key,
+            earlier.setting,
+        )
+        if not update and copy_correlation(columns[earlier.file], columns[sub.file]) >= NEAR_COPY_CORRELATION:
+            return earlier
+    return None
+
+
 def answered(predictions: Mapping[tuple[str, str], Any], references: Mapping[tuple[str, str], Any]) -> int:
     """How many gold pairs the predictions answer with a score (a null is a parse failure: unanswered)."""
     return sum(predictions.get(key) is not None for key in references)
@@ -151,6 +200,7 @@ def unranked_entry(sub: Candidate, references: Mapping, reason: str, **extra: An
         # Why pairs have no score, as the run recorded it (schema 1.1, checked to add up): null without.
         "outcomes": sub.results.get("outcomes"),
         "duplicate_of": None,
+        "near_copy_of": None,
         **extra,
     }
 
@@ -170,6 +220,8 @@ def screen(
     first_with: dict[str, Candidate] = {}
     last_counted: dict[str, _dt.datetime] = {}
     kept: list[Candidate] = []
+    keys = sorted(references)
+    columns: dict[str, dict[str, np.ndarray]] = {}
     for sub in (s for s in order if s.file not in problems):
         original = first_with.setdefault(predictions_digest(sub.predictions), sub)
         account = sub.request.account
@@ -190,11 +242,25 @@ def screen(
         ):
             reason = f"the account {account!r} had a ranked submission less than a day earlier (one a day)"
             unranked.append(unranked_entry(sub, references, reason))
+        elif (copied := _near_copy_of(sub, kept, _with_columns(columns, sub, keys))) is not None:
+            reason = (
+                f"a near-copy of {safe_text(copied.file, 120)} ({copied.shown_name}), received earlier: in every "
+                f"dimension its predictions correlate with that entry's at {NEAR_COPY_CORRELATION} or more (a shifted,"
+                " rescaled or slightly noised copy; ICC(3,1) ignores a constant offset); the earlier entry keeps the "
+                "rank"
+            )
+            unranked.append(unranked_entry(sub, references, reason, near_copy_of=safe_text(copied.file, 200)))
         else:
             if account is not None:
                 last_counted[account] = sub.request.received_at
             kept.append(sub)
     return Screened(_latest_per_entry(kept, references, unranked), unranked, rejected)
+
+
+def _with_columns(columns: dict[str, dict[str, np.ndarray]], sub: Candidate, keys: list) -> dict:
+    """`columns` with `sub`'s per-dimension predictions added (each fully answered entry's, built once)."""
+    columns.setdefault(sub.file, _dimension_columns(sub.predictions, keys))
+    return columns
 
 
 def _latest_per_entry(kept: list[Candidate], references: Mapping, unranked: list[dict[str, Any]]) -> list[Candidate]:

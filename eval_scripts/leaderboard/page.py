@@ -30,6 +30,7 @@ th[aria-sort=ascending]::after{content:" \\25B2"} th[aria-sort=descending]::afte
 th abbr{text-decoration:none}
 td.text,th.text{text-align:left}
 td[data-key=model]{white-space:normal;min-width:8rem;max-width:16rem;overflow-wrap:anywhere}
+td[data-key=prompt_style]{white-space:normal;min-width:5.5rem;max-width:9rem;overflow-wrap:break-word}
 td.synthetic::after{content:"SYNTHETIC";margin-left:.35rem;padding:0 .25rem;font-size:.68rem;font-weight:700;
   font-style:normal;color:#7a5b00;background:#fff3cd;border:1px solid #e0c060;border-radius:3px;white-space:nowrap}
 tr.entry:hover{background:#f7f7ff;cursor:pointer}
@@ -177,9 +178,16 @@ def _halo_cell(scores: Mapping[str, Any]) -> str:
     return _cell("halo", halo.get("value"), num(halo.get("value"), 2), title=title)
 
 
-def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int) -> str:
+def rank_text(entry: Mapping[str, Any]) -> str:
+    """The rank as shown: `2=` where entries share it (equal published figures), `floor` for a floor row."""
+    if entry.get("rank") is None:
+        return "floor"
+    return f"{entry['rank']}=" if entry.get("tied") else str(entry["rank"])
+
+
+def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: int, position: int) -> str:
     """An entry's row of cells and its hidden row of details (opened by a click)."""
-    row_id = f"e{entry['rank']}"
+    row_id = f"e{position}"
     detail_html = "<br>".join(_entry_details(entry, board))
     return (
         f'<tr class="entry" data-id="{row_id}">{"".join(_entry_cells(entry, board))}</tr>'
@@ -190,10 +198,17 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
 def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
     p_value = (entry.get("vs_leader") or {}).get("p_value")
     model_css = "text synthetic" if entry["synthetic"] else "text"
+    method = f" · {entry['method']}" if entry.get("method") else ""  # how the model was trained, when recorded
     truncated = ((entry.get("outcomes") or {}).get("overall") or {}).get("truncated")
     return [
-        _cell("rank", entry["rank"], str(entry["rank"])),
-        _cell("model", entry["model"], entry["model"], css=model_css, title=f"{entry['backend']} · {entry['file']}"),
+        _cell("rank", entry["rank"], rank_text(entry), title="shared with an entry of equal figures" * entry["tied"]),
+        _cell(
+            "model",
+            entry["model"],
+            entry["model"] + method,
+            css=model_css,
+            title=f"{entry['backend']} · {entry['file']}{method}",
+        ),
         _cell("modality", entry["modality"], entry["modality"], css="text", title=f"input: {entry['input_source']}"),
         _cell(
             "prompt_style",
@@ -213,7 +228,7 @@ def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str
         _cell(
             "p_vs_leader",
             p_value,
-            "leader" if entry["rank"] == 1 else num(p_value, 4),
+            "leader" if entry["leader"] else num(p_value, 4),
             title="paired bootstrap, two-sided, overall ICC vs the leader",
         ),
     ]
@@ -248,7 +263,7 @@ def _entry_details(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[s
             f"MSE {num(block.get('mse'))}, n={_esc(block.get('n', MISSING))}, parsed {pct(rate)}%{cut}; "
             + _agreement_text(block)
         )
-    if entry["rank"] > 1:
+    if not entry["leader"]:
         details += _leader_details(entry.get("vs_leader") or {}, board)
     return details
 
@@ -409,7 +424,9 @@ def _unranked_list(board: Mapping[str, Any]) -> str:
 
 def render_page(board: Mapping[str, Any], *, title: str = "MIS-Bench leaderboard") -> str:
     cols = columns(board)
-    rows = "".join(_entry_rows(entry, board, len(cols)) for entry in board["entries"])
+    rows = "".join(
+        _entry_rows(entry, board, len(cols), position) for position, entry in enumerate(board["entries"], start=1)
+    )
     floors = board.get("floors", [])
     notice, legend, rejected = _synthetic_notice(board), _legend(bool(floors)), _rejected_list(board)
     notice += _labels_notice(board)

@@ -48,8 +48,9 @@ References = Mapping[tuple[str, str], "float | None"]
 
 RANKING_RULE = (
     "Ranked: entries that answer every video and dimension of the split with a score, by overall ICC (the "
-    "paper's Table 3 criterion), then mean ICC, both at the published three significant digits; a tie goes to "
-    "the submission the board received first. A parse failure is an unanswered pair: an entry with any is "
+    "paper's Table 3 criterion), then mean ICC, both at the published three significant digits; entries equal on "
+    "both share a rank (shown as 2=; listed in the order the board received them, the first compared with by the "
+    "rest). A parse failure is an unanswered pair: an entry with any is "
     "listed unranked with its coverage (the paper's overall rule excludes unparsed videos for a model's own "
     "report; a ranking must not let a model choose which videos count)."
 )
@@ -96,6 +97,8 @@ def _entry(sub: Candidate, scores: dict[str, Any], synthetic: bool | None) -> di
         "file": safe_text(sub.file, 200),
         "model": safe_text(normal_name(system["model"])),  # shown as compared (NFKC)
         "backend": safe_text(system["backend"]),
+        # How the model was trained (its folder's setting.json, recorded by the run), "" when not said.
+        "method": safe_text(system.get("method") or "", 100),
         "modality": setting["modality"],
         "prompt_style": setting["prompt_style"],
         "few_shot_k": setting["few_shot_k"],
@@ -119,12 +122,27 @@ def _entry(sub: Candidate, scores: dict[str, Any], synthetic: bool | None) -> di
     }
 
 
-def _rank_key(pair: tuple[dict[str, Any], Candidate]) -> tuple:
-    """Published overall ICC, then mean ICC (descending, undefined last), then the earlier received."""
-    entry, sub = pair
+def _published_key(entry: Mapping[str, Any]) -> tuple:
+    """Published overall ICC, then mean ICC (descending, undefined last): entries equal here are tied."""
     overall = significant(entry["scores"]["overall"].get("icc"))
     mean = significant(entry["scores"].get("mean_icc"))
-    return (overall is None, -(overall or 0.0), mean is None, -(mean or 0.0), sub.request.received_at, sub.file)
+    return (overall is None, -(overall or 0.0), mean is None, -(mean or 0.0))
+
+
+def _rank_key(pair: tuple[dict[str, Any], Candidate]) -> tuple:
+    """The published figures, then the earlier received (the order among tied entries, not a rank)."""
+    entry, sub = pair
+    return (*_published_key(entry), sub.request.received_at, sub.file)
+
+
+def _shared_ranks(entries: list) -> None:
+    """Competition ranks (1, 2=, 2=, 4): entries equal on the published figures share a rank, never one above
+    the other by the order they arrived; `leader` marks the first listed, whom the others are compared with."""
+    keys = [_published_key(entry) for entry, _ in entries]
+    for position, (entry, _) in enumerate(entries):
+        entry["rank"] = keys.index(keys[position]) + 1
+        entry["tied"] = keys.count(keys[position]) > 1
+        entry["leader"] = position == 0
 
 
 def _vs_leader(comparison: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,9 +211,9 @@ def _rank_against_leader(entries: list, references, plan: tuple[int, int, str]) 
     from mis_icc_metric import paired_comparison
 
     n_bootstrap, seed, resample = plan
-    for rank, (entry, sub) in enumerate(entries, start=1):
-        entry["rank"] = rank
-        if rank == 1:
+    _shared_ranks(entries)
+    for entry, sub in entries:
+        if entry["leader"]:
             entry["vs_leader"] = None
             continue
         try:
@@ -261,7 +279,7 @@ def build_leaderboard(
     entries = _score_all(screened.ranked, references, rejected, plan, synthetic)
     floors = [entry for entry, sub in entries if entry["floor"] and is_trusted(sub.request, trusted_accounts)]
     for entry in floors:
-        entry["rank"], entry["vs_leader"] = None, None
+        entry["rank"], entry["vs_leader"], entry["tied"], entry["leader"] = None, None, False, False
     entries = sorted((pair for pair in entries if not pair[0]["floor"]), key=_rank_key)
     _rank_against_leader(entries, references, plan)
     ranked = [entry for entry, _ in entries]

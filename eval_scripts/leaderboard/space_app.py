@@ -14,14 +14,16 @@ Deploy as a Docker Space (`sdk: docker`, `app_port: 7860`) whose command is
 - `MIS_BENCH_SPLIT` (default `test`), `MIS_BENCH_BOOTSTRAP` (default 10000), `HOST` (default 0.0.0.0, as a
   Space needs), `PORT` (default 7860).
 
-Stdlib HTTP only: the page is static, so no web framework is needed. The server answers GET and HEAD,
-gives each connection `CLIENT_TIMEOUT_S` in all from its arrival (waiting for a slot, headers, answer: a
-deadline for the whole request, not for each read, so a client trickling a byte at a time is dropped too),
-serves at most `MAX_CONNECTIONS` at once, lets `WAITING_PER_SLOT` times as many wait for a slot (a visitor
-arriving while slow clients hold every slot is served when theirs end; 503 beyond), never answers a request
-cut off before its headers ended, logs a client that hangs up or runs out of time as one line (no
-traceback), and sends no server version, `nosniff`, a CSP that allows only the page's own inline script and
-style, and `frame-ancestors` (the Hub embeds a Space in an iframe from huggingface.co).
+Served by uvicorn (an asyncio server: an idle or slow connection costs a socket and a timer, not a thread or a
+slot) running a Starlette app (`make_app`), installed by the `space` extra (`pip install "mis-bench[space]"`).
+The server answers GET and HEAD (404 for any other path, 405 for any other method), gives each connection
+`CLIENT_TIMEOUT_S` in all from its arrival (a deadline for the whole request, not for each read, so a client
+trickling a byte at a time is dropped too; uvicorn itself has no such deadline, `_DeadlineProtocol` adds it),
+answers one request per connection, holds at most `MAX_CONNECTIONS` connections at once (a request arriving
+beyond them gets 503: uvicorn's `limit_concurrency`), never answers a request cut off before its headers
+ended, logs a client that hangs up or runs out of time as one line (no traceback), and sends no server
+version, `nosniff`, a CSP that allows only the page's own inline script and style, and `frame-ancestors` (the
+Hub embeds a Space in an iframe from huggingface.co) on every answer of the app, 404 and 405 included.
 """
 
 from __future__ import annotations
@@ -33,9 +35,7 @@ import socket
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from eval_scripts.leaderboard.outputs import csv_text, json_text
@@ -48,8 +48,11 @@ from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
 logger = logging.getLogger(__name__)
 
 CLIENT_TIMEOUT_S = 20.0
-MAX_CONNECTIONS = 32
-WAITING_PER_SLOT = 4  # clients that may wait for a slot, per slot (threads blocked on a semaphore: cheap)
+# Connections held at once, idle ones included (each a socket and a timer on the event loop, no thread): past
+# them a request is answered 503. Far above what idle or trickling clients need to hold to crowd out a visitor.
+MAX_CONNECTIONS = 1000
+BACKLOG = 2048  # connections the kernel queues before the server accepts them (uvicorn's default)
+SERVER_NAME = "mis-bench-leaderboard"  # the Server header: no server or Python version
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Content-Security-Policy": (
@@ -72,81 +75,131 @@ def site_files(board: Mapping) -> dict[str, tuple[str, bytes]]:
     }
 
 
-class _LastLine:
-    """The request stream, remembering the last line read: headers that end without their blank line were cut
-    off (the client hung up or its deadline passed), and such a request is not answered."""
+class _Hardened:
+    """ASGI middleware: the security headers, the server name and `Connection: close` (one request per
+    connection: no idle keep-alive) on every answer, the app's and the 404/405 pages alike."""
 
-    def __init__(self, stream) -> None:
-        self._stream = stream
-        self.last = b""
+    def __init__(self, app) -> None:
+        self.app = app
 
-    def readline(self, limit: int = -1) -> bytes:
-        self.last = self._stream.readline(limit)
-        return self.last
+    async def __call__(self, scope, receive, send) -> None:
+        from starlette.datastructures import MutableHeaders
 
-    def __getattr__(self, name: str):
-        return getattr(self._stream, name)
-
-
-class _BoundedServer(ThreadingHTTPServer):
-    """A threading server that serves at most `max_connections` clients at once, lets up to `WAITING_PER_SLOT`
-    times as many wait for a slot, answers 503 beyond, and ends every connection `timeout` after it was
-    accepted, waiting included: whoever came earlier is gone by then, so a visitor gets a slot within `timeout`
-    of arriving however many slow clients came before it (its request, sent at once, is then answered)."""
-
-    daemon_threads = True
-
-    def __init__(self, address, handler, max_connections: int, timeout: float) -> None:
-        self._slots = threading.Semaphore(max_connections)
-        self._waiting = threading.Semaphore(max_connections * WAITING_PER_SLOT)
-        self._deadline_s = timeout
-        super().__init__(address, handler)
-
-    @staticmethod
-    def _refuse(request) -> None:
-        with contextlib.suppress(OSError):
-            request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-
-    def process_request(self, request, client_address) -> None:
-        if not self._waiting.acquire(blocking=False):  # slots and queue full: refused at once
-            self._refuse(request)
-            self.shutdown_request(request)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
             return
-        ends = time.monotonic() + self._deadline_s
-        threading.Thread(target=self._serve, args=(request, client_address, ends), daemon=True).start()
 
-    def _serve(self, request, client_address, ends: float) -> None:
+        async def hardened(message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in {**SECURITY_HEADERS, "Server": SERVER_NAME, "Connection": "close"}.items():
+                    headers[name] = value
+            await send(message)
+
+        await self.app(scope, receive, hardened)
+
+
+def make_app(files: Mapping[str, tuple[str, bytes]]):
+    """The Starlette app answering GET and HEAD for `files` (HEAD: the headers, no body)."""
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse, Response
+    from starlette.routing import Route
+
+    async def serve(request) -> Response:
+        content_type, body = files[request.url.path]
+        return Response(body, headers={"Content-Type": content_type})
+
+    async def error(request, exc) -> Response:
+        return PlainTextResponse("not found" if exc.status_code == 404 else exc.detail, status_code=exc.status_code)
+
+    app = Starlette(
+        routes=[Route(path, serve, methods=["GET", "HEAD"]) for path in files],
+        exception_handlers={404: error, 405: error},
+    )
+    app.add_middleware(_Hardened)
+    return app
+
+
+def _deadline_protocol(deadline_s: float):
+    """uvicorn's HTTP/1.1 protocol with the whole-request deadline (uvicorn times out idle keep-alive only): the
+    connection is closed `deadline_s` after it was made unless its answer is done, and a request cut off before
+    its headers ended (the client hung up, or its deadline passed) is logged as one line and never answered."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class _DeadlineProtocol(H11Protocol):
+        def connection_made(self, transport) -> None:
+            super().connection_made(transport)
+            self.got_bytes = False
+            self.deadline = self.loop.call_later(deadline_s, self.deadline_passed)
+
+        def data_received(self, data: bytes) -> None:
+            self.got_bytes = self.got_bytes or bool(data)
+            super().data_received(data)
+
+        def eof_received(self) -> None:
+            if self.got_bytes and self.cycle is None:
+                logger.info("%s: request cut off before its headers ended: not answered", self._who())
+            return super().eof_received()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.deadline.cancel()
+            if exc is not None:
+                logger.info("%s: connection ended early (%s)", self._who(), type(exc).__name__)
+            super().connection_lost(exc)
+
+        def deadline_passed(self) -> None:
+            if self.cycle is None:
+                what = "request cut off before its headers ended" if self.got_bytes else "sent nothing"
+                logger.info("%s: %s within %.0f s: not answered", self._who(), what, deadline_s)
+                self.transport.close()
+            elif not self.cycle.response_complete:
+                logger.info("%s: answer not taken within %.0f s: dropped", self._who(), deadline_s)
+                self.transport.abort()
+
+        def _who(self) -> str:
+            return self.client[0] if self.client else "client"
+
+    return _DeadlineProtocol
+
+
+class SpaceServer:
+    """uvicorn serving `make_app(files)` on a socket bound at construction (so `server_address` is known before
+    it serves: port 0 picks a free one); `serve_forever` blocks, `shutdown` (from another thread) stops it."""
+
+    def __init__(self, files: Mapping[str, tuple[str, bytes]], address: tuple[str, int], *, timeout: float,
+                 max_connections: int) -> None:  # fmt: skip
+        import uvicorn
+
+        self.socket = socket.create_server(address, backlog=BACKLOG)
+        self.server_address = self.socket.getsockname()
+        config = uvicorn.Config(
+            make_app(files),
+            http=_deadline_protocol(timeout),
+            lifespan="off",
+            log_config=None,  # the Space's own logging, not uvicorn's dictConfig
+            access_log=False,
+            server_header=False,
+            limit_concurrency=max_connections,
+            backlog=BACKLOG,
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._started, self._stopped = threading.Event(), threading.Event()
+
+    def serve_forever(self) -> None:
+        self._started.set()
         try:
-            got_slot = self._slots.acquire(timeout=max(0.0, ends - time.monotonic()))
+            self._server.run(sockets=[self.socket])
         finally:
-            self._waiting.release()
-        if not got_slot:
-            logger.info("%s: no free slot within %.0f s: answered 503", client_address[0], self._deadline_s)
-            self._refuse(request)
-            self.shutdown_request(request)
-            return
-        # The whole request's deadline: past it the socket is shut, so a blocked read or write returns at once.
-        deadline = threading.Timer(max(0.0, ends - time.monotonic()), self._cut, args=(request,))
-        deadline.daemon = True
-        deadline.start()
-        try:
-            self.process_request_thread(request, client_address)
-        finally:
-            deadline.cancel()
-            self._slots.release()
+            self._stopped.set()
 
-    @staticmethod
-    def _cut(request) -> None:
-        with contextlib.suppress(OSError):
-            request.shutdown(socket.SHUT_RDWR)
+    def shutdown(self, wait_s: float = 10.0) -> None:
+        self._server.should_exit = True
+        if self._started.is_set():
+            self._stopped.wait(wait_s)
 
-    def handle_error(self, request, client_address) -> None:
-        """One line for a client that went away (the default prints a traceback for each)."""
-        error = sys.exc_info()[1]
-        if isinstance(error, OSError):
-            logger.info("%s: connection ended early (%s)", client_address[0], type(error).__name__)
-        else:
-            logger.exception("%s: request failed", client_address[0])
+    def server_close(self) -> None:
+        self.socket.close()
 
 
 def make_server(
@@ -156,63 +209,13 @@ def make_server(
     *,
     timeout: float = CLIENT_TIMEOUT_S,
     max_connections: int = MAX_CONNECTIONS,
-) -> ThreadingHTTPServer:
-    """An HTTP server answering GET and HEAD for `files` and 404 for anything else; `timeout`: each request's
-    deadline in all (module docstring)."""
+) -> SpaceServer:
+    """A server answering GET and HEAD for `files` and 404 for anything else; `timeout`: each request's
+    deadline in all; `max_connections`: connections held at once before a request gets 503 (module docstring)."""
+    from mis_bench_dataset.toolkit.errors import require_extra
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.0"  # one request per connection: no idle keep-alive holds a slot
-
-        def setup(self) -> None:
-            self.timeout = timeout  # no read waits past the deadline either
-            super().setup()
-            self.rfile = _LastLine(self.rfile)
-
-        def parse_request(self) -> bool:
-            cut_off = not self.raw_requestline.endswith(b"\n")
-            if not cut_off:
-                if not super().parse_request():
-                    return False
-                cut_off = self.request_version != "HTTP/0.9" and self.rfile.last not in (b"\r\n", b"\n")
-            if cut_off:  # the client hung up or its deadline passed: nobody is left to answer
-                logger.info("%s: request cut off before its headers ended: not answered", self.client_address[0])
-                self.close_connection = True
-                return False
-            return True
-
-        def version_string(self) -> str:
-            return "mis-bench-leaderboard"  # no server or Python version
-
-        def _send(self, head_only: bool) -> None:
-            path = self.path.split("?", 1)[0]
-            if path not in files:
-                self.send_error(404, "not found")
-                return
-            content_type, body = files[path]
-            self.send_response(200)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            for name, value in SECURITY_HEADERS.items():
-                self.send_header(name, value)
-            self.end_headers()
-            if not head_only:
-                self.wfile.write(body)
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server API
-            self._send(head_only=False)
-
-        def do_HEAD(self) -> None:  # noqa: N802 - http.server API
-            self._send(head_only=True)
-
-        def end_headers(self) -> None:
-            if not any(line.startswith(b"X-Content-Type-Options") for line in getattr(self, "_headers_buffer", [])):
-                self.send_header("X-Content-Type-Options", "nosniff")  # the error pages too
-            super().end_headers()
-
-        def log_message(self, fmt: str, *args) -> None:
-            logger.debug("%s " + fmt, self.address_string(), *args)
-
-    return _BoundedServer((host, port), Handler, max_connections, timeout)
+    require_extra("space", "the leaderboard Space")
+    return SpaceServer(files, (host, port), timeout=timeout, max_connections=max_connections)
 
 
 def _submissions(hf_api=None) -> tuple[Path, dict[str, Request]]:

@@ -9,6 +9,7 @@ MSE, parse and exclusion rates, and predicted-vs-gold scatters.
 - `comparison`: the paper's Table 4 / Figure 4 view: systems on the same split.
 - `crossval_view`: the cross-validation section: per fold seed, mean and range, beside the test split.
 - `formatting`: number and text formatting shared by reports and the leaderboard page.
+- `judge_card_html`: the HTML of `mis-bench trust`'s page ("can I use this judge?").
 - `inputs`: what a report reads: results files, labels, rescoring.
 - `options`: the report's user-facing choices (`ReportOptions`: title, reference, resampling, scatters,
   subgroups), light enough for `--help`.

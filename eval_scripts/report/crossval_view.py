@@ -8,7 +8,7 @@ from typing import Any
 
 from eval_scripts.report.formatting import MISSING, ci_pct, pct
 from eval_scripts.report.table import Table
-from mis_bench_dataset.dimensions import DIMENSIONS
+from mis_bench_dataset.dimensions import DIMENSIONS, HEADLINE_NUMBERS
 
 
 def crossval_paragraph(doc: Mapping[str, Any]) -> str:
@@ -18,7 +18,9 @@ def crossval_paragraph(doc: Mapping[str, Any]) -> str:
         "seed by the baseline fitted on the other folds, and those pooled out-of-fold predictions are scored like "
         f"any run ({doc['n_bootstrap']:,} bootstrap resamples of clinicians, each with all its videos); each fold's "
         "own mean ICC (its held-out "
-        "videos alone) follows. The test-split column is the run above, fitted on the train split."
+        "videos alone) follows. The test-split column is the run above, fitted on the train split. Which to cite, "
+        f"{HEADLINE_NUMBERS['mean over fold seeds']}; a seed's figure is one draw of it, the test split's a figure "
+        "on one split's videos."
     )
 
 

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE
+from eval_scripts.harness.trained_setting import TRAINED_SETTING_NAME
+from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, SCORE_REGRESSION
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
 
@@ -40,9 +41,6 @@ def results_files(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
-TRAINED_SETTING_NAME = "setting.json"  # what `mis-bench train` writes beside a trained model (its `method` too)
-
-
 def trained_method(results: Mapping[str, Any]) -> str:
     """The training method of the model a run evaluated, for the comparison of methods: the `method` that
     `mis-bench train` recorded in the model folder's setting.json (raft, ce, raft+ce, ntl, raft+ntl, regression,
@@ -60,7 +58,7 @@ def trained_method(results: Mapping[str, Any]) -> str:
             method = None
         if isinstance(method, str) and method:
             return method
-    return "regression" if decoding.get("score_from") == "regression" else ""
+    return SCORE_REGRESSION if decoding.get("score_from") == SCORE_REGRESSION else ""
 
 
 def load_results(files: Sequence[Path]) -> list[dict[str, Any]]:
@@ -87,6 +85,8 @@ def read_report_references(source: str | Path, split: str) -> dict[Key, float]:
 
     try:
         return read_references(source, split=split)
+    except DataError:  # the reader's own line names the file, row and side
+        raise
     except (OSError, ValueError) as err:
         raise DataError(
             f"cannot read the references: {err}", where=str(source), hint="give a built dataset folder or a labels CSV"

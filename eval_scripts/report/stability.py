@@ -47,7 +47,9 @@ def stability(runs: Sequence[RunView]) -> dict[str, Any]:
                 "samples": readouts.get("samples"),
                 "experts_icc": run.overall.get("icc"),
                 "distribution_only": readouts.get("distribution_only"),
-                **{key: agreement.get(key) for key in ("text_vs_expected", "test_retest", "spread")},
+                **{
+                    key: agreement.get(key) for key in ("text_vs_expected", "test_retest", "text_test_retest", "spread")
+                },
             }
         )
     groups: dict[tuple, list[RunView]] = defaultdict(list)
@@ -66,12 +68,26 @@ def stability(runs: Sequence[RunView]) -> dict[str, Any]:
     return {"runs": entries, "pairs": pairs}
 
 
+_AGREEMENT_KEYS = ("text_vs_expected", "test_retest", "text_test_retest", "spread")
+
+
 def _icc(block: Mapping[str, Any] | None) -> str:
     if not block:
         return MISSING
+    if block.get("withheld"):
+        return "withheld (the readout is the same for every sample)"
     text = pct(block.get("icc"))
     ci = ci_pct(block.get("ci"))
     return f"{text} {ci} n={block.get('n', 0)}" if ci != MISSING else f"{text} n={block.get('n', 0)}"
+
+
+def _retest(entry: Mapping[str, Any]) -> str:
+    """The scores' test-retest, or, where it is withheld (an expected readout read from the prompt alone), the
+    sampled texts' beside the reason."""
+    text = entry.get("text_test_retest")
+    if (entry.get("test_retest") or {}).get("withheld") and text:
+        return f"texts: {_icc(text)} (the expected readout is the same for every sample)"
+    return _icc(entry.get("test_retest"))
 
 
 def _distribution_only(block: Mapping[str, Any] | None) -> str:
@@ -98,7 +114,7 @@ def stability_tables(data: Mapping[str, Any]) -> list[tuple[str, Table]]:
                     str(entry.get("samples") or MISSING),
                     pct(entry["experts_icc"]),
                     _icc(entry.get("text_vs_expected")),
-                    _icc(entry.get("test_retest")),
+                    _retest(entry),
                     num(spread.get("mean_sd")),
                     pct(differing) + "%" if differing is not None else MISSING,
                 ]

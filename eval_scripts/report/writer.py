@@ -62,7 +62,7 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS, HEADLINE_NUMBERS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
@@ -78,9 +78,10 @@ SYNTHETIC_NOTICE = (
     "videos or expert ratings. They show the pipeline works; they say nothing about any model's skill."
 )
 OVERALL_NOTE = (
-    "Overall: the eight predicted scores averaged per video against the averaged gold scores; a video "
-    "with any unparseable dimension is excluded (paper Table 3 caption). Human ceiling: single-rater "
-    "ICC(3,1) among the expert raters (paper Table 2)."
+    f"Mean ICC: {HEADLINE_NUMBERS['mean ICC']}. Overall: the eight predicted scores averaged per video against the "
+    "averaged gold scores; a video with any unparseable dimension is excluded (paper Table 3 caption); "
+    f"{HEADLINE_NUMBERS['Overall'].split(': ', 1)[1]}. Human ceiling: single-rater ICC(3,1) among the expert raters "
+    "(paper Table 2)."
 )
 _RANK_COLOURS = {1: "#f4b6b6", 2: "#b9d3f3", 3: "#f8e59a"}  # the paper's red, blue, yellow
 _CSS = """
@@ -458,6 +459,7 @@ def write_report(
         files.write(json_path, json.dumps(data, indent=1, ensure_ascii=False, allow_nan=False) + "\n")
     logger.info("wrote report %s, %s and %s", markdown_path, html_path, json_path)
     agreement_files = [path for _, paths in plots for path in paths.values()]
+    _remove_stale_figures(folder, stem, [*scatter_paths, *plot_paths, *sensitivity_paths])
     return ReportFiles(markdown_path, html_path, json_path, radar, heatmap, scatter_files, agreement_files)
 
 
@@ -524,6 +526,18 @@ def _claim(folder: OutputFolder, stem: str, scattered: Sequence[RunView]) -> tup
     fixed = [f"{stem}-heatmap.png", f"{stem}-radar.png", f"{stem}.md", f"{stem}.html", f"{stem}.json"]
     paths = folder.claim_all([*fixed, *scatter_names, *plot_names], REPORT_WRITER)
     return paths[:5], paths[5 : 5 + len(scatter_names)], paths[5 + len(scatter_names) :]
+
+
+def _remove_stale_figures(folder: OutputFolder, stem: str, written: Sequence[Path]) -> None:
+    """A rerun with fewer runs (or no perturbations) leaves none of the earlier report's per-run figures beside the
+    new report: those this writer made under the same stem and did not make now are removed."""
+    import glob
+
+    base = glob.escape(stem)
+    kinds = ["scatter", "sensitivity", *PLOTS]
+    removed = folder.remove_stale(REPORT_WRITER, [f"{base}-{kind}-*.png" for kind in kinds], written)
+    if removed:
+        logger.info("removed %d figure(s) of an earlier report that this one does not have", len(removed))
 
 
 def _errors_section(runs: Sequence[RunView]) -> _Section:

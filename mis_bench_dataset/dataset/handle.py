@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from mis_bench_dataset.dataset import format as fmt
-from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import resolve_path
 
@@ -175,7 +175,13 @@ class BuiltDataset:
         """The one fingerprint a result on this split records, whatever it read: over every config the build holds
         for the split (`scoring` and `features` when it has features), so a model run on the text and a baseline on
         the features of one build name it alike and are compared (`fingerprints` still accepts results recorded
-        before, over the configs they read)."""
+        before, over the configs they read). `all` (out-of-fold predictions of every split): a sha256 over the
+        written splits' fingerprints, in order."""
+        if split == ALL_SPLITS:
+            import hashlib
+
+            parts = [f"{name}={self.build_fingerprint(name)}" for name in self.splits()]
+            return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()
         if self.path is None:
             return self.fingerprint(split)
         held = [c for c in fmt.FINGERPRINT_CONFIGS if all(fmt.split_files(self.path, config, split) for config in c)]

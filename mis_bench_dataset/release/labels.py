@@ -247,8 +247,25 @@ def _video_id(raw: str, path: Path, row: int, problems: list[Problem], notes: li
     return video_id
 
 
-def _read_long(path: Path, reader: csv.DictReader) -> Labels:
-    problems: list[Problem] = []
+class _Problems(list):
+    """A labels file's problems; with `first_fails` the first one raises (a reader that stops at the first bad
+    row, in memory bounded by the rows read so far), else they are collected for the build's report."""
+
+    def __init__(self, path: Path, first_fails: bool) -> None:
+        super().__init__()
+        self.path = path
+        self.first_fails = first_fails
+
+    def append(self, problem: Problem) -> None:
+        if self.first_fails:
+            subject = f" ({problem.video_id}, {problem.modality})" if problem.video_id else ""
+            where = f"{self.path}, row {problem.row}" if problem.row is not None else str(self.path)
+            raise BuildError(f"{problem.reason}{subject}", [problem], where=where)
+        super().append(problem)
+
+
+def _read_long(path: Path, reader: csv.DictReader, first_fails: bool = False) -> Labels:
+    problems = _Problems(path, first_fails)
     notes: list[LabelNote] = []
     ratings: dict[tuple[str, str], dict[str, float]] = defaultdict(dict)
     for row_number, row in enumerate(reader, start=2):
@@ -317,8 +334,10 @@ def map_wide_header(header: list[str], id_column: str) -> WideHeader:
     return WideHeader(columns, unknown, clashes, missing)
 
 
-def _read_wide(path: Path, reader: csv.DictReader, id_column: str, round_gold: bool = True) -> Labels:
-    problems: list[Problem] = []
+def _read_wide(
+    path: Path, reader: csv.DictReader, id_column: str, round_gold: bool = True, first_fails: bool = False
+) -> Labels:
+    problems = _Problems(path, first_fails)
     notes: list[LabelNote] = []
     header = map_wide_header(list(reader.fieldnames or []), id_column)
     columns = header.columns
@@ -367,17 +386,19 @@ def _read_wide(path: Path, reader: csv.DictReader, id_column: str, round_gold: b
     return Labels(path, "wide", gold, {}, problems, notes, GoldRounding(n_rounded, n_values, "wide"))
 
 
-def read_labels(path: str | Path, *, round_gold: bool = True) -> Labels:
+def read_labels(path: str | Path, *, round_gold: bool = True, first_fails: bool = False) -> Labels:
     """Read a long (per-rater) or wide (aggregated) labels CSV; raises BuildError on an unusable header.
 
     `round_gold=False` keeps a wide file's values as written (not the paper's gold: only for showing
-    what the unrounded file gives, `mis-bench reproduce --gold as-published`).
+    what the unrounded file gives, `mis-bench reproduce --gold as-published`). `first_fails=True` raises a
+    BuildError at the first bad row (a scoring command's references: streamed, nothing past it read) instead
+    of collecting every problem (a build's report).
     """
     path = Path(path)
     if not path.is_file():
         raise BuildError(f"labels file {path} does not exist")
     try:
-        labels = _read_labels(path, round_gold)
+        labels = _read_labels(path, round_gold, first_fails)
     except (csv.Error, UnicodeDecodeError) as exc:
         raise BuildError(f"{path}: not a readable UTF-8 CSV: {exc}") from exc
     if not labels.gold and not labels.problems:  # a header and nothing else: labels that label nothing
@@ -410,7 +431,7 @@ def table_form(
     return ("wide", wide_id) if wide_id else (None, None)
 
 
-def _read_labels(path: Path, round_gold: bool = True) -> Labels:
+def _read_labels(path: Path, round_gold: bool = True, first_fails: bool = False) -> Labels:
     with path.open(newline="", encoding="utf-8-sig") as handle:
         reader = csv.DictReader(handle)
         header = [h.strip() for h in reader.fieldnames or []]
@@ -420,13 +441,13 @@ def _read_labels(path: Path, round_gold: bool = True) -> Labels:
             missing = [c for c in LONG_COLUMNS if c not in header]
             if missing:
                 raise BuildError(f"{path}: per-rater labels need columns {list(LONG_COLUMNS)}; missing {missing}")
-            return _read_long(path, reader)
+            return _read_long(path, reader, first_fails)
         if form is None:
             raise BuildError(
                 f"{path}: labels need either per-rater columns {list(LONG_COLUMNS)} or an id column "
                 f"({', '.join(ID_COLUMNS)}) plus one column per dimension; found {header}"
             )
-        return _read_wide(path, reader, wide_id, round_gold)
+        return _read_wide(path, reader, wide_id, round_gold, first_fails)
 
 
 def write_ratings_long(path: str | Path, rows: list[tuple[str, str, str, float]]) -> Path:

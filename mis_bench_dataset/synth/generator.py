@@ -492,7 +492,12 @@ def generate_synthetic_release(
     compress: bool = True,
     progress: bool = False,
 ) -> SyntheticRelease:
-    """Write a synthetic release tree plus `ratings.csv` (per-rater, long form) into `out_dir`."""
+    """Write a synthetic release tree plus `ratings.csv` (per-rater, long form) into `out_dir`.
+
+    The tree is written into a staging folder beside `out_dir` and renamed into place once complete: a failure
+    (a full disk, Ctrl-C) leaves `out_dir` as it was."""
+    from mis_bench_dataset.toolkit.atomic import staging_folder
+
     out_dir = Path(out_dir)
     check_folder_path(out_dir, command="synth", arg="OUT")
     if out_dir.exists() and any(out_dir.iterdir()):
@@ -505,20 +510,27 @@ def generate_synthetic_release(
         raise UsageError(f"the number of videos must be at least 1, got {n_videos}", where="--videos")
     draw, videos = synthetic_videos(n_videos, seed, full_size)
     video_ids = draw.video_ids
-    folders = [MODALITY_BY_NAME[name].folder for name in MODALITY_BY_NAME] + [TEXT_FOLDER]
-    for folder in folders:
-        (out_dir / folder).mkdir(parents=True, exist_ok=True)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with staging_folder(out_dir.parent, f".{out_dir.name}.synth-") as staging:
+        _write_release(staging, draw, videos, seed=seed, full_size=full_size, compress=compress, progress=progress)
+        if out_dir.is_dir():
+            out_dir.rmdir()  # empty (checked above): replaced by the complete tree
+        staging.rename(out_dir)
+    n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
+    logger.debug("synthetic release: %d videos, %d clinicians, seed %d", len(video_ids), n_clinicians, seed)
+    return SyntheticRelease(out_dir, out_dir / "ratings.csv", tuple(video_ids), seed)
 
-    manifest_rows = _write_videos(out_dir, videos, len(video_ids), compress, progress)
+
+def _write_release(folder: Path, draw, videos, *, seed: int, full_size: bool, compress: bool, progress: bool) -> None:
+    """The release tree of `draw`'s videos and ratings, written into `folder`."""
+    video_ids = draw.video_ids
+    for sub in [MODALITY_BY_NAME[name].folder for name in MODALITY_BY_NAME] + [TEXT_FOLDER]:
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+    manifest_rows = _write_videos(folder, videos, len(video_ids), compress, progress)
     rated = np.argwhere(~np.isnan(draw.ratings))  # (video, dimension, rater) in row-major order
     rows = [(video_ids[i], RATERS[r], DIMENSION_KEYS[d], float(draw.ratings[i, d, r])) for i, d, r in rated.tolist()]
-
-    ratings_csv = write_ratings_long(out_dir / "ratings.csv", rows)
-    _write_manifests(out_dir, manifest_rows, video_ids, seed, full_size)
-    n_clinicians = len({parse_video_id(v).clinician for v in video_ids})
-    # No path: callers write into a staging folder that is renamed afterwards, and name the final one themselves.
-    logger.debug("synthetic release: %d videos, %d clinicians, seed %d", len(video_ids), n_clinicians, seed)
-    return SyntheticRelease(out_dir, ratings_csv, tuple(video_ids), seed)
+    write_ratings_long(folder / "ratings.csv", rows)
+    _write_manifests(folder, manifest_rows, video_ids, seed, full_size)
 
 
 def gold_from_ratings(ratings_csv: str | Path) -> dict[str, dict[str, float | None]]:

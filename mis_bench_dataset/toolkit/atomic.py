@@ -19,6 +19,10 @@ memory; Parquet shards are written into a staging folder instead: `staging_folde
 staging folder carries a lock held while it is written, so the next build can tell a folder left
 by a killed build (removed) from one still being written (kept). Every lock of the toolkit is taken
 here (`try_lock`, `file_lock`), on `filelock`.
+
+Whoever must know when a file is in place (the ownership manifest, which records a claimed file only
+once it exists with its content) registers with `on_publish`: every target is announced right after
+its rename, never before.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -71,6 +75,43 @@ def no_space_error(path: str | Path, needed: int | None = None, done: int | None
         f"no space left on the device for {unicode_text(str(path))}: {size}, {free}",
         hint="free some space (or choose another output folder) and rerun; earlier outputs are unchanged",
     )
+
+
+_LISTENERS: list[Callable[[list[Path]], None]] = []
+
+
+def on_publish(listener: Callable[[list[Path]], None]) -> None:
+    """Call `listener(targets)` after each group of files is renamed into place (the ownership manifest
+    records its claims there, so a file is recorded only once it exists with the content written)."""
+    if listener not in _LISTENERS:
+        _LISTENERS.append(listener)
+
+
+def _announce(targets: Iterable[Path]) -> None:
+    targets = list(targets)
+    if targets:
+        for listener in list(_LISTENERS):
+            listener(targets)
+
+
+def make_folders(folder: Path) -> list[Path]:
+    """Create `folder` and its missing parents; returns those it made, outermost first."""
+    missing = []
+    for candidate in (folder, *folder.parents):
+        if candidate.is_dir():
+            break
+        missing.append(candidate)
+    missing.reverse()
+    for made in missing:
+        made.mkdir(exist_ok=True)
+    return missing
+
+
+def remove_empty_folders(folders: list[Path]) -> None:
+    """Remove the folders `make_folders` made (innermost first), those still empty: a failed write leaves none."""
+    for folder in reversed(folders):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
 
 def temporary_name(target: Path) -> Path:
@@ -129,6 +170,7 @@ def publish_file(finished: str | Path, target: str | Path) -> Path:
     sync_file(finished)
     os.replace(finished, target)
     _fsync_folder(target.parent)
+    _announce([target])
     return target
 
 
@@ -142,6 +184,7 @@ class AtomicFiles:
     def __init__(self, *, durable: bool = True) -> None:
         self.durable = durable  # False: no fsync (bulk files whose folder is published or regenerated whole)
         self._pending: list[tuple[Path, Path]] = []  # (temporary, target)
+        self._created: list[Path] = []  # folders made for the targets, removed again if the group fails
 
     def __enter__(self) -> AtomicFiles:
         return self
@@ -155,6 +198,7 @@ class AtomicFiles:
     def write(self, target: str | Path, data: str | bytes) -> Path:
         """Stage `data` (text as UTF-8) for `target`; returns the target."""
         target = Path(target)
+        self._created += make_folders(target.parent)  # a claim only checks its path; the write makes its folders
         tmp = temporary_name(target)
         self._pending.append((tmp, target))
         _write_new(tmp, _encode(data), target=target, sync=self.durable)
@@ -188,6 +232,7 @@ class AtomicFiles:
         try:
             for tmp, target in pending:
                 os.replace(tmp, target)
+            self._created = []
         except BaseException:
             for tmp, _ in pending:
                 with contextlib.suppress(OSError):
@@ -196,12 +241,15 @@ class AtomicFiles:
         if self.durable:
             for folder in {target.parent for _, target in pending}:
                 _fsync_folder(folder)
+        _announce(target for _, target in pending)
 
     def discard(self) -> None:
         pending, self._pending = self._pending, []
         for tmp, _ in pending:
             with contextlib.suppress(OSError):
                 tmp.unlink()
+        created, self._created = self._created, []
+        remove_empty_folders(created)
 
 
 def write_atomic(path: str | Path, data: str | bytes) -> Path:
@@ -232,7 +280,9 @@ def create_new(path: str | Path, data: str | bytes) -> bool:
     """
     path = Path(path)
     data = _encode(data)
+    created = make_folders(path.parent)
     tmp = temporary_name(path)
+    done = False
     try:
         _write_new(tmp, data, target=path)
         try:
@@ -247,10 +297,14 @@ def create_new(path: str | Path, data: str | bytes) -> bool:
             except FileExistsError:
                 return False
         _fsync_folder(path.parent)
+        done = True
+        _announce([path])
         return True
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+        if not done:
+            remove_empty_folders(created)
 
 
 # ----------------------------------------------------------------------------- locks and staging folders

@@ -96,6 +96,7 @@ class MissingExtraError(UsageError):
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "train": ("torch", "transformers", "trl", "peft", "accelerate"),
     "qlora": ("bitsandbytes",),
+    "space": ("starlette", "uvicorn"),
 }
 
 

@@ -9,22 +9,38 @@ mapping each file the toolkit wrote there to the writer that wrote it (`report`,
   the user put there, or one another writer made, is named in the error and left alone;
 - a path of the wrong kind (a folder where a file goes, a file where a folder goes) is refused.
 
-The claim is recorded before the file is written, so a run killed half-way can be rerun.
-Every read-modify-write of the manifest holds an exclusive lock on `.mis-bench-outputs.lock`
-(`toolkit.atomic.file_lock`), so two runs writing one folder at once never drop each other's records.
-A build replaces its whole folder atomically, so it checks every file in the old folder
-(`check_replaceable_folder`). Nothing here deletes anything.
+Claim early, record on success: a claim only CHECKS (before any work, so a bad `--out` fails fast) and
+notes the file as pending. The manifest records it once the file exists with its content: the toolkit's
+atomic writer (`toolkit.atomic`) announces every file it renames into place, and a pending claim is
+recorded then. So a command that fails before writing leaves no claim, and a user's file written later
+at that path is never taken for the toolkit's. The one way to write an output:
+
+    target = folder.claim("results.json", WRITER)     # early: refuses inputs, user files, wrong kinds
+    ...                                               # read, validate, compute
+    write_atomic(target, text)                        # last: written whole, then recorded
+
+or, for files written together, `folder.publish(WRITER, {"a.json": text, "b.csv": text})`. A new response
+cache is recorded when its header is created (`atomic.create_new` announces it too); a file written by another
+library is recorded with `folder.record(...)` once it exists. A run killed half-way leaves the files it
+finished recorded, so it can be rerun. Every read-modify-write of the manifest holds an exclusive lock on
+`.mis-bench-outputs.lock` (`toolkit.atomic.file_lock`), so two runs writing one folder at once never drop each
+other's records. A build replaces its whole folder atomically, so it checks every file in the old folder
+(`check_replaceable_folder`). Only `remove_owned` and `remove_stale` (a rerun's files it no longer writes)
+delete anything, and only files the manifest records as that writer's.
 """
 
 from __future__ import annotations
 
 import errno
+import fnmatch
 import json
 import os
-from collections.abc import Iterable
+import threading
+import weakref
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from mis_bench_dataset.toolkit.atomic import file_lock, write_atomic
+from mis_bench_dataset.toolkit.atomic import AtomicFiles, file_lock, on_publish, write_atomic
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.text_safety import unicode_text
 
@@ -110,8 +126,60 @@ def check_folder_path(folder: str | Path, *, command: str, arg: str = "--out") -
         )
 
 
+class _Pending:
+    """Claims checked but not yet written: absolute target -> (folder root, relative path, writer, the folder, the
+    claiming thread)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.claims: dict[str, tuple[Path, str, str, weakref.ref | None, int]] = {}
+
+    def add(self, folder: OutputFolder, rel: str, writer: str) -> None:
+        entry = (folder.root, rel, writer, weakref.ref(folder), threading.get_ident())
+        with self.lock:
+            self.claims[_key(folder.root / rel)] = entry
+
+    def take(self, targets: Iterable[Path]) -> list[tuple[Path, str, str, weakref.ref | None, int]]:
+        with self.lock:
+            return [hit for hit in (self.claims.pop(_key(t), None) for t in targets) if hit is not None]
+
+    def clear(self, thread: int | None = None) -> None:
+        with self.lock:
+            self.claims = {k: v for k, v in self.claims.items() if thread is not None and v[4] != thread}
+
+
+_PENDING = _Pending()
+
+
+def _key(path: str | Path) -> str:
+    return os.path.abspath(os.fspath(path))
+
+
+def _on_published(targets: list[Path]) -> None:
+    """The atomic writer put `targets` in place: record the pending claims among them, one update per folder."""
+    groups: dict[tuple[Path, str], list[tuple[str, weakref.ref | None]]] = {}
+    for root, rel, writer, ref, _ in _PENDING.take(targets):
+        groups.setdefault((root, writer), []).append((rel, ref))
+    for (root, writer), entries in groups.items():
+        files = update_manifest(root, dict.fromkeys((rel for rel, _ in entries), writer))
+        for _, ref in entries:
+            folder = ref() if ref is not None else None
+            if folder is not None:
+                folder._owned = files
+
+
+on_publish(_on_published)
+
+
+def drop_pending_claims(*, this_thread: bool = True) -> None:
+    """Forget the claims this thread made and never wrote (the CLI calls it when a command ends, so a failed
+    command's claim cannot be recorded by a later write in the same process; a server's threads keep theirs);
+    `this_thread=False` forgets every thread's."""
+    _PENDING.clear(threading.get_ident() if this_thread else None)
+
+
 class OutputFolder:
-    """A folder a command writes into, claiming each file before writing it."""
+    """A folder a command writes into: each file is claimed (checked) before the work, recorded once written."""
 
     def __init__(
         self, root: str | Path, *, command: str, arg: str = "--out", inputs: Iterable[str | Path] = ()
@@ -128,15 +196,35 @@ class OutputFolder:
         return self.claim_all([relpath], writer)[0]
 
     def claim_all(self, relpaths: Iterable[str | Path], writer: str) -> list[Path]:
-        """Claim several files at once: all are checked before any is recorded, so nothing is half-claimed."""
+        """Check several files at once (all before any is noted) and return their paths.
+
+        Nothing is recorded or created here: each file is recorded when the atomic writer puts it in place
+        (or by `record`), so a command that fails first leaves the folder and its manifest as they were.
+        """
         rels = [Path(relpath).as_posix() for relpath in relpaths]
         targets = [self._check(rel, writer) for rel in rels]
-        new = [rel for rel in rels if self._owned.get(rel) != writer]
-        if new:
-            self.root.mkdir(parents=True, exist_ok=True)
-            self._owned = update_manifest(self.root, dict.fromkeys(new, writer))
-        for target in targets:
-            target.parent.mkdir(parents=True, exist_ok=True)
+        for rel in rels:
+            if self._owned.get(rel) != writer:
+                _PENDING.add(self, rel, writer)
+        return targets
+
+    def record(self, relpaths: Iterable[str | Path], writer: str) -> list[str]:
+        """Record files `writer` wrote by other means than the atomic writer (appended, written by another
+        library) - only those that exist; returns the relative paths recorded."""
+        rels = [Path(relpath).as_posix() for relpath in relpaths]
+        _PENDING.take(self.root / rel for rel in rels)
+        present = [rel for rel in rels if (self.root / rel).exists() and self._owned.get(rel) != writer]
+        if present:
+            self._owned = update_manifest(self.root, dict.fromkeys(present, writer))
+        return present
+
+    def publish(self, writer: str, contents: Mapping[str | Path, str | bytes]) -> list[Path]:
+        """Claim every file, write them atomically together (all or none), then record them: the one call for
+        outputs whose content is ready."""
+        targets = self.claim_all(list(contents), writer)
+        with AtomicFiles() as files:
+            for target, data in zip(targets, contents.values(), strict=True):
+                files.write(target, data)
         return targets
 
     def _check(self, rel: str, writer: str) -> Path:
@@ -144,7 +232,7 @@ class OutputFolder:
         resolved = _resolve(target)
         if resolved in self._inputs:
             raise UsageError(
-                f"{self.arg} {self.root} would overwrite the input {resolved}",
+                f"{self.arg} {target} would overwrite the input {resolved}",
                 where=f"mis-bench {self.command}",
                 hint=f"choose another {self.arg}",
             )
@@ -168,6 +256,32 @@ class OutputFolder:
                 hint=f"move it away or choose another {self.arg}; nothing was changed",
             )
         return target
+
+    def remove_stale(self, writer: str, patterns: Iterable[str], keep: Iterable[str | Path]) -> list[str]:
+        """After a rerun: remove the files `writer` wrote here earlier that match a pattern (`fnmatch`, on the
+        relative path; escape user text with `glob.escape`) but are not in `keep` (this run's files), so a rerun
+        that writes fewer files leaves none of the earlier ones beside the new. Only files the manifest records as
+        `writer`'s are touched; returns the relative paths removed."""
+        keep_rels = {self._rel(path) for path in keep}
+        patterns = list(patterns)
+        owned = read_manifest(self.root) if self.root.is_dir() else {}
+        stale = sorted(
+            rel
+            for rel, by in owned.items()
+            if by == writer and rel not in keep_rels and any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
+        )
+        for rel in stale:
+            (self.root / rel).unlink(missing_ok=True)
+        if stale:
+            self._owned = update_manifest(self.root, remove=stale)
+        return stale
+
+    def _rel(self, path: str | Path) -> str:
+        """`path` relative to the folder (a path already relative is taken as relative to it)."""
+        try:
+            return Path(os.path.abspath(path)).relative_to(os.path.abspath(self.root)).as_posix()
+        except ValueError:
+            return Path(path).as_posix()
 
     def owned(self, relpath: str | Path, writer: str) -> bool:
         return self._owned.get(Path(relpath).as_posix()) == writer

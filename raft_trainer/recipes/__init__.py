@@ -15,3 +15,18 @@ PAPER_TABLE4_RECIPES = {condition: RECIPES_DIR / f"paper_table4_{name}.yaml" for
 # The same conditions with the authors' prompt and the toolkit's sound defaults (renormalised digits, eq. 12's
 # scale, the 32-frame rule, no early stopping).
 SOUND_TABLE4_RECIPES = {condition: RECIPES_DIR / f"sound_table4_{name}.yaml" for condition, name in _FILES.items()}
+
+
+def recipe_names() -> list[str]:
+    """The shipped recipes' names, as `--config NAME` takes them (the file name without `.yaml`)."""
+    return sorted(path.stem for path in RECIPES_DIR.glob("*.yaml"))
+
+
+def recipe_path(value: str) -> Path | None:
+    """The recipe `--config VALUE` means: a file at that path (relative to the working directory), else the shipped
+    recipe of that name (`cot_raft`, `cot_raft.yaml`), else None."""
+    path = Path(value).expanduser()
+    if path.is_file():
+        return path
+    shipped = RECIPES_DIR / f"{Path(value).stem}.yaml"
+    return shipped if Path(value).parent == Path(".") and shipped.is_file() else None
