@@ -317,8 +317,7 @@ def test_a_failure_after_the_claim_leaves_no_claim(wide_build, tmp_path, capsys,
     monkeypatch.setattr(AtomicFiles, "commit", full_disk)
     assert main(_fit(good, wide_build, tmp_path / "out", "--bootstrap", "0")) == 1
     capsys.readouterr()
-    assert read_manifest(tmp_path / "out") == {}
-    assert not [p for p in (tmp_path / "out").iterdir() if not p.name.startswith(".mis-bench-outputs")]
+    assert not (tmp_path / "out").exists()  # the folder it would have made is not left behind, nor a claim
     monkeypatch.undo()
     assert main(_fit(good, wide_build, tmp_path / "out", "--bootstrap", "0")) == 0
     capsys.readouterr()

@@ -78,7 +78,7 @@ def calibrate(
     predicted, gold, by_split = _read_inputs(predictions, build, splits, (fit_split, calibration_split))
     others = [s for s in splits if s not in (fit_split, calibration_split) and by_split[s]]
     names = ["calibrator.json", *(f"calibrated-{split}.csv" for split in others), "summary.json"]
-    _check_targets(folder, names, [predictions, references])
+    folder.claim_all(names, WRITER)  # checked before the work; recorded only once written
     run = _run_record(predictions)
     provenance = _provenance(predictions, build, (fit_split, calibration_split), run)
     calibrator = fit_calibrator(
@@ -160,28 +160,6 @@ def _refuse_calibrated(file, predictions: str | Path) -> None:
         )
 
 
-def _check_targets(folder, names: list[str], inputs: list[str | Path]) -> None:
-    """Fail fast, before the work, where a file to write is an input or exists and is not calibrate's (the claim
-    checks again when the files are written)."""
-    from mis_bench_dataset.toolkit.ownership import resolve_path
-
-    sources = {resolve_path(source) for source in inputs}
-    for name in names:
-        target = folder.root / name
-        if resolve_path(target) in sources:
-            raise UsageError(
-                f"{folder.arg} {target} would overwrite the input {resolve_path(target)}",
-                where="mis-bench calibrate",
-                hint=f"choose another {folder.arg}",
-            )
-        if (target.exists() or target.is_symlink()) and not folder.owned(name, WRITER):
-            raise DataError(
-                f"{target} exists and was not written by mis-bench calibrate",
-                where=folder.arg,
-                hint=f"move it away or choose another {folder.arg}; nothing was changed",
-            )
-
-
 def _stale(folder, splits: list[str], others: list[str]) -> list[str]:
     """An earlier run's calibrated splits this run does not write: left beside the new calibrator they would
     mix two runs, so they are removed once the new files are in place."""
@@ -193,29 +171,22 @@ def _stale(folder, splits: list[str], others: list[str]) -> list[str]:
 
 
 def _publish(folder, contents: Mapping[str, str | list[dict]], stale: list[str]) -> None:
-    """Claim, write together (text as it is, records as predictions), then remove the stale files. The claims
-    are taken just before the files are renamed into place; a failure there drops the claims this run added
-    for files that do not exist."""
+    """Write the files together (text as it is, records as predictions; the manifest records each once it is in
+    place, `toolkit.ownership`), then remove the earlier run's files this run does not write (`stale`)."""
+    import glob
+
     from mis_bench_dataset.toolkit.atomic import AtomicFiles
-    from mis_bench_dataset.toolkit.ownership import update_manifest
     from mis_icc_metric.predictions_io import write_predictions
 
-    new = [name for name in contents if not folder.owned(name, WRITER)]
     targets = folder.claim_all(list(contents), WRITER)
-    try:
-        with AtomicFiles() as staged:
-            for target, content in zip(targets, contents.values(), strict=True):
-                if isinstance(content, str):
-                    staged.write(target, content)
-                else:
-                    write_predictions(target, content, files=staged)
-    except BaseException:
-        unwritten = [name for name in new if not (folder.root / name).exists()]
-        if unwritten:
-            update_manifest(folder.root, remove=unwritten)
-        raise
-    for name in stale:
-        folder.remove_owned(name, WRITER)
+    with AtomicFiles() as staged:
+        for target, content in zip(targets, contents.values(), strict=True):
+            if isinstance(content, str):
+                staged.write(target, content)
+            else:
+                write_predictions(target, content, files=staged)
+    if stale:
+        folder.remove_stale(WRITER, [glob.escape(name) for name in stale], keep=list(contents))
 
 
 def _json_text(payload: Mapping[str, Any]) -> str:
@@ -370,7 +341,7 @@ def apply_calibrator(
     if target.suffix.lower() not in (".csv", ".jsonl"):
         raise UsageError(f"--out {target}: write calibrated predictions to a .csv or .jsonl file")
     folder = OutputFolder(target.parent, command="calibrate", inputs=[calibrator, predictions])
-    _check_targets(folder, [target.name], [calibrator, predictions])
+    folder.claim(target.name, WRITER)  # checked before the work; recorded only once written
     file = read_prediction_file(predictions)
     _refuse_calibrated(file, predictions)
     mapping = predictions_to_mapping(file.records)
