@@ -47,7 +47,14 @@ def work(tmp_path_factory) -> Path:
             ],
         )
     every = read_references(w / "build", split="all")
-    write_predictions(w / "all.csv", [{"video_id": v, "dimension": d, "prediction": s} for (v, d), s in every.items()])
+    jitter = np.random.default_rng(1).normal(0, 0.5, len(every))  # a judge with spread: a pilot plan accepts
+    write_predictions(
+        w / "all.csv",
+        [
+            {"video_id": v, "dimension": d, "prediction": float(np.clip(s + e, 1, 5))}
+            for ((v, d), s), e in zip(sorted(every.items()), jitter, strict=True)
+        ],
+    )
     (w / "results.json").write_text(json.dumps(make_results(references, model="org/m")))
     (w / "subs").mkdir()
     (w / "subs" / "a.json").write_text(json.dumps(make_results(references, model="org/m")))
@@ -93,7 +100,8 @@ COMMANDS = {
     "score": "score --predictions {w}/a.csv --references {w}/build --bootstrap 20 --out {o}/score.json",
     "compare": "compare {w}/a.csv {w}/b.csv --references {w}/build --bootstrap 20 --out {o}/compare.json",
     "estimate": "estimate --judge {w}/a.csv --experts {w}/build --bootstrap 20 --out {o}/estimate.json",
-    "plan": "plan icc --predictions {w}/all.csv --references {w}/build --half-width 0.2 --split all --bootstrap 100"
+    "plan": "plan icc --predictions {w}/all.csv --references {w}/build --half-width 0.2 --split all --bootstrap 100 "
+    "--videos-per-clinician 1"
     " --out {o}/plan.json",
     "parse": "parse {w}/run/raw_responses.jsonl --out {o}/mine.csv",
     "report": "report {w}/results.json --references {w}/build --bootstrap 20 --out {o}/report",

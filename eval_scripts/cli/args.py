@@ -136,6 +136,33 @@ def config_from_args(config_class: type, args: argparse.Namespace, **overrides: 
     return config_class(**{**given, **overrides})
 
 
+def add_judge_and_experts(parser: argparse.ArgumentParser, *, experts_help: str) -> None:
+    """`--judge`, `--experts` and `--split` (default all): a judge on every video and experts on a few, as
+    `estimate` and `trust` read them (`experts_help` says what the labels are used for)."""
+    from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+
+    parser.add_argument(
+        "--judge",
+        required=True,
+        type=existing("file"),
+        metavar="PREDICTIONS",
+        help="the judge's predictions on every video (any predictions file `score` reads)",
+    )
+    parser.add_argument(
+        "--experts",
+        required=True,
+        type=existing("any"),
+        metavar="LABELS",
+        help=f"expert labels (any --references form `score` reads): {experts_help}",
+    )
+    parser.add_argument(
+        "--split",
+        default=ALL_SPLITS,
+        choices=(*SPLITS, ALL_SPLITS),
+        help="dataset split when --experts is a built folder (default: all)",
+    )
+
+
 def add_json(parser: argparse.ArgumentParser, *, what: str = "the result") -> None:
     """`--json`: a switch everywhere. stdout then carries only strict JSON (progress and notes go to stderr);
     a command that also writes its JSON to a file takes the file with `--out`."""

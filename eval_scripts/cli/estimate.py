@@ -9,13 +9,12 @@ from eval_scripts.cli.args import (
     add_bootstrap,
     add_confidence,
     add_json,
+    add_judge_and_experts,
     add_resample,
     add_seed,
-    existing,
     shown,
 )
 from mis_bench_dataset.dimensions import RESEARCH_USE
-from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.numbers import MISSING
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS
 
@@ -31,26 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Prediction-powered inference (PPI++, power-tuned, as ppi_py computes it): the judge's scores "
         f"on every video correct the experts' mean on the labelled ones. {RESEARCH_USE.capitalize()}.",
     )
-    parser.add_argument(
-        "--judge",
-        required=True,
-        type=existing("file"),
-        metavar="PREDICTIONS",
-        help="the judge's predictions on every video (any predictions file `score` reads)",
-    )
-    parser.add_argument(
-        "--experts",
-        required=True,
-        type=existing("any"),
-        metavar="LABELS",
-        help="expert labels (any --references form `score` reads): videos with a gold score are the labelled "
-        "set, the judge's other videos the unlabelled one",
-    )
-    parser.add_argument(
-        "--split",
-        default=ALL_SPLITS,
-        choices=(*SPLITS, ALL_SPLITS),
-        help="dataset split when --experts is a built folder (default: all)",
+    add_judge_and_experts(
+        parser,
+        experts_help="videos with a gold score are the labelled set, the judge's other videos the unlabelled one",
     )
     parser.add_argument(
         "--by",

@@ -6,9 +6,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, probability, say, shown
+from eval_scripts.cli.args import (
+    add_bootstrap,
+    add_json,
+    add_judge_and_experts,
+    add_seed,
+    print_json,
+    probability,
+    say,
+    shown,
+)
 from mis_bench_dataset.dimensions import DEFAULT_COVERAGE, RESEARCH_USE
-from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 
 DEFAULT_OUT = Path("trust")
 
@@ -22,26 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "calibration coverage by clinician, interval width against no judge, the PPI++ gain, each by a stated rule, "
         f"and a verdict in plain words. {RESEARCH_USE.capitalize()}.",
     )
-    parser.add_argument(
-        "--judge",
-        required=True,
-        type=existing("file"),
-        metavar="PREDICTIONS",
-        help="the judge's predictions on every video (any predictions file `score` reads)",
-    )
-    parser.add_argument(
-        "--experts",
-        required=True,
-        type=existing("any"),
-        metavar="LABELS",
-        help="expert labels (any --references form `score` reads); a build folder also gives the transcripts' "
-        "lengths for the length-bias test",
-    )
-    parser.add_argument(
-        "--split",
-        default=ALL_SPLITS,
-        choices=(*SPLITS, ALL_SPLITS),
-        help="dataset split when --experts is a built folder (default: all)",
+    add_judge_and_experts(
+        parser, experts_help="a build folder also gives the transcripts' lengths for the length-bias test"
     )
     parser.add_argument(
         "--coverage", type=probability, default=DEFAULT_COVERAGE, help="the intervals' nominal coverage"
