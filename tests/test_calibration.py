@@ -142,6 +142,7 @@ def test_the_map_is_monotone_and_intervals_hold_the_calibrated_score(scores, noi
     if len(keys) < calibration_videos_needed(0.5):
         return
     calibrator = fit_calibrator(keys, gold, keys, gold, method=method, coverage=0.5)
+    assert Calibrator.from_json(calibrator.to_json(), "fitted.json") == calibrator  # what the fit writes is read back
     for record in calibrator.apply(keys):
         assert record["lower"] <= record["prediction"] <= record["upper"]
         assert record["lower"] >= 1 and record["upper"] <= 5
