@@ -220,6 +220,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
             f"Calibrated {result['n_calibrated']} of {result['n_predictions']} predictions with {shown(args.apply)} "
             f"({result['method']}, intervals at {pct(result['coverage'])}%): wrote {shown(result['file'])}"
         )
+        halves, bare = list(result["half_widths"].values()), list(result["no_judge_half_widths"].values())
+        if halves and bare:
+            text(
+                f"Interval half-widths {num(min(halves), 2)} to {num(max(halves), 2)} points by dimension; "
+                f"without a judge (the fit split's mean) {num(min(bare), 2)} to {num(max(bare), 2)}."
+            )
         text(f"Intended use: {INTENDED_USE}.")
         for warning in result["warnings"]:
             text(f"warning: {warning}")
