@@ -107,6 +107,29 @@ def test_the_calibrator_records_its_build_splits_judge_and_videos(wide_build, fi
     assert provenance["synthetic"] is True
 
 
+def test_a_run_folders_predictions_name_their_judge_from_the_results_beside_them(wide_build, tmp_path, capsys):
+    """`mis-bench run` writes predictions.jsonl with results.json beside it: the judge is read from there."""
+    from mis_icc_metric.predictions_io import write_predictions
+
+    predictions = judge(read_references(wide_build, "all"))
+    run = tmp_path / "run"
+    run.mkdir()
+    fingerprint = BuiltDataset.open(wide_build).build_fingerprint("test")
+    _results_json(run / "results.json", {}, model="judge-c", fingerprint=fingerprint, synthetic=True)
+    write_predictions(
+        run / "predictions.jsonl",
+        [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()],
+    )
+    assert main([*_fit(run / "predictions.jsonl", wide_build, tmp_path / "out", "--bootstrap", "0"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["calibrator"]["provenance"]["judge"]["model"] == "judge-c" and result["warnings"] == []
+    other = tmp_path / "other" / "predictions.jsonl"  # the same file name without a results.json: no judge
+    other.parent.mkdir()
+    other.write_bytes((run / "predictions.jsonl").read_bytes())
+    assert main([*_fit(other, wide_build, tmp_path / "out2", "--bootstrap", "0"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calibrator"]["provenance"]["judge"] is None
+
+
 def test_a_fit_on_another_builds_run_is_warned(wide_build, tmp_path, capsys):
     predictions = judge(read_references(wide_build, "all"))
     run = _results_json(
