@@ -77,6 +77,7 @@ class Setting:
         metadata=option(
             _prompt_help(),
             flag="--prompt",
+            aliases=("--prompt_style",),  # the trainer's name of the same setting (`train --prompt_style`)
             choices=(*PROMPT_STYLES, *PROMPT_STYLE_ALIASES),
             section="model",
         ),

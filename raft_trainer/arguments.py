@@ -197,7 +197,8 @@ USAGE = "%(prog)s --model MODEL --dataset DIR --out OUT [--config RECIPE] [FLAGS
 DESCRIPTION = (
     "Fine-tune a chat model on MIS-Bench scores with MIS-RAFT (paper §5), then predict the test split. Every flag "
     "is also a key of a --config YAML recipe: a file's path, or a shipped recipe's name (paper_d1, cot_raft, ...: "
-    "raft_trainer/recipes/), found from any folder; a flag overrides the recipe."
+    "raft_trainer/recipes/), found from any folder; a flag overrides the recipe. The harness's names work too: "
+    "--prompt for --prompt_style, --score-from expected|regression for --head lm|regression."
 )
 
 

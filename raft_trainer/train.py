@@ -163,12 +163,37 @@ def _recipe_flags() -> str:
     return RECIPE_FLAGS
 
 
+# `mis-bench run --score-from` in the trainer's words: the readout a trained model predicts with is its head's.
+SCORE_FROM_HEADS = {"expected": "lm", "regression": "regression"}
+
+
+def _score_from_as_head(args: list[str]) -> list[str]:
+    """`--score-from expected|regression` (the harness's name) as `--head lm|regression`; `text` is refused: the
+    trainer reads scores from its head, never by parsing generated text."""
+    out: list[str] = []
+    values = iter(args)
+    for arg in values:
+        flag, _, inline = arg.partition("=")
+        if flag not in ("--score-from", "--score_from"):
+            out.append(arg)
+            continue
+        value = inline or next(values, "")
+        if value not in SCORE_FROM_HEADS:
+            raise UsageError(
+                f"--score-from {value or '(none)'}: the trainer reads its scores from its head",
+                where="--score-from",
+                hint="use --score-from expected (the LM head's digits, --head lm) or regression (--head regression)",
+            )
+        out += ["--head", SCORE_FROM_HEADS[value]]
+    return out
+
+
 def _argv(argv: list[str] | None) -> list[str]:
     """The command line with `--config NAME` read as the shipped recipe of that name (a path wins where one exists:
     the recipe is found from any folder); a value that is neither is one usage line listing the recipes."""
     from raft_trainer.recipes import recipe_names, recipe_path
 
-    args = list(sys.argv[1:] if argv is None else argv)
+    args = _score_from_as_head(list(sys.argv[1:] if argv is None else argv))
     for index, arg in enumerate(args):
         if arg == "--config" and index + 1 < len(args):
             value, place = args[index + 1], index + 1

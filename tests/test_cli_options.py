@@ -22,8 +22,9 @@ CONCEPTS = {
     "output location": ("--out", re.compile(r"^(out|output|outdir|out[-_]dir|output[-_](dir|folder|file))$")),
     "dataset split": ("--split", re.compile(r"^splits?$")),
 }
-# Two spellings of one option, kept because other commands' messages, recipes and the paper's docs use them.
-KNOWN_ALIASES = {("--max-new-tokens", "--max-tokens"), ("--split-by", "--split-scheme")}
+# Two spellings of one option, kept because other commands' messages, recipes and the paper's docs use them; and
+# the trainer's name of a setting the harness shares (`train --prompt_style`: one vocabulary for both).
+KNOWN_ALIASES = {("--max-new-tokens", "--max-tokens"), ("--split-by", "--split-scheme"), ("--prompt", "--prompt_style")}
 
 
 def _parsers(parser: argparse.ArgumentParser, name: str = "mis-bench"):

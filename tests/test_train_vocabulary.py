@@ -64,3 +64,12 @@ def test_only_the_first_process_of_a_group_prints_a_refusal(tmp_path, monkeypatc
     assert main(["--dataset", str(tmp_path), "--config", "no_such_recipe"]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if "error:" in line]
     assert len(err) == lines
+
+
+def test_score_from_is_the_trainers_head(tmp_path):
+    from mis_bench_dataset.toolkit.errors import UsageError
+
+    assert _parse(tmp_path, "--score-from", "regression", "--prompt", "paper")[1].head == "regression"
+    assert _parse(tmp_path, "--score-from=expected")[1].head == "lm"
+    with pytest.raises(UsageError, match="reads its scores from its head"):
+        _parse(tmp_path, "--score-from", "text")
