@@ -7,10 +7,14 @@ out_of_bounds="clip")``; `linear`: least squares, clipped to the scale), then ta
 of the calibrated scores on a second split and gives every video the interval calibrated score +- the
 ceil((n + 1) * coverage)-th smallest residual, clipped to [1, 5]: split conformal prediction exactly as
 MAPIE's ``SplitConformalRegressor`` (absolute conformity score, prefit) computes it, whose coverage is at
-least `coverage` on exchangeable videos.
+least `coverage` on exchangeable videos (the upper bound coverage + 1/(n + 1) needs untied residuals, which a
+gold on a 0.1 grid does not give). Beside it the no-judge yardstick: the fit split's mean gold +- the same
+conformal quantile of |gold - mean| on the calibration split, the interval a user gets without any judge.
 
-The fitted maps and quantiles are a `Calibrator`, saved as versioned JSON and applied to new predictions
-that have no gold. The maps in every bootstrap resample (the summary's CIs refit them) come from
+The fitted maps and quantiles are a `Calibrator`, saved as versioned JSON with where it came from (the build's
+fingerprints, the splits and videos it saw, the judge, the synthetic mark: `provenance`), checked field by field
+when read back (`calibrator_file`) and applied to new predictions that have no gold. The maps in every
+bootstrap resample (the summary's CIs refit them) come from
 `fit_maps_weighted`: weighted least squares by matrix products, and for isotonic a pool-adjacent-violators
 pass that walks the sorted scores once with every resample a lane of one numpy array.
 
@@ -39,6 +43,8 @@ from mis_bench_dataset.dimensions import (
 )
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
+from .calibrator_file import PROVENANCE_FIELDS, check_calibrator_json
+
 __all__ = [
     "CALIBRATOR_FORMAT",
     "CALIBRATOR_VERSION",
@@ -49,6 +55,7 @@ __all__ = [
     "Calibrator",
     "apply_map",
     "calibration_videos_needed",
+    "check_scale",
     "conformal_quantile",
     "conformal_rank",
     "fit_calibrator",
@@ -57,7 +64,7 @@ __all__ = [
 ]
 
 CALIBRATOR_FORMAT = "mis-bench-calibrator"
-CALIBRATOR_VERSION = 1
+CALIBRATOR_VERSION = 2  # 2: provenance (build, splits, judge, videos, synthetic) and the no-judge yardstick
 SCALE: tuple[float, float] = (SCORE_MIN, SCORE_MAX)
 INTENDED_USE = RESEARCH_USE
 # A weighted variance below this share of the weighted mean square is cancellation noise: no spread.
@@ -261,6 +268,9 @@ class Calibrator:
     n_calibration: dict[str, int]
     scale: tuple[float, float] = SCALE
     provenance: dict[str, Any] = field(default_factory=dict)
+    # Per dimension the no-judge yardstick: {"center": the fit split's mean gold, "half_width": the conformal
+    # quantile of |gold - center| on the calibration split}.
+    no_judge: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -275,12 +285,14 @@ class Calibrator:
             "half_widths": self.half_widths,
             "n_fit": self.n_fit,
             "n_calibration": self.n_calibration,
+            "no_judge": self.no_judge,
             "provenance": self.provenance,
         }
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Calibrator:
-        """A calibrator from its JSON; another format or version, or a malformed one, is a DataError."""
+        """A calibrator from its JSON; another format or version, or a field out of bounds (`calibrator_file`:
+        coverage, half-widths, maps, dimensions, provenance), is a DataError of one line naming the field."""
         if not isinstance(data, dict) or data.get("format") != CALIBRATOR_FORMAT:
             raise DataError(f"not a {CALIBRATOR_FORMAT} file", where=where, hint="give a calibrator.json written by it")
         if data.get("version") != CALIBRATOR_VERSION:
@@ -289,25 +301,20 @@ class Calibrator:
                 where=where,
                 hint="recalibrate with this toolkit's mis-bench calibrate",
             )
-        try:
-            dims = tuple(data["dimensions"])
-            calibrator = cls(
-                method=str(data["method"]),
-                coverage=float(data["coverage"]),
-                dimensions=dims,
-                maps={d: dict(data["maps"][d]) for d in dims},
-                half_widths={d: float(data["half_widths"][d]) for d in dims},
-                n_fit={d: int(data["n_fit"][d]) for d in dims},
-                n_calibration={d: int(data["n_calibration"][d]) for d in dims},
-                scale=(float(data["scale"][0]), float(data["scale"][1])),
-                provenance=dict(data.get("provenance") or {}),
-            )
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise DataError(f"malformed calibrator ({exc!r})", where=where, hint="recalibrate") from None
-        unknown = [d for d in dims if d not in DIMENSION_KEYS]
-        if unknown or calibrator.method not in CALIBRATION_METHODS:
-            raise DataError(f"calibrator names unknown dimension(s) {unknown} or method", where=where)
-        return calibrator
+        check_calibrator_json(data, where)
+        dims = tuple(data["dimensions"])
+        return cls(
+            method=data["method"],
+            coverage=float(data["coverage"]),
+            dimensions=dims,
+            maps={d: dict(data["maps"][d]) for d in dims},
+            half_widths={d: float(data["half_widths"][d]) for d in dims},
+            n_fit={d: int(data["n_fit"][d]) for d in dims},
+            n_calibration={d: int(data["n_calibration"][d]) for d in dims},
+            scale=(float(data["scale"][0]), float(data["scale"][1])),
+            provenance=dict(data["provenance"]),
+            no_judge={d: {k: float(data["no_judge"][d][k]) for k in ("center", "half_width")} for d in dims},
+        )
 
     def save(self, path: str | Path) -> Path:
         import json
@@ -344,15 +351,7 @@ class Calibrator:
                 where=where,
                 hint="calibrate on predictions of the same dimensions",
             )
-        values = np.array([v for v in predictions.values() if v is not None], dtype=np.float64)
-        outside = values[(values < self.scale[0]) | (values > self.scale[1])]
-        if outside.size:
-            raise DataError(
-                f"{outside.size} prediction(s) lie outside the calibrator's scale {list(self.scale)} "
-                f"(e.g. {outside[0]:g}): another scale",
-                where=where,
-                hint="give predictions on the 1-5 FIS scale",
-            )
+        check_scale(predictions, where, self.scale)
 
     def apply(self, predictions: Mapping[Key, float | None], where: str = "predictions") -> list[dict]:
         """Long records {video_id, dimension, prediction (calibrated), raw_prediction, lower, upper};
@@ -375,6 +374,20 @@ class Calibrator:
         return float(np.clip(calibrated - half, low, high)), float(np.clip(calibrated + half, low, high))
 
 
+def check_scale(predictions: Mapping[Key, float | None], where: str, scale: tuple[float, float] = SCALE) -> None:
+    """Refuse predictions outside the scale (a judge on 0-100, a 1-10 scale) in one DataError line: the check
+    `--apply` runs, and the fit runs before anything is fitted or written."""
+    values = np.array([v for v in predictions.values() if v is not None], dtype=np.float64)
+    outside = values[(values < scale[0]) | (values > scale[1])]
+    if outside.size:
+        raise DataError(
+            f"{outside.size} prediction(s) lie outside the calibrator's scale {list(scale)} "
+            f"(e.g. {outside[0]:g}): another scale",
+            where=where,
+            hint="give predictions on the 1-5 FIS scale",
+        )
+
+
 def scored_pairs(predictions: Mapping[Key, float | None], references: Mapping[Key, float], dim: str):
     """(the keys, judge scores, gold) of one dimension's pairs with both, in key order."""
     keys = sorted(k for k, v in predictions.items() if k[1] == dim and v is not None and k in references)
@@ -394,22 +407,36 @@ def fit_calibrator(
     provenance: Mapping[str, Any] | None = None,
 ) -> Calibrator:
     """Fit each dimension's map on the fit pairs (a parsed prediction with gold) and its conformal
-    half-width on the calibration pairs; a dimension without fit pairs is left out (logged by the caller)."""
+    half-width on the calibration pairs; a dimension without fit pairs is left out (logged by the caller).
+
+    Predictions off the 1-5 scale are refused first (`check_scale`). Beside each map the no-judge yardstick
+    (the fit pairs' mean gold, and the conformal quantile of |gold - mean| on the calibration pairs). The
+    provenance records the videos seen (fit, calibration) over what `provenance` gives (the build, the
+    splits, the judge, the synthetic mark: None where the caller does not say)."""
     _conformal_level(coverage)
     if method not in CALIBRATION_METHODS:
         raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
-    maps, half_widths, n_fit, n_cal = {}, {}, {}, {}
+    check_scale(fit_predictions, "the fit predictions")
+    check_scale(calibration_predictions, "the calibration predictions")
+    maps, half_widths, n_fit, n_cal, no_judge = {}, {}, {}, {}, {}
+    seen: dict[str, set[str]] = {"fit": set(), "calibration": set()}
     for dim in DIMENSION_KEYS:
-        _, x, y = scored_pairs(fit_predictions, fit_references, dim)
+        keys, x, y = scored_pairs(fit_predictions, fit_references, dim)
         if not x.size:
             continue
         maps[dim] = fit_map(x, y, method)
-        _, xc, yc = scored_pairs(calibration_predictions, calibration_references, dim)
-        residuals = np.abs(yc - apply_map(maps[dim], xc))
-        half_widths[dim] = conformal_quantile(residuals, coverage, what=f"the calibration split for {dim}")
+        cal_keys, xc, yc = scored_pairs(calibration_predictions, calibration_references, dim)
+        what = f"the calibration split for {dim}"
+        half_widths[dim] = conformal_quantile(np.abs(yc - apply_map(maps[dim], xc)), coverage, what=what)
+        center = float(y.mean())
+        no_judge[dim] = {"center": center, "half_width": conformal_quantile(np.abs(yc - center), coverage, what=what)}
         n_fit[dim], n_cal[dim] = int(x.size), int(xc.size)
+        seen["fit"].update(video for video, _ in keys)
+        seen["calibration"].update(video for video, _ in cal_keys)
     if not maps:
         raise DataError("no dimension has a parsed prediction with gold in the fit split")
+    recorded = {**dict.fromkeys(PROVENANCE_FIELDS), **(provenance or {})}
+    recorded["videos"] = {part: sorted(videos) for part, videos in seen.items()}
     return Calibrator(
         method=method,
         coverage=coverage,
@@ -418,5 +445,6 @@ def fit_calibrator(
         half_widths=half_widths,
         n_fit=n_fit,
         n_calibration=n_cal,
-        provenance=dict(provenance or {}),
+        provenance=recorded,
+        no_judge=no_judge,
     )

@@ -2,9 +2,10 @@
 
 The round trip: calibrate writes the calibrator, the calibrated test split (with lower / upper, read back by
 `read_prediction_file` and by `mis-bench score` as ordinary predictions) and the summary; `--apply` on the
-same predictions gives the same calibrated rows. The summary's CIs are checked against a Python loop over the
-same clinician resamples that refits scikit-learn's IsotonicRegression with the counts as weights and computes
-the agreement statistics on the repeated rows. Refusals are one line each.
+test split's predictions gives the same calibrated rows. The summary's CIs are checked against a Python loop over
+the same clinician resamples that refits scikit-learn's IsotonicRegression with the counts as weights and computes
+the agreement statistics on the repeated rows (on a build whose test split is over the reporting floor: 16 videos
+of 10 clinicians). Refusals are one line each.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import re
 
 import numpy as np
 import pytest
+from _calibration_data import judge as _judge
+from _calibration_data import make_build
 from sklearn.isotonic import IsotonicRegression
 
 from eval_scripts.cli import main
@@ -26,13 +29,11 @@ from mis_icc_metric.predictions_io import read_prediction_file, read_references,
 from mis_icc_metric.resampling import make_resampling
 
 
-def _judge(references: dict, seed: int = 0) -> dict:
-    """A synthetic judge: compressed toward the middle and shifted, with noise (what calibration corrects)."""
-    rng = np.random.default_rng(seed)
-    return {
-        key: float(np.clip(np.round(0.4 * gold + 2.6 + rng.normal(0, 0.3), 2), 1, 5))
-        for key, gold in sorted(references.items())
-    }
+@pytest.fixture(scope="module")
+def wide_build(tmp_path_factory):
+    from conftest import shared_once
+
+    return shared_once(tmp_path_factory, "calibration-wide", lambda folder: make_build(folder, "wide")) / "build"
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +65,13 @@ def test_calibrate_round_trip(synthetic_build, judged, tmp_path, capsys):
     # An older reader's view: the file is ordinary long predictions that score reads.
     assert main(["score", "--predictions", str(out / "calibrated-test.csv"), "--references", str(synthetic_build)]) == 0
     assert re.search(r"^ARRR\s", capsys.readouterr().out, re.M)
-    applied = tmp_path / "applied.csv"
-    assert (
-        main(["calibrate", "--apply", str(out / "calibrator.json"), "--predictions", str(path), "--out", str(applied)])
-        == 0
+    applied, test_only = tmp_path / "applied.csv", tmp_path / "test-judge.csv"
+    write_predictions(
+        test_only,
+        [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items() if v in test_videos],
     )
+    apply = ["calibrate", "--apply", str(out / "calibrator.json"), "--predictions", str(test_only)]
+    assert main([*apply, "--out", str(applied)]) == 0
     assert "not for therapist supervision" in capsys.readouterr().out
     again = {(r["video_id"], r["dimension"]): r for r in read_prediction_file(applied).records}
     for record in calibrated.records:
@@ -78,9 +81,9 @@ def test_calibrate_round_trip(synthetic_build, judged, tmp_path, capsys):
     assert "SYNTHETIC" in printed and "Coverage pooled over dimensions" in printed
 
 
-def test_summary_cis_equal_a_loop_refitting_sklearn(synthetic_build, judged):
-    _, predictions = judged
-    gold = {split: read_references(synthetic_build, split) for split in ("train", "validation", "test")}
+def test_summary_cis_equal_a_loop_refitting_sklearn(wide_build):
+    gold = {split: read_references(wide_build, split) for split in ("train", "validation", "test")}
+    predictions = _judge(read_references(wide_build, "all"))
     part = {split: {k: v for k, v in predictions.items() if k in gold[split]} for split in gold}
     calibrator = fit_calibrator(part["train"], gold["train"], part["validation"], gold["validation"], coverage=0.75)
     n_boot, seed = 60, 3
@@ -115,6 +118,9 @@ def test_summary_cis_equal_a_loop_refitting_sklearn(synthetic_build, judged):
                 for stat in SUMMARY_STATISTICS:
                     loop[side][stat].append(stats[stat])
         entry = summary["dimensions"][dim]
+        assert entry["n_clusters"] >= 5 and entry["ci_resamples"]["undefined"] == int(
+            np.isnan(loop["after"]["mae"]).sum()
+        )
         for side in ("before", "after"):
             for stat in SUMMARY_STATISTICS:
                 expected = percentile_ci(np.array(loop[side][stat]), 0.95)
@@ -146,6 +152,7 @@ def test_refusals_are_one_line(synthetic_build, judged, tmp_path, capsys):
     for name, pattern in (("narrow.json", "not fitted on"), ("scale.json", "scale")):
         code = main(
             ["calibrate", "--apply", str(tmp_path / name), "--predictions", str(path), "--out", str(tmp_path / "x.csv")]
+            + ["--allow-in-sample"]
         )
         err = capsys.readouterr().err.strip()
         assert code == 1 and len(err.splitlines()) == 1 and pattern in err

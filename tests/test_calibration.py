@@ -142,6 +142,7 @@ def test_the_map_is_monotone_and_intervals_hold_the_calibrated_score(scores, noi
     if len(keys) < calibration_videos_needed(0.5):
         return
     calibrator = fit_calibrator(keys, gold, keys, gold, method=method, coverage=0.5)
+    assert Calibrator.from_json(calibrator.to_json(), "fitted.json") == calibrator  # what the fit writes is read back
     for record in calibrator.apply(keys):
         assert record["lower"] <= record["prediction"] <= record["upper"]
         assert record["lower"] >= 1 and record["upper"] <= 5
@@ -234,3 +235,57 @@ def test_risk_coverage_rows_are_the_width_deciles_rounded_up_to_a_hundredth():
         assert row["coverage"] == pytest.approx(np.mean([r["covered"] for r in kept]))
     few = [{"width": w, "covered": True, "error": 0.1} for w in (0.301, 0.5, 0.5)]
     assert [row["max_width"] for row in risk_coverage(few)] == [0.31, 0.5]
+
+
+def test_with_tied_residuals_coverage_can_exceed_the_untied_upper_bound():
+    """The docs promise the lower bound only. With the gold on a 0.1 grid the residuals of a calibrated score that
+    sits on the grid tie (|gold - 3.0| takes a few values), every tie at the conformal quantile is covered, and over
+    many draws the mean coverage lies well above coverage + 1 / (n + 1), the bound for untied residuals, while it
+    still holds the nominal."""
+    rng = np.random.default_rng(11)
+    coverage, n_cal, covered = 0.8, 40, []
+    for _ in range(300):
+        tenths = np.rint(rng.normal(30, 3, n_cal + 200))  # the gold in tenths of a point, around 3.0
+        residuals = np.abs(tenths - 30) / 10  # exact ties: the same tenth is the same float
+        half = conformal_quantile(residuals[:n_cal], coverage)
+        covered.append(np.mean(residuals[n_cal:] <= half))
+    mean = float(np.mean(covered))
+    monte_carlo = 3 * np.std(covered) / np.sqrt(len(covered))
+    assert mean >= coverage - monte_carlo
+    assert mean > coverage + 1 / (n_cal + 1) + monte_carlo
+
+
+def test_a_calibrator_read_back_is_checked_field_by_field():
+    """Each tampering is refused with one line naming the field (issue 45's cases first); the sound file loads."""
+    rng = np.random.default_rng(5)
+    videos = [f"C{i:03d}_T{1 + i % 3}_S{i % 8 + 1}" for i in range(60)]
+    predictions, gold = _mapping(rng, videos), _mapping(rng, videos)
+    data = fit_calibrator(predictions, gold, predictions, gold).to_json()
+    assert Calibrator.from_json(data, "ok.json").provenance["videos"]["fit"] == sorted(videos)
+    linear = fit_calibrator(predictions, gold, predictions, gold, method="linear").to_json()
+    cases = {
+        "'coverage'": {**data, "coverage": 1.7},
+        "'coverage' is True": {**data, "coverage": True},
+        "'half_widths.empathy'": {**data, "half_widths": {**data["half_widths"], "empathy": -0.2}},
+        "'half_widths.wau' is inf": {**data, "half_widths": {**data["half_widths"], "wau": float("inf")}},
+        "'maps.abc.y'": {
+            **data,
+            "maps": {**data["maps"], "abc": {**data["maps"]["abc"], "x": [1.0, 5.0], "y": [10.0, 40.5]}},
+        },
+        "'maps.abc'": {**data, "maps": {**data["maps"], "abc": linear["maps"]["abc"]}},
+        "'maps.arrr.slope'": {**linear, "maps": {**linear["maps"], "arrr": {"method": "linear", "slope": "x"}}},
+        "'dimensions'": {**data, "dimensions": ["empathy", "empathy"]},
+        "'n_fit.empathy'": {**data, "n_fit": {**data["n_fit"], "empathy": 0}},
+        "'no_judge.empathy.center'": {
+            **data,
+            "no_judge": {**data["no_judge"], "empathy": {"center": 30.0, "half_width": 1}},
+        },
+        "'provenance.build'": {**data, "provenance": {k: v for k, v in data["provenance"].items() if k != "build"}},
+        "'provenance.videos.fit'": {**data, "provenance": {**data["provenance"], "videos": {"calibration": []}}},
+        "'scale'": {**data, "scale": [0, 100]},
+    }
+    for field, tampered in cases.items():
+        with pytest.raises(DataError) as refused:
+            Calibrator.from_json(tampered, "edited.json")
+        message = str(refused.value)
+        assert f"calibrator field {field}" in message and "\n" not in message, message

@@ -63,6 +63,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "default: fit one)",
     )
     parser.add_argument(
+        "--allow-in-sample",
+        action="store_true",
+        help="with --apply: calibrate videos the calibrator was fitted or calibrated on (refused by default: "
+        "their intervals carry no coverage guarantee)",
+    )
+    parser.add_argument(
         "--method", choices=CALIBRATION_METHODS, default=DEFAULT_CALIBRATION_METHOD, help="the monotone map"
     )
     parser.add_argument(
@@ -91,9 +97,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _ci(entry: dict, show) -> str:
-    """`value [low, high]` with `show` formatting each number; the value alone without a CI."""
+    """`value [low, high]` with `show` formatting each number; the value alone without a CI (`value [-]` when the
+    CI was withheld: the reason is printed under the table)."""
     ci = entry["ci"]
-    return f"{show(entry['value'])} [{show(ci[0])}, {show(ci[1])}]" if ci else show(entry["value"])
+    if ci:
+        return f"{show(entry['value'])} [{show(ci[0])}, {show(ci[1])}]"
+    return f"{show(entry['value'])} [-]" if entry.get("withheld") else show(entry["value"])
+
+
+def _withheld_lines(summary: dict) -> list[str]:
+    """The CIs withheld (the rule's reason) and the undefined resamples, one line per distinct text with the
+    dimensions it holds for."""
+    texts: dict[str, list[str]] = {}
+    for key, entry in summary["dimensions"].items():
+        cells = [cell for side in ("before", "after") for cell in entry.get(side, {}).values()]
+        reasons = sorted({cell["withheld"] for cell in cells if cell.get("withheld")})
+        facts = entry.get("ci_resamples") or {}
+        undefined = facts.get("undefined", 0)
+        said = any("undefined" in reason for reason in reasons)
+        count = (
+            f"{undefined} of {facts.get('n_resamples')} resamples undefined (left out)"
+            if undefined and not said
+            else ""
+        )
+        text = "; ".join(filter(None, [count, *(f"CI withheld: {reason}" for reason in reasons)]))
+        if text:
+            texts.setdefault(text, []).append(DIMENSION_BY_KEY[key].abbreviation)
+    every = len(summary["dimensions"])
+    return [
+        f"  {'every dimension' if len(dims) == every > 1 else ', '.join(dims)}: {text}" for text, dims in texts.items()
+    ]
+
+
+def _yardstick_lines(summary: dict) -> list[str]:
+    """The no-judge interval beside the judge's, and the coverage spread over clinicians (the worst named)."""
+    lines = []
+    pooled = summary["no_judge"]
+    if pooled["n"]:
+        wider = ", ".join(DIMENSION_BY_KEY[d].abbreviation for d in pooled["judge_not_narrower"])
+        lines.append(
+            "No judge (the fit split's mean +- the same conformal quantile): mean width "
+            f"{num(pooled['mean_width'], 2)}, coverage {pct(pooled['coverage'])}%; "
+            + (f"the judge's intervals are not narrower on {wider}" if wider else "the judge's are narrower on all")
+        )
+    spread = summary["by_clinician"]
+    if spread["n_clinicians"]:
+        worst = ", ".join(f"{w['clinician']} {pct(w['coverage'])}% (n {w['n']})" for w in spread["worst"])
+        lines.append(
+            f"By clinician ({spread['n_clinicians']}): coverage min {pct(spread['min'])}%, median "
+            f"{pct(spread['median'])}%, max {pct(spread['max'])}%; {spread['below']['n']} under "
+            f"{pct(spread['below']['threshold'])}%; worst: {worst}"
+        )
+    return lines
 
 
 def format_summary(split: str, summary: dict) -> str:
@@ -107,7 +162,8 @@ def format_summary(split: str, summary: dict) -> str:
     )
     lines.append(
         f"{'dim':<6} {'ICC(3,1) before -> after':<36} {'ICC(A,1) before -> after':<36} "
-        f"{'MAE before -> after':<34} {'bias before -> after':<34} {'cover %':>7} {'width':>6} {'n':>4}"
+        f"{'MAE before -> after':<34} {'bias before -> after':<34} {'cover %':>7} {'width':>6} {'no-judge':>8} "
+        f"{'n':>4}"
     )
     for key, entry in summary["dimensions"].items():
         if "before" not in entry:
@@ -118,13 +174,19 @@ def format_summary(split: str, summary: dict) -> str:
             cells.append(f"{_ci(entry['before'][stat], show)} -> {_ci(entry['after'][stat], show)}")
         lines.append(
             f"{DIMENSION_BY_KEY[key].abbreviation:<6} {cells[0]:<36} {cells[1]:<36} {cells[2]:<34} {cells[3]:<34} "
-            f"{pct(entry['coverage']):>7} {num(entry['mean_width'], 2):>6} {entry['n_evaluated']:>4}"
+            f"{pct(entry['coverage']):>7} {num(entry['mean_width'], 2):>6} "
+            f"{num((entry.get('no_judge') or {}).get('width'), 2):>8} {entry['n_evaluated']:>4}"
         )
+    withheld = _withheld_lines(summary)
+    if withheld:
+        lines.append("CIs (the reporting floor's rule):")
+        lines.extend(withheld)
     pooled = summary["pooled"]
     lines.append(
         f"Coverage pooled over dimensions: {pct(pooled['coverage'])}% of {pooled['n']} pairs "
         f"(nominal {pct(summary['coverage_nominal'])}%), mean width {num(pooled['mean_width'], 2)}"
     )
+    lines.extend(_yardstick_lines(summary))
     for field, title in (("by_time_point", "time point"), ("by_stimulus", "stimulus")):
         groups = ", ".join(
             f"{group} {pct(cell['coverage'])}% (w {num(cell['mean_width'], 2)}, n {cell['n']})"
@@ -149,12 +211,26 @@ def run_calibrate(args: argparse.Namespace) -> int:
         from eval_scripts.jobs.calibration import apply_calibrator
 
         out = args.out or args.predictions.with_name(args.predictions.stem + "-calibrated.csv")
-        result = apply_calibrator(args.apply, args.predictions, out)
+        result = apply_calibrator(args.apply, args.predictions, out, allow_in_sample=args.allow_in_sample)
+        if result["synthetic"]:
+            from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+
+            text(SYNTHETIC_LINE)
         text(
             f"Calibrated {result['n_calibrated']} of {result['n_predictions']} predictions with {shown(args.apply)} "
             f"({result['method']}, intervals at {pct(result['coverage'])}%): wrote {shown(result['file'])}"
         )
+        halves, bare = list(result["half_widths"].values()), list(result["no_judge_half_widths"].values())
+        if halves and bare:
+            text(
+                f"Interval half-widths {num(min(halves), 2)} to {num(max(halves), 2)} points by dimension; "
+                f"without a judge (the fit split's mean) {num(min(bare), 2)} to {num(max(bare), 2)}."
+            )
         text(f"Intended use: {INTENDED_USE}.")
+        for warning in result["warnings"]:
+            text(f"warning: {warning}")
+        for note in result["notes"]:
+            text(f"note: {note}")
         if args.json:
             print_json(result)
         return 0
@@ -188,11 +264,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
     for split, summary in result["evaluated"].items():
         text("")
         text(format_summary(split, summary))
+    for warning in result["warnings"]:
+        text(f"warning: {warning}")
     for note in result["notes"]:
         text(f"note: {note}")
     text("")
     for name, path in result["files"].items():
         text(f"wrote {name}: {shown(path)}")
+    for path in result["removed"]:
+        text(f"removed {shown(path)} (an earlier run's, not written by this one)")
     if args.json:
         print_json(result)
     return 0
