@@ -184,16 +184,6 @@ def _videos_and_clinicians(keys) -> tuple[list[str], list[str]]:
     return videos, [parse_video_id(video).clinician for video in videos]
 
 
-def no_judge_interval(fit_gold: np.ndarray, calibration_gold: np.ndarray, coverage: float) -> tuple[float, float]:
-    """The yardstick: the fit videos' mean gold plus or minus the conformal quantile of the calibration videos'
-    distances to it (the interval every video gets without a judge), clipped to the scale."""
-    from mis_icc_metric.calibration import conformal_quantile
-
-    centre = float(np.mean(fit_gold))
-    half = conformal_quantile(np.abs(calibration_gold - centre), coverage, what="the no-judge calibration set")
-    return max(SCORE_MIN, centre - half), min(SCORE_MAX, centre + half)
-
-
 def _calibration(inputs: CardInputs, coverage: float, seed: int) -> dict:
     """Calibrated intervals on held-out clinicians: the labelled clinicians in `CALIBRATION_FOLDS` groups, each group
     evaluated with the map fitted on the next and the conformal quantile set on the one after (`fit_calibrator`,
@@ -222,11 +212,9 @@ def _calibration(inputs: CardInputs, coverage: float, seed: int) -> dict:
             gold = [{k: inputs.gold[k] for k in p} for p in part]
             calibrator = fit_calibrator(part[0], gold[0], part[1], gold[1], coverage=coverage)
             for dim in calibrator.dimensions:
-                low0, high0 = no_judge_interval(
-                    np.array([g for k, g in gold[0].items() if k[1] == dim]),
-                    np.array([g for k, g in gold[1].items() if k[1] == dim]),
-                    coverage,
-                )
+                yardstick = calibrator.no_judge[dim]  # the fit mean +/- its conformal quantile: calibrate's own
+                low0 = max(SCORE_MIN, yardstick["center"] - yardstick["half_width"])
+                high0 = min(SCORE_MAX, yardstick["center"] + yardstick["half_width"])
                 for record in calibrator.apply({k: v for k, v in part[2].items() if k[1] == dim}):
                     truth = inputs.gold[(record["video_id"], dim)]
                     covered = record["lower"] <= truth <= record["upper"]
