@@ -277,6 +277,19 @@ def _smallest(grid: np.ndarray, values: np.ndarray, target, *, rising: bool) -> 
     return out
 
 
+def _settled(spreads: np.ndarray) -> np.ndarray:
+    """Per column of `spreads` (sizes x D: half-widths or SDs), what a size can promise: the largest at it or any
+    larger size (a resampled curve wobbles), so the size planned and the half-width (power) reachable with every
+    clinician read one monotone curve and never contradict each other."""
+    return np.maximum.accumulate(spreads[::-1], axis=0)[::-1]
+
+
+def _reachable_videos(design: StudyDesign) -> int:
+    """The most videos the clinicians available give at the stated videos per clinician (whole videos, never
+    more clinicians than exist)."""
+    return int(np.floor(design.clinicians * design.videos_per_clinician + 1e-9))
+
+
 def _spread_at(grid: np.ndarray, column: np.ndarray, size: float) -> float:
     """A spread (a half-width, an SD) at `size` from its values on the grid: log-log interpolation, and past the
     grid the last value scaled by 1/sqrt(size)."""
@@ -350,7 +363,7 @@ def plan_icc(
     pilot_clusters, n_pilot_clinicians, _ = _units(videos, "clinician")
     design.check_pilot(n_pilot_clinicians)
     grid = _grid(len(videos))
-    widths = _half_widths(ratings, valid, grid, (n_resamples, seed), confidence)
+    widths = _settled(_half_widths(ratings, valid, grid, (n_resamples, seed), confidence))
     clustered = design.unit == "clinician"
     influence = icc_influence(ratings, valid)
     rho, with_pairs, pair_videos = clinician_correlation(influence, valid, pilot_clusters)
@@ -377,7 +390,7 @@ def plan_icc(
             pilot_bounds[c],
             "the pilot's CI",
         )
-        reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
+        reachable_videos = _reachable_videos(design)
         entry.update(_size_range(spread[:, c] / point[c], facts.support, needed[c], entry, design))
         factors = entry.pop("range_factors")
         usable = entry["design_effect"] is not None
@@ -621,9 +634,9 @@ def plan_difference(
     inflate = np.sqrt(np.where(np.isfinite(effect), effect, 1.0))
     grid = _grid(len(videos))
     z = norm.ppf(1 - level / 2)
-    spreads = _difference_spreads(ratings, valid, grid, (n_resamples, seed)) * inflate
+    spreads = _settled(_difference_spreads(ratings, valid, grid, (n_resamples, seed)) * inflate)
     needed = _smallest(grid, _power(spreads, difference, z), power, rising=True)
-    reachable_videos = int(round(design.clinicians * design.videos_per_clinician))
+    reachable_videos = _reachable_videos(design)
     spread = _pilot_range_draws(ratings, valid[:, :d], videos, design, (n_resamples, seed))
     point = np.nanmean(paired**2, axis=0, where=valid[:, :d]) * np.where(np.isfinite(effect), effect, np.nan)
     icc = point_blocks(ratings, valid)["icc"]
