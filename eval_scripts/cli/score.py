@@ -113,9 +113,25 @@ def _pct(value: float | None, width: int = 5) -> str:
     return pct(value).rjust(width)
 
 
-def _ci(ci: list | None) -> str:
-    """`[ 61.0,  68.0]`, aligned in columns; blank when undefined."""
+def _ci(ci: list | None, reason: str | None = None) -> str:
+    """`[ 61.0,  68.0]`, aligned in columns; blank when undefined; "withheld: ..." where the one rule withheld it."""
+    if reason:
+        from eval_scripts.report.formatting import withheld_cell
+
+        return withheld_cell(reason).ljust(14)
     return "".ljust(14) if ci_pct(ci) == MISSING else f"[{pct(ci[0]):>5}, {pct(ci[1]):>5}]"
+
+
+def _why(entry: dict | None, key: str) -> str | None:
+    """Why `entry`'s figure `key` was withheld (`mis_icc_metric.reporting_floor`), or None."""
+    return ((entry or {}).get("withheld") or {}).get(key)
+
+
+def _withheld_lines(rows: list[tuple[str, dict | None]], keys: tuple[str, ...]) -> list[str]:
+    """The full reason of every withheld figure of `rows` ((label, entry) pairs), one line per reason."""
+    from eval_scripts.report.formatting import withheld_lines
+
+    return withheld_lines([(label, _why(entry, key)) for label, entry in rows for key in keys if _why(entry, key)])
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -131,19 +147,25 @@ def format_score_table(result: dict) -> str:
     for entry in result["dimensions"].values():
         ceiling = entry["human_ceiling"]
         lines.append(
-            f"{entry['abbreviation']:<6} {_pct(entry['icc'], 6)} {_ci(entry['icc_ci'])} {_num(entry['mse']):>6} "
+            f"{entry['abbreviation']:<6} {_pct(entry['icc'], 6)} {_ci(entry['icc_ci'], _why(entry, 'icc_ci'))} "
+            f"{_num(entry['mse']):>6} "
             f"{entry['n']:>5} {_clusters(entry)} {_pct(entry['parse_rate'], 6)}%   {_pct(ceiling['icc'])} "
             f"{_ci(ceiling['icc_ci'])}" + (f"  ({entry['note']})" if entry.get("note") else "")
         )
     overall = result["overall"]
     if overall["n_total"]:
         lines.append(
-            f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'])} {_num(overall['mse']):>6} "
+            f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'], _why(overall, 'icc_ci'))} "
+            f"{_num(overall['mse']):>6} "
             f"{overall['n']:>5} excluded {_pct(overall['excluded_rate'], 4).strip()}% of {overall['n_total']} videos"
         )
     else:
         lines.append(f"{'All':<6} {MISSING:>6}  ({overall.get('note') or 'no overall score'})")
-    lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {_ci(result['mean_icc_ci']).strip()}")
+    mean_ci = _ci(result["mean_icc_ci"], _why(result, "mean_icc_ci")).strip()
+    lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {mean_ci}")
+    rows = [(e["abbreviation"], e) for e in result["dimensions"].values()]
+    rows += [("All", overall), ("Mean ICC", result)]
+    lines += _withheld_lines(rows, ("icc_ci", "mean_icc_ci"))
     lines.append(_resampling_line(result["meta"]))
     if result.get("coverage"):
         lines.append(f"Coverage: {result['coverage']['sentence']}; parse rates are over the asked pairs.")
@@ -151,14 +173,16 @@ def format_score_table(result: dict) -> str:
     if imputed["n_imputed"]:
         lines.append(
             f"Sensitivity, {imputed['n_imputed']} unparsed imputed with {imputed['value']}: overall "
-            f"{_pct(imputed['overall']['icc']).strip()} {_ci(imputed['overall']['icc_ci']).strip()}, "
+            f"{_pct(imputed['overall']['icc']).strip()} "
+            f"{_ci(imputed['overall']['icc_ci'], _why(imputed['overall'], 'icc_ci')).strip()}, "
             f"mean ICC {_pct(imputed['mean_icc']).strip()}"
         )
     common = result.get("common_set")
     if common:
         lines.append(
             f"Common set of {common['n_videos']} videos: overall {_pct(common['overall']['icc']).strip()} "
-            f"{_ci(common['overall']['icc_ci']).strip()}, mean ICC {_pct(common['mean_icc']).strip()}"
+            f"{_ci(common['overall']['icc_ci'], _why(common['overall'], 'icc_ci')).strip()}, mean ICC "
+            f"{_pct(common['mean_icc']).strip()}"
         )
     return "\n".join(lines)
 
@@ -185,9 +209,22 @@ def _resampling_line(meta: dict) -> str:
         return f"No CIs (no bootstrap). clin.: clinicians behind the pairs.\n{purpose}"
     drawn = "clinicians, each with all its videos" if plan["unit"] == "clinician" else "videos, as if independent"
     return (
-        f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample).\n"
+        f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample)."
+        f"{_floor_sentence(meta)}\n"
         "clin.: clinicians behind the pairs; deff: design effect, the variance resampling clinicians over resampling"
         f" videos.\n{purpose}"
+    )
+
+
+def _floor_sentence(meta: dict) -> str:
+    """The one rule of `mis_icc_metric.reporting_floor`, as the output's metadata states it, in one sentence."""
+    floor = meta.get("reporting_floor")
+    if not floor:
+        return ""
+    return (
+        f" A CI or p-value from fewer than {floor['min_ci_clinicians']} clinicians (resampling clinicians) or"
+        f" {floor['min_ci_videos']} videos, with over {floor['max_undefined_share']:.0%} undefined resamples, or"
+        " of zero width is withheld with its reason."
     )
 
 
@@ -277,9 +314,10 @@ def format_compare_table(result: dict) -> str:
     for label, entry in rows:
         lines.append(
             f"{label:<6} {_pct(entry['icc_a'], 8)} {_pct(entry['icc_b'], 8)} {_pct(entry['delta'], 6)} "
-            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], 4):>7} {'' if entry['n'] is None else entry['n']:>5} "
-            f"{_clusters(entry)}"
+            f"{_ci(entry['delta_ci'], _why(entry, 'delta_ci'))} {_p_cell(entry):>7} "
+            f"{'' if entry['n'] is None else entry['n']:>5} {_clusters(entry)}"
         )
+    lines += _withheld_lines(rows, ("delta_ci", "p_value"))
     unit = (result["meta"].get("resampling") or {}).get("unit", "video")
     lines.append(
         f"A = {names['a']}, B = {names['b']}; ICC in percent, paired bootstrap resampling {unit}s (the same draws for"
@@ -287,6 +325,11 @@ def format_compare_table(result: dict) -> str:
     )
     lines.append(_resampling_line(result["meta"]))
     return "\n".join(lines)
+
+
+def _p_cell(entry: dict) -> str:
+    """A p-value, or "withheld" where the one rule withheld it (its reason is printed under the table)."""
+    return "withheld" if _why(entry, "p_value") else _num(entry["p_value"], 4)
 
 
 def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
