@@ -20,7 +20,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from eval_scripts.report.formatting import signed_pct
+from eval_scripts.report.formatting import floor_sentence, signed_pct, withheld_cell, withheld_lines
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
@@ -116,8 +116,6 @@ def _pct(value: float | None, width: int = 5) -> str:
 def _ci(ci: list | None, reason: str | None = None) -> str:
     """`[ 61.0,  68.0]`, aligned in columns; blank when undefined; "withheld: ..." where the one rule withheld it."""
     if reason:
-        from eval_scripts.report.formatting import withheld_cell
-
         return withheld_cell(reason).ljust(14)
     return "".ljust(14) if ci_pct(ci) == MISSING else f"[{pct(ci[0]):>5}, {pct(ci[1]):>5}]"
 
@@ -129,8 +127,6 @@ def _why(entry: dict | None, key: str) -> str | None:
 
 def _withheld_lines(rows: list[tuple[str, dict | None]], keys: tuple[str, ...]) -> list[str]:
     """The full reason of every withheld figure of `rows` ((label, entry) pairs), one line per reason."""
-    from eval_scripts.report.formatting import withheld_lines
-
     return withheld_lines([(label, _why(entry, key)) for label, entry in rows for key in keys if _why(entry, key)])
 
 
@@ -210,21 +206,9 @@ def _resampling_line(meta: dict) -> str:
     drawn = "clinicians, each with all its videos" if plan["unit"] == "clinician" else "videos, as if independent"
     return (
         f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample)."
-        f"{_floor_sentence(meta)}\n"
+        f"{floor_sentence(meta)}\n"
         "clin.: clinicians behind the pairs; deff: design effect, the variance resampling clinicians over resampling"
         f" videos.\n{purpose}"
-    )
-
-
-def _floor_sentence(meta: dict) -> str:
-    """The one rule of `mis_icc_metric.reporting_floor`, as the output's metadata states it, in one sentence."""
-    floor = meta.get("reporting_floor")
-    if not floor:
-        return ""
-    return (
-        f" A CI or p-value from fewer than {floor['min_ci_clinicians']} clinicians (resampling clinicians) or"
-        f" {floor['min_ci_videos']} videos, with over {floor['max_undefined_share']:.0%} undefined resamples, or"
-        " of zero width is withheld with its reason."
     )
 
 

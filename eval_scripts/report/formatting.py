@@ -6,7 +6,8 @@ The number rules themselves (percent text, MISSING) are defined once in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, is_number, num, pct, signed
 from mis_bench_dataset.toolkit.text_safety import escape_markdown as md_escape
@@ -15,6 +16,7 @@ __all__ = [
     "MISSING",
     "best_rows",
     "ci_pct",
+    "floor_sentence",
     "is_number",
     "md_escape",
     "num",
@@ -61,3 +63,16 @@ def withheld_lines(reasons: Sequence[tuple[str, str]]) -> list[str]:
         if reason and where not in by_reason.setdefault(reason, []):
             by_reason[reason].append(where)
     return [f"Withheld ({', '.join(where)}): {reason}." for reason, where in by_reason.items()]
+
+
+def floor_sentence(meta: Mapping[str, Any]) -> str:
+    """The one rule (`mis_icc_metric.reporting_floor`) in one sentence, from an output's metadata
+    (`meta["reporting_floor"]`, its `floor_description()`); "" where the output carries none."""
+    floor = meta.get("reporting_floor")
+    if not floor:
+        return ""
+    return (
+        f" A CI or p-value from fewer than {floor['min_ci_clinicians']} clinicians (resampling clinicians) or"
+        f" {floor['min_ci_videos']} videos, with over {floor['max_undefined_share']:.0%} undefined resamples, or of"
+        " zero width is withheld with its reason."
+    )
