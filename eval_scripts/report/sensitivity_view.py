@@ -78,8 +78,9 @@ def variance_table_lines(table: Mapping[str, Any]) -> list[str]:
     for label, entry in [*rows, ("**mean**", table["mean_icc"])]:
         sds = [_sd_pct(entry[f"sd_{source}"]) for source in ("videos", "clinicians", "sampling", "prompts")]
         lines.append(
-            f"| {label} | {pct(entry['icc'])} | " + " | ".join(sds) + f" | {ci_pct(entry['resampling_ci'])} | "
-            f"{ci_pct(entry['total_ci'])} |"
+            f"| {label} | {pct(entry['icc'])} | " + " | ".join(sds) + " | "
+            f"{_or_withheld(entry, 'resampling_ci', ci_pct(entry['resampling_ci']))} | "
+            f"{_or_withheld(entry, 'total_ci', ci_pct(entry['total_ci']))} |"
         )
     meta = table["meta"]
     samples = f"{meta['n_samples']} samples" if meta["n_samples"] else "one sample (no --samples)"
