@@ -199,3 +199,21 @@ def test_perturb_on_one_clinicians_videos_is_floored_by_clinicians():
     table = perturbation_shift(base, moved, gold, n_bootstrap=N_BOOT, seed=0)
     assert table["mean"]["mean_shift_ci"] is None and table["mean"]["icc_change_p"] is None
     assert table["mean"]["withheld"]["mean_shift_ci"] == "1 clinician(s); a CI needs at least 5"
+
+
+# ----------------------------------------------------------------------------- score --retest
+
+
+def test_retest_ci_counts_videos_not_rows():
+    """Two videos x eight dimensions are 16 rows but 2 videos: the test-retest F-test CI is withheld."""
+    from eval_scripts.harness.readout_agreement import run_agreement
+
+    first, _ = make_scores(n=2, seed=11, unparsed=0.0)
+    second = {key: value + 0.1 * (i % 3) for i, (key, value) in enumerate(sorted(first.items()))}
+    block = run_agreement(first, second)
+    assert block["n"] == 16 and block["icc"] is not None
+    assert block["ci"] is None and block["withheld"] == "2 video(s); a CI needs at least 10"
+    many, _ = make_scores(n=40, seed=12, unparsed=0.0)
+    again = {key: value + 0.1 * (i % 3) for i, (key, value) in enumerate(sorted(many.items()))}
+    healthy = run_agreement(many, again)
+    assert healthy["withheld"] is None and healthy["ci"][0] < healthy["icc"] < healthy["ci"][1]

@@ -475,7 +475,7 @@ def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, re
 def _block_line(what: str, block: dict | None) -> str | None:
     if not block:
         return None
-    ci = f" {_ci(block.get('ci')).strip()}" if block.get("ci") else ""
+    ci = f" {_ci(block.get('ci'), block.get('withheld')).strip()}" if block.get("ci") or block.get("withheld") else ""
     left = f", {block['n_left_out']} left out" if block.get("n_left_out") else ""
     return f"  {what}: ICC(3,1) {_pct(block.get('icc')).strip()}{ci} over {block.get('n', 0)} rows{left}"
 
