@@ -217,3 +217,19 @@ def test_retest_ci_counts_videos_not_rows():
     again = {key: value + 0.1 * (i % 3) for i, (key, value) in enumerate(sorted(many.items()))}
     healthy = run_agreement(many, again)
     assert healthy["withheld"] is None and healthy["ci"][0] < healthy["icc"] < healthy["ci"][1]
+
+
+def test_score_text_counts_the_undefined_resamples(tmp_path, capsys):
+    """A dimension parsed on few videos has resamples without an ICC: counted in the JSON and the text."""
+    predictions, references = make_scores(n=64, seed=13, unparsed=0.0)  # 8 clinicians
+    videos = sorted({v for v, _ in references})
+    for video in videos[4:]:
+        predictions[(video, "empathy")] = None  # empathy parsed on 4 videos of one clinician only
+    dataset, paths = _write(tmp_path, references, preds=predictions)
+    args = ["score", "--predictions", str(paths["preds"]), "--references", str(dataset), "--bootstrap", str(N_BOOT)]
+    assert main([*args, "--json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["dimensions"]["empathy"]
+    assert entry["n_bootstrap_undefined"] > 0 and entry["icc_ci"] is None
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert f"Emp. {entry['n_bootstrap_undefined']:,}" in text and f"of {N_BOOT:,}:" in text

@@ -162,6 +162,7 @@ def format_score_table(result: dict) -> str:
     rows = [(e["abbreviation"], e) for e in result["dimensions"].values()]
     rows += [("All", overall), ("Mean ICC", result)]
     lines += _withheld_lines(rows, ("icc_ci", "mean_icc_ci"))
+    lines += _undefined_line(rows[:-1], result["meta"])
     lines.append(_resampling_line(result["meta"]))
     if result.get("coverage"):
         lines.append(f"Coverage: {result['coverage']['sentence']}; parse rates are over the asked pairs.")
@@ -309,6 +310,16 @@ def format_compare_table(result: dict) -> str:
     )
     lines.append(_resampling_line(result["meta"]))
     return "\n".join(lines)
+
+
+def _undefined_line(rows: list[tuple[str, dict]], meta: dict) -> list[str]:
+    """How many resamples left an ICC undefined (left out of its CI; past the rule's share the CI is withheld)."""
+    counts = [(label, entry.get("n_bootstrap_undefined")) for label, entry in rows]
+    counts = [f"{label} {count:,}" for label, count in counts if count]
+    if not counts:
+        return []
+    total = (meta.get("resampling") or {}).get("n_resamples")
+    return [f"Resamples with an undefined ICC (left out of its CI), of {total:,}: {', '.join(counts)}."]
 
 
 def _p_cell(entry: dict) -> str:
