@@ -19,6 +19,9 @@
   range use), each with its CI from the same index matrix.
 
 All bootstrap CIs (all blocks) come from one shared draw (`resampling.Resampling`), with the design effect.
+Every interval (bootstrap and F-test) follows the one rule of `reporting_floor`: from too few videos or
+clinicians, past its share of undefined resamples or of zero width it is None, its reason in the entry's
+`withheld` map (`meta.reporting_floor` states the rule).
 Values are raw fractions; only the CLI shows percent.
 """
 
