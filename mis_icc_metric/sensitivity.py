@@ -162,6 +162,8 @@ def perturbation_shift(
                 "mean_abs_shift": float(np.abs(shifts.diff[:, j]).sum() / n),
                 "share_moved": float(shifts.hit[:, j].sum() / n),
                 "share_moved_ci": _ci(moved_reps[:, j], supports[j], confidence, withheld, "share_moved_ci"),
+                # resamples that drew no pair of this dimension: no shift, left out of the CIs (and counted)
+                "n_bootstrap_undefined": int(np.isnan(shift_reps[:, j]).sum()),
                 **_icc_fields(paired["dimensions"][key], withheld),
                 "withheld": withheld,
             }
