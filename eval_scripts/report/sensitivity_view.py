@@ -25,6 +25,10 @@ def _ci(ci, digits: int = 3) -> str:
     return f"[{signed(ci[0], digits)}, {signed(ci[1], digits)}]"
 
 
+# The intervals the shift table shows (the share moved and the p-value are in the JSON only).
+_SHOWN = ("mean_shift_ci", "icc_change_ci")
+
+
 def _or_withheld(entry: Mapping[str, Any], key: str, shown: str) -> str:
     """`shown` (a CI's text), or "withheld: ..." where the one rule (`mis_icc_metric.reporting_floor`) withheld it."""
     reason = (entry.get("withheld") or {}).get(key)
@@ -59,7 +63,8 @@ def shift_table_lines(tables: Mapping[str, Mapping[str, Any]], *, dimensions: bo
         rows.append(("**mean**" if dimensions else "mean", table["mean"]))
         for label, entry in rows:
             lines.append(_row(name, label, entry))
-            reasons += [(f"{name} {label.strip('*')}", why) for why in (entry.get("withheld") or {}).values()]
+            withheld = entry.get("withheld") or {}
+            reasons += [(f"{name} {label.strip('*')}", withheld[key]) for key in _SHOWN if withheld.get(key)]
     shown = withheld_lines(reasons)
     return lines + (["", *shown] if shown else [])
 
