@@ -40,7 +40,8 @@ from mis_bench_dataset.icc import (
 )
 from mis_bench_dataset.toolkit.errors import DataError
 
-from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
+from .bootstrap import block_features, block_means, guarded_ci, percentile_ci, resampled_chunks, resampled_cross
+from .reporting_floor import Support, undefined_share_reason, withhold_reason
 
 __all__ = [
     "LOA_Z",
@@ -329,15 +330,17 @@ def agreement_blocks(
     *,
     confidence: float = DEFAULT_CONFIDENCE,
     min_items: int = 3,
+    supports: Sequence[Support] | None = None,
 ) -> list[dict[str, dict]]:
     """Per block {key: {"value", "ci"}} (STATISTICS order): the JSON the scoring rules attach.
 
     A statistic that needs variance is undefined (NaN, no CI) on fewer than `min_items` items; an
-    undefined value never gets an interval. `indices` None: no CIs.
+    undefined value never gets an interval. `indices` None: no CIs. `supports` (one `reporting_floor.Support`
+    per block): each CI under the one rule, a withheld one None with its reason in the entry's "withheld".
     """
     n_items = np.asarray(valid, dtype=bool).sum(axis=0)
     point = agreement_point(ratings, valid)
-    intervals = None
+    stacked = intervals = None
     if indices is not None:
         boot = agreement_replicates(ratings, valid, indices)
         stacked = np.stack([boot[key] for key in STATISTIC_KEYS], axis=1)  # (B, S, D)
@@ -351,8 +354,28 @@ def agreement_blocks(
                 value = float("nan")
             ci = None if intervals is None or np.isnan(value) else intervals[s, block].tolist()
             entry[stat.key] = {"value": value, "ci": ci}
+            if supports is not None and ci is not None:
+                entry[stat.key]["ci"], entry[stat.key]["withheld"] = _guarded(
+                    stacked[:, s, block], supports[block], stat, confidence
+                )
         entries.append(entry)
     return entries
+
+
+# Range use as counted on the model's own answers: every resample of a judge that answers only whole points has
+# an integer share of 1, a zero-width interval that is a fact about the judge, not a certainty the data lack.
+_COUNTED = frozenset({"integer_share", "n_distinct"})
+
+
+def _guarded(samples: np.ndarray, support: Support, stat: Statistic, confidence: float):
+    """(ci or None, the reason it is withheld or None) under the one rule of `reporting_floor`; a counted
+    range-use statistic is held to the floor and the undefined share, not to a nonzero width."""
+    if stat.key in _COUNTED:
+        n_undefined = int(np.isnan(samples).sum())
+        reason = withhold_reason(support) or undefined_share_reason(n_undefined, samples.size)
+        return (None if reason else percentile_ci(samples, confidence).tolist()), reason
+    ci, facts = guarded_ci(samples, support, confidence)
+    return ci, facts["withheld"]
 
 
 def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, float]:
@@ -439,6 +462,7 @@ def halo(
     indices: np.ndarray | None,
     *,
     confidence: float = DEFAULT_CONFIDENCE,
+    support: Support | None = None,
 ) -> list[dict]:
     """Halo of each (videos x dimensions) score matrix in `systems` on the same `present` pairs: the mean
     Pearson correlation between two dimensions' scores over the videos scored on both, over the dimension
@@ -461,14 +485,19 @@ def halo(
     out = []
     for k, (plan, r, mine) in enumerate(zip(plans, points, own, strict=True)):
         value = float(_halo_mean(r))
-        ci = None
+        ci = reason = None
         if boot is not None and not np.isnan(value):
-            ci = percentile_ci(boot[:, k], confidence).tolist()
+            if support is None:
+                ci = percentile_ci(boot[:, k], confidence).tolist()
+            else:
+                ci, facts = guarded_ci(boot[:, k], support, confidence)
+                reason = facts["withheld"]
         n_videos = plan.features.reshape(len(plan.features), plan.n_pairs, _HALO_FEATURES)[..., 0].sum(axis=0)
         out.append(
             {
                 "value": value,
                 "ci": ci,
+                **({"withheld": reason} if support is not None else {}),
                 "n_pairs": int((~np.isnan(r)).sum()),  # averaged: defined for every system
                 "n_pairs_total": plan.n_pairs,
                 "pairs": [

@@ -24,6 +24,8 @@ from mis_bench_dataset.icc import icc3_from_cross_products
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.progress import progress
 
+from .reporting_floor import Support, guarded_interval
+
 __all__ = [
     "MAX_BOOTSTRAP",
     "bootstrap_indices",
@@ -37,6 +39,7 @@ __all__ = [
     "bootstrap_blocks",
     "point_blocks",
     "percentile_ci",
+    "guarded_ci",
     "quiet_nanmean",
     "quiet_nanvar",
 ]
@@ -240,3 +243,13 @@ def percentile_ci(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, a
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices give NaN bounds
         bounds = np.nanquantile(samples, [alpha, 1 - alpha], axis=axis)
     return np.moveaxis(bounds, 0, -1)
+
+
+def guarded_ci(
+    samples: np.ndarray, support: Support, confidence: float = DEFAULT_CONFIDENCE, what: str = "a CI"
+) -> tuple[list[float] | None, dict]:
+    """The percentile CI of one figure's replicates (NaN = undefined) under the one rule of `reporting_floor`:
+    [low, high], or None when the support, the share of undefined resamples or a zero width withholds it; and
+    the facts to report beside it ({"undefined", "n_resamples", "withheld": reason or None})."""
+    samples = np.asarray(samples, dtype=np.float64)
+    return guarded_interval(samples, support, percentile_ci(samples, confidence), what)

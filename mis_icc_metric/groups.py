@@ -43,7 +43,15 @@ from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 from .coverage import DEFAULT_MISSING, evaluated_references
-from .reporting_floor import MIN_CI_CLUSTERS, MIN_CI_VIDEOS, Support, withhold_reason
+from .reporting_floor import (
+    MIN_CI_CLUSTERS,
+    MIN_CI_VIDEOS,
+    Support,
+    degenerate_reason,
+    floor_description,
+    undefined_share_reason,
+    withhold_reason,
+)
 from .resampling import check_unit, clinician_clusters, clusters_per_block, make_resampling
 
 __all__ = [
@@ -215,6 +223,12 @@ def equal_bias_test(
         f_value = float(diff @ np.linalg.pinv(middle) @ diff) / q
         df = (q, n_clusters - 1)
     out.update(statistic=f_value, df=list(df), p_value=float(stats.f.sf(f_value, *df)), means=means.tolist())
+    # The one rule (`reporting_floor`): a cluster-robust test from fewer clinicians than the floor (2 clinicians:
+    # F on (q, 1) df) is withheld with its reason, as is any test from fewer videos.
+    support = Support(n, out.get("n_clusters"), "clinician" if clusters is not None else "video")
+    reason = withhold_reason(support, "a p-value")
+    if reason:
+        out.update(p_value=None, withheld=reason)
     return out
 
 
@@ -241,27 +255,39 @@ def _resampling(ids: Sequence[str], n_bootstrap: int, seed: int | None, unit: st
     return make_resampling(list(ids), n_bootstrap, seed, unit, clusters=list(clusters)) if n_bootstrap else None
 
 
-def _ci_table(boot: dict[str, np.ndarray] | None, confidence: float) -> dict[str, np.ndarray] | None:
-    """{key: (..., 2)} percentile CIs of every replicate array (resamples on axis 0)."""
+def _ci_table(boot: dict[str, np.ndarray] | None, confidence: float) -> dict[str, tuple] | None:
+    """{key: ((..., 2) percentile CIs, the replicates)} of every replicate array (resamples on axis 0)."""
     if boot is None:
         return None
-    return {key: percentile_ci(boot[key], confidence, axis=0) for key in GROUP_STATISTICS}
+    return {key: (percentile_ci(boot[key], confidence, axis=0), boot[key]) for key in GROUP_STATISTICS}
 
 
 def _stat_entry(point: dict, cis: dict | None, where: tuple, n: int, with_ci: bool) -> dict:
-    """{"n", "icc", "icc_ci", "bias", "bias_ci", "mae", "mae_ci"} of one cell; ICC undefined on < 3 items."""
+    """{"n", "icc", "icc_ci", "bias", "bias_ci", "mae", "mae_ci", "withheld"} of one cell; ICC undefined on < 3
+    items. A cell the floor leaves a CI (`with_ci`) still has it withheld past the share of undefined resamples
+    or at zero width (`reporting_floor`), the reason in "withheld"."""
     from .scoring import MIN_ITEMS
 
     entry: dict = {"n": n}
+    withheld: dict[str, str] = {}
     for key in GROUP_STATISTICS:
         value = float(point[key][where]) if n else float("nan")
         if key == "icc3_1" and n < MIN_ITEMS:
             value = float("nan")
         name = "icc" if key == "icc3_1" else key
         entry[name] = value
-        entry[f"{name}_ci"] = (
-            cis[key][where].tolist() if with_ci and cis is not None and not math.isnan(value) else None
-        )
+        entry[f"{name}_ci"] = None
+        if with_ci and cis is not None and not math.isnan(value):
+            bounds, replicates = cis[key]
+            samples = replicates[(slice(None), *where)]
+            reason = undefined_share_reason(int(np.isnan(samples).sum()), samples.size) or degenerate_reason(
+                *bounds[where].tolist()
+            )
+            if reason:
+                withheld[f"{name}_ci"] = reason
+            else:
+                entry[f"{name}_ci"] = bounds[where].tolist()
+    entry["withheld"] = withheld
     return entry
 
 
@@ -346,6 +372,7 @@ def _meta(draw, confidence: float, note: str | None, test_clusters: str | None) 
         "equal_bias_method": BIAS_TEST_METHODS["cluster" if test_clusters else "classical"],
         "min_ci_videos": MIN_CI_VIDEOS,
         "min_ci_clusters": MIN_CI_CLUSTERS,
+        "reporting_floor": floor_description(),
         "bias": "model minus expert",
         "purpose": PURPOSE,
     }

@@ -8,6 +8,10 @@ videos for every dimension, the overall score and the mean ICC.
 
 p-value: two-sided bootstrap p = min(1, 2 min(P*(delta <= 0), P*(delta >= 0))),
 with the +1 correction ((count + 1) / (B + 1)) so it is never exactly 0.
+
+The CI and the p-value follow the one rule of `reporting_floor`: from fewer videos or clinicians than it asks
+(a split of 2 clinicians has 3 distinct clinician resamples), past its share of undefined resamples or from
+differences that do not vary, both are withheld (None) with the reason in the entry's `withheld`.
 """
 
 from __future__ import annotations
@@ -27,7 +31,17 @@ from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
 from .coverage import DEFAULT_MISSING, paired_references
-from .resampling import Resampling, clinician_labels, clusters_per_block, counterpart, design_effects, make_resampling
+from .reporting_floor import Support, floor_description, guarded_interval
+from .resampling import (
+    Resampling,
+    block_supports,
+    clinician_labels,
+    clusters_per_block,
+    counterpart,
+    design_effects,
+    make_resampling,
+    weakest_support,
+)
 from .scoring import MIN_ITEMS, Key, _overall_block, align
 
 __all__ = ["paired_comparison", "bootstrap_p_value"]
@@ -65,32 +79,45 @@ class _PairedDeltas:
         self.deltas = boot[:, : self.width] - boot[:, self.width :]
         self.point_delta = self.point[: self.width] - self.point[self.width :]
 
-    def entry(self, block: int) -> dict:
+    def _tested(self, deltas: np.ndarray, support: Support) -> dict:
+        """The CI and p-value of one difference's replicates under the one rule (`reporting_floor`)."""
+        bounds = percentile_ci(deltas, self.confidence).tolist()
+        ci, facts = guarded_interval(deltas, support, bounds)
+        _, p_facts = guarded_interval(deltas, support, bounds, "a p-value")
+        withheld = {"delta_ci": facts["withheld"], "p_value": p_facts["withheld"]}
+        return {
+            "delta_ci": ci,
+            "p_value": None if p_facts["withheld"] else bootstrap_p_value(deltas),
+            "n_bootstrap_undefined": facts["undefined"],
+            "withheld": {key: reason for key, reason in withheld.items() if reason},
+        }
+
+    def entry(self, block: int, support: Support) -> dict:
         n_items = int(self.valid[:, block].sum())
         nan = float("nan")
         delta = float(self.point_delta[block]) if n_items >= MIN_ITEMS else nan
         defined = not np.isnan(delta)  # no interval or test for an undefined difference
+        untested = {"delta_ci": None, "p_value": nan, "withheld": {}}
         return {
             "icc_a": float(self.point[block]) if n_items >= MIN_ITEMS else nan,
             "icc_b": float(self.point[self.width + block]) if n_items >= MIN_ITEMS else nan,
             "delta": delta,
-            "delta_ci": percentile_ci(self.deltas[:, block], self.confidence).tolist() if defined else None,
-            "p_value": bootstrap_p_value(self.deltas[:, block]) if defined else nan,
+            **(self._tested(self.deltas[:, block], support) if defined else untested),
             "n": n_items,
         }
 
-    def mean_entry(self) -> dict:
+    def mean_entry(self, support: Support) -> dict:
         n_dims, width = self.width - 1, self.width
         mean_deltas = self.deltas[:, :n_dims].mean(axis=1)
         usable_dims = all(self.valid[:, j].sum() >= MIN_ITEMS for j in range(n_dims))
         mean_delta = float(self.point_delta[:n_dims].mean()) if usable_dims else float("nan")
         mean_defined = not np.isnan(mean_delta)
+        untested = {"delta_ci": None, "p_value": float("nan"), "withheld": {}}
         return {
             "icc_a": float(self.point[:n_dims].mean()) if usable_dims else float("nan"),
             "icc_b": float(self.point[width : width + n_dims].mean()) if usable_dims else float("nan"),
             "delta": mean_delta,
-            "delta_ci": percentile_ci(mean_deltas, self.confidence).tolist() if mean_defined else None,
-            "p_value": bootstrap_p_value(mean_deltas) if mean_defined else float("nan"),
+            **(self._tested(mean_deltas, support) if mean_defined else untested),
         }
 
 
@@ -138,13 +165,13 @@ def paired_comparison(
     resampling = make_resampling(a.videos, n_bootstrap, seed, resample, clusters=clusters)
     diff = _PairedDeltas(a, b, resampling, confidence)
     n, n_dims = diff.valid.shape[0], diff.width - 1
+    supports = block_supports(clinician_labels(a.videos, clusters), diff.valid, resample)
     dimensions = {}
     for j, key in enumerate(a.dimensions):
         dim = DIMENSION_BY_KEY[key]
-        dimensions[key] = {"name": dim.name, "abbreviation": dim.abbreviation, **diff.entry(j)}
-    mean_icc = diff.mean_entry()
-    entry = diff.entry
-    overall = entry(n_dims)
+        dimensions[key] = {"name": dim.name, "abbreviation": dim.abbreviation, **diff.entry(j, supports[j])}
+    mean_icc = diff.mean_entry(weakest_support(supports[:n_dims], resample))
+    overall = diff.entry(n_dims, supports[n_dims])
     _add_clustering(diff, resampling, a.videos, clusters, [*dimensions.values(), overall])
     if not overall["n"]:
         overall["note"] = (
@@ -162,6 +189,7 @@ def paired_comparison(
             "ci_method": "paired " + resampling.describe()["method"],
             "resampling": resampling.describe(),
             "p_value": "two-sided bootstrap, (count + 1) / (B + 1)",
+            "reporting_floor": floor_description(),
             "confidence": confidence,
             "n_bootstrap": n_bootstrap,
             "seed": seed,

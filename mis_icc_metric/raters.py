@@ -36,6 +36,7 @@ from mis_bench_dataset.icc import icc3_1
 from mis_bench_dataset.release.labels import Labels, icc3_1_with_ci
 from mis_bench_dataset.toolkit.errors import UsageError
 
+from .reporting_floor import Support, degenerate_reason, withhold_reason
 from .scoring import MIN_ITEMS, Key, align
 
 logger = logging.getLogger(__name__)
@@ -49,14 +50,23 @@ CLIP_ORDER = "video id order (sorted as text: clinician, time point, stimulus)"
 
 
 def _icc(matrix: np.ndarray, confidence: float) -> dict:
-    """{"icc", "ci", "n"} of an (n x k) matrix, ICC and CI None on fewer than MIN_ITEMS videos."""
+    """{"icc", "ci", "n"} of an (n x k) matrix, ICC and CI None on fewer than MIN_ITEMS videos; the F-test CI
+    (videos taken as independent) under the one rule of `reporting_floor`, its reason in "withheld"."""
     n = int(matrix.shape[0])
     if n < MIN_ITEMS:
         return {"icc": None, "ci": None, "n": n}
     icc, low, high = icc3_1_with_ci(matrix, alpha=1 - confidence)
     if math.isnan(icc):
         return {"icc": None, "ci": None, "n": n}
-    return {"icc": icc, "ci": [low, high], "n": n}
+    reason = withhold_reason(Support(n, None, "video")) or degenerate_reason(float(low), float(high))
+    return {"icc": icc, "ci": None if reason else [low, high], "n": n, "withheld": reason}
+
+
+def _ceiling(table2) -> dict:
+    """The raters' ICC on this panel (Table 2's computation), its F-test CI under the one rule as `_icc`'s."""
+    low, high = float(table2.ci_low), float(table2.ci_high)
+    reason = withhold_reason(Support(table2.n_videos, None, "video")) or degenerate_reason(low, high)
+    return {"icc": table2.icc, "ci": None if reason else [low, high], "n": table2.n_videos, "withheld": reason}
 
 
 def _mean(values: list[float | None]) -> float | None:
@@ -186,9 +196,7 @@ def model_as_rater(
         pred = {v: float(data.pred[i, j]) for i, v in enumerate(data.videos) if not np.isnan(data.pred[i, j])}
         entry = _dimension(key, panel, raters, labels, pred, confidence) if raters else {"n": 0}
         table2 = ceiling.get(key)
-        entry["human_ceiling"] = (
-            None if table2 is None else {"icc": table2.icc, "ci": [table2.ci_low, table2.ci_high], "n": table2.n_videos}
-        )
+        entry["human_ceiling"] = None if table2 is None else _ceiling(table2)
         dimensions[key] = entry
     mismatches = _gold_mismatches(labels, references)
     if mismatches:

@@ -25,6 +25,7 @@ from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import parse_video_id
 
 from .bootstrap import bootstrap_indices, quiet_nanvar, resample_counts
+from .reporting_floor import Support
 
 __all__ = [
     "RESAMPLE_UNITS",
@@ -39,6 +40,8 @@ __all__ = [
     "counterpart",
     "clinician_labels",
     "clusters_per_block",
+    "block_supports",
+    "weakest_support",
     "check_unit",
 ]
 
@@ -192,6 +195,22 @@ def clusters_per_block(labels: np.ndarray | None, valid: np.ndarray) -> list[int
     if labels is None:
         return [None] * valid.shape[1]
     return [int(np.unique(labels[valid[:, block]]).size) for block in range(valid.shape[1])]
+
+
+def block_supports(labels: np.ndarray | None, valid: np.ndarray, unit: str) -> list[Support]:
+    """The `reporting_floor.Support` of each block (columns of `valid`, (n, blocks)): its videos, the clinicians
+    they come from (`labels`: each video's, None where unknown) and the resampling `unit`."""
+    counts = clusters_per_block(labels, valid)
+    return [Support(int(valid[:, b].sum()), counts[b], unit) for b in range(valid.shape[1])]
+
+
+def weakest_support(supports: Sequence[Support], unit: str) -> Support:
+    """The support of a figure over several blocks (a mean over dimensions): its weakest block's videos and
+    clinicians, since the figure is defined only where every block is."""
+    if not supports:
+        return Support(0, None, unit)
+    clusters = [s.n_clusters for s in supports]
+    return Support(min(s.n_videos for s in supports), None if None in clusters else min(clusters), unit)
 
 
 def counterpart(plan: Resampling, video_ids: Sequence[str], clusters: Clusters = None) -> Resampling:

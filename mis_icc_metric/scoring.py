@@ -19,6 +19,9 @@
   range use), each with its CI from the same index matrix.
 
 All bootstrap CIs (all blocks) come from one shared draw (`resampling.Resampling`), with the design effect.
+Every interval (bootstrap and F-test) follows the one rule of `reporting_floor`: from too few videos or
+clinicians, past its share of undefined resamples or of zero width it is None, its reason in the entry's
+`withheld` map (`meta.reporting_floor` states the rule).
 Values are raw fractions; only the CLI shows percent.
 """
 
@@ -50,14 +53,30 @@ from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import exact_decimal
 
 from .agreement_statistics import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
-from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
+from .bootstrap import bootstrap_blocks, guarded_ci, point_blocks
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
-from .resampling import Resampling, clinician_labels, clusters_per_block, counterpart, design_effects, make_resampling
+from .reporting_floor import Support, degenerate_reason, floor_description, withhold_reason
+from .resampling import (
+    Resampling,
+    block_supports,
+    clinician_labels,
+    clusters_per_block,
+    counterpart,
+    design_effects,
+    make_resampling,
+    weakest_support,
+)
 
 logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 MIN_ITEMS = 3
+# What `icc_ci_ftest` is: the analytic CI, kept as the reference psych::ICC gives, not the one to cite.
+FTEST_CI = (
+    "F-test CI of ICC(3,1) (McGraw & Wong 1996, psych::ICC's), assuming independent videos: it ignores clustering"
+    " by clinician (in simulation with clinician effects it covers about 75% at 95%); cite the bootstrap CI"
+    " (icc_ci), which resamples clinicians by default. Withheld under the same floor as the bootstrap CI."
+)
 
 __all__ = [
     "score_predictions",
@@ -299,43 +318,56 @@ def _note(pred: np.ndarray, gold: np.ndarray, n: int) -> str | None:
 
 
 class _Reporter:
-    """Turns point/bootstrap arrays of one block into the JSON entry."""
+    """Turns point/bootstrap arrays of one block into the JSON entry, each interval under the one rule of
+    `reporting_floor` (`support(blocks)`: the videos and clinicians behind those blocks); a withheld interval
+    is None, its reason in the entry's `withheld` under the interval's key."""
 
-    def __init__(self, point: dict, boot: dict | None, confidence: float) -> None:
-        self.point, self.boot, self.confidence = point, boot, confidence
+    def __init__(self, point: dict, boot: dict | None, confidence: float, support) -> None:
+        self.point, self.boot, self.confidence, self.support = point, boot, confidence, support
 
-    def ci(self, name: str, block: int) -> list[float] | None:
-        if self.boot is None:
-            return None
-        return percentile_ci(self.boot[name][:, block], self.confidence).tolist()
+    def ci(self, samples: np.ndarray, blocks: list[int], withheld: dict, key: str) -> list[float] | None:
+        """The guarded percentile CI of `samples` (one figure's replicates); its reason, if any, in `withheld`."""
+        bounds, facts = guarded_ci(samples, self.support(blocks), self.confidence)
+        if facts["withheld"]:
+            withheld[key] = facts["withheld"]
+        return bounds
 
     def entry(self, block: int, pred: np.ndarray, gold: np.ndarray, valid: np.ndarray) -> dict:
         n = int(valid.sum())
         note = _note(pred[valid], gold[valid], n)
         usable = n >= MIN_ITEMS
         icc = float(self.point["icc"][block]) if usable else float("nan")
+        withheld: dict[str, str] = {}
+        with_ci = self.boot is not None
         result = {
-            "icc": icc,
-            "icc_ci": self.ci("icc", block) if not math.isnan(icc) else None,  # no interval for an undefined ICC
+            "icc": icc,  # no interval for an undefined ICC
+            "icc_ci": self.ci(self.boot["icc"][:, block], [block], withheld, "icc_ci")
+            if with_ci and not math.isnan(icc)
+            else None,
             "mse": float(self.point["mse"][block]) if n else float("nan"),
-            "mse_ci": self.ci("mse", block) if n else None,
+            "mse_ci": self.ci(self.boot["mse"][:, block], [block], withheld, "mse_ci") if with_ci and n else None,
             "n": n,
         }
+        result["icc_ci_ftest"] = None
         if usable:
             low, high = icc3_ci(np.stack([pred[valid], gold[valid]], axis=-1), self.confidence)
-            result["icc_ci_ftest"] = [float(low), float(high)]
-        else:
-            result["icc_ci_ftest"] = None
-        if self.boot is not None:
+            reason = withhold_reason(self.support([block])) or degenerate_reason(float(low), float(high))
+            if reason:
+                withheld["icc_ci_ftest"] = reason
+            else:
+                result["icc_ci_ftest"] = [float(low), float(high)]
+        if with_ci:
             result["n_bootstrap_undefined"] = int(np.isnan(self.boot["icc"][:, block]).sum()) if usable else None
+        result["withheld"] = withheld
         result["note"] = note
         return result
 
-    def mean_ci(self, blocks: list[int], mean: float) -> list[float] | None:
-        """The interval of the mean ICC over `blocks`; None when the mean itself is undefined."""
+    def mean_ci(self, blocks: list[int], mean: float, withheld: dict) -> list[float] | None:
+        """The interval of the mean ICC over `blocks`; None when the mean itself is undefined or the rule
+        withholds it (the reason then in `withheld["mean_icc_ci"]`)."""
         if self.boot is None or not blocks or math.isnan(mean):
             return None
-        return percentile_ci(self.boot["icc"][:, blocks].mean(axis=1), self.confidence).tolist()
+        return self.ci(self.boot["icc"][:, blocks].mean(axis=1), blocks, withheld, "mean_icc_ci")
 
 
 def _mean_icc(entries: Iterable[dict]) -> float:
@@ -375,10 +407,15 @@ def score_predictions(
     plan = _plan_blocks(data, impute_value, common_videos)
     indices = make_resampling(data.videos, n_bootstrap, seed, resample, clusters=clusters) if n_bootstrap else None
     rat, val, point, boot = plan.blocks.run(indices)
-    report = _Reporter(point, boot, confidence)
+    report = _Reporter(point, boot, confidence, _supports(data.videos, val, resample, clusters))
     agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
     agreements = agreement_blocks(
-        rat[:, agreement_of], val[:, agreement_of], indices, confidence=confidence, min_items=MIN_ITEMS
+        rat[:, agreement_of],
+        val[:, agreement_of],
+        indices,
+        confidence=confidence,
+        min_items=MIN_ITEMS,
+        supports=[report.support([block]) for block in agreement_of],
     )
     entries: dict[int, dict] = {}
 
@@ -391,18 +428,31 @@ def score_predictions(
     overall = _overall_result(data, plan, entry, agreements[-1], missing)
     _add_clustering(data, plan, (rat, val, boot), indices, clusters, [*dimensions.values(), overall])
     mean_icc = _mean_icc(dimensions.values())
+    withheld: dict[str, str] = {}
     return {
-        "halo": _halo_result(data, indices, confidence),
+        "halo": _halo_result(data, indices, confidence, report.support(plan.dims)),
         "dimensions": dimensions,
         "overall": overall,
         "mean_icc": mean_icc,
-        "mean_icc_ci": report.mean_ci(plan.dims, mean_icc),
+        "mean_icc_ci": report.mean_ci(plan.dims, mean_icc, withheld),
+        "withheld": withheld,
         "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
         "coverage": coverage.to_dict(),
         "midpoint_imputation": _midpoint_result(data, plan, entry, report, impute_value),
         "common_set": _common_result(data, plan, entry, report),
         "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range, resampling=indices),
     }
+
+
+def _supports(videos: list[str], valid: np.ndarray, unit: str, clusters):
+    """`support(blocks)`: the `reporting_floor.Support` of a figure over `blocks` (columns of `valid`), the
+    weakest of them (`resampling.weakest_support`), resampled by `unit`."""
+    supports = block_supports(clinician_labels(videos, clusters), valid, unit)
+
+    def support(blocks: list[int]) -> Support:
+        return weakest_support([supports[b] for b in blocks], unit)
+
+    return support
 
 
 def _add_clustering(data: AlignedScores, plan: _Plan, arrays, resampling: Resampling | None, clusters, entries) -> None:
@@ -425,6 +475,12 @@ def _add_clustering(data: AlignedScores, plan: _Plan, arrays, resampling: Resamp
 
 
 _SUMMARY_FIELDS = ("icc", "icc_ci", "mse", "n")
+
+
+def _summary(item: dict) -> dict:
+    """The summary fields of an entry, with the reasons of those of its intervals that were withheld."""
+    withheld = {key: reason for key, reason in item["withheld"].items() if key in _SUMMARY_FIELDS}
+    return {**{f: item[f] for f in _SUMMARY_FIELDS}, "withheld": withheld}
 
 
 @dataclass
@@ -520,16 +576,17 @@ def _midpoint_result(data: AlignedScores, plan: _Plan, entry, report: _Reporter,
     imputed_dimensions = {}
     for j, key in enumerate(data.dimensions):
         item = entry(sources[j])
-        imputed_dimensions[key] = {**{f: item[f] for f in _SUMMARY_FIELDS}, "n_imputed": int(plan.unparsed[:, j].sum())}
-    imputed_entry = entry(plan.imputed_overall)
+        imputed_dimensions[key] = {**_summary(item), "n_imputed": int(plan.unparsed[:, j].sum())}
     imputed_mean = _mean_icc(imputed_dimensions.values())
+    withheld: dict[str, str] = {}
     return {
         "value": impute_value,
         "n_imputed": int(plan.unparsed.sum()),
         "dimensions": imputed_dimensions,
-        "overall": {k: imputed_entry[k] for k in _SUMMARY_FIELDS},
+        "overall": _summary(entry(plan.imputed_overall)),
         "mean_icc": imputed_mean,
-        "mean_icc_ci": report.mean_ci(sources, imputed_mean),
+        "mean_icc_ci": report.mean_ci(sources, imputed_mean, withheld),
+        "withheld": withheld,
     }
 
 
@@ -538,18 +595,21 @@ def _common_result(data: AlignedScores, plan: _Plan, entry, report: _Reporter) -
         return None
     common_dims = {key: entry(plan.common_dims[j]) for j, key in enumerate(data.dimensions)}
     common_mean = _mean_icc(common_dims.values())
+    withheld: dict[str, str] = {}
     return {
         "n_videos": int(plan.common_mask.sum()),
-        "dimensions": {k: {f: v[f] for f in _SUMMARY_FIELDS} for k, v in common_dims.items()},
-        "overall": {f: entry(plan.common_overall)[f] for f in _SUMMARY_FIELDS},
+        "dimensions": {k: _summary(v) for k, v in common_dims.items()},
+        "overall": _summary(entry(plan.common_overall)),
         "mean_icc": common_mean,
-        "mean_icc_ci": report.mean_ci(plan.common_dims, common_mean),
+        "mean_icc_ci": report.mean_ci(plan.common_dims, common_mean, withheld),
+        "withheld": withheld,
     }
 
 
-def _halo_result(data: AlignedScores, indices, confidence: float) -> dict:
-    """The halo of the model and of the expert gold on the same parsed pairs (`agreement.halo`)."""
-    model, gold = halo([data.pred, data.gold], data.parsed, indices, confidence=confidence)
+def _halo_result(data: AlignedScores, indices, confidence: float, support: Support) -> dict:
+    """The halo of the model and of the expert gold on the same parsed pairs (`agreement.halo`), its CIs under
+    the floor of the dimensions' `support`."""
+    model, gold = halo([data.pred, data.gold], data.parsed, indices, confidence=confidence, support=support)
     for side in (model, gold):
         for pair in side["pairs"]:
             pair["i"], pair["j"] = data.dimensions[pair["i"]], data.dimensions[pair["j"]]
@@ -574,6 +634,8 @@ def _meta(data: AlignedScores, confidence, n_bootstrap, seed, missing, out_of_ra
         "dimensions": list(data.dimensions),
         "missing": missing,
         "out_of_range": out_of_range,
+        "ci_ftest": FTEST_CI,
+        "reporting_floor": floor_description(),
         "agreement": {
             "statistics": list(STATISTIC_KEYS),
             "pairs": "the ICC's: parsed predictions per dimension, complete videos overall",

@@ -7,6 +7,9 @@ Per dimension: the mean score shift (perturbed - unperturbed) with a resampled C
 clinicians by default: a clinician's videos move together) is shared by every statistic and dimension, and every
 resample's weighted means come from one matrix product over the plan's counts, no loop over resamples.
 
+Every CI and p-value follows the one rule of `reporting_floor` (three videos of one clinician give no shift CI:
+every clinician resample is the sample): withheld ones are None, their reasons in the entry's `withheld`.
+
 What it is for: research on judges (how robust an automatic rater is), not the evaluation of any therapist.
 """
 
@@ -27,9 +30,10 @@ from mis_bench_dataset.dimensions import (
 )
 from mis_bench_dataset.toolkit.errors import DataError
 
-from .bootstrap import percentile_ci, resampled_sums
+from .bootstrap import guarded_ci, resampled_sums
 from .paired import paired_comparison
-from .resampling import DEFAULT_RESAMPLE, make_resampling
+from .reporting_floor import floor_description
+from .resampling import DEFAULT_RESAMPLE, block_supports, clinician_labels, make_resampling
 from .scoring import Key, coerce_score
 
 MOVED_THRESHOLD = 0.5
@@ -85,7 +89,12 @@ def _replicates(shifts: _Shifts, plan) -> tuple[np.ndarray, np.ndarray, np.ndarr
         return shift_sums / pairs, hit_sums / pairs, pooled
 
 
-def _icc_fields(entry: Mapping) -> dict:
+_PAIRED_NAMES = {"delta_ci": "icc_change_ci", "p_value": "icc_change_p"}
+
+
+def _icc_fields(entry: Mapping, withheld: dict) -> dict:
+    """The paired ICC change of one entry; the reasons of its withheld CI and p-value added to `withheld`."""
+    withheld.update({_PAIRED_NAMES[key]: reason for key, reason in entry["withheld"].items()})
     return {
         "icc_unperturbed": entry["icc_b"],
         "icc_perturbed": entry["icc_a"],
@@ -93,6 +102,14 @@ def _icc_fields(entry: Mapping) -> dict:
         "icc_change_ci": entry["delta_ci"],
         "icc_change_p": entry["p_value"],
     }
+
+
+def _ci(samples: np.ndarray, support, confidence: float, withheld: dict, key: str) -> list[float] | None:
+    """The guarded CI of one figure's replicates (`bootstrap.guarded_ci`); its reason, if any, in `withheld`."""
+    bounds, facts = guarded_ci(samples, support, confidence)
+    if facts["withheld"]:
+        withheld[key] = facts["withheld"]
+    return bounds
 
 
 def perturbation_shift(
@@ -131,29 +148,38 @@ def perturbation_shift(
         clusters=clusters,
         names=("perturbed", "unperturbed"),
     )
+    supports = block_supports(clinician_labels(shifts.videos, clusters), shifts.valid, resample)
     dimensions = {}
     for key, j in _COLUMN.items():
         n = int(shifts.valid[:, j].sum())
         if n:
+            withheld: dict[str, str] = {}
             dimensions[key] = {
                 "abbreviation": DIMENSION_BY_KEY[key].abbreviation,
                 "n": n,
                 "mean_shift": float(shifts.diff[:, j].sum() / n),
-                "mean_shift_ci": percentile_ci(shift_reps[:, j], confidence).tolist(),
+                "mean_shift_ci": _ci(shift_reps[:, j], supports[j], confidence, withheld, "mean_shift_ci"),
                 "mean_abs_shift": float(np.abs(shifts.diff[:, j]).sum() / n),
                 "share_moved": float(shifts.hit[:, j].sum() / n),
-                "share_moved_ci": percentile_ci(moved_reps[:, j], confidence).tolist(),
-                **_icc_fields(paired["dimensions"][key]),
+                "share_moved_ci": _ci(moved_reps[:, j], supports[j], confidence, withheld, "share_moved_ci"),
+                # resamples that drew no pair of this dimension: no shift, left out of the CIs (and counted)
+                "n_bootstrap_undefined": int(np.isnan(shift_reps[:, j]).sum()),
+                **_icc_fields(paired["dimensions"][key], withheld),
+                "withheld": withheld,
             }
     used = [_COLUMN[k] for k in dimensions]
     n_all = int(shifts.valid[:, used].sum())
+    # the pooled mean shift rests on every video with a pair: its support is the videos and clinicians of any
+    pooled = block_supports(clinician_labels(shifts.videos, clusters), shifts.valid.any(axis=1)[:, None], resample)
+    withheld = {}
     summary = {
         "n": n_all,
         "mean_shift": float(shifts.diff[:, used].sum() / n_all),
-        "mean_shift_ci": percentile_ci(pooled_reps, confidence).tolist(),
+        "mean_shift_ci": _ci(pooled_reps, pooled[0], confidence, withheld, "mean_shift_ci"),
         "mean_abs_shift": float(np.abs(shifts.diff[:, used]).sum() / n_all),
         "share_moved": float(shifts.hit[:, used].sum() / n_all),
-        **_icc_fields(paired["mean_icc"]),
+        **_icc_fields(paired["mean_icc"], withheld),
+        "withheld": withheld,
     }
     return {"dimensions": dimensions, "mean": summary, "meta": _meta(threshold, plan, confidence)}
 
@@ -167,5 +193,6 @@ def _meta(threshold: float, plan, confidence: float) -> dict:
         "in each resample",
         "resampling": plan.describe(),
         "confidence": confidence,
+        "reporting_floor": floor_description(),
         "purpose": PURPOSE,
     }

@@ -27,8 +27,9 @@ from mis_bench_dataset.dimensions import (
 )
 from mis_bench_dataset.toolkit.errors import DataError
 
-from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks, quiet_nanmean, quiet_nanvar
-from .resampling import make_resampling
+from .bootstrap import bootstrap_blocks, guarded_ci, point_blocks, quiet_nanmean, quiet_nanvar
+from .reporting_floor import floor_description
+from .resampling import block_supports, clinician_labels, make_resampling, weakest_support
 from .scoring import MIN_ITEMS, Key
 
 __all__ = ["variance_sources"]
@@ -55,6 +56,18 @@ def _columns(arms: Sequence[Mapping[Key, object]], references, videos, dims):
 def _sd(values: np.ndarray) -> np.ndarray:
     """Sample standard deviation over axis 0, NaN values left out; NaN where fewer than two are defined."""
     return np.sqrt(quiet_nanvar(values))
+
+
+def _cis(resampled: np.ndarray, total: np.ndarray, support, confidence: float) -> dict:
+    """The resampling and all-sources CIs of one ICC under the one rule (`reporting_floor`), and why any was
+    withheld."""
+    withheld = {}
+    out = {}
+    for key, samples in (("resampling_ci", resampled), ("total_ci", total)):
+        out[key], facts = guarded_ci(samples, support, confidence)
+        if facts["withheld"]:
+            withheld[key] = facts["withheld"]
+    return {**out, "withheld": withheld}
 
 
 def variance_sources(
@@ -100,6 +113,7 @@ def variance_sources(
         "sampling": _sd(sample_icc) if sample_icc.shape[0] else np.full(len(dims), np.nan),
         "prompts": _sd(prompt_icc),
     }
+    supports = block_supports(clinician_labels(videos), valid[:, main], "clinician")
     dimensions = {}
     for j, key in enumerate(dims):
         dimensions[key] = {
@@ -108,8 +122,7 @@ def variance_sources(
             "icc_by_prompt": dict(zip(names, prompt_icc[:, j].tolist(), strict=True)),
             "icc_by_sample": sample_icc[:, j].tolist(),
             **{f"sd_{source}": float(values[j]) for source, values in sd.items()},
-            "resampling_ci": percentile_ci(boot["clinician"][:, j], confidence).tolist(),
-            "total_ci": percentile_ci(total[:, j], confidence).tolist(),
+            **_cis(boot["clinician"][:, j], total[:, j], supports[j], confidence),
         }
     mean_total = quiet_nanmean(total, axis=1)
     mean_resampled = quiet_nanmean(boot["clinician"], axis=1)
@@ -121,8 +134,7 @@ def variance_sources(
             "sd_clinicians": float(_sd(mean_resampled)),
             "sd_prompts": float(_sd(quiet_nanmean(prompt_icc, axis=1))),
             "sd_sampling": float(_sd(quiet_nanmean(sample_icc, axis=1))) if len(samples) else float("nan"),
-            "resampling_ci": percentile_ci(mean_resampled, confidence).tolist(),
-            "total_ci": percentile_ci(mean_total, confidence).tolist(),
+            **_cis(mean_resampled, mean_total, weakest_support(supports, "clinician"), confidence),
         },
         "meta": {
             "prompts": names,
@@ -131,6 +143,7 @@ def variance_sources(
             "total_ci": "clinician resample b's ICC plus one prompt variant's and one sample's deviation from "
             "their mean, drawn uniformly per resample (seeded); percentile interval",
             "confidence": confidence,
+            "reporting_floor": floor_description(),
             "purpose": RESEARCH_USE,
         },
     }

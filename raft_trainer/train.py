@@ -727,9 +727,14 @@ def score_line(result: dict) -> str:
     from mis_bench_dataset.toolkit.numbers import ci_pct, num, pct
 
     overall = result["overall"]
+
+    def ci(entry: dict, key: str) -> str:  # a withheld CI (mis_icc_metric.reporting_floor) says why
+        reason = (entry.get("withheld") or {}).get(key)
+        return f"(CI withheld: {reason})" if reason else f"{ci_pct(entry.get(key))} (95% CI)"
+
     return (
-        f"test mean ICC(3,1) {pct(result.get('mean_icc'))}% {ci_pct(result.get('mean_icc_ci'))} (95% CI), "
-        f"overall ICC {pct(overall.get('icc'))}% {ci_pct(overall.get('icc_ci'))}, MSE {num(overall.get('mse'))}"
+        f"test mean ICC(3,1) {pct(result.get('mean_icc'))}% {ci(result, 'mean_icc_ci')}, "
+        f"overall ICC {pct(overall.get('icc'))}% {ci(overall, 'icc_ci')}, MSE {num(overall.get('mse'))}"
     )
 
 

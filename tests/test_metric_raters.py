@@ -84,7 +84,9 @@ def test_per_rater_comparisons_match_a_hand_computation(labelled):
         "icc": result["dimensions"]["empathy"]["raters_icc"]["icc"],
         "ci": result["dimensions"]["empathy"]["raters_icc"]["ci"],
         "n": 7,
+        "withheld": "7 video(s); a CI needs at least 10",  # seven videos: below the one rule's floor
     }
+    assert result["dimensions"]["empathy"]["raters_icc"]["ci"] is None
 
 
 def test_certification_by_hand():

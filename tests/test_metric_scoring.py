@@ -126,7 +126,7 @@ def test_property_each_dimension_equals_the_core_on_its_parsed_items(seed, unpar
 
 
 def test_degenerate_dimensions_are_reported_not_crashed():
-    predictions, references = make_scores(n=30, seed=4, unparsed=0.0)
+    predictions, references = make_scores(n=48, seed=4, unparsed=0.0)  # 6 clinicians: above the CI floor
     for key in list(predictions):
         if key[1] == "verbal_fluency":
             predictions[key] = 3.0  # constant model output
@@ -136,7 +136,9 @@ def test_degenerate_dimensions_are_reported_not_crashed():
             predictions[key] = None  # only two parsed
     result = score_predictions(predictions, references, n_bootstrap=200)
     vf = result["dimensions"]["verbal_fluency"]
-    assert vf["icc"] == 0.0 and vf["icc_ci"] == [0.0, 0.0] and "exactly 0" in vf["note"]
+    assert vf["icc"] == 0.0 and "exactly 0" in vf["note"]
+    # every resample gives exactly 0: a zero-width interval is withheld as degenerate (reporting_floor)
+    assert vf["icc_ci"] is None and "zero width" in vf["withheld"]["icc_ci"]
     emp = result["dimensions"]["empathy"]
     assert emp["n"] == 0 and emp["parse_rate"] == 0.0 and np.isnan(emp["icc"]) and emp["icc_ci"] is None
     abc = result["dimensions"]["abc"]
@@ -257,8 +259,11 @@ def test_paired_delta_is_the_icc_difference_on_items_both_parsed():
 def test_paired_identical_systems_have_zero_difference_and_p_one():
     predictions, references = make_scores(n=40, seed=12)
     result = paired_comparison(predictions, dict(predictions), references, n_bootstrap=200)
-    assert result["overall"]["delta"] == 0.0 and result["overall"]["p_value"] == 1.0
-    assert result["dimensions"]["empathy"]["delta_ci"] == [0.0, 0.0]
+    assert result["overall"]["delta"] == 0.0
+    # every resample's difference is 0: the zero-width CI and its p-value are withheld as degenerate
+    for entry in (result["overall"], result["dimensions"]["empathy"], result["mean_icc"]):
+        assert entry["delta_ci"] is None and entry["p_value"] is None
+        assert "zero width" in entry["withheld"]["delta_ci"] and "a p-value" in entry["withheld"]["p_value"]
 
 
 def test_bootstrap_p_value_is_two_sided_with_plus_one_correction():

@@ -76,7 +76,8 @@ def test_an_unchanged_arm_has_no_shift() -> None:
     table = perturbation_shift(base, dict(base), gold, n_bootstrap=50, seed=0)
     mean = table["mean"]
     assert mean["mean_shift"] == 0 and mean["share_moved"] == 0 and mean["icc_change"] == pytest.approx(0)
-    assert mean["mean_shift_ci"] == [0, 0]
+    # every resample's shift is 0: a zero-width CI is withheld as degenerate (reporting_floor), never [0, 0]
+    assert mean["mean_shift_ci"] is None and "zero width" in mean["withheld"]["mean_shift_ci"]
 
 
 def test_run_perturb_on_the_text_ridge_writes_the_shift_table(synthetic_build, tmp_path, capsys) -> None:
@@ -111,6 +112,15 @@ def test_run_perturb_on_the_text_ridge_writes_the_shift_table(synthetic_build, t
     assert table["dimensions"][key]["mean_shift"] == pytest.approx(np.mean(diffs))
     markdown = (out / "perturbations" / "text-ridge" / "shifts.md").read_text()
     assert "| first-half | **mean** |" in markdown and "clinician" in markdown
+    # four test videos: below the one rule's floor (reporting_floor), every shift CI and p-value is withheld, its
+    # reason in the JSON and where the number would stand in the table, never a zero-width interval
+    n_videos = len({row["video_id"] for row in test})
+    assert n_videos < 10
+    for entry in [*table["dimensions"].values(), table["mean"]]:
+        assert entry["mean_shift_ci"] is None and entry["icc_change_p"] is None
+        assert entry["withheld"]["mean_shift_ci"] == f"{n_videos} video(s); a CI needs at least 10"
+    assert f"withheld: {n_videos} video(s)" in markdown and "a CI needs at least 10" in markdown
+    assert table["meta"]["reporting_floor"]["min_ci_videos"] == 10
     assert (out / "perturbations" / "text-ridge" / "sensitivity.png").read_bytes()[:4] == b"\x89PNG"
 
 

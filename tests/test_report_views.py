@@ -242,6 +242,7 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
             assert system["dimensions"][key] == {
                 "icc": want["dimensions"][key]["icc"],
                 "icc_ci": want["dimensions"][key]["icc_ci"],
+                "withheld": {k: v for k, v in want["dimensions"][key]["withheld"].items() if k == "icc_ci"},
             }
         assert system["mean_icc_ci"] == want["mean_icc_ci"] and system["overall"]["icc_ci"] == want["overall"]["icc_ci"]
     assert len(comparison["paired"]) == 3

@@ -213,11 +213,20 @@ def test_report_json_comparison_and_paired_tests(made):
             run["predictions"], best[0]["predictions"], references, n_bootstrap=N_COMPARISON, seed=SEED
         )
         assert test["systems"] == {"a": run["label"], "b": best[0]["label"]}
+        blocks = [*test["dimensions"].values(), test["overall"], test["mean_icc"]]
+        if all(block["delta"] == 0.0 for block in blocks):  # the twin of the reference: every difference is 0,
+            for block in blocks:  # a zero-width CI and its p-value are withheld (mis_icc_metric.reporting_floor)
+                assert (
+                    block["delta_ci"] is None
+                    and block["p_value"] is None
+                    and "zero width" in block["withheld"]["delta_ci"]
+                )
+            continue
         assert close(test["dimensions"], want["dimensions"]), run["label"]
         assert close(test["overall"], want["overall"]) and close(test["mean_icc"], want["mean_icc"]), run["label"]
     deltas = [test["overall"]["delta"] for test in comparison["paired"]]
     assert deltas[-1] == 0.0 and all(delta < 0 for delta in deltas[:-1])  # the twin of the reference ties it
-    assert comparison["paired"][-1]["overall"]["p_value"] == 1.0
+    assert comparison["paired"][-1]["overall"]["withheld"]["p_value"]
 
 
 def test_report_cli_prints_the_counts(made):
@@ -357,6 +366,9 @@ def test_comparison_and_paired_tables(made):
     for row, test in zip(rows[1:], comparison["paired"], strict=True):
         blocks = [test["dimensions"][k] for k in DIMENSION_KEYS] + [test["overall"], test["mean_icc"]]
         for cell, block in zip(row[1:], blocks, strict=True):
+            if block["withheld"]:  # the rule's reason stands where the CI and the p-value would
+                assert cell == f"+0.0 (withheld: {block['withheld']['delta_ci'].split(';')[0]}) p withheld", cell
+                continue
             match = re.fullmatch(r"([+-]\d+\.\d) (\[[^\]]+\]) (p<0\.001|p=\d\.\d{3})", cell)
             assert match, cell
             assert _shows_percent(match.group(1).lstrip("+"), block["delta"])

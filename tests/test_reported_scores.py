@@ -19,6 +19,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric.paired import paired_comparison
 from mis_icc_metric.predictions_io import write_predictions
+from mis_icc_metric.reporting_floor import MAX_UNDEFINED_SHARE, MIN_CI_CLUSTERS, MIN_CI_VIDEOS
 from mis_icc_metric.scoring import score_predictions
 
 from _independent import (
@@ -43,6 +44,25 @@ CLOSE = {"rel": 1e-9, "abs": 1e-12}
 
 def _close(value, expected):
     return value == pytest.approx(expected, **CLOSE)
+
+
+def _ruled(interval: list[float], reps, n_videos: int, n_clinicians: int) -> list[float]:
+    """`interval` if the one rule (mis_icc_metric.reporting_floor, restated here from its documented numbers) lets
+    it through, else [nan, nan] (withheld): resampling clinicians, at least MIN_CI_VIDEOS videos and
+    MIN_CI_CLUSTERS clinicians, at most MAX_UNDEFINED_SHARE undefined resamples, a nonzero width."""
+    undefined = sum(math.isnan(r) for r in reps)
+    if (
+        n_videos < MIN_CI_VIDEOS
+        or n_clinicians < MIN_CI_CLUSTERS
+        or undefined > MAX_UNDEFINED_SHARE * len(reps)
+        or not interval[1] > interval[0]
+    ):
+        return [math.nan, math.nan]
+    return interval
+
+
+def _clinicians(videos, rows) -> int:
+    return len({video.split("_")[0] for video, row in zip(videos, rows, strict=True) if row})
 
 
 # ----------------------------------------------------------------------------- one system
@@ -214,14 +234,16 @@ def test_common_set_sensitivity(case):
     result, pred, gold, common = case["result"], case["pred"], case["gold"], case["common"]
     parsed = ~np.isnan(pred) & ~np.isnan(gold)
     usable = parsed & common[:, None]
-    block = result["common_set"]
+    videos, block = case["videos"], result["common_set"]
     assert block["n_videos"] == common.sum() == 12
     reps = _dimension_replicates(case, usable)
     for j, key in enumerate(DIMENSION_KEYS):
         entry, ok = block["dimensions"][key], usable[:, j]
         assert _close(entry["icc"], pingouin_icc(pred[ok, j], gold[ok, j])), key
         assert _close(entry["mse"], float(np.mean((pred[ok, j] - gold[ok, j]) ** 2))), key
-        assert _close(entry["icc_ci"], percentile_interval(reps[j], CONFIDENCE)), key
+        expected = _ruled(percentile_interval(reps[j], CONFIDENCE), reps[j], ok.sum(), _clinicians(videos, ok))
+        assert _same(entry["icc_ci"], expected), key
+        assert (entry["icc_ci"] is None) == bool(entry["withheld"].get("icc_ci")), key
         assert entry["n"] == ok.sum()
     complete = parsed.all(axis=1) & ~np.isnan(gold).any(axis=1) & common
     p, g = overall_pairs(pred, gold, complete)
@@ -229,9 +251,16 @@ def test_common_set_sensitivity(case):
     overall_reps = replicates(
         case["indices"], lambda row: anova_icc(*overall_pairs(pred[row], gold[row], complete[row]))
     )
-    assert _close(block["overall"]["icc_ci"], percentile_interval(overall_reps, CONFIDENCE))
+    expected = percentile_interval(overall_reps, CONFIDENCE)
+    assert _same(
+        block["overall"]["icc_ci"], _ruled(expected, overall_reps, complete.sum(), _clinicians(videos, complete))
+    )
     assert _close(block["mean_icc"], float(np.mean([block["dimensions"][k]["icc"] for k in DIMENSION_KEYS])))
-    assert _close(block["mean_icc_ci"], percentile_interval(_mean_over_dimensions(reps), CONFIDENCE))
+    mean_reps = _mean_over_dimensions(reps)
+    fewest = min(usable.sum(axis=0)), min(_clinicians(videos, usable[:, j]) for j in range(8))
+    assert _same(block["mean_icc_ci"], _ruled(percentile_interval(mean_reps, CONFIDENCE), mean_reps, *fewest))
+    # a common set of 12 videos sits at the floor: the rule withholds some of its intervals, and says why
+    assert any(entry["withheld"] for entry in [*block["dimensions"].values(), block["overall"]])
 
 
 def _same(value, expected) -> bool:
@@ -252,6 +281,11 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
     """Few videos and many unparsed outputs: resamples with one usable video, copies of one video,
     no variance. Every interval and count still equals the loop's (undefined where it is undefined)."""
     predictions, references = make_scores(n=n, seed=seed, unparsed=unparsed)
+    own = {
+        video: f"CL{2000 + i}_{video.split('_', 1)[1]}" for i, video in enumerate(sorted({v for v, _ in references}))
+    }
+    predictions = {(own[v], d): x for (v, d), x in predictions.items()}  # a clinician each: n clinicians, so
+    references = {(own[v], d): x for (v, d), x in references.items()}  # the floor is met from 10 videos on
     result = json_safe(score_predictions(predictions, references, n_bootstrap=60, seed=seed))
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     indices = clinician_rows(videos, 60, seed)
@@ -265,14 +299,16 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
         per_dimension.append(reps)
         point = anova_icc(pred[ok, j], gold[ok, j]) if ok.sum() >= 3 else math.nan
         assert _same(entry["icc"], point), key
-        assert _same(entry["icc_ci"], [math.nan, math.nan] if math.isnan(point) else percentile_interval(reps)), key
+        ruled = _ruled(percentile_interval(reps), reps, ok.sum(), ok.sum()) if ok.sum() else [math.nan] * 2
+        assert _same(entry["icc_ci"], [math.nan, math.nan] if math.isnan(point) else ruled), key
         if ok.sum() >= 3:
             assert entry["n_bootstrap_undefined"] == sum(np.isnan(reps)), key
     complete = parsed.all(axis=1)
     reps = replicates(indices, lambda row: anova_icc(*overall_pairs(pred[row], gold[row], complete[row])))
     point = anova_icc(*overall_pairs(pred, gold, complete)) if complete.sum() >= 3 else math.nan
     assert _same(result["overall"]["icc"], point)
-    assert _same(result["overall"]["icc_ci"], [math.nan, math.nan] if math.isnan(point) else percentile_interval(reps))
+    ruled = _ruled(percentile_interval(reps), reps, complete.sum(), complete.sum()) if complete.sum() else None
+    assert _same(result["overall"]["icc_ci"], [math.nan, math.nan] if math.isnan(point) else ruled)
     mean = float(
         np.mean(
             [
@@ -282,10 +318,10 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
         )
     )
     assert _same(result["mean_icc"], mean)
-    assert _same(
-        result["mean_icc_ci"],
-        [math.nan, math.nan] if math.isnan(mean) else percentile_interval(_mean_over_dimensions(per_dimension)),
-    )
+    mean_reps = _mean_over_dimensions(per_dimension)
+    fewest = int(parsed.sum(axis=0).min())
+    ruled = _ruled(percentile_interval(mean_reps), mean_reps, fewest, fewest) if not math.isnan(mean) else None
+    assert _same(result["mean_icc_ci"], [math.nan, math.nan] if math.isnan(mean) else ruled)
 
 
 # ----------------------------------------------------------------------------- paired comparison
@@ -381,10 +417,10 @@ def _write_inputs(tmp_path, references, **systems):
 
 
 def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
-    predictions, references = make_scores(n=30, seed=41, noise=0.5, unparsed=0.08)
+    predictions, references = make_scores(n=48, seed=41, noise=0.5, unparsed=0.08)  # 6 clinicians: CIs shown
     dataset, paths = _write_inputs(tmp_path, references, preds=predictions)
     common = tmp_path / "common.txt"
-    common.write_text("\n".join(sorted({v for v, _ in references})[:15]) + "\n")
+    common.write_text("\n".join(sorted({v for v, _ in references})[::2]) + "\n")
     out = tmp_path / "scores.json"
     assert (
         main(
@@ -414,7 +450,7 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
             references,
             n_bootstrap=N_BOOT,
             seed=SEED,
-            common_videos=sorted({v for v, _ in references})[:15],
+            common_videos=sorted({v for v, _ in references})[::2],
         )
     )
     # a folder without a build report is not marked synthetic (the build report's rule)
@@ -480,15 +516,15 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
         )
         if m
     )
-    assert int(match.group(1)) == block["n_videos"] == 15
+    assert int(match.group(1)) == block["n_videos"] == 24
     assert _shows_percent(match.group(2), block["overall"]["icc"])
     assert _shows_ci(match.group(3), match.group(4), block["overall"]["icc_ci"])
     assert _shows_percent(match.group(5), block["mean_icc"])
 
 
 def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
-    pred_b, references = make_scores(n=30, seed=51, noise=0.3, unparsed=0.04)
-    pred_a, _ = make_scores(n=30, seed=52, noise=0.3, unparsed=0.04)  # made for other gold scores: far worse
+    pred_b, references = make_scores(n=48, seed=51, noise=0.3, unparsed=0.04)  # 6 clinicians: CIs shown
+    pred_a, _ = make_scores(n=48, seed=52, noise=0.3, unparsed=0.04)  # made for other gold scores: far worse
     dataset, paths = _write_inputs(tmp_path, references, a=pred_a, b=pred_b)
     out = tmp_path / "cmp.json"
     assert (

@@ -20,7 +20,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from eval_scripts.report.formatting import signed_pct
+from eval_scripts.report.formatting import floor_sentence, signed_pct, withheld_cell, withheld_lines
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
@@ -113,9 +113,21 @@ def _pct(value: float | None, width: int = 5) -> str:
     return pct(value).rjust(width)
 
 
-def _ci(ci: list | None) -> str:
-    """`[ 61.0,  68.0]`, aligned in columns; blank when undefined."""
+def _ci(ci: list | None, reason: str | None = None) -> str:
+    """`[ 61.0,  68.0]`, aligned in columns; blank when undefined; "withheld: ..." where the one rule withheld it."""
+    if reason:
+        return withheld_cell(reason).ljust(14)
     return "".ljust(14) if ci_pct(ci) == MISSING else f"[{pct(ci[0]):>5}, {pct(ci[1]):>5}]"
+
+
+def _why(entry: dict | None, key: str) -> str | None:
+    """Why `entry`'s figure `key` was withheld (`mis_icc_metric.reporting_floor`), or None."""
+    return ((entry or {}).get("withheld") or {}).get(key)
+
+
+def _withheld_lines(rows: list[tuple[str, dict | None]], keys: tuple[str, ...]) -> list[str]:
+    """The full reason of every withheld figure of `rows` ((label, entry) pairs), one line per reason."""
+    return withheld_lines([(label, _why(entry, key)) for label, entry in rows for key in keys if _why(entry, key)])
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -131,19 +143,26 @@ def format_score_table(result: dict) -> str:
     for entry in result["dimensions"].values():
         ceiling = entry["human_ceiling"]
         lines.append(
-            f"{entry['abbreviation']:<6} {_pct(entry['icc'], 6)} {_ci(entry['icc_ci'])} {_num(entry['mse']):>6} "
+            f"{entry['abbreviation']:<6} {_pct(entry['icc'], 6)} {_ci(entry['icc_ci'], _why(entry, 'icc_ci'))} "
+            f"{_num(entry['mse']):>6} "
             f"{entry['n']:>5} {_clusters(entry)} {_pct(entry['parse_rate'], 6)}%   {_pct(ceiling['icc'])} "
             f"{_ci(ceiling['icc_ci'])}" + (f"  ({entry['note']})" if entry.get("note") else "")
         )
     overall = result["overall"]
     if overall["n_total"]:
         lines.append(
-            f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'])} {_num(overall['mse']):>6} "
+            f"{'All':<6} {_pct(overall['icc'], 6)} {_ci(overall['icc_ci'], _why(overall, 'icc_ci'))} "
+            f"{_num(overall['mse']):>6} "
             f"{overall['n']:>5} excluded {_pct(overall['excluded_rate'], 4).strip()}% of {overall['n_total']} videos"
         )
     else:
         lines.append(f"{'All':<6} {MISSING:>6}  ({overall.get('note') or 'no overall score'})")
-    lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {_ci(result['mean_icc_ci']).strip()}")
+    mean_ci = _ci(result["mean_icc_ci"], _why(result, "mean_icc_ci")).strip()
+    lines.append(f"Mean ICC over dimensions: {_pct(result['mean_icc']).strip()} {mean_ci}")
+    rows = [(e["abbreviation"], e) for e in result["dimensions"].values()]
+    rows += [("All", overall), ("Mean ICC", result)]
+    lines += _withheld_lines(rows, ("icc_ci", "mean_icc_ci"))
+    lines += _undefined_line(rows[:-1], result["meta"])
     lines.append(_resampling_line(result["meta"]))
     if result.get("coverage"):
         lines.append(f"Coverage: {result['coverage']['sentence']}; parse rates are over the asked pairs.")
@@ -151,14 +170,16 @@ def format_score_table(result: dict) -> str:
     if imputed["n_imputed"]:
         lines.append(
             f"Sensitivity, {imputed['n_imputed']} unparsed imputed with {imputed['value']}: overall "
-            f"{_pct(imputed['overall']['icc']).strip()} {_ci(imputed['overall']['icc_ci']).strip()}, "
+            f"{_pct(imputed['overall']['icc']).strip()} "
+            f"{_ci(imputed['overall']['icc_ci'], _why(imputed['overall'], 'icc_ci')).strip()}, "
             f"mean ICC {_pct(imputed['mean_icc']).strip()}"
         )
     common = result.get("common_set")
     if common:
         lines.append(
             f"Common set of {common['n_videos']} videos: overall {_pct(common['overall']['icc']).strip()} "
-            f"{_ci(common['overall']['icc_ci']).strip()}, mean ICC {_pct(common['mean_icc']).strip()}"
+            f"{_ci(common['overall']['icc_ci'], _why(common['overall'], 'icc_ci')).strip()}, mean ICC "
+            f"{_pct(common['mean_icc']).strip()}"
         )
     return "\n".join(lines)
 
@@ -185,7 +206,8 @@ def _resampling_line(meta: dict) -> str:
         return f"No CIs (no bootstrap). clin.: clinicians behind the pairs.\n{purpose}"
     drawn = "clinicians, each with all its videos" if plan["unit"] == "clinician" else "videos, as if independent"
     return (
-        f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample).\n"
+        f"CIs: {plan['n_resamples']:,} bootstrap resamples of the {plan['n_clusters']} {drawn} (--resample)."
+        f"{floor_sentence(meta)}\n"
         "clin.: clinicians behind the pairs; deff: design effect, the variance resampling clinicians over resampling"
         f" videos.\n{purpose}"
     )
@@ -277,9 +299,10 @@ def format_compare_table(result: dict) -> str:
     for label, entry in rows:
         lines.append(
             f"{label:<6} {_pct(entry['icc_a'], 8)} {_pct(entry['icc_b'], 8)} {_pct(entry['delta'], 6)} "
-            f"{_ci(entry['delta_ci'])} {_num(entry['p_value'], 4):>7} {'' if entry['n'] is None else entry['n']:>5} "
-            f"{_clusters(entry)}"
+            f"{_ci(entry['delta_ci'], _why(entry, 'delta_ci'))} {_p_cell(entry):>7} "
+            f"{'' if entry['n'] is None else entry['n']:>5} {_clusters(entry)}"
         )
+    lines += _withheld_lines(rows, ("delta_ci", "p_value"))
     unit = (result["meta"].get("resampling") or {}).get("unit", "video")
     lines.append(
         f"A = {names['a']}, B = {names['b']}; ICC in percent, paired bootstrap resampling {unit}s (the same draws for"
@@ -287,6 +310,21 @@ def format_compare_table(result: dict) -> str:
     )
     lines.append(_resampling_line(result["meta"]))
     return "\n".join(lines)
+
+
+def _undefined_line(rows: list[tuple[str, dict]], meta: dict) -> list[str]:
+    """How many resamples left an ICC undefined (left out of its CI; past the rule's share the CI is withheld)."""
+    counts = [(label, entry.get("n_bootstrap_undefined")) for label, entry in rows]
+    counts = [f"{label} {count:,}" for label, count in counts if count]
+    if not counts:
+        return []
+    total = (meta.get("resampling") or {}).get("n_resamples")
+    return [f"Resamples with an undefined ICC (left out of its CI), of {total:,}: {', '.join(counts)}."]
+
+
+def _p_cell(entry: dict) -> str:
+    """A p-value, or "withheld" where the one rule withheld it (its reason is printed under the table)."""
+    return "withheld" if _why(entry, "p_value") else _num(entry["p_value"], 4)
 
 
 def _claim_json(args: argparse.Namespace, *inputs: Path | None) -> Path | None:
@@ -463,9 +501,9 @@ def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, re
 def _block_line(what: str, block: dict | None) -> str | None:
     if not block:
         return None
-    if block.get("withheld"):
+    if block.get("withheld") and block.get("icc") is None:  # the whole figure withheld, not only its CI
         return f"  {what}: withheld: {block['withheld']}"
-    ci = f" {_ci(block.get('ci')).strip()}" if block.get("ci") else ""
+    ci = f" {_ci(block.get('ci'), block.get('withheld')).strip()}" if block.get("ci") or block.get("withheld") else ""
     left = f", {block['n_left_out']} left out" if block.get("n_left_out") else ""
     return f"  {what}: ICC(3,1) {_pct(block.get('icc')).strip()}{ci} over {block.get('n', 0)} rows{left}"
 

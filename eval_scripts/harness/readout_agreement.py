@@ -27,18 +27,29 @@ READOUTS_FORMAT_VERSION = "1.0"
 Key = tuple[str, str]
 
 
-def icc_block(pairs: Sequence[tuple[float | None, float | None]]) -> dict[str, Any]:
-    """ICC(3,1) with its 95% CI over the pairs where both values exist; `n` used, `n_left_out` not."""
-    from mis_icc_metric import icc3
+def icc_block(
+    pairs: Sequence[tuple[float | None, float | None]], videos: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """ICC(3,1) with its 95% CI over the pairs where both values exist; `n` used, `n_left_out` not.
 
-    both = [(a, b) for a, b in pairs if a is not None and b is not None]
+    The F-test CI takes the rows as independent; it follows the one rule of `mis_icc_metric.reporting_floor`
+    (`videos`: each pair's video, so that the floor counts videos, not rows): below it, or of zero width, it is
+    None and `withheld` says why."""
+    from mis_icc_metric import icc3
+    from mis_icc_metric.reporting_floor import Support, degenerate_reason, withhold_reason
+
+    kept = [i for i, (a, b) in enumerate(pairs) if a is not None and b is not None]
+    both = [pairs[i] for i in kept]
     block: dict[str, Any] = {"icc": None, "ci": None, "n": len(both), "n_left_out": len(pairs) - len(both)}
     if len(both) < 2:
         return block
     matrix = np.asarray(both, dtype=np.float64)
     result = icc3(matrix)
     if np.isfinite(result.icc):
-        block.update(icc=float(result.icc), ci=[float(result.ci[0]), float(result.ci[1])])
+        low, high = float(result.ci[0]), float(result.ci[1])
+        n_videos = len({videos[i] for i in kept}) if videos is not None else len(both)
+        reason = withhold_reason(Support(n_videos, None, "video")) or degenerate_reason(low, high)
+        block.update(icc=float(result.icc), ci=None if reason else [low, high], withheld=reason)
     return block
 
 
@@ -74,24 +85,26 @@ def readout_agreement(rows: Sequence[Mapping[str, Any]], *, sample_dependent: bo
     `sample_dependent` False (an expected readout of a score-first style): the scores' test-retest is withheld
     with its reason (`SAME_READOUT`) and the sampled texts' test-retest (`text_test_retest`) stands beside it."""
     block: dict[str, Any] = {}
+    videos = [row.get("video_id") for row in rows] if all("video_id" in row for row in rows) else None
     if any(row.get("text_values") for row in rows):
-        block["text_vs_expected"] = icc_block([(row["text_values"][0], row["values"][0]) for row in rows])
+        block["text_vs_expected"] = icc_block([(row["text_values"][0], row["values"][0]) for row in rows], videos)
     if any(len(row.get("values") or ()) > 1 for row in rows):
         if sample_dependent:
-            block["test_retest"] = icc_block([(row["values"][0], row["values"][1]) for row in rows])
+            block["test_retest"] = icc_block([(row["values"][0], row["values"][1]) for row in rows], videos)
             block["spread"] = spread_summary(rows)
         else:
             block["test_retest"] = {"icc": None, "ci": None, "n": 0, "n_left_out": len(rows), "withheld": SAME_READOUT}
             if any(row.get("text_values") for row in rows):
-                texts = [(row["text_values"][0], row["text_values"][1]) for row in rows if len(row["text_values"]) > 1]
-                block["text_test_retest"] = icc_block(texts)
+                kept = [row for row in rows if len(row.get("text_values") or ()) > 1]
+                texts = [(row["text_values"][0], row["text_values"][1]) for row in kept]
+                block["text_test_retest"] = icc_block(texts, None if videos is None else [r["video_id"] for r in kept])
     return block
 
 
 def run_agreement(first: Mapping[Key, float | None], second: Mapping[Key, float | None]) -> dict[str, Any]:
     """Test-retest ICC(3,1) between two runs' predictions, over the rows both cover (`n_only_one`: the rest)."""
     common = sorted(set(first) & set(second))
-    block = icc_block([(first[key], second[key]) for key in common])
+    block = icc_block([(first[key], second[key]) for key in common], [video for video, _ in common])
     block["n_only_one"] = len(set(first) ^ set(second))
     return block
 

@@ -110,6 +110,7 @@ def _predictions(folder: Path, condition, references):
 
 def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int) -> dict[str, Any]:
     from mis_bench_dataset.toolkit.jsonio import json_safe
+    from mis_icc_metric.reporting_floor import degenerate_reason
     from mis_icc_metric.scoring import score_predictions
 
     path = _file(folder, condition.file)
@@ -125,9 +126,14 @@ def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int)
             abs(100 * ours - paper) if ours is not None else None
             for ours, paper in zip(ci, (cell.ci_low, cell.ci_high), strict=True)
         ]
+        withheld = (entry.get("withheld") or {}).get("icc_ci")
         rows[key] = {
             "icc": entry["icc"],
             "icc_ci": entry["icc_ci"],
+            "icc_ci_withheld": withheld,
+            # the paper printed a zero-width interval (a constant answer: ICC 0 in every resample) that the one
+            # rule (mis_icc_metric.reporting_floor) withholds as degenerate: both say the resamples do not vary
+            "both_degenerate": withheld == degenerate_reason(0.0, 0.0) and cell.ci_low == cell.ci_high,
             "n": entry["n"],
             "paper": {"icc": cell.icc, "ci": [cell.ci_low, cell.ci_high]},
             "equal": pct(entry["icc"]) != MISSING and float(pct(entry["icc"])) == cell.icc,
@@ -192,6 +198,7 @@ def reproduce_table4(
     cells = [row for c in conditions.values() for row in c["dimensions"].values()]
     deviations = [d for row in cells for d in row["ci_deviation"] if d is not None]
     n_bounds = 2 * len(cells)
+    n_degenerate = 2 * sum(row["both_degenerate"] for row in cells)
     return {
         "table": "table4",
         "gold": gold,
@@ -210,11 +217,30 @@ def reproduce_table4(
         "max_ci_deviation": max(deviations) if deviations else None,
         "n_bounds_within": sum(d <= CI_TOLERANCE for d in deviations),
         "n_bounds": n_bounds,
+        "n_bounds_degenerate": n_degenerate,
         "reproduced": all(row["equal"] for row in cells)
         and all(c["mean_equal"] for c in conditions.values())
-        and len(deviations) == n_bounds
+        and len(deviations) + n_degenerate == n_bounds
         and all(d <= CI_TOLERANCE for d in deviations),
     }
+
+
+def _ours_ci(row: dict[str, Any]) -> str:
+    """Our CI in percent, or "withheld" where the one reporting rule withheld it (its reason in the JSON)."""
+    if row.get("icc_ci_withheld"):
+        return "withheld"
+    return _ci_text([100 * b for b in row["icc_ci"]] if row["icc_ci"] else None)
+
+
+def _degenerate_clause(doc: dict[str, Any]) -> str:
+    """How many bounds are a zero-width interval in the paper that the one rule withholds here."""
+    n = doc.get("n_bounds_degenerate") or 0
+    return (
+        f"; the other {n} bound(s): the paper's zero-width interval(s) of a constant answer, withheld here as "
+        "degenerate (mis_icc_metric.reporting_floor)"
+        if n
+        else ""
+    )
 
 
 def _ci_text(ci) -> str:
@@ -260,7 +286,7 @@ def format_table4(doc: dict[str, Any]) -> str:
             deviation = [d for d in row["ci_deviation"] if d is not None]
             lines.append(
                 f"{DIMENSION_BY_KEY[key].abbreviation:<6} {pct(row['icc']):>6} {row['paper']['icc']:>6.1f}  "
-                f"{_ci_text([100 * b for b in row['icc_ci']] if row['icc_ci'] else None):<15} "
+                f"{_ours_ci(row):<15} "
                 f"{_ci_text(row['paper']['ci']):<15} {max(deviation) if deviation else float('nan'):>7.2f} "
                 f"{row['n']:>4}" + ("" if row["equal"] else "   <- differs")
             )
@@ -270,7 +296,7 @@ def format_table4(doc: dict[str, Any]) -> str:
     lines.append(
         f"{doc['n_equal']} of {doc['n_cells']} ICCs and {doc['n_means_equal']} of 3 means equal the paper's to one "
         f"decimal; {doc['n_bounds_within']} of {doc['n_bounds']} CI bounds within {CI_TOLERANCE} point "
-        f"(largest difference {num(doc['max_ci_deviation'], 2)}): {verdict}."
+        f"(largest difference {num(doc['max_ci_deviation'], 2)}){_degenerate_clause(doc)}: {verdict}."
     )
     lines.append("")
     lines.extend(_ridge_lines(doc) if doc.get("ridge") else [doc.get("ridge_note") or "No text ridge column."])

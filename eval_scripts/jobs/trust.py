@@ -185,6 +185,14 @@ def judges_section(data: TrustData) -> str:
     )
 
 
+def _shown_ci(entry: dict) -> str:
+    """An ICC's CI, or "withheld: ..." where the one rule (`mis_icc_metric.reporting_floor`) withheld it."""
+    from eval_scripts.report.formatting import withheld_cell
+
+    reason = (entry.get("withheld") or {}).get("icc_ci")
+    return withheld_cell(reason) if reason else ci_pct(entry["icc_ci"])
+
+
 def resampling_section(data: TrustData) -> str:
     """Per judge and dimension: the ICC with its video and clinician CI, the width ratio and the design effect."""
     from eval_scripts.report.table import Table
@@ -200,7 +208,7 @@ def resampling_section(data: TrustData) -> str:
             if key is not None and ratio is not None:
                 ratios.append(ratio)
             rows.append(
-                [name if i == 0 else "", label, pct(c["icc"]), ci_pct(v["icc_ci"]), ci_pct(c["icc_ci"])]
+                [name if i == 0 else "", label, pct(c["icc"]), _shown_ci(v), _shown_ci(c)]
                 + [num(ratio, 2), str(c.get("n_clusters") or MISSING), num(c.get("design_effect"), 2)]
             )
         if ratios:

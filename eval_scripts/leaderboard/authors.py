@@ -24,6 +24,7 @@ from typing import Any
 from eval_scripts.leaderboard.juries import JURY_BACKEND
 from eval_scripts.leaderboard.page import rank_text
 from eval_scripts.leaderboard.scoring import build_leaderboard
+from eval_scripts.report.formatting import withheld_cell
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS, describe_source, source_record
@@ -235,7 +236,9 @@ def _board_table(board: Mapping[str, Any]) -> list[str]:
         p_value = (entry.get("vs_leader") or {}).get("mean_icc_p_value")
         p_text = "leader" if entry.get("leader") else (MISSING if entry["rank"] is None else num(p_value, 4))
         rank = rank_text(entry)
-        mean = f"{pct(scores.get('mean_icc'))} {ci_pct(scores.get('mean_icc_ci'))}"
+        withheld = (scores.get("withheld") or {}).get("mean_icc_ci")  # the one rule: mis_icc_metric.reporting_floor
+        mean_ci = f"({withheld_cell(withheld)})" if withheld else ci_pct(scores.get("mean_icc_ci"))
+        mean = f"{pct(scores.get('mean_icc'))} {mean_ci}"
         cells = [rank, _system_name(entry), pct(scores["overall"].get("icc")), mean, *dims, halo_text, p_text]
         lines.append("| " + " | ".join(cells) + " |")
     for entry in board.get("unranked", []):  # listed with its coverage and no figure, as on any board

@@ -22,8 +22,10 @@ MIN_PUBLISHED_VIDEOS = 10
 _HIDDEN_BLOCK_KEYS = frozenset(
     {"name", "abbreviation", "icc", "icc_ci", "n", "n_total", "n_unparsed", "n_excluded", "excluded_rate"}
 )
-_HIDDEN_BLOCK_KEYS |= {"parse_rate", "human_ceiling", "note"}
-_HIDDEN_SCORE_KEYS = frozenset({"dimensions", "overall", "mean_icc", "mean_icc_ci", "parse_rates", "coverage"})
+_HIDDEN_BLOCK_KEYS |= {"parse_rate", "human_ceiling", "note", "withheld"}  # withheld: why a CI is not shown
+_HIDDEN_SCORE_KEYS = frozenset(
+    {"dimensions", "overall", "mean_icc", "mean_icc_ci", "parse_rates", "coverage", "withheld"}
+)
 
 
 def significant(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eval_scripts.report.formatting import MISSING, ci_pct, num, pct, signed
+from eval_scripts.report.formatting import MISSING, ci_pct, num, pct, signed, withheld_cell
 from eval_scripts.report.table import RunView, Table
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSIONS
 
@@ -46,20 +46,33 @@ def _with_ci(text: str, ci_text: str) -> str:
     return text if text == MISSING or ci_text == MISSING else f"{text} {ci_text}"
 
 
+def _ci_text(entry: Mapping[str, Any], show) -> str:
+    """`show(ci)` of a statistic's CI, "(withheld: ...)" where the one rule withheld it
+    (`mis_icc_metric.reporting_floor`), MISSING where it has none."""
+    if entry.get("withheld"):
+        return f"({withheld_cell(entry['withheld'])})"
+    return show(entry["ci"]) if entry.get("ci") else MISSING
+
+
 def _cells(block: Mapping[str, Any]) -> list[str]:
+    stats = (block or {}).get("agreement") or {}
     cells = []
     for key in _PERCENT:
-        value, ci = _stat(block, key)
-        cells.append(_with_ci(pct(value), ci_pct(ci)))
-    mae, mae_ci = _stat(block, "mae")
-    bias, bias_ci = _stat(block, "bias")
+        value, _ = _stat(block, key)
+        cells.append(_with_ci(pct(value), _ci_text(stats.get(key) or {}, ci_pct)))
+    mae, _ = _stat(block, "mae")
+    bias, _ = _stat(block, "bias")
     low, _ = _stat(block, "loa_low")
     high, _ = _stat(block, "loa_high")
-    cells.append(_with_ci(num(mae, 3), f"[{num(mae_ci[0], 3)}, {num(mae_ci[1], 3)}]" if mae_ci else MISSING))
-    cells.append(_with_ci(signed(bias), f"[{signed(bias_ci[0])}, {signed(bias_ci[1])}]" if bias_ci else MISSING))
+    cells.append(_with_ci(num(mae, 3), _ci_text(stats.get("mae") or {}, lambda c: f"[{num(c[0], 3)}, {num(c[1], 3)}]")))
+    cells.append(
+        _with_ci(signed(bias), _ci_text(stats.get("bias") or {}, lambda c: f"[{signed(c[0])}, {signed(c[1])}]"))
+    )
     cells.append(MISSING if signed(low) == MISSING else f"{signed(low)} to {signed(high)}")
-    ratio, ratio_ci = _stat(block, "sd_ratio")
-    cells.append(_with_ci(num(ratio, 2), f"[{num(ratio_ci[0], 2)}, {num(ratio_ci[1], 2)}]" if ratio_ci else MISSING))
+    ratio, _ = _stat(block, "sd_ratio")
+    cells.append(
+        _with_ci(num(ratio, 2), _ci_text(stats.get("sd_ratio") or {}, lambda c: f"[{num(c[0], 2)}, {num(c[1], 2)}]"))
+    )
     share, _ = _stat(block, "integer_share")
     cells.append(pct(share))
     distinct, _ = _stat(block, "n_distinct")
@@ -82,8 +95,7 @@ def halo_cells(scores: Mapping[str, Any]) -> tuple[str, str, str]:
 
     def side(name: str) -> str:
         entry = halo.get(name) or {}
-        ci = entry.get("ci")
-        return _with_ci(num(entry.get("value"), 2), f"[{num(ci[0], 2)}, {num(ci[1], 2)}]" if ci else MISSING)
+        return _with_ci(num(entry.get("value"), 2), _ci_text(entry, lambda c: f"[{num(c[0], 2)}, {num(c[1], 2)}]"))
 
     model = halo.get("model") or {}
     pairs = f"{model['n_pairs']} of {model['n_pairs_total']}" if model else MISSING

@@ -62,7 +62,7 @@ class Comparison:
                 {
                     **run.identity(),
                     "dimensions": {
-                        k: {"icc": v.get("icc"), "icc_ci": v.get("icc_ci")}
+                        k: {"icc": v.get("icc"), "icc_ci": v.get("icc_ci"), "withheld": _withheld(v)}
                         for k, v in (scores.get("dimensions") or {}).items()
                     },
                     "mean_icc": scores.get("mean_icc"),
@@ -70,7 +70,9 @@ class Comparison:
                     "overall": {
                         "icc": (scores.get("overall") or {}).get("icc"),
                         "icc_ci": (scores.get("overall") or {}).get("icc_ci"),
+                        "withheld": _withheld(scores.get("overall") or {}),
                     },
+                    "withheld": _withheld(scores, "mean_icc_ci"),
                 }
                 for run, scores in zip(self.runs, self.scores, strict=True)
             ],
@@ -78,6 +80,32 @@ class Comparison:
             "skipped": [{**run.identity(), "reason": reason} for run, reason in self.skipped],
             "notes": self.notes,
         }
+
+
+def _withheld(entry: Mapping[str, Any], key: str = "icc_ci") -> dict[str, str]:
+    """The reason the one rule (`mis_icc_metric.reporting_floor`) withheld `entry`'s interval `key`, if it did."""
+    reason = (entry.get("withheld") or {}).get(key)
+    return {key: reason} if reason else {}
+
+
+def withheld_notes(comparison: Comparison) -> list[str]:
+    """One sentence per reason a CI or p-value of the comparison was withheld, naming the systems and rows."""
+    from eval_scripts.report.formatting import withheld_lines
+    from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+
+    reasons = []
+    for run, scores in zip(comparison.runs, comparison.scores, strict=True):
+        rows = [(DIMENSION_BY_KEY[k].abbreviation, v) for k, v in (scores.get("dimensions") or {}).items()]
+        rows += [("Overall", scores.get("overall") or {}), ("Mean", scores)]
+        reasons += [
+            (f"{run.label} {label}", why) for label, entry in rows for why in (entry.get("withheld") or {}).values()
+        ]
+    for test in comparison.paired:
+        rows = [(DIMENSION_BY_KEY[k].abbreviation, v) for k, v in (test.get("dimensions") or {}).items()]
+        rows += [("Overall", test.get("overall") or {}), ("Mean", test.get("mean_icc") or {})]
+        name = (test.get("systems") or {}).get("a", "")
+        reasons += [(f"{name} {label}", why) for label, entry in rows for why in (entry.get("withheld") or {}).values()]
+    return withheld_lines(reasons)
 
 
 def _same_file(run: RunView, path: Path) -> bool:

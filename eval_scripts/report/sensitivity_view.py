@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.report.formatting import floor_sentence, withheld_cell, withheld_lines
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, pct, signed
 
@@ -24,25 +25,48 @@ def _ci(ci, digits: int = 3) -> str:
     return f"[{signed(ci[0], digits)}, {signed(ci[1], digits)}]"
 
 
+# The intervals the shift table shows (the share moved and the p-value are in the JSON only).
+_SHOWN = ("mean_shift_ci", "icc_change_ci")
+
+
+def _or_withheld(entry: Mapping[str, Any], key: str, shown: str) -> str:
+    """`shown` (a CI's text), or "withheld: ..." where the one rule (`mis_icc_metric.reporting_floor`) withheld it."""
+    reason = (entry.get("withheld") or {}).get(key)
+    return withheld_cell(reason) if reason else shown
+
+
+def _mean_shift(entry: Mapping[str, Any]) -> str:
+    return f"{signed(entry['mean_shift'], 3)} {_or_withheld(entry, 'mean_shift_ci', _ci(entry['mean_shift_ci']))}"
+
+
+def _icc_change(entry: Mapping[str, Any]) -> str:
+    change = signed(None if entry["icc_change"] is None else 100 * entry["icc_change"], 1)
+    return f"{change} {_or_withheld(entry, 'icc_change_ci', ci_pct(entry['icc_change_ci']))}"
+
+
 def _row(name: str, label: str, entry: Mapping[str, Any]) -> str:
     return (
-        f"| {name} | {label} | {entry['n']} | {signed(entry['mean_shift'], 3)} {_ci(entry['mean_shift_ci'])} | "
+        f"| {name} | {label} | {entry['n']} | {_mean_shift(entry)} | "
         f"{entry['mean_abs_shift']:.3f} | {pct(entry['share_moved'])}% | {pct(entry['icc_unperturbed'])} | "
-        f"{signed(None if entry['icc_change'] is None else 100 * entry['icc_change'], 1)} "
-        f"{ci_pct(entry['icc_change_ci'])} |"
+        f"{_icc_change(entry)} |"
     )
 
 
 def shift_table_lines(tables: Mapping[str, Mapping[str, Any]], *, dimensions: bool = True) -> list[str]:
-    """The Markdown table of every perturbation: its dimensions (when asked) and the mean over them."""
+    """The Markdown table of every perturbation: its dimensions (when asked) and the mean over them; then, after a
+    blank line, why any CI or p-value was withheld (`mis_icc_metric.reporting_floor`)."""
     lines = list(TABLE_HEAD)
+    reasons = []
     for name, table in tables.items():
-        if dimensions:
-            for key in DIMENSION_KEYS:
-                if key in table["dimensions"]:
-                    lines.append(_row(name, DIMENSION_BY_KEY[key].abbreviation, table["dimensions"][key]))
-        lines.append(_row(name, "**mean**" if dimensions else "mean", table["mean"]))
-    return lines
+        rows = [(DIMENSION_BY_KEY[key].abbreviation, table["dimensions"].get(key)) for key in DIMENSION_KEYS]
+        rows = [(label, entry) for label, entry in rows if dimensions and entry is not None]
+        rows.append(("**mean**" if dimensions else "mean", table["mean"]))
+        for label, entry in rows:
+            lines.append(_row(name, label, entry))
+            withheld = entry.get("withheld") or {}
+            reasons += [(f"{name} {label.strip('*')}", withheld[key]) for key in _SHOWN if withheld.get(key)]
+    shown = withheld_lines(reasons)
+    return lines + (["", *shown] if shown else [])
 
 
 def _sd_pct(value) -> str:
@@ -59,8 +83,9 @@ def variance_table_lines(table: Mapping[str, Any]) -> list[str]:
     for label, entry in [*rows, ("**mean**", table["mean_icc"])]:
         sds = [_sd_pct(entry[f"sd_{source}"]) for source in ("videos", "clinicians", "sampling", "prompts")]
         lines.append(
-            f"| {label} | {pct(entry['icc'])} | " + " | ".join(sds) + f" | {ci_pct(entry['resampling_ci'])} | "
-            f"{ci_pct(entry['total_ci'])} |"
+            f"| {label} | {pct(entry['icc'])} | " + " | ".join(sds) + " | "
+            f"{_or_withheld(entry, 'resampling_ci', ci_pct(entry['resampling_ci']))} | "
+            f"{_or_withheld(entry, 'total_ci', ci_pct(entry['total_ci']))} |"
         )
     meta = table["meta"]
     samples = f"{meta['n_samples']} samples" if meta["n_samples"] else "one sample (no --samples)"
@@ -79,7 +104,7 @@ def resampling_sentence(tables: Mapping[str, Mapping[str, Any]]) -> str:
     return (
         f"Shift: perturbed - unperturbed score on the pairs both arms answered; moved: |shift| >= 0.5. "
         f"CIs: {plan['method']}, {plan['n_resamples']:,} resamples, seed {plan['seed']} "
-        f"({plan['n_clusters']} {plan['unit']}s). For {meta['purpose']}."
+        f"({plan['n_clusters']} {plan['unit']}s).{floor_sentence(meta)} For {meta['purpose']}."
     )
 
 
@@ -150,12 +175,11 @@ def shift_table(tables: Mapping[str, Mapping[str, Any]]):
         rows.append(
             [
                 name,
-                f"{signed(mean['mean_shift'], 3)} {_ci(mean['mean_shift_ci'])}",
+                _mean_shift(mean),
                 f"{mean['mean_abs_shift']:.3f}",
                 f"{pct(mean['share_moved'])}%",
                 pct(mean["icc_unperturbed"]),
-                f"{signed(None if mean['icc_change'] is None else 100 * mean['icc_change'], 1)} "
-                f"{ci_pct(mean['icc_change_ci'])}",
+                _icc_change(mean),
             ]
         )
     return Table(header, rows, set())

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.harness.readout_agreement import read_readouts, run_agreement
+from eval_scripts.report.formatting import withheld_cell
 from eval_scripts.report.table import RunView, Table
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 
@@ -74,10 +75,10 @@ _AGREEMENT_KEYS = ("text_vs_expected", "test_retest", "text_test_retest", "sprea
 def _icc(block: Mapping[str, Any] | None) -> str:
     if not block:
         return MISSING
-    if block.get("withheld"):
+    if block.get("withheld") and block.get("icc") is None:  # the figure itself withheld (`SAME_READOUT`)
         return "withheld (the readout is the same for every sample)"
     text = pct(block.get("icc"))
-    ci = ci_pct(block.get("ci"))
+    ci = f"({withheld_cell(block['withheld'])})" if block.get("withheld") else ci_pct(block.get("ci"))
     return f"{text} {ci} n={block.get('n', 0)}" if ci != MISSING else f"{text} n={block.get('n', 0)}"
 
 

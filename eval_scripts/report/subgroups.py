@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eval_scripts.report.formatting import MISSING, ci_pct, num, p_text, pct, signed
+from eval_scripts.report.formatting import MISSING, ci_pct, num, p_text, pct, signed, withheld_cell, withheld_lines
 from eval_scripts.report.table import Table
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DIMENSION_BY_KEY
 
@@ -33,17 +33,24 @@ def _with_ci(value: str, ci: str) -> str:
     return value if ci == MISSING else f"{value} {ci}"
 
 
+def _withheld(cell: Mapping[str, Any], key: str) -> str | None:
+    """The cell's text where the one rule withheld its CI `key` past the floor (undefined resamples, zero width)."""
+    reason = (cell.get("withheld") or {}).get(key)
+    return f"({withheld_cell(reason)})" if reason else None
+
+
 def _icc(cell: Mapping[str, Any]) -> str:
-    return _with_ci(pct(cell.get("icc")), ci_pct(cell.get("icc_ci")))
+    return _with_ci(pct(cell.get("icc")), _withheld(cell, "icc_ci") or ci_pct(cell.get("icc_ci")))
 
 
 def _bias(cell: Mapping[str, Any]) -> str:
-    return _with_ci(signed(cell.get("bias")), _signed_ci(cell.get("bias_ci")))
+    return _with_ci(signed(cell.get("bias")), _withheld(cell, "bias_ci") or _signed_ci(cell.get("bias_ci")))
 
 
 def _mae(cell: Mapping[str, Any]) -> str:
     ci = cell.get("mae_ci")
-    return _with_ci(num(cell.get("mae")), MISSING if not ci else f"[{num(ci[0])}, {num(ci[1])}]")
+    shown = _withheld(cell, "mae_ci") or (MISSING if not ci else f"[{num(ci[0])}, {num(ci[1])}]")
+    return _with_ci(num(cell.get("mae")), shown)
 
 
 def subgroup_table(result: Mapping[str, Any]) -> Table:
@@ -75,7 +82,8 @@ def equal_bias_table(result: Mapping[str, Any]) -> Table:
         df = MISSING if not test.get("df") else f"{test['df'][0]}, {test['df'][1]}"
         biases = sorted((cell["bias"], name) for name, cell in entry["groups"].items() if cell["n"])
         ends = [f"{signed(bias)} ({name})" for bias, name in (biases[0], biases[-1])] if biases else [MISSING] * 2
-        rows.append([label, num(test.get("statistic"), 2), df, p_text(test.get("p_value")), *ends])
+        p_cell = withheld_cell(test["withheld"]) if test.get("withheld") else p_text(test.get("p_value"))
+        rows.append([label, num(test.get("statistic"), 2), df, p_cell, *ends])
     header = ["Dimension", "F", "df", "p", "lowest group bias", "highest group bias"]
     return Table(header, rows, set(), label_columns=1)
 
@@ -126,6 +134,9 @@ def subgroup_paragraphs(result: Mapping[str, Any]) -> list[str]:
             )
             + f" in some block (their values are shown): {', '.join(small)}."
         )
+    tests = [("Overall", result["overall"]["equal_bias"])]
+    tests += [(DIMENSION_BY_KEY[key].abbreviation, entry["equal_bias"]) for key, entry in result["dimensions"].items()]
+    paragraphs += withheld_lines([(label, test.get("withheld")) for label, test in tests if test.get("withheld")])
     paragraphs.append(f"These statistics are {meta['purpose']}.")
     return paragraphs
 

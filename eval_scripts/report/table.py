@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eval_scripts.formats.results import is_floor_baseline, options_label
-from eval_scripts.report.formatting import MISSING, best_rows, ci_pct, md_escape, num, p_text, pct, signed_pct
+from eval_scripts.report.formatting import (
+    MISSING,
+    best_rows,
+    ci_pct,
+    md_escape,
+    num,
+    p_text,
+    pct,
+    signed_pct,
+    withheld_cell,
+)
 from eval_scripts.report.inputs import trained_method
 from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, DIMENSIONS, HUMAN_CEILING, HUMAN_CEILING_MEAN
 from mis_bench_dataset.toolkit.text_safety import escape_html
@@ -180,20 +190,29 @@ def _ceiling_row(with_ci: bool) -> list[str]:
     ]
 
 
+def _ci_cell(entry: Mapping[str, Any] | None, ci, key: str = "icc_ci") -> str | None:
+    """The CI's text beside a value: "[a, b]", "(withheld: ...)" where the one rule withheld it
+    (`mis_icc_metric.reporting_floor`, its reason in the entry's `withheld`), or None when there is none."""
+    reason = ((entry or {}).get("withheld") or {}).get(key)
+    if reason:
+        return f"({withheld_cell(reason)})"
+    return None if ci is None else ci_pct(ci)
+
+
 def icc_table(runs: Sequence[RunView], *, with_ci: bool = True) -> Table:
     """ICC(3,1) in percent: one row per run, the eight dimensions, Overall and Mean."""
     header = ["System"] + [d.abbreviation for d in DIMENSIONS] + ["Overall", "Mean ICC"]
     columns = [[run.dim(d.key).get("icc") for run in runs] for d in DIMENSIONS]
     columns += [[run.overall.get("icc") for run in runs], [run.mean_icc for run in runs]]
-    cis = [[run.dim(d.key).get("icc_ci") for run in runs] for d in DIMENSIONS]
-    cis += [[run.overall.get("icc_ci") for run in runs], [None for _ in runs]]
+    cis = [[_ci_cell(run.dim(d.key), run.dim(d.key).get("icc_ci")) for run in runs] for d in DIMENSIONS]
+    cis += [[_ci_cell(run.overall, run.overall.get("icc_ci")) for run in runs], [None for _ in runs]]
     rows = []
     for r, run in enumerate(runs):
         cells = [run.label]
         for values, intervals in zip(columns, cis, strict=True):
             cell = pct(values[r])
             if with_ci and intervals[r] is not None and cell != MISSING:
-                cell += f" {ci_pct(intervals[r])}"
+                cell += f" {intervals[r]}"
             cells.append(cell)
         rows.append(cells)
     ceiling = _ceiling_row(with_ci) + [MISSING, pct(HUMAN_CEILING_MEAN)]
@@ -237,11 +256,19 @@ def comparison_table(runs: Sequence[RunView]) -> Table:
     """The paper's Table 4: dimensions as rows, one column per system, ICC % [CI]; best per row in bold."""
     header = ["Dimension"] + [run.label for run in runs]
     lines = [
-        (d.abbreviation, lambda run, key=d.key: (run.dim(key).get("icc"), run.dim(key).get("icc_ci")))
+        (
+            d.abbreviation,
+            lambda run, key=d.key: (run.dim(key).get("icc"), _ci_cell(run.dim(key), run.dim(key).get("icc_ci"))),
+        )
         for d in DIMENSIONS
     ]
-    lines.append(("Mean over dimensions", lambda run: (run.mean_icc, run.scores.get("mean_icc_ci"))))
-    lines.append(("Overall", lambda run: (run.overall.get("icc"), run.overall.get("icc_ci"))))
+    lines.append(
+        (
+            "Mean over dimensions",
+            lambda run: (run.mean_icc, _ci_cell(run.scores, run.scores.get("mean_icc_ci"), "mean_icc_ci")),
+        )
+    )
+    lines.append(("Overall", lambda run: (run.overall.get("icc"), _ci_cell(run.overall, run.overall.get("icc_ci")))))
     rows, best = [], set()
     for r, (name, get) in enumerate(lines):
         values = [get(run) for run in runs]
@@ -249,7 +276,7 @@ def comparison_table(runs: Sequence[RunView]) -> Table:
         for icc, ci in values:
             cell = pct(icc)
             if ci is not None and cell != MISSING:
-                cell += f" {ci_pct(ci)}"
+                cell += f" {ci}"
             cells.append(cell)
         rows.append(cells)
         points = [icc for icc, _ in values]
@@ -267,13 +294,19 @@ def paired_table(paired: Sequence[Mapping[str, Any]]) -> Table:
         rows.append(
             [test["systems"]["a"]]
             + [
-                f"{signed_pct(block.get('delta'))} {ci_pct(block.get('delta_ci'))} {p_text(block.get('p_value'))}"
+                f"{signed_pct(block.get('delta'))} {_ci_cell(block, block.get('delta_ci'), 'delta_ci') or MISSING} "
+                f"{_p_cell(block)}"
                 if block.get("delta") is not None
                 else MISSING
                 for block in blocks
             ]
         )
     return Table(header, rows, set())
+
+
+def _p_cell(block: Mapping[str, Any]) -> str:
+    """A p-value's text, or "p withheld" where the one rule withheld it (the reason is beside its CI)."""
+    return "p withheld" if (block.get("withheld") or {}).get("p_value") else p_text(block.get("p_value"))
 
 
 def mse_table(runs: Sequence[RunView]) -> Table:

@@ -27,8 +27,8 @@ from eval_scripts.report.agreement import (
     raters_table,
 )
 from eval_scripts.report.agreement_plots import PLOTS, write_agreement_plots
-from eval_scripts.report.comparison import Comparison, compare_systems
-from eval_scripts.report.formatting import md_escape
+from eval_scripts.report.comparison import Comparison, compare_systems, withheld_notes
+from eval_scripts.report.formatting import floor_sentence, md_escape
 from eval_scripts.report.options import DEFAULT_TITLE, ReportOptions
 from eval_scripts.report.plots import heatmap_chart, radar_chart, scatter_grid
 from eval_scripts.report.sensitivity_view import (
@@ -69,6 +69,7 @@ from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import escape_html, slug
+from mis_icc_metric.reporting_floor import floor_description
 
 logger = logging.getLogger(__name__)
 
@@ -194,6 +195,7 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
                 f"{comparison.n_bootstrap:,} resamples (seed {comparison.seed}); paired tests, the same draws for "
                 "both: ICC(system) - ICC(reference) in percentage points on the items "
                 "both systems parsed, with its CI and two-sided bootstrap p-value (mis_icc_metric.paired_comparison)."
+                + floor_sentence({"reporting_floor": floor_description()})
             )
         tables.append(
             ("ICC(3,1) % [95% CI] per dimension (best per row in bold)", comparison_table(comparison.views()))
@@ -205,6 +207,7 @@ def _comparison_section(comparison: Comparison, radar: Path) -> _Section:
                     paired_table(comparison.paired),
                 )
             )
+        paragraphs += withheld_notes(comparison)
     for run, reason in comparison.skipped:
         paragraphs.append(f"Not compared: {run.label}: {reason}.")
     paragraphs += [note[0].upper() + note[1:] + "." for note in comparison.notes]
@@ -351,6 +354,7 @@ def report_data(
         {
             "format_version": REPORT_FORMAT_VERSION,
             "title": title,
+            "reporting_floor": floor_description(),
             "synthetic": any(run.synthetic for run in runs),
             "best_configuration": [entry.as_json() for entry in best],
             "table3": {
