@@ -41,7 +41,7 @@ from mis_bench_dataset.icc import (
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import block_features, block_means, guarded_ci, percentile_ci, resampled_chunks, resampled_cross
-from .reporting_floor import Support, undefined_share_reason, withhold_reason
+from .reporting_floor import Support
 
 __all__ = [
     "LOA_Z",
@@ -368,13 +368,9 @@ _COUNTED = frozenset({"integer_share", "n_distinct"})
 
 
 def _guarded(samples: np.ndarray, support: Support, stat: Statistic, confidence: float):
-    """(ci or None, the reason it is withheld or None) under the one rule of `reporting_floor`; a counted
-    range-use statistic is held to the floor and the undefined share, not to a nonzero width."""
-    if stat.key in _COUNTED:
-        n_undefined = int(np.isnan(samples).sum())
-        reason = withhold_reason(support) or undefined_share_reason(n_undefined, samples.size)
-        return (None if reason else percentile_ci(samples, confidence).tolist()), reason
-    ci, facts = guarded_ci(samples, support, confidence)
+    """(ci or None, the reason it is withheld or None) under the one rule of `reporting_floor` (range use as
+    counted on the judge's answers: `counted`)."""
+    ci, facts = guarded_ci(samples, support, confidence, counted=stat.key in _COUNTED)
     return ci, facts["withheld"]
 
 

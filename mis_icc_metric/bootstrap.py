@@ -246,10 +246,16 @@ def percentile_ci(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, a
 
 
 def guarded_ci(
-    samples: np.ndarray, support: Support, confidence: float = DEFAULT_CONFIDENCE, what: str = "a CI"
+    samples: np.ndarray,
+    support: Support,
+    confidence: float = DEFAULT_CONFIDENCE,
+    what: str = "a CI",
+    *,
+    counted: bool = False,
 ) -> tuple[list[float] | None, dict]:
     """The percentile CI of one figure's replicates (NaN = undefined) under the one rule of `reporting_floor`:
     [low, high], or None when the support, the share of undefined resamples or a zero width withholds it; and
-    the facts to report beside it ({"undefined", "n_resamples", "withheld": reason or None})."""
+    the facts to report beside it ({"undefined", "n_resamples", "withheld": reason or None}). `counted`: see
+    `reporting_floor.guarded_interval`."""
     samples = np.asarray(samples, dtype=np.float64)
-    return guarded_interval(samples, support, percentile_ci(samples, confidence), what)
+    return guarded_interval(samples, support, percentile_ci(samples, confidence), what, counted=counted)

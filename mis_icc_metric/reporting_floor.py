@@ -96,18 +96,21 @@ def degenerate_reason(low: float, high: float, what: str = "a CI") -> str | None
 
 
 def guarded_interval(
-    samples: np.ndarray, support: Support, bounds: Sequence[float], what: str = "a CI"
+    samples: np.ndarray, support: Support, bounds: Sequence[float], what: str = "a CI", *, counted: bool = False
 ) -> tuple[list[float] | None, dict]:
     """`bounds` ([low, high] from `samples`, one figure's resamples with NaN for undefined ones) when the rule
     allows it, else None; and the facts to print beside it: {"undefined": k, "n_resamples": B, "withheld": reason}.
-    """
+
+    `counted`: a figure counted on the judge's own answers (the share of whole-point answers, the distinct
+    answers), which may be the same in every resample as a fact about the judge (one that answers only whole
+    points has a share of 1 in each): held to the floors and the undefined share, not to a nonzero width."""
     values = np.asarray(samples, dtype=np.float64).ravel()
     n_undefined = int(np.isnan(values).sum())
     low, high = (float(bounds[0]), float(bounds[1]))
     reason = (
         withhold_reason(support, what)
         or undefined_share_reason(n_undefined, values.size, what)
-        or degenerate_reason(low, high, what)
+        or (None if counted and not (math.isnan(low) or math.isnan(high)) else degenerate_reason(low, high, what))
     )
     facts = {"undefined": n_undefined, "n_resamples": int(values.size), "withheld": reason}
     return (None if reason else [low, high]), facts

@@ -52,3 +52,12 @@ def test_zero_width_and_undefined_resamples_are_withheld_with_their_counts():
     samples[int(MAX_UNDEFINED_SHARE * 1000)] = 0.5
     bounds, facts = guarded_interval(samples, support, [0.1, 0.9])
     assert bounds == [0.1, 0.9] and facts["withheld"] is None
+
+
+def test_a_counted_figure_may_be_constant_but_not_below_its_floor():
+    # A judge that answers only whole points has a whole-point share of 1 in every resample: a fact, not a CI
+    # claiming certainty the data lack; the floors still hold.
+    constant = np.ones(500)
+    assert guarded_interval(constant, Support(100, 30), [1.0, 1.0], counted=True)[0] == [1.0, 1.0]
+    assert guarded_interval(constant, Support(100, 30), [1.0, 1.0])[0] is None
+    assert guarded_interval(constant, Support(100, 2), [1.0, 1.0], counted=True)[0] is None
