@@ -409,3 +409,18 @@ def test_entries_equal_on_the_published_figures_share_a_rank():
     assert [e["rank"] for e, _ in entries] == [1, 2, 2, 4]
     assert [rank_text(e) for e, _ in entries] == ["1", "2=", "2=", "4"]
     assert [e["leader"] for e, _ in entries] == [True, False, False, False]
+
+
+def test_a_p_value_below_the_floor_is_withheld_on_the_page_with_its_reason(tmp_path):
+    """Two entries on a split of 12 videos from 2 clinicians: the p-value against the leader is withheld (the one
+    rule), and the page says so where the number would stand, never a p-value from 2 clinicians."""
+    videos = [f"{c}_T{t}_{s}" for c in ("AB0001", "CD0002") for t in (1, 2, 3) for s in ("Luke", "Jessica")]
+    rng = np.random.default_rng(0)
+    references = {(v, d): round(float(rng.uniform(1.5, 4.5)), 1) for v in videos for d in DIMENSION_KEYS}
+    for seed, name in enumerate(("a", "b")):
+        _write(tmp_path, f"{name}.json", make_results(noisy_predictions(references, 0.3, seed=seed), model=f"o/{name}"))
+    board = _board(tmp_path, references)
+    comparison = board["entries"][1]["vs_leader"]
+    assert comparison["p_value"] is None and "2 clinician(s)" in comparison["withheld"]["p_value"]
+    page = render_page(board)
+    assert ">withheld</td>" in page and "p withheld: 2 clinician(s)" in page

@@ -197,6 +197,7 @@ def _entry_rows(entry: Mapping[str, Any], board: Mapping[str, Any], n_columns: i
 
 def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
     p_value = (entry.get("vs_leader") or {}).get("p_value")
+    p_withheld = ((entry.get("vs_leader") or {}).get("withheld") or {}).get("p_value")  # the reason, when withheld
     model_css = "text synthetic" if entry["synthetic"] else "text"
     method = f" · {entry['method']}" if entry.get("method") else ""  # how the model was trained, when recorded
     truncated = ((entry.get("outcomes") or {}).get("overall") or {}).get("truncated")
@@ -228,8 +229,8 @@ def _entry_cells(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[str
         _cell(
             "p_vs_leader",
             p_value,
-            "leader" if entry["leader"] else num(p_value, 4),
-            title="paired bootstrap, two-sided, overall ICC vs the leader",
+            "leader" if entry["leader"] else ("withheld" if p_withheld else num(p_value, 4)),
+            title=f"withheld: {p_withheld}" if p_withheld else "paired bootstrap, two-sided, overall ICC vs the leader",
         ),
     ]
 
@@ -269,9 +270,19 @@ def _entry_details(entry: Mapping[str, Any], board: Mapping[str, Any]) -> list[s
 
 
 def _leader_details(comparison: Mapping[str, Any], board: Mapping[str, Any]) -> list[str]:
+    withheld = comparison.get("withheld") or {}
+    ci = (
+        f"(CI withheld: {_esc(withheld['delta_ci'])})"
+        if withheld.get("delta_ci")
+        else ci_pct(comparison.get("delta_ci"))
+    )
+    p = (
+        f"p withheld: {_esc(withheld['p_value'])}"
+        if withheld.get("p_value")
+        else f"p = {num(comparison.get('p_value'), 4)}"
+    )
     lines = [
-        f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points "
-        f"{ci_pct(comparison.get('delta_ci'))}, p = {num(comparison.get('p_value'), 4)} "
+        f"leader minus this entry, overall ICC: {pct(comparison.get('delta'))} points {ci}, {p} "
         f"(n={_esc(comparison.get('n', MISSING))} videos parsed by both)"
     ]
     dimension_p = comparison.get("dimension_p_values") or {}

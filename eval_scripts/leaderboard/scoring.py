@@ -157,6 +157,8 @@ def _vs_leader(comparison: Mapping[str, Any]) -> dict[str, Any]:
         "delta_ci": overall["delta_ci"],
         "n": overall["n"],
         "mean_icc_p_value": comparison["mean_icc"]["p_value"],
+        # why the p-value or the CI is withheld (`mis_icc_metric.reporting_floor`), shown where the number stands
+        "withheld": dict(overall.get("withheld") or {}),
         "dimension_p_values": {key: block["p_value"] for key, block in comparison["dimensions"].items()},
     }
 
