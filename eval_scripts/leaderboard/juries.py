@@ -372,6 +372,8 @@ def _withhold(entry: dict[str, Any], support, what: str) -> None:
 
     ci = entry.get("delta_ci")
     reason = entry.get("withheld")
+    if isinstance(reason, dict):  # `paired_comparison` applied the rule per figure: one line for the entry
+        reason = (withhold_reason(support, what) or "; ".join(dict.fromkeys(reason.values()))) if reason else None
     if reason is None and entry.get("delta") is None:
         reason = f"the difference is undefined ({entry.get('n', 0)} pairs both answered)"
     reason = reason or withhold_reason(support, what)
@@ -455,8 +457,8 @@ def floor_scores(scores: Mapping[str, Any]) -> dict[str, Any]:
     if scores.get("mean_icc") is None:
         missing = [DIMENSION_BY_KEY[k].abbreviation for k in DIMENSION_KEYS if k not in defined]
         reason = f"undefined: no ICC on {', '.join(missing) or 'some dimension'}"
-    elif ci is None:
-        reason = "no CI (no bootstrap)"
+    elif ci is None:  # withheld by `score_predictions` under the one rule (its reason), or never drawn
+        reason = (scores.get("withheld") or {}).get("mean_icc_ci") or "no CI (no bootstrap)"
     else:
         reason = withhold_reason(support, "a CI") or degenerate_reason(*ci)
     return {
