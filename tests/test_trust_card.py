@@ -224,3 +224,23 @@ def test_the_verdict_follows_its_stated_rule():
     assert "not for its single scores in place of an expert's" in care["sentence"]
     partial = verdict(rules(agreement=True, calibration=None, width=None, ppi=False))["sentence"]
     assert "not for saving expert labels" in partial and "calibration and width yet" in partial
+
+
+def test_one_clinicians_ratings_withhold_every_rule_the_ppi_gain_included(synthetic_build, tmp_path):
+    """Experts on one clinician's videos (enough videos, one clinician, not a random draw): no rule passes on
+    them, the PPI++ gain included, whose widths take the videos as independent."""
+    from mis_icc_metric.predictions_io import read_references
+
+    gold = read_references(synthetic_build, split="all")
+    _noisy_judge(gold, tmp_path / "judge.csv")
+    clinician = sorted({v.split("_")[0] for v, _ in gold})[0]
+    rated = [(v, k) for v, k in sorted(gold) if v.startswith(f"{clinician}_")]
+    labels = tmp_path / "experts.csv"
+    labels.write_text("video_id,dimension,score\n" + "".join(f"{v},{k},{gold[(v, k)]}\n" for v, k in rated))
+    args = ["trust", "--judge", str(tmp_path / "judge.csv"), "--experts", str(labels), "--bootstrap", "100"]
+    assert main([*args, "--out", str(tmp_path / "out")]) == 0
+    card = json.loads((tmp_path / "out" / "trust.json").read_text())
+    rules = {rule["name"]: rule for rule in card["rules"]}
+    assert set(rules) == {"agreement", "calibration", "width", "ppi"}
+    assert all(rule["passed"] is None and rule["withheld"] for rule in rules.values()), rules
+    assert card["verdict"]["answer"] == "cannot tell yet"

@@ -277,7 +277,12 @@ def _estimates(inputs: CardInputs) -> dict:
     from mis_icc_metric.reporting_floor import Support, withhold_reason
 
     videos, clinicians = _videos_and_clinicians(inputs.gold)
-    reason = withhold_reason(Support(len(videos), len(set(clinicians)), "labelled"), "a PPI++ CI")
+    n_videos, n_clinicians = len(videos), len(set(clinicians))
+    # The gain is judged on widths that take videos as independent: it needs the labelled videos and clinicians
+    # any clinician-resampled figure needs, and a labelled set that looks random (PPI++'s assumption).
+    reason = withhold_reason(Support(n_videos, n_clinicians, "labelled"), "a PPI++ CI") or withhold_reason(
+        Support(n_videos, n_clinicians, "clinician"), "the PPI++ gain"
+    )
     try:
         result = json_safe(estimate_means(inputs.judge, inputs.gold))
     except DataError as err:
@@ -287,6 +292,9 @@ def _estimates(inputs: CardInputs) -> dict:
         classical = block["classical"]["width"]
         ratios[key] = block["ppi"]["width"] / classical if classical else None
     usable = [r for r in ratios.values() if r is not None]
+    labelled_set = labelled_set_check(result)
+    if not reason and labelled_set.get("looks_random") is False:
+        reason = "the expert-rated videos do not look like a random draw of the judged ones, which PPI++ assumes"
     return {
         "withheld": reason,
         "result": result,
@@ -296,7 +304,7 @@ def _estimates(inputs: CardInputs) -> dict:
             key: block["judge_only"]["estimate"] - block["ppi"]["estimate"]
             for key, block in result["dimensions"].items()
         },
-        "labelled_set": labelled_set_check(result),
+        "labelled_set": labelled_set,
     }
 
 
