@@ -158,3 +158,22 @@ def test_a_judge_offset_changes_neither_the_estimate_nor_the_interval(seed, offs
         [plain.estimate, plain.low, plain.high, plain.lam],
         atol=1e-12,  # a lambda clipped at 0 on one side can be 3e-31 on the other (seed 3, offset 1, n 3, N 107)
     )
+
+
+def test_the_differences_are_b_minus_a_by_hand():
+    """In the default suite (ppi_py's comparison is slow): the classical difference is mean(b) - mean(a) with the
+    HC0 standard error sqrt(var_a / n_a + var_b / n_b), and PPI++ points the same way: a flipped sign fails."""
+    from statistics import NormalDist
+
+    a, b = np.array([1.0, 2.0, 3.0]), np.array([4.0, 6.0])
+    result = classical_difference(a, b, confidence=0.95)
+    se = np.sqrt(a.var() / a.size + b.var() / b.size)  # population variances (HC0)
+    half = NormalDist().inv_cdf(0.975) * se
+    assert (result.estimate, result.low, result.high) == pytest.approx((3.0, 3.0 - half, 3.0 + half))
+    rng = np.random.default_rng(0)
+    in_b = np.arange(40) % 2 == 1
+    y = np.where(in_b, 4.0, 2.0) + rng.normal(0, 0.3, 40)
+    in_b_unlabelled = np.arange(400) % 2 == 1
+    yhat_unlabelled = np.where(in_b_unlabelled, 4.0, 2.0) + rng.normal(0, 0.3, 400)
+    ppi = ppi_difference(y, y + rng.normal(0, 0.1, 40), in_b, yhat_unlabelled, in_b_unlabelled, confidence=0.95)
+    assert 1.7 < ppi.estimate < 2.3 and ppi.low < ppi.estimate < ppi.high
