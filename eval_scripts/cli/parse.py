@@ -45,7 +45,8 @@ def _excerpt(text: str | None) -> str:
 
 
 def parse_command(args: argparse.Namespace) -> int:
-    from eval_scripts.harness.reparse import RESULTS_NAME, reparse
+    from eval_scripts.formats.results import RESULTS_NAME
+    from eval_scripts.harness.reparse import reparse
 
     out = None
     if args.out is not None:

@@ -27,6 +27,7 @@ _VERSIONED_PACKAGES = ("mis-bench", "torch", "transformers", "datasets", "numpy"
 # The CPU baselines' model ids (eval_scripts.baselines; their results say backend "baseline").
 BASELINE_MODEL_IDS = {"mean": "baseline/train-mean", "features": "baseline/features-ridge"}
 BASELINE_BACKEND = "baseline"
+RESULTS_NAME = "results.json"  # a run's results file in its folder (beside `predictions.jsonl`): the one name
 
 
 # The decoding options that change a run's answers (or its CIs: the seed), with the `mis-bench run` flag that sets

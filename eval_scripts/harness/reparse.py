@@ -22,9 +22,9 @@ from typing import Any
 
 from eval_scripts.answers.answer_status import FINISH_LENGTH, STATUS_OK
 from eval_scripts.answers.score_parser import PARSE_STYLES, parse_details
+from eval_scripts.formats.results import RESULTS_NAME
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
-RESULTS_NAME = "results.json"
 RAW_RESPONSES_SUFFIX = "raw_responses.jsonl"
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.formats.results import RESULTS_NAME
 from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.ownership import OutputFolder
@@ -24,7 +25,6 @@ from mis_bench_dataset.toolkit.ownership import OutputFolder
 RUN_WRITER = "run"
 PREDICTIONS_NAME = "predictions.jsonl"
 RAW_RESPONSES_NAME = "raw_responses.jsonl"
-RESULTS_NAME = "results.json"
 
 
 @dataclass(frozen=True)

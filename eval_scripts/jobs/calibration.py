@@ -221,7 +221,8 @@ def _checked_splits(build: Path, fit_split: str, calibration_split: str) -> list
 def _run_record(predictions: str | Path) -> dict[str, Any] | None:
     """The results JSON the predictions come with (the file itself, or a run's `results.json` beside its
     `predictions.jsonl`): its system, setting and dataset blocks; None when there is none (a plain CSV)."""
-    from eval_scripts.harness.run_writer import PREDICTIONS_NAME, RESULTS_NAME
+    from eval_scripts.formats.results import RESULTS_NAME
+    from eval_scripts.harness.run_writer import PREDICTIONS_NAME
     from mis_bench_dataset.toolkit.jsonio import JSONInputError, read_json
 
     path = Path(predictions)

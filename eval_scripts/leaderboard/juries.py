@@ -42,6 +42,7 @@ from eval_scripts.baselines.stacking import (
     fit_stacked,
     member_matrix,
 )
+from eval_scripts.formats.results import RESULTS_NAME
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
     DEFAULT_RESAMPLE,
@@ -106,7 +107,7 @@ def read_member(path: str | Path) -> JuryMember:
     from mis_icc_metric.predictions_io import predictions_to_mapping
 
     path = Path(path)
-    file = path / "results.json" if path.is_dir() else path
+    file = path / RESULTS_NAME if path.is_dir() else path
     if not file.is_file():
         raise UsageError("no results.json in the run folder", where=str(path), hint="give a run folder or its file")
     if file.suffix.lower() != ".json":

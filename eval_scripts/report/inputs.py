@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.formats.results import RESULTS_NAME
 from eval_scripts.harness.trained_setting import TRAINED_SETTING_NAME
 from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, SCORE_REGRESSION
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
@@ -18,7 +19,6 @@ from mis_bench_dataset.toolkit.progress import progress
 logger = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-RESULTS_NAME = "results.json"
 
 
 def results_files(paths: Sequence[str | Path]) -> list[Path]:
