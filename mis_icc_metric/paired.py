@@ -34,6 +34,7 @@ from .coverage import DEFAULT_MISSING, paired_references
 from .reporting_floor import Support, floor_description, guarded_interval
 from .resampling import (
     Resampling,
+    attach_clustering,
     block_supports,
     clinician_labels,
     clusters_per_block,
@@ -129,9 +130,7 @@ def _add_clustering(diff: _PairedDeltas, resampling: Resampling, videos, cluster
     if labels is not None:
         boot = bootstrap_blocks(diff.ratings, diff.valid2, counterpart(resampling, videos, clusters))["icc"]
         effects = design_effects(resampling, diff.deltas, boot[:, : diff.width] - boot[:, diff.width :])
-    for entry, n_clusters, effect in zip(entries, clusters_per_block(labels, diff.valid), effects, strict=True):
-        entry["n_clusters"] = n_clusters
-        entry["design_effect"] = effect if entry.get("delta_ci") is not None else None
+    attach_clustering(entries, clusters_per_block(labels, diff.valid), effects, "delta_ci")
 
 
 def paired_comparison(

@@ -43,6 +43,7 @@ __all__ = [
     "block_supports",
     "weakest_support",
     "check_unit",
+    "attach_clustering",
 ]
 
 # The cluster of each video where its id does not say: a mapping video -> label, or one label per video.
@@ -211,6 +212,14 @@ def weakest_support(supports: Sequence[Support], unit: str) -> Support:
         return Support(0, None, unit)
     clusters = [s.n_clusters for s in supports]
     return Support(min(s.n_videos for s in supports), None if None in clusters else min(clusters), unit)
+
+
+def attach_clustering(entries: list[dict], counts: Sequence[int | None], effects: Sequence, ci_key: str) -> None:
+    """Each entry (a block's output) gets its clinicians (`n_clusters`) and its design effect, where its CI
+    (`ci_key`) stands: the one place `score` and `compare` say how clustered a figure is."""
+    for entry, n_clusters, effect in zip(entries, counts, effects, strict=True):
+        entry["n_clusters"] = n_clusters
+        entry["design_effect"] = effect if entry.get(ci_key) is not None else None
 
 
 def counterpart(plan: Resampling, video_ids: Sequence[str], clusters: Clusters = None) -> Resampling:

@@ -58,6 +58,7 @@ from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
 from .reporting_floor import Support, degenerate_reason, floor_description, withhold_reason
 from .resampling import (
     Resampling,
+    attach_clustering,
     block_supports,
     clinician_labels,
     clusters_per_block,
@@ -468,10 +469,7 @@ def _add_clustering(data: AlignedScores, plan: _Plan, arrays, resampling: Resamp
         other = counterpart(resampling, data.videos, clusters)
         other_boot = bootstrap_blocks(rat[:, blocks], val[:, blocks], other)["icc"]
         effects = design_effects(resampling, boot["icc"][:, blocks], other_boot)
-    counts = clusters_per_block(labels, val[:, blocks])
-    for entry, n_clusters, effect in zip(entries, counts, effects, strict=True):
-        entry["n_clusters"] = n_clusters
-        entry["design_effect"] = effect if entry.get("icc_ci") is not None else None
+    attach_clustering(entries, clusters_per_block(labels, val[:, blocks]), effects, "icc_ci")
 
 
 _SUMMARY_FIELDS = ("icc", "icc_ci", "mse", "n")
