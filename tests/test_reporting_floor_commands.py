@@ -233,3 +233,24 @@ def test_score_text_counts_the_undefined_resamples(tmp_path, capsys):
     assert main(args) == 0
     text = capsys.readouterr().out
     assert f"Emp. {entry['n_bootstrap_undefined']:,}" in text and f"of {N_BOOT:,}:" in text
+
+
+def test_the_reports_cross_validation_view_shows_a_withheld_ci_with_its_reason():
+    from eval_scripts.report.crossval_view import crossval_table
+    from mis_bench_dataset.dimensions import DIMENSION_KEYS
+
+    def seed(mean, ci, withheld=None):
+        return {"mean_icc": mean, "mean_icc_ci": ci, "withheld": withheld or {}, "fold_mean_icc": []}
+
+    spread = {"mean": 0.3, "min": 0.2, "max": 0.4}
+    doc = {
+        "seeds": [0, 1],
+        "runs": {
+            "features": {
+                "by_seed": {"0": seed(0.3, [0.2, 0.4]), "1": seed(0.31, None, {"mean_icc_ci": "3 clinician(s); x"})},
+                "across_seeds": {"mean_icc": spread, "dimensions": dict.fromkeys(DIMENSION_KEYS, spread)},
+            }
+        },
+    }
+    row = crossval_table(doc, {"features": 0.35}).rows[0]
+    assert row[2:4] == ["30.0 [20.0, 40.0]", "31.0 (withheld: 3 clinician(s))"]

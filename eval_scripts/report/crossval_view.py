@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eval_scripts.report.formatting import MISSING, ci_pct, pct
+from eval_scripts.report.formatting import MISSING, ci_pct, pct, withheld_cell
 from eval_scripts.report.table import Table
 from mis_bench_dataset.dimensions import DIMENSIONS, HEADLINE_NUMBERS
 
@@ -30,6 +30,12 @@ def _spread(spread: Mapping[str, Any]) -> str:
     return f"{pct(spread['mean'])} ({pct(spread['min'])} to {pct(spread['max'])})"
 
 
+def _ci(scores: Mapping[str, Any]) -> str:
+    """A seed's mean-ICC CI, or the reason it is withheld (`mis_icc_metric.reporting_floor`) where it would stand."""
+    reason = (scores.get("withheld") or {}).get("mean_icc_ci")
+    return f"({withheld_cell(reason)})" if reason else ci_pct(scores.get("mean_icc_ci"))
+
+
 def _folds(scores: Mapping[str, Any]) -> str:
     folds = scores.get("fold_mean_icc")
     return "; folds " + " / ".join(pct(v) for v in folds) if folds else ""
@@ -45,7 +51,7 @@ def crossval_table(doc: Mapping[str, Any], test_split: Mapping[str, float | None
     for name, run in doc["runs"].items():
         by_seed = [run["by_seed"][s] for s in seeds]
         cells = [name, pct(test_split.get(name))]
-        cells += [f"{pct(s['mean_icc'])} {ci_pct(s.get('mean_icc_ci'))}{_folds(s)}" for s in by_seed]
+        cells += [f"{pct(s['mean_icc'])} {_ci(s)}{_folds(s)}" for s in by_seed]
         cells.append(_spread(run["across_seeds"]["mean_icc"]))
         cells += [_spread(run["across_seeds"]["dimensions"][d.key]) for d in DIMENSIONS]
         rows.append(cells)
