@@ -59,6 +59,20 @@ def write_scoring_dataset(directory: Path, references: dict, split: str = "test"
     return directory
 
 
+def write_inputs(tmp_path: Path, references: dict, **systems: dict) -> tuple[Path, dict[str, Path]]:
+    """A scoring build of `references` (`tmp_path/ds`) and one long predictions CSV per system (`name=preds`)."""
+    from mis_icc_metric.predictions_io import write_predictions
+
+    dataset = write_scoring_dataset(tmp_path / "ds", references)
+    paths = {
+        name: write_predictions(
+            tmp_path / f"{name}.csv", [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in preds.items()]
+        )
+        for name, preds in systems.items()
+    }
+    return dataset, paths
+
+
 def pingouin_icc3_1(matrix: np.ndarray) -> tuple[float, list[float]]:
     """ICC(3,1) and its CI95 of an (n items x k raters) matrix from pingouin: an independent reference."""
     import pandas as pd

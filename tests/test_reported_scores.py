@@ -18,7 +18,6 @@ from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric.paired import paired_comparison
-from mis_icc_metric.predictions_io import write_predictions
 from mis_icc_metric.reporting_floor import MAX_UNDEFINED_SHARE, MIN_CI_CLUSTERS, MIN_CI_VIDEOS
 from mis_icc_metric.scoring import score_predictions
 
@@ -34,7 +33,7 @@ from _independent import (
     replicates,
     two_sided_p,
 )
-from _metric_helpers import make_scores, write_scoring_dataset
+from _metric_helpers import make_scores, write_inputs
 
 N_BOOT = 300
 SEED = 7
@@ -405,20 +404,9 @@ def _shows_ci(low: str, high: str, ci: list[float]) -> bool:
     return _shows_percent(low, ci[0]) and _shows_percent(high, ci[1])
 
 
-def _write_inputs(tmp_path, references, **systems):
-    dataset = write_scoring_dataset(tmp_path / "ds", references)
-    paths = {
-        name: write_predictions(
-            tmp_path / f"{name}.csv", [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in preds.items()]
-        )
-        for name, preds in systems.items()
-    }
-    return dataset, paths
-
-
 def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
     predictions, references = make_scores(n=48, seed=41, noise=0.5, unparsed=0.08)  # 6 clinicians: CIs shown
-    dataset, paths = _write_inputs(tmp_path, references, preds=predictions)
+    dataset, paths = write_inputs(tmp_path, references, preds=predictions)
     common = tmp_path / "common.txt"
     common.write_text("\n".join(sorted({v for v, _ in references})[::2]) + "\n")
     out = tmp_path / "scores.json"
@@ -525,7 +513,7 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
 def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
     pred_b, references = make_scores(n=48, seed=51, noise=0.3, unparsed=0.04)  # 6 clinicians: CIs shown
     pred_a, _ = make_scores(n=48, seed=52, noise=0.3, unparsed=0.04)  # made for other gold scores: far worse
-    dataset, paths = _write_inputs(tmp_path, references, a=pred_a, b=pred_b)
+    dataset, paths = write_inputs(tmp_path, references, a=pred_a, b=pred_b)
     out = tmp_path / "cmp.json"
     assert (
         main(

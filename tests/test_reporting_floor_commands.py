@@ -14,12 +14,11 @@ from eval_scripts.report.sensitivity_view import shift_table_lines
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.video_ids import STIMULI
 from mis_icc_metric.paired import paired_comparison
-from mis_icc_metric.predictions_io import write_predictions
 from mis_icc_metric.scoring import score_predictions
 from mis_icc_metric.sensitivity import perturbation_shift
 
 from _independent import anova_icc, clinician_rows, grid, percentile_interval, replicates, two_sided_p
-from _metric_helpers import make_scores, write_scoring_dataset
+from _metric_helpers import make_scores, write_inputs
 
 N_BOOT = 200
 
@@ -44,17 +43,6 @@ def _intervals(node, path=""):
                 yield from _intervals(value, f"{path}.{key}")
 
 
-def _write(tmp_path, references, **systems):
-    dataset = write_scoring_dataset(tmp_path / "ds", references)
-    paths = {
-        name: write_predictions(
-            tmp_path / f"{name}.csv", [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in preds.items()]
-        )
-        for name, preds in systems.items()
-    }
-    return dataset, paths
-
-
 # ----------------------------------------------------------------------------- score
 
 
@@ -75,7 +63,7 @@ def test_score_on_one_clinicians_videos_withholds_every_interval_with_its_reason
 
 def test_score_cli_prints_the_reason_where_the_interval_would_stand(tmp_path, capsys):
     predictions, references = _one_clinician()
-    dataset, paths = _write(tmp_path, references, preds=predictions)
+    dataset, paths = write_inputs(tmp_path, references, preds=predictions)
     args = ["score", "--predictions", str(paths["preds"]), "--references", str(dataset), "--bootstrap", str(N_BOOT)]
     assert main(args) == 0
     text = capsys.readouterr().out
@@ -140,7 +128,7 @@ def test_compare_on_a_two_clinician_split_withholds_the_p_value():
 
 def test_compare_cli_prints_withheld_for_the_p_value(tmp_path, capsys):
     pred_a, pred_b, references = _two_clinician_split()
-    dataset, paths = _write(tmp_path, references, a=pred_a, b=pred_b)
+    dataset, paths = write_inputs(tmp_path, references, a=pred_a, b=pred_b)
     args = ["compare", str(paths["a"]), str(paths["b"]), "--references", str(dataset), "--bootstrap", str(N_BOOT)]
     assert main(args) == 0
     text = capsys.readouterr().out
@@ -225,7 +213,7 @@ def test_score_text_counts_the_undefined_resamples(tmp_path, capsys):
     videos = sorted({v for v, _ in references})
     for video in videos[4:]:
         predictions[(video, "empathy")] = None  # empathy parsed on 4 videos of one clinician only
-    dataset, paths = _write(tmp_path, references, preds=predictions)
+    dataset, paths = write_inputs(tmp_path, references, preds=predictions)
     args = ["score", "--predictions", str(paths["preds"]), "--references", str(dataset), "--bootstrap", str(N_BOOT)]
     assert main([*args, "--json"]) == 0
     entry = json.loads(capsys.readouterr().out)["dimensions"]["empathy"]
