@@ -29,6 +29,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_REGRESSION
 from mis_bench_dataset.toolkit.errors import DataError, MisBenchError, UsageError, require_extra
 from mis_bench_dataset.toolkit.text_safety import clean_line
 
@@ -164,7 +165,8 @@ def _recipe_flags() -> str:
 
 
 # `mis-bench run --score-from` in the trainer's words: the readout a trained model predicts with is its head's.
-SCORE_FROM_HEADS = {"expected": "lm", "regression": "regression"}
+# (`raft_trainer.config.LM_HEAD` is "lm"; the regression head shares its readout's name, SCORE_REGRESSION.)
+SCORE_FROM_HEADS = {SCORE_EXPECTED: "lm", SCORE_REGRESSION: SCORE_REGRESSION}
 
 
 def _score_from_as_head(args: list[str]) -> list[str]:

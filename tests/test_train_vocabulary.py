@@ -73,3 +73,10 @@ def test_score_from_is_the_trainers_head(tmp_path):
     assert _parse(tmp_path, "--score-from=expected")[1].head == "lm"
     with pytest.raises(UsageError, match="reads its scores from its head"):
         _parse(tmp_path, "--score-from", "text")
+
+
+def test_score_from_names_the_trainers_heads():
+    from raft_trainer.config import HEADS
+    from raft_trainer.train import SCORE_FROM_HEADS
+
+    assert sorted(SCORE_FROM_HEADS.values()) == sorted(HEADS)
