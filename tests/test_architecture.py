@@ -239,7 +239,7 @@ def test_rooms_import_only_rooms_below_them_and_nothing_imports_the_cli():
 @pytest.mark.parametrize(
     ("module", "target"),
     [
-        ("eval_scripts.answers.score_parser", "eval_scripts.harness.runner"),
+        ("eval_scripts.answers.expected_score", "eval_scripts.harness.runner"),
         ("eval_scripts.harness.runner", "eval_scripts.cli.run"),
     ],
 )

@@ -18,7 +18,7 @@ from eval_scripts.answers.prompts import (
     template_hash,
     template_path,
 )
-from eval_scripts.answers.score_parser import parse_score
+from mis_icc_metric.score_parser import parse_score
 from mis_bench_dataset.dataset.feature_descriptors import (
     MIN_PAUSE_SECONDS,
     audio_descriptors,

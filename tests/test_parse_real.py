@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.answers.prompts import render_paper_prompt, render_prompt
-from eval_scripts.answers.score_parser import MAX_NUMBER_DIGITS, PARSE_STYLES, parse_details, parse_score
+from mis_icc_metric.score_parser import MAX_NUMBER_DIGITS, PARSE_STYLES, parse_details, parse_score
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.toolkit.numbers import round_half_up
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.answers.score_parser import PARSE_STYLES, parse_score
+from mis_icc_metric.score_parser import PARSE_STYLES, parse_score
 from eval_scripts.backends.base import DecodingConfig
 from eval_scripts.cli import main
 from eval_scripts.harness.cost_estimate import expected_completion_tokens

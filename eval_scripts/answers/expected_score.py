@@ -10,7 +10,7 @@ A server returns only the top-k candidates of each position (`top_logprobs`, at 
 (" 3" and "3" count as the digit 3; a multi-digit token is no digit), and the probability mass those
 digits cover is recorded with the answer: a small mass says the model was not writing a digit there.
 
-Where the score sits: the position of the value the parser reads (`eval_scripts.answers.score_parser.parse_details`)
+Where the score sits: the position of the value the parser reads (`mis_icc_metric.score_parser.parse_details`)
 in the text the tokens spell, for every style (for CoT, the final score after the reasoning). The
 distribution decides, not the text: when the parser rejects the value it found for the value alone
 ("5.8" out of the scale, a runaway "3.375.375"), the digits where that value stands are read all the
@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from eval_scripts.answers.score_parser import parse_details
+from mis_icc_metric.score_parser import parse_details
 from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
 
 __all__ = [
