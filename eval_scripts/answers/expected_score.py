@@ -28,8 +28,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
-from mis_icc_metric.score_parser import parse_details
 from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+from mis_icc_metric.score_parser import parse_details
 
 __all__ = [
     "TOP_LOGPROBS",
