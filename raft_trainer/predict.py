@@ -27,6 +27,7 @@ import torch
 
 from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE, canonical_prompt_style
 from mis_bench_dataset.toolkit.progress import progress, step
+from mis_icc_metric.expected_record import ExpectedScore
 from mis_icc_metric.score_parser import parse_score
 from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
 from raft_trainer.data import ScoringEncoder
@@ -196,7 +197,10 @@ def pad_token_id(tokenizer) -> int:
 class DigitReadout:
     """What `read_digit_scores` read per prompt: the expected score, the greedy digits, the digit expectations
     and the probability mass the ten digit tokens hold in the full softmax at the two positions (NaN / -1 where
-    `method="exact"` has no single fractional position)."""
+    `method="exact"` has no single fractional position).
+
+    A column per field of one answer's record (`mis_icc_metric.expected_record.ExpectedScore`, `score` as
+    `scores`), plus the fractional digit: `expected_score(i)` is prompt i's record, the one the harness writes."""
 
     scores: np.ndarray
     integer_digit: np.ndarray
@@ -205,6 +209,16 @@ class DigitReadout:
     fraction_expected: np.ndarray
     integer_mass: np.ndarray
     fraction_mass: np.ndarray
+
+    def expected_score(self, index: int) -> ExpectedScore:
+        """Prompt `index`'s readout as one answer's record: the score as computed here, to the last bit (None
+        outside [1, 5], never clipped), its integer digit, and both positions' expectation and digit mass."""
+        return ExpectedScore.of(
+            int(self.integer_digit[index]),
+            (float(self.integer_expected[index]), float(self.integer_mass[index])),
+            (float(self.fraction_expected[index]), float(self.fraction_mass[index])),
+            score=float(self.scores[index]),
+        )
 
 
 def _digit_mass(logits: torch.Tensor, digit_ids: torch.Tensor) -> torch.Tensor:

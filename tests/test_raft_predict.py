@@ -89,3 +89,29 @@ def test_generate_scores_reads_answers_with_the_harness_parser(setup, monkeypatc
     )
     assert texts == [answer] * len(rows)
     assert values == [want] * len(rows)
+
+
+def test_the_digit_readout_is_one_expected_record_per_prompt(setup):
+    """`DigitReadout` holds a column per field of the harness's `ExpectedScore` (issue 48: one definition), and
+    `expected_score(i)` is prompt i's record, built from those columns by hand here."""
+    from dataclasses import fields
+
+    from mis_icc_metric.expected_record import ExpectedScore
+    from raft_trainer.predict import DigitReadout, pad_token_id, read_digit_scores
+
+    record_fields = {f.name for f in fields(ExpectedScore)} - {"score", "reason"}
+    assert record_fields | {"scores", "fraction_digit"} == {f.name for f in fields(DigitReadout)}
+    tokenizer, model, rows = setup
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    encoder = ScoringEncoder(tokenizer, digits, None)
+    readout = read_digit_scores(
+        model, [encoder.encode_prompt(row) for row in rows], digits, pad_token_id(tokenizer), show_progress=False
+    )
+    for i in range(len(rows)):
+        record = readout.expected_score(i).as_record()
+        assert record["integer_digit"] == int(readout.integer_digit[i])
+        assert record["integer_mass"] == pytest.approx(float(readout.integer_mass[i]))
+        assert record["fraction_expected"] == pytest.approx(float(readout.fraction_expected[i]))
+        inside = 1.0 <= readout.scores[i] <= 5.0
+        assert record["score"] == (pytest.approx(float(readout.scores[i])) if inside else None)
+        assert (record["reason"] is None) == inside
