@@ -159,7 +159,7 @@ def _trainer_pass(backend, rows, decoding) -> list:
 
 
 def _figures(completions, readout: str, style: str) -> dict:
-    from eval_scripts.answers.score_parser import parse_score
+    from mis_icc_metric.score_parser import parse_score
 
     n = len(completions)
     parse_style = "paper" if style == "toolkit" else style  # the trainer's completion "The score prediction is: x"

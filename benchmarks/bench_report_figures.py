@@ -140,7 +140,7 @@ def worker(inputs: Path, check: bool) -> dict:
     from eval_scripts.report import ReportOptions, agreement_plots, plots, write_report
     from eval_scripts.report.table import run_views
     from eval_scripts.report.views import best_configurations, by_system
-    from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+    from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
     data = pickle.loads(inputs.read_bytes())
     results, references = data["results"], data["references"]

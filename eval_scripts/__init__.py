@@ -33,7 +33,7 @@ _LAZY = {
     "Prompt": ".answers.prompts",
     "render_prompt": ".answers.prompts",
     "render_paper_prompt": ".answers.prompts",
-    "parse_score": ".answers.score_parser",
+    "parse_score": "mis_icc_metric.score_parser",
     "TokenChoice": ".answers.expected_score",
     "expected_from_tokens": ".answers.expected_score",
     "TRANSCRIPT_PERTURBATIONS": ".answers.perturbations",

@@ -1,7 +1,8 @@
 """MIS-Bench dataset: the benchmark's facts at the top, and its rooms.
 
 `dimensions`, `video_ids`, `splits`, `protocol`, `setting_inputs`, `icc` and `paper_results` are
-the benchmark's facts; `toolkit/` the toolkit-wide helpers, `release/` reading a release, `builder/`
+the benchmark's facts, `wording` the user-facing words said once; `toolkit/` the toolkit-wide helpers (its
+`defaults` the toolkit's own default values), `release/` reading a release, `builder/`
 writing a build, `dataset/` reading one back (`BuiltDataset`), `synth/` the synthetic generator.
 
 The public API is exactly `__all__`: import these names from the package

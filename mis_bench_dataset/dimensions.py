@@ -14,9 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
-
-from mis_bench_dataset.toolkit.options import bounded_int, non_negative_int, option
 
 
 @dataclass(frozen=True)
@@ -192,92 +189,9 @@ N_CLINICIANS = 78
 # The videos per clinician a planned study is assumed to have (`mis-bench plan --videos-per-clinician`): the
 # benchmark's 996 / 78 = 12.8, not a pilot's own ratio (a 10% pilot has about 1.8).
 DEFAULT_VIDEOS_PER_CLINICIAN = N_VIDEOS / N_CLINICIANS
-# Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption).
+# Bootstrap resamples behind the paper's 95% percentile CIs (Table 4 caption); the toolkit's default count
+# (`toolkit.defaults.DEFAULT_BOOTSTRAP`) is this number.
 PAPER_BOOTSTRAP_RESAMPLES = 10_000
-# The one default resample count of every entry point (CLI, Python API, default job, baselines, metric): the paper's.
-DEFAULT_BOOTSTRAP = PAPER_BOOTSTRAP_RESAMPLES
-# The fewest resamples a planned size is drawn from (`mis-bench plan`, the trust page): a size needs a spread.
-MIN_PLAN_RESAMPLES = 100
-# The index matrix and the replicates grow with resamples x videos; this cap keeps a full
-# 996-video bootstrap under about 1 GiB (the paper uses 10,000 resamples).
-MAX_BOOTSTRAP = 200_000
-# How a bootstrap resamples (mis_icc_metric.resampling): "video" draws videos as if independent (the paper's
-# protocol, which `reproduce` keeps); "clinician" draws clinicians with all their videos, the honest default of
-# the toolkit's own outputs: 996 videos come from 78 clinicians, and a video CI is about 1.7x too narrow there.
-RESAMPLE_UNITS: tuple[str, ...] = ("video", "clinician")
-DEFAULT_RESAMPLE = "clinician"
-PAPER_RESAMPLE = "video"
-# The one mark every output of synthetic data carries (terminal lines, figure titles, leaderboard rows), defined
-# here, in the ground layer, so the trainer's outputs and the build's figures use the same words as the CLI's.
-SYNTHETIC_MARK = "SYNTHETIC"
-SYNTHETIC_LINE = f"{SYNTHETIC_MARK} data: these numbers say nothing about any model on MIS-Bench."
-# What every statistic about a judge is for (the paper's ethics statement): said once, by every output that has one.
-RESEARCH_USE = (
-    "for research on judges (how far a model's scores agree with the experts'), not for therapist supervision, "
-    "training, hiring or patient-facing evaluation (the paper's ethics statement)"
-)
-# The headline numbers a judge shows across the README, reports, `score` and the trust pages, each named once: which
-# one to cite, and what the others are (reports, `mis-bench trust` and docs/trust-card.md print this list).
-HEADLINE_NUMBERS: dict[str, str] = {
-    "mean ICC": "the mean ICC(3,1) over the eight dimensions (the paper's Mean column), with its 95% CI from "
-    "resampling clinicians with all their videos: the number to cite",
-    "mean over fold seeds": "for a model evaluated by cross-validation over every video (`run --cv-folds`), the mean "
-    "ICC averaged over the fold seeds, with its range over them: the number to cite for such a model",
-    "per-seed CV": "the mean ICC of one cross-validation partition (each video predicted out of fold): one draw of "
-    "the figure above",
-    "test split": "the mean ICC on one split's videos (100 of 996): a wider CI, and it moves with the split",
-    "Overall": "the ICC(3,1) of each video's mean over the eight dimensions (`All` in `score`): agreement on a "
-    "video's total, higher because the dimensions' errors partly cancel; beside the mean ICC, never instead of it",
-}
-# `mis-bench calibrate`'s choices and defaults (mis_icc_metric.calibration), here so the command line stays light.
-CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
-DEFAULT_CALIBRATION_METHOD = "isotonic"
-DEFAULT_COVERAGE = 0.9
-DEFAULT_FIT_SPLIT = "train"
-DEFAULT_CALIBRATION_SPLIT = "validation"
-# The one default level of every CI the toolkit reports (the paper's 95%).
-DEFAULT_CONFIDENCE = 0.95
-# The one default random seed of every entry point (the bootstrap's, the sampling's, the baselines' fits).
-DEFAULT_SEED = 0
-
-
-# One spelling, default and help per concept shared by several commands (tests/test_cli_options.py checks).
-def bootstrap_option(
-    *,
-    minimum: int = 0,
-    what: str = "bootstrap resamples for the ICC CIs",
-    flag: str = "--bootstrap",
-    default: int = DEFAULT_BOOTSTRAP,
-    section: str = "main",
-) -> dict[str, Any]:
-    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
-    text = (
-        f"{what}, {minimum} to {MAX_BOOTSTRAP:,}"
-        + (" (0: no CIs)" if minimum == 0 else "")
-        + f" (default: {default:,}"
-        + (", the paper's)" if default == PAPER_BOOTSTRAP_RESAMPLES else ")")
-    )
-    dest = flag.lstrip("-").replace("-", "_")
-    return option(text, flag=flag, dest=dest, type=bounded_int(minimum, MAX_BOOTSTRAP), metavar="N", section=section)
-
-
-def resample_option(*, default: str = DEFAULT_RESAMPLE, section: str = "main") -> dict[str, Any]:
-    """`--resample video|clinician`: what one bootstrap draw resamples (every CI and paired test of the command)."""
-    return option(
-        "what each bootstrap resample draws: 'clinician' (all of a clinician's videos together: the clustered,"
-        " honest CI) or 'video' (videos as if independent: the paper's protocol)"
-        f" (default: {default})",
-        flag="--resample",
-        choices=RESAMPLE_UNITS,
-        section=section,
-    )
-
-
-def seed_option(what: str = "bootstrap seed", *, section: str = "main") -> dict[str, Any]:
-    """`--seed S`: the one random seed of a command (what it seeds is said per command)."""
-    return option(
-        f"{what} (default: {DEFAULT_SEED})", flag="--seed", type=non_negative_int, metavar="S", section=section
-    )
 
 
 N_FULLY_RATED = 625
@@ -298,9 +212,8 @@ DIMENSION_KEYS: tuple[str, ...] = tuple(d.key for d in DIMENSIONS)
 """The eight dimension keys (`verbal_fluency`, ..., `arrr`), the column names of every file."""
 DIMENSION_BY_KEY: dict[str, Dimension] = {d.key: d for d in DIMENSIONS}
 """Each dimension by its key."""
-# The paper's abbreviations spelt out: the legend under every table that uses them (reports, leaderboard).
+# The paper's abbreviations spelt out (the legend under every table that uses them: `wording.ABBREVIATION_LEGEND`).
 ABBREVIATION_NAMES: dict[str, str] = {d.abbreviation: d.name for d in DIMENSIONS}
-ABBREVIATION_LEGEND: str = "Dimensions: " + "; ".join(f"{d.abbreviation} = {d.name}" for d in DIMENSIONS) + "."
 
 # Table 2 (percent in the paper; fractions here).
 HUMAN_CEILING: dict[str, Ceiling] = {

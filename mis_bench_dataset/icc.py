@@ -1,9 +1,11 @@
 """ICC(3,1) and ICC(3,k) (Shrout & Fleiss 1979, case 3; paper eq. 3-5) in plain numpy, and the
 other Shrout-Fleiss forms (cases 1 and 2, single and average) from the same mean squares.
 
-It lives in the ground layer because the dataset itself needs it (the human ceiling on the
-dataset card, the synthetic raters' calibration, `mis-bench stats`); `mis_icc_metric`
-re-exports it and builds the benchmark's scoring rules on it.
+It lives in the ground layer, not beside the rest of the metric in `mis_icc_metric`, because the
+ground package itself computes ICCs and imports only go down: `release.labels` (the human ceiling of
+a release's per-rater labels, on the dataset card and in `mis-bench stats`) and `synth.generator`
+(the synthetic raters calibrated to Table 2's ceiling). `mis_icc_metric` re-exports it (`icc3`, ...)
+and builds the benchmark's scoring rules on it (docs/architecture.md says the same).
 
 The two-way mixed-effects mean squares of eq. 4-5 reduce to the column-centred
 cross-product matrix C = Xc^T Xc of the (n items x k raters) matrix:
@@ -35,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE
 
 __all__ = [
     "ICC_FORMS",

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from mis_bench_dataset.dimensions import DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_SEED
 from mis_bench_dataset.video_ids import parse_video_id
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE
 from mis_bench_dataset.icc import (
     ICC_FORM_NAMES,
     AnovaMeanSquares,
@@ -38,6 +37,7 @@ from mis_bench_dataset.icc import (
     icc_forms_from_mean_squares,
     mean_squares_from_moments,
 )
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import block_features, block_means, guarded_ci, percentile_ci, resampled_chunks, resampled_cross

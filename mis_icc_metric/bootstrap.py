@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE, MAX_BOOTSTRAP  # noqa: F401 - re-exported: the cap's home was here
 from mis_bench_dataset.icc import icc3_from_cross_products
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE, MAX_BOOTSTRAP  # noqa: F401 - re-exported: the cap's home was here
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.progress import progress
 

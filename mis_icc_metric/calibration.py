@@ -32,18 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import (
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_bench_dataset.wording import RESEARCH_USE
+
+from .calibrator_file import (
     CALIBRATION_METHODS,
     DEFAULT_CALIBRATION_METHOD,
     DEFAULT_COVERAGE,
-    DIMENSION_KEYS,
-    RESEARCH_USE,
-    SCORE_MAX,
-    SCORE_MIN,
+    PROVENANCE_FIELDS,
+    check_calibrator_json,
 )
-from mis_bench_dataset.toolkit.errors import DataError, UsageError
-
-from .calibrator_file import PROVENANCE_FIELDS, check_calibrator_json
 
 __all__ = [
     "CALIBRATOR_FORMAT",

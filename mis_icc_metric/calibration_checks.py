@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE
 from mis_bench_dataset.video_ids import parse_video_id
 
 from .agreement_statistics import agreement, agreement_weighted

@@ -7,6 +7,9 @@ The checks here are explicit rather than a JSON Schema so each refusal names the
 coverage in (0, 1); the scale the toolkit's [1, 5]; dimensions known and unique; per dimension a map of the
 calibrator's method that is monotone and inside the scale, a finite non-negative half-width, positive counts,
 the no-judge yardstick; and the provenance `--apply` checks (build, splits, judge, videos, synthetic mark).
+
+`mis-bench calibrate`'s choices and defaults are declared here too, in a module without numpy, so the command line
+that offers them stays light.
 """
 
 from __future__ import annotations
@@ -15,10 +18,25 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from mis_bench_dataset.dimensions import CALIBRATION_METHODS, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.toolkit.errors import DataError
 
-__all__ = ["PROVENANCE_FIELDS", "check_calibrator_json"]
+__all__ = [
+    "CALIBRATION_METHODS",
+    "DEFAULT_CALIBRATION_METHOD",
+    "DEFAULT_CALIBRATION_SPLIT",
+    "DEFAULT_COVERAGE",
+    "DEFAULT_FIT_SPLIT",
+    "PROVENANCE_FIELDS",
+    "check_calibrator_json",
+]
+
+# `mis-bench calibrate`'s choices and defaults (the maps are `calibration`'s).
+CALIBRATION_METHODS: tuple[str, ...] = ("isotonic", "linear")
+DEFAULT_CALIBRATION_METHOD = "isotonic"
+DEFAULT_COVERAGE = 0.9
+DEFAULT_FIT_SPLIT = "train"
+DEFAULT_CALIBRATION_SPLIT = "validation"
 
 # What every calibrator records of where it came from (None where unknown: a library caller's own mapping).
 PROVENANCE_FIELDS = ("build", "fit_split", "calibration_split", "judge", "videos", "synthetic")

@@ -19,16 +19,12 @@ from itertools import combinations
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_SEED,
-    DIMENSION_BY_KEY,
-    DIMENSION_KEYS,
-    RESEARCH_USE,
-)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER
 from mis_bench_dataset.video_ids import GROUPINGS as ID_GROUPINGS
+from mis_bench_dataset.wording import RESEARCH_USE
 from mis_icc_metric.bootstrap import percentile_ci, resampled_chunks
 from mis_icc_metric.groups import group_labels
 from mis_icc_metric.labelled_check import check_labelled_set

@@ -31,15 +31,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-    RESEARCH_USE,
-)
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
+from mis_bench_dataset.wording import RESEARCH_USE
 
 from .bootstrap import block_features, block_means, percentile_ci, resampled_chunks, resampled_cross
 from .coverage import DEFAULT_MISSING, evaluated_references

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import norm
 
-from mis_bench_dataset.dimensions import DEFAULT_SEED
+from mis_bench_dataset.toolkit.defaults import DEFAULT_SEED
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 
 # The family-wise false-alarm rate of the check: a random labelled set is flagged at most this often.

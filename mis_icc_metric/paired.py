@@ -20,13 +20,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-    DIMENSION_BY_KEY,
-)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks

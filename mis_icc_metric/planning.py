@@ -32,16 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-    DEFAULT_VIDEOS_PER_CLINICIAN,
-    DIMENSION_BY_KEY,
-    DIMENSION_KEYS,
-    N_CLINICIANS,
-)
+from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, DIMENSION_BY_KEY, DIMENSION_KEYS, N_CLINICIANS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.bootstrap import block_means, bootstrap_blocks, percentile_ci, point_blocks, resample_counts
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for

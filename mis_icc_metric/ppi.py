@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE
 
 IID_ASSUMPTION = (
     "the CLT interval of PPI++ (ppi_py): videos independent, the expert-labelled ones a uniformly random "

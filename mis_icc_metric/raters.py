@@ -31,9 +31,10 @@ from itertools import combinations
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_CONFIDENCE, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.icc import icc3_1
 from mis_bench_dataset.release.labels import Labels, icc3_1_with_ci
+from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE
 from mis_bench_dataset.toolkit.errors import UsageError
 
 from .reporting_floor import Support, degenerate_reason, withhold_reason

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, PAPER_RESAMPLE, RESAMPLE_UNITS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE, PAPER_RESAMPLE, RESAMPLE_UNITS
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import parse_video_id
 

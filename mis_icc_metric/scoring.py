@@ -36,10 +36,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
     HUMAN_CEILING,
@@ -49,6 +45,7 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.icc import icc3_ci
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import exact_decimal
 

@@ -20,15 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_SEED,
-    DIMENSION_BY_KEY,
-    DIMENSION_KEYS,
-    RESEARCH_USE,
-)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.wording import RESEARCH_USE
 
 from .bootstrap import guarded_ci, resampled_sums
 from .paired import paired_comparison

@@ -17,15 +17,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_SEED,
-    DIMENSION_BY_KEY,
-    DIMENSION_KEYS,
-    RESEARCH_USE,
-)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.wording import RESEARCH_USE
 
 from .bootstrap import bootstrap_blocks, guarded_ci, point_blocks, quiet_nanmean, quiet_nanvar
 from .reporting_floor import floor_description

@@ -9,7 +9,8 @@ fractional digit:
 * `method="exact"`: s = sum_{i=1..5} p(i) (i + 0.1 E[frac | i]) / sum_{i=1..5} p(i), the expectation
   of the one-decimal score under the model restricted to the valid integer digits 1-5.
 
-`generate_scores` is the baseline a user would otherwise run: greedy `generate()` plus parsing.
+`generate_scores` is the baseline a user would otherwise run: greedy `generate()`, each answer read by the
+harness's parser g (`mis_icc_metric.score_parser.parse_score`, the one parser of harness and trainer).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE
+from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE, canonical_prompt_style
 from mis_bench_dataset.toolkit.progress import progress, step
+from mis_icc_metric.expected_record import ExpectedScore
+from mis_icc_metric.score_parser import parse_score
 from raft_trainer.config import REGRESSION_HEAD, RAFTConfig
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
@@ -36,7 +38,6 @@ logger = logging.getLogger(__name__)
 
 VALID_INTEGER_DIGITS = (1, 2, 3, 4, 5)
 PREDICT_METHODS = ("greedy", "exact")
-_NUMBER = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)")
 
 
 def _left_pad(sequences: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -196,7 +197,10 @@ def pad_token_id(tokenizer) -> int:
 class DigitReadout:
     """What `read_digit_scores` read per prompt: the expected score, the greedy digits, the digit expectations
     and the probability mass the ten digit tokens hold in the full softmax at the two positions (NaN / -1 where
-    `method="exact"` has no single fractional position)."""
+    `method="exact"` has no single fractional position).
+
+    A column per field of one answer's record (`mis_icc_metric.expected_record.ExpectedScore`, `score` as
+    `scores`), plus the fractional digit: `expected_score(i)` is prompt i's record, the one the harness writes."""
 
     scores: np.ndarray
     integer_digit: np.ndarray
@@ -205,6 +209,16 @@ class DigitReadout:
     fraction_expected: np.ndarray
     integer_mass: np.ndarray
     fraction_mass: np.ndarray
+
+    def expected_score(self, index: int) -> ExpectedScore:
+        """Prompt `index`'s readout as one answer's record: the score as computed here, to the last bit (None
+        outside [1, 5], never clipped), its integer digit, and both positions' expectation and digit mass."""
+        return ExpectedScore.of(
+            int(self.integer_digit[index]),
+            (float(self.integer_expected[index]), float(self.integer_mass[index])),
+            (float(self.fraction_expected[index]), float(self.fraction_mass[index])),
+            score=float(self.scores[index]),
+        )
 
 
 def _digit_mass(logits: torch.Tensor, digit_ids: torch.Tensor) -> torch.Tensor:
@@ -385,12 +399,6 @@ def _predict_raw(
     return scores
 
 
-def parse_first_number(text: str) -> float | None:
-    """First number in a generated answer (baseline parser for `generate_scores`)."""
-    match = _NUMBER.search(text)
-    return float(match.group(1)) if match else None
-
-
 @torch.inference_mode()
 def generate_scores(
     model,
@@ -404,7 +412,8 @@ def generate_scores(
     modality: str = "text",
     prompt_style: str = DIRECT_PROMPT_STYLE,
 ) -> tuple[list[float | None], list[str]]:
-    """Greedy `generate()` from the chat prompt, then parse the first number: the usual alternative."""
+    """Greedy `generate()` from the chat prompt, each answer read by the paper's parser g for `prompt_style` (the
+    harness's: strict, None rather than a guess, one decimal): the usual alternative to the digit readout."""
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length, modality, prompt_style)
     rows = list(rows)
@@ -430,7 +439,8 @@ def generate_scores(
         )
         for row, seq in zip(index, out[:, ids.size(1) :], strict=True):
             texts[row] = tokenizer.decode(seq, skip_special_tokens=True)
-    return [parse_first_number(t) for t in texts], texts
+    style = canonical_prompt_style(prompt_style)
+    return [parse_score(t, style) for t in texts], texts
 
 
 def prediction_records(rows: Iterable[Mapping[str, Any]], scores: Sequence[float]) -> list[dict[str, Any]]:

@@ -669,7 +669,8 @@ def write_json(out, name: str, obj: dict) -> Path:
 def write_test_predictions(model, processing_class, test_split, out, script_args, config, setting: dict) -> None:
     """`predictions_test.csv` and, when the split is labelled, `scores_test.json` (with the setting)."""
     from mis_bench_dataset.dataset.loading import gold_references
-    from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES, SYNTHETIC_LINE
+    from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
+    from mis_bench_dataset.wording import SYNTHETIC_LINE
     from mis_icc_metric import score_predictions
     from mis_icc_metric.predictions_io import write_predictions
     from raft_trainer.predict import predict_scores, prediction_records

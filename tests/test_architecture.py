@@ -239,7 +239,7 @@ def test_rooms_import_only_rooms_below_them_and_nothing_imports_the_cli():
 @pytest.mark.parametrize(
     ("module", "target"),
     [
-        ("eval_scripts.answers.score_parser", "eval_scripts.harness.runner"),
+        ("eval_scripts.answers.expected_score", "eval_scripts.harness.runner"),
         ("eval_scripts.harness.runner", "eval_scripts.cli.run"),
     ],
 )
@@ -379,7 +379,7 @@ def test_every_lazy_export_goes_through_the_shared_helper():
 
 
 # One default per statistic option (issue 38 item 6): every resample count, CI level and statistics seed in a
-# signature defaults to the named constant of `mis_bench_dataset.dimensions` (DEFAULT_BOOTSTRAP, the paper's
+# signature defaults to the named constant of `mis_bench_dataset.toolkit.defaults` (DEFAULT_BOOTSTRAP, the paper's
 # 10,000; DEFAULT_CONFIDENCE; DEFAULT_SEED), never to a number of its own. Tests may pass fewer resamples.
 STATISTIC_PARAMETERS = frozenset({"n_bootstrap", "n_resamples", "n_boot", "confidence"})
 SEEDED_STATISTICS = ("mis_icc_metric/", "mis_bench_dataset/icc.py", "mis_bench_dataset/splits.py") + tuple(

@@ -15,7 +15,7 @@ import mis_icc_metric.scoring as scoring
 from eval_scripts.cli import build_parser, main
 from eval_scripts.cli.args import config_from_args
 from eval_scripts.harness.config import RunConfig
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
 from _run_args import run_args
 

@@ -498,14 +498,15 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
     ok = parse_output_line(
         {"id": "b", "custom_id": "a", "response": {"status_code": 200, "body": body}, "error": None}, "f, line 1"
     )
-    assert ok[0] == "a" and ok[1].ok and ok[1].text == "4.0" and ok[1].usage == body["usage"]
+    answer = ok[1].answer
+    assert ok[0] == "a" and answer.ok and answer.text == "4.0" and answer.usage == body["usage"]
     cut = parse_output_line(
         {
             "custom_id": "a",
             "response": {"status_code": 200, "body": chat_completion("x", reply="3.", finish_reason="length")},
         },
         "w",
-    )[1]
+    )[1].answer
     assert cut.ok and cut.finish_reason == "length"  # recorded as truncated by the one rule, never an answer
     shapes = [
         (
@@ -538,7 +539,7 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
         ),
     ]
     for line, message in shapes:
-        outcome = parse_output_line(line, "w")[1]
+        outcome = parse_output_line(line, "w")[1].answer
         assert not outcome.ok and outcome.text is None and outcome.error == message
     from mis_bench_dataset.toolkit.errors import DataError
 
@@ -549,12 +550,13 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.permutations(range(6)))
 def test_any_line_order_imports_the_same_outcomes(order) -> None:
-    from eval_scripts.harness.batch_files import BatchOutcome, resolve_outcomes
+    from eval_scripts.backends.base import Completion
+    from eval_scripts.harness.batch_files import UNPLACED, BatchOutcome, resolve_outcomes
 
     def answer(text):
-        return BatchOutcome(True, text, "stop", None, None, "w")
+        return BatchOutcome(Completion(UNPLACED, text, True, finish_reason="stop"), "w")
 
-    failure = BatchOutcome(False, None, None, None, "HTTP 500", "w")
+    failure = BatchOutcome(Completion(UNPLACED, None, False, "HTTP 500"), "w")
     lines = [
         ("a", failure),
         ("a", answer("3.0")),
@@ -564,7 +566,7 @@ def test_any_line_order_imports_the_same_outcomes(order) -> None:
         ("zz", answer("1.0")),
     ]
     chosen, report = resolve_outcomes([lines[i] for i in order], {"a": 0, "b": 1, "c": 2})
-    assert {k: (v.ok, v.text) for k, v in chosen.items()} == {
+    assert {k: (v.answer.ok, v.answer.text) for k, v in chosen.items()} == {
         "a": (True, "3.0"),
         "b": (False, None),
         "c": (True, "2.0"),

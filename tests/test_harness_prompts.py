@@ -18,7 +18,6 @@ from eval_scripts.answers.prompts import (
     template_hash,
     template_path,
 )
-from eval_scripts.answers.score_parser import parse_score
 from mis_bench_dataset.dataset.feature_descriptors import (
     MIN_PAUSE_SECONDS,
     audio_descriptors,
@@ -28,6 +27,7 @@ from mis_bench_dataset.dataset.feature_descriptors import (
 )
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
+from mis_icc_metric.score_parser import parse_score
 
 from _harness_helpers import scoring_rows
 

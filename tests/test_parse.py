@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eval_scripts
-from eval_scripts.answers.score_parser import PARSE_STYLES, parse_score
+from mis_icc_metric.score_parser import PARSE_STYLES, parse_score
 
 # (text, style, expected)
 CASES: list[tuple[str, str, float | None]] = [

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
+from mis_icc_metric.score_parser import parse_score
 from raft_trainer.data import ScoringEncoder
 from raft_trainer.digits import DigitTokens
-from raft_trainer.predict import generate_scores, parse_first_number, predict_scores
+from raft_trainer.predict import generate_scores, predict_scores
 
 from _raft_helpers import make_model, make_tokenizer, toy_rows
 
@@ -67,10 +66,52 @@ def test_generate_scores_returns_one_parsed_value_per_row(setup):
     values, texts = generate_scores(model, tokenizer, rows, batch_size=2, max_new_tokens=4, show_progress=False)
     assert len(values) == len(texts) == len(rows)
     assert all(v is None or isinstance(v, float) for v in values)
+    assert values == [parse_score(text, "direct") for text in texts]  # the harness's parser, the one there is
 
 
-@given(st.integers(10, 50), st.text(alphabet=st.characters(blacklist_categories=("Nd",)), max_size=20))
-def test_parse_first_number_reads_the_score(tenths, prefix):
-    score = tenths / 10
-    assert parse_first_number(f"{prefix}The score prediction is: {score:.1f}.") == pytest.approx(score)
-    assert parse_first_number(prefix) is None
+# Answers the trainer's former first-number parser read wrongly (left) and what the one parser g reads (right).
+@pytest.mark.parametrize(
+    ("answer", "style", "want"),
+    [
+        ("1. Analysis: warm. The score prediction is: 3.5", "paper", 3.5),  # was 1.0: the list number
+        ("7", "direct", None),  # was 7.0: outside the scale
+        ("-1", "direct", None),  # was 1.0: the sign dropped
+        ("3.375", "toolkit", 3.4),  # was 3.375: not one decimal; `toolkit` is `direct`'s old name
+        ("3-4", "direct", None),  # was 3.0: a range
+        ("Score 3: moderate. Final score: 4.5", "direct", 4.5),  # was 3.0: the rubric line quoted back
+    ],
+)
+def test_generate_scores_reads_answers_with_the_harness_parser(setup, monkeypatch, answer, style, want):
+    tokenizer, model, rows = setup
+    monkeypatch.setattr(tokenizer, "decode", lambda *args, **kwargs: answer)
+    values, texts = generate_scores(
+        model, tokenizer, rows, batch_size=2, max_new_tokens=2, show_progress=False, prompt_style=style
+    )
+    assert texts == [answer] * len(rows)
+    assert values == [want] * len(rows)
+
+
+def test_the_digit_readout_is_one_expected_record_per_prompt(setup):
+    """`DigitReadout` holds a column per field of the harness's `ExpectedScore` (issue 48: one definition), and
+    `expected_score(i)` is prompt i's record, built from those columns by hand here."""
+    from dataclasses import fields
+
+    from mis_icc_metric.expected_record import ExpectedScore
+    from raft_trainer.predict import DigitReadout, pad_token_id, read_digit_scores
+
+    record_fields = {f.name for f in fields(ExpectedScore)} - {"score", "reason"}
+    assert record_fields | {"scores", "fraction_digit"} == {f.name for f in fields(DigitReadout)}
+    tokenizer, model, rows = setup
+    digits = DigitTokens.from_tokenizer(tokenizer)
+    encoder = ScoringEncoder(tokenizer, digits, None)
+    readout = read_digit_scores(
+        model, [encoder.encode_prompt(row) for row in rows], digits, pad_token_id(tokenizer), show_progress=False
+    )
+    for i in range(len(rows)):
+        record = readout.expected_score(i).as_record()
+        assert record["integer_digit"] == int(readout.integer_digit[i])
+        assert record["integer_mass"] == pytest.approx(float(readout.integer_mass[i]))
+        assert record["fraction_expected"] == pytest.approx(float(readout.fraction_expected[i]))
+        inside = 1.0 <= readout.scores[i] <= 5.0
+        assert record["score"] == (pytest.approx(float(readout.scores[i])) if inside else None)
+        assert (record["reason"] is None) == inside

@@ -176,5 +176,5 @@ def test_a_response_body_of_another_shape_is_a_malformed_answer_naming_the_field
         with pytest.raises(Exception, match=named):
             parse_output_line(line, "w")
         return
-    outcome = parse_output_line(line, "w")[1]
+    outcome = parse_output_line(line, "w")[1].answer
     assert not outcome.ok and outcome.failure == "malformed response" and named in outcome.error

@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
-from eval_scripts.answers.score_parser import parse_score
 from eval_scripts.backends import DecodingConfig, get_backend
 from eval_scripts.cli import main
+from mis_icc_metric.score_parser import parse_score
 from raft_trainer.config import RAFTConfig
 from raft_trainer.digits import DigitTokens
 from raft_trainer.predict import predict_scores

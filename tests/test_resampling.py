@@ -162,7 +162,7 @@ def test_evaluate_module_takes_clusters():
 
 def test_the_resample_limit_is_inclusive():
     """MAX_BOOTSTRAP resamples are allowed (the documented limit), one more is a usage error naming it."""
-    from mis_bench_dataset.dimensions import MAX_BOOTSTRAP
+    from mis_bench_dataset.toolkit.defaults import MAX_BOOTSTRAP
     from mis_bench_dataset.toolkit.errors import UsageError
     from mis_icc_metric.bootstrap import bootstrap_indices
 

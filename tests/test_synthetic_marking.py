@@ -15,7 +15,7 @@ from PIL import Image
 
 from eval_scripts.cli import main
 from eval_scripts.formats.data_names import DEFAULT_SAMPLE_NAME, dataset_name
-from mis_bench_dataset.dimensions import SYNTHETIC_MARK
+from mis_bench_dataset.wording import SYNTHETIC_MARK
 
 from _run_args import batch_args, run_args
 

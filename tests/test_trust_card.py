@@ -201,7 +201,7 @@ def test_the_page_renders_in_headless_chromium(synthetic_card, tmp_path):
 def test_the_rules_and_the_headline_numbers_are_stated_in_the_docs_as_on_the_page():
     """docs/workflow.md states each verdict rule and names each headline number in the words the page prints."""
     from eval_scripts.jobs.judge_card import RULES, VERDICT_RULE
-    from mis_bench_dataset.dimensions import HEADLINE_NUMBERS
+    from mis_bench_dataset.wording import HEADLINE_NUMBERS
 
     page = " ".join((Path(__file__).resolve().parents[1] / "docs" / "workflow.md").read_text().split())
     for name, text in [*RULES.items(), *HEADLINE_NUMBERS.items()]:

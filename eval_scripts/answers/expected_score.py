@@ -10,7 +10,7 @@ A server returns only the top-k candidates of each position (`top_logprobs`, at 
 (" 3" and "3" count as the digit 3; a multi-digit token is no digit), and the probability mass those
 digits cover is recorded with the answer: a small mass says the model was not writing a digit there.
 
-Where the score sits: the position of the value the parser reads (`eval_scripts.answers.score_parser.parse_details`)
+Where the score sits: the position of the value the parser reads (`mis_icc_metric.score_parser.parse_details`)
 in the text the tokens spell, for every style (for CoT, the final score after the reasoning). The
 distribution decides, not the text: when the parser rejects the value it found for the value alone
 ("5.8" out of the scale, a runaway "3.375.375"), the digits where that value stands are read all the
@@ -26,14 +26,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from eval_scripts.answers.score_parser import parse_details
-from mis_bench_dataset.dimensions import SCORE_MAX, SCORE_MIN
+from mis_icc_metric.expected_record import ExpectedScore
+from mis_icc_metric.score_parser import parse_details
 
 __all__ = [
     "TOP_LOGPROBS",
-    "ExpectedScore",
     "TokenChoice",
     "digit_expectation",
     "expected_from_tokens",
@@ -54,48 +53,6 @@ class TokenChoice:
     token: str
     logprob: float
     top: tuple[tuple[str, float], ...]
-
-
-@dataclass(frozen=True)
-class ExpectedScore:
-    """The readout of one answer; `score` None with a `reason` when it cannot be read."""
-
-    score: float | None
-    integer_digit: int | None = None
-    integer_expected: float | None = None
-    integer_mass: float | None = None
-    fraction_expected: float | None = None
-    fraction_mass: float | None = None
-    reason: str | None = None
-
-    def as_record(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def missing(cls, reason: str) -> ExpectedScore:
-        return cls(None, reason=reason)
-
-    @classmethod
-    def of(
-        cls,
-        integer_digit: int,
-        integer: tuple[float, float | None],
-        fraction: tuple[float, float | None],
-        score: float | None = None,
-    ) -> ExpectedScore:
-        """E[int] + 0.1 E[frac] from the two positions' (expectation, digit mass), or `score` when the caller
-        computed it; None outside [1, 5], never clipped."""
-        score = integer[0] + 0.1 * fraction[0] if score is None else score
-        inside = SCORE_MIN <= score <= SCORE_MAX
-        return cls(
-            score if inside else None,
-            integer_digit=integer_digit,
-            integer_expected=integer[0],
-            integer_mass=integer[1],
-            fraction_expected=fraction[0],
-            fraction_mass=fraction[1],
-            reason=None if inside else f"expected score {score:.3f} outside [1, 5]",
-        )
 
 
 def _digit(token: str) -> int | None:

@@ -154,7 +154,7 @@ class Completion:
     cached: bool = False
     failure: str | None = None
     expected: dict | None = (
-        None  # the expected-score readout (`eval_scripts.answers.expected_score.ExpectedScore.as_record`)
+        None  # the expected-score readout (`mis_icc_metric.expected_record.ExpectedScore.as_record`)
     )
     served_model: str | None = None  # the model the server says answered (`backends.served_model`); None: unsaid
 

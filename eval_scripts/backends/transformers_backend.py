@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 from eval_scripts.answers.answer_status import FINISH_LENGTH
-from eval_scripts.answers.expected_score import ExpectedScore, score_span
+from eval_scripts.answers.expected_score import score_span
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.backend_options import backend_option
 from eval_scripts.backends.base import Backend, BackendUnavailable, Completion, DecodingConfig
@@ -34,6 +34,7 @@ from mis_bench_dataset.dimensions import PAPER_PROMPT_STYLE, SCORE_REGRESSION
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.toolkit.errors import UsageError, require
 from mis_bench_dataset.toolkit.options import positive_int
+from mis_icc_metric.expected_record import ExpectedScore
 
 logger = logging.getLogger(__name__)
 
@@ -289,7 +290,7 @@ class TransformersBackend(Backend):
             ]
             readout = self._read(ids, [prompts[i].dimension for i in indices], digits)
             for row, (index, prompt_ids) in enumerate(zip(indices, ids, strict=True)):
-                expected = _expected_record(readout, row)
+                expected = readout.expected_score(row).as_record()
                 text = f"{prefix}{int(readout.integer_digit[row])}.{int(readout.fraction_digit[row])}"
                 n_prompt = len(prompt_ids)
                 usage = {"prompt_tokens": n_prompt, "completion_tokens": 3, "total_tokens": n_prompt + 3}
@@ -362,7 +363,7 @@ class TransformersBackend(Backend):
                 completion.expected = ExpectedScore.missing(ids).as_record()
                 yield completion
                 continue
-            completion.expected = _expected_record(readout, readable.index(n))
+            completion.expected = readout.expected_score(readable.index(n)).as_record()
             if self.final_score == "prefilled":  # the answer's end is the readout's, by design: not a cut answer
                 completion.expected["final_score"] = "prefilled"
                 completion.finish_reason = "stop"
@@ -441,15 +442,6 @@ def _is_regression_folder(folder: Path) -> bool:
     from raft_trainer.regression import is_regression_folder
 
     return is_regression_folder(folder)
-
-
-def _expected_record(readout, index: int) -> dict:
-    return ExpectedScore.of(
-        int(readout.integer_digit[index]),
-        (float(readout.integer_expected[index]), float(readout.integer_mass[index])),
-        (float(readout.fraction_expected[index]), float(readout.fraction_mass[index])),
-        score=float(readout.scores[index]),  # as `raft_trainer.predict_scores` computes it, to the last bit
-    ).as_record()
 
 
 def _declared_final_score(tokenizer, digits, answer: _Generated) -> list[int] | str:

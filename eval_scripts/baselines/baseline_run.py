@@ -16,8 +16,9 @@ from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, r
 from eval_scripts.harness.run_writer import write_run
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.protocol import setting_record
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import slug

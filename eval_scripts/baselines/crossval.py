@@ -20,7 +20,8 @@ import numpy as np
 
 from eval_scripts.baselines.models import make_baseline
 from mis_bench_dataset.dataset.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import step
 

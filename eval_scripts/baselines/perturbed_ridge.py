@@ -19,7 +19,8 @@ from eval_scripts.baselines.models import make_baseline
 from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import UsageError
 
 logger = logging.getLogger(__name__)

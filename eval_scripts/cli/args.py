@@ -13,17 +13,9 @@ import json
 import sys
 from typing import Any
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-    RESEARCH_USE,
-    bootstrap_option,
-    resample_option,
-    seed_option,
-)
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.options import (  # noqa: F401 - the argument types, re-exported for every subcommand
+    bootstrap_option,
     bounded_int,
     comma_list,
     existing,
@@ -33,11 +25,14 @@ from mis_bench_dataset.toolkit.options import (  # noqa: F401 - the argument typ
     positive_float,
     positive_int,
     probability,
+    resample_option,
     seconds,
+    seed_option,
     unit_interval,
     wait_seconds,
 )
 from mis_bench_dataset.toolkit.text_safety import clean_line, clean_terminal
+from mis_bench_dataset.wording import RESEARCH_USE
 
 
 # One definition per option concept shared by several subcommands: one spelling, one default, one help

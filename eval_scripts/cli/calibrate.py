@@ -20,17 +20,17 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from mis_bench_dataset.dimensions import (
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.toolkit.numbers import num, pct, signed
+from mis_bench_dataset.wording import RESEARCH_USE
+from mis_icc_metric.calibrator_file import (
     CALIBRATION_METHODS,
     DEFAULT_CALIBRATION_METHOD,
     DEFAULT_CALIBRATION_SPLIT,
     DEFAULT_COVERAGE,
     DEFAULT_FIT_SPLIT,
-    DIMENSION_BY_KEY,
-    RESEARCH_USE,
 )
-from mis_bench_dataset.splits import SPLITS
-from mis_bench_dataset.toolkit.numbers import num, pct, signed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -213,7 +213,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         out = args.out or args.predictions.with_name(args.predictions.stem + "-calibrated.csv")
         result = apply_calibrator(args.apply, args.predictions, out, allow_in_sample=args.allow_in_sample)
         if result["synthetic"]:
-            from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+            from mis_bench_dataset.wording import SYNTHETIC_LINE
 
             text(SYNTHETIC_LINE)
         text(
@@ -252,7 +252,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         confidence=args.confidence,
     )
     if result["synthetic"]:
-        from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+        from mis_bench_dataset.wording import SYNTHETIC_LINE
 
         text(SYNTHETIC_LINE)
     calibrator = result["calibrator"]

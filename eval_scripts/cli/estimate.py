@@ -14,9 +14,9 @@ from eval_scripts.cli.args import (
     add_seed,
     shown,
 )
-from mis_bench_dataset.dimensions import RESEARCH_USE
 from mis_bench_dataset.toolkit.numbers import MISSING
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS
+from mis_bench_dataset.wording import RESEARCH_USE
 
 GROUP_CHOICES = tuple(GROUP_ORDER)  # the groupings with an order of their own: a cohort's time points, the stimuli
 STRATA_CHOICES = GROUPINGS  # what a sampling design may stratify on: every part of a video id
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     )
     result["meta"] = {"judge": str(args.judge), "experts": str(args.experts), "split": args.split}
     from eval_scripts.formats.data_names import any_synthetic
-    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+    from mis_bench_dataset.wording import SYNTHETIC_LINE
 
     result["synthetic"] = any_synthetic([args.experts, args.judge])
     if result["synthetic"]:

@@ -113,7 +113,7 @@ def _split_checks(dataset: Path, split: str) -> tuple[list[str], set[str], bool 
 
 
 def _mark(entry: dict) -> str:
-    from mis_bench_dataset.dimensions import SYNTHETIC_MARK
+    from mis_bench_dataset.wording import SYNTHETIC_MARK
 
     return f" [{SYNTHETIC_MARK}]" if entry.get("synthetic") else ""
 
@@ -235,7 +235,7 @@ def leaderboard_command(args: argparse.Namespace) -> int:
             + (f" (+{len(rejected['reasons']) - 1} more)" if len(rejected["reasons"]) > 1 else "")
         )
     if board["synthetic"]:
-        from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+        from mis_bench_dataset.wording import SYNTHETIC_LINE
 
         say(SYNTHETIC_LINE)
     return 0

@@ -62,7 +62,7 @@ def parse_command(args: argparse.Namespace) -> int:
     result = reparse(args.file, args.prompt_style)
     counts = result.counts()
     from eval_scripts.formats.data_names import source_synthetic
-    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+    from mis_bench_dataset.wording import SYNTHETIC_LINE
 
     synthetic = bool(source_synthetic(args.file.with_name(RESULTS_NAME)))  # the run's results say what data it was
     if out is not None:

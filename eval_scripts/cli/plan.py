@@ -17,14 +17,10 @@ from eval_scripts.cli.args import (
     probability,
     shown,
 )
-from mis_bench_dataset.dimensions import (
-    DEFAULT_VIDEOS_PER_CLINICIAN,
-    MIN_PLAN_RESAMPLES,
-    N_CLINICIANS,
-    N_VIDEOS,
-    RESEARCH_USE,
-)
+from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, N_CLINICIANS, N_VIDEOS
 from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+from mis_bench_dataset.toolkit.defaults import MIN_PLAN_RESAMPLES
+from mis_bench_dataset.wording import RESEARCH_USE
 
 TARGETS = ("icc", "difference", "labels")
 

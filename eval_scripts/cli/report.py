@@ -176,6 +176,6 @@ def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescor
     if not rescored:
         say("No --references: the comparison shows the stored CIs and has no paired tests.")
     if synthetic:
-        from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+        from mis_bench_dataset.wording import SYNTHETIC_LINE
 
         say(SYNTHETIC_LINE)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from eval_scripts.cli.args import say, shown
 from eval_scripts.formats.data_names import source_synthetic
-from mis_bench_dataset.dimensions import SYNTHETIC_LINE
 from mis_bench_dataset.toolkit.numbers import pct
+from mis_bench_dataset.wording import SYNTHETIC_LINE
 
 
 def summary(result) -> dict:

@@ -198,7 +198,7 @@ def _by_whom(result: dict) -> str:
 
 def _resampling_line(meta: dict) -> str:
     """What made the CIs, what `clin.` and `deff` mean, and what the numbers are for: every table says it."""
-    from mis_bench_dataset.dimensions import RESEARCH_USE
+    from mis_bench_dataset.wording import RESEARCH_USE
 
     purpose = f"{RESEARCH_USE[0].upper()}{RESEARCH_USE[1:]}."
     plan = meta.get("resampling")
@@ -363,7 +363,7 @@ def _finish(args: argparse.Namespace, path: Path | None, payload: dict) -> None:
 def _mark_synthetic(args: argparse.Namespace, result: dict, *predictions: Path) -> bool:
     """`synthetic` at the top of the result (the build report's rule, `formats.data_names`); the mark line."""
     from eval_scripts.formats.data_names import any_synthetic
-    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
+    from mis_bench_dataset.wording import SYNTHETIC_LINE
 
     synthetic = any_synthetic([args.references, *predictions])
     result["synthetic"] = synthetic

@@ -16,7 +16,8 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from mis_bench_dataset.dimensions import DEFAULT_COVERAGE, RESEARCH_USE
+from mis_bench_dataset.wording import RESEARCH_USE
+from mis_icc_metric.calibrator_file import DEFAULT_COVERAGE
 
 DEFAULT_OUT = Path("trust")
 
@@ -60,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
 
 def format_card(card: dict) -> str:
     """The terminal's summary: the verdict, the rules, the number to cite and the flags."""
-    from mis_bench_dataset.dimensions import SYNTHETIC_LINE
     from mis_bench_dataset.toolkit.numbers import ci_pct, pct
+    from mis_bench_dataset.wording import SYNTHETIC_LINE
 
     cite = card["agreement"]["cite"]
     interval = f"(CI withheld: {cite['withheld']})" if cite["withheld"] else ci_pct(cite["ci"])

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import SYNTHETIC_MARK
+from mis_bench_dataset.wording import SYNTHETIC_MARK
 
 DEFAULT_SAMPLE_NAME = "the default synthetic sample"
 FINGERPRINT_CHARS = 19  # "sha256:" and 12 hex digits

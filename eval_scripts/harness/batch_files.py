@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -136,24 +136,24 @@ def write_batch_files(
 
 # The kind of failure of a batch line the provider itself marked as failed (no HTTP answer to read).
 BATCH_FAILURE = "batch error"
+# The index of an imported answer no prompt has asked for yet (`_completion` sets the prompt's).
+UNPLACED = -1
 
 
 @dataclass(frozen=True)
 class BatchOutcome:
-    """What a provider answered for one request."""
+    """What a provider answered for one request: the answer as a live request's `Completion` (text or error, the
+    kind of failure as `openai_backend.FAILURE_*`, finish reason, usage, the model the response names), the output
+    line it came from and, when the line has them, each generated token's top candidates. The answer's `index` is
+    set when a prompt asks for it (`BatchOutputBackend`), so the two records share their fields by construction."""
 
-    ok: bool
-    text: str | None
-    finish_reason: str | None
-    usage: dict | None
-    error: str | None
+    answer: Completion
     where: str  # file, line
-    failure: str | None = None  # the kind of failure, as a live request's (`openai_backend.FAILURE_*`)
-    tokens: tuple[TokenChoice, ...] | None = None  # each generated token's top candidates, when the line has them
-    served_model: str | None = None  # the model the response names, as a live answer's
+    tokens: tuple[TokenChoice, ...] | None = None
 
     def same_answer(self, other: BatchOutcome) -> bool:
-        return (self.ok, self.text, self.finish_reason) == (other.ok, other.text, other.finish_reason)
+        mine, theirs = self.answer, other.answer
+        return (mine.ok, mine.text, mine.finish_reason) == (theirs.ok, theirs.text, theirs.finish_reason)
 
 
 def _error_message(error) -> str:
@@ -214,12 +214,13 @@ def parse_output_line(obj, where: str) -> tuple[str, BatchOutcome]:
             failure, message = FAILURE_MALFORMED, f"{FAILURE_MALFORMED}: {type(err).__name__}: {str(err)[:100]}"
         else:
             tokens = tuple(answer.tokens) if answer.tokens is not None else None
-            outcome = BatchOutcome(
-                True, answer.text, answer.finish_reason, answer.usage, None, where, tokens=tokens,
+            answered = Completion(
+                UNPLACED, answer.text, True, finish_reason=answer.finish_reason, usage=answer.usage,
                 served_model=answer.model,
             )  # fmt: skip
-            return obj["custom_id"], outcome
-    return obj["custom_id"], BatchOutcome(False, None, None, None, message[:ERROR_BODY_CHARS], where, failure)
+            return obj["custom_id"], BatchOutcome(answered, where, tokens)
+    failed = Completion(UNPLACED, None, False, message[:ERROR_BODY_CHARS], failure=failure)
+    return obj["custom_id"], BatchOutcome(failed, where)
 
 
 def check_batch_outputs(paths: Sequence[str | Path], *, command: str = "batch import") -> None:
@@ -313,7 +314,7 @@ def resolve_outcomes(
     for request_id, found in seen.items():
         if len(found) > 1:
             report.duplicates.append(request_id)
-        answers = [o for o in found if o.ok]
+        answers = [o for o in found if o.answer.ok]
         if any(not answer.same_answer(answers[0]) for answer in answers[1:]):
             report.conflicting.append(request_id)
             continue
@@ -351,20 +352,9 @@ class BatchOutputBackend(Backend):
 def _completion(index: int, outcome: BatchOutcome, decoding: DecodingConfig) -> Completion:
     """A live request's Completion for an imported outcome; an expected-score readout needs the line's logprobs."""
     expected = None
-    if outcome.ok and decoding.expected:
+    if outcome.answer.ok and decoding.expected:
         if outcome.tokens is None:
             error = f"{FAILURE_NO_LOGPROBS}: the batch output line has no logprobs ({outcome.where})"
             return Completion(index, None, False, error, attempts=1, failure=FAILURE_NO_LOGPROBS)
         expected = expected_from_tokens(outcome.tokens, decoding.style or "direct").as_record()
-    return Completion(
-        index,
-        outcome.text,
-        outcome.ok,
-        outcome.error,
-        attempts=1,
-        finish_reason=outcome.finish_reason,
-        usage=outcome.usage,
-        failure=outcome.failure,
-        expected=expected,
-        served_model=outcome.served_model,
-    )
+    return replace(outcome.answer, index=index, expected=expected)  # a fresh record: the outcome's stays as read

@@ -17,23 +17,14 @@ from eval_scripts.backends.backend_options import option_defaults, option_specs
 from eval_scripts.backends.base import INPUT_KINDS, DecodingConfig, backend_choices_text, backend_names
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.backends.transformers_backend import TransformersBackend
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-    PROMPT_STYLE_TABLE,
-    SCORE_EXPECTED,
-    SCORE_READOUTS,
-    SCORE_REGRESSION,
-    bootstrap_option,
-    resample_option,
-    seed_option,
-)
+from mis_bench_dataset.dimensions import PROMPT_STYLE_TABLE, SCORE_EXPECTED, SCORE_READOUTS, SCORE_REGRESSION
 from mis_bench_dataset.protocol import VideoSampling
 from mis_bench_dataset.setting import SettingFields
 from mis_bench_dataset.setting_inputs import FEATURE_FORMATS
 from mis_bench_dataset.splits import SPLITS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.options import (
+    bootstrap_option,
     bounded_int,
     comma_list,
     existing,
@@ -43,7 +34,9 @@ from mis_bench_dataset.toolkit.options import (
     non_negative_int,
     option,
     positive_int,
+    resample_option,
     seconds,
+    seed_option,
     unit_interval,
     wait_seconds,
 )

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from eval_scripts.answers.answer_status import FINISH_LENGTH, STATUS_FAILED, STATUS_OK, STATUS_TRUNCATED, outcome_status
-from eval_scripts.answers.score_parser import parse_details, parse_score
 from eval_scripts.backends.base import Completion, DecodingConfig
+from mis_icc_metric.score_parser import parse_details, parse_score
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.answer_status import FINISH_LENGTH, STATUS_OK
-from eval_scripts.answers.score_parser import PARSE_STYLES, parse_details
 from eval_scripts.formats.results import RESULTS_NAME
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_icc_metric.score_parser import PARSE_STYLES, parse_details
 
 RAW_RESPONSES_SUFFIX = "raw_responses.jsonl"
 

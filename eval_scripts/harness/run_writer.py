@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.formats.results import RESULTS_NAME
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.ownership import OutputFolder
 
 RUN_WRITER = "run"

@@ -17,16 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_CALIBRATION_SPLIT,
-    DEFAULT_CONFIDENCE,
-    DEFAULT_FIT_SPLIT,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-)
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.calibration import DEFAULT_CALIBRATION_METHOD, DEFAULT_COVERAGE
+from mis_icc_metric.calibrator_file import DEFAULT_CALIBRATION_SPLIT, DEFAULT_FIT_SPLIT
 
 logger = logging.getLogger(__name__)
 

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from mis_bench_dataset.dataset.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSION_KEYS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import step
 from mis_bench_dataset.toolkit.text_safety import clean_line as shown

@@ -23,21 +23,18 @@ from typing import Any
 import numpy as np
 
 from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_COVERAGE,
-    DEFAULT_SEED,
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
-    HEADLINE_NUMBERS,
     HUMAN_CEILING,
     HUMAN_CEILING_MEAN,
-    MIN_PLAN_RESAMPLES,
-    RESEARCH_USE,
     SCORE_MAX,
     SCORE_MIN,
 )
 from mis_bench_dataset.splits import ALL_SPLITS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PLAN_RESAMPLES
 from mis_bench_dataset.toolkit.errors import DataError
+from mis_bench_dataset.wording import HEADLINE_NUMBERS, RESEARCH_USE
+from mis_icc_metric.calibrator_file import DEFAULT_COVERAGE
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, parse_perturbations
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.text_safety import slug
 
 WRITER = "perturb"

@@ -19,9 +19,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.dimensions import DEFAULT_SEED, DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS, PAPER_RESAMPLE
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS
 from mis_bench_dataset.paper_results import TABLE4, TABLE4_BOOTSTRAP
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_SEED, PAPER_RESAMPLE
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, PAPER_RESAMPLE
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset.toolkit.defaults import PAPER_RESAMPLE
 
 logger = logging.getLogger(__name__)
 

@@ -17,17 +17,12 @@ from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_SEED,
-    DIMENSION_BY_KEY,
-    HEADLINE_NUMBERS,
-    MIN_PLAN_RESAMPLES,
-    RESAMPLE_UNITS,
-)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED, MIN_PLAN_RESAMPLES, RESAMPLE_UNITS
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.video_ids import THERAPIST_LEVEL
+from mis_bench_dataset.wording import HEADLINE_NUMBERS
 
 logger = logging.getLogger(__name__)
 

@@ -25,10 +25,11 @@ from eval_scripts.leaderboard.juries import JURY_BACKEND
 from eval_scripts.leaderboard.page import rank_text
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from eval_scripts.report.formatting import withheld_cell
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_SEED, DIMENSIONS
+from mis_bench_dataset.dimensions import DIMENSIONS
 from mis_bench_dataset.paper_results import TABLE3, TABLE4
 from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIPTS, describe_source, source_record
 from mis_bench_dataset.splits import PAPER_ROWS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
 

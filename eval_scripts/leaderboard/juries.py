@@ -43,16 +43,9 @@ from eval_scripts.baselines.stacking import (
     member_matrix,
 )
 from eval_scripts.formats.results import RESULTS_NAME
-from mis_bench_dataset.dimensions import (
-    DEFAULT_BOOTSTRAP,
-    DEFAULT_RESAMPLE,
-    DEFAULT_SEED,
-    DIMENSION_BY_KEY,
-    DIMENSION_KEYS,
-    SCORE_MAX,
-    SCORE_MIN,
-)
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.splits import ALL_SPLITS
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,9 @@ from typing import Any
 
 from eval_scripts.report.agreement import halo_cells
 from eval_scripts.report.formatting import MISSING, ci_pct, is_number, num, pct, signed
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, ABBREVIATION_NAMES, HUMAN_CEILING_MEAN
+from mis_bench_dataset.dimensions import ABBREVIATION_NAMES, HUMAN_CEILING_MEAN
 from mis_bench_dataset.toolkit.text_safety import escape_html
+from mis_bench_dataset.wording import ABBREVIATION_LEGEND
 
 # Laid out to fit a 1280 px window with every column (tests/test_leaderboard_page_chromium.py): headers wrap,
 # long model names wrap inside their cell, numbers keep one line; a narrower window scrolls the table, not the page.

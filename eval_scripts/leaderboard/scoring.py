@@ -35,7 +35,8 @@ from eval_scripts.leaderboard.disclosure import (
 )
 from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
 from eval_scripts.leaderboard.received import Request, file_request
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED, DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import progress
 from mis_bench_dataset.toolkit.text_safety import normal_name, safe_text

@@ -43,7 +43,7 @@ from eval_scripts.leaderboard.page import render_page
 from eval_scripts.leaderboard.received import Request, hub_requests
 from eval_scripts.leaderboard.references import read_board_references
 from eval_scripts.leaderboard.scoring import build_leaderboard
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from mis_bench_dataset.dataset.format import REPORT_NAME
 from mis_bench_dataset.dataset.handle import BuiltDataset
-from mis_bench_dataset.dimensions import SYNTHETIC_MARK
 from mis_bench_dataset.release.provenance import describe_source
+from mis_bench_dataset.wording import SYNTHETIC_MARK
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from typing import Any
 from eval_scripts.report.inputs import Key, predictions_on, score_run
 from eval_scripts.report.table import RunView
 from eval_scripts.report.views import BestConfiguration
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOTSTRAP
+from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
 

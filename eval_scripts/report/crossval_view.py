@@ -8,7 +8,8 @@ from typing import Any
 
 from eval_scripts.report.formatting import MISSING, ci_pct, pct, withheld_cell
 from eval_scripts.report.table import Table
-from mis_bench_dataset.dimensions import DIMENSIONS, HEADLINE_NUMBERS
+from mis_bench_dataset.dimensions import DIMENSIONS
+from mis_bench_dataset.wording import HEADLINE_NUMBERS
 
 
 def crossval_paragraph(doc: Mapping[str, Any]) -> str:

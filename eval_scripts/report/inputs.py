@@ -12,7 +12,8 @@ from typing import Any
 
 from eval_scripts.formats.results import RESULTS_NAME
 from eval_scripts.harness.trained_setting import TRAINED_SETTING_NAME
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, SCORE_REGRESSION
+from mis_bench_dataset.dimensions import SCORE_REGRESSION
+from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
 

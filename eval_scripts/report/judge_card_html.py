@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import html
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, HEADLINE_NUMBERS, SYNTHETIC_LINE
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
+from mis_bench_dataset.wording import HEADLINE_NUMBERS, SYNTHETIC_LINE
 
 STYLE = """
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DEFAULT_SEED, PAPER_BOOTSTRAP_RESAMPLES
+from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
+from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import UsageError
 
 if TYPE_CHECKING:

@@ -8,7 +8,8 @@ from typing import Any
 
 from eval_scripts.report.formatting import MISSING, ci_pct, num, p_text, pct, signed, withheld_cell, withheld_lines
 from eval_scripts.report.table import Table
-from mis_bench_dataset.dimensions import DEFAULT_RESAMPLE, DIMENSION_BY_KEY
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
+from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE
 
 __all__ = [
     "BY_TITLES",

@@ -62,13 +62,14 @@ from eval_scripts.report.views import (
     by_system,
     rank_table,
 )
-from mis_bench_dataset.dimensions import ABBREVIATION_LEGEND, DIMENSION_KEYS, HEADLINE_NUMBERS
+from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.release.labels import Labels
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import escape_html, slug
+from mis_bench_dataset.wording import ABBREVIATION_LEGEND, HEADLINE_NUMBERS
 from mis_icc_metric.reporting_floor import floor_description
 
 logger = logging.getLogger(__name__)

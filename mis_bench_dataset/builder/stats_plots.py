@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SYNTHETIC_MARK
+from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.toolkit.atomic import AtomicFiles, save_figure
 from mis_bench_dataset.toolkit.figures import agg_figure, panel_grid, release
+from mis_bench_dataset.wording import SYNTHETIC_MARK
 
 # PNGs without a timestamp or version: the same statistics give the same bytes.
 _PNG_METADATA = {"Software": None}

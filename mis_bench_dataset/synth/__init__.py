@@ -1,2 +1,2 @@
-"""The synthetic release (planted signal, always marked SYNTHETIC: `dimensions.SYNTHETIC_MARK`) and the embedded
+"""The synthetic release (planted signal, always marked SYNTHETIC: `wording.SYNTHETIC_MARK`) and the embedded
 default sample."""

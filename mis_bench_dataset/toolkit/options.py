@@ -1,7 +1,8 @@
 """Typed command-line values, defined once below the CLI: parsers that refuse a bad value with a message
 naming what is wrong (argparse shows it under the flag, exit 2), and `option`, the metadata of a dataclass
 field that becomes a flag (`eval_scripts.cli.args.add_fields` reads it, the way `HfArgumentParser` reads a
-dataclass's fields), so a default, its help and its validator are written once, on the field.
+dataclass's fields), so a default, its help and its validator are written once, on the field; and the
+factories of the options several commands share (`bootstrap_option`, `resample_option`, `seed_option`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mis_bench_dataset.toolkit.defaults import (
+    DEFAULT_BOOTSTRAP,
+    DEFAULT_RESAMPLE,
+    DEFAULT_SEED,
+    MAX_BOOTSTRAP,
+    RESAMPLE_UNITS,
+)
 from mis_bench_dataset.toolkit.errors import UsageError, os_error_line
 from mis_bench_dataset.toolkit.urls import http_url_list
 
@@ -207,3 +215,43 @@ def file_path(text: str) -> str:
         if status is not None and not stat.S_ISDIR(status.st_mode):
             raise argparse.ArgumentTypeError(f"{text} lies inside {parent}, a file, not a folder")
     return text
+
+
+# One spelling, default and help per concept shared by several commands (tests/test_cli_options.py checks); the
+# defaults are `toolkit.defaults`'.
+def bootstrap_option(
+    *,
+    minimum: int = 0,
+    what: str = "bootstrap resamples for the ICC CIs",
+    flag: str = "--bootstrap",
+    default: int = DEFAULT_BOOTSTRAP,
+    section: str = "main",
+) -> dict[str, Any]:
+    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
+    text = (
+        f"{what}, {minimum} to {MAX_BOOTSTRAP:,}"
+        + (" (0: no CIs)" if minimum == 0 else "")
+        + f" (default: {default:,}"
+        + (", the paper's)" if default == DEFAULT_BOOTSTRAP else ")")
+    )
+    dest = flag.lstrip("-").replace("-", "_")
+    return option(text, flag=flag, dest=dest, type=bounded_int(minimum, MAX_BOOTSTRAP), metavar="N", section=section)
+
+
+def resample_option(*, default: str = DEFAULT_RESAMPLE, section: str = "main") -> dict[str, Any]:
+    """`--resample video|clinician`: what one bootstrap draw resamples (every CI and paired test of the command)."""
+    return option(
+        "what each bootstrap resample draws: 'clinician' (all of a clinician's videos together: the clustered,"
+        " honest CI) or 'video' (videos as if independent: the paper's protocol)"
+        f" (default: {default})",
+        flag="--resample",
+        choices=RESAMPLE_UNITS,
+        section=section,
+    )
+
+
+def seed_option(what: str = "bootstrap seed", *, section: str = "main") -> dict[str, Any]:
+    """`--seed S`: the one random seed of a command (what it seeds is said per command)."""
+    return option(
+        f"{what} (default: {DEFAULT_SEED})", flag="--seed", type=non_negative_int, metavar="S", section=section
+    )

@@ -13,7 +13,7 @@ import evaluate
 import mis_bench_dataset.toolkit.jsonio
 import mis_icc_metric.resampling
 import mis_icc_metric.scoring
-from mis_bench_dataset.dimensions import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 
 _CITATION = """\
 @misc{lu2026misbench,
