@@ -7,8 +7,8 @@ import json
 import pytest
 
 from eval_scripts.cli import build_parser, main
-from eval_scripts.cli.given import given_flags
 from eval_scripts.harness.trained_setting import adopt_trained_setting, read_trained_setting
+from mis_bench_dataset.toolkit.given import given_flags
 
 
 def _model(tmp_path, **record):

@@ -21,7 +21,6 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `trust_card`: `mis-bench trust` (one page answering "can I use this judge?": verdict, number to cite, flags).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
-- `given`: which options the user typed, recorded as argparse parses them (`given_flags`).
 - `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
@@ -70,7 +69,6 @@ from eval_scripts.cli import (
     train,
     trust_card,
 )
-from eval_scripts.cli.given import RECORDED_ACTIONS, recording
 from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -80,6 +78,7 @@ from mis_bench_dataset.toolkit.errors import (
     Terminated,
     os_error_line,
 )
+from mis_bench_dataset.toolkit.given import recording
 from mis_bench_dataset.toolkit.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
@@ -138,8 +137,7 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
-        for name in RECORDED_ACTIONS:
-            self.register("action", name, recording(self._registry_get("action", name)))
+        recording(self)
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         """argparse's, with arguments no parser knows reported under the subcommand that was given."""

@@ -104,12 +104,12 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
 def adopt_model_setting(args: argparse.Namespace, command: str = "run") -> None:
     """A trained model folder's `setting.json` fills the prompt, modality, input source and readout the user did not
     give (`harness.trained_setting`); one note says which, a warning each given flag that contradicts it."""
-    from eval_scripts.cli.given import given_flags
     from eval_scripts.harness.trained_setting import (
         adopt_backend_options,
         adopt_trained_setting,
         read_trained_setting,
     )
+    from mis_bench_dataset.toolkit.given import given_flags
 
     trained = read_trained_setting(args.model) if args.model else None
     if trained is None:
