@@ -69,6 +69,7 @@ from eval_scripts.cli import (
     train,
     trust_card,
 )
+from eval_scripts.cli.args import shown_default
 from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -103,19 +104,6 @@ SUBCOMMANDS = (
     reproduce,
     train,
 )
-
-
-def shown_default(default: object) -> str | None:
-    """An option's default as its help shows it; None when there is nothing to show (a switch, not set)."""
-    if default is None or default is False or default is True or default == argparse.SUPPRESS:
-        return None
-    if isinstance(default, (list, tuple)):
-        return ",".join(str(item) for item in default) or None
-    if isinstance(default, int):
-        return f"{default:,}"
-    if isinstance(default, float):
-        return f"{default:g}"
-    return str(default)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):

@@ -9,7 +9,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from eval_scripts.cli.args import add_fields, comma_list, config_from_args, positive_float, positive_int, say
+from eval_scripts.cli.args import (
+    add_fields,
+    comma_list,
+    config_from_args,
+    positive_float,
+    positive_int,
+    say,
+    shown_default,
+)
 from eval_scripts.harness.batch_files import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.config import RunConfig, decoding_for
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
@@ -90,7 +98,6 @@ def add_backend_flags(parser: argparse._ArgumentGroup, flags: list[RunFlag]) -> 
 
 def _backend_flag_help(flag: RunFlag) -> str:
     """The option's help and default, or each backend's where several share the flag; and its `-M` name."""
-    from eval_scripts.cli import shown_default
 
     def default(spec) -> str:
         return "off" if spec.hint is bool else shown_default(spec.default) or "none"
