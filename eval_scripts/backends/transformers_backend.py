@@ -46,7 +46,7 @@ class TransformersOptions:
 
     batch_size: int = field(
         default=8,
-        metadata=backend_option("prompts per forward pass (per call)", flag="--batch-size", parse=positive_int),
+        metadata=backend_option("prompts per forward pass", flag="--batch-size", parse=positive_int),
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = field(
         default="auto",
