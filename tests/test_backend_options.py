@@ -188,6 +188,8 @@ def test_each_flag_is_generated_from_the_options_that_name_it(backend) -> None:
     specs = [spec for spec in option_specs(backend_class(backend).Options) if spec.flag]
     assert specs
     declared = {item.metadata.get("flag") or "--" + item.name.replace("_", "-") for item in fields(RunConfig)}
+    options = {spec.name for spec in option_specs(backend_class(backend).Options)}
+    assert not options & {item.name for item in fields(RunConfig)}  # no backend option re-declared by the harness
     for spec in specs:
         assert spec.flag in actions and spec.flag not in declared, spec.flag
         assert actions[spec.flag].default is None and spec.help in actions[spec.flag].help, spec.flag
