@@ -173,7 +173,8 @@ def options_given(backend: str, options_class: type, flags: Mapping[str, Any], p
     its value as `RunFlag.check` read it, a list when repeated, True for a switch) and `-M KEY=VALUE` (`pairs`),
     each read by the option's reader, merged by name. A flag the backend has no option for, a value it does not
     take, or one option given two values (a flag and `-M`) is one usage line."""
-    specs = {spec.flag: spec for spec in option_specs(options_class) if spec.flag}
+    declared = option_specs(options_class)
+    specs = {spec.flag: spec for spec in declared if spec.flag}
     values: dict[str, Any] = {}
     for flag, given in flags.items():
         spec = specs.get(flag)
@@ -194,7 +195,7 @@ def options_given(backend: str, options_class: type, flags: Mapping[str, Any], p
             raise UsageError(
                 f"bad value for the {backend} backend's option {spec.name} ({spec.type_text}): {err}",
                 where=f"{flag} {text}",
-                hint=keys_hint(backend, list(specs.values())),
+                hint=keys_hint(backend, declared),
             ) from None
     for name, value in typed_options(options_class, pairs, backend=backend).items():
         if values.get(name, value) != value:
