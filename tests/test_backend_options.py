@@ -193,6 +193,7 @@ def test_each_flag_is_generated_from_the_options_that_name_it(backend) -> None:
     for spec in specs:
         assert spec.flag in actions and spec.flag not in declared, spec.flag
         assert actions[spec.flag].default is None and spec.help in actions[spec.flag].help, spec.flag
+        assert [action.dest for action in run._actions].count(actions[spec.flag].dest) == 1, spec.flag  # its own
         assert f"-M {spec.name}" in actions[spec.flag].help or f"/{spec.name}=" in actions[spec.flag].help, spec.flag
     assert {k: v for k, v in _keywords("--backend", backend).items() if k != "video_sampling"} == {}
     assert OpenAIBackend("m").retry == RetryPolicy()  # the openai options' defaults are the retry policy's

@@ -86,7 +86,8 @@ def backend_flags() -> list[RunFlag]:
 
 def add_backend_flags(parser: argparse._ArgumentGroup, flags: list[RunFlag]) -> None:
     """One option per generated flag: its help, default and validator are the backend options' (several backends'
-    when they share it, `--dtype`); its value stays the option's text, read by the backend asked for."""
+    when they share it, `--dtype`: then its value stays the text, read again by the backend asked for). Its parsed
+    default is None: which flags count is what the user gave (`toolkit.given`), whatever the value."""
     for flag in flags:
         kwargs: dict = {"dest": flag.dest, "default": None, "help": _backend_flag_help(flag)}
         if flag.switch:
