@@ -35,13 +35,13 @@ FAILURE_RUN_DEADLINE = "run deadline"
 DEFAULT_DECLARED_KINDS: tuple[str, ...] = ("text",)
 
 
-def declared_kinds_field(served: str) -> Any:
+def declared_kinds_field() -> Any:
     """The `modalities` option of a backend whose model's input kinds are declared by the user (`-M
     modalities=text,image`, alias `--backend-modalities`): the openai and vllm backends' one declaration."""
     return field(
         default=DEFAULT_DECLARED_KINDS,
         metadata=backend_option(
-            f"input kinds the {served} takes, of {', '.join(INPUT_KINDS)} (text only unless told: it cannot be "
+            f"input kinds the model takes, of {', '.join(INPUT_KINDS)} (text only unless told: it cannot be "
             "asked), e.g. text,image for GPT, text,image,video for a vLLM-served VLM",
             flag="--backend-modalities",
             parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),

@@ -236,7 +236,7 @@ class OpenAIOptions:
             flag="--max-tokens-field",
         ),
     )
-    modalities: tuple[str, ...] = declared_kinds_field("served model")
+    modalities: tuple[str, ...] = declared_kinds_field()
     extra_body: dict | None = field(
         default=None,
         metadata=backend_option(

@@ -104,11 +104,16 @@ def _backend_flag_help(flag: RunFlag) -> str:
         return "off" if spec.hint is bool else shown_default(spec.default) or "none"
 
     specs = list(flag.specs.items())
-    if len({(spec.help, default(spec)) for _, spec in specs}) == 1:
-        (_, spec), *_ = specs
-        text = f"{spec.help} (default: {default(spec)})"
+    defaults = {default(spec) for _, spec in specs}
+    if len({spec.help for _, spec in specs}) == 1:
+        text = specs[0][1].help
     else:
-        text = "; ".join(f"{name}: {spec.help} (default: {default(spec)})" for name, spec in specs)
+        text = "; ".join(
+            f"{name}: {spec.help}" + ("" if len(defaults) == 1 else f" (default: {default(spec)})")
+            for name, spec in specs
+        )
+    if len(defaults) == 1:
+        text += f" (default: {defaults.pop()})"
     names = sorted({spec.name for _, spec in specs})
     return f"{text}; -M {'/'.join(names)}=... sets the same option".replace("%", "%%")
 
