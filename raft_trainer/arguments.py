@@ -16,6 +16,7 @@ from trl import ModelConfig, SFTConfig, TrlParser
 
 from mis_bench_dataset.setting import SETTING_FIELDS
 from mis_bench_dataset.toolkit.errors import UsageError
+from mis_bench_dataset.toolkit.given import GIVEN, given_flags, mark_given, recording
 from raft_trainer.config import RAFTConfig, gpu_bf16_available
 from raft_trainer.methods import GRPO_REWARDS, RAFT_METHOD, RECIPE_FLAGS, TRAINING_METHODS
 from raft_trainer.predict import PREDICT_METHODS
@@ -333,15 +334,19 @@ class _HelpAll(argparse.Action):
 class RAFTParser(TrlParser):
     """`TrlParser` that, before it builds the dataclasses, refuses settings this machine cannot run, all in one line;
     its `--help` lists the data, MIS-RAFT, model and most used training options (`HELP_GROUPS`, `SHORT_HELP`), and
-    `--help-all` every flag, TRL's and transformers' last."""
+    `--help-all` every flag, TRL's and transformers' last. `given` is what the last parse was given, flags and
+    `--config` recipe keys (the toolkit's one mechanism, `mis_bench_dataset.toolkit.given`)."""
 
     def __init__(self, *args, check_machine: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.check_machine = check_machine
+        self.recipe_keys: frozenset[str] = frozenset()
+        self.given: frozenset[str] = frozenset()
         self.add_argument(
             "--help-all", action=_HelpAll, dest=argparse.SUPPRESS, help="show every flag (TRL's and transformers' too)"
         )
         self._group_for_help()
+        recording(self)
 
     def _group_for_help(self) -> None:
         """Move each field's flags from the one `options` group into the titled groups, in `HELP_GROUPS` order."""
@@ -388,8 +393,16 @@ class RAFTParser(TrlParser):
         """argparse's usage block and line become the toolkit's one line (exit 2)."""
         raise UsageError(" ".join(message.split()), where="flags", hint=f"see `{self.prog} --help`")
 
+    def set_defaults_with_config(self, **kwargs) -> list[str]:
+        """TrlParser's, with the recipe's keys remembered: a value a recipe sets is given, as a flag's is."""
+        self.recipe_keys = frozenset(key for key in kwargs if key != "env")
+        return super().set_defaults_with_config(**kwargs)
+
     def parse_known_args(self, args=None, namespace=None):
         namespace, remaining = super().parse_known_args(args, namespace)
+        mark_given(namespace, self.recipe_keys)
+        self.given = given_flags(namespace)
+        delattr(namespace, GIVEN)  # HfArgumentParser returns a namespace with attributes left over as a 4th output
         if self.check_machine:
             refuse_cuda_only_settings(namespace)
         return namespace, remaining

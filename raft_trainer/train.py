@@ -91,7 +91,7 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     require_extra("train", "MIS-RAFT training (raft_trainer/train.py)")
     _filter_third_party_warnings()  # `mis-bench train` calls this function, not `main`
     try:
-        script_args, training_args, model_args = parse_arguments(argv, prog)
+        (script_args, training_args, model_args), given = parse_with_given(argv, prog)
     except SystemExit as stop:  # --help
         return stop.code if isinstance(stop.code, int) else 0
     if model_args.load_in_4bit or model_args.load_in_8bit:
@@ -101,23 +101,25 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
     )
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     with _bars_only_on_a_terminal():
-        return _run_parsed(argv, prog, script_args, training_args, model_args)
+        return _run_parsed(argv, prog, (script_args, training_args, model_args), given)
 
 
-def _run_parsed(argv, prog: str, script_args, training_args, model_args) -> int:
-    """`run` after parsing: the checks, then training here or in launched processes."""
+def _run_parsed(argv, prog: str, parsed: tuple, given: frozenset[str]) -> int:
+    """`run` after parsing (the three argument dataclasses, and which flags or recipe keys were `given`): the
+    checks, then training here or in launched processes."""
     from mis_bench_dataset.dataset.loading import load_build
     from mis_bench_dataset.toolkit.ownership import check_not_overlapping
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
     from raft_trainer.lora_targets import check_lora_targets
 
+    script_args, training_args, model_args = parsed
     output_dir = Path(training_args.output_dir)
     check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args, model=model_args.model_name_or_path)
         check_lora_targets(model_args, trust_remote_code=training_args.trust_remote_code)
-        fit_max_length(splits, training_args, model_args, chosen=_flag_given(argv, "max_length"))
+        fit_max_length(splits, training_args, model_args, chosen="max_length" in given)
         if (script_args.num_processes > 1 or config_file) and not under_launcher():
             return launch_processes(
                 script_args.num_processes,
@@ -220,12 +222,20 @@ def _argv(argv: list[str] | None) -> list[str]:
 def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
     """(RAFTScriptArguments, RAFTConfig, RAFTModelConfig) from the flags and `--config`; a bad value, or a
     combination the method does not accept (`methods.check_method`), is a UsageError (exit 2)."""
+    return parse_with_given(argv, prog)[0]
+
+
+def parse_with_given(argv: list[str] | None = None, prog: str = PROG) -> tuple[tuple, frozenset[str]]:
+    """`parse_arguments`' three dataclasses, and the fields the user gave (a flag, or a key of the `--config`
+    recipe), recorded while parsing (`mis_bench_dataset.toolkit.given`): a value equal to its default may be a
+    choice (`--max_length 512` is kept, never raised)."""
     import yaml
 
     from raft_trainer.arguments import make_parser
 
+    parser = make_parser(prog=prog)
     try:
-        parsed = make_parser(prog=prog).parse_args_and_config(_argv(argv))
+        parsed = parser.parse_args_and_config(_argv(argv))
     except MisBenchError:
         raise
     except (ValueError, OSError, yaml.YAMLError) as err:
@@ -237,7 +247,7 @@ def parse_arguments(argv: list[str] | None = None, prog: str = PROG):
     from raft_trainer.methods import check_method
 
     check_method(parsed[0], parsed[1])  # the method's table, before any data or model is loaded
-    return parsed
+    return parsed, parser.given
 
 
 def check_run(splits, script_args, training_args, *, model: str = "") -> None:
@@ -325,28 +335,6 @@ def fit_max_length(splits, training_args, model_args, *, chosen: bool) -> None:
         floor,
     )
     training_args.max_length = fitted
-
-
-def _flag_given(argv: list[str] | None, name: str) -> bool:
-    """Whether `--name` (or `--name-with-dashes`) is on the command line or a key of its `--config` recipe."""
-    import yaml
-
-    args = _argv(argv)
-    spellings = {f"--{name}", f"--{name.replace('_', '-')}"}
-    if any(arg.split("=", 1)[0] in spellings for arg in args):
-        return True
-    for index, arg in enumerate(args):
-        recipe = arg.split("=", 1)[1] if arg.startswith("--config=") else None
-        if arg == "--config" and index + 1 < len(args):
-            recipe = args[index + 1]
-        if recipe:
-            try:
-                keys = yaml.safe_load(Path(recipe).read_text(encoding="utf-8")) or {}
-            except (OSError, yaml.YAMLError):
-                continue
-            if isinstance(keys, dict) and name in keys:
-                return True
-    return False
 
 
 def rationales_dir(script_args, model: str) -> Path:

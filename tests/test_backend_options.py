@@ -131,7 +131,7 @@ def test_the_flags_from_before_dash_m_fill_the_same_options() -> None:
     assert both == _keywords("--backend", "transformers", "--dtype", "float16")  # the same value twice: once
     with pytest.raises(UsageError, match="option dtype is given twice, 'float16' and 'bfloat16'"):
         _keywords("--backend", "transformers", "--dtype", "float16", "-M", "dtype=bfloat16")
-    # the openai backend's flags: several servers, retries, a switch; a flag at its default fills nothing
+    # the openai backend's flags: several servers, retries, a switch; a flag typed at its default fills it too
     http = _keywords(
         *("--backend", "openai", "--base-url", "http://a:1/v1", "--base-url", "http://b:2/v1,http://c:3/v1"),
         *("--concurrency", "3", "--max-retries", "0", "--strict-model", "--timeout", "120"),
@@ -141,6 +141,7 @@ def test_the_flags_from_before_dash_m_fill_the_same_options() -> None:
         "concurrency": 3,
         "max_retries": 0,
         "strict_model": True,
+        "timeout": 120.0,
     }
     backend = get_backend("openai", "m", **http, **_keywords("--backend", "openai", "-M", "cooldown=0.5"))
     assert [e.base_url for e in backend.endpoints] == ["http://a:1/v1", "http://b:2/v1", "http://c:3/v1"]
@@ -151,28 +152,49 @@ def test_the_flags_from_before_dash_m_fill_the_same_options() -> None:
         0.5,
     )
     assert _keywords("--backend", "vllm", "--backend-modalities", "text,image") == {"modalities": ("text", "image")}
-    # another backend's flag is refused in one line, not ignored (a flag at its default is no choice)
+    # another backend's flag is refused in one line, not ignored: typed is given, whatever its value (recorded at
+    # parse time, `toolkit.given`)
     with pytest.raises(UsageError, match="--dtype is not an option of the openai backend"):
         _keywords("--backend", "openai", "--dtype", "float16")
     with pytest.raises(UsageError, match="--concurrency is not an option of the vllm backend"):
         _keywords("--backend", "vllm", "--concurrency", "3")
-    assert _keywords("--backend", "openai", "--dtype", "auto") == {}
+    with pytest.raises(UsageError, match="--dtype is not an option of the openai backend"):
+        _keywords("--backend", "openai", "--dtype", "auto")
+    # a flag typed at its default is a choice: -M giving the option another value is refused, not silently taken
+    assert _keywords("--backend", "openai", "--concurrency", "8") == {"concurrency": 8}
+    with pytest.raises(UsageError, match="option concurrency is given twice, 8 and 4"):
+        _keywords("--backend", "openai", "--concurrency", "8", "-M", "concurrency=4")
+    # a shared flag is read by the backend asked for: vllm's dtype is any text, transformers' one of four
+    assert _keywords("--backend", "vllm", "--dtype", "fp8") == {"dtype": "fp8"}
+    with pytest.raises(UsageError, match="bad value for the transformers backend's option dtype") as raised:
+        _keywords("--backend", "transformers", "--dtype", "fp8")
+    assert raised.value.where == "--dtype fp8"
+    # a backend's flag without --backend is refused as -M is
+    with pytest.raises(UsageError, match="--concurrency sets an option of the backend"):
+        backend_keywords(build_parser().parse_args(["run", "--concurrency", "3"]))
 
 
 @pytest.mark.parametrize("backend", ["openai", "transformers", "vllm"])
-def test_each_flag_that_fills_an_option_defaults_to_that_options_default(backend) -> None:
-    """Every `backend_option(flag=...)` of every built-in backend: the run flag's default is the option's own (a flag
-    left alone and a backend built with no options agree), and a command line without such flags fills nothing."""
+def test_each_flag_is_generated_from_the_options_that_name_it(backend) -> None:
+    """Every `backend_option(flag=...)` of every built-in backend is a `run` flag (and `RunConfig` declares none of
+    them: a backend's option is declared once, on its `Options`); its help says the option's default; a command
+    line without such flags fills nothing (the backend's own defaults)."""
     from dataclasses import fields
 
     from eval_scripts.backends.base import backend_class
 
-    by_flag = {item.metadata.get("flag") or "--" + item.name.replace("_", "-"): item for item in fields(RunConfig)}
+    run = build_parser()._subparsers._group_actions[0].choices["run"]
+    actions = {flag: action for action in run._actions for flag in action.option_strings}
     specs = [spec for spec in option_specs(backend_class(backend).Options) if spec.flag]
     assert specs
+    declared = {item.metadata.get("flag") or "--" + item.name.replace("_", "-") for item in fields(RunConfig)}
+    options = {spec.name for spec in option_specs(backend_class(backend).Options)}
+    assert not options & {item.name for item in fields(RunConfig)}  # no backend option re-declared by the harness
     for spec in specs:
-        default = by_flag[spec.flag].default
-        assert default is None or default == spec.default or list(spec.default or ()) == default, spec.flag
+        assert spec.flag in actions and spec.flag not in declared, spec.flag
+        assert actions[spec.flag].default is None and spec.help in actions[spec.flag].help, spec.flag
+        assert [action.dest for action in run._actions].count(actions[spec.flag].dest) == 1, spec.flag  # its own
+        assert f"-M {spec.name}" in actions[spec.flag].help or f"/{spec.name}=" in actions[spec.flag].help, spec.flag
     assert {k: v for k, v in _keywords("--backend", backend).items() if k != "video_sampling"} == {}
     assert OpenAIBackend("m").retry == RetryPolicy()  # the openai options' defaults are the retry policy's
 

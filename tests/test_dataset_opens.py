@@ -78,7 +78,7 @@ def test_the_entry_functions_open_a_folder_and_its_scoring_override_once(synthet
     """A folder given to the Python API is opened at its boundary, once for every setting; a `scoring` override
     naming the same folder shares its handle (before, each setting opened the override again)."""
     config = RunConfig("openai", "fake-model", dataset=str(synthetic_build), limit=2, out=str(tmp_path / "runs"))
-    config.base_url, config.max_retries, config.n_bootstrap = closed_port_url(), 0, 0
+    config.backend_options, config.n_bootstrap = {"base_url": closed_port_url(), "max_retries": 0}, 0
     once = Counter({str(synthetic_build.resolve()): 1})
     modalities, styles = ("text", "audio+text"), ("direct", "cot")
     settings = list(grid_configs(config, modalities, styles))
@@ -89,7 +89,7 @@ def test_the_entry_functions_open_a_folder_and_its_scoring_override_once(synthet
     assert opens == once, "export_batch"
     opens.clear()
     with ChatServer() as server:
-        config.base_url = server.base_url
+        config.backend_options = {**config.backend_options, "base_url": server.base_url}
         entries = run_grid(config, modalities, styles, scoring=str(synthetic_build))
     assert [entry.refused for entry in entries] == [None] * 4
     assert opens == once, "run_grid"

@@ -69,8 +69,7 @@ def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_
             dataset=synthetic_build,
             limit=1,
             out=tmp_path / "api",
-            base_url=server.base_url,
-            api_key_env="MIS_BENCH_UNSET",
+            backend_options={"base_url": server.base_url, "api_key_env": "MIS_BENCH_UNSET"},
             progress=False,
         )
         run_setting(config)

@@ -399,9 +399,8 @@ def test_import_refuses_what_it_cannot_use(synthetic_build, exported, tmp_path, 
     run = (synthetic_build, tmp_path / "runs", closed_port_url(), *GRID)
     args = _run(*run)
     assert main([*args, "--dry-run", "--price-in", "1"]) == 2  # a price without the other
-    local = [*args, "--dry-run"]
-    local[local.index("openai")] = "transformers"
-    capsys.readouterr()
+    local = run_args(synthetic_build, tmp_path / "runs", None, *GRID, "--dry-run", backend="transformers", limit=2)
+    capsys.readouterr()  # (without the openai backend's flags, --base-url ..., refused first: not its options)
     assert main(local) == 2 and "are for --backend openai" in capsys.readouterr().err
     capsys.readouterr()
     assert main(_batch("import", tmp_path / "absent.jsonl", *run)) == 2

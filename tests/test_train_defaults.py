@@ -99,17 +99,25 @@ def test_the_default_max_length_is_raised_to_fit_and_a_chosen_one_is_refused(tin
         fit_max_length(splits, _args(floor + 1, completion_style="cot"), model, chosen=True)
 
 
-def test_a_flag_counts_as_chosen_on_the_command_line_or_in_the_recipe(tmp_path):
-    from raft_trainer.train import _flag_given
+def test_a_flag_counts_as_given_on_the_command_line_or_in_the_recipe_whatever_its_value(tmp_path):
+    """The trainer's given flags are recorded while parsing (`toolkit.given`, the harness's mechanism): a flag
+    typed (either spelling, even at its default) or a key of the `--config` recipe; never a flag that only starts
+    like one."""
+    from raft_trainer.train import parse_with_given
 
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("max_length: 2048\nlearning_rate: 1.0e-4\n")
-    assert _flag_given(["--max_length", "700"], "max_length")
-    assert _flag_given(["--max-length=700"], "max_length")
-    assert _flag_given(["--config", str(recipe)], "max_length")
-    assert _flag_given([f"--config={recipe}"], "max_length")
-    assert not _flag_given(["--max_length_x", "1", "--config", str(recipe)], "max_steps")
-    assert not _flag_given(["--model", "m"], "max_length")
+    base = ["--model", "m", "--dataset", "d", "--out", str(tmp_path / "o")]
+
+    def given(*flags: str) -> frozenset[str]:
+        return parse_with_given([*base, *flags])[1]
+
+    assert "max_length" in given("--max_length", "700")
+    assert "max_length" in given("--max-length=700")
+    assert "max_length" in given("--max_length", "512")  # the paper's default, typed: a choice
+    assert {"max_length", "learning_rate"} <= given("--config", str(recipe))
+    assert "max_steps" not in given("--config", str(recipe))
+    assert "max_length" not in given() and {"model_name_or_path", "dataset_dir", "output_dir"} <= given()
 
 
 def test_model_dataset_and_out_are_the_trl_flags(tmp_path):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from eval_scripts.cli import build_parser, main
-from eval_scripts.cli.given import given_flags
 from eval_scripts.harness.trained_setting import adopt_trained_setting, read_trained_setting
+from mis_bench_dataset.toolkit.given import given_flags
 
 
 def _model(tmp_path, **record):
@@ -25,6 +25,29 @@ def test_given_flags_are_recorded_at_parse_time_whatever_their_value():
     assert typed.prompt_style == bare.prompt_style == "direct"  # equal values, only one of them chosen
     assert "prompt_style" in given_flags(typed) and "prompt_style" not in given_flags(bare)
     assert {"backend", "model"} <= given_flags(bare)
+    # a generated backend flag too: `--concurrency 8` (its default) is given, and fills the option
+    at_default = parser.parse_args(["run", "--backend", "openai", "--model", "m", "--concurrency", "8"])
+    assert "concurrency" in given_flags(at_default) and "concurrency" not in given_flags(bare)
+
+
+def test_a_parser_made_recording_records_the_options_it_had_and_those_added_after():
+    """The trainer's parser adds its options in its constructor (HfArgumentParser), `mis-bench`'s after: one
+    mechanism records both; a switch, an appended value, and a recipe's keys (`mark_given`)."""
+    import argparse
+
+    from mis_bench_dataset.toolkit.given import mark_given, recording
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--before", type=int, default=1)
+    recording(parser)
+    parser.add_argument("--after", action="append")
+    parser.add_argument("--switch", action="store_true")
+    parser.add_argument("name", nargs="?")
+    assert given_flags(parser.parse_args([])) == frozenset()
+    parsed = parser.parse_args(["--before", "1", "--after", "x", "--switch", "n"])
+    assert given_flags(parsed) == {"before", "after", "switch"}  # the positional is not an option given
+    mark_given(parsed, ["max_length"])
+    assert "max_length" in given_flags(parsed) and given_flags(argparse.Namespace()) == frozenset()
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,8 @@ A backend turns `Prompt`s into `Completion`s. It declares the inputs it takes
 setting it cannot serve instead of silently dropping media. Engines are imported
 lazily: `get_backend("vllm", ...)` on a machine without vLLM raises a clear error.
 
-- `backend_options`: a backend's own options, a dataclass on the backend (`Backend.Options`), read from `run -M`.
+- `backend_options`: a backend's own options, a dataclass on the backend (`Backend.Options`), read from `run -M`
+  and from the `run` flags generated from them (`RunFlag`), both through `options_given`.
 - `base`: the backend interface (`Backend`, `Completion`, `DecodingConfig`) and the registry.
 - `deadlines`: total deadlines for blocking HTTP requests (one watchdog thread).
 - `plugins`: backends from outside: installed packages' entry points in the group `mis_bench.backends`.

@@ -39,13 +39,22 @@ def backend_option(
     changes_answers: bool = False,
     flag: str | None = None,
     parse: Callable[[str], Any] | None = None,
+    repeatable: bool = False,
 ) -> dict[str, Any]:
     """A backend option's field metadata: `field(default=8, metadata=backend_option("requests in flight"))`.
 
     `changes_answers`: the option can change what the model answers (then it keys the response cache and is
-    recorded in results.json when set away from its default); `flag`: the `mis-bench run` flag that fills it too
-    (an alias kept from before `-M`); `parse`: a stricter reader of its text than its type's (an argparse type)."""
-    return {"backend_help": help, "changes_answers": changes_answers, "flag": flag, "parse": parse}
+    recorded in results.json when set away from its default); `flag`: the `mis-bench run` flag generated for it
+    (`run_flags`; its help, default and validator are the option's); `parse`: a stricter reader of its text than
+    its type's (an argparse type); `repeatable`: the flag may be given several times, its texts joined as one
+    comma list (`--base-url A --base-url B,C`)."""
+    return {
+        "backend_help": help,
+        "changes_answers": changes_answers,
+        "flag": flag,
+        "parse": parse,
+        "repeatable": repeatable,
+    }
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,7 @@ class OptionSpec:
     flag: str | None
     hint: Any = dataclasses.field(repr=False, compare=False)
     parse: Callable[[str], Any] | None = dataclasses.field(default=None, repr=False, compare=False)
+    repeatable: bool = dataclasses.field(default=False, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -102,14 +112,101 @@ def option_specs(options_class: type) -> list[OptionSpec]:
                 flag=meta.get("flag"),
                 hint=hints[item.name],
                 parse=meta.get("parse"),
+                repeatable=bool(meta.get("repeatable", False)),
             )
         )
     return specs
 
 
-def option_defaults(options_class: type) -> dict[str, Any]:
-    """name -> default of every declared option (what the run flags that fill them show as their default)."""
-    return {spec.name: spec.default for spec in option_specs(options_class)}
+@dataclass(frozen=True)
+class RunFlag:
+    """One `mis-bench run` flag, generated from the backend options that name it (`backend_option(flag=...)`):
+    `specs` is backend -> the option it fills (`--dtype` fills the transformers and the vllm backends' `dtype`).
+    Its value on the command line is the option's text, read by the backend asked for (`options_given`)."""
+
+    flag: str
+    specs: Mapping[str, OptionSpec]
+
+    @property
+    def dest(self) -> str:
+        """The parsed attribute: the flag's name (`--backend-modalities` -> `backend_modalities`)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def switch(self) -> bool:
+        """A flag without a value (`--strict-model`): every option it fills is a bool that defaults to False."""
+        return all(spec.hint is bool and spec.default is False for spec in self.specs.values())
+
+    @property
+    def repeatable(self) -> bool:
+        return any(spec.repeatable for spec in self.specs.values())
+
+    def check(self, text: str) -> Any:
+        """argparse's type (a value refused while parsing, naming the flag): the option's value when one backend has
+        the option; with several (`--dtype`), `text` as given once one of them reads it, read again by the backend
+        asked for (`options_given`)."""
+        if len(self.specs) == 1:
+            (spec,) = self.specs.values()
+            return read_value(spec, text)
+        errors = []
+        for spec in self.specs.values():
+            try:
+                read_value(spec, text)
+                return text
+            except argparse.ArgumentTypeError as err:
+                errors.append(str(err))
+        raise argparse.ArgumentTypeError(errors[0])
+
+
+def run_flags(options_classes: Mapping[str, type]) -> list[RunFlag]:
+    """The flags the options of backends `options_classes` (name -> `Options`) name, in declaration order."""
+    by_flag: dict[str, dict[str, OptionSpec]] = {}
+    for backend, options_class in options_classes.items():
+        for spec in option_specs(options_class):
+            if spec.flag:
+                by_flag.setdefault(spec.flag, {})[backend] = spec
+    return [RunFlag(flag, specs) for flag, specs in by_flag.items()]
+
+
+def options_given(backend: str, options_class: type, flags: Mapping[str, Any], pairs: Sequence[str]) -> dict[str, Any]:
+    """The one path from a command line to a backend's options: the generated flags the user gave (`flags`: flag ->
+    its value as `RunFlag.check` read it, a list when repeated, True for a switch) and `-M KEY=VALUE` (`pairs`),
+    each read by the option's reader, merged by name. A flag the backend has no option for, a value it does not
+    take, or one option given two values (a flag and `-M`) is one usage line."""
+    declared = option_specs(options_class)
+    specs = {spec.flag: spec for spec in declared if spec.flag}
+    values: dict[str, Any] = {}
+    for flag, given in flags.items():
+        spec = specs.get(flag)
+        if spec is None:
+            raise UsageError(
+                f"{flag} is not an option of the {backend} backend",
+                where=flag,
+                hint=f"drop it; `mis-bench backends {backend}` lists the options it takes (-M KEY=VALUE)",
+            )
+        texts = given if isinstance(given, list) else [given]
+        if not all(isinstance(text, str) for text in texts):  # read by this option's reader while parsing
+            values[spec.name] = texts[-1]
+            continue
+        text = ",".join(texts) if spec.repeatable else texts[-1]  # a repeated flag: the last, as argparse's
+        try:
+            values[spec.name] = read_value(spec, text)
+        except argparse.ArgumentTypeError as err:
+            raise UsageError(
+                f"bad value for the {backend} backend's option {spec.name} ({spec.type_text}): {err}",
+                where=f"{flag} {text}",
+                hint=keys_hint(backend, declared),
+            ) from None
+    for name, value in typed_options(options_class, pairs, backend=backend).items():
+        if values.get(name, value) != value:
+            flag = next(spec.flag for spec in specs.values() if spec.name == name)
+            raise UsageError(
+                f"the {backend} backend's option {name} is given twice, {values[name]!r} and {value!r}",
+                where=f"{flag} and -M {name}=...",
+                hint="give it once",
+            )
+        values[name] = value
+    return values
 
 
 def _type_text(hint: Any) -> str:

@@ -6,7 +6,7 @@ import importlib
 import inspect
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -14,11 +14,13 @@ from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.backend_options import (
     WHERE,
     NoOptions,
+    RunFlag,
     backend_option,
     keys_hint,
     make_options,
     option_specs,
-    typed_options,
+    options_given,
+    run_flags,
 )
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_READOUTS, SCORE_REGRESSION, SCORE_TEXT, prompt_style
 from mis_bench_dataset.protocol import VideoSampling
@@ -33,13 +35,14 @@ FAILURE_RUN_DEADLINE = "run deadline"
 DEFAULT_DECLARED_KINDS: tuple[str, ...] = ("text",)
 
 
-def declared_kinds_field(served: str) -> Any:
+def declared_kinds_field() -> Any:
     """The `modalities` option of a backend whose model's input kinds are declared by the user (`-M
     modalities=text,image`, alias `--backend-modalities`): the openai and vllm backends' one declaration."""
     return field(
         default=DEFAULT_DECLARED_KINDS,
         metadata=backend_option(
-            f"input kinds the {served} takes, of {', '.join(INPUT_KINDS)}",
+            f"input kinds the model takes, of {', '.join(INPUT_KINDS)} (text only unless told: it cannot be "
+            "asked), e.g. text,image for GPT, text,image,video for a vLLM-served VLM",
             flag="--backend-modalities",
             parse=lambda text: tuple(comma_list(INPUT_KINDS)(text)),
         ),
@@ -259,10 +262,18 @@ def backend_class(name: str) -> type[Backend]:
     return _installed_class(name)
 
 
-def typed_backend_options(name: str, pairs: Sequence[str]) -> dict[str, Any]:
-    """`mis-bench run -M KEY=VALUE` texts as backend `name`'s options, typed and checked against its `Options`
-    (`backend_options.typed_options`: one usage line listing the valid keys when a key or value is wrong)."""
-    return typed_options(backend_class(name).Options, pairs, backend=name) if pairs else {}
+def built_in_run_flags() -> list[RunFlag]:
+    """The `mis-bench run` flags the built-in backends' options name (`backend_option(flag=...)`), generated from
+    those declarations (an installed backend's options are `-M KEY=VALUE` only: `run --help` imports no plugin)."""
+    return run_flags({name: backend_class(name).Options for name in BACKEND_NAMES})
+
+
+def command_line_options(name: str, flags: Mapping[str, Any], pairs: Sequence[str]) -> dict[str, Any]:
+    """Backend `name`'s options from a command line, typed and checked against its `Options`: the generated flags
+    given (flag -> text) and `-M KEY=VALUE` through one path (`backend_options.options_given`)."""
+    if not flags and not pairs:
+        return {}
+    return options_given(name, backend_class(name).Options, flags, pairs)
 
 
 def get_backend(name: str, model: str, options: object | None = None, **keywords) -> Backend:

@@ -162,12 +162,19 @@ class OpenAIOptions:
     base_url: str = field(
         default="https://api.openai.com/v1",
         metadata=backend_option(
-            "the server's API root; a comma list for several servers of one model", flag="--base-url", parse=http_urls
+            "the server's API root; repeat the flag or give a comma list for several servers of one model: requests "
+            "go to the one with the fewest in flight, a failing one is taken out for a cool-down while the others "
+            "carry on, and the cache is the same as one server's",
+            flag="--base-url",
+            parse=http_urls,
+            repeatable=True,
         ),
     )
     api_key_env: str = field(
         default="OPENAI_API_KEY",
-        metadata=backend_option("environment variable holding the API key (never logged)", flag="--api-key-env"),
+        metadata=backend_option(
+            "environment variable holding the API key (the key is never logged or written)", flag="--api-key-env"
+        ),
     )
     concurrency: int = field(
         default=8,
@@ -181,7 +188,12 @@ class OpenAIOptions:
     )
     timeout: float = field(
         default=RetryPolicy.timeout_s,
-        metadata=backend_option("seconds per request attempt, in total", flag="--timeout", parse=seconds),
+        metadata=backend_option(
+            "seconds per request attempt, in total: connecting, sending, the headers and the whole body (a server "
+            "trickling its answer is cut off too); each retry gets its own",
+            flag="--timeout",
+            parse=seconds,
+        ),
     )
     backoff_base: float = field(
         default=RetryPolicy.backoff_base_s,
@@ -194,7 +206,10 @@ class OpenAIOptions:
     down_after: float = field(
         default=DOWN_AFTER_S,
         metadata=backend_option(
-            "seconds of nothing but failed connections after which a server counts as down",
+            "seconds of nothing but failed connections (refused, unknown host, TLS, connect timeout) after which a "
+            "server that answered before counts as down; when every server is down the run stops (exit 3), the "
+            "answers so far cached, and a rerun asks only the rows left (a server never reached stops the run after "
+            "its first three failed connections)",
             flag="--down-after",
             parse=seconds,
         ),
@@ -207,7 +222,12 @@ class OpenAIOptions:
     )
     strict_model: bool = field(
         default=False,
-        metadata=backend_option("refuse an answer whose response names another model", flag="--strict-model"),
+        metadata=backend_option(
+            "refuse an answer whose response names another model than --model (beyond a revision or a provider's "
+            "dated alias, e.g. gpt-4o -> gpt-4o-2024-08-06): the row fails (exit 3), is not cached as an answer, "
+            "and goes to another server when there are several (off: a warning on stderr and in the results)",
+            flag="--strict-model",
+        ),
     )
     max_tokens_field: str = field(
         default="max_tokens",
@@ -216,7 +236,7 @@ class OpenAIOptions:
             flag="--max-tokens-field",
         ),
     )
-    modalities: tuple[str, ...] = declared_kinds_field("served model")
+    modalities: tuple[str, ...] = declared_kinds_field()
     extra_body: dict | None = field(
         default=None,
         metadata=backend_option(

@@ -46,7 +46,8 @@ class TransformersOptions:
     """The transformers backend's options (`mis-bench run -M KEY=VALUE`; some also have their own `run` flag)."""
 
     batch_size: int = field(
-        default=8, metadata=backend_option("prompts per forward pass", flag="--batch-size", parse=positive_int)
+        default=8,
+        metadata=backend_option("prompts per forward pass", flag="--batch-size", parse=positive_int),
     )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = field(
         default="auto",

@@ -46,7 +46,7 @@ class VLLMOptions:
             parse=positive_int,
         ),
     )
-    modalities: tuple[str, ...] = declared_kinds_field("model")
+    modalities: tuple[str, ...] = declared_kinds_field()
     trust_remote_code: bool = field(
         default=False, metadata=backend_option("run the model repository's own code (only for repositories you trust)")
     )

@@ -21,7 +21,6 @@ The CLI only parses arguments, calls one library function and prints; nothing ou
 - `estimate`: `mis-bench estimate` (PPI++ means from a judge on every video and experts on a few).
 - `trust_card`: `mis-bench trust` (one page answering "can I use this judge?": verdict, number to cite, flags).
 - `fetch`: `mis-bench fetch`: the authors' public files at their pinned commits, verified.
-- `given`: which options the user typed, recorded as argparse parses them (`given_flags`).
 - `jury`: `mis-bench jury`: several systems' predictions combined into a new system.
 - `leaderboard`: `mis-bench submit` and `mis-bench leaderboard`.
 - `leaderboard_authors`: `mis-bench leaderboard --from-authors DIR` (the real leaderboard page).
@@ -70,7 +69,7 @@ from eval_scripts.cli import (
     train,
     trust_card,
 )
-from eval_scripts.cli.given import RECORDED_ACTIONS, recording
+from eval_scripts.cli.args import shown_default
 from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -80,6 +79,7 @@ from mis_bench_dataset.toolkit.errors import (
     Terminated,
     os_error_line,
 )
+from mis_bench_dataset.toolkit.given import recording
 from mis_bench_dataset.toolkit.text_safety import clean_line, clean_terminal
 
 # Order is the order `--help` lists them in.
@@ -106,19 +106,6 @@ SUBCOMMANDS = (
 )
 
 
-def shown_default(default: object) -> str | None:
-    """An option's default as its help shows it; None when there is nothing to show (a switch, not set)."""
-    if default is None or default is False or default is True or default == argparse.SUPPRESS:
-        return None
-    if isinstance(default, (list, tuple)):
-        return ",".join(str(item) for item in default) or None
-    if isinstance(default, int):
-        return f"{default:,}"
-    if isinstance(default, float):
-        return f"{default:g}"
-    return str(default)
-
-
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, unless the help already says it (argparse's
     ArgumentDefaultsHelpFormatter would also print "(default: None)" on every switch and unset option)."""
@@ -138,8 +125,7 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
-        for name in RECORDED_ACTIONS:
-            self.register("action", name, recording(self._registry_get("action", name)))
+        recording(self)
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         """argparse's, with arguments no parser knows reported under the subcommand that was given."""

@@ -35,6 +35,19 @@ from mis_bench_dataset.toolkit.text_safety import clean_line, clean_terminal
 from mis_bench_dataset.wording import RESEARCH_USE
 
 
+def shown_default(default: object) -> str | None:
+    """An option's default as its help shows it; None when there is nothing to show (a switch, not set)."""
+    if default is None or default is False or default is True or default == argparse.SUPPRESS:
+        return None
+    if isinstance(default, (list, tuple)):
+        return ",".join(str(item) for item in default) or None
+    if isinstance(default, int):
+        return f"{default:,}"
+    if isinstance(default, float):
+        return f"{default:g}"
+    return str(default)
+
+
 # One definition per option concept shared by several subcommands: one spelling, one default, one help
 # (tests/test_cli_options.py walks every subcommand's parser and checks it).
 def add_bootstrap(

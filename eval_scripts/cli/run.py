@@ -21,9 +21,9 @@ from eval_scripts.cli.backends import HelpWithBackendOptions
 from eval_scripts.cli.run_flags import (
     add_batch_limits,
     add_run_flags,
+    given_backend_options,
     model_run_config,
     setting_configs,
-    typed_m_options,
 )
 from eval_scripts.cli.run_lines import (
     exit_code,
@@ -255,8 +255,8 @@ def run_command(args: argparse.Namespace) -> int:
 
     started = time.monotonic()
     batch_mode = args.dry_run or args.export_batch or args.import_batch
-    if not args.backend:
-        typed_m_options(args)  # -M without a backend (the default job, the ridge perturbed): one line, not ignored
+    if not args.backend:  # -M or a backend's flag without a backend (the default job, the ridge perturbed): refused
+        given_backend_options(args)
     if args.perturb is not None:  # an empty value (an unset shell variable) is refused there, never "no perturbation"
         return _perturb_command(args, started)
     if not args.model and not args.backend and not batch_mode:

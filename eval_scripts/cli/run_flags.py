@@ -7,11 +7,23 @@ response-cache keys (a batch file names each request by its key).
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from eval_scripts.cli.args import add_fields, comma_list, config_from_args, positive_float, positive_int, say
+from eval_scripts.cli.args import (
+    add_fields,
+    comma_list,
+    config_from_args,
+    positive_float,
+    positive_int,
+    say,
+    shown_default,
+)
 from eval_scripts.harness.batch_files import OPENAI_MAX_MB, OPENAI_MAX_REQUESTS
 from eval_scripts.harness.config import RunConfig, decoding_for
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS, PROMPT_STYLES, ZERO_SHOT_PROMPT_STYLES
+
+if TYPE_CHECKING:
+    from eval_scripts.backends.backend_options import RunFlag
 
 
 def add_run_flags(parser: argparse.ArgumentParser, *, local: bool = True) -> None:
@@ -25,7 +37,8 @@ def add_run_flags(parser: argparse.ArgumentParser, *, local: bool = True) -> Non
         metavar="KEY=VALUE",
         help="one of the backend's own options, repeatable, typed and checked against what the backend declares "
         "(`mis-bench backends B` lists them: the engine's settings, a server's extra request fields, ...; the flags "
-        "under `transformers / vllm` and `openai-compatible HTTP` below fill the same options) (default: none)",
+        "under `transformers / vllm` and `openai-compatible HTTP` below are generated from the same options, and "
+        "a flag and -M giving one option two values is refused) (default: none)",
     )
     parser.add_argument(
         "--grid", action="store_true", help="run every --modalities x --prompts setting and print a Table-3-like table"
@@ -44,8 +57,9 @@ def add_run_flags(parser: argparse.ArgumentParser, *, local: bool = True) -> Non
         f"(default: {','.join(ZERO_SHOT_PROMPT_STYLES)}, the paper's Table 3)",
     )
     add_fields(parser, RunConfig, "setting")
+    flags = backend_flags()
     if local:
-        add_fields(parser.add_argument_group("transformers / vllm"), RunConfig, "local")
+        add_backend_flags(parser.add_argument_group(LOCAL_GROUP), [f for f in flags if HTTP_BACKEND not in f.specs])
         group = parser.add_argument_group(
             "raw video (transformers backend; an openai/vllm server samples its own frames)",
             "fixed: N frames at linspace(0, n_frames - 1, N) truncated (the authors' get_video_frames); paper: what "
@@ -53,7 +67,55 @@ def add_run_flags(parser: argparse.ArgumentParser, *, local: bool = True) -> Non
             "then every second row and column); the pixel budget is the paper's by default",
         )
         add_fields(group, RunConfig, "video")
-    add_fields(parser.add_argument_group("openai-compatible HTTP"), RunConfig, "openai")
+    add_backend_flags(parser.add_argument_group(HTTP_GROUP), [f for f in flags if HTTP_BACKEND in f.specs])
+
+
+# `run --help` lists a backend flag under the HTTP heading when the openai backend has the option it fills, else
+# under the local engines' heading.
+HTTP_BACKEND = "openai"
+HTTP_GROUP = "openai-compatible HTTP"
+LOCAL_GROUP = "transformers / vllm"
+
+
+def backend_flags() -> list[RunFlag]:
+    """The flags generated from the built-in backends' options (`backend_option(flag=...)`)."""
+    from eval_scripts.backends.base import built_in_run_flags
+
+    return built_in_run_flags()
+
+
+def add_backend_flags(parser: argparse._ArgumentGroup, flags: list[RunFlag]) -> None:
+    """One option per generated flag: its help, default and validator are the backend options' (several backends'
+    when they share it, `--dtype`: then its value stays the text, read again by the backend asked for). Its parsed
+    default is None: which flags count is what the user gave (`toolkit.given`), whatever the value."""
+    for flag in flags:
+        kwargs: dict = {"dest": flag.dest, "default": None, "help": _backend_flag_help(flag)}
+        if flag.switch:
+            kwargs["action"] = "store_true"
+        else:
+            kwargs.update(type=flag.check, metavar=flag.dest.upper(), action="append" if flag.repeatable else None)
+        parser.add_argument(flag.flag, **kwargs)
+
+
+def _backend_flag_help(flag: RunFlag) -> str:
+    """The option's help and default, or each backend's where several share the flag; and its `-M` name."""
+
+    def default(spec) -> str:
+        return "off" if spec.hint is bool else shown_default(spec.default) or "none"
+
+    specs = list(flag.specs.items())
+    defaults = {default(spec) for _, spec in specs}
+    if len({spec.help for _, spec in specs}) == 1:
+        text = specs[0][1].help
+    else:
+        text = "; ".join(
+            f"{name}: {spec.help}" + ("" if len(defaults) == 1 else f" (default: {default(spec)})")
+            for name, spec in specs
+        )
+    if len(defaults) == 1:
+        text += f" (default: {defaults.pop()})"
+    names = sorted({spec.name for _, spec in specs})
+    return f"{text}; -M {'/'.join(names)}=... sets the same option".replace("%", "%%")
 
 
 def add_batch_limits(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
@@ -79,7 +141,7 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
 
     deadline = getattr(args, "run_deadline", None)
     adopt_model_setting(args, command)
-    options = typed_m_options(args)  # checked before the dataset is opened
+    options = given_backend_options(args)  # checked before the dataset is opened
     config = config_from_args(
         RunConfig,
         args,
@@ -104,12 +166,12 @@ def model_run_config(args: argparse.Namespace, started: float, *, command: str =
 def adopt_model_setting(args: argparse.Namespace, command: str = "run") -> None:
     """A trained model folder's `setting.json` fills the prompt, modality, input source and readout the user did not
     give (`harness.trained_setting`); one note says which, a warning each given flag that contradicts it."""
-    from eval_scripts.cli.given import given_flags
     from eval_scripts.harness.trained_setting import (
         adopt_backend_options,
         adopt_trained_setting,
         read_trained_setting,
     )
+    from mis_bench_dataset.toolkit.given import given_flags
 
     trained = read_trained_setting(args.model) if args.model else None
     if trained is None:
@@ -131,14 +193,20 @@ def adopt_model_setting(args: argparse.Namespace, command: str = "run") -> None:
         say(f"mis-bench {command}: warning: {warning}", err=True)
 
 
-def typed_m_options(args: argparse.Namespace) -> dict:
-    """`-M KEY=VALUE` as the backend's typed options (one usage line listing the valid keys when one is wrong)."""
-    from eval_scripts.backends.base import typed_backend_options
+def given_backend_options(args: argparse.Namespace) -> dict:
+    """The backend's options the command line gives: the generated flags the user gave (`toolkit.given`) and `-M
+    KEY=VALUE`, merged and typed through one path (`backends.base.command_line_options`: one usage line for a
+    key, value or flag the backend does not take, or one option given two values)."""
+    from eval_scripts.backends.base import command_line_options
     from mis_bench_dataset.toolkit.errors import UsageError
+    from mis_bench_dataset.toolkit.given import given_flags
 
-    if args.backend_option and not args.backend:
-        raise UsageError("-M sets an option of the backend", where="-M/--backend-option", hint="give --backend B")
-    return typed_backend_options(args.backend, args.backend_option or [])
+    given = given_flags(args)
+    flags = {flag.flag: getattr(args, flag.dest) for flag in backend_flags() if flag.dest in given}
+    if (args.backend_option or flags) and not args.backend:
+        what, where = ("-M", "-M/--backend-option") if args.backend_option else (next(iter(flags)),) * 2
+        raise UsageError(f"{what} sets an option of the backend", where=where, hint="give --backend B")
+    return command_line_options(args.backend, flags, args.backend_option or []) if args.backend else {}
 
 
 def setting_configs(args: argparse.Namespace, config: RunConfig) -> list[RunConfig]:

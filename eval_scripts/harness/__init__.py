@@ -1,7 +1,8 @@
 """The zero-shot harness in small pieces, each with one job; `runner` strings them together.
 
 - `runner`: one setting x prompt style end to end, resumable (`run_setting`), grids (`run_grid`), dry runs and batches.
-- `config`: `RunConfig`, what the user asked for, each option's flag, default and help on its field.
+- `config`: `RunConfig`, what the user asked for, each harness option's flag, default and help on its field (a
+  backend's options are its `Options`', carried as `backend_options`).
 - `context`: `prepare_run`, which builds the `RunContext` of one setting once from a `RunConfig`.
 - `prompting`: which input source a backend can take, feature-derived blocks, rendered prompts.
 - `execution`: one setting's requests and files: what a live run, an imported batch and a grid share.
