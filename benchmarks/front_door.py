@@ -13,6 +13,7 @@ map (`--write`; tests/test_front_door_types.py checks the two are equal) and mea
     python3 benchmarks/front_door.py            # the figures
     python3 benchmarks/front_door.py --json     # the same figures as JSON
     python3 benchmarks/front_door.py --write    # rewrite the four TYPE_CHECKING blocks from the lazy maps
+    python3 benchmarks/front_door.py --convert-tests   # tests' top-level imports of exported names: via the package
 """
 
 from __future__ import annotations
@@ -156,6 +157,54 @@ def test_imports(exported) -> dict[str, int]:
     return counts
 
 
+def _convert_file(path: Path, exported) -> int:
+    """Rewrite the file's top-level `from internal.module import name` statements so that each name a package
+    exports (the same object) is imported from that package; the others stay. Top-level only: bound at import,
+    before any test patches a module, so every test sees the same objects. A statement carrying a comment inside
+    parentheses, or `import *`, is left as it is. Returns the names moved."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    edits, moved = [], 0
+    for node in ast.parse(text).body:
+        if not (isinstance(node, ast.ImportFrom) and not node.level and node.module):
+            continue
+        if node.module.split(".")[0] not in PACKAGES or node.module in PACKAGES:
+            continue
+        if any(alias.name == "*" for alias in node.names):
+            continue
+        span = "".join(lines[node.lineno - 1 : node.end_lineno])
+        code, _, comment = lines[node.end_lineno - 1].partition("#")
+        if "#" in "".join(lines[node.lineno - 1 : node.end_lineno - 1]):
+            continue
+        by_package: dict[str, list[str]] = {}
+        kept = []
+        for alias in node.names:
+            written = alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
+            package = _public(exported, node.module, alias.name)
+            (by_package.setdefault(package, []) if package else kept).append(written)
+        if not by_package:
+            continue
+        indent = span[: len(span) - len(span.lstrip())]
+        suffix = f"  #{comment.rstrip()}" if comment else ""
+        new = [f"{indent}from {node.module} import {', '.join(kept)}{suffix}\n"] if kept else []
+        new += [f"{indent}from {package} import {', '.join(names)}{suffix}\n" for package, names in by_package.items()]
+        edits.append((node.lineno - 1, node.end_lineno, new))
+        moved += sum(len(names) for names in by_package.values())
+    for start, end, new in reversed(edits):
+        lines[start:end] = new
+    if edits:
+        path.write_text("".join(lines), encoding="utf-8")
+        subprocess.run(["ruff", "check", "--select", "I", "--fix", "-q", str(path)], cwd=REPO, check=False)
+        subprocess.run(["ruff", "format", "-q", str(path)], cwd=REPO, check=True)
+    return moved
+
+
+def convert_tests() -> int:
+    """`_convert_file` on every test module; the names moved in all."""
+    exported = _exported()
+    return sum(_convert_file(path, exported) for path in sorted((REPO / "tests").glob("*.py")))
+
+
 def measure() -> dict:
     exported = _exported()
     packages = {}
@@ -178,11 +227,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="the figures as JSON")
     parser.add_argument("--write", action="store_true", help="rewrite the TYPE_CHECKING blocks from the lazy maps")
+    parser.add_argument(
+        "--convert-tests", action="store_true", help="tests' top-level imports of exported names through the package"
+    )
     args = parser.parse_args(argv)
     sys.path.insert(0, str(REPO))
     if args.write:
         for package in PACKAGES:
             print(f"wrote {write_block(package).relative_to(REPO)}")
+        return 0
+    if args.convert_tests:
+        print(f"moved {convert_tests()} imported names to their package")
         return 0
     figures = measure()
     if args.json:
