@@ -115,3 +115,32 @@ def test_every_command_has_its_job_in_the_api_index_and_every_name_there_is_expo
         for qualified in names:
             package, _, name = qualified.partition(".")
             assert name in _package(package).__all__, f"mis-bench {command}: {qualified} is not exported"
+
+
+@pytest.mark.slow
+def test_mypy_sees_the_type_of_every_export(tmp_path):
+    """What an editor sees: mypy (strict re-exports) on a script that imports every export from its package
+    reveals a type for each, never `Any` (a name only `__getattr__` provides is `Any` to it)."""
+    pytest.importorskip("mypy", reason="mypy checks what type checkers see (pip install mypy)")
+    import subprocess
+    import sys
+
+    probe, names = [], []
+    for package in PACKAGES:
+        for name in _package(package).__all__:
+            probe.append(f"from {package} import {name} as _{len(names)}\nreveal_type(_{len(names)})")
+            names.append(f"{package}.{name}")
+    (tmp_path / "probe.py").write_text("\n".join(probe) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-implicit-reexport", "--follow-imports=silent", "--ignore-missing-imports"]
+        + ["--cache-dir", str(tmp_path / "cache"), "--no-error-summary", "probe.py"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(REPO), "PATH": "", "MYPYPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    revealed = re.findall(r"^probe\.py:(\d+): note: Revealed type is \"(.*)\"$", done.stdout, re.M)
+    assert len(revealed) == len(names), done.stdout[-3000:] + done.stderr[-3000:]
+    untyped = [names[(int(line) - 2) // 2] for line, shown in revealed if shown == "Any"]
+    assert not untyped, f"type checkers see these exports as Any: {untyped}"
