@@ -50,6 +50,7 @@ _LAZY = {
     "write_report": ".report.writer",
     "ReportOptions": ".report.options",
     "build_leaderboard": ".leaderboard.scoring",
+    "read_board_references": ".leaderboard.references",
     "write_leaderboard": ".leaderboard.outputs",
     "run_jury": ".leaderboard.juries",
     "load_submission": ".formats.submission",
@@ -133,6 +134,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .leaderboard.authors import write_authors_page as write_authors_page
     from .leaderboard.juries import run_jury as run_jury
     from .leaderboard.outputs import write_leaderboard as write_leaderboard
+    from .leaderboard.references import read_board_references as read_board_references
     from .leaderboard.scoring import build_leaderboard as build_leaderboard
     from .report.inputs import load_results as load_results
     from .report.inputs import rescore as rescore
