@@ -25,12 +25,15 @@ def main(script_args: RAFTScriptArguments, training_args: RAFTConfig, model_args
 
     Examples:
         >>> from raft_trainer import RAFTConfig, RAFTModelConfig, RAFTScriptArguments, main
-        >>> main(  # doctest: +SKIP
-        ...     RAFTScriptArguments(dataset_dir="build"),
-        ...     RAFTConfig("out", max_steps=5),
-        ...     RAFTModelConfig(model_name_or_path="Qwen/Qwen2.5-0.5B-Instruct"),
-        ... )
+        >>> script_args = RAFTScriptArguments(dataset_dir="build")
+        >>> training_args = RAFTConfig("out", max_steps=5)
+        >>> model_args = RAFTModelConfig(model_name_or_path="Qwen/Qwen2.5-0.5B-Instruct")
+        >>> main(script_args, training_args, model_args)  # doctest: +SKIP
         0
+        >>> script_args.num_processes = 2  # refused before anything is read or loaded
+        >>> main(script_args, training_args, model_args)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        mis_bench_dataset.toolkit.errors.UsageError: main() trains in this process: ...
     """
     from raft_trainer.train import train_from_arguments
 
