@@ -158,14 +158,18 @@ def test_imports(exported) -> dict[str, int]:
 
 
 def _convert_file(path: Path, exported) -> int:
-    """Rewrite the file's top-level `from internal.module import name` statements so that each name a package
-    exports (the same object) is imported from that package; the others stay. Top-level only: bound at import,
-    before any test patches a module, so every test sees the same objects. A statement carrying a comment inside
-    parentheses, or `import *`, is left as it is. Returns the names moved."""
+    """Rewrite the file's `from internal.module import name` statements so that each name a package exports (the
+    same object) is imported from that package; the others stay. Every test sees the same objects: a top-level
+    import binds at collection, before any test patches a module; inside a function only lazy exports move (the
+    package's `__getattr__` reads the module's attribute when the import runs, as the direct import did). A
+    statement sharing its line, carrying a comment inside parentheses, or `import *`, is left as it is. Returns
+    the names moved."""
     text = path.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     edits, moved = [], 0
-    for node in ast.parse(text).body:
+    tree = ast.parse(text)
+    top = {id(node) for node in tree.body}
+    for node in ast.walk(tree):
         if not (isinstance(node, ast.ImportFrom) and not node.level and node.module):
             continue
         if node.module.split(".")[0] not in PACKAGES or node.module in PACKAGES:
@@ -174,13 +178,17 @@ def _convert_file(path: Path, exported) -> int:
             continue
         span = "".join(lines[node.lineno - 1 : node.end_lineno])
         code, _, comment = lines[node.end_lineno - 1].partition("#")
-        if "#" in "".join(lines[node.lineno - 1 : node.end_lineno - 1]):
+        if "#" in "".join(lines[node.lineno - 1 : node.end_lineno - 1]) or ";" in code:
+            continue
+        if lines[node.lineno - 1][: node.col_offset].strip():
             continue
         by_package: dict[str, list[str]] = {}
         kept = []
         for alias in node.names:
             written = alias.name if alias.asname is None else f"{alias.name} as {alias.asname}"
             package = _public(exported, node.module, alias.name)
+            if package and id(node) not in top and alias.name not in importlib.import_module(package)._LAZY:
+                package = None  # an eager export inside a function: bound at package import, not when this runs
             (by_package.setdefault(package, []) if package else kept).append(written)
         if not by_package:
             continue
@@ -190,7 +198,7 @@ def _convert_file(path: Path, exported) -> int:
         new += [f"{indent}from {package} import {', '.join(names)}{suffix}\n" for package, names in by_package.items()]
         edits.append((node.lineno - 1, node.end_lineno, new))
         moved += sum(len(names) for names in by_package.values())
-    for start, end, new in reversed(edits):
+    for start, end, new in sorted(edits, reverse=True):
         lines[start:end] = new
     if edits:
         path.write_text("".join(lines), encoding="utf-8")
