@@ -9,6 +9,8 @@ The public API is exactly `__all__`: import these names from the package
 (`from mis_bench_dataset import BuiltDataset, build_dataset`); every other module is internal and may change.
 """
 
+from typing import TYPE_CHECKING
+
 from mis_bench_dataset.dimensions import (
     DIMENSION_BY_KEY,
     DIMENSION_KEYS,
@@ -43,11 +45,39 @@ _LAZY = {
     "DefaultSample": "mis_bench_dataset.synth.sample",
     "SyntheticRelease": "mis_bench_dataset.synth.generator",
     "generate_synthetic_release": "mis_bench_dataset.synth.generator",
+    # `mis-bench build --push`, `build --authors` and `mis-bench stats`
+    "push_to_hub": "mis_bench_dataset.builder.publish",
+    "authors_inputs": "mis_bench_dataset.release.fetch",
+    "compute_stats": "mis_bench_dataset.builder.stats",
+    "write_stats": "mis_bench_dataset.builder.stats",
 }
 
 
 __getattr__ = lazy_exports(__name__, _LAZY)
 
+
+if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written by benchmarks/front_door.py --write)
+    from mis_bench_dataset.builder.builder import BuildReport as BuildReport
+    from mis_bench_dataset.builder.builder import build_dataset as build_dataset
+    from mis_bench_dataset.builder.publish import push_to_hub as push_to_hub
+    from mis_bench_dataset.builder.stats import compute_stats as compute_stats
+    from mis_bench_dataset.builder.stats import write_stats as write_stats
+    from mis_bench_dataset.dataset.arrays import FeatureArrays as FeatureArrays
+    from mis_bench_dataset.dataset.handle import BuiltDataset as BuiltDataset
+    from mis_bench_dataset.dataset.loading import load_build as load_build
+    from mis_bench_dataset.protocol import paper_prompt as paper_prompt
+    from mis_bench_dataset.release.fetch import authors_inputs as authors_inputs
+    from mis_bench_dataset.release.fetch import fetch_authors_files as fetch_authors_files
+    from mis_bench_dataset.release.hub_layout import scoring_rows_from_paper_layout as scoring_rows_from_paper_layout
+    from mis_bench_dataset.release.labels import Labels as Labels
+    from mis_bench_dataset.release.labels import read_labels as read_labels
+    from mis_bench_dataset.release.problems import BuildError as BuildError
+    from mis_bench_dataset.release.problems import Problem as Problem
+    from mis_bench_dataset.setting import Setting as Setting
+    from mis_bench_dataset.synth.generator import SyntheticRelease as SyntheticRelease
+    from mis_bench_dataset.synth.generator import generate_synthetic_release as generate_synthetic_release
+    from mis_bench_dataset.synth.sample import DefaultSample as DefaultSample
+    from mis_bench_dataset.synth.sample import default_sample as default_sample
 
 __all__ = [
     "Setting",
@@ -81,4 +111,8 @@ __all__ = [
     "Labels",
     "default_sample",
     "DefaultSample",
+    "push_to_hub",
+    "authors_inputs",
+    "compute_stats",
+    "write_stats",
 ]

@@ -18,6 +18,8 @@ Examples:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mis_bench_dataset.toolkit.lazy import lazy_exports
 
 _ICC = (
@@ -81,6 +83,52 @@ _LAZY = {
     "metric_path": ".module_path",
     "load": ".module_path",
 }
+
+if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written by benchmarks/front_door.py --write)
+    from mis_bench_dataset.icc import ICC3Result as ICC3Result
+    from mis_bench_dataset.icc import icc3 as icc3
+    from mis_bench_dataset.icc import icc3_1 as icc3_1
+    from mis_bench_dataset.icc import icc3_ci as icc3_ci
+    from mis_bench_dataset.icc import icc3_k as icc3_k
+    from mis_bench_dataset.icc import icc_forms as icc_forms
+    from mis_bench_dataset.icc import icc_table as icc_table
+    from mis_bench_dataset.icc import mean_squared_error as mean_squared_error
+    from mis_bench_dataset.icc import mean_squares as mean_squares
+
+    from .agreement_statistics import agreement as agreement
+    from .agreement_statistics import krippendorff_alpha as krippendorff_alpha
+    from .calibration import Calibrator as Calibrator
+    from .calibration import fit_calibrator as fit_calibrator
+    from .calibration_checks import calibration_summary as calibration_summary
+    from .estimates import estimate_means as estimate_means
+    from .estimates import ppi_coverage_simulation as ppi_coverage_simulation
+    from .groups import subgroup_agreement as subgroup_agreement
+    from .groups import therapist_agreement as therapist_agreement
+    from .module_path import load as load
+    from .module_path import metric_path as metric_path
+    from .paired import paired_comparison as paired_comparison
+    from .planning import StudyDesign as StudyDesign
+    from .planning import bonett_sample_size as bonett_sample_size
+    from .planning import plan_difference as plan_difference
+    from .planning import plan_icc as plan_icc
+    from .planning import plan_labels as plan_labels
+    from .ppi import Interval as Interval
+    from .ppi import classical_difference as classical_difference
+    from .ppi import classical_mean as classical_mean
+    from .ppi import ppi_difference as ppi_difference
+    from .ppi import ppi_mean as ppi_mean
+    from .predictions_io import PredictionsFormatError as PredictionsFormatError
+    from .predictions_io import predictions_to_mapping as predictions_to_mapping
+    from .predictions_io import read_prediction_file as read_prediction_file
+    from .predictions_io import read_predictions as read_predictions
+    from .predictions_io import read_references as read_references
+    from .predictions_io import write_predictions as write_predictions
+    from .raters import model_as_rater as model_as_rater
+    from .resampling import Resampling as Resampling
+    from .resampling import make_resampling as make_resampling
+    from .scoring import score_predictions as score_predictions
+    from .sensitivity import perturbation_shift as perturbation_shift
+    from .variance_table import variance_sources as variance_sources
 
 __all__ = list(_LAZY)
 

@@ -94,8 +94,6 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
         (script_args, training_args, model_args), given = parse_with_given(argv, prog)
     except SystemExit as stop:  # --help
         return stop.code if isinstance(stop.code, int) else 0
-    if model_args.load_in_4bit or model_args.load_in_8bit:
-        require_extra("qlora", "--load_in_4bit / --load_in_8bit")
     logging.basicConfig(
         level=logging.INFO if _speaks() else logging.ERROR, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -105,25 +103,73 @@ def run(argv: list[str] | None = None, prog: str = PROG) -> int:
 
 
 def _run_parsed(argv, prog: str, parsed: tuple, given: frozenset[str]) -> int:
-    """`run` after parsing (the three argument dataclasses, and which flags or recipe keys were `given`): the
-    checks, then training here or in launched processes."""
+    """`run` after parsing (the three argument dataclasses, and which flags or recipe keys were `given`):
+    `train_from_arguments` (what `raft_trainer.main` runs), told the command line."""
+    command_line = list(sys.argv[1:] if argv is None else argv)
+    return train_from_arguments(*parsed, command_line=command_line, given=given, prog=prog)
+
+
+def _max_length_chosen(training_args, given: frozenset[str] | None) -> bool:
+    """Whether the user chose `max_length` (kept as it is, refused below the prompt floor) rather than left the
+    default (raised to fit the build): the flag or recipe key given on a command line; from Python, a value other
+    than the field's default."""
+    if given is not None:
+        return "max_length" in given
+    from dataclasses import fields
+
+    default = next(f.default for f in fields(training_args) if f.name == "max_length")
+    return training_args.max_length != default
+
+
+def train_from_arguments(
+    script_args,
+    training_args,
+    model_args,
+    *,
+    command_line: list[str] | None = None,
+    given: frozenset[str] | None = None,
+    prog: str = PROG,
+) -> int:
+    """What `raft_trainer.main` and `run` (after parsing) do: check the settings and the build, then train and
+    predict (or, from a command line with `num_processes` above 1 or `accelerate_config`, start the processes that
+    do); 0 when done. Raises the toolkit's errors (`UsageError`, `DataError`) before any model loads for a setting
+    or build it refuses.
+
+    `command_line`: the flags the three dataclasses were parsed from (`train.py` passes them, with the flags and
+    recipe keys they `given`): what launched processes are started with. From Python (None), start several
+    processes with `accelerate launch your_script.py` (each calls `main`, as TRL's scripts do)."""
+    from types import SimpleNamespace
+
     from mis_bench_dataset.dataset.loading import load_build
     from mis_bench_dataset.toolkit.ownership import check_not_overlapping
+    from raft_trainer.arguments import refuse_cuda_only_settings
     from raft_trainer.launch import accelerate_config_file, launch_processes, under_launcher
     from raft_trainer.lora_targets import check_lora_targets
+    from raft_trainer.methods import check_method
 
-    script_args, training_args, model_args = parsed
+    if model_args.load_in_4bit or model_args.load_in_8bit:
+        require_extra("qlora", "--load_in_4bit / --load_in_8bit")
+    refuse_cuda_only_settings(SimpleNamespace(**{**vars(model_args), **vars(training_args)}))  # as the parser does
+    check_method(script_args, training_args)
     output_dir = Path(training_args.output_dir)
     check_not_overlapping(output_dir, [script_args.dataset_dir], command="train", arg="--output_dir")
     config_file = accelerate_config_file(script_args.accelerate_config) if script_args.accelerate_config else None
+    launching = (script_args.num_processes > 1 or config_file) and not under_launcher()
+    if launching and command_line is None:
+        raise UsageError(
+            "main() trains in this process: num_processes and accelerate_config start processes from a command line",
+            where="num_processes / accelerate_config",
+            hint="run your script with `accelerate launch --num_processes N your_script.py`, or `mis-bench train`",
+        )
+    chosen = _max_length_chosen(training_args, given)
     with load_build(script_args.dataset_dir, "scoring") as splits:  # a private datasets cache
         check_run(splits, script_args, training_args, model=model_args.model_name_or_path)
         check_lora_targets(model_args, trust_remote_code=training_args.trust_remote_code)
-        fit_max_length(splits, training_args, model_args, chosen="max_length" in given)
-        if (script_args.num_processes > 1 or config_file) and not under_launcher():
+        fit_max_length(splits, training_args, model_args, chosen=chosen)
+        if launching:
             return launch_processes(
                 script_args.num_processes,
-                _argv(argv),
+                _argv(command_line),
                 prog,
                 prog_env=PROG_ENV,
                 exit_file_env=EXIT_FILE_ENV,

@@ -112,12 +112,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _trust(args: argparse.Namespace) -> int:
     """The docs page from the shared folder: printed, or written to --out."""
-    from eval_scripts.jobs.trust import trust_page, write_page
+    from eval_scripts.jobs.trust import reproduce_trust_page, write_page
     from mis_bench_dataset.toolkit.errors import UsageError
 
     if args.shared is None:
         raise UsageError("trust needs --shared FOLDER", hint="the folder laid out as ../shared")
-    page = trust_page(args.shared, n_bootstrap=args.bootstrap, seed=args.seed)
+    page = reproduce_trust_page(args.shared, n_bootstrap=args.bootstrap, seed=args.seed)
     if args.out is None:
         print(page, end="")
     else:

@@ -537,7 +537,7 @@ SECTIONS: list[Section] = [
 ]
 
 
-def trust_page(
+def reproduce_trust_page(
     shared: str | Path,
     *,
     n_bootstrap: int = DEFAULT_BOOTSTRAP,
