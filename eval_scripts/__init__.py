@@ -84,6 +84,7 @@ _LAZY = {
 if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written by benchmarks/front_door.py --write)
     from mis_bench_dataset.setting import Setting as Setting
     from mis_bench_dataset.setting_inputs import UnsupportedSetting as UnsupportedSetting
+    from mis_icc_metric.score_parser import parse_score as parse_score
 
     from .answers.expected_score import TokenChoice as TokenChoice
     from .answers.expected_score import expected_from_tokens as expected_from_tokens
@@ -94,7 +95,6 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .answers.prompts import Prompt as Prompt
     from .answers.prompts import render_paper_prompt as render_paper_prompt
     from .answers.prompts import render_prompt as render_prompt
-    from .answers.score_parser import parse_score as parse_score
     from .backends.backend_options import backend_option as backend_option
     from .backends.base import Backend as Backend
     from .backends.base import BackendUnavailable as BackendUnavailable

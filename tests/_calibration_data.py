@@ -25,7 +25,7 @@ def judge(references: dict, seed: int = 0, *, scale: float = 1.0) -> dict:
 
 
 def write_judge(path: Path, predictions: dict) -> Path:
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     return write_predictions(
         path, [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()]

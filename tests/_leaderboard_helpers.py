@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.video_ids import STIMULI
+from mis_bench_dataset import DIMENSION_KEYS, STIMULI
 
 VIDEO_IDS: tuple[str, ...] = tuple(
     f"C{clinician:02d}{clinician:02d}_T{1 + clinician % 3}_{STIMULI[clinician % len(STIMULI)]}"

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.video_ids import STIMULI
+from mis_bench_dataset import DIMENSION_KEYS, STIMULI
 
 
 def video_ids(n: int) -> list[str]:
@@ -61,7 +60,7 @@ def write_scoring_dataset(directory: Path, references: dict, split: str = "test"
 
 def write_inputs(tmp_path: Path, references: dict, **systems: dict) -> tuple[Path, dict[str, Path]]:
     """A scoring build of `references` (`tmp_path/ds`) and one long predictions CSV per system (`name=preds`)."""
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     dataset = write_scoring_dataset(tmp_path / "ds", references)
     paths = {

@@ -295,7 +295,7 @@ def short_raft_config(output_dir, **overrides):
 
 def cpu_config(tmp_path, **kwargs):
     """A `RAFTConfig` for a few quiet CPU steps in `tmp_path/out` (no saving, no reporting, seed 0); `kwargs` win."""
-    from raft_trainer.config import RAFTConfig
+    from raft_trainer import RAFTConfig
 
     base = dict(
         output_dir=str(tmp_path / "out"),

@@ -65,16 +65,18 @@ def batch_args(action: str, files: str | Path | Sequence[str | Path], *args, **f
 def backend_keywords(args) -> dict:
     """The keywords parsed `run` flags build the backend with: the flags and `-M`, typed, checked and merged as the
     command does (`run_flags.given_backend_options`, then `harness.config.backend_options`)."""
+    from eval_scripts import RunConfig
     from eval_scripts.cli.args import config_from_args
     from eval_scripts.cli.run_flags import given_backend_options
-    from eval_scripts.harness.config import RunConfig, backend_options
+    from eval_scripts.harness.config import backend_options
 
     return backend_options(config_from_args(RunConfig, args, backend_options=given_backend_options(args)))
 
 
 def frame_rule(args) -> object:
     """The raw-video frame rule parsed `run` flags ask for (`harness.config.video_sampling`)."""
+    from eval_scripts import RunConfig
     from eval_scripts.cli.args import config_from_args
-    from eval_scripts.harness.config import RunConfig, video_sampling
+    from eval_scripts.harness.config import video_sampling
 
     return video_sampling(config_from_args(RunConfig, args))

@@ -232,7 +232,7 @@ def real_text_oof(real_text_build, tmp_path_factory) -> Path:
     0: every video predicted by a ridge fitted without its clinician), as a predictions CSV, made once per run.
     The judge the paper's Table 3 protocol scores on every video; the trust statistics are shown on it."""
     from eval_scripts.baselines.crossval import all_feature_rows, clinician_folds, out_of_fold_predictions
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     def make(folder: Path) -> None:
         rows = all_feature_rows(real_text_build)

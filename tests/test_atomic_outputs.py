@@ -270,7 +270,7 @@ print(json.dumps([main(command) for command in commands]))
 @pytest.mark.slow
 def test_every_command_writes_utf8_under_the_c_locale(synthetic_build, tmp_path) -> None:
     from mis_bench_dataset import BuiltDataset
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     from _leaderboard_helpers import make_results
 

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts.backends import backend_option, get_backend
+from eval_scripts import RunConfig, backend_option, get_backend
 from eval_scripts.backends.backend_options import answer_options, option_specs, typed_options
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.cli import build_parser
-from eval_scripts.harness.config import RunConfig, backend_options
+from eval_scripts.harness.config import backend_options
 from mis_bench_dataset.toolkit.errors import UsageError
 
 from _run_args import backend_keywords

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.backends import BACKEND_NAMES, backend_names, get_backend
+from eval_scripts import backend_names, get_backend
+from eval_scripts.backends import BACKEND_NAMES
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE, UsageError

@@ -8,13 +8,13 @@ import copy
 import numpy as np
 import pytest
 
-from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, run_baseline, summarise
+from eval_scripts import run_baseline
+from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, summarise
 from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.summaries import audio_summary, text_summary, video_summary
 from eval_scripts.formats.submission import find_problems
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_icc_metric import score_predictions
-from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
+from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import predictions_to_mapping, read_predictions, read_references, score_predictions
 
 # ----------------------------------------------------------------------------- summaries
 

@@ -12,11 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eval_scripts import Backend, Completion, DecodingConfig, Prompt, check_cache, merge_caches
 from eval_scripts.answers.answer_status import answer_problem
-from eval_scripts.answers.prompts import Prompt
-from eval_scripts.backends.base import Backend, Completion, DecodingConfig
 from eval_scripts.cli import main
-from eval_scripts.harness.cache_maintenance import check_cache, merge_caches
 from eval_scripts.harness.cached_backend import CachingBackend
 from eval_scripts.harness.response_cache import (
     HEADER_LINE,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import USER_HF_HOME
 
-from mis_bench_dataset.dataset.loading import load_build
+from mis_bench_dataset import load_build
 from mis_bench_dataset.toolkit.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[1]

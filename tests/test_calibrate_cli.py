@@ -20,13 +20,18 @@ from _calibration_data import make_build
 from sklearn.isotonic import IsotonicRegression
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_icc_metric.agreement_statistics import agreement
+from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import (
+    agreement,
+    calibration_summary,
+    fit_calibrator,
+    make_resampling,
+    read_prediction_file,
+    read_references,
+    write_predictions,
+)
 from mis_icc_metric.bootstrap import percentile_ci
-from mis_icc_metric.calibration import fit_calibrator
-from mis_icc_metric.calibration_checks import SUMMARY_STATISTICS, calibration_summary
-from mis_icc_metric.predictions_io import read_prediction_file, read_references, write_predictions
-from mis_icc_metric.resampling import make_resampling
+from mis_icc_metric.calibration_checks import SUMMARY_STATISTICS
 
 
 @pytest.fixture(scope="module")

@@ -24,10 +24,8 @@ import pytest
 from _calibration_data import judge, make_build, write_judge
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dataset.handle import BuiltDataset
-from mis_bench_dataset.video_ids import parse_video_id
-from mis_icc_metric.predictions_io import read_references
-from mis_icc_metric.resampling import make_resampling
+from mis_bench_dataset import BuiltDataset, parse_video_id
+from mis_icc_metric import make_resampling, read_references
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +107,7 @@ def test_the_calibrator_records_its_build_splits_judge_and_videos(wide_build, fi
 
 def test_a_run_folders_predictions_name_their_judge_from_the_results_beside_them(wide_build, tmp_path, capsys):
     """`mis-bench run` writes predictions.jsonl with results.json beside it: the judge is read from there."""
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     predictions = judge(read_references(wide_build, "all"))
     run = tmp_path / "run"
@@ -263,8 +261,7 @@ def test_a_small_fit_split_runs_and_withholds_by_the_floor(clinician_build, tmp_
 
 
 def test_the_no_judge_yardstick_and_the_clinician_spread_by_hand(wide_build):
-    from mis_icc_metric.calibration import fit_calibrator
-    from mis_icc_metric.calibration_checks import calibration_summary
+    from mis_icc_metric import calibration_summary, fit_calibrator
 
     gold = {split: read_references(wide_build, split) for split in ("train", "validation", "test")}
     predictions = judge(read_references(wide_build, "all"))

@@ -17,15 +17,14 @@ from hypothesis import strategies as st
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LinearRegression
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_icc_metric import Calibrator, fit_calibrator
 from mis_icc_metric.calibration import (
-    Calibrator,
     apply_map,
     calibration_videos_needed,
     conformal_quantile,
     conformal_rank,
-    fit_calibrator,
     fit_map,
     fit_maps_weighted,
 )
@@ -198,7 +197,7 @@ def test_calibrator_round_trip_and_refusals(tmp_path):
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
 def test_calibrated_predictions_round_trip_with_their_intervals(tmp_path, suffix):
-    from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, write_predictions
+    from mis_icc_metric import predictions_to_mapping, read_prediction_file, write_predictions
 
     rng = np.random.default_rng(1)
     videos = [f"CL{i:04d}_T1_Jessica" for i in range(30)]

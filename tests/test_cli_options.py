@@ -105,8 +105,7 @@ def test_json_is_a_switch_everywhere():
 
 def test_bootstrap_and_seed_defaults_are_the_metrics():
     from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
-    from mis_icc_metric.paired import paired_comparison
-    from mis_icc_metric.scoring import score_predictions
+    from mis_icc_metric import paired_comparison, score_predictions
 
     metric_default = inspect.signature(score_predictions).parameters["n_bootstrap"].default
     assert DEFAULT_BOOTSTRAP == metric_default == PAPER_BOOTSTRAP_RESAMPLES

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from eval_scripts.cli import build_parser, main
 from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_icc_metric.predictions_io import read_references, write_predictions
+from mis_icc_metric import read_references, write_predictions
 
 from _leaderboard_helpers import make_results
 

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_icc_metric import score_predictions
 from mis_icc_metric.coverage import coverage_of
-from mis_icc_metric.scoring import score_predictions
 
 from _leaderboard_helpers import make_results
 from _metric_helpers import pingouin_icc3_1, video_ids
@@ -223,7 +223,7 @@ def test_evaluate_module_follows_the_same_rule():
 
 
 def test_compare_uses_the_pairs_both_asked_and_parsed(scored, capsys):
-    from mis_icc_metric.paired import paired_comparison
+    from mis_icc_metric import paired_comparison
 
     folder, _ = scored
     asked, gold = _asked(), _gold()
@@ -253,9 +253,7 @@ def test_compare_uses_the_pairs_both_asked_and_parsed(scored, capsys):
 
 
 def test_report_and_leaderboard_show_coverage(scored, tmp_path):
-    from eval_scripts.leaderboard import build_leaderboard
-    from eval_scripts.report import ReportOptions, write_report
-    from eval_scripts.report.inputs import rescore
+    from eval_scripts import ReportOptions, build_leaderboard, rescore, write_report
 
     folder, _ = scored
     asked, gold = _asked(), _gold()

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mis_bench_dataset import FeatureArrays
 from mis_bench_dataset.builder.schema import arrays_1d, arrays_2d
-from mis_bench_dataset.dataset.arrays import ARRAY_WIDTHS, FeatureArrays
+from mis_bench_dataset.dataset.arrays import ARRAY_WIDTHS
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 

@@ -6,7 +6,7 @@ import json
 
 import yaml
 
-from mis_bench_dataset.dimensions import DIMENSIONS, RUBRIC
+from mis_bench_dataset import DIMENSIONS, RUBRIC
 
 
 def _card(folder):

@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci, read_labels, write_gold_wide
+from mis_bench_dataset import DIMENSION_KEYS, BuildError, build_dataset, generate_synthetic_release, read_labels
+from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci, write_gold_wide
 from mis_bench_dataset.toolkit.numbers import round_half_up
 
 from _metric_helpers import pingouin_icc3_1
@@ -230,7 +229,7 @@ def test_unreadable_csv_files_are_named(tmp_path):
     "header", ["video_id,rater,dimension,score\n", "video_id,VF,H/PE,Per.,Emo.,WAU,Emp.,ABC,ARRR\n"]
 )
 def test_a_header_without_rows_is_refused_not_built_as_no_problems(tmp_path, header):
-    from mis_bench_dataset.release.labels import read_labels
+    from mis_bench_dataset import read_labels
 
     path = tmp_path / "labels.csv"
     path.write_text(header)

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from eval_scripts import RunConfig, dry_run, export_batch, grid_configs, run_grid
 from eval_scripts.cli import main
-from eval_scripts.harness.config import RunConfig
-from eval_scripts.harness.runner import dry_run, export_batch, grid_configs, run_grid
-from mis_bench_dataset.dataset.handle import BuiltDataset
+from mis_bench_dataset import BuiltDataset
 
 from _batch_helpers import closed_port_url, simulate_provider
 from _harness_helpers import ChatServer

@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from mis_bench_dataset import DIMENSION_KEYS, RUBRIC, read_labels
 from mis_bench_dataset.builder.schema import FEATURES_COLUMNS, SCORING_COLUMNS
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.release.labels import read_labels
 from mis_bench_dataset.release.tree import MODALITIES
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from mis_bench_dataset.synth.sample import DEFAULT_SAMPLE_VIDEOS, default_sample
+from mis_bench_dataset import default_sample
+from mis_bench_dataset.synth.sample import DEFAULT_SAMPLE_VIDEOS
 
 
 def test_default_sample_is_generated_once_then_reused(default_sample_cache, monkeypatch):
@@ -37,7 +38,7 @@ def test_default_sample_rebuilds_a_missing_build_without_regenerating(tmp_path, 
 def test_push_to_hub_uploads_the_folder_as_a_dataset_repo(tmp_path, monkeypatch):
     import huggingface_hub
 
-    from mis_bench_dataset.builder.publish import push_to_hub
+    from mis_bench_dataset import push_to_hub
 
     calls = []
 

@@ -7,10 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset import build_dataset
+from mis_bench_dataset import STIMULI, build_dataset, parse_video_id
 from mis_bench_dataset.splits import SPLITS, assign_splits, split_counts
 from mis_bench_dataset.synth.generator import synthetic_video_ids
-from mis_bench_dataset.video_ids import STIMULI, parse_video_id
 
 video_ids = st.lists(
     st.builds(lambda c, t, s: f"C{c:04d}_T{t}_{s}", st.integers(0, 60), st.integers(1, 3), st.sampled_from(STIMULI)),

@@ -18,18 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sp_stats
 
-from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.builder.stats import (
-    HISTOGRAM_BINS,
-    GoldTable,
+from mis_bench_dataset import (
+    DIMENSION_KEYS,
+    DIMENSIONS,
+    build_dataset,
     compute_stats,
-    dataset_stats,
-    histogram,
-    summarize,
+    generate_synthetic_release,
+    read_labels,
     write_stats,
 )
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from mis_bench_dataset.release.labels import read_labels, write_gold_wide
+from mis_bench_dataset.builder.stats import HISTOGRAM_BINS, GoldTable, dataset_stats, histogram, summarize
+from mis_bench_dataset.release.labels import write_gold_wide
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 # (video index, dimension) pairs whose ratings are all removed: those videos lack that gold score.

@@ -12,10 +12,10 @@ from functools import partial
 import pytest
 from datasets import Dataset
 
+from eval_scripts import RunConfig, run_setting
 from eval_scripts.backends.deadlines import Deadlines
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import TricklingServer, make_tiny_chat_model, scoring_rows
@@ -90,7 +90,7 @@ def tiny_model(tmp_path_factory):
 
 
 def test_a_local_backend_stops_between_batches_at_the_run_deadline(tiny_model, tmp_path) -> None:
-    from eval_scripts.backends import get_backend
+    from eval_scripts import get_backend
 
     backend = get_backend("transformers", str(tiny_model), batch_size=4, device="cpu")
     config = RunConfig(

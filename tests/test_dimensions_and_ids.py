@@ -10,17 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import (
+from mis_bench_dataset import (
     DIMENSION_KEYS,
     DIMENSIONS,
     GOLD_STATS,
     HUMAN_CEILING,
     RUBRIC,
-    RUBRIC_FILE,
-    load_rubric,
+    STIMULI,
+    normalize_video_id,
+    parse_video_id,
     resolve_dimension,
 )
-from mis_bench_dataset.video_ids import STIMULI, normalize_video_id, parse_video_id
+from mis_bench_dataset.dimensions import RUBRIC_FILE, load_rubric
 
 
 def test_eight_dimensions_in_paper_order():

@@ -12,9 +12,9 @@ import inspect
 import pytest
 
 import mis_icc_metric.scoring as scoring
+from eval_scripts import RunConfig
 from eval_scripts.cli import build_parser, main
 from eval_scripts.cli.args import config_from_args
-from eval_scripts.harness.config import RunConfig
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 
 from _run_args import run_args
@@ -56,7 +56,7 @@ def test_runconfig_and_the_command_line_have_the_same_defaults():
 
 
 def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_build, tmp_path, asked, chat_server):
-    from eval_scripts.harness.runner import run_setting
+    from eval_scripts import run_setting
 
     with chat_server() as server:
         args = run_args(
@@ -77,9 +77,7 @@ def test_a_model_run_scores_with_the_defaults_from_python_and_the_cli(synthetic_
 
 
 def test_the_default_job_baselines_and_cross_validation_score_with_the_defaults(synthetic_build, tmp_path, asked):
-    from eval_scripts.baselines.baseline_run import run_baseline
-    from eval_scripts.baselines.crossval import cross_validate
-    from eval_scripts.jobs.default_job import run_default_job
+    from eval_scripts import cross_validate, run_baseline, run_default_job
 
     run_baseline(synthetic_build, tmp_path / "baseline", modality="text")
     assert asked and set(asked) == {EXPECTED}

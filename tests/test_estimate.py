@@ -11,11 +11,8 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.video_ids import parse_video_id
-from mis_icc_metric.estimates import estimate_means
-from mis_icc_metric.ppi import ppi_mean
-from mis_icc_metric.resampling import make_resampling
+from mis_bench_dataset import DIMENSION_KEYS, parse_video_id
+from mis_icc_metric import estimate_means, make_resampling, ppi_mean
 
 from _metric_helpers import make_scores
 from _ppi_reference import ppi_reference
@@ -169,8 +166,7 @@ def test_groups_with_too_few_labels_are_listed_in_one_line(judge_and_experts, tm
 def test_the_coverage_simulation_equals_a_loop_over_draws():
     """`ppi_coverage_simulation` against `ppi_mean` and `classical_mean` draw by draw (the same random keys), and
     its coverage near the nominal level on synthetic data where the truth is known."""
-    from mis_icc_metric.estimates import ppi_coverage_simulation
-    from mis_icc_metric.ppi import classical_mean
+    from mis_icc_metric import classical_mean, ppi_coverage_simulation
 
     predictions, gold = make_scores(n=400, seed=8, noise=0.4, unparsed=0.0)
     result = ppi_coverage_simulation(predictions, gold, share=0.1, n_draws=60, seed=4)

@@ -16,13 +16,12 @@ import pytest
 from scipy.stats import norm
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_bench_dataset.video_ids import STIMULI
-from mis_icc_metric.estimates import estimate_means, judged_videos
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, STIMULI
+from mis_icc_metric import classical_mean, estimate_means, make_resampling, ppi_mean
+from mis_icc_metric.estimates import judged_videos
 from mis_icc_metric.labelled_check import CHECK_ALPHA, check_labelled_set
-from mis_icc_metric.ppi import classical_mean, ppi_mean, stratified_ppi_mean
+from mis_icc_metric.ppi import stratified_ppi_mean
 from mis_icc_metric.reporting_floor import MAX_UNDEFINED_SHARE, MIN_LABELLED_VIDEOS
-from mis_icc_metric.resampling import make_resampling
 
 from _ppi_reference import ppi_reference
 

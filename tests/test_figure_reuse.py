@@ -11,9 +11,9 @@ import pytest
 from eval_scripts.report.agreement_plots import write_agreement_plots
 from eval_scripts.report.plots import scatter_figure, scatter_grid
 from eval_scripts.report.table import RunView
+from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.builder.stats import GoldTable, dataset_stats
 from mis_bench_dataset.builder.stats_plots import gold_histograms
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.toolkit import figures
 
 KINDS = ("scatter", "bland-altman", "calibration", "histograms")

@@ -75,7 +75,7 @@ def _tiny_folder(tmp_path: Path, **sizes) -> Path:
 
 
 def _config(tmp_path: Path, **overrides):
-    from raft_trainer.config import RAFTConfig
+    from raft_trainer import RAFTConfig
 
     base = dict(
         output_dir=str(tmp_path / "out"),
@@ -103,8 +103,8 @@ def test_qlora_4bit_lora_bf16_raft_steps_with_paged_adamw_8bit(tmp_path, report)
     pytest.importorskip("bitsandbytes")
     from transformers import BitsAndBytesConfig
 
+    from raft_trainer import RAFTTrainer
     from raft_trainer.tiny import tiny_tokenizer
-    from raft_trainer.trainer import RAFTTrainer
 
     from _raft_helpers import short_encoded_toy
 
@@ -149,8 +149,7 @@ def test_qlora_4bit_lora_bf16_raft_steps_with_paged_adamw_8bit(tmp_path, report)
 
 
 def test_expected_score_predict_in_bf16_matches_fp32(tmp_path, report):
-    from raft_trainer.config import RAFTConfig
-    from raft_trainer.predict import predict_scores
+    from raft_trainer import RAFTConfig, predict_scores
     from raft_trainer.tiny import tiny_model, tiny_tokenizer
 
     from _harness_helpers import scoring_rows
@@ -194,8 +193,8 @@ def _step_timer():
 def test_one_raft_step_against_one_ce_step(tmp_path, report):
     import datasets
 
+    from raft_trainer import RAFTTrainer
     from raft_trainer.tiny import tiny_model, tiny_tokenizer
-    from raft_trainer.trainer import RAFTTrainer
 
     from _harness_helpers import scoring_rows
 
@@ -287,10 +286,9 @@ def test_a_cot_raft_step_and_a_grpo_step_against_a_raft_step(tmp_path, report):
 
     import datasets
 
+    from raft_trainer import RAFTTrainer, make_grpo_trainer
     from raft_trainer.cot import RATIONALE_COLUMN
-    from raft_trainer.grpo import make_grpo_trainer
     from raft_trainer.tiny import WORDS, tiny_model, tiny_tokenizer
-    from raft_trainer.trainer import RAFTTrainer
 
     from _raft_helpers import toy_rows
 
@@ -341,8 +339,8 @@ def test_a_step_of_each_training_method_against_raft(tmp_path, report):
     import datasets
     from transformers import Qwen2ForSequenceClassification
 
+    from raft_trainer import RAFTTrainer
     from raft_trainer.tiny import tiny_model, tiny_tokenizer
-    from raft_trainer.trainer import RAFTTrainer
 
     from _harness_helpers import scoring_rows
 

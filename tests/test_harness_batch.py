@@ -268,8 +268,9 @@ def _dir(label: str) -> str:
 def test_dry_run_uses_the_local_tokenizer(tmp_path, synthetic_build, capsys) -> None:
     from transformers import AutoTokenizer
 
+    from eval_scripts import RunConfig
     from eval_scripts.harness.context import prepare_run
-    from eval_scripts.harness.runner import RunConfig, batch_backend
+    from eval_scripts.harness.runner import batch_backend
 
     from _harness_helpers import make_tiny_chat_model
 
@@ -459,8 +460,8 @@ def test_conflicting_answers_are_not_imported_and_answers_beat_errors_across_fil
 def test_prefix_order_changes_no_result(tmp_path, chat_server) -> None:
     from datasets import Dataset
 
+    from eval_scripts import RunConfig, run_setting
     from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
-    from eval_scripts.harness.runner import RunConfig, run_setting
 
     from _harness_helpers import scoring_rows
 
@@ -549,7 +550,7 @@ def test_output_lines_of_openai_and_vllm_shapes() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.permutations(range(6)))
 def test_any_line_order_imports_the_same_outcomes(order) -> None:
-    from eval_scripts.backends.base import Completion
+    from eval_scripts import Completion
     from eval_scripts.harness.batch_files import UNPLACED, BatchOutcome, resolve_outcomes
 
     def answer(text):

@@ -127,9 +127,8 @@ def test_the_one_truncation_rule_knows_the_expected_readout_of_a_score_first_sty
 
 
 def test_an_expected_record_with_a_non_finite_number_is_never_cached(tmp_path) -> None:
+    from eval_scripts import Backend, Completion, DecodingConfig, Prompt
     from eval_scripts.answers.answer_status import answer_problem
-    from eval_scripts.answers.prompts import Prompt
-    from eval_scripts.backends.base import Backend, Completion, DecodingConfig
     from eval_scripts.harness.cached_backend import CachingBackend
 
     assert answer_problem("3.5", "stop", None, {"score": 3.5, "reason": None}) is None

@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from eval_scripts.answers.prompts import Prompt
-from eval_scripts.backends.base import DecodingConfig
+from eval_scripts import DecodingConfig, Prompt, RunConfig, run_setting
 from eval_scripts.backends.openai_backend import (
     CircuitBreaker,
     OpenAIBackend,
@@ -29,7 +28,6 @@ from eval_scripts.backends.openai_backend import (
 )
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
-from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS, EXIT_USAGE
 
 from _harness_helpers import scoring_rows

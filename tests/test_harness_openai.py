@@ -14,11 +14,9 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
-from eval_scripts.answers.prompts import Prompt
-from eval_scripts.backends.base import DecodingConfig
+from eval_scripts import DecodingConfig, Prompt, RunConfig, run_setting
 from eval_scripts.backends.openai_backend import OpenAIBackend, RetryPolicy
 from eval_scripts.harness.response_cache import iter_records
-from eval_scripts.harness.runner import RunConfig, run_setting
 
 from _harness_helpers import ChatServer, FaultPlan, scoring_rows
 from _run_args import run_args
@@ -197,7 +195,7 @@ def test_few_shot_examples_come_from_train_only(tmp_path, synthetic_build, chat_
 def test_vllm_backend_without_vllm_is_a_clear_error() -> None:
     import importlib.util
 
-    from eval_scripts.backends import BackendUnavailable, get_backend
+    from eval_scripts import BackendUnavailable, get_backend
 
     if importlib.util.find_spec("vllm") is not None:
         pytest.skip("vllm is installed here")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 from _harness_helpers import ChatServer, chat_completion, prompt_text
 from _run_args import run_args

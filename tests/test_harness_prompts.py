@@ -7,17 +7,17 @@ import re
 import numpy as np
 import pytest
 
+from eval_scripts import Prompt, parse_score, render_prompt
 from eval_scripts.answers.feature_plots import feature_media_block
 from eval_scripts.answers.prompts import (
     MODALITIES,
     PROMPT_VERSIONS,
     FewShotExample,
-    Prompt,
-    render_prompt,
     select_few_shot,
     template_hash,
     template_path,
 )
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.dataset.feature_descriptors import (
     MIN_PAUSE_SECONDS,
     audio_descriptors,
@@ -25,9 +25,7 @@ from mis_bench_dataset.dataset.feature_descriptors import (
     describe_video,
     video_descriptors,
 )
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES  # the styles with template files
-from mis_icc_metric.score_parser import parse_score
 
 from _harness_helpers import scoring_rows
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from datasets import Dataset
 
+from eval_scripts import RunConfig, run_setting
 from eval_scripts.backends.openai_backend import CircuitBreaker, RetryPolicy
 from eval_scripts.cli import main
-from eval_scripts.harness.runner import RunConfig, run_setting
 from mis_bench_dataset.toolkit.errors import EXIT_REQUESTS
 
 from _harness_helpers import ChatServer, scoring_rows

@@ -6,10 +6,9 @@ import json
 
 import pytest
 
+from eval_scripts import RunConfig, UnsupportedSetting, run_grid, run_setting
 from eval_scripts.answers.prompts import MODALITIES
-from eval_scripts.backends.base import UnsupportedSetting
 from eval_scripts.backends.openai_backend import RetryPolicy
-from eval_scripts.harness.runner import RunConfig, run_grid, run_setting
 from eval_scripts.report.text_table import format_table
 
 FAST_RETRY = RetryPolicy(max_retries=2, backoff_base_s=0.005, backoff_max_s=0.01, timeout_s=5.0)
@@ -103,8 +102,7 @@ def test_grid_prints_a_table_and_lists_refusals(public_build, server, tmp_path) 
 def test_the_grid_is_expanded_once_modality_major_with_each_styles_decoding():
     """`grid_configs` is the one expansion behind a grid run, its dry run and its batch files: the table's order
     (modality-major), every (modality, style) once, each style with the decoding asked for it."""
-    from eval_scripts.backends import DecodingConfig
-    from eval_scripts.harness.runner import grid_configs
+    from eval_scripts import DecodingConfig, grid_configs
 
     config = RunConfig(backend="openai", model="m")
     styles = ["direct", "cot", "paper"]

@@ -7,9 +7,7 @@ import json
 import pytest
 from datasets import Dataset
 
-from eval_scripts.answers.prompts import Prompt, render_prompt
-from eval_scripts.backends import DecodingConfig, UnsupportedSetting, get_backend
-from eval_scripts.harness.runner import RunConfig, run_setting
+from eval_scripts import DecodingConfig, Prompt, RunConfig, UnsupportedSetting, get_backend, render_prompt, run_setting
 
 from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 from _run_args import run_args
@@ -65,8 +63,7 @@ def test_text_only_model_refuses_raw_video(tiny_model, tmp_path) -> None:
 def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, synthetic_build, tmp_path) -> None:
     from eval_scripts.cli import main
     from eval_scripts.formats.results import validate_results
-    from mis_icc_metric.predictions_io import read_predictions, read_references
-    from mis_icc_metric.scoring import score_predictions
+    from mis_icc_metric import read_predictions, read_references, score_predictions
 
     out = tmp_path / "runs"
     args = run_args(

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_icc_metric.predictions_io import PredictionsFormatError, read_prediction_file, read_references
+from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import PredictionsFormatError, read_prediction_file, read_references
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions
 

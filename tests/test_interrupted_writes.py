@@ -59,7 +59,7 @@ def test_a_failed_write_leaves_no_temporary_and_the_earlier_results(
 
 
 def test_report_figures_are_never_half_written(synthetic_build, tmp_path, monkeypatch, capsys) -> None:
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     from _leaderboard_helpers import make_results
 

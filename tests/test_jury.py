@@ -18,13 +18,14 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy.optimize import nnls
 
-from eval_scripts.baselines.baseline_run import load_feature_rows, run_baseline
+from eval_scripts import run_baseline
+from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.stacking import simplex_weights
 from eval_scripts.cli import main
 from eval_scripts.leaderboard.juries import combine_members, read_member
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.dataset.loading import gold_references
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
+from mis_icc_metric import predictions_to_mapping, read_predictions, read_references
 
 
 @pytest.fixture(scope="module")

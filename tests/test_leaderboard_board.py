@@ -13,10 +13,11 @@ import urllib.request
 import numpy as np
 import pytest
 
-from eval_scripts.leaderboard import build_leaderboard, render_page, write_leaderboard
+from eval_scripts import build_leaderboard, write_leaderboard
+from eval_scripts.leaderboard import render_page
 from eval_scripts.leaderboard.disclosure import significant
 from eval_scripts.leaderboard.space_app import make_server, site_files
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
+from mis_bench_dataset import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import paired_comparison, score_predictions

@@ -9,7 +9,7 @@ import pytest
 
 from eval_scripts.cli import main as cli_main
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 from _leaderboard_helpers import make_results, noisy_predictions
 
@@ -17,7 +17,7 @@ from _leaderboard_helpers import make_results, noisy_predictions
 @pytest.fixture(scope="module")
 def labelled(synthetic_build):
     """(dataset folder, test references) of the shared synthetic build."""
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     return synthetic_build, read_references(synthetic_build, split="test")
 

@@ -14,14 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eval_scripts import build_leaderboard
 from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
-from eval_scripts.leaderboard import build_leaderboard, render_page
+from eval_scripts.leaderboard import render_page
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from eval_scripts.leaderboard.identity import NEAR_COPY_CORRELATION, copy_correlation
 from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.received import Request
 from eval_scripts.leaderboard.space_app import site_files
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import score_predictions
 
@@ -372,7 +373,7 @@ def _is_number(cell: str) -> bool:
 
 
 def test_the_synthetic_mark_and_the_fingerprint_come_from_the_references(tmp_path, synthetic_build, unmarked_build):
-    from eval_scripts.leaderboard.references import read_board_references
+    from eval_scripts import read_board_references
 
     for build, expected in ((synthetic_build, True), (unmarked_build, False)):
         refs = read_board_references(build, "test")

@@ -32,7 +32,7 @@ def test_hostile_names_never_forge_a_line_of_the_leaderboard_listing(tmp_path, c
 
 def test_a_submission_on_another_dataset_is_not_ranked(synthetic_build, tmp_path, capsys) -> None:
     from mis_bench_dataset import BuiltDataset
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     from _leaderboard_helpers import make_results, noisy_predictions
 

@@ -16,7 +16,8 @@ import subprocess
 
 import pytest
 
-from eval_scripts.leaderboard import build_leaderboard, render_page
+from eval_scripts import build_leaderboard
+from eval_scripts.leaderboard import render_page
 from eval_scripts.report.formatting import pct
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions

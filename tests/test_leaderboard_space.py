@@ -43,7 +43,7 @@ def _get(port, path="/", method="GET"):
 
 @pytest.fixture(scope="module")
 def build_refs(synthetic_build):
-    from eval_scripts.leaderboard.references import read_board_references
+    from eval_scripts import read_board_references
 
     return read_board_references(synthetic_build, "test")
 

@@ -11,17 +11,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from eval_scripts import load_submission, package_submission
 from eval_scripts.formats import submission
 from eval_scripts.formats.submission import (
     SubmissionError,
     find_problems,
-    load_submission,
-    package_submission,
     parse_submission_bytes,
     predictions_mapping,
     validate_results,
 )
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 

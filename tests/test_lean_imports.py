@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from mis_icc_metric.predictions_io import read_references
+from mis_icc_metric import read_references
 
 PROBE = """
 import contextlib, io, json, sys

@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("peft")
 
 from mis_bench_dataset.toolkit.errors import UsageError  # noqa: E402
+from raft_trainer import save_tiny_model  # noqa: E402
 from raft_trainer.lora_targets import as_module_names, check_lora_targets, missing_targets  # noqa: E402
-from raft_trainer.tiny import save_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from eval_scripts import load_submission
 from eval_scripts.cli.run import run_default
-from eval_scripts.formats.submission import find_problems, load_submission
+from eval_scripts.formats.submission import find_problems
 from eval_scripts.jobs.default_job import DEFAULT_OUT, out_folder
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
+from mis_bench_dataset import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
-from mis_icc_metric.predictions_io import read_predictions, read_references
+from mis_icc_metric import read_predictions, read_references
 
 from _metric_helpers import pingouin_icc3_1
 

@@ -15,15 +15,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mis_bench_dataset.icc import ICC_FORMS, icc3_1, icc_forms, icc_table
-from mis_icc_metric import score_predictions
-from mis_icc_metric.agreement_statistics import (
-    STATISTIC_KEYS,
-    agreement,
-    agreement_blocks,
-    agreement_replicates,
-    krippendorff_alpha,
-)
+from mis_bench_dataset.icc import ICC_FORMS
+from mis_icc_metric import agreement, icc3_1, icc_forms, icc_table, krippendorff_alpha, score_predictions
+from mis_icc_metric.agreement_statistics import STATISTIC_KEYS, agreement_blocks, agreement_replicates
 from mis_icc_metric.bootstrap import bootstrap_indices
 
 from _independent import percentile_interval, reference_agreement

@@ -13,8 +13,7 @@ import yaml
 
 import mis_icc_metric
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric.predictions_io import write_predictions
-from mis_icc_metric.scoring import score_predictions
+from mis_icc_metric import score_predictions, write_predictions
 
 from _metric_helpers import make_scores, write_scoring_dataset
 
@@ -136,7 +135,7 @@ def test_score_cli_prints_the_table_and_writes_raw_json(tmp_path, capsys):
 
 
 def test_score_cli_on_the_synthetic_build_with_common_set(synthetic_build, tmp_path, capsys):
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     references = read_references(synthetic_build)
     records = [{"video_id": v, "dimension": d, "prediction": min(5.0, s + 0.3)} for (v, d), s in references.items()]

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
+from mis_bench_dataset import DIMENSION_KEYS, STIMULI, TIME_POINTS
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.groups import equal_bias_test, grouped_moments
 
@@ -155,7 +154,7 @@ def _group_of(video: str, by: str) -> str:
 
 @pytest.mark.parametrize("by", ["time_point", "stimulus"])
 def test_subgroup_values_are_pingouins_icc_and_the_hand_bias_of_each_groups_pairs(by):
-    from mis_icc_metric.groups import subgroup_agreement
+    from mis_icc_metric import subgroup_agreement
 
     predictions, references = clustered_scores()
     result = subgroup_agreement(predictions, references, by=by, n_bootstrap=0)
@@ -179,8 +178,7 @@ def test_subgroup_values_are_pingouins_icc_and_the_hand_bias_of_each_groups_pair
 def test_clinician_resampled_group_cis_are_the_percentiles_of_a_loop_over_the_drawn_clinicians():
     """Each resample: the clinicians the shared draw names, each with all its videos (twice if drawn twice),
     restricted to the group; the CI is np.percentile of pingouin's ICC / the mean difference over them."""
-    from mis_icc_metric.groups import subgroup_agreement
-    from mis_icc_metric.resampling import make_resampling
+    from mis_icc_metric import make_resampling, subgroup_agreement
 
     predictions, references = clustered_scores(n_clinicians=16, seed=4)
     result = subgroup_agreement(predictions, references, by="time_point", n_bootstrap=40, seed=7)
@@ -210,7 +208,7 @@ def test_clinician_resampled_group_cis_are_the_percentiles_of_a_loop_over_the_dr
 def test_the_equal_bias_test_of_the_api_is_statsmodels_on_the_scored_pairs():
     import statsmodels.api as sm
 
-    from mis_icc_metric.groups import subgroup_agreement
+    from mis_icc_metric import subgroup_agreement
 
     predictions, references = clustered_scores(seed=5)
     result = subgroup_agreement(predictions, references, by="time_point", n_bootstrap=0)
@@ -227,7 +225,8 @@ def test_the_equal_bias_test_of_the_api_is_statsmodels_on_the_scored_pairs():
 
 
 def test_groups_too_small_for_a_ci_are_listed_with_their_values_never_dropped():
-    from mis_icc_metric.groups import MIN_CI_VIDEOS, subgroup_agreement
+    from mis_icc_metric import subgroup_agreement
+    from mis_icc_metric.groups import MIN_CI_VIDEOS
 
     predictions, references = clustered_scores(n_clinicians=10, seed=2)
     result = subgroup_agreement(predictions, references, by="clinician", n_bootstrap=20, seed=0)
@@ -249,7 +248,7 @@ def test_groups_too_small_for_a_ci_are_listed_with_their_values_never_dropped():
 @settings(max_examples=10, deadline=None)
 @given(seed=st.integers(0, 1000))
 def test_the_order_of_the_input_pairs_changes_nothing(seed):
-    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+    from mis_icc_metric import subgroup_agreement, therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=8, seed=seed % 7)
     order = np.random.default_rng(seed).permutation(len(references))
@@ -266,7 +265,7 @@ def test_the_order_of_the_input_pairs_changes_nothing(seed):
 def test_therapist_means_and_changes_are_pingouins_icc_of_the_hand_averages():
     import pandas as pd
 
-    from mis_icc_metric.groups import therapist_agreement
+    from mis_icc_metric import therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=30, seed=3)
     result = therapist_agreement(predictions, references, n_bootstrap=0)
@@ -302,8 +301,7 @@ def test_therapist_cis_resample_clinicians_with_all_their_units_from_one_draw():
     drawn twice), pingouin's ICC of the drawn therapist means and of the drawn changes, np.percentile."""
     import pandas as pd
 
-    from mis_icc_metric.groups import therapist_agreement
-    from mis_icc_metric.resampling import make_resampling
+    from mis_icc_metric import make_resampling, therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=20, seed=6)
     result = therapist_agreement(predictions, references, n_bootstrap=30, seed=2)
@@ -344,7 +342,7 @@ def test_therapist_cis_resample_clinicians_with_all_their_units_from_one_draw():
 
 
 def _score_files(tmp_path, predictions, references):
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     from _metric_helpers import write_scoring_dataset
 
@@ -358,7 +356,7 @@ def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them
 
     from eval_scripts.cli import main
     from mis_bench_dataset.toolkit.jsonio import json_safe
-    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+    from mis_icc_metric import subgroup_agreement, therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=12, seed=8)
     preds, dataset = _score_files(tmp_path, predictions, references)
@@ -397,10 +395,9 @@ def test_score_by_an_unknown_grouping_is_a_usage_error(tmp_path, capsys):
 def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(tmp_path):
     import json
 
-    from eval_scripts.report import ReportOptions, write_report
+    from eval_scripts import ReportOptions, write_report
     from mis_bench_dataset.toolkit.jsonio import json_safe
-    from mis_icc_metric import score_predictions
-    from mis_icc_metric.groups import subgroup_agreement, therapist_agreement
+    from mis_icc_metric import score_predictions, subgroup_agreement, therapist_agreement
 
     from _leaderboard_helpers import make_results
 
@@ -429,7 +426,7 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
 
 
 def test_the_report_refuses_subgroups_without_gold(tmp_path):
-    from eval_scripts.report import ReportOptions, write_report
+    from eval_scripts import ReportOptions, write_report
     from mis_bench_dataset.toolkit.errors import UsageError
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric import score_predictions
@@ -446,7 +443,8 @@ def test_the_report_refuses_subgroups_without_gold(tmp_path):
 def test_the_therapist_level_gives_no_ci_from_fewer_than_five_clinicians():
     """Twelve therapist units of four clinicians are enough units but not enough clinicians for a clinician-resampled
     CI, as for the subgroups (`MIN_CI_CLUSTERS`); seven clinicians are."""
-    from mis_icc_metric.groups import MIN_CI_CLUSTERS, therapist_agreement
+    from mis_icc_metric import therapist_agreement
+    from mis_icc_metric.groups import MIN_CI_CLUSTERS
 
     from _metric_helpers import make_scores
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import score_predictions
 from mis_icc_metric.agreement_statistics import halo
-from mis_icc_metric.scoring import score_predictions
 
 
 def _hand_pairs(scores: np.ndarray, present: np.ndarray) -> dict[tuple[int, int], float]:
@@ -91,8 +91,8 @@ def _grid(predictions: dict, videos, keys) -> np.ndarray:
 def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
     import json
 
+    from eval_scripts import build_leaderboard
     from eval_scripts.cli import main
-    from eval_scripts.leaderboard import build_leaderboard
     from eval_scripts.leaderboard.outputs import csv_rows
     from eval_scripts.leaderboard.page import render_page
 

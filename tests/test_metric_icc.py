@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from mis_bench_dataset.icc import icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
+from mis_icc_metric import icc3, icc3_1, icc3_ci, icc3_k, mean_squared_error, mean_squares
 from mis_icc_metric.bootstrap import (
     bootstrap_blocks,
     bootstrap_indices,

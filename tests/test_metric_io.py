@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.release import labels as labels_module
 from mis_bench_dataset.release.labels import table_form, write_gold_wide, write_ratings_long
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.video_ids import ID_COLUMNS
-from mis_icc_metric import predictions_io
-from mis_icc_metric.predictions_io import (
+from mis_icc_metric import (
     PredictionsFormatError,
+    predictions_io,
     predictions_to_mapping,
     read_predictions,
     read_references,
@@ -249,7 +249,8 @@ def test_labels_predictions_and_references_all_dispatch_through_it(tmp_path, mon
 
 
 def test_predictions_without_gold_name_the_first_and_count_the_others(tmp_path):
-    from mis_icc_metric.predictions_io import check_predicted_pairs, read_prediction_file
+    from mis_icc_metric import read_prediction_file
+    from mis_icc_metric.predictions_io import check_predicted_pairs
 
     videos = ["EH0822_T1_Jessica", "CB0326_T3_Jackson", "AB0101_T1_Luke", "CD0202_T1_John"]
     path = write_predictions(

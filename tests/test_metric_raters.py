@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.release.labels import read_labels, write_ratings_long
+from mis_bench_dataset import DIMENSION_KEYS, read_labels
+from mis_bench_dataset.release.labels import write_ratings_long
 from mis_bench_dataset.toolkit.errors import UsageError
-from mis_icc_metric.raters import certification, model_as_rater
+from mis_icc_metric import model_as_rater
+from mis_icc_metric.raters import certification
 
 from _independent import anova_forms, anova_icc
 
@@ -154,7 +155,7 @@ def _cli(*argv: str) -> tuple[int, str, str]:
 def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
     path, labels, references, predictions, _ = labelled
     from mis_bench_dataset.toolkit.jsonio import json_safe
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     pred_file = tmp_path / "pred.csv"
     write_predictions(
@@ -191,7 +192,7 @@ def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
 def test_score_raters_cli_refuses_wide_labels(tmp_path, labelled):
     path, labels, _, predictions, _ = labelled
     from mis_bench_dataset.release.labels import write_gold_wide
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     pred_file = tmp_path / "pred.csv"
     write_predictions(

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, HUMAN_CEILING
-from mis_bench_dataset.icc import icc3_1, icc3_ci
+from mis_bench_dataset import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.jsonio import json_safe
+from mis_icc_metric import icc3_1, icc3_ci, paired_comparison, score_predictions
 from mis_icc_metric.bootstrap import bootstrap_indices
-from mis_icc_metric.paired import bootstrap_p_value, paired_comparison
-from mis_icc_metric.scoring import mappings_from_columns, score_predictions
+from mis_icc_metric.paired import bootstrap_p_value
+from mis_icc_metric.scoring import mappings_from_columns
 
 from _metric_helpers import make_scores
 

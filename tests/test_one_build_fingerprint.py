@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.baselines.baseline_run import run_baseline
+from eval_scripts import run_baseline
 from eval_scripts.cli import main
+from mis_bench_dataset import BuiltDataset
 from mis_bench_dataset.dataset import format as fmt
-from mis_bench_dataset.dataset.handle import BuiltDataset
 
 from _run_args import TEST_KEY_ENV, run_args
 

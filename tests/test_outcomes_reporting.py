@@ -12,11 +12,10 @@ import threading
 import pytest
 from datasets import Dataset
 
+from eval_scripts import GridEntry, ReportOptions, RunConfig, build_leaderboard, run_setting, write_report
 from eval_scripts.backends.openai_backend import RetryPolicy
-from eval_scripts.harness.runner import GridEntry, RunConfig, run_setting
-from eval_scripts.leaderboard import build_leaderboard, render_page
+from eval_scripts.leaderboard import render_page
 from eval_scripts.leaderboard.outputs import csv_rows
-from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.formatting import MISSING
 from eval_scripts.report.table import rates_table, run_views
 from eval_scripts.report.text_table import format_table

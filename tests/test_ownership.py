@@ -159,7 +159,7 @@ def test_synth_into_a_file_or_a_nonempty_folder_is_refused(work, capsys):
 def scored(synthetic_build):
     """A build (the session's, read only: the writers under test write beside the predictions) and a long-form
     predictions file for the score/compare writers."""
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     references = read_references(synthetic_build, split="train")
     predictions = [
@@ -169,7 +169,7 @@ def scored(synthetic_build):
 
 
 def test_score_json_never_replaces_its_own_input_or_a_user_file(tmp_path, scored, capsys):
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     build, predictions = scored
     pred = tmp_path / "pred.csv"
@@ -195,7 +195,7 @@ def test_score_json_never_replaces_its_own_input_or_a_user_file(tmp_path, scored
 
 
 def test_compare_json_never_replaces_an_input(tmp_path, scored, capsys):
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     build, predictions = scored
     a, b = tmp_path / "a.csv", tmp_path / "b.csv"

@@ -163,8 +163,7 @@ print(json.dumps({"hidden_ok": hidden_ok, "codes": codes, "loaded": loaded, "pre
     assert len(board["entries"]) == 4 and len(board["floors"]) == 1  # the mean floor is not ranked
     # The same numbers as with every package present.
     from mis_bench_dataset.toolkit.jsonio import json_safe
-    from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
-    from mis_icc_metric.scoring import score_predictions
+    from mis_icc_metric import predictions_to_mapping, read_predictions, read_references, score_predictions
 
     predictions = predictions_to_mapping(read_predictions(report["predictions"]))
     expected = json_safe(score_predictions(predictions, read_references(tmp_path / "build"), n_bootstrap=0))

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eval_scripts
-from mis_icc_metric.score_parser import PARSE_STYLES, parse_score
+from eval_scripts import parse_score
+from mis_icc_metric.score_parser import PARSE_STYLES
 
 # (text, style, expected)
 CASES: list[tuple[str, str, float | None]] = [

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts.answers.prompts import render_paper_prompt, render_prompt
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
+from eval_scripts import parse_score, render_paper_prompt, render_prompt
+from mis_bench_dataset import DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.toolkit.numbers import round_half_up
-from mis_icc_metric.score_parser import MAX_NUMBER_DIGITS, PARSE_STYLES, parse_details, parse_score
+from mis_icc_metric.score_parser import MAX_NUMBER_DIGITS, PARSE_STYLES, parse_details
 
 # Written in the shape of real answers (not copied from any file); the same in every style.
 REAL_SHAPED: list[tuple[str, float | None]] = [

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_icc_metric.resampling import make_resampling
-from mis_icc_metric.sensitivity import perturbation_shift
+from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import make_resampling, perturbation_shift
 
 from _independent import anova_icc, percentile_interval
 

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from eval_scripts import Prompt, render_paper_prompt, render_prompt
 from eval_scripts.answers import perturbations as P
-from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset import DIMENSION_KEYS, RUBRIC
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 
 from _harness_helpers import scoring_rows

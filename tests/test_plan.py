@@ -16,25 +16,28 @@ from hypothesis import strategies as st
 from test_estimate import _write
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci
-from mis_icc_metric.estimates import ppi_coverage_simulation
-from mis_icc_metric.planning import (
-    SizedDraws,
+from mis_icc_metric import (
     StudyDesign,
-    _pilot,
-    _units,
     bonett_sample_size,
-    clinician_correlation,
-    icc_influence,
-    icc_variance_factor,
+    make_resampling,
     plan_difference,
     plan_icc,
     plan_labels,
+    ppi_coverage_simulation,
+)
+from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci
+from mis_icc_metric.planning import (
+    SizedDraws,
+    _pilot,
+    _units,
+    clinician_correlation,
+    icc_influence,
+    icc_variance_factor,
 )
 from mis_icc_metric.reporting_floor import MIN_CI_CLUSTERS, MIN_LABELLED_VIDEOS
-from mis_icc_metric.resampling import design_effect, make_resampling
+from mis_icc_metric.resampling import design_effect
 
 from _metric_helpers import make_scores, video_ids
 

@@ -7,15 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_icc_metric.ppi import (
-    classical_difference,
-    classical_mean,
-    clustered_ppi_means,
-    mean_lambda,
-    ppi_difference,
-    ppi_mean,
-    weighted_ppi_means,
-)
+from mis_icc_metric import classical_difference, classical_mean, ppi_difference, ppi_mean
+from mis_icc_metric.ppi import clustered_ppi_means, mean_lambda, weighted_ppi_means
 
 from _ppi_reference import ppi_reference
 

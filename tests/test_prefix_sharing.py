@@ -11,9 +11,8 @@ import numpy as np
 import pytest
 
 import raft_trainer.predict as predict
-from eval_scripts.answers.prompts import Prompt, render_prompt
-from eval_scripts.backends import DecodingConfig, get_backend
-from raft_trainer.tiny import save_tiny_model
+from eval_scripts import DecodingConfig, Prompt, get_backend, render_prompt
+from raft_trainer import save_tiny_model
 
 from _harness_helpers import scoring_rows
 

@@ -91,7 +91,7 @@ def test_show_false_is_silent_on_a_terminal_too(shown, monkeypatch, capsys):
 
 def test_cross_validation_counts_every_fold(synthetic_build, caplog):
     """The step that printed nothing for minutes: one unit per fitted fold (settings x seeds x folds)."""
-    from eval_scripts.baselines.crossval import cross_validate
+    from eval_scripts import cross_validate
 
     jobs = [("mean", "text"), ("features", "text")]
     with caplog.at_level(logging.INFO, logger="mis_bench_dataset.toolkit.progress"):

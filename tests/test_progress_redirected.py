@@ -89,7 +89,7 @@ def test_a_run_and_a_report_of_three_runs_draw_no_bar_into_a_file(synthetic_buil
 @pytest.mark.slow
 def test_training_draws_no_bar_into_a_file(synthetic_build, tmp_path):
     """The Trainer's step bar and `datasets`' map bars ("Tokenizing train dataset") stay off a redirected stderr."""
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
 
     model = save_tiny_model(tmp_path / "tiny-qwen2")
     log = tmp_path / "train.log"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.backends.base import DecodingConfig
+from eval_scripts import DecodingConfig, parse_score
 from eval_scripts.cli import main
 from eval_scripts.harness.cost_estimate import expected_completion_tokens
 from mis_bench_dataset.dimensions import (
@@ -23,7 +23,7 @@ from mis_bench_dataset.dimensions import (
     prompt_style,
 )
 from mis_bench_dataset.protocol import PAPER_MAX_NEW_TOKENS
-from mis_icc_metric.score_parser import PARSE_STYLES, parse_score
+from mis_icc_metric.score_parser import PARSE_STYLES
 
 from _batch_helpers import closed_port_url
 from _harness_helpers import fake_reply, prompt_text

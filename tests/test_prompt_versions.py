@@ -11,18 +11,17 @@ import os
 import pytest
 from datasets import Dataset
 
+from eval_scripts import render_prompt
 from eval_scripts.answers.prompts import (
     DEFAULT_PROMPT_VERSION,
     MODALITIES,
     PROMPT_VERSIONS,
-    render_prompt,
     template_hash,
     template_version,
 )
 from eval_scripts.cli import main
 from eval_scripts.harness.ordering import prefix_order
-from mis_bench_dataset import BuiltDataset
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC, BuiltDataset
 from mis_bench_dataset.dimensions import ZERO_SHOT_PROMPT_STYLES as TEMPLATE_STYLES
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256
 
@@ -79,8 +78,9 @@ def test_every_template_file_has_its_pinned_hash_and_paper_has_one_wording() -> 
 
 @pytest.mark.parametrize("style", TEMPLATE_STYLES)
 def test_version_2_requests_are_pinned(style) -> None:
+    from eval_scripts import RunConfig
     from eval_scripts.backends.openai_backend import OpenAIBackend
-    from eval_scripts.harness.context import RunConfig, prepare_run
+    from eval_scripts.harness.context import prepare_run
 
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1")
     context = prepare_run(
@@ -131,7 +131,7 @@ def test_version_2_puts_what_a_dimension_shares_first_and_the_response_last(moda
 
 
 def test_requests_go_dimension_major_across_settings() -> None:
-    from eval_scripts.answers.prompts import Prompt
+    from eval_scripts import Prompt
 
     requests = [
         (modality, Prompt(row["video_id"], row["dimension"], render_prompt(row, modality, style, media_block="M")))

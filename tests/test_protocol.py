@@ -11,14 +11,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC
-from mis_bench_dataset.protocol import (
-    ANSWER_LINE,
-    PAPER_TEMPLATE_SHA256,
-    SECTION_HEADINGS,
-    VideoSampling,
-    paper_prompt,
-)
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, RUBRIC, paper_prompt
+from mis_bench_dataset.protocol import ANSWER_LINE, PAPER_TEMPLATE_SHA256, SECTION_HEADINGS, VideoSampling
 
 HEADINGS = ["###Task Description:", "###Response to evaluate:", "###Score Rubrics:", "###Score:"]
 
@@ -223,7 +217,7 @@ def test_frame_archives_are_sampled_by_the_rule(tmp_path):
 def test_without_a_video_decoder_raw_video_is_refused_with_what_to_install(tmp_path):
     import importlib
 
-    from mis_bench_dataset.setting_inputs import UnsupportedSetting
+    from eval_scripts import UnsupportedSetting
     from raft_trainer.video import DECODERS, load_sampled_video
 
     for _, module in DECODERS:
@@ -258,8 +252,7 @@ def paper_layout_rows(scoring_rows: list[dict]) -> list[dict]:
 def test_hub_layout_rows_become_scoring_rows(synthetic_build, tmp_path):
     from datasets import Dataset, load_dataset
 
-    from mis_bench_dataset import BuiltDataset
-    from mis_bench_dataset.release.hub_layout import scoring_rows_from_paper_layout
+    from mis_bench_dataset import BuiltDataset, scoring_rows_from_paper_layout
     from mis_bench_dataset.toolkit.errors import DataError
 
     original = BuiltDataset.of(synthetic_build).rows("test")

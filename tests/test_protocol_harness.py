@@ -11,8 +11,7 @@ from datasets import Dataset
 from test_protocol import check_paper_user_text
 
 from eval_scripts.cli import main
-from mis_bench_dataset import BuiltDataset
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, BuiltDataset
 from mis_bench_dataset.protocol import PAPER_TEMPLATE_SHA256
 
 from _harness_helpers import ChatServer, scoring_rows
@@ -111,8 +110,9 @@ GOLDEN = {
 
 @pytest.mark.parametrize("style", ["direct", "cot"])
 def test_direct_and_cot_requests_are_byte_for_byte_unchanged(style):
+    from eval_scripts import RunConfig
     from eval_scripts.backends.openai_backend import OpenAIBackend
-    from eval_scripts.harness.context import RunConfig, prepare_run
+    from eval_scripts.harness.context import prepare_run
 
     backend = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1")
     context = prepare_run(
@@ -129,7 +129,7 @@ def test_direct_and_cot_requests_are_byte_for_byte_unchanged(style):
 
 
 def test_the_system_message_is_part_of_the_prompt_hash():
-    from eval_scripts.answers.prompts import Prompt
+    from eval_scripts import Prompt
 
     plain = Prompt("v", "wau", "hello")
     with_system = Prompt("v", "wau", "hello", system="Rate it.")
@@ -150,8 +150,9 @@ def test_transformers_backend_samples_raw_video_and_records_it(tmp_path):
     carry the pixel budget, the system message is rendered first, and the results and cache key record the sampling."""
     from test_protocol import reference_indices
 
-    from eval_scripts.harness.runner import RunConfig, run_setting
-    from mis_bench_dataset.protocol import VideoSampling, paper_prompt
+    from eval_scripts import RunConfig, run_setting
+    from mis_bench_dataset import paper_prompt
+    from mis_bench_dataset.protocol import VideoSampling
 
     from _raft_helpers import make_fake_video_processor, make_vl_model, make_vl_tokenizer, raw_video_rows
 

@@ -12,12 +12,11 @@ import pytest
 import torch
 from test_protocol import check_paper_user_text, reference_indices
 
-from mis_bench_dataset.protocol import VideoSampling, paper_prompt
-from raft_trainer import RAFTConfig, RAFTTrainer
-from raft_trainer.data import ScoringEncoder, conversation, prompt_messages
-from raft_trainer.digits import DigitTokens
+from mis_bench_dataset import paper_prompt
+from mis_bench_dataset.protocol import VideoSampling
+from raft_trainer import DigitTokens, RAFTConfig, RAFTTrainer, ScoringEncoder, save_tiny_model
+from raft_trainer.data import conversation, prompt_messages
 from raft_trainer.recipes import PAPER_TABLE4_RECIPES, SOUND_TABLE4_RECIPES
-from raft_trainer.tiny import save_tiny_model
 
 from _raft_helpers import (
     make_fake_video_processor,
@@ -150,7 +149,7 @@ def test_table4_recipes_train_predict_and_score_with_the_paper_style(
 ):
     """Two steps of each Table 4 training recipe, as the authors ran it (full-softmax digits, their loss scale and
     early stopping) and with the sound defaults, on the tiny model on the CPU."""
-    from mis_icc_metric.predictions_io import read_predictions, read_references
+    from mis_icc_metric import read_predictions, read_references
 
     recipe = (PAPER_TABLE4_RECIPES if recipes == "paper" else SOUND_TABLE4_RECIPES)[condition]
     out = tmp_path / "out"
@@ -202,8 +201,8 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from mis_bench_dataset import BuiltDataset
-    from mis_icc_metric.predictions_io import read_predictions
-    from raft_trainer.predict import predict_scores
+    from mis_icc_metric import read_predictions
+    from raft_trainer import predict_scores
     from raft_trainer.train import main
 
     out = tmp_path / "raw"

@@ -90,7 +90,7 @@ def test_dry_run_stderr_has_no_bars(synthetic_build, tmp_path):
 def test_quiet_loads_restore_the_users_setting(synthetic_build, capfd):
     from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-    from mis_bench_dataset.dataset.loading import load_build
+    from mis_bench_dataset import load_build
 
     assert not are_progress_bars_disabled()
     with load_build(synthetic_build, "scoring", "test") as rows:
@@ -110,7 +110,7 @@ def test_other_loads_are_quiet(synthetic_build, tmp_path, command):
     if command == "stats":
         args = ["stats", str(synthetic_build), "--out", str(tmp_path / "stats")]
     else:
-        from mis_icc_metric.predictions_io import read_references, write_predictions
+        from mis_icc_metric import read_references, write_predictions
 
         refs = read_references(synthetic_build, split="test")
         write_predictions(

@@ -10,8 +10,9 @@ import torch
 import yaml
 
 from mis_bench_dataset.toolkit.errors import UsageError
-from raft_trainer.arguments import DATACLASSES, RAFTModelConfig, RAFTScriptArguments, make_parser
-from raft_trainer.config import RAFTConfig, gpu_bf16_available
+from raft_trainer import RAFTConfig, RAFTModelConfig, RAFTScriptArguments, make_parser
+from raft_trainer.arguments import DATACLASSES
+from raft_trainer.config import gpu_bf16_available
 from raft_trainer.recipes import PAPER_D1_RECIPE
 
 # The paper's Appendix D.1, read off its text: (dataclass, field, value).

@@ -10,12 +10,9 @@ import datasets
 import pytest
 import torch
 
+from raft_trainer import CotScoringEncoder, DigitTokens, RAFTConfig, RAFTDataCollator, RAFTTrainer
 from raft_trainer import rationales as rationales_module
-from raft_trainer.collator import RAFTDataCollator
-from raft_trainer.config import RAFTConfig
-from raft_trainer.cot import RATIONALE_COLUMN, CotScoringEncoder, cot_completion, rationale_of
-from raft_trainer.digits import DigitTokens
-from raft_trainer.trainer import RAFTTrainer
+from raft_trainer.cot import RATIONALE_COLUMN, cot_completion, rationale_of
 
 from _raft_helpers import cpu_config, make_model, make_tokenizer, toy_rows
 

@@ -8,10 +8,16 @@ import datasets
 import pytest
 import torch
 
-from raft_trainer.collator import RAFTDataCollator
-from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder, conversation, prepare_raft_dataset
-from raft_trainer.digits import DigitTokens, ScoreTokenizationError, format_score
-from raft_trainer.loss import expected_decimal_score
+from raft_trainer import (
+    DigitTokens,
+    RAFTDataCollator,
+    ScoreTokenizationError,
+    ScoringEncoder,
+    expected_decimal_score,
+    format_score,
+    prepare_raft_dataset,
+)
+from raft_trainer.data import COMPLETION_PREFIX, conversation
 
 from _raft_helpers import make_model, make_tokenizer, toy_rows
 

@@ -11,15 +11,13 @@ import pytest
 import torch
 
 from mis_bench_dataset.toolkit.errors import UsageError
-from raft_trainer.config import RAFTConfig
-from raft_trainer.data import COMPLETION_PREFIX, ScoringEncoder
-from raft_trainer.digits import DigitTokens
+from raft_trainer import DigitTokens, RAFTConfig, ScoringEncoder, make_grpo_trainer
+from raft_trainer.data import COMPLETION_PREFIX
 from raft_trainer.grpo import (
     WORST_SQUARED_ERROR,
     format_reward,
     grpo_config,
     grpo_rows,
-    make_grpo_trainer,
     read_answer_score,
     score_reward,
 )
@@ -95,7 +93,7 @@ def test_the_grpo_config_carries_the_runs_training_arguments(tmp_path):
 def test_a_few_grpo_steps_run_save_and_load_back_to_the_same_scores(tmp_path):
     from peft import LoraConfig, PeftModel
 
-    from raft_trainer.predict import predict_scores
+    from raft_trainer import predict_scores
 
     tokenizer = make_tokenizer()
     trainer = make_grpo_trainer(

@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from raft_trainer.loss import digit_probabilities, expected_decimal_score, raft_loss
+from raft_trainer import digit_probabilities, expected_decimal_score, raft_loss
 
 # digit "d" lives at vocabulary id DIGIT_IDS[d]: deliberately scattered and out of order
 DIGIT_IDS = [7, 3, 12, 0, 9, 14, 1, 5, 11, 2]

@@ -10,16 +10,16 @@ import datasets
 import numpy as np
 import pytest
 
+from eval_scripts import UnsupportedSetting
 from mis_bench_dataset.dataset.feature_descriptors import (
     audio_descriptors,
     describe_audio,
     describe_video,
     video_descriptors,
 )
-from mis_bench_dataset.setting_inputs import UnsupportedSetting, resolve_input_source
+from mis_bench_dataset.setting_inputs import resolve_input_source
 from mis_bench_dataset.toolkit.errors import UsageError
-from raft_trainer.data import ScoringEncoder
-from raft_trainer.digits import DigitTokens
+from raft_trainer import DigitTokens, ScoringEncoder
 from raft_trainer.media import (
     MEDIA_CONTEXT_COLUMN,
     attach_feature_context,
@@ -172,7 +172,7 @@ def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_buil
 
 
 def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path):
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
     from raft_trainer.train import load_media_processor
 
     with pytest.raises(UsageError, match="cannot take video"):
@@ -180,7 +180,7 @@ def test_train_script_refuses_a_model_whose_processor_cannot_take_video(tmp_path
 
 
 def test_train_script_records_the_setting(synthetic_build, tmp_path):
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
     from raft_trainer.train import main
 
     out = tmp_path / "run"

@@ -46,7 +46,7 @@ def _table():
 
 
 def test_the_table_covers_every_method_and_option_within_each_options_choices() -> None:
-    from raft_trainer.arguments import make_parser
+    from raft_trainer import make_parser
     from raft_trainer.methods import TRAINING_METHODS
 
     table, options = _table()

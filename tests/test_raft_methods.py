@@ -11,11 +11,8 @@ import pytest
 import torch
 from peft import LoraConfig
 
-from raft_trainer.collator import RAFTDataCollator
-from raft_trainer.config import RAFTConfig
-from raft_trainer.digits import DigitTokens
+from raft_trainer import DigitTokens, RAFTConfig, RAFTDataCollator, RAFTTrainer
 from raft_trainer.loss import number_token_loss_sum
-from raft_trainer.trainer import RAFTTrainer
 
 from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_fit_config, toy_rows
 
@@ -177,8 +174,7 @@ def test_regression_lora_trains_the_head_fully_and_the_loss_falls(tokenizer, tmp
 
 def test_regression_save_load_predict_round_trip(tokenizer, tmp_path, caplog):
     """The saved adapter (LoRA + the head) loads back into the same scores through `predict_scores`."""
-    from raft_trainer.data import ScoringEncoder
-    from raft_trainer.predict import predict_scores
+    from raft_trainer import ScoringEncoder, predict_scores
     from raft_trainer.regression import is_regression_folder, load_regression_model, read_regression_scores
 
     base = tmp_path / "base"
@@ -270,7 +266,7 @@ def test_the_regression_recipe_is_paper_d1_with_the_head_and_a_text_backbone():
     backbone (Qwen2.5-VL has no sequence-classification class in transformers)."""
     import yaml
 
-    from raft_trainer.arguments import make_parser
+    from raft_trainer import make_parser
     from raft_trainer.recipes import PAPER_D1_RECIPE, PAPER_D1_REGRESSION_RECIPE
 
     d1 = yaml.safe_load(PAPER_D1_RECIPE.read_text())
@@ -301,12 +297,10 @@ def test_the_transformers_backend_reads_a_regression_folder_as_predict_scores_do
     """`mis-bench run --backend transformers --score-from regression` on a saved head (full weights here): each
     row's raw output equals the trainer's readout on the same paper prompt, its score is that output clipped to
     [1, 5]; another readout on the head, or the regression readout on a language model, is refused in one line."""
-    from eval_scripts.answers.prompts import Prompt, render_paper_prompt
-    from eval_scripts.backends import DecodingConfig, get_backend
+    from eval_scripts import DecodingConfig, Prompt, get_backend, render_paper_prompt
     from mis_bench_dataset.toolkit.errors import UsageError
-    from raft_trainer.data import ScoringEncoder
+    from raft_trainer import ScoringEncoder, save_tiny_model
     from raft_trainer.regression import read_regression_scores
-    from raft_trainer.tiny import save_tiny_model
 
     from _harness_helpers import scoring_rows
 

@@ -28,7 +28,7 @@ def small_build(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> Path:
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny")
 

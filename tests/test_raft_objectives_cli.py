@@ -16,7 +16,7 @@ from _run_args import run_args
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
 
@@ -61,7 +61,7 @@ def _run(model: Path, build: Path, out: Path, score_from: str) -> Path:
 
 
 def _predictions(path: Path) -> dict:
-    from mis_icc_metric.predictions_io import read_predictions
+    from mis_icc_metric import read_predictions
 
     return {(p["video_id"], p["dimension"]): p["prediction"] for p in read_predictions(path)}
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mis_icc_metric.score_parser import parse_score
-from raft_trainer.data import ScoringEncoder
-from raft_trainer.digits import DigitTokens
-from raft_trainer.predict import generate_scores, predict_scores
+from eval_scripts import parse_score
+from raft_trainer import DigitTokens, ScoringEncoder, generate_scores, predict_scores
 
 from _raft_helpers import make_model, make_tokenizer, toy_rows
 

@@ -14,10 +14,8 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from raft_trainer import data
-from raft_trainer.collator import RAFTDataCollator
-from raft_trainer.digits import DigitTokens, ScoreTokenizationError
+from mis_bench_dataset import DIMENSION_KEYS
+from raft_trainer import DigitTokens, RAFTDataCollator, ScoreTokenizationError, data
 from raft_trainer.tiny import CHATML, tiny_tokenizer
 
 LLAMA2 = (

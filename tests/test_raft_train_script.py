@@ -25,7 +25,7 @@ TRAIN = REPO / "raft_trainer" / "train.py"
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
 
@@ -59,7 +59,7 @@ def test_train_script_one_process_writes_adapter_state_and_scoreable_predictions
     tiny_model_dir, synthetic_build, tmp_path, caplog, capsys
 ):
     from eval_scripts.cli import main as mis_bench_main
-    from mis_icc_metric.predictions_io import read_predictions, read_references
+    from mis_icc_metric import read_predictions, read_references
     from raft_trainer.train import main
 
     out = tmp_path / "run"

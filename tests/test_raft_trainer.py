@@ -9,9 +9,7 @@ import pytest
 import torch
 from peft import LoraConfig
 
-from raft_trainer.collator import RAFTDataCollator
-from raft_trainer.config import RAFTConfig
-from raft_trainer.trainer import RAFTTrainer
+from raft_trainer import RAFTConfig, RAFTDataCollator, RAFTTrainer
 
 from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_fit_config
 

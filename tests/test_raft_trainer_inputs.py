@@ -7,9 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from raft_trainer.config import RAFTConfig
-from raft_trainer.data import ScoringEncoder, prepare_raft_dataset
-from raft_trainer.trainer import RAFTTrainer
+from raft_trainer import RAFTConfig, RAFTTrainer, ScoringEncoder, prepare_raft_dataset
 
 from _raft_helpers import cpu_config, make_model, make_tokenizer
 
@@ -70,7 +68,8 @@ def test_predict_takes_scoring_rows_and_drops_the_unlabelled(rows, tokenizer, tm
 
 
 def test_a_model_folder_is_loaded_with_model_init_kwargs_and_its_own_tokenizer(rows, tmp_path):
-    from raft_trainer.tiny import save_tiny_model, tiny_model, tiny_tokenizer
+    from raft_trainer import save_tiny_model
+    from raft_trainer.tiny import tiny_model, tiny_tokenizer
 
     folder = save_tiny_model(tmp_path / "tiny", seed=3)
     trainer = RAFTTrainer(

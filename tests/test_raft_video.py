@@ -14,9 +14,7 @@ import datasets
 import pytest
 import torch
 
-from raft_trainer import RAFTConfig, RAFTTrainer
-from raft_trainer.collator import RAFTDataCollator
-from raft_trainer.loss import expected_decimal_score
+from raft_trainer import RAFTConfig, RAFTDataCollator, RAFTTrainer, expected_decimal_score
 
 from _raft_helpers import make_vl_model, make_vl_tokenizer, short_raft_config, video_encoded_toy
 
@@ -140,7 +138,7 @@ def test_raw_video_rows_through_a_processor_train_with_lora(tokenizer, tmp_path)
 
 
 def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_path):
-    from mis_bench_dataset.setting_inputs import UnsupportedSetting
+    from eval_scripts import UnsupportedSetting
 
     with pytest.raises(UnsupportedSetting, match="cannot take video"):
         RAFTTrainer(
@@ -156,7 +154,7 @@ def test_raw_video_is_refused_when_the_processor_cannot_take_it(tokenizer, tmp_p
 
 
 def test_processor_outputs_the_collator_cannot_batch_are_refused_not_dropped(tokenizer, tmp_path):
-    from mis_bench_dataset.setting_inputs import UnsupportedSetting
+    from eval_scripts import UnsupportedSetting
     from raft_trainer.digits import DigitTokens
     from raft_trainer.raw_media import RawMediaEncoder
 

@@ -24,8 +24,7 @@ from eval_scripts.harness.response_cache import (
     read_cache,
     record_schema_problem,
 )
-from mis_icc_metric.predictions_io import read_references
-from mis_icc_metric.scoring import score_predictions
+from mis_icc_metric import read_references, score_predictions
 
 from _leaderboard_helpers import make_results
 from _run_args import run_args

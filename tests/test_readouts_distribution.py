@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.answers.expected_score import TokenChoice, expected_from_tokens, score_span
+from eval_scripts import TokenChoice, expected_from_tokens
+from eval_scripts.answers.expected_score import score_span
 from eval_scripts.cli import main
 from eval_scripts.report.stability import stability_tables
 
@@ -179,8 +180,7 @@ def test_the_report_shows_the_distribution_scored_rows_in_the_readout_cell() -> 
 def test_the_transformers_cot_readout_scores_a_final_score_out_of_the_scale(tmp_path) -> None:
     import torch
 
-    from eval_scripts.answers.prompts import Prompt
-    from eval_scripts.backends import DecodingConfig, get_backend
+    from eval_scripts import DecodingConfig, Prompt, get_backend
     from raft_trainer.digits import DigitTokens
 
     from _harness_helpers import make_fixed_answer_model

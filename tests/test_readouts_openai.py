@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from eval_scripts.answers.expected_score import TOP_LOGPROBS, TokenChoice, digit_expectation, expected_from_tokens
+from eval_scripts import TokenChoice, expected_from_tokens
+from eval_scripts.answers.expected_score import TOP_LOGPROBS, digit_expectation
 from eval_scripts.cli import main
 from eval_scripts.harness.response_cache import iter_records
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE

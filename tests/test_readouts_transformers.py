@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from eval_scripts.answers.prompts import Prompt, render_paper_prompt, render_prompt
-from eval_scripts.backends import DecodingConfig, get_backend
+from eval_scripts import DecodingConfig, Prompt, get_backend, parse_score, render_paper_prompt, render_prompt
 from eval_scripts.cli import main
-from mis_icc_metric.score_parser import parse_score
-from raft_trainer.config import RAFTConfig
-from raft_trainer.digits import DigitTokens
-from raft_trainer.predict import predict_scores
-from raft_trainer.tiny import save_tiny_model
+from raft_trainer import DigitTokens, RAFTConfig, predict_scores, save_tiny_model
 
 from _harness_helpers import make_fixed_answer_model, scoring_rows
 from _run_args import run_args

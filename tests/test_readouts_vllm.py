@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from eval_scripts import DecodingConfig, Prompt, get_backend
 from eval_scripts.answers.expected_score import TOP_LOGPROBS
-from eval_scripts.answers.prompts import Prompt
-from eval_scripts.backends import DecodingConfig, get_backend
 
 from _readout_helpers import FRACTION_TOP, INTEGER_TOP, hand_expected
 from _run_args import backend_keywords, run_args

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS
 from mis_bench_dataset.paper_results import TABLE4
 
 from _metric_helpers import pingouin_icc3_1
@@ -61,8 +61,8 @@ def _asked(path: Path) -> dict[tuple[str, str], float]:
 
 
 def test_table6_is_exact_from_the_build_and_from_reproduce(real_text_build, authors_dir, tmp_path):
-    from eval_scripts.jobs.reproduction import reproduce_table6
-    from mis_bench_dataset.builder.stats import compute_stats
+    from eval_scripts import reproduce_table6
+    from mis_bench_dataset import compute_stats
 
     stats = compute_stats(real_text_build)
     for key, paper in GOLD_STATS.items():
@@ -100,7 +100,7 @@ def test_the_build_reads_coding_csv_as_published(real_text_build, coding, author
 
 
 def test_table4_point_estimates_means_and_cis(authors_dir):
-    from eval_scripts.jobs.reproduction import reproduce_table4
+    from eval_scripts import reproduce_table4
 
     doc = reproduce_table4(authors_dir, n_bootstrap=10_000, seed=0)
     for condition in TABLE4:
@@ -119,7 +119,7 @@ def test_table4_point_estimates_means_and_cis(authors_dir):
 
 def test_table4_icc_equals_pingouin_on_the_asked_pairs(authors_dir, coding):
     """The point estimates, recomputed from the filled cells and the rounded gold by pingouin."""
-    from eval_scripts.jobs.reproduction import reproduce_table4
+    from eval_scripts import reproduce_table4
 
     doc = reproduce_table4(authors_dir, n_bootstrap=1)
     for condition in TABLE4:
@@ -175,7 +175,7 @@ def test_the_authors_prediction_files_score_unmodified(real_text_build, authors_
     args = ["score", "--predictions", str(path), "--references", str(real_text_build), "--bootstrap", "0"]
     assert main([*args, "--out", str(out)]) == 0
     aside = json.loads(out.read_text())["left_aside"]
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     test_gold = read_references(real_text_build, split="test")
     outside = [key for key in _asked(path) if key not in test_gold]

@@ -16,10 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.cli import main
-from mis_bench_dataset import build_dataset, generate_synthetic_release
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.release.labels import read_labels
-from mis_bench_dataset.video_ids import misspelling_note, parse_video_id
+from mis_bench_dataset import DIMENSION_KEYS, build_dataset, generate_synthetic_release, parse_video_id, read_labels
+from mis_bench_dataset.video_ids import misspelling_note
 
 VIDEOS = ("AB0101_T1_Luke", "AB0101_T2_Sean", "CD0202_T3_Jessica", "CD0202_T1_John")
 
@@ -175,8 +173,8 @@ def synthetic_release(tmp_path_factory):
 
 
 def test_paper_rows_partitions_the_rows_and_warns(synthetic_release, tmp_path):
-    from mis_bench_dataset import BuiltDataset
-    from mis_bench_dataset.builder.stats import compute_stats, read_gold
+    from mis_bench_dataset import BuiltDataset, compute_stats
+    from mis_bench_dataset.builder.stats import read_gold
 
     out = tmp_path / "paper-rows"
     report = build_dataset(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from eval_scripts import reparse
 from eval_scripts.cli import main
-from eval_scripts.harness.reparse import reparse
 from mis_bench_dataset.toolkit.errors import EXIT_USAGE
 
 from _run_args import run_args

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
-from eval_scripts.report import ReportOptions, write_report
+from eval_scripts import ReportOptions, write_report
 from eval_scripts.report.agreement_plots import (
     bland_altman_figure,
     calibration_bins,
@@ -24,11 +24,10 @@ from eval_scripts.report.agreement_plots import (
 )
 from eval_scripts.report.formatting import pct, signed
 from eval_scripts.report.table import run_views
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
-from mis_bench_dataset.release.labels import read_labels, write_ratings_long
+from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS, read_labels
+from mis_bench_dataset.release.labels import write_ratings_long
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import score_predictions
-from mis_icc_metric.raters import model_as_rater
+from mis_icc_metric import model_as_rater, score_predictions
 
 from _independent import reference_agreement
 from _leaderboard_helpers import make_results

@@ -16,7 +16,7 @@ from matplotlib.transforms import Bbox
 from eval_scripts.report.agreement_plots import bland_altman_figure, calibration_figure, histogram_figure
 from eval_scripts.report.plots import heatmap_figure, scatter_figure
 from eval_scripts.report.table import RunView
-from mis_bench_dataset.dimensions import DIMENSIONS
+from mis_bench_dataset import DIMENSIONS
 
 N_VIDEOS = 1500  # over 1,000 in one 0.1-point bin: 4-digit y tick labels on the histograms
 LABEL = "org/a-rather-long-model-name-7b-instruct · audio+video+text · cot · 5-shot"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
+from eval_scripts import ReportOptions, write_report
 from eval_scripts.formats.results import BASELINE_MODEL_IDS
-from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.plots import heatmap_figure, radar_figure, scatter_figure
 from eval_scripts.report.table import run_views
 from eval_scripts.report.views import best_configurations, rank_table
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
+from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS
 
 from _leaderboard_helpers import VIDEO_IDS, contract_scores, make_references, make_results, noisy_predictions
 

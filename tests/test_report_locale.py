@@ -14,7 +14,7 @@ from _fault_helpers import REPO
 
 @pytest.mark.slow
 def test_report_into_a_non_ascii_path_under_the_c_locale(synthetic_build, tmp_path) -> None:
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     from _leaderboard_helpers import make_results
 

@@ -11,9 +11,9 @@ import subprocess
 import pytest
 from test_leaderboard_page_chromium import BROWSER
 
-from eval_scripts.report import ReportOptions, write_report
+from eval_scripts import ReportOptions, write_report
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric.scoring import score_predictions
+from mis_icc_metric import score_predictions
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions
 

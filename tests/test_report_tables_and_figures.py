@@ -7,11 +7,11 @@ import json
 import numpy as np
 import pytest
 
-from eval_scripts.report import ReportOptions, write_report
+from eval_scripts import ReportOptions, write_report
 from eval_scripts.report.formatting import best_rows, ci_pct, pct
 from eval_scripts.report.plots import radar_figure, scatter_figure
 from eval_scripts.report.table import icc_table, mse_table, rates_table, run_views, to_html, to_markdown
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
+from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
 
 from _leaderboard_helpers import (
     VIDEO_IDS,

@@ -11,13 +11,13 @@ import re
 import numpy as np
 import pytest
 
+from eval_scripts import ReportOptions, write_report
 from eval_scripts.cli import main as cli_main
-from eval_scripts.report import ReportOptions, write_report
 from eval_scripts.report.comparison import compare_systems
 from eval_scripts.report.plots import heatmap_figure
 from eval_scripts.report.table import run_views, table3_table, to_html, to_markdown
 from eval_scripts.report.views import best_configurations, rank_table, top_ranks
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.jsonio import json_safe
 from mis_icc_metric import paired_comparison, score_predictions

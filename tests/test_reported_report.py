@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
+from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS
 
 from _independent import TABLE2_PERCENT, close, expected_scores, paired_expected
 from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions

@@ -15,11 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, DIMENSIONS
+from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric.paired import paired_comparison
+from mis_icc_metric import paired_comparison, score_predictions
 from mis_icc_metric.reporting_floor import MAX_UNDEFINED_SHARE, MIN_CI_CLUSTERS, MIN_CI_VIDEOS
-from mis_icc_metric.scoring import score_predictions
 
 from _independent import (
     TABLE2_PERCENT,

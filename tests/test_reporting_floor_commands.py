@@ -11,11 +11,8 @@ import pytest
 
 from eval_scripts.cli import main
 from eval_scripts.report.sensitivity_view import shift_table_lines
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.video_ids import STIMULI
-from mis_icc_metric.paired import paired_comparison
-from mis_icc_metric.scoring import score_predictions
-from mis_icc_metric.sensitivity import perturbation_shift
+from mis_bench_dataset import DIMENSION_KEYS, STIMULI
+from mis_icc_metric import paired_comparison, perturbation_shift, score_predictions
 
 from _independent import anova_icc, clinician_rows, grid, percentile_interval, replicates, two_sided_p
 from _metric_helpers import make_scores, write_inputs

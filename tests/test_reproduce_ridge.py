@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 N_SUBSET = 240  # real videos for the quick tests: a few seconds a fit instead of the full 996
 
@@ -91,7 +91,7 @@ def test_the_column_is_the_ridge_mis_bench_run_fits_on_the_paper_rows_build(subs
     """The ridge the reproduction fits from coding.csv + transcripts is `mis-bench run --dataset`'s features ridge."""
     from eval_scripts.baselines.on_the_fly import paper_rows_predictions
     from eval_scripts.jobs.ridge_column import ridge_column
-    from mis_bench_dataset.release.labels import read_labels
+    from mis_bench_dataset import read_labels
 
     labels = read_labels(subset_files / "coding.csv")
     predictions = paper_rows_predictions(labels, subset_files / "fis_transcript.csv")

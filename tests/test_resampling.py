@@ -9,13 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS, STIMULI
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_bench_dataset.video_ids import STIMULI
+from mis_icc_metric import make_resampling, paired_comparison, score_predictions
 from mis_icc_metric.bootstrap import bootstrap_indices, resample_counts
-from mis_icc_metric.paired import paired_comparison
-from mis_icc_metric.resampling import design_effect, make_resampling
-from mis_icc_metric.scoring import score_predictions
+from mis_icc_metric.resampling import design_effect
 
 from _independent import anova_icc, clinician_rows, grid
 from _metric_helpers import make_scores

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 from _independent import anova_icc
 
@@ -78,7 +78,7 @@ def test_the_readme_s_test_split_ci_is_the_ridge_s_clinician_resampled_one(real_
 
     from conftest import REPO_ROOT
 
-    from eval_scripts.baselines import run_baseline
+    from eval_scripts import run_baseline
     from mis_bench_dataset.toolkit.numbers import ci_pct, pct
 
     row = next(

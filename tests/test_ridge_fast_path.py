@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from eval_scripts.baselines import FeatureRidgeBaseline
 from eval_scripts.baselines.fold_features import FoldFeatures, transcript_terms
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
+from mis_bench_dataset import DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 
 ALPHAS = (0.1, 10.0, 1000.0)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from eval_scripts import RunConfig
 from eval_scripts.cli import build_parser
 from eval_scripts.cli.args import config_from_args
-from eval_scripts.harness.config import RunConfig
 
 from _run_args import TEST_KEY_ENV, UNSET_KEY_ENV, backend_keywords, batch_args, run_args
 

@@ -8,10 +8,11 @@ import json
 
 import pytest
 
-from eval_scripts.harness.config import RunConfig
+from eval_scripts import RunConfig
+from mis_bench_dataset import Setting
 from mis_bench_dataset.dimensions import PROMPT_STYLES
 from mis_bench_dataset.protocol import VideoSampling
-from mis_bench_dataset.setting import SETTING_FIELDS, Setting, SettingFields, canonical_prompt_style
+from mis_bench_dataset.setting import SETTING_FIELDS, SettingFields, canonical_prompt_style
 
 from _run_args import batch_args, run_args
 
@@ -21,7 +22,7 @@ def _fields(config_class: type) -> dict[str, dataclasses.Field]:
 
 
 def test_both_configs_embed_the_one_declaration_with_its_defaults():
-    from raft_trainer.config import RAFTConfig
+    from raft_trainer import RAFTConfig
 
     declared = {item.name: item.default for item in dataclasses.fields(Setting)}
     assert set(declared) == {
@@ -52,7 +53,7 @@ def test_both_configs_embed_the_one_declaration_with_its_defaults():
 
 
 def test_the_configs_setting_is_the_frozen_validated_setting(tmp_path):
-    from raft_trainer.config import RAFTConfig
+    from raft_trainer import RAFTConfig
 
     values = {"modality": "video+text", "input_source": "features", "video_sampling": "paper", "video_frames": 64}
     run = RunConfig("openai", "m", **values)
@@ -80,7 +81,7 @@ def test_a_setting_that_cannot_run_is_refused_when_made(values, message):
 
 
 def test_one_vocabulary_of_prompt_styles_with_the_trainers_earlier_name_as_an_alias(tmp_path):
-    from raft_trainer.config import RAFTConfig
+    from raft_trainer import RAFTConfig
     from raft_trainer.data import check_prompt_style
 
     assert [canonical_prompt_style(style) for style in PROMPT_STYLES] == list(PROMPT_STYLES)

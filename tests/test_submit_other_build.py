@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dataset.handle import BuiltDataset
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS, BuiltDataset
 
 from _leaderboard_helpers import make_results
 

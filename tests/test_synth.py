@@ -12,11 +12,16 @@ import pytest
 from scipy.stats import spearmanr
 
 import mis_bench_dataset.synth.generator as synth
-from mis_bench_dataset import generate_synthetic_release
-from mis_bench_dataset.dimensions import DIMENSION_KEYS, GOLD_STATS, HUMAN_CEILING
+from mis_bench_dataset import (
+    DIMENSION_KEYS,
+    GOLD_STATS,
+    HUMAN_CEILING,
+    STIMULI,
+    generate_synthetic_release,
+    parse_video_id,
+)
 from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci
 from mis_bench_dataset.release.tree import MODALITIES, scan_release
-from mis_bench_dataset.video_ids import STIMULI, parse_video_id
 
 from _metric_helpers import pingouin_icc3_1
 

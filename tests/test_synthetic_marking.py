@@ -32,7 +32,7 @@ def _cli(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def _predictions(build: Path, path: Path, shift: float = 0.3) -> Path:
-    from mis_icc_metric.predictions_io import read_references, write_predictions
+    from mis_icc_metric import read_references, write_predictions
 
     refs = read_references(build, split="test")
     rows = [
@@ -144,7 +144,7 @@ def test_stats(build, tmp_path, capsys):
 
 
 def test_training_outputs(build, tmp_path, capsys):
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
     from raft_trainer.train import main as train_main
 
     folder, synthetic = build

@@ -20,14 +20,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def tiny_model_dir(tmp_path_factory) -> Path:
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
 
     return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny-qwen2")
 
 
 @pytest.fixture(scope="module")
 def splits(synthetic_build):
-    from mis_bench_dataset.dataset.loading import load_build
+    from mis_bench_dataset import load_build
 
     with load_build(synthetic_build, "scoring") as loaded:
         yield {name: split for name, split in loaded.items()}
@@ -36,7 +36,7 @@ def splits(synthetic_build):
 def _encoder(tiny_model_dir, max_length):
     from transformers import AutoTokenizer
 
-    from raft_trainer.data import ScoringEncoder
+    from raft_trainer import ScoringEncoder
     from raft_trainer.digits import DigitTokens
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
@@ -59,7 +59,7 @@ def test_the_prompt_floor_is_exactly_the_least_max_length_that_encodes_every_row
 
 
 def _args(max_length, input_source="text", completion_style="score"):
-    from mis_bench_dataset.setting import Setting
+    from mis_bench_dataset import Setting
 
     setting = Setting(modality="text", input_source=input_source, prompt_style="toolkit")  # the alias of direct
     return SimpleNamespace(

@@ -112,7 +112,7 @@ def test_a_cot_raft_model_folder_gets_scores_through_the_harness(tmp_path, synth
     trainer reads CoT-RAFT (analysis, then the score line prefilled), which `run` takes from setting.json, every
     row gets one."""
     pytest.importorskip("torch")
-    from raft_trainer.tiny import save_tiny_model
+    from raft_trainer import save_tiny_model
 
     folder = save_tiny_model(tmp_path / "cot-raft")
     record = {"prompt_style": "direct", "completion_style": "cot", "method": "cot-raft", "rationale_max_new_tokens": 6}

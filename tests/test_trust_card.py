@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 
 def _noisy_judge(gold: dict, path, *, seed: int = 0, noise: float = 0.4, shift: float = 0.0) -> dict:
     """A judge on every video: the gold plus noise (and an offset), as a predictions CSV."""
-    from mis_icc_metric.predictions_io import write_predictions
+    from mis_icc_metric import write_predictions
 
     rng = np.random.default_rng(seed)
     judged = {key: float(np.clip(value + shift + rng.normal(0, noise), 1, 5)) for key, value in sorted(gold.items())}
@@ -46,7 +46,7 @@ EXTRA_VIDEOS = [f"ZZ{c:02d}01_T{t}_Luke" for c in range(1, 11) for t in (1, 3)] 
 @pytest.fixture(scope="module")
 def synthetic_card(synthetic_build, tmp_path_factory):
     """The judge on the 40 videos of the synthetic build and 20 more, the experts on the build's 40."""
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     folder = tmp_path_factory.mktemp("card")
     gold = read_references(synthetic_build, split="all")
@@ -60,8 +60,7 @@ def synthetic_card(synthetic_build, tmp_path_factory):
 
 
 def test_the_synthetic_page_has_a_verdict_a_number_to_cite_a_yardstick_and_flags(synthetic_card, synthetic_build):
-    from mis_icc_metric.predictions_io import predictions_to_mapping, read_predictions, read_references
-    from mis_icc_metric.scoring import score_predictions
+    from mis_icc_metric import predictions_to_mapping, read_predictions, read_references, score_predictions
 
     page = (synthetic_card / "trust" / "trust.html").read_text()
     card = json.loads((synthetic_card / "trust" / "trust.json").read_text())
@@ -100,7 +99,7 @@ def test_the_page_matches_estimate_and_its_counts(synthetic_card, synthetic_buil
 
 def test_below_the_floor_the_page_withholds_with_reasons_and_cannot_tell(synthetic_build, tmp_path, capsys):
     """Five expert-rated videos: no CI, no calibration, no plan; the reasons stand where the numbers would."""
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     gold = read_references(synthetic_build, split="all")
     _noisy_judge(gold, tmp_path / "judge.csv")
@@ -127,7 +126,7 @@ def test_the_pages_labelled_set_check_is_estimates_and_a_top_scored_set_is_flagg
     """One rule for the command and the page: the page carries `estimate_means`' `labelled_check`, and a
     top-scored tenth is flagged there (its wording in the page's flags)."""
     from eval_scripts.jobs.judge_card import CardInputs, _estimates
-    from mis_icc_metric.estimates import estimate_means
+    from mis_icc_metric import estimate_means
 
     rng = np.random.default_rng(0)
     videos = [f"AB{c:02d}01_T{t}_Luke" for c in range(100) for t in (1, 2, 3)]
@@ -229,7 +228,7 @@ def test_the_verdict_follows_its_stated_rule():
 def test_one_clinicians_ratings_withhold_every_rule_the_ppi_gain_included(synthetic_build, tmp_path):
     """Experts on one clinician's videos (enough videos, one clinician, not a random draw): no rule passes on
     them, the PPI++ gain included, whose widths take the videos as independent."""
-    from mis_icc_metric.predictions_io import read_references
+    from mis_icc_metric import read_references
 
     gold = read_references(synthetic_build, split="all")
     _noisy_judge(gold, tmp_path / "judge.csv")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from eval_scripts import reproduce_trust_page
 from eval_scripts.cli import main
-from eval_scripts.jobs.trust import SECTIONS, TRUST_COMMAND, purpose_section, reproduce_trust_page, write_page
+from eval_scripts.jobs.trust import SECTIONS, TRUST_COMMAND, purpose_section, write_page
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = REPO / "docs" / "trust.md"
@@ -48,7 +49,9 @@ def test_the_page_replaces_only_a_page_it_wrote(tmp_path):
 def test_sections_are_a_list_a_caller_extends(authors_dir):
     """A new section is one more function of the data: the lead's calibration, PPI and planning sections."""
     shared = authors_dir.parent.parent
-    page = reproduce_trust_page(shared, sections=[purpose_section, lambda data: f"## Extra\n\n{data.n_bootstrap} resamples"])
+    page = reproduce_trust_page(
+        shared, sections=[purpose_section, lambda data: f"## Extra\n\n{data.n_bootstrap} resamples"]
+    )
     assert page.startswith("# How far to trust a judge") and page.endswith("## Extra\n\n10000 resamples\n")
     assert SECTIONS[0] is purpose_section
 

@@ -9,9 +9,8 @@ import statistics
 import numpy as np
 import pytest
 
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_icc_metric.resampling import make_resampling
-from mis_icc_metric.variance_table import variance_sources
+from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import make_resampling, variance_sources
 
 from _independent import anova_icc, percentile_interval
 

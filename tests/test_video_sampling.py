@@ -234,8 +234,8 @@ def test_the_trainer_feeds_the_paper_rules_frames(tmp_path):
 
 
 def test_the_transformers_backend_and_its_flag_take_the_rule(tmp_path):
+    from eval_scripts import RunConfig, run_setting
     from eval_scripts.cli import build_parser
-    from eval_scripts.harness.runner import RunConfig, run_setting
 
     from _raft_helpers import make_fake_video_processor, make_vl_model, make_vl_tokenizer, raw_video_rows
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset.dimensions import DIMENSION_KEYS
+from mis_bench_dataset import DIMENSION_KEYS
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +23,8 @@ def cv_job(synthetic_build, tmp_path_factory):
 @pytest.mark.slow
 def test_cv_folds_writes_each_seeds_out_of_fold_predictions_as_a_run(cv_job, synthetic_build):
     from eval_scripts.formats.submission import validate_results
-    from mis_bench_dataset.dataset.handle import BuiltDataset
-    from mis_icc_metric.predictions_io import read_predictions, read_references
-    from mis_icc_metric.scoring import score_predictions
+    from mis_bench_dataset import BuiltDataset
+    from mis_icc_metric import read_predictions, read_references, score_predictions
 
     summary = json.loads((cv_job / "summary.json").read_text())
     runs = summary["cross_validation"]["runs"]
@@ -56,8 +55,7 @@ def test_cv_folds_writes_each_seeds_out_of_fold_predictions_as_a_run(cv_job, syn
 
 @pytest.mark.slow
 def test_score_scores_a_judge_on_every_video_on_the_videos_with_gold(cv_job, synthetic_build, capsys, tmp_path):
-    from mis_icc_metric.predictions_io import read_predictions, read_references
-    from mis_icc_metric.scoring import score_predictions
+    from mis_icc_metric import read_predictions, read_references, score_predictions
 
     run = cv_job / "cv" / "features__text__seed-0" / "predictions.jsonl"
     out = tmp_path / "score.json"

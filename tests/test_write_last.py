@@ -22,7 +22,7 @@ from mis_bench_dataset.toolkit import atomic
 from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
-from mis_icc_metric.predictions_io import read_references, write_predictions
+from mis_icc_metric import read_references, write_predictions
 
 from _leaderboard_helpers import make_results
 from _run_args import batch_args, run_args
