@@ -6,6 +6,11 @@ same resamples. Each resample is turned into a count vector over the n items and
 every per-block moment it needs (count, sums, cross-products) is one row of
 ``counts @ features``: a single matrix product replaces the loop over resamples.
 
+A plan that resamples clusters (`resampling.Resampling`, clinicians with all their videos) sums the features
+per cluster first: a resample's sums are then one row of ``cluster_counts @ cluster_totals``, a (B x C) by
+(C x F) product (C = 78 clinicians, not 996 videos), and every statistic of the plan reads the same count
+matrix (`unit_counts`, `unit_totals`, `unit_chunks`).
+
 Resampled items stay distinct: an item drawn three times is three items (weight 3),
 exactly what ``icc3_1(matrix[idx])`` sees. Pivoting a resample back by item id
 (what a pandas pivot_table of the resampled long table does) silently averages the
@@ -32,6 +37,9 @@ __all__ = [
     "resample_counts",
     "resampled_sums",
     "resampled_chunks",
+    "unit_chunks",
+    "unit_counts",
+    "unit_totals",
     "resampled_cross",
     "block_means",
     "BlockMoments",
@@ -45,6 +53,9 @@ __all__ = [
 ]
 
 _CHUNK_ROWS = 1024
+# Resamples x units of one chunk of counts (8 MiB of float64): 1,024 resamples of 996 videos, or all 10,000
+# resamples of 78 clinicians at once.
+_CHUNK_CELLS = _CHUNK_ROWS * 1024
 # Resamples x items from which a bootstrap takes about 2 s on 2 cores (10,000 x 7,968 take 0.44 s) and shows
 # progress (mis_bench_dataset.toolkit.progress).
 _PROGRESS_CELLS = 400_000_000
@@ -95,24 +106,64 @@ def _blas_controller():
     return ThreadpoolController()
 
 
-def resampled_sums(indices: np.ndarray, features: np.ndarray) -> np.ndarray:
+def unit_counts(plan, rows: slice, n_items: int) -> np.ndarray:
+    """(chunk x U) float64: how often each resampling unit is drawn in each resample of `rows`. The units are the
+    items of a video index matrix, or the clusters of a `resampling.Resampling` (its `cluster_counts`; duck-typed
+    here, since `resampling` builds on this module)."""
+    if isinstance(plan, np.ndarray):
+        return resample_counts(plan[rows], n_items)
+    return plan.cluster_counts(rows)
+
+
+def unit_totals(plan, features: np.ndarray) -> np.ndarray:
+    """(U x F) per-unit sums of the per-item `features` (n x F): the features themselves for a video index
+    matrix, the per-cluster sums for a `resampling.Resampling` (its `cluster_totals`). A resample's sums of the
+    features are ``unit_counts @ unit_totals``, exactly what the item counts give (each item of a cluster is
+    drawn as often as its cluster)."""
+    if isinstance(plan, np.ndarray):
+        return features
+    return plan.cluster_totals(features)
+
+
+def _n_units(plan, n_items: int) -> int:
+    return n_items if isinstance(plan, np.ndarray) else int(plan.n_clusters)
+
+
+def resampled_sums(indices, features: np.ndarray) -> np.ndarray:
     """sum over each resample's items of each feature column: (B x F), chunked to bound memory.
 
-    The (chunk x n) @ (n x F) products are skinny; one BLAS thread is faster than
-    several for them (measured on 2 cores: 0.44 s vs 0.80 s for the full bootstrap).
+    `indices`: a video index matrix or a `resampling.Resampling`; the product runs over its units (videos, or
+    clinicians: one (B x C) @ (C x F) product through the per-clinician totals). The products are skinny; one
+    BLAS thread is faster than several for them (measured on 2 cores: 0.44 s vs 0.80 s for the full bootstrap
+    by video).
     """
+    totals = unit_totals(indices, features)
     out = np.empty((indices.shape[0], features.shape[1]), dtype=np.float64)
-    for rows, counts in resampled_chunks(indices, features.shape[0]):
-        out[rows] = counts @ features
+    for rows, counts in unit_chunks(indices, features.shape[0]):
+        out[rows] = counts @ totals
         del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
     return out
 
 
-def resampled_chunks(indices: np.ndarray, n_items: int):
-    """(slice of resamples, their (chunk x n) count matrix), chunk by chunk, on one BLAS thread.
+def unit_chunks(plan, n_items: int):
+    """(slice of resamples, their (chunk x U) unit count matrix), chunk by chunk, on one BLAS thread: the units
+    are videos for a video index matrix, clusters for a `resampling.Resampling`. A chunk holds about
+    `_CHUNK_CELLS` counts whatever the number of resamples (all 10,000 of 78 clinicians in one)."""
+    n_units = _n_units(plan, n_items)
+    size = max(_CHUNK_ROWS, _CHUNK_CELLS // max(n_units, 1))
+    starts = range(0, plan.shape[0], size)
+    long = plan.shape[0] * n_units >= _PROGRESS_CELLS  # a large file's bootstrap: seconds, so a bar
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        for start in progress(starts, desc="bootstrap", unit="chunk", show=long):
+            rows = slice(start, min(start + size, plan.shape[0]))
+            yield rows, unit_counts(plan, rows, n_items)
 
-    Everything computed from a resample's counts goes through here, so memory stays bounded by
-    one chunk whatever the number of resamples.
+
+def resampled_chunks(indices: np.ndarray, n_items: int):
+    """(slice of resamples, their (chunk x n) item count matrix), chunk by chunk, on one BLAS thread.
+
+    For statistics that need each item's count (a per-cluster product is `unit_chunks`); memory stays bounded
+    by one chunk whatever the number of resamples.
     """
     starts = range(0, indices.shape[0], _CHUNK_ROWS)
     long = indices.shape[0] * n_items >= _PROGRESS_CELLS  # a large file's bootstrap: seconds, so a bar
