@@ -66,8 +66,9 @@ __all__ = [
     "krippendorff_alpha",
 ]
 
-# Resamples whose ranks are computed together: a block's (distinct values x resamples) weights stay in cache.
-_RANK_ROWS = 1024
+# Resamples whose ranks are computed together: a block's (distinct pairs x resamples) weights stay in cache
+# (measured on 2 cores: 512 beats 256, 1,024 and all 10,000 at once, by up to 2x for continuous predictions).
+_RANK_ROWS = 512
 # Bland & Altman (1986): the 95% limits of agreement are the mean difference +- 1.96 sd of the differences.
 LOA_Z = 1.96
 
@@ -297,8 +298,11 @@ class _Plan:
         distinct = np.full_like(rho, np.nan)
         counts_t = np.ascontiguousarray(counts.T)
         for block, ranks in enumerate(self.ranks):
-            if ranks is not None:
-                rho[:, block], distinct[:, block] = ranks.statistics(counts_t)
+            if ranks is None:
+                continue
+            for start in range(0, counts.shape[0], _RANK_ROWS):
+                part = slice(start, start + _RANK_ROWS)
+                rho[part, block], distinct[part, block] = ranks.statistics(np.ascontiguousarray(counts_t[:, part]))
         return rho, distinct
 
     def statistics(self, sums: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
@@ -332,12 +336,7 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices) -> dic
     out["spearman"] = np.empty((indices.shape[0], len(plan.ranks)))
     out["n_distinct"] = np.empty_like(out["spearman"])
     for rows, counts in unit_chunks(indices, plan.n):
-        # The ranks' working set is (distinct values x resamples) per block: a thousand resamples at a time
-        # stay in cache where all 10,000 of a clinician chunk would not.
-        for start in range(0, counts.shape[0], _RANK_ROWS):
-            part = slice(start, start + _RANK_ROWS)
-            rho, distinct = plan.rank_statistics(counts[part])
-            out["spearman"][rows][part], out["n_distinct"][rows][part] = rho, distinct
+        out["spearman"][rows], out["n_distinct"][rows] = plan.rank_statistics(counts)
         del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
     return {key: out[key] for key in STATISTIC_KEYS}
 
