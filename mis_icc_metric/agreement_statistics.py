@@ -44,6 +44,7 @@ from mis_bench_dataset.toolkit.errors import DataError
 from .bootstrap import (
     block_features,
     block_means,
+    by_cluster,
     guarded_ci,
     percentile_ci,
     resampled_cross,
@@ -329,7 +330,7 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices) -> dic
     of all resamples are one (B x C) @ (C x F) product of the plan's count matrix with the per-clinician totals
     of the features, and the ranks' weights sparse products with the same counts."""
     ratings = np.asarray(ratings, dtype=np.float64)
-    clusters = None if isinstance(indices, np.ndarray) else indices.clusters
+    clusters = indices.clusters if by_cluster(indices) else None
     n_units = ratings.shape[0] if clusters is None else indices.n_clusters
     plan = _Plan(ratings, valid, clusters, n_units)
     out = plan.moments.statistics(resampled_sums(indices, plan.moments.features))

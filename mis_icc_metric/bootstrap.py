@@ -37,6 +37,7 @@ __all__ = [
     "resample_counts",
     "resampled_sums",
     "resampled_chunks",
+    "by_cluster",
     "unit_chunks",
     "unit_counts",
     "unit_totals",
@@ -106,27 +107,31 @@ def _blas_controller():
     return ThreadpoolController()
 
 
+def by_cluster(plan) -> bool:
+    """Whether `plan` resamples clusters through their counts and totals (a `resampling.Resampling`: duck-typed
+    here, since `resampling` builds on this module). A video index matrix, or a plan that only says each item's
+    count (`counts(rows)`, e.g. `planning.SizedDraws`), is read item by item."""
+    return not isinstance(plan, np.ndarray) and hasattr(plan, "cluster_counts") and hasattr(plan, "cluster_totals")
+
+
 def unit_counts(plan, rows: slice, n_items: int) -> np.ndarray:
     """(chunk x U) float64: how often each resampling unit is drawn in each resample of `rows`. The units are the
-    items of a video index matrix, or the clusters of a `resampling.Resampling` (its `cluster_counts`; duck-typed
-    here, since `resampling` builds on this module)."""
-    if isinstance(plan, np.ndarray):
-        return resample_counts(plan[rows], n_items)
-    return plan.cluster_counts(rows)
+    clusters of a plan `by_cluster` (its `cluster_counts`), else the items."""
+    if by_cluster(plan):
+        return plan.cluster_counts(rows)
+    return _counts(plan, rows, n_items)
 
 
 def unit_totals(plan, features: np.ndarray) -> np.ndarray:
-    """(U x F) per-unit sums of the per-item `features` (n x F): the features themselves for a video index
-    matrix, the per-cluster sums for a `resampling.Resampling` (its `cluster_totals`). A resample's sums of the
+    """(U x F) per-unit sums of the per-item `features` (n x F): the per-cluster sums for a plan `by_cluster`
+    (its `cluster_totals`), else the features themselves. A resample's sums of the
     features are ``unit_counts @ unit_totals``, exactly what the item counts give (each item of a cluster is
     drawn as often as its cluster)."""
-    if isinstance(plan, np.ndarray):
-        return features
-    return plan.cluster_totals(features)
+    return plan.cluster_totals(features) if by_cluster(plan) else features
 
 
 def _n_units(plan, n_items: int) -> int:
-    return n_items if isinstance(plan, np.ndarray) else int(plan.n_clusters)
+    return int(plan.n_clusters) if by_cluster(plan) else n_items
 
 
 def resampled_sums(indices, features: np.ndarray) -> np.ndarray:

@@ -162,3 +162,24 @@ def test_halo_by_clinician_equals_a_per_resample_loop():
     for side in range(2):
         defined = loop[:, side][~np.isnan(loop[:, side])]
         np.testing.assert_allclose(ours[side]["ci"], np.percentile(defined, [5, 95]), atol=TOLERANCE)
+
+
+class _ItemCountsOnly:
+    """A plan that says each item's counts and nothing of clusters (as `planning.SizedDraws` does)."""
+
+    def __init__(self, plan) -> None:
+        self.plan, self.shape = plan, plan.shape
+
+    def counts(self, rows: slice) -> np.ndarray:
+        return self.plan.counts(rows)
+
+
+def test_a_plan_with_only_item_counts_is_read_item_by_item():
+    videos, ratings, valid = _clustered([3, 2, 4, 1, 5, 2], seed=5)
+    plan = make_resampling(videos, 80, 9, "clinician")
+    items_only = _ItemCountsOnly(plan)
+    features = np.random.default_rng(0).normal(size=(len(videos), 4))
+    np.testing.assert_array_equal(resampled_sums(items_only, features), plan.counts() @ features)
+    ours, theirs = agreement_replicates(ratings, valid, plan), agreement_replicates(ratings, valid, items_only)
+    for key in STATISTIC_KEYS:
+        _assert_close(ours[key], theirs[key], key)
