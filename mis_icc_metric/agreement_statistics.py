@@ -48,8 +48,9 @@ from .bootstrap import (
     guarded_ci,
     percentile_ci,
     resampled_cross,
-    resampled_sums,
+    resampled_sum_chunks,
     unit_chunks,
+    unit_totals,
 )
 from .reporting_floor import Support, guarded_interval
 
@@ -333,13 +334,13 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices) -> dic
     clusters = indices.clusters if by_cluster(indices) else None
     n_units = ratings.shape[0] if clusters is None else indices.n_clusters
     plan = _Plan(ratings, valid, clusters, n_units)
-    out = plan.moments.statistics(resampled_sums(indices, plan.moments.features))
-    out["spearman"] = np.empty((indices.shape[0], len(plan.ranks)))
-    out["n_distinct"] = np.empty_like(out["spearman"])
+    totals = unit_totals(indices, plan.moments.features)
+    out = {key: np.empty((indices.shape[0], len(plan.ranks))) for key in STATISTIC_KEYS}
     for rows, counts in unit_chunks(indices, plan.n):
-        out["spearman"][rows], out["n_distinct"][rows] = plan.rank_statistics(counts)
+        for key, value in plan.statistics(counts @ totals, counts).items():
+            out[key][rows] = value
         del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
-    return {key: out[key] for key in STATISTIC_KEYS}
+    return out
 
 
 def agreement_weighted(predictions: np.ndarray, gold: np.ndarray, weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -475,14 +476,15 @@ def _halo_mean(r: np.ndarray) -> np.ndarray:
 
 def _halo_replicates(plans: list[_HaloPlan], points: list[np.ndarray], indices) -> np.ndarray:
     """Each system's halo in each resample: (B, systems), one `counts @ F` product for all of them (through the
-    per-clinician totals when `indices` is a clinician `resampling.Resampling`: `bootstrap.resampled_sums`)."""
+    per-clinician totals when `indices` is a clinician `resampling.Resampling`: `bootstrap.resampled_sum_chunks`),
+    chunk by chunk."""
     features = np.concatenate([p.features for p in plans], axis=1)
     width = plans[0].features.shape[1]
-    sums = resampled_sums(indices, features)
     boot = np.empty((indices.shape[0], len(plans)))
-    for k, plan in enumerate(plans):
-        r = plan.correlations(sums[:, k * width : (k + 1) * width])
-        boot[:, k] = _halo_mean(np.where(np.isnan(points[k]), np.nan, r))
+    for rows, sums in resampled_sum_chunks(indices, features):
+        for k, plan in enumerate(plans):
+            r = plan.correlations(sums[:, k * width : (k + 1) * width])
+            boot[rows, k] = _halo_mean(np.where(np.isnan(points[k]), np.nan, r))
     return boot
 
 
