@@ -8,15 +8,29 @@ and what a user would otherwise write, a loop over resamples that concatenates t
 and computes `icc3_1` per dimension, timed on --loop-resamples and extrapolated. Checks that the loop's
 replicates equal ours and reports peak memory (tracemalloc) of our clinician bootstrap. SYNTHETIC data.
 
+Then issue 47's figure, side by side in one run: `mis-bench score --bootstrap 10000` (clinician resampling, every
+statistic) against `--bootstrap 0` on a SYNTHETIC 996-video build's gold (as a labels CSV: the cheaper read, so the
+stricter ratio) x 8 dimensions, each command in a fresh interpreter as a user pays it (imports included),
+alternating, --cli-repeats times; medians of wall and CPU seconds (the child's user + system) and their ratios,
+per kind of answers (--answers: whole points as a text judge gives them, tenths, or hundredths: nearly
+continuous, the rank statistics' worst case), with the machine's load average (other work inflates wall times).
+
     python3 benchmarks/bench_clinician_bootstrap.py [--resamples 10000] [--loop-resamples 50] [--json OUT]
+        [--cli-repeats 5] [--answers whole tenths]
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import os
 import platform
+import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -77,12 +91,75 @@ def loop_replicates(videos, pred, gold, draws) -> np.ndarray:
     return out
 
 
+# Issue 47: `score --bootstrap 10000` (clinician, every statistic) within this many times `--bootstrap 0`.
+RATIO_BAR = 1.5
+ANSWER_STEPS = {"whole": 1.0, "tenths": 0.1, "hundredths": 0.01}
+
+
+def _timed_score(predictions: Path, references: Path, n_bootstrap: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `mis-bench score` in a fresh interpreter; CPU is the child's user + system."""
+    argv = [sys.executable, "-m", "eval_scripts.cli", "score", "--predictions", str(predictions)]
+    argv += ["--references", str(references), "--bootstrap", str(n_bootstrap), "--json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cli_ratios(resamples: int, repeats: int, answers: list[str]) -> dict:
+    """`score --bootstrap RESAMPLES` against `--bootstrap 0`, alternating, per kind of answers (module doc)."""
+    from mis_bench_dataset import build_dataset, generate_synthetic_release
+    from mis_icc_metric.predictions_io import read_references
+
+    out: dict = {"load_average_1min_before": os.getloadavg()[0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        release = generate_synthetic_release(root / "release", n_videos=996, seed=0)
+        build_dataset(release.release_dir, root / "build", labels=release.ratings_csv, progress=False)
+        gold = read_references(root / "build", split="all")
+        labels = root / "gold.csv"
+        with labels.open("w", newline="") as handle:
+            rows = csv.writer(handle)
+            rows.writerow(["video_id", "dimension", "score"])
+            rows.writerows([video, dimension, score] for (video, dimension), score in sorted(gold.items()))
+        for kind in answers:
+            step, rng = ANSWER_STEPS[kind], np.random.default_rng(0)
+            judge = root / f"judge_{kind}.csv"
+            with judge.open("w", newline="") as handle:
+                rows = csv.writer(handle)
+                rows.writerow(["video_id", "dimension", "prediction"])
+                for (video, dimension), score in sorted(gold.items()):
+                    value = np.clip(np.round((score + rng.normal(0, 0.5)) / step) * step, 1, 5)
+                    rows.writerow([video, dimension, round(float(value), 2)])
+            _timed_score(judge, labels, 0)  # warm the file system cache once
+            times: dict[int, list[tuple[float, float]]] = {0: [], resamples: []}
+            for _ in range(repeats):
+                for n_bootstrap in (0, resamples):
+                    times[n_bootstrap].append(_timed_score(judge, labels, n_bootstrap))
+            wall = {b: statistics.median(t[0] for t in runs) for b, runs in times.items()}
+            cpu = {b: statistics.median(t[1] for t in runs) for b, runs in times.items()}
+            out[kind] = {
+                "bootstrap_0_s": [round(wall[0], 3), round(cpu[0], 3)],
+                f"bootstrap_{resamples}_s": [round(wall[resamples], 3), round(cpu[resamples], 3)],
+                "ratio_wall": round(wall[resamples] / wall[0], 2),
+                "ratio_cpu": round(cpu[resamples] / cpu[0], 2),
+            }
+    out["load_average_1min_after"] = os.getloadavg()[0]
+    out["bar"] = RATIO_BAR
+    out["seconds_are"] = "[median wall, median CPU of the child]"
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resamples", type=int, default=10_000)
     parser.add_argument("--loop-resamples", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--cli-repeats", type=int, default=5, help="fresh-interpreter runs of each score command")
+    parser.add_argument("--answers", nargs="+", choices=sorted(ANSWER_STEPS), default=["whole", "tenths"])
     args = parser.parse_args()
 
     videos, pred, gold, ratings, valid = make_data()
@@ -138,10 +215,27 @@ def main() -> None:
         "clinician_bootstrap_peak_mib": round(peak / 2**20, 1),
         "mean_ci_width_ratio_clinician_over_video": round(widths["clinician"] / widths["video"], 2),
         "design_effects": [round(e, 2) for e in effects],
-        "machine": f"{platform.machine()}, {platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
     }
+    if args.cli_repeats > 0:
+        result["score_cli"] = cli_ratios(args.resamples, args.cli_repeats, args.answers)
     text = json.dumps(result, indent=2)
     print(text)
+    if args.cli_repeats > 0:
+        cli = result["score_cli"]
+        print(
+            f"\nmis-bench score, 996 x 8 SYNTHETIC, {result['machine']}, load average "
+            f"{cli['load_average_1min_before']:.1f} -> {cli['load_average_1min_after']:.1f}:"
+        )
+        for kind in args.answers:
+            row = cli[kind]
+            print(
+                f"  {kind:10s} --bootstrap 0 {row['bootstrap_0_s'][0]:.2f} s wall / {row['bootstrap_0_s'][1]:.2f} s"
+                " CPU;"
+                f" --bootstrap {args.resamples} {row[f'bootstrap_{args.resamples}_s'][0]:.2f} s /"
+                f" {row[f'bootstrap_{args.resamples}_s'][1]:.2f} s; ratio {row['ratio_wall']:.2f}x wall,"
+                f" {row['ratio_cpu']:.2f}x CPU (bar {RATIO_BAR}x)"
+            )
     if args.json:
         args.json.write_text(text + "\n", encoding="utf-8")
 

@@ -7,6 +7,11 @@ Times (best of --repeats): the 9 point estimates (8 dimensions + overall), the
 loop timed on a few resamples and extrapolated. Checks the values are equal and
 reports peak memory (tracemalloc) of our bootstrap.
 
+Then the same bootstrap resampling clinicians (the default: the videos' ids name 78 clinicians, as the real
+benchmark's; `resampling.make_resampling` draws them, the per-clinician totals give every resample's sums in
+one (10,000 x 78) @ (78 x 63) product) against pingouin on the same drawn clinicians' rows, and the ratio
+beside issue 47's bar (at least 3,000x). SYNTHETIC data; the load average is printed with the figures.
+
     python3 benchmarks/bench_icc.py [--resamples 10000] [--pingouin-resamples 3] [--json OUT]
 """
 
@@ -28,7 +33,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
 from mis_bench_dataset.icc import icc3_1  # noqa: E402
 from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, point_blocks  # noqa: E402
+from mis_icc_metric.resampling import make_resampling  # noqa: E402
 from mis_icc_metric.scoring import score_predictions  # noqa: E402
+
+# Issue 47: the ICC(3,1) bootstrap of 10,000 resamples x 9 blocks at least this many times a pingouin loop.
+SPEEDUP_BAR = 3000
+N_CLINICIANS = 78  # the real benchmark's: about 12.8 videos each
+
+
+def clinician_videos(n: int, seed: int = 0) -> list[str]:
+    """n video ids from N_CLINICIANS clinicians x 3 time points x 8 stimuli, row i the i-th (sorted) id."""
+    from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS
+
+    slots = [f"CL{c:04d}_{t}_{s}" for c in range(N_CLINICIANS) for t in TIME_POINTS for s in STIMULI]
+    return sorted(np.random.default_rng(seed).choice(slots, size=n, replace=False).tolist())
 
 
 def make_data(n: int = 996, seed: int = 0):
@@ -74,6 +92,40 @@ def pingouin_blocks(ratings: np.ndarray, valid: np.ndarray, rows: np.ndarray | N
     return np.array(out)
 
 
+def clinician_bootstrap(ratings: np.ndarray, valid: np.ndarray, args) -> dict:
+    """ICC(3,1) of the 9 blocks in 10,000 clinician resamples (the draw included, as a command pays it) against
+    pingouin on the rows of the same drawn clinicians, timed on --pingouin-resamples and extrapolated."""
+    videos = clinician_videos(ratings.shape[0])
+
+    def ours():
+        return bootstrap_blocks(ratings, valid, make_resampling(videos, args.resamples, 0, "clinician"))["icc"]
+
+    wall, boot = best_of(args.repeats, ours)
+    cpu = []
+    for _ in range(args.repeats):
+        start = time.process_time()
+        ours()
+        cpu.append(time.process_time() - start)
+    plan = make_resampling(videos, args.resamples, 0, "clinician")
+    members = [np.flatnonzero(plan.clusters == c) for c in range(plan.n_clusters)]
+    start, start_cpu = time.perf_counter(), time.process_time()
+    looped = [
+        pingouin_blocks(ratings, valid, np.concatenate([members[c] for c in draw]))
+        for draw in plan.draws[: args.pingouin_resamples]
+    ]
+    per_resample = (time.perf_counter() - start) / args.pingouin_resamples
+    per_resample_cpu = (time.process_time() - start_cpu) / args.pingouin_resamples
+    return {
+        "ours": wall,
+        "ours_cpu": min(cpu),
+        "pingouin_extrapolated": per_resample * args.resamples,
+        "speedup": per_resample * args.resamples / wall,
+        "speedup_cpu": per_resample_cpu * args.resamples / min(cpu),
+        "bar": SPEEDUP_BAR,
+        "max_abs_diff": float(np.abs(boot[: args.pingouin_resamples] - np.array(looped)).max()),
+    }
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resamples", type=int, default=10_000)
@@ -111,15 +163,18 @@ def main(argv: list[str] | None = None) -> dict:
     t_pg_per_resample = (time.perf_counter() - start) / args.pingouin_resamples
     t_boot_pg = t_pg_per_resample * args.resamples
 
+    ids = clinician_videos(n)  # score resamples clinicians by default: the ids name them
     predictions = {
-        (f"v{i:04d}", d): (None if np.isnan(pred[i, j]) else float(pred[i, j]))
+        (ids[i], d): (None if np.isnan(pred[i, j]) else float(pred[i, j]))
         for i in range(n)
         for j, d in enumerate(DIMENSION_KEYS)
     }
-    references = {(f"v{i:04d}", d): float(gold[i, j]) for i in range(n) for j, d in enumerate(DIMENSION_KEYS)}
+    references = {(ids[i], d): float(gold[i, j]) for i in range(n) for j, d in enumerate(DIMENSION_KEYS)}
     t_score, _ = best_of(
         max(2, args.repeats // 2), lambda: score_predictions(predictions, references, n_bootstrap=args.resamples)
     )
+
+    clinician = clinician_bootstrap(ratings, valid, args)
 
     direct = np.array([icc3_1(ratings[indices[b], j][valid[indices[b], j]]) for b in range(3) for j in range(9)])
     report = {
@@ -137,6 +192,7 @@ def main(argv: list[str] | None = None) -> dict:
             "pingouin_per_resample": t_pg_per_resample,
         },
         "score_predictions_s": t_score,
+        "clinician_bootstrap_s": clinician,
         "peak_memory_mib": peak / 2**20,
         "max_abs_diff": {
             "point_vs_pingouin": float(np.abs(point - point_pg).max()),
@@ -158,6 +214,13 @@ def main(argv: list[str] | None = None) -> dict:
         f"{args.pingouin_resamples} resamples)   x{report['bootstrap_s']['speedup']:.0f}"
     )
     print(f"bootstrap CPU time (ours, single-threaded): {t_boot_cpu:.3f} s")
+    print(
+        f"by clinician    : ours {clinician['ours']:8.3f} s    pingouin "
+        f"{clinician['pingouin_extrapolated'] / 60:8.1f} min"
+        f" (same drawn clinicians)   x{clinician['speedup']:.0f} (bar: x{SPEEDUP_BAR:,}; CPU "
+        f"{clinician['ours_cpu']:.3f} s, x{clinician['speedup_cpu']:.0f}); max |difference| "
+        f"{clinician['max_abs_diff']:.1e}"
+    )
     print(f"score_predictions (all rules, sensitivity blocks included): {t_score:.3f} s")
     print(f"peak memory of our bootstrap (tracemalloc): {report['peak_memory_mib']:.1f} MiB")
     print("max |difference|: " + ", ".join(f"{k} {v:.1e}" for k, v in report["max_abs_diff"].items()))

@@ -16,7 +16,7 @@ paper's protocol, which `reproduce` keeps) are unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,10 @@ __all__ = [
 # The cluster of each video where its id does not say: a mapping video -> label, or one label per video.
 Clusters = Mapping[str, str] | Sequence[str] | None
 
+# Resamples x clusters up to which a plan keeps its whole count matrix (32 MiB of float64: 10,000 resamples of
+# 78 clinicians are 0.8 M counts); a larger one (videos, or 200,000 resamples) is counted chunk by chunk.
+_SHARED_CELLS = 1 << 22
+
 _METHOD = {
     "video": "percentile bootstrap over videos, as if independent (one shared index draw for every block)",
     "clinician": "percentile bootstrap over clinicians, each drawn with all its videos (cluster bootstrap; one"
@@ -72,6 +76,7 @@ class Resampling:
     cluster_names: tuple[str, ...]
     draws: np.ndarray  # (B, C) cluster indices drawn with replacement
     seed: int | None
+    _shared: dict = field(default_factory=dict, repr=False, compare=False)  # the count matrix, drawn once
 
     @property
     def n_resamples(self) -> int:
@@ -90,9 +95,37 @@ class Resampling:
         """(B, n_items), the shape of the video index matrix this plan stands in for."""
         return self.n_resamples, self.n_items
 
+    def cluster_counts(self, rows: slice = slice(None)) -> np.ndarray:
+        """(len(rows), C) float64: how often each cluster is drawn in each resample of `rows`.
+
+        The one resample-count matrix of the plan: every statistic written through per-cluster sums is
+        ``cluster_counts() @ cluster_totals(features)`` (`bootstrap.resampled_sums`), one (B x C) by (C x F)
+        product for all resamples. Up to `_SHARED_CELLS` counts the whole matrix is drawn once and shared by
+        every statistic and block of the command (read-only); beyond, each chunk is counted when asked."""
+        if self.n_resamples * self.n_clusters > _SHARED_CELLS:
+            return resample_counts(self.draws[rows], self.n_clusters)
+        if "counts" not in self._shared:
+            shared = resample_counts(self.draws, self.n_clusters)
+            shared.flags.writeable = False
+            self._shared["counts"] = shared
+        return self._shared["counts"][rows]
+
+    def cluster_totals(self, features: np.ndarray) -> np.ndarray:
+        """(C, F) per-cluster sums of per-item `features` (n_items, F): a resample's sums of the features over its
+        items are its cluster counts times these (a cluster drawn twice puts each of its items in twice). For
+        unit "video" (one item a cluster, in item order) the features themselves, so the video bootstrap's
+        numbers are the index matrix's to the bit."""
+        features = np.asarray(features, dtype=np.float64)
+        if self.unit == "video":
+            return features
+        order = np.argsort(self.clusters, kind="stable")
+        starts = np.searchsorted(self.clusters[order], np.arange(self.n_clusters))
+        return np.add.reduceat(features[order], starts, axis=0)
+
     def counts(self, rows: slice = slice(None)) -> np.ndarray:
-        """(len(rows), n_items) float64: how often each item is in each resample of `rows`."""
-        cluster_counts = resample_counts(self.draws[rows], self.n_clusters)
+        """(len(rows), n_items) float64: how often each item is in each resample of `rows` (its cluster's count:
+        for statistics that need each item's own weight; sums go through `cluster_counts`)."""
+        cluster_counts = self.cluster_counts(rows)
         return cluster_counts if self.unit == "video" else cluster_counts[:, self.clusters]
 
     def describe(self) -> dict:
