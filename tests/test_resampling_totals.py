@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset.video_ids import STIMULI
+from mis_bench_dataset import STIMULI
+from mis_icc_metric import make_resampling
 from mis_icc_metric.agreement_statistics import STATISTIC_KEYS, agreement_point, agreement_replicates, halo
 from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, resample_counts, resampled_sums
-from mis_icc_metric.resampling import make_resampling
 
 from _independent import clinician_rows
 
