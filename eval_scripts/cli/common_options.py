@@ -10,7 +10,8 @@ The rules (docs/cli.md states them for users; tests/test_cli_vocabulary.py walks
   starts with which (`OUT_FOLDER` / `OUT_FILE`).
 - `--split`: `SPLIT_RULE`.
 - `--bootstrap`: `mis_bench_dataset.toolkit.options.BOOTSTRAP_RULE` (`bootstrap_option`, `toolkit.options.resample_count`);
-  where the result itself is resampled (`compare`, `plan icc|difference`), 0 is refused (`require_resamples`).
+  where the result itself is resampled (`compare`, `plan icc|difference`, `leaderboard`, `reproduce table4|trust`),
+  0 is refused (`require_resamples`).
 """
 
 from __future__ import annotations
@@ -188,7 +189,8 @@ def positional_or_flag(args: argparse.Namespace, positional: str, flag: str, *, 
 
 def require_resamples(n_bootstrap: int, what: str) -> None:
     """`--bootstrap 0` (no resampling) where the command's result is itself drawn from resamples (`compare`'s
-    paired test, `plan`'s sizes): refused as a usage error saying so, never an empty result."""
+    paired test, `plan`'s sizes, the leaderboard's comparisons with its leader, the paper's CIs `reproduce`
+    checks): refused as a usage error saying so, never an empty result."""
     from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, MIN_BOOTSTRAP
     from mis_bench_dataset.toolkit.errors import UsageError
 

@@ -18,7 +18,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from eval_scripts.cli.common_options import add_out, add_references, add_split
+from eval_scripts.cli.common_options import add_out, add_references, add_split, require_resamples
 from mis_bench_dataset.toolkit.numbers import pct
 
 DEFAULT_MAX_MB = 64
@@ -183,6 +183,7 @@ def submit_command(args: argparse.Namespace) -> int:
 def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.cli.leaderboard_authors import authors_command, check_board_arguments
 
+    require_resamples(args.bootstrap, "the leaderboard's comparison of each entry with the leader")
     if check_board_arguments(args):
         return authors_command(args)
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say, shown
-from eval_scripts.cli.common_options import add_out
+from eval_scripts.cli.common_options import add_out, require_resamples
 
 
 def register(subparsers) -> None:
@@ -73,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from eval_scripts.jobs.reproduction import format_table4, format_table6, reproduce_table4, reproduce_table6
     from mis_bench_dataset.toolkit.errors import DataError
 
+    if args.table != "table6":
+        require_resamples(args.bootstrap, f"{args.table}'s CIs (the paper's)")
     if args.table == "trust":
         return _trust(args)
     if args.folder is None:
