@@ -51,7 +51,7 @@ def _jury(args: list[str], capsys) -> dict:
 def test_mean_and_median_equal_the_hand_computation(member_runs, synthetic_build, tmp_path, capsys, method) -> None:
     members = list(member_runs["test"].values())
     record = _jury([*map(str, members), "--method", method, "--references", str(synthetic_build), "--bootstrap",
-                    "50", "--out", str(tmp_path)], capsys)  # fmt: skip
+                    "100", "--out", str(tmp_path)], capsys)  # fmt: skip
     results = json.loads(Path(record["results"]).read_text())
     got = {(p["video_id"], p["dimension"]): p["prediction"] for p in results["predictions"]}
     each = [json.loads((m / "results.json").read_text())["predictions"] for m in members]

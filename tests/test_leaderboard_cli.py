@@ -117,7 +117,7 @@ def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
                 "--out",
                 str(tmp_path / "rep"),
                 "--bootstrap",
-                "50",
+                "100",
                 "--comparison-bootstrap",
                 "200",
                 "--json",
