@@ -49,7 +49,7 @@ READS = {
     "trust": "PG",
     "stats": "G",
     "report": "G",
-    "jury": "G",
+    "jury": "PG",
     "leaderboard": "G",
     "submit": "G",
 }
@@ -108,6 +108,8 @@ def test_positional_forms_take_the_flag_too(tmp_path):
     assert flagged.predictions == [a, b] and flagged.a is None
     stats = parser.parse_args(["stats", "--references", str(tmp_path)])
     assert stats.references == str(tmp_path) and stats.dataset_dir is None
+    jury = parser.parse_args(["jury", "--predictions", str(a), str(b), "--method", "mean"])
+    assert jury.predictions == [a, b] and jury.runs == []
 
 
 def _aliased():

@@ -16,7 +16,7 @@ from eval_scripts.cli.args import (
     print_json,
     say,
 )
-from eval_scripts.cli.common_options import add_out, add_references, add_split
+from eval_scripts.cli.common_options import add_aliased, add_out, add_references, add_split, positional_or_flag
 
 DEFAULT_OUT = "mis-bench-jury"
 
@@ -36,11 +36,21 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "runs",
-        nargs="+",
+        nargs="*",
         type=existing("any"),
         metavar="MEMBER",
         help="the members: run folders, results JSON files, or predictions files (CSV/JSONL/JSON, long or wide, "
-        "as score reads them; a predictions-file jury gets predictions and jury.json, no results.json)",
+        "as score reads them; a predictions-file jury gets predictions and jury.json, no results.json), or give "
+        "them as --predictions",
+    )
+    add_aliased(
+        parser,
+        "--predictions",
+        nargs="+",
+        type=existing("any"),
+        metavar="MEMBER",
+        default=None,
+        help="the members, as a flag: the same as the positional MEMBERs (default: the positionals)",
     )
     parser.add_argument("--method", required=True, choices=JURY_METHODS, help="how the members' scores are combined")
     add_references(
@@ -85,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard.juries import run_jury
 
     result = run_jury(
-        args.runs,
+        positional_or_flag(args, "runs", "predictions", where="MEMBER..."),
         args.out,
         method=args.method,
         references=args.references,
