@@ -1,6 +1,6 @@
 """The CLI's one vocabulary: the options many `mis-bench` commands share, each declared once here.
 
-The rules (docs/cli.md states them for users; tests/test_cli_vocabulary.py walks every parser against them):
+The rules (docs/installation.md, "One vocabulary", states them for users; tests/test_cli_vocabulary.py walks every parser against them):
 
 - `--predictions`: what a system predicted; `--references`: the gold it is judged against (a built dataset folder
   or a labels file). A command whose natural form is positional (`stats BUILD`, `compare A B`) takes the flag too.
@@ -28,7 +28,7 @@ from mis_bench_dataset.toolkit.options import existing
 from mis_bench_dataset.toolkit.text_safety import clean_line
 
 # What `--out` names: the first words of every `--out` help.
-OUT_FOLDER = "output folder (the command writes several files there)"
+OUT_FOLDER = "output folder"
 OUT_FILE = "output file"
 # The one rule for `--split`'s default, by what the command does with the gold.
 TEST_SPLIT = "test"
