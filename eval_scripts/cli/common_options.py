@@ -1,6 +1,7 @@
 """The CLI's one vocabulary: the options many `mis-bench` commands share, each declared once here.
 
-The rules (docs/installation.md, "One vocabulary", states them for users; tests/test_cli_vocabulary.py walks every parser against them):
+The rules (docs/installation.md, "One vocabulary", states them for users; tests/test_cli_vocabulary.py walks every
+parser against them):
 
 - `--predictions`: what a system predicted; `--references`: the gold it is judged against (a built dataset folder
   or a labels file). A command whose natural form is positional (`stats BUILD`, `compare A B`) takes the flag too.
@@ -9,9 +10,9 @@ The rules (docs/installation.md, "One vocabulary", states them for users; tests/
 - `--out`: a folder for a command that writes several files, a file for a command that writes one; every help
   starts with which (`OUT_FOLDER` / `OUT_FILE`).
 - `--split`: `SPLIT_RULE`.
-- `--bootstrap`: `mis_bench_dataset.toolkit.options.BOOTSTRAP_RULE` (`bootstrap_option`, `toolkit.options.resample_count`);
-  where the result itself is resampled (`compare`, `plan icc|difference`, `leaderboard`, `reproduce table4|trust`),
-  0 is refused (`require_resamples`).
+- `--bootstrap`: `mis_bench_dataset.toolkit.options.BOOTSTRAP_RULE` (`bootstrap_option`, `resample_count`); where
+  the result itself is resampled (`compare`, `plan icc|difference`, `leaderboard`, `reproduce table4|trust`), 0 is
+  refused (`require_resamples`).
 """
 
 from __future__ import annotations
