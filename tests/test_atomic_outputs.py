@@ -285,10 +285,10 @@ def test_every_command_writes_utf8_under_the_c_locale(synthetic_build, tmp_path)
         ["build", str(root / "rélease"), "--labels", str(root / "rélease" / "ratings.csv"), "--out", str(ascii_build)],
         ["stats", str(ascii_build), "--out", str(root / "stâts")],
         ["submit", str(root / "results.json"), "--out", str(root / "sübs")],
-        ["leaderboard", str(root / "sübs"), "--references", str(synthetic_build), "--bootstrap", "10"]
+        ["leaderboard", str(root / "sübs"), "--references", str(synthetic_build), "--bootstrap", "100"]
         + ["--out", str(root / "bœard")],
-        ["report", str(root / "results.json"), "--references", str(synthetic_build), "--bootstrap", "10"]
-        + ["--comparison-bootstrap", "10", "--out", str(root / "répört")],
+        ["report", str(root / "results.json"), "--references", str(synthetic_build), "--bootstrap", "100"]
+        + ["--comparison-bootstrap", "100", "--out", str(root / "répört")],
     ]
     # One interpreter started under the C locale runs the six commands one after the other, as `mis-bench` would
     # (its argv decoded by that locale, each command its own `main(argv)` call): one start instead of six.

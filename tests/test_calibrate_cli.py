@@ -156,7 +156,7 @@ def test_refusals_are_one_line(synthetic_build, judged, tmp_path, capsys):
     (tmp_path / "scale.json").write_text(json.dumps(other_scale))
     for name, pattern in (("narrow.json", "not fitted on"), ("scale.json", "scale")):
         code = main(
-            ["calibrate", "--apply", str(tmp_path / name), "--predictions", str(path), "--out", str(tmp_path / "x.csv")]
+            ["calibrate", "--apply", str(tmp_path / name), "--predictions", str(path), "--out", str(tmp_path / "x")]
             + ["--allow-in-sample"]
         )
         err = capsys.readouterr().err.strip()

@@ -143,16 +143,14 @@ def test_apply_refuses_in_sample_videos_unless_allowed(wide_build, fitted, tmp_p
     folder, predictions = fitted
     calibrator = str(folder / "out" / "calibrator.json")
     every = write_judge(tmp_path / "all.csv", predictions)
-    assert (
-        main(["calibrate", "--apply", calibrator, "--predictions", str(every), "--out", str(tmp_path / "a.csv")]) == 1
-    )
+    assert main(["calibrate", "--apply", calibrator, "--predictions", str(every), "--out", str(tmp_path / "a")]) == 1
     n_train = len({v for v, _ in read_references(wide_build, "train")})
     n_validation = len({v for v, _ in read_references(wide_build, "validation")})
     assert f"{n_train} video(s) of the predictions are ones the calibrator was fitted on and {n_validation}" in (
         _one_line(capsys)
     )
-    assert not (tmp_path / "a.csv").exists()
-    argv = ["calibrate", "--apply", calibrator, "--predictions", str(every), "--out", str(tmp_path / "a.csv")]
+    assert not (tmp_path / "a").exists()
+    argv = ["calibrate", "--apply", calibrator, "--predictions", str(every), "--out", str(tmp_path / "a")]
     assert main([*argv, "--allow-in-sample", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["n_in_sample_videos"] == n_train + n_validation
@@ -171,12 +169,12 @@ def test_apply_warns_on_another_build_and_another_judge(wide_build, fitted, tmp_
     }
     for name, (model, fingerprint, expected) in cases.items():
         run = _results_json(tmp_path / f"{name}.json", test, model=model, fingerprint=fingerprint, synthetic=True)
-        argv = ["calibrate", "--apply", calibrator, "--predictions", str(run), "--out", str(tmp_path / f"{name}.csv")]
+        argv = ["calibrate", "--apply", calibrator, "--predictions", str(run), "--out", str(tmp_path / name)]
         assert main([*argv, "--json"]) == 0
         warnings = json.loads(capsys.readouterr().out)["warnings"]
         assert len(warnings) == len(expected) and all(w in text for w, text in zip(expected, warnings, strict=True))
     csv = write_judge(tmp_path / "test.csv", test)  # a CSV does not say: a note, not a warning
-    assert main(["calibrate", "--apply", calibrator, "--predictions", str(csv), "--out", str(tmp_path / "c.csv")]) == 0
+    assert main(["calibrate", "--apply", calibrator, "--predictions", str(csv), "--out", str(tmp_path / "c")]) == 0
     printed = capsys.readouterr().out
     assert "warning:" not in printed and "do not name their build" in printed and "do not name their judge" in printed
 
@@ -199,7 +197,7 @@ def test_the_synthetic_mark_is_kept_both_ways(synthetic_build, unmarked_build, t
                 )
             )
             calibrator = str(tmp_path / name / "calibrator.json")
-            out = str(tmp_path / f"{name}-{run_name}-out.csv")
+            out = str(tmp_path / f"{name}-{run_name}-out")
             argv = ["calibrate", "--apply", calibrator, "--predictions", str(source), "--out", out]
             assert main([*argv, "--json"]) == 0
             synthetic = json.loads(capsys.readouterr().out)["synthetic"]
@@ -218,13 +216,12 @@ def test_a_calibrated_file_is_not_calibrated_again(fitted, wide_build, tmp_path,
     calibrated = folder / "out" / "calibrated-test.csv"
     calibrator = str(folder / "out" / "calibrator.json")
     assert (
-        main(["calibrate", "--apply", calibrator, "--predictions", str(calibrated), "--out", str(tmp_path / "x.csv")])
-        == 1
+        main(["calibrate", "--apply", calibrator, "--predictions", str(calibrated), "--out", str(tmp_path / "x")]) == 1
     )
     assert "already calibrated" in _one_line(capsys)
     assert main(_fit(calibrated, wide_build, tmp_path / "again")) == 1
     assert "already calibrated" in _one_line(capsys)
-    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "again").exists()
+    assert not (tmp_path / "x").exists() and not (tmp_path / "again").exists()
 
 
 # ------------------------------------------------------------------------------------------ the crash and the floor
@@ -342,12 +339,12 @@ def test_a_failure_after_the_claim_leaves_no_claim(wide_build, tmp_path, capsys,
     assert main(_fit(good, wide_build, tmp_path / "out", "--bootstrap", "0")) == 0
     capsys.readouterr()
     # The case: a failed --apply (in-sample videos) claims nothing, so the user's own file is never replaced.
-    calibrator, mine = str(tmp_path / "out" / "calibrator.json"), tmp_path / "mine.csv"
-    assert main(["calibrate", "--apply", calibrator, "--predictions", str(good), "--out", str(mine)]) == 1
+    calibrator, mine = str(tmp_path / "out" / "calibrator.json"), tmp_path / "test-calibrated.csv"
+    assert main(["calibrate", "--apply", calibrator, "--predictions", str(good), "--out", str(tmp_path)]) == 1
     capsys.readouterr()
-    assert "mine.csv" not in read_manifest(tmp_path)
-    mine.write_text("the user's own file\n")
-    assert main(["calibrate", "--apply", calibrator, "--predictions", str(test), "--out", str(mine)]) == 1
+    assert "judge-calibrated.csv" not in read_manifest(tmp_path)
+    mine.write_text("the user's own file\n")  # where --apply would write test.csv's calibrated copy
+    assert main(["calibrate", "--apply", calibrator, "--predictions", str(test), "--out", str(tmp_path)]) == 1
     assert "was not written by mis-bench calibrate" in _one_line(capsys)
     assert mine.read_text() == "the user's own file\n"
 
@@ -392,6 +389,6 @@ def test_a_tampered_calibrator_is_refused_in_one_line(fitted, wide_build, tmp_pa
     (tmp_path / "edited.json").write_text(json.dumps(data))
     test = write_judge(tmp_path / "test.csv", _only(predictions, wide_build, "test"))
     argv = ["calibrate", "--apply", str(tmp_path / "edited.json"), "--predictions", str(test)]
-    assert main([*argv, "--out", str(tmp_path / "x.csv")]) == 1
+    assert main([*argv, "--out", str(tmp_path / "x")]) == 1
     assert f"calibrator field {field}" in _one_line(capsys)
-    assert not (tmp_path / "x.csv").exists()
+    assert not (tmp_path / "x").exists()

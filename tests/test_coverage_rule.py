@@ -244,7 +244,7 @@ def test_compare_uses_the_pairs_both_asked_and_parsed(scored, capsys):
                 "--references",
                 str(folder / "gold.csv"),
                 "--bootstrap",
-                "50",
+                "100",
             ]
         )
         == 0

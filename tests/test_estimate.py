@@ -53,7 +53,7 @@ def _estimate(capsys, *args: str) -> dict:
 def test_the_cli_equals_ppi_py_per_dimension_per_group_and_between_groups(judge_and_experts, capsys):
     judge_file, experts_file = judge_and_experts
     result = _estimate(
-        capsys, "--judge", str(judge_file), "--experts", str(experts_file), "--by", "time_point", "--bootstrap", "0"
+        capsys, "--predictions", str(judge_file), "--references", str(experts_file), "--by", "time_point", "--bootstrap", "0"
     )
     judge, experts = _read(judge_file), _read(experts_file)
     cases, where = [], []
@@ -127,13 +127,13 @@ def test_the_clustered_variant_equals_a_loop_over_clinician_resamples(judge_and_
 def test_text_and_out_file_say_what_the_ci_assumes(judge_and_experts, tmp_path, capsys):
     judge_file, experts_file = judge_and_experts
     out = tmp_path / "estimate.json"
-    args = ["estimate", "--judge", str(judge_file), "--experts", str(experts_file), "--bootstrap", "200"]
+    args = ["estimate", "--predictions", str(judge_file), "--references", str(experts_file), "--bootstrap", "200"]
     assert main([*args, "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "CIs assume the CLT interval of PPI++" in text and "not for therapist supervision" in text
     assert "percentile bootstrap over clinicians" in text and "biased" in text
     written = json.loads(out.read_text())
-    printed = _estimate(capsys, "--judge", str(judge_file), "--experts", str(experts_file), "--bootstrap", "200")
+    printed = _estimate(capsys, "--predictions", str(judge_file), "--references", str(experts_file), "--bootstrap", "200")
     assert written["dimensions"] == printed["dimensions"] and written["clustered"] == printed["clustered"]
     # The judge's +0.3 offset: the judge-only mean is off, PPI++ is not (its CI covers the experts' mean).
     gold_mean = np.mean([v for (_, d), v in _read(experts_file).items() if d == DIMENSION_KEYS[0]])
@@ -145,7 +145,7 @@ def test_text_and_out_file_say_what_the_ci_assumes(judge_and_experts, tmp_path, 
 def test_an_expert_set_that_overlaps_nothing_is_one_line(judge_and_experts, tmp_path, capsys):
     judge_file, _ = judge_and_experts
     other = _write(tmp_path / "other.csv", "score", {("ZZ9999_T1_Sean", DIMENSION_KEYS[0]): 3.0})
-    assert main(["estimate", "--judge", str(judge_file), "--experts", str(other)]) == 1
+    assert main(["estimate", "--predictions", str(judge_file), "--references", str(other)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no expert-labelled video is among the judge's videos" in err[0]
 
@@ -156,7 +156,7 @@ def test_groups_with_too_few_labels_are_listed_in_one_line(judge_and_experts, tm
     one = next(k for k in _read(experts_file) if parse_video_id(k[0]).time_point == "T2" and k[1] == DIMENSION_KEYS[0])
     kept[one] = 3.0
     few = _write(tmp_path / "few.csv", "score", kept)
-    assert main(["estimate", "--judge", str(judge_file), "--experts", str(few), "--by", "time_point"]) == 1
+    assert main(["estimate", "--predictions", str(judge_file), "--references", str(few), "--by", "time_point"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert (
         len(err) == 1 and "too few expert-labelled videos" in err[0] and "T2/VF: 1" in err[0] and "T2/H/PE: 0" in err[0]

@@ -56,9 +56,9 @@ def _cli(tmp_path, capsys, judge: dict, experts: dict, *extra: str) -> tuple[dic
     """The command's JSON and its text output, on these judge and expert mappings."""
     args = [
         "estimate",
-        "--judge",
+        "--predictions",
         str(_write(tmp_path / "judge.csv", "prediction", judge)),
-        "--experts",
+        "--references",
         str(_write(tmp_path / "experts.csv", "score", experts)),
         *extra,
     ]
@@ -163,7 +163,7 @@ def test_a_judge_missing_dimensions_is_named_not_a_call_for_more_labels(tmp_path
     # A judge that scored a dimension but left its labelled videos out: the error says the judge is short.
     few = {k: v for k, v in judge.items() if not (k[1] == DIMENSION_KEYS[0] and (k[0], k[1]) in experts)}
     judge_file = _write(tmp_path / "few.csv", "prediction", few)
-    assert main(["estimate", "--judge", str(judge_file), "--experts", str(tmp_path / "experts.csv")]) == 1
+    assert main(["estimate", "--predictions", str(judge_file), "--references", str(tmp_path / "experts.csv")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "the judge left 24 labelled video(s) unscored on VF" in err[0]
 

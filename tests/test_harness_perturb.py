@@ -26,7 +26,7 @@ def _by_length(body: dict) -> tuple[int, dict]:
     return 200, chat_completion(text, reply=f"{1 + (len(text.split()) % 40) / 10:.1f}")
 
 
-_run = partial(run_args, model="fake-judge", limit=LIMIT, bootstrap=50, as_json=True)
+_run = partial(run_args, model="fake-judge", limit=LIMIT, bootstrap=100, as_json=True)
 
 
 def _bodies(server: ChatServer, start: int) -> list[str]:

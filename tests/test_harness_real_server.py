@@ -220,7 +220,7 @@ def test_perturbed_arms_against_transformers_serve(served, synthetic_build, tmp_
     capsys.readouterr()
     before = served.chat_requests()
     assert (
-        main(_run(served, out, synthetic_build, "--perturb", "no-fillers,rubric-paraphrase-a", "--bootstrap", "20"))
+        main(_run(served, out, synthetic_build, "--perturb", "no-fillers,rubric-paraphrase-a", "--bootstrap", "100"))
         == 0
     )
     summary = _summary(capsys)

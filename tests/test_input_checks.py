@@ -65,8 +65,8 @@ def _commands(files: dict[str, Path], tmp: Path, *, gold: str, judge: str) -> di
     results = [str(files["results_100" if judge == "judge100" else "results_a"]), str(files["results_b"])]
     return {
         "score": ["score", "--predictions", j, "--references", g, "--bootstrap", "0"],
-        "compare": ["compare", j, o, "--references", g, "--bootstrap", "20"],
-        "estimate": ["estimate", "--judge", j, "--experts", g, "--bootstrap", "0"],
+        "compare": ["compare", j, o, "--references", g, "--bootstrap", "100"],
+        "estimate": ["estimate", "--predictions", j, "--references", g, "--bootstrap", "0"],
         "plan labels": ["plan", "labels", "--predictions", j, "--references", g, "--half-width", "0.2"],
         "plan icc": ["plan", "icc", "--predictions", j, "--references", g, "--half-width", "0.2", "--bootstrap", "100"],
         "jury": ["jury", *results, "--method", "mean", "--references", g, "--out", str(tmp / "jury")],
@@ -119,7 +119,7 @@ def test_a_results_file_on_a_0_to_100_scale_is_refused_naming_it(command, files,
 def test_a_judge_on_the_scale_is_not_warned_about(files, caplog, capsys):
     with caplog.at_level(logging.WARNING, logger="mis_icc_metric.predictions_io"):
         assert (
-            main(["estimate", "--judge", str(files["judge"]), "--experts", str(files["gold"]), "--bootstrap", "0"]) == 0
+            main(["estimate", "--predictions", str(files["judge"]), "--references", str(files["gold"]), "--bootstrap", "0"]) == 0
         )
     capsys.readouterr()
     assert not [r for r in caplog.records if r.name == "mis_icc_metric.predictions_io"]

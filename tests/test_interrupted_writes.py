@@ -71,9 +71,9 @@ def test_report_figures_are_never_half_written(synthetic_build, tmp_path, monkey
         "--references",
         str(synthetic_build),
         "--comparison-bootstrap",
-        "20",
+        "100",
         "--bootstrap",
-        "20",
+        "100",
         "--out",
         str(tmp_path / "rep"),
     ]

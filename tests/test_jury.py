@@ -51,7 +51,7 @@ def _jury(args: list[str], capsys) -> dict:
 def test_mean_and_median_equal_the_hand_computation(member_runs, synthetic_build, tmp_path, capsys, method) -> None:
     members = list(member_runs["test"].values())
     record = _jury([*map(str, members), "--method", method, "--references", str(synthetic_build), "--bootstrap",
-                    "50", "--out", str(tmp_path)], capsys)  # fmt: skip
+                    "100", "--out", str(tmp_path)], capsys)  # fmt: skip
     results = json.loads(Path(record["results"]).read_text())
     got = {(p["video_id"], p["dimension"]): p["prediction"] for p in results["predictions"]}
     each = [json.loads((m / "results.json").read_text())["predictions"] for m in members]
@@ -92,7 +92,7 @@ def test_stacked_weights_are_least_squares_on_the_simplex(member_runs, synthetic
     names = list(member_runs["test"])
     record = _jury([*(str(member_runs["test"][n]) for n in names), "--method", "stacked", "--references",
                     str(synthetic_build), "--fit", *(str(member_runs["validation"][n]) for n in names),
-                    "--bootstrap", "50", "--out", str(tmp_path)], capsys)  # fmt: skip
+                    "--bootstrap", "100", "--out", str(tmp_path)], capsys)  # fmt: skip
     gold = gold_references(load_feature_rows(synthetic_build, "validation"))
     fit = [json.loads((member_runs["validation"][n] / "results.json").read_text())["predictions"] for n in names]
     fit = [{(p["video_id"], p["dimension"]): p["prediction"] for p in preds} for preds in fit]
@@ -136,7 +136,7 @@ def test_simplex_weights_are_the_constrained_optimum(data) -> None:
 def test_fit_runs_are_matched_by_identity_not_by_order(member_runs, synthetic_build, tmp_path, capsys) -> None:
     names = list(member_runs["test"])
     members = [str(member_runs["test"][n]) for n in names]
-    common = ["--method", "stacked", "--references", str(synthetic_build), "--bootstrap", "20"]
+    common = ["--method", "stacked", "--references", str(synthetic_build), "--bootstrap", "100"]
     in_order = _jury([*members, *common, "--fit", *(str(member_runs["validation"][n]) for n in names), "--out",
                       str(tmp_path / "a")], capsys)  # fmt: skip
     reversed_ = _jury([*members, *common, "--fit", *(str(member_runs["validation"][n]) for n in names[::-1]),
@@ -202,13 +202,13 @@ def test_a_pair_a_member_lacks_is_left_unanswered_never_dropped(member_runs, tmp
 
 def test_a_jury_is_submittable(member_runs, synthetic_build, tmp_path, capsys) -> None:
     members = [str(p) for p in member_runs["test"].values()]
-    record = _jury([*members, "--method", "median", "--references", str(synthetic_build), "--bootstrap", "20",
+    record = _jury([*members, "--method", "median", "--references", str(synthetic_build), "--bootstrap", "100",
                     "--out", str(tmp_path / "j")], capsys)  # fmt: skip
     assert main(["submit", record["results"], "--out", str(tmp_path / "sub")]) == 0
     capsys.readouterr()
     names = list(member_runs["test"])  # a stacked jury, fitted elsewhere, is on the scale and accepted too
     record = _jury([*members, "--method", "stacked", "--references", str(synthetic_build), "--fit",
-                    *(str(member_runs["validation"][n]) for n in names), "--bootstrap", "20", "--out",
+                    *(str(member_runs["validation"][n]) for n in names), "--bootstrap", "100", "--out",
                     str(tmp_path / "s")], capsys)  # fmt: skip
     assert main(["submit", record["results"], "--out", str(tmp_path / "sub2")]) == 0
 
@@ -277,7 +277,7 @@ def two_clinicians(tmp_path) -> dict:
 def test_predictions_files_are_members_and_fit_by_file_name(two_clinicians, tmp_path, capsys) -> None:
     files, gold = two_clinicians["files"], str(two_clinicians["gold"])
     scored = [str(files["scored"][n]) for n in ("judge0", "judge1", "judge2")]
-    mean = _jury([*scored, "--method", "mean", "--references", gold, "--bootstrap", "30", "--out",
+    mean = _jury([*scored, "--method", "mean", "--references", gold, "--bootstrap", "100", "--out",
                   str(tmp_path / "mean")], capsys)  # fmt: skip
     assert mean["results"] is None  # files record no build or setting: predictions and jury.json only
     written = Path(mean["jury"]).parent / "predictions.jsonl"
@@ -288,7 +288,7 @@ def test_predictions_files_are_members_and_fit_by_file_name(two_clinicians, tmp_
     for key, value in got.items():
         assert value == pytest.approx(statistics.mean(round(values[n][key], 3) for n in values), abs=1e-9)
     fit = [str(files["fit"][n]) for n in ("judge2", "judge0", "judge1")]  # another order: matched by file name
-    stacked = _jury([*scored, "--method", "stacked", "--references", gold, "--fit", *fit, "--bootstrap", "30",
+    stacked = _jury([*scored, "--method", "stacked", "--references", gold, "--fit", *fit, "--bootstrap", "100",
                      "--out", str(tmp_path / "stacked")], capsys)  # fmt: skip
     fit_gold = {k: v for k, v in read_references(gold).items() if k[0] in {k2[0] for k2 in values["judge0"]}}
     fit_keys = sorted(k for k in _pairs(files["fit"]["judge0"]) if k in fit_gold)
@@ -322,7 +322,7 @@ def test_a_member_missing_dimensions_is_scored_on_what_is_defined(two_clinicians
     half = {k: v for k, v in two_clinicians["values"]["judge1"].items() if k[1] in DIMENSION_KEYS[:4]}
     half = {k: v for k, v in half.items() if k[0] in {v2 for v2, _ in _pairs(files["scored"]["judge0"])}}
     partial = _write_long(tmp_path / "partial.csv", half)
-    args = [str(files["scored"]["judge0"]), str(partial), "--references", gold, "--bootstrap", "50"]
+    args = [str(files["scored"]["judge0"]), str(partial), "--references", gold, "--bootstrap", "100"]
     assert main(["jury", *args, "--method", "mean", "--out", str(tmp_path / "a")]) == 0
     out, err = capsys.readouterr()
     assert "internal error" not in err

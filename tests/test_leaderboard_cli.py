@@ -40,7 +40,7 @@ def _fingerprint(dataset):
 def test_submit_packages_a_valid_file_and_checks_coverage(tmp_path, labelled, capsys):
     dataset, references = labelled
     source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m", fingerprint=_fingerprint(dataset))
-    assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
+    assert cli_main(["submit", str(source), "--references", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["ok"] and outcome["coverage_checked"] and outcome["pushed"] is None
     with open(outcome["package"]) as handle:
@@ -59,7 +59,7 @@ def test_submit_rejects_with_reasons_and_exit_code_1(tmp_path, labelled, capsys)
     obj["dataset"]["fingerprint"] = BuiltDataset.of(dataset).build_fingerprint("test")
     obj["predictions"][0]["prediction"] = 9.5
     source.write_text(json.dumps(obj))
-    assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
+    assert cli_main(["submit", str(source), "--references", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
     captured = capsys.readouterr()
     assert "submission rejected" in captured.err and "partial.json" in captured.err
     assert len(captured.err.strip().splitlines()[-1:]) == 1 and "Traceback" not in captured.err
@@ -117,7 +117,7 @@ def test_report_command_rescoring_with_references(tmp_path, labelled, capsys):
                 "--out",
                 str(tmp_path / "rep"),
                 "--bootstrap",
-                "50",
+                "100",
                 "--comparison-bootstrap",
                 "200",
                 "--json",
@@ -181,7 +181,7 @@ def test_space_app_builds_its_board_from_the_environment(tmp_path, labelled, mon
 def test_submit_with_dataset_refuses_another_build(tmp_path, labelled, capsys):
     dataset, references = labelled
     source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m")  # the helper's fingerprint
-    assert cli_main(["submit", str(source), "--dataset", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
+    assert cli_main(["submit", str(source), "--references", str(dataset), "--out", str(tmp_path / "pkg")]) == 1
     err = capsys.readouterr().err
     assert "dataset fingerprint 'abc123' (dataset 'mis-bench-synthetic') is not the references'" in err
     assert "Traceback" not in err

@@ -21,7 +21,7 @@ def test_hostile_names_never_forge_a_line_of_the_leaderboard_listing(tmp_path, c
     (subs / "a.json").write_text(json.dumps(make_results(noisy_predictions(references, 0.3, seed=1), model=forged)))
     (subs / "bad\n  rejected nothing.json").write_text("{")
     assert (
-        main(["leaderboard", str(subs), "--references", str(gold), "--bootstrap", "20", "--out", str(tmp_path / "b")])
+        main(["leaderboard", str(subs), "--references", str(gold), "--bootstrap", "100", "--out", str(tmp_path / "b")])
         == 0
     )
     lines = capsys.readouterr().out.splitlines()
@@ -46,7 +46,7 @@ def test_a_submission_on_another_dataset_is_not_ranked(synthetic_build, tmp_path
         results = make_results(noisy_predictions(references, noise, seed=1), model=name)
         results["dataset"]["fingerprint"] = fingerprint
         (subs / name).write_text(json.dumps(results))
-    args = ["leaderboard", str(subs), "--references", str(synthetic_build), "--bootstrap", "20"]
+    args = ["leaderboard", str(subs), "--references", str(synthetic_build), "--bootstrap", "100"]
     assert main([*args, "--out", str(tmp_path / "board"), "--json"]) == 0
     board = json.loads(capsys.readouterr().out)
     assert [e["file"] for e in board["entries"]] == ["same.json"]

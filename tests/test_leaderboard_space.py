@@ -96,7 +96,7 @@ def test_the_space_serves_its_page_with_a_surrogate_file_present(space_env):
 def test_the_space_ranks_exactly_what_the_cli_ranks(space_env, synthetic_build, tmp_path, capsys):
     out = tmp_path / "board"
     args = ["leaderboard", str(space_env), "--references", str(synthetic_build), "--out", str(out)]
-    assert cli_main([*args, "--bootstrap", "30"]) == 0
+    assert cli_main([*args, "--bootstrap", "100"]) == 0
     cli_board = json.loads((out / "leaderboard.json").read_text())
     space_board = build_board_from_env()
     for key in ("entries", "floors", "unranked", "rejected", "synthetic", "references_fingerprints"):

@@ -43,8 +43,8 @@ def _commands(build, judge, out):
         "score": ["score", "--predictions", j, "--references", b, "--bootstrap", "100"],
         "score --by": ["score", "--predictions", j, "--references", b, "--bootstrap", "100", "--by", "time_point"],
         "compare": ["compare", j, j, "--references", b, "--bootstrap", "100"],
-        "estimate": ["estimate", "--judge", j, "--experts", b, "--split", "test"],
-        "trust": ["trust", "--judge", j, "--experts", b, "--out", str(out / "trust")],
+        "estimate": ["estimate", "--predictions", j, "--references", b, "--split", "test"],
+        "trust": ["trust", "--predictions", j, "--references", b, "--out", str(out / "trust")],
         "stats": ["stats", b, "--out", str(out / "stats")],
         "plan icc": ["plan", "icc", "--predictions", j, "--references", b, "--split", "all", "--half-width", "0.2"]
         + ["--videos-per-clinician", "1", "--bootstrap", "100"],

@@ -152,7 +152,7 @@ def test_score_cli_on_the_synthetic_build_with_common_set(synthetic_build, tmp_p
                 "--references",
                 str(synthetic_build),
                 "--bootstrap",
-                "50",
+                "100",
                 "--common-videos",
                 str(common),
                 "--out",

@@ -360,12 +360,12 @@ def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them
 
     predictions, references = clustered_scores(n_clinicians=12, seed=8)
     preds, dataset = _score_files(tmp_path, predictions, references)
-    argv = ["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "50", "--seed", "3"]
+    argv = ["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "100", "--seed", "3"]
     assert main([*argv, "--by", "stimulus,therapist", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    expected = json_safe(subgroup_agreement(predictions, references, by="stimulus", n_bootstrap=50, seed=3))
+    expected = json_safe(subgroup_agreement(predictions, references, by="stimulus", n_bootstrap=100, seed=3))
     assert doc["subgroups"]["stimulus"] == expected
-    assert doc["therapist_level"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=50, seed=3))
+    assert doc["therapist_level"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=100, seed=3))
     # The subgroups' draw is the score's own: the same resampling plan.
     assert doc["subgroups"]["stimulus"]["meta"]["resampling"] == doc["meta"]["resampling"]
     assert main([*argv, "--by", "stimulus", "--resample", "video", "--json"]) == 0

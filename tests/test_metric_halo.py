@@ -109,7 +109,7 @@ def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
     results.write_text(json.dumps(make_results(predictions)))
     labels = tmp_path / "gold.csv"
     labels.write_text("video_id,dimension,score\n" + "".join(f"{v},{k},{s}\n" for (v, k), s in references.items()))
-    assert main(["score", "--predictions", str(results), "--references", str(labels), "--bootstrap", "50"]) == 0
+    assert main(["score", "--predictions", str(results), "--references", str(labels), "--bootstrap", "100"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("Halo"))
     assert f"model {model_hand:.2f} [" in line and f"expert gold {gold_hand:.2f} [" in line and "28 of 28" in line
 

@@ -170,7 +170,7 @@ def test_score_raters_cli_writes_the_same_numbers(tmp_path, labelled):
         "--raters",
         str(path),
         "--bootstrap",
-        "50",
+        "100",
         "--out",
         str(tmp_path / "scores.json"),
     )

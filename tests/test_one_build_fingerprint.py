@@ -39,7 +39,7 @@ def test_a_model_run_and_the_baselines_of_one_build_are_compared(
 
     report = tmp_path / "report"
     args = ["report", str(runs), "--references", str(synthetic_build), "--bootstrap", "0", "--out", str(report)]
-    assert main([*args, "--comparison-bootstrap", "50", "--reference", str(model_results)]) == 0
+    assert main([*args, "--comparison-bootstrap", "100", "--reference", str(model_results)]) == 0
     capsys.readouterr()
     text = (report / "report.md").read_text(encoding="utf-8")
     assert "Not compared" not in text

@@ -212,7 +212,7 @@ def test_compare_json_never_replaces_an_input(tmp_path, scored, capsys):
         "--split",
         "train",
         "--bootstrap",
-        "10",
+        "100",
         "--out",
         str(b),
     )

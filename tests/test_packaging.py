@@ -129,7 +129,7 @@ build = str(work / "build")
 release = work / "release"
 codes["synth"] = main(["synth", str(release), "--videos", "30", "--seed", "0"])
 codes["build"] = main(["build", str(release), "--labels", str(release / "ratings.csv"), "--out", build])
-codes["default job"] = main(["run", "--dataset", build, "--out", str(work / "job"), "--bootstrap", "20"])
+codes["default job"] = main(["run", "--dataset", build, "--out", str(work / "job"), "--bootstrap", "100"])
 
 from _harness_helpers import ChatServer
 

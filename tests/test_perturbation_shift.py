@@ -81,7 +81,7 @@ def test_an_unchanged_arm_has_no_shift() -> None:
 
 def test_run_perturb_on_the_text_ridge_writes_the_shift_table(synthetic_build, tmp_path, capsys) -> None:
     out = tmp_path / "out"
-    args = ["run", "--dataset", str(synthetic_build), "--perturb", "first-half,no-fillers", "--bootstrap", "50"]
+    args = ["run", "--dataset", str(synthetic_build), "--perturb", "first-half,no-fillers", "--bootstrap", "100"]
     assert main([*args, "--out", str(out), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
     written = json.loads((out / "perturbations" / "text-ridge" / "shifts.json").read_text())

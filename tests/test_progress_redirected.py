@@ -79,7 +79,7 @@ def test_a_run_and_a_report_of_three_runs_draw_no_bar_into_a_file(synthetic_buil
     assert "%|" in forced.read_text() and "answer" in forced.read_text()  # the bar, forced into the file
 
     log = tmp_path / "report.log"
-    report = ["report", str(out), "--references", str(synthetic_build), "--bootstrap", "20", "--out", "report"]
+    report = ["report", str(out), "--references", str(synthetic_build), "--bootstrap", "100", "--out", "report"]
     done = _cli_to_file(report, log, cwd=tmp_path)
     assert done.returncode == 0, log.read_text()[-2000:]
     assert (tmp_path / "report" / "report.md").is_file()

@@ -40,7 +40,7 @@ def _noise(stderr: str) -> list[str]:
 def test_verbose_brings_the_info_lines_back(synthetic_build, tmp_path):
     """`-v` brings back the toolkit's INFO lines, one per long step, none naming a temporary folder (quiet by
     default, at most 3 lines on success: tests/test_main_job.py)."""
-    args = ["run", "--dataset", str(synthetic_build), "--bootstrap", "50"]
+    args = ["run", "--dataset", str(synthetic_build), "--bootstrap", "100"]
     done = _cli("-v", *args, "--out", str(tmp_path / "job"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "INFO eval_scripts.baselines.baseline_run" in done.stderr  # the toolkit's own lines are there

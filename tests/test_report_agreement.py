@@ -281,7 +281,7 @@ def test_report_cli_raters(made, tmp_path):
                 "--raters",
                 str(ratings),
                 "--bootstrap",
-                "50",
+                "100",
                 "--comparison-bootstrap",
                 "0",
                 "--out",

@@ -26,7 +26,7 @@ def test_report_into_a_non_ascii_path_under_the_c_locale(synthetic_build, tmp_pa
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LC_", "LANG", "PYTHONIOENCODING"))}
     env.update(LC_ALL="C", PYTHONUTF8="0")
     command = [sys.executable, "-m", "eval_scripts.cli", "report", str(runs), "--references", str(synthetic_build)]
-    command += ["--comparison-bootstrap", "20", "--bootstrap", "20", "--out", str(out)]
+    command += ["--comparison-bootstrap", "100", "--bootstrap", "100", "--out", str(out)]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, timeout=300)
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")[-2000:]
     for path in out.iterdir():

@@ -99,7 +99,7 @@ def test_the_column_is_the_ridge_mis_bench_run_fits_on_the_paper_rows_build(subs
     column = ridge_column(predictions, references, predictions, n_bootstrap=20, seed=0)
     assert column["vs_mis_raft"]["mean"]["delta"] == 0.0  # against itself
     out = tmp_path / "run"
-    assert main(["run", "--dataset", str(subset_build), "--out", str(out), "--bootstrap", "20"]) == 0
+    assert main(["run", "--dataset", str(subset_build), "--out", str(out), "--bootstrap", "100"]) == 0
     results = json.loads((out / "runs" / "features__text" / "results.json").read_text())
     run_predictions = {(p["video_id"], p["dimension"]): p["prediction"] for p in results["predictions"]}
     assert {p: run_predictions[p] for p in predictions} == predictions
@@ -142,5 +142,5 @@ def test_reproduce_table4_prints_the_ridge_column(authors_dir, real_transcripts_
     assert header.split()[1:5] == ["Raw", "Fine-tuning", "MIS-RAFT", "Text"]
     mean_row = [line for line in text.splitlines() if line.startswith("Mean")][-1].split()
     assert mean_row[1:5] == ["13.8", "2.7", "31.1", "41.2"] and "Why the comparison is fair" in text
-    assert main([*args, "--bootstrap", "20", "--no-ridge"]) == 0
+    assert main([*args, "--bootstrap", "100", "--no-ridge"]) == 0
     assert "No text ridge column." in capsys.readouterr().out

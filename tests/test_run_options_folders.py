@@ -65,7 +65,7 @@ def test_report_and_leaderboard_show_both_labelled_by_what_differs(two_runs, syn
         assert main(["submit", str(results), "--out", str(subs)]) == 0
     board_out = tmp_path / "board"
     args = ["leaderboard", str(subs), "--references", str(synthetic_build), "--split", "test"]
-    code = main([*args, "--bootstrap", "20", "--out", str(board_out)])
+    code = main([*args, "--bootstrap", "100", "--out", str(board_out)])
     capsys.readouterr()
     assert code == 0
     board = json.loads((board_out / "leaderboard.json").read_text())

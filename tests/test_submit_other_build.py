@@ -1,4 +1,4 @@
-"""`mis-bench submit --dataset BUILD` with results made on another build says so in one line, naming the build
+"""`mis-bench submit --references BUILD` with results made on another build says so in one line, naming the build
 the results were made on and this one's fingerprints, instead of listing every video of the split as missing."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def test_submit_with_another_build_names_its_fingerprint(synthetic_build, tmp_pa
     path = tmp_path / "results.json"
     path.write_text(json.dumps(results))
 
-    code = main(["submit", str(path), "--dataset", str(synthetic_build), "--out", str(tmp_path / "subs")])
+    code = main(["submit", str(path), "--references", str(synthetic_build), "--out", str(tmp_path / "subs")])
     err = capsys.readouterr().err
     problems = [line for line in err.splitlines() if line.startswith("  - ")]  # the listing, then the error line
     errors = [line for line in err.splitlines() if line.startswith("mis-bench submit: error:")]

@@ -55,7 +55,7 @@ def test_score_and_compare(build, tmp_path, capsys):
     folder, synthetic = build
     a = _predictions(folder, tmp_path / "a.csv", 0.3)
     b = _predictions(folder, tmp_path / "b.csv", 0.8)
-    common = ["--references", folder, "--bootstrap", "20"]
+    common = ["--references", folder, "--bootstrap", "100"]
     code, out, _ = _cli(capsys, "score", "--predictions", a, *common, "--out", tmp_path / "a.json")
     assert code == 0 and _marked(out) is synthetic
     assert str(folder) in out.splitlines()[0]  # the data by its name (the build's path)
@@ -97,11 +97,11 @@ def test_run_openai_dry_run_and_batch(build, tmp_path, capsys, chat_server):
 def test_default_job_leaderboard_submit_and_report(build, tmp_path, capsys):
     folder, synthetic = build
     job = tmp_path / "job"
-    code, out, _ = _cli(capsys, "run", "--dataset", folder, "--out", job, "--bootstrap", "20")
+    code, out, _ = _cli(capsys, "run", "--dataset", folder, "--out", job, "--bootstrap", "100")
     assert code == 0 and _marked(out) is synthetic
     assert json.loads((job / "summary.json").read_text())["synthetic"] is synthetic
 
-    board_args = ["leaderboard", job / "submissions", "--references", folder, "--bootstrap", "20"]
+    board_args = ["leaderboard", job / "submissions", "--references", folder, "--bootstrap", "100"]
     code, out, _ = _cli(capsys, *board_args, "--out", tmp_path / "board")
     assert code == 0 and _marked(out) is synthetic
     ranked = [line for line in out.splitlines() if line.lstrip()[:2].rstrip(".").isdigit()]
@@ -113,7 +113,7 @@ def test_default_job_leaderboard_submit_and_report(build, tmp_path, capsys):
     assert code == 0 and json.loads(out)["synthetic"] is synthetic
 
     report = tmp_path / "report"
-    args = ["report", job / "runs", "--references", folder, "--bootstrap", "0", "--comparison-bootstrap", "20"]
+    args = ["report", job / "runs", "--references", folder, "--bootstrap", "0", "--comparison-bootstrap", "100"]
     # The report command without the per-system figures (seconds each); the default job's report above has them.
     code, out, _ = _cli(capsys, *args, "--scatters", "none", "--out", tmp_path / "report-json", "--json")
     assert code == 0 and json.loads(out)["synthetic"] is synthetic

@@ -47,9 +47,9 @@ def test_a_hostile_model_name_is_escaped_in_every_output(tmp_path, capsys):
                 "--references",
                 str(gold),
                 "--comparison-bootstrap",
-                "50",
+                "100",
                 "--bootstrap",
-                "50",
+                "100",
                 "--out",
                 str(tmp_path / "rep"),
             ]
@@ -66,7 +66,7 @@ def test_a_hostile_model_name_is_escaped_in_every_output(tmp_path, capsys):
                 "--references",
                 str(gold),
                 "--bootstrap",
-                "50",
+                "100",
                 "--out",
                 str(tmp_path / "board"),
             ]

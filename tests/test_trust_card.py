@@ -53,7 +53,7 @@ def synthetic_card(synthetic_build, tmp_path_factory):
     rng = np.random.default_rng(1)
     extra = {(v, k): float(np.clip(rng.normal(3.5, 0.5), 1, 5)) for v in EXTRA_VIDEOS for k in DIMENSION_KEYS}
     _noisy_judge({**gold, **extra}, folder / "judge.csv")
-    args = ["trust", "--judge", str(folder / "judge.csv"), "--experts", str(synthetic_build)]
+    args = ["trust", "--predictions", str(folder / "judge.csv"), "--references", str(synthetic_build)]
     # 80% intervals: a third of 40 videos is enough to set their conformal quantile (90% needs 9 per dimension).
     assert main([*args, "--coverage", "0.8", "--bootstrap", "200", "--out", str(folder / "trust")]) == 0
     return folder
@@ -84,7 +84,7 @@ def test_the_synthetic_page_has_a_verdict_a_number_to_cite_a_yardstick_and_flags
 
 def test_the_page_matches_estimate_and_its_counts(synthetic_card, synthetic_build, capsys):
     card = json.loads((synthetic_card / "trust" / "trust.json").read_text())
-    args = ["estimate", "--judge", str(synthetic_card / "judge.csv"), "--experts", str(synthetic_build)]
+    args = ["estimate", "--predictions", str(synthetic_card / "judge.csv"), "--references", str(synthetic_build)]
     assert main([*args, "--bootstrap", "0", "--json"]) == 0
     estimate = json.loads(capsys.readouterr().out)
     for key in DIMENSION_KEYS:
@@ -108,7 +108,7 @@ def test_below_the_floor_the_page_withholds_with_reasons_and_cannot_tell(synthet
     labels.write_text(
         "video_id,dimension,score\n" + "".join(f"{v},{k},{gold[(v, k)]}\n" for v in five for k in DIMENSION_KEYS)
     )
-    args = ["trust", "--judge", str(tmp_path / "judge.csv"), "--experts", str(labels), "--bootstrap", "100"]
+    args = ["trust", "--predictions", str(tmp_path / "judge.csv"), "--references", str(labels), "--bootstrap", "100"]
     assert main([*args, "--out", str(tmp_path / "out")]) == 0
     card = json.loads((tmp_path / "out" / "trust.json").read_text())
     assert card["verdict"]["answer"] == "cannot tell yet"
@@ -148,7 +148,7 @@ def test_the_output_folder_is_checked_before_any_work(synthetic_card, tmp_path, 
     out.mkdir()
     (out / "trust.html").write_text("mine")
     judge = synthetic_card / "judge.csv"
-    assert main(["trust", "--judge", str(judge), "--experts", str(judge), "--out", str(out)]) == 1
+    assert main(["trust", "--predictions", str(judge), "--references", str(judge), "--out", str(out)]) == 1
     assert (out / "trust.html").read_text() == "mine"
     assert "was not written by mis-bench trust" in capsys.readouterr().err
 
@@ -157,7 +157,7 @@ def test_the_output_folder_is_checked_before_any_work(synthetic_card, tmp_path, 
 def test_the_real_page_for_the_text_ridge(real_text_oof, real_text_build, tmp_path):
     """The clinician's case on the real data: the ridge on all 996 videos, experts on the build's test split (a
     random 10%)."""
-    args = ["trust", "--judge", str(real_text_oof), "--experts", str(real_text_build), "--split", "test"]
+    args = ["trust", "--predictions", str(real_text_oof), "--references", str(real_text_build), "--split", "test"]
     assert main([*args, "--bootstrap", "1000", "--out", str(tmp_path / "trust")]) == 0
     card = json.loads((tmp_path / "trust" / "trust.json").read_text())
     page = (tmp_path / "trust" / "trust.html").read_text()
@@ -236,7 +236,7 @@ def test_one_clinicians_ratings_withhold_every_rule_the_ppi_gain_included(synthe
     rated = [(v, k) for v, k in sorted(gold) if v.startswith(f"{clinician}_")]
     labels = tmp_path / "experts.csv"
     labels.write_text("video_id,dimension,score\n" + "".join(f"{v},{k},{gold[(v, k)]}\n" for v, k in rated))
-    args = ["trust", "--judge", str(tmp_path / "judge.csv"), "--experts", str(labels), "--bootstrap", "100"]
+    args = ["trust", "--predictions", str(tmp_path / "judge.csv"), "--references", str(labels), "--bootstrap", "100"]
     assert main([*args, "--out", str(tmp_path / "out")]) == 0
     card = json.loads((tmp_path / "out" / "trust.json").read_text())
     rules = {rule["name"]: rule for rule in card["rules"]}

@@ -16,7 +16,7 @@ from mis_bench_dataset import DIMENSION_KEYS
 def cv_job(synthetic_build, tmp_path_factory):
     out = tmp_path_factory.mktemp("cv-job") / "job"
     args = ["run", "--dataset", str(synthetic_build), "--out", str(out), "--cv-folds", "2", "--cv-seeds", "2"]
-    assert main([*args, "--bootstrap", "30", "--json"]) == 0
+    assert main([*args, "--bootstrap", "100", "--json"]) == 0
     return out
 
 

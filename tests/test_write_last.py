@@ -97,15 +97,15 @@ def _fail_every_output(monkeypatch) -> list[Path]:
 
 # argv templates; {w}: the inputs, {o}: the case's folder (where --out points).
 COMMANDS = {
-    "score": "score --predictions {w}/a.csv --references {w}/build --bootstrap 20 --out {o}/score.json",
-    "compare": "compare {w}/a.csv {w}/b.csv --references {w}/build --bootstrap 20 --out {o}/compare.json",
-    "estimate": "estimate --judge {w}/a.csv --experts {w}/build --bootstrap 20 --out {o}/estimate.json",
+    "score": "score --predictions {w}/a.csv --references {w}/build --bootstrap 100 --out {o}/score.json",
+    "compare": "compare {w}/a.csv {w}/b.csv --references {w}/build --bootstrap 100 --out {o}/compare.json",
+    "estimate": "estimate --predictions {w}/a.csv --references {w}/build --bootstrap 100 --out {o}/estimate.json",
     "plan": "plan icc --predictions {w}/all.csv --references {w}/build --half-width 0.2 --split all --bootstrap 100 "
     "--videos-per-clinician 1"
     " --out {o}/plan.json",
     "parse": "parse {w}/run/raw_responses.jsonl --out {o}/mine.csv",
-    "report": "report {w}/results.json --references {w}/build --bootstrap 20 --out {o}/report",
-    "leaderboard": "leaderboard {w}/subs --references {w}/build --bootstrap 20 --out {o}/board",
+    "report": "report {w}/results.json --references {w}/build --bootstrap 100 --out {o}/report",
+    "leaderboard": "leaderboard {w}/subs --references {w}/build --bootstrap 100 --out {o}/board",
     "submit": "submit {w}/results.json --out {o}/subs",
     "stats": "stats {w}/build --out {o}/stats",
     "build": "build {w}/release --labels {w}/release/ratings.csv --out {o}/build",
@@ -229,7 +229,7 @@ def test_an_output_that_is_an_input_names_the_file_typed(tmp_path, monkeypatch) 
 
 def test_a_rerun_into_its_own_folder_failing_keeps_the_earlier_files(work, tmp_path, monkeypatch) -> None:
     out = tmp_path / "report"
-    argv = f"report {work}/results.json --references {work}/build --bootstrap 20 --out {out}".split()
+    argv = f"report {work}/results.json --references {work}/build --bootstrap 100 --out {out}".split()
     assert main(argv) == 0
     before = _all(out)
     _fail_every_output(monkeypatch)
@@ -245,7 +245,7 @@ def test_a_rerun_with_fewer_runs_removes_the_earlier_reports_extra_figures(work,
     second = tmp_path / "second.json"
     second.write_text((work / "results.json").read_text().replace('"org/m"', '"org/other"'))
     out = tmp_path / "report"
-    base = ["report", "--references", str(work / "build"), "--bootstrap", "20", "--scatters", "all", "--out", str(out)]
+    base = ["report", "--references", str(work / "build"), "--bootstrap", "100", "--scatters", "all", "--out", str(out)]
     assert main([*base[:1], str(work / "results.json"), str(second), *base[1:]]) == 0
     first_figures = {p.name for p in out.glob("report-scatter-*.png")}
     assert len(first_figures) == 2

@@ -13,6 +13,7 @@ appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
 The CLI only parses arguments, calls one library function and prints; nothing outside `cli/` imports it.
 
 - `args`: argument types and output helpers shared by every subcommand.
+- `common_options`: the CLI's one vocabulary (`--predictions`, `--references`, `--out`, `--split`), declared once.
 - `backends`: `mis-bench backends [B]`: the backends `run` takes, or one backend's options (`run -M`).
 - `batch`: `mis-bench batch export|import` (provider batch files of a model run; `run --export-batch` is its alias).
 - `build`: `mis-bench build`.
@@ -41,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import logging
 import os
 import signal
@@ -70,6 +72,7 @@ from eval_scripts.cli import (
     trust_card,
 )
 from eval_scripts.cli.args import shown_default
+from eval_scripts.cli.common_options import vocabulary
 from mis_bench_dataset.toolkit.errors import (
     EXIT_DATA,
     EXIT_INTERRUPTED,
@@ -109,6 +112,15 @@ SUBCOMMANDS = (
 class DefaultsHelpFormatter(argparse.HelpFormatter):
     """Every option's help ends with its default, unless the help already says it (argparse's
     ArgumentDefaultsHelpFormatter would also print "(default: None)" on every switch and unset option)."""
+
+    def _format_action_invocation(self, action: argparse.Action) -> str:
+        """The option's spellings, less its deprecated ones (`common_options.add_aliased`: its help names them)."""
+        old = getattr(action, "deprecated", ())
+        if not old:
+            return super()._format_action_invocation(action)
+        shown_action = copy.copy(action)
+        shown_action.option_strings = [flag for flag in action.option_strings if flag not in old]
+        return super()._format_action_invocation(shown_action)
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
@@ -157,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="mis-bench",
         description="MIS-Bench: judge therapists' interpersonal skills against expert FIS ratings.",
+        epilog=vocabulary(),
     )
     parser.add_argument("--version", action="version", version=f"mis-bench {_version()}")
     parser.add_argument(

@@ -53,13 +53,13 @@ def shown_default(default: object) -> str | None:
 def add_bootstrap(
     parser: argparse.ArgumentParser | argparse._ArgumentGroup,
     *,
-    minimum: int = 0,
     what: str = "bootstrap resamples for the ICC CIs",
     flag: str = "--bootstrap",
     default: int = DEFAULT_BOOTSTRAP,
 ) -> None:
-    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
-    add_option(parser, "bootstrap", bootstrap_option(minimum=minimum, what=what, flag=flag, default=default), default)
+    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not;
+    its bounds are every command's (`BOOTSTRAP_RULE`)."""
+    add_option(parser, "bootstrap", bootstrap_option(what=what, flag=flag, default=default), default)
 
 
 def add_by(parser: argparse.ArgumentParser) -> None:
@@ -145,30 +145,20 @@ def config_from_args(config_class: type, args: argparse.Namespace, **overrides: 
 
 
 def add_judge_and_experts(parser: argparse.ArgumentParser, *, experts_help: str) -> None:
-    """`--judge`, `--experts` and `--split` (default all): a judge on every video and experts on a few, as
-    `estimate` and `trust` read them (`experts_help` says what the labels are used for)."""
-    from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
+    """`--predictions`, `--references` and `--split` (default all: the labels are the sample): a judge on every
+    video and experts on a few, as `estimate` and `trust` read them (`experts_help` says what the labels are used
+    for); `--judge` and `--experts` are their deprecated names."""
+    from eval_scripts.cli.common_options import add_predictions, add_references, add_split
 
-    parser.add_argument(
-        "--judge",
-        required=True,
-        type=existing("file"),
-        metavar="PREDICTIONS",
-        help="the judge's predictions on every video (any predictions file `score` reads)",
+    add_predictions(
+        parser,
+        "the judge's predictions on every video (any predictions file `score` reads)",
+        deprecated=("--judge",),
     )
-    parser.add_argument(
-        "--experts",
-        required=True,
-        type=existing("any"),
-        metavar="LABELS",
-        help=f"expert labels (any --references form `score` reads): {experts_help}",
+    add_references(
+        parser, f"expert labels (any --references form `score` reads): {experts_help}", deprecated=("--experts",)
     )
-    parser.add_argument(
-        "--split",
-        default=ALL_SPLITS,
-        choices=(*SPLITS, ALL_SPLITS),
-        help="dataset split when --experts is a built folder (default: all)",
-    )
+    add_split(parser, "sample", "when --references is a built folder")
 
 
 def add_json(parser: argparse.ArgumentParser, *, what: str = "the result") -> None:

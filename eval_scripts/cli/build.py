@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from eval_scripts.cli.args import add_json, existing, non_negative_int, positive_float, print_json, say
+from eval_scripts.cli.common_options import add_out
 from mis_bench_dataset.dataset.format import DEFAULT_BUILD_DIR
 from mis_bench_dataset.release.limits import MAX_RECORDING_SECONDS
 from mis_bench_dataset.splits import PAPER_ROWS, PAPER_ROWS_SEED, SPLIT_BY
@@ -46,7 +48,7 @@ def register(subparsers) -> None:
         "DIR/fis_transcript.csv --labels DIR/coding.csv, the card citing the authors' repository, commit and path "
         "(default: none)",
     )
-    parser.add_argument("--out", default=DEFAULT_BUILD_DIR, help=f"output folder (default: ./{DEFAULT_BUILD_DIR})")
+    add_out(parser, "folder", f"the build (default: ./{DEFAULT_BUILD_DIR})", default=Path(DEFAULT_BUILD_DIR))
     parser.add_argument(
         "--split-by",
         "--split-scheme",

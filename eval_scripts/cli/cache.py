@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from eval_scripts.cli.args import add_json, existing, print_json, say
+from eval_scripts.cli.common_options import add_out
 
 
 def register(subparsers) -> None:
@@ -26,7 +27,7 @@ def register(subparsers) -> None:
     check.set_defaults(func=check_command)
     merge = actions.add_parser("merge", help="merge response caches into a new one")
     merge.add_argument("caches", nargs="+", type=existing("file"), help="response cache files")
-    merge.add_argument("--out", type=Path, required=True, help="the merged cache to write (never an input)")
+    add_out(merge, "file", "the merged cache to write (never an input)", required=True)
     merge.add_argument(
         "--conflicts", type=Path, help="where conflicting records go (default: OUT.conflicts.jsonl, when there are any)"
     )

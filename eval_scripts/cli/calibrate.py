@@ -20,6 +20,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
+from eval_scripts.cli.common_options import add_out, add_predictions, add_references, warn_deprecated
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.splits import SPLITS
 from mis_bench_dataset.toolkit.numbers import num, pct, signed
@@ -32,6 +33,9 @@ from mis_icc_metric.calibrator_file import (
     DEFAULT_FIT_SPLIT,
 )
 
+# The file `--apply` writes into --out: the predictions' name with this ending.
+APPLIED_SUFFIX = "-calibrated.csv"
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -41,26 +45,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "split-conformal intervals on a second, and write every other split calibrated with its interval "
         f"and a before/after summary; or --apply a saved calibrator to new predictions. {RESEARCH_USE.capitalize()}.",
     )
-    parser.add_argument(
-        "--predictions",
-        required=True,
-        type=existing("file"),
-        help="predictions file (the forms score reads) covering the fit, calibration and evaluated splits; "
+    add_predictions(
+        parser,
+        "predictions file (the forms score reads) covering the fit, calibration and evaluated splits; "
         "with --apply: new predictions, no gold needed",
     )
-    parser.add_argument(
-        "--references",
-        type=existing("folder"),
-        default=None,
-        help="built dataset folder (its splits and gold); required unless --apply (default: none)",
+    add_references(
+        parser,
+        "built dataset folder (its splits and gold); required unless --apply (default: none)",
+        required=False,
+        kind="folder",
     )
     parser.add_argument(
         "--apply",
         type=existing("file"),
         default=None,
         metavar="CALIBRATOR",
-        help="apply this calibrator.json to --predictions instead of fitting one (--out: the .csv/.jsonl to write; "
-        "default: fit one)",
+        help=f"apply this calibrator.json to --predictions instead of fitting one, writing PREDICTIONS{APPLIED_SUFFIX} "
+        "into --out (default: fit one)",
     )
     parser.add_argument(
         "--allow-in-sample",
@@ -85,15 +87,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_seed(parser)
     add_resample(parser)
     add_confidence(parser)
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="output folder (default: ./calibration); with --apply the file to write (default: "
-        "PREDICTIONS-calibrated.csv beside the predictions)",
+    add_out(
+        parser,
+        "folder",
+        "calibrator.json, the calibrated predictions and the summary (default: ./calibration); with --apply, "
+        f"PREDICTIONS{APPLIED_SUFFIX} (default: the predictions' folder)",
     )
     add_json(parser, what="the summary")
-    parser.set_defaults(func=run_calibrate)
+    parser.set_defaults(func=run_calibrate, command_prog=parser.prog)
 
 
 def _ci(entry: dict, show) -> str:
@@ -202,6 +203,18 @@ def format_summary(split: str, summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _applied_file(args: argparse.Namespace) -> Path:
+    """Where `--apply` writes: PREDICTIONS-calibrated.csv in the --out folder (default: beside the predictions).
+    An --out naming a .csv or .jsonl file that is not a folder is the earlier usage, kept with a deprecation line."""
+    name = args.predictions.stem + APPLIED_SUFFIX
+    if args.out is None:
+        return args.predictions.with_name(name)
+    if args.out.suffix.lower() in (".csv", ".jsonl") and not args.out.is_dir():
+        warn_deprecated(args.command_prog, "--out FILE with --apply", "--out FOLDER")
+        return args.out
+    return args.out / name
+
+
 def run_calibrate(args: argparse.Namespace) -> int:
     from mis_bench_dataset.toolkit.errors import UsageError
     from mis_icc_metric.calibration import INTENDED_USE
@@ -210,8 +223,9 @@ def run_calibrate(args: argparse.Namespace) -> int:
     if args.apply is not None:
         from eval_scripts.jobs.calibration import apply_calibrator
 
-        out = args.out or args.predictions.with_name(args.predictions.stem + "-calibrated.csv")
-        result = apply_calibrator(args.apply, args.predictions, out, allow_in_sample=args.allow_in_sample)
+        result = apply_calibrator(
+            args.apply, args.predictions, _applied_file(args), allow_in_sample=args.allow_in_sample
+        )
         if result["synthetic"]:
             from mis_bench_dataset.wording import SYNTHETIC_LINE
 

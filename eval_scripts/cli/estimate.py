@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from eval_scripts.cli.args import (
     add_bootstrap,
@@ -14,6 +13,7 @@ from eval_scripts.cli.args import (
     add_seed,
     shown,
 )
+from eval_scripts.cli.common_options import add_out
 from mis_bench_dataset.toolkit.numbers import MISSING
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS
 from mis_bench_dataset.wording import RESEARCH_USE
@@ -52,9 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_bootstrap(parser, what="resamples of the bootstrap variant (PPI++ recomputed per resample; 0: none)")
     add_resample(parser)
     add_seed(parser)
-    parser.add_argument(
-        "--out", type=Path, default=None, metavar="FILE.json", help="also write the result as JSON (default: none)"
-    )
+    add_out(parser, "file", "also write the result as JSON there (default: none)")
     add_json(parser, what="the result")
     parser.set_defaults(func=run)
 
@@ -63,10 +61,10 @@ def _judge_and_experts(args: argparse.Namespace):
     from eval_scripts.cli.args import say
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file, read_references
 
-    file = read_prediction_file(args.judge)
+    file = read_prediction_file(args.predictions)
     for note in file.notes:
-        say(f"note: {shown(args.judge)}: {note}", err=args.json)
-    return predictions_to_mapping(file.records), read_references(args.experts, split=args.split)
+        say(f"note: {shown(args.predictions)}: {note}", err=args.json)
+    return predictions_to_mapping(file.records), read_references(args.references, split=args.split)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     from mis_icc_metric.estimates import estimate_means, judged_videos
     from mis_icc_metric.resampling import make_resampling
 
-    json_path = _claim_json(args, args.judge, args.experts)
+    json_path = _claim_json(args, args.predictions, args.references)
     judge, experts = _judge_and_experts(args)
     resampling = None
     if args.bootstrap:
@@ -88,11 +86,11 @@ def run(args: argparse.Namespace) -> int:
         resampling=resampling,
         seed=args.seed,
     )
-    result["meta"] = {"judge": str(args.judge), "experts": str(args.experts), "split": args.split}
+    result["meta"] = {"judge": str(args.predictions), "experts": str(args.references), "split": args.split}
     from eval_scripts.formats.data_names import any_synthetic
     from mis_bench_dataset.wording import SYNTHETIC_LINE
 
-    result["synthetic"] = any_synthetic([args.experts, args.judge])
+    result["synthetic"] = any_synthetic([args.references, args.predictions])
     if result["synthetic"]:
         _text(args)(SYNTHETIC_LINE)
     _text(args)(format_estimates(result))

@@ -7,6 +7,7 @@ import argparse
 import shlex
 
 from eval_scripts.cli.args import add_json, print_json, say, seconds, shown
+from eval_scripts.cli.common_options import add_out
 
 
 def register(subparsers) -> None:
@@ -22,11 +23,10 @@ def register(subparsers) -> None:
         "SHA-256 is the provenance table's; files already there with that hash are kept; an interrupted download "
         "resumes. The folder is what `mis-bench reproduce --from` and `mis-bench build --authors` read.",
     )
-    parser.add_argument(
-        "--out",
-        metavar="DIR",
-        help="folder to write the files into (default: authors/ in the toolkit's cache, $MIS_BENCH_CACHE or "
-        "~/.cache/mis-bench)",
+    add_out(
+        parser,
+        "folder",
+        "the authors' files (default: authors/ in the toolkit's cache, $MIS_BENCH_CACHE or ~/.cache/mis-bench)",
     )
     parser.add_argument(
         "--features",

@@ -4,6 +4,7 @@ same pairs combined into a new system (`eval_scripts.leaderboard.juries`)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from eval_scripts.cli.args import (
     add_bootstrap,
@@ -15,7 +16,7 @@ from eval_scripts.cli.args import (
     print_json,
     say,
 )
-from mis_bench_dataset.splits import SPLITS
+from eval_scripts.cli.common_options import add_aliased, add_out, add_references, add_split, positional_or_flag
 
 DEFAULT_OUT = "mis-bench-jury"
 
@@ -35,25 +36,30 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "runs",
-        nargs="+",
+        nargs="*",
         type=existing("any"),
         metavar="MEMBER",
         help="the members: run folders, results JSON files, or predictions files (CSV/JSONL/JSON, long or wide, "
-        "as score reads them; a predictions-file jury gets predictions and jury.json, no results.json)",
+        "as score reads them; a predictions-file jury gets predictions and jury.json, no results.json), or give "
+        "them as --predictions",
+    )
+    add_aliased(
+        parser,
+        "--predictions",
+        nargs="+",
+        type=existing("any"),
+        metavar="MEMBER",
+        default=None,
+        help="the members, as a flag: the same as the positional MEMBERs (default: the positionals)",
     )
     parser.add_argument("--method", required=True, choices=JURY_METHODS, help="how the members' scores are combined")
-    parser.add_argument(
-        "--references",
-        type=existing("any"),
-        help="gold: a built dataset folder or a labels file (scoring, the comparison, stacked weights) "
+    add_references(
+        parser,
+        "gold: a built dataset folder or a labels file (scoring, the comparison, stacked weights) "
         "(default: none, the jury is written unscored; stacked needs it)",
+        required=False,
     )
-    parser.add_argument(
-        "--split",
-        choices=SPLITS,
-        default=None,
-        help="the scored split when --references is a build (default: the runs' split, else test)",
-    )
+    add_split(parser, "judge", "scored when --references is a build", every=False, default=None)
     parser.add_argument(
         "--fit",
         nargs="+",
@@ -80,7 +86,7 @@ def register(subparsers) -> None:
     add_bootstrap(parser, what="bootstrap resamples for the jury's CIs and its comparison with its best member")
     add_resample(parser)
     add_seed(parser)
-    parser.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default: ./{DEFAULT_OUT})")
+    add_out(parser, "folder", f"the jury's files (default: ./{DEFAULT_OUT})", default=Path(DEFAULT_OUT))
     add_json(parser, what="the jury's record")
     parser.set_defaults(func=run)
 
@@ -89,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_scripts.leaderboard.juries import run_jury
 
     result = run_jury(
-        args.runs,
+        positional_or_flag(args, "runs", "predictions", where="MEMBER..."),
         args.out,
         method=args.method,
         references=args.references,

@@ -18,7 +18,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
-from mis_bench_dataset.splits import SPLITS
+from eval_scripts.cli.common_options import add_out, add_references, add_split, require_resamples
 from mis_bench_dataset.toolkit.numbers import pct
 
 DEFAULT_MAX_MB = 64
@@ -29,29 +29,31 @@ def register(subparsers) -> None:
         "submit",
         help="validate and package a results JSON as a leaderboard submission (optionally push it)",
         description=(
-            "Check a results JSON against the submission schema (and, with --dataset, that it covers every "
+            "Check a results JSON against the submission schema (and, with --references, that it covers every "
             "video of the split and was made on that build), write a canonical copy named by its content hash "
             "into --out, and with --push open a pull request adding it to a Hub dataset of requests."
         ),
     )
     submit.add_argument("results", type=existing("file"), help="results JSON written by `mis-bench run`")
-    submit.add_argument(
-        "--dataset",
-        type=existing("folder"),
-        help="built dataset folder: also check coverage of its --split and its fingerprint (default: none, the "
-        "leaderboard checks them)",
+    add_references(
+        submit,
+        "built dataset folder the results were scored on: also check coverage of its --split and its fingerprint "
+        "(default: none, the leaderboard checks them)",
+        required=False,
+        deprecated=("--dataset",),
+        kind="folder",
     )
-    submit.add_argument("--split", default="test", choices=SPLITS, help="split whose coverage --dataset checks")
+    add_split(submit, "judge", "whose coverage --references checks", every=False)
     submit.add_argument(
         "--name",
         help="the model's name on the board (default: the results' model, which for a local model folder is its "
         "path: give a name such as org/my-raft-7b)",
     )
-    submit.add_argument(
-        "--out",
-        type=Path,
+    add_out(
+        submit,
+        "folder",
+        "the package, named by its content hash (default: ./mis-bench-submissions)",
         default=Path("mis-bench-submissions"),
-        help="folder for the package (default: ./mis-bench-submissions)",
     )
     submit.add_argument(
         "--push",
@@ -74,16 +76,16 @@ def register(subparsers) -> None:
         ),
     )
     board.add_argument("submissions", nargs="?", type=existing("folder"), help="folder of submission JSON files")
-    board.add_argument(
-        "--references",
-        type=existing("any"),
-        help="hidden labels: a built dataset folder or a labels file (required with SUBMISSIONS_DIR; default: none)",
+    add_references(
+        board,
+        "hidden labels: a built dataset folder or a labels file (required with SUBMISSIONS_DIR; default: none)",
+        required=False,
     )
     from eval_scripts.cli.leaderboard_authors import add_authors_arguments
 
     add_authors_arguments(board)
-    board.add_argument("--split", default="test", choices=SPLITS, help="split the submissions are scored on")
-    add_bootstrap(board, minimum=1)
+    add_split(board, "judge", "the submissions are scored on", every=False)
+    add_bootstrap(board)
     add_resample(board)
     add_seed(board)
     board.add_argument("--max-mb", type=positive_float, default=DEFAULT_MAX_MB, help="per-submission size limit in MB")
@@ -94,18 +96,18 @@ def register(subparsers) -> None:
         help="the references' labels are not public: publish only the ICCs of ranked entries (default: public "
         "labels, as MIS-Bench's are; the page says so)",
     )
-    board.add_argument(
-        "--out",
-        type=Path,
+    add_out(
+        board,
+        "folder",
+        "leaderboard.csv, leaderboard.json and index.html (default: ./mis-bench-leaderboard)",
         default=Path("mis-bench-leaderboard"),
-        help="output folder (default: ./mis-bench-leaderboard)",
     )
     add_json(board, what="the leaderboard")
     board.set_defaults(func=leaderboard_command)
 
 
 def _split_checks(dataset: Path, split: str) -> tuple[list[str], set[str], bool | None]:
-    """(the split's video ids, its fingerprints, the build's synthetic flag) that `submit --dataset` checks."""
+    """(the split's video ids, its fingerprints, the build's synthetic flag) that `submit --references` checks."""
     from mis_bench_dataset.dataset.handle import BuiltDataset
 
     build = BuiltDataset.open(dataset, configs=("scoring",))
@@ -127,14 +129,15 @@ def submit_command(args: argparse.Namespace) -> int:
     from eval_scripts.formats.submission import SubmissionError, load_submission, package_submission
 
     max_bytes = int(args.max_mb * 1024 * 1024)
-    video_ids, fingerprints, synthetic = _split_checks(args.dataset, args.split) if args.dataset else (None, None, None)
+    checked = _split_checks(args.references, args.split) if args.references else (None, None, None)
+    video_ids, fingerprints, synthetic = checked
     try:
         package = package_submission(
             args.results,
             args.out,
             max_bytes=max_bytes,
             video_ids=video_ids,
-            split=args.split if args.dataset else None,
+            split=args.split if args.references else None,
             fingerprints=fingerprints,
             model_name=args.name,
         )
@@ -180,6 +183,7 @@ def submit_command(args: argparse.Namespace) -> int:
 def leaderboard_command(args: argparse.Namespace) -> int:
     from eval_scripts.cli.leaderboard_authors import authors_command, check_board_arguments
 
+    require_resamples(args.bootstrap, "the leaderboard's comparison of each entry with the leader")
     if check_board_arguments(args):
         return authors_command(args)
     from eval_scripts.leaderboard import build_leaderboard, write_leaderboard

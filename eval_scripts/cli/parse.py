@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from eval_scripts.cli.args import add_json, existing, non_negative_int, print_json, say, shown
+from eval_scripts.cli.common_options import add_out
 from mis_bench_dataset.dimensions import PROMPT_STYLES
 
 EXCERPT_CHARS = 100
@@ -25,9 +25,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--prompt", dest="prompt_style", choices=PROMPT_STYLES, help="prompt style (default: from results.json beside)"
     )
-    parser.add_argument(
-        "--out", type=Path, help="write the re-parsed predictions here (.jsonl or .csv) (default: no file)"
-    )
+    add_out(parser, "file", "the re-parsed predictions (.jsonl or .csv) (default: no file)")
     parser.add_argument("--show", type=non_negative_int, default=20, help="changed answers to list (default 20)")
     add_json(parser, what="the counts and every change")
     parser.set_defaults(func=parse_command)

@@ -17,9 +17,8 @@ from eval_scripts.cli.args import (
     probability,
     shown,
 )
+from eval_scripts.cli.common_options import add_out, add_predictions, add_references, add_split, require_resamples
 from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, N_CLINICIANS, N_VIDEOS
-from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
-from mis_bench_dataset.toolkit.defaults import MIN_PLAN_RESAMPLES
 from mis_bench_dataset.wording import RESEARCH_USE
 
 TARGETS = ("icc", "difference", "labels")
@@ -38,21 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"{RESEARCH_USE.capitalize()}.",
     )
     parser.add_argument("target", choices=TARGETS, help="what to plan for")
-    parser.add_argument(
-        "--predictions", required=True, type=existing("file"), help="the pilot's predictions (any form `score` reads)"
-    )
-    parser.add_argument(
-        "--references",
-        required=True,
-        type=existing("any"),
-        help="the pilot's gold: a built dataset folder or a labels file (any form `score` reads)",
-    )
-    parser.add_argument(
-        "--split",
-        default=ALL_SPLITS,
-        choices=(*SPLITS, ALL_SPLITS),
-        help="dataset split when --references is a folder (default: all)",
-    )
+    add_predictions(parser, "the pilot's predictions (any form `score` reads)")
+    add_references(parser, "the pilot's gold: a built dataset folder or a labels file (any form `score` reads)")
+    add_split(parser, "sample", "when --references is a folder")
     parser.add_argument(
         "--compare",
         type=existing("file"),
@@ -84,12 +71,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _add_design(parser)
     add_confidence(parser)
-    add_bootstrap(parser, minimum=MIN_PLAN_RESAMPLES, what="resamples at each size tried (icc, difference)")
+    add_bootstrap(parser, what="resamples at each size tried (icc, difference)")
     add_resample(parser)
     add_seed(parser)
-    parser.add_argument(
-        "--out", type=Path, default=None, metavar="FILE.json", help="also write the result as JSON (default: none)"
-    )
+    add_out(parser, "file", "also write the result as JSON there (default: none)")
     add_json(parser, what="the result")
     parser.set_defaults(func=run)
 
@@ -140,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
     from mis_icc_metric.predictions_io import read_references
 
     _needs(args)
+    if args.target != "labels":
+        require_resamples(args.bootstrap, f"a planned size ({args.target})")
     json_path = _claim_json(args, args.predictions, args.references, args.compare)
     predictions = _mapping(args.predictions, args)
     references = read_references(args.references, split=args.split)

@@ -18,8 +18,8 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
+from eval_scripts.cli.common_options import add_out, add_references, add_split
 from eval_scripts.report.options import DEFAULT_TITLE, SCATTER_CHOICES, ReportOptions
-from mis_bench_dataset.splits import SPLITS
 
 
 def register(subparsers) -> None:
@@ -36,15 +36,13 @@ def register(subparsers) -> None:
         ),
     )
     parser.add_argument("results", nargs="+", type=existing("any"), help="results JSON files or folders holding them")
-    parser.add_argument(
-        "--references",
-        type=existing("any"),
-        help="labels: a built dataset folder or a labels file (rescoring, paired tests, scatters) (default: none, "
+    add_references(
+        parser,
+        "labels: a built dataset folder or a labels file (rescoring, paired tests, scatters) (default: none, "
         "the stored scores are shown)",
+        required=False,
     )
-    parser.add_argument(
-        "--split", default="test", choices=SPLITS, help="split when --references is a dataset folder (default: test)"
-    )
+    add_split(parser, "judge", "when --references is a dataset folder", every=False)
     add_bootstrap(parser, what="bootstrap resamples when rescoring every run (with --references)")
     add_bootstrap(
         parser,
@@ -76,8 +74,11 @@ def register(subparsers) -> None:
     add_resample(parser)
     add_seed(parser)
     parser.add_argument("--title", default=DEFAULT_TITLE, help="the report's title")
-    parser.add_argument(
-        "--out", type=Path, default=Path("mis-bench-report"), help="output folder (default: ./mis-bench-report)"
+    add_out(
+        parser,
+        "folder",
+        "the report's pages and figures (default: ./mis-bench-report)",
+        default=Path("mis-bench-report"),
     )
     add_json(parser, what="the written paths")
     parser.set_defaults(func=report_command)

@@ -4,9 +4,9 @@ printed beside the published values (`eval_scripts.jobs.reproduction`)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from eval_scripts.cli.args import add_bootstrap, add_json, add_seed, existing, print_json, say, shown
+from eval_scripts.cli.common_options import add_out, require_resamples
 
 
 def register(subparsers) -> None:
@@ -43,18 +43,13 @@ def register(subparsers) -> None:
         help="trust: the folder laid out as ../shared (data/authors/ and data/mis-bench-transcripts.csv; default: "
         "none, required for trust)",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        metavar="FILE.md",
-        help="trust: write the page to this file, replacing only a page this command wrote (default: print it)",
-    )
+    add_out(parser, "file", "trust: the page, replacing only a page this command wrote (default: print it)")
     parser.add_argument(
         "--gold",
         choices=GOLD_CHOICES,
         default="rounded",
-        help="rounded (default: the paper's rule, §3.2) or as-published (coding.csv's unrounded means, "
+        help="the rule the gold is derived by from the authors' files (not a file: those come from --from or "
+        "--shared): rounded (default: the paper's rule, §3.2) or as-published (coding.csv's unrounded means, "
         "which do not reproduce the paper)",
     )
     parser.add_argument(
@@ -65,7 +60,7 @@ def register(subparsers) -> None:
         "for the text ridge column fitted on their training rows and scored on the same test pairs",
     )
     parser.add_argument("--no-ridge", action="store_true", help="table4: leave out the text ridge column")
-    add_bootstrap(parser, minimum=1, what="table4 and trust: bootstrap resamples", default=TABLE4_BOOTSTRAP)
+    add_bootstrap(parser, what="table4 and trust: bootstrap resamples", default=TABLE4_BOOTSTRAP)
     add_seed(parser, what="table4 and trust: bootstrap seed")
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when the numbers do not reproduce the paper's (for CI)"
@@ -78,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from eval_scripts.jobs.reproduction import format_table4, format_table6, reproduce_table4, reproduce_table6
     from mis_bench_dataset.toolkit.errors import DataError
 
+    if args.table != "table6":
+        require_resamples(args.bootstrap, f"{args.table}'s CIs (the paper's)")
     if args.table == "trust":
         return _trust(args)
     if args.folder is None:

@@ -20,9 +20,9 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
+from eval_scripts.cli.common_options import add_out, add_predictions, add_references, add_split, require_resamples
 from eval_scripts.report.formatting import floor_sentence, signed_pct, withheld_cell, withheld_lines
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
-from mis_bench_dataset.splits import ALL_SPLITS, SPLITS
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
 
@@ -33,13 +33,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="score predictions against gold: ICC(3,1) per dimension and overall, with bootstrap CIs",
         description="Score one system's predictions with the benchmark's ICC(3,1) rules (paper §3.3).",
     )
-    score.add_argument(
-        "--predictions",
-        required=True,
-        type=existing("file"),
-        help="predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON",
+    add_predictions(
+        score, "predictions file: CSV/JSONL long (video_id, dimension, prediction) or wide, or a results JSON"
     )
-    _add_common(score, min_bootstrap=0)
+    _add_common(score)
     score.add_argument(
         "--retest",
         type=existing("file"),
@@ -69,26 +66,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="paired bootstrap comparison of two systems (ICC difference, CI, p-value)",
         description="Paired bootstrap of ICC(A) - ICC(B) on the videos both systems parsed.",
     )
-    compare.add_argument("a", type=existing("file"), help="predictions of system A")
-    compare.add_argument("b", type=existing("file"), help="predictions of system B")
-    _add_common(compare, min_bootstrap=1)
+    compare.add_argument("a", nargs="?", type=existing("file"), help="predictions of system A (or --predictions A B)")
+    compare.add_argument("b", nargs="?", type=existing("file"), help="predictions of system B")
+    add_predictions(
+        compare,
+        "the two systems' predictions, A then B (the same as the positional A B) (default: the positionals)",
+        required=False,
+        nargs=2,
+    )
+    _add_common(compare)
     compare.set_defaults(func=run_compare)
 
 
-def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
-    parser.add_argument(
-        "--references",
-        required=True,
-        type=existing("any"),
-        help="built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)",
-    )
-    parser.add_argument(
-        "--split",
-        default="test",
-        choices=(*SPLITS, ALL_SPLITS),
-        help=f"dataset split when --references is a folder (default: test; {ALL_SPLITS}: every split)",
-    )
-    add_bootstrap(parser, minimum=min_bootstrap)
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    add_references(parser, "built dataset folder (mis-bench build --out) or a labels CSV (per-rater or gold)")
+    add_split(parser, "judge", "when --references is a folder")
+    add_bootstrap(parser)
     add_resample(parser)
     add_seed(parser)
     add_confidence(parser)
@@ -99,13 +92,7 @@ def _add_common(parser: argparse.ArgumentParser, *, min_bootstrap: int) -> None:
         help="a gold pair the predictions do not name: not-asked (default: not evaluated; the overall score "
         "uses only videos with all eight dimensions asked), unparsed (counted as unparsed) or error",
     )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        metavar="FILE.json",
-        help="also write the full result as JSON to this file (default: no file)",
-    )
+    add_out(parser, "file", "also write the full result as JSON there (default: no file)")
     add_json(parser, what="the full result")
 
 
@@ -552,7 +539,22 @@ def _add_stability(args: argparse.Namespace, result: dict, predictions: dict, re
             text(line)
 
 
+def _pair(args: argparse.Namespace) -> tuple[Path, Path]:
+    """System A's and B's predictions, given as the positionals A B or as `--predictions A B`."""
+    from mis_bench_dataset.toolkit.errors import UsageError
+
+    positional = [path for path in (args.a, args.b) if path is not None]
+    if args.predictions is not None and positional:
+        raise UsageError("predictions given twice", where="A B", hint="give either A B or --predictions A B")
+    pair = args.predictions or positional
+    if len(pair) != 2:
+        raise UsageError("compare needs two predictions files", where="A B", hint="give A B (or --predictions A B)")
+    return pair[0], pair[1]
+
+
 def run_compare(args: argparse.Namespace) -> int:
+    args.a, args.b = _pair(args)
+    require_resamples(args.bootstrap, "a paired comparison")
     from mis_icc_metric.paired import paired_comparison
 
     json_path = _claim_json(args, args.a, args.b, args.references)

@@ -16,6 +16,7 @@ from eval_scripts.cli.args import (
     say,
     shown,
 )
+from eval_scripts.cli.common_options import add_out
 from mis_bench_dataset.wording import RESEARCH_USE
 from mis_icc_metric.calibrator_file import DEFAULT_COVERAGE
 
@@ -39,9 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_bootstrap(parser)
     add_seed(parser)
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help="folder for trust.html and trust.json (default: ./trust)"
-    )
+    add_out(parser, "folder", "trust.html and trust.json (default: ./trust)", default=DEFAULT_OUT)
     add_json(parser, what="the page's JSON")
     parser.set_defaults(func=run)
 
@@ -50,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from eval_scripts.jobs.judge_card import trust_page
 
     options = {"split": args.split, "n_bootstrap": args.bootstrap, "seed": args.seed, "coverage": args.coverage}
-    card, files = trust_page(args.judge, args.experts, args.out, **options)
+    card, files = trust_page(args.predictions, args.references, args.out, **options)
     if args.json:
         print_json(card)
         return 0

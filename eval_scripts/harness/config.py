@@ -80,13 +80,17 @@ class RunConfig(SettingFields):
     dataset: BuiltDataset | None = field(
         default=None,
         metadata=option(
-            "built dataset folder (`mis-bench build --out DIR`) (default: the default synthetic sample for the "
-            "default job; a model run needs it)",
+            "built dataset folder (`mis-bench build --out DIR`): the benchmark the run reads its videos from and "
+            "scores against, so --dataset, not --references (gold alone) (default: the default synthetic sample "
+            "for the default job; a model run needs it)",
             type=existing("folder", as_path=False),
             section="model",
         ),
     )
-    split: str = field(default="test", metadata=option("split to evaluate", choices=SPLITS, section="model"))
+    split: str = field(
+        default="test",
+        metadata=option("split to evaluate (default: test, the held-out split)", choices=SPLITS, section="model"),
+    )
     # The direct / cot templates' version: 2 is laid out for prefix caching, 1 the earlier layout.
     prompt_version: int = field(
         default=DEFAULT_PROMPT_VERSION,

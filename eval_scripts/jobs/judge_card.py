@@ -336,7 +336,7 @@ def _biases(inputs: CardInputs, n_bootstrap: int, seed: int) -> dict:
 def _length_test(inputs: CardInputs, equal_bias_test) -> dict:
     if not inputs.lengths:
         return {
-            "note": "no transcripts: give --experts as a build folder (its scoring rows hold them)",
+            "note": "no transcripts: give --references as a build folder (its scoring rows hold them)",
             "p_value": None,
         }
     from mis_bench_dataset.video_ids import parse_video_id

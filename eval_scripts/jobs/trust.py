@@ -443,8 +443,8 @@ def ppi_section(data: TrustData) -> str:
         [
             "## Saving expert time: prediction-powered estimates",
             "",
-            "A cohort's mean FIS from a judge on every video and an expert on a few: `mis-bench estimate --judge "
-            "PREDICTIONS --experts LABELS` combines them by PPI++ (power-tuned, equal to `ppi_py`), beside the "
+            "A cohort's mean FIS from a judge on every video and an expert on a few: `mis-bench estimate --predictions "
+            "PREDICTIONS --references LABELS` combines them by PPI++ (power-tuned, equal to `ppi_py`), beside the "
             "experts-only estimate and the judge-only one (biased by the judge's offset). Simulated on the real "
             f"gold with the text ridge as the judge ({result['method']}; "
             "`mis_icc_metric.estimates.ppi_coverage_simulation`):",

@@ -12,8 +12,12 @@ from __future__ import annotations
 DEFAULT_BOOTSTRAP = 10_000
 """The one default resample count of every entry point: the paper's (`dimensions.PAPER_BOOTSTRAP_RESAMPLES`, the
 Table 4 caption; tests/test_ground_facts.py keeps them equal)."""
-MIN_PLAN_RESAMPLES = 100
-"""The fewest resamples a planned size is drawn from (`mis-bench plan`, the trust page): a size needs a spread."""
+MIN_BOOTSTRAP = 100
+"""The fewest resamples any CI, p-value or planned size is drawn from: the one floor of every `--bootstrap` (0 means
+no resampling; `toolkit.options.BOOTSTRAP_RULE`). A 95% percentile CI's ends are its 2.5% and 97.5% draws, which
+fewer resamples cannot place, and a planned size needs a spread."""
+MIN_PLAN_RESAMPLES = MIN_BOOTSTRAP
+"""The fewest resamples a planned size is drawn from (`mis-bench plan`, the trust page): the bootstrap floor."""
 MAX_BOOTSTRAP = 200_000
 """The most resamples a command takes: the index matrix and the replicates grow with resamples x videos, and this
 cap keeps a full 996-video bootstrap under about 1 GiB (the paper uses 10,000)."""

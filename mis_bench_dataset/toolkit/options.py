@@ -20,6 +20,7 @@ from mis_bench_dataset.toolkit.defaults import (
     DEFAULT_RESAMPLE,
     DEFAULT_SEED,
     MAX_BOOTSTRAP,
+    MIN_BOOTSTRAP,
     RESAMPLE_UNITS,
 )
 from mis_bench_dataset.toolkit.errors import UsageError, os_error_line
@@ -88,6 +89,22 @@ def bounded_int(low: int, high: int):
         value = _number(int, text)
         if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be between {low:,} and {high:,}, got {value:,}")
+        return value
+
+    parse.__name__ = "int"
+    return parse
+
+
+def resample_count(floor: int, high: int):
+    """0 (no resampling) or an int in [floor, high]: the one bounds rule of every `--bootstrap`
+    (`BOOTSTRAP_RULE`)."""
+
+    def parse(text: str) -> int:
+        value = _number(int, text)
+        if value != 0 and not floor <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be 0 (no resampling) or between {floor:,} and {high:,}, got {value:,}"
+            )
         return value
 
     parse.__name__ = "int"
@@ -219,23 +236,28 @@ def file_path(text: str) -> str:
 
 # One spelling, default and help per concept shared by several commands (tests/test_cli_options.py checks); the
 # defaults are `toolkit.defaults`'.
+# The one bounds rule of every `--bootstrap` (tests/test_cli_vocabulary.py walks every command against it).
+BOOTSTRAP_RULE = (
+    "0 (no resampling: CIs and p-values withheld; refused where the result is itself resampled: compare, plan, "
+    f"leaderboard, reproduce) or {MIN_BOOTSTRAP} to {MAX_BOOTSTRAP:,}"
+)
+
+
 def bootstrap_option(
     *,
-    minimum: int = 0,
     what: str = "bootstrap resamples for the ICC CIs",
     flag: str = "--bootstrap",
     default: int = DEFAULT_BOOTSTRAP,
     section: str = "main",
 ) -> dict[str, Any]:
-    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not."""
-    text = (
-        f"{what}, {minimum} to {MAX_BOOTSTRAP:,}"
-        + (" (0: no CIs)" if minimum == 0 else "")
-        + f" (default: {default:,}"
-        + (", the paper's)" if default == DEFAULT_BOOTSTRAP else ")")
+    """`--bootstrap N`: the resample count, `DEFAULT_BOOTSTRAP` (the paper's 10,000) unless a command says why not;
+    every command's bounds are `BOOTSTRAP_RULE` (0, or `MIN_BOOTSTRAP` to `MAX_BOOTSTRAP`)."""
+    text = f"{what}: {BOOTSTRAP_RULE} (default: {default:,}" + (
+        ", the paper's)" if default == DEFAULT_BOOTSTRAP else ")"
     )
     dest = flag.lstrip("-").replace("-", "_")
-    return option(text, flag=flag, dest=dest, type=bounded_int(minimum, MAX_BOOTSTRAP), metavar="N", section=section)
+    kind = resample_count(MIN_BOOTSTRAP, MAX_BOOTSTRAP)
+    return option(text, flag=flag, dest=dest, type=kind, metavar="N", section=section)
 
 
 def resample_option(*, default: str = DEFAULT_RESAMPLE, section: str = "main") -> dict[str, Any]:
