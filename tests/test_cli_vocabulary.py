@@ -144,7 +144,7 @@ def test_each_old_name_stores_the_same_value_and_warns_once(item, tmp_path, caps
 @pytest.fixture(scope="module")
 def judge_file(synthetic_build, tmp_path_factory):
     """A noisy judge on every video of the synthetic build."""
-    from mis_icc_metric.predictions_io import read_references, write_predictions
+    from mis_icc_metric import read_references, write_predictions
 
     gold = read_references(synthetic_build, split="all")
     rng = np.random.default_rng(0)
