@@ -313,9 +313,15 @@ def agreement_weighted(predictions: np.ndarray, gold: np.ndarray, weights: np.nd
     Spearman) of the same n items under each row of `weights` (R, n), where each row also has predictions of
     its own (R, n) against one gold (n,): {key: (R,)}. For statistics of a model refitted in every resample
     (a calibration map): each row is a block of `_Moments`, its sums one weighted product, no loop over rows.
+    Predictions of one row (1, n) are shared by every row of `weights`: one block, its sums one product.
     """
     predictions = np.asarray(predictions, dtype=np.float64)
     n_rows, n = predictions.shape
+    if n_rows == 1:
+        ratings = np.stack([predictions[0], np.asarray(gold, dtype=np.float64)], -1)[:, None]
+        moments = _Moments(ratings, np.ones((n, 1), dtype=bool))
+        sums = np.asarray(weights, dtype=np.float64) @ moments.features
+        return {key: value[:, 0] for key, value in moments.statistics(sums).items()}
     ratings = np.stack([predictions.T, np.broadcast_to(np.asarray(gold, dtype=np.float64)[:, None], (n, n_rows))], -1)
     moments = _Moments(ratings, np.ones((n, n_rows), dtype=bool))
     features = moments.features.reshape(n, n_rows, moments.width)

@@ -102,7 +102,42 @@ def test_resampled_maps_equal_sklearn_fits_with_the_counts_as_weights(method, de
             keep = counts[row] > 0
             line = LinearRegression().fit(x[keep, None], y[keep], sample_weight=counts[row][keep])
             expected = np.clip(line.predict(at[:, None]), 1, 5)
-        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12 if method == "isotonic" else 1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 12), st.integers(10, 50), st.integers(0, 3)), min_size=1, max_size=25),
+    rows=st.lists(st.lists(st.integers(0, 3), min_size=25, max_size=25), min_size=1, max_size=6),
+    probes=st.lists(st.floats(0, 6, allow_nan=False), min_size=1, max_size=10),
+)
+def test_batched_isotonic_equals_sklearn_per_resample_on_small_data(data, rows, probes):
+    """Every row of the batched fit (many tied scores, zero weights, a one-point row) is sklearn's fit with that
+    row as sample weights, to 1e-12 (the documented bound of `_isotonic_lanes` is 2.3e-13 beyond rounding)."""
+    x = np.array([1 + score / 3 for score, _, _ in data])  # few distinct scores: ties pooled
+    y = np.array([gold / 10 for _, gold, _ in data])
+    weights = np.array([[row[i] for i in range(x.size)] for row in rows], dtype=float)
+    weights[:, 0] += weights.sum(axis=1) == 0  # sklearn needs some weight in a row
+    at = np.concatenate([np.array(probes), x])
+    got = fit_maps_weighted(x, y, weights, "isotonic", at)
+    for row, w in enumerate(weights):
+        expected = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=w).predict(at)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12)
+
+
+def test_agreement_weighted_with_one_row_of_predictions_equals_that_row_repeated():
+    """The calibration's "before" side: the raw scores, shared by every resample, as one block under each row of
+    weights, equal to the same scores repeated as a block a row (the form the refitted "after" side takes)."""
+    from mis_icc_metric.agreement_statistics import agreement_weighted
+
+    rng = np.random.default_rng(5)
+    x, y = _judge(rng, 120)
+    weights = rng.multinomial(120, np.full(120, 1 / 120), size=40).astype(float)
+    shared = agreement_weighted(x[None], y, weights)
+    repeated = agreement_weighted(np.broadcast_to(x, weights.shape), y, weights)
+    assert shared.keys() == repeated.keys()
+    for key in shared:
+        np.testing.assert_allclose(shared[key], repeated[key], rtol=0, atol=1e-12, equal_nan=True)
 
 
 def test_conformal_rank_and_the_videos_needed():
