@@ -234,23 +234,27 @@ def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.nd
     fitted = np.zeros((lanes, m))
     if starts.size:
         fitted[present] = np.repeat(np.add.reduceat(wy_flat, starts) / np.add.reduceat(w_flat, starts), sizes)
-    # The map at every distinct score: between the nearest scores with weight on either side, linear.
-    index = np.arange(m)
-    below = np.maximum.accumulate(np.where(present, index, -1), axis=1)
-    above = np.minimum.accumulate(np.where(present, index, m)[:, ::-1], axis=1)[:, ::-1]
-    low_i, high_i = np.where(below >= 0, below, above), np.where(above < m, above, below)
-    y_low, y_high = np.take_along_axis(fitted, low_i, 1), np.take_along_axis(fitted, high_i, 1)
-    span = unique[high_i] - unique[low_i]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(span > 0, (unique[None] - unique[low_i]) / np.where(span > 0, span, 1.0), 0.0)
-    dense = y_low + t * (y_high - y_low)
     # At `at`: linear between the two distinct scores around it (the map is linear there), constant beyond.
     position = np.clip(np.searchsorted(unique, at, side="right"), 1, m)  # unique[position - 1] <= at
     left, right = position - 1, np.minimum(position, m - 1)
+    columns, column_of = np.unique(np.concatenate([left, right]), return_inverse=True)
+    # The map at those distinct scores: between the nearest scores with weight on either side, linear.
+    index = np.arange(m, dtype=np.int32)
+    below = np.maximum.accumulate(np.where(present, index, np.int32(-1)), axis=1)[:, columns]
+    above = np.minimum.accumulate(np.where(present, index, np.int32(m))[:, ::-1], axis=1)[:, ::-1][:, columns]
+    low_i, high_i = np.where(below >= 0, below, above), np.where(above < m, above, below)
+    row_start = (np.arange(lanes, dtype=np.int64) * m)[:, None]
+    y_low, y_high = fitted.ravel()[low_i + row_start], fitted.ravel()[high_i + row_start]
+    x_low = unique[low_i]
+    span = unique[high_i] - x_low
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(span > 0, (unique[columns][None] - x_low) / np.where(span > 0, span, 1.0), 0.0)
+    mapped = y_low + t * (y_high - y_low)
     step = unique[right] - unique[left]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = np.where(step > 0, np.clip((at - unique[left]) / np.where(step > 0, step, 1.0), 0.0, 1.0), 0.0)
-    return dense[:, left] + share * (dense[:, right] - dense[:, left])
+    low_at, high_at = mapped[:, column_of[: at.size]], mapped[:, column_of[at.size :]]
+    return low_at + share * (high_at - low_at)
 
 
 # ---------------------------------------------------------------------------------------- calibrator
