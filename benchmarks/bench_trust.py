@@ -7,7 +7,10 @@ ridge-like judge with nearly every score distinct), and for `estimate` the gold 
 0) as the expert labels. Each command runs in a fresh interpreter (imports included, as a user pays them), the four
 alternating, `--repeats` times; the medians, their ratios to `score --bootstrap 0` and the machine's load are printed.
 
-    python3 benchmarks/bench_trust.py [--repeats 3] [--shared ../shared] [--json OUT]
+With `--before TREE` (another checkout of the toolkit, e.g. `git worktree add /tmp/before main`), the same four
+commands from that tree too, alternating with this one's, each tree's ratios to its own `score --bootstrap 0`.
+
+    python3 benchmarks/bench_trust.py [--repeats 3] [--shared ../shared] [--before TREE] [--json OUT]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import csv
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -32,15 +36,19 @@ sys.path.insert(0, str(ROOT))
 BAR = 5.0  # issue 47: each trust command under this multiple of `score --bootstrap 0`
 
 
-def _run(argv: list[str]) -> float:
-    """Wall seconds of `mis-bench ARGV` in a fresh interpreter (it must succeed)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+def _run(argv: list[str], tree: Path = ROOT) -> tuple[float, float]:
+    """(wall, CPU) seconds of `mis-bench ARGV` from the toolkit in `tree`, in a fresh interpreter (it must
+    succeed). CPU is the child's user + system time: on a shared machine it moves less with the load than wall."""
+    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    command = [sys.executable, "-m", "eval_scripts.cli", *argv]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "eval_scripts.cli", *argv], capture_output=True, text=True, env=env)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tree)  # `-m` puts cwd first
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"mis-bench {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def make_inputs(shared: Path, root: Path) -> tuple[Path, Path, Path, int]:
@@ -79,8 +87,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--before", type=Path, default=None, help="another checkout, timed beside this one")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    trees = {"this tree": ROOT, **({"before": args.before.resolve()} if args.before else {})}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         build, judge, experts, n_pairs = make_inputs(args.shared, root)
@@ -93,27 +103,37 @@ def main() -> None:
             + ["--json"],
         }
         commands = {name: [str(a) for a in argv] for name, argv in commands.items()}
-        times: dict[str, list[float]] = {name: [] for name in commands}
+        times = {(tree, name): [] for tree in trees for name in commands}
         _run(commands["score --bootstrap 0"])  # warm the file system cache once
         for _ in range(args.repeats):
             for name, argv in commands.items():
-                if name == "calibrate":
-                    _remove(root / "cal")
-                times[name].append(_run(argv))
-    medians = {name: statistics.median(values) for name, values in times.items()}
-    base = medians["score --bootstrap 0"]
+                for tree, path in trees.items():
+                    if name == "calibrate":
+                        _remove(root / "cal")
+                    times[tree, name].append(_run(argv, path))
     load = os.getloadavg()[0]
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, load {load:.2f}; real gold, SYNTHETIC judge, "
         f"{n_pairs:,} pairs (996 videos x 8 dimensions); each command's defaults, a fresh interpreter, "
-        f"median of {args.repeats}"
+        f"median of {args.repeats}; wall and CPU (user + system) seconds, each as a ratio to score --bootstrap 0's"
     )
-    results = {"machine": platform.machine(), "cores": os.cpu_count(), "load": round(load, 2), "commands": {}}
-    for name, seconds in medians.items():
-        ratio = seconds / base
-        mark = "" if name.startswith("score") else (" (bar < 5x: met)" if ratio < BAR else " (bar < 5x: NOT met)")
-        print(f"{name:20s} {seconds:6.2f} s  {ratio:5.1f}x{mark}")
-        results["commands"][name] = {"seconds": round(seconds, 2), "ratio": round(ratio, 2)}
+    results = {"machine": platform.machine(), "cores": os.cpu_count(), "load": round(load, 2), "trees": {}}
+    for tree in trees:
+        medians = {
+            name: [statistics.median(kind) for kind in zip(*times[tree, name], strict=True)] for name in commands
+        }
+        wall_base, cpu_base = medians["score --bootstrap 0"]
+        results["trees"][tree] = {}
+        for name, (wall, cpu) in medians.items():
+            ratio, cpu_ratio = wall / wall_base, cpu / cpu_base
+            mark = "" if name.startswith("score") else (" (bar < 5x: met)" if ratio < BAR else " (bar < 5x: NOT met)")
+            print(f"{tree:10s} {name:20s} wall {wall:6.2f} s {ratio:5.1f}x   CPU {cpu:6.2f} s {cpu_ratio:5.1f}x{mark}")
+            results["trees"][tree][name] = {
+                "wall_s": round(wall, 2),
+                "ratio": round(ratio, 2),
+                "cpu_s": round(cpu, 2),
+                "cpu_ratio": round(cpu_ratio, 2),
+            }
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 
