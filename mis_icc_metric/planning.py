@@ -88,6 +88,8 @@ _POISSON_PER_UNIT = 4
 _DRAW_CELLS = 1 << 21
 # Resamples drawn together through every size of a plan's grid.
 _SIZED_CHUNK = 1000
+# Replicates (resamples x blocks x sizes) a plan holds at once: 64 MiB of float64.
+_REPLICATE_CELLS = 1 << 23
 
 
 def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> None:
@@ -160,26 +162,34 @@ class _Counted:
         return self._counts[rows]
 
 
-def _sized_replicates(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, draws: tuple[int, int | None]):
-    """(sizes, B, D) each block's ICC(3,1) with m of the pilot's n videos drawn with replacement, at each size m
-    of the increasing `grid` (`draws`: B resamples a size and the seed).
+def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, draws: tuple[int, int | None], summary):
+    """(sizes, ...) `summary` of the (B, D) replicates of each block's ICC(3,1) with m of the pilot's n videos
+    drawn with replacement, at each size m of the increasing `grid` (`draws`: B resamples a size and the seed).
 
     Nested: a resample at size m is its draw at the size before plus m minus that many fresh draws, so at every
     size its counts are exactly Multinomial(m, 1 / n), the draw a separate resample at that size makes (each
     size's percentile CI means what it did); the sizes share their draws (common random numbers, a smoother
-    curve), and drawing them costs the largest size rather than the sum of all."""
+    curve), and drawing them costs the largest size rather than the sum of all. The replicates of at most
+    `_REPLICATE_CELLS` are held at once: past that the sizes go in groups, each drawing its chunks again from
+    their seeds (the same draws, whatever the grouping)."""
     n_resamples, seed = draws
-    n = ratings.shape[0]
-    out = np.empty((len(grid), n_resamples, ratings.shape[1]))
-    for start in range(0, n_resamples, _SIZED_CHUNK):
-        stop = min(start + _SIZED_CHUNK, n_resamples)
-        rng = np.random.default_rng([seed or 0, start])
-        counts, drawn = np.zeros((stop - start, n)), 0
-        for g, size in enumerate(grid):
-            _add_draws(rng, counts, int(size) - drawn)
-            drawn = int(size)
-            out[g, start:stop] = bootstrap_blocks(ratings, valid, _Counted(counts))["icc"]
-    return out
+    n, blocks = ratings.shape[:2]
+    per_group = max(1, _REPLICATE_CELLS // max(n_resamples * blocks, 1))
+    out = []
+    for first in range(0, len(grid), per_group):
+        last = min(first + per_group, len(grid))
+        replicates = np.empty((last - first, n_resamples, blocks))
+        for start in range(0, n_resamples, _SIZED_CHUNK):
+            stop = min(start + _SIZED_CHUNK, n_resamples)
+            rng = np.random.default_rng([seed or 0, start])
+            counts, drawn = np.zeros((stop - start, n)), 0
+            for g in range(last):
+                _add_draws(rng, counts, int(grid[g]) - drawn)
+                drawn = int(grid[g])
+                if g >= first:
+                    replicates[g - first, start:stop] = bootstrap_blocks(ratings, valid, _Counted(counts))["icc"]
+        out += [summary(size_replicates) for size_replicates in replicates]
+    return np.array(out)
 
 
 @dataclass(frozen=True)
@@ -557,8 +567,12 @@ def _size_range(factors: np.ndarray, support: Support, units: int | None, entry:
 def _half_widths(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None], confidence: float) -> np.ndarray:
     """(sizes x D) percentile CI half-widths of the ICC with m videos drawn from the pilot at each grid size m
     (`draws`: resamples a size and the seed)."""
-    bounds = percentile_ci(_sized_replicates(ratings, valid, grid, draws), confidence, axis=1)
-    return (bounds[..., 1] - bounds[..., 0]) / 2
+
+    def half_width(replicates: np.ndarray) -> np.ndarray:
+        bounds = percentile_ci(replicates, confidence)
+        return (bounds[:, 1] - bounds[:, 0]) / 2
+
+    return _sized_summaries(ratings, valid, grid, draws, half_width)
 
 
 @dataclass(frozen=True)
@@ -766,8 +780,9 @@ def _difference_spreads(ratings, valid, grid: np.ndarray, draws: tuple[int, int 
     """(sizes x D) the SD of the paired ICC difference (first D blocks minus the next D) with m videos drawn
     from the pilot at each grid size m (`draws`: resamples a size and the seed)."""
     d = ratings.shape[1] // 2
-    reps = _sized_replicates(ratings, valid, grid, draws)
-    return np.nanstd(reps[..., :d] - reps[..., d:], axis=1, ddof=1)
+    return _sized_summaries(
+        ratings, valid, grid, draws, lambda reps: np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
+    )
 
 
 def _pilot_range_draws(ratings, valid, videos: list[str], design: StudyDesign, draws: tuple[int, int | None]):

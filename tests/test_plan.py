@@ -18,6 +18,7 @@ from test_estimate import _write
 from eval_scripts.cli import main
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_icc_metric import planning
 from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci
 from mis_icc_metric.estimates import ppi_coverage_simulation
 from mis_icc_metric.planning import (
@@ -25,7 +26,7 @@ from mis_icc_metric.planning import (
     StudyDesign,
     _add_draws,
     _pilot,
-    _sized_replicates,
+    _sized_summaries,
     _units,
     bonett_sample_size,
     clinician_correlation,
@@ -102,14 +103,17 @@ def test_the_draws_are_multinomial_counts(size):
     assert abs(pairs - cov) < 5 * var / np.sqrt(rows * (n - 1))
 
 
-def test_the_nested_size_draws_give_each_size_the_separate_draws_half_width():
+def test_the_nested_size_draws_give_each_size_the_separate_draws_half_width(monkeypatch):
     """At every size of the grid the nested draws (each extending the draw at the size before) give the CI
     half-width of separate draws at that size (`SizedDraws`, another seed), within Monte Carlo error."""
     predictions, gold = make_scores(n=80, seed=3, noise=0.5, unparsed=0.0)
     videos, keys, ratings, valid = _pilot([predictions], gold)
     clusters, n_units, _ = _units(videos, "video")
     grid = np.array([20, 80, 400])
-    nested = percentile_ci(_sized_replicates(ratings, valid, grid, (3000, 1)), axis=1)
+    nested = _sized_summaries(ratings, valid, grid, (3000, 1), percentile_ci)
+    with monkeypatch.context() as patch:  # in groups of one size: the same draws
+        patch.setattr(planning, "_REPLICATE_CELLS", 1)
+        np.testing.assert_array_equal(_sized_summaries(ratings, valid, grid, (3000, 1), percentile_ci), nested)
     for g, size in enumerate(grid):
         separate = percentile_ci(bootstrap_blocks(ratings, valid, SizedDraws(clusters, n_units, size, 3000, 5))["icc"])
         np.testing.assert_allclose(np.diff(nested[g], axis=1), np.diff(separate, axis=1), rtol=0.1)
