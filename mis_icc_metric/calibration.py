@@ -70,6 +70,9 @@ SCALE: tuple[float, float] = (SCORE_MIN, SCORE_MAX)
 INTENDED_USE = RESEARCH_USE
 # A weighted variance below this share of the weighted mean square is cancellation noise: no spread.
 _FLAT = 1e-12
+# Scores closer than this to the first of their run are one score (scikit-learn's ``_make_unique``: float64's
+# resolution).
+_TIED = float(np.finfo(np.float64).resolution)
 # The largest shift `_isotonic_lanes` adds to a row's means to lay rows end to end (bounds its rounding).
 _SHIFT_LIMIT = 512.0
 
@@ -123,23 +126,46 @@ def conformal_quantile(residuals: np.ndarray, coverage: float, *, what: str = "c
 def fit_map(scores: np.ndarray, gold: np.ndarray, method: str) -> dict[str, Any]:
     """One dimension's monotone map from judge score to gold, as JSON-ready parameters.
 
-    isotonic: scikit-learn's increasing ``IsotonicRegression(out_of_bounds="clip")``, kept as its
-    thresholds (the map interpolates linearly between them and is constant beyond); linear: the least
-    squares line (slope 0 when the judge gives one value), its output clipped to the scale.
+    isotonic: scikit-learn's increasing ``IsotonicRegression(out_of_bounds="clip")`` (computed as it does: tied
+    scores pooled, `_score_points`, then pool adjacent violators, scipy's), kept as its thresholds (the map
+    interpolates linearly between them and is constant beyond); linear: the least squares line (slope 0 when
+    the judge gives one value), its output clipped to the scale.
     """
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(gold, dtype=np.float64)
     if x.size == 0:
         raise DataError("no (prediction, gold) pairs to fit the calibration on")
-    if method == "isotonic":
-        from sklearn.isotonic import IsotonicRegression
+    if method == "isotonic":  # scikit-learn's fit without importing it (about half a second of a command)
+        from scipy.optimize import isotonic_regression
 
-        model = IsotonicRegression(out_of_bounds="clip", increasing=True).fit(x, y)
-        return {"method": method, "x": model.X_thresholds_.tolist(), "y": model.y_thresholds_.tolist()}
+        points, point_of = _score_points(x)
+        weight = np.bincount(point_of, minlength=points.size).astype(np.float64)
+        fitted = isotonic_regression(np.bincount(point_of, weights=y, minlength=points.size) / weight, weights=weight).x
+        keep = np.ones(points.size, dtype=bool)  # its thresholds: inside a flat stretch only its ends
+        keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+        return {"method": method, "x": points[keep].tolist(), "y": fitted[keep].tolist()}
     if method == "linear":
         slope, intercept = _weighted_line(x[None], y[None], np.ones((1, x.size)))
         return {"method": method, "slope": float(slope[0]), "intercept": float(intercept[0])}
     raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
+
+
+def _score_points(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct scores, each item's index among them) as scikit-learn's isotonic fit pools tied scores
+    (``_make_unique``): sorted, a score less than `_TIED` above the first of its run joins that run (float noise,
+    e.g. 3.3 and 3.3000000000000003), and the run stands at its first score."""
+    unique, inverse = np.unique(x, return_inverse=True)
+    if unique.size < 2 or np.diff(unique).min() >= _TIED:
+        return unique, inverse
+    run, start = np.zeros(unique.size, dtype=np.int64), unique[0]
+    for j in range(1, unique.size):  # over distinct scores, once a fit; only where two are within float noise
+        if unique[j] - start >= _TIED:
+            start = unique[j]
+            run[j] = run[j - 1] + 1
+        else:
+            run[j] = run[j - 1]
+    first = np.flatnonzero(np.diff(run, prepend=-1))
+    return unique[first], run[inverse]
 
 
 def apply_map(params: Mapping[str, Any], scores: np.ndarray) -> np.ndarray:
@@ -209,7 +235,7 @@ def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.nd
     from scipy import sparse
     from scipy.optimize import isotonic_regression
 
-    unique, point_of = np.unique(x, return_inverse=True)
+    unique, point_of = _score_points(x)
     m, lanes = unique.size, weights.shape[0]
     # (B, m): each row's weight and weighted gold sum at each distinct score, as products with a sparse indicator.
     items = np.arange(x.size)

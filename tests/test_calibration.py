@@ -125,6 +125,24 @@ def test_batched_isotonic_equals_sklearn_per_resample_on_small_data(data, rows, 
         np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12)
 
 
+def test_scores_within_float_noise_are_one_score_as_in_sklearn():
+    """3.3 and 3.3000000000000004 (a score computed two ways) are one score in scikit-learn's fit (``_make_unique``
+    pools scores within float64's resolution): the map and the batched refits pool them too."""
+    x = np.array([1.0, 3.3, 3.3 + 4.5e-16, 3.3 + 9e-16, 2.0, 4.0, 3.3 + 2e-15, 5.0])
+    y = np.array([1.0, 4.0, 2.0, 3.5, 3.0, 3.0, 1.5, 5.0])
+    at = np.concatenate([x, [2.5, 3.3 + 3e-16, 4.5]])
+    reference = IsotonicRegression(out_of_bounds="clip").fit(x, y)
+    params = fit_map(x, y, "isotonic")
+    np.testing.assert_array_equal(params["x"], reference.X_thresholds_)
+    np.testing.assert_allclose(params["y"], reference.y_thresholds_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(apply_map(params, at), reference.predict(at), rtol=0, atol=1e-12)
+    weights = np.array([[1, 1, 1, 1, 1, 1, 1, 1], [0, 2, 1, 0, 1, 3, 1, 1], [1, 0, 3, 1, 0, 0, 2, 0]], dtype=float)
+    got = fit_maps_weighted(x, y, weights, "isotonic", at)
+    for row, w in enumerate(weights):
+        expected = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=w).predict(at)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12)
+
+
 def test_agreement_weighted_with_one_row_of_predictions_equals_that_row_repeated():
     """The calibration's "before" side: the raw scores, shared by every resample, as one block under each row of
     weights, equal to the same scores repeated as a block a row (the form the refitted "after" side takes)."""
