@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri  # the normal CDF and quantile (scipy.stats.norm's, without its import)
 
 from mis_bench_dataset.dimensions import (
     DEFAULT_BOOTSTRAP,
@@ -359,7 +359,7 @@ def _smallest(grid: np.ndarray, values: np.ndarray, target, *, rising: bool) -> 
             continue
         (m0, m1), (v0, v1) = grid[first - 1 : first + 1], column[first - 1 : first + 1]
         if rising:  # power: interpolate its probit (linear in sqrt(m) under the normal approximation)
-            v0, v1, goal = norm.ppf(np.clip([v0, v1, goal], 1e-9, 1 - 1e-9))
+            v0, v1, goal = ndtri(np.clip([v0, v1, goal], 1e-9, 1 - 1e-9))
             at = m0 + (m1 - m0) * (goal - v0) / (v1 - v0) if v1 != v0 else m1
         else:
             at = np.exp(np.log(m0) + np.log(m1 / m0) * np.log(goal / v0) / np.log(v1 / v0)) if v1 < v0 else m1
@@ -724,7 +724,7 @@ def plan_difference(
     effect = design_effect_at(rho, design.videos_per_clinician) if design.unit == "clinician" else np.ones(d)
     inflate = np.sqrt(np.where(np.isfinite(effect), effect, 1.0))
     grid = _grid(len(videos))
-    z = norm.ppf(1 - level / 2)
+    z = ndtri(1 - level / 2)
     spreads = _settled(_difference_spreads(ratings, valid, grid, (n_resamples, seed)) * inflate)
     needed = _smallest(grid, _power(spreads, difference, z), power, rising=True)
     reachable_videos = _reachable_videos(design)
@@ -734,7 +734,7 @@ def plan_difference(
     pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, "video"))["icc"]
     header = _header(design, n_resamples, seed, 1 - level, videos)
     header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
-    z_power = norm.ppf(power)
+    z_power = ndtri(power)
     dims = {}
     for c, key in enumerate(keys):
         r = _replicate_correlation(pilot_reps[:, c], pilot_reps[:, d + c])
@@ -805,7 +805,7 @@ def _power(spreads: np.ndarray, difference: float, z: float) -> np.ndarray:
     """P(|N(difference, sd)| > z sd) for each spread sd (NaN where sd is 0: the judges never differ)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         shift = np.where(spreads > 0, abs(difference) / spreads, np.nan)
-    return norm.cdf(shift - z) + norm.cdf(-shift - z)
+    return ndtr(shift - z) + ndtr(-shift - z)
 
 
 def plan_labels(
