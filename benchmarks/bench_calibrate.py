@@ -124,9 +124,10 @@ def loop(parts, golds, method: str, n_resamples: int, n_loop: int) -> tuple[floa
 
 
 def _replicates_for(plan, method, fit_keys, test_keys, x_fit, y_fit, x_test, y_test, column):
-    return _replicates(
+    replicates, _ = _replicates(
         plan, method, ([k[0] for k in fit_keys], x_fit, y_fit), ([k[0] for k in test_keys], x_test, y_test), column
     )
+    return replicates
 
 
 def whole_command(build: Path, predictions: Path, n_resamples: int) -> dict:

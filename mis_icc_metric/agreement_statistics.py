@@ -42,6 +42,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import (
+    BlockMoments,
     block_features,
     block_means,
     by_cluster,
@@ -144,6 +145,28 @@ class _Moments:
         blocks = np.concatenate([base.reshape(n, n_blocks, self.layout.width), extra], axis=-1)
         self.features = blocks.reshape(n, n_blocks * self.width)
         self.n_blocks = n_blocks
+
+    @classmethod
+    def weighted_rows(cls, predictions: np.ndarray, gold: np.ndarray, weights: np.ndarray):
+        """(moments, sums): each row of `predictions` (R, n) against `gold` (n,) a block of n items all valid,
+        summed under its row of `weights` (R, n): the sums (1, R * width) `__init__`'s features give, built per
+        column from (R, n) arrays (no (n, R, width) feature array: a refitted map's R can be thousands)."""
+        self = cls.__new__(cls)
+        self.layout = BlockMoments(2)
+        self.width, self.n_blocks = self.layout.width + len(cls.EXTRA), predictions.shape[0]
+        gold = np.broadcast_to(gold, predictions.shape)
+        self.means = np.stack([predictions.mean(axis=1), gold.mean(axis=1)], axis=-1)  # (R, 2), as block_means
+        centred = [values - self.means[:, j : j + 1] for j, values in enumerate((predictions, gold))]
+        for j, values in enumerate((predictions, gold)):  # a constant rater's centred column is 0 (block_features)
+            centred[j] = np.where((values.max(axis=1) == values.min(axis=1))[:, None], 0.0, centred[j])
+        diff = predictions - gold
+        centred_diff = diff - (self.means[:, 0] - self.means[:, 1])[:, None]
+        columns = [np.ones_like(diff), *centred]
+        columns += [centred[j] * centred[m] for j, m in self.layout.pairs]
+        columns += [diff**2, np.abs(diff), (predictions == np.round(predictions)).astype(np.float64)]
+        columns += [centred_diff, centred_diff**2]
+        sums = np.stack([np.einsum("rn,rn->r", weights, column) for column in columns], axis=-1)
+        return self, sums.reshape(1, -1)
 
     def _extra(self, blocks: np.ndarray, name: str) -> np.ndarray:
         return blocks[..., self.layout.width + self.EXTRA.index(name)]
@@ -348,14 +371,19 @@ def agreement_weighted(predictions: np.ndarray, gold: np.ndarray, weights: np.nd
     Spearman) of the same n items under each row of `weights` (R, n), where each row also has predictions of
     its own (R, n) against one gold (n,): {key: (R,)}. For statistics of a model refitted in every resample
     (a calibration map): each row is a block of `_Moments`, its sums one weighted product, no loop over rows.
+    Predictions of one row (1, n) are shared by every row of `weights`: one block, its sums one product.
     """
     predictions = np.asarray(predictions, dtype=np.float64)
     n_rows, n = predictions.shape
-    ratings = np.stack([predictions.T, np.broadcast_to(np.asarray(gold, dtype=np.float64)[:, None], (n, n_rows))], -1)
-    moments = _Moments(ratings, np.ones((n, n_rows), dtype=bool))
-    features = moments.features.reshape(n, n_rows, moments.width)
-    sums = np.einsum("rn,nrw->rw", np.asarray(weights, dtype=np.float64), features, optimize=True)
-    return {key: value[0] for key, value in moments.statistics(sums.reshape(1, -1)).items()}
+    if n_rows == 1:
+        ratings = np.stack([predictions[0], np.asarray(gold, dtype=np.float64)], -1)[:, None]
+        moments = _Moments(ratings, np.ones((n, 1), dtype=bool))
+        sums = np.asarray(weights, dtype=np.float64) @ moments.features
+        return {key: value[:, 0] for key, value in moments.statistics(sums).items()}
+    moments, sums = _Moments.weighted_rows(
+        predictions, np.asarray(gold, dtype=np.float64), np.asarray(weights, dtype=np.float64)
+    )
+    return {key: value[0] for key, value in moments.statistics(sums).items()}
 
 
 def agreement_blocks(

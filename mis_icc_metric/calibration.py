@@ -15,8 +15,8 @@ The fitted maps and quantiles are a `Calibrator`, saved as versioned JSON with w
 fingerprints, the splits and videos it saw, the judge, the synthetic mark: `provenance`), checked field by field
 when read back (`calibrator_file`) and applied to new predictions that have no gold. The maps in every
 bootstrap resample (the summary's CIs refit them) come from
-`fit_maps_weighted`: weighted least squares by matrix products, and for isotonic a pool-adjacent-violators
-pass that walks the sorted scores once with every resample a lane of one numpy array.
+`fit_maps_weighted`: weighted least squares by matrix products, and for isotonic scipy's pool-adjacent-violators
+over many resamples at once (laid end to end, each shifted above the one before).
 
 For research on judges only, not therapist supervision, training, hiring or patient-facing evaluation.
 """
@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,11 @@ SCALE: tuple[float, float] = (SCORE_MIN, SCORE_MAX)
 INTENDED_USE = RESEARCH_USE
 # A weighted variance below this share of the weighted mean square is cancellation noise: no spread.
 _FLAT = 1e-12
+# Scores closer than this to the first of their run are one score (scikit-learn's ``_make_unique``: float64's
+# resolution).
+_TIED = float(np.finfo(np.float64).resolution)
+# The largest shift `_isotonic_lanes` adds to a row's means to lay rows end to end (bounds its rounding).
+_SHIFT_LIMIT = 512.0
 
 Key = tuple[str, str]
 
@@ -119,23 +125,46 @@ def conformal_quantile(residuals: np.ndarray, coverage: float, *, what: str = "c
 def fit_map(scores: np.ndarray, gold: np.ndarray, method: str) -> dict[str, Any]:
     """One dimension's monotone map from judge score to gold, as JSON-ready parameters.
 
-    isotonic: scikit-learn's increasing ``IsotonicRegression(out_of_bounds="clip")``, kept as its
-    thresholds (the map interpolates linearly between them and is constant beyond); linear: the least
-    squares line (slope 0 when the judge gives one value), its output clipped to the scale.
+    isotonic: scikit-learn's increasing ``IsotonicRegression(out_of_bounds="clip")`` (computed as it does: tied
+    scores pooled, `_score_points`, then pool adjacent violators, scipy's), kept as its thresholds (the map
+    interpolates linearly between them and is constant beyond); linear: the least squares line (slope 0 when
+    the judge gives one value), its output clipped to the scale.
     """
     x = np.asarray(scores, dtype=np.float64)
     y = np.asarray(gold, dtype=np.float64)
     if x.size == 0:
         raise DataError("no (prediction, gold) pairs to fit the calibration on")
-    if method == "isotonic":
-        from sklearn.isotonic import IsotonicRegression
+    if method == "isotonic":  # scikit-learn's fit without importing it (about half a second of a command)
+        from scipy.optimize import isotonic_regression
 
-        model = IsotonicRegression(out_of_bounds="clip", increasing=True).fit(x, y)
-        return {"method": method, "x": model.X_thresholds_.tolist(), "y": model.y_thresholds_.tolist()}
+        points, point_of = _score_points(x)
+        weight = np.bincount(point_of, minlength=points.size).astype(np.float64)
+        fitted = isotonic_regression(np.bincount(point_of, weights=y, minlength=points.size) / weight, weights=weight).x
+        keep = np.ones(points.size, dtype=bool)  # its thresholds: inside a flat stretch only its ends
+        keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
+        return {"method": method, "x": points[keep].tolist(), "y": fitted[keep].tolist()}
     if method == "linear":
         slope, intercept = _weighted_line(x[None], y[None], np.ones((1, x.size)))
         return {"method": method, "slope": float(slope[0]), "intercept": float(intercept[0])}
     raise UsageError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(CALIBRATION_METHODS)}")
+
+
+def _score_points(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct scores, each item's index among them) as scikit-learn's isotonic fit pools tied scores
+    (``_make_unique``): sorted, a score less than `_TIED` above the first of its run joins that run (float noise,
+    e.g. 3.3 and 3.3000000000000003), and the run stands at its first score."""
+    unique, inverse = np.unique(x, return_inverse=True)
+    if unique.size < 2 or np.diff(unique).min() >= _TIED:
+        return unique, inverse
+    run, start = np.zeros(unique.size, dtype=np.int64), unique[0]
+    for j in range(1, unique.size):  # over distinct scores, once a fit; only where two are within float noise
+        if unique[j] - start >= _TIED:
+            start = unique[j]
+            run[j] = run[j - 1] + 1
+        else:
+            run[j] = run[j - 1]
+    first = np.flatnonzero(np.diff(run, prepend=-1))
+    return unique[first], run[inverse]
 
 
 def apply_map(params: Mapping[str, Any], scores: np.ndarray) -> np.ndarray:
@@ -191,63 +220,66 @@ def fit_maps_weighted(
 def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.ndarray) -> np.ndarray:
     """Weighted increasing isotonic regression for every row of `weights` at once, evaluated at `at`.
 
-    What scikit-learn does per fit, with the rows as lanes of one array: equal scores pooled (weighted
-    mean of their gold, ``_make_unique``), items of weight 0 left out, then pool adjacent violators over
-    the distinct scores in increasing order (a block is merged into the one before while that one's
-    mean is not below it), and between the fitted points linear interpolation, constant beyond the ends
-    (``out_of_bounds="clip"``). The Python loop runs over the distinct scores, never over resamples; each
-    lane's stack of blocks lives in flat arrays indexed depth * lanes + lane (1-D gathers, and the
-    running maxima below run down contiguous rows).
+    What scikit-learn does per fit, for all rows together: equal scores pooled (weight and weighted gold
+    summed, ``_make_unique``), scores of weight 0 left out, pool adjacent violators over the distinct scores
+    in increasing order, linear interpolation between the fitted points and constant beyond the ends
+    (``out_of_bounds="clip"``). The pooling is scipy's ``isotonic_regression`` run once over a group of rows
+    laid end to end, each row's means shifted above the row before (by the means' range + 1, so no block ever
+    spans two rows); its blocks are then averaged from the unshifted sums. Error bound: the shift rounds each
+    mean by at most half an ulp of `_SHIFT_LIMIT`, and isotonic regression moves by at most the largest
+    perturbation of its input (it is non-expansive in the sup norm), so the fitted values differ from an exact
+    fit by at most 2 ulp(`_SHIFT_LIMIT`) = 2.3e-13 beyond float rounding (rows are grouped so that no shift
+    exceeds it). No loop over rows: over groups of rows only.
     """
-    order = np.argsort(x, kind="stable")
-    unique, first = np.unique(x[order], return_index=True)
+    from scipy import sparse
+    from scipy.optimize import isotonic_regression
+
+    unique, point_of = _score_points(x)
     m, lanes = unique.size, weights.shape[0]
-    # (m, B): the weight and the weighted gold sum of each distinct score, items summed by score (sorted runs).
-    sorted_weights = np.ascontiguousarray(weights[:, order].T)
-    w = np.add.reduceat(sorted_weights, first, axis=0)
-    wy = np.add.reduceat(sorted_weights * y[order][:, None], first, axis=0)
-    total, weight, mean = np.zeros(m * lanes), np.zeros(m * lanes), np.zeros(m * lanes)
-    start = np.zeros(m * lanes, dtype=np.int64)
-    top = np.zeros(lanes, dtype=np.int64)
-    every = np.arange(lanes)
-    for point in range(m):
-        pushed = every[w[point] > 0]
-        slot = top[pushed] * lanes + pushed
-        total[slot], weight[slot], start[slot] = wy[point, pushed], w[point, pushed], point
-        mean[slot] = total[slot] / weight[slot]
-        top[pushed] += 1
-        lane = pushed[top[pushed] >= 2]
-        while lane.size:
-            last = (top[lane] - 1) * lanes + lane
-            violated = mean[last - lanes] >= mean[last]
-            lane, last = lane[violated], last[violated]
-            before = last - lanes
-            total[before] += total[last]
-            weight[before] += weight[last]
-            mean[before] = total[before] / weight[before]
-            top[lane] -= 1
-            lane = lane[top[lane] >= 2]
-    # Each distinct score's block: the last block starting at or before it (a running max down the rows).
-    marker = np.full((m, lanes), -1, dtype=np.int64)
-    depth, lane = np.nonzero(np.arange(m)[:, None] < top[None, :])
-    marker[start.reshape(m, lanes)[depth, lane], lane] = depth
-    block_of = np.maximum(np.maximum.accumulate(marker, axis=0), 0)
-    fitted = np.take_along_axis(mean.reshape(m, lanes), block_of, axis=0)  # (m, B), meaningful where w > 0
-    # Interpolate at `at` between the nearest distinct scores with weight on either side.
-    index = np.arange(m)[:, None]
+    # (B, m): each row's weight and weighted gold sum at each distinct score, as products with a sparse indicator.
+    items = np.arange(x.size)
+    indicator = sparse.csr_matrix((np.ones(x.size), (items, point_of)), shape=(x.size, m))
+    gold = sparse.csr_matrix((y, (items, point_of)), shape=(x.size, m))
+    w = np.ascontiguousarray(np.asarray(indicator.T @ weights.T).T)
+    wy = np.ascontiguousarray(np.asarray(gold.T @ weights.T).T)
     present = w > 0
-    below = np.maximum.accumulate(np.where(present, index, -1), axis=0)
-    above = np.minimum.accumulate(np.where(present, index, m)[::-1], axis=0)[::-1]
-    position = np.searchsorted(unique, at, side="right")  # unique[position - 1] <= at < unique[position]
-    low = np.where(position[:, None] > 0, below[np.maximum(position - 1, 0)], -1)  # (len(at), B)
-    high = np.where(position[:, None] < m, above[np.minimum(position, m - 1)], m)
-    low_i, high_i = np.where(low >= 0, low, high), np.where(high < m, high, low)
-    y_low = np.take_along_axis(fitted, low_i, axis=0)
-    y_high = np.take_along_axis(fitted, high_i, axis=0)
-    span = unique[high_i] - unique[low_i]
+    lane, _ = np.nonzero(present)  # row-major: row by row, scores increasing within a row
+    w_flat, wy_flat = w[present], wy[present]
+    mean = wy_flat / w_flat
+    low = float(mean.min()) if mean.size else 0.0
+    gap = (float(mean.max()) - low if mean.size else 0.0) + 1.0
+    per_group = max(1, int(_SHIFT_LIMIT // gap))
+    shifted = (mean - low) + (lane % per_group) * gap
+    bounds = np.unique(np.append(np.searchsorted(lane, np.arange(0, lanes, per_group)), lane.size))
+    starts = np.concatenate(
+        [np.zeros(0, dtype=np.int64)]
+        + [isotonic_regression(shifted[a:b], weights=w_flat[a:b]).blocks[:-1] + a for a, b in pairwise(bounds)]
+    )
+    sizes = np.diff(np.append(starts, lane.size))
+    fitted = np.zeros((lanes, m))
+    if starts.size:
+        fitted[present] = np.repeat(np.add.reduceat(wy_flat, starts) / np.add.reduceat(w_flat, starts), sizes)
+    # At `at`: linear between the two distinct scores around it (the map is linear there), constant beyond.
+    position = np.clip(np.searchsorted(unique, at, side="right"), 1, m)  # unique[position - 1] <= at
+    left, right = position - 1, np.minimum(position, m - 1)
+    columns, column_of = np.unique(np.concatenate([left, right]), return_inverse=True)
+    # The map at those distinct scores: between the nearest scores with weight on either side, linear.
+    index = np.arange(m, dtype=np.int32)
+    below = np.maximum.accumulate(np.where(present, index, np.int32(-1)), axis=1)[:, columns]
+    above = np.minimum.accumulate(np.where(present, index, np.int32(m))[:, ::-1], axis=1)[:, ::-1][:, columns]
+    low_i, high_i = np.where(below >= 0, below, above), np.where(above < m, above, below)
+    row_start = (np.arange(lanes, dtype=np.int64) * m)[:, None]
+    y_low, y_high = fitted.ravel()[low_i + row_start], fitted.ravel()[high_i + row_start]
+    x_low = unique[low_i]
+    span = unique[high_i] - x_low
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(span > 0, (at[:, None] - unique[low_i]) / np.where(span > 0, span, 1.0), 0.0)
-    return (y_low + np.clip(t, 0.0, 1.0) * (y_high - y_low)).T
+        t = np.where(span > 0, (unique[columns][None] - x_low) / np.where(span > 0, span, 1.0), 0.0)
+    mapped = y_low + t * (y_high - y_low)
+    step = unique[right] - unique[left]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(step > 0, np.clip((at - unique[left]) / np.where(step > 0, step, 1.0), 0.0, 1.0), 0.0)
+    low_at, high_at = mapped[:, column_of[: at.size]], mapped[:, column_of[at.size :]]
+    return low_at + share * (high_at - low_at)
 
 
 # ---------------------------------------------------------------------------------------- calibrator

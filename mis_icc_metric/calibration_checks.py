@@ -293,8 +293,7 @@ def _replicates(plan, method: str, fit, evaluated, position: Mapping[str, int]) 
         n_undefined += int(undefined.sum())
         fit_weights = np.where(undefined[:, None], 1.0, fit_weights)
         calibrated = fit_maps_weighted(x_fit, y_fit, fit_weights, method, x_eval)
-        raw = np.broadcast_to(x_eval, calibrated.shape)
-        for side, predictions in (("before", raw), ("after", calibrated)):
+        for side, predictions in (("before", x_eval[None]), ("after", calibrated)):
             stats = agreement_weighted(predictions, y_eval, eval_weights)
             for stat in SUMMARY_STATISTICS:
                 out[side][stat][rows] = np.where(undefined, np.nan, stats[stat])

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri  # the normal CDF and quantile (scipy.stats.norm's, without its import)
 
 from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, DIMENSION_BY_KEY, DIMENSION_KEYS, N_CLINICIANS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
@@ -72,10 +72,63 @@ def icc_variance_factor(icc: float, raters: int = 2) -> float:
     return 2 * (1 - rho) ** 2 * (1 + (k - 1) * rho) ** 2 / (k * (k - 1))
 
 
+# A draw of more than this many per unit starts from Poisson counts (one Poisson draw a unit, a few index draws
+# to complete it), a smaller one is indices drawn and counted (one draw an index): a Poisson draw costs about
+# four counted index draws.
+_POISSON_PER_UNIT = 4
+# Index draws made at a time (bounds the memory of an index matrix).
+_DRAW_CELLS = 1 << 21
+# Resamples drawn together through every size of a plan's grid.
+_SIZED_CHUNK = 1000
+# Replicates (resamples x blocks x sizes) a plan holds at once: 64 MiB of float64.
+_REPLICATE_CELLS = 1 << 23
+
+
+def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> None:
+    """Add to each row of `counts` (rows, n units; C-contiguous float64) how often each unit is drawn in `size`
+    draws with replacement, uniformly: exactly Multinomial(size, 1 / n) a row, in place.
+
+    Many draws a unit: independent Poisson counts of mean (size - 3 sqrt(size)) / n, which given their total S
+    are Multinomial(S, 1 / n), completed by size - S index draws (a row whose S passes `size`, about one in 700,
+    is drawn again as a multinomial): Multinomial(size, 1 / n) whatever S, at one Poisson draw a unit."""
+    n_rows, n_units = counts.shape
+    if size <= _POISSON_PER_UNIT * n_units:
+        _add_indices(rng, counts, np.full(n_rows, size, dtype=np.int64))
+        return
+    drawn = rng.poisson((size - 3 * np.sqrt(size)) / n_units, size=counts.shape).astype(np.float64)
+    total = drawn.sum(axis=1)
+    over = total > size
+    if over.any():
+        drawn[over] = rng.multinomial(size, np.full(n_units, 1 / n_units), size=int(over.sum()))
+        total[over] = size
+    counts += drawn
+    _add_indices(rng, counts, (size - total).astype(np.int64))
+
+
+def _add_indices(rng: np.random.Generator, counts: np.ndarray, per_row: np.ndarray) -> None:
+    """Add `per_row[r]` uniform draws of a unit to row r of `counts`, in place (indices drawn and counted)."""
+    n_rows, n_units = counts.shape
+    flat = counts.reshape(-1)
+    kind = np.int32 if flat.size < 2**31 else np.int64  # 32-bit draws cost a quarter of 64-bit ones
+    offsets = (np.arange(n_rows, dtype=kind) * n_units)[:, None]
+    most = int(per_row.max()) if per_row.size else 0
+    step = max(1, _DRAW_CELLS // max(n_rows, 1))
+    for done in range(0, most, step):
+        width = min(step, most - done)
+        drawn = rng.integers(0, n_units, size=(n_rows, width), dtype=kind)
+        drawn += offsets
+        short = per_row < done + width
+        drawn = drawn[np.arange(done, done + width)[None] < per_row[:, None]] if short.any() else drawn.ravel()
+        if 3 * drawn.size < flat.size:  # few: added one by one; many: counted first
+            np.add.at(flat, drawn, 1.0)
+        else:
+            flat += np.bincount(drawn, minlength=flat.size)
+
+
 class SizedDraws:
     """A resampling plan of B resamples of `size` units drawn with replacement from the pilot's C units
     (videos, or clinicians with all their videos): what `bootstrap_blocks` consumes (`shape`, `counts(rows)`),
-    drawn chunk by chunk as multinomial counts so a large `size` costs no (B x size) index matrix."""
+    drawn chunk by chunk as counts (`_add_draws`) so a large `size` costs no (B x size) index matrix."""
 
     def __init__(self, clusters: np.ndarray, n_clusters: int, size: int, n_resamples: int, seed: int | None):
         self.clusters, self.n_clusters, self.size = clusters, n_clusters, size
@@ -86,8 +139,49 @@ class SizedDraws:
         start = rows.start or 0
         rng = np.random.default_rng([self._seed or 0, self.size, start])
         stop = min(rows.stop, self.shape[0]) if rows.stop is not None else self.shape[0]
-        drawn = rng.multinomial(self.size, np.full(self.n_clusters, 1 / self.n_clusters), size=stop - start)
-        return drawn.astype(np.float64)[:, self.clusters]
+        counts = np.zeros((stop - start, self.n_clusters))
+        _add_draws(rng, counts, self.size)
+        return counts[:, self.clusters]
+
+
+class _Counted:
+    """Counts already drawn, as the plan `bootstrap_blocks` consumes (`shape`, `counts(rows)`)."""
+
+    def __init__(self, counts: np.ndarray) -> None:
+        self.shape, self._counts = counts.shape, counts
+
+    def counts(self, rows: slice) -> np.ndarray:
+        return self._counts[rows]
+
+
+def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, draws: tuple[int, int | None], summary):
+    """(sizes, ...) `summary` of the (B, D) replicates of each block's ICC(3,1) with m of the pilot's n videos
+    drawn with replacement, at each size m of the increasing `grid` (`draws`: B resamples a size and the seed).
+
+    Nested: a resample at size m is its draw at the size before plus m minus that many fresh draws, so at every
+    size its counts are exactly Multinomial(m, 1 / n), the draw a separate resample at that size makes (each
+    size's percentile CI means what it did); the sizes share their draws (common random numbers, a smoother
+    curve), and drawing them costs the largest size rather than the sum of all. The replicates of at most
+    `_REPLICATE_CELLS` are held at once: past that the sizes go in groups, each drawing its chunks again from
+    their seeds (the same draws, whatever the grouping)."""
+    n_resamples, seed = draws
+    n, blocks = ratings.shape[:2]
+    per_group = max(1, _REPLICATE_CELLS // max(n_resamples * blocks, 1))
+    out = []
+    for first in range(0, len(grid), per_group):
+        last = min(first + per_group, len(grid))
+        replicates = np.empty((last - first, n_resamples, blocks))
+        for start in range(0, n_resamples, _SIZED_CHUNK):
+            stop = min(start + _SIZED_CHUNK, n_resamples)
+            rng = np.random.default_rng([seed or 0, start])
+            counts, drawn = np.zeros((stop - start, n)), 0
+            for g in range(last):
+                _add_draws(rng, counts, int(grid[g]) - drawn)
+                drawn = int(grid[g])
+                if g >= first:
+                    replicates[g - first, start:stop] = bootstrap_blocks(ratings, valid, _Counted(counts))["icc"]
+        out += [summary(size_replicates) for size_replicates in replicates]
+    return np.array(out)
 
 
 @dataclass(frozen=True)
@@ -240,10 +334,6 @@ def _grid(n_units: int) -> np.ndarray:
     return np.unique(np.geomspace(2, MAX_SCALE * n_units, GRID_POINTS).round().astype(int))
 
 
-def _replicates(ratings, valid, clusters, n_units, size, n_resamples, seed) -> np.ndarray:
-    return bootstrap_blocks(ratings, valid, SizedDraws(clusters, n_units, size, n_resamples, seed))["icc"]
-
-
 def _smallest(grid: np.ndarray, values: np.ndarray, target, *, rising: bool) -> list[int | None]:
     """Per column of `values` (sizes x D): the smallest size from which on every larger grid size meets its
     `target` (a scalar or one per column; a value at most the target, or at least it when `rising`), interpolated
@@ -261,7 +351,7 @@ def _smallest(grid: np.ndarray, values: np.ndarray, target, *, rising: bool) -> 
             continue
         (m0, m1), (v0, v1) = grid[first - 1 : first + 1], column[first - 1 : first + 1]
         if rising:  # power: interpolate its probit (linear in sqrt(m) under the normal approximation)
-            v0, v1, goal = norm.ppf(np.clip([v0, v1, goal], 1e-9, 1 - 1e-9))
+            v0, v1, goal = ndtri(np.clip([v0, v1, goal], 1e-9, 1 - 1e-9))
             at = m0 + (m1 - m0) * (goal - v0) / (v1 - v0) if v1 != v0 else m1
         else:
             at = np.exp(np.log(m0) + np.log(m1 / m0) * np.log(goal / v0) / np.log(v1 / v0)) if v1 < v0 else m1
@@ -299,7 +389,8 @@ def _header(design: StudyDesign, n_resamples: int, seed, confidence: float, vide
             "seed": seed,
             "method": "m videos drawn with replacement from the pilot's "
             f"{len(videos)} at each size m on a geometric grid up to {MAX_SCALE}x the pilot (interpolated between "
-            f"sizes); percentile {confidence:.0%} CIs"
+            "sizes; each resample's draw at a size extends its draw at the size before); percentile "
+            f"{confidence:.0%} CIs"
             + (
                 f"; their variance times the design effect at {design.videos_per_clinician:.1f} videos per "
                 "clinician (1 + (m - 1) rho, rho the within-clinician correlation of the ICC's per-video terms in "
@@ -468,12 +559,12 @@ def _size_range(factors: np.ndarray, support: Support, units: int | None, entry:
 def _half_widths(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None], confidence: float) -> np.ndarray:
     """(sizes x D) percentile CI half-widths of the ICC with m videos drawn from the pilot at each grid size m
     (`draws`: resamples a size and the seed)."""
-    n = ratings.shape[0]
-    widths = np.empty((grid.size, ratings.shape[1]))
-    for g, size in enumerate(grid):
-        bounds = percentile_ci(_replicates(ratings, valid, np.arange(n), n, size, *draws), confidence)
-        widths[g] = (bounds[:, 1] - bounds[:, 0]) / 2
-    return widths
+
+    def half_width(replicates: np.ndarray) -> np.ndarray:
+        bounds = percentile_ci(replicates, confidence)
+        return (bounds[:, 1] - bounds[:, 0]) / 2
+
+    return _sized_summaries(ratings, valid, grid, draws, half_width)
 
 
 @dataclass(frozen=True)
@@ -625,7 +716,7 @@ def plan_difference(
     effect = design_effect_at(rho, design.videos_per_clinician) if design.unit == "clinician" else np.ones(d)
     inflate = np.sqrt(np.where(np.isfinite(effect), effect, 1.0))
     grid = _grid(len(videos))
-    z = norm.ppf(1 - level / 2)
+    z = ndtri(1 - level / 2)
     spreads = _settled(_difference_spreads(ratings, valid, grid, (n_resamples, seed)) * inflate)
     needed = _smallest(grid, _power(spreads, difference, z), power, rising=True)
     reachable_videos = _reachable_videos(design)
@@ -635,7 +726,7 @@ def plan_difference(
     pilot_reps = bootstrap_blocks(ratings, valid, make_resampling(videos, n_resamples, seed, "video"))["icc"]
     header = _header(design, n_resamples, seed, 1 - level, videos)
     header["range"] = {"level": PLAN_RANGE, "n_resamples": min(n_resamples, RANGE_RESAMPLES), "method": _RANGE}
-    z_power = norm.ppf(power)
+    z_power = ndtri(power)
     dims = {}
     for c, key in enumerate(keys):
         r = _replicate_correlation(pilot_reps[:, c], pilot_reps[:, d + c])
@@ -680,12 +771,10 @@ def plan_difference(
 def _difference_spreads(ratings, valid, grid: np.ndarray, draws: tuple[int, int | None]) -> np.ndarray:
     """(sizes x D) the SD of the paired ICC difference (first D blocks minus the next D) with m videos drawn
     from the pilot at each grid size m (`draws`: resamples a size and the seed)."""
-    n, d = ratings.shape[0], ratings.shape[1] // 2
-    spreads = np.empty((grid.size, d))
-    for g, size in enumerate(grid):
-        reps = _replicates(ratings, valid, np.arange(n), n, size, *draws)
-        spreads[g] = np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
-    return spreads
+    d = ratings.shape[1] // 2
+    return _sized_summaries(
+        ratings, valid, grid, draws, lambda reps: np.nanstd(reps[:, :d] - reps[:, d:], axis=0, ddof=1)
+    )
 
 
 def _pilot_range_draws(ratings, valid, videos: list[str], design: StudyDesign, draws: tuple[int, int | None]):
@@ -708,7 +797,7 @@ def _power(spreads: np.ndarray, difference: float, z: float) -> np.ndarray:
     """P(|N(difference, sd)| > z sd) for each spread sd (NaN where sd is 0: the judges never differ)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         shift = np.where(spreads > 0, abs(difference) / spreads, np.nan)
-    return norm.cdf(shift - z) + norm.cdf(-shift - z)
+    return ndtr(shift - z) + ndtr(-shift - z)
 
 
 def plan_labels(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
+from scipy.special import ndtri  # the normal quantile (scipy.stats.norm.ppf, without its import)
 
 from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE
 
@@ -51,7 +51,7 @@ def normal_quantile(confidence: float) -> float:
     """The two-sided normal quantile of a CI at `confidence` (1.96 at 0.95); refuses a level outside (0, 1)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    return float(norm.ppf(1 - (1 - confidence) / 2))
+    return float(ndtri(1 - (1 - confidence) / 2))
 
 
 def _interval(estimate: float, se: float, confidence: float, lam: float | None = None) -> Interval:

@@ -101,7 +101,60 @@ def test_resampled_maps_equal_sklearn_fits_with_the_counts_as_weights(method, de
             keep = counts[row] > 0
             line = LinearRegression().fit(x[keep, None], y[keep], sample_weight=counts[row][keep])
             expected = np.clip(line.predict(at[:, None]), 1, 5)
-        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12 if method == "isotonic" else 1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(0, 12), st.integers(10, 50), st.integers(0, 3)), min_size=1, max_size=25),
+    rows=st.lists(st.lists(st.integers(0, 3), min_size=25, max_size=25), min_size=1, max_size=6),
+    probes=st.lists(st.floats(0, 6, allow_nan=False), min_size=1, max_size=10),
+)
+def test_batched_isotonic_equals_sklearn_per_resample_on_small_data(data, rows, probes):
+    """Every row of the batched fit (many tied scores, zero weights, a one-point row) is sklearn's fit with that
+    row as sample weights, to 1e-12 (the documented bound of `_isotonic_lanes` is 2.3e-13 beyond rounding)."""
+    x = np.array([1 + score / 3 for score, _, _ in data])  # few distinct scores: ties pooled
+    y = np.array([gold / 10 for _, gold, _ in data])
+    weights = np.array([[row[i] for i in range(x.size)] for row in rows], dtype=float)
+    weights[:, 0] += weights.sum(axis=1) == 0  # sklearn needs some weight in a row
+    at = np.concatenate([np.array(probes), x])
+    got = fit_maps_weighted(x, y, weights, "isotonic", at)
+    for row, w in enumerate(weights):
+        expected = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=w).predict(at)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12)
+
+
+def test_scores_within_float_noise_are_one_score_as_in_sklearn():
+    """3.3 and 3.3000000000000004 (a score computed two ways) are one score in scikit-learn's fit (``_make_unique``
+    pools scores within float64's resolution): the map and the batched refits pool them too."""
+    x = np.array([1.0, 3.3, 3.3 + 4.5e-16, 3.3 + 9e-16, 2.0, 4.0, 3.3 + 2e-15, 5.0])
+    y = np.array([1.0, 4.0, 2.0, 3.5, 3.0, 3.0, 1.5, 5.0])
+    at = np.concatenate([x, [2.5, 3.3 + 3e-16, 4.5]])
+    reference = IsotonicRegression(out_of_bounds="clip").fit(x, y)
+    params = fit_map(x, y, "isotonic")
+    np.testing.assert_array_equal(params["x"], reference.X_thresholds_)
+    np.testing.assert_allclose(params["y"], reference.y_thresholds_, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(apply_map(params, at), reference.predict(at), rtol=0, atol=1e-12)
+    weights = np.array([[1, 1, 1, 1, 1, 1, 1, 1], [0, 2, 1, 0, 1, 3, 1, 1], [1, 0, 3, 1, 0, 0, 2, 0]], dtype=float)
+    got = fit_maps_weighted(x, y, weights, "isotonic", at)
+    for row, w in enumerate(weights):
+        expected = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=w).predict(at)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12)
+
+
+def test_agreement_weighted_with_one_row_of_predictions_equals_that_row_repeated():
+    """The calibration's "before" side: the raw scores, shared by every resample, as one block under each row of
+    weights, equal to the same scores repeated as a block a row (the form the refitted "after" side takes)."""
+    from mis_icc_metric.agreement_statistics import agreement_weighted
+
+    rng = np.random.default_rng(5)
+    x, y = _judge(rng, 120)
+    weights = rng.multinomial(120, np.full(120, 1 / 120), size=40).astype(float)
+    shared = agreement_weighted(x[None], y, weights)
+    repeated = agreement_weighted(np.broadcast_to(x, weights.shape), y, weights)
+    assert shared.keys() == repeated.keys()
+    for key in shared:
+        np.testing.assert_allclose(shared[key], repeated[key], rtol=0, atol=1e-12, equal_nan=True)
 
 
 def test_conformal_rank_and_the_videos_needed():

@@ -25,12 +25,15 @@ from mis_icc_metric import (
     plan_difference,
     plan_icc,
     plan_labels,
+    planning,
     ppi_coverage_simulation,
 )
 from mis_icc_metric.bootstrap import bootstrap_blocks, percentile_ci
 from mis_icc_metric.planning import (
     SizedDraws,
+    _add_draws,
     _pilot,
+    _sized_summaries,
     _units,
     clinician_correlation,
     icc_influence,
@@ -84,6 +87,39 @@ def test_the_size_draws_at_the_pilot_size_are_the_ordinary_bootstrap():
     width = np.diff(percentile_ci(sized), axis=1)[:, 0]
     reference = np.diff(percentile_ci(ordinary), axis=1)[:, 0]
     np.testing.assert_allclose(width, reference, rtol=0.1)
+
+
+@pytest.mark.parametrize("size", [3, 40, 250, 2000])  # index draws (few a unit) and Poisson-started (many)
+def test_the_draws_are_multinomial_counts(size):
+    """Each row is `size` draws with replacement of 50 units: it sums to `size` exactly, and its counts have the
+    multinomial's mean size / n, variance size (1 / n) (1 - 1 / n) and covariance -size / n^2 (within 5 standard
+    errors over 4,000 rows)."""
+    n, rows = 50, 4000
+    counts = np.zeros((rows, n))
+    _add_draws(np.random.default_rng(size), counts, size)
+    assert (counts.sum(axis=1) == size).all() and (counts >= 0).all() and (counts == np.round(counts)).all()
+    p = 1 / n
+    mean, var, cov = size * p, size * p * (1 - p), -size * p * p
+    assert abs(counts.mean() - mean) < 5 * np.sqrt(var / (rows * n))
+    assert counts.var(axis=0, ddof=1).mean() == pytest.approx(var, rel=5 * np.sqrt(2 / (rows * n)) + 0.01)
+    pairs = np.mean((counts[:, :1] - mean) * (counts[:, 1:] - mean), axis=0).mean()
+    assert abs(pairs - cov) < 5 * var / np.sqrt(rows * (n - 1))
+
+
+def test_the_nested_size_draws_give_each_size_the_separate_draws_half_width(monkeypatch):
+    """At every size of the grid the nested draws (each extending the draw at the size before) give the CI
+    half-width of separate draws at that size (`SizedDraws`, another seed), within Monte Carlo error."""
+    predictions, gold = make_scores(n=80, seed=3, noise=0.5, unparsed=0.0)
+    videos, keys, ratings, valid = _pilot([predictions], gold)
+    clusters, n_units, _ = _units(videos, "video")
+    grid = np.array([20, 80, 400])
+    nested = _sized_summaries(ratings, valid, grid, (3000, 1), percentile_ci)
+    with monkeypatch.context() as patch:  # in groups of one size: the same draws
+        patch.setattr(planning, "_REPLICATE_CELLS", 1)
+        np.testing.assert_array_equal(_sized_summaries(ratings, valid, grid, (3000, 1), percentile_ci), nested)
+    for g, size in enumerate(grid):
+        separate = percentile_ci(bootstrap_blocks(ratings, valid, SizedDraws(clusters, n_units, size, 3000, 5))["icc"])
+        np.testing.assert_allclose(np.diff(nested[g], axis=1), np.diff(separate, axis=1), rtol=0.1)
 
 
 @pytest.mark.slow  # five plans and checks at 2,000 resamples: about 6 s
