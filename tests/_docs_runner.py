@@ -13,11 +13,14 @@ rerun on the same data gives the same numbers).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from _docs_zygote import Zygote
 
 from _docs_helpers import SHARED, Block
 
@@ -26,6 +29,9 @@ SHARED_FOLDER = (REPO / SHARED).resolve()  # the developers' and CI's copy of th
 BLOCK_TIMEOUT_S = 900
 DEFAULT_JOB_COMMAND = "mis-bench run\n"  # the README's first command once its setup is taken off
 DEFAULT_JOB_OUTPUT = "mis-bench-results"  # where it writes, in the working directory
+# Commands that import the Hugging Face training stack (about 5 s of CPU each): forked from one process per test
+# worker that imported it once (tests/_docs_zygote.py), unless DOCS_FRESH_PROCESSES is set.
+TRAINING_STACK = re.compile(r"mis-bench train\b|mis-bench run\b[^\n]*--backend transformers")
 
 BASH_PRELUDE = r"""set -euo pipefail
 _docs_save() {
@@ -112,16 +118,21 @@ class PageRun:
 
     def run(self, block: Block, code: str) -> subprocess.CompletedProcess:
         self.blocks_run += 1
+        environment = self.environment()
         if block.language == "bash":
             script = self.scripts / f"{block.line}.sh"
             script.write_text(BASH_PRELUDE + self.here(code), encoding="utf-8")
             command, stdin = ["bash", str(script)], None
+            if TRAINING_STACK.search(code.replace("\\\n", " ")) and not os.environ.get("DOCS_FRESH_PROCESSES"):
+                zygote = Zygote.for_env(environment)
+                if zygote.wait_ready():
+                    environment = zygote.page_env(environment)
         else:  # as pasted into `python3`: the working directory on sys.path
             command, stdin = [sys.executable, "-"], self.here(code)
         return subprocess.run(
             command,
             cwd=self.cwd,
-            env=self.environment(),
+            env=environment,
             input=stdin,
             capture_output=True,
             text=True,
