@@ -136,8 +136,16 @@ def serve(path: str) -> None:
     listener.listen(64)
     signal.signal(signal.SIGCHLD, _reap)  # waited for, so their CPU time counts in the test run's
     print("ready", flush=True)
+    parent = os.getppid()
+    listener.settimeout(5)
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if os.getppid() != parent:  # the test worker is gone (killed): so is its server
+                return
+            continue
+        conn.settimeout(None)
         sys.stdout.flush()
         sys.stderr.flush()
         if os.fork() == 0:
