@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from _docs_zygote import Zygote
+from _docs_zygote import PYTHON_STDIN, Zygote
 
 from _docs_helpers import SHARED, Block
 
@@ -30,8 +30,11 @@ BLOCK_TIMEOUT_S = 900
 DEFAULT_JOB_COMMAND = "mis-bench run\n"  # the README's first command once its setup is taken off
 DEFAULT_JOB_OUTPUT = "mis-bench-results"  # where it writes, in the working directory
 # Commands that import the Hugging Face training stack (about 5 s of CPU each): forked from one process per test
-# worker that imported it once (tests/_docs_zygote.py), unless DOCS_FRESH_PROCESSES is set.
-TRAINING_STACK = re.compile(r"mis-bench train\b|mis-bench run\b[^\n]*--backend transformers")
+# worker that imported it once (tests/_docs_zygote.py), unless DOCS_FRESH_PROCESSES is set; so are Python blocks
+# and `python3 -c` lines of such a block that import raft_trainer.
+TRAINING_STACK = re.compile(
+    r"mis-bench train\b|mis-bench run\b[^\n]*--backend transformers|python3 -c \"[^\"]*raft_trainer"
+)
 
 BASH_PRELUDE = r"""set -euo pipefail
 _docs_save() {
@@ -129,6 +132,11 @@ class PageRun:
                     environment = zygote.page_env(environment)
         else:  # as pasted into `python3`: the working directory on sys.path
             command, stdin = [sys.executable, "-"], self.here(code)
+            if "raft_trainer" in code and not os.environ.get("DOCS_FRESH_PROCESSES"):
+                zygote = Zygote.for_env(environment)
+                if zygote.wait_ready():
+                    environment = zygote.page_env(environment)
+                    command = [sys.executable, "-S", environment["DOCS_ZYGOTE_CLIENT"], PYTHON_STDIN]
         return subprocess.run(
             command,
             cwd=self.cwd,

@@ -8,7 +8,9 @@ and stderr (passed over a Unix socket), working directory, environment and argum
 own argument parsing, work, printed lines and exit code, in a process of its own); only the imports are shared.
 Anything that could make the fork differ from a fresh process falls back to one: an environment that differs from
 the server's beyond the page's own folders (a locale, a thread count, a variable a block exported), or any other
-command (`mis-bench` on the page's PATH is a shim that passes everything else to the real one).
+command (`mis-bench` on the page's PATH is a shim that passes everything else to the real one). A Python block,
+or a `python3 -c` line, that imports raft_trainer is run the same way, as the interpreter runs `python3 -` and
+`python3 -c` (a fresh `__main__`, the working directory first on sys.path).
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ if [ -n "${DOCS_ZYGOTE:-}" ] && [ -n "$routed" ]; then
 fi
 PATH="${PATH#"$DOCS_ZYGOTE_BIN":}" exec mis-bench "$@"
 """
+PYTHON_SHIM = r"""#!/usr/bin/env bash
+# tests/_docs_zygote.py: `python3 -c CODE` whose code imports raft_trainer forks from the preloaded process too.
+if [ -n "${DOCS_ZYGOTE:-}" ] && [ "$#" = 2 ] && [ "$1" = -c ] && [[ "$2" == *raft_trainer* ]]; then
+  exec "$DOCS_ZYGOTE_PYTHON" -S "$DOCS_ZYGOTE_CLIENT" --python-c "$2"
+fi
+PATH="${PATH#"$DOCS_ZYGOTE_BIN":}" exec python3 "$@"
+"""
+PYTHON_C, PYTHON_STDIN = "--python-c", "--python-stdin"  # the client's first argument for Python code
 
 
 def _read_exact(conn: socket.socket, n: int) -> bytes:
@@ -90,13 +100,17 @@ def _child(conn: socket.socket) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     tempfile.tempdir = None  # a library may have asked for it at import: the page's TMPDIR now
-    sys.argv = [_real_mis_bench(request["env"].get("PATH", "")), *request["argv"]]
     atexit._clear()  # the server's exit functions are not this command's
-    from eval_scripts.cli import main
-
+    argv = request["argv"]
     code = 0
     try:
-        code = main()  # the console script: sys.exit(main())
+        if argv[:1] in ([PYTHON_C], [PYTHON_STDIN]):
+            _python(argv)
+        else:
+            from eval_scripts.cli import main
+
+            sys.argv = [_real_mis_bench(request["env"].get("PATH", "")), *argv]
+            code = main()  # the console script: sys.exit(main())
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         if not isinstance(stop.code, int | None):
@@ -111,6 +125,22 @@ def _child(conn: socket.socket) -> None:
     sys.stderr.flush()
     conn.sendall(str(int(code or 0)).encode())
     os._exit(int(code or 0))
+
+
+def _python(argv: list[str]) -> None:
+    """`python3 -c CODE` or `python3 -` (the code on stdin), as the interpreter runs them: a fresh `__main__`,
+    the working directory first on sys.path."""
+    import builtins
+    import types
+
+    stdin = argv[0] == PYTHON_STDIN
+    source = sys.stdin.read() if stdin else argv[1]
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    sys.argv = ["-" if stdin else "-c"]
+    sys.path.insert(0, "")
+    exec(compile(source, "<stdin>" if stdin else "<string>", "exec"), main.__dict__)
 
 
 def _reap(*_) -> None:
@@ -174,6 +204,10 @@ def client(argv: list[str]) -> int:
             return 1
         bin_dir = os.environ["DOCS_ZYGOTE_BIN"]
         os.environ["PATH"] = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != bin_dir)
+        if argv[:1] == [PYTHON_STDIN]:
+            os.execvp("python3", ["python3", "-"])
+        if argv[:1] == [PYTHON_C]:
+            os.execvp("python3", ["python3", "-c", argv[1]])
         os.execvp("mis-bench", ["mis-bench", *argv])
     return int(answer)
 
@@ -187,9 +221,9 @@ class Zygote:
         self.folder = Path(tempfile.mkdtemp(prefix="docs-zygote-"))
         self.bin = self.folder / "bin"
         self.bin.mkdir()
-        shim = self.bin / "mis-bench"
-        shim.write_text(SHIM)
-        shim.chmod(0o755)
+        for name, text in (("mis-bench", SHIM), ("python3", PYTHON_SHIM)):
+            (self.bin / name).write_text(text)
+            (self.bin / name).chmod(0o755)
         self.socket = str(self.folder / "socket")
         here = str(Path(__file__).parent)
         self.process = subprocess.Popen(
