@@ -31,10 +31,10 @@ DEFAULT_JOB_COMMAND = "mis-bench run\n"  # the README's first command once its s
 DEFAULT_JOB_OUTPUT = "mis-bench-results"  # where it writes, in the working directory
 # Commands that import the Hugging Face training stack (about 5 s of CPU each): forked from one process per test
 # worker that imported it once (tests/_docs_zygote.py), unless DOCS_FRESH_PROCESSES is set; so are Python blocks
-# and `python3 -c` lines of such a block that import raft_trainer.
-TRAINING_STACK = re.compile(
-    r"mis-bench train\b|mis-bench run\b[^\n]*--backend transformers|python3 -c \"[^\"]*raft_trainer"
-)
+# and `python3 -c` lines that import raft_trainer. `run --backend transformers` only uses a server already started
+# (a refusal of its options imports no torch: starting the server for it would cost more than it saves).
+TRAINING_STACK = re.compile(r"mis-bench train\b|python3 -c \"[^\"]*raft_trainer")
+TRANSFORMERS_RUN = re.compile(r"mis-bench run\b[^\n]*--backend transformers")
 
 BASH_PRELUDE = r"""set -euo pipefail
 _docs_save() {
@@ -126,17 +126,16 @@ class PageRun:
             script = self.scripts / f"{block.line}.sh"
             script.write_text(BASH_PRELUDE + self.here(code), encoding="utf-8")
             command, stdin = ["bash", str(script)], None
-            if TRAINING_STACK.search(code.replace("\\\n", " ")) and not os.environ.get("DOCS_FRESH_PROCESSES"):
-                zygote = Zygote.for_env(environment)
-                if zygote.wait_ready():
-                    environment = zygote.page_env(environment)
+            joined = code.replace("\\\n", " ")  # a command continued over lines
+            zygote = _zygote(environment, TRAINING_STACK.search(joined), TRANSFORMERS_RUN.search(joined))
+            if zygote is not None:
+                environment = zygote.page_env(environment)
         else:  # as pasted into `python3`: the working directory on sys.path
             command, stdin = [sys.executable, "-"], self.here(code)
-            if "raft_trainer" in code and not os.environ.get("DOCS_FRESH_PROCESSES"):
-                zygote = Zygote.for_env(environment)
-                if zygote.wait_ready():
-                    environment = zygote.page_env(environment)
-                    command = [sys.executable, "-S", environment["DOCS_ZYGOTE_CLIENT"], PYTHON_STDIN]
+            zygote = _zygote(environment, "raft_trainer" in code, False)
+            if zygote is not None:
+                environment = zygote.page_env(environment)
+                command = [sys.executable, "-S", environment["DOCS_ZYGOTE_CLIENT"], PYTHON_STDIN]
         return subprocess.run(
             command,
             cwd=self.cwd,
@@ -146,6 +145,14 @@ class PageRun:
             text=True,
             timeout=BLOCK_TIMEOUT_S,
         )
+
+
+def _zygote(environment: dict[str, str], starts: object, uses: object) -> Zygote | None:
+    """The worker's training-stack server for a block that `starts` it (or `uses` one already running), if any."""
+    if os.environ.get("DOCS_FRESH_PROCESSES") or not (starts or (uses and Zygote._started is not None)):
+        return None
+    zygote = Zygote.for_env(environment)
+    return zygote if zygote.wait_ready() else None
 
 
 def run_default_job(root: Path, cache: Path) -> subprocess.CompletedProcess:

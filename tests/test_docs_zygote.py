@@ -7,7 +7,7 @@ import pytest
 from _docs_zygote import Zygote
 
 from _docs_helpers import Block
-from _docs_runner import TRAINING_STACK, PageRun
+from _docs_runner import TRAINING_STACK, TRANSFORMERS_RUN, PageRun
 
 # A refusal: the whole command line runs (flags parsed, settings checked) and ends in one line, exit 2.
 REFUSED = (
@@ -62,7 +62,8 @@ def test_a_forked_train_prints_and_exits_as_a_fresh_one(tmp_path, monkeypatch):
 
 def test_only_the_training_stack_commands_are_routed():
     assert TRAINING_STACK.search("mis-bench train --model m")
-    assert TRAINING_STACK.search("mis-bench run --backend transformers --model m --dataset b")
+    assert TRANSFORMERS_RUN.search("mis-bench run --backend transformers --model m --dataset b")
+    assert not TRAINING_STACK.search("mis-bench run --backend transformers --model m -M dtype=float64")
     assert TRAINING_STACK.search("python3 -c \"from raft_trainer import save_tiny_model; save_tiny_model('t')\"")
     assert not TRAINING_STACK.search("mis-bench run --dataset b") and not TRAINING_STACK.search("mis-bench score")
     assert not TRAINING_STACK.search('python3 -c "import mis_icc_metric"')
