@@ -15,7 +15,7 @@ RAFT reads.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,33 +254,18 @@ def render_with_completion(tokenizer, messages: list[dict], completion: str, tem
     """Token ids of `messages` plus an assistant turn holding `completion`, rendered with the chat template
     (`template`'s, a processor's, when given; else the tokenizer's), and the length of the prompt part (the
     ids it shares with the prompt rendered for generation)."""
-    return render_with_completions(tokenizer, [messages], [completion], template)[0]
-
-
-def render_with_completions(
-    tokenizer, conversations: Sequence[list[dict]], completions: Sequence[str], template=None
-) -> list[tuple[list[int], int]]:
-    """`render_with_completion` of each (conversation, completion) pair, the long texts tokenized in one call of
-    the tokenizer (a fast tokenizer encodes a list text by text: the same ids as one call each)."""
     template = template or tokenizer
-    prompt_texts, full_texts = [], []
-    for messages, completion in zip(conversations, completions, strict=True):
-        content: Any = completion
-        if messages and isinstance(messages[-1].get("content"), list):  # processor chats: content parts
-            content = [{"type": "text", "text": completion}]
-        prompt_texts.append(template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
-        full_texts.append(
-            template.apply_chat_template([*messages, {"role": "assistant", "content": content}], tokenize=False)
-        )
-    shared = _ids_sharing_the_prompts(tokenizer, prompt_texts, full_texts)
-    rendered = []
-    for prompt_text, full_text, one in zip(prompt_texts, full_texts, shared, strict=True):
-        if one is None:
-            prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
-            full_ids = tokenizer(full_text, add_special_tokens=False)["input_ids"]
-            one = (full_ids, _common_prefix(prompt_ids, full_ids))
-        rendered.append(one)
-    return rendered
+    content: Any = completion
+    if messages and isinstance(messages[-1].get("content"), list):  # processor chats: content parts
+        content = [{"type": "text", "text": completion}]
+    prompt_text = template.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    full_text = template.apply_chat_template([*messages, {"role": "assistant", "content": content}], tokenize=False)
+    shared = _ids_sharing_the_prompt(tokenizer, prompt_text, full_text)
+    if shared is not None:
+        return shared
+    prompt_ids = tokenizer(prompt_text, add_special_tokens=False)["input_ids"]
+    full_ids = tokenizer(full_text, add_special_tokens=False)["input_ids"]
+    return full_ids, _common_prefix(prompt_ids, full_ids)
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -315,37 +300,21 @@ def _ids_sharing_the_prompt(tokenizer, prompt_text: str, full_text: str) -> tupl
     the assistant turn); only the prompt's short rest after it is tokenized again, behind that token so it
     stays a piece that does not start the text. The prompt length is the common prefix of the two id lists,
     as in the plain path."""
-    return _ids_sharing_the_prompts(tokenizer, [prompt_text], [full_text])[0]
-
-
-def _ids_sharing_the_prompts(
-    tokenizer, prompt_texts: Sequence[str], full_texts: Sequence[str]
-) -> list[tuple[list[int], int] | None]:
-    """`_ids_sharing_the_prompt` of each pair: the full texts in one tokenizer call, the prompts' rests in another."""
-    marks = _verbatim_marks(tokenizer)
-    found: list[tuple[int, str] | None] = [None] * len(full_texts)  # (the mark's index, the prompt's rest)
-    readable = [i for i, (p, f) in enumerate(zip(prompt_texts, full_texts, strict=True)) if marks and f.startswith(p)]
-    if not readable:
-        return [None] * len(full_texts)
-    encoded = tokenizer([full_texts[i] for i in readable], add_special_tokens=False, return_offsets_mapping=True)
-    full_ids = dict(zip(readable, encoded["input_ids"], strict=True))
-    for i, offsets in zip(readable, encoded["offset_mapping"], strict=True):
-        ids, prompt_text, full_text = full_ids[i], prompt_texts[i], full_texts[i]
-        for j in range(len(ids) - 1, -1, -1):  # from the end: the completion is a few tokens
-            start, end = offsets[j]
-            mark = marks.get(ids[j])
-            if mark is None or end > len(prompt_text) or full_text[start:end] != mark:
-                continue
-            found[i] = (j, mark + prompt_text[end:])
-            break
-    with_rest = [i for i, one in enumerate(found) if one is not None]
-    rests = tokenizer([found[i][1] for i in with_rest], add_special_tokens=False)["input_ids"] if with_rest else []
-    shared: list[tuple[list[int], int] | None] = [None] * len(full_texts)
-    for i, rest in zip(with_rest, rests, strict=True):
-        j, ids = found[i][0], full_ids[i]
-        if rest and rest[0] == ids[j]:
-            shared[i] = (ids, j + 1 + _common_prefix(rest[1:], ids[j + 1 :]))
-    return shared
+    marks = _verbatim_marks(tokenizer) if full_text.startswith(prompt_text) else {}
+    if not marks:
+        return None
+    encoded = tokenizer(full_text, add_special_tokens=False, return_offsets_mapping=True)
+    full_ids, offsets = encoded["input_ids"], encoded["offset_mapping"]
+    for j in range(len(full_ids) - 1, -1, -1):  # from the end: the completion is a few tokens
+        start, end = offsets[j]
+        mark = marks.get(full_ids[j])
+        if mark is None or end > len(prompt_text) or full_text[start:end] != mark:
+            continue
+        rest = tokenizer(mark + prompt_text[end:], add_special_tokens=False)["input_ids"]
+        if not rest or rest[0] != full_ids[j]:
+            return None
+        return full_ids, j + 1 + _common_prefix(rest[1:], full_ids[j + 1 :])
+    return None
 
 
 def prefilled_prompt_ids(
@@ -353,22 +322,11 @@ def prefilled_prompt_ids(
 ) -> list[int]:
     """Ids of `messages` and an assistant answer beginning with `prefix`, up to (excluding) the score's integer
     digit: where the model's digit distribution is read (`raft_trainer.predict.read_digit_scores`)."""
-    return prefilled_prompts_ids(tokenizer, digits, [messages], prefix, template)[0]
-
-
-def prefilled_prompts_ids(
-    tokenizer, digits: DigitTokens, conversations: Sequence[list[dict]], prefix: str = "", template=None
-) -> list[list[int]]:
-    """`prefilled_prompt_ids` of each conversation, tokenized together (the same ids; one tokenizer call for the
-    long texts instead of one per prompt: the expected readout of a dimension's rows)."""
-    completions = [prefix + PLACEHOLDER_SCORE] * len(conversations)
-    prompts = []
-    for full_ids, prompt_len in render_with_completions(tokenizer, conversations, completions, template):
-        index = digits.find_score(
-            full_ids, PLACEHOLDER_SCORE, start=prompt_len, context="prefilled answer", tokenizer=tokenizer
-        )
-        prompts.append(full_ids[:index])
-    return prompts
+    full_ids, prompt_len = render_with_completion(tokenizer, messages, prefix + PLACEHOLDER_SCORE, template)
+    index = digits.find_score(
+        full_ids, PLACEHOLDER_SCORE, start=prompt_len, context="prefilled answer", tokenizer=tokenizer
+    )
+    return full_ids[:index]
 
 
 def check_scoring_columns(dataset, where: str = "dataset") -> None:

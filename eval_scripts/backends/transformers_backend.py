@@ -258,7 +258,7 @@ class TransformersBackend(Backend):
         prompt and its answer prefix (`paper`: MIS-RAFT's "The score prediction is: "), one cached step over
         [digit, '.']; the text kept beside is the greedy digits. cot: the answer is generated, then a second,
         prefilled pass reads the final score's position after the reasoning."""
-        from raft_trainer.data import COMPLETION_PREFIX, prefilled_prompts_ids
+        from raft_trainer.data import COMPLETION_PREFIX, prefilled_prompt_ids
         from raft_trainer.digits import DigitTokens
 
         with_media = [p for p in prompts if p.images or p.audio_path or p.video_path]
@@ -283,8 +283,10 @@ class TransformersBackend(Backend):
             if self.past_deadline():
                 yield from (self.deadline_failure(i) for rest in groups[number:] for i in rest)
                 return
-            conversations = [self._messages(prompts[i], []) for i in indices]
-            ids = prefilled_prompts_ids(self.tokenizer, digits, conversations, prefix, self.processor)
+            ids = [
+                prefilled_prompt_ids(self.tokenizer, digits, self._messages(prompts[i], []), prefix, self.processor)
+                for i in indices
+            ]
             readout = self._read(ids, [prompts[i].dimension for i in indices], digits)
             for row, (index, prompt_ids) in enumerate(zip(indices, ids, strict=True)):
                 expected = _expected_record(readout, row)
