@@ -60,6 +60,7 @@ MODES = [
 ]
 BASELINES = {"direct": MODES[2][0], "paper": MODES[6][0], "toolkit": MODES[8][0]}  # generate() at the default budget
 BEFORE = MODES[1][0]  # the expected readout of the tree before issue 29
+V1_TEXT = MODES[0][0]  # generate() with the version-1 templates
 
 
 def _save_model(folder: Path, opts: dict) -> Path:
@@ -193,6 +194,8 @@ def _timed(opts: dict, model_dir: Path) -> dict:
         backend.share_prefix = share
         _, completions = _one_pass(backend, prompts[style, version], _decoding(style, readout, tokens))
         figures[name] = _figures(completions, readout, style) | {"reused_share": _reused_share(prompts[style, version])}
+        if readout == "expected":
+            figures[name]["scores"] = [(c.expected or {}).get("score") for c in completions]
     rng = random.Random(0)
     for _ in range(opts["repeats"]):
         order = list(MODES)
@@ -248,15 +251,27 @@ def _table(results: dict) -> None:
     before = results[BEFORE]["median_s"]
     for name, style, readout, _, version, _ in MODES:
         r = results[name]
-        baseline = results[MODES[0][0] if version == 1 else BASELINES[style]]["median_s"]
+        generated = results.get(V1_TEXT if version == 1 else BASELINES[style])  # absent with --expected-only
+        vs_generate = f"{generated['median_s'] / r['median_s']:.1f}x" if generated else ""
         versus = f"{before / r['median_s']:.1f}x" if (style, readout) == ("direct", "expected") else ""
         shared = "" if r["reused_share"] is None else f"{100 * r['reused_share']:.0f}%"
         peak = f"{r['peak_rss_mb']:.0f}" if "peak_rss_mb" in r else ""
         print(
-            f"| {name} | {r['rows_per_s']:.1f} | {r['median_s']:.2f} | {baseline / r['median_s']:.1f}x | {versus} | "
+            f"| {name} | {r['rows_per_s']:.1f} | {r['median_s']:.2f} | {vs_generate} | {versus} | "
             f"{r['prompt_tokens_per_row']:.0f} | {r['completion_tokens_per_row']:.1f} | {r['scored']}/{r['rows']} | "
             f"{peak} | {shared} |"
         )
+
+
+def _values_equal(results: dict) -> None:
+    """Today's expected readout reads the same values with and without the shared prefix (the same prompts)."""
+    shared, plain = (results.get(name, {}).get("scores") for name in (MODES_BY_KEY["shared"], MODES_BY_KEY["plain"]))
+    if shared and plain:
+        gap = max(abs(a - b) for a, b in zip(shared, plain, strict=True))
+        print(f"\nvalues: direct expected score with vs without the shared prefix, max |difference| {gap:.1e}")
+
+
+MODES_BY_KEY = {"shared": "direct: expected score", "plain": "direct: expected score, no shared prefix"}
 
 
 def main() -> None:
@@ -271,14 +286,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (1: steadier on a shared machine)")
     parser.add_argument("--transcript-chars", type=int, default=0, help="lengthen transcripts to about N characters")
     parser.add_argument("--no-peak", action="store_true", help="skip the per-mode peak memory processes")
+    parser.add_argument(
+        "--expected-only",
+        action="store_true",
+        help="only the direct expected modes (before issue 29, no shared prefix, today's): the ratio alone, sooner",
+    )
     parser.add_argument("--json", type=Path)
     opts = vars(parser.parse_args())
+    if opts["expected_only"]:
+        MODES[:] = [mode for mode in MODES if mode[1:3] == ("direct", "expected")]
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = _save_model(Path(tmp) / "tiny-qwen2", opts)
         results = _timed(opts, model_dir)
         if not opts["no_peak"]:
             _peaks(opts, model_dir, results)
     _table(results)
+    _values_equal(results)
     if opts["json"]:
         opts["json"].write_text(json.dumps({"options": opts | {"json": str(opts["json"])}, "modes": results}, indent=1))
 

@@ -14,6 +14,8 @@ The rules (also in docs/architecture.md, "Writing docs"):
   what it installs must be installed here (torch at the pinned version, every requirement of the extras).
 - The README's first command, `mis-bench run` in a fresh checkout, runs once per test run; a page that
   starts with it replays that run (tests/_docs_runner.py says why that is the same).
+- `mis-bench train` and `mis-bench run --backend transformers` fork from a process that imported the training
+  stack once per test worker (tests/_docs_zygote.py says why that is the same); DOCS_FRESH_PROCESSES=1 turns it off.
 - A ```text block is not executed; it is either an output block or a command that cannot run offline,
   whose first line says why: `# Needs ...` (a GPU, a server, the network, ...).
 - A block naming `../shared` (the developers' and CI's read-only copy of the public data beside the

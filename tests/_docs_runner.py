@@ -13,11 +13,14 @@ rerun on the same data gives the same numbers).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from _docs_zygote import PYTHON_STDIN, Zygote
 
 from _docs_helpers import SHARED, Block
 
@@ -26,6 +29,12 @@ SHARED_FOLDER = (REPO / SHARED).resolve()  # the developers' and CI's copy of th
 BLOCK_TIMEOUT_S = 900
 DEFAULT_JOB_COMMAND = "mis-bench run\n"  # the README's first command once its setup is taken off
 DEFAULT_JOB_OUTPUT = "mis-bench-results"  # where it writes, in the working directory
+# Commands that import the Hugging Face training stack (about 5 s of CPU each): forked from one process per test
+# worker that imported it once (tests/_docs_zygote.py), unless DOCS_FRESH_PROCESSES is set; so are Python blocks
+# and `python3 -c` lines that import raft_trainer. `run --backend transformers` only uses a server already started
+# (a refusal of its options imports no torch: starting the server for it would cost more than it saves).
+TRAINING_STACK = re.compile(r"mis-bench train\b|python3 -c \"[^\"]*raft_trainer")
+TRANSFORMERS_RUN = re.compile(r"mis-bench run\b[^\n]*--backend transformers")
 
 BASH_PRELUDE = r"""set -euo pipefail
 _docs_save() {
@@ -112,21 +121,38 @@ class PageRun:
 
     def run(self, block: Block, code: str) -> subprocess.CompletedProcess:
         self.blocks_run += 1
+        environment = self.environment()
         if block.language == "bash":
             script = self.scripts / f"{block.line}.sh"
             script.write_text(BASH_PRELUDE + self.here(code), encoding="utf-8")
             command, stdin = ["bash", str(script)], None
+            joined = code.replace("\\\n", " ")  # a command continued over lines
+            zygote = _zygote(environment, TRAINING_STACK.search(joined), TRANSFORMERS_RUN.search(joined))
+            if zygote is not None:
+                environment = zygote.page_env(environment)
         else:  # as pasted into `python3`: the working directory on sys.path
             command, stdin = [sys.executable, "-"], self.here(code)
+            zygote = _zygote(environment, "raft_trainer" in code, False)
+            if zygote is not None:
+                environment = zygote.page_env(environment)
+                command = [sys.executable, "-S", environment["DOCS_ZYGOTE_CLIENT"], PYTHON_STDIN]
         return subprocess.run(
             command,
             cwd=self.cwd,
-            env=self.environment(),
+            env=environment,
             input=stdin,
             capture_output=True,
             text=True,
             timeout=BLOCK_TIMEOUT_S,
         )
+
+
+def _zygote(environment: dict[str, str], starts: object, uses: object) -> Zygote | None:
+    """The worker's training-stack server for a block that `starts` it (or `uses` one already running), if any."""
+    if os.environ.get("DOCS_FRESH_PROCESSES") or not (starts or (uses and Zygote._started is not None)):
+        return None
+    zygote = Zygote.for_env(environment)
+    return zygote if zygote.wait_ready() else None
 
 
 def run_default_job(root: Path, cache: Path) -> subprocess.CompletedProcess:
