@@ -50,6 +50,7 @@ _LAZY = {
     # what a resample draws (clinicians or videos)
     "Resampling": ".resampling",
     "make_resampling": ".resampling",
+    "ResamplingOptions": ".resampling_options",
     # calibration and conformal intervals
     "Calibrator": ".calibration",
     "fit_calibrator": ".calibration",
@@ -126,6 +127,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .raters import model_as_rater as model_as_rater
     from .resampling import Resampling as Resampling
     from .resampling import make_resampling as make_resampling
+    from .resampling_options import ResamplingOptions as ResamplingOptions
     from .scoring import score_predictions as score_predictions
     from .sensitivity import perturbation_shift as perturbation_shift
     from .variance_table import variance_sources as variance_sources

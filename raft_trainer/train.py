@@ -32,6 +32,7 @@ from pathlib import Path
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_REGRESSION
 from mis_bench_dataset.toolkit.errors import DataError, MisBenchError, UsageError, require_extra
 from mis_bench_dataset.toolkit.text_safety import clean_line
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -731,7 +732,9 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     if len(labelled) < 2:
         return
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
-    result = score_predictions(predictions, labelled, n_bootstrap=PAPER_BOOTSTRAP_RESAMPLES, seed=config.seed)
+    result = score_predictions(
+        predictions, labelled, resampling=ResamplingOptions(n_bootstrap=PAPER_BOOTSTRAP_RESAMPLES, seed=config.seed)
+    )
     result = {"synthetic": setting["synthetic"], **result, "setting": setting}
     write_json(out, "scores_test.json", result)
     print(score_line(result) + (f" ({SYNTHETIC_LINE.rstrip('.')})" if setting["synthetic"] else ""))

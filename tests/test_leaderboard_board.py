@@ -20,7 +20,7 @@ from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, score_predictions
 
 from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
@@ -105,7 +105,9 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
     assert [e["rank"] for e in board["entries"]] == [1, 2]
     assert board["n_common_videos"] == len(VIDEO_IDS)
     for entry, name in zip(board["entries"], ["strong", "weak"], strict=True):
-        expected = json_safe(score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3))
+        expected = json_safe(
+            score_predictions(systems[name], references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3))
+        )
         assert entry["scores"] == significant(expected)  # published at three significant digits
     weak = board["entries"][1]
     assert weak["scores"]["overall"]["icc"] < 0.9  # not the submitted 0.99
@@ -205,7 +207,11 @@ def test_nan_scores_become_null_in_json(tmp_path, references):
     NaN in the scores; the board writes it as null in strict JSON, and the other dimensions keep their numbers."""
     flat_gold = {key: (3.0 if key[1] == "empathy" else gold) for key, gold in references.items()}
     predictions = {key: (3.0 if key[1] == "empathy" else max(1.0, gold - 0.3)) for key, gold in references.items()}
-    assert math.isnan(score_predictions(predictions, flat_gold, n_bootstrap=0)["dimensions"]["empathy"]["icc"])
+    assert math.isnan(
+        score_predictions(predictions, flat_gold, resampling=ResamplingOptions(n_bootstrap=0))["dimensions"]["empathy"][
+            "icc"
+        ]
+    )
     folder = tmp_path / "subs"
     folder.mkdir()
     _write(folder / "flat.json", make_results(predictions, model="flat"))

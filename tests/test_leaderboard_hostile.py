@@ -24,7 +24,7 @@ from eval_scripts.leaderboard.received import Request
 from eval_scripts.leaderboard.space_app import site_files
 from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import score_predictions
+from mis_icc_metric import ResamplingOptions, score_predictions
 
 from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
@@ -86,12 +86,16 @@ def _published(board, file):
 def test_the_probes_recover_every_label_from_full_precision_figures(references):
     """The control: against what the board used to publish (the metric's figures), both probes work."""
     video = VIDEO_IDS[4]
-    raw = json_safe(score_predictions(_probe_one(video, references), references, n_bootstrap=0))
+    raw = json_safe(
+        score_predictions(_probe_one(video, references), references, resampling=ResamplingOptions(n_bootstrap=0))
+    )
     assert _recover_one(raw) == pytest.approx({d: references[(video, d)] for d in DIMENSION_KEYS}, abs=1e-9)
     base = noisy_predictions(references, 0.5, seed=3)
     low = {**base, **{(video, d): 1.0 for d in DIMENSION_KEYS}}
     high = {**base, **{(video, d): 5.0 for d in DIMENSION_KEYS}}
-    raw_low, raw_high = (json_safe(score_predictions(p, references, n_bootstrap=0)) for p in (low, high))
+    raw_low, raw_high = (
+        json_safe(score_predictions(p, references, resampling=ResamplingOptions(n_bootstrap=0))) for p in (low, high)
+    )
     recovered = _recover_two(raw_low, raw_high, len(VIDEO_IDS))
     assert recovered == pytest.approx({d: references[(video, d)] for d in DIMENSION_KEYS}, abs=1e-9)
 

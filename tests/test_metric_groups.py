@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset import DIMENSION_KEYS, STIMULI, TIME_POINTS
+from mis_icc_metric import ResamplingOptions
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.groups import equal_bias_test, grouped_moments
 
@@ -402,7 +403,7 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
     from _leaderboard_helpers import make_results
 
     predictions, references = clustered_scores(n_clinicians=12, seed=9)
-    scores = json_safe(score_predictions(predictions, references, n_bootstrap=30, seed=0))
+    scores = json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=30, seed=0)))
     results = [make_results(predictions, model="org/judge", scores=scores)]
     files = write_report(
         results,
@@ -434,7 +435,12 @@ def test_the_report_refuses_subgroups_without_gold(tmp_path):
     from _leaderboard_helpers import make_results
 
     predictions, references = clustered_scores(n_clinicians=4)
-    results = [make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)))]
+    results = [
+        make_results(
+            predictions,
+            scores=json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))),
+        )
+    ]
     with pytest.raises(UsageError, match="needs the gold scores"):
         write_report(results, tmp_path / "out", ReportOptions(by=("stimulus",)))
     assert not (tmp_path / "out").exists()

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, score_predictions
 from mis_icc_metric.reporting_floor import MAX_UNDEFINED_SHARE, MIN_CI_CLUSTERS, MIN_CI_VIDEOS
 
 from _independent import (
@@ -80,9 +80,7 @@ def case():
     result = score_predictions(
         predictions,
         references,
-        n_bootstrap=N_BOOT,
-        seed=SEED,
-        confidence=CONFIDENCE,
+        resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE),
         common_videos=common,
         missing="unparsed",
     )
@@ -284,7 +282,9 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
     }
     predictions = {(own[v], d): x for (v, d), x in predictions.items()}  # a clinician each: n clinicians, so
     references = {(own[v], d): x for (v, d), x in references.items()}  # the floor is met from 10 videos on
-    result = json_safe(score_predictions(predictions, references, n_bootstrap=60, seed=seed))
+    result = json_safe(
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=60, seed=seed))
+    )
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     indices = clinician_rows(videos, 60, seed)
     parsed = ~np.isnan(pred)
@@ -435,8 +435,7 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
         score_predictions(
             predictions,
             references,
-            n_bootstrap=N_BOOT,
-            seed=SEED,
+            resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED),
             common_videos=sorted({v for v, _ in references})[::2],
         )
     )

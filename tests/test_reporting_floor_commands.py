@@ -12,7 +12,7 @@ import pytest
 from eval_scripts.cli import main
 from eval_scripts.report.sensitivity_view import shift_table_lines
 from mis_bench_dataset import DIMENSION_KEYS, STIMULI
-from mis_icc_metric import paired_comparison, perturbation_shift, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, perturbation_shift, score_predictions
 
 from _independent import anova_icc, clinician_rows, grid, percentile_interval, replicates, two_sided_p
 from _metric_helpers import make_scores, write_inputs
@@ -45,7 +45,7 @@ def _intervals(node, path=""):
 
 def test_score_on_one_clinicians_videos_withholds_every_interval_with_its_reason():
     predictions, references = _one_clinician()
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=1)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=1))
     shown = dict(_intervals(result))
     assert not [where for where, (low, high) in shown.items() if high - low <= 0]  # no zero-width interval
     assert not [where for where in shown if "human_ceiling" not in where]  # and none resting on one clinician
@@ -78,7 +78,9 @@ def test_score_cli_prints_the_reason_where_the_interval_would_stand(tmp_path, ca
 def test_score_on_two_videos_withholds_by_video_count_whatever_the_unit():
     predictions, references = make_scores(n=2, seed=5, unparsed=0.0)
     for resample in ("clinician", "video"):
-        result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=1, resample=resample)
+        result = score_predictions(
+            predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=1, resample=resample)
+        )
         entry = result["dimensions"]["empathy"]
         assert entry["mse_ci"] is None and entry["withheld"]["mse_ci"] == "2 video(s); a CI needs at least 10"
         assert all(high > low for _, (low, high) in _intervals(result))
@@ -87,14 +89,16 @@ def test_score_on_two_videos_withholds_by_video_count_whatever_the_unit():
 def test_score_by_video_on_one_clinician_is_a_ci_about_that_clinician():
     """Resampling videos (said in the output: as if independent) is not floored by clinicians: the rule's choice."""
     predictions, references = _one_clinician()
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=1, resample="video")
+    result = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=1, resample="video")
+    )
     entry = result["dimensions"]["empathy"]
     assert entry["icc_ci"][1] > entry["icc_ci"][0] and "icc_ci" not in entry["withheld"]
 
 
 def test_a_healthy_sample_keeps_its_intervals_equal_to_the_loop():
     predictions, references = make_scores(n=80, seed=8, unparsed=0.0)  # 10 clinicians of 8 videos
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=4)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=4))
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     rows = clinician_rows(videos, N_BOOT, 4)
     for j, key in enumerate(DIMENSION_KEYS):

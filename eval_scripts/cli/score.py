@@ -25,6 +25,7 @@ from eval_scripts.report.formatting import floor_sentence, signed_pct, withheld_
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -418,12 +419,11 @@ def run_score(args: argparse.Namespace) -> int:
     result = score_predictions(
         predictions,
         references,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        confidence=args.confidence,
+        resampling=ResamplingOptions(
+            n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample, confidence=args.confidence
+        ),
         common_videos=common,
         missing=args.missing,
-        resample=args.resample,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
     result["left_aside"] = left_aside

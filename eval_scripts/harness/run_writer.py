@@ -21,6 +21,7 @@ from eval_scripts.formats.results import RESULTS_NAME
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.ownership import OutputFolder
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 RUN_WRITER = "run"
 PREDICTIONS_NAME = "predictions.jsonl"
@@ -75,7 +76,9 @@ def write_run(
             for p in predictions
             if (p["video_id"], p["dimension"]) in references
         }
-        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        scores = score_predictions(
+            scored, references, resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        )
     raw_path = None
     with AtomicFiles() as files:  # the run's files appear together: never a folder mixing two runs
         write_predictions(claimed[PREDICTIONS_NAME], predictions, files=files)

@@ -35,6 +35,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED, 
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.wording import HEADLINE_NUMBERS, RESEARCH_USE
 from mis_icc_metric.calibrator_file import DEFAULT_COVERAGE
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +132,11 @@ def _agreement(inputs: CardInputs, n_bootstrap: int, seed: int) -> dict:
     from mis_icc_metric.reporting_floor import Support, degenerate_reason, withhold_reason
     from mis_icc_metric.scoring import score_predictions
 
-    scored = json_safe(score_predictions(inputs.labelled_judge, inputs.gold, n_bootstrap=n_bootstrap, seed=seed))
+    scored = json_safe(
+        score_predictions(
+            inputs.labelled_judge, inputs.gold, resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed)
+        )
+    )
     plan = scored["meta"].get("resampling") or {}
     n_videos, n_clusters = scored["meta"]["n_videos"], plan.get("n_clusters")
     ci = scored.get("mean_icc_ci")

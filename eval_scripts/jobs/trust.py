@@ -23,6 +23,7 @@ from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.video_ids import THERAPIST_LEVEL
 from mis_bench_dataset.wording import HEADLINE_NUMBERS
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,9 @@ class TrustData:
 
         if (system, unit) not in self._scores:
             scored = score_predictions(
-                self.systems[system], self.references, n_bootstrap=self.n_bootstrap, seed=self.seed, resample=unit
+                self.systems[system],
+                self.references,
+                resampling=ResamplingOptions(n_bootstrap=self.n_bootstrap, seed=self.seed, resample=unit),
             )
             self._scores[(system, unit)] = json_safe(scored)
         return self._scores[(system, unit)]

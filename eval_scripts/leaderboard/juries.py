@@ -47,6 +47,7 @@ from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE
 from mis_bench_dataset.splits import ALL_SPLITS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -353,7 +354,7 @@ def _best_member(members, references, *, seed: int) -> int:
 
     def rank(member: JuryMember) -> tuple[int, float]:
         scored = {k: v for k, v in member.predictions.items() if k in references}
-        result = score_predictions(scored, references, n_bootstrap=0, seed=seed)
+        result = score_predictions(scored, references, resampling=ResamplingOptions(n_bootstrap=0, seed=seed))
         icc = [e["icc"] for e in result["dimensions"].values() if e["icc"] is not None and not np.isnan(e["icc"])]
         return len(icc), float(np.mean(icc)) if icc else -np.inf
 
@@ -487,7 +488,9 @@ def write_jury(
     scores = None
     if references:
         scored = {k: v for k, v in combined.predictions.items() if k in references}
-        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        scores = score_predictions(
+            scored, references, resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        )
         record["scores"] = floor_scores(json_safe(scores))
         record["versus_best_member"] = compare_with_best(
             combined.predictions, members, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample,

@@ -40,6 +40,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMP
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import progress
 from mis_bench_dataset.toolkit.text_safety import normal_name, safe_text
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -194,9 +195,7 @@ def _score_all(accepted: list[Candidate], references, rejected: list, plan: tupl
                 score_predictions(
                     predictions_on(sub.predictions, references),  # a pair without gold is not scored
                     references,
-                    n_bootstrap=n_bootstrap,
-                    seed=seed,
-                    resample=resample,
+                    resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
                 )
             )
             entries.append((_entry(sub, scores, synthetic), sub))
