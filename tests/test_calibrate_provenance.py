@@ -25,7 +25,7 @@ from _calibration_data import judge, make_build, write_judge
 
 from eval_scripts.cli import main
 from mis_bench_dataset import BuiltDataset, parse_video_id
-from mis_icc_metric import make_resampling, read_references
+from mis_icc_metric import ResamplingOptions, make_resampling, read_references
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +265,10 @@ def test_the_no_judge_yardstick_and_the_clinician_spread_by_hand(wide_build):
     part = {split: {k: v for k, v in predictions.items() if k in gold[split]} for split in gold}
     calibrator = fit_calibrator(part["train"], gold["train"], part["validation"], gold["validation"])
     summary = calibration_summary(
-        calibrator, (part["train"], gold["train"]), (part["test"], gold["test"]), n_bootstrap=0, seed=0
+        calibrator,
+        (part["train"], gold["train"]),
+        (part["test"], gold["test"]),
+        resampling=ResamplingOptions(n_bootstrap=0, seed=0),
     )
     for dim, entry in summary["dimensions"].items():
         center = np.mean([g for (_, d), g in gold["train"].items() if d == dim])

@@ -228,7 +228,7 @@ def test_compare_uses_the_pairs_both_asked_and_parsed(scored, capsys):
     folder, _ = scored
     asked, gold = _asked(), _gold()
     other = {k: (None if v is None else min(5.0, v + 0.3)) for k, v in asked.items() if k[0] != VIDEOS[0]}
-    result = paired_comparison(asked, other, gold, n_bootstrap=200)
+    result = paired_comparison(asked, other, gold, resampling=ResamplingOptions(n_bootstrap=200))
     both = {k for k in asked if k in other and asked[k] is not None and other[k] is not None}
     for key in DIMENSION_KEYS:
         assert result["dimensions"][key]["n"] == sum(1 for _, d in both if d == key)

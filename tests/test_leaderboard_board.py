@@ -119,7 +119,9 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
 
 def test_paired_comparison_against_the_leader(board, references, systems):
     assert board["entries"][0]["vs_leader"] is None
-    direct = paired_comparison(systems["strong"], systems["weak"], references, n_bootstrap=N_BOOT, seed=3)
+    direct = paired_comparison(
+        systems["strong"], systems["weak"], references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3)
+    )
     weak = board["entries"][1]["vs_leader"]
     assert weak["p_value"] == significant(direct["overall"]["p_value"])
     assert weak["delta"] == significant(direct["overall"]["delta"])

@@ -253,7 +253,7 @@ def test_mappings_from_columns_checks_lengths_duplicates_and_names():
 def test_paired_delta_is_the_icc_difference_on_items_both_parsed():
     pred_a, references = make_scores(n=70, seed=9, noise=0.3)
     pred_b, _ = make_scores(n=70, seed=10, noise=1.0)
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=400, seed=1)
+    result = paired_comparison(pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=400, seed=1))
     videos, a, gold = _grid(pred_a, references)
     _, b, _ = _grid(pred_b, references)
     for j, key in enumerate(DIMENSION_KEYS):
@@ -271,7 +271,9 @@ def test_paired_delta_is_the_icc_difference_on_items_both_parsed():
 
 def test_paired_identical_systems_have_zero_difference_and_p_one():
     predictions, references = make_scores(n=40, seed=12)
-    result = paired_comparison(predictions, dict(predictions), references, n_bootstrap=200)
+    result = paired_comparison(
+        predictions, dict(predictions), references, resampling=ResamplingOptions(n_bootstrap=200)
+    )
     assert result["overall"]["delta"] == 0.0
     # every resample's difference is 0: the zero-width CI and its p-value are withheld as degenerate
     for entry in (result["overall"], result["dimensions"]["empathy"], result["mean_icc"]):
@@ -315,7 +317,7 @@ def test_no_interval_and_no_test_for_an_undefined_icc():
     assert entry["icc"] is None and entry["icc_ci"] is None and "undefined" in entry["note"]
     other, _ = make_scores(n=30, seed=6, unparsed=0.0)
     other = {key: (3.0 if key[1] == "empathy" else value) for key, value in other.items()}
-    paired = json_safe(paired_comparison(predictions, other, references, n_bootstrap=100))
+    paired = json_safe(paired_comparison(predictions, other, references, resampling=ResamplingOptions(n_bootstrap=100)))
     assert paired["dimensions"]["empathy"]["delta"] is None
     assert paired["dimensions"]["empathy"]["delta_ci"] is None and paired["dimensions"]["empathy"]["p_value"] is None
     assert paired["mean_icc"]["delta"] is None and paired["mean_icc"]["delta_ci"] is None

@@ -260,8 +260,7 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
                 chosen[model],
                 chosen["org/beta"],
                 references,
-                n_bootstrap=300,
-                seed=7,
+                resampling=ResamplingOptions(n_bootstrap=300, seed=7),
                 names=(test["systems"]["a"], test["systems"]["b"]),
             )
         )

@@ -329,7 +329,11 @@ def test_paired_comparison_numbers():
     pred_a, references = make_scores(n=40, seed=31, noise=0.35, unparsed=0.05)
     pred_b, _ = make_scores(n=40, seed=32, noise=0.8, unparsed=0.05)
     result = paired_comparison(
-        pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE, names=("sys-a", "sys-b")
+        pred_a,
+        pred_b,
+        references,
+        resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE),
+        names=("sys-a", "sys-b"),
     )
     videos, a, gold = grid(pred_a, references, DIMENSION_KEYS)
     _, b, _ = grid(pred_b, references, DIMENSION_KEYS)
@@ -378,7 +382,9 @@ def test_paired_comparison_numbers():
     assert result["systems"] == {"a": "sys-a", "b": "sys-b"}
     assert (result["meta"]["n_bootstrap"], result["meta"]["seed"], result["meta"]["n_videos"]) == (N_BOOT, SEED, 40)
     # Swapping the systems flips every difference and keeps every p-value.
-    swapped = paired_comparison(pred_b, pred_a, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE)
+    swapped = paired_comparison(
+        pred_b, pred_a, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE)
+    )
     assert _close(swapped["overall"]["delta"], -overall["delta"])
     assert _close(swapped["overall"]["delta_ci"], [-overall["delta_ci"][1], -overall["delta_ci"][0]])
     assert _close(swapped["overall"]["p_value"], overall["p_value"])
@@ -534,7 +540,13 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads(out.read_text())
     direct = json.loads(
-        json.dumps(json_safe(paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED)))
+        json.dumps(
+            json_safe(
+                paired_comparison(
+                    pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED)
+                )
+            )
+        )
     )
     assert saved["dimensions"] == direct["dimensions"] and saved["overall"] == direct["overall"]
     assert saved["mean_icc"] == direct["mean_icc"]

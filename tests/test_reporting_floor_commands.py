@@ -120,7 +120,7 @@ def _two_clinician_split():
 
 def test_compare_on_a_two_clinician_split_withholds_the_p_value():
     pred_a, pred_b, references = _two_clinician_split()
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=2)
+    result = paired_comparison(pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=2))
     for entry in [*result["dimensions"].values(), result["overall"], result["mean_icc"]]:
         assert entry["p_value"] is None and entry["delta_ci"] is None
         assert "2 clinician(s); a p-value needs at least 5" in entry["withheld"]["p_value"]
@@ -144,7 +144,7 @@ def test_compare_cli_prints_withheld_for_the_p_value(tmp_path, capsys):
 def test_compare_on_a_healthy_split_keeps_p_values_equal_to_the_loop():
     pred_a, references = make_scores(n=64, seed=9, noise=0.3, unparsed=0.0)  # 8 clinicians
     pred_b, _ = make_scores(n=64, seed=10, noise=0.8, unparsed=0.0)
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=3)
+    result = paired_comparison(pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3))
     videos, a, gold = grid(pred_a, references, DIMENSION_KEYS)
     _, b, _ = grid(pred_b, references, DIMENSION_KEYS)
     rows = clinician_rows(videos, N_BOOT, 3)
@@ -168,7 +168,7 @@ def _three_videos_of_one_clinician():
 
 def test_perturb_on_three_videos_of_one_clinician_gives_no_shift_interval():
     gold, base, moved = _three_videos_of_one_clinician()
-    table = perturbation_shift(base, moved, gold, n_bootstrap=N_BOOT, seed=0)
+    table = perturbation_shift(base, moved, gold, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=0))
     entries = [*table["dimensions"].values(), table["mean"]]
     assert len(entries) == 9
     for entry in entries:
@@ -185,7 +185,7 @@ def test_perturb_on_three_videos_of_one_clinician_gives_no_shift_interval():
 def test_perturb_on_one_clinicians_videos_is_floored_by_clinicians():
     base, gold = _one_clinician()
     moved = {k: value + (0.6 if i % 3 == 0 else 0.0) for i, (k, value) in enumerate(sorted(base.items()))}
-    table = perturbation_shift(base, moved, gold, n_bootstrap=N_BOOT, seed=0)
+    table = perturbation_shift(base, moved, gold, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=0))
     assert table["mean"]["mean_shift_ci"] is None and table["mean"]["icc_change_p"] is None
     assert table["mean"]["withheld"]["mean_shift_ci"] == "1 clinician(s); a CI needs at least 5"
 

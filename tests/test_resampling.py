@@ -79,7 +79,9 @@ def test_paired_comparison_resamples_the_same_clinicians_for_both_systems():
     predictions_a, references = make_scores(n=48, seed=5, noise=0.4)
     predictions_b, _ = make_scores(n=48, seed=6, noise=0.9)
     # b's gold differs in make_scores; score both against a's references
-    result = paired_comparison(predictions_a, predictions_b, references, n_bootstrap=150, seed=2)
+    result = paired_comparison(
+        predictions_a, predictions_b, references, resampling=ResamplingOptions(n_bootstrap=150, seed=2)
+    )
     assert result["meta"]["resampling"]["unit"] == "clinician"
     videos, pred_a, gold = _grid(predictions_a, references)
     _, pred_b, _ = _grid(predictions_b, references)

@@ -22,6 +22,7 @@ from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import UsageError
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,12 @@ def ridge_sensitivity(
     for name in perturbations:
         rows, record = perturb_rows(name, eval_rows, seed=perturb_seed)
         shifted = _predict(model, rows)
-        table = perturbation_shift(base, shifted, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        table = perturbation_shift(
+            base,
+            shifted,
+            references,
+            resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
+        )
         tables[name] = {"perturbation": record, **table}
         logger.info("text ridge, %s: mean |shift| %.3f", name, table["mean"]["mean_abs_shift"])
     return {

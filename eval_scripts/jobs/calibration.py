@@ -21,6 +21,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFID
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.calibration import DEFAULT_CALIBRATION_METHOD, DEFAULT_COVERAGE
 from mis_icc_metric.calibrator_file import DEFAULT_CALIBRATION_SPLIT, DEFAULT_FIT_SPLIT
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -94,10 +95,7 @@ def calibrate(
             calibrator,
             (by_split[fit_split], gold[fit_split]),
             (fitted, gold[split]),
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            resample=resample,
-            confidence=confidence,
+            resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample, confidence=confidence),
         )
     files = {"calibrator": str(folder.root / "calibrator.json")}
     files.update({split: str(folder.root / f"calibrated-{split}.csv") for split in others})

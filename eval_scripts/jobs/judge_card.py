@@ -327,7 +327,11 @@ def _biases(inputs: CardInputs, n_bootstrap: int, seed: int) -> dict:
 
     tests = {}
     for by in ("time_point", "stimulus"):
-        grouped = json_safe(agreement_by(inputs.labelled_judge, inputs.gold, by, n_bootstrap=n_bootstrap, seed=seed))
+        grouped = json_safe(
+            agreement_by(
+                inputs.labelled_judge, inputs.gold, by, resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed)
+            )
+        )
         test = grouped["overall"]["equal_bias"]
         groups = grouped["overall"]["groups"]
         tests[by] = {**test, "biases": {g: e.get("bias") for g, e in groups.items()}}

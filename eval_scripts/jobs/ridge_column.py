@@ -57,10 +57,8 @@ def ridge_column(
             predictions,
             raft,
             references,
-            n_bootstrap=max(n_bootstrap, 1),
-            seed=seed,
+            resampling=ResamplingOptions(n_bootstrap=max(n_bootstrap, 1), seed=seed, resample=PAPER_RESAMPLE),
             names=(RIDGE_TITLE, "MIS-RAFT"),
-            resample=PAPER_RESAMPLE,
         )
     )
     rows = {}

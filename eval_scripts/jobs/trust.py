@@ -112,7 +112,12 @@ class TrustData:
         from mis_icc_metric.groups import agreement_by
 
         return json_safe(
-            agreement_by(self.systems[system], self.references, by, n_bootstrap=self.n_bootstrap, seed=self.seed)
+            agreement_by(
+                self.systems[system],
+                self.references,
+                by,
+                resampling=ResamplingOptions(n_bootstrap=self.n_bootstrap, seed=self.seed),
+            )
         )
 
 

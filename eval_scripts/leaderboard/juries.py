@@ -426,9 +426,7 @@ def compare_with_best(
         {k: v for k, v in jury.items() if k in references},
         {k: v for k, v in best.predictions.items() if k in references},
         references,
-        n_bootstrap=max(1, n_bootstrap),
-        seed=seed,
-        resample=resample,
+        resampling=ResamplingOptions(n_bootstrap=max(1, n_bootstrap), seed=seed, resample=resample),
         names=("jury", best_name),
     )
     return floor_comparison({"best_member": best_name, **json_safe(paired)})

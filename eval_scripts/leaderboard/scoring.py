@@ -223,9 +223,7 @@ def _rank_against_leader(entries: list, references, plan: tuple[int, int, str]) 
                 predictions_on(entries[0][1].predictions, references),
                 predictions_on(sub.predictions, references),
                 references,
-                n_bootstrap=n_bootstrap,
-                seed=seed,
-                resample=resample,
+                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
             )
             entry["vs_leader"] = _vs_leader(json_safe(comparison))
         except Exception as err:  # noqa: BLE001 - a failed comparison only blanks the p-value
