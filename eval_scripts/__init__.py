@@ -51,8 +51,11 @@ _LAZY = {
     "ReportOptions": ".report.options",
     "build_leaderboard": ".leaderboard.scoring",
     "read_board_references": ".leaderboard.references",
+    "BoardRules": ".leaderboard.scoring",
+    "BoardReferences": ".leaderboard.references",
     "write_leaderboard": ".leaderboard.outputs",
     "run_jury": ".leaderboard.juries",
+    "JuryRecipe": ".leaderboard.juries",
     "load_submission": ".formats.submission",
     "package_submission": ".formats.submission",
     "push_submission": ".formats.submission",
@@ -132,9 +135,12 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .jobs.trust import reproduce_trust_page as reproduce_trust_page
     from .leaderboard.authors import authors_leaderboard as authors_leaderboard
     from .leaderboard.authors import write_authors_page as write_authors_page
+    from .leaderboard.juries import JuryRecipe as JuryRecipe
     from .leaderboard.juries import run_jury as run_jury
     from .leaderboard.outputs import write_leaderboard as write_leaderboard
+    from .leaderboard.references import BoardReferences as BoardReferences
     from .leaderboard.references import read_board_references as read_board_references
+    from .leaderboard.scoring import BoardRules as BoardRules
     from .leaderboard.scoring import build_leaderboard as build_leaderboard
     from .report.inputs import load_results as load_results
     from .report.inputs import rescore as rescore

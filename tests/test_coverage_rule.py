@@ -266,7 +266,7 @@ def test_report_and_leaderboard_show_coverage(scored, tmp_path):
     submissions.mkdir()
     full = {k: (3.0 if v is None else v) for k, v in gold.items()}
     (submissions / "full.json").write_text(json.dumps(make_results(full)))
-    board = build_leaderboard(submissions, gold, n_bootstrap=20)
+    board = build_leaderboard(submissions, gold, resampling=ResamplingOptions(n_bootstrap=20))
     assert board["entries"][0]["coverage"]["n_asked_pairs"] == 120
 
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from eval_scripts import build_leaderboard
 from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
-from eval_scripts.leaderboard import render_page
+from eval_scripts.leaderboard import BoardRules, render_page
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from eval_scripts.leaderboard.identity import NEAR_COPY_CORRELATION, copy_correlation
 from eval_scripts.leaderboard.outputs import csv_text, json_text
@@ -43,8 +43,9 @@ def _write(folder, name, obj):
     return name
 
 
-def _board(folder, references, **kw):
-    return build_leaderboard(folder, references, n_bootstrap=N_BOOT, seed=1, **kw)
+def _board(folder, references, requests=None, **rules):
+    resampling = ResamplingOptions(n_bootstrap=N_BOOT, seed=1)
+    return build_leaderboard(folder, references, resampling=resampling, rules=BoardRules(**rules), requests=requests)
 
 
 # ----------------------------------------------------------------------------- label recovery
@@ -166,7 +167,7 @@ def test_an_entry_with_any_unanswered_pair_is_never_ranked(tmp_path_factory, nul
     predictions = {key: (None if i in nulls else references[key]) for i, key in enumerate(keys)}
     folder = tmp_path_factory.mktemp("nulls")
     _write(folder, "a.json", make_results(predictions, model="eve/a"))
-    board = build_leaderboard(folder, references, n_bootstrap=0)
+    board = build_leaderboard(folder, references, resampling=ResamplingOptions(n_bootstrap=0))
     assert board["entries"] == [] and board["unranked"][0]["n_answered"] == len(keys) - len(nulls)
 
 
@@ -388,9 +389,7 @@ def test_the_synthetic_mark_and_the_fingerprint_come_from_the_references(tmp_pat
             _write(folder, name, obj)
         other = make_results(noisy_predictions(refs.labels, 0.3, seed=3), model="org/other-build")
         _write(folder, "other-build.json", other)  # the helper's fingerprint: another build
-        board = build_leaderboard(
-            folder, refs.labels, n_bootstrap=0, fingerprints=refs.fingerprints, synthetic=refs.synthetic
-        )
+        board = build_leaderboard(folder, refs, resampling=ResamplingOptions(n_bootstrap=0))
         assert [e["synthetic"] for e in board["entries"]] == [expected, expected] and board["synthetic"] is expected
         assert [r["file"] for r in board["rejected"]] == ["other-build.json"]
         assert ("SYNTHETIC DATA" in render_page(board)) is expected

@@ -120,7 +120,7 @@ def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
     submissions = tmp_path / "subs"
     submissions.mkdir()
     (submissions / "a.json").write_text(json.dumps(make_results(predictions)))
-    board = build_leaderboard(submissions, references, n_bootstrap=50, seed=0)
+    board = build_leaderboard(submissions, references, resampling=ResamplingOptions(n_bootstrap=50, seed=0))
     (row,) = csv_rows(board)
     assert row["halo"] == pytest.approx(model_hand, rel=5e-3) and row["halo_gold"] == pytest.approx(gold_hand, rel=5e-3)
     page = render_page(board)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.baselines.models import make_baseline
-from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, run_repr
+from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, RunRecord, run_repr
 from eval_scripts.harness.run_writer import write_run
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
@@ -22,6 +22,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMP
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import slug
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -111,15 +112,15 @@ def run_baseline(
     written = write_run(
         folder,
         run_dir,
-        system=_system(baseline, model, len(train_rows)),
-        setting=setting_record(modality, "none", "features", few_shot_k=0),
-        dataset=dataset.record(split),
-        predictions=records,
+        record=RunRecord(
+            system=_system(baseline, model, len(train_rows)),
+            setting=setting_record(modality, "none", "features", few_shot_k=0),
+            dataset=dataset.record(split),
+            predictions=records,
+            parse_rates={key: 1.0 for key in DIMENSION_KEYS},
+        ),
         references=gold_references(eval_rows),
-        parse_rates={key: 1.0 for key in DIMENSION_KEYS},
-        n_bootstrap=n_bootstrap,
-        resample=resample,
-        seed=seed,
+        resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
     )
     seconds = time.monotonic() - started
     logger.info(

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.formats.results import RunRecord
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
@@ -28,6 +29,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMP
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import step
 from mis_bench_dataset.toolkit.text_safety import clean_line as shown
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -115,15 +117,15 @@ def _write_out_of_fold_runs(dataset: BuiltDataset, folder, doc: dict, predicted:
             out = write_run(
                 folder,
                 run_dir,
-                system=system,
-                setting=setting_record(modality, "none", "features", few_shot_k=0),
-                dataset=record,
-                predictions=records,
+                record=RunRecord(
+                    system=system,
+                    setting=setting_record(modality, "none", "features", few_shot_k=0),
+                    dataset=record,
+                    predictions=records,
+                    parse_rates={key: 1.0 for key in DIMENSION_KEYS},
+                ),
                 references=references,
-                parse_rates={key: 1.0 for key in DIMENSION_KEYS},
-                n_bootstrap=doc["n_bootstrap"],
-                resample=doc["resample"],
-                seed=int(seed),
+                resampling=ResamplingOptions(n_bootstrap=doc["n_bootstrap"], seed=int(seed), resample=doc["resample"]),
             )
             written.append({"run": name, "fold_seed": int(seed), "predictions": str(out.predictions_path)})
             written[-1]["results"] = str(out.results_path)
@@ -215,7 +217,7 @@ def _about(job: _Job):
 def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | None) -> tuple[Any, Any]:
     """The report of the runs (with the cross-validation, when run), their submissions and the leaderboard."""
     from eval_scripts.formats.submission import package_submission
-    from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
+    from eval_scripts.leaderboard import BoardReferences, build_leaderboard, write_leaderboard
     from eval_scripts.report import ReportOptions, write_report
 
     about = _about(job)
@@ -240,13 +242,10 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
         package_submission(run.results_path, submissions, replace_previous=True, command="run")
     board = build_leaderboard(
         submissions,
-        references,
+        # the build's fingerprints and flag, as `mis-bench leaderboard` and the Space read them
+        BoardReferences(references, job.dataset.fingerprints(job.split), job.dataset.synthetic),
         split=job.split,
-        n_bootstrap=job.n_bootstrap,
-        seed=job.seed,
-        resample=job.resample,
-        fingerprints=job.dataset.fingerprints(job.split),
-        synthetic=job.dataset.synthetic,  # the build's flag, as `mis-bench leaderboard` and the Space read it
+        resampling=ResamplingOptions(n_bootstrap=job.n_bootstrap, seed=job.seed, resample=job.resample),
     )
     leaderboard = write_leaderboard(
         board,
