@@ -138,7 +138,7 @@ def whole_command(build: Path, predictions: Path, n_resamples: int) -> dict:
 
     with tempfile.TemporaryDirectory() as out:
         wall, cpu = time.perf_counter(), time.process_time()
-        calibrate(predictions, build, out, n_bootstrap=n_resamples, seed=0)
+        calibrate(predictions, build, out, resampling=ResamplingOptions(n_bootstrap=n_resamples, seed=0))
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"calibrate on {build}: {wall:.1f} s wall, {cpu:.1f} s CPU ({n_resamples:,} clinician resamples, isotonic)")
     return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}

@@ -46,6 +46,7 @@ _LAZY = {
     "perturb_prompt": ".answers.perturbations",
     # baselines, reports, the leaderboard and juries
     "run_baseline": ".baselines.baseline_run",
+    "BaselineBatch": ".baselines.baseline_run",
     "cross_validate": ".baselines.crossval",
     "write_report": ".report.writer",
     "ReportOptions": ".report.options",
@@ -73,6 +74,7 @@ _LAZY = {
     # whole jobs
     "run_default_job": ".jobs.default_job",
     "calibrate": ".jobs.calibration",
+    "CalibrationSplits": ".jobs.calibration",
     "apply_calibrator": ".jobs.calibration",
     "model_perturbations": ".jobs.perturb",
     "ridge_perturbations": ".jobs.perturb",
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .backends.base import backend_names as backend_names
     from .backends.base import backend_origins as backend_origins
     from .backends.base import get_backend as get_backend
+    from .baselines.baseline_run import BaselineBatch as BaselineBatch
     from .baselines.baseline_run import run_baseline as run_baseline
     from .baselines.crossval import cross_validate as cross_validate
     from .formats.submission import load_submission as load_submission
@@ -123,6 +126,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .harness.runner import grid_configs as grid_configs
     from .harness.runner import run_grid as run_grid
     from .harness.runner import run_setting as run_setting
+    from .jobs.calibration import CalibrationSplits as CalibrationSplits
     from .jobs.calibration import apply_calibrator as apply_calibrator
     from .jobs.calibration import calibrate as calibrate
     from .jobs.default_job import run_default_job as run_default_job

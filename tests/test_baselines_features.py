@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from eval_scripts import run_baseline
-from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, summarise
+from eval_scripts.baselines import BaselineBatch, FeatureRidgeBaseline, MeanBaseline, summarise
 from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.summaries import audio_summary, text_summary, video_summary
 from eval_scripts.formats.submission import find_problems
@@ -266,9 +266,8 @@ def test_run_writes_what_mis_bench_run_writes(synthetic_build, tmp_path, baselin
         tmp_path,
         baseline=baseline,
         modality="text",
-        n_bootstrap=50,
-        train_rows=train_rows,
-        eval_rows=test_rows,
+        resampling=ResamplingOptions(n_bootstrap=50),
+        batch=BaselineBatch(train_rows=train_rows, eval_rows=test_rows),
     )
     test_ids = sorted(str(r["video_id"]) for r in test_rows)
     assert find_problems(run.results, video_ids=test_ids, split="test") == []

@@ -18,11 +18,10 @@ from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.protocol import setting_record
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import slug
-from mis_icc_metric.resampling_options import ResamplingOptions
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +74,18 @@ def _records(eval_rows: list[dict], predicted) -> list[dict]:
     ]
 
 
+@dataclass(frozen=True)
+class BaselineBatch:
+    """What the settings a caller runs together share (`run_default_job`'s baselines): the train and evaluated
+    rows loaded once, the subfolder their runs land in, and one `summary_cache` (a dict) that summarises each
+    video once."""
+
+    train_rows: list[dict] | None = None
+    eval_rows: list[dict] | None = None
+    subdir: str = ""
+    summary_cache: dict | None = None
+
+
 def run_baseline(
     dataset: str | Path | BuiltDataset,
     out: str | Path | OutputFolder,
@@ -82,20 +93,15 @@ def run_baseline(
     baseline: str = "features",
     modality: str = "audio+video+text",
     split: str = "test",
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    resample: str = DEFAULT_RESAMPLE,
-    seed: int = DEFAULT_SEED,
-    train_rows: list[dict] | None = None,
-    eval_rows: list[dict] | None = None,
-    subdir: str = "",
-    summary_cache: dict | None = None,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
+    batch: BaselineBatch = BaselineBatch(),
 ) -> BaselineRun:
     """Fit on the train split, predict `split`, score when it has labels, write predictions + results.
 
-    The files land in `out/subdir/<baseline>__<setting>/` (`out` a folder or the calling command's
-    OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
-    and one `summary_cache` (a dict) shared by those runs summarises each video once.
+    The files land in `out/<batch.subdir>/<baseline>__<setting>/` (`out` a folder or the calling command's
+    OutputFolder). `batch` lets a caller that runs several settings load the data once (`BaselineBatch`).
     """
+    train_rows, eval_rows, subdir, summary_cache = batch.train_rows, batch.eval_rows, batch.subdir, batch.summary_cache
     if split == "train":
         raise UsageError(
             "baselines are fitted on the train split", where="--split", hint="evaluate them on validation or test"
@@ -120,7 +126,7 @@ def run_baseline(
             parse_rates={key: 1.0 for key in DIMENSION_KEYS},
         ),
         references=gold_references(eval_rows),
-        resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
+        resampling=resampling,
     )
     seconds = time.monotonic() - started
     logger.info(

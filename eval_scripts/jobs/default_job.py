@@ -173,10 +173,11 @@ class _Job:
 
 def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], jobs) -> list:
     """Each (baseline, setting) fitted on train, scored on the split, its files written under runs/."""
-    from eval_scripts.baselines import run_baseline
+    from eval_scripts.baselines.baseline_run import BaselineBatch, run_baseline
 
     runs = []
-    summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
+    # every setting reads the same rows: load them once, summarise each video once
+    batch = BaselineBatch(train_rows, eval_rows, subdir="runs", summary_cache={})
     for baseline, modality in jobs:
         run = run_baseline(
             job.dataset,
@@ -184,13 +185,8 @@ def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], job
             baseline=baseline,
             modality=modality,
             split=job.split,
-            n_bootstrap=job.n_bootstrap,
-            resample=job.resample,
-            seed=job.seed,
-            train_rows=train_rows,
-            eval_rows=eval_rows,
-            subdir="runs",
-            summary_cache=summary_cache,
+            resampling=ResamplingOptions(n_bootstrap=job.n_bootstrap, seed=job.seed, resample=job.resample),
+            batch=batch,
         )
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
         job.say(

@@ -309,7 +309,10 @@ def _calibrations(data: TrustData) -> dict[int, dict]:
                 progress=False,
             )
             runs[seed] = calibrate(
-                work / "ridge-oof.csv", build, work / f"calibrated-{seed}", n_bootstrap=data.n_bootstrap, seed=data.seed
+                work / "ridge-oof.csv",
+                build,
+                work / f"calibrated-{seed}",
+                resampling=ResamplingOptions(n_bootstrap=data.n_bootstrap, seed=data.seed),
             )
     return runs
 

@@ -161,7 +161,10 @@ def _baseline_results(handle, work: Path) -> list[Path]:
     """The text ridge and the `mean` floor fitted on the build's train split, as `mis-bench run` runs them."""
     from eval_scripts.baselines.baseline_run import run_baseline
 
-    runs = [run_baseline(handle, work, baseline=name, modality="text", n_bootstrap=0) for name in ("features", "mean")]
+    runs = [
+        run_baseline(handle, work, baseline=name, modality="text", resampling=ResamplingOptions(n_bootstrap=0))
+        for name in ("features", "mean")
+    ]
     return [run.results_path for run in runs]
 
 
