@@ -73,6 +73,7 @@ _LAZY = {
     "reparse": ".harness.reparse",
     # whole jobs
     "run_default_job": ".jobs.default_job",
+    "CrossValidationPlan": ".jobs.default_job",
     "calibrate": ".jobs.calibration",
     "CalibrationSplits": ".jobs.calibration",
     "apply_calibrator": ".jobs.calibration",
@@ -129,6 +130,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .jobs.calibration import CalibrationSplits as CalibrationSplits
     from .jobs.calibration import apply_calibrator as apply_calibrator
     from .jobs.calibration import calibrate as calibrate
+    from .jobs.default_job import CrossValidationPlan as CrossValidationPlan
     from .jobs.default_job import run_default_job as run_default_job
     from .jobs.judge_card import judge_card as judge_card
     from .jobs.judge_card import trust_page as trust_page

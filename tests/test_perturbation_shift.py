@@ -138,7 +138,9 @@ def test_the_ridge_on_the_real_transcripts_reads_length_not_fillers(real_text_bu
     """What the Reproducing page says of the text ridge on the real data, as properties of its shift tables."""
     from eval_scripts.baselines.perturbed_ridge import ridge_sensitivity
 
-    doc = ridge_sensitivity(real_text_build, ["no-fillers", "first-half", "padded"], n_bootstrap=300)
+    doc = ridge_sensitivity(
+        real_text_build, ["no-fillers", "first-half", "padded"], resampling=ResamplingOptions(n_bootstrap=300)
+    )
     tables = doc["perturbations"]
     assert doc["n_videos"] == 100
     assert tables["no-fillers"]["mean"]["mean_abs_shift"] < 0.01 and tables["no-fillers"]["mean"]["share_moved"] == 0
