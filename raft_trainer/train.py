@@ -588,6 +588,7 @@ def write_split_rationales(splits, script_args, training_args, model_args, token
         "max_new_tokens": script_args.rationale_max_new_tokens,
         "max_length": training_args.max_length,
         "synthetic": run_setting(script_args, training_args)["synthetic"],
+        "batch_size": script_args.predict_batch_size,
     }
     loaded = load_untrained(model, training_args, model_args)
     written, kept = write_rationales(
@@ -597,7 +598,6 @@ def write_split_rationales(splits, script_args, training_args, model_args, token
         folder,
         settings,
         inputs=[script_args.dataset_dir],
-        batch_size=script_args.predict_batch_size,
     )
     print(f"rationales of {len(rows)} rows in {folder}: {written} parts written, {kept} kept from an earlier run")
     return 0
