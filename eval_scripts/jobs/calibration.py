@@ -448,7 +448,7 @@ def real_calibration_summary(
     resampling). Returns each seed's summary and the pooled coverage over seeds and dimensions.
     """
     from eval_scripts.baselines.crossval import all_feature_rows, clinician_folds, out_of_fold_predictions
-    from mis_bench_dataset import build_dataset
+    from mis_bench_dataset import SplitPlan, build_dataset
     from mis_icc_metric.predictions_io import write_predictions
 
     work, shared = Path(work), Path(shared)
@@ -461,8 +461,7 @@ def real_calibration_summary(
                 build,
                 transcripts=shared / "data" / "mis-bench-transcripts.csv",
                 labels=shared / "data" / "authors" / "coding.csv",
-                split_by="clinician",
-                seed=seed,
+                split=SplitPlan(split_by="clinician", seed=seed),
                 progress=False,
             )
         rows = all_feature_rows(build)

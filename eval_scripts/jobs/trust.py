@@ -289,7 +289,7 @@ def _calibrations(data: TrustData) -> dict[int, dict]:
     import tempfile
 
     from eval_scripts.jobs.calibration import calibrate
-    from mis_bench_dataset import build_dataset
+    from mis_bench_dataset import SplitPlan, build_dataset
     from mis_icc_metric.predictions_io import write_predictions
 
     runs = {}
@@ -304,8 +304,7 @@ def _calibrations(data: TrustData) -> dict[int, dict]:
                 build,
                 labels=data.labels,
                 transcripts=data.transcripts,
-                split_by="clinician",
-                seed=seed,
+                split=SplitPlan(split_by="clinician", seed=seed),
                 progress=False,
             )
             runs[seed] = calibrate(
