@@ -17,7 +17,7 @@ from eval_scripts.harness.run_writer import write_run
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.protocol import setting_record
+from mis_bench_dataset.protocol import FewShot, setting_record
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import slug
@@ -120,7 +120,7 @@ def run_baseline(
         run_dir,
         record=RunRecord(
             system=_system(baseline, model, len(train_rows)),
-            setting=setting_record(modality, "none", "features", few_shot_k=0),
+            setting=setting_record(modality, "none", "features", few_shot=FewShot(k=0)),
             dataset=dataset.record(split),
             predictions=records,
             parse_rates={key: 1.0 for key in DIMENSION_KEYS},

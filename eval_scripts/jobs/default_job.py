@@ -93,7 +93,7 @@ def _write_out_of_fold_runs(dataset: BuiltDataset, folder, doc: dict, predicted:
     from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, package_versions
     from eval_scripts.harness.run_writer import write_run
     from mis_bench_dataset.dataset.loading import gold_references
-    from mis_bench_dataset.protocol import setting_record
+    from mis_bench_dataset.protocol import FewShot, setting_record
     from mis_bench_dataset.splits import ALL_SPLITS
     from mis_bench_dataset.toolkit.text_safety import slug
 
@@ -119,7 +119,7 @@ def _write_out_of_fold_runs(dataset: BuiltDataset, folder, doc: dict, predicted:
                 run_dir,
                 record=RunRecord(
                     system=system,
-                    setting=setting_record(modality, "none", "features", few_shot_k=0),
+                    setting=setting_record(modality, "none", "features", few_shot=FewShot(k=0)),
                     dataset=record,
                     predictions=records,
                     parse_rates={key: 1.0 for key in DIMENSION_KEYS},

@@ -58,7 +58,7 @@ def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
     from eval_scripts.harness.run_writer import write_run
     from mis_bench_dataset.dataset.loading import gold_references
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
-    from mis_bench_dataset.protocol import setting_record
+    from mis_bench_dataset.protocol import FewShot, setting_record
     from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file
 
@@ -82,7 +82,9 @@ def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
         condition.key,
         record=RunRecord(
             system=system,
-            setting=setting_record(SETTING["modality"], SETTING["prompt_style"], SETTING["input_source"], few_shot_k=0),
+            setting=setting_record(
+                SETTING["modality"], SETTING["prompt_style"], SETTING["input_source"], few_shot=FewShot(k=0)
+            ),
             dataset=handle.record("test"),
             predictions=records,
             parse_rates=rates,
