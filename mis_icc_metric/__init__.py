@@ -66,6 +66,7 @@ _LAZY = {
     # planning a study
     "plan_icc": ".planning",
     "plan_difference": ".planning",
+    "DifferenceTarget": ".planning",
     "plan_labels": ".planning",
     "StudyDesign": ".planning",
     "bonett_sample_size": ".planning",
@@ -108,6 +109,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .module_path import load as load
     from .module_path import metric_path as metric_path
     from .paired import paired_comparison as paired_comparison
+    from .planning import DifferenceTarget as DifferenceTarget
     from .planning import StudyDesign as StudyDesign
     from .planning import bonett_sample_size as bonett_sample_size
     from .planning import plan_difference as plan_difference
