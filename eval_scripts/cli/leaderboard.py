@@ -126,7 +126,7 @@ def _looks_like_a_path(model: str) -> bool:
 
 
 def submit_command(args: argparse.Namespace) -> int:
-    from eval_scripts.formats.submission import SubmissionError, load_submission, package_submission
+    from eval_scripts.formats.submission import SplitCheck, SubmissionError, load_submission, package_submission
 
     max_bytes = int(args.max_mb * 1024 * 1024)
     checked = _split_checks(args.references, args.split) if args.references else (None, None, None)
@@ -136,9 +136,7 @@ def submit_command(args: argparse.Namespace) -> int:
             args.results,
             args.out,
             max_bytes=max_bytes,
-            video_ids=video_ids,
-            split=args.split if args.references else None,
-            fingerprints=fingerprints,
+            check=SplitCheck(video_ids, args.split if args.references else None, fingerprints),
             model_name=args.name,
         )
     except SubmissionError as err:

@@ -327,10 +327,11 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
     return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range, n_clipped)
 
 
-def _run_result(
-    context, completions, written, collected, counts, failure_summary, usage, *, started, prefix, readouts
-) -> RunResult:
-    """What a run did: its counts, scores and files."""
+def _run_result(context, completions, written, collected, *, started, prefix, readouts) -> RunResult:
+    """What a run did: its counts, scores and files; the outcome counts, failures and token usage as its results
+    file records them (`written.results`)."""
+    outcomes = dict(written.results["outcomes"])
+    failure_summary, counts, usage = outcomes.pop("failures"), outcomes, written.results["usage"]
     n_cached = sum(1 for c in completions.values() if c.cached)
     overall = counts["overall"]
     return RunResult(
@@ -412,9 +413,6 @@ def write_result(
         completions,
         written,
         collected,
-        counts,
-        failure_summary,
-        usage,
         started=started,
         prefix=prefix,
         readouts=readouts,
