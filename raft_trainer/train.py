@@ -708,7 +708,7 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     from mis_bench_dataset.wording import SYNTHETIC_LINE
     from mis_icc_metric import score_predictions
     from mis_icc_metric.predictions_io import write_predictions
-    from raft_trainer.predict import predict_scores, prediction_records
+    from raft_trainer.predict import ReadoutOptions, predict_scores, prediction_records
 
     rows = list(test_split)
     if config.completion_style == "cot":
@@ -719,8 +719,7 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
             processing_class,
             rows,
             config,
-            batch_size=script_args.predict_batch_size,
-            method=script_args.predict_method,
+            readout=ReadoutOptions(batch_size=script_args.predict_batch_size, method=script_args.predict_method),
         )
     records = prediction_records(rows, scores)
     path = write_predictions(out.claim("predictions_test.csv", TRAIN_WRITER), records)
@@ -745,6 +744,7 @@ def predict_cot(model, processing_class, rows, script_args, config):
     (`raft_trainer.rationales.predict_cot_scores`)."""
     from raft_trainer.cot import CotScoringEncoder
     from raft_trainer.digits import DigitTokens
+    from raft_trainer.predict import ReadoutOptions
     from raft_trainer.rationales import predict_cot_scores
 
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
@@ -756,9 +756,11 @@ def predict_cot(model, processing_class, rows, script_args, config):
         encoder,
         rows,
         max_new_tokens=script_args.rationale_max_new_tokens,
-        batch_size=script_args.predict_batch_size,
-        method=script_args.predict_method,
-        renormalize=config.renormalize_digits,
+        readout=ReadoutOptions(
+            batch_size=script_args.predict_batch_size,
+            method=script_args.predict_method,
+            renormalize=config.renormalize_digits,
+        ),
     )
 
 
