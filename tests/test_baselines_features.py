@@ -8,8 +8,8 @@ import copy
 import numpy as np
 import pytest
 
-from eval_scripts import run_baseline
-from eval_scripts.baselines import BaselineBatch, FeatureRidgeBaseline, MeanBaseline, summarise
+from eval_scripts import BaselineBatch, run_baseline
+from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, summarise
 from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.summaries import audio_summary, text_summary, video_summary
 from eval_scripts.formats.submission import find_problems

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts import build_leaderboard
+from eval_scripts import BoardRules, build_leaderboard
 from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
-from eval_scripts.leaderboard import BoardRules, render_page
+from eval_scripts.leaderboard import render_page
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from eval_scripts.leaderboard.identity import NEAR_COPY_CORRELATION, copy_correlation
 from eval_scripts.leaderboard.outputs import csv_text, json_text
