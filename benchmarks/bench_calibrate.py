@@ -33,6 +33,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
+from mis_icc_metric import ResamplingOptions
 from mis_icc_metric.agreement_statistics import agreement  # noqa: E402
 from mis_icc_metric.calibration import fit_calibrator  # noqa: E402
 from mis_icc_metric.calibration_checks import SUMMARY_STATISTICS, _replicates, calibration_summary  # noqa: E402
@@ -71,7 +72,7 @@ def ours(parts, golds, method: str, n_resamples: int) -> tuple[float, int]:
 
     def run() -> None:
         fit, test = (parts["fit"], golds["fit"]), (parts["test"], golds["test"])
-        calibration_summary(calibrator, fit, test, n_bootstrap=n_resamples, seed=0)
+        calibration_summary(calibrator, fit, test, resampling=ResamplingOptions(n_bootstrap=n_resamples, seed=0))
 
     start = time.process_time()
     run()
@@ -137,7 +138,7 @@ def whole_command(build: Path, predictions: Path, n_resamples: int) -> dict:
 
     with tempfile.TemporaryDirectory() as out:
         wall, cpu = time.perf_counter(), time.process_time()
-        calibrate(predictions, build, out, n_bootstrap=n_resamples, seed=0)
+        calibrate(predictions, build, out, resampling=ResamplingOptions(n_bootstrap=n_resamples, seed=0))
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(f"calibrate on {build}: {wall:.1f} s wall, {cpu:.1f} s CPU ({n_resamples:,} clinician resamples, isotonic)")
     return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1)}

@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
 from mis_bench_dataset.icc import icc3_1  # noqa: E402
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS  # noqa: E402
+from mis_icc_metric import ResamplingOptions
 from mis_icc_metric.bootstrap import bootstrap_blocks  # noqa: E402
 from mis_icc_metric.resampling import make_resampling  # noqa: E402
 from mis_icc_metric.scoring import score_predictions  # noqa: E402
@@ -179,10 +180,13 @@ def main() -> None:
     }
     references = {(v, d): float(gold[i, j]) for i, v in enumerate(videos) for j, d in enumerate(DIMENSION_KEYS)}
     score_video_s, score_video_cpu, _ = best_of(
-        1, lambda: score_predictions(predictions, references, n_bootstrap=args.resamples, resample="video")
+        1,
+        lambda: score_predictions(
+            predictions, references, resampling=ResamplingOptions(n_bootstrap=args.resamples, resample="video")
+        ),
     )
     score_clinician_s, score_clinician_cpu, scored = best_of(
-        1, lambda: score_predictions(predictions, references, n_bootstrap=args.resamples)
+        1, lambda: score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=args.resamples))
     )
 
     start = time.process_time()

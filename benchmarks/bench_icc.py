@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
 from mis_bench_dataset.icc import icc3_1  # noqa: E402
+from mis_icc_metric import ResamplingOptions
 from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, point_blocks  # noqa: E402
 from mis_icc_metric.resampling import make_resampling  # noqa: E402
 from mis_icc_metric.scoring import score_predictions  # noqa: E402
@@ -171,7 +172,8 @@ def main(argv: list[str] | None = None) -> dict:
     }
     references = {(ids[i], d): float(gold[i, j]) for i in range(n) for j, d in enumerate(DIMENSION_KEYS)}
     t_score, _ = best_of(
-        max(2, args.repeats // 2), lambda: score_predictions(predictions, references, n_bootstrap=args.resamples)
+        max(2, args.repeats // 2),
+        lambda: score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=args.resamples)),
     )
 
     clinician = clinician_bootstrap(ratings, valid, args)

@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mis_icc_metric import ResamplingOptions
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -147,7 +149,7 @@ def bench_leaderboard(work: Path, n_submissions: int) -> dict:
         }
         (folder / f"m{i}.json").write_text(json.dumps(obj))
     started = time.perf_counter()
-    board = build_leaderboard(folder, references, n_bootstrap=10_000)
+    board = build_leaderboard(folder, references, resampling=ResamplingOptions(n_bootstrap=10_000))
     write_leaderboard(board, work / "board")
     seconds = time.perf_counter() - started
     return {

@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from raft_trainer.tiny import TinySize
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -69,7 +71,7 @@ def _variant(opts: dict, variant: str, queue) -> None:
 
     torch.set_num_threads(1)
     tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, hidden=opts["hidden"], layers=opts["layers"])
+    model = tiny_model(tokenizer, size=TinySize(hidden=opts["hidden"], layers=opts["layers"]))
     steps = opts["steps"] + 1
     rationale = " ".join((WORDS * (opts["rationale_words"] // len(WORDS) + 1))[: opts["rationale_words"]])
     rows = [{**row, RATIONALE_COLUMN: rationale} for row in toy_rows(PROMPTS_PER_STEP * steps, seed=0)]

@@ -30,6 +30,9 @@ import sys
 import time
 from pathlib import Path
 
+from raft_trainer import ReadoutOptions
+from raft_trainer.tiny import TinySize
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -45,13 +48,15 @@ def _setup(opts):
     tokenizer = tiny_tokenizer()
     model = tiny_model(
         tokenizer,
-        hidden=opts["hidden"],
-        layers=opts["layers"],
-        vocab_size=opts["vocab"],
-        heads=8,
-        kv_heads=4,
-        ffn_factor=4,
-        tie_word_embeddings=False,
+        size=TinySize(
+            hidden=opts["hidden"],
+            layers=opts["layers"],
+            vocab_size=opts["vocab"],
+            heads=8,
+            kv_heads=4,
+            ffn_factor=4,
+            tie_word_embeddings=False,
+        ),
     )
     if torch.cuda.is_available():
         model = model.to("cuda", dtype=torch.bfloat16)
@@ -237,10 +242,15 @@ def _predict_variant(opts, queue):
         )
 
     b = opts["predict_batch"]
-    timed("predict_scores (greedy)", lambda r: predict_scores(model, tokenizer, r, batch_size=b, show_progress=False))
+    timed(
+        "predict_scores (greedy)",
+        lambda r: predict_scores(model, tokenizer, r, readout=ReadoutOptions(batch_size=b, show_progress=False)),
+    )
     timed(
         "predict_scores (exact)",
-        lambda r: predict_scores(model, tokenizer, r, batch_size=b, method="exact", show_progress=False),
+        lambda r: predict_scores(
+            model, tokenizer, r, readout=ReadoutOptions(batch_size=b, method="exact", show_progress=False)
+        ),
     )
     timed(
         "generate() + parse",
@@ -296,8 +306,7 @@ def _modality_cost(opts, queue):
             tokenizer,
             rows,
             RAFTConfig(modality=name, max_length=None),
-            batch_size=opts["predict_batch"],
-            show_progress=False,
+            readout=ReadoutOptions(batch_size=opts["predict_batch"], show_progress=False),
         )
         rows_per_s[name] = len(rows) / (time.perf_counter() - t0)
     queue.put(
@@ -351,12 +360,16 @@ def _data_path_child(build: str) -> None:
     model = tiny_model(tokenizer, seed=0)
     rows = scoring["test"].to_list()
     config = RAFTConfig(max_length=None)
-    predict_scores(model, tokenizer, scoring["validation"].to_list()[:8], config, show_progress=False)
+    predict_scores(
+        model, tokenizer, scoring["validation"].to_list()[:8], config, readout=ReadoutOptions(show_progress=False)
+    )
     for method in ("greedy", "exact"):  # the median of 3 calls: a forward pass's CPU time swings by 10-20 %
         times = []
         for _ in range(3):
             t0 = time.process_time()
-            scores = predict_scores(model, tokenizer, rows, config, method=method, show_progress=False)
+            scores = predict_scores(
+                model, tokenizer, rows, config, readout=ReadoutOptions(method=method, show_progress=False)
+            )
             times.append(time.process_time() - t0)
         cpu[f"predict test ({method})"] = statistics.median(times)
         digests[f"predict test ({method})"] = hashlib.sha256(np.asarray(scores, dtype=np.float64).tobytes()).hexdigest()

@@ -36,6 +36,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from raft_trainer import ReadoutOptions
+from raft_trainer.tiny import TinySize
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
@@ -69,14 +72,16 @@ def _save_model(folder: Path, opts: dict) -> Path:
     tokenizer = tiny_tokenizer()
     model = tiny_model(
         tokenizer,
-        hidden=opts["hidden"],
-        layers=opts["layers"],
-        vocab_size=opts["vocab"],
-        heads=8,
-        kv_heads=4,
-        ffn_factor=4,
-        tie_word_embeddings=False,
-        max_positions=8192,
+        size=TinySize(
+            hidden=opts["hidden"],
+            layers=opts["layers"],
+            vocab_size=opts["vocab"],
+            heads=8,
+            kv_heads=4,
+            ffn_factor=4,
+            tie_word_embeddings=False,
+            max_positions=8192,
+        ),
     )
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -144,7 +149,9 @@ def _trainer_pass(backend, rows, decoding) -> list:
 
     model, tokenizer = backend.hf_model, backend.tokenizer
     if decoding.expected:
-        scores = predict_scores(model, tokenizer, rows, batch_size=backend.batch_size, show_progress=False)
+        scores = predict_scores(
+            model, tokenizer, rows, readout=ReadoutOptions(batch_size=backend.batch_size, show_progress=False)
+        )
         usage = {"prompt_tokens": 0, "completion_tokens": 2}
         return [Completion(i, "", True, usage=usage, expected={"score": float(v)}) for i, v in enumerate(scores)]
     values, texts = generate_scores(

@@ -33,6 +33,7 @@ from bench_icc import best_of  # noqa: E402
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS  # noqa: E402
+from mis_icc_metric import ResamplingOptions
 from mis_icc_metric.groups import grouped_moments, subgroup_agreement, therapist_agreement  # noqa: E402
 from mis_icc_metric.resampling import make_resampling  # noqa: E402
 
@@ -106,7 +107,9 @@ def main() -> None:
         unit = "video" if by == "clinician" else "clinician"
         wall, _ = best_of(
             args.repeats,
-            lambda by=by: subgroup_agreement(predictions, references, by=by, n_bootstrap=args.resamples, seed=0),
+            lambda by=by: subgroup_agreement(
+                predictions, references, by=by, resampling=ResamplingOptions(n_bootstrap=args.resamples, seed=0)
+            ),
         )
         start = time.perf_counter()
         videos = sorted({v for v, _ in references})
@@ -117,9 +120,14 @@ def main() -> None:
         doc[by]["max_abs_difference"] = _check(predictions, references, by, draw, reference)
     tracemalloc.start()
     doc["therapist_s"], _ = best_of(
-        args.repeats, lambda: therapist_agreement(predictions, references, n_bootstrap=args.resamples, seed=0)
+        args.repeats,
+        lambda: therapist_agreement(
+            predictions, references, resampling=ResamplingOptions(n_bootstrap=args.resamples, seed=0)
+        ),
     )
-    subgroup_agreement(predictions, references, by="clinician", n_bootstrap=args.resamples, seed=0)
+    subgroup_agreement(
+        predictions, references, by="clinician", resampling=ResamplingOptions(n_bootstrap=args.resamples, seed=0)
+    )
     doc["peak_mib_by_clinician"] = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     print(json.dumps(doc, indent=1))

@@ -53,7 +53,7 @@ def _run(argv: list[str], tree: Path = ROOT) -> tuple[float, float]:
 
 def make_inputs(shared: Path, root: Path) -> tuple[Path, Path, Path, int]:
     """(the build, the SYNTHETIC judge's CSV, the 10% expert labels' CSV, gold pairs) under `root`."""
-    from mis_bench_dataset import build_dataset
+    from mis_bench_dataset import SplitPlan, build_dataset
     from mis_icc_metric.predictions_io import read_references
 
     build = root / "build"
@@ -63,7 +63,7 @@ def make_inputs(shared: Path, root: Path) -> tuple[Path, Path, Path, int]:
         build,
         labels=data / "authors" / "coding.csv",
         transcripts=data / "mis-bench-transcripts.csv",
-        split_by="clinician",
+        split=SplitPlan(split_by="clinician"),
         progress=False,
     )
     gold = read_references(build, split="all")

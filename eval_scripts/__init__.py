@@ -46,13 +46,17 @@ _LAZY = {
     "perturb_prompt": ".answers.perturbations",
     # baselines, reports, the leaderboard and juries
     "run_baseline": ".baselines.baseline_run",
+    "BaselineBatch": ".baselines.baseline_run",
     "cross_validate": ".baselines.crossval",
     "write_report": ".report.writer",
     "ReportOptions": ".report.options",
     "build_leaderboard": ".leaderboard.scoring",
     "read_board_references": ".leaderboard.references",
+    "BoardRules": ".leaderboard.scoring",
+    "BoardReferences": ".leaderboard.references",
     "write_leaderboard": ".leaderboard.outputs",
     "run_jury": ".leaderboard.juries",
+    "JuryRecipe": ".leaderboard.juries",
     "load_submission": ".formats.submission",
     "package_submission": ".formats.submission",
     "push_submission": ".formats.submission",
@@ -69,7 +73,9 @@ _LAZY = {
     "reparse": ".harness.reparse",
     # whole jobs
     "run_default_job": ".jobs.default_job",
+    "CrossValidationPlan": ".jobs.default_job",
     "calibrate": ".jobs.calibration",
+    "CalibrationSplits": ".jobs.calibration",
     "apply_calibrator": ".jobs.calibration",
     "model_perturbations": ".jobs.perturb",
     "ridge_perturbations": ".jobs.perturb",
@@ -103,6 +109,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .backends.base import backend_names as backend_names
     from .backends.base import backend_origins as backend_origins
     from .backends.base import get_backend as get_backend
+    from .baselines.baseline_run import BaselineBatch as BaselineBatch
     from .baselines.baseline_run import run_baseline as run_baseline
     from .baselines.crossval import cross_validate as cross_validate
     from .formats.submission import load_submission as load_submission
@@ -120,8 +127,10 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .harness.runner import grid_configs as grid_configs
     from .harness.runner import run_grid as run_grid
     from .harness.runner import run_setting as run_setting
+    from .jobs.calibration import CalibrationSplits as CalibrationSplits
     from .jobs.calibration import apply_calibrator as apply_calibrator
     from .jobs.calibration import calibrate as calibrate
+    from .jobs.default_job import CrossValidationPlan as CrossValidationPlan
     from .jobs.default_job import run_default_job as run_default_job
     from .jobs.judge_card import judge_card as judge_card
     from .jobs.judge_card import trust_page as trust_page
@@ -132,9 +141,12 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .jobs.trust import reproduce_trust_page as reproduce_trust_page
     from .leaderboard.authors import authors_leaderboard as authors_leaderboard
     from .leaderboard.authors import write_authors_page as write_authors_page
+    from .leaderboard.juries import JuryRecipe as JuryRecipe
     from .leaderboard.juries import run_jury as run_jury
     from .leaderboard.outputs import write_leaderboard as write_leaderboard
+    from .leaderboard.references import BoardReferences as BoardReferences
     from .leaderboard.references import read_board_references as read_board_references
+    from .leaderboard.scoring import BoardRules as BoardRules
     from .leaderboard.scoring import build_leaderboard as build_leaderboard
     from .report.inputs import load_results as load_results
     from .report.inputs import rescore as rescore

@@ -39,6 +39,8 @@ _LAZY = {
     "scoring_rows_from_paper_layout": "mis_bench_dataset.release.hub_layout",
     "paper_prompt": "mis_bench_dataset.protocol",
     "build_dataset": "mis_bench_dataset.builder.builder",
+    "SplitPlan": "mis_bench_dataset.builder.builder",
+    "BuildChecks": "mis_bench_dataset.builder.builder",
     "Labels": "mis_bench_dataset.release.labels",
     "read_labels": "mis_bench_dataset.release.labels",
     "default_sample": "mis_bench_dataset.synth.sample",
@@ -57,7 +59,9 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 
 if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written by benchmarks/front_door.py --write)
+    from mis_bench_dataset.builder.builder import BuildChecks as BuildChecks
     from mis_bench_dataset.builder.builder import BuildReport as BuildReport
+    from mis_bench_dataset.builder.builder import SplitPlan as SplitPlan
     from mis_bench_dataset.builder.builder import build_dataset as build_dataset
     from mis_bench_dataset.builder.publish import push_to_hub as push_to_hub
     from mis_bench_dataset.builder.stats import compute_stats as compute_stats
@@ -98,6 +102,8 @@ __all__ = [
     "generate_synthetic_release",
     "SyntheticRelease",
     "build_dataset",
+    "SplitPlan",
+    "BuildChecks",
     "BuildReport",
     "BuiltDataset",
     "FeatureArrays",

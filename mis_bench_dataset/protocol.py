@@ -332,13 +332,21 @@ class VideoSampling:
         }
 
 
+@dataclass(frozen=True)
+class FewShot:
+    """A setting's in-context examples as a run records them: `k` examples (None: not said, e.g. the trainer),
+    drawn with `seed`."""
+
+    k: int | None = None
+    seed: int | None = None
+
+
 def setting_record(
     modality: str,
     prompt_style: str,
     input_source: str,
     *,
-    few_shot_k: int | None = None,
-    few_shot_seed: int | None = None,
+    few_shot: FewShot = FewShot(),
     feature_format: str | None = None,
     video: VideoSampling | None = None,
     **extra: object,
@@ -346,9 +354,10 @@ def setting_record(
     """The `setting` block a run records (results files, `setting.json`, `scores_test.json`): the one writer of it
     for the harness, the baselines and the trainer, so the three describe a setting with the same keys.
 
-    `feature_format` is kept only for feature-derived inputs, `few_shot_seed` only with examples, `video` (the raw
-    frames' sampling) only for raw inputs; `extra` (e.g. `trained`) is appended as given.
+    `feature_format` is kept only for feature-derived inputs, the few-shot seed only with examples, `video` (the
+    raw frames' sampling) only for raw inputs; `extra` (e.g. `trained`) is appended as given.
     """
+    few_shot_k, few_shot_seed = few_shot.k, few_shot.seed
     record: dict = {"modality": modality, "prompt_style": prompt_style}
     if few_shot_k is not None:
         record["few_shot_k"] = few_shot_k

@@ -50,6 +50,7 @@ _LAZY = {
     # what a resample draws (clinicians or videos)
     "Resampling": ".resampling",
     "make_resampling": ".resampling",
+    "ResamplingOptions": ".resampling_options",
     # calibration and conformal intervals
     "Calibrator": ".calibration",
     "fit_calibrator": ".calibration",
@@ -65,6 +66,7 @@ _LAZY = {
     # planning a study
     "plan_icc": ".planning",
     "plan_difference": ".planning",
+    "DifferenceTarget": ".planning",
     "plan_labels": ".planning",
     "StudyDesign": ".planning",
     "bonett_sample_size": ".planning",
@@ -107,6 +109,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .module_path import load as load
     from .module_path import metric_path as metric_path
     from .paired import paired_comparison as paired_comparison
+    from .planning import DifferenceTarget as DifferenceTarget
     from .planning import StudyDesign as StudyDesign
     from .planning import bonett_sample_size as bonett_sample_size
     from .planning import plan_difference as plan_difference
@@ -126,6 +129,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .raters import model_as_rater as model_as_rater
     from .resampling import Resampling as Resampling
     from .resampling import make_resampling as make_resampling
+    from .resampling_options import ResamplingOptions as ResamplingOptions
     from .scoring import score_predictions as score_predictions
     from .sensitivity import perturbation_shift as perturbation_shift
     from .variance_table import variance_sources as variance_sources

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.toolkit.defaults import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE
 from mis_bench_dataset.video_ids import parse_video_id
 
 from .agreement_statistics import agreement, agreement_weighted
@@ -31,6 +30,7 @@ from .bootstrap import percentile_ci
 from .calibration import INTENDED_USE, SCALE, Calibrator, apply_map, fit_maps_weighted, scored_pairs
 from .reporting_floor import Support, floor_description, guarded_interval
 from .resampling import make_resampling
+from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 from .scoring import MIN_ITEMS
 
 __all__ = ["SUMMARY_STATISTICS", "calibration_summary", "interval_coverage", "risk_coverage"]
@@ -172,14 +172,17 @@ def calibration_summary(
     fit: tuple[Mapping[Key, float | None], Mapping[Key, float]],
     evaluated: tuple[Mapping[Key, float | None], Mapping[Key, float]],
     *,
-    n_bootstrap: int,
-    seed: int | None,
-    resample: str = DEFAULT_RESAMPLE,
-    clusters: Mapping[str, str] | None = None,
-    confidence: float = DEFAULT_CONFIDENCE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
 ) -> dict[str, Any]:
     """The summary of `calibrator` on the evaluated (predictions, gold), its CIs refitting the map on the fit
     (predictions, gold) in each of `n_bootstrap` resamples (0: no CIs)."""
+    n_bootstrap, seed, resample, confidence, clusters = (
+        resampling.n_bootstrap,
+        resampling.seed,
+        resampling.resample,
+        resampling.confidence,
+        resampling.clusters,
+    )
     fit_predictions, fit_references = fit
     eval_predictions, eval_references = evaluated
     dims = [d for d in DIMENSION_KEYS if d in calibrator.dimensions]

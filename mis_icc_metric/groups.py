@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import GROUP_ORDER, GROUPINGS, parse_video_id
 from mis_bench_dataset.wording import RESEARCH_USE
@@ -48,6 +47,7 @@ from .reporting_floor import (
     withhold_reason,
 )
 from .resampling import check_unit, clinician_clusters, clusters_per_block, make_resampling
+from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 __all__ = [
     "agreement_by",
@@ -299,11 +299,7 @@ def subgroup_agreement(
     references: Mapping,
     *,
     by: str,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-    resample: str = DEFAULT_RESAMPLE,
-    clusters: Mapping[str, str] | None = None,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     missing: str = DEFAULT_MISSING,
 ) -> dict:
     """ICC(3,1), bias and MAE per group (`by`: time_point, stimulus or clinician) and dimension, and overall, on
@@ -312,6 +308,13 @@ def subgroup_agreement(
     resample: "clinician" (the toolkit's default) or "video". Grouped by clinician, a clinician draw keeps or
     drops a whole group, so its CIs resample the videos (said in `resampling_note`).
     """
+    n_bootstrap, seed, resample, confidence, clusters = (
+        resampling.n_bootstrap,
+        resampling.seed,
+        resampling.resample,
+        resampling.confidence,
+        resampling.clusters,
+    )
     unit = check_unit(resample)
     data, ratings, valid, blocks = _aligned(predictions, references, missing)
     codes, names = _codes(group_labels(data.videos, by), by)
@@ -411,14 +414,17 @@ def therapist_agreement(
     predictions: Mapping,
     references: Mapping,
     *,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
-    clusters: Mapping[str, str] | None = None,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     missing: str = DEFAULT_MISSING,
 ) -> dict:
     """Agreement of therapist means (a clinician's mean over the stimuli at a time point, model and expert on the
     same pairs) and of each clinician's change from T1 to T3, with CIs from one clinician draw for both."""
+    n_bootstrap, seed, confidence, clusters = (
+        resampling.n_bootstrap,
+        resampling.seed,
+        resampling.confidence,
+        resampling.clusters,
+    )
     data, ratings, valid, blocks = _aligned(predictions, references, missing)
     clinicians = clinician_clusters(data.videos, clusters)
     times = [parse_video_id(v).time_point for v in data.videos]
@@ -481,13 +487,19 @@ def therapist_agreement(
     }
 
 
-def agreement_by(predictions: Mapping, references: Mapping, by: str, **options) -> dict:
-    """`therapist_agreement` for "therapist" (clinicians, always: a therapist's units move together; a `resample`
-    option is not used), else `subgroup_agreement` by `by`: the one dispatch of `score --by`, reports and the trust
-    page."""
+def agreement_by(
+    predictions: Mapping,
+    references: Mapping,
+    by: str,
+    *,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
+    missing: str = DEFAULT_MISSING,
+) -> dict:
+    """`therapist_agreement` for "therapist" (clinicians, always: a therapist's units move together; the
+    `resample` option is not used), else `subgroup_agreement` by `by`: the one dispatch of `score --by`, reports and
+    the trust page."""
     from mis_bench_dataset.video_ids import THERAPIST_LEVEL
 
     if by == THERAPIST_LEVEL:
-        options.pop("resample", None)
-        return therapist_agreement(predictions, references, **options)
-    return subgroup_agreement(predictions, references, by=by, **options)
+        return therapist_agreement(predictions, references, resampling=resampling, missing=missing)
+    return subgroup_agreement(predictions, references, by=by, resampling=resampling, missing=missing)

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 
 from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
@@ -38,6 +37,7 @@ from .resampling import (
     make_resampling,
     weakest_support,
 )
+from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 from .scoring import MIN_ITEMS, Key, _overall_block, align
 
 __all__ = ["paired_comparison", "bootstrap_p_value"]
@@ -133,13 +133,9 @@ def paired_comparison(
     predictions_b: Mapping[Key, object],
     references: Mapping[Key, object],
     *,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     missing: str = DEFAULT_MISSING,
     names: tuple[str, str] = ("A", "B"),
-    resample: str = DEFAULT_RESAMPLE,
-    clusters: Mapping[str, str] | None = None,
 ) -> dict:
     """ICC(A) - ICC(B) per dimension, overall and for the mean ICC, with CI and p-value.
 
@@ -149,6 +145,13 @@ def paired_comparison(
     draws, so the difference keeps its pairing. Each entry reports its clinicians and the design effect of
     the difference.
     """
+    n_bootstrap, seed, resample, confidence, clusters = (
+        resampling.n_bootstrap,
+        resampling.seed,
+        resampling.resample,
+        resampling.confidence,
+        resampling.clusters,
+    )
     if n_bootstrap < 1:
         raise DataError(f"paired comparison needs n_bootstrap >= 1, got {n_bootstrap}")
     references, align_missing, cover_a, cover_b = paired_references(predictions_a, predictions_b, references, missing)

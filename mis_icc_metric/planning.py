@@ -686,21 +686,30 @@ _NOTE = (
 )
 
 
+@dataclass(frozen=True)
+class DifferenceTarget:
+    """What a comparison study must detect: ICC(A) - ICC(B) = `difference` (ICC units) with `power`, by a
+    two-sided test at `level`."""
+
+    difference: float
+    power: float = 0.8
+    level: float = 0.05
+
+
 def plan_difference(
     predictions_a: Mapping[Key, float | None],
     predictions_b: Mapping[Key, float | None],
     references: Mapping[Key, float],
+    target: DifferenceTarget,
     *,
-    difference: float,
-    power: float = 0.8,
-    level: float = 0.05,
     design: StudyDesign | None = None,
     n_resamples: int = DEFAULT_BOOTSTRAP,
     seed: int | None = DEFAULT_SEED,
 ) -> dict:
-    """Videos and clinicians for a two-sided test at `level` to detect ICC(A) - ICC(B) = `difference` with
-    `power`, per dimension, the two judges resampled together (paired), in the study `design` states; withheld
-    like `plan_icc`'s sizes (floor, no spread, past the clinicians available)."""
+    """Videos and clinicians for a two-sided test at `target.level` to detect ICC(A) - ICC(B) =
+    `target.difference` with `target.power`, per dimension, the two judges resampled together (paired), in the
+    study `design` states; withheld like `plan_icc`'s sizes (floor, no spread, past the clinicians available)."""
+    difference, power, level = target.difference, target.power, target.level
     if not 0 < abs(difference) < 2 or not 0 < power < 1 or not 0 < level < 1:
         raise UsageError("the difference is in ICC units in (0, 2); power and level in (0, 1)")
     design = design or StudyDesign()

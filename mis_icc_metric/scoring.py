@@ -45,7 +45,6 @@ from mis_bench_dataset.dimensions import (
     resolve_dimension,
 )
 from mis_bench_dataset.icc import icc3_ci
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import exact_decimal
 
@@ -64,6 +63,7 @@ from .resampling import (
     make_resampling,
     weakest_support,
 )
+from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -377,27 +377,33 @@ def score_predictions(
     predictions: Mapping[Key, object],
     references: Mapping[Key, object],
     *,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = DEFAULT_SEED,
-    confidence: float = DEFAULT_CONFIDENCE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     common_videos: Iterable[str] | None = None,
     missing: str = DEFAULT_MISSING,
     out_of_range: str = "flag",
     impute_value: float = SCORE_MIDPOINT,
-    resample: str = DEFAULT_RESAMPLE,
-    clusters: Mapping[str, str] | None = None,
 ) -> dict:
     """Score one system: the benchmark's JSON (raw fractions; NaN stays NaN, see `json_safe`).
 
     predictions / references: mappings (video_id, dimension key) -> score; a
-    prediction of None (or NaN) means "unparseable". n_bootstrap=0 skips the CIs.
+    prediction of None (or NaN) means "unparseable".
+    resampling: how the CIs are drawn (`ResamplingOptions`): `n_bootstrap=0` skips them; `resample` is what each
+    bootstrap resample draws (`resampling`): "clinician" (default: every clinician with all its videos) or
+    "video" (the paper's protocol); `clusters`: video -> clinician where the ids do not say.
     missing: which gold pairs are evaluated (`coverage`): "not-asked" (default: the pairs
     the predictions name), "unparsed" (every gold pair; an absent one is unparsed) or "error".
-    resample: what each bootstrap resample draws (`resampling`): "clinician" (default: every clinician with
-    all its videos) or "video" (the paper's protocol); clusters: video -> clinician where the ids do not say.
     Each dimension reports its clinicians and the design effect (the ICC's variance under clinician
     resampling over that under video resampling, from the same number of resamples).
+
+    Examples:
+        >>> from mis_icc_metric import ResamplingOptions, score_predictions
+        >>> gold = {(f"v{i}", "empathy"): float(i % 5 + 1) for i in range(8)}
+        >>> result = score_predictions(gold, gold, resampling=ResamplingOptions(n_bootstrap=0))
+        >>> result["dimensions"]["empathy"]["icc"]
+        1.0
     """
+    n_bootstrap, seed, confidence = resampling.n_bootstrap, resampling.seed, resampling.confidence
+    resample, clusters = resampling.resample, resampling.clusters
     if n_bootstrap < 0:
         raise DataError(f"n_bootstrap must be >= 0, got {n_bootstrap}")
     references, align_missing, coverage = evaluated_references(predictions, references, missing)

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.wording import RESEARCH_USE
 
 from .bootstrap import guarded_ci, resampled_sums
 from .paired import paired_comparison
 from .reporting_floor import floor_description
-from .resampling import DEFAULT_RESAMPLE, block_supports, clinician_labels, make_resampling
+from .resampling import block_supports, clinician_labels, make_resampling
+from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 from .scoring import Key, coerce_score
 
 MOVED_THRESHOLD = 0.5
@@ -112,12 +112,8 @@ def perturbation_shift(
     perturbed: Mapping[Key, object],
     references: Mapping[Key, object],
     *,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
-    confidence: float = DEFAULT_CONFIDENCE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     threshold: float = MOVED_THRESHOLD,
-    clusters=None,
 ) -> dict:
     """The shift table of one perturbation, per dimension and for the mean over dimensions: the mean score shift
     (perturbed - unperturbed), the paired change in ICC(3,1) and the share of pairs moved by at least 0.5 points,
@@ -125,6 +121,13 @@ def perturbation_shift(
 
     Pairs: the gold pairs both arms answered (a pair one arm failed is left out of the shift and of the ICC
     change, which `paired_comparison` computes on the same pairs)."""
+    n_bootstrap, seed, resample, confidence, clusters = (
+        resampling.n_bootstrap,
+        resampling.seed,
+        resampling.resample,
+        resampling.confidence,
+        resampling.clusters,
+    )
     if n_bootstrap < 1:
         raise DataError(f"the shift table needs n_bootstrap >= 1, got {n_bootstrap}")
     base, moved = _values(unperturbed, "unperturbed"), _values(perturbed, "perturbed")
@@ -136,11 +139,7 @@ def perturbation_shift(
         {k: moved[k] for k in pairs},
         {k: base[k] for k in pairs},
         {k: references[k] for k in pairs},
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        confidence=confidence,
-        resample=resample,
-        clusters=clusters,
+        resampling=resampling,
         names=("perturbed", "unperturbed"),
     )
     supports = block_supports(clinician_labels(shifts.videos, clusters), shifts.valid, resample)

@@ -31,6 +31,7 @@ _LAZY = {
     "ScoringEncoder": "raft_trainer.data",
     "predict_scores": "raft_trainer.predict",
     "generate_scores": "raft_trainer.predict",
+    "ReadoutOptions": "raft_trainer.predict",
     "prepare_raft_dataset": "raft_trainer.data",
     "save_tiny_model": "raft_trainer.tiny",
     # the other methods from Python: GRPO, and CoT-RAFT's two stages (rationales, then RAFTTrainer on them)
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from raft_trainer.data import prepare_raft_dataset as prepare_raft_dataset
     from raft_trainer.entry import main as main
     from raft_trainer.grpo import make_grpo_trainer as make_grpo_trainer
+    from raft_trainer.predict import ReadoutOptions as ReadoutOptions
     from raft_trainer.predict import generate_scores as generate_scores
     from raft_trainer.predict import predict_scores as predict_scores
     from raft_trainer.rationales import attach_rationales as attach_rationales

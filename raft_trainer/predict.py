@@ -19,13 +19,13 @@ import copy
 import inspect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from mis_bench_dataset.dimensions import DIRECT_PROMPT_STYLE, canonical_prompt_style
+from mis_bench_dataset.dimensions import canonical_prompt_style
 from mis_bench_dataset.toolkit.progress import progress, step
 from mis_icc_metric.expected_record import ExpectedScore
 from mis_icc_metric.score_parser import parse_score
@@ -38,6 +38,24 @@ logger = logging.getLogger(__name__)
 
 VALID_INTEGER_DIGITS = (1, 2, 3, 4, 5)
 PREDICT_METHODS = ("greedy", "exact")
+
+
+@dataclass(frozen=True)
+class ReadoutOptions:
+    """How the score's digits are read from a model, `batch_size` prompts at a time: `method` "greedy" (the greedy
+    integer digit, then the fractional digit's expectation after it) or "exact" (every valid integer digit
+    weighted by its probability); `renormalize` the digit probabilities over the ten digit tokens
+    (`predict_scores` takes it from the `RAFTConfig` the model was trained with); `share_prefix` (text models): the
+    common prefix of a group's prompts is computed once; `show_progress`: a progress bar."""
+
+    batch_size: int = 8
+    method: str = "greedy"
+    renormalize: bool = True
+    share_prefix: bool = True
+    show_progress: bool = True
+
+
+DEFAULT_READOUT = ReadoutOptions()  # the default of every `readout=` parameter
 
 
 def _left_pad(sequences: Sequence[Sequence[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -122,16 +140,14 @@ def predict_scores(
     rows: Iterable[Mapping[str, Any]],
     config: RAFTConfig | None = None,
     *,
-    batch_size: int = 8,
-    method: str = "greedy",
+    readout: ReadoutOptions = DEFAULT_READOUT,
     digit_tokens: DigitTokens | None = None,
-    share_prefix: bool = True,
-    show_progress: bool = True,
 ) -> np.ndarray:
     """Expected score of every scoring row (same order), shape (len(rows),), with the prompts `config` describes
     (the `RAFTConfig` the model was trained with: its `modality`, `input_source`, `prompt_style`, `max_length`,
     `renormalize_digits` and raw-video sampling; default: RAFTConfig's defaults without a `max_length`).
 
+    `readout`: how the digits are read (`ReadoutOptions`; its `renormalize` is the config's `renormalize_digits`).
     With `share_prefix` (text models), rows of one dimension share the system + rubric prefix: its
     KV cache is computed once per dimension and only each row's transcript and tail are run, with
     explicit position ids so the result equals the unshared computation. With an audio/video
@@ -141,18 +157,19 @@ def predict_scores(
     With `config.head="regression"` the score is the sequence-classification head's output on the same prompt,
     clipped to [1, 5] (`raft_trainer.regression`; `method` and `share_prefix` do not apply).
     """
+    method, batch_size = readout.method, readout.batch_size
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
     config = config if config is not None else RAFTConfig(max_length=None)
     rows = list(rows)
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
     digits = digit_tokens or DigitTokens.from_tokenizer(tokenizer)
-    readout = {"method": method, "renormalize": config.renormalize_digits, "show_progress": show_progress}
+    readout = replace(readout, renormalize=config.renormalize_digits)
     if _input_source(config, rows) == "raw":
         from raft_trainer.raw_media import RawMediaEncoder
 
         encoder = RawMediaEncoder.for_setting(processing_class, digits, config.setting, max_length=config.max_length)
-        return _predict_raw(model, encoder, rows, digits, batch_size=batch_size, **readout)
+        return _predict_raw(model, encoder, rows, digits, readout=readout)
     encoder = ScoringEncoder.for_setting(tokenizer, digits, config.setting, max_length=config.max_length)
     prompts = [encoder.encode_prompt(row) for row in rows]
     if config.head == REGRESSION_HEAD:  # the head's output on the same prompt: no digits are read
@@ -174,9 +191,7 @@ def predict_scores(
         digits,
         pad_token_id(tokenizer),
         groups=groups,
-        batch_size=batch_size,
-        share_prefix=share_prefix,
-        **readout,
+        readout=readout,
     ).scores
 
 
@@ -233,19 +248,21 @@ def read_digit_scores(
     pad_id: int,
     *,
     groups: Sequence[str] | None = None,
-    batch_size: int = 8,
-    method: str = "greedy",
-    renormalize: bool = True,
-    share_prefix: bool = True,
-    show_progress: bool = True,
+    readout: ReadoutOptions = DEFAULT_READOUT,
 ) -> DigitReadout:
     """The expected score after each prompt (token ids ending just before the score's integer digit): the one
     expected-score path of `predict_scores` and of the harness's transformers backend.
 
     With `share_prefix` (text models), prompts of one group (`groups`, e.g. the dimension) share their common
     prefix: its KV cache is computed once per group and only each prompt's rest is run, with explicit position
-    ids so the result equals the unshared computation.
+    ids so the result equals the unshared computation (`readout`: how, `ReadoutOptions`).
     """
+    method, batch_size, share_prefix, show_progress = (
+        readout.method,
+        readout.batch_size,
+        readout.share_prefix,
+        readout.show_progress,
+    )
     if method not in PREDICT_METHODS:
         raise ValueError(f"method must be {' or '.join(map(repr, PREDICT_METHODS))}, got {method!r}")
     device = next(model.parameters()).device
@@ -269,10 +286,8 @@ def read_digit_scores(
                     [prompts[i] for i in index],
                     digits,
                     pad_id,
-                    shared=shared,
-                    prefix_cache=prefix_cache,
-                    method=method,
-                    renormalize=renormalize,
+                    prefix=(shared, prefix_cache),
+                    readout=readout,
                     device=device,
                 )
                 for name, values in batch.items():
@@ -294,8 +309,11 @@ def _shared_prefix(model, prompts, members, device) -> tuple[int, Any]:
     return (shared, prefix_cache) if prefix_cache is not None else (0, None)
 
 
-def _read_batch(model, batch_prompts, digits, pad_id, *, shared, prefix_cache, method, renormalize, device) -> dict:
-    """One batch of `read_digit_scores`: a pass to the integer digit, then one cached step over [digit, '.']."""
+def _read_batch(model, batch_prompts, digits, pad_id, *, prefix, readout: ReadoutOptions, device) -> dict:
+    """One batch of `read_digit_scores`: a pass to the integer digit, then one cached step over [digit, '.'];
+    `prefix`: (length, KV cache) of the prompts' shared prefix (`_shared_prefix`)."""
+    shared, prefix_cache = prefix
+    method, renormalize = readout.method, readout.renormalize
     digit_ids = digits.tensor(device)
     point = torch.tensor([digits.point_id], device=device)
     n = len(batch_prompts)
@@ -359,12 +377,16 @@ def _media_forward(model, encoded: list[dict], pad_id: int, device) -> torch.Ten
     return model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=1, **media).logits[:, -1]
 
 
-def _predict_raw(
-    model, encoder, rows, digits: DigitTokens, *, batch_size, method, renormalize, show_progress
-) -> np.ndarray:
+def _predict_raw(model, encoder, rows, digits: DigitTokens, *, readout: ReadoutOptions) -> np.ndarray:
     """Expected scores of raw-media rows (`encoder`: a RawMediaEncoder): a pass to the integer digit, then a
     full pass over the prompt plus [digit, '.'] (the media are re-encoded by the model; multimodal RoPE forbids
     the text-only cache tricks)."""
+    batch_size, method, renormalize, show_progress = (
+        readout.batch_size,
+        readout.method,
+        readout.renormalize,
+        readout.show_progress,
+    )
     tokenizer = encoder.tokenizer
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     device = next(model.parameters()).device
@@ -404,16 +426,18 @@ def generate_scores(
     model,
     tokenizer_or_processor,
     rows: Iterable[Mapping[str, Any]],
+    config: RAFTConfig | None = None,
     *,
     batch_size: int = 8,
     max_new_tokens: int = 16,
-    max_length: int | None = None,
     show_progress: bool = True,
-    modality: str = "text",
-    prompt_style: str = DIRECT_PROMPT_STYLE,
 ) -> tuple[list[float | None], list[str]]:
-    """Greedy `generate()` from the chat prompt, each answer read by the paper's parser g for `prompt_style` (the
-    harness's: strict, None rather than a guess, one decimal): the usual alternative to the digit readout."""
+    """Greedy `generate()` from the chat prompt `config` describes (as `predict_scores`: its `modality`,
+    `prompt_style` and `max_length`; default: a direct text prompt, no `max_length`), each answer read by the
+    paper's parser g for that `prompt_style` (the harness's: strict, None rather than a guess, one decimal): the
+    usual alternative to the digit readout."""
+    config = config if config is not None else RAFTConfig(max_length=None)
+    max_length, modality, prompt_style = config.max_length, config.modality, config.prompt_style
     tokenizer = getattr(tokenizer_or_processor, "tokenizer", tokenizer_or_processor)
     encoder = ScoringEncoder(tokenizer, DigitTokens.from_tokenizer(tokenizer), max_length, modality, prompt_style)
     rows = list(rows)

@@ -23,7 +23,7 @@ import torch
 
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from raft_trainer.cot import RATIONALE_COLUMN, CotScoringEncoder, rationale_of
-from raft_trainer.predict import _left_pad, pad_token_id, read_digit_scores
+from raft_trainer.predict import DEFAULT_READOUT, ReadoutOptions, _left_pad, pad_token_id, read_digit_scores
 
 logger = logging.getLogger(__name__)
 
@@ -89,11 +89,12 @@ def write_rationales(
     settings: dict,
     *,
     inputs: Sequence[str | Path] = (),
-    batch_size: int = 8,
     show_progress: bool = True,
 ) -> tuple[int, int]:
     """Generate the missing parts of `folder` (see the module doc); returns (parts written, parts kept).
-    `settings` (model, seed, temperature, max_new_tokens, ...) must equal those of the parts already there."""
+    `settings` (model, seed, temperature, max_new_tokens, batch_size (default 8), ...) must equal those of the
+    parts already there: the batch shapes decide how a sampled part consumes its random stream."""
+    batch_size = settings.get("batch_size", DEFAULT_READOUT.batch_size)
     from mis_bench_dataset.toolkit.atomic import write_atomic
     from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_bench_dataset.toolkit.progress import progress
@@ -177,13 +178,12 @@ def predict_cot_scores(
     rows: Sequence[Mapping[str, Any]],
     *,
     max_new_tokens: int = 256,
-    batch_size: int = 8,
-    method: str = "greedy",
-    renormalize: bool = True,
-    show_progress: bool = True,
+    readout: ReadoutOptions = DEFAULT_READOUT,
 ) -> np.ndarray:
-    """Expected scores of a CoT model: its greedy analysis, then the digits after 'Final score: ' read by
-    `read_digit_scores` (a prefilled pass: the place the harness's CoT expected readout reads)."""
+    """Expected scores of a CoT model: its greedy analysis (`readout.batch_size` rows at a time), then the digits
+    after 'Final score: ' read by `read_digit_scores` as `readout` says (a prefilled pass: the place the
+    harness's CoT expected readout reads)."""
+    batch_size = readout.batch_size
     rationales = generate_rationales(
         model, encoder, rows, max_new_tokens=max_new_tokens, temperature=0.0, batch_size=batch_size
     )
@@ -195,8 +195,5 @@ def predict_cot_scores(
         encoder.digits,
         pad_token_id(tokenizer),
         groups=[str(row.get("dimension")) for row in rows],
-        batch_size=batch_size,
-        method=method,
-        renormalize=renormalize,
-        show_progress=show_progress,
+        readout=readout,
     ).scores

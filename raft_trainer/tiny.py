@@ -10,6 +10,7 @@ scores only show that the pipeline runs. Digits are split one per token, as Qwen
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 from mis_bench_dataset.dimensions import DIMENSION_KEYS, RUBRIC
@@ -72,24 +73,32 @@ def tiny_tokenizer(split_digits: bool = True, vocab_size: int = 1200):
     return fast
 
 
-def tiny_model(
-    tokenizer,
-    seed: int = 0,
-    hidden: int = 32,
-    layers: int = 2,
-    *,
-    vocab_size: int = 0,
-    heads: int = 4,
-    kv_heads: int = 2,
-    ffn_factor: int = 2,
-    tie_word_embeddings: bool = True,
-    max_positions: int = 4096,
-):
-    """A randomly initialised `Qwen2ForCausalLM` sized for `tokenizer` (seeded: the same seed, the same weights).
+@dataclass(frozen=True)
+class TinySize:
+    """The size of a `tiny_model`, for benchmarks: `hidden` and `layers`; `vocab_size` pads the LM head beyond the
+    tokenizer's vocabulary (a real model's head is ~150 k wide); the others are Qwen2Config's (`heads`,
+    `kv_heads`, the feed-forward width as `ffn_factor` x `hidden`, tied embeddings, `max_positions`)."""
 
-    The keywords size it for benchmarks: `vocab_size` pads the LM head beyond the tokenizer's vocabulary (a
-    real model's head is ~150 k wide), the others are Qwen2Config's.
-    """
+    hidden: int = 32
+    layers: int = 2
+    vocab_size: int = 0
+    heads: int = 4
+    kv_heads: int = 2
+    ffn_factor: int = 2
+    tie_word_embeddings: bool = True
+    max_positions: int = 4096
+
+
+def tiny_model(tokenizer, seed: int = 0, size: TinySize = TinySize()):
+    """A randomly initialised `Qwen2ForCausalLM` sized for `tokenizer` (seeded: the same seed, the same weights)
+    and by `size` (`TinySize`: the default is the tests' model)."""
+    hidden, layers, vocab_size, heads = size.hidden, size.layers, size.vocab_size, size.heads
+    kv_heads, ffn_factor, tie_word_embeddings, max_positions = (
+        size.kv_heads,
+        size.ffn_factor,
+        size.tie_word_embeddings,
+        size.max_positions,
+    )
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from mis_bench_dataset.dimensions import SCORE_EXPECTED, SCORE_REGRESSION
 from mis_bench_dataset.toolkit.errors import DataError, MisBenchError, UsageError, require_extra
 from mis_bench_dataset.toolkit.text_safety import clean_line
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger("raft_trainer.train")
 PROG = "train.py"
@@ -587,6 +588,7 @@ def write_split_rationales(splits, script_args, training_args, model_args, token
         "max_new_tokens": script_args.rationale_max_new_tokens,
         "max_length": training_args.max_length,
         "synthetic": run_setting(script_args, training_args)["synthetic"],
+        "batch_size": script_args.predict_batch_size,
     }
     loaded = load_untrained(model, training_args, model_args)
     written, kept = write_rationales(
@@ -596,7 +598,6 @@ def write_split_rationales(splits, script_args, training_args, model_args, token
         folder,
         settings,
         inputs=[script_args.dataset_dir],
-        batch_size=script_args.predict_batch_size,
     )
     print(f"rationales of {len(rows)} rows in {folder}: {written} parts written, {kept} kept from an earlier run")
     return 0
@@ -707,7 +708,7 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     from mis_bench_dataset.wording import SYNTHETIC_LINE
     from mis_icc_metric import score_predictions
     from mis_icc_metric.predictions_io import write_predictions
-    from raft_trainer.predict import predict_scores, prediction_records
+    from raft_trainer.predict import ReadoutOptions, predict_scores, prediction_records
 
     rows = list(test_split)
     if config.completion_style == "cot":
@@ -718,8 +719,7 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
             processing_class,
             rows,
             config,
-            batch_size=script_args.predict_batch_size,
-            method=script_args.predict_method,
+            readout=ReadoutOptions(batch_size=script_args.predict_batch_size, method=script_args.predict_method),
         )
     records = prediction_records(rows, scores)
     path = write_predictions(out.claim("predictions_test.csv", TRAIN_WRITER), records)
@@ -731,7 +731,9 @@ def write_test_predictions(model, processing_class, test_split, out, script_args
     if len(labelled) < 2:
         return
     predictions = {(r["video_id"], r["dimension"]): r["prediction"] for r in records}
-    result = score_predictions(predictions, labelled, n_bootstrap=PAPER_BOOTSTRAP_RESAMPLES, seed=config.seed)
+    result = score_predictions(
+        predictions, labelled, resampling=ResamplingOptions(n_bootstrap=PAPER_BOOTSTRAP_RESAMPLES, seed=config.seed)
+    )
     result = {"synthetic": setting["synthetic"], **result, "setting": setting}
     write_json(out, "scores_test.json", result)
     print(score_line(result) + (f" ({SYNTHETIC_LINE.rstrip('.')})" if setting["synthetic"] else ""))
@@ -742,6 +744,7 @@ def predict_cot(model, processing_class, rows, script_args, config):
     (`raft_trainer.rationales.predict_cot_scores`)."""
     from raft_trainer.cot import CotScoringEncoder
     from raft_trainer.digits import DigitTokens
+    from raft_trainer.predict import ReadoutOptions
     from raft_trainer.rationales import predict_cot_scores
 
     tokenizer = getattr(processing_class, "tokenizer", processing_class)
@@ -753,9 +756,11 @@ def predict_cot(model, processing_class, rows, script_args, config):
         encoder,
         rows,
         max_new_tokens=script_args.rationale_max_new_tokens,
-        batch_size=script_args.predict_batch_size,
-        method=script_args.predict_method,
-        renormalize=config.renormalize_digits,
+        readout=ReadoutOptions(
+            batch_size=script_args.predict_batch_size,
+            method=script_args.predict_method,
+            renormalize=config.renormalize_digits,
+        ),
     )
 
 

@@ -75,12 +75,13 @@ class RAFTTrainer(SFTTrainer):
         train_dataset=None,
         eval_dataset=None,
         processing_class=None,
-        data_collator=None,
-        compute_metrics=None,
         *,
         digit_tokens: DigitTokens | None = None,
         **kwargs: Any,
     ):
+        """Every keyword beyond RAFT's own goes to transformers' `Trainer`, as TRL's trainers pass them on
+        (`data_collator`, `compute_metrics`, `callbacks`, ...): RAFT fills in its collator and `score_metrics`
+        where they are not given."""
         if args is None:
             args = RAFTConfig("mis-raft")
         if not isinstance(args, RAFTConfig):
@@ -98,8 +99,8 @@ class RAFTTrainer(SFTTrainer):
         self._encode_rows, raw_encoder = self._row_encoding(args, processing_class, tokenizer)
         train_dataset = self._encode_rows(train_dataset, "train")
         eval_dataset = self._encode_eval(eval_dataset)
-        if data_collator is None:
-            data_collator = RAFTDataCollator(
+        if kwargs.get("data_collator") is None:
+            kwargs["data_collator"] = RAFTDataCollator(
                 tokenizer.pad_token_id, args.padding_side, args.pad_to_multiple_of, encoder=raw_encoder
             )
 
@@ -111,12 +112,10 @@ class RAFTTrainer(SFTTrainer):
         super().__init__(
             model,
             args=args,
-            data_collator=data_collator,
             train_dataset=train_dataset,
             eval_dataset=eval_dataset,
             processing_class=processing_class,
-            compute_metrics=compute_metrics or score_metrics,
-            **kwargs,
+            **{**kwargs, "compute_metrics": kwargs.get("compute_metrics") or score_metrics},
         )
         self.model.config.get_text_config().pad_token_id = tokenizer.pad_token_id
         self._digit_ids = self.digit_tokens.tensor()
@@ -172,8 +171,8 @@ class RAFTTrainer(SFTTrainer):
         from raft_trainer import predict
 
         rows = list(rows)
-        options = {"batch_size": batch_size, "method": method, "show_progress": False}
-        scores = predict.predict_scores(self.model, self.processing_class, rows, self.args, **options)
+        readout = predict.ReadoutOptions(batch_size=batch_size, method=method, show_progress=False)
+        scores = predict.predict_scores(self.model, self.processing_class, rows, self.args, readout=readout)
         return predict.prediction_records(rows, scores)
 
     def _set_signature_columns_if_needed(self):

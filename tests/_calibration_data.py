@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mis_bench_dataset import SplitPlan
+
 BUILDS = {"wide": (160, "video"), "clinician": (120, "clinician")}
 
 
@@ -38,5 +40,11 @@ def make_build(folder: Path, kind: str) -> Path:
 
     n_videos, split_by = BUILDS[kind]
     release = generate_synthetic_release(folder / "release", n_videos=n_videos, seed=0)
-    build_dataset(release.release_dir, folder / "build", labels=release.ratings_csv, split_by=split_by, progress=False)
+    build_dataset(
+        release.release_dir,
+        folder / "build",
+        labels=release.ratings_csv,
+        split=SplitPlan(split_by=split_by),
+        progress=False,
+    )
     return folder / "build"

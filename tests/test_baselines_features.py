@@ -8,13 +8,19 @@ import copy
 import numpy as np
 import pytest
 
-from eval_scripts import run_baseline
+from eval_scripts import BaselineBatch, run_baseline
 from eval_scripts.baselines import FeatureRidgeBaseline, MeanBaseline, summarise
 from eval_scripts.baselines.baseline_run import load_feature_rows
 from eval_scripts.baselines.summaries import audio_summary, text_summary, video_summary
 from eval_scripts.formats.submission import find_problems
 from mis_bench_dataset import DIMENSION_KEYS
-from mis_icc_metric import predictions_to_mapping, read_predictions, read_references, score_predictions
+from mis_icc_metric import (
+    ResamplingOptions,
+    predictions_to_mapping,
+    read_predictions,
+    read_references,
+    score_predictions,
+)
 
 # ----------------------------------------------------------------------------- summaries
 
@@ -260,9 +266,8 @@ def test_run_writes_what_mis_bench_run_writes(synthetic_build, tmp_path, baselin
         tmp_path,
         baseline=baseline,
         modality="text",
-        n_bootstrap=50,
-        train_rows=train_rows,
-        eval_rows=test_rows,
+        resampling=ResamplingOptions(n_bootstrap=50),
+        batch=BaselineBatch(train_rows=train_rows, eval_rows=test_rows),
     )
     test_ids = sorted(str(r["video_id"]) for r in test_rows)
     assert find_problems(run.results, video_ids=test_ids, split="test") == []
@@ -276,7 +281,7 @@ def test_run_writes_what_mis_bench_run_writes(synthetic_build, tmp_path, baselin
     # Scoring the written files through the public readers gives the stored scores.
     predictions = predictions_to_mapping(read_predictions(run.predictions_path))
     references = read_references(synthetic_build, split="test")
-    rescored = score_predictions(predictions, references, n_bootstrap=50, seed=0)
+    rescored = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=50, seed=0))
     assert rescored["overall"]["icc"] == pytest.approx(run.results["scores"]["overall"]["icc"], nan_ok=True)
     if baseline == "mean":
         for key in DIMENSION_KEYS:

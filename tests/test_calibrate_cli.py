@@ -22,6 +22,7 @@ from sklearn.isotonic import IsotonicRegression
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS
 from mis_icc_metric import (
+    ResamplingOptions,
     agreement,
     calibration_summary,
     fit_calibrator,
@@ -93,7 +94,10 @@ def test_summary_cis_equal_a_loop_refitting_sklearn(wide_build):
     calibrator = fit_calibrator(part["train"], gold["train"], part["validation"], gold["validation"], coverage=0.75)
     n_boot, seed = 60, 3
     summary = calibration_summary(
-        calibrator, (part["train"], gold["train"]), (part["test"], gold["test"]), n_bootstrap=n_boot, seed=seed
+        calibrator,
+        (part["train"], gold["train"]),
+        (part["test"], gold["test"]),
+        resampling=ResamplingOptions(n_bootstrap=n_boot, seed=seed),
     )
     videos = sorted({v for v, _ in gold["train"]} | {v for v, _ in gold["test"]})
     plan = make_resampling(videos, n_boot, seed, "clinician")

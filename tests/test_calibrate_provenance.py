@@ -24,8 +24,9 @@ import pytest
 from _calibration_data import judge, make_build, write_judge
 
 from eval_scripts.cli import main
+from eval_scripts.formats.results import RunRecord
 from mis_bench_dataset import BuiltDataset, parse_video_id
-from mis_icc_metric import make_resampling, read_references
+from mis_icc_metric import ResamplingOptions, make_resampling, read_references
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +64,14 @@ def _results_json(path: Path, predictions: dict, *, model: str, fingerprint: str
     from eval_scripts.formats.results import build_results
 
     results = build_results(
-        system={"model": model, "backend": "openai", "decoding": {"temperature": 0.0}, "package_versions": {}},
-        setting={"modality": "text", "prompt_style": "direct", "few_shot_k": 0, "input_source": "text"},
-        dataset={"name": "build", "fingerprint": fingerprint, "split": "test", "synthetic": synthetic},
-        predictions=[{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()],
+        record=RunRecord(
+            system={"model": model, "backend": "openai", "decoding": {"temperature": 0.0}, "package_versions": {}},
+            setting={"modality": "text", "prompt_style": "direct", "few_shot_k": 0, "input_source": "text"},
+            dataset={"name": "build", "fingerprint": fingerprint, "split": "test", "synthetic": synthetic},
+            predictions=[{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predictions.items()],
+            parse_rates={},
+        ),
         scores=None,
-        parse_rates={},
     )
     path.write_text(json.dumps(results))
     return path
@@ -265,7 +268,10 @@ def test_the_no_judge_yardstick_and_the_clinician_spread_by_hand(wide_build):
     part = {split: {k: v for k, v in predictions.items() if k in gold[split]} for split in gold}
     calibrator = fit_calibrator(part["train"], gold["train"], part["validation"], gold["validation"])
     summary = calibration_summary(
-        calibrator, (part["train"], gold["train"]), (part["test"], gold["test"]), n_bootstrap=0, seed=0
+        calibrator,
+        (part["train"], gold["train"]),
+        (part["test"], gold["test"]),
+        resampling=ResamplingOptions(n_bootstrap=0, seed=0),
     )
     for dim, entry in summary["dimensions"].items():
         center = np.mean([g for (_, d), g in gold["train"].items() if d == dim])

@@ -109,9 +109,9 @@ def test_bootstrap_and_seed_defaults_are_the_metrics():
     from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES
     from mis_icc_metric import paired_comparison, score_predictions
 
-    metric_default = inspect.signature(score_predictions).parameters["n_bootstrap"].default
+    metric_default = inspect.signature(score_predictions).parameters["resampling"].default.n_bootstrap
     assert DEFAULT_BOOTSTRAP == metric_default == PAPER_BOOTSTRAP_RESAMPLES
-    assert inspect.signature(paired_comparison).parameters["n_bootstrap"].default == metric_default
+    assert inspect.signature(paired_comparison).parameters["resampling"].default.n_bootstrap == metric_default
     for command, action in OPTIONS:
         if "--bootstrap" in action.option_strings:
             assert action.default == DEFAULT_BOOTSTRAP, f"{command} --bootstrap defaults to {action.default}"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS
-from mis_icc_metric import score_predictions
+from mis_icc_metric import ResamplingOptions, score_predictions
 from mis_icc_metric.coverage import coverage_of
 
 from _leaderboard_helpers import make_results
@@ -164,7 +164,7 @@ def test_overall_uses_only_the_videos_with_all_eight_asked(scored):
 
 def test_no_fully_asked_video_means_no_overall_score_and_says_why(tmp_path, capsys):
     partial = {k: v for k, v in _asked().items() if k[0] not in FULLY_ASKED}
-    result = score_predictions(partial, _gold(), n_bootstrap=0)
+    result = score_predictions(partial, _gold(), resampling=ResamplingOptions(n_bootstrap=0))
     assert result["overall"]["icc"] is None or np.isnan(result["overall"]["icc"])
     assert result["overall"]["n_total"] == 0
     assert "no video has all eight dimensions asked (at most 5 per video)" in result["overall"]["note"]
@@ -191,11 +191,11 @@ def test_no_fully_asked_video_means_no_overall_score_and_says_why(tmp_path, caps
 
 def test_stricter_policies_count_or_refuse_the_unasked_pairs():
     asked, gold = _asked(), _gold()
-    unparsed = score_predictions(asked, gold, n_bootstrap=0, missing="unparsed")
+    unparsed = score_predictions(asked, gold, resampling=ResamplingOptions(n_bootstrap=0), missing="unparsed")
     assert unparsed["dimensions"]["empathy"]["n_total"] == 15
     assert unparsed["coverage"]["policy"] == "unparsed" and unparsed["meta"]["n_videos"] == 15
     with pytest.raises(ValueError, match="have no prediction"):
-        score_predictions(asked, gold, n_bootstrap=0, missing="error")
+        score_predictions(asked, gold, resampling=ResamplingOptions(n_bootstrap=0), missing="error")
 
 
 def test_evaluate_module_follows_the_same_rule():
@@ -213,7 +213,7 @@ def test_evaluate_module_follows_the_same_rule():
         dimensions=[d for _, d in keys],
         n_bootstrap=0,
     )
-    direct = score_predictions(asked, gold, n_bootstrap=0)
+    direct = score_predictions(asked, gold, resampling=ResamplingOptions(n_bootstrap=0))
     for key in DIMENSION_KEYS:
         assert out["dimensions"][key]["icc"] == pytest.approx(direct["dimensions"][key]["icc"], abs=1e-12)
         assert out["dimensions"][key]["parse_rate"] == direct["dimensions"][key]["parse_rate"]
@@ -228,7 +228,7 @@ def test_compare_uses_the_pairs_both_asked_and_parsed(scored, capsys):
     folder, _ = scored
     asked, gold = _asked(), _gold()
     other = {k: (None if v is None else min(5.0, v + 0.3)) for k, v in asked.items() if k[0] != VIDEOS[0]}
-    result = paired_comparison(asked, other, gold, n_bootstrap=200)
+    result = paired_comparison(asked, other, gold, resampling=ResamplingOptions(n_bootstrap=200))
     both = {k for k in asked if k in other and asked[k] is not None and other[k] is not None}
     for key in DIMENSION_KEYS:
         assert result["dimensions"][key]["n"] == sum(1 for _, d in both if d == key)
@@ -266,7 +266,7 @@ def test_report_and_leaderboard_show_coverage(scored, tmp_path):
     submissions.mkdir()
     full = {k: (3.0 if v is None else v) for k, v in gold.items()}
     (submissions / "full.json").write_text(json.dumps(make_results(full)))
-    board = build_leaderboard(submissions, gold, n_bootstrap=20)
+    board = build_leaderboard(submissions, gold, resampling=ResamplingOptions(n_bootstrap=20))
     assert board["entries"][0]["coverage"]["n_asked_pairs"] == 120
 
 

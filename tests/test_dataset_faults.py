@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mis_bench_dataset import BuildError, build_dataset, generate_synthetic_release
+from mis_bench_dataset import BuildChecks, BuildError, SplitPlan, build_dataset, generate_synthetic_release
 from mis_bench_dataset.dataset.format import REPORT_NAME
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME
 
@@ -114,7 +114,7 @@ def test_strict_fails_with_the_same_list_and_writes_nothing(clean_release, tmp_p
     root = _copy(clean_release, tmp_path)
     _npz(root, "wav2vec", clean_release.video_ids[0]).unlink()
     with pytest.raises(BuildError) as info:
-        build_dataset(root, tmp_path / "out", strict=True, progress=False)
+        build_dataset(root, tmp_path / "out", checks=BuildChecks(strict=True), progress=False)
     assert [p.kind for p in info.value.problems] == ["missing_file"]
     assert clean_release.video_ids[0] in info.value.listing() and "wav2vec" in info.value.listing()
     assert not (tmp_path / "out").exists()
@@ -158,7 +158,7 @@ def test_failed_rebuild_keeps_previous_build_and_leaves_no_loadable_folder(clean
 
     monkeypatch.setattr(build_module, "_scoring_batch", explode)
     with pytest.raises(RuntimeError, match="simulated"):
-        build_dataset(clean_release.release_dir, out, seed=1, progress=False)
+        build_dataset(clean_release.release_dir, out, split=SplitPlan(seed=1), progress=False)
     assert (out / "README.md").read_text() == card_before
     assert json.loads((out / REPORT_NAME).read_text())["fingerprint"] == first.fingerprint
     leftovers = [p for p in tmp_path.iterdir() if p.name != "out"]
@@ -189,9 +189,9 @@ def test_load_dataset_sees_a_rebuild_in_the_same_folder(clean_release, tmp_path)
     from datasets import load_dataset
 
     out = tmp_path / "out"
-    build_dataset(clean_release.release_dir, out, seed=0, progress=False)
+    build_dataset(clean_release.release_dir, out, split=SplitPlan(seed=0), progress=False)
     first = sorted(set(load_dataset(str(out), "scoring", split="train")["video_id"]))
-    report = build_dataset(clean_release.release_dir, out, seed=5, progress=False)
+    report = build_dataset(clean_release.release_dir, out, split=SplitPlan(seed=5), progress=False)
     second = sorted(set(load_dataset(str(out), "scoring", split="train")["video_id"]))
     assert first != second  # not served from the datasets cache of the first build
     assert len(second) == report.split_counts["train"]

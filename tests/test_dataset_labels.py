@@ -12,7 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset import DIMENSION_KEYS, BuildError, build_dataset, generate_synthetic_release, read_labels
+from mis_bench_dataset import (
+    DIMENSION_KEYS,
+    BuildChecks,
+    BuildError,
+    build_dataset,
+    generate_synthetic_release,
+    read_labels,
+)
 from mis_bench_dataset.release.labels import aggregate, icc3_1_with_ci, write_gold_wide
 from mis_bench_dataset.toolkit.numbers import round_half_up
 
@@ -118,7 +125,9 @@ def test_label_problems_fail_the_build_unless_allowed(tmp_path):
     assert {p.kind for p in info.value.problems} == {"label_unknown_video", "label_out_of_range"}
     assert "ZZ9999_T1_Sean" in info.value.listing()
     assert not (tmp_path / "out").exists()
-    report = build_dataset(release.release_dir, tmp_path / "out", labels=bad, allow_label_problems=True, progress=False)
+    report = build_dataset(
+        release.release_dir, tmp_path / "out", labels=bad, checks=BuildChecks(allow_label_problems=True), progress=False
+    )
     assert report.problem_counts() == {"label_out_of_range": 1, "label_unknown_video": 1}
 
 

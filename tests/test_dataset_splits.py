@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mis_bench_dataset import STIMULI, build_dataset, parse_video_id
+from mis_bench_dataset import STIMULI, SplitPlan, build_dataset, parse_video_id
 from mis_bench_dataset.splits import SPLITS, assign_splits, split_counts
 from mis_bench_dataset.synth.generator import synthetic_video_ids
 
@@ -71,7 +71,11 @@ def test_clinician_build_and_card(synthetic_build, tmp_path):
 
     release = synthetic_build.parent / "release"
     report = build_dataset(
-        release, tmp_path / "out", labels=release / "ratings.csv", split_by="clinician", seed=7, progress=False
+        release,
+        tmp_path / "out",
+        labels=release / "ratings.csv",
+        split=SplitPlan(split_by="clinician", seed=7),
+        progress=False,
     )
     clinicians = {}
     for split in SPLITS:

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import inspect
+import re
 from pathlib import Path
 
 import evaluate
 import pytest
 
 import mis_icc_metric
+from mis_bench_dataset.toolkit.errors import UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("mis_bench_dataset", "mis_icc_metric", "raft_trainer", "eval_scripts")
@@ -38,8 +39,13 @@ def _assert_passed(results: doctest.TestResults) -> None:
 def test_metric_script_examples_as_evaluate_imports_it():
     module = importlib.import_module(evaluate.loading.evaluation_module_factory(str(METRIC_DIR)).module_path)
     metric_class = evaluate.loading.import_main_class(module.__name__)
-    # evaluate's own rule for its metrics: `_compute` takes named arguments only.
-    assert all(p.kind != p.VAR_KEYWORD for p in inspect.signature(metric_class._compute).parameters.values())
+    # evaluate's contract is `_compute(**inputs, **compute_kwargs)` (its own base `_compute` takes `**kwargs`): the
+    # script's options travel as `**options`, each described in the card's inputs, and an unknown one is refused.
+    described = set(re.findall(r"^    (\w+) \(", module._KWARGS_DESCRIPTION, re.M))
+    assert described == {"predictions", "references", "video_ids", "dimensions", *module._OPTION_DEFAULTS}
+    columns = {"predictions": [1.0], "references": [1.0], "video_ids": ["v"], "dimensions": ["empathy"]}
+    with pytest.raises(UsageError, match="no option n_bootstraps"):
+        metric_class()._compute(**columns, n_bootstraps=0)
     _assert_passed(doctest.testmod(module))
 
 

@@ -16,6 +16,7 @@ from eval_scripts import RunConfig
 from eval_scripts.cli import build_parser, main
 from eval_scripts.cli.args import config_from_args
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING
 
 from _run_args import run_args
 
@@ -28,9 +29,9 @@ def asked(monkeypatch) -> list[tuple[int, int]]:
     calls: list[tuple[int, int]] = []
     real = scoring.score_predictions
 
-    def recording(predictions, references, *args, n_bootstrap=DEFAULT_BOOTSTRAP, seed=DEFAULT_SEED, **kwargs):
-        calls.append((n_bootstrap, seed))
-        return real(predictions, references, *args, n_bootstrap=0, seed=seed, **kwargs)
+    def recording(predictions, references, *args, resampling=DEFAULT_RESAMPLING, **kwargs):
+        calls.append((resampling.n_bootstrap, resampling.seed))
+        return real(predictions, references, *args, resampling=dataclasses.replace(resampling, n_bootstrap=0), **kwargs)
 
     monkeypatch.setattr(scoring, "score_predictions", recording)
     return calls
@@ -82,7 +83,7 @@ def test_the_default_job_baselines_and_cross_validation_score_with_the_defaults(
     run_baseline(synthetic_build, tmp_path / "baseline", modality="text")
     assert asked and set(asked) == {EXPECTED}
     job = inspect.signature(run_default_job).parameters
-    assert (job["n_bootstrap"].default, job["seed"].default) == EXPECTED
+    assert (job["resampling"].default.n_bootstrap, job["resampling"].default.seed) == EXPECTED
     asked.clear()
     cross_validate(synthetic_build, [("features", "text")], n_folds=2, progress=False)
     # seeds from the default on; each fold's own mean ICC is a point estimate (0 resamples), the CIs the default's

@@ -29,6 +29,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from raft_trainer import ReadoutOptions  # noqa: E402  (loads torch)
+
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="the GPU check needs a CUDA device"),
@@ -65,10 +67,10 @@ def report():
 
 def _tiny_folder(tmp_path: Path, **sizes) -> Path:
     """A random Qwen2 and its tokenizer saved for loading by id (a folder), as a user's model would be."""
-    from raft_trainer.tiny import tiny_model, tiny_tokenizer
+    from raft_trainer.tiny import TinySize, tiny_model, tiny_tokenizer
 
     tokenizer = tiny_tokenizer()
-    model = tiny_model(tokenizer, seed=0, **sizes)
+    model = tiny_model(tokenizer, seed=0, size=TinySize(**sizes))
     model.save_pretrained(tmp_path)
     tokenizer.save_pretrained(tmp_path)
     return tmp_path
@@ -150,19 +152,23 @@ def test_qlora_4bit_lora_bf16_raft_steps_with_paged_adamw_8bit(tmp_path, report)
 
 def test_expected_score_predict_in_bf16_matches_fp32(tmp_path, report):
     from raft_trainer import RAFTConfig, predict_scores
-    from raft_trainer.tiny import tiny_model, tiny_tokenizer
+    from raft_trainer.tiny import TinySize, tiny_model, tiny_tokenizer
 
     from _harness_helpers import scoring_rows
 
     tokenizer = tiny_tokenizer()
     rows = scoring_rows(6)  # 6 videos x 8 dimensions, with the rubric prompts
     config = RAFTConfig(str(tmp_path), max_length=None, use_cpu=False, bf16=False, report_to="none")
-    fp32_model = tiny_model(tokenizer, seed=0, hidden=256, layers=4).cuda().eval()
+    fp32_model = tiny_model(tokenizer, seed=0, size=TinySize(hidden=256, layers=4)).cuda().eval()
     bf16_model = copy.deepcopy(fp32_model).to(torch.bfloat16)  # the same weights, rounded to bf16
     figures = {"rows": len(rows)}
     for method in ("greedy", "exact"):
-        fp32 = predict_scores(fp32_model, tokenizer, rows, config, method=method, show_progress=False)
-        bf16 = predict_scores(bf16_model, tokenizer, rows, config, method=method, show_progress=False)
+        fp32 = predict_scores(
+            fp32_model, tokenizer, rows, config, readout=ReadoutOptions(method=method, show_progress=False)
+        )
+        bf16 = predict_scores(
+            bf16_model, tokenizer, rows, config, readout=ReadoutOptions(method=method, show_progress=False)
+        )
         diff = abs(fp32 - bf16)
         figures[method] = {"max_abs_diff": float(diff.max()), "mean_abs_diff": float(diff.mean())}
     figures["tolerance"] = BF16_TOLERANCE
@@ -194,7 +200,7 @@ def test_one_raft_step_against_one_ce_step(tmp_path, report):
     import datasets
 
     from raft_trainer import RAFTTrainer
-    from raft_trainer.tiny import tiny_model, tiny_tokenizer
+    from raft_trainer.tiny import TinySize, tiny_model, tiny_tokenizer
 
     from _harness_helpers import scoring_rows
 
@@ -204,7 +210,7 @@ def test_one_raft_step_against_one_ce_step(tmp_path, report):
     for objective in ("raft", "ce"):
         timer = _step_timer()
         trainer = RAFTTrainer(
-            tiny_model(tokenizer, seed=0, hidden=512, layers=4, vocab_size=32768).to(torch.bfloat16),
+            tiny_model(tokenizer, seed=0, size=TinySize(hidden=512, layers=4, vocab_size=32768)).to(torch.bfloat16),
             args=_config(tmp_path, raft_objective=objective, max_steps=12, per_device_train_batch_size=8),
             train_dataset=rows,
             processing_class=tokenizer,
@@ -288,7 +294,7 @@ def test_a_cot_raft_step_and_a_grpo_step_against_a_raft_step(tmp_path, report):
 
     from raft_trainer import RAFTTrainer, make_grpo_trainer
     from raft_trainer.cot import RATIONALE_COLUMN
-    from raft_trainer.tiny import WORDS, tiny_model, tiny_tokenizer
+    from raft_trainer.tiny import WORDS, TinySize, tiny_model, tiny_tokenizer
 
     from _raft_helpers import toy_rows
 
@@ -298,7 +304,7 @@ def test_a_cot_raft_step_and_a_grpo_step_against_a_raft_step(tmp_path, report):
     figures = {}
     for method in ("raft", "cot-raft", "grpo"):
         timer = _step_timer()
-        model = tiny_model(tokenizer, seed=0, hidden=512, layers=4, vocab_size=32768).to(torch.bfloat16)
+        model = tiny_model(tokenizer, seed=0, size=TinySize(hidden=512, layers=4, vocab_size=32768)).to(torch.bfloat16)
         if method == "grpo":
             script = SimpleNamespace(num_generations=4, max_completion_length=16, grpo_temperature=1.0, grpo_beta=0.0)
             args = _config(tmp_path, max_steps=6, per_device_train_batch_size=8)
@@ -340,7 +346,7 @@ def test_a_step_of_each_training_method_against_raft(tmp_path, report):
     from transformers import Qwen2ForSequenceClassification
 
     from raft_trainer import RAFTTrainer
-    from raft_trainer.tiny import tiny_model, tiny_tokenizer
+    from raft_trainer.tiny import TinySize, tiny_model, tiny_tokenizer
 
     from _harness_helpers import scoring_rows
 
@@ -350,7 +356,7 @@ def test_a_step_of_each_training_method_against_raft(tmp_path, report):
     methods["regression"] = {"head": "regression"}
     figures = {}
     for name, fields in methods.items():
-        model = tiny_model(tokenizer, seed=0, hidden=512, layers=4, vocab_size=32768)
+        model = tiny_model(tokenizer, seed=0, size=TinySize(hidden=512, layers=4, vocab_size=32768))
         if name == "regression":
             config = model.config
             config.num_labels = 1

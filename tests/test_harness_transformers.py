@@ -8,6 +8,7 @@ import pytest
 from datasets import Dataset
 
 from eval_scripts import DecodingConfig, Prompt, RunConfig, UnsupportedSetting, get_backend, render_prompt, run_setting
+from mis_icc_metric import ResamplingOptions
 
 from _harness_helpers import make_fixed_answer_model, make_tiny_chat_model, scoring_rows
 from _run_args import run_args
@@ -90,7 +91,9 @@ def test_cli_run_on_synthetic_build_writes_what_the_metric_reads(tiny_model, syn
     assert {p["prediction"] for p in predictions} <= {3.0, 4.0} and len({p["prediction"] for p in predictions}) == 2
     assert all(rate == 1.0 for rate in results["parse_rates"].values())
     rescored = score_predictions(
-        {(p["video_id"], p["dimension"]): p["prediction"] for p in predictions}, references, n_bootstrap=200, seed=0
+        {(p["video_id"], p["dimension"]): p["prediction"] for p in predictions},
+        references,
+        resampling=ResamplingOptions(n_bootstrap=200, seed=0),
     )
     assert results["scores"]["mean_icc"] == pytest.approx(rescored["mean_icc"], abs=0, rel=1e-12)
     raw = [json.loads(line) for line in (results_path.parent / "raw_responses.jsonl").read_text().splitlines()]

@@ -25,7 +25,7 @@ from eval_scripts.cli import main
 from eval_scripts.leaderboard.juries import combine_members, read_member
 from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS
 from mis_bench_dataset.dataset.loading import gold_references
-from mis_icc_metric import predictions_to_mapping, read_predictions, read_references
+from mis_icc_metric import ResamplingOptions, predictions_to_mapping, read_predictions, read_references
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,12 @@ def member_runs(synthetic_build, tmp_path_factory) -> dict[str, dict[str, Path]]
     for split in ("test", "validation"):
         for baseline, modality in (("features", "text"), ("features", "audio+text"), ("mean", "text")):
             run = run_baseline(
-                synthetic_build, out / split, baseline=baseline, modality=modality, split=split, n_bootstrap=0
+                synthetic_build,
+                out / split,
+                baseline=baseline,
+                modality=modality,
+                split=split,
+                resampling=ResamplingOptions(n_bootstrap=0),
             )
             runs.setdefault(split, {})[f"{baseline}-{modality}"] = run.results_path.parent
     return runs
@@ -219,7 +224,13 @@ def test_bad_juries_are_one_line(member_runs, tmp_path, capsys) -> None:
     test, validation = member_runs["test"], member_runs["validation"]
     release = generate_synthetic_release(tmp_path / "release", n_videos=20, seed=1)
     build_dataset(release.release_dir, tmp_path / "other-build", labels=release.ratings_csv, progress=False)
-    other = run_baseline(tmp_path / "other-build", tmp_path / "other", baseline="mean", modality="text", n_bootstrap=0)
+    other = run_baseline(
+        tmp_path / "other-build",
+        tmp_path / "other",
+        baseline="mean",
+        modality="text",
+        resampling=ResamplingOptions(n_bootstrap=0),
+    )
     cases = {
         "a jury needs at least two members, got 1": [str(test["mean-text"])],
         "runs on different splits in one jury (test and validation)": [

@@ -20,7 +20,7 @@ from eval_scripts.leaderboard.space_app import make_server, site_files
 from mis_bench_dataset import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, score_predictions
 
 from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
@@ -78,7 +78,7 @@ def board_dir(tmp_path_factory, references, systems):
 
 @pytest.fixture(scope="module")
 def board(board_dir, references):
-    return build_leaderboard(board_dir, references, n_bootstrap=N_BOOT, seed=3)
+    return build_leaderboard(board_dir, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3))
 
 
 def test_every_bad_submission_is_rejected_with_its_reason(board):
@@ -105,7 +105,9 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
     assert [e["rank"] for e in board["entries"]] == [1, 2]
     assert board["n_common_videos"] == len(VIDEO_IDS)
     for entry, name in zip(board["entries"], ["strong", "weak"], strict=True):
-        expected = json_safe(score_predictions(systems[name], references, n_bootstrap=N_BOOT, seed=3))
+        expected = json_safe(
+            score_predictions(systems[name], references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3))
+        )
         assert entry["scores"] == significant(expected)  # published at three significant digits
     weak = board["entries"][1]
     assert weak["scores"]["overall"]["icc"] < 0.9  # not the submitted 0.99
@@ -117,7 +119,9 @@ def test_ranked_by_overall_icc_with_recomputed_scores(board, references, systems
 
 def test_paired_comparison_against_the_leader(board, references, systems):
     assert board["entries"][0]["vs_leader"] is None
-    direct = paired_comparison(systems["strong"], systems["weak"], references, n_bootstrap=N_BOOT, seed=3)
+    direct = paired_comparison(
+        systems["strong"], systems["weak"], references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3)
+    )
     weak = board["entries"][1]["vs_leader"]
     assert weak["p_value"] == significant(direct["overall"]["p_value"])
     assert weak["delta"] == significant(direct["overall"]["delta"])
@@ -140,14 +144,14 @@ def test_a_crash_while_scoring_rejects_only_that_submission(board_dir, reference
         return real(predictions, *args, **kwargs)
 
     monkeypatch.setattr(mis_icc_metric, "score_predictions", flaky, raising=False)
-    result = build_leaderboard(board_dir, references, n_bootstrap=20)
+    result = build_leaderboard(board_dir, references, resampling=ResamplingOptions(n_bootstrap=20))
     assert [e["model"] for e in result["entries"]] == ["org/strong <b>bold</b>"]
     crashed = next(r for r in result["rejected"] if r["file"] == "b_weak.json")
     assert crashed["reasons"] == ["could not be scored: RuntimeError: boom"]
 
 
 def test_empty_and_missing_folders(tmp_path, references):
-    empty = build_leaderboard(tmp_path, references, n_bootstrap=10)
+    empty = build_leaderboard(tmp_path, references, resampling=ResamplingOptions(n_bootstrap=10))
     assert empty["entries"] == [] and empty["rejected"] == []
     assert '<tbody class="entries"></tbody>' in render_page(empty)
     with pytest.raises(DataError, match="does not exist"):
@@ -205,11 +209,15 @@ def test_nan_scores_become_null_in_json(tmp_path, references):
     NaN in the scores; the board writes it as null in strict JSON, and the other dimensions keep their numbers."""
     flat_gold = {key: (3.0 if key[1] == "empathy" else gold) for key, gold in references.items()}
     predictions = {key: (3.0 if key[1] == "empathy" else max(1.0, gold - 0.3)) for key, gold in references.items()}
-    assert math.isnan(score_predictions(predictions, flat_gold, n_bootstrap=0)["dimensions"]["empathy"]["icc"])
+    assert math.isnan(
+        score_predictions(predictions, flat_gold, resampling=ResamplingOptions(n_bootstrap=0))["dimensions"]["empathy"][
+            "icc"
+        ]
+    )
     folder = tmp_path / "subs"
     folder.mkdir()
     _write(folder / "flat.json", make_results(predictions, model="flat"))
-    result = build_leaderboard(folder, flat_gold, n_bootstrap=20)
+    result = build_leaderboard(folder, flat_gold, resampling=ResamplingOptions(n_bootstrap=20))
     text = write_leaderboard(result, tmp_path / "out").json.read_text()
     dimensions = json.loads(text)["entries"][0]["scores"]["dimensions"]
     assert dimensions["empathy"]["icc"] is None
@@ -260,7 +268,7 @@ def test_every_file_is_either_ranked_or_rejected_never_lost(tmp_path, references
                 obj = json.loads(json.dumps(base))
                 MUTATIONS[choice](obj)
                 path.write_text(json.dumps(obj))
-        result = build_leaderboard(folder, references, n_bootstrap=10)
+        result = build_leaderboard(folder, references, resampling=ResamplingOptions(n_bootstrap=10))
         ranked = [e["file"] for e in result["entries"]]
         unranked = [e["file"] for e in result["unranked"]]
         rejected = [r["file"] for r in result["rejected"]]
@@ -283,7 +291,7 @@ def test_every_row_of_the_page_has_a_cell_under_each_column(tmp_path, references
     floor = make_results({key: 3.5 for key in references}, model=BASELINE_MODEL_IDS["mean"])
     floor["system"]["backend"] = BASELINE_BACKEND
     _write(tmp_path / "b.json", floor)
-    board = build_leaderboard(tmp_path, references, n_bootstrap=20, seed=0)
+    board = build_leaderboard(tmp_path, references, resampling=ResamplingOptions(n_bootstrap=20, seed=0))
     assert len(board["entries"]) == 1 and len(board["floors"]) == 1
 
     class Rows(HTMLParser):
@@ -332,7 +340,7 @@ def test_equal_overall_icc_is_decided_by_the_mean_icc_not_by_arrival(tmp_path, r
     os.utime(earlier, (1_700_000_000, 1_700_000_000))
     os.utime(later, (1_700_000_000 + 86_400, 1_700_000_000 + 86_400))
 
-    board = build_leaderboard(tmp_path, references, n_bootstrap=N_BOOT, seed=3)
+    board = build_leaderboard(tmp_path, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3))
     by_model = {e["model"]: e for e in board["entries"]}
     assert set(by_model) == {"org/steady", "org/shuffled"}
     scores = {model: entry["scores"] for model, entry in by_model.items()}

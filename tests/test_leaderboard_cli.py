@@ -10,6 +10,7 @@ import pytest
 from eval_scripts.cli import main as cli_main
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
 from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import ResamplingOptions
 
 from _leaderboard_helpers import make_results, noisy_predictions
 
@@ -40,7 +41,9 @@ def _fingerprint(dataset):
 def test_submit_packages_a_valid_file_and_checks_coverage(tmp_path, labelled, capsys):
     dataset, references = labelled
     source = _results_file(tmp_path, "r.json", references, 0.3, 1, model="org/m", fingerprint=_fingerprint(dataset))
-    assert cli_main(["submit", str(source), "--references", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
+    assert (
+        cli_main(["submit", str(source), "--references", str(dataset), "--out", str(tmp_path / "pkg"), "--json"]) == 0
+    )
     outcome = json.loads(capsys.readouterr().out)
     assert outcome["ok"] and outcome["coverage_checked"] and outcome["pushed"] is None
     with open(outcome["package"]) as handle:
@@ -150,7 +153,10 @@ def test_report_of_already_scored_results_without_references(tmp_path, labelled)
 
     _, references = labelled
     predictions = noisy_predictions(references, 0.3, seed=6)
-    obj = make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=20)))
+    obj = make_results(
+        predictions,
+        scores=json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=20))),
+    )
     source = tmp_path / "results.json"
     source.write_text(json.dumps(obj))
     assert cli_main(["report", str(source), "--out", str(tmp_path / "rep")]) == 0

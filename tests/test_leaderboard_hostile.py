@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_scripts import build_leaderboard
+from eval_scripts import BoardRules, build_leaderboard
 from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS
 from eval_scripts.leaderboard import render_page
 from eval_scripts.leaderboard.disclosure import MIN_PUBLISHED_VIDEOS
@@ -24,7 +24,7 @@ from eval_scripts.leaderboard.received import Request
 from eval_scripts.leaderboard.space_app import site_files
 from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import score_predictions
+from mis_icc_metric import ResamplingOptions, score_predictions
 
 from _leaderboard_helpers import VIDEO_IDS, make_references, make_results, noisy_predictions
 
@@ -43,8 +43,9 @@ def _write(folder, name, obj):
     return name
 
 
-def _board(folder, references, **kw):
-    return build_leaderboard(folder, references, n_bootstrap=N_BOOT, seed=1, **kw)
+def _board(folder, references, requests=None, **rules):
+    resampling = ResamplingOptions(n_bootstrap=N_BOOT, seed=1)
+    return build_leaderboard(folder, references, resampling=resampling, rules=BoardRules(**rules), requests=requests)
 
 
 # ----------------------------------------------------------------------------- label recovery
@@ -86,12 +87,16 @@ def _published(board, file):
 def test_the_probes_recover_every_label_from_full_precision_figures(references):
     """The control: against what the board used to publish (the metric's figures), both probes work."""
     video = VIDEO_IDS[4]
-    raw = json_safe(score_predictions(_probe_one(video, references), references, n_bootstrap=0))
+    raw = json_safe(
+        score_predictions(_probe_one(video, references), references, resampling=ResamplingOptions(n_bootstrap=0))
+    )
     assert _recover_one(raw) == pytest.approx({d: references[(video, d)] for d in DIMENSION_KEYS}, abs=1e-9)
     base = noisy_predictions(references, 0.5, seed=3)
     low = {**base, **{(video, d): 1.0 for d in DIMENSION_KEYS}}
     high = {**base, **{(video, d): 5.0 for d in DIMENSION_KEYS}}
-    raw_low, raw_high = (json_safe(score_predictions(p, references, n_bootstrap=0)) for p in (low, high))
+    raw_low, raw_high = (
+        json_safe(score_predictions(p, references, resampling=ResamplingOptions(n_bootstrap=0))) for p in (low, high)
+    )
     recovered = _recover_two(raw_low, raw_high, len(VIDEO_IDS))
     assert recovered == pytest.approx({d: references[(video, d)] for d in DIMENSION_KEYS}, abs=1e-9)
 
@@ -162,7 +167,7 @@ def test_an_entry_with_any_unanswered_pair_is_never_ranked(tmp_path_factory, nul
     predictions = {key: (None if i in nulls else references[key]) for i, key in enumerate(keys)}
     folder = tmp_path_factory.mktemp("nulls")
     _write(folder, "a.json", make_results(predictions, model="eve/a"))
-    board = build_leaderboard(folder, references, n_bootstrap=0)
+    board = build_leaderboard(folder, references, resampling=ResamplingOptions(n_bootstrap=0))
     assert board["entries"] == [] and board["unranked"][0]["n_answered"] == len(keys) - len(nulls)
 
 
@@ -384,9 +389,7 @@ def test_the_synthetic_mark_and_the_fingerprint_come_from_the_references(tmp_pat
             _write(folder, name, obj)
         other = make_results(noisy_predictions(refs.labels, 0.3, seed=3), model="org/other-build")
         _write(folder, "other-build.json", other)  # the helper's fingerprint: another build
-        board = build_leaderboard(
-            folder, refs.labels, n_bootstrap=0, fingerprints=refs.fingerprints, synthetic=refs.synthetic
-        )
+        board = build_leaderboard(folder, refs, resampling=ResamplingOptions(n_bootstrap=0))
         assert [e["synthetic"] for e in board["entries"]] == [expected, expected] and board["synthetic"] is expected
         assert [r["file"] for r in board["rejected"]] == ["other-build.json"]
         assert ("SYNTHETIC DATA" in render_page(board)) is expected

@@ -19,6 +19,7 @@ import pytest
 from eval_scripts import build_leaderboard
 from eval_scripts.leaderboard import render_page
 from eval_scripts.report.formatting import pct
+from mis_icc_metric import ResamplingOptions
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions
 
@@ -87,7 +88,7 @@ def board(tmp_path_factory):
     for seed, (model, noise) in enumerate([("zeta/good", 0.2), ("alpha/mid", 0.6), ("mu/poor", 1.2)]):
         results = make_results(noisy_predictions(references, noise, seed=seed + 40, none_rate=0.0), model=model)
         (folder / f"{model.replace('/', '_')}.json").write_text(json.dumps(results))
-    return build_leaderboard(folder, references, n_bootstrap=100, seed=0)
+    return build_leaderboard(folder, references, resampling=ResamplingOptions(n_bootstrap=100, seed=0))
 
 
 def test_page_loads_sorts_and_shows_the_json_numbers(board, tmp_path):
@@ -172,7 +173,7 @@ def realistic_board(tmp_path_factory):
             results["system"].update(method="raft+ntl", backend_options={"dtype": "bfloat16"})
             results["system"]["decoding"].update(score_from="expected", samples=3, changed={"max_new_tokens": 64})
         (folder / f"{seed}.json").write_text(json.dumps(results))
-    return build_leaderboard(folder, references, n_bootstrap=50, seed=0)
+    return build_leaderboard(folder, references, resampling=ResamplingOptions(n_bootstrap=50, seed=0))
 
 
 def _layout_in_chromium(page: str, tmp_path, width: int) -> dict:

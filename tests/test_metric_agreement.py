@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from mis_bench_dataset.icc import ICC_FORMS
-from mis_icc_metric import agreement, icc3_1, icc_forms, icc_table, krippendorff_alpha, score_predictions
+from mis_icc_metric import (
+    ResamplingOptions,
+    agreement,
+    icc3_1,
+    icc_forms,
+    icc_table,
+    krippendorff_alpha,
+    score_predictions,
+)
 from mis_icc_metric.agreement_statistics import STATISTIC_KEYS, agreement_blocks, agreement_replicates
 from mis_icc_metric.bootstrap import bootstrap_indices
 
@@ -220,7 +228,7 @@ def test_one_undefined_dimension_leaves_the_others_alone():
     empathy = [key for key in keys if key[1] == "empathy"]
     for key in empathy[2:]:
         predictions[key] = None  # two usable items: below the three the ICC needs
-    scores = score_predictions(predictions, references, n_bootstrap=200, seed=0)
+    scores = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=200, seed=0))
     block = scores["dimensions"]["empathy"]["agreement"]
     for key in STATISTIC_KEYS:
         needs_variance = key not in ("mae", "mse", "bias", "integer_share", "n_distinct")
@@ -282,7 +290,9 @@ def test_replicates_equal_the_references_on_each_resample_duplicates_kept():
 
 def test_score_json_carries_every_statistic_with_the_looped_percentile_interval():
     predictions, references = make_scores(n=30, seed=5, unparsed=0.05)
-    scores = score_predictions(predictions, references, n_bootstrap=80, seed=4, resample="video")
+    scores = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=80, seed=4, resample="video")
+    )
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
 
     from _independent import grid

@@ -13,7 +13,7 @@ import yaml
 
 import mis_icc_metric
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import score_predictions, write_predictions
+from mis_icc_metric import ResamplingOptions, score_predictions, write_predictions
 
 from _metric_helpers import make_scores, write_scoring_dataset
 
@@ -38,7 +38,9 @@ def test_evaluate_compute_equals_score_predictions_and_keeps_none():
     predictions, references = make_scores(n=30, seed=1, unparsed=0.1)
     metric = mis_icc_metric.load()
     out = metric.compute(**_columns(predictions, references), n_bootstrap=200, seed=3)
-    expected = json_safe(score_predictions(predictions, references, n_bootstrap=200, seed=3))
+    expected = json_safe(
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=200, seed=3))
+    )
     assert json.dumps(out, sort_keys=True) == json.dumps(expected, sort_keys=True)
     assert sum(e["n_unparsed"] for e in out["dimensions"].values()) == sum(v is None for v in predictions.values())
 
@@ -50,7 +52,7 @@ def test_add_batch_accumulates_and_carries_none():
     for start in range(0, len(columns["predictions"]), 37):
         metric.add_batch(**{name: values[start : start + 37] for name, values in columns.items()})
     out = metric.compute(n_bootstrap=0)
-    expected = json_safe(score_predictions(predictions, references, n_bootstrap=0))
+    expected = json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0)))
     assert out == expected
 
 
@@ -127,7 +129,7 @@ def test_score_cli_prints_the_table_and_writes_raw_json(tmp_path, capsys):
         assert re.search(rf"^{re.escape(abbreviation)}\s", printed, re.M)
     assert "64.0 [ 61.0,  68.0]" in printed  # VF human ceiling, Table 2
     saved = json.loads(out.read_text())
-    expected = json_safe(score_predictions(predictions, references, n_bootstrap=300))
+    expected = json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=300)))
     assert saved["dimensions"] == expected["dimensions"]
     assert saved["overall"]["icc"] == expected["overall"]["icc"] and -1 <= saved["overall"]["icc"] <= 1
     vf = saved["dimensions"]["verbal_fluency"]

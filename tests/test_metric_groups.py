@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset import DIMENSION_KEYS, STIMULI, TIME_POINTS
+from mis_icc_metric import ResamplingOptions
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.groups import equal_bias_test, grouped_moments
 
@@ -157,7 +158,7 @@ def test_subgroup_values_are_pingouins_icc_and_the_hand_bias_of_each_groups_pair
     from mis_icc_metric import subgroup_agreement
 
     predictions, references = clustered_scores()
-    result = subgroup_agreement(predictions, references, by=by, n_bootstrap=0)
+    result = subgroup_agreement(predictions, references, by=by, resampling=ResamplingOptions(n_bootstrap=0))
     videos = {v for v, _ in references}
     assert result["meta"]["purpose"].startswith("for research on judges")
     for name in result["groups"]:
@@ -181,7 +182,9 @@ def test_clinician_resampled_group_cis_are_the_percentiles_of_a_loop_over_the_dr
     from mis_icc_metric import make_resampling, subgroup_agreement
 
     predictions, references = clustered_scores(n_clinicians=16, seed=4)
-    result = subgroup_agreement(predictions, references, by="time_point", n_bootstrap=40, seed=7)
+    result = subgroup_agreement(
+        predictions, references, by="time_point", resampling=ResamplingOptions(n_bootstrap=40, seed=7)
+    )
     assert result["meta"]["resampling"]["unit"] == "clinician"
     videos = sorted({v for v, _ in references})
     draw = make_resampling(videos, 40, 7, "clinician")
@@ -211,7 +214,7 @@ def test_the_equal_bias_test_of_the_api_is_statsmodels_on_the_scored_pairs():
     from mis_icc_metric import subgroup_agreement
 
     predictions, references = clustered_scores(seed=5)
-    result = subgroup_agreement(predictions, references, by="time_point", n_bootstrap=0)
+    result = subgroup_agreement(predictions, references, by="time_point", resampling=ResamplingOptions(n_bootstrap=0))
     key = "persuasiveness"
     scored = sorted(v for (v, k) in references if k == key and predictions[(v, k)] is not None)
     diff = np.array([predictions[(v, key)] - references[(v, key)] for v in scored])
@@ -229,7 +232,9 @@ def test_groups_too_small_for_a_ci_are_listed_with_their_values_never_dropped():
     from mis_icc_metric.groups import MIN_CI_VIDEOS
 
     predictions, references = clustered_scores(n_clinicians=10, seed=2)
-    result = subgroup_agreement(predictions, references, by="clinician", n_bootstrap=20, seed=0)
+    result = subgroup_agreement(
+        predictions, references, by="clinician", resampling=ResamplingOptions(n_bootstrap=20, seed=0)
+    )
     # Grouped by clinician, a clinician draw would keep or drop a whole group: the CIs resample videos.
     assert result["meta"]["resampling"]["unit"] == "video" and "whole group" in result["meta"]["resampling_note"]
     assert result["meta"]["equal_bias_method"].startswith("one-way ANOVA")
@@ -256,8 +261,8 @@ def test_the_order_of_the_input_pairs_changes_nothing(seed):
     shuffled_refs = {keys[i]: references[keys[i]] for i in order}
     shuffled_preds = {keys[i]: predictions[keys[i]] for i in order}
     for run in (
-        lambda p, r: subgroup_agreement(p, r, by="stimulus", n_bootstrap=15, seed=1),
-        lambda p, r: therapist_agreement(p, r, n_bootstrap=15, seed=1),
+        lambda p, r: subgroup_agreement(p, r, by="stimulus", resampling=ResamplingOptions(n_bootstrap=15, seed=1)),
+        lambda p, r: therapist_agreement(p, r, resampling=ResamplingOptions(n_bootstrap=15, seed=1)),
     ):
         assert repr(run(shuffled_preds, shuffled_refs)) == repr(run(predictions, references))
 
@@ -268,7 +273,7 @@ def test_therapist_means_and_changes_are_pingouins_icc_of_the_hand_averages():
     from mis_icc_metric import therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=30, seed=3)
-    result = therapist_agreement(predictions, references, n_bootstrap=0)
+    result = therapist_agreement(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
     frame = pd.DataFrame(
         [
             {"clinician": v.split("_")[0], "time": v.split("_")[1], "key": k, "pred": predictions[(v, k)], "gold": g}
@@ -304,7 +309,7 @@ def test_therapist_cis_resample_clinicians_with_all_their_units_from_one_draw():
     from mis_icc_metric import make_resampling, therapist_agreement
 
     predictions, references = clustered_scores(n_clinicians=20, seed=6)
-    result = therapist_agreement(predictions, references, n_bootstrap=30, seed=2)
+    result = therapist_agreement(predictions, references, resampling=ResamplingOptions(n_bootstrap=30, seed=2))
     key = "wau"
     frame = pd.DataFrame(
         [
@@ -363,9 +368,15 @@ def test_score_by_adds_the_apis_results_from_the_scores_own_draw_and_prints_them
     argv = ["score", "--predictions", str(preds), "--references", str(dataset), "--bootstrap", "100", "--seed", "3"]
     assert main([*argv, "--by", "stimulus,therapist", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    expected = json_safe(subgroup_agreement(predictions, references, by="stimulus", n_bootstrap=100, seed=3))
+    expected = json_safe(
+        subgroup_agreement(
+            predictions, references, by="stimulus", resampling=ResamplingOptions(n_bootstrap=100, seed=3)
+        )
+    )
     assert doc["subgroups"]["stimulus"] == expected
-    assert doc["therapist_level"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=100, seed=3))
+    assert doc["therapist_level"] == json_safe(
+        therapist_agreement(predictions, references, resampling=ResamplingOptions(n_bootstrap=100, seed=3))
+    )
     # The subgroups' draw is the score's own: the same resampling plan.
     assert doc["subgroups"]["stimulus"]["meta"]["resampling"] == doc["meta"]["resampling"]
     assert main([*argv, "--by", "stimulus", "--resample", "video", "--json"]) == 0
@@ -402,7 +413,7 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
     from _leaderboard_helpers import make_results
 
     predictions, references = clustered_scores(n_clinicians=12, seed=9)
-    scores = json_safe(score_predictions(predictions, references, n_bootstrap=30, seed=0))
+    scores = json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=30, seed=0)))
     results = [make_results(predictions, model="org/judge", scores=scores)]
     files = write_report(
         results,
@@ -413,9 +424,15 @@ def test_the_report_section_shows_the_apis_numbers_for_each_best_configuration(t
     doc = json.loads(files.json.read_text())
     (by_time, therapists) = doc["subgroups"]
     assert by_time["by"] == "time_point" and therapists["by"] == "therapist"
-    expected = json_safe(subgroup_agreement(predictions, references, by="time_point", n_bootstrap=40, seed=0))
+    expected = json_safe(
+        subgroup_agreement(
+            predictions, references, by="time_point", resampling=ResamplingOptions(n_bootstrap=40, seed=0)
+        )
+    )
     assert by_time["result"] == expected
-    assert therapists["result"] == json_safe(therapist_agreement(predictions, references, n_bootstrap=40, seed=0))
+    assert therapists["result"] == json_safe(
+        therapist_agreement(predictions, references, resampling=ResamplingOptions(n_bootstrap=40, seed=0))
+    )
     markdown = files.markdown.read_text()
     section = markdown.split("Agreement by subgroup and at the therapist level", 1)[1]
     for name, cell in expected["overall"]["groups"].items():
@@ -434,7 +451,12 @@ def test_the_report_refuses_subgroups_without_gold(tmp_path):
     from _leaderboard_helpers import make_results
 
     predictions, references = clustered_scores(n_clinicians=4)
-    results = [make_results(predictions, scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)))]
+    results = [
+        make_results(
+            predictions,
+            scores=json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))),
+        )
+    ]
     with pytest.raises(UsageError, match="needs the gold scores"):
         write_report(results, tmp_path / "out", ReportOptions(by=("stimulus",)))
     assert not (tmp_path / "out").exists()
@@ -448,7 +470,11 @@ def test_the_therapist_level_gives_no_ci_from_fewer_than_five_clinicians():
 
     from _metric_helpers import make_scores
 
-    few = therapist_agreement(*make_scores(n=32, seed=4, unparsed=0.0), n_bootstrap=50)["therapists"]["overall"]
+    few = therapist_agreement(*make_scores(n=32, seed=4, unparsed=0.0), resampling=ResamplingOptions(n_bootstrap=50))[
+        "therapists"
+    ]["overall"]
     assert few["n"] == 12 and few["icc_ci"] is None and not math.isnan(few["icc"])
-    enough = therapist_agreement(*make_scores(n=56, seed=4, unparsed=0.0), n_bootstrap=50)["therapists"]["overall"]
+    enough = therapist_agreement(
+        *make_scores(n=56, seed=4, unparsed=0.0), resampling=ResamplingOptions(n_bootstrap=50)
+    )["therapists"]["overall"]
     assert MIN_CI_CLUSTERS <= 56 // 8 and enough["icc_ci"] is not None

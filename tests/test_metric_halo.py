@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from mis_bench_dataset import DIMENSION_KEYS
-from mis_icc_metric import score_predictions
+from mis_icc_metric import ResamplingOptions, score_predictions
 from mis_icc_metric.agreement_statistics import halo
 
 
@@ -72,7 +72,7 @@ def test_a_judge_rating_every_dimension_alike_has_halo_one_in_the_scores():
     videos = [f"V{i:03d}_T1_X" for i in range(50)]
     references = {(v, k): float(gold[i, j]) for i, v in enumerate(videos) for j, k in enumerate(DIMENSION_KEYS)}
     one_score = {(v, k): float(gold[i].mean().round(1)) for i, v in enumerate(videos) for k in DIMENSION_KEYS}
-    scores = score_predictions(one_score, references, n_bootstrap=200, seed=0)
+    scores = score_predictions(one_score, references, resampling=ResamplingOptions(n_bootstrap=200, seed=0))
     assert scores["halo"]["model"]["value"] == pytest.approx(1.0, abs=1e-12)
     expected_gold = np.corrcoef(gold.T)[np.triu_indices(8, 1)].mean()  # complete: one video set for all pairs
     assert scores["halo"]["gold"]["value"] == pytest.approx(expected_gold, abs=1e-12)
@@ -120,7 +120,7 @@ def test_score_prints_and_the_leaderboard_shows_the_halo(tmp_path, capsys):
     submissions = tmp_path / "subs"
     submissions.mkdir()
     (submissions / "a.json").write_text(json.dumps(make_results(predictions)))
-    board = build_leaderboard(submissions, references, n_bootstrap=50, seed=0)
+    board = build_leaderboard(submissions, references, resampling=ResamplingOptions(n_bootstrap=50, seed=0))
     (row,) = csv_rows(board)
     assert row["halo"] == pytest.approx(model_hand, rel=5e-3) and row["halo_gold"] == pytest.approx(gold_hand, rel=5e-3)
     page = render_page(board)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset import DIMENSION_KEYS, HUMAN_CEILING
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import icc3_1, icc3_ci, paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, icc3_1, icc3_ci, paired_comparison, score_predictions
 from mis_icc_metric.bootstrap import bootstrap_indices
 from mis_icc_metric.paired import bootstrap_p_value
 from mis_icc_metric.scoring import mappings_from_columns
@@ -31,7 +31,7 @@ def _grid(predictions, references):
 
 def test_per_dimension_overall_and_mean_follow_the_paper_rules():
     predictions, references = make_scores(n=80, seed=1, unparsed=0.04)
-    result = score_predictions(predictions, references, n_bootstrap=0)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
     videos, pred, gold = _grid(predictions, references)
     parsed = ~np.isnan(pred)
     for j, key in enumerate(DIMENSION_KEYS):
@@ -68,7 +68,9 @@ def test_per_dimension_overall_and_mean_follow_the_paper_rules():
 
 def test_bootstrap_cis_use_one_shared_index_matrix_over_videos():
     predictions, references = make_scores(n=50, seed=2)
-    result = score_predictions(predictions, references, n_bootstrap=300, seed=11, resample="video")
+    result = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=300, seed=11, resample="video")
+    )
     videos, pred, gold = _grid(predictions, references)
     indices = bootstrap_indices(len(videos), 300, seed=11)
     parsed = ~np.isnan(pred)
@@ -84,9 +86,11 @@ def test_bootstrap_cis_use_one_shared_index_matrix_over_videos():
         keep = complete[row]
         reps.append(icc3_1(np.stack([pred[row][keep].mean(axis=1), gold[row][keep].mean(axis=1)], axis=1)))
     assert result["overall"]["icc_ci"] == pytest.approx(list(np.percentile(reps, [2.5, 97.5])), abs=1e-10)
-    again = score_predictions(predictions, references, n_bootstrap=300, seed=11, resample="video")
+    again = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=300, seed=11, resample="video")
+    )
     assert json.dumps(json_safe(again)) == json.dumps(json_safe(result))
-    other = score_predictions(predictions, references, n_bootstrap=300, seed=12)
+    other = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=300, seed=12))
     assert other["overall"]["icc_ci"] != result["overall"]["icc_ci"]
     assert other["overall"]["icc"] == result["overall"]["icc"]
 
@@ -95,24 +99,28 @@ def test_common_set_restricts_every_score_to_the_given_videos():
     predictions, references = make_scores(n=60, seed=3)
     videos, pred, gold = _grid(predictions, references)
     common = videos[::2]
-    result = score_predictions(predictions, references, n_bootstrap=50, common_videos=common)
+    result = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=50), common_videos=common
+    )
     sub_pred = {k: v for k, v in predictions.items() if k[0] in common}
     sub_refs = {k: v for k, v in references.items() if k[0] in common}
-    direct = score_predictions(sub_pred, sub_refs, n_bootstrap=0)
+    direct = score_predictions(sub_pred, sub_refs, resampling=ResamplingOptions(n_bootstrap=0))
     assert result["common_set"]["n_videos"] == len(common)
     assert result["common_set"]["overall"]["icc"] == pytest.approx(direct["overall"]["icc"], abs=1e-12)
     assert result["common_set"]["mean_icc"] == pytest.approx(direct["mean_icc"], abs=1e-12)
     for key in DIMENSION_KEYS:
         assert result["common_set"]["dimensions"][key]["n"] == direct["dimensions"][key]["n"]
     with pytest.raises(ValueError, match="no reference"):
-        score_predictions(predictions, references, n_bootstrap=0, common_videos=["XX0000_T1_Luke"])
+        score_predictions(
+            predictions, references, resampling=ResamplingOptions(n_bootstrap=0), common_videos=["XX0000_T1_Luke"]
+        )
 
 
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.0, 0.3))
 def test_property_each_dimension_equals_the_core_on_its_parsed_items(seed, unparsed):
     predictions, references = make_scores(n=12, seed=seed, unparsed=unparsed)
-    result = score_predictions(predictions, references, n_bootstrap=0)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
     videos, pred, gold = _grid(predictions, references)
     for j, key in enumerate(DIMENSION_KEYS):
         ok = ~np.isnan(pred[:, j])
@@ -134,7 +142,7 @@ def test_degenerate_dimensions_are_reported_not_crashed():
             predictions[key] = None  # never parsed
         if key[1] == "abc" and key[0] not in sorted({v for v, _ in references})[:2]:
             predictions[key] = None  # only two parsed
-    result = score_predictions(predictions, references, n_bootstrap=200)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=200))
     vf = result["dimensions"]["verbal_fluency"]
     assert vf["icc"] == 0.0 and "exactly 0" in vf["note"]
     # every resample gives exactly 0: a zero-width interval is withheld as degenerate (reporting_floor)
@@ -153,7 +161,7 @@ def test_degenerate_dimensions_are_reported_not_crashed():
 def test_undefined_when_nothing_varies():
     refs = {(f"AB{i:04d}_T1_Luke", "empathy"): 3.0 for i in range(5)}
     preds = dict.fromkeys(refs, 3.0)
-    entry = score_predictions(preds, refs, n_bootstrap=20)["dimensions"]["empathy"]
+    entry = score_predictions(preds, refs, resampling=ResamplingOptions(n_bootstrap=20))["dimensions"]["empathy"]
     assert np.isnan(entry["icc"]) and "undefined" in entry["note"]
 
 
@@ -161,7 +169,7 @@ def test_out_of_range_predictions_are_flagged_not_clipped(caplog):
     predictions, references = make_scores(n=20, seed=5, unparsed=0.0)
     key = sorted(predictions)[0]
     predictions[key] = 7.5
-    result = score_predictions(predictions, references, n_bootstrap=0)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
     entry = result["dimensions"][key[1]]
     assert entry["n_out_of_range"] == 1
     assert "not clipped" in caplog.text
@@ -169,7 +177,7 @@ def test_out_of_range_predictions_are_flagged_not_clipped(caplog):
     j = DIMENSION_KEYS.index(key[1])
     assert entry["icc"] == pytest.approx(icc3_1(np.stack([pred[:, j], gold[:, j]], 1)), abs=1e-12)
     with pytest.raises(ValueError, match="outside"):
-        score_predictions(predictions, references, n_bootstrap=0, out_of_range="error")
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0), out_of_range="error")
 
 
 @pytest.mark.parametrize(
@@ -193,15 +201,20 @@ def test_bad_input_gets_a_clear_error(mutate, error, message):
     predictions, references = make_scores(n=10, seed=6, unparsed=0.0)
     mutate(predictions, references)
     with pytest.raises(error, match=message):
-        score_predictions(predictions, references, n_bootstrap=0)
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
 
 
 def test_missing_error_policy_refuses_a_gold_pair_without_prediction():
     predictions, references = make_scores(n=10, seed=6, unparsed=0.0)
     predictions.pop(next(iter(references)))
     with pytest.raises(ValueError, match="have no prediction"):
-        score_predictions(predictions, references, n_bootstrap=0, missing="error")
-    assert score_predictions(predictions, references, n_bootstrap=0)["coverage"]["n_asked_pairs"] == 79
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0), missing="error")
+    assert (
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))["coverage"][
+            "n_asked_pairs"
+        ]
+        == 79
+    )
 
 
 def test_missing_predictions_can_count_as_unparsed_and_nan_means_unparsed():
@@ -209,7 +222,7 @@ def test_missing_predictions_can_count_as_unparsed_and_nan_means_unparsed():
     first, second = sorted(references)[:2]
     del predictions[first]
     predictions[second] = float("nan")
-    result = score_predictions(predictions, references, n_bootstrap=0, missing="unparsed")
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0), missing="unparsed")
     entry = result["dimensions"][first[1]]
     assert entry["n_missing"] == 1
     assert entry["n_unparsed"] == 1 + (second[1] == first[1])
@@ -218,8 +231,8 @@ def test_missing_predictions_can_count_as_unparsed_and_nan_means_unparsed():
 def test_float32_gold_is_widened_to_its_decimal_value():
     predictions, references = make_scores(n=15, seed=8, unparsed=0.0)
     as_float32 = {k: np.float32(v) for k, v in references.items()}
-    a = score_predictions(predictions, references, n_bootstrap=0)
-    b = score_predictions(predictions, as_float32, n_bootstrap=0)
+    a = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
+    b = score_predictions(predictions, as_float32, resampling=ResamplingOptions(n_bootstrap=0))
     assert json.dumps(json_safe(a)) == json.dumps(json_safe(b))
 
 
@@ -240,7 +253,7 @@ def test_mappings_from_columns_checks_lengths_duplicates_and_names():
 def test_paired_delta_is_the_icc_difference_on_items_both_parsed():
     pred_a, references = make_scores(n=70, seed=9, noise=0.3)
     pred_b, _ = make_scores(n=70, seed=10, noise=1.0)
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=400, seed=1)
+    result = paired_comparison(pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=400, seed=1))
     videos, a, gold = _grid(pred_a, references)
     _, b, _ = _grid(pred_b, references)
     for j, key in enumerate(DIMENSION_KEYS):
@@ -258,7 +271,9 @@ def test_paired_delta_is_the_icc_difference_on_items_both_parsed():
 
 def test_paired_identical_systems_have_zero_difference_and_p_one():
     predictions, references = make_scores(n=40, seed=12)
-    result = paired_comparison(predictions, dict(predictions), references, n_bootstrap=200)
+    result = paired_comparison(
+        predictions, dict(predictions), references, resampling=ResamplingOptions(n_bootstrap=200)
+    )
     assert result["overall"]["delta"] == 0.0
     # every resample's difference is 0: the zero-width CI and its p-value are withheld as degenerate
     for entry in (result["overall"], result["dimensions"]["empathy"], result["mean_icc"]):
@@ -282,7 +297,9 @@ def test_mean_icc_ci_is_undefined_when_the_mean_is():
     videos = sorted({v for v, _ in references})
     for video in videos[2:]:
         predictions[(video, "empathy")] = None
-    result = json_safe(score_predictions(predictions, references, n_bootstrap=200, seed=1))
+    result = json_safe(
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=200, seed=1))
+    )
     assert result["dimensions"]["empathy"]["icc"] is None
     assert result["mean_icc"] is None and result["mean_icc_ci"] is None
     assert result["midpoint_imputation"]["mean_icc"] is not None  # imputation gives every dimension its items
@@ -294,11 +311,13 @@ def test_no_interval_and_no_test_for_an_undefined_icc():
     for key in references:
         if key[1] == "empathy":
             references[key] = predictions[key] = 3.0
-    entry = json_safe(score_predictions(predictions, references, n_bootstrap=100))["dimensions"]["empathy"]
+    entry = json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=100)))[
+        "dimensions"
+    ]["empathy"]
     assert entry["icc"] is None and entry["icc_ci"] is None and "undefined" in entry["note"]
     other, _ = make_scores(n=30, seed=6, unparsed=0.0)
     other = {key: (3.0 if key[1] == "empathy" else value) for key, value in other.items()}
-    paired = json_safe(paired_comparison(predictions, other, references, n_bootstrap=100))
+    paired = json_safe(paired_comparison(predictions, other, references, resampling=ResamplingOptions(n_bootstrap=100)))
     assert paired["dimensions"]["empathy"]["delta"] is None
     assert paired["dimensions"]["empathy"]["delta_ci"] is None and paired["dimensions"]["empathy"]["p_value"] is None
     assert paired["mean_icc"]["delta"] is None and paired["mean_icc"]["delta_ci"] is None

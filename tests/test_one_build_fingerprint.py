@@ -13,6 +13,7 @@ from eval_scripts import run_baseline
 from eval_scripts.cli import main
 from mis_bench_dataset import BuiltDataset
 from mis_bench_dataset.dataset import format as fmt
+from mis_icc_metric import ResamplingOptions
 
 from _run_args import TEST_KEY_ENV, run_args
 
@@ -31,7 +32,9 @@ def test_a_model_run_and_the_baselines_of_one_build_are_compared(
 ):
     runs = tmp_path / "runs"
     model_results = _model_run(synthetic_build, runs, monkeypatch, capsys, chat_server)
-    baseline = run_baseline(synthetic_build, runs, baseline="features", modality="text", n_bootstrap=0)
+    baseline = run_baseline(
+        synthetic_build, runs, baseline="features", modality="text", resampling=ResamplingOptions(n_bootstrap=0)
+    )
     model_fp = json.loads(model_results.read_text())["dataset"]["fingerprint"]
     baseline_fp = json.loads(baseline.results_path.read_text())["dataset"]["fingerprint"]
     handle = BuiltDataset.open(synthetic_build)

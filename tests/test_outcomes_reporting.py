@@ -20,6 +20,7 @@ from eval_scripts.report.formatting import MISSING
 from eval_scripts.report.table import rates_table, run_views
 from eval_scripts.report.text_table import format_table
 from mis_bench_dataset.dataset.loading import gold_references
+from mis_icc_metric import ResamplingOptions
 
 from _harness_helpers import scoring_rows
 from _leaderboard_helpers import make_results
@@ -99,7 +100,7 @@ def test_leaderboard_shows_truncated_answers_as_the_run_recorded_them(runs, tmp_
     folder.mkdir()
     (folder / "a.json").write_text(json.dumps(results))
     (folder / "b.json").write_text(json.dumps(plain))
-    board = build_leaderboard(folder, references, split="test", n_bootstrap=50)
+    board = build_leaderboard(folder, references, split="test", resampling=ResamplingOptions(n_bootstrap=50))
     assert board["rejected"] == []
     # Truncated answers are unanswered pairs: that entry is listed unranked, with the counts the run recorded.
     assert [entry["model"] for entry in board["unranked"]] == ["served/model"]

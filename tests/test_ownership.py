@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset import build_dataset, generate_synthetic_release
+from mis_bench_dataset import SplitPlan, build_dataset, generate_synthetic_release
 from mis_bench_dataset.toolkit.atomic import write_atomic
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.ownership import MANIFEST_NAME, OutputFolder, claim_file, read_manifest
@@ -110,7 +110,7 @@ def test_rebuild_of_its_own_folder_replaces_it(work):
     first = build_dataset(work / "release", out, progress=False)
     owned = read_manifest(out)
     assert "README.md" in owned and "build_report.json" in owned and all(v == "build" for v in owned.values())
-    second = build_dataset(work / "release", out, seed=4, progress=False)
+    second = build_dataset(work / "release", out, split=SplitPlan(seed=4), progress=False)
     assert second.split_counts == first.split_counts and (out / MANIFEST_NAME).is_file()
 
 
@@ -121,7 +121,7 @@ def test_a_build_folder_without_its_manifest_is_never_replaced(work):
     (out / MANIFEST_NAME).unlink()
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with pytest.raises(DataError, match="README.md"):
-        build_dataset(work / "release", out, seed=2, progress=False)
+        build_dataset(work / "release", out, split=SplitPlan(seed=2), progress=False)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
@@ -139,7 +139,7 @@ def test_a_file_added_during_the_build_is_not_deleted(work, monkeypatch):
 
     monkeypatch.setattr(card_module, "write_card", write_card_then_user_adds_a_file)
     with pytest.raises(DataError, match="added-meanwhile.txt"):
-        build_dataset(work / "release", out, seed=7, progress=False)
+        build_dataset(work / "release", out, split=SplitPlan(seed=7), progress=False)
     assert (out / "added-meanwhile.txt").read_text() == "mine"
     assert not [p for p in work.iterdir() if p.name.startswith(".build")], "staging folder left behind"
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mis_bench_dataset.toolkit.errors import EXTRA_MODULES
+from mis_icc_metric import ResamplingOptions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS_DIR = Path(__file__).resolve().parent
@@ -166,7 +167,9 @@ print(json.dumps({"hidden_ok": hidden_ok, "codes": codes, "loaded": loaded, "pre
     from mis_icc_metric import predictions_to_mapping, read_predictions, read_references, score_predictions
 
     predictions = predictions_to_mapping(read_predictions(report["predictions"]))
-    expected = json_safe(score_predictions(predictions, read_references(tmp_path / "build"), n_bootstrap=0))
+    expected = json_safe(
+        score_predictions(predictions, read_references(tmp_path / "build"), resampling=ResamplingOptions(n_bootstrap=0))
+    )
     scored = json.loads((tmp_path / "scores.json").read_text())
     assert scored["dimensions"] == expected["dimensions"] and scored["overall"] == expected["overall"]
     assert round(report["icc"], 4) == 0.9751  # pingouin's ICC(C,1) on the four parsed pairs

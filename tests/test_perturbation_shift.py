@@ -11,7 +11,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS
-from mis_icc_metric import make_resampling, perturbation_shift
+from mis_icc_metric import ResamplingOptions, make_resampling, perturbation_shift
 
 from _independent import anova_icc, percentile_interval
 
@@ -29,7 +29,7 @@ def _arms(seed: int = 0, n_clinicians: int = 9, per_clinician: int = 4):
 
 def test_shift_table_equals_hand_computation() -> None:
     videos, gold, base, moved = _arms()
-    table = perturbation_shift(base, moved, gold, n_bootstrap=300, seed=5)
+    table = perturbation_shift(base, moved, gold, resampling=ResamplingOptions(n_bootstrap=300, seed=5))
     plan = make_resampling(sorted(videos), 300, 5, "clinician")
     clinician_of = {v: v.split("_")[0] for v in videos}
     by_clinician = {name: sorted(v for v in videos if clinician_of[v] == name) for name in plan.cluster_names}
@@ -56,7 +56,7 @@ def test_the_summary_pools_every_pair_when_dimensions_answer_different_numbers()
     resample (not the mean of the dimensions' means, which differs when their counts differ)."""
     videos, gold, base, moved = _arms()
     moved = {k: value for i, (k, value) in enumerate(sorted(moved.items())) if k[1] != "empathy" or i % 3}
-    table = perturbation_shift(base, moved, gold, n_bootstrap=200, seed=2)
+    table = perturbation_shift(base, moved, gold, resampling=ResamplingOptions(n_bootstrap=200, seed=2))
     plan = make_resampling(sorted(videos), 200, 2, "clinician")
     rows = {name: sorted(v for v in videos if v.split("_")[0] == name) for name in plan.cluster_names}
     shift = {k: moved[k] - base[k] for k in moved if k in base and k in gold}
@@ -72,7 +72,7 @@ def test_the_summary_pools_every_pair_when_dimensions_answer_different_numbers()
 
 def test_an_unchanged_arm_has_no_shift() -> None:
     _, gold, base, _ = _arms(1)
-    table = perturbation_shift(base, dict(base), gold, n_bootstrap=50, seed=0)
+    table = perturbation_shift(base, dict(base), gold, resampling=ResamplingOptions(n_bootstrap=50, seed=0))
     mean = table["mean"]
     assert mean["mean_shift"] == 0 and mean["share_moved"] == 0 and mean["icc_change"] == pytest.approx(0)
     # every resample's shift is 0: a zero-width CI is withheld as degenerate (reporting_floor), never [0, 0]
@@ -138,7 +138,9 @@ def test_the_ridge_on_the_real_transcripts_reads_length_not_fillers(real_text_bu
     """What the Reproducing page says of the text ridge on the real data, as properties of its shift tables."""
     from eval_scripts.baselines.perturbed_ridge import ridge_sensitivity
 
-    doc = ridge_sensitivity(real_text_build, ["no-fillers", "first-half", "padded"], n_bootstrap=300)
+    doc = ridge_sensitivity(
+        real_text_build, ["no-fillers", "first-half", "padded"], resampling=ResamplingOptions(n_bootstrap=300)
+    )
     tables = doc["perturbations"]
     assert doc["n_videos"] == 100
     assert tables["no-fillers"]["mean"]["mean_abs_shift"] < 0.01 and tables["no-fillers"]["mean"]["share_moved"] == 0

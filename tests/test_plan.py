@@ -19,6 +19,7 @@ from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric import (
+    DifferenceTarget,
     StudyDesign,
     bonett_sample_size,
     make_resampling,
@@ -178,14 +179,14 @@ def test_labels_for_a_ppi_ci_reach_the_width_in_the_simulation():
 def test_a_larger_difference_needs_fewer_videos():
     a, gold = make_scores(n=150, seed=2, noise=0.4, unparsed=0.0)
     b, _ = make_scores(n=150, seed=3, noise=0.8, unparsed=0.0)
-    small = plan_difference(a, b, gold, difference=0.1, design=INDEPENDENT, n_resamples=1000)
-    large = plan_difference(a, b, gold, difference=0.2, design=INDEPENDENT, n_resamples=1000)
+    small = plan_difference(a, b, gold, DifferenceTarget(0.1), design=INDEPENDENT, n_resamples=1000)
+    large = plan_difference(a, b, gold, DifferenceTarget(0.2), design=INDEPENDENT, n_resamples=1000)
     vpc = small["design"]["videos_per_clinician"]
     for key, entry in small["dimensions"].items():
         assert entry["videos"] > large["dimensions"][key]["videos"]
         assert entry["analytic_videos"] > large["dimensions"][key]["analytic_videos"]
         assert entry["clinicians"] == math.ceil(entry["videos"] / vpc)  # at the stated videos per clinician
-    capped = plan_difference(a, b, gold, difference=0.1, design=StudyDesign(clinicians=25), n_resamples=500)
+    capped = plan_difference(a, b, gold, DifferenceTarget(0.1), design=StudyDesign(clinicians=25), n_resamples=500)
     for entry in capped["dimensions"].values():
         assert entry["clinicians"] is None or entry["clinicians"] <= 25
         assert entry["clinicians"] is not None or "25 exist" in entry["withheld"]

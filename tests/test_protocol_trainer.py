@@ -14,7 +14,7 @@ from test_protocol import check_paper_user_text, reference_indices
 
 from mis_bench_dataset import paper_prompt
 from mis_bench_dataset.protocol import VideoSampling
-from raft_trainer import DigitTokens, RAFTConfig, RAFTTrainer, ScoringEncoder, save_tiny_model
+from raft_trainer import DigitTokens, RAFTConfig, RAFTTrainer, ReadoutOptions, ScoringEncoder, save_tiny_model
 from raft_trainer.data import conversation, prompt_messages
 from raft_trainer.recipes import PAPER_TABLE4_RECIPES, SOUND_TABLE4_RECIPES
 
@@ -242,7 +242,7 @@ def test_table4_raw_inference_recipe_predicts_with_the_base_model(tiny_model_dir
         AutoTokenizer.from_pretrained(tiny_model_dir),
         rows,
         RAFTConfig(prompt_style="paper", max_length=None),
-        show_progress=False,
+        readout=ReadoutOptions(show_progress=False),
     )
     got = {(p["video_id"], p["dimension"]): p["prediction"] for p in read_predictions(out / "predictions_test.csv")}
     assert [got[(r["video_id"], r["dimension"])] for r in rows] == pytest.approx(reference.tolist(), abs=1e-5)

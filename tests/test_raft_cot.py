@@ -10,7 +10,7 @@ import datasets
 import pytest
 import torch
 
-from raft_trainer import CotScoringEncoder, DigitTokens, RAFTConfig, RAFTDataCollator, RAFTTrainer
+from raft_trainer import CotScoringEncoder, DigitTokens, RAFTConfig, RAFTDataCollator, RAFTTrainer, ReadoutOptions
 from raft_trainer import rationales as rationales_module
 from raft_trainer.cot import RATIONALE_COLUMN, cot_completion, rationale_of
 
@@ -153,7 +153,9 @@ def test_attach_rationales_names_the_rows_without_one():
 def test_the_cot_readout_equals_generating_then_reading_the_final_digits(tokenizer, encoder):
     model = make_model(tokenizer, seed=2)
     rows = toy_rows(3)
-    scores = rationales_module.predict_cot_scores(model, encoder, rows, max_new_tokens=6, show_progress=False)
+    scores = rationales_module.predict_cot_scores(
+        model, encoder, rows, max_new_tokens=6, readout=ReadoutOptions(show_progress=False)
+    )
     digit_ids = list(encoder.digits.digit_ids)
     for row, score in zip(rows, scores, strict=True):
         prompt = torch.tensor([encoder.generation_prompt(row)])

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from mis_bench_dataset.toolkit.errors import UsageError
-from raft_trainer import DigitTokens, RAFTConfig, ScoringEncoder, make_grpo_trainer
+from raft_trainer import DigitTokens, RAFTConfig, ReadoutOptions, ScoringEncoder, make_grpo_trainer
 from raft_trainer.data import COMPLETION_PREFIX
 from raft_trainer.grpo import (
     WORST_SQUARED_ERROR,
@@ -110,9 +110,11 @@ def test_a_few_grpo_steps_run_save_and_load_back_to_the_same_scores(tmp_path):
     trainer.save_model(str(tmp_path / "saved"))
     rows = toy_rows(3)
     config = RAFTConfig(output_dir="u", use_cpu=True, max_length=None)
-    trained = predict_scores(trainer.model, tokenizer, rows, config, show_progress=False)
+    trained = predict_scores(trainer.model, tokenizer, rows, config, readout=ReadoutOptions(show_progress=False))
     loaded = PeftModel.from_pretrained(make_model(tokenizer, seed=0), tmp_path / "saved")
-    assert predict_scores(loaded, tokenizer, rows, config, show_progress=False) == pytest.approx(trained, abs=1e-5)
+    assert predict_scores(
+        loaded, tokenizer, rows, config, readout=ReadoutOptions(show_progress=False)
+    ) == pytest.approx(trained, abs=1e-5)
     assert torch.isfinite(torch.as_tensor(trained)).all()
 
 

@@ -116,7 +116,7 @@ def test_input_source_resolution_and_refusals():
 def test_lora_steps_and_prediction_with_audio_video_text(synthetic_build, contexts, tokenizer, tmp_path):
     from peft import LoraConfig
 
-    from raft_trainer import RAFTConfig, RAFTTrainer, predict_scores
+    from raft_trainer import RAFTConfig, RAFTTrainer, ReadoutOptions, predict_scores
 
     scoring = datasets.load_dataset(str(synthetic_build), "scoring")
     train = attach_feature_context(scoring["train"].select(range(2)), contexts, ALL)
@@ -149,14 +149,24 @@ def test_lora_steps_and_prediction_with_audio_video_text(synthetic_build, contex
     test_rows = attach_feature_context(scoring["test"].select(range(2)), contexts, ALL).to_list()
     model = trainer.model
     with_media = predict_scores(
-        model, tokenizer, test_rows, RAFTConfig(modality=ALL, max_length=None), show_progress=False
+        model,
+        tokenizer,
+        test_rows,
+        RAFTConfig(modality=ALL, max_length=None),
+        readout=ReadoutOptions(show_progress=False),
     )
     text_rows = [{k: v for k, v in r.items() if k != MEDIA_CONTEXT_COLUMN} for r in test_rows]
-    text_only = predict_scores(model, tokenizer, text_rows, show_progress=False)
+    text_only = predict_scores(model, tokenizer, text_rows, readout=ReadoutOptions(show_progress=False))
     assert with_media.shape == (2,) and np.all((with_media >= 0) & (with_media <= 9.9))
     assert not np.allclose(with_media, text_only)  # the descriptors reach the model
     with pytest.raises(ValueError, match="refusing to build a text-only prompt"):
-        predict_scores(model, tokenizer, text_rows, RAFTConfig(modality=ALL, max_length=None), show_progress=False)
+        predict_scores(
+            model,
+            tokenizer,
+            text_rows,
+            RAFTConfig(modality=ALL, max_length=None),
+            readout=ReadoutOptions(show_progress=False),
+        )
 
 
 def test_train_script_refuses_raw_media_the_release_does_not_have(synthetic_build, tmp_path, capsys):

@@ -11,7 +11,7 @@ import pytest
 import torch
 from peft import LoraConfig
 
-from raft_trainer import DigitTokens, RAFTConfig, RAFTDataCollator, RAFTTrainer
+from raft_trainer import DigitTokens, RAFTConfig, RAFTDataCollator, RAFTTrainer, ReadoutOptions
 from raft_trainer.loss import number_token_loss_sum
 
 from _raft_helpers import cpu_config, make_model, make_tokenizer, short_encoded_toy, toy_fit_config, toy_rows
@@ -202,7 +202,7 @@ def test_regression_save_load_predict_round_trip(tokenizer, tmp_path, caplog):
     # Outputs outside the scale are clipped to it, and said: a clipped score is not the head's own answer.
     outside = int(((live < 1.0) | (live > 5.0)).sum())
     with caplog.at_level("WARNING", logger="raft_trainer.predict"):
-        clipped = predict_scores(loaded, tokenizer, rows, config, show_progress=False)
+        clipped = predict_scores(loaded, tokenizer, rows, config, readout=ReadoutOptions(show_progress=False))
     np.testing.assert_allclose(clipped, np.clip(live, 1.0, 5.0), rtol=1e-5)
     assert outside > 0 and f"{outside} of {len(rows)} regression-head outputs lay outside [1, 5]" in caplog.text
     # predict_scores reads the same outputs: the head scaled first so that they lie inside the scale (after 3 steps
@@ -213,7 +213,9 @@ def test_regression_save_load_predict_round_trip(tokenizer, tmp_path, caplog):
                 parameter.mul_(6.0)
     inside = read_regression_scores(loaded, prompts, tokenizer.pad_token_id)
     assert ((inside > 1.0) & (inside < 5.0)).all() and len(set(np.round(inside, 6))) > 1
-    np.testing.assert_allclose(predict_scores(loaded, tokenizer, rows, config, show_progress=False), inside, rtol=1e-5)
+    np.testing.assert_allclose(
+        predict_scores(loaded, tokenizer, rows, config, readout=ReadoutOptions(show_progress=False)), inside, rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize(

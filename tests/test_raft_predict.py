@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from eval_scripts import parse_score
-from raft_trainer import DigitTokens, ScoringEncoder, generate_scores, predict_scores
+from raft_trainer import DigitTokens, RAFTConfig, ReadoutOptions, ScoringEncoder, generate_scores, predict_scores
 
 from _raft_helpers import make_model, make_tokenizer, toy_rows
 
@@ -43,12 +43,16 @@ def test_predict_scores_matches_brute_force(setup, batch_size):
     tokenizer, model, rows = setup
     want = [_brute_force(model, tokenizer, row) for row in rows]
     model.train()
-    greedy = predict_scores(model, tokenizer, rows, batch_size=batch_size, show_progress=False)
-    exact = predict_scores(model, tokenizer, rows, batch_size=batch_size, method="exact", show_progress=False)
+    greedy = predict_scores(model, tokenizer, rows, readout=ReadoutOptions(batch_size=batch_size, show_progress=False))
+    exact = predict_scores(
+        model, tokenizer, rows, readout=ReadoutOptions(batch_size=batch_size, method="exact", show_progress=False)
+    )
     assert greedy.tolist() == pytest.approx([w[0] for w in want], abs=1e-4)
     assert exact.tolist() == pytest.approx([w[1] for w in want], abs=1e-4)
     assert model.training  # the caller's mode is restored
-    unshared = predict_scores(model, tokenizer, rows, batch_size=batch_size, share_prefix=False, show_progress=False)
+    unshared = predict_scores(
+        model, tokenizer, rows, readout=ReadoutOptions(batch_size=batch_size, share_prefix=False, show_progress=False)
+    )
     assert unshared.tolist() == pytest.approx(greedy.tolist(), abs=1e-5)
     model.eval()
 
@@ -56,7 +60,7 @@ def test_predict_scores_matches_brute_force(setup, batch_size):
 def test_predict_scores_rejects_unknown_methods(setup):
     tokenizer, model, rows = setup
     with pytest.raises(ValueError, match="greedy' or 'exact"):
-        predict_scores(model, tokenizer, rows, method="sample")
+        predict_scores(model, tokenizer, rows, readout=ReadoutOptions(method="sample"))
 
 
 def test_generate_scores_returns_one_parsed_value_per_row(setup):
@@ -82,9 +86,8 @@ def test_generate_scores_returns_one_parsed_value_per_row(setup):
 def test_generate_scores_reads_answers_with_the_harness_parser(setup, monkeypatch, answer, style, want):
     tokenizer, model, rows = setup
     monkeypatch.setattr(tokenizer, "decode", lambda *args, **kwargs: answer)
-    values, texts = generate_scores(
-        model, tokenizer, rows, batch_size=2, max_new_tokens=2, show_progress=False, prompt_style=style
-    )
+    config = RAFTConfig(max_length=None, prompt_style=style)
+    values, texts = generate_scores(model, tokenizer, rows, config, batch_size=2, max_new_tokens=2, show_progress=False)
     assert texts == [answer] * len(rows)
     assert values == [want] * len(rows)
 
@@ -103,7 +106,11 @@ def test_the_digit_readout_is_one_expected_record_per_prompt(setup):
     digits = DigitTokens.from_tokenizer(tokenizer)
     encoder = ScoringEncoder(tokenizer, digits, None)
     readout = read_digit_scores(
-        model, [encoder.encode_prompt(row) for row in rows], digits, pad_token_id(tokenizer), show_progress=False
+        model,
+        [encoder.encode_prompt(row) for row in rows],
+        digits,
+        pad_token_id(tokenizer),
+        readout=ReadoutOptions(show_progress=False),
     )
     for i in range(len(rows)):
         record = readout.expected_score(i).as_record()

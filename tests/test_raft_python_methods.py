@@ -13,6 +13,7 @@ from raft_trainer import (  # noqa: E402
     CotScoringEncoder,
     DigitTokens,
     RAFTTrainer,
+    ReadoutOptions,
     attach_rationales,
     generate_rationales,
     grpo_options,
@@ -58,7 +59,9 @@ def test_cot_raft_stage_one_then_two_run_from_python(tmp_path):
     config = cpu_config(tmp_path, max_steps=1, per_device_train_batch_size=2, completion_style="cot")
     trainer = RAFTTrainer(model, args=config, train_dataset=train, processing_class=tokenizer)  # stage two
     trainer.train()
-    scores = predict_cot_scores(trainer.model, encoder, rows[:2], max_new_tokens=4, show_progress=False)
+    scores = predict_cot_scores(
+        trainer.model, encoder, rows[:2], max_new_tokens=4, readout=ReadoutOptions(show_progress=False)
+    )
     assert len(scores) == 2 and all(1.0 <= s <= 5.0 for s in scores)
 
 
@@ -79,5 +82,5 @@ def test_the_trainer_scores_unlabelled_rows_into_named_records(tmp_path):
     rows = [{key: value for key, value in row.items() if key != "score"} for row in toy_rows(3, seed=5)]  # no gold
     records = trainer.predict_scores(rows)
     assert [(r["video_id"], r["dimension"]) for r in records] == [(r["video_id"], r["dimension"]) for r in rows]
-    expected = predict_scores(trainer.model, tokenizer, rows, config, show_progress=False)
+    expected = predict_scores(trainer.model, tokenizer, rows, config, readout=ReadoutOptions(show_progress=False))
     assert [r["prediction"] for r in records] == pytest.approx(list(expected))

@@ -14,7 +14,7 @@ import datasets
 import pytest
 import torch
 
-from raft_trainer import RAFTConfig, RAFTDataCollator, RAFTTrainer, expected_decimal_score
+from raft_trainer import RAFTConfig, RAFTDataCollator, RAFTTrainer, ReadoutOptions, expected_decimal_score
 
 from _raft_helpers import make_vl_model, make_vl_tokenizer, short_raft_config, video_encoded_toy
 
@@ -192,8 +192,7 @@ def test_predict_scores_on_raw_video_matches_single_sequence_references(tokenize
         processor,
         rows,
         RAFTConfig(modality="video+text", input_source="raw", max_length=None),
-        batch_size=2,
-        method=method,
+        readout=ReadoutOptions(batch_size=2, method=method),
     )
 
     digits = DigitTokens.from_tokenizer(tokenizer)

@@ -24,7 +24,7 @@ from eval_scripts.harness.response_cache import (
     read_cache,
     record_schema_problem,
 )
-from mis_icc_metric import read_references, score_predictions
+from mis_icc_metric import ResamplingOptions, read_references, score_predictions
 
 from _leaderboard_helpers import make_results
 from _run_args import run_args
@@ -34,7 +34,10 @@ from _run_args import run_args
 def scored(synthetic_build) -> dict:
     references = read_references(synthetic_build, split="test")
     predictions = {key: min(5.0, value + 0.25) for key, value in references.items()}
-    return make_results(predictions, scores=score_predictions(predictions, references, n_bootstrap=50, seed=0))
+    return make_results(
+        predictions,
+        scores=score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=50, seed=0)),
+    )
 
 
 def _tamper(obj: dict, path: str, value) -> dict:

@@ -12,7 +12,7 @@ import torch
 
 from eval_scripts import DecodingConfig, Prompt, get_backend, parse_score, render_paper_prompt, render_prompt
 from eval_scripts.cli import main
-from raft_trainer import DigitTokens, RAFTConfig, predict_scores, save_tiny_model
+from raft_trainer import DigitTokens, RAFTConfig, ReadoutOptions, predict_scores, save_tiny_model
 
 from _harness_helpers import make_fixed_answer_model, scoring_rows
 from _run_args import run_args
@@ -43,8 +43,7 @@ def test_the_backend_expectation_equals_predict_scores_on_the_same_model_and_row
         backend.tokenizer,
         rows,
         RAFTConfig(prompt_style="paper", max_length=None),
-        batch_size=batch_size,
-        show_progress=False,
+        readout=ReadoutOptions(batch_size=batch_size, show_progress=False),
     )
     got = [c.expected["score"] if c.expected["score"] is not None else c.expected["reason"] for c in completions]
     assert got == [float(v) if 1 <= v <= 5 else f"expected score {v:.3f} outside [1, 5]" for v in reference]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from eval_scripts.cli import main
-from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS
+from mis_bench_dataset import DIMENSION_BY_KEY, DIMENSION_KEYS, GOLD_STATS, SplitPlan
 from mis_bench_dataset.paper_results import TABLE4
 
 from _metric_helpers import pingouin_icc3_1
@@ -140,7 +140,7 @@ def test_paper_rows_regenerates_the_797_test_pairs(authors_dir, real_transcripts
         tmp_path / "paper-rows",
         labels=authors_dir / "coding.csv",
         transcripts=real_transcripts_csv,
-        split_by="paper-rows",
+        split=SplitPlan(split_by="paper-rows"),
         progress=False,
     )
     assert report.seed == 42 and report.split_rows == {"train": 6374, "validation": 797, "test": 797}

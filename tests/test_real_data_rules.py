@@ -16,7 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eval_scripts.cli import main
-from mis_bench_dataset import DIMENSION_KEYS, build_dataset, generate_synthetic_release, parse_video_id, read_labels
+from mis_bench_dataset import (
+    DIMENSION_KEYS,
+    SplitPlan,
+    build_dataset,
+    generate_synthetic_release,
+    parse_video_id,
+    read_labels,
+)
 from mis_bench_dataset.video_ids import misspelling_note
 
 VIDEOS = ("AB0101_T1_Luke", "AB0101_T2_Sean", "CD0202_T3_Jessica", "CD0202_T1_John")
@@ -178,7 +185,11 @@ def test_paper_rows_partitions_the_rows_and_warns(synthetic_release, tmp_path):
 
     out = tmp_path / "paper-rows"
     report = build_dataset(
-        synthetic_release.release_dir, out, labels=synthetic_release.ratings_csv, split_by="paper-rows", progress=False
+        synthetic_release.release_dir,
+        out,
+        labels=synthetic_release.ratings_csv,
+        split=SplitPlan(split_by="paper-rows"),
+        progress=False,
     )
     n = len(synthetic_release.video_ids) * 8
     assert report.seed == 42 and sum(report.split_rows.values()) == n

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mis_bench_dataset import build_dataset, generate_synthetic_release
+from mis_bench_dataset import BuildChecks, build_dataset, generate_synthetic_release
 from mis_bench_dataset.release.tree import MODALITY_BY_NAME, npz_headers
 
 
@@ -67,6 +67,6 @@ def test_an_array_beyond_two_hours_is_reported_and_never_decompressed(release, t
 
 
 def test_the_limit_is_settable(release, tmp_path):
-    report = build_dataset(release.release_dir, tmp_path / "out", progress=False, max_seconds=0.05)
+    report = build_dataset(release.release_dir, tmp_path / "out", progress=False, checks=BuildChecks(max_seconds=0.05))
     kinds = {(p.kind, p.modality) for p in report.problems}
     assert ("too_large", "openface") in kinds and ("too_large", "librosa") in kinds  # 0.05 s: 3 frames at 60 fps

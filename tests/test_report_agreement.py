@@ -27,7 +27,7 @@ from eval_scripts.report.table import run_views
 from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS, read_labels
 from mis_bench_dataset.release.labels import write_ratings_long
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import model_as_rater, score_predictions
+from mis_icc_metric import ResamplingOptions, model_as_rater, score_predictions
 
 from _independent import reference_agreement
 from _leaderboard_helpers import make_results
@@ -58,7 +58,11 @@ def made(tmp_path_factory):
     squashed = {k: (3.0 if g < 3.4 else 4.0) for k, g in sorted(references.items())}
     squashed[(VIDEOS[0], "empathy")] = None
     results = [
-        make_results(p, model=name, scores=json_safe(score_predictions(p, references, n_bootstrap=200, seed=0)))
+        make_results(
+            p,
+            model=name,
+            scores=json_safe(score_predictions(p, references, resampling=ResamplingOptions(n_bootstrap=200, seed=0))),
+        )
         for name, p in (("org/calibrated", good), ("org/squashed", squashed))
     ]
     files = write_report(

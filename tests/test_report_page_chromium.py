@@ -13,7 +13,7 @@ from test_leaderboard_page_chromium import BROWSER
 
 from eval_scripts import ReportOptions, write_report
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import score_predictions
+from mis_icc_metric import ResamplingOptions, score_predictions
 
 from _leaderboard_helpers import make_references, make_results, noisy_predictions
 
@@ -51,7 +51,9 @@ def test_every_report_table_fits_a_1280_px_window(tmp_path):
     results = []
     for seed, (model, modality, noise) in enumerate(systems):
         predictions = noisy_predictions(references, noise, seed=seed + 90, none_rate=0.03)
-        scores = json_safe(score_predictions(predictions, references, n_bootstrap=50, seed=0))
+        scores = json_safe(
+            score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=50, seed=0))
+        )
         results.append(make_results(predictions, model=model, modality=modality, scores=scores))
     files = write_report(
         results, tmp_path / "report", ReportOptions(comparison_bootstrap=200, title="T"), references=references

@@ -12,6 +12,7 @@ import pytest
 
 from eval_scripts.cli.run import run_default
 from eval_scripts.report.about import describe_build
+from mis_bench_dataset import SplitPlan
 from mis_bench_dataset.splits import PAPER_ROWS_WARNING
 
 
@@ -60,7 +61,9 @@ def test_a_paper_rows_build_report_has_the_leak_warning_at_the_top(tmp_path):
 
     release = generate_synthetic_release(tmp_path / "release", n_videos=30, seed=1)
     build = tmp_path / "rows"
-    build_dataset(release.release_dir, build, labels=release.ratings_csv, split_by="paper-rows", progress=False)
+    build_dataset(
+        release.release_dir, build, labels=release.ratings_csv, split=SplitPlan(split_by="paper-rows"), progress=False
+    )
     markdown, data = _job(build, tmp_path / "job", cv_folds=0)
     lines = markdown.splitlines()
     assert lines[0] == "# MIS-Bench CPU baselines on SYNTHETIC build 'rows'"

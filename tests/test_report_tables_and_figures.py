@@ -12,6 +12,7 @@ from eval_scripts.report.formatting import best_rows, ci_pct, pct
 from eval_scripts.report.plots import radar_figure, scatter_figure
 from eval_scripts.report.table import icc_table, mse_table, rates_table, run_views, to_html, to_markdown
 from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS, HUMAN_CEILING
+from mis_icc_metric import ResamplingOptions
 
 from _leaderboard_helpers import (
     VIDEO_IDS,
@@ -80,7 +81,9 @@ def test_parse_rates_are_the_metrics_not_the_files_claim():
 
     refs = make_references(VIDEO_IDS[:10])
     predictions = noisy_predictions(refs, 0.3, seed=0, none_rate=0.2)
-    results = make_results(predictions, scores=json_safe(score_predictions(predictions, refs, n_bootstrap=0)))
+    results = make_results(
+        predictions, scores=json_safe(score_predictions(predictions, refs, resampling=ResamplingOptions(n_bootstrap=0)))
+    )
     results["parse_rates"] = dict.fromkeys(DIMENSION_KEYS, 1.0)
     row = rates_table(run_views([results])).rows[0]
     for key, cell in zip(DIMENSION_KEYS, row[1:9], strict=True):

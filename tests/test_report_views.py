@@ -20,7 +20,7 @@ from eval_scripts.report.views import best_configurations, rank_table, top_ranks
 from mis_bench_dataset import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, score_predictions
 
 from _independent import anova_icc as _icc3_1
 from _independent import pingouin_icc
@@ -216,7 +216,11 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
     references, runs = grid
     results = [
         make_results(
-            p, model=m, modality=mod, prompt_style=s, scores=json_safe(score_predictions(p, references, n_bootstrap=0))
+            p,
+            model=m,
+            modality=mod,
+            prompt_style=s,
+            scores=json_safe(score_predictions(p, references, resampling=ResamplingOptions(n_bootstrap=0))),
         )
         for m, mod, s, p in runs
     ]
@@ -237,7 +241,11 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
             expected[system["model"]]["modality"],
             expected[system["model"]]["prompt_style"],
         )
-        want = json_safe(score_predictions(chosen[system["model"]], references, n_bootstrap=300, seed=7))
+        want = json_safe(
+            score_predictions(
+                chosen[system["model"]], references, resampling=ResamplingOptions(n_bootstrap=300, seed=7)
+            )
+        )
         for key in DIMENSION_KEYS:
             assert system["dimensions"][key] == {
                 "icc": want["dimensions"][key]["icc"],
@@ -252,8 +260,7 @@ def test_comparison_matches_score_predictions_and_paired_comparison(tmp_path, gr
                 chosen[model],
                 chosen["org/beta"],
                 references,
-                n_bootstrap=300,
-                seed=7,
+                resampling=ResamplingOptions(n_bootstrap=300, seed=7),
                 names=(test["systems"]["a"], test["systems"]["b"]),
             )
         )
@@ -278,7 +285,7 @@ def test_comparison_skips_other_splits_and_needs_labels_for_tests(grid):
             modality=modality,
             prompt_style=style,
             split=split,
-            scores=json_safe(score_predictions(predictions, references, n_bootstrap=50)),
+            scores=json_safe(score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=50))),
         )
         obj["dataset"]["fingerprint"] = fingerprint
         results.append(obj)
@@ -306,7 +313,9 @@ def test_reference_by_results_file(tmp_path, grid):
                 model=model,
                 modality=modality,
                 prompt_style=style,
-                scores=json_safe(score_predictions(predictions, references, n_bootstrap=0)),
+                scores=json_safe(
+                    score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=0))
+                ),
             )
         )
     views = run_views(results, sources)
@@ -362,7 +371,7 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
             model=names[m],
             modality=mod,
             prompt_style=s,
-            scores=json_safe(score_predictions(p, references, n_bootstrap=0)),
+            scores=json_safe(score_predictions(p, references, resampling=ResamplingOptions(n_bootstrap=0))),
         )
         for m, mod, s, p in runs
     ]

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS, DIMENSIONS
 from mis_bench_dataset.toolkit.jsonio import json_safe
-from mis_icc_metric import paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, score_predictions
 from mis_icc_metric.reporting_floor import MAX_UNDEFINED_SHARE, MIN_CI_CLUSTERS, MIN_CI_VIDEOS
 
 from _independent import (
@@ -80,9 +80,7 @@ def case():
     result = score_predictions(
         predictions,
         references,
-        n_bootstrap=N_BOOT,
-        seed=SEED,
-        confidence=CONFIDENCE,
+        resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE),
         common_videos=common,
         missing="unparsed",
     )
@@ -284,7 +282,9 @@ def test_property_small_samples_every_interval_equals_the_loop(seed, n, unparsed
     }
     predictions = {(own[v], d): x for (v, d), x in predictions.items()}  # a clinician each: n clinicians, so
     references = {(own[v], d): x for (v, d), x in references.items()}  # the floor is met from 10 videos on
-    result = json_safe(score_predictions(predictions, references, n_bootstrap=60, seed=seed))
+    result = json_safe(
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=60, seed=seed))
+    )
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     indices = clinician_rows(videos, 60, seed)
     parsed = ~np.isnan(pred)
@@ -329,7 +329,11 @@ def test_paired_comparison_numbers():
     pred_a, references = make_scores(n=40, seed=31, noise=0.35, unparsed=0.05)
     pred_b, _ = make_scores(n=40, seed=32, noise=0.8, unparsed=0.05)
     result = paired_comparison(
-        pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE, names=("sys-a", "sys-b")
+        pred_a,
+        pred_b,
+        references,
+        resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE),
+        names=("sys-a", "sys-b"),
     )
     videos, a, gold = grid(pred_a, references, DIMENSION_KEYS)
     _, b, _ = grid(pred_b, references, DIMENSION_KEYS)
@@ -378,7 +382,9 @@ def test_paired_comparison_numbers():
     assert result["systems"] == {"a": "sys-a", "b": "sys-b"}
     assert (result["meta"]["n_bootstrap"], result["meta"]["seed"], result["meta"]["n_videos"]) == (N_BOOT, SEED, 40)
     # Swapping the systems flips every difference and keeps every p-value.
-    swapped = paired_comparison(pred_b, pred_a, references, n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE)
+    swapped = paired_comparison(
+        pred_b, pred_a, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED, confidence=CONFIDENCE)
+    )
     assert _close(swapped["overall"]["delta"], -overall["delta"])
     assert _close(swapped["overall"]["delta_ci"], [-overall["delta_ci"][1], -overall["delta_ci"][0]])
     assert _close(swapped["overall"]["p_value"], overall["p_value"])
@@ -435,8 +441,7 @@ def test_score_cli_prints_what_the_json_holds(tmp_path, capsys):
         score_predictions(
             predictions,
             references,
-            n_bootstrap=N_BOOT,
-            seed=SEED,
+            resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED),
             common_videos=sorted({v for v, _ in references})[::2],
         )
     )
@@ -535,7 +540,13 @@ def test_compare_cli_prints_what_the_json_holds(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads(out.read_text())
     direct = json.loads(
-        json.dumps(json_safe(paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=SEED)))
+        json.dumps(
+            json_safe(
+                paired_comparison(
+                    pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=SEED)
+                )
+            )
+        )
     )
     assert saved["dimensions"] == direct["dimensions"] and saved["overall"] == direct["overall"]
     assert saved["mean_icc"] == direct["mean_icc"]

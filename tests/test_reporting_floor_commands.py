@@ -12,7 +12,7 @@ import pytest
 from eval_scripts.cli import main
 from eval_scripts.report.sensitivity_view import shift_table_lines
 from mis_bench_dataset import DIMENSION_KEYS, STIMULI
-from mis_icc_metric import paired_comparison, perturbation_shift, score_predictions
+from mis_icc_metric import ResamplingOptions, paired_comparison, perturbation_shift, score_predictions
 
 from _independent import anova_icc, clinician_rows, grid, percentile_interval, replicates, two_sided_p
 from _metric_helpers import make_scores, write_inputs
@@ -45,7 +45,7 @@ def _intervals(node, path=""):
 
 def test_score_on_one_clinicians_videos_withholds_every_interval_with_its_reason():
     predictions, references = _one_clinician()
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=1)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=1))
     shown = dict(_intervals(result))
     assert not [where for where, (low, high) in shown.items() if high - low <= 0]  # no zero-width interval
     assert not [where for where in shown if "human_ceiling" not in where]  # and none resting on one clinician
@@ -78,7 +78,9 @@ def test_score_cli_prints_the_reason_where_the_interval_would_stand(tmp_path, ca
 def test_score_on_two_videos_withholds_by_video_count_whatever_the_unit():
     predictions, references = make_scores(n=2, seed=5, unparsed=0.0)
     for resample in ("clinician", "video"):
-        result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=1, resample=resample)
+        result = score_predictions(
+            predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=1, resample=resample)
+        )
         entry = result["dimensions"]["empathy"]
         assert entry["mse_ci"] is None and entry["withheld"]["mse_ci"] == "2 video(s); a CI needs at least 10"
         assert all(high > low for _, (low, high) in _intervals(result))
@@ -87,14 +89,16 @@ def test_score_on_two_videos_withholds_by_video_count_whatever_the_unit():
 def test_score_by_video_on_one_clinician_is_a_ci_about_that_clinician():
     """Resampling videos (said in the output: as if independent) is not floored by clinicians: the rule's choice."""
     predictions, references = _one_clinician()
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=1, resample="video")
+    result = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=1, resample="video")
+    )
     entry = result["dimensions"]["empathy"]
     assert entry["icc_ci"][1] > entry["icc_ci"][0] and "icc_ci" not in entry["withheld"]
 
 
 def test_a_healthy_sample_keeps_its_intervals_equal_to_the_loop():
     predictions, references = make_scores(n=80, seed=8, unparsed=0.0)  # 10 clinicians of 8 videos
-    result = score_predictions(predictions, references, n_bootstrap=N_BOOT, seed=4)
+    result = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=4))
     videos, pred, gold = grid(predictions, references, DIMENSION_KEYS)
     rows = clinician_rows(videos, N_BOOT, 4)
     for j, key in enumerate(DIMENSION_KEYS):
@@ -116,7 +120,7 @@ def _two_clinician_split():
 
 def test_compare_on_a_two_clinician_split_withholds_the_p_value():
     pred_a, pred_b, references = _two_clinician_split()
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=2)
+    result = paired_comparison(pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=2))
     for entry in [*result["dimensions"].values(), result["overall"], result["mean_icc"]]:
         assert entry["p_value"] is None and entry["delta_ci"] is None
         assert "2 clinician(s); a p-value needs at least 5" in entry["withheld"]["p_value"]
@@ -140,7 +144,7 @@ def test_compare_cli_prints_withheld_for_the_p_value(tmp_path, capsys):
 def test_compare_on_a_healthy_split_keeps_p_values_equal_to_the_loop():
     pred_a, references = make_scores(n=64, seed=9, noise=0.3, unparsed=0.0)  # 8 clinicians
     pred_b, _ = make_scores(n=64, seed=10, noise=0.8, unparsed=0.0)
-    result = paired_comparison(pred_a, pred_b, references, n_bootstrap=N_BOOT, seed=3)
+    result = paired_comparison(pred_a, pred_b, references, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=3))
     videos, a, gold = grid(pred_a, references, DIMENSION_KEYS)
     _, b, _ = grid(pred_b, references, DIMENSION_KEYS)
     rows = clinician_rows(videos, N_BOOT, 3)
@@ -164,7 +168,7 @@ def _three_videos_of_one_clinician():
 
 def test_perturb_on_three_videos_of_one_clinician_gives_no_shift_interval():
     gold, base, moved = _three_videos_of_one_clinician()
-    table = perturbation_shift(base, moved, gold, n_bootstrap=N_BOOT, seed=0)
+    table = perturbation_shift(base, moved, gold, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=0))
     entries = [*table["dimensions"].values(), table["mean"]]
     assert len(entries) == 9
     for entry in entries:
@@ -181,7 +185,7 @@ def test_perturb_on_three_videos_of_one_clinician_gives_no_shift_interval():
 def test_perturb_on_one_clinicians_videos_is_floored_by_clinicians():
     base, gold = _one_clinician()
     moved = {k: value + (0.6 if i % 3 == 0 else 0.0) for i, (k, value) in enumerate(sorted(base.items()))}
-    table = perturbation_shift(base, moved, gold, n_bootstrap=N_BOOT, seed=0)
+    table = perturbation_shift(base, moved, gold, resampling=ResamplingOptions(n_bootstrap=N_BOOT, seed=0))
     assert table["mean"]["mean_shift_ci"] is None and table["mean"]["icc_change_p"] is None
     assert table["mean"]["withheld"]["mean_shift_ci"] == "1 clinician(s); a CI needs at least 5"
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from mis_bench_dataset import DIMENSION_KEYS, STIMULI
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_icc_metric import make_resampling, paired_comparison, score_predictions
+from mis_icc_metric import ResamplingOptions, make_resampling, paired_comparison, score_predictions
 from mis_icc_metric.bootstrap import bootstrap_indices, resample_counts
 from mis_icc_metric.resampling import design_effect
 
@@ -31,7 +31,9 @@ def _loop_icc(pred, gold, rows, j):
 
 def test_clinician_cis_equal_an_independent_cluster_loop():
     predictions, references = make_scores(n=64, seed=3)
-    result = score_predictions(predictions, references, n_bootstrap=200, seed=7, resample="clinician")
+    result = score_predictions(
+        predictions, references, resampling=ResamplingOptions(n_bootstrap=200, seed=7, resample="clinician")
+    )
     videos, pred, gold = _grid(predictions, references)
     plan = make_resampling(videos, 200, 7, "clinician")
     assert plan.n_clusters == 8 and result["meta"]["resampling"]["unit"] == "clinician"
@@ -77,7 +79,9 @@ def test_paired_comparison_resamples_the_same_clinicians_for_both_systems():
     predictions_a, references = make_scores(n=48, seed=5, noise=0.4)
     predictions_b, _ = make_scores(n=48, seed=6, noise=0.9)
     # b's gold differs in make_scores; score both against a's references
-    result = paired_comparison(predictions_a, predictions_b, references, n_bootstrap=150, seed=2)
+    result = paired_comparison(
+        predictions_a, predictions_b, references, resampling=ResamplingOptions(n_bootstrap=150, seed=2)
+    )
     assert result["meta"]["resampling"]["unit"] == "clinician"
     videos, pred_a, gold = _grid(predictions_a, references)
     _, pred_b, _ = _grid(predictions_b, references)
@@ -101,21 +105,23 @@ def test_explicit_clusters_and_ids_without_a_clinician():
     preds = {(back[v], d): x for (v, d), x in predictions.items()}
     refs = {(back[v], d): x for (v, d), x in references.items()}
     with pytest.raises(DataError, match="names no clinician"):
-        score_predictions(preds, refs, n_bootstrap=20)
+        score_predictions(preds, refs, resampling=ResamplingOptions(n_bootstrap=20))
     clusters = {alias: video.split("_")[0] for alias, video in renamed.items()}
-    given_clusters = score_predictions(preds, refs, n_bootstrap=20, seed=4, clusters=clusters)
-    from_ids = score_predictions(predictions, references, n_bootstrap=20, seed=4)
+    given_clusters = score_predictions(
+        preds, refs, resampling=ResamplingOptions(n_bootstrap=20, seed=4, clusters=clusters)
+    )
+    from_ids = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=20, seed=4))
     for key in DIMENSION_KEYS:
         # the same clinicians drawn; the videos' order differs (v10 < v2), so the sums differ in the last bit
         assert given_clusters["dimensions"][key]["icc_ci"] == pytest.approx(
             from_ids["dimensions"][key]["icc_ci"], abs=1e-12
         )
     # by video: no clinician needed, the design effect is simply absent
-    by_video = score_predictions(preds, refs, n_bootstrap=20, resample="video")
+    by_video = score_predictions(preds, refs, resampling=ResamplingOptions(n_bootstrap=20, resample="video"))
     assert by_video["dimensions"]["empathy"]["design_effect"] is None
     assert by_video["dimensions"]["empathy"]["n_clusters"] is None
     with pytest.raises(UsageError, match="unknown resampling unit"):
-        score_predictions(predictions, references, n_bootstrap=20, resample="stimulus")
+        score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=20, resample="stimulus"))
 
 
 def test_design_effect_ignores_undefined_replicates():
@@ -144,7 +150,7 @@ def test_evaluate_module_takes_clusters():
         n_bootstrap=30,
         seed=1,
     )
-    direct = score_predictions(predictions, references, n_bootstrap=30, seed=1)
+    direct = score_predictions(predictions, references, resampling=ResamplingOptions(n_bootstrap=30, seed=1))
     assert out["meta"]["resampling"]["unit"] == "clinician"
     assert out["dimensions"]["abc"]["icc_ci"] == pytest.approx(direct["dimensions"]["abc"]["icc_ci"], abs=1e-12)
     with pytest.raises(DataError, match="a video belongs to one clinician"):

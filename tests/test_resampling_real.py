@@ -15,6 +15,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import ResamplingOptions
 
 from _independent import anova_icc
 
@@ -85,7 +86,9 @@ def test_the_readme_s_test_split_ci_is_the_ridge_s_clinician_resampled_one(real_
         line for line in (REPO_ROOT / "README.md").read_text().splitlines() if "video-level test split, seed 0" in line
     )
     shown = re.search(r"\| ([\d.]+) (\[[\d.]+, [\d.]+\]) \|$", row).groups()
-    run = run_baseline(real_text_build, tmp_path, baseline="features", modality="text", n_bootstrap=1000)
+    run = run_baseline(
+        real_text_build, tmp_path, baseline="features", modality="text", resampling=ResamplingOptions(n_bootstrap=1000)
+    )
     scores = json.loads(run.results_path.read_text())["scores"]
     assert scores["meta"]["resampling"]["unit"] == "clinician"
     assert (pct(scores["mean_icc"]), ci_pct(scores["mean_icc_ci"])) == shown

@@ -19,6 +19,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import ResamplingOptions
 
 
 def _noisy_judge(gold: dict, path, *, seed: int = 0, noise: float = 0.4, shift: float = 0.0) -> dict:
@@ -75,7 +76,9 @@ def test_the_synthetic_page_has_a_verdict_a_number_to_cite_a_yardstick_and_flags
     # The number to cite is `score`'s mean ICC on the expert-rated pairs, clinicians resampled, same draw.
     gold = read_references(synthetic_build, split="all")
     judge = predictions_to_mapping(read_predictions(synthetic_card / "judge.csv"))
-    scored = score_predictions({k: v for k, v in judge.items() if k in gold}, gold, n_bootstrap=200, seed=0)
+    scored = score_predictions(
+        {k: v for k, v in judge.items() if k in gold}, gold, resampling=ResamplingOptions(n_bootstrap=200, seed=0)
+    )
     cite = card["agreement"]["cite"]
     assert cite["value"] == pytest.approx(scored["mean_icc"]) and cite["n_clinicians"] is not None
     assert cite["withheld"] or cite["ci"] == pytest.approx(scored["mean_icc_ci"])

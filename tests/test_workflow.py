@@ -10,6 +10,7 @@ import pytest
 
 from eval_scripts.cli import main
 from mis_bench_dataset import DIMENSION_KEYS
+from mis_icc_metric import ResamplingOptions
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +46,9 @@ def test_cv_folds_writes_each_seeds_out_of_fold_predictions_as_a_run(cv_job, syn
         # Scored as any run, with the same draw as cross_validation.json: the same numbers.
         by_seed = doc["runs"][run["run"]]["by_seed"][str(run["fold_seed"])]
         assert results["scores"]["mean_icc"] == pytest.approx(by_seed["mean_icc"])
-        independent = score_predictions({k: v for k, v in predicted.items() if k in gold}, gold, n_bootstrap=0)
+        independent = score_predictions(
+            {k: v for k, v in predicted.items() if k in gold}, gold, resampling=ResamplingOptions(n_bootstrap=0)
+        )
         assert results["scores"]["mean_icc"] == pytest.approx(independent["mean_icc"])
     # The fold seeds differ: two different partitions, two different prediction sets.
     text = [r for r in runs if r["run"] == "features text"]
@@ -72,7 +75,9 @@ def test_score_scores_a_judge_on_every_video_on_the_videos_with_gold(cv_job, syn
     assert f"left aside {len(outside):,} predicted pair(s) ({aside['n_videos']:,} video(s)" in printed
     # The score is the score of the pairs with gold alone.
     inside = {(r["video_id"], r["dimension"]): r["prediction"] for r in records if r not in outside}
-    assert result["mean_icc"] == pytest.approx(score_predictions(inside, test_gold, n_bootstrap=0)["mean_icc"])
+    assert result["mean_icc"] == pytest.approx(
+        score_predictions(inside, test_gold, resampling=ResamplingOptions(n_bootstrap=0))["mean_icc"]
+    )
     # Against every split nothing is left aside.
     assert main([*args[:-2], "--split", "all", "--bootstrap", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["left_aside"]["n_pairs"] == 0

@@ -371,7 +371,7 @@ class TransformersBackend(Backend):
             yield completion
 
     def _read(self, ids: list[list[int]], groups: list[str], digits):
-        from raft_trainer.predict import pad_token_id, read_digit_scores
+        from raft_trainer.predict import ReadoutOptions, pad_token_id, read_digit_scores
 
         self.calls += len(ids)
         return read_digit_scores(
@@ -380,9 +380,9 @@ class TransformersBackend(Backend):
             digits,
             pad_token_id(self.tokenizer),
             groups=groups,
-            batch_size=self.batch_size,
-            share_prefix=self._prefix_sharing(),
-            show_progress=False,
+            readout=ReadoutOptions(
+                batch_size=self.batch_size, share_prefix=self._prefix_sharing(), show_progress=False
+            ),
         )
 
     # -- the shared prefix of a dimension's prompts (issue 29; docs/readouts.md) ---------------------------

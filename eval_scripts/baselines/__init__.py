@@ -23,6 +23,7 @@ __all__ = [
     "make_baseline",
     "run_baseline",
     "BaselineRun",
+    "BaselineBatch",
     "summarise",
 ]
 
@@ -31,7 +32,7 @@ __getattr__ = lazy_exports(
     __name__,
     {
         **dict.fromkeys(("BASELINES", "FeatureRidgeBaseline", "MeanBaseline", "make_baseline"), ".models"),
-        **dict.fromkeys(("run_baseline", "BaselineRun"), ".baseline_run"),
+        **dict.fromkeys(("run_baseline", "BaselineRun", "BaselineBatch"), ".baseline_run"),
         **dict.fromkeys(("MODALITY_GROUPS", "summarise"), ".summaries"),
     },
 )

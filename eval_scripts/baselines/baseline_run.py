@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.baselines.models import make_baseline
-from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, run_repr
+from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, RunRecord, run_repr
 from eval_scripts.harness.run_writer import write_run
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.protocol import setting_record
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
+from mis_bench_dataset.protocol import FewShot, setting_record
 from mis_bench_dataset.toolkit.errors import UsageError
 from mis_bench_dataset.toolkit.ownership import OutputFolder, as_output_folder
 from mis_bench_dataset.toolkit.text_safety import slug
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +74,18 @@ def _records(eval_rows: list[dict], predicted) -> list[dict]:
     ]
 
 
+@dataclass(frozen=True)
+class BaselineBatch:
+    """What the settings a caller runs together share (`run_default_job`'s baselines): the train and evaluated
+    rows loaded once, the subfolder their runs land in, and one `summary_cache` (a dict) that summarises each
+    video once."""
+
+    train_rows: list[dict] | None = None
+    eval_rows: list[dict] | None = None
+    subdir: str = ""
+    summary_cache: dict | None = None
+
+
 def run_baseline(
     dataset: str | Path | BuiltDataset,
     out: str | Path | OutputFolder,
@@ -81,20 +93,15 @@ def run_baseline(
     baseline: str = "features",
     modality: str = "audio+video+text",
     split: str = "test",
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    resample: str = DEFAULT_RESAMPLE,
-    seed: int = DEFAULT_SEED,
-    train_rows: list[dict] | None = None,
-    eval_rows: list[dict] | None = None,
-    subdir: str = "",
-    summary_cache: dict | None = None,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
+    batch: BaselineBatch = BaselineBatch(),
 ) -> BaselineRun:
     """Fit on the train split, predict `split`, score when it has labels, write predictions + results.
 
-    The files land in `out/subdir/<baseline>__<setting>/` (`out` a folder or the calling command's
-    OutputFolder). `train_rows` / `eval_rows` let a caller that runs several settings load the data once,
-    and one `summary_cache` (a dict) shared by those runs summarises each video once.
+    The files land in `out/<batch.subdir>/<baseline>__<setting>/` (`out` a folder or the calling command's
+    OutputFolder). `batch` lets a caller that runs several settings load the data once (`BaselineBatch`).
     """
+    train_rows, eval_rows, subdir, summary_cache = batch.train_rows, batch.eval_rows, batch.subdir, batch.summary_cache
     if split == "train":
         raise UsageError(
             "baselines are fitted on the train split", where="--split", hint="evaluate them on validation or test"
@@ -111,15 +118,15 @@ def run_baseline(
     written = write_run(
         folder,
         run_dir,
-        system=_system(baseline, model, len(train_rows)),
-        setting=setting_record(modality, "none", "features", few_shot_k=0),
-        dataset=dataset.record(split),
-        predictions=records,
+        record=RunRecord(
+            system=_system(baseline, model, len(train_rows)),
+            setting=setting_record(modality, "none", "features", few_shot=FewShot(k=0)),
+            dataset=dataset.record(split),
+            predictions=records,
+            parse_rates={key: 1.0 for key in DIMENSION_KEYS},
+        ),
         references=gold_references(eval_rows),
-        parse_rates={key: 1.0 for key in DIMENSION_KEYS},
-        n_bootstrap=n_bootstrap,
-        resample=resample,
-        seed=seed,
+        resampling=resampling,
     )
     seconds = time.monotonic() - started
     logger.info(

@@ -24,6 +24,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import step
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +123,11 @@ def cross_validate(
                 folds = clinician_folds(rows, n_folds, seed)
                 predicted = out_of_fold_predictions(rows, baseline, modality, folds, cache, on_fold=done.update)
                 scored = {key: value for key, value in predicted.items() if key in references}
-                scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+                scores = score_predictions(
+                    scored,
+                    references,
+                    resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
+                )
                 by_seed[str(seed)] = json_safe(scores)
                 by_seed[str(seed)]["fold_mean_icc"] = _fold_means(scored, references, rows, folds, n_folds)
                 out_of_fold[str(seed)] = predicted
@@ -154,7 +159,11 @@ def _fold_means(scored: dict, references: dict, rows: Sequence[dict], folds: np.
         videos = {str(row["video_id"]) for row, f in zip(rows, folds, strict=True) if f == fold}
         gold = {key: value for key, value in references.items() if key[0] in videos}
         held_out = {key: value for key, value in scored.items() if key[0] in videos}
-        means.append(json_safe(score_predictions(held_out, gold, n_bootstrap=0)["mean_icc"]) if gold else None)
+        means.append(
+            json_safe(score_predictions(held_out, gold, resampling=ResamplingOptions(n_bootstrap=0))["mean_icc"])
+            if gold
+            else None
+        )
     return means
 
 

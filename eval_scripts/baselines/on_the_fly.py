@@ -25,7 +25,7 @@ RIDGE_SETTING = "text"
 def temporary_build(labels, transcripts: str | Path, *, split_by: str) -> Iterator[BuiltDataset]:
     """A text-only build of `labels` (a path or `Labels`) and `transcripts`, removed on exit. The build's own log
     lines (its leak warning, its temporary path) are kept quiet: the caller says what was built."""
-    from mis_bench_dataset.builder.builder import build_dataset
+    from mis_bench_dataset.builder.builder import SplitPlan, build_dataset
 
     quiet = logging.getLogger("mis_bench_dataset")
     level = quiet.level
@@ -33,7 +33,9 @@ def temporary_build(labels, transcripts: str | Path, *, split_by: str) -> Iterat
         out = Path(tmp) / split_by
         quiet.setLevel(logging.ERROR)
         try:
-            build_dataset(None, out, labels=labels, transcripts=transcripts, split_by=split_by, progress=False)
+            build_dataset(
+                None, out, labels=labels, transcripts=transcripts, split=SplitPlan(split_by=split_by), progress=False
+            )
         finally:
             quiet.setLevel(level)
         yield BuiltDataset.open(out)

@@ -20,8 +20,8 @@ from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import UsageError
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +52,7 @@ def ridge_sensitivity(
     *,
     split: str = "test",
     perturb_seed: int = DEFAULT_PERTURB_SEED,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
 ) -> dict[str, Any]:
     """{perturbation: shift table} of the text ridge on `split` (see the module)."""
     from mis_icc_metric.sensitivity import perturbation_shift
@@ -72,7 +70,12 @@ def ridge_sensitivity(
     for name in perturbations:
         rows, record = perturb_rows(name, eval_rows, seed=perturb_seed)
         shifted = _predict(model, rows)
-        table = perturbation_shift(base, shifted, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        table = perturbation_shift(
+            base,
+            shifted,
+            references,
+            resampling=resampling,
+        )
         tables[name] = {"perturbation": record, **table}
         logger.info("text ridge, %s: mean |shift| %.3f", name, table["mean"]["mean_abs_shift"])
     return {

@@ -90,7 +90,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from mis_bench_dataset.builder.builder import build_dataset
+    from mis_bench_dataset.builder.builder import BuildChecks, SplitPlan, build_dataset
     from mis_bench_dataset.toolkit.errors import UsageError
 
     if args.authors is not None:
@@ -108,11 +108,10 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         labels=args.labels,
         transcripts=args.transcripts,
-        split_by=args.split_by,
-        seed=args.seed,
-        strict=args.strict,
-        allow_label_problems=args.allow_label_problems,
-        max_seconds=args.max_duration,
+        split=SplitPlan(split_by=args.split_by, seed=args.seed),
+        checks=BuildChecks(
+            strict=args.strict, allow_label_problems=args.allow_label_problems, max_seconds=args.max_duration
+        ),
     )
     if args.json:
         print_json(report.to_dict())

@@ -250,7 +250,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         return 0
     if args.references is None:
         raise UsageError("--references is required to fit a calibrator", hint="give a build folder, or --apply")
-    from eval_scripts.jobs.calibration import calibrate
+    from eval_scripts.jobs.calibration import CalibrationSplits, calibrate
+    from mis_icc_metric.resampling_options import ResamplingOptions
 
     result = calibrate(
         args.predictions,
@@ -258,12 +259,10 @@ def run_calibrate(args: argparse.Namespace) -> int:
         args.out or Path("calibration"),
         method=args.method,
         coverage=args.coverage,
-        fit_split=args.fit_split,
-        calibration_split=args.calibration_split,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        resample=args.resample,
-        confidence=args.confidence,
+        splits=CalibrationSplits(fit=args.fit_split, calibration=args.calibration_split),
+        resampling=ResamplingOptions(
+            n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample, confidence=args.confidence
+        ),
     )
     if result["synthetic"]:
         from mis_bench_dataset.wording import SYNTHETIC_LINE

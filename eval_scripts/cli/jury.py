@@ -92,20 +92,16 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from eval_scripts.leaderboard.juries import run_jury
+    from eval_scripts.leaderboard.juries import JuryRecipe, run_jury
+    from mis_icc_metric.resampling_options import ResamplingOptions
 
     result = run_jury(
         positional_or_flag(args, "runs", "predictions", where="MEMBER..."),
         args.out,
-        method=args.method,
+        JuryRecipe(args.method, missing=args.missing, fit=args.fit, folds=args.folds),
         references=args.references,
-        fit=args.fit,
-        missing=args.missing,
-        folds=args.folds,
         split=args.split,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        resample=args.resample,
+        resampling=ResamplingOptions(n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample),
     )
     if args.json:
         paths = {"results": None if result.results_path is None else str(result.results_path)}

@@ -126,7 +126,7 @@ def _looks_like_a_path(model: str) -> bool:
 
 
 def submit_command(args: argparse.Namespace) -> int:
-    from eval_scripts.formats.submission import SubmissionError, load_submission, package_submission
+    from eval_scripts.formats.submission import SplitCheck, SubmissionError, load_submission, package_submission
 
     max_bytes = int(args.max_mb * 1024 * 1024)
     checked = _split_checks(args.references, args.split) if args.references else (None, None, None)
@@ -136,9 +136,7 @@ def submit_command(args: argparse.Namespace) -> int:
             args.results,
             args.out,
             max_bytes=max_bytes,
-            video_ids=video_ids,
-            split=args.split if args.references else None,
-            fingerprints=fingerprints,
+            check=SplitCheck(video_ids, args.split if args.references else None, fingerprints),
             model_name=args.name,
         )
     except SubmissionError as err:
@@ -186,10 +184,11 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     require_resamples(args.bootstrap, "the leaderboard's comparison of each entry with the leader")
     if check_board_arguments(args):
         return authors_command(args)
-    from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
+    from eval_scripts.leaderboard import BoardRules, build_leaderboard, write_leaderboard
     from eval_scripts.leaderboard.outputs import LEADERBOARD_FILES, LEADERBOARD_WRITER
     from eval_scripts.leaderboard.references import read_board_references
     from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
+    from mis_icc_metric.resampling_options import ResamplingOptions
 
     # The page lands outside the folders it reads: leaderboard.json inside SUBMISSIONS would be read as a submission.
     check_not_overlapping(
@@ -202,15 +201,10 @@ def leaderboard_command(args: argparse.Namespace) -> int:
     references = read_board_references(args.references, args.split)
     board = build_leaderboard(
         args.submissions,
-        references.labels,
+        references,
         split=args.split,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        resample=args.resample,
-        max_bytes=int(args.max_mb * 1024 * 1024),
-        fingerprints=references.fingerprints,
-        synthetic=references.synthetic,
-        labels_public=not args.hidden_labels,
+        resampling=ResamplingOptions(n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample),
+        rules=BoardRules(max_bytes=int(args.max_mb * 1024 * 1024), labels_public=not args.hidden_labels),
     )
     files = write_leaderboard(board, folder, title=args.title)
     if args.json:

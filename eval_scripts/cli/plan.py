@@ -138,9 +138,8 @@ def run(args: argparse.Namespace) -> int:
         )
     elif args.target == "difference":
         second = _mapping(args.compare, args)
-        result = planning.plan_difference(
-            predictions, second, references, difference=args.difference, power=args.power, level=args.level, **common
-        )
+        target = planning.DifferenceTarget(args.difference, power=args.power, level=args.level)
+        result = planning.plan_difference(predictions, second, references, target, **common)
     else:
         result = planning.plan_labels(
             predictions, references, half_width=args.half_width, n_judged=args.judged, confidence=args.confidence

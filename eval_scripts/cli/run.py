@@ -200,6 +200,7 @@ def _perturb_command(args: argparse.Namespace, started: float) -> int:
     else:
         from eval_scripts.jobs.default_job import out_folder
         from eval_scripts.jobs.perturb import ridge_perturbations
+        from mis_icc_metric.resampling_options import ResamplingOptions
 
         if not args.dataset:
             raise UsageError("the text ridge needs a build", where="--perturb", hint="pass --dataset DIR")
@@ -209,9 +210,7 @@ def _perturb_command(args: argparse.Namespace, started: float) -> int:
             args.perturb,
             split=args.split,
             perturb_seed=args.perturb_seed,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
-            resample=args.resample,
+            resampling=ResamplingOptions(n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample),
         )
         tables, overview, results = doc["perturbations"], {}, []
     overview["shift_tables"] = str(files.json) if files else None

@@ -25,6 +25,7 @@ from eval_scripts.report.formatting import floor_sentence, signed_pct, withheld_
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_icc_metric.coverage import DEFAULT_MISSING, MISSING_POLICIES
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -418,12 +419,11 @@ def run_score(args: argparse.Namespace) -> int:
     result = score_predictions(
         predictions,
         references,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        confidence=args.confidence,
+        resampling=ResamplingOptions(
+            n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample, confidence=args.confidence
+        ),
         common_videos=common,
         missing=args.missing,
-        resample=args.resample,
     )
     result["meta"].update(predictions_file=str(args.predictions), references=str(args.references), split=args.split)
     result["left_aside"] = left_aside
@@ -465,12 +465,13 @@ def _add_subgroups(args: argparse.Namespace, result: dict, predictions: dict, re
     from mis_bench_dataset.video_ids import THERAPIST_LEVEL
     from mis_icc_metric.groups import agreement_by
 
-    draw = {"n_bootstrap": args.bootstrap, "seed": args.seed, "confidence": args.confidence}
-    draw.update(missing=args.missing, resample=args.resample)
+    draw = ResamplingOptions(
+        n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample, confidence=args.confidence
+    )
     text = _text(args)
     for by in args.by:
         text("")
-        grouped = agreement_by(predictions, references, by, **draw)
+        grouped = agreement_by(predictions, references, by, resampling=draw, missing=args.missing)
         if by == THERAPIST_LEVEL:
             result["therapist_level"] = grouped
             text(plain_text(therapist_table(grouped)))
@@ -563,12 +564,11 @@ def run_compare(args: argparse.Namespace) -> int:
         pred_a,
         pred_b,
         references,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        confidence=args.confidence,
+        resampling=ResamplingOptions(
+            n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample, confidence=args.confidence
+        ),
         missing=args.missing,
         names=(str(args.a), str(args.b)),
-        resample=args.resample,
     )
     result["meta"].update(references=str(args.references), split=args.split)
     result["left_aside"] = dict(zip(("a", "b"), left_aside, strict=True))

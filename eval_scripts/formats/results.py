@@ -11,7 +11,8 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -119,20 +120,27 @@ def usage_totals(usages: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
     return totals
 
 
+@dataclass(frozen=True)
+class RunRecord:
+    """What a run's results file records beside its scores: the system and the setting that answered, the dataset
+    (split) asked, the predictions and their parse rates; `usage` (model runs: token totals of the responses) and
+    `outcomes` (model runs: answered/unparsed/truncated/failed counts) are left out when None."""
+
+    system: Mapping[str, Any]
+    setting: Mapping[str, Any]
+    dataset: Mapping[str, Any]
+    predictions: Sequence[Mapping[str, Any]]
+    parse_rates: Mapping[str, float]
+    usage: Mapping[str, int] | None = None
+    outcomes: Mapping[str, Any] | None = None
+
+
 def build_results(
-    *,
-    system: Mapping[str, Any],
-    setting: Mapping[str, Any],
-    dataset: Mapping[str, Any],
-    predictions: Iterable[Mapping[str, Any]],
-    scores: Mapping[str, Any] | None,
-    parse_rates: Mapping[str, float],
-    created_at: str | None = None,
-    usage: Mapping[str, int] | None = None,
-    outcomes: Mapping[str, Any] | None = None,
+    record: RunRecord, *, scores: Mapping[str, Any] | None, created_at: str | None = None
 ) -> dict[str, Any]:
-    """The results object; `usage` (model runs: token totals of the responses) and `outcomes` (model runs:
-    answered/unparsed/truncated/failed counts) are left out when None."""
+    """The results object of `record` with its `scores` (None: an unlabelled split)."""
+    system, setting, dataset, predictions = record.system, record.setting, record.dataset, record.predictions
+    parse_rates, usage, outcomes = record.parse_rates, record.usage, record.outcomes
     results = {
         "schema_version": SCHEMA_VERSION,
         "system": dict(system),
@@ -150,7 +158,9 @@ def build_results(
     return results
 
 
-def write_results(path: str | Path, *, files: AtomicFiles | None = None, **fields: Any) -> dict[str, Any]:
+def write_results(
+    path: str | Path, record: RunRecord, *, scores: Mapping[str, Any] | None, files: AtomicFiles | None = None
+) -> dict[str, Any]:
     """Build (see `build_results`), validate and atomically write the results JSON (staged in `files` if given).
 
     Results that fail the schema are a bug of the writer, not of a file: nothing is written, and the
@@ -159,7 +169,7 @@ def write_results(path: str | Path, *, files: AtomicFiles | None = None, **field
     from eval_scripts.formats.submission import SubmissionError
     from eval_scripts.formats.submission import validate_results as _validate
 
-    obj = build_results(**fields)
+    obj = build_results(record, scores=scores)
     path = Path(path)
     try:
         _validate(obj, source=str(path))

@@ -17,6 +17,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -387,28 +388,38 @@ def submission_name(obj: Mapping[str, Any]) -> str:
 SUBMISSION_WRITER = "submission"
 
 
+@dataclass(frozen=True)
+class SplitCheck:
+    """The build's split a submission is checked against: its `video_ids` (the coverage of the split, named
+    `split`) and the build's `fingerprints` of it (`BuiltDataset.fingerprints(split)`: the predictions were made
+    on that build); None: not checked."""
+
+    video_ids: Sequence[str] | None = None
+    split: str | None = None
+    fingerprints: Collection[str] | None = None
+
+
 def package_submission(
     results_path: str | Path,
     out_dir: str | Path,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     replace_previous: bool = False,
-    video_ids: Sequence[str] | None = None,
-    split: str | None = None,
-    fingerprints: Collection[str] | None = None,
+    check: SplitCheck = SplitCheck(),
     command: str = "submit",
     model_name: str | None = None,
 ) -> Path:
     """Validate a results JSON and write it, canonicalised, as `out_dir/<submission_name>`.
 
-    With `video_ids` (and `split`) the coverage of the split is checked too, and with `fingerprints` (the
-    build's, `BuiltDataset.fingerprints(split)`) that the predictions were made on that build. The canonical
+    With `check` the coverage of the build's split is checked too, and that the predictions were made on that
+    build (`SplitCheck`). The canonical
     package is checked against `max_bytes` before anything is written; on any failure nothing is left. With
     `replace_previous`, earlier packages of the same system, setting and prompt style that
     the toolkit wrote into `out_dir` are removed, so a rerun replaces its leaderboard entry
     instead of adding a twin; files it did not write are never touched. `model_name` replaces the
     model's name in the package (`submit --name`: a run of a local folder is named by its path).
     """
+    video_ids, split, fingerprints = check.video_ids, check.split, check.fingerprints
     results_path = Path(results_path)
     loaded = load_submission(results_path, max_bytes=max_bytes)
     if model_name is not None and isinstance(loaded, dict) and isinstance(loaded.get("system"), dict):

@@ -36,7 +36,7 @@ from eval_scripts.harness.response_cache import cache_key
 from mis_bench_dataset.dataset.handle import BuiltDataset, DatasetSource
 from mis_bench_dataset.dataset.loading import gold_references
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, PAPER_PROMPT_STYLE, SCORE_TEXT
-from mis_bench_dataset.protocol import setting_record
+from mis_bench_dataset.protocol import FewShot, setting_record
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.text_safety import slug
 
@@ -251,8 +251,7 @@ def _setting(config: RunConfig, input_source: str, prompts: list[Prompt], backen
         config.modality,
         config.prompt_style,
         input_source,
-        few_shot_k=config.few_shot_k,
-        few_shot_seed=config.few_shot_seed,
+        few_shot=FewShot(config.few_shot_k, config.few_shot_seed),
         feature_format=config.feature_format,
         video=sampling if any(p.video_path for p in prompts) else None,
         **({"backend_options": answers} if answers else {}),

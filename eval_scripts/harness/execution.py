@@ -20,7 +20,7 @@ from eval_scripts.answers.answer_status import STATUS_FAILED, STATUS_TRUNCATED
 from eval_scripts.answers.prompts import Prompt
 from eval_scripts.backends.base import Backend, Completion, get_backend
 from eval_scripts.backends.served_model import served_model_warnings
-from eval_scripts.formats.results import run_repr
+from eval_scripts.formats.results import RunRecord, run_repr
 from eval_scripts.harness.cached_backend import CachingBackend
 from eval_scripts.harness.config import backend_options
 from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, setting_label
@@ -50,6 +50,7 @@ from eval_scripts.harness.trained_setting import read_trained_setting
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import prompt_style
 from mis_bench_dataset.toolkit.ownership import OutputFolder, check_not_overlapping
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -326,10 +327,11 @@ def _collect(context: RunContext, readouts: Sequence[RowReadout]) -> _Collected:
     return _Collected(predictions, raw_records, outcomes, failures, parse_rates, n_out_of_range, n_clipped)
 
 
-def _run_result(
-    context, completions, written, collected, counts, failure_summary, usage, *, started, prefix, readouts
-) -> RunResult:
-    """What a run did: its counts, scores and files."""
+def _run_result(context, completions, written, collected, *, started, prefix, readouts) -> RunResult:
+    """What a run did: its counts, scores and files; the outcome counts, failures and token usage as its results
+    file records them (`written.results`)."""
+    outcomes = dict(written.results["outcomes"])
+    failure_summary, counts, usage = outcomes.pop("failures"), outcomes, written.results["usage"]
     n_cached = sum(1 for c in completions.values() if c.cached)
     overall = counts["overall"]
     return RunResult(
@@ -383,27 +385,27 @@ def write_result(
     written = write_run(
         folder,
         context.run_dir,
-        system={
-            "model": config.model,
-            "backend": context.backend_name,
-            "decoding": context.system_decoding(),
-            **({"backend_options": context.backend_options} if context.backend_options else {}),
-            "package_versions": package_versions(),
-            **({"served_models": served} if served else {}),
-            **({"model_warnings": warnings} if warnings else {}),
-            **({"method": trained.method} if trained is not None and trained.method else {}),
-        },
-        setting=context.results_setting(),
-        dataset=context.dataset,
-        predictions=collected.predictions,
+        record=RunRecord(
+            system={
+                "model": config.model,
+                "backend": context.backend_name,
+                "decoding": context.system_decoding(),
+                **({"backend_options": context.backend_options} if context.backend_options else {}),
+                "package_versions": package_versions(),
+                **({"served_models": served} if served else {}),
+                **({"model_warnings": warnings} if warnings else {}),
+                **({"method": trained.method} if trained is not None and trained.method else {}),
+            },
+            setting=context.results_setting(),
+            dataset=context.dataset,
+            predictions=collected.predictions,
+            parse_rates=collected.parse_rates,
+            usage=usage,
+            outcomes={**counts, "failures": failure_summary},
+        ),
         references=context.references,
-        parse_rates=collected.parse_rates,
-        n_bootstrap=config.n_bootstrap,
-        resample=config.resample,
-        seed=config.seed,
+        resampling=ResamplingOptions(n_bootstrap=config.n_bootstrap, seed=config.seed, resample=config.resample),
         raw_records=collected.raw_records,
-        usage=usage,
-        outcomes={**counts, "failures": failure_summary},
         readouts=_readouts(context, readouts),
     )
     result = _run_result(
@@ -411,9 +413,6 @@ def write_result(
         completions,
         written,
         collected,
-        counts,
-        failure_summary,
-        usage,
         started=started,
         prefix=prefix,
         readouts=readouts,

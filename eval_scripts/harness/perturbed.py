@@ -22,6 +22,7 @@ from eval_scripts.harness.context import CACHE_NAME, RunConfig, RunContext, open
 from eval_scripts.harness.execution import RunResult, complete_requests, make_backend, output_folder, write_result
 from eval_scripts.harness.response_cache import read_cache
 from mis_bench_dataset.toolkit.errors import UsageError
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -109,9 +110,9 @@ def run_perturbed(
                 before,
                 arm_predictions(arm),
                 references,
-                n_bootstrap=max(1, config.n_bootstrap),
-                seed=config.seed,
-                resample=resample or config.resample,
+                resampling=ResamplingOptions(
+                    n_bootstrap=max(1, config.n_bootstrap), seed=config.seed, resample=resample or config.resample
+                ),
             )
             runs.tables[name] = {"perturbation": contexts[name].setting["perturbation"], **table}
     return runs

@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from mis_icc_metric.resampling_options import ResamplingOptions
+
 READOUTS_NAME = "readouts.json"
 READOUTS_FORMAT_VERSION = "1.0"
 
@@ -136,7 +138,9 @@ def _with_experts(values: Mapping[Key, float | None], references: Mapping[Key, f
     from mis_icc_metric.scoring import score_predictions
 
     keys = [key for key in values if key in references]  # the rows this run covers
-    scored = score_predictions({k: values[k] for k in keys}, {k: references[k] for k in keys}, n_bootstrap=0)
+    scored = score_predictions(
+        {k: values[k] for k in keys}, {k: references[k] for k in keys}, resampling=ResamplingOptions(n_bootstrap=0)
+    )
     return {"overall_icc": scored["overall"]["icc"], "mean_icc": scored["mean_icc"]}
 
 

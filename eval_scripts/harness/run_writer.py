@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eval_scripts.formats.results import RESULTS_NAME
+from eval_scripts.formats.results import RESULTS_NAME, RunRecord
 from mis_bench_dataset.toolkit.atomic import AtomicFiles
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.ownership import OutputFolder
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 RUN_WRITER = "run"
 PREDICTIONS_NAME = "predictions.jsonl"
@@ -43,28 +43,21 @@ class WrittenRun:
 def write_run(
     folder: OutputFolder,
     run_dir: str,
+    record: RunRecord,
     *,
-    system: Mapping[str, Any],
-    setting: Mapping[str, Any],
-    dataset: Mapping[str, Any],
-    predictions: Sequence[Mapping[str, Any]],
     references: Mapping[tuple[str, str], float],
-    parse_rates: Mapping[str, float],
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    resample: str = DEFAULT_RESAMPLE,
-    seed: int = DEFAULT_SEED,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     raw_records: Sequence[Mapping[str, Any]] | None = None,
-    usage: Mapping[str, int] | None = None,
-    outcomes: Mapping[str, Any] | None = None,
     readouts: Mapping[str, Any] | None = None,
 ) -> WrittenRun:
-    """Score `predictions` against `references` (when any) and write the run's files under `run_dir`;
+    """Score `record`'s predictions against `references` (when any) and write the run's files under `run_dir`;
     `readouts` (an expected-score or repeated-sample run's per-row readouts) go to readouts.json."""
     from eval_scripts.formats.results import write_results
     from eval_scripts.harness.readout_agreement import READOUTS_NAME, readouts_json
     from mis_icc_metric.predictions_io import write_predictions
     from mis_icc_metric.scoring import score_predictions
 
+    predictions = record.predictions
     names = [PREDICTIONS_NAME, RESULTS_NAME] + ([RAW_RESPONSES_NAME] if raw_records is not None else [])
     names += [READOUTS_NAME] if readouts is not None else []
     claimed = dict(zip(names, folder.claim_all([f"{run_dir}/{name}" for name in names], RUN_WRITER), strict=True))
@@ -75,7 +68,7 @@ def write_run(
             for p in predictions
             if (p["video_id"], p["dimension"]) in references
         }
-        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        scores = score_predictions(scored, references, resampling=resampling)
     raw_path = None
     with AtomicFiles() as files:  # the run's files appear together: never a folder mixing two runs
         write_predictions(claimed[PREDICTIONS_NAME], predictions, files=files)
@@ -83,18 +76,7 @@ def write_run(
             raw_path = claimed[RAW_RESPONSES_NAME]
             lines = (json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in raw_records)
             files.write(raw_path, "".join(lines))
-        results = write_results(
-            claimed[RESULTS_NAME],
-            files=files,
-            system=system,
-            setting=setting,
-            dataset=dataset,
-            predictions=predictions,
-            scores=scores,
-            parse_rates=parse_rates,
-            usage=usage,
-            outcomes=outcomes,
-        )
+        results = write_results(claimed[RESULTS_NAME], record, scores=scores, files=files)
         readouts_path = None
         if readouts is not None:
             readouts_path = claimed[READOUTS_NAME]

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
+from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.calibration import DEFAULT_CALIBRATION_METHOD, DEFAULT_COVERAGE
 from mis_icc_metric.calibrator_file import DEFAULT_CALIBRATION_SPLIT, DEFAULT_FIT_SPLIT
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,15 @@ def _split_predictions(predictions: Mapping[Key, float | None], references: Mapp
     return {key: value for key, value in predictions.items() if key[0] in videos}
 
 
+@dataclass(frozen=True)
+class CalibrationSplits:
+    """Which of a build's splits calibrates: the map is fitted on `fit`, the conformal half-width on
+    `calibration`; every other labelled split is evaluated."""
+
+    fit: str = DEFAULT_FIT_SPLIT
+    calibration: str = DEFAULT_CALIBRATION_SPLIT
+
+
 def calibrate(
     predictions: str | Path,
     references: str | Path,
@@ -48,15 +59,11 @@ def calibrate(
     *,
     method: str = DEFAULT_CALIBRATION_METHOD,
     coverage: float = DEFAULT_COVERAGE,
-    fit_split: str = DEFAULT_FIT_SPLIT,
-    calibration_split: str = DEFAULT_CALIBRATION_SPLIT,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int | None = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
-    confidence: float = DEFAULT_CONFIDENCE,
+    splits: CalibrationSplits = CalibrationSplits(),
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
 ) -> dict[str, Any]:
-    """Calibrate `predictions` on the build `references`; write the calibrator, the calibrated other splits
-    and the summary into `out`; return the summary (with `files`).
+    """Calibrate `predictions` on the build `references` (`splits`: which split fits, which calibrates); write the
+    calibrator, the calibrated other splits and the summary into `out`; return the summary (with `files`).
 
     Write last: every input is read and checked (the splits, the scale, a file already calibrated, the folder's
     ownership) and everything computed before anything is written; the files are then published together,
@@ -65,6 +72,8 @@ def calibrate(
     from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.calibration import fit_calibrator
     from mis_icc_metric.calibration_checks import calibration_summary
+
+    fit_split, calibration_split = splits.fit, splits.calibration
 
     build = Path(references)
     splits = _checked_splits(build, fit_split, calibration_split)
@@ -94,10 +103,7 @@ def calibrate(
             calibrator,
             (by_split[fit_split], gold[fit_split]),
             (fitted, gold[split]),
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            resample=resample,
-            confidence=confidence,
+            resampling=resampling,
         )
     files = {"calibrator": str(folder.root / "calibrator.json")}
     files.update({split: str(folder.root / f"calibrated-{split}.csv") for split in others})
@@ -442,7 +448,7 @@ def real_calibration_summary(
     resampling). Returns each seed's summary and the pooled coverage over seeds and dimensions.
     """
     from eval_scripts.baselines.crossval import all_feature_rows, clinician_folds, out_of_fold_predictions
-    from mis_bench_dataset import build_dataset
+    from mis_bench_dataset import SplitPlan, build_dataset
     from mis_icc_metric.predictions_io import write_predictions
 
     work, shared = Path(work), Path(shared)
@@ -455,8 +461,7 @@ def real_calibration_summary(
                 build,
                 transcripts=shared / "data" / "mis-bench-transcripts.csv",
                 labels=shared / "data" / "authors" / "coding.csv",
-                split_by="clinician",
-                seed=seed,
+                split=SplitPlan(split_by="clinician", seed=seed),
                 progress=False,
             )
         rows = all_feature_rows(build)
@@ -464,7 +469,11 @@ def real_calibration_summary(
         path = work / f"ridge-oof-{seed}.csv"
         write_predictions(path, [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in predicted.items()])
         runs[str(seed)] = calibrate(
-            path, build, work / f"calibrate-{seed}", method=method, n_bootstrap=n_bootstrap, seed=seed
+            path,
+            build,
+            work / f"calibrate-{seed}",
+            method=method,
+            resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed),
         )
     pooled = [(s["pooled"]["coverage"], s["pooled"]["n"]) for r in runs.values() for s in r["evaluated"].values()]
     total = sum(n for _, n in pooled)

@@ -21,13 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.formats.results import RunRecord
 from mis_bench_dataset.dataset.handle import BuiltDataset
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.dimensions import MODALITY_SETTINGS as SETTINGS
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
+from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import step
 from mis_bench_dataset.toolkit.text_safety import clean_line as shown
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +93,7 @@ def _write_out_of_fold_runs(dataset: BuiltDataset, folder, doc: dict, predicted:
     from eval_scripts.formats.results import BASELINE_BACKEND, BASELINE_MODEL_IDS, package_versions
     from eval_scripts.harness.run_writer import write_run
     from mis_bench_dataset.dataset.loading import gold_references
-    from mis_bench_dataset.protocol import setting_record
+    from mis_bench_dataset.protocol import FewShot, setting_record
     from mis_bench_dataset.splits import ALL_SPLITS
     from mis_bench_dataset.toolkit.text_safety import slug
 
@@ -115,15 +117,15 @@ def _write_out_of_fold_runs(dataset: BuiltDataset, folder, doc: dict, predicted:
             out = write_run(
                 folder,
                 run_dir,
-                system=system,
-                setting=setting_record(modality, "none", "features", few_shot_k=0),
-                dataset=record,
-                predictions=records,
+                record=RunRecord(
+                    system=system,
+                    setting=setting_record(modality, "none", "features", few_shot=FewShot(k=0)),
+                    dataset=record,
+                    predictions=records,
+                    parse_rates={key: 1.0 for key in DIMENSION_KEYS},
+                ),
                 references=references,
-                parse_rates={key: 1.0 for key in DIMENSION_KEYS},
-                n_bootstrap=doc["n_bootstrap"],
-                resample=doc["resample"],
-                seed=int(seed),
+                resampling=ResamplingOptions(n_bootstrap=doc["n_bootstrap"], seed=int(seed), resample=doc["resample"]),
             )
             written.append({"run": name, "fold_seed": int(seed), "predictions": str(out.predictions_path)})
             written[-1]["results"] = str(out.results_path)
@@ -171,10 +173,11 @@ class _Job:
 
 def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], jobs) -> list:
     """Each (baseline, setting) fitted on train, scored on the split, its files written under runs/."""
-    from eval_scripts.baselines import run_baseline
+    from eval_scripts.baselines.baseline_run import BaselineBatch, run_baseline
 
     runs = []
-    summary_cache: dict = {}  # every setting reads the same rows: summarise each video once
+    # every setting reads the same rows: load them once, summarise each video once
+    batch = BaselineBatch(train_rows, eval_rows, subdir="runs", summary_cache={})
     for baseline, modality in jobs:
         run = run_baseline(
             job.dataset,
@@ -182,13 +185,8 @@ def _fit_and_score(job: _Job, train_rows: list[dict], eval_rows: list[dict], job
             baseline=baseline,
             modality=modality,
             split=job.split,
-            n_bootstrap=job.n_bootstrap,
-            resample=job.resample,
-            seed=job.seed,
-            train_rows=train_rows,
-            eval_rows=eval_rows,
-            subdir="runs",
-            summary_cache=summary_cache,
+            resampling=ResamplingOptions(n_bootstrap=job.n_bootstrap, seed=job.seed, resample=job.resample),
+            batch=batch,
         )
         overall = (run.results["scores"] or {}).get("overall", {}).get("icc")
         job.say(
@@ -215,7 +213,7 @@ def _about(job: _Job):
 def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | None) -> tuple[Any, Any]:
     """The report of the runs (with the cross-validation, when run), their submissions and the leaderboard."""
     from eval_scripts.formats.submission import package_submission
-    from eval_scripts.leaderboard import build_leaderboard, write_leaderboard
+    from eval_scripts.leaderboard import BoardReferences, build_leaderboard, write_leaderboard
     from eval_scripts.report import ReportOptions, write_report
 
     about = _about(job)
@@ -240,13 +238,10 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
         package_submission(run.results_path, submissions, replace_previous=True, command="run")
     board = build_leaderboard(
         submissions,
-        references,
+        # the build's fingerprints and flag, as `mis-bench leaderboard` and the Space read them
+        BoardReferences(references, job.dataset.fingerprints(job.split), job.dataset.synthetic),
         split=job.split,
-        n_bootstrap=job.n_bootstrap,
-        seed=job.seed,
-        resample=job.resample,
-        fingerprints=job.dataset.fingerprints(job.split),
-        synthetic=job.dataset.synthetic,  # the build's flag, as `mis-bench leaderboard` and the Space read it
+        resampling=ResamplingOptions(n_bootstrap=job.n_bootstrap, seed=job.seed, resample=job.resample),
     )
     leaderboard = write_leaderboard(
         board,
@@ -257,8 +252,10 @@ def _publish(job: _Job, runs: list, references: dict, cross_validation: dict | N
     return report, leaderboard
 
 
-def _summary(job: _Job, runs, skipped, cross_validation, report, leaderboard, *, n_videos: int, n_train: int) -> dict:
-    """summary.json: what ran, where its files are, and the headline numbers."""
+def _summary(job: _Job, runs, skipped, cross_validation, published, *, n_videos: int, n_train: int) -> dict:
+    """summary.json: what ran, where its files are (`published`: the report's and the leaderboard's, as `_publish`
+    returns them), and the headline numbers."""
+    report, leaderboard = published
     return {
         "synthetic": job.synthetic,
         "dataset": str(job.dataset.path),
@@ -349,9 +346,26 @@ def run_with_options(
     each)."""
     given = {name: value for name, value in options.items() if value is not None}
     job = {keyword: given[name] for keyword, name in OPTION_NAMES.items() if name in given}
+    resampling = ResamplingOptions(**{k: job.pop(k) for k in ("n_bootstrap", "seed", "resample") if k in job})
+    cv = CrossValidationPlan(**{k: job.pop(f"cv_{k}") for k in ("folds", "seeds") if f"cv_{k}" in job})
     return run_default_job(
-        given.get("dataset"), out_folder(given.get("out")), **job, say=say, closing_lines=closing_lines
+        given.get("dataset"),
+        out_folder(given.get("out")),
+        **job,
+        resampling=resampling,
+        cv=cv,
+        say=say,
+        closing_lines=closing_lines,
     )
+
+
+@dataclass(frozen=True)
+class CrossValidationPlan:
+    """The default job's cross-validation over every video: `folds` clinician-grouped folds (0: none, the
+    default), repeated over `seeds` fold seeds from the job's seed on."""
+
+    folds: int = DEFAULT_CV_FOLDS
+    seeds: int = DEFAULT_CV_SEEDS
 
 
 def run_default_job(
@@ -359,20 +373,20 @@ def run_default_job(
     out: str | Path = DEFAULT_OUT,
     *,
     split: str = "test",
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    resample: str = DEFAULT_RESAMPLE,
-    seed: int = DEFAULT_SEED,
-    cv_folds: int = DEFAULT_CV_FOLDS,
-    cv_seeds: int = DEFAULT_CV_SEEDS,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
+    cv: CrossValidationPlan = CrossValidationPlan(),
     say: Callable[[str], None] | None = None,
     closing_lines: bool = True,
 ) -> dict[str, Any]:
     """The default job on `dataset` (default: the synthetic sample) into `out`; returns its summary.
 
-    `say` shows one line to the user (the CLI's printer); without it the lines are logged. `closing_lines`: end
-    with the summary's lines (the paths, how to get the real benchmark); off when the caller prints the summary
-    itself (`mis-bench run --json`).
+    `resampling`: the CIs of every score; `cv`: the cross-validation, if any (`CrossValidationPlan`). `say` shows
+    one line to the user (the CLI's printer); without it the lines are logged. `closing_lines`: end with the
+    summary's lines (the paths, how to get the real benchmark); off when the caller prints the summary itself
+    (`mis-bench run --json`).
     """
+    n_bootstrap, seed, resample = resampling.n_bootstrap, resampling.seed, resampling.resample
+    cv_folds, cv_seeds = cv.folds, cv.seeds
     from eval_scripts.baselines.baseline_run import load_feature_rows
     from mis_bench_dataset.dataset.loading import gold_references
     from mis_bench_dataset.toolkit.atomic import write_atomic
@@ -412,7 +426,7 @@ def run_default_job(
     with step("writing the report, the submissions and the leaderboard"):  # the report's figures: seconds
         report, leaderboard = _publish(job, runs, references, cross_validation)
     summary = _summary(
-        job, runs, skipped, cross_validation, report, leaderboard, n_videos=n_videos, n_train=len(train_rows)
+        job, runs, skipped, cross_validation, (report, leaderboard), n_videos=n_videos, n_train=len(train_rows)
     )
     summary["seconds"] = round(time.monotonic() - started, 1)
     write_atomic(job.folder.claim("summary.json", "run-summary"), json.dumps(summary, indent=1) + "\n")

@@ -35,6 +35,7 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED, 
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.wording import HEADLINE_NUMBERS, RESEARCH_USE
 from mis_icc_metric.calibrator_file import DEFAULT_COVERAGE
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +132,11 @@ def _agreement(inputs: CardInputs, n_bootstrap: int, seed: int) -> dict:
     from mis_icc_metric.reporting_floor import Support, degenerate_reason, withhold_reason
     from mis_icc_metric.scoring import score_predictions
 
-    scored = json_safe(score_predictions(inputs.labelled_judge, inputs.gold, n_bootstrap=n_bootstrap, seed=seed))
+    scored = json_safe(
+        score_predictions(
+            inputs.labelled_judge, inputs.gold, resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed)
+        )
+    )
     plan = scored["meta"].get("resampling") or {}
     n_videos, n_clusters = scored["meta"]["n_videos"], plan.get("n_clusters")
     ci = scored.get("mean_icc_ci")
@@ -322,7 +327,11 @@ def _biases(inputs: CardInputs, n_bootstrap: int, seed: int) -> dict:
 
     tests = {}
     for by in ("time_point", "stimulus"):
-        grouped = json_safe(agreement_by(inputs.labelled_judge, inputs.gold, by, n_bootstrap=n_bootstrap, seed=seed))
+        grouped = json_safe(
+            agreement_by(
+                inputs.labelled_judge, inputs.gold, by, resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed)
+            )
+        )
         test = grouped["overall"]["equal_bias"]
         groups = grouped["overall"]["groups"]
         tests[by] = {**test, "biases": {g: e.get("bias") for g, e in groups.items()}}

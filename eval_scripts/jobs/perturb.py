@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from eval_scripts.answers.perturbations import DEFAULT_PERTURB_SEED, PERTURBATIONS, parse_perturbations
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.text_safety import slug
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 WRITER = "perturb"
 SHIFTS_JSON, SHIFTS_MD, FIGURE = "shifts.json", "shifts.md", "sensitivity.png"
@@ -66,13 +66,11 @@ def ridge_perturbations(
     *,
     split: str = "test",
     perturb_seed: int = DEFAULT_PERTURB_SEED,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
 ) -> tuple[dict[str, Any], ShiftFiles]:
     """The text ridge's shift tables under each transcript perturbation: fitted once on the train split's
     unperturbed transcripts, asked again with each evaluated transcript perturbed (seeded by `perturb_seed`), the
-    shifts resampled by `resample`; written to `out/perturbations/<judge>/` (`shifts.json`, `shifts.md`,
+    shifts resampled as `resampling` says; written to `out/perturbations/<judge>/` (`shifts.json`, `shifts.md`,
     `sensitivity.png`, replaced only by a rerun). Returns the tables and the files."""
     from eval_scripts.baselines.perturbed_ridge import ridge_sensitivity
 
@@ -82,9 +80,7 @@ def ridge_perturbations(
         names,
         split=split,
         perturb_seed=perturb_seed,
-        n_bootstrap=n_bootstrap,
-        seed=seed,
-        resample=resample,
+        resampling=resampling,
     )
     return doc, write_shifts(out, "text-ridge", doc, title="Text ridge under transcript perturbations")
 

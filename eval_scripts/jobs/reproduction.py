@@ -25,6 +25,7 @@ from mis_bench_dataset.release.provenance import CODING, PUBLIC_FILES, TRANSCRIP
 from mis_bench_dataset.toolkit.defaults import DEFAULT_SEED, PAPER_RESAMPLE
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,11 @@ def _condition(folder: Path, condition, references, n_bootstrap: int, seed: int)
     path = _file(folder, condition.file)
     file, predictions = _predictions(folder, condition, references)
     scores = json_safe(
-        score_predictions(predictions, references, n_bootstrap=n_bootstrap, seed=seed, resample=PAPER_RESAMPLE)
+        score_predictions(
+            predictions,
+            references,
+            resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=PAPER_RESAMPLE),
+        )
     )
     rows = {}
     for key, cell in condition.cells.items():

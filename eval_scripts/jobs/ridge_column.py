@@ -17,6 +17,7 @@ from typing import Any
 from eval_scripts.baselines.on_the_fly import RIDGE_SETTING
 from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.toolkit.defaults import PAPER_RESAMPLE
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -45,17 +46,19 @@ def ridge_column(
     from mis_icc_metric.scoring import score_predictions
 
     scores = json_safe(
-        score_predictions(predictions, references, n_bootstrap=n_bootstrap, seed=seed, resample=PAPER_RESAMPLE)
+        score_predictions(
+            predictions,
+            references,
+            resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=PAPER_RESAMPLE),
+        )
     )
     paired = json_safe(
         paired_comparison(
             predictions,
             raft,
             references,
-            n_bootstrap=max(n_bootstrap, 1),
-            seed=seed,
+            resampling=ResamplingOptions(n_bootstrap=max(n_bootstrap, 1), seed=seed, resample=PAPER_RESAMPLE),
             names=(RIDGE_TITLE, "MIS-RAFT"),
-            resample=PAPER_RESAMPLE,
         )
     )
     rows = {}

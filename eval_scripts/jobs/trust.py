@@ -23,6 +23,7 @@ from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct, signed
 from mis_bench_dataset.video_ids import THERAPIST_LEVEL
 from mis_bench_dataset.wording import HEADLINE_NUMBERS
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,9 @@ class TrustData:
 
         if (system, unit) not in self._scores:
             scored = score_predictions(
-                self.systems[system], self.references, n_bootstrap=self.n_bootstrap, seed=self.seed, resample=unit
+                self.systems[system],
+                self.references,
+                resampling=ResamplingOptions(n_bootstrap=self.n_bootstrap, seed=self.seed, resample=unit),
             )
             self._scores[(system, unit)] = json_safe(scored)
         return self._scores[(system, unit)]
@@ -109,7 +112,12 @@ class TrustData:
         from mis_icc_metric.groups import agreement_by
 
         return json_safe(
-            agreement_by(self.systems[system], self.references, by, n_bootstrap=self.n_bootstrap, seed=self.seed)
+            agreement_by(
+                self.systems[system],
+                self.references,
+                by,
+                resampling=ResamplingOptions(n_bootstrap=self.n_bootstrap, seed=self.seed),
+            )
         )
 
 
@@ -281,7 +289,7 @@ def _calibrations(data: TrustData) -> dict[int, dict]:
     import tempfile
 
     from eval_scripts.jobs.calibration import calibrate
-    from mis_bench_dataset import build_dataset
+    from mis_bench_dataset import SplitPlan, build_dataset
     from mis_icc_metric.predictions_io import write_predictions
 
     runs = {}
@@ -296,12 +304,14 @@ def _calibrations(data: TrustData) -> dict[int, dict]:
                 build,
                 labels=data.labels,
                 transcripts=data.transcripts,
-                split_by="clinician",
-                seed=seed,
+                split=SplitPlan(split_by="clinician", seed=seed),
                 progress=False,
             )
             runs[seed] = calibrate(
-                work / "ridge-oof.csv", build, work / f"calibrated-{seed}", n_bootstrap=data.n_bootstrap, seed=data.seed
+                work / "ridge-oof.csv",
+                build,
+                work / f"calibrated-{seed}",
+                resampling=ResamplingOptions(n_bootstrap=data.n_bootstrap, seed=data.seed),
             )
     return runs
 

@@ -15,6 +15,7 @@ write CSV + JSON + a static sortable page, and serve it from a Hub Space.
 
 from eval_scripts.leaderboard.outputs import LeaderboardFiles, write_leaderboard
 from eval_scripts.leaderboard.page import render_page
-from eval_scripts.leaderboard.scoring import build_leaderboard
+from eval_scripts.leaderboard.references import BoardReferences
+from eval_scripts.leaderboard.scoring import BoardRules, build_leaderboard
 
-__all__ = ["build_leaderboard", "write_leaderboard", "render_page", "LeaderboardFiles"]
+__all__ = ["build_leaderboard", "BoardRules", "BoardReferences", "write_leaderboard", "render_page", "LeaderboardFiles"]

@@ -21,8 +21,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eval_scripts.formats.results import RunRecord
 from eval_scripts.leaderboard.juries import JURY_BACKEND
 from eval_scripts.leaderboard.page import rank_text
+from eval_scripts.leaderboard.references import BoardReferences
 from eval_scripts.leaderboard.scoring import build_leaderboard
 from eval_scripts.report.formatting import withheld_cell
 from mis_bench_dataset.dimensions import DIMENSIONS
@@ -32,6 +34,7 @@ from mis_bench_dataset.splits import PAPER_ROWS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import MISSING, ci_pct, num, pct
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +58,7 @@ def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
     from eval_scripts.harness.run_writer import write_run
     from mis_bench_dataset.dataset.loading import gold_references
     from mis_bench_dataset.dimensions import DIMENSION_KEYS
-    from mis_bench_dataset.protocol import setting_record
+    from mis_bench_dataset.protocol import FewShot, setting_record
     from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.predictions_io import predictions_to_mapping, read_prediction_file
 
@@ -77,13 +80,17 @@ def _authors_results(handle, folder: Path, condition, work: Path) -> Path:
     written = write_run(
         OutputFolder(work, command="leaderboard"),
         condition.key,
-        system=system,
-        setting=setting_record(SETTING["modality"], SETTING["prompt_style"], SETTING["input_source"], few_shot_k=0),
-        dataset=handle.record("test"),
-        predictions=records,
+        record=RunRecord(
+            system=system,
+            setting=setting_record(
+                SETTING["modality"], SETTING["prompt_style"], SETTING["input_source"], few_shot=FewShot(k=0)
+            ),
+            dataset=handle.record("test"),
+            predictions=records,
+            parse_rates=rates,
+        ),
         references=references,
-        parse_rates=rates,
-        n_bootstrap=0,
+        resampling=ResamplingOptions(n_bootstrap=0),
     )
     return written.results_path
 
@@ -110,8 +117,7 @@ def _juries(handle, members: Mapping[str, Path], work: Path, *, n_bootstrap: int
                 jury_members,
                 combined,
                 references,
-                n_bootstrap=n_bootstrap,
-                seed=seed,
+                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed),
                 command="leaderboard",
                 names=[name for _, name in JURY_MEMBERS],
             )
@@ -146,7 +152,10 @@ def _board(handle, results: list[Path], work: Path, *, n_bootstrap: int, seed: i
     references = gold_references(list(handle.features("test").rows()))
     fingerprints = handle.fingerprints("test")
     return build_leaderboard(
-        submissions, references, split="test", n_bootstrap=n_bootstrap, seed=seed, fingerprints=fingerprints
+        submissions,
+        BoardReferences(references, fingerprints, None),
+        split="test",
+        resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed),
     )
 
 
@@ -154,7 +163,10 @@ def _baseline_results(handle, work: Path) -> list[Path]:
     """The text ridge and the `mean` floor fitted on the build's train split, as `mis-bench run` runs them."""
     from eval_scripts.baselines.baseline_run import run_baseline
 
-    runs = [run_baseline(handle, work, baseline=name, modality="text", n_bootstrap=0) for name in ("features", "mean")]
+    runs = [
+        run_baseline(handle, work, baseline=name, modality="text", resampling=ResamplingOptions(n_bootstrap=0))
+        for name in ("features", "mean")
+    ]
     return [run.results_path for run in runs]
 
 

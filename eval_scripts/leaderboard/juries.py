@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +42,11 @@ from eval_scripts.baselines.stacking import (
     fit_stacked,
     member_matrix,
 )
-from eval_scripts.formats.results import RESULTS_NAME
+from eval_scripts.formats.results import RESULTS_NAME, RunRecord
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY, DIMENSION_KEYS, SCORE_MAX, SCORE_MIN
 from mis_bench_dataset.splits import ALL_SPLITS
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -353,7 +353,7 @@ def _best_member(members, references, *, seed: int) -> int:
 
     def rank(member: JuryMember) -> tuple[int, float]:
         scored = {k: v for k, v in member.predictions.items() if k in references}
-        result = score_predictions(scored, references, n_bootstrap=0, seed=seed)
+        result = score_predictions(scored, references, resampling=ResamplingOptions(n_bootstrap=0, seed=seed))
         icc = [e["icc"] for e in result["dimensions"].values() if e["icc"] is not None and not np.isnan(e["icc"])]
         return len(icc), float(np.mean(icc)) if icc else -np.inf
 
@@ -409,9 +409,7 @@ def compare_with_best(
     members: Sequence[JuryMember],
     references: Mapping[Key, float],
     *,
-    n_bootstrap: int,
-    seed: int,
-    resample: str = DEFAULT_RESAMPLE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The jury against its best member (highest mean ICC on these references), paired on the same resamples,
@@ -419,15 +417,15 @@ def compare_with_best(
     from mis_bench_dataset.toolkit.jsonio import json_safe
     from mis_icc_metric.paired import paired_comparison
 
+    n_bootstrap, seed = resampling.n_bootstrap, resampling.seed
+
     index = _best_member(members, references, seed=seed)
     best, best_name = members[index], (names or [m.name for m in members])[index]
     paired = paired_comparison(
         {k: v for k, v in jury.items() if k in references},
         {k: v for k, v in best.predictions.items() if k in references},
         references,
-        n_bootstrap=max(1, n_bootstrap),
-        seed=seed,
-        resample=resample,
+        resampling=replace(resampling, n_bootstrap=max(1, n_bootstrap)),
         names=("jury", best_name),
     )
     return floor_comparison({"best_member": best_name, **json_safe(paired)})
@@ -469,9 +467,7 @@ def write_jury(
     combined: JuryPredictions,
     references: Mapping[Key, float],
     *,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
     command: str = "jury",
     names: Sequence[str] | None = None,
 ) -> JuryResult:
@@ -487,26 +483,36 @@ def write_jury(
     scores = None
     if references:
         scored = {k: v for k, v in combined.predictions.items() if k in references}
-        scores = score_predictions(scored, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+        scores = score_predictions(scored, references, resampling=resampling)
         record["scores"] = floor_scores(json_safe(scores))
         record["versus_best_member"] = compare_with_best(
-            combined.predictions, members, references, n_bootstrap=n_bootstrap, seed=seed, resample=resample,
-            names=names,
-        )  # fmt: skip
+            combined.predictions, members, references, resampling=resampling, names=names
+        )
     jury_text = json.dumps(json_safe(record), indent=1, ensure_ascii=False, allow_nan=False) + "\n"
     records = [{"video_id": v, "dimension": d, "prediction": p} for (v, d), p in combined.predictions.items()]
+    output = _JuryOutput(record, jury_text, records)
     if all(m.results is not None for m in members):
-        return _write_run_jury(out, members, combined, references, record, jury_text, records, command=command,
-                               n_bootstrap=n_bootstrap, seed=seed, resample=resample)  # fmt: skip
-    return _write_file_jury(out, method, record, jury_text, records, scores, command=command)
+        return _write_run_jury(out, members, combined, references, output, command=command, resampling=resampling)
+    return _write_file_jury(out, output, scores, command=command)
 
 
-def _write_run_jury(out, members, combined, references, record, jury_text, records, *, command, **scoring):
+@dataclass(frozen=True)
+class _JuryOutput:
+    """What a jury writes whatever its members: its record (jury.json's object), that record's text, and its
+    predictions as rows."""
+
+    record: dict[str, Any]
+    text: str
+    records: list[dict[str, Any]]
+
+
+def _write_run_jury(out, members, combined, references, output: _JuryOutput, *, command, resampling):
     """A jury of runs: a run folder like any other (`harness.run_writer.write_run`) plus jury.json."""
     from eval_scripts.harness.run_writer import write_run
     from mis_bench_dataset.toolkit.atomic import write_atomic
     from mis_bench_dataset.toolkit.ownership import OutputFolder
 
+    record, jury_text, records = output.record, output.text, output.records
     method, name = record["method"], record["name"]
     folder = OutputFolder(out, command=command)
     run_dir = f"jury-{method}"
@@ -521,33 +527,37 @@ def _write_run_jury(out, members, combined, references, record, jury_text, recor
     written = write_run(
         folder,
         run_dir,
-        system={
-            "model": name,
-            "backend": JURY_BACKEND,
-            "decoding": {"jury": {k: v for k, v in combined.record.items() if k != "members"}},
-            "package_versions": {},
-            "description": f"a combination of its members ({method}; pairs a member lacks: "
-            f"{combined.record['missing']})"
-            ", not a model of its own: " + "; ".join(m.name for m in members),
-        },
-        setting=first["setting"],
-        dataset=first["dataset"],
-        predictions=records,
+        record=RunRecord(
+            system={
+                "model": name,
+                "backend": JURY_BACKEND,
+                "decoding": {"jury": {k: v for k, v in combined.record.items() if k != "members"}},
+                "package_versions": {},
+                "description": f"a combination of its members ({method}; pairs a member lacks: "
+                f"{combined.record['missing']})"
+                ", not a model of its own: " + "; ".join(m.name for m in members),
+            },
+            setting=first["setting"],
+            dataset=first["dataset"],
+            predictions=records,
+            parse_rates=rates,
+        ),
         references=references,
-        parse_rates=rates,
-        **scoring,
+        resampling=resampling,
     )
     write_atomic(jury_path, jury_text)
     return JuryResult(name, written.results_path, jury_path, written.results, record)
 
 
-def _write_file_jury(out, method, record, jury_text, records, scores, *, command) -> JuryResult:
+def _write_file_jury(out, output: _JuryOutput, scores, *, command) -> JuryResult:
     """A jury with a predictions-file member: its predictions and jury.json (with the scores) only: no
     results.json, since nothing records the build or the setting it would have to name."""
     from mis_bench_dataset.toolkit.atomic import AtomicFiles
     from mis_bench_dataset.toolkit.ownership import OutputFolder
     from mis_icc_metric.predictions_io import write_predictions
 
+    record, jury_text, records = output.record, output.text, output.records
+    method = record["method"]
     folder = OutputFolder(out, command=command)
     run_dir = f"jury-{method}"
     predictions_path, jury_path = folder.claim_all([f"{run_dir}/predictions.jsonl", f"{run_dir}/{JURY_NAME}"], WRITER)
@@ -557,19 +567,26 @@ def _write_file_jury(out, method, record, jury_text, records, scores, *, command
     return JuryResult(record["name"], None, jury_path, {"scores": scores} if scores else {}, record)
 
 
+@dataclass(frozen=True)
+class JuryRecipe:
+    """How a jury combines its members: `method` (mean, median or stacked simplex weights), which pairs it scores
+    where a member lacks one (`missing`), and for a stacked jury the runs its weights are fitted on (`fit`) or the
+    clinician folds it is cross-fitted over (`folds`)."""
+
+    method: str
+    missing: str = DEFAULT_JURY_MISSING
+    fit: Sequence[str | Path] | None = None
+    folds: int | None = None
+
+
 def run_jury(
     runs: Sequence[str | Path],
     out: str | Path,
+    recipe: JuryRecipe,
     *,
-    method: str,
     references: str | Path | None = None,
-    fit: Sequence[str | Path] | None = None,
-    missing: str = DEFAULT_JURY_MISSING,
-    folds: int | None = None,
     split: str | None = None,
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
 ) -> JuryResult:
     """`mis-bench jury`: a new system from several systems' predictions on the same pairs (`method` mean, median
     or stacked simplex weights), written to `out` as a system like any other (`predictions.jsonl`, `results.json`
@@ -578,6 +595,7 @@ def run_jury(
     files or predictions files; `split`: the scored split of a build (default: the runs' split, else test).
     Options that do not apply, members on different builds or splits, and unmatched `fit` runs are refused in
     one line before any work."""
+    method, missing, fit, folds = recipe.method, recipe.missing, recipe.fit, recipe.folds
     check_options(method, missing=missing, fit=fit, folds=folds)
     if method == "stacked" and references is None:
         raise UsageError("a stacked jury is fitted to gold", where="--references", hint="pass the build or labels")
@@ -601,7 +619,7 @@ def run_jury(
     combined = combine_members(
         members, method, gold, missing=missing, fit=fit_members, fit_references=fit_gold, folds=folds
     )
-    return write_jury(out, members, combined, gold, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+    return write_jury(out, members, combined, gold, resampling=resampling)
 
 
 def _check_pairs(members: Sequence[JuryMember], gold: Mapping[Key, float], where: str) -> None:

@@ -11,6 +11,9 @@ from mis_bench_dataset.toolkit.errors import DataError
 
 @dataclass(frozen=True)
 class BoardReferences:
+    """A board's gold and what follows from it: `build_leaderboard` rejects a submission recording another
+    fingerprint, and marks the board SYNTHETIC by this flag, never by the submitter's claim."""
+
     labels: dict  # (video_id, dimension) -> gold score of the split
     # The build's fingerprints of the split (None for a labels file, which has none: not checked).
     fingerprints: frozenset[str] | None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import logging
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,12 @@ from eval_scripts.leaderboard.disclosure import (
 )
 from eval_scripts.leaderboard.identity import Candidate, is_trusted, screen
 from eval_scripts.leaderboard.received import Request, file_request
+from eval_scripts.leaderboard.references import BoardReferences
 from mis_bench_dataset.dimensions import DIMENSIONS, HUMAN_CEILING
-from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.progress import progress
 from mis_bench_dataset.toolkit.text_safety import normal_name, safe_text
+from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -194,9 +196,7 @@ def _score_all(accepted: list[Candidate], references, rejected: list, plan: tupl
                 score_predictions(
                     predictions_on(sub.predictions, references),  # a pair without gold is not scored
                     references,
-                    n_bootstrap=n_bootstrap,
-                    seed=seed,
-                    resample=resample,
+                    resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
                 )
             )
             entries.append((_entry(sub, scores, synthetic), sub))
@@ -224,9 +224,7 @@ def _rank_against_leader(entries: list, references, plan: tuple[int, int, str]) 
                 predictions_on(entries[0][1].predictions, references),
                 predictions_on(sub.predictions, references),
                 references,
-                n_bootstrap=n_bootstrap,
-                seed=seed,
-                resample=resample,
+                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
             )
             entry["vs_leader"] = _vs_leader(json_safe(comparison))
         except Exception as err:  # noqa: BLE001 - a failed comparison only blanks the p-value
@@ -248,31 +246,42 @@ def _publish(entries: list[dict[str, Any]], *, hidden: bool, n_videos: int) -> N
             entry["vs_leader"] = published_comparison(entry["vs_leader"], n_videos=n_videos)
 
 
+@dataclass(frozen=True)
+class BoardRules:
+    """How a board admits and shows submissions: the largest file it reads (`max_bytes`), whether the labels are
+    public (False: a hidden-label board: only agreement figures, one ranked submission per account a day), and the
+    operators' accounts, trusted to rank a floor baseline or resubmit (`trusted_accounts`)."""
+
+    max_bytes: int = DEFAULT_MAX_BYTES
+    labels_public: bool = True
+    trusted_accounts: Collection[str] = ()
+
+
 def build_leaderboard(
     submissions_dir: str | Path,
-    references: References,
+    references: References | BoardReferences,
     *,
     split: str = "test",
-    n_bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = DEFAULT_SEED,
-    resample: str = DEFAULT_RESAMPLE,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    fingerprints: Collection[str] | None = None,
-    synthetic: bool | None = None,
-    labels_public: bool = True,
+    resampling: ResamplingOptions = DEFAULT_RESAMPLING,
+    rules: BoardRules = BoardRules(),
     requests: Mapping[str, Request] | None = None,
-    trusted_accounts: Collection[str] = (),
 ) -> dict[str, Any]:
     """The leaderboard as a JSON-ready dict: ranked and unranked entries, rejected files, the human ceiling.
 
     Ranked by `RANKING_RULE`; each ranked entry carries a paired bootstrap comparison against the leader on
     the same videos. The `mean` floor baseline is scored but not ranked: it is listed under `floors`.
-    `fingerprints`, `synthetic`: the references' (`references.read_board_references`): a submission
+    `references`: the gold (video, dimension) -> score, or the board's `BoardReferences`
+    (`references.read_board_references`) whose fingerprints and SYNTHETIC flag also apply: a submission
     recording another fingerprint is rejected, and the board's SYNTHETIC mark is the references' flag, never
-    the submitter's (None: a labels file, not checked / the submitter's claim may add the mark).
-    `labels_public` False: a hidden-label board (only agreement figures, one ranked submission per account a
-    day). `requests`: file name -> who sent it and when (`received`; default: the operator's, at its mtime).
+    the submitter's (a plain mapping: not checked / the submitter's claim may add the mark).
+    `rules`: what the board admits and shows (`BoardRules`). `requests`: file name -> who sent it and when
+    (`received`; default: the operator's, at its mtime).
     """
+    if not isinstance(references, BoardReferences):
+        references = BoardReferences(references, None, None)
+    references, fingerprints, synthetic = references.labels, references.fingerprints, references.synthetic
+    n_bootstrap, seed, resample = resampling.n_bootstrap, resampling.seed, resampling.resample
+    max_bytes, labels_public, trusted_accounts = rules.max_bytes, rules.labels_public, rules.trusted_accounts
     paths = _submission_files(Path(submissions_dir))
     video_ids = {video for video, _ in references}
     accepted, rejected = _load_all(paths, video_ids, split, max_bytes, fingerprints, requests or {})

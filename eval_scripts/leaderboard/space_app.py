@@ -42,8 +42,9 @@ from eval_scripts.leaderboard.outputs import csv_text, json_text
 from eval_scripts.leaderboard.page import render_page
 from eval_scripts.leaderboard.received import Request, hub_requests
 from eval_scripts.leaderboard.references import read_board_references
-from eval_scripts.leaderboard.scoring import build_leaderboard
+from eval_scripts.leaderboard.scoring import BoardRules, build_leaderboard
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -241,14 +242,13 @@ def build_board_from_env(hf_api=None) -> dict:
     trusted = [a.strip() for a in os.environ.get("MIS_BENCH_TRUSTED_ACCOUNTS", "").split(",") if a.strip()]
     return build_leaderboard(
         folder,
-        references.labels,
+        references,
         split=split,
-        n_bootstrap=int(os.environ.get("MIS_BENCH_BOOTSTRAP", str(DEFAULT_BOOTSTRAP))),
-        fingerprints=references.fingerprints,
-        synthetic=references.synthetic,
-        labels_public=os.environ.get("MIS_BENCH_HIDDEN_LABELS", "") in ("", "0", "false"),
+        resampling=ResamplingOptions(n_bootstrap=int(os.environ.get("MIS_BENCH_BOOTSTRAP", str(DEFAULT_BOOTSTRAP)))),
+        rules=BoardRules(
+            labels_public=os.environ.get("MIS_BENCH_HIDDEN_LABELS", "") in ("", "0", "false"), trusted_accounts=trusted
+        ),
         requests=requests,
-        trusted_accounts=trusted,
     )
 
 

@@ -23,6 +23,7 @@ from mis_bench_dataset.dimensions import PAPER_BOOTSTRAP_RESAMPLES as PAPER_BOOT
 from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -201,10 +202,8 @@ def _paired_tests(ref, others, references, plan: tuple[int, int, str], quiet: bo
                 predictions_on(run.predictions, references),
                 reference_predictions,
                 references,
-                n_bootstrap=n_bootstrap,
-                seed=seed,
+                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
                 names=(run.label, ref.label),
-                resample=resample,
             )
         except ValueError as err:
             raise DataError(f"cannot compare with the reference: {err}", where=run.source or run.label) from None

@@ -16,6 +16,7 @@ from mis_bench_dataset.dimensions import SCORE_REGRESSION
 from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 logger = logging.getLogger(__name__)
 
@@ -142,9 +143,7 @@ def score_run(
             score_predictions(
                 predictions_on(predictions, references),
                 references,
-                n_bootstrap=n_bootstrap,
-                seed=seed,
-                resample=resample,
+                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
             )
         )
     except ValueError as err:

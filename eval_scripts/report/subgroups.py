@@ -10,6 +10,7 @@ from eval_scripts.report.formatting import MISSING, ci_pct, num, p_text, pct, si
 from eval_scripts.report.table import Table
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE
+from mis_icc_metric.resampling_options import ResamplingOptions
 
 __all__ = [
     "BY_TITLES",
@@ -185,7 +186,12 @@ def subgroup_results(
         predictions = {key: value for key, value in run.predictions.items() if key in references}
         gold = {key: references[key] for key in predictions}
         for grouping in by:
-            result = agreement_by(predictions, gold, grouping, n_bootstrap=n_bootstrap, seed=seed, resample=resample)
+            result = agreement_by(
+                predictions,
+                gold,
+                grouping,
+                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
+            )
             out.append({"label": run.label, "by": grouping, "result": json_safe(result)})
     return out
 

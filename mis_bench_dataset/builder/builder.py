@@ -295,28 +295,45 @@ def _publish(staging: Path, out_dir: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class SplitPlan:
+    """How a build assigns videos to its splits: `split_by` one of `SPLIT_BY` ("video", "clinician", ...) from
+    `seed` (None: 0, or 42, the authors' seed, for the leaking `paper-rows` scheme)."""
+
+    split_by: str = "video"
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class BuildChecks:
+    """How strict a build is and the limits it keeps: modality problems are reported, never fatal, unless
+    `strict`; label problems are fatal unless `allow_label_problems`; Arrow shards hold at most `max_shard_bytes`;
+    an array longer than `max_seconds` of frames is a `too_large` problem and is never decompressed."""
+
+    strict: bool = False
+    allow_label_problems: bool = False
+    max_shard_bytes: int = 512 << 20
+    max_seconds: float = MAX_RECORDING_SECONDS
+
+
 def build_dataset(
     release_dir: str | Path | None,
     out_dir: str | Path = DEFAULT_OUT,
     *,
     labels: str | Path | Labels | None = None,
     transcripts: str | Path | None = None,
-    split_by: str = "video",
-    seed: int | None = None,
-    strict: bool = False,
-    allow_label_problems: bool = False,
+    split: SplitPlan = SplitPlan(),
+    checks: BuildChecks = BuildChecks(),
     progress: bool = True,
-    max_shard_bytes: int = 512 << 20,
-    max_seconds: float = MAX_RECORDING_SECONDS,
 ) -> BuildReport:
     """Build the `features` and `scoring` configs of a release into `out_dir`.
 
-    `release_dir` may be None when `transcripts` gives the text (a text-only build).
-    Modality problems are reported, never fatal, unless `strict`; label problems
-    are fatal unless `allow_label_problems`. Raises `BuildError` with the list. An array
-    longer than `max_seconds` of frames is a `too_large` problem and is never decompressed.
-    `seed` defaults to 0 (42, the authors' seed, for the leaking `paper-rows` scheme).
+    `release_dir` may be None when `transcripts` gives the text (a text-only build). `split`: how videos are
+    assigned to splits (`SplitPlan`); `checks`: which problems are fatal and the limits kept (`BuildChecks`).
+    Raises `BuildError` with the list of problems.
     """
+    split_by, seed = split.split_by, split.seed
+    strict, allow_label_problems = checks.strict, checks.allow_label_problems
     start = time.perf_counter()
     if split_by not in SPLIT_BY:
         raise BuildError(f"split_by must be one of {SPLIT_BY}, got {split_by!r}")
@@ -339,8 +356,7 @@ def build_dataset(
     layout = _SplitLayout.make(video_ids, split_by, seed)
     # Written aside and swapped in whole; a staging folder a killed build left is removed here.
     with staging_folder(out_dir.parent, _staging_prefix(out_dir)) as staging, _no_space_names(staging, out_dir):
-        limits = {"max_shard_bytes": max_shard_bytes, "max_seconds": max_seconds, "progress": progress}
-        written = _write_configs(staging, index, video_ids, transcript_map, label_set, layout, **limits)
+        written = _write_configs(staging, index, transcript_map, label_set, layout, checks=checks, progress=progress)
         problems += written.problems
         if strict and problems:
             raise BuildError(f"--strict: {len(problems)} problem(s) in the release", problems)
@@ -350,7 +366,7 @@ def build_dataset(
         ) as done:
             given = (release_dir, transcripts, labels)
             report = _report(
-                out_dir, given, label_set, index, transcript_map, layout, written=written, problems=problems
+                out_dir, given, label_set, (index, transcript_map), layout, written=written, problems=problems
             )
             done.update()
             report.split_by, report.seed = split_by, seed
@@ -395,10 +411,12 @@ def _label_fields(labels: str | Path | Labels | None, label_set: Labels | None, 
     }
 
 
-def _report(out_dir, given, label_set, index, transcript_map, layout, *, written, problems):
+def _report(out_dir, given, label_set, indexed, layout, *, written, problems):
     """The BuildReport of a finished write (split_by and seed are set by the caller); `given`: the release
-    folder, transcripts and labels it was built from, as the caller named them."""
+    folder, transcripts and labels it was built from, as the caller named them; `indexed`: the release index
+    and the transcripts' text (`_index_sources`)."""
     release_dir, transcripts, labels = given
+    index, transcript_map = indexed
     return BuildReport(
         out_dir=str(out_dir),
         release_dir=str(Path(release_dir).resolve()) if release_dir is not None else None,
@@ -522,16 +540,16 @@ class _Written:
 def _write_configs(
     staging: Path,
     index,
-    video_ids: list[str],
     transcript_map: dict[str, str] | None,
     label_set: Labels | None,
     layout: _SplitLayout,
     *,
-    max_shard_bytes: int,
-    max_seconds: float,
+    checks: BuildChecks,
     progress: bool,
 ) -> _Written:
-    """Read each video once and write its `features` row(s) and `scoring` rows into their splits."""
+    """Read each of the index's videos once and write its `features` row(s) and `scoring` rows into their
+    splits, within `checks`' limits."""
+    video_ids, max_shard_bytes, max_seconds = index.video_ids, checks.max_shard_bytes, checks.max_seconds
     from mis_bench_dataset.toolkit.progress import progress as steps
 
     writers = {

@@ -11,7 +11,7 @@ import argparse
 import math
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,10 @@ from mis_bench_dataset.toolkit.defaults import (
 from mis_bench_dataset.toolkit.errors import UsageError, os_error_line
 from mis_bench_dataset.toolkit.urls import http_url_list
 
+# What `option` passes on to argparse's `add_argument` as it is (its own names): the parser, the allowed values,
+# the value's name in the help and the action.
+ARGPARSE_KEYWORDS = ("type", "choices", "metavar", "action")
+
 
 def option(
     help: str,  # noqa: A002 - argparse's name
@@ -33,21 +37,23 @@ def option(
     flag: str | None = None,
     dest: str | None = None,
     aliases: Sequence[str] = (),
-    type: Callable[[str], Any] | None = None,  # noqa: A002 - argparse's name
-    choices: Sequence[str] | None = None,
-    metavar: str | None = None,
-    action: str | None = None,
     section: str = "main",
     cli_default: Any = ...,
+    **argparse_keywords: Any,
 ) -> dict[str, Any]:
     """A field's `metadata`, e.g. `field(default=8, metadata=option("requests in flight", type=positive_int))`.
 
     `flag` defaults to `--field-name` and `dest` (the parsed attribute) to the field's name; `aliases` are
     further spellings; `section` says under which heading `--help` lists it; `cli_default` is the command
     line's default where it differs from the field's (None where the command picks the value by mode, e.g.
-    the output folder; `...`: the field's own)."""
-    spec = {"help": help, "flag": flag, "dest": dest, "aliases": tuple(aliases), "type": type, "choices": choices}
-    spec.update(metavar=metavar, action=action, section=section, cli_default=cli_default)
+    the output folder; `...`: the field's own). `argparse_keywords`: `ARGPARSE_KEYWORDS` (`type`, `choices`,
+    `metavar`, `action`), given to `add_argument` as argparse names them; any other name is refused."""
+    unknown = sorted(set(argparse_keywords) - set(ARGPARSE_KEYWORDS))
+    if unknown:
+        raise TypeError(f"option() got unexpected keyword(s) {', '.join(unknown)}; it passes on {ARGPARSE_KEYWORDS}")
+    spec = {"help": help, "flag": flag, "dest": dest, "aliases": tuple(aliases)}
+    spec.update({name: argparse_keywords.get(name) for name in ARGPARSE_KEYWORDS})
+    spec.update(section=section, cli_default=cli_default)
     return spec
 
 

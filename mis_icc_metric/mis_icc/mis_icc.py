@@ -10,8 +10,10 @@ the first EvaluationModule subclass defined here (so evaluate is imported as a m
 import datasets
 import evaluate
 
+import mis_bench_dataset.toolkit.errors
 import mis_bench_dataset.toolkit.jsonio
 import mis_icc_metric.resampling
+import mis_icc_metric.resampling_options
 import mis_icc_metric.scoring
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 
@@ -88,6 +90,19 @@ Examples:
 """
 
 
+# The keyword options `compute` passes on (`_KWARGS_DESCRIPTION`), with their defaults: one dict, not eleven named
+# parameters (the toolkit's rule of at most 7; evaluate's own `_compute` takes `**kwargs` too).
+_OPTION_DEFAULTS = {
+    "n_bootstrap": DEFAULT_BOOTSTRAP,
+    "seed": DEFAULT_SEED,
+    "confidence": DEFAULT_CONFIDENCE,
+    "common_videos": None,
+    "out_of_range": "flag",
+    "resample": DEFAULT_RESAMPLE,
+    "clusters": None,
+}
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class MisIcc(evaluate.Metric):
     """ICC(3,1) / MSE of MIS-Bench predictions against expert gold scores."""
@@ -108,32 +123,29 @@ class MisIcc(evaluate.Metric):
             reference_urls=["https://github.com/calistalu/MIS-Bench"],
         )
 
-    def _compute(
-        self,
-        predictions,
-        references,
-        video_ids,
-        dimensions,
-        *,
-        n_bootstrap=DEFAULT_BOOTSTRAP,
-        seed=DEFAULT_SEED,
-        confidence=DEFAULT_CONFIDENCE,
-        common_videos=None,
-        out_of_range="flag",
-        resample=DEFAULT_RESAMPLE,
-        clusters=None,
-    ):
+    def _compute(self, predictions, references, video_ids, dimensions, **options):
+        """evaluate's contract: the four input columns, then the user's keyword options (`_KWARGS_DESCRIPTION`),
+        as evaluate's own `_compute(*, predictions, references, **kwargs)`; a name not described is an error."""
+        unknown = sorted(set(options) - set(_OPTION_DEFAULTS))
+        if unknown:
+            raise mis_bench_dataset.toolkit.errors.UsageError(
+                f"mis_icc has no option {', '.join(unknown)}", hint=f"use {', '.join(_OPTION_DEFAULTS)}"
+            )
+        given = {**_OPTION_DEFAULTS, **options}
         preds, refs = mis_icc_metric.scoring.mappings_from_columns(predictions, references, video_ids, dimensions)
-        cluster_of = mis_icc_metric.resampling.clusters_from_columns(video_ids, clusters)
+        cluster_of = mis_icc_metric.resampling.clusters_from_columns(video_ids, given["clusters"])
+        resampling = mis_icc_metric.resampling_options.ResamplingOptions(
+            n_bootstrap=given["n_bootstrap"],
+            seed=given["seed"],
+            resample=given["resample"],
+            confidence=given["confidence"],
+            clusters=cluster_of,
+        )
         result = mis_icc_metric.scoring.score_predictions(
             preds,
             refs,
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            confidence=confidence,
-            common_videos=common_videos,
-            out_of_range=out_of_range,
-            resample=resample,
-            clusters=cluster_of,
+            resampling=resampling,
+            common_videos=given["common_videos"],
+            out_of_range=given["out_of_range"],
         )
         return mis_bench_dataset.toolkit.jsonio.json_safe(result)
