@@ -120,27 +120,35 @@ def test_every_command_has_its_job_in_the_api_index_and_every_name_there_is_expo
 @pytest.mark.slow
 def test_mypy_sees_the_type_of_every_export(tmp_path):
     """What an editor sees: mypy (strict re-exports) on a script that imports every export from its package
-    reveals a type for each, never `Any` (a name only `__getattr__` provides is `Any` to it)."""
+    reveals the type the defining module's own import reveals (a name only `__getattr__` provides is `Any`).
+    Third-party packages are left out of the analysis (`--no-site-packages`: seconds, not minutes), so a function
+    behind a torch decorator is `Any` both ways; the comparison with the defining module keeps that fair."""
     pytest.importorskip("mypy", reason="mypy checks what type checkers see (pip install mypy)")
     import subprocess
     import sys
 
     probe, names = [], []
     for package in PACKAGES:
-        for name in _package(package).__all__:
-            probe.append(f"from {package} import {name} as _{len(names)}\nreveal_type(_{len(names)})")
+        module = _package(package)
+        for name in module.__all__:
+            lazy = module._LAZY.get(name)
+            defining = importlib.util.resolve_name(lazy, package) if lazy else package
+            for where in (package, defining):
+                probe.append(f"from {where} import {name} as _{len(probe)}\nreveal_type(_{len(probe)})")
             names.append(f"{package}.{name}")
     (tmp_path / "probe.py").write_text("\n".join(probe) + "\n", encoding="utf-8")
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-implicit-reexport", "--follow-imports=silent", "--ignore-missing-imports"]
-        + ["--cache-dir", str(tmp_path / "cache"), "--no-error-summary", "probe.py"],
+        + ["--no-site-packages", "--cache-dir", str(tmp_path / "cache"), "--no-error-summary", "probe.py"],
         cwd=tmp_path,
         env={"PYTHONPATH": str(REPO), "PATH": "", "MYPYPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=600,
     )
-    revealed = re.findall(r"^probe\.py:(\d+): note: Revealed type is \"(.*)\"$", done.stdout, re.M)
-    assert len(revealed) == len(names), done.stdout[-3000:] + done.stderr[-3000:]
-    untyped = [names[(int(line) - 2) // 2] for line, shown in revealed if shown == "Any"]
-    assert not untyped, f"type checkers see these exports as Any: {untyped}"
+    revealed = dict(re.findall(r"^probe\.py:(\d+): note: Revealed type is \"(.*)\"$", done.stdout, re.M))
+    assert len(revealed) == len(probe), done.stdout[-3000:] + done.stderr[-3000:]
+    shown = [revealed[str(2 * i + 2)] for i in range(len(probe))]  # line 2i+2 reveals probe i
+    untyped = [name for i, name in enumerate(names) if shown[2 * i] == "Any" and shown[2 * i + 1] != "Any"]
+    assert not untyped, f"type checkers see these exports as Any through the package only: {untyped}"
+    assert sum(s != "Any" for s in shown[::2]) > 0.9 * len(names), "mypy saw almost no export's type"
