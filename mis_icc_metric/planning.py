@@ -35,7 +35,16 @@ from scipy.special import ndtr, ndtri  # the normal CDF and quantile (scipy.stat
 from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, DIMENSION_BY_KEY, DIMENSION_KEYS, N_CLINICIANS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_icc_metric.bootstrap import block_means, bootstrap_blocks, percentile_ci, point_blocks, resample_counts
+from mis_icc_metric.bootstrap import (
+    _blas_controller,
+    _statistics_from_sums,
+    block_features,
+    block_means,
+    bootstrap_blocks,
+    percentile_ci,
+    point_blocks,
+    resample_counts,
+)
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
 from mis_icc_metric.ppi import normal_quantile
 from mis_icc_metric.reporting_floor import (
@@ -167,16 +176,6 @@ class SizedDraws:
         return counts[:, self.clusters]
 
 
-class _Counted:
-    """Counts already drawn, as the plan `bootstrap_blocks` consumes (`shape`, `counts(rows)`)."""
-
-    def __init__(self, counts: np.ndarray) -> None:
-        self.shape, self._counts = counts.shape, counts
-
-    def counts(self, rows: slice) -> np.ndarray:
-        return self._counts[rows]
-
-
 def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, draws: tuple[int, int | None], summary):
     """(sizes, ...) `summary` of the (B, D) replicates of each block's ICC(3,1) with m of the pilot's n videos
     drawn with replacement, at each size m of the increasing `grid` (`draws`: B resamples a size and the seed).
@@ -186,24 +185,30 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
     size's percentile CI means what it did); the sizes share their draws (common random numbers, a smoother
     curve), and drawing them costs the largest size rather than the sum of all. The replicates of at most
     `_REPLICATE_CELLS` are held at once: past that the sizes go in groups, each drawing its chunks again from
-    their seeds (the same draws, whatever the grouping)."""
+    their seeds (the same draws, whatever the grouping). As `bootstrap_blocks` computes them, with its features
+    built once and each chunk's statistics computed for all its sizes at once (one call, not one a size)."""
     n_resamples, seed = draws
     n, blocks = ratings.shape[:2]
+    features, layout = block_features(ratings, valid)
     per_group = max(1, _REPLICATE_CELLS // max(n_resamples * blocks, 1))
     out = []
-    for first in range(0, len(grid), per_group):
-        last = min(first + per_group, len(grid))
-        replicates = np.empty((last - first, n_resamples, blocks))
-        for start in range(0, n_resamples, _SIZED_CHUNK):
-            stop = min(start + _SIZED_CHUNK, n_resamples)
-            rng = np.random.default_rng([seed or 0, start])
-            counts, drawn = np.zeros((stop - start, n)), 0
-            for g in range(last):
-                _add_draws(rng, counts, int(grid[g]) - drawn)
-                drawn = int(grid[g])
-                if g >= first:
-                    replicates[g - first, start:stop] = bootstrap_blocks(ratings, valid, _Counted(counts))["icc"]
-        out += [summary(size_replicates) for size_replicates in replicates]
+    with _blas_controller().limit(limits=1, user_api="blas"):  # skinny products: one thread is faster
+        for first in range(0, len(grid), per_group):
+            last = min(first + per_group, len(grid))
+            replicates = np.empty((last - first, n_resamples, blocks))
+            for start in range(0, n_resamples, _SIZED_CHUNK):
+                stop = min(start + _SIZED_CHUNK, n_resamples)
+                rng = np.random.default_rng([seed or 0, start])
+                counts, drawn = np.zeros((stop - start, n)), 0
+                sums = np.empty((last - first, stop - start, features.shape[1]))
+                for g in range(last):
+                    _add_draws(rng, counts, int(grid[g]) - drawn)
+                    drawn = int(grid[g])
+                    if g >= first:
+                        np.matmul(counts, features, out=sums[g - first])
+                icc = _statistics_from_sums(sums.reshape(-1, features.shape[1]), blocks, layout)["icc"]
+                replicates[:, start:stop] = icc.reshape(last - first, stop - start, blocks)
+            out += [summary(size_replicates) for size_replicates in replicates]
     return np.array(out)
 
 
