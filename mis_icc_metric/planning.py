@@ -91,21 +91,25 @@ _DRAW_CELLS = 1 << 21
 _SIZED_CHUNK = 1000
 # Replicates (resamples x blocks x sizes) a plan holds at once: 64 MiB of float64.
 _REPLICATE_CELLS = 1 << 23
+# Draws a resample at most a size's increment may have for its features' sums to be gathered: this share of the
+# pilot's videos (a gather of a draw's features costs about as much as this many rows of the count product).
+_GATHER_SHARE = 32
 # Buckets of the guide table `_poisson_counts` starts its search from (a bucket holds few CDF steps).
 _GUIDE_BUCKETS = 4096
 
 
-def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> None:
+def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> np.ndarray | None:
     """Add to each row of `counts` (rows, n units; C-contiguous float64) how often each unit is drawn in `size`
     draws with replacement, uniformly: exactly Multinomial(size, 1 / n) a row, in place.
 
     Many draws a unit: independent Poisson counts of mean (size - 3 sqrt(size)) / n, which given their total S
     are Multinomial(S, 1 / n), completed by size - S index draws (a row whose S passes `size`, about one in 700,
-    is drawn again as a multinomial): Multinomial(size, 1 / n) whatever S, at one Poisson draw a unit."""
+    is drawn again as a multinomial): Multinomial(size, 1 / n) whatever S, at one Poisson draw a unit.
+
+    Returns the (rows, size) units drawn where they came as one index matrix (`_add_indices`), else None."""
     n_rows, n_units = counts.shape
     if size <= _POISSON_PER_UNIT * n_units:
-        _add_indices(rng, counts, np.full(n_rows, size, dtype=np.int64))
-        return
+        return _add_indices(rng, counts, np.full(n_rows, size, dtype=np.int64))
     drawn = _poisson_counts(rng, counts.shape, (size - 3 * np.sqrt(size)) / n_units)
     total = drawn.sum(axis=1)
     over = total > size
@@ -114,6 +118,7 @@ def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> None:
         total[over] = size
     counts += drawn
     _add_indices(rng, counts, (size - total).astype(np.int64))
+    return None
 
 
 def _poisson_counts(rng: np.random.Generator, shape: tuple[int, int], mean: float) -> np.ndarray:
@@ -138,23 +143,27 @@ def _poisson_counts(rng: np.random.Generator, shape: tuple[int, int], mean: floa
     return drawn.reshape(shape).astype(np.float64)
 
 
-def _add_indices(rng: np.random.Generator, counts: np.ndarray, per_row: np.ndarray) -> None:
-    """Add `per_row[r]` uniform draws of a unit to row r of `counts`, in place (indices drawn and counted)."""
+def _add_indices(rng: np.random.Generator, counts: np.ndarray, per_row: np.ndarray) -> np.ndarray | None:
+    """Add `per_row[r]` uniform draws of a unit to row r of `counts`, in place (indices drawn and counted).
+
+    Returns the (rows, draws) units drawn when every row drew as many, in one index matrix; else None."""
     n_rows, n_units = counts.shape
     flat = counts.reshape(-1)
     offsets = (np.arange(n_rows, dtype=np.intp) * n_units)[:, None]  # intp: what np.add.at indexes with
     most = int(per_row.max()) if per_row.size else 0
     step = max(1, _DRAW_CELLS // max(n_rows, 1))
+    units = None
     for done in range(0, most, step):
         width = min(step, most - done)
-        drawn = rng.integers(0, n_units, size=(n_rows, width), dtype=np.intp)
-        drawn += offsets
+        units = rng.integers(0, n_units, size=(n_rows, width), dtype=np.intp)
+        drawn = units + offsets
         short = per_row < done + width
         drawn = drawn[np.arange(done, done + width)[None] < per_row[:, None]] if short.any() else drawn.ravel()
         if drawn.size < 2 * flat.size:  # up to two a cell: added one by one (numpy 2's fast `add.at`), else counted
             np.add.at(flat, drawn, 1.0)
         else:
             flat += np.bincount(drawn, minlength=flat.size)
+    return units if 0 < most <= step and (per_row == most).all() else None
 
 
 class SizedDraws:
@@ -201,15 +210,30 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
                 rng = np.random.default_rng([seed or 0, start])
                 counts, drawn = np.zeros((stop - start, n)), 0
                 sums = np.empty((last - first, stop - start, features.shape[1]))
+                running = np.zeros(sums.shape[1:])  # the sums while every draw so far is a few indices
                 for g in range(last):
-                    _add_draws(rng, counts, int(grid[g]) - drawn)
+                    picked = _add_draws(rng, counts, int(grid[g]) - drawn)
                     drawn = int(grid[g])
-                    if g >= first:
+                    running = _gathered(running, picked, features)
+                    if g >= first and running is not None:
+                        sums[g - first] = running
+                    elif g >= first:
                         np.matmul(counts, features, out=sums[g - first])
                 icc = _statistics_from_sums(sums.reshape(-1, features.shape[1]), blocks, layout)["icc"]
                 replicates[:, start:stop] = icc.reshape(last - first, stop - start, blocks)
             out += [summary(size_replicates) for size_replicates in replicates]
     return np.array(out)
+
+
+def _gathered(running: np.ndarray | None, picked: np.ndarray | None, features: np.ndarray) -> np.ndarray | None:
+    """`running` (resamples x F sums of the features of every unit drawn so far) plus those of `picked` (the
+    units just drawn, resamples x draws), while the draws are few (`_GATHER_SHARE`): summing their features
+    costs less than the product of the whole count matrix. None from the first larger draw on (the product)."""
+    if running is None or picked is None or picked.shape[1] * _GATHER_SHARE > features.shape[0]:
+        return None
+    for at in range(0, picked.shape[1], 8):  # over a few draws at a time, each vectorised over the resamples
+        running += features[picked[:, at : at + 8]].sum(axis=1)
+    return running
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,19 @@ def test_the_nested_size_draws_give_each_size_the_separate_draws_half_width(monk
         np.testing.assert_allclose(np.diff(nested[g], axis=1), np.diff(separate, axis=1), rtol=0.1)
 
 
+def test_the_gathered_sums_of_few_draws_equal_the_count_product(monkeypatch):
+    """The sizes whose draws are few sum the drawn videos' features (`_gathered`); their replicates equal those of
+    the whole count matrix's product (every size by the product) to 1e-12, on the same draws."""
+    predictions, gold = make_scores(n=120, seed=4, noise=0.5, unparsed=0.0)
+    videos, keys, ratings, valid = _pilot([predictions], gold)
+    grid = np.array([2, 3, 5, 9, 40, 300, 2000])
+    gathered = _sized_summaries(ratings, valid, grid, (500, 3), lambda replicates: replicates)
+    monkeypatch.setattr(planning, "_GATHER_SHARE", 10**9)  # no draw is few enough: the product everywhere
+    product = _sized_summaries(ratings, valid, grid, (500, 3), lambda replicates: replicates)
+    assert np.isfinite(product[2:]).all()
+    np.testing.assert_allclose(gathered, product, rtol=0, atol=1e-12)
+
+
 @pytest.mark.slow  # five plans and checks at 2,000 resamples: about 6 s
 def test_the_planned_size_gives_the_half_width():
     """Fresh resamples at the planned size (another seed) reach the half-width; at two thirds of it they do not."""
