@@ -16,7 +16,8 @@ fingerprints, the splits and videos it saw, the judge, the synthetic mark: `prov
 when read back (`calibrator_file`) and applied to new predictions that have no gold. The maps in every
 bootstrap resample (the summary's CIs refit them) come from
 `fit_maps_weighted`: weighted least squares by matrix products, and for isotonic scipy's pool-adjacent-violators
-over many resamples at once (laid end to end, each shifted above the one before).
+over many resamples at once (laid end to end, each shifted above the one before); under clinician resampling
+`fit_maps_clustered` sums the weights per score from the clinicians' counts (one small product).
 
 For research on judges only, not therapist supervision, training, hiring or patient-facing evaluation.
 """
@@ -61,6 +62,7 @@ __all__ = [
     "fit_calibrator",
     "fit_map",
     "fit_maps_weighted",
+    "fit_maps_clustered",
 ]
 
 CALIBRATOR_FORMAT = "mis-bench-calibrator"
@@ -232,16 +234,24 @@ def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.nd
     exceeds it). No loop over rows: over groups of rows only.
     """
     from scipy import sparse
-    from scipy.optimize import isotonic_regression
 
     unique, point_of = _score_points(x)
-    m, lanes = unique.size, weights.shape[0]
+    m = unique.size
     # (B, m): each row's weight and weighted gold sum at each distinct score, as products with a sparse indicator.
     items = np.arange(x.size)
     indicator = sparse.csr_matrix((np.ones(x.size), (items, point_of)), shape=(x.size, m))
     gold = sparse.csr_matrix((y, (items, point_of)), shape=(x.size, m))
     w = np.ascontiguousarray(np.asarray(indicator.T @ weights.T).T)
     wy = np.ascontiguousarray(np.asarray(gold.T @ weights.T).T)
+    return _isotonic_pooled(unique, w, wy, at)
+
+
+def _isotonic_pooled(unique: np.ndarray, w: np.ndarray, wy: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """`_isotonic_lanes` from each row's weight `w` and weighted gold sum `wy` (B, m) at the distinct scores
+    `unique` (m,), evaluated at `at`."""
+    from scipy.optimize import isotonic_regression
+
+    m, lanes = unique.size, w.shape[0]
     present = w > 0
     lane, _ = np.nonzero(present)  # row-major: row by row, scores increasing within a row
     w_flat, wy_flat = w[present], wy[present]
@@ -280,6 +290,25 @@ def _isotonic_lanes(x: np.ndarray, y: np.ndarray, weights: np.ndarray, at: np.nd
         share = np.where(step > 0, np.clip((at - unique[left]) / np.where(step > 0, step, 1.0), 0.0, 1.0), 0.0)
     low_at, high_at = mapped[:, column_of[: at.size]], mapped[:, column_of[at.size :]]
     return low_at + share * (high_at - low_at)
+
+
+def fit_maps_clustered(
+    scores: np.ndarray, gold: np.ndarray, clusters: np.ndarray, cluster_counts: np.ndarray, method: str, at: np.ndarray
+) -> np.ndarray:
+    """`fit_maps_weighted` where item i's weight in resample b is ``cluster_counts[b, clusters[i]]`` (a cluster
+    bootstrap: each clinician drawn with all its videos). For isotonic the weight and weighted gold at each
+    distinct score come from one (B x C) by (C x scores) product of per-cluster sums, never the (B x items) weights;
+    equal to `fit_maps_weighted` with the expanded weights up to float rounding of those sums."""
+    x = np.asarray(scores, dtype=np.float64)
+    clusters = np.asarray(clusters, dtype=np.int64)
+    cluster_counts = np.asarray(cluster_counts, dtype=np.float64)
+    if method != "isotonic" or cluster_counts.shape[1] >= x.size:  # no fewer clusters than items: nothing pooled
+        return fit_maps_weighted(x, gold, cluster_counts[:, clusters], method, at)
+    unique, point_of = _score_points(x)
+    per_cluster = np.zeros((2, cluster_counts.shape[1], unique.size))
+    np.add.at(per_cluster[0], (clusters, point_of), 1.0)
+    np.add.at(per_cluster[1], (clusters, point_of), np.asarray(gold, dtype=np.float64))
+    return _isotonic_pooled(unique, cluster_counts @ per_cluster[0], cluster_counts @ per_cluster[1], np.asarray(at))
 
 
 # ---------------------------------------------------------------------------------------- calibrator

@@ -35,7 +35,16 @@ from scipy.special import ndtr, ndtri  # the normal CDF and quantile (scipy.stat
 from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, DIMENSION_BY_KEY, DIMENSION_KEYS, N_CLINICIANS
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
-from mis_icc_metric.bootstrap import block_means, bootstrap_blocks, percentile_ci, point_blocks, resample_counts
+from mis_icc_metric.bootstrap import (
+    _blas_controller,
+    _statistics_from_sums,
+    block_features,
+    block_means,
+    bootstrap_blocks,
+    percentile_ci,
+    point_blocks,
+    resample_counts,
+)
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
 from mis_icc_metric.ppi import normal_quantile
 from mis_icc_metric.reporting_floor import (
@@ -73,29 +82,35 @@ def icc_variance_factor(icc: float, raters: int = 2) -> float:
 
 
 # A draw of more than this many per unit starts from Poisson counts (one Poisson draw a unit, a few index draws
-# to complete it), a smaller one is indices drawn and counted (one draw an index): a Poisson draw costs about
-# four counted index draws.
-_POISSON_PER_UNIT = 4
+# to complete it), a smaller one is indices drawn and counted (one draw an index): a Poisson draw by inversion
+# (`_poisson_counts`) costs about two counted index draws (`np.add.at`).
+_POISSON_PER_UNIT = 2
 # Index draws made at a time (bounds the memory of an index matrix).
 _DRAW_CELLS = 1 << 21
 # Resamples drawn together through every size of a plan's grid.
 _SIZED_CHUNK = 1000
 # Replicates (resamples x blocks x sizes) a plan holds at once: 64 MiB of float64.
 _REPLICATE_CELLS = 1 << 23
+# Draws a resample at most a size's increment may have for its features' sums to be gathered: this share of the
+# pilot's videos (a gather of a draw's features costs about as much as this many rows of the count product).
+_GATHER_SHARE = 32
+# Buckets of the guide table `_poisson_counts` starts its search from (a bucket holds few CDF steps).
+_GUIDE_BUCKETS = 4096
 
 
-def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> None:
+def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> np.ndarray | None:
     """Add to each row of `counts` (rows, n units; C-contiguous float64) how often each unit is drawn in `size`
     draws with replacement, uniformly: exactly Multinomial(size, 1 / n) a row, in place.
 
     Many draws a unit: independent Poisson counts of mean (size - 3 sqrt(size)) / n, which given their total S
     are Multinomial(S, 1 / n), completed by size - S index draws (a row whose S passes `size`, about one in 700,
-    is drawn again as a multinomial): Multinomial(size, 1 / n) whatever S, at one Poisson draw a unit."""
+    is drawn again as a multinomial): Multinomial(size, 1 / n) whatever S, at one Poisson draw a unit.
+
+    Returns the (rows, size) units drawn where they came as one index matrix (`_add_indices`), else None."""
     n_rows, n_units = counts.shape
     if size <= _POISSON_PER_UNIT * n_units:
-        _add_indices(rng, counts, np.full(n_rows, size, dtype=np.int64))
-        return
-    drawn = rng.poisson((size - 3 * np.sqrt(size)) / n_units, size=counts.shape).astype(np.float64)
+        return _add_indices(rng, counts, np.full(n_rows, size, dtype=np.int64))
+    drawn = _poisson_counts(rng, counts.shape, (size - 3 * np.sqrt(size)) / n_units)
     total = drawn.sum(axis=1)
     over = total > size
     if over.any():
@@ -103,26 +118,52 @@ def _add_draws(rng: np.random.Generator, counts: np.ndarray, size: int) -> None:
         total[over] = size
     counts += drawn
     _add_indices(rng, counts, (size - total).astype(np.int64))
+    return None
 
 
-def _add_indices(rng: np.random.Generator, counts: np.ndarray, per_row: np.ndarray) -> None:
-    """Add `per_row[r]` uniform draws of a unit to row r of `counts`, in place (indices drawn and counted)."""
+def _poisson_counts(rng: np.random.Generator, shape: tuple[int, int], mean: float) -> np.ndarray:
+    """Independent Poisson(`mean`) counts (float64) by inversion: a uniform u in [0, 1) becomes the number of
+    CDF values at most u (scipy's `pdtr`, to where it reaches 1.0 in float64, so no u falls past the table).
+    A guide table of `_GUIDE_BUCKETS` buckets gives each u the count at its bucket's lower edge, which is its
+    count unless a CDF step lies between (a few per cent: searched exactly). About a sixth of numpy's
+    `Generator.poisson` on the benchmark's means (5 to 15)."""
+    from scipy.special import pdtr
+
+    length = int(mean + 40 * np.sqrt(mean) + 40)
+    cdf = pdtr(np.arange(length), mean)
+    while cdf[-1] < 1.0:  # the table must reach 1.0 (no u in [0, 1) past it)
+        length *= 2
+        cdf = pdtr(np.arange(length), mean)
+    cdf = cdf[: int(np.argmax(cdf >= 1.0)) + 1]
+    guide = np.searchsorted(cdf, np.arange(_GUIDE_BUCKETS) / _GUIDE_BUCKETS, side="right")
+    u = rng.random(shape).reshape(-1)
+    drawn = guide[(u * _GUIDE_BUCKETS).astype(np.intp)]
+    past = np.flatnonzero(cdf[drawn] <= u)
+    drawn[past] = np.searchsorted(cdf, u[past], side="right")
+    return drawn.reshape(shape).astype(np.float64)
+
+
+def _add_indices(rng: np.random.Generator, counts: np.ndarray, per_row: np.ndarray) -> np.ndarray | None:
+    """Add `per_row[r]` uniform draws of a unit to row r of `counts`, in place (indices drawn and counted).
+
+    Returns the (rows, draws) units drawn when every row drew as many, in one index matrix; else None."""
     n_rows, n_units = counts.shape
     flat = counts.reshape(-1)
-    kind = np.int32 if flat.size < 2**31 else np.int64  # 32-bit draws cost a quarter of 64-bit ones
-    offsets = (np.arange(n_rows, dtype=kind) * n_units)[:, None]
+    offsets = (np.arange(n_rows, dtype=np.intp) * n_units)[:, None]  # intp: what np.add.at indexes with
     most = int(per_row.max()) if per_row.size else 0
     step = max(1, _DRAW_CELLS // max(n_rows, 1))
+    units = None
     for done in range(0, most, step):
         width = min(step, most - done)
-        drawn = rng.integers(0, n_units, size=(n_rows, width), dtype=kind)
-        drawn += offsets
+        units = rng.integers(0, n_units, size=(n_rows, width), dtype=np.intp)
+        drawn = units + offsets
         short = per_row < done + width
         drawn = drawn[np.arange(done, done + width)[None] < per_row[:, None]] if short.any() else drawn.ravel()
-        if 3 * drawn.size < flat.size:  # few: added one by one; many: counted first
+        if drawn.size < 2 * flat.size:  # up to two a cell: added one by one (numpy 2's fast `add.at`), else counted
             np.add.at(flat, drawn, 1.0)
         else:
             flat += np.bincount(drawn, minlength=flat.size)
+    return units if 0 < most <= step and (per_row == most).all() else None
 
 
 class SizedDraws:
@@ -144,16 +185,6 @@ class SizedDraws:
         return counts[:, self.clusters]
 
 
-class _Counted:
-    """Counts already drawn, as the plan `bootstrap_blocks` consumes (`shape`, `counts(rows)`)."""
-
-    def __init__(self, counts: np.ndarray) -> None:
-        self.shape, self._counts = counts.shape, counts
-
-    def counts(self, rows: slice) -> np.ndarray:
-        return self._counts[rows]
-
-
 def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, draws: tuple[int, int | None], summary):
     """(sizes, ...) `summary` of the (B, D) replicates of each block's ICC(3,1) with m of the pilot's n videos
     drawn with replacement, at each size m of the increasing `grid` (`draws`: B resamples a size and the seed).
@@ -163,25 +194,46 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
     size's percentile CI means what it did); the sizes share their draws (common random numbers, a smoother
     curve), and drawing them costs the largest size rather than the sum of all. The replicates of at most
     `_REPLICATE_CELLS` are held at once: past that the sizes go in groups, each drawing its chunks again from
-    their seeds (the same draws, whatever the grouping)."""
+    their seeds (the same draws, whatever the grouping). As `bootstrap_blocks` computes them, with its features
+    built once and each chunk's statistics computed for all its sizes at once (one call, not one a size)."""
     n_resamples, seed = draws
     n, blocks = ratings.shape[:2]
+    features, layout = block_features(ratings, valid)
     per_group = max(1, _REPLICATE_CELLS // max(n_resamples * blocks, 1))
     out = []
-    for first in range(0, len(grid), per_group):
-        last = min(first + per_group, len(grid))
-        replicates = np.empty((last - first, n_resamples, blocks))
-        for start in range(0, n_resamples, _SIZED_CHUNK):
-            stop = min(start + _SIZED_CHUNK, n_resamples)
-            rng = np.random.default_rng([seed or 0, start])
-            counts, drawn = np.zeros((stop - start, n)), 0
-            for g in range(last):
-                _add_draws(rng, counts, int(grid[g]) - drawn)
-                drawn = int(grid[g])
-                if g >= first:
-                    replicates[g - first, start:stop] = bootstrap_blocks(ratings, valid, _Counted(counts))["icc"]
-        out += [summary(size_replicates) for size_replicates in replicates]
+    with _blas_controller().limit(limits=1, user_api="blas"):  # skinny products: one thread is faster
+        for first in range(0, len(grid), per_group):
+            last = min(first + per_group, len(grid))
+            replicates = np.empty((last - first, n_resamples, blocks))
+            for start in range(0, n_resamples, _SIZED_CHUNK):
+                stop = min(start + _SIZED_CHUNK, n_resamples)
+                rng = np.random.default_rng([seed or 0, start])
+                counts, drawn = np.zeros((stop - start, n)), 0
+                sums = np.empty((last - first, stop - start, features.shape[1]))
+                running = np.zeros(sums.shape[1:])  # the sums while every draw so far is a few indices
+                for g in range(last):
+                    picked = _add_draws(rng, counts, int(grid[g]) - drawn)
+                    drawn = int(grid[g])
+                    running = _gathered(running, picked, features)
+                    if g >= first and running is not None:
+                        sums[g - first] = running
+                    elif g >= first:
+                        np.matmul(counts, features, out=sums[g - first])
+                icc = _statistics_from_sums(sums.reshape(-1, features.shape[1]), blocks, layout)["icc"]
+                replicates[:, start:stop] = icc.reshape(last - first, stop - start, blocks)
+            out += [summary(size_replicates) for size_replicates in replicates]
     return np.array(out)
+
+
+def _gathered(running: np.ndarray | None, picked: np.ndarray | None, features: np.ndarray) -> np.ndarray | None:
+    """`running` (resamples x F sums of the features of every unit drawn so far) plus those of `picked` (the
+    units just drawn, resamples x draws), while the draws are few (`_GATHER_SHARE`): summing their features
+    costs less than the product of the whole count matrix. None from the first larger draw on (the product)."""
+    if running is None or picked is None or picked.shape[1] * _GATHER_SHARE > features.shape[0]:
+        return None
+    for at in range(0, picked.shape[1], 8):  # over a few draws at a time, each vectorised over the resamples
+        running += features[picked[:, at : at + 8]].sum(axis=1)
+    return running
 
 
 @dataclass(frozen=True)
@@ -293,13 +345,28 @@ def variance_draws(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray,
     alone), recomputed in each clinician resample of the pilot (`weights`: (B, C) how often each clinician is
     drawn): how far the pilot pins what a plan scales. With 2D blocks of two judges on the same videos
     (`plan_difference`), pass `valid` of the first D only: the variance is then that of their paired difference.
-    NaN where a resample leaves it undefined."""
+    NaN where a resample leaves it undefined. Computed `_VARIANCE_ROWS` resamples at a time (each resample's
+    numbers are its own), so the (resamples x videos) temporaries stay in cache, on one BLAS thread (its products
+    are skinny)."""
+    rows = range(0, weights.shape[0], _VARIANCE_ROWS)
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        chunks = [_variance_chunk(ratings, valid, clusters, weights[at : at + _VARIANCE_ROWS], m) for at in rows]
+    return np.concatenate([np.full((0, valid.shape[1]), np.nan), *chunks])
+
+
+# Resamples `variance_draws` computes at a time (128 x 996 videos: 1 MB a temporary). With one BLAS thread this
+# took a third of the CPU of all 1,000 at once on BLAS's threads, on 2 loaded cores (0.17 s against 0.55 s).
+_VARIANCE_ROWS = 128
+
+
+def _variance_chunk(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray, weights: np.ndarray, m: float):
+    """`variance_draws` for the resamples of `weights` (a chunk of its rows)."""
     n_blocks = valid.shape[1]
     out = np.full((weights.shape[0], n_blocks), np.nan)
     for c in range(n_blocks):  # a few dimensions; the resamples are vectorised
         use = valid[:, c]
         group = clusters[use]
-        w = weights[:, group]
+        w = np.ascontiguousarray(weights[:, group])  # fancy indexing leaves it column-major: slower passes
         influence = _resampled_influence(ratings[use, c], w)
         if ratings.shape[1] > n_blocks:  # paired: the second judge's block of the same dimension
             influence = influence - _resampled_influence(ratings[use, n_blocks + c], w)
@@ -317,12 +384,13 @@ def variance_draws(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray,
 def _resampled_influence(pairs: np.ndarray, w: np.ndarray) -> np.ndarray:
     """(B, n) `icc_influence` of one block's (n, 2) gold and judge in each resample weighted by `w` (B, n)."""
     total = w.sum(axis=1, keepdims=True)
-    dy = pairs[:, 0] - (w * pairs[:, 0]).sum(1, keepdims=True) / total
-    dx = pairs[:, 1] - (w * pairs[:, 1]).sum(1, keepdims=True) / total
+    dy = pairs[:, 0] - (w @ pairs[:, 0])[:, None] / total  # weighted sums as products: one pass each
+    dx = pairs[:, 1] - (w @ pairs[:, 1])[:, None] / total
+    both, spread = dy * dx, dy * dy + dx * dx
     with np.errstate(invalid="ignore", divide="ignore"):
-        var_sum = (w * (dy**2 + dx**2)).sum(1, keepdims=True) / total
-        icc = 2 * (w * dy * dx).sum(1, keepdims=True) / total / var_sum
-        return (2 * dy * dx - icc * (dy**2 + dx**2)) / var_sum
+        var_sum = np.einsum("ij,ij->i", w, spread)[:, None] / total
+        icc = 2 * np.einsum("ij,ij->i", w, both)[:, None] / total / var_sum
+        return (2 * both - icc * spread) / var_sum
 
 
 def design_effect_at(rho: np.ndarray, videos_per_clinician: float) -> np.ndarray:

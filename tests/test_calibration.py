@@ -26,6 +26,7 @@ from mis_icc_metric.calibration import (
     conformal_quantile,
     conformal_rank,
     fit_map,
+    fit_maps_clustered,
     fit_maps_weighted,
 )
 
@@ -122,6 +123,29 @@ def test_batched_isotonic_equals_sklearn_per_resample_on_small_data(data, rows, 
     for row, w in enumerate(weights):
         expected = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=w).predict(at)
         np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["isotonic", "linear"])
+def test_clustered_refits_equal_sklearn_fits_with_each_clinicians_count_on_its_videos(method):
+    """A cluster bootstrap's refits (`fit_maps_clustered`: 12 clinicians, each video weighted by its clinician's
+    count, a resample drawing one clinician only and one drawing none of some) equal sklearn's fit with those
+    expanded counts as sample weights, to 1e-12 (isotonic) and 1e-9 (linear)."""
+    rng = np.random.default_rng(11)
+    x, y = _judge(rng, 150, decimals=1)
+    clusters = rng.integers(0, 12, x.size)
+    counts = rng.multinomial(12, np.full(12, 1 / 12), size=30).astype(float)
+    counts[0] = 0.0
+    counts[0, clusters[0]] = 2.0  # one clinician drawn twice, nobody else
+    at = np.concatenate([rng.uniform(0.5, 5.5, 30), x[:20]])
+    got = fit_maps_clustered(x, y, clusters, counts, method, at)
+    for row, weights in enumerate(counts[:, clusters]):
+        if method == "isotonic":
+            expected = IsotonicRegression(out_of_bounds="clip").fit(x, y, sample_weight=weights).predict(at)
+        else:
+            keep = weights > 0
+            line = LinearRegression().fit(x[keep, None], y[keep], sample_weight=weights[keep])
+            expected = np.clip(line.predict(at[:, None]), 1, 5)
+        np.testing.assert_allclose(got[row], expected, rtol=0, atol=1e-12 if method == "isotonic" else 1e-9)
 
 
 def test_scores_within_float_noise_are_one_score_as_in_sklearn():

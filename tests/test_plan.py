@@ -34,6 +34,7 @@ from mis_icc_metric.planning import (
     SizedDraws,
     _add_draws,
     _pilot,
+    _poisson_counts,
     _sized_summaries,
     _units,
     clinician_correlation,
@@ -90,7 +91,7 @@ def test_the_size_draws_at_the_pilot_size_are_the_ordinary_bootstrap():
     np.testing.assert_allclose(width, reference, rtol=0.1)
 
 
-@pytest.mark.parametrize("size", [3, 40, 250, 2000])  # index draws (few a unit) and Poisson-started (many)
+@pytest.mark.parametrize("size", [3, 40, 250, 2000, 30_000])  # index draws (few a unit), Poisson-started (many)
 def test_the_draws_are_multinomial_counts(size):
     """Each row is `size` draws with replacement of 50 units: it sums to `size` exactly, and its counts have the
     multinomial's mean size / n, variance size (1 / n) (1 - 1 / n) and covariance -size / n^2 (within 5 standard
@@ -107,6 +108,29 @@ def test_the_draws_are_multinomial_counts(size):
     assert abs(pairs - cov) < 5 * var / np.sqrt(rows * (n - 1))
 
 
+@pytest.mark.parametrize("mean", [0.7, 4.9, 15.3, 260.0])
+def test_the_poisson_counts_follow_the_poisson_law(mean):
+    """`_poisson_counts` by inversion: each count's frequency within 5 standard errors of scipy's Poisson pmf
+    (every count with an expected 20 or more), the mean and variance within 5 standard errors (200,000 draws),
+    and every draw exactly the number of CDF values at most its uniform (the guide table only speeds the search)."""
+    from scipy.special import pdtr
+    from scipy.stats import poisson
+
+    shape = (400, 500)
+    drawn = _poisson_counts(np.random.default_rng(7), shape, mean)
+    assert drawn.shape == shape and drawn.dtype == np.float64 and (drawn == np.round(drawn)).all()
+    values, frequency = np.unique(drawn, return_counts=True)
+    expected = poisson.pmf(values, mean) * drawn.size
+    enough = expected >= 20
+    assert enough.sum() >= 2
+    assert np.all(np.abs(frequency - expected)[enough] < 5 * np.sqrt(expected[enough]))
+    assert abs(drawn.mean() - mean) < 5 * np.sqrt(mean / drawn.size)
+    assert drawn.var() == pytest.approx(mean, rel=5 * np.sqrt(2 / drawn.size) + 0.01)
+    u = np.random.default_rng(7).random(shape)
+    cdf = pdtr(np.arange(int(mean + 60 * np.sqrt(mean) + 60)), mean)
+    np.testing.assert_array_equal(drawn, np.searchsorted(cdf, u, side="right"))
+
+
 def test_the_nested_size_draws_give_each_size_the_separate_draws_half_width(monkeypatch):
     """At every size of the grid the nested draws (each extending the draw at the size before) give the CI
     half-width of separate draws at that size (`SizedDraws`, another seed), within Monte Carlo error."""
@@ -121,6 +145,19 @@ def test_the_nested_size_draws_give_each_size_the_separate_draws_half_width(monk
     for g, size in enumerate(grid):
         separate = percentile_ci(bootstrap_blocks(ratings, valid, SizedDraws(clusters, n_units, size, 3000, 5))["icc"])
         np.testing.assert_allclose(np.diff(nested[g], axis=1), np.diff(separate, axis=1), rtol=0.1)
+
+
+def test_the_gathered_sums_of_few_draws_equal_the_count_product(monkeypatch):
+    """The sizes whose draws are few sum the drawn videos' features (`_gathered`); their replicates equal those of
+    the whole count matrix's product (every size by the product) to 1e-12, on the same draws."""
+    predictions, gold = make_scores(n=120, seed=4, noise=0.5, unparsed=0.0)
+    videos, keys, ratings, valid = _pilot([predictions], gold)
+    grid = np.array([2, 3, 5, 9, 40, 300, 2000])
+    gathered = _sized_summaries(ratings, valid, grid, (500, 3), lambda replicates: replicates)
+    monkeypatch.setattr(planning, "_GATHER_SHARE", 10**9)  # no draw is few enough: the product everywhere
+    product = _sized_summaries(ratings, valid, grid, (500, 3), lambda replicates: replicates)
+    assert np.isfinite(product[2:]).all()
+    np.testing.assert_allclose(gathered, product, rtol=0, atol=1e-12)
 
 
 @pytest.mark.slow  # five plans and checks at 2,000 resamples: about 6 s
