@@ -73,11 +73,14 @@ def _real_mis_bench(path: str) -> str:
 _START_ENV: dict[str, str] = {}  # the server's environment before its imports (peft sets TORCHINDUCTOR_CACHE_DIR)
 
 
+def _beyond_the_page(env: dict[str, str]) -> dict[str, str]:
+    """`env` without the variables each page sets for itself."""
+    return {k: v for k, v in env.items() if k not in PER_PAGE}
+
+
 def _same_start(env: dict[str, str]) -> bool:
     """Whether a fresh process with `env` would import the preloaded modules the same way."""
-    mine = {k: v for k, v in _START_ENV.items() if k not in PER_PAGE}
-    theirs = {k: v for k, v in env.items() if k not in PER_PAGE}
-    return mine == theirs
+    return _beyond_the_page(_START_ENV) == _beyond_the_page(env)
 
 
 def _child(conn: socket.socket) -> None:
@@ -218,6 +221,7 @@ class Zygote:
     _started: Zygote | None = None
 
     def __init__(self, env: dict[str, str]) -> None:
+        self.start_env = _beyond_the_page(env)
         self.folder = Path(tempfile.mkdtemp(prefix="docs-zygote-"))
         self.bin = self.folder / "bin"
         self.bin.mkdir()
@@ -264,6 +268,11 @@ class Zygote:
 
     @classmethod
     def for_env(cls, env: dict[str, str]) -> Zygote:
+        """The worker's server, restarted when `env` differs from the one it started with beyond a page's own
+        folders (an earlier test's environment would otherwise send every later command to a fresh process)."""
+        if cls._started is not None and cls._started.start_env != _beyond_the_page(env):
+            cls._started.stop()
+            cls._started = None
         if cls._started is None:
             cls._started = cls(env)
         return cls._started
