@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from structure import parameter_names  # noqa: E402 - the one statement of the parameter rule
+
 LAYERS = ("mis_bench_dataset", "mis_icc_metric", "raft_trainer", "eval_scripts")  # ground first
 
 
@@ -154,25 +158,13 @@ def test_no_library_function_is_longer_than_80_lines():
 MAX_PARAMETERS = 7  # past seven, the values that travel together become one object (a `Setting`, `ResamplingOptions`)
 
 
-def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
-    """Every parameter a caller may pass, `self` / `cls` aside: positional-only, positional, keyword-only, and
-    `*args` / `**kwargs` as one each (a pass-through `**kwargs` to a parent class, TRL-style, counts once)."""
-    arguments = function.args
-    names = [arg.arg for arg in (*arguments.posonlyargs, *arguments.args)]
-    names = names[1:] if names[:1] in (["self"], ["cls"]) else names
-    names += [arg.arg for arg in arguments.kwonlyargs]
-    names += [f"*{arguments.vararg.arg}"] if arguments.vararg else []
-    names += [f"**{arguments.kwarg.arg}"] if arguments.kwarg else []
-    return names
-
-
 def _too_many_parameters(source: str, where: str) -> list[str]:
     """Each function of `source` that takes more than MAX_PARAMETERS parameters, keyword-only included."""
     return [
         f"{where}:{node.lineno} {node.name} ({len(parameters)} parameters)"
         for node in ast.walk(ast.parse(source, where))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and len(parameters := _parameters(node)) > MAX_PARAMETERS
+        and len(parameters := parameter_names(node)) > MAX_PARAMETERS
     ]
 
 
