@@ -177,13 +177,7 @@ def calibration_summary(
 ) -> dict[str, Any]:
     """The summary of `calibrator` on the evaluated (predictions, gold), its CIs refitting the map on the fit
     (predictions, gold) in each of `n_bootstrap` resamples (0: no CIs)."""
-    n_bootstrap, seed, resample, confidence, clusters = (
-        resampling.n_bootstrap,
-        resampling.seed,
-        resampling.resample,
-        resampling.confidence,
-        resampling.clusters,
-    )
+    n_bootstrap, seed, resample, confidence, clusters = resampling.values()
     fit_predictions, fit_references = fit
     eval_predictions, eval_references = evaluated
     dims = [d for d in DIMENSION_KEYS if d in calibrator.dimensions]

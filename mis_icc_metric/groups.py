@@ -308,13 +308,7 @@ def subgroup_agreement(
     resample: "clinician" (the toolkit's default) or "video". Grouped by clinician, a clinician draw keeps or
     drops a whole group, so its CIs resample the videos (said in `resampling_note`).
     """
-    n_bootstrap, seed, resample, confidence, clusters = (
-        resampling.n_bootstrap,
-        resampling.seed,
-        resampling.resample,
-        resampling.confidence,
-        resampling.clusters,
-    )
+    n_bootstrap, seed, resample, confidence, clusters = resampling.values()
     unit = check_unit(resample)
     data, ratings, valid, blocks = _aligned(predictions, references, missing)
     codes, names = _codes(group_labels(data.videos, by), by)
@@ -419,12 +413,7 @@ def therapist_agreement(
 ) -> dict:
     """Agreement of therapist means (a clinician's mean over the stimuli at a time point, model and expert on the
     same pairs) and of each clinician's change from T1 to T3, with CIs from one clinician draw for both."""
-    n_bootstrap, seed, confidence, clusters = (
-        resampling.n_bootstrap,
-        resampling.seed,
-        resampling.confidence,
-        resampling.clusters,
-    )
+    n_bootstrap, seed, _, confidence, clusters = resampling.values()  # always by clinician (the docstring)
     data, ratings, valid, blocks = _aligned(predictions, references, missing)
     clinicians = clinician_clusters(data.videos, clusters)
     times = [parse_video_id(v).time_point for v in data.videos]

@@ -145,13 +145,7 @@ def paired_comparison(
     draws, so the difference keeps its pairing. Each entry reports its clinicians and the design effect of
     the difference.
     """
-    n_bootstrap, seed, resample, confidence, clusters = (
-        resampling.n_bootstrap,
-        resampling.seed,
-        resampling.resample,
-        resampling.confidence,
-        resampling.clusters,
-    )
+    n_bootstrap, seed, resample, confidence, clusters = resampling.values()
     if n_bootstrap < 1:
         raise DataError(f"paired comparison needs n_bootstrap >= 1, got {n_bootstrap}")
     references, align_missing, cover_a, cover_b = paired_references(predictions_a, predictions_b, references, missing)

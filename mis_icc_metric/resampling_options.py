@@ -32,5 +32,9 @@ class ResamplingOptions:
     confidence: float = DEFAULT_CONFIDENCE
     clusters: Mapping[str, str] | None = None
 
+    def values(self) -> tuple[int, int | None, str, float, Mapping[str, str] | None]:
+        """(n_bootstrap, seed, resample, confidence, clusters): for a body that reads them as five names."""
+        return self.n_bootstrap, self.seed, self.resample, self.confidence, self.clusters
+
 
 DEFAULT_RESAMPLING = ResamplingOptions()  # the default of every `resampling=` parameter (the flags' defaults)

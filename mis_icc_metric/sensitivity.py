@@ -121,13 +121,7 @@ def perturbation_shift(
 
     Pairs: the gold pairs both arms answered (a pair one arm failed is left out of the shift and of the ICC
     change, which `paired_comparison` computes on the same pairs)."""
-    n_bootstrap, seed, resample, confidence, clusters = (
-        resampling.n_bootstrap,
-        resampling.seed,
-        resampling.resample,
-        resampling.confidence,
-        resampling.clusters,
-    )
+    n_bootstrap, seed, resample, confidence, clusters = resampling.values()
     if n_bootstrap < 1:
         raise DataError(f"the shift table needs n_bootstrap >= 1, got {n_bootstrap}")
     base, moved = _values(unperturbed, "unperturbed"), _values(perturbed, "perturbed")
