@@ -53,7 +53,15 @@ def _estimate(capsys, *args: str) -> dict:
 def test_the_cli_equals_ppi_py_per_dimension_per_group_and_between_groups(judge_and_experts, capsys):
     judge_file, experts_file = judge_and_experts
     result = _estimate(
-        capsys, "--predictions", str(judge_file), "--references", str(experts_file), "--by", "time_point", "--bootstrap", "0"
+        capsys,
+        "--predictions",
+        str(judge_file),
+        "--references",
+        str(experts_file),
+        "--by",
+        "time_point",
+        "--bootstrap",
+        "0",
     )
     judge, experts = _read(judge_file), _read(experts_file)
     cases, where = [], []
@@ -133,7 +141,9 @@ def test_text_and_out_file_say_what_the_ci_assumes(judge_and_experts, tmp_path, 
     assert "CIs assume the CLT interval of PPI++" in text and "not for therapist supervision" in text
     assert "percentile bootstrap over clinicians" in text and "biased" in text
     written = json.loads(out.read_text())
-    printed = _estimate(capsys, "--predictions", str(judge_file), "--references", str(experts_file), "--bootstrap", "200")
+    printed = _estimate(
+        capsys, "--predictions", str(judge_file), "--references", str(experts_file), "--bootstrap", "200"
+    )
     assert written["dimensions"] == printed["dimensions"] and written["clustered"] == printed["clustered"]
     # The judge's +0.3 offset: the judge-only mean is off, PPI++ is not (its CI covers the experts' mean).
     gold_mean = np.mean([v for (_, d), v in _read(experts_file).items() if d == DIMENSION_KEYS[0]])

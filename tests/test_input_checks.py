@@ -119,7 +119,18 @@ def test_a_results_file_on_a_0_to_100_scale_is_refused_naming_it(command, files,
 def test_a_judge_on_the_scale_is_not_warned_about(files, caplog, capsys):
     with caplog.at_level(logging.WARNING, logger="mis_icc_metric.predictions_io"):
         assert (
-            main(["estimate", "--predictions", str(files["judge"]), "--references", str(files["gold"]), "--bootstrap", "0"]) == 0
+            main(
+                [
+                    "estimate",
+                    "--predictions",
+                    str(files["judge"]),
+                    "--references",
+                    str(files["gold"]),
+                    "--bootstrap",
+                    "0",
+                ]
+            )
+            == 0
         )
     capsys.readouterr()
     assert not [r for r in caplog.records if r.name == "mis_icc_metric.predictions_io"]
