@@ -49,6 +49,10 @@ _LAZY = {
     "BaselineBatch": ".baselines.baseline_run",
     "cross_validate": ".baselines.crossval",
     "write_report": ".report.writer",
+    "report_runs": ".jobs.report_job",
+    "run_agreement": ".harness.readout_agreement",
+    "readouts_summary": ".harness.readout_agreement",
+    "ReportDone": ".jobs.report_job",
     "ReportOptions": ".report.options",
     "build_leaderboard": ".leaderboard.scoring",
     "read_board_references": ".leaderboard.references",
@@ -123,6 +127,8 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .harness.offline_runs import dry_run as dry_run
     from .harness.offline_runs import export_batch as export_batch
     from .harness.offline_runs import import_batch as import_batch
+    from .harness.readout_agreement import readouts_summary as readouts_summary
+    from .harness.readout_agreement import run_agreement as run_agreement
     from .harness.reparse import reparse as reparse
     from .harness.runner import grid_configs as grid_configs
     from .harness.runner import run_grid as run_grid
@@ -136,6 +142,8 @@ if TYPE_CHECKING:  # the names of _LAZY, for type checkers and editors (written 
     from .jobs.judge_card import trust_page as trust_page
     from .jobs.perturb import model_perturbations as model_perturbations
     from .jobs.perturb import ridge_perturbations as ridge_perturbations
+    from .jobs.report_job import ReportDone as ReportDone
+    from .jobs.report_job import report_runs as report_runs
     from .jobs.reproduction import reproduce_table4 as reproduce_table4
     from .jobs.reproduction import reproduce_table6 as reproduce_table6
     from .jobs.trust import reproduce_trust_page as reproduce_trust_page

@@ -400,3 +400,37 @@ def test_three_views_in_markdown_and_html_with_user_text_escaped(tmp_path, grid)
     assert '<div class="table-wrap">' in page and "overflow-x:auto" in page
     report = json.loads(files.json.read_text())
     assert {e["model"] for e in report["best_configuration"]} == set(names.values())
+
+
+def test_report_runs_from_python_writes_what_the_command_writes(tmp_path, grid):
+    """`eval_scripts.report_runs` is the command's one call: the same report.json from the same inputs."""
+    from eval_scripts import ReportDone, report_runs
+
+    references, runs = grid
+    gold = tmp_path / "gold.csv"
+    with gold.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["video_id", "dimension", "score"])
+        writer.writerows([video, dim, score] for (video, dim), score in sorted(references.items()))
+    for i, (model, modality, style, predictions) in enumerate(runs[:4]):
+        (tmp_path / "runs" / f"r{i:02d}").mkdir(parents=True)
+        (tmp_path / "runs" / f"r{i:02d}" / "results.json").write_text(
+            json.dumps(make_results(predictions, model=model, modality=modality, prompt_style=style))
+        )
+    flags = ["--references", str(gold), "--bootstrap", "0", "--comparison-bootstrap", "100", "--scatters", "none"]
+    assert cli_main(["report", str(tmp_path / "runs"), *flags, "--out", str(tmp_path / "cli"), "--json"]) == 0
+    options = ReportOptions(comparison_bootstrap=100, scatters="none", seed=0)
+    done = report_runs(
+        [tmp_path / "runs"],
+        tmp_path / "py",
+        options,
+        references=gold,
+        split="test",
+        resampling=ResamplingOptions(n_bootstrap=0, seed=0),
+    )
+    assert isinstance(done, ReportDone) and done.rescored and len(done.sources) == 4
+    from_cli = json.loads((tmp_path / "cli" / "report.json").read_text())
+    from_python = json.loads(done.written.json.read_text())
+    assert from_python == from_cli
+    with pytest.raises(UsageError, match="--raters needs --references"):
+        report_runs([tmp_path / "runs"], tmp_path / "py2", options, split="test", raters=gold)

@@ -85,49 +85,10 @@ def register(subparsers) -> None:
 
 
 def report_command(args: argparse.Namespace) -> int:
-    from eval_scripts.report import ReportOptions, write_report
-    from eval_scripts.report.about import about_references
-    from eval_scripts.report.inputs import (
-        load_results,
-        one_fingerprint_per_build,
-        read_report_references,
-        rescore,
-        results_files,
-    )
-    from mis_bench_dataset.toolkit.errors import DataError
-    from mis_bench_dataset.toolkit.ownership import OutputFolder
+    from eval_scripts.jobs.report_job import report_runs
+    from eval_scripts.report import ReportOptions
+    from mis_icc_metric.resampling_options import ResamplingOptions
 
-    files = results_files(args.results)
-    sources = [str(f) for f in files]
-    extra_inputs = [path for path in (args.references, args.raters) if path]
-    folder = OutputFolder(args.out, command="report", inputs=[*files, *extra_inputs])
-    results_list = load_results(files)
-    raters = _raters(args)
-    references = None
-    if args.references:
-        references = read_report_references(args.references, args.split)
-        if not references:
-            raise DataError(
-                f"the references have no gold scores for split {args.split!r}",
-                where=str(args.references),
-                hint="give a labelled build or a labels file",
-            )
-        results_list = one_fingerprint_per_build(results_list, args.references, args.split)
-        results_list = rescore(
-            results_list,
-            references,
-            n_bootstrap=args.bootstrap,
-            seed=args.seed,
-            sources=sources,
-            resample=args.resample,
-        )
-    unscored = [source for source, results in zip(sources, results_list, strict=True) if not results.get("scores")]
-    if unscored:
-        raise DataError(
-            f"{len(unscored)} run(s) have no scores",
-            where=", ".join(unscored[:3]),
-            hint="pass --references LABELS (a labelled build or a labels file) to score them",
-        )
     options = ReportOptions(
         title=args.title,
         reference=args.reference,
@@ -136,26 +97,18 @@ def report_command(args: argparse.Namespace) -> int:
         resample=args.resample,
         scatters=args.scatters,
         by=args.by or (),
-        about=about_references(args.references, args.split),
     )
-    written = write_report(results_list, folder, options, references=references, sources=sources, raters=raters)
-    from eval_scripts.formats.data_names import results_synthetic
-
-    synthetic = any(results_synthetic(results) for results in results_list)
-    _say_report(args, sources, written, rescored=references is not None, synthetic=synthetic)
+    done = report_runs(
+        args.results,
+        args.out,
+        options,
+        references=args.references,
+        split=args.split,
+        raters=args.raters,
+        resampling=ResamplingOptions(n_bootstrap=args.bootstrap, seed=args.seed, resample=args.resample),
+    )
+    _say_report(args, done.sources, done.written, rescored=done.rescored, synthetic=done.synthetic)
     return 0
-
-
-def _raters(args: argparse.Namespace):
-    """The per-rater labels of `--raters` (they need the gold scores of `--references`), or None."""
-    if not args.raters:
-        return None
-    from mis_bench_dataset.release.labels import read_labels
-    from mis_bench_dataset.toolkit.errors import UsageError
-
-    if not args.references:
-        raise UsageError("--raters needs --references (the gold scores)", hint="pass --references LABELS_OR_BUILD")
-    return read_labels(args.raters)
 
 
 def _say_report(args: argparse.Namespace, sources: list[str], written, *, rescored: bool, synthetic: bool) -> None:
