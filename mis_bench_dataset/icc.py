@@ -263,10 +263,17 @@ def mean_squares_from_moments(cross: np.ndarray, column_means: np.ndarray, n: np
         )
 
 
-def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, NaN where the denominator is not positive (the form is undefined)."""
+# A denominator within this share of the size of its terms is zero but for rounding: ICC(2,k) of [[1, 1], [3, 1],
+# [1, 3]] has MS_R + (MS_C - MS_E) / n exactly 0 and about 2e-17 in floating point, which would give -1.2e16.
+ZERO_DENOMINATOR_SHARE = 1e-12
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray, size: np.ndarray | float = 0.0) -> np.ndarray:
+    """numerator / denominator, NaN where the denominator is not positive (the form is undefined), beyond
+    rounding: `size`, the sum of the magnitudes of the denominator's terms, sets what rounds to zero."""
+    defined = denominator > ZERO_DENOMINATOR_SHARE * size
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(denominator > 0, numerator / np.where(denominator > 0, denominator, 1.0), np.nan)
+        return np.where(defined, numerator / np.where(defined, denominator, 1.0), np.nan)
 
 
 def icc_forms_from_mean_squares(ms: AnovaMeanSquares, icc3_single: np.ndarray) -> dict[str, np.ndarray]:
@@ -282,10 +289,13 @@ def icc_forms_from_mean_squares(ms: AnovaMeanSquares, icc3_single: np.ndarray) -
     with np.errstate(invalid="ignore", divide="ignore"):  # n = 0 in an empty resample: NaN, masked by callers
         forms = {
             "icc1_1": np.clip(_ratio(msr - msw, msr + (k - 1) * msw), -1.0 / (k - 1), 1.0),
-            "icc2_1": np.minimum(_ratio(msr - mse, msr + (k - 1) * mse + k * (msc - mse) / n), 1.0),
+            "icc2_1": np.minimum(
+                _ratio(msr - mse, msr + (k - 1) * mse + k * (msc - mse) / n, msr + (k - 1) * mse + k * (msc + mse) / n),
+                1.0,
+            ),
             "icc3_1": icc3_single,
             "icc1_k": np.minimum(_ratio(msr - msw, msr), 1.0),
-            "icc2_k": np.minimum(_ratio(msr - mse, msr + (msc - mse) / n), 1.0),
+            "icc2_k": np.minimum(_ratio(msr - mse, msr + (msc - mse) / n, msr + (msc + mse) / n), 1.0),
             "icc3_k": np.minimum(_ratio(msr - mse, msr), 1.0),
         }
     # No variance at all: every form is undefined, as ICC(3,1) is.

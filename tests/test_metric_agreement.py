@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pingouin
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -55,9 +55,11 @@ def pingouin_table(matrix: np.ndarray) -> dict[str, dict]:
 
 
 def same(ours: float, reference: float, tol: float = 1e-10) -> bool:
-    """Equal to `tol`; our NaN (undefined) stands for pingouin's NaN or +-inf (a zero denominator)."""
+    """Equal to `tol`; our NaN (undefined) stands for pingouin's NaN or +-inf (a zero denominator), or for its
+    +-1e12 and beyond: a denominator zero but for rounding (e.g. ICC(2,k) of [[1, 1], [1, 2], [2, 1]], where
+    MSR + (MSC - MSE) / n is exactly 0 and pingouin divides by rounding error)."""
     if math.isnan(ours):
-        return not math.isfinite(reference)
+        return not math.isfinite(reference) or abs(reference) > 1e12
     return abs(ours - reference) <= tol * max(1.0, abs(reference))
 
 
@@ -122,6 +124,8 @@ def test_shrout_fleiss_table4_as_published_and_as_psych_prints_it():
         elements=st.floats(1.0, 5.0, allow_nan=False).map(lambda v: round(v, 1)),
     )
 )
+@example(np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 1.0]]))  # ICC(2,k)'s denominator exactly 0 (hypothesis found them)
+@example(np.array([[1.0, 1.0], [3.0, 1.0], [1.0, 3.0]]))  # the same, rounding to +2e-17: was -1.2e16, now NaN
 def test_property_forms_match_pingouin_on_grid_scores(matrix):
     assume(np.ptp(matrix, axis=0).max() > 0)
     forms = icc_forms(matrix)
@@ -134,6 +138,15 @@ def test_property_forms_match_pingouin_on_grid_scores(matrix):
             assert key == "icc2_k"  # the documented negative-denominator case
             continue
         assert same(forms[key], expected[key]["ICC"], 1e-9), key
+
+
+def test_a_denominator_zero_but_for_rounding_is_undefined_not_huge():
+    """ICC(2,k) = (MSR - MSE) / (MSR + (MSC - MSE) / n) with the denominator exactly 0 by hand (MSR 2/3, MSC 0,
+    MSE 2: 2/3 + (0 - 2) / 3 = 0): undefined, where floating point would divide by about 2e-17."""
+    matrix = np.array([[1.0, 1.0], [3.0, 1.0], [1.0, 3.0]])
+    forms = icc_forms(matrix)
+    assert math.isnan(forms["icc2_k"])
+    assert all(math.isfinite(forms[key]) and abs(forms[key]) <= 1 for key in ("icc1_1", "icc2_1", "icc3_1"))
 
 
 def test_batched_forms_equal_one_by_one():
