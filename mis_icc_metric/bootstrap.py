@@ -160,17 +160,21 @@ def resampled_sum_chunks(indices, features: np.ndarray):
         yield rows, sums
 
 
-def unit_chunks(plan, n_items: int):
-    """(slice of resamples, their (chunk x U) unit count matrix), `_CHUNK_ROWS` resamples at a time, on one BLAS
-    thread: the units are clusters for a `resampling.Resampling` (its shared count matrix, sliced), else the
-    items."""
-    n_units = _n_units(plan, n_items)
-    starts = range(0, plan.shape[0], _CHUNK_ROWS)
-    long = plan.shape[0] * n_units >= _PROGRESS_CELLS  # a large file's bootstrap: seconds, so a bar
+def _chunked(n_resamples: int, n_columns: int, counts):
+    """(slice of resamples, `counts(slice)`), `_CHUNK_ROWS` resamples at a time, on one BLAS thread, with a bar
+    when the whole is large (seconds)."""
+    starts = range(0, n_resamples, _CHUNK_ROWS)
+    long = n_resamples * n_columns >= _PROGRESS_CELLS
     with _blas_controller().limit(limits=1, user_api="blas"):
         for start in progress(starts, desc="bootstrap", unit="chunk", show=long):
-            rows = slice(start, min(start + _CHUNK_ROWS, plan.shape[0]))
-            yield rows, unit_counts(plan, rows, n_items)
+            rows = slice(start, min(start + _CHUNK_ROWS, n_resamples))
+            yield rows, counts(rows)
+
+
+def unit_chunks(plan, n_items: int):
+    """(slice of resamples, their (chunk x U) unit count matrix), chunk by chunk: the units are clusters for a
+    `resampling.Resampling` (its shared count matrix, sliced), else the items."""
+    yield from _chunked(plan.shape[0], _n_units(plan, n_items), lambda rows: unit_counts(plan, rows, n_items))
 
 
 def resampled_chunks(indices: np.ndarray, n_items: int):
@@ -179,12 +183,7 @@ def resampled_chunks(indices: np.ndarray, n_items: int):
     For statistics that need each item's count (a per-cluster product is `unit_chunks`); memory stays bounded
     by one chunk whatever the number of resamples.
     """
-    starts = range(0, indices.shape[0], _CHUNK_ROWS)
-    long = indices.shape[0] * n_items >= _PROGRESS_CELLS  # a large file's bootstrap: seconds, so a bar
-    with _blas_controller().limit(limits=1, user_api="blas"):
-        for start in progress(starts, desc="bootstrap", unit="chunk", show=long):
-            rows = slice(start, min(start + _CHUNK_ROWS, indices.shape[0]))
-            yield rows, _counts(indices, rows, n_items)
+    yield from _chunked(indices.shape[0], n_items, lambda rows: _counts(indices, rows, n_items))
 
 
 class BlockMoments:

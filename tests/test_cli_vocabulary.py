@@ -10,18 +10,10 @@ import json
 
 import numpy as np
 import pytest
+from test_cli_options import _parsers
 
 from eval_scripts.cli import build_parser, main
 from mis_bench_dataset.toolkit.defaults import MAX_BOOTSTRAP, MIN_BOOTSTRAP, MIN_PLAN_RESAMPLES
-
-
-def _parsers(parser: argparse.ArgumentParser, name: str = "mis-bench"):
-    yield name, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub_name, sub in action.choices.items():
-                yield from _parsers(sub, f"{name} {sub_name}")
-
 
 PARSERS = {name.removeprefix("mis-bench "): parser for name, parser in _parsers(build_parser())}
 
