@@ -108,6 +108,12 @@ def _blas_controller():
     return ThreadpoolController()
 
 
+def one_blas_thread():
+    """A context in which BLAS runs on one thread: the resampling loops' products are skinny (chunk x clusters),
+    where a second thread costs more than it gives, and worse on a loaded machine."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 def by_cluster(plan) -> bool:
     """Whether `plan` resamples clusters through their counts and totals (a `resampling.Resampling`: duck-typed
     here, since `resampling` builds on this module). A video index matrix, or a plan that only says each item's
@@ -165,7 +171,7 @@ def _chunked(n_resamples: int, n_columns: int, counts):
     when the whole is large (seconds)."""
     starts = range(0, n_resamples, _CHUNK_ROWS)
     long = n_resamples * n_columns >= _PROGRESS_CELLS
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         for start in progress(starts, desc="bootstrap", unit="chunk", show=long):
             rows = slice(start, min(start + _CHUNK_ROWS, n_resamples))
             yield rows, counts(rows)
@@ -230,7 +236,7 @@ def block_features(ratings: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, 
     return features.reshape(n, n_blocks * layout.width), layout
 
 
-def _statistics_from_sums(sums: np.ndarray, n_blocks: int, layout: BlockMoments) -> dict[str, np.ndarray]:
+def statistics_from_sums(sums: np.ndarray, n_blocks: int, layout: BlockMoments) -> dict[str, np.ndarray]:
     """ICC(3,1), MSE of rater 0 vs 1, and item count per (resample, block) from summed features."""
     blocks = sums.reshape(sums.shape[0], n_blocks, layout.width)
     n_eff, _, cross = resampled_cross(blocks, layout)
@@ -272,7 +278,7 @@ def bootstrap_blocks(ratings: np.ndarray, valid: np.ndarray, indices: np.ndarray
     features, layout = block_features(ratings, valid)
     out = {key: np.empty((indices.shape[0], ratings.shape[1])) for key in ("icc", "mse", "n")}
     for rows, sums in resampled_sum_chunks(indices, features):
-        for key, value in _statistics_from_sums(sums, ratings.shape[1], layout).items():
+        for key, value in statistics_from_sums(sums, ratings.shape[1], layout).items():
             out[key][rows] = value
     return out
 
@@ -280,7 +286,7 @@ def bootstrap_blocks(ratings: np.ndarray, valid: np.ndarray, indices: np.ndarray
 def point_blocks(ratings: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray]:
     """The full-sample statistics of each block, {"icc", "mse", "n"} each (D,)."""
     features, layout = block_features(ratings, valid)
-    stats = _statistics_from_sums(features.sum(axis=0, keepdims=True), ratings.shape[1], layout)
+    stats = statistics_from_sums(features.sum(axis=0, keepdims=True), ratings.shape[1], layout)
     return {name: value[0] for name, value in stats.items()}
 
 

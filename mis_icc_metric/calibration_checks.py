@@ -26,7 +26,7 @@ from mis_bench_dataset.dimensions import DIMENSION_KEYS
 from mis_bench_dataset.video_ids import parse_video_id
 
 from .agreement_statistics import agreement, agreement_weighted
-from .bootstrap import _blas_controller, percentile_ci
+from .bootstrap import one_blas_thread, percentile_ci
 from .calibration import INTENDED_USE, SCALE, Calibrator, apply_map, fit_maps_clustered, scored_pairs
 from .reporting_floor import Support, floor_description, guarded_interval
 from .resampling import make_resampling
@@ -283,7 +283,7 @@ def _replicates(plan, method: str, fit, evaluated, position: Mapping[str, int]) 
     n_undefined = 0
     fit_units, eval_units = plan.clusters[fit_columns], plan.clusters[eval_columns]
     fit_per_unit = np.bincount(fit_units, minlength=plan.n_clusters).astype(np.float64)
-    with _blas_controller().limit(limits=1, user_api="blas"):  # skinny products: one thread is faster
+    with one_blas_thread():
         for start in range(0, plan.n_resamples, _CHUNK[method]):
             rows = slice(start, min(start + _CHUNK[method], plan.n_resamples))
             counts = plan.cluster_counts(rows)  # (chunk, units): an item's weight is its unit's count

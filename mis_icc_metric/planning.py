@@ -36,14 +36,14 @@ from mis_bench_dataset.dimensions import DEFAULT_VIDEOS_PER_CLINICIAN, DIMENSION
 from mis_bench_dataset.toolkit.defaults import DEFAULT_BOOTSTRAP, DEFAULT_CONFIDENCE, DEFAULT_RESAMPLE, DEFAULT_SEED
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_icc_metric.bootstrap import (
-    _blas_controller,
-    _statistics_from_sums,
     block_features,
     block_means,
     bootstrap_blocks,
+    one_blas_thread,
     percentile_ci,
     point_blocks,
     resample_counts,
+    statistics_from_sums,
 )
 from mis_icc_metric.estimates import PURPOSE  # noqa: F401 - re-exported: the commands say what they are for
 from mis_icc_metric.ppi import normal_quantile
@@ -201,7 +201,7 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
     features, layout = block_features(ratings, valid)
     per_group = max(1, _REPLICATE_CELLS // max(n_resamples * blocks, 1))
     out = []
-    with _blas_controller().limit(limits=1, user_api="blas"):  # skinny products: one thread is faster
+    with one_blas_thread():
         for first in range(0, len(grid), per_group):
             last = min(first + per_group, len(grid))
             replicates = np.empty((last - first, n_resamples, blocks))
@@ -219,7 +219,7 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
                         sums[g - first] = running
                     elif g >= first:
                         np.matmul(counts, features, out=sums[g - first])
-                icc = _statistics_from_sums(sums.reshape(-1, features.shape[1]), blocks, layout)["icc"]
+                icc = statistics_from_sums(sums.reshape(-1, features.shape[1]), blocks, layout)["icc"]
                 replicates[:, start:stop] = icc.reshape(last - first, stop - start, blocks)
             out += [summary(size_replicates) for size_replicates in replicates]
     return np.array(out)
@@ -349,7 +349,7 @@ def variance_draws(ratings: np.ndarray, valid: np.ndarray, clusters: np.ndarray,
     numbers are its own), so the (resamples x videos) temporaries stay in cache, on one BLAS thread (its products
     are skinny)."""
     rows = range(0, weights.shape[0], _VARIANCE_ROWS)
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with one_blas_thread():
         chunks = [_variance_chunk(ratings, valid, clusters, weights[at : at + _VARIANCE_ROWS], m) for at in rows]
     return np.concatenate([np.full((0, valid.shape[1]), np.nan), *chunks])
 
