@@ -257,7 +257,9 @@ def test_report_and_leaderboard_show_coverage(scored, tmp_path):
 
     folder, _ = scored
     asked, gold = _asked(), _gold()
-    results = rescore([make_results(asked)], gold, n_bootstrap=50, seed=0, sources=["partial.json"])
+    results = rescore(
+        [make_results(asked)], gold, resampling=ResamplingOptions(n_bootstrap=50, seed=0), sources=["partial.json"]
+    )
     assert results[0]["scores"]["coverage"]["n_asked_pairs"] == len(asked)
     files = write_report(results, tmp_path / "report", ReportOptions(comparison_bootstrap=20, scatters="none"))
     text = files.markdown.read_text()

@@ -71,14 +71,7 @@ def report_runs(
                 hint="give a labelled build or a labels file",
             )
         results_list = one_fingerprint_per_build(results_list, references, split)
-        results_list = rescore(
-            results_list,
-            gold,
-            n_bootstrap=resampling.n_bootstrap,
-            seed=resampling.seed,
-            sources=sources,
-            resample=resampling.resample,
-        )
+        results_list = rescore(results_list, gold, resampling=resampling, sources=sources)
     unscored = [source for source, run in zip(sources, results_list, strict=True) if not run.get("scores")]
     if unscored:
         raise DataError(

@@ -242,10 +242,8 @@ def compare_systems(
         score_run(
             run.predictions,
             references,
-            n_bootstrap=n_bootstrap,
-            seed=seed,
+            resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
             source=run.source or run.label,
-            resample=resample,
         )
         for run in progress(compared, desc="comparison: scoring", unit="system", show=len(compared) >= 3)
     ]

@@ -13,7 +13,6 @@ from typing import Any
 from eval_scripts.formats.results import RESULTS_NAME
 from eval_scripts.harness.trained_setting import TRAINED_SETTING_NAME
 from mis_bench_dataset.dimensions import SCORE_REGRESSION
-from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.toolkit.progress import progress
 from mis_icc_metric.resampling_options import ResamplingOptions
@@ -129,10 +128,8 @@ def score_run(
     predictions: Mapping[Key, float | None],
     references: Mapping[Key, float],
     *,
-    n_bootstrap: int,
-    seed: int,
+    resampling: ResamplingOptions,
     source: str,
-    resample: str = DEFAULT_RESAMPLE,
 ) -> dict[str, Any]:
     """`mis_icc_metric.score_predictions` of one run's predictions on the labelled pairs, strict-JSON safe."""
     from mis_bench_dataset.toolkit.jsonio import json_safe
@@ -143,7 +140,7 @@ def score_run(
             score_predictions(
                 predictions_on(predictions, references),
                 references,
-                resampling=ResamplingOptions(n_bootstrap=n_bootstrap, seed=seed, resample=resample),
+                resampling=resampling,
             )
         )
     except ValueError as err:
@@ -158,10 +155,8 @@ def rescore(
     results_list: Sequence[Mapping[str, Any]],
     references: Mapping[Key, float],
     *,
-    n_bootstrap: int,
-    seed: int,
+    resampling: ResamplingOptions,
     sources: Sequence[str],
-    resample: str = DEFAULT_RESAMPLE,
 ) -> list[dict[str, Any]]:
     """Copies of the results with `scores` recomputed from their predictions against `references`."""
     from eval_scripts.formats.submission import predictions_mapping
@@ -170,13 +165,6 @@ def rescore(
     for results, source in progress(
         list(zip(results_list, sources, strict=True)), desc="scoring runs", unit="run", show=len(results_list) >= 3
     ):
-        scores = score_run(
-            predictions_mapping(results),
-            references,
-            n_bootstrap=n_bootstrap,
-            seed=seed,
-            source=source,
-            resample=resample,
-        )
+        scores = score_run(predictions_mapping(results), references, resampling=resampling, source=source)
         rescored.append({**results, "scores": scores})
     return rescored
