@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mis_icc_metric.resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
+
+if TYPE_CHECKING:  # the report's modules load matplotlib: imported when a report is made
+    from eval_scripts.report.options import ReportOptions
+    from eval_scripts.report.writer import ReportFiles
 
 
 @dataclass(frozen=True)
@@ -19,7 +23,7 @@ class ReportDone:
     """What `report_runs` wrote (`written`: the report's markdown, html, json and figures), from which results
     files (`sources`), whether they were rescored against references, and whether any run is SYNTHETIC."""
 
-    written: Any
+    written: ReportFiles
     sources: list[str]
     rescored: bool
     synthetic: bool
@@ -28,7 +32,7 @@ class ReportDone:
 def report_runs(
     results: Sequence[str | Path],
     out: str | Path,
-    options: Any,
+    options: ReportOptions,
     *,
     references: str | Path | None = None,
     split: str,
