@@ -54,6 +54,7 @@ from .bootstrap import (
     unit_totals,
 )
 from .reporting_floor import Support, guarded_interval
+from .resampling_threads import share_out
 
 __all__ = [
     "LOA_Z",
@@ -70,8 +71,14 @@ __all__ = [
 ]
 
 # Resamples whose ranks are computed together: a block's (distinct pairs x resamples) weights stay in cache
-# (measured on 2 cores: 512 beats 256, 1,024 and all 10,000 at once, by up to 2x for continuous predictions).
+# (measured on 2 cores: 512 beats 256, 1,024 and all 10,000 at once, by up to 2x for continuous predictions),
+# more for a block of few distinct pairs, up to `_RANK_CELLS` weights (fewer numpy calls per resample).
 _RANK_ROWS = 512
+_RANK_CELLS = 512 * 1024
+# A block's pair weights come from a dense product when its (pairs x units) matrix has at most this many cells
+# per stored count (measured on 2 cores: whole-point answers by clinician, 34 pairs x 78 clinicians against 565
+# counts, take 0.6 of the sparse product's time; tenths, 168 pairs against 909, 1.2 times it).
+_DENSE_PAIR_CELLS = 8
 # Bland & Altman (1986): the 95% limits of agreement are the mean difference +- 1.96 sd of the differences.
 LOA_Z = 1.96
 
@@ -249,8 +256,12 @@ class _BlockRanks:
         gold_values, gold_group = np.unique(gold, return_inverse=True)
         pairs, pair_group = np.unique(np.stack([pred_group, gold_group], axis=1), axis=0, return_inverse=True)
         self.pair_pred, self.pair_gold = pairs[:, 0], pairs[:, 1]  # sorted by prediction, then gold
+        self.n_pairs = len(pairs)
         pair_index = np.arange(len(pairs))
         self.by_pair = _group_sums(np.asarray(pair_group).ravel(), len(pairs), items, n)
+        # Few pairs and few units (whole-point answers, clinicians): one dense BLAS product beats the sparse one.
+        dense = len(pairs) * n <= _DENSE_PAIR_CELLS * self.by_pair.nnz
+        self.by_pair_dense = self.by_pair.toarray() if dense else None
         # Every prediction with one gold value (e.g. continuous predictions): its pair's weight is its own.
         self.one_pair_each = len(pairs) == len(pred_values)
         self.pred_of_pair = (
@@ -261,7 +272,8 @@ class _BlockRanks:
     def statistics(self, counts_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Spearman rho, number of distinct predictions) of each resample; counts_t is (units, R), one
         column per resample (contiguous, so the sparse products read it without a copy)."""
-        pair_weight = self.by_pair @ counts_t  # (distinct pairs, R)
+        by_pair = self.by_pair if self.by_pair_dense is None else self.by_pair_dense
+        pair_weight = by_pair @ counts_t  # (distinct pairs, R)
         pred_weight = pair_weight if self.one_pair_each else self.pred_of_pair @ pair_weight
         gold_weight = self.gold_of_pair @ pair_weight
         pred_rank, gold_rank = _mid_ranks(pred_weight), _mid_ranks(gold_weight)
@@ -318,16 +330,22 @@ class _Plan:
 
     def rank_statistics(self, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(Spearman rho, distinct predictions), each (R, blocks), of the resamples whose unit counts are the
-        rows of `counts` (R, units)."""
+        rows of `counts` (R, units): each block's resamples in pieces of about `_RANK_CELLS` (pairs x resamples),
+        shared out over the cores (`resampling_threads`; each piece written whole by one thread)."""
         rho = np.full((counts.shape[0], len(self.ranks)), np.nan)
         distinct = np.full_like(rho, np.nan)
         counts_t = np.ascontiguousarray(counts.T)
+        pieces = []
         for block, ranks in enumerate(self.ranks):
-            if ranks is None:
-                continue
-            for start in range(0, counts.shape[0], _RANK_ROWS):
-                part = slice(start, start + _RANK_ROWS)
-                rho[part, block], distinct[part, block] = ranks.statistics(np.ascontiguousarray(counts_t[:, part]))
+            if ranks is not None:
+                rows = max(_RANK_ROWS, _RANK_CELLS // ranks.n_pairs)
+                pieces += [(block, ranks, slice(start, start + rows)) for start in range(0, counts.shape[0], rows)]
+
+        def one_piece(piece: tuple[int, _BlockRanks, slice]) -> None:
+            block, ranks, part = piece
+            rho[part, block], distinct[part, block] = ranks.statistics(np.ascontiguousarray(counts_t[:, part]))
+
+        share_out(pieces, one_piece)
         return rho, distinct
 
     def statistics(self, sums: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:

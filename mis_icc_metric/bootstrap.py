@@ -19,8 +19,9 @@ copies into one item and shrinks the CI; the count formulation cannot do that.
 
 from __future__ import annotations
 
+import threading
 import warnings
-from functools import lru_cache
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -34,6 +35,8 @@ from .reporting_floor import Support, guarded_interval
 __all__ = [
     "MAX_BOOTSTRAP",
     "bootstrap_indices",
+    "one_blas_thread",
+    "resampling_blas",
     "resample_counts",
     "resampled_sums",
     "resampled_chunks",
@@ -101,17 +104,52 @@ def _counts(plan, rows: slice, n_items: int) -> np.ndarray:
     return plan.counts(rows)
 
 
-@lru_cache(maxsize=1)
 def _blas_controller():
+    """The BLAS libraries loaded now (not cached: scipy loads its own OpenBLAS after numpy's, e.g. with
+    scipy.stats, and a controller made before would not limit it; about 0.5 ms)."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
 
 
+_BLAS_STATE = threading.Condition()
+_blas_limit: dict = {}  # while any thread is inside `one_blas_thread`: the limiter, its owner and the entries
+_blas_depth = threading.local()  # how deep each thread is inside it (a chunk generator nests in its caller's)
+
+
+@contextmanager
 def one_blas_thread():
     """A context in which BLAS runs on one thread: the resampling loops' products are skinny (chunk x clusters),
-    where a second thread costs more than it gives, and worse on a loaded machine."""
-    return _blas_controller().limit(limits=1, user_api="blas")
+    where a second thread costs more than it gives, and worse on a loaded machine. The limit is the process's,
+    shared by the threads inside: the first thread in sets it and restores it when it leaves its outermost
+    entry, after the other threads have left (resampling threads run beside a command that holds it, and never
+    wait for it: `resampling_threads`). OpenBLAS takes a new thread count only from some threads (measured: a
+    resampling thread's setting is ignored once the library's threads run), so the thread that set the limit is
+    the one that restores it."""
+    me = threading.get_ident()
+    with _BLAS_STATE:
+        if not _blas_limit:
+            _blas_limit.update(owner=me, entries=0, limiter=_blas_controller().limit(limits=1, user_api="blas"))
+        _blas_limit["entries"] += 1
+        _blas_depth.value = getattr(_blas_depth, "value", 0) + 1
+    try:
+        yield
+    finally:
+        with _BLAS_STATE:
+            _blas_limit["entries"] -= 1
+            _blas_depth.value -= 1
+            if _blas_limit["owner"] == me and _blas_depth.value == 0:
+                _BLAS_STATE.wait_for(lambda: _blas_limit["entries"] == 0)
+                _blas_limit.pop("limiter").restore_original_limits()
+                _blas_limit.clear()
+            _BLAS_STATE.notify_all()
+
+
+def resampling_blas(n_resamples: int):
+    """`one_blas_thread()` for a command that resamples (`n_resamples` > 0), held around all of it: the
+    resampling threads' products run beside each other, and BLAS's own threads, woken between two limits, would
+    spin on the same cores. Without resampling a no-op (the first limit costs about 10 ms)."""
+    return one_blas_thread() if n_resamples else nullcontext()
 
 
 def by_cluster(plan) -> bool:

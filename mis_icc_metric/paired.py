@@ -17,13 +17,14 @@ differences that do not vary, both are withheld (None) with the reason in the en
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 import numpy as np
 
 from mis_bench_dataset.dimensions import DIMENSION_BY_KEY
 from mis_bench_dataset.toolkit.errors import DataError
 
-from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks
+from .bootstrap import bootstrap_blocks, percentile_ci, point_blocks, resampling_blas
 from .coverage import DEFAULT_MISSING, paired_references
 from .reporting_floor import Support, floor_description, guarded_interval
 from .resampling import (
@@ -32,7 +33,7 @@ from .resampling import (
     block_supports,
     clinician_labels,
     clusters_per_block,
-    counterpart,
+    counterpart_icc,
     design_effects,
     make_resampling,
     weakest_support,
@@ -57,7 +58,9 @@ class _PairedDeltas:
     """One shared bootstrap of both systems' ICCs (A's blocks: dimensions then overall; then B's) and the
     differences A - B, read out per block or for the mean ICC over the dimensions."""
 
-    def __init__(self, a, b, resampling: Resampling, confidence: float) -> None:
+    def __init__(self, a, b, resampling: Resampling, confidence: float, start_counterpart=None) -> None:
+        """`start_counterpart`: None, or given the blocks (ratings, valid) starts the design effect's second
+        bootstrap (`resampling.counterpart_icc`) beside this one."""
         both = a.parsed & b.parsed
         n, n_dims = both.shape
         overall_a, complete = _overall_block(a.pred, a.gold, both)
@@ -70,7 +73,7 @@ class _PairedDeltas:
         valid2 = np.concatenate([self.valid, self.valid], axis=1)
         self.width, self.confidence = n_dims + 1, confidence
         self.point = point_blocks(ratings, valid2)["icc"]
-        self.ratings, self.valid2 = ratings, valid2
+        self.counterpart = None if start_counterpart is None else start_counterpart((ratings, valid2))
         boot = bootstrap_blocks(ratings, valid2, resampling)["icc"]
         self.deltas = boot[:, : self.width] - boot[:, self.width :]
         self.point_delta = self.point[: self.width] - self.point[self.width :]
@@ -117,17 +120,17 @@ class _PairedDeltas:
         }
 
 
-def _add_clustering(diff: _PairedDeltas, resampling: Resampling, videos, clusters, entries: list[dict]) -> None:
+def _add_clustering(diff: _PairedDeltas, resampling: Resampling, labels, entries: list[dict]) -> None:
     """Each entry (the dimensions, then overall) gets its clinicians and the design effect of its difference
     (None where the video ids name no clinician or the difference is undefined)."""
-    labels = clinician_labels(videos, clusters)
     effects: list[float | None] = [None] * len(entries)
-    if labels is not None:
-        boot = bootstrap_blocks(diff.ratings, diff.valid2, counterpart(resampling, videos, clusters))["icc"]
+    if diff.counterpart is not None:
+        boot = diff.counterpart.result()
         effects = design_effects(resampling, diff.deltas, boot[:, : diff.width] - boot[:, diff.width :])
     attach_clustering(entries, clusters_per_block(labels, diff.valid), effects, "delta_ci")
 
 
+@resampling_blas(1)  # it always resamples
 def paired_comparison(
     predictions_a: Mapping[Key, object],
     predictions_b: Mapping[Key, object],
@@ -154,16 +157,18 @@ def paired_comparison(
     if a.videos != b.videos or a.dimensions != b.dimensions:
         raise DataError("systems A and B must be aligned to the same references")
     resampling = make_resampling(a.videos, n_bootstrap, seed, resample, clusters=clusters)
-    diff = _PairedDeltas(a, b, resampling, confidence)
+    labels = clinician_labels(a.videos, clusters)
+    start = None if labels is None else partial(counterpart_icc, resampling, a.videos, clusters)
+    diff = _PairedDeltas(a, b, resampling, confidence, start)
     n, n_dims = diff.valid.shape[0], diff.width - 1
-    supports = block_supports(clinician_labels(a.videos, clusters), diff.valid, resample)
+    supports = block_supports(labels, diff.valid, resample)
     dimensions = {}
     for j, key in enumerate(a.dimensions):
         dim = DIMENSION_BY_KEY[key]
         dimensions[key] = {"name": dim.name, "abbreviation": dim.abbreviation, **diff.entry(j, supports[j])}
     mean_icc = diff.mean_entry(weakest_support(supports[:n_dims], resample))
     overall = diff.entry(n_dims, supports[n_dims])
-    _add_clustering(diff, resampling, a.videos, clusters, [*dimensions.values(), overall])
+    _add_clustering(diff, resampling, labels, [*dimensions.values(), overall])
     if not overall["n"]:
         overall["note"] = (
             "no overall score: no video has all eight dimensions parsed by both systems"

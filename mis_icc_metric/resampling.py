@@ -16,6 +16,7 @@ paper's protocol, which `reproduce` keeps) are unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,8 +25,9 @@ from mis_bench_dataset.toolkit.defaults import DEFAULT_RESAMPLE, PAPER_RESAMPLE,
 from mis_bench_dataset.toolkit.errors import DataError, UsageError
 from mis_bench_dataset.video_ids import parse_video_id
 
-from .bootstrap import bootstrap_indices, quiet_nanvar, resample_counts
+from .bootstrap import bootstrap_blocks, bootstrap_indices, quiet_nanvar, resample_counts
 from .reporting_floor import Support
+from .resampling_threads import in_background
 
 __all__ = [
     "RESAMPLE_UNITS",
@@ -38,6 +40,7 @@ __all__ = [
     "design_effect",
     "design_effects",
     "counterpart",
+    "counterpart_icc",
     "clinician_labels",
     "clusters_per_block",
     "block_supports",
@@ -259,6 +262,16 @@ def counterpart(plan: Resampling, video_ids: Sequence[str], clusters: Clusters =
     """The same number of resamples and seed by the other unit: the second bootstrap of a design effect."""
     other_unit = "video" if plan.unit == "clinician" else "clinician"
     return make_resampling(video_ids, plan.n_resamples, plan.seed, other_unit, clusters=clusters)
+
+
+def counterpart_icc(
+    plan: Resampling, video_ids: Sequence[str], clusters: Clusters, blocks: tuple[np.ndarray, np.ndarray]
+) -> Future[np.ndarray]:
+    """The ICC(3,1) replicates (B, blocks) of `blocks` (ratings (n, D, 2), valid (n, D)) under the `counterpart`
+    draw, the design effect's second bootstrap: started on a resampling thread (`resampling_threads`), so it
+    runs beside the command's own statistics; `.result()` when they are done."""
+    ratings, valid = blocks
+    return in_background(lambda: bootstrap_blocks(ratings, valid, counterpart(plan, video_ids, clusters))["icc"])
 
 
 def design_effects(plan: Resampling, own: np.ndarray, other: np.ndarray) -> list[float | None]:

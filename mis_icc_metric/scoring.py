@@ -31,6 +31,7 @@ import logging
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +50,7 @@ from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import exact_decimal
 
 from .agreement_statistics import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
-from .bootstrap import bootstrap_blocks, guarded_ci, point_blocks
+from .bootstrap import bootstrap_blocks, guarded_ci, point_blocks, resampling_blas
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
 from .reporting_floor import Support, degenerate_reason, floor_description, withhold_reason
 from .resampling import (
@@ -58,7 +59,7 @@ from .resampling import (
     block_supports,
     clinician_labels,
     clusters_per_block,
-    counterpart,
+    counterpart_icc,
     design_effects,
     make_resampling,
     weakest_support,
@@ -292,13 +293,9 @@ class _Blocks:
         self.valid.append(valid)
         return len(self.ratings) - 1
 
-    def run(self, indices: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, dict, dict | None]:
-        """The stacked (n, blocks, 2) ratings and (n, blocks) valid mask, point and bootstrap statistics."""
-        ratings = np.stack(self.ratings, axis=1)
-        valid = np.stack(self.valid, axis=1)
-        point = point_blocks(ratings, valid)
-        boot = bootstrap_blocks(ratings, valid, indices) if indices is not None else None
-        return ratings, valid, point, boot
+    def stacked(self) -> tuple[np.ndarray, np.ndarray]:
+        """The stacked (n, blocks, 2) ratings and (n, blocks) valid mask."""
+        return np.stack(self.ratings, axis=1), np.stack(self.valid, axis=1)
 
 
 def _note(pred: np.ndarray, gold: np.ndarray, n: int) -> str | None:
@@ -409,43 +406,49 @@ def score_predictions(
     references, align_missing, coverage = evaluated_references(predictions, references, missing)
     data = align(predictions, references, missing=align_missing, out_of_range=out_of_range)
     plan = _plan_blocks(data, impute_value, common_videos)
-    indices = make_resampling(data.videos, n_bootstrap, seed, resample, clusters=clusters) if n_bootstrap else None
-    rat, val, point, boot = plan.blocks.run(indices)
-    report = _Reporter(point, boot, confidence, _supports(data.videos, val, resample, clusters))
-    agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
-    agreements = agreement_blocks(
-        rat[:, agreement_of],
-        val[:, agreement_of],
-        indices,
-        confidence=confidence,
-        min_items=MIN_ITEMS,
-        supports=[report.support([block]) for block in agreement_of],
-    )
-    entries: dict[int, dict] = {}
+    with resampling_blas(n_bootstrap):  # one BLAS thread beside the resampling threads
+        indices = make_resampling(data.videos, n_bootstrap, seed, resample, clusters=clusters) if n_bootstrap else None
+        rat, val = plan.blocks.stacked()
+        clustering = _start_clustering(data, plan, (rat, val), indices, clusters)
+        point = point_blocks(rat, val)
+        boot = bootstrap_blocks(rat, val, indices) if indices is not None else None
+        report = _Reporter(point, boot, confidence, _supports(data.videos, val, resample, clusters))
+        agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
+        agreements = agreement_blocks(
+            rat[:, agreement_of],
+            val[:, agreement_of],
+            indices,
+            confidence=confidence,
+            min_items=MIN_ITEMS,
+            supports=[report.support([block]) for block in agreement_of],
+        )
+        entries: dict[int, dict] = {}
 
-    def entry(block: int) -> dict:
-        if block not in entries:
-            entries[block] = report.entry(block, rat[:, block, 0], rat[:, block, 1], val[:, block])
-        return dict(entries[block])
+        def entry(block: int) -> dict:
+            if block not in entries:
+                entries[block] = report.entry(block, rat[:, block, 0], rat[:, block, 1], val[:, block])
+            return dict(entries[block])
 
-    dimensions = _dimension_results(data, plan, entry, agreements)
-    overall = _overall_result(data, plan, entry, agreements[-1], missing)
-    _add_clustering(data, plan, (rat, val, boot), indices, clusters, [*dimensions.values(), overall])
-    mean_icc = _mean_icc(dimensions.values())
-    withheld: dict[str, str] = {}
-    return {
-        "halo": _halo_result(data, indices, confidence, report.support(plan.dims)),
-        "dimensions": dimensions,
-        "overall": overall,
-        "mean_icc": mean_icc,
-        "mean_icc_ci": report.mean_ci(plan.dims, mean_icc, withheld),
-        "withheld": withheld,
-        "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
-        "coverage": coverage.to_dict(),
-        "midpoint_imputation": _midpoint_result(data, plan, entry, report, impute_value),
-        "common_set": _common_result(data, plan, entry, report),
-        "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range, resampling=indices),
-    }
+        dimensions = _dimension_results(data, plan, entry, agreements)
+        overall = _overall_result(data, plan, entry, agreements[-1], missing)
+        clustered = [*plan.dims, plan.overall]
+        own_icc = None if boot is None else boot["icc"][:, clustered]
+        _add_clustering(clustering, val[:, clustered], own_icc, [*dimensions.values(), overall])
+        mean_icc = _mean_icc(dimensions.values())
+        withheld: dict[str, str] = {}
+        return {
+            "halo": _halo_result(data, indices, confidence, report.support(plan.dims)),
+            "dimensions": dimensions,
+            "overall": overall,
+            "mean_icc": mean_icc,
+            "mean_icc_ci": report.mean_ci(plan.dims, mean_icc, withheld),
+            "withheld": withheld,
+            "parse_rates": {key: dimensions[key]["parse_rate"] for key in data.dimensions},
+            "coverage": coverage.to_dict(),
+            "midpoint_imputation": _midpoint_result(data, plan, entry, report, impute_value),
+            "common_set": _common_result(data, plan, entry, report),
+            "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range, resampling=indices),
+        }
 
 
 def _supports(videos: list[str], valid: np.ndarray, unit: str, clusters):
@@ -459,20 +462,38 @@ def _supports(videos: list[str], valid: np.ndarray, unit: str, clusters):
     return support
 
 
-def _add_clustering(data: AlignedScores, plan: _Plan, arrays, resampling: Resampling | None, clusters, entries) -> None:
-    """Each entry (the dimensions, then overall) gets its clinicians and its design effect.
+@dataclass(frozen=True)
+class _Clustering:
+    """What the clustering of the scored videos needs: each video's clinician (None where the ids name none),
+    and, with CIs, the design effect's second bootstrap, running beside the others (`counterpart_icc`)."""
+
+    labels: np.ndarray | None
+    resampling: Resampling | None
+    counterpart: Future | None
+
+
+def _start_clustering(data: AlignedScores, plan: _Plan, stacked, resampling: Resampling | None, clusters):
+    """The clinicians of the videos, and the design effect's second bootstrap started (with CIs and clinicians)
+    over the dimensions and overall blocks of `stacked` (ratings, valid)."""
+    labels = clinician_labels(data.videos, clusters)
+    blocks = [*plan.dims, plan.overall]
+    started = None
+    if resampling is not None and labels is not None:
+        rat, val = stacked
+        started = counterpart_icc(resampling, data.videos, clusters, (rat[:, blocks], val[:, blocks]))
+    return _Clustering(labels, resampling, started)
+
+
+def _add_clustering(clustering: _Clustering, valid: np.ndarray, own_icc: np.ndarray | None, entries) -> None:
+    """Each entry (the dimensions, then overall: the columns of `valid`, and of `own_icc`, their ICC replicates)
+    gets its clinicians and its design effect.
 
     The design effect compares the ICC's bootstrap variance under the two units, each from `n_resamples`
     draws of the same seed; None without CIs, or where the video ids name no clinician."""
-    rat, val, boot = arrays
-    blocks = [*plan.dims, plan.overall]
-    labels = clinician_labels(data.videos, clusters)
-    effects: list[float | None] = [None] * len(blocks)
-    if resampling is not None and labels is not None:
-        other = counterpart(resampling, data.videos, clusters)
-        other_boot = bootstrap_blocks(rat[:, blocks], val[:, blocks], other)["icc"]
-        effects = design_effects(resampling, boot["icc"][:, blocks], other_boot)
-    attach_clustering(entries, clusters_per_block(labels, val[:, blocks]), effects, "icc_ci")
+    effects: list[float | None] = [None] * valid.shape[1]
+    if clustering.counterpart is not None and own_icc is not None:
+        effects = design_effects(clustering.resampling, own_icc, clustering.counterpart.result())
+    attach_clustering(entries, clusters_per_block(clustering.labels, valid), effects, "icc_ci")
 
 
 _SUMMARY_FIELDS = ("icc", "icc_ci", "mse", "n")

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mis_bench_dataset import STIMULI
-from mis_icc_metric import make_resampling
+from mis_icc_metric import agreement_statistics, make_resampling
 from mis_icc_metric.agreement_statistics import STATISTIC_KEYS, agreement_point, agreement_replicates, halo
 from mis_icc_metric.bootstrap import bootstrap_blocks, bootstrap_indices, resample_counts, resampled_sums
 
@@ -59,7 +59,10 @@ def _assert_close(ours: np.ndarray, reference: np.ndarray, what: str) -> None:
         [1, 1, 2, 1],  # four clinicians, five videos: resamples of copies of one video are undefined (NaN)
     ],
 )
-def test_every_agreement_statistic_by_clinician_equals_a_per_resample_loop(sizes):
+@pytest.mark.parametrize("pair_weights", ["sparse", "dense"])
+def test_every_agreement_statistic_by_clinician_equals_a_per_resample_loop(sizes, pair_weights, monkeypatch):
+    # Both ways of weighting a block's distinct pairs: the sparse product, and the dense one used for few pairs.
+    monkeypatch.setattr(agreement_statistics, "_DENSE_PAIR_CELLS", 0 if pair_weights == "sparse" else 10**9)
     videos, ratings, valid = _clustered(sizes, seed=4)
     plan = make_resampling(videos, 120, 11, "clinician")
     ours = agreement_replicates(ratings, valid, plan)

@@ -1,0 +1,93 @@
+"""The resampling work of one command shared out over the machine's cores.
+
+The bootstrap's statistics are independent numpy computations (one block's ranks, the design effect's second
+bootstrap) whose loops run in C with the GIL released, so threads of one process run them side by side: on 2
+cores `score --bootstrap 10000` answers in about the time of its longest part, not the sum. The numbers are
+the same to the bit whatever the threads: each piece is computed whole by one thread and written to its own
+place.
+
+One rule keeps this free of deadlocks: a task run on these threads never waits for another task of them (the
+calling thread waits; `share_out` lets the caller do the work itself whenever the threads are busy).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
+from typing import TypeVar
+
+__all__ = ["extra_threads", "in_background", "share_out"]
+
+T = TypeVar("T")
+Item = TypeVar("Item")
+
+# Threads beside the caller's at most: the statistics are memory-bound, a third core adds little (and a
+# test suite already runs one process per core).
+_MAX_EXTRA_THREADS = 3
+
+
+def extra_threads() -> int:
+    """How many threads work beside the calling one: the cores this process may use, minus one (none on one
+    core), at most `_MAX_EXTRA_THREADS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(0, min(cores - 1, _MAX_EXTRA_THREADS))
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=max(1, extra_threads()), thread_name_prefix="mis-bench-resampling")
+
+
+def in_background(task: Callable[[], T]) -> Future[T]:
+    """`task()` started on a resampling thread (its result or its exception from `.result()`); run at once on
+    the calling thread where there is no core to spare."""
+    if extra_threads() == 0:
+        done: Future[T] = Future()
+        try:
+            done.set_result(task())
+        except BaseException as error:  # handed to .result(), as a thread would
+            done.set_exception(error)
+        return done
+    return _pool().submit(task)
+
+
+_END = object()
+
+
+def share_out(items: Iterable[Item], work: Callable[[Item], None]) -> None:
+    """`work(item)` for every item, on the calling thread and every resampling thread that is free, each item
+    taken by whichever thread is ready first; returns when all are done. `work` writes its result to a place of
+    its own (the item says where). The first exception stops the rest and is raised here."""
+    pending = iter(items)
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def take_until_done() -> None:
+        while not failed.is_set():
+            with lock:
+                item = next(pending, _END)
+            if item is _END:
+                return
+            try:
+                work(item)
+            except BaseException:
+                failed.set()
+                raise
+
+    helpers = [_pool().submit(take_until_done) for _ in range(extra_threads())]
+    try:
+        take_until_done()
+    finally:
+        for helper in helpers:
+            # A helper still queued (the threads busy elsewhere) is not waited for: the caller took its items.
+            if not helper.cancel():
+                helper.exception()  # waits
+    for helper in helpers:
+        if not helper.cancelled() and helper.exception() is not None:
+            raise helper.exception()
