@@ -78,7 +78,7 @@ LONG_TESTS: dict[str, tuple[int, int]] = {  # (quick suite, RUN_SLOW=1)
     PAGE_TEST.format("docs/training.md"): (0, 60),  # its trainings fork from one preloaded process (_docs_zygote)
     PAGE_TEST.format("docs/reproducing.md"): (0, 68),
     "tests/test_trust_page.py": (0, 64),
-    "tests/test_harness_server_down.py": (3, 70),  # mostly waiting out --down-after: little CPU
+    "tests/test_harness_server_down.py": (3, 40),  # mostly waiting out --down-after: little CPU
     PAGE_TEST.format("docs/reports.md"): (0, 53),
     PAGE_TEST.format("README.md"): (0, 24),
     PAGE_TEST.format("docs/dataset.md"): (0, 18),
