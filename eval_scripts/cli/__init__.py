@@ -53,6 +53,7 @@ import os
 import signal
 import sys
 import threading
+import types
 from collections.abc import Sequence
 
 from eval_scripts.cli.args import shown_default
@@ -155,7 +156,8 @@ def _version() -> str:
         return "unknown"
 
 
-def _module(name: str):
+def _module(name: str) -> types.ModuleType:
+    """Subcommand module `name`, imported when a parser needs it (not when the CLI package is imported)."""
     return importlib.import_module(f"eval_scripts.cli.{name}")
 
 
