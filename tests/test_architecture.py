@@ -4,6 +4,7 @@ architecture page names every module."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from graphlib import CycleError, TopologicalSorter
@@ -18,10 +19,27 @@ from structure import parameter_names  # noqa: E402 - the one statement of the p
 LAYERS = ("mis_bench_dataset", "mis_icc_metric", "raft_trainer", "eval_scripts")  # ground first
 
 
+@functools.cache
+def _text(path: Path) -> str:
+    """A module's source, read once per test session (the checks below walk the tree about 15 times)."""
+    return path.read_text(encoding="utf-8")
+
+
+_TREES: dict[str, ast.Module] = {}
+
+
+def _parse(source: str, where: str = "<unknown>") -> ast.Module:
+    """`ast.parse(source, where)`, once per source text (the checks only read the trees)."""
+    tree = _TREES.get(source)
+    if tree is None:
+        tree = _TREES[source] = ast.parse(source, where)
+    return tree
+
+
 def _imported_packages(path: Path) -> set[tuple[str, int]]:
     """Top-level packages a module imports anywhere (module level or inside functions), with line numbers."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(_parse(_text(path), str(path))):
         if isinstance(node, ast.Import):
             found |= {(alias.name.split(".")[0], node.lineno) for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -64,7 +82,7 @@ def _imported_modules(path: Path, modules: dict[str, Path]) -> set[str]:
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in ast.walk(_parse(_text(path), str(path))):
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -146,7 +164,7 @@ def test_no_library_function_is_longer_than_80_lines():
     too_long = []
     for layer in LAYERS:
         for path in sorted((REPO / layer).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            for node in ast.walk(_parse(_text(path), str(path))):
                 if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                     continue
                 length = node.end_lineno - node.lineno + 1
@@ -162,7 +180,7 @@ def _too_many_parameters(source: str, where: str) -> list[str]:
     """Each function of `source` that takes more than MAX_PARAMETERS parameters, keyword-only included."""
     return [
         f"{where}:{node.lineno} {node.name} ({len(parameters)} parameters)"
-        for node in ast.walk(ast.parse(source, where))
+        for node in ast.walk(_parse(source, where))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and len(parameters := parameter_names(node)) > MAX_PARAMETERS
     ]
@@ -175,7 +193,7 @@ def test_no_library_function_takes_more_than_7_parameters():
         problem
         for layer in LAYERS
         for path in sorted((REPO / layer).rglob("*.py"))
-        for problem in _too_many_parameters(path.read_text(encoding="utf-8"), str(path.relative_to(REPO)))
+        for problem in _too_many_parameters(_text(path), str(path.relative_to(REPO)))
     ]
     assert not found, f"functions over {MAX_PARAMETERS} parameters:\n" + "\n".join(found)
 
@@ -257,7 +275,7 @@ def test_the_room_check_finds_an_arrow_that_runs_back_up(module, target):
 def test_each_room_docstring_names_exactly_its_modules(room):
     """A room's `__init__` docstring lists each of its modules as a '- `name`: what it does' line."""
     folder = REPO / "eval_scripts" / room
-    doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text(encoding="utf-8"))) or ""
+    doc = ast.get_docstring(_parse(_text(folder / "__init__.py"))) or ""
     listed = set(re.findall(r"^- `(\w+)`:", doc, re.M))
     on_disk = {p.stem for p in folder.glob("*.py") if not p.name.startswith("__")}
     on_disk |= {p.name for p in folder.iterdir() if (p / "__init__.py").is_file()}
@@ -327,7 +345,7 @@ def _helper_bypasses(source: str, rel: str) -> list[str]:
     """`import fcntl` anywhere, `filelock` outside the lock helper, and `tqdm(...)` / `trange(...)` calls outside the
     progress helper, in one module (with line numbers)."""
     found = []
-    for node in ast.walk(ast.parse(source, rel)):
+    for node in ast.walk(_parse(source, rel)):
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for top in {name.split(".")[0] for name in names}:
@@ -347,7 +365,7 @@ def test_no_fcntl_lock_and_no_tqdm_bar_outside_their_one_helper():
         hit
         for layer in LAYERS
         for path in sorted((REPO / layer).rglob("*.py"))
-        for hit in _helper_bypasses(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+        for hit in _helper_bypasses(_text(path), path.relative_to(REPO).as_posix())
     ]
     assert not bypasses, f"locks go through {LOCK_HELPER}, bars through {PROGRESS_HELPER}:\n" + "\n".join(bypasses)
 
@@ -374,7 +392,7 @@ def test_every_lazy_export_goes_through_the_shared_helper():
         f"{path.relative_to(REPO)}:{node.lineno}"
         for layer in LAYERS
         for path in sorted((REPO / layer).rglob("__init__.py"))
-        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        for node in _parse(_text(path)).body
         if isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
     ]
     assert not own, "use mis_bench_dataset.toolkit.lazy.lazy_exports:\n" + "\n".join(own)
@@ -429,7 +447,7 @@ def _literal_statistic_defaults(source: str, rel: str) -> list[str]:
     """Statistic options whose default is not one of `NAMED_STATISTIC_DEFAULTS` (a number, or a name of its own
     such as a module's `AUTHORS_BOOTSTRAP = 2_000`); `None` and `n_...=0` ("no CIs") are choices, not counts."""
     found = []
-    for name, default, where in _default_values(ast.parse(source, rel)):
+    for name, default, where in _default_values(_parse(source, rel)):
         statistic = name in STATISTIC_PARAMETERS or name == "comparison_bootstrap"
         if not statistic and not (name == "seed" and rel.startswith(SEEDED_STATISTICS)):
             continue
@@ -448,7 +466,7 @@ def test_every_statistic_default_is_the_one_constant():
         hit
         for layer in LAYERS
         for path in sorted((REPO / layer).rglob("*.py"))
-        for hit in _literal_statistic_defaults(path.read_text(encoding="utf-8"), path.relative_to(REPO).as_posix())
+        for hit in _literal_statistic_defaults(_text(path), path.relative_to(REPO).as_posix())
     ]
     assert not literals, "use DEFAULT_BOOTSTRAP / DEFAULT_CONFIDENCE / DEFAULT_SEED:\n" + "\n".join(literals)
 

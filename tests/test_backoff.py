@@ -15,6 +15,8 @@ from eval_scripts.backends.openai_backend import RetryPolicy
 from mis_bench_dataset.release import fetch
 from mis_bench_dataset.toolkit.backoff import backoff_delay
 
+from _harness_helpers import SHUTDOWN_POLL_S
+
 bases = st.floats(min_value=1e-3, max_value=10.0)
 caps = st.floats(min_value=1e-3, max_value=120.0)
 
@@ -56,7 +58,7 @@ def test_fetch_pauses_through_it_after_a_server_error(tmp_path, monkeypatch):
     pauses = []
     monkeypatch.setattr(fetch.time, "sleep", pauses.append)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Unavailable)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
     try:
         file = fetch.public_files()[0]
         url = f"http://127.0.0.1:{server.server_address[1]}/{file.name}"

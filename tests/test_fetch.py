@@ -31,6 +31,8 @@ from eval_scripts.cli import main
 from mis_bench_dataset.release import fetch as fetch_module
 from mis_bench_dataset.release.provenance import PUBLIC_FILES, SUBSET10
 
+from _harness_helpers import SHUTDOWN_POLL_S
+
 REPO = Path(__file__).resolve().parents[1]
 GOLD_COMMIT = "d2b9b8ee2b1d17d30c782b991b534d18da27aa8d"
 TABLE4_COMMIT = "d7a60ad3d7b93c38c2bfb57477a119b48e8f7166"
@@ -117,7 +119,9 @@ class Mirror:
                 pass
 
         self.httpd = QuietServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -394,7 +398,7 @@ class _Redirector(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), Handler)
         self.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
 
 
 def test_a_redirect_to_a_port_that_refuses_names_that_port_not_the_host_that_redirected(tmp_path, capsys):
@@ -422,7 +426,7 @@ def test_a_redirect_to_a_path_the_mirror_refuses_names_the_redirected_url(tmp_pa
             pass
 
     refusing = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
-    threading.Thread(target=refusing.serve_forever, daemon=True).start()
+    threading.Thread(target=refusing.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S}, daemon=True).start()
     target = f"http://127.0.0.1:{refusing.server_address[1]}/moved"
     redirector = _Redirector(target)
     try:

@@ -12,6 +12,7 @@ them (`mark_given`) when it reads the recipe.
 from __future__ import annotations
 
 import argparse
+import functools
 from collections.abc import Iterable
 
 GIVEN = "given_flags"
@@ -19,8 +20,10 @@ GIVEN = "given_flags"
 RECORDED_ACTIONS = (None, "store", "store_const", "store_true", "store_false", "append", "append_const", "count")
 
 
+@functools.cache
 def recorded(action_class: type[argparse.Action]) -> type[argparse.Action]:
-    """`action_class` that also records its `dest` as given when it is called for an option string."""
+    """`action_class` that also records its `dest` as given when it is called for an option string (one class per
+    action class: the CLI's parser makes about 30 parsers, each registering every recorded action)."""
     if getattr(action_class, "records_given", False):
         return action_class
 
