@@ -47,6 +47,7 @@ from .bootstrap import (
     block_means,
     by_cluster,
     guarded_ci,
+    one_blas_thread,
     percentile_ci,
     resampled_cross,
     resampled_sum_chunks,
@@ -323,6 +324,7 @@ class _Plan:
         self.moments = _Moments(ratings, valid)
         self.ranks: list[_BlockRanks | None] = []
         units, n_units = (np.arange(self.n), self.n) if units is None else (np.asarray(units), n_units)
+        self.n_units = n_units
         for block in range(ratings.shape[1]):
             items = np.flatnonzero(valid[:, block])
             pair = ratings[items, block]
@@ -348,10 +350,12 @@ class _Plan:
         share_out(pieces, one_piece)
         return rho, distinct
 
-    def statistics(self, sums: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:
-        out = self.moments.statistics(sums)
-        out["spearman"], out["n_distinct"] = self.rank_statistics(counts)
-        return {key: out[key] for key in STATISTIC_KEYS}
+    def point(self) -> dict[str, np.ndarray]:
+        """Every statistic of each block on the full sample, {key: (D,)}: every unit once (whatever the unit,
+        every item once: the same ranks, exact; the same moment sums, in the same order)."""
+        out = self.moments.statistics(self.moments.features.sum(axis=0, keepdims=True))
+        out["spearman"], out["n_distinct"] = self.rank_statistics(np.ones((1, self.n_units)))
+        return {key: out[key][0] for key in STATISTIC_KEYS}
 
 
 # ------------------------------------------------------------------------------------------ API
@@ -359,10 +363,13 @@ class _Plan:
 
 def agreement_point(ratings: np.ndarray, valid: np.ndarray) -> dict[str, np.ndarray]:
     """Every statistic of each block on its valid items: {key: (D,)}; ratings (n, D, 2) = (model, gold)."""
-    plan = _Plan(ratings, valid)
-    ones = np.ones((1, plan.n))
-    stats = plan.statistics(plan.moments.features.sum(axis=0, keepdims=True), ones)
-    return {key: value[0] for key, value in stats.items()}
+    return _Plan(ratings, valid).point()
+
+
+def _resampling_plan(ratings: np.ndarray, valid: np.ndarray, indices) -> _Plan:
+    """The plan of `ratings` whose ranks are grouped by the resampling unit of `indices` (clinicians, or items)."""
+    clusters = indices.clusters if by_cluster(indices) else None
+    return _Plan(ratings, valid, clusters, np.asarray(ratings).shape[0] if clusters is None else indices.n_clusters)
 
 
 def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices) -> dict[str, np.ndarray]:
@@ -371,16 +378,24 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices) -> dic
     `indices`: a video index matrix or a `resampling.Resampling`. Resampling clinicians, the moment statistics
     of all resamples are one (B x C) @ (C x F) product of the plan's count matrix with the per-clinician totals
     of the features, and the ranks' weights sparse products with the same counts."""
-    ratings = np.asarray(ratings, dtype=np.float64)
-    clusters = indices.clusters if by_cluster(indices) else None
-    n_units = ratings.shape[0] if clusters is None else indices.n_clusters
-    plan = _Plan(ratings, valid, clusters, n_units)
+    return _replicates(_resampling_plan(ratings, valid, indices), indices)
+
+
+def _replicates(plan: _Plan, indices) -> dict[str, np.ndarray]:
     totals = unit_totals(indices, plan.moments.features)
     out = {key: np.empty((indices.shape[0], len(plan.ranks))) for key in STATISTIC_KEYS}
+    # A held clinician count matrix gives the ranks all resamples at once, in pieces sized to each block's pairs
+    # (a block of few pairs is then one piece, not one per chunk); otherwise the ranks go chunk by chunk.
+    ranks_whole = by_cluster(indices) and indices.counts_shared
     for rows, counts in unit_chunks(indices, plan.n):
-        for key, value in plan.statistics(counts @ totals, counts).items():
+        for key, value in plan.moments.statistics(counts @ totals).items():
             out[key][rows] = value
+        if not ranks_whole:
+            out["spearman"][rows], out["n_distinct"][rows] = plan.rank_statistics(counts)
         del counts  # before the next chunk is drawn: one chunk's counts in memory at a time
+    if ranks_whole:
+        with one_blas_thread():
+            out["spearman"], out["n_distinct"] = plan.rank_statistics(indices.cluster_counts())
     return out
 
 
@@ -420,10 +435,12 @@ def agreement_blocks(
     per block): each CI under the one rule, a withheld one None with its reason in the entry's "withheld".
     """
     n_items = np.asarray(valid, dtype=bool).sum(axis=0)
-    point = agreement_point(ratings, valid)
+    # With resamples, one plan grouped by their unit gives the point (every unit once) and the replicates.
+    plan = _Plan(ratings, valid) if indices is None else _resampling_plan(ratings, valid, indices)
+    point = plan.point()
     stacked = intervals = None
     if indices is not None:
-        boot = agreement_replicates(ratings, valid, indices)
+        boot = _replicates(plan, indices)
         stacked = np.stack([boot[key] for key in STATISTIC_KEYS], axis=1)  # (B, S, D)
         intervals = percentile_ci(stacked, confidence, axis=0)  # (S, D, 2)
     entries = []

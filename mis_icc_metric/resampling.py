@@ -98,6 +98,12 @@ class Resampling:
         """(B, n_items), the shape of the video index matrix this plan stands in for."""
         return self.n_resamples, self.n_items
 
+    @property
+    def counts_shared(self) -> bool:
+        """Whether the whole (B x C) count matrix is held, drawn once and read by every statistic (up to
+        `_SHARED_CELLS` counts), rather than counted chunk by chunk."""
+        return self.n_resamples * self.n_clusters <= _SHARED_CELLS
+
     def cluster_counts(self, rows: slice = slice(None)) -> np.ndarray:
         """(len(rows), C) float64: how often each cluster is drawn in each resample of `rows`.
 
@@ -105,7 +111,7 @@ class Resampling:
         ``cluster_counts() @ cluster_totals(features)`` (`bootstrap.resampled_sums`), one (B x C) by (C x F)
         product for all resamples. Up to `_SHARED_CELLS` counts the whole matrix is drawn once and shared by
         every statistic and block of the command (read-only); beyond, each chunk is counted when asked."""
-        if self.n_resamples * self.n_clusters > _SHARED_CELLS:
+        if not self.counts_shared:
             return resample_counts(self.draws[rows], self.n_clusters)
         if "counts" not in self._shared:
             shared = resample_counts(self.draws, self.n_clusters)

@@ -44,6 +44,12 @@ def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=max(1, extra_threads()), thread_name_prefix="mis-bench-resampling")
 
 
+# A forked child (a warm process serving commands) has none of its parent's threads: a pool inherited from the
+# parent would queue work that never runs. The child makes its own.
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_pool.cache_clear)
+
+
 def in_background(task: Callable[[], T]) -> Future[T]:
     """`task()` started on a resampling thread (its result or its exception from `.result()`); run at once on
     the calling thread where there is no core to spare."""

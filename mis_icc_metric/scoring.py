@@ -65,6 +65,7 @@ from .resampling import (
     weakest_support,
 )
 from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
+from .resampling_threads import in_background
 
 logger = logging.getLogger(__name__)
 
@@ -409,10 +410,13 @@ def score_predictions(
     with resampling_blas(n_bootstrap):  # one BLAS thread beside the resampling threads
         indices = make_resampling(data.videos, n_bootstrap, seed, resample, clusters=clusters) if n_bootstrap else None
         rat, val = plan.blocks.stacked()
+        supports = _supports(data.videos, val, resample, clusters)
+        # Beside the statistics below, on the resampling threads: the design effect's second bootstrap, the halo.
         clustering = _start_clustering(data, plan, (rat, val), indices, clusters)
+        halo_result = in_background(lambda: _halo_result(data, indices, confidence, supports(plan.dims)))
         point = point_blocks(rat, val)
         boot = bootstrap_blocks(rat, val, indices) if indices is not None else None
-        report = _Reporter(point, boot, confidence, _supports(data.videos, val, resample, clusters))
+        report = _Reporter(point, boot, confidence, supports)
         agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
         agreements = agreement_blocks(
             rat[:, agreement_of],
@@ -437,7 +441,7 @@ def score_predictions(
         mean_icc = _mean_icc(dimensions.values())
         withheld: dict[str, str] = {}
         return {
-            "halo": _halo_result(data, indices, confidence, report.support(plan.dims)),
+            "halo": halo_result.result(),
             "dimensions": dimensions,
             "overall": overall,
             "mean_icc": mean_icc,

@@ -138,3 +138,20 @@ def test_one_blas_thread_holds_from_the_first_thread_in_to_the_last_out():
     assert seen == {"both inside": {1}, "the second, last out": {1}}  # the first waited for the second
     assert _blas_threads() == before  # restored once the last one left
     worker.join()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="fork is POSIX")
+def test_a_forked_child_gets_threads_of_its_own(monkeypatch):
+    import os
+
+    _threads(monkeypatch, 1)
+    assert in_background(lambda: 1).result() == 1  # the parent's pool now exists
+    pid = os.fork()
+    if pid == 0:  # the child: the inherited pool has no threads; a result must still come back
+        try:
+            code = 0 if in_background(lambda: 2).result(timeout=20) == 2 else 1
+        except BaseException:
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
