@@ -417,15 +417,7 @@ def score_predictions(
         point = point_blocks(rat, val)
         boot = bootstrap_blocks(rat, val, indices) if indices is not None else None
         report = _Reporter(point, boot, confidence, supports)
-        agreement_of = [*plan.dims, plan.overall]  # the ICC's own pairs: each dimension, then overall
-        agreements = agreement_blocks(
-            rat[:, agreement_of],
-            val[:, agreement_of],
-            indices,
-            confidence=confidence,
-            min_items=MIN_ITEMS,
-            supports=[report.support([block]) for block in agreement_of],
-        )
+        agreements = _agreements(plan, (rat, val), indices, report)
         entries: dict[int, dict] = {}
 
         def entry(block: int) -> dict:
@@ -453,6 +445,21 @@ def score_predictions(
             "common_set": _common_result(data, plan, entry, report),
             "meta": _meta(data, confidence, n_bootstrap, seed, missing, out_of_range, resampling=indices),
         }
+
+
+def _agreements(plan: _Plan, stacked, indices: Resampling | None, report: _Reporter) -> list[dict]:
+    """Every agreement statistic (`agreement_blocks`) of each dimension, then overall, on the ICC's own pairs of
+    `stacked` (ratings, valid), each CI under the floor of its block."""
+    rat, val = stacked
+    blocks = [*plan.dims, plan.overall]
+    return agreement_blocks(
+        rat[:, blocks],
+        val[:, blocks],
+        indices,
+        confidence=report.confidence,
+        min_items=MIN_ITEMS,
+        supports=[report.support([block]) for block in blocks],
+    )
 
 
 def _supports(videos: list[str], valid: np.ndarray, unit: str, clusters):
