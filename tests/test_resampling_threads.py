@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -155,3 +156,27 @@ def test_a_forked_child_gets_threads_of_its_own(monkeypatch):
         os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.parametrize("extra", [0, 1, 3])
+def test_percentiles_shared_out_equal_numpys_and_warn_of_nothing(monkeypatch, extra):
+    # Many figures at once are shared out over the threads; an all-NaN figure stays NaN without a warning (a
+    # warnings filter is process-wide: one thread's `catch_warnings` would unset another's).
+    from mis_icc_metric import bootstrap
+
+    monkeypatch.setattr(bootstrap, "extra_threads", lambda: extra)
+    rng = np.random.default_rng(extra)
+    samples = rng.normal(size=(5000, 21, 9))
+    samples[rng.random(samples.shape) < 0.02] = np.nan
+    samples[:, 3, 4] = np.nan  # a statistic undefined in every resample
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = bootstrap.percentile_ci(samples, 0.9)
+        one = bootstrap.percentile_ci(samples[:, 0, 0], 0.9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        alpha = (1 - 0.9) / 2
+        numpys = np.moveaxis(np.nanquantile(samples, [alpha, 1 - alpha], axis=0), 0, -1)
+    np.testing.assert_array_equal(ours, numpys)
+    np.testing.assert_array_equal(one, numpys[0, 0])
+    assert np.isnan(ours[3, 4]).all()
