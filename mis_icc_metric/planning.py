@@ -57,6 +57,7 @@ from mis_icc_metric.reporting_floor import (
     withhold_reason,
 )
 from mis_icc_metric.resampling import check_unit, clinician_clusters, make_resampling
+from mis_icc_metric.resampling_threads import share_out
 
 Key = tuple[str, str]
 # Sizes tried: a geometric grid up to this multiple of the pilot (beyond it the pilot says too little).
@@ -205,7 +206,8 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
         for first in range(0, len(grid), per_group):
             last = min(first + per_group, len(grid))
             replicates = np.empty((last - first, n_resamples, blocks))
-            for start in range(0, n_resamples, _SIZED_CHUNK):
+
+            def one_chunk(start: int, first: int = first, last: int = last, replicates=replicates) -> None:
                 stop = min(start + _SIZED_CHUNK, n_resamples)
                 rng = np.random.default_rng([seed or 0, start])
                 counts, drawn = np.zeros((stop - start, n)), 0
@@ -221,6 +223,9 @@ def _sized_summaries(ratings: np.ndarray, valid: np.ndarray, grid: np.ndarray, d
                         np.matmul(counts, features, out=sums[g - first])
                 icc = statistics_from_sums(sums.reshape(-1, features.shape[1]), blocks, layout)["icc"]
                 replicates[:, start:stop] = icc.reshape(last - first, stop - start, blocks)
+
+            # Each chunk draws from its own seed and writes its own resamples: shared out over the cores.
+            share_out(range(0, n_resamples, _SIZED_CHUNK), one_chunk)
             out += [summary(size_replicates) for size_replicates in replicates]
     return np.array(out)
 
