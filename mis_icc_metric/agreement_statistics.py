@@ -77,8 +77,9 @@ __all__ = [
 _RANK_ROWS = 512
 _RANK_CELLS = 512 * 1024
 # A block's pair weights come from a dense product when its (pairs x units) matrix has at most this many cells
-# per stored count (measured on 2 cores: whole-point answers by clinician, 34 pairs x 78 clinicians against 565
-# counts, take 0.6 of the sparse product's time; tenths, 168 pairs against 909, 1.2 times it).
+# per stored count (measured on 2 cores, a block's rank statistics over 10,000 clinician resamples: whole-point
+# answers, 34 pairs x 78 clinicians against 565 counts, 0.88 of the time with the dense product; tenths, 168 pairs
+# against 909 counts, 1.17 times it).
 _DENSE_PAIR_CELLS = 8
 # Bland & Altman (1986): the 95% limits of agreement are the mean difference +- 1.96 sd of the differences.
 LOA_Z = 1.96
@@ -382,6 +383,7 @@ def agreement_replicates(ratings: np.ndarray, valid: np.ndarray, indices) -> dic
 
 
 def _replicates(plan: _Plan, indices) -> dict[str, np.ndarray]:
+    """`agreement_replicates` of a plan already grouped by the resampling unit of `indices`."""
     totals = unit_totals(indices, plan.moments.features)
     out = {key: np.empty((indices.shape[0], len(plan.ranks))) for key in STATISTIC_KEYS}
     # A held clinician count matrix gives the ranks all resamples at once, in pieces sized to each block's pairs
