@@ -31,6 +31,7 @@ from .calibration import INTENDED_USE, SCALE, Calibrator, apply_map, fit_maps_cl
 from .reporting_floor import Support, floor_description, guarded_interval
 from .resampling import make_resampling
 from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
+from .resampling_threads import share_out
 from .scoring import MIN_ITEMS
 
 __all__ = ["SUMMARY_STATISTICS", "calibration_summary", "interval_coverage", "risk_coverage"]
@@ -280,22 +281,27 @@ def _replicates(plan, method: str, fit, evaluated, position: Mapping[str, int]) 
     fit_columns = np.array([position[v] for v in fit_videos], dtype=np.int64)
     eval_columns = np.array([position[v] for v in eval_videos], dtype=np.int64)
     out = {side: {stat: np.empty(plan.n_resamples) for stat in SUMMARY_STATISTICS} for side in ("before", "after")}
-    n_undefined = 0
+    starts = range(0, plan.n_resamples, _CHUNK[method])
+    undefined_in = np.zeros(len(starts), dtype=np.int64)  # per chunk: each chunk writes its own
     fit_units, eval_units = plan.clusters[fit_columns], plan.clusters[eval_columns]
     fit_per_unit = np.bincount(fit_units, minlength=plan.n_clusters).astype(np.float64)
-    with one_blas_thread():
-        for start in range(0, plan.n_resamples, _CHUNK[method]):
-            rows = slice(start, min(start + _CHUNK[method], plan.n_resamples))
-            counts = plan.cluster_counts(rows)  # (chunk, units): an item's weight is its unit's count
-            eval_weights = counts[:, eval_units]
-            # Undefined on both sides (so before, after and change use the same resamples); their lanes are refitted
-            # with every fit video once, a stand-in whose values are discarded, since a lane without weight has no map.
-            undefined = (counts @ fit_per_unit == 0) | (eval_weights.sum(axis=1) < 2)
-            n_undefined += int(undefined.sum())
-            fit_counts = np.where(undefined[:, None], 1.0, counts)
-            calibrated = fit_maps_clustered(x_fit, y_fit, fit_units, fit_counts, method, x_eval)
-            for side, predictions in (("before", x_eval[None]), ("after", calibrated)):
-                stats = agreement_weighted(predictions, y_eval, eval_weights)
-                for stat in SUMMARY_STATISTICS:
-                    out[side][stat][rows] = np.where(undefined, np.nan, stats[stat])
+
+    def one_chunk(start: int) -> None:
+        rows = slice(start, min(start + _CHUNK[method], plan.n_resamples))
+        counts = plan.cluster_counts(rows)  # (chunk, units): an item's weight is its unit's count
+        eval_weights = counts[:, eval_units]
+        # Undefined on both sides (so before, after and change use the same resamples); their lanes are refitted
+        # with every fit video once, a stand-in whose values are discarded, since a lane without weight has no map.
+        undefined = (counts @ fit_per_unit == 0) | (eval_weights.sum(axis=1) < 2)
+        undefined_in[start // _CHUNK[method]] = int(undefined.sum())
+        fit_counts = np.where(undefined[:, None], 1.0, counts)
+        calibrated = fit_maps_clustered(x_fit, y_fit, fit_units, fit_counts, method, x_eval)
+        for side, predictions in (("before", x_eval[None]), ("after", calibrated)):
+            stats = agreement_weighted(predictions, y_eval, eval_weights)
+            for stat in SUMMARY_STATISTICS:
+                out[side][stat][rows] = np.where(undefined, np.nan, stats[stat])
+
+    with one_blas_thread():  # each chunk refits from its own resamples: shared out over the cores
+        share_out(starts, one_chunk)
+    n_undefined = int(undefined_in.sum())
     return out, n_undefined

@@ -15,6 +15,7 @@ paper's protocol, which `reproduce` keeps) are unchanged.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ Clusters = Mapping[str, str] | Sequence[str] | None
 # Resamples x clusters up to which a plan keeps its whole count matrix (32 MiB of float64: 10,000 resamples of
 # 78 clinicians are 0.8 M counts); a larger one (videos, or 200,000 resamples) is counted chunk by chunk.
 _SHARED_CELLS = 1 << 22
+_COUNTING = threading.Lock()
 
 _METHOD = {
     "video": "percentile bootstrap over videos, as if independent (one shared index draw for every block)",
@@ -113,10 +115,11 @@ class Resampling:
         every statistic and block of the command (read-only); beyond, each chunk is counted when asked."""
         if not self.counts_shared:
             return resample_counts(self.draws[rows], self.n_clusters)
-        if "counts" not in self._shared:
-            shared = resample_counts(self.draws, self.n_clusters)
-            shared.flags.writeable = False
-            self._shared["counts"] = shared
+        with _COUNTING:  # the resampling threads may ask at once: one of them counts, the others read its matrix
+            if "counts" not in self._shared:
+                shared = resample_counts(self.draws, self.n_clusters)
+                shared.flags.writeable = False
+                self._shared["counts"] = shared
         return self._shared["counts"][rows]
 
     def cluster_totals(self, features: np.ndarray) -> np.ndarray:
