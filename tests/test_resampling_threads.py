@@ -180,3 +180,27 @@ def test_percentiles_shared_out_equal_numpys_and_warn_of_nothing(monkeypatch, ex
     np.testing.assert_array_equal(ours, numpys)
     np.testing.assert_array_equal(one, numpys[0, 0])
     assert np.isnan(ours[3, 4]).all()
+
+
+@pytest.mark.parametrize("method", ["isotonic", "linear"])
+def test_a_calibration_summary_is_the_same_to_the_bit_with_and_without_threads(monkeypatch, method):
+    # The summary's refits go chunk by chunk (small chunks here, so several), each chunk its own resamples.
+    from mis_icc_metric import calibration_checks, calibration_summary, fit_calibrator
+
+    monkeypatch.setattr(calibration_checks, "_CHUNK", {"linear": 37, "isotonic": 23})
+    judge, _, gold = _clinician_scores(seed=11, step=0.1)
+    role = {video: int(video[2:4]) % 3 for video, _ in gold}  # clinicians 0, 1, 2 mod 3: fit, calibrate, test
+    parts = [
+        ({k: v for k, v in judge.items() if role[k[0]] == r}, {k: v for k, v in gold.items() if role[k[0]] == r})
+        for r in range(3)
+    ]
+    calibrator = fit_calibrator(*parts[0], *parts[1], method=method, coverage=0.8)
+    outputs = []
+    for extra in (0, 1, 3):
+        _threads(monkeypatch, extra)
+        summary = calibration_summary(
+            calibrator, parts[0], parts[2], resampling=ResamplingOptions(n_bootstrap=200, seed=4)
+        )
+        outputs.append(json.dumps(summary, sort_keys=True, default=str))
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert '"ci"' in outputs[0]
