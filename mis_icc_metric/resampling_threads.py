@@ -70,6 +70,11 @@ def share_out(items: Iterable[Item], work: Callable[[Item], None]) -> None:
     """`work(item)` for every item, on the calling thread and every resampling thread that is free, each item
     taken by whichever thread is ready first; returns when all are done. `work` writes its result to a place of
     its own (the item says where). The first exception stops the rest and is raised here."""
+    items = list(items)
+    if len(items) < 2 or extra_threads() == 0:  # nothing to share: no thread is asked (a single figure's interval)
+        for item in items:
+            work(item)
+        return
     pending = iter(items)
     lock = threading.Lock()
     failed = threading.Event()
@@ -86,7 +91,7 @@ def share_out(items: Iterable[Item], work: Callable[[Item], None]) -> None:
                 failed.set()
                 raise
 
-    helpers = [_pool().submit(take_until_done) for _ in range(extra_threads())]
+    helpers = [_pool().submit(take_until_done) for _ in range(min(extra_threads(), len(items) - 1))]
     try:
         take_until_done()
     finally:

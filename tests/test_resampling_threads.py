@@ -204,3 +204,17 @@ def test_a_calibration_summary_is_the_same_to_the_bit_with_and_without_threads(m
         outputs.append(json.dumps(summary, sort_keys=True, default=str))
     assert outputs[0] == outputs[1] == outputs[2]
     assert '"ci"' in outputs[0]
+
+
+def test_share_out_asks_no_thread_for_a_single_piece(monkeypatch):
+    # One figure's interval, one block's ranks: nothing to share, so no thread is woken (or made) for it.
+    _threads(monkeypatch, 3)
+
+    def no_pool():
+        raise AssertionError("a thread was asked for a single piece")
+
+    monkeypatch.setattr(resampling_threads, "_pool", no_pool)
+    done: list[int] = []
+    share_out([7], done.append)
+    share_out([], done.append)
+    assert done == [7]
