@@ -26,9 +26,7 @@ import csv
 import json
 import os
 import platform
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +37,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.fresh_command import timed_command  # noqa: E402
 from mis_bench_dataset.dimensions import DIMENSION_KEYS  # noqa: E402
 from mis_bench_dataset.icc import icc3_1  # noqa: E402
 from mis_bench_dataset.video_ids import STIMULI, TIME_POINTS  # noqa: E402
@@ -97,22 +96,11 @@ RATIO_BAR = 1.5
 ANSWER_STEPS = {"whole": 1.0, "tenths": 0.1, "hundredths": 0.01}
 
 
-# The children read compiled bytecode as an installed toolkit does: with PYTHONDONTWRITEBYTECODE set (as on some
-# build machines) every run would compile the toolkit's modules again, about 0.12 s that inflates the baseline
-# and flatters the ratio.
-_CHILD_ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-
-
 def _timed_score(predictions: Path, references: Path, n_bootstrap: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of one `mis-bench score` in a fresh interpreter; CPU is the child's user + system."""
-    argv = [sys.executable, "-m", "eval_scripts.cli", "score", "--predictions", str(predictions)]
-    argv += ["--references", str(references), "--bootstrap", str(n_bootstrap), "--json"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, capture_output=True, env=_CHILD_ENV)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    """(wall, CPU) seconds of one `mis-bench score` in a fresh interpreter (`benchmarks.fresh_command`)."""
+    return timed_command(
+        ["score", "--predictions", predictions, "--references", references, "--bootstrap", n_bootstrap, "--json"]
+    )
 
 
 def cli_ratios(resamples: int, repeats: int, answers: list[str]) -> dict:

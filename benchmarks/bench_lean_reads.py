@@ -13,21 +13,21 @@ import argparse
 import csv
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.fresh_command import timed_command  # noqa: E402
+
 
 def _score(predictions: Path, references: Path) -> float:
-    argv = ["score", "--predictions", str(predictions), "--references", str(references), "--split", "all"]
-    argv += ["--bootstrap", "0", "--json"]
-    started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "eval_scripts.cli", *argv], check=True, capture_output=True)
-    return time.perf_counter() - started
+    """Wall seconds of `score --bootstrap 0` in a fresh interpreter (`benchmarks.fresh_command`)."""
+    argv = ["score", "--predictions", predictions, "--references", references, "--split", "all"]
+    return timed_command([*argv, "--bootstrap", "0", "--json"])[0]
 
 
 def main() -> None:

@@ -20,12 +20,9 @@ import csv
 import json
 import os
 import platform
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -33,22 +30,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.fresh_command import timed_command  # noqa: E402
+
 BAR = 5.0  # issue 47: each trust command under this multiple of `score --bootstrap 0`
-
-
-def _run(argv: list[str], tree: Path = ROOT) -> tuple[float, float]:
-    """(wall, CPU) seconds of `mis-bench ARGV` from the toolkit in `tree`, in a fresh interpreter (it must
-    succeed). CPU is the child's user + system time: on a shared machine it moves less with the load than wall."""
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "eval_scripts.cli", *argv]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tree)  # `-m` puts cwd first
-    seconds = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"mis-bench {' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()[-500:]}")
-    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def make_inputs(shared: Path, root: Path) -> tuple[Path, Path, Path, int]:
@@ -104,13 +88,13 @@ def main() -> None:
         }
         commands = {name: [str(a) for a in argv] for name, argv in commands.items()}
         times = {(tree, name): [] for tree in trees for name in commands}
-        _run(commands["score --bootstrap 0"])  # warm the file system cache once
+        timed_command(commands["score --bootstrap 0"])  # warm the file system cache once
         for _ in range(args.repeats):
             for name, argv in commands.items():
                 for tree, path in trees.items():
                     if name == "calibrate":
                         _remove(root / "cal")
-                    times[tree, name].append(_run(argv, path))
+                    times[tree, name].append(timed_command(argv, path))
     load = os.getloadavg()[0]
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, load {load:.2f}; real gold, SYNTHETIC judge, "
