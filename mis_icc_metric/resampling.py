@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +27,7 @@ from mis_bench_dataset.video_ids import parse_video_id
 
 from .bootstrap import bootstrap_blocks, bootstrap_indices, quiet_nanvar, resample_counts
 from .reporting_floor import Support
-from .resampling_threads import in_background
+from .resampling_threads import Background, in_background
 
 __all__ = [
     "RESAMPLE_UNITS",
@@ -275,7 +274,7 @@ def counterpart(plan: Resampling, video_ids: Sequence[str], clusters: Clusters =
 
 def counterpart_icc(
     plan: Resampling, video_ids: Sequence[str], clusters: Clusters, blocks: tuple[np.ndarray, np.ndarray]
-) -> Future[np.ndarray]:
+) -> Background[np.ndarray]:
     """The ICC(3,1) replicates (B, blocks) of `blocks` (ratings (n, D, 2), valid (n, D)) under the `counterpart`
     draw, the design effect's second bootstrap: started on a resampling thread (`resampling_threads`), so it
     runs beside the command's own statistics; `.result()` when they are done."""

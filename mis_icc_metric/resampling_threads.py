@@ -17,9 +17,9 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
-from typing import TypeVar
+from typing import Generic, TypeVar
 
-__all__ = ["extra_threads", "in_background", "share_out"]
+__all__ = ["Background", "extra_threads", "in_background", "share_out"]
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -50,17 +50,32 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_pool.cache_clear)
 
 
-def in_background(task: Callable[[], T]) -> Future[T]:
-    """`task()` started on a resampling thread (its result or its exception from `.result()`); run at once on
-    the calling thread where there is no core to spare."""
-    if extra_threads() == 0:
-        done: Future[T] = Future()
-        try:
-            done.set_result(task())
-        except BaseException as error:  # handed to .result(), as a thread would
-            done.set_exception(error)
-        return done
-    return _pool().submit(task)
+class Background(Generic[T]):
+    """A task handed to a resampling thread (`in_background`): `result()` returns its value or raises its error.
+
+    A task no thread has taken by the time its result is asked for (they were busy with earlier ones) runs on
+    the asking thread at once, rather than waiting behind them; with no core to spare it always runs there."""
+
+    def __init__(self, task: Callable[[], T]) -> None:
+        self._task = task
+        self._future: Future[T] | None = _pool().submit(task) if extra_threads() else None
+        self._done: Future[T] | None = None
+
+    def result(self) -> T:
+        if self._future is not None and not self._future.cancel():  # taken by a thread: wait for it
+            return self._future.result()
+        if self._done is None:
+            self._done = Future()
+            try:
+                self._done.set_result(self._task())
+            except BaseException as error:  # kept, and raised at every ask, as a thread's would be
+                self._done.set_exception(error)
+        return self._done.result()
+
+
+def in_background(task: Callable[[], T]) -> Background[T]:
+    """`task()` started on a resampling thread, its result from `.result()` (`Background`)."""
+    return Background(task)
 
 
 _END = object()

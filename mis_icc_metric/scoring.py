@@ -31,7 +31,6 @@ import logging
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,7 +64,7 @@ from .resampling import (
     weakest_support,
 )
 from .resampling_options import DEFAULT_RESAMPLING, ResamplingOptions
-from .resampling_threads import in_background
+from .resampling_threads import Background, in_background
 
 logger = logging.getLogger(__name__)
 
@@ -480,7 +479,7 @@ class _Clustering:
 
     labels: np.ndarray | None
     resampling: Resampling | None
-    counterpart: Future | None
+    counterpart: Background | None
 
 
 def _start_clustering(data: AlignedScores, plan: _Plan, stacked, resampling: Resampling | None, clusters):

@@ -186,6 +186,21 @@ def test_index_matrix_is_seeded_and_shared():
     np.testing.assert_array_equal(counts[3], np.bincount(a[3], minlength=50))
 
 
+@pytest.mark.parametrize("shape", [(3, 7), (1024, 996), (5000, 996)])
+def test_resample_counts_from_kept_buffers_equal_a_count_per_row_from_any_thread(shape):
+    # The flat index buffer is each thread's own and reused; a larger draw than it keeps allocates its own.
+    from concurrent.futures import ThreadPoolExecutor
+
+    n_resamples, n = shape
+    draws = [bootstrap_indices(n, n_resamples, seed=seed) for seed in range(4)]
+    expected = [np.stack([np.bincount(row, minlength=n) for row in draw]).astype(float) for draw in draws]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        counted = list(pool.map(lambda draw: resample_counts(draw, n), draws * 2))
+    for got, want in zip(counted, expected * 2, strict=True):
+        assert got.dtype == np.float64
+        np.testing.assert_array_equal(got, want)
+
+
 def test_bootstrap_replicates_equal_direct_recomputation_with_duplicates_kept():
     ratings, valid = _blocks()
     indices = bootstrap_indices(ratings.shape[0], 200, seed=1)

@@ -111,6 +111,39 @@ def test_in_background_hands_back_the_result_or_the_exception(monkeypatch, extra
         in_background(fails).result()
 
 
+def test_a_task_no_thread_has_taken_runs_on_the_caller_when_its_result_is_asked(monkeypatch):
+    # The one thread is busy: the second task would wait behind the first; asked for, it runs on the caller, once.
+    _threads(monkeypatch, 1)
+    release, calls = threading.Event(), []
+    busy = in_background(lambda: release.wait(20))
+
+    def where() -> bool:
+        calls.append(1)
+        return threading.current_thread() is threading.main_thread()
+
+    queued = in_background(where)
+    try:
+        assert queued.result() is True and queued.result() is True and calls == [1]
+    finally:
+        release.set()
+    assert busy.result() is True
+
+    def fails() -> None:
+        calls.append(2)
+        raise KeyError("no such block")
+
+    release.clear()
+    busy = in_background(lambda: release.wait(20))
+    failing = in_background(fails)
+    try:
+        for _ in range(2):  # the same error at every ask, from one run
+            with pytest.raises(KeyError, match="no such block"):
+                failing.result()
+    finally:
+        release.set()
+    assert calls == [1, 2] and busy.result() is True
+
+
 def _blas_threads() -> set[int]:
     return {info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"}
 
@@ -148,9 +181,17 @@ def test_a_forked_child_gets_threads_of_its_own(monkeypatch):
     _threads(monkeypatch, 1)
     assert in_background(lambda: 1).result() == 1  # the parent's pool now exists
     pid = os.fork()
-    if pid == 0:  # the child: the inherited pool has no threads; a result must still come back
+    if pid == 0:  # the child: the inherited pool has no threads; its task must still run on a thread of its own
         try:
-            code = 0 if in_background(lambda: 2).result(timeout=20) == 2 else 1
+            ran = threading.Event()
+
+            def on_a_pool_thread() -> bool:
+                ran.set()
+                return threading.current_thread() is not threading.main_thread()
+
+            handle = in_background(on_a_pool_thread)
+            # (a task still queued at `result()` would run on the caller: waiting first tells the two apart)
+            code = 0 if ran.wait(20) and handle.result() else 1
         except BaseException:
             code = 1
         os._exit(code)
