@@ -186,3 +186,28 @@ def test_a_plan_with_only_item_counts_is_read_item_by_item():
     ours, theirs = agreement_replicates(ratings, valid, plan), agreement_replicates(ratings, valid, items_only)
     for key in STATISTIC_KEYS:
         _assert_close(ours[key], theirs[key], key)
+
+
+@pytest.mark.parametrize("scipy_loop", [True, False])
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 30), st.integers(1, 9), st.floats(0.0, 1.0), st.integers(0, 2**31))
+def test_sparse_times_equals_scipys_product_with_its_loop_or_without(scipy_loop, rows, columns, vectors, density, seed):
+    # Our output buffer through scipy's own loop; where a scipy moved that loop, its public product.
+    import sys
+    import types
+
+    from scipy import sparse
+
+    with pytest.MonkeyPatch.context() as patch:
+        if not scipy_loop:
+            patch.setitem(sys.modules, "scipy.sparse._sparsetools", types.ModuleType("moved"))
+        _check_sparse_times(sparse, rows, columns, vectors, density, seed)
+
+
+def _check_sparse_times(sparse, rows: int, columns: int, vectors: int, density: float, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    matrix = sparse.random(rows, columns, density=density, format="csr", random_state=seed)
+    dense = rng.integers(0, 5, size=(vectors, columns)).astype(np.float64).T  # not contiguous
+    got = agreement_statistics.sparse_times(matrix, dense)
+    assert got.shape == (rows, vectors) and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, matrix @ dense)
