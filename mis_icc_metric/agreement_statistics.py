@@ -518,7 +518,9 @@ def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, 
 # ------------------------------------------------------------------------------------------ halo
 
 HALO_MIN_VIDEOS = 3  # a dimension pair's correlation needs at least this many videos scored on both
-_HALO_FEATURES = 6  # per dimension pair: [m, m dx, m dy, m dx^2, m dy^2, m dx dy]
+# Per dimension pair: [m, m dx, m dy, m dx^2, m dy^2, m dx dy], feature by feature (each feature's pairs side by
+# side: a resample's sums of one feature are one contiguous run, not every sixth number).
+_HALO_FEATURES = 6
 
 
 class _HaloPlan:
@@ -537,14 +539,14 @@ class _HaloPlan:
             mx = np.where(n_both > 0, (x * both).sum(axis=0) / np.maximum(n_both, 1), 0.0)
             my = np.where(n_both > 0, (y * both).sum(axis=0) / np.maximum(n_both, 1), 0.0)
         dx, dy = np.where(both, x - mx, 0.0), np.where(both, y - my, 0.0)
-        self.features = np.stack([both * 1.0, dx, dy, dx * dx, dy * dy, dx * dy], axis=-1).reshape(len(scores), -1)
+        self.features = np.concatenate([both * 1.0, dx, dy, dx * dx, dy * dy, dx * dy], axis=1)  # (n, 6 P)
         self.n_pairs = len(self.i)
 
     def correlations(self, sums: np.ndarray) -> np.ndarray:
         """Pearson r of every pair in every resample: (R, P); NaN where a pair has under HALO_MIN_VIDEOS videos or
         no spread on one side."""
-        s = sums.reshape(sums.shape[0], self.n_pairs, _HALO_FEATURES)
-        n, sx, sy, sxx, syy, sxy = (s[..., k] for k in range(_HALO_FEATURES))
+        s = sums.reshape(sums.shape[0], _HALO_FEATURES, self.n_pairs)
+        n, sx, sy, sxx, syy, sxy = (s[:, k] for k in range(_HALO_FEATURES))
         safe_n = np.where(n > 0, n, 1.0)
         cxx, cyy, cxy = sxx - sx * sx / safe_n, syy - sy * sy / safe_n, sxy - sx * sy / safe_n
         # A side constant in the resample: its centred sum is 0 up to cancellation noise.
@@ -611,7 +613,7 @@ def halo(
             else:
                 ci, facts = guarded_ci(boot[:, k], support, confidence)
                 reason = facts["withheld"]
-        n_videos = plan.features.reshape(len(plan.features), plan.n_pairs, _HALO_FEATURES)[..., 0].sum(axis=0)
+        n_videos = plan.features[:, : plan.n_pairs].sum(axis=0)
         out.append(
             {
                 "value": value,
