@@ -63,6 +63,7 @@ __all__ = [
     "Statistic",
     "agreement",
     "agreement_blocks",
+    "agreement_blocks_and_replicates",
     "agreement_point",
     "agreement_replicates",
     "agreement_weighted",
@@ -458,11 +459,29 @@ def agreement_blocks(
     undefined value never gets an interval. `indices` None: no CIs. `supports` (one `reporting_floor.Support`
     per block): each CI under the one rule, a withheld one None with its reason in the entry's "withheld".
     """
+    entries, _ = agreement_blocks_and_replicates(
+        ratings, valid, indices, confidence=confidence, min_items=min_items, supports=supports
+    )
+    return entries
+
+
+def agreement_blocks_and_replicates(
+    ratings: np.ndarray,
+    valid: np.ndarray,
+    indices: np.ndarray | None,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    min_items: int = 3,
+    supports: Sequence[Support] | None = None,
+) -> tuple[list[dict[str, dict]], dict[str, np.ndarray] | None]:
+    """`agreement_blocks`, and the replicates its intervals come from ({key: (B, D)}; None without resamples): a
+    caller that reports some of the same statistics again (scoring's ICC and MSE) reads them, not a second
+    bootstrap."""
     n_items = np.asarray(valid, dtype=bool).sum(axis=0)
     # With resamples, one plan grouped by their unit gives the point (every unit once) and the replicates.
     plan = _Plan(ratings, valid) if indices is None else _resampling_plan(ratings, valid, indices)
     point = plan.point()
-    stacked = intervals = None
+    boot = stacked = intervals = None
     if indices is not None:
         boot = _replicates(plan, indices)
         stacked = np.stack([boot[key] for key in STATISTIC_KEYS], axis=1)  # (B, S, D)
@@ -481,7 +500,7 @@ def agreement_blocks(
                     stacked[:, s, block], supports[block], stat, ci
                 )
         entries.append(entry)
-    return entries
+    return entries, boot
 
 
 # Range use as counted on the model's own answers: every resample of a judge that answers only whole points has

@@ -48,7 +48,7 @@ from mis_bench_dataset.icc import icc3_ci
 from mis_bench_dataset.toolkit.errors import DataError
 from mis_bench_dataset.toolkit.numbers import exact_decimal
 
-from .agreement_statistics import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks, halo
+from .agreement_statistics import HALO_MIN_VIDEOS, LOA_Z, STATISTIC_KEYS, agreement_blocks_and_replicates, halo
 from .bootstrap import bootstrap_blocks, guarded_ci, point_blocks, resampling_blas
 from .coverage import DEFAULT_MISSING, evaluated_references, overall_reason
 from .reporting_floor import Support, degenerate_reason, floor_description, withhold_reason
@@ -413,10 +413,8 @@ def score_predictions(
         # Beside the statistics below, on the resampling threads: the design effect's second bootstrap, the halo.
         clustering = _start_clustering(data, plan, (rat, val), indices, clusters)
         halo_result = in_background(lambda: _halo_result(data, indices, confidence, supports(plan.dims)))
-        point = point_blocks(rat, val)
-        boot = bootstrap_blocks(rat, val, indices) if indices is not None else None
-        report = _Reporter(point, boot, confidence, supports)
-        agreements = _agreements(plan, (rat, val), indices, report)
+        agreements, boot = _agreements(plan, (rat, val), indices, confidence, supports)
+        report = _Reporter(point_blocks(rat, val), boot, confidence, supports)
         entries: dict[int, dict] = {}
 
         def entry(block: int) -> dict:
@@ -446,19 +444,31 @@ def score_predictions(
         }
 
 
-def _agreements(plan: _Plan, stacked, indices: Resampling | None, report: _Reporter) -> list[dict]:
+def _agreements(plan: _Plan, stacked, indices: Resampling | None, confidence: float, supports):
     """Every agreement statistic (`agreement_blocks`) of each dimension, then overall, on the ICC's own pairs of
-    `stacked` (ratings, valid), each CI under the floor of its block."""
+    `stacked` (ratings, valid), each CI under the floor of its block (`supports`, as `_supports` gives it); and
+    the ICC and MSE replicates of every block of `stacked` ({"icc", "mse"}: (B, blocks); None without resamples),
+    for these blocks the agreement's own (the same sums of the same features: no second bootstrap of them), for
+    the others (midpoint-imputed, common set) `bootstrap.bootstrap_blocks`'s."""
     rat, val = stacked
     blocks = [*plan.dims, plan.overall]
-    return agreement_blocks(
+    entries, replicates = agreement_blocks_and_replicates(
         rat[:, blocks],
         val[:, blocks],
         indices,
-        confidence=report.confidence,
+        confidence=confidence,
         min_items=MIN_ITEMS,
-        supports=[report.support([block]) for block in blocks],
+        supports=[supports([block]) for block in blocks],
     )
+    if indices is None:
+        return entries, None
+    boot = {key: np.empty((indices.shape[0], rat.shape[1])) for key in ("icc", "mse")}
+    boot["icc"][:, blocks], boot["mse"][:, blocks] = replicates["icc3_1"], replicates["mse"]
+    others = [block for block in range(rat.shape[1]) if block not in blocks]
+    if others:
+        rest = bootstrap_blocks(rat[:, others], val[:, others], indices)
+        boot["icc"][:, others], boot["mse"][:, others] = rest["icc"], rest["mse"]
+    return entries, boot
 
 
 def _supports(videos: list[str], valid: np.ndarray, unit: str, clusters):

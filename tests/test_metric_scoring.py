@@ -95,6 +95,41 @@ def test_bootstrap_cis_use_one_shared_index_matrix_over_videos():
     assert other["overall"]["icc"] == result["overall"]["icc"]
 
 
+def test_every_block_s_intervals_come_from_its_own_resampled_items():
+    # The dimensions' and overall ICC and MSE replicates are the agreement statistics' own; the midpoint-imputed
+    # and common-set blocks are bootstrapped beside them: each interval equals a loop over the same resamples.
+    predictions, references = make_scores(n=50, seed=4, unparsed=0.08)
+    videos, pred, gold = _grid(predictions, references)
+    common = videos[::2]
+    options = ResamplingOptions(n_bootstrap=200, seed=3, resample="video")
+    result = score_predictions(predictions, references, resampling=options, common_videos=common)
+    indices = bootstrap_indices(len(videos), 200, seed=3)
+    imputed = np.where(np.isnan(pred), 3.0, pred)
+    in_common = np.isin(videos, common)
+
+    def interval(statistic, model, items):
+        reps = [statistic(np.stack([model[row][items[row]], gold_of[row][items[row]]], axis=1)) for row in indices]
+        return pytest.approx(list(np.percentile(reps, [2.5, 97.5])), abs=1e-10)
+
+    def mse(matrix):
+        return float(np.mean((matrix[:, 0] - matrix[:, 1]) ** 2))
+
+    for j, key in enumerate(DIMENSION_KEYS):
+        gold_of, parsed = gold[:, j], ~np.isnan(pred[:, j])
+        dimension = result["dimensions"][key]
+        assert dimension["icc_ci"] == interval(icc3_1, pred[:, j], parsed)
+        assert dimension["mse_ci"] == interval(mse, pred[:, j], parsed)
+        assert result["midpoint_imputation"]["dimensions"][key]["icc_ci"] == interval(
+            icc3_1, imputed[:, j], np.ones(len(videos), bool)
+        )
+        assert result["common_set"]["dimensions"][key]["icc_ci"] == interval(icc3_1, pred[:, j], parsed & in_common)
+    gold_of = gold.mean(axis=1)
+    assert result["midpoint_imputation"]["overall"]["icc_ci"] == interval(
+        icc3_1, imputed.mean(axis=1), np.ones(len(videos), bool)
+    )
+    assert result["overall"]["mse_ci"] == interval(mse, pred.mean(axis=1), ~np.isnan(pred).any(axis=1))
+
+
 def test_common_set_restricts_every_score_to_the_given_videos():
     predictions, references = make_scores(n=60, seed=3)
     videos, pred, gold = _grid(predictions, references)
