@@ -54,7 +54,7 @@ from .bootstrap import (
     unit_chunks,
     unit_totals,
 )
-from .reporting_floor import Support, guarded_interval
+from .reporting_floor import Support, guarded_bounds
 from .resampling_threads import share_out
 
 __all__ = [
@@ -481,11 +481,12 @@ def agreement_blocks_and_replicates(
     # With resamples, one plan grouped by their unit gives the point (every unit once) and the replicates.
     plan = _Plan(ratings, valid) if indices is None else _resampling_plan(ratings, valid, indices)
     point = plan.point()
-    boot = stacked = intervals = None
+    boot = undefined = intervals = None
     if indices is not None:
         boot = _replicates(plan, indices)
         stacked = np.stack([boot[key] for key in STATISTIC_KEYS], axis=1)  # (B, S, D)
         intervals = percentile_ci(stacked, confidence, axis=0)  # (S, D, 2)
+        undefined = np.isnan(stacked).sum(axis=0)  # (S, D): every figure's undefined resamples, one pass
     entries = []
     for block in range(n_items.size):
         entry = {}
@@ -496,9 +497,10 @@ def agreement_blocks_and_replicates(
             ci = None if intervals is None or np.isnan(value) else intervals[s, block].tolist()
             entry[stat.key] = {"value": value, "ci": ci}
             if supports is not None and ci is not None:
-                entry[stat.key]["ci"], entry[stat.key]["withheld"] = _guarded(
-                    stacked[:, s, block], supports[block], stat, ci
+                entry[stat.key]["ci"], facts = guarded_bounds(
+                    undefined[s, block], indices.shape[0], supports[block], ci, counted=stat.key in _COUNTED
                 )
+                entry[stat.key]["withheld"] = facts["withheld"]
         entries.append(entry)
     return entries, boot
 
@@ -506,14 +508,6 @@ def agreement_blocks_and_replicates(
 # Range use as counted on the model's own answers: every resample of a judge that answers only whole points has
 # an integer share of 1, a zero-width interval that is a fact about the judge, not a certainty the data lack.
 _COUNTED = frozenset({"integer_share", "n_distinct"})
-
-
-def _guarded(samples: np.ndarray, support: Support, stat: Statistic, bounds: list[float]):
-    """(ci or None, the reason it is withheld or None) under the one rule of `reporting_floor` (range use as
-    counted on the judge's answers: `counted`); `bounds` the percentile interval of `samples`, computed once
-    for every statistic and block (`guarded_ci` would compute it again)."""
-    ci, facts = guarded_interval(samples, support, bounds, counted=stat.key in _COUNTED)
-    return ci, facts["withheld"]
 
 
 def agreement(predictions: Sequence[float], gold: Sequence[float]) -> dict[str, float]:

@@ -30,6 +30,7 @@ __all__ = [
     "undefined_share_reason",
     "degenerate_reason",
     "guarded_interval",
+    "guarded_bounds",
     "floor_description",
 ]
 
@@ -105,14 +106,27 @@ def guarded_interval(
     answers), which may be the same in every resample as a fact about the judge (one that answers only whole
     points has a share of 1 in each): held to the floors and the undefined share, not to a nonzero width."""
     values = np.asarray(samples, dtype=np.float64).ravel()
-    n_undefined = int(np.isnan(values).sum())
+    return guarded_bounds(int(np.isnan(values).sum()), values.size, support, bounds, what, counted=counted)
+
+
+def guarded_bounds(
+    n_undefined: int,
+    n_resamples: int,
+    support: Support,
+    bounds: Sequence[float],
+    what: str = "a CI",
+    *,
+    counted: bool = False,
+) -> tuple[list[float] | None, dict]:
+    """`guarded_interval` of a figure whose undefined resamples are already counted (`n_undefined` of
+    `n_resamples`): many figures' counts come from one pass over all their replicates."""
     low, high = (float(bounds[0]), float(bounds[1]))
     reason = (
         withhold_reason(support, what)
-        or undefined_share_reason(n_undefined, values.size, what)
+        or undefined_share_reason(n_undefined, n_resamples, what)
         or (None if counted and not (math.isnan(low) or math.isnan(high)) else degenerate_reason(low, high, what))
     )
-    facts = {"undefined": n_undefined, "n_resamples": int(values.size), "withheld": reason}
+    facts = {"undefined": int(n_undefined), "n_resamples": int(n_resamples), "withheld": reason}
     return (None if reason else [low, high]), facts
 
 
