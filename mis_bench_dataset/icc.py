@@ -102,11 +102,31 @@ def cross_products(matrix: np.ndarray | list) -> np.ndarray:
     return np.swapaxes(centred, -1, -2) @ centred
 
 
+# Two raters (model and gold, every bootstrap's layout): the trace and total of each 2 x 2 block of C summed element by
+# element. numpy's reductions over two small trailing axes cost about 120 us a call on a chunk of bootstrap resamples
+# (1,024 x 9 blocks), these 6-16 us: the same sums in numpy's order (row by row; C is symmetric, so the order of
+# the two off-diagonal terms cannot change a bit). More raters: numpy's own reductions, whose order varies.
+
+
+def block_trace(cross: np.ndarray) -> np.ndarray:
+    """tr C of each (..., k, k) block: `np.trace` over the last two axes."""
+    if cross.shape[-1] != 2:
+        return np.trace(cross, axis1=-2, axis2=-1)
+    return cross[..., 0, 0] + cross[..., 1, 1]
+
+
+def block_total(cross: np.ndarray) -> np.ndarray:
+    """1'C1 of each symmetric (..., k, k) block: the sum over the last two axes."""
+    if cross.shape[-1] != 2:
+        return cross.sum(axis=(-2, -1))
+    return ((cross[..., 0, 0] + cross[..., 0, 1]) + cross[..., 1, 0]) + cross[..., 1, 1]
+
+
 def icc3_from_cross_products(cross: np.ndarray) -> np.ndarray:
     """ICC(3,1) from C (..., k, k): off-diagonal sum over (k-1) * trace; NaN when tr C = 0."""
     k = cross.shape[-1]
-    trace = np.trace(cross, axis1=-2, axis2=-1)
-    offdiag = cross.sum(axis=(-2, -1)) - trace
+    trace = block_trace(cross)
+    offdiag = block_total(cross) - trace
     with np.errstate(invalid="ignore", divide="ignore"):
         value = offdiag / ((k - 1) * np.where(trace > 0, trace, 1.0))
     # The bounds hold exactly (Cauchy-Schwarz); clipping only removes rounding noise like 1 + 2e-16.
@@ -118,8 +138,8 @@ def mean_squares(matrix: np.ndarray | list) -> tuple[np.ndarray, np.ndarray]:
     array = _as_ratings(matrix)
     n, k = array.shape[-2:]
     cross = cross_products(array)
-    total = cross.sum(axis=(-2, -1))
-    trace = np.trace(cross, axis1=-2, axis2=-1)
+    total = block_total(cross)
+    trace = block_trace(cross)
     ms_rows = total / (k * (n - 1))
     ms_err = np.maximum(trace - total / k, 0.0) / ((n - 1) * (k - 1))
     return ms_rows, ms_err
@@ -248,8 +268,8 @@ def mean_squares_from_moments(cross: np.ndarray, column_means: np.ndarray, n: np
     k = cross.shape[-1]
     n = np.asarray(n, dtype=np.float64)
     means = np.asarray(column_means, dtype=np.float64)
-    total = cross.sum(axis=(-2, -1))
-    trace = np.trace(cross, axis1=-2, axis2=-1)
+    total = block_total(cross)
+    trace = block_trace(cross)
     ss_cols = n * ((means - means.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
     ss_err = np.maximum(trace - total / k, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -274,3 +274,22 @@ def test_percentile_ci_matches_numpy_and_skips_nan():
     assert ci_nan[0] < ci_nan[1]
     with pytest.raises(ValueError, match="confidence"):
         percentile_ci(samples, 1.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(2, 5),
+    st.sampled_from([(), (3,), (40, 9)]),
+    st.integers(0, 2**31),
+    st.sampled_from(["c", "f", "swapped"]),
+)
+def test_block_trace_and_total_are_numpys_to_the_bit_for_symmetric_blocks(k, leading, seed, layout):
+    # The bootstrap's 2 x 2 blocks are summed element by element; the same bits as numpy's reductions.
+    from mis_bench_dataset.icc import block_total, block_trace
+
+    rng = np.random.default_rng(seed)
+    half = rng.normal(size=(*leading, k, k)) * 10.0 ** rng.integers(-6, 6, size=(*leading, k, k))
+    cross = half + np.swapaxes(half, -1, -2)
+    cross = {"c": cross, "f": np.asfortranarray(cross), "swapped": np.swapaxes(cross, -1, -2)}[layout]
+    np.testing.assert_array_equal(block_trace(cross), np.trace(cross, axis1=-2, axis2=-1))
+    np.testing.assert_array_equal(block_total(cross), cross.sum(axis=(-2, -1)))
