@@ -60,9 +60,15 @@ def _assert_close(ours: np.ndarray, reference: np.ndarray, what: str) -> None:
     ],
 )
 @pytest.mark.parametrize("pair_weights", ["sparse", "dense"])
-def test_every_agreement_statistic_by_clinician_equals_a_per_resample_loop(sizes, pair_weights, monkeypatch):
-    # Both ways of weighting a block's distinct pairs: the sparse product, and the dense one used for few pairs.
+@pytest.mark.parametrize("rank_dtype", ["float32", "float64"])
+def test_every_agreement_statistic_by_clinician_equals_a_per_resample_loop(
+    sizes, pair_weights, rank_dtype, monkeypatch
+):
+    # Both ways of weighting a block's distinct pairs: the sparse product, and the dense one used for few pairs;
+    # rank weights in float32 (exact for these counts, the default) and in float64 (beyond float32's whole numbers).
     monkeypatch.setattr(agreement_statistics, "_DENSE_PAIR_CELLS", 0 if pair_weights == "sparse" else 10**9)
+    if rank_dtype == "float64":
+        monkeypatch.setattr(agreement_statistics, "_FLOAT32_WHOLE", 0.0)
     videos, ratings, valid = _clustered(sizes, seed=4)
     plan = make_resampling(videos, 120, 11, "clinician")
     ours = agreement_replicates(ratings, valid, plan)
@@ -211,3 +217,18 @@ def _check_sparse_times(sparse, rows: int, columns: int, vectors: int, density: 
     got = agreement_statistics.sparse_times(matrix, dense)
     assert got.shape == (rows, vectors) and got.flags.c_contiguous
     np.testing.assert_array_equal(got, matrix @ dense)
+
+
+def test_rank_weights_leave_float32_where_a_resample_could_hold_more_items_than_it_counts_exactly():
+    # float32 holds whole numbers (and halves) exactly up to 2^23: a resample of at most its largest count times
+    # the items must stay below the bound, else float64.
+    videos, ratings, valid = _clustered([3, 2, 4], seed=1)
+    plan = agreement_statistics._Plan(ratings, valid)
+    n = ratings.shape[0]
+    below = np.full((2, n), np.floor((agreement_statistics._FLOAT32_WHOLE - 1) / n))
+    assert plan.rank_dtype(below) == np.float32
+    assert plan.rank_dtype(below + 1) == np.float64
+    rho, distinct = plan.rank_statistics(below + 1)  # every item as often: the full sample's rho, its distinct values
+    point = agreement_point(ratings, valid)
+    np.testing.assert_allclose(rho[0], point["spearman"], rtol=1e-12)
+    np.testing.assert_array_equal(distinct[0], point["n_distinct"])
