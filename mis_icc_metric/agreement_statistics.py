@@ -468,25 +468,10 @@ def agreement_weighted(predictions: np.ndarray, gold: np.ndarray, weights: np.nd
     return {key: value[0] for key, value in moments.statistics(sums).items()}
 
 
-def agreement_blocks(
-    ratings: np.ndarray,
-    valid: np.ndarray,
-    indices: np.ndarray | None,
-    *,
-    confidence: float = DEFAULT_CONFIDENCE,
-    min_items: int = 3,
-    supports: Sequence[Support] | None = None,
-) -> list[dict[str, dict]]:
-    """Per block {key: {"value", "ci"}} (STATISTICS order): the JSON the scoring rules attach.
-
-    A statistic that needs variance is undefined (NaN, no CI) on fewer than `min_items` items; an
-    undefined value never gets an interval. `indices` None: no CIs. `supports` (one `reporting_floor.Support`
-    per block): each CI under the one rule, a withheld one None with its reason in the entry's "withheld".
-    """
-    entries, _ = agreement_blocks_and_replicates(
-        ratings, valid, indices, confidence=confidence, min_items=min_items, supports=supports
-    )
-    return entries
+def agreement_blocks(ratings: np.ndarray, valid: np.ndarray, indices: np.ndarray | None, **options) -> list[dict]:
+    """Per block {key: {"value", "ci"}} (STATISTICS order): the JSON the scoring rules attach; `options` and the
+    rules as `agreement_blocks_and_replicates`, without its replicates."""
+    return agreement_blocks_and_replicates(ratings, valid, indices, **options)[0]
 
 
 def agreement_blocks_and_replicates(
@@ -498,9 +483,14 @@ def agreement_blocks_and_replicates(
     min_items: int = 3,
     supports: Sequence[Support] | None = None,
 ) -> tuple[list[dict[str, dict]], dict[str, np.ndarray] | None]:
-    """`agreement_blocks`, and the replicates its intervals come from ({key: (B, D)}; None without resamples): a
-    caller that reports some of the same statistics again (scoring's ICC and MSE) reads them, not a second
-    bootstrap."""
+    """Per block {key: {"value", "ci"}} (STATISTICS order), and the replicates its intervals come from ({key:
+    (B, D)}; None without resamples): a caller that reports some of the same statistics again (scoring's ICC and
+    MSE) reads them, not a second bootstrap.
+
+    A statistic that needs variance is undefined (NaN, no CI) on fewer than `min_items` items; an
+    undefined value never gets an interval. `indices` None: no CIs. `supports` (one `reporting_floor.Support`
+    per block): each CI under the one rule, a withheld one None with its reason in the entry's "withheld".
+    """
     n_items = np.asarray(valid, dtype=bool).sum(axis=0)
     # With resamples, one plan grouped by their unit gives the point (every unit once) and the replicates.
     plan = _Plan(ratings, valid) if indices is None else _resampling_plan(ratings, valid, indices)
