@@ -87,27 +87,3 @@ def test_score_imports_none_of_the_model_runs_modules():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"code": 0, "loaded": []}
-
-
-def test_the_cli_lets_openblas_threads_sleep_at_once_unless_the_user_says_otherwise(monkeypatch):
-    # Read by each OpenBLAS copy as it loads: a fresh `mis-bench` process has not imported numpy when it is set.
-    import os
-
-    from eval_scripts.cli import BLAS_THREAD_TIMEOUT
-
-    name, value = BLAS_THREAD_TIMEOUT
-    monkeypatch.delenv(name, raising=False)
-    with contextlib.redirect_stdout(io.StringIO()):
-        main(["--version"])
-    assert os.environ[name] == value
-    monkeypatch.setenv(name, "12")
-    with contextlib.redirect_stdout(io.StringIO()):
-        main(["--version"])
-    assert os.environ[name] == "12"
-    loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, eval_scripts.cli; print('numpy' in sys.modules)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert loaded.stdout.strip() == "False"

@@ -16,6 +16,8 @@ appears only with `--debug` (or `MIS_BENCH_DEBUG=1`).
 The CLI only parses arguments, calls one library function and prints; nothing outside `cli/` imports it.
 
 - `args`: argument types and output helpers shared by every subcommand.
+- `process_settings`: the process-wide settings the console script makes for itself (OpenBLAS's idle threads,
+  glibc keeping freed memory), each yielding to the user's.
 - `common_options`: the CLI's one vocabulary (`--predictions`, `--references`, `--out`, `--split`), declared once.
 - `backends`: `mis-bench backends [B]`: the backends `run` takes, or one backend's options (`run -M`).
 - `batch`: `mis-bench batch export|import` (provider batch files of a model run; `run --export-batch` is its alias).
@@ -56,6 +58,7 @@ import threading
 import types
 from collections.abc import Sequence
 
+from eval_scripts.cli import process_settings
 from eval_scripts.cli.args import shown_default
 from eval_scripts.cli.common_options import vocabulary
 from mis_bench_dataset.toolkit.errors import (
@@ -276,16 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-# OpenBLAS's threads spin on a core for about 0.1 s after they start, and after each job, before they sleep (its
-# THREAD_TIMEOUT: 2^28 cycles); numpy and scipy each load a copy. A statistics command answers in half a second and
-# resamples on threads of its own (mis_icc_metric.resampling_threads): the spinning took 0.2 s of CPU and a core from
-# them (measured on 2 cores: `score --bootstrap 10000` 0.87 -> 0.79 s, 1.41 -> 1.04 s of CPU). 2^4 cycles: they
-# sleep at once. Read by each copy as it loads, so set before numpy is imported; the user's own setting wins.
-BLAS_THREAD_TIMEOUT = ("OPENBLAS_THREAD_TIMEOUT", "4")
-
-
 def _main(argv: Sequence[str] | None) -> int:
-    os.environ.setdefault(*BLAS_THREAD_TIMEOUT)
+    process_settings.before_imports()
     _safe_streams()
     parser = _command_parser(sys.argv[1:] if argv is None else argv)
     try:
@@ -308,6 +303,7 @@ def _main(argv: Sequence[str] | None) -> int:
         )
         return EXIT_USAGE
     command = args.command
+    process_settings.for_command(command)
     try:
         return int(args.func(args) or 0)
     except MisBenchError as err:
