@@ -84,8 +84,10 @@ _RANK_CELLS = 512 * 1024
 # against 909 counts, 1.17 times it).
 _DENSE_PAIR_CELLS = 8
 # Whole numbers up to here, and their halves, are exact in float32 (24-bit significand): rank weights in float32
-# below it (`_Plan.rank_dtype`).
+# below it (`_Plan.rank_dtype`); and rho's cross term through float32 products of a weight and a rank (each at most
+# the resample's items, N) while N^2 stays below it too (N < 2,896.3: 2 N^2 < 2^24).
 _FLOAT32_WHOLE = 2.0**22
+_FLOAT32_CROSS_ITEMS = 2896
 # Bland & Altman (1986): the 95% limits of agreement are the mean difference +- 1.96 sd of the differences.
 LOA_Z = 1.96
 
@@ -302,8 +304,16 @@ class _BlockRanks:
         # a float32 weight or rank is the same number there).
         s_xx = np.einsum("ij,ij,ij->j", pred_weight, pred_rank, pred_rank, dtype=np.float64) - centre
         s_yy = np.einsum("ij,ij,ij->j", gold_weight, gold_rank, gold_rank, dtype=np.float64) - centre
-        pair_rank = pred_rank if self.one_pair_each else pred_rank[self.pair_pred]
-        s_xy = np.einsum("ij,ij,ij->j", pair_weight, pair_rank, gold_rank[self.pair_gold], dtype=np.float64) - centre
+        if counts_t.dtype == np.float32 and n_eff.max(initial=0.0) < _FLOAT32_CROSS_ITEMS:
+            # Each pair's weight times its gold rank, and their sums per prediction, stay multiples of 1/2 below
+            # 2^23: exact in float32, so the cross term is one sum over the distinct predictions, not the pairs.
+            weighted = pair_weight * gold_rank[self.pair_gold]
+            per_pred = weighted if self.one_pair_each else sparse_times(pred_of_pair, weighted)
+            s_xy = np.einsum("ij,ij->j", pred_rank, per_pred, dtype=np.float64) - centre
+        else:
+            pair_rank = pred_rank if self.one_pair_each else pred_rank[self.pair_pred]
+            pair_gold = gold_rank[self.pair_gold]
+            s_xy = np.einsum("ij,ij,ij->j", pair_weight, pair_rank, pair_gold, dtype=np.float64) - centre
         # All tied gives s_xx exactly 0 (both terms are the same expression); a real spread is >= about N.
         defined = (s_xx > 0.5) & (s_yy > 0.5) & (n_eff >= 2)
         with np.errstate(invalid="ignore", divide="ignore"):

@@ -232,3 +232,19 @@ def test_rank_weights_leave_float32_where_a_resample_could_hold_more_items_than_
     point = agreement_point(ratings, valid)
     np.testing.assert_allclose(rho[0], point["spearman"], rtol=1e-12)
     np.testing.assert_array_equal(distinct[0], point["n_distinct"])
+
+
+@pytest.mark.parametrize("copies", [1, 2, 300])  # 300 copies of 20 items: 6,000 in a resample, past the bound
+def test_rhos_cross_term_is_the_same_through_float32_products_or_float64_ones(copies, monkeypatch):
+    # Below `_FLOAT32_CROSS_ITEMS` items a resample's weight-times-rank products are summed in float32 (exact); at
+    # or past it, float32 weights take the three-factor float64 sum. Either way the float64 path's numbers.
+    videos, ratings, valid = _clustered([4, 3, 5, 2, 6], seed=7, step=0.1)
+    plan = agreement_statistics._Plan(ratings, valid)
+    counts = np.random.default_rng(copies).integers(0, 3, size=(50, ratings.shape[0])) * float(copies)
+    assert plan.rank_dtype(counts) == np.float32
+    assert (counts.sum(axis=1).max() >= agreement_statistics._FLOAT32_CROSS_ITEMS) == (copies == 300)
+    fast = plan.rank_statistics(counts)
+    monkeypatch.setattr(agreement_statistics, "_FLOAT32_WHOLE", 0.0)  # float64 throughout
+    slow = plan.rank_statistics(counts)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
