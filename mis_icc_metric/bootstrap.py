@@ -377,27 +377,34 @@ def quiet_nanvar(values: np.ndarray, axis: int = 0) -> np.ndarray:
 def percentile_ci(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, axis: int = 0) -> np.ndarray:
     """Percentile interval over `axis` ignoring NaN replicates: (..., 2) [low, high]; NaN where every replicate is.
 
-    Many figures at once (`_SHARED_QUANTILES` replicates or more: `score`'s every statistic of every block) are
-    shared out over the resampling threads, figure by figure: the same numbers, each figure's own. No warnings
-    filter is touched (`warnings.catch_warnings` is process-wide, not thread-safe): an all-NaN figure is found
-    first and left NaN."""
+    Each figure's replicates are laid out in a row: the figures with no undefined replicate (nearly all) take one
+    `np.quantile` call per share, the few with some NaN `np.quantile` of their defined replicates one by one;
+    the numbers of `np.nanquantile` figure by figure, without its per-figure Python loop (`score`'s 189 figures of
+    10,000: 37 -> 25 ms). Many figures at once (`_SHARED_QUANTILES` replicates or more) are shared out over the
+    resampling threads, rows by rows: the same numbers. No warnings filter is touched (`warnings.catch_warnings`
+    is process-wide, not thread-safe): an all-NaN figure is left NaN."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    alpha = (1 - confidence) / 2
-    moved = np.moveaxis(np.asarray(samples), axis, 0)
-    figures = moved.reshape(moved.shape[0], -1)
-    bounds = np.full((figures.shape[1], 2), np.nan)
+    levels = [(1 - confidence) / 2, 1 - (1 - confidence) / 2]
+    moved = np.moveaxis(np.asarray(samples, dtype=np.float64), axis, -1)
+    figures = moved.reshape(-1, moved.shape[-1])  # a figure a row (a copy unless `axis` was the last)
+    bounds = np.full((figures.shape[0], 2), np.nan)
+    undefined = np.isnan(figures).any(axis=1)
 
-    def one_share(columns: np.ndarray) -> None:
-        part = figures[:, columns]
-        defined = ~np.isnan(part).all(axis=0)
-        if defined.any():
-            quantiles = np.nanquantile(part if defined.all() else part[:, defined], [alpha, 1 - alpha], axis=0)
-            bounds[columns[defined]] = quantiles.T
+    def one_share(rows: slice) -> None:
+        part, some_nan = figures[rows], undefined[rows]
+        if not some_nan.all():
+            clean = part if not some_nan.any() else part[~some_nan]
+            bounds[rows][~some_nan] = np.quantile(clean, levels, axis=1).T
+        for row in np.flatnonzero(some_nan) + rows.start:  # a loop over the few figures with NaN, not resamples
+            values = figures[row][~np.isnan(figures[row])]
+            if values.size:
+                bounds[row] = np.quantile(values, levels)
 
     shares = 1 if figures.size < _SHARED_QUANTILES else extra_threads() + 1
-    share_out(np.array_split(np.arange(figures.shape[1]), shares), one_share)
-    return bounds.reshape(moved.shape[1:] + (2,))
+    edges = np.linspace(0, figures.shape[0], shares + 1).astype(int)
+    share_out([slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a], one_share)
+    return bounds.reshape(moved.shape[:-1] + (2,))
 
 
 def guarded_ci(
