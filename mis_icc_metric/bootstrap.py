@@ -19,6 +19,7 @@ copies into one item and shrinks the CI; the count formulation cannot do that.
 
 from __future__ import annotations
 
+import math
 import threading
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -387,8 +388,10 @@ def percentile_ci(samples: np.ndarray, confidence: float = DEFAULT_CONFIDENCE, a
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     levels = [(1 - confidence) / 2, 1 - (1 - confidence) / 2]
     moved = np.moveaxis(np.asarray(samples, dtype=np.float64), axis, -1)
-    figures = moved.reshape(-1, moved.shape[-1])  # a figure a row (a copy unless `axis` was the last)
+    figures = moved.reshape(math.prod(moved.shape[:-1]), moved.shape[-1])  # a figure a row (a copy but on axis -1)
     bounds = np.full((figures.shape[0], 2), np.nan)
+    if figures.shape[1] == 0:  # no replicates: every figure undefined
+        return bounds.reshape(moved.shape[:-1] + (2,))
     undefined = np.isnan(figures).any(axis=1)
 
     def one_share(rows: slice) -> None:

@@ -223,6 +223,8 @@ def test_percentiles_shared_out_equal_numpys_and_warn_of_nothing(monkeypatch, ex
     np.testing.assert_array_equal(ours, numpys)
     np.testing.assert_array_equal(one, numpys[0, 0])
     assert np.isnan(ours[3, 4]).all()
+    assert np.isnan(bootstrap.percentile_ci(samples[:0], 0.9)).all()  # no replicates: every figure undefined
+    assert bootstrap.percentile_ci(samples[:0], 0.9).shape == (21, 9, 2)
 
 
 @pytest.mark.parametrize("method", ["isotonic", "linear"])
