@@ -283,7 +283,7 @@ class _BlockRanks:
         """(by_pair, by_pair_dense, pred_of_pair, gold_of_pair) with entries of `dtype` (whole counts: exact)."""
         if dtype not in self._typed:
             self._typed[dtype] = tuple(
-                None if matrix is None else matrix.astype(dtype)
+                None if matrix is None else matrix.astype(dtype, copy=False)  # float64: the matrices themselves
                 for matrix in (self.by_pair, self.by_pair_dense, self.pred_of_pair, self.gold_of_pair)
             )
         return self._typed[dtype]
